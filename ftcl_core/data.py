@@ -1,0 +1,287 @@
+"""Datasets: the embedded procedural *shapes* set (no download) and loaders for real image data.
+
+Every loader returns a :class:`ImageSet`: uint8 images ``(N, 3, H, W)`` of one fixed size plus integer
+labels.  Augmentation happens afterwards, batched on tensors (:mod:`ftcl_core.augment`), so the same
+code path serves the CPU and a GPU.
+
+The embedded default, :func:`make_shapes`, is drawn deterministically by code from a seed.  Its design
+follows the CPU calibration in ``shared/notes/cpu-calibration.md``:
+
+* the class is the *shape* (10 kinds), which survives cropping, flipping and colour jitter;
+* the nuisances are rotation, scale, position, colour, background gradient and pixel noise;
+* colours come from a small palette and are independent of the class, so colour cannot identify an
+  instance (with free RGB colours, instance discrimination is solved by colour alone and nothing
+  about shape is learned) and says nothing about the class.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+SHAPE_CLASSES = (
+    "disc", "square", "triangle", "star", "cross", "ring", "bar", "half_disc", "corner", "two_dots",
+)
+# Colours (RGB, 0-1).  Each image draws a foreground and a different background colour from it.
+PALETTE = torch.tensor(
+    [
+        [0.90, 0.20, 0.20],
+        [0.20, 0.70, 0.25],
+        [0.20, 0.35, 0.90],
+        [0.95, 0.85, 0.20],
+        [0.15, 0.15, 0.15],
+        [0.92, 0.92, 0.92],
+    ]
+)
+
+
+@dataclass
+class ImageSet:
+    """Images as uint8 ``(N, 3, H, W)`` with int64 labels ``(N,)`` and the class names."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+    classes: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if self.images.dtype != torch.uint8 or self.images.dim() != 4 or self.images.shape[1] != 3:
+            raise ValueError(
+                f"ImageSet.images must be uint8 (N, 3, H, W); got {tuple(self.images.shape)} "
+                f"{self.images.dtype}. Convert with (x * 255).round().to(torch.uint8)."
+            )
+        if len(self.images) != len(self.labels):
+            raise ValueError(f"{len(self.images)} images but {len(self.labels)} labels.")
+        if len(self.images) == 0:
+            raise ValueError("ImageSet is empty: the data source holds no images.")
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+
+def _shape_sdf(kind: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Signed distance (negative inside) of each image's shape, in units of the shape radius.
+
+    ``kind`` is ``(N,)``; ``x`` and ``y`` are ``(N, H, W)`` coordinates in the shape's own frame.
+    All ten shapes are evaluated and the right one picked per image (cheap at these sizes).
+    """
+    r = torch.sqrt(x * x + y * y)
+    theta = torch.atan2(y, x)
+
+    def box(hx: float, hy: float, cx: float = 0.0, cy: float = 0.0) -> torch.Tensor:
+        dx, dy = (x - cx).abs() - hx, (y - cy).abs() - hy
+        outside = torch.sqrt(dx.clamp(min=0) ** 2 + dy.clamp(min=0) ** 2)
+        return outside + torch.maximum(dx, dy).clamp(max=0)
+
+    def polygon(n: int, radius: float) -> torch.Tensor:
+        sector = 2 * math.pi / n
+        local = torch.remainder(theta, sector) - sector / 2
+        return r * torch.cos(local) - radius * math.cos(math.pi / n)
+
+    disc = r - 0.85
+    square = box(0.72, 0.72)
+    triangle = polygon(3, 1.0)
+    star = r - 0.95 * (0.62 + 0.38 * torch.cos(5 * theta))
+    cross = torch.minimum(box(0.95, 0.28), box(0.28, 0.95))
+    ring = (r - 0.72).abs() - 0.2
+    bar = box(1.0, 0.3)
+    half_disc = torch.maximum(r - 0.95, -(y + 0.05))
+    corner = torch.minimum(box(0.85, 0.25, 0.0, -0.6), box(0.25, 0.85, -0.6, 0.0))
+    two_dots = torch.minimum(
+        torch.sqrt((x - 0.5) ** 2 + y**2) - 0.42, torch.sqrt((x + 0.5) ** 2 + y**2) - 0.42
+    )
+    all_sdf = torch.stack(
+        [disc, square, triangle, star, cross, ring, bar, half_disc, corner, two_dots], dim=1
+    )
+    return all_sdf.gather(1, kind.view(-1, 1, 1, 1).expand(-1, 1, *x.shape[1:])).squeeze(1)
+
+
+def make_shapes(
+    n: int,
+    size: int = 32,
+    seed: int = 0,
+    scale: tuple[float, float] = (0.28, 0.42),
+    jitter: float = 0.15,
+    noise: float = 0.04,
+) -> ImageSet:
+    """Draw ``n`` class-balanced shape images deterministically from ``seed`` (no download).
+
+    ``scale`` is the shape radius as a fraction of the image side; ``jitter`` the largest offset of its
+    centre from the image centre (same unit); ``noise`` the std of additive pixel noise.
+    """
+    if n <= 0 or size < 8:
+        raise ValueError(f"make_shapes needs n > 0 and size >= 8; got n={n}, size={size}.")
+    gen = torch.Generator().manual_seed(seed)
+    n_cls = len(SHAPE_CLASSES)
+    labels = torch.arange(n) % n_cls
+    labels = labels[torch.randperm(n, generator=gen)]
+    images = torch.empty(n, 3, size, size, dtype=torch.uint8)
+    coords = (torch.arange(size, dtype=torch.float32) + 0.5) / size - 0.5  # in [-0.5, 0.5]
+    gy, gx = torch.meshgrid(coords, coords, indexing="ij")
+    for start in range(0, n, 2048):  # chunks keep memory small for large n
+        kind = labels[start : start + 2048]
+        m = len(kind)
+        u = torch.rand(m, 8, generator=gen)
+        angle = u[:, 0] * 2 * math.pi
+        radius = scale[0] + (scale[1] - scale[0]) * u[:, 1]
+        cx, cy = (u[:, 2] - 0.5) * 2 * jitter, (u[:, 3] - 0.5) * 2 * jitter
+        # Image coordinates -> the shape's frame (rotate, scale to unit radius).
+        dx, dy = gx - cx.view(-1, 1, 1), gy - cy.view(-1, 1, 1)
+        cos, sin = torch.cos(angle).view(-1, 1, 1), torch.sin(angle).view(-1, 1, 1)
+        rad = radius.view(-1, 1, 1)
+        lx, ly = (cos * dx + sin * dy) / rad, (-sin * dx + cos * dy) / rad
+        sdf = _shape_sdf(kind, lx, ly)
+        pixel = 1.0 / (size * rad)  # one pixel in shape units: anti-aliased edge
+        alpha = (0.5 - sdf / pixel).clamp(0, 1).unsqueeze(1)
+        fg_idx = torch.randint(len(PALETTE), (m,), generator=gen)
+        bg_idx = (fg_idx + torch.randint(1, len(PALETTE), (m,), generator=gen)) % len(PALETTE)
+        fg = PALETTE[fg_idx].view(m, 3, 1, 1)
+        bg = PALETTE[bg_idx].view(m, 3, 1, 1)
+        # Background: a soft linear gradient in a random direction.
+        g_angle = u[:, 4] * 2 * math.pi
+        ramp = (torch.cos(g_angle).view(-1, 1, 1) * gx + torch.sin(g_angle).view(-1, 1, 1) * gy)
+        bg_img = bg * (1.0 + 0.35 * u[:, 5].view(-1, 1, 1, 1) * ramp.unsqueeze(1))
+        img = alpha * fg + (1 - alpha) * bg_img
+        img = img + noise * torch.randn(img.shape, generator=gen)
+        images[start : start + m] = (img.clamp(0, 1) * 255).round().to(torch.uint8)
+    return ImageSet(images, labels.long(), SHAPE_CLASSES)
+
+
+def shapes_splits(
+    n_train: int, n_test: int, size: int = 32, seed: int = 0, **kwargs: float
+) -> tuple[ImageSet, ImageSet]:
+    """Train and test splits of the shapes set, drawn from disjoint seeds."""
+    return (
+        make_shapes(n_train, size=size, seed=seed, **kwargs),
+        make_shapes(n_test, size=size, seed=seed + 1_000_003, **kwargs),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Real data.  Nothing is downloaded unless the caller passes download=True.
+# ---------------------------------------------------------------------------------------------------
+
+IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".JPEG")
+
+
+def read_class_list(path: str | os.PathLike) -> list[str]:
+    """Read a class list (one WordNet id per line, e.g. ``data/imagenet100.txt``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"class list {p} not found; the ImageNet-100 list ships as data/imagenet100.txt.")
+    classes = [line.strip() for line in p.read_text().splitlines() if line.strip()]
+    if not classes:
+        raise ValueError(f"class list {p} is empty.")
+    if len(set(classes)) != len(classes):
+        raise ValueError(f"class list {p} names a class twice.")
+    return classes
+
+
+def load_image_folder(
+    root: str | os.PathLike,
+    size: int,
+    classes: list[str] | None = None,
+    max_per_class: int | None = None,
+) -> ImageSet:
+    """Load an ImageFolder tree (``root/<class>/<image>``) resized to ``size`` x ``size`` uint8.
+
+    ``classes`` restricts and orders the classes (ImageNet-100: :func:`read_class_list`).  Images are
+    resized on the shorter side and centre-cropped; random crops then come from the batched augmentation.
+    This keeps everything in memory, which suits ImageNet-100 at ``size`` <= 128 and small sets; for the
+    full-resolution recipe use :func:`image_folder_loader`.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    files, labels, names = _list_image_folder(root, classes)
+    if max_per_class is not None:
+        keep, count = [], {}
+        for f, y in zip(files, labels):
+            if count.get(y, 0) < max_per_class:
+                keep.append((f, y))
+                count[y] = count.get(y, 0) + 1
+        files, labels = [f for f, _ in keep], [y for _, y in keep]
+    images = torch.empty(len(files), 3, size, size, dtype=torch.uint8)
+    for i, f in enumerate(files):
+        try:
+            with Image.open(f) as im:
+                images[i] = _resize_center(im.convert("RGB"), size)
+        except (UnidentifiedImageError, OSError) as err:
+            raise ValueError(
+                f"corrupt or unreadable image {f}: {err}. Remove or replace the file and run again."
+            ) from err
+    return ImageSet(images, torch.tensor(labels, dtype=torch.long), tuple(names))
+
+
+def _list_image_folder(root: str | os.PathLike, classes: list[str] | None) -> tuple[list[Path], list[int], list[str]]:
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(
+            f"data directory {root} does not exist. Point data.root at an ImageFolder tree "
+            "(root/<class>/<image>), or use data.name=shapes for the embedded data."
+        )
+    present = sorted(d.name for d in root.iterdir() if d.is_dir())
+    if classes is None:
+        classes = present
+    missing = [c for c in classes if c not in present]
+    if missing:
+        raise ValueError(
+            f"{len(missing)} class(es) of the class list are not folders of {root}: {missing[:5]}"
+            f"{' ...' if len(missing) > 5 else ''}. Check the class list or the data root."
+        )
+    files, labels = [], []
+    for y, c in enumerate(classes):
+        for f in sorted((root / c).iterdir()):
+            if f.suffix in IMG_EXTENSIONS or f.suffix.lower() in IMG_EXTENSIONS:
+                files.append(f)
+                labels.append(y)
+    if not files:
+        raise ValueError(f"data directory {root} holds no images ({', '.join(IMG_EXTENSIONS)}).")
+    return files, labels, list(classes)
+
+
+def _resize_center(im, size: int) -> torch.Tensor:
+    """PIL image -> uint8 (3, size, size): shorter side resized to ``size``, then centre crop."""
+    import numpy as np
+    from PIL import Image
+
+    w, h = im.size
+    s = size / min(w, h)
+    im = im.resize((max(size, round(w * s)), max(size, round(h * s))), Image.BILINEAR)
+    w, h = im.size
+    left, top = (w - size) // 2, (h - size) // 2
+    im = im.crop((left, top, left + size, top + size))
+    return torch.from_numpy(np.asarray(im, dtype=np.uint8).copy()).permute(2, 0, 1)
+
+
+def load_torchvision(name: str, root: str | os.PathLike, train: bool, download: bool = False) -> ImageSet:
+    """CIFAR-10, CIFAR-100 or STL-10 (train: ``unlabeled``+``train`` is not merged; labelled split only).
+
+    Downloads only when ``download=True``; otherwise a missing dataset is a clear error.
+    """
+    import numpy as np
+    import torchvision
+
+    makers = {
+        "cifar10": lambda: torchvision.datasets.CIFAR10(root, train=train, download=download),
+        "cifar100": lambda: torchvision.datasets.CIFAR100(root, train=train, download=download),
+        "stl10": lambda: torchvision.datasets.STL10(root, split="train" if train else "test", download=download),
+    }
+    if name not in makers:
+        raise ValueError(f"unknown torchvision dataset {name!r}; choose one of {sorted(makers)}.")
+    try:
+        ds = makers[name]()
+    except RuntimeError as err:
+        raise FileNotFoundError(
+            f"{name} not found under {root} ({err}). Pass data.download=true to download it, "
+            "or point data.root at a folder that holds it."
+        ) from err
+    if name == "stl10":
+        images = torch.from_numpy(np.asarray(ds.data))
+        labels = torch.from_numpy(np.asarray(ds.labels)).long()
+    else:
+        images = torch.from_numpy(np.asarray(ds.data)).permute(0, 3, 1, 2).contiguous()
+        labels = torch.tensor(ds.targets, dtype=torch.long)
+    return ImageSet(images, labels, tuple(ds.classes))

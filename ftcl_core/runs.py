@@ -1,0 +1,297 @@
+"""Run folders: configs with CLI overrides, atomic writes, provenance, and the run store.
+
+A run is a folder::
+
+    config.yaml      the full resolved config
+    metrics.npz      per-step columns (loss, lr, contrastive top-1, score statistics ...)
+    grad_norms.npz   per-epoch (and optionally per-step) layer gradient L2 norms, with layer names
+    checkpoint.pt    model, momentum encoder, queue, pointer, optimizer, step and every RNG state
+    eval.json        linear_top1, knn_top1, random_init_linear_top1, ... and wall_s
+    provenance.json  commit, versions, device, seed, wall time, status
+
+Every file is written to a temporary name and renamed into place, so a crash never leaves a file that
+loads wrong; a run is complete when ``eval.json`` exists.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import io
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULTS: dict[str, Any] = {
+    "method": "moco",
+    "seed": 0,
+    "device": "cpu",
+    "data": {
+        "name": "shapes",        # shapes | imagefolder | cifar10 | cifar100 | stl10
+        "root": None,            # for imagefolder / torchvision sets
+        "test_root": None,       # imagefolder: the validation tree
+        "class_list": None,      # imagefolder: e.g. data/imagenet100.txt
+        "image_size": 32,        # stored size (shapes are drawn at it; real images resized to it)
+        "n_train": 10000,        # shapes only
+        "n_test": 2000,          # shapes only
+        "max_per_class": None,   # imagefolder: cap per class (quick runs)
+        "download": False,       # torchvision sets: download only when asked
+    },
+    "augment": {
+        "preset": "v2",          # v1 | v2 (MoCo v1 / v2 pipelines)
+        "out_size": 24,
+        "crop_scale": [0.4, 1.0],
+    },
+    "model": {
+        "encoder": "resnet10_w16",
+        "mlp": True,             # MoCo v2 head; false = v1 linear head
+        "dim": 128,
+        "bn_splits": 4,          # single-process shuffle-BN equivalent (1 = plain BN)
+    },
+    "moco": {"queue_size": 4096, "momentum": 0.99, "tau": 0.2},
+    "optim": {
+        "lr": 0.12,
+        "momentum": 0.9,
+        "weight_decay": 5.0e-4,
+        "schedule": "cosine",    # cosine | step
+        "milestones": [],        # epochs where a step schedule multiplies lr by 0.1
+        "warmup_epochs": 0,
+    },
+    "train": {"epochs": 30, "batch_size": 256, "checkpoint_every": 1},
+    "stats": {"n_queries": 64, "sync_every": 50, "histograms": False, "grad_norms_per_step": False},
+    "ft": {
+        "pos": False, "pos_mode": "extrapolate", "alpha_ex": 2.0,
+        "neg": False, "neg_mode": "interpolate", "alpha_in": 1.6,
+        "union_queue": False, "hard": False, "hard_a": 2.0, "hard_b": 1.0,
+        "granularity": "step", "renorm_pos": False, "renorm_neg": False, "start_epoch": 0,
+    },
+    "eval": {"knn_k": 200, "knn_t": 0.1, "linear_epochs": 100, "linear_lr": 0.1, "random_init": True},
+}
+
+
+class ConfigError(ValueError):
+    """A config key or value is wrong; the message names the key and the fix."""
+
+
+def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def _set(d: dict, dotted: str, value: Any) -> None:
+    known = _flatten(DEFAULTS)
+    if dotted not in known:
+        close = difflib.get_close_matches(dotted, known, n=3)
+        raise ConfigError(f"unknown config key {dotted!r}; did you mean {close}? See ftcl_core.runs.DEFAULTS.")
+    *parents, leaf = dotted.split(".")
+    for p in parents:
+        d = d.setdefault(p, {})
+    d[leaf] = value
+
+
+def merge(base: dict, update: dict) -> dict:
+    """``base`` updated with every leaf of ``update`` (keys checked against :data:`DEFAULTS`)."""
+    out = copy.deepcopy(base)
+    for key, value in _flatten(update).items():
+        _set(out, key, value)
+    return out
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """``["ft.pos=true", "moco.momentum=0.9"]`` -> nested dict; values are parsed as YAML scalars."""
+    out: dict = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} is not KEY=VALUE (for example ft.pos=true).")
+        key, raw = item.split("=", 1)
+        _set(out, key.strip(), yaml.safe_load(raw))
+    return out
+
+
+def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> dict:
+    """DEFAULTS, updated by the YAML file at ``path`` (may be None), updated by ``key=value`` overrides."""
+    cfg = copy.deepcopy(DEFAULTS)
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file {p} not found; the default CPU runs are configs/cpu_moco_v2.yaml and configs/cpu_moco_v1.yaml.")
+        cfg = merge(cfg, yaml.safe_load(p.read_text()) or {})
+    cfg = merge(cfg, parse_overrides(overrides or []))
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: dict) -> None:
+    """Check values that would otherwise fail deep inside training, naming the key and the fix."""
+    m, tau, k = cfg["moco"]["momentum"], cfg["moco"]["tau"], cfg["moco"]["queue_size"]
+    bs = cfg["train"]["batch_size"]
+    if not isinstance(m, (int, float)) or not 0.0 <= m <= 1.0:
+        raise ConfigError(f"moco.momentum={m} is outside [0, 1]; MoCo uses 0.99 (IN-100) or 0.999.")
+    if not isinstance(tau, (int, float)) or tau <= 0:
+        raise ConfigError(f"moco.tau={tau} must be > 0; MoCo v1 uses 0.07, v2 0.2.")
+    if not isinstance(bs, int) or bs < 2:
+        raise ConfigError(f"train.batch_size={bs} must be an integer >= 2.")
+    if not isinstance(k, int) or k < bs:
+        raise ConfigError(f"moco.queue_size K={k} is smaller than train.batch_size={bs}; use K >= batch size.")
+    if cfg["data"]["name"] == "shapes" and k >= cfg["data"]["n_train"]:
+        raise ConfigError(
+            f"moco.queue_size K={k} is not below data.n_train={cfg['data']['n_train']}: the queue would hold "
+            "keys of the query's own image. Lower K or draw more images."
+        )
+    splits = cfg["model"]["bn_splits"]
+    if bs % splits:
+        raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={splits}.")
+    if cfg["optim"]["lr"] <= 0:
+        raise ConfigError(f"optim.lr={cfg['optim']['lr']} must be > 0.")
+    if cfg["train"]["epochs"] < 1:
+        raise ConfigError(f"train.epochs={cfg['train']['epochs']} must be >= 1.")
+    if cfg["augment"]["preset"] not in ("v1", "v2"):
+        raise ConfigError(f"augment.preset={cfg['augment']['preset']!r}: choose v1 or v2.")
+    from ftcl_core.losses import FTConfig
+
+    try:
+        FTConfig(**cfg["ft"])
+    except (ValueError, TypeError) as err:
+        raise ConfigError(str(err)) from err
+
+
+def config_diff(a: dict, b: dict) -> list[str]:
+    """Dotted keys whose values differ between two configs."""
+    fa, fb = _flatten(a), _flatten(b)
+    return sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Atomic file writes
+# ---------------------------------------------------------------------------------------------------
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, fsync it, and rename it into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
+
+
+def write_yaml(path: str | os.PathLike, obj: Any) -> None:
+    atomic_write_bytes(path, yaml.safe_dump(obj, sort_keys=False).encode())
+
+
+def write_npz(path: str | os.PathLike, arrays: dict) -> None:
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def write_torch(path: str | os.PathLike, obj: Any) -> None:
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+# ---------------------------------------------------------------------------------------------------
+# Provenance and the run store
+# ---------------------------------------------------------------------------------------------------
+
+
+def git_commit(cwd: str | os.PathLike | None = None) -> dict:
+    """The repository's HEAD commit and whether the work tree had uncommitted changes."""
+    cwd = cwd or Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return {"commit": None, "dirty": None}
+        return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def provenance(device: str, seed: int) -> dict:
+    """Commit, package versions, device and seed of a run."""
+    import numpy
+    import torch
+    import torchvision
+
+    import ftcl_core
+
+    dev_name = platform.processor() or platform.machine()
+    if device.startswith("cuda") and torch.cuda.is_available():
+        dev_name = torch.cuda.get_device_name(torch.device(device))
+    return {
+        **git_commit(),
+        "versions": {
+            "python": platform.python_version(), "torch": torch.__version__,
+            "torchvision": torchvision.__version__, "numpy": numpy.__version__, "ftcl_core": ftcl_core.__version__,
+        },
+        "device": device, "device_name": dev_name, "threads": torch.get_num_threads(),
+        "platform": platform.platform(), "seed": seed,
+    }
+
+
+class RunDir:
+    """Paths and loaders of one run folder."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+
+    config = property(lambda self: self.path / "config.yaml")
+    metrics = property(lambda self: self.path / "metrics.npz")
+    grad_norms = property(lambda self: self.path / "grad_norms.npz")
+    checkpoint = property(lambda self: self.path / "checkpoint.pt")
+    eval = property(lambda self: self.path / "eval.json")
+    provenance = property(lambda self: self.path / "provenance.json")
+
+    def is_complete(self) -> bool:
+        return self.eval.is_file()
+
+    def load_config(self) -> dict:
+        return yaml.safe_load(self.config.read_text())
+
+    def load_eval(self) -> dict:
+        return json.loads(self.eval.read_text())
+
+    def load_provenance(self) -> dict:
+        return json.loads(self.provenance.read_text()) if self.provenance.is_file() else {}
+
+    def load_metrics(self) -> dict:
+        import numpy as np
+
+        with np.load(self.metrics) as z:
+            return {k: z[k] for k in z.files}
+
+    def load_grad_norms(self) -> dict:
+        import numpy as np
+
+        with np.load(self.grad_norms, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}

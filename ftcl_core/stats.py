@@ -1,0 +1,109 @@
+"""The visualization tool (Sec 3.2, Supp A) and gradient landscapes (Supp C).
+
+Per step, over the first ``n`` queries of the batch (Supp A uses 64):
+
+* Mean(pos): the mean of the n positive scores;
+* Mean(neg): per query the mean of its K negative scores, averaged over the n queries;
+* Var(neg): per query the variance of its K negative scores, averaged over the n queries.
+
+Both the raw cosines and the scores after FT are kept (the released code recorded only the latter).
+Values stay on the device in a buffer and are copied to the host every ``sync_every`` steps, so a GPU
+is not synchronised each step.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+SCORE_COLUMNS = ("pos_mean", "neg_mean", "neg_var", "ft_pos_mean", "ft_neg_mean", "ft_neg_var")
+
+
+def score_statistics(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64) -> torch.Tensor:
+    """Supp A statistics of the first ``n`` queries: ``[Mean(pos), Mean(neg), Var(neg)]`` as a tensor.
+
+    ``l_pos`` is ``(N,)``, ``l_neg`` ``(N, K)``; Var is the population variance over the K negatives.
+    """
+    p, g = l_pos[:n].detach().float(), l_neg[:n].detach().float()
+    var, mean = torch.var_mean(g, dim=1, correction=0)
+    return torch.stack([p.mean(), mean.mean(), var.mean()])
+
+
+def score_histogram(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64, bins: int = 50) -> torch.Tensor:
+    """Histograms ``(2, bins)`` of the positive and negative scores of the first n queries over [-1, 1]."""
+    return torch.stack([
+        torch.histc(l_pos[:n].detach().float(), bins, -1, 1),
+        torch.histc(l_neg[:n].detach().float().flatten(), bins, -1, 1),
+    ])
+
+
+class StepRecorder:
+    """Collects per-step scalars on the device and flushes them to host lists in batches.
+
+    ``record(step, values)`` takes a 1-D tensor of ``len(columns)`` values; ``columns`` names them.
+    """
+
+    def __init__(self, columns: tuple[str, ...], sync_every: int = 50) -> None:
+        self.columns = ("step",) + tuple(columns)
+        self.sync_every = sync_every
+        self._pending: list[torch.Tensor] = []
+        self._steps: list[int] = []
+        self.rows: list[list[float]] = []
+
+    def record(self, step: int, values: torch.Tensor) -> None:
+        self._pending.append(values.detach())
+        self._steps.append(step)
+        if len(self._pending) >= self.sync_every:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        block = torch.stack(self._pending).float().cpu().tolist()
+        self.rows.extend([[float(s)] + row for s, row in zip(self._steps, block)])
+        self._pending, self._steps = [], []
+
+    def as_arrays(self) -> dict:
+        import numpy as np
+
+        self.flush()
+        table = np.asarray(self.rows, dtype=np.float64).reshape(-1, len(self.columns))
+        return {c: table[:, i] for i, c in enumerate(self.columns)}
+
+    def load(self, arrays: dict, upto_step: int) -> None:
+        """Restore rows from :meth:`as_arrays` output, keeping steps ``< upto_step`` (for resume)."""
+        import numpy as np
+
+        keep = np.asarray(arrays["step"]) < upto_step
+        cols = [np.asarray(arrays[c])[keep] for c in self.columns]
+        self.rows = [list(map(float, r)) for r in zip(*cols)]
+
+
+def layer_names(model: nn.Module) -> list[str]:
+    """Names of the parameterised layers (conv, BN, linear...) in forward order, one per module."""
+    names = []
+    for name, module in model.named_modules():
+        if any(p.requires_grad for p in module.parameters(recurse=False)):
+            names.append(name)
+    return names
+
+
+def layer_grad_norms(model: nn.Module) -> torch.Tensor:
+    """Supp C: the L2 norm of the gradient of every layer (all its parameters together), ``(n_layers,)``.
+
+    Computed on the device with one fused ``_foreach_norm``; layers without a gradient give 0.
+    """
+    per_layer = []
+    for module in model.modules():
+        params = [p for p in module.parameters(recurse=False) if p.requires_grad]
+        if params:
+            per_layer.append(params)
+    flat = [p for params in per_layer for p in params]
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in flat]
+    norms = torch._foreach_norm(grads)
+    out, i = [], 0
+    for params in per_layer:
+        sq = torch.stack([norms[i + j] ** 2 for j in range(len(params))]).sum()
+        out.append(sq.sqrt())
+        i += len(params)
+    return torch.stack(out)

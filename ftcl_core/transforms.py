@@ -1,0 +1,127 @@
+"""Feature transformations (FT) of Zhu et al. (ICCV 2021), as pure tensor functions.
+
+All functions take the L2-normalised features and a ``lam`` that is a float or a tensor that broadcasts
+against the features: a scalar (one lambda per step, the released recipe), ``(N, 1)`` (one per sample)
+or ``(1, D)`` (one per dimension, Sec 4.3 "dimension-level").  The samplers that draw lambda and the
+permutation are separate (:func:`sample_lambda`, :func:`sample_permutation`), and draw only from a
+``torch.Generator`` the caller owns, so runs are reproducible and resumable.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+Granularity = Literal["step", "sample", "dim"]
+Lam = float | torch.Tensor
+
+
+def extrapolate_positive(z_q: torch.Tensor, z_k: torch.Tensor, lam: Lam) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positive extrapolation, eq. 3: ``z_q' = l z_q + (1-l) z_k``, ``z_k' = l z_k + (1-l) z_q``.
+
+    With ``l`` in [1, 2] (``Beta(a, a) + 1``) the positive score drops (eq. 4, :func:`transformed_positive_score`);
+    with ``l`` in (0, 1) the same formula is positive *interpolation*, the Table 4 ablation.
+    Gradient flows through both outputs (the released code has no stop-gradient on the mixed key).
+    """
+    return lam * z_q + (1 - lam) * z_k, lam * z_k + (1 - lam) * z_q
+
+
+def interpolate_negatives(queue: torch.Tensor, lam: Lam, perm: torch.Tensor) -> torch.Tensor:
+    """Negative interpolation, Sec 4.2: ``Z' = l Z_neg + (1-l) Z_perm`` with ``Z_perm = queue[perm]``.
+
+    ``lam`` in (0, 1) keeps every new negative in the convex hull of two queue entries; ``lam`` in (1, 2)
+    is negative extrapolation (Supp G.1, eq. of Sec G.1).  ``queue`` is ``(K, D)``.
+    """
+    return lam * queue + (1 - lam) * queue[perm]
+
+
+def hard_negative_logits(z_q: torch.Tensor, queue: torch.Tensor, lam: Lam, z_anchor: torch.Tensor | None = None) -> torch.Tensor:
+    """Scores of each query against its own hard-negative queue, Supp G.2: ``Z_hard = l z_q + (1-l) Z_neg``.
+
+    Returns ``(N, K)`` with entry ``z_q[i] . (l z_anchor[i] + (1-l) queue[j])`` without building the
+    ``N x K x D`` tensor: for scalar or per-sample ``l`` it is ``l (z_q.z_anchor) + (1-l) z_q.queue``, for
+    per-dimension ``l`` it is ``(l*z_anchor).z_q + ((1-l)*z_q).queue``.  ``z_anchor`` is the query that
+    is mixed into the negatives (default ``z_q``; pass the clean query when ``z_q`` was extrapolated).
+    """
+    anchor = z_q if z_anchor is None else z_anchor
+    if isinstance(lam, torch.Tensor) and lam.dim() == 2 and lam.shape[1] > 1:  # per-dimension
+        return ((lam * anchor) * z_q).sum(1, keepdim=True) + ((1 - lam) * z_q) @ queue.T
+    lam_col = lam if not isinstance(lam, torch.Tensor) or lam.dim() == 0 else lam.view(-1, 1)
+    return lam_col * (z_q * anchor).sum(1, keepdim=True) + (1 - lam_col) * (z_q @ queue.T)
+
+
+def transformed_positive_score(s: torch.Tensor | float, lam: Lam) -> torch.Tensor | float:
+    """eq. 4: the score of the extrapolated pair, ``S' = S + 2 l (1 - l)(1 - S)``, for unit z_q, z_k."""
+    return s + 2 * lam * (1 - lam) * (1 - s)
+
+
+def score_range(s: torch.Tensor | float) -> tuple:
+    """eq. 4 range for ``l`` in [1, 2]: ``S'`` lies in ``[-4 + 5 S, S]`` (``l=2`` gives the low end)."""
+    return -4 + 5 * s, s
+
+
+def renormalize(z: torch.Tensor) -> torch.Tensor:
+    """Re-projection onto the unit sphere after FT (Supp F): ``z / ||z||``."""
+    return F.normalize(z, dim=-1)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Samplers: all randomness from a caller-owned generator.
+# ---------------------------------------------------------------------------------------------------
+
+
+def sample_gamma(alpha: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """Gamma(alpha, 1) draws by Marsaglia and Tsang's method, from ``gen`` only (torch's own Gamma
+    sampler takes no generator).  For alpha < 1 uses ``Gamma(a) = Gamma(a+1) * U^(1/a)``."""
+    alpha = alpha.double()
+    boost = alpha < 1
+    a = torch.where(boost, alpha + 1, alpha)
+    d = a - 1.0 / 3.0
+    c = 1.0 / torch.sqrt(9.0 * d)
+    out = torch.empty_like(a)
+    todo = torch.ones_like(a, dtype=torch.bool)
+    while bool(todo.any()):
+        x = torch.randn(a.shape, generator=gen, dtype=torch.float64)
+        u = torch.rand(a.shape, generator=gen, dtype=torch.float64)
+        v = (1 + c * x) ** 3
+        ok = (v > 0) & (torch.log(u.clamp_min(1e-300)) < 0.5 * x * x + d - d * v + d * torch.log(v.clamp_min(1e-300)))
+        take = todo & ok
+        out = torch.where(take, d * v, out)
+        todo = todo & ~ok
+    u = torch.rand(a.shape, generator=gen, dtype=torch.float64)
+    return torch.where(boost, out * u ** (1.0 / alpha), out)
+
+
+def sample_beta(a: float, b: float, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
+    """Beta(a, b) draws of ``shape`` as ``X / (X + Y)``, X ~ Gamma(a), Y ~ Gamma(b)."""
+    if a <= 0 or b <= 0:
+        raise ValueError(f"Beta parameters must be > 0; got a={a}, b={b}. The paper uses alpha in [0.2, 2.0].")
+    x = sample_gamma(torch.full(shape, float(a)), gen)
+    y = sample_gamma(torch.full(shape, float(b)), gen)
+    return (x / (x + y)).float()
+
+
+def lambda_shape(granularity: Granularity, n: int, dim: int) -> tuple[int, ...]:
+    """Shape of lambda for one step: ``()`` per step, ``(n, 1)`` per sample, ``(1, dim)`` per dimension."""
+    shapes = {"step": (), "sample": (n, 1), "dim": (1, dim)}
+    if granularity not in shapes:
+        raise ValueError(f"unknown lambda granularity {granularity!r}; choose one of {sorted(shapes)}.")
+    return shapes[granularity]
+
+
+def sample_lambda(
+    alpha: float, granularity: Granularity, n: int, dim: int, gen: torch.Generator,
+    shift: float = 0.0, beta: float | None = None,
+) -> torch.Tensor:
+    """lambda ~ Beta(alpha, beta or alpha) + shift, shaped for ``granularity``.
+
+    ``shift=1`` gives extrapolation (eq. 3, lambda in (1, 2)); ``shift=0`` interpolation (Sec 4.2).
+    """
+    return sample_beta(alpha, alpha if beta is None else beta, lambda_shape(granularity, n, dim), gen) + shift
+
+
+def sample_permutation(k: int, gen: torch.Generator) -> torch.Tensor:
+    """A random permutation of the K queue entries (Sec 4.2, ``Z_perm``)."""
+    return torch.randperm(k, generator=gen)

@@ -1,0 +1,94 @@
+"""The embedded shapes data and the offline loaders on fabricated files."""
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from ftcl_core.data import ImageSet, load_image_folder, load_torchvision, make_shapes, read_class_list, shapes_splits
+
+
+def test_shapes_are_deterministic_balanced_and_uint8():
+    a, b = make_shapes(200, seed=3), make_shapes(200, seed=3)
+    assert torch.equal(a.images, b.images) and torch.equal(a.labels, b.labels)
+    assert a.images.dtype == torch.uint8 and a.images.shape == (200, 3, 32, 32)
+    assert torch.bincount(a.labels).tolist() == [20] * 10
+    assert not torch.equal(a.images, make_shapes(200, seed=4).images)
+
+
+def test_train_and_test_splits_differ():
+    tr, te = shapes_splits(100, 100)
+    assert not torch.equal(tr.images, te.images)
+
+
+def _tree(root, classes, n=2, size=20):
+    for c in classes:
+        (root / c).mkdir(parents=True)
+        for i in range(n):
+            arr = (np.random.default_rng(i).random((size, size + 5, 3)) * 255).astype(np.uint8)
+            Image.fromarray(arr).save(root / c / f"{i}.png")
+
+
+def test_image_folder_with_a_class_list(tmp_path):
+    _tree(tmp_path / "train", ["n01", "n02", "n03"])
+    (tmp_path / "list.txt").write_text("n03\nn01\n")
+    ds = load_image_folder(tmp_path / "train", 16, read_class_list(tmp_path / "list.txt"))
+    assert ds.images.shape == (4, 3, 16, 16) and ds.classes == ("n03", "n01")
+    assert ds.labels.tolist() == [0, 0, 1, 1]
+
+
+def test_imagenet100_list_ships_with_100_classes():
+    assert len(read_class_list("data/imagenet100.txt")) == 100
+
+
+def test_unknown_class_in_the_list_is_named(tmp_path):
+    _tree(tmp_path, ["n01"])
+    with pytest.raises(ValueError, match="n09"):
+        load_image_folder(tmp_path, 16, ["n01", "n09"])
+
+
+def test_missing_and_empty_data_dirs_are_clear(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_image_folder(tmp_path / "nope", 16)
+    (tmp_path / "empty" / "c").mkdir(parents=True)
+    with pytest.raises(ValueError, match="holds no images"):
+        load_image_folder(tmp_path / "empty", 16)
+
+
+def test_corrupt_image_names_the_file(tmp_path):
+    _tree(tmp_path, ["a"])
+    (tmp_path / "a" / "bad.png").write_bytes(b"not a png")
+    with pytest.raises(ValueError, match="bad.png"):
+        load_image_folder(tmp_path, 16)
+
+
+def test_cifar_missing_offline_says_how_to_download(tmp_path):
+    with pytest.raises(FileNotFoundError, match="data.download=true"):
+        load_torchvision("cifar10", tmp_path, train=True)
+
+
+def test_cifar_loads_from_fabricated_files(tmp_path, monkeypatch):
+    import pickle
+
+    base = tmp_path / "cifar-10-batches-py"
+    base.mkdir()
+    data = np.random.default_rng(0).integers(0, 255, (10, 3072), dtype=np.uint8)
+    for name in ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch"]:
+        with open(base / name, "wb") as f:
+            pickle.dump({"data": data, "labels": list(range(10))}, f)
+    with open(base / "batches.meta", "wb") as f:
+        pickle.dump({"label_names": [f"c{i}" for i in range(10)]}, f)
+    import torchvision.datasets.cifar as tv_cifar
+
+    # the fabricated files cannot match torchvision's md5 sums; everything else is the real loader
+    monkeypatch.setattr(tv_cifar, "check_integrity", lambda *a, **k: True)
+    monkeypatch.setattr(tv_cifar.CIFAR10, "_check_integrity", lambda self: True)
+    ds = load_torchvision("cifar10", tmp_path, train=True)
+    assert ds.images.shape == (50, 3, 32, 32) and ds.labels[:10].tolist() == list(range(10))
+
+
+def test_imageset_validates():
+    with pytest.raises(ValueError, match="uint8"):
+        ImageSet(torch.zeros(2, 3, 4, 4), torch.zeros(2), ("a",))
+    with pytest.raises(ValueError, match="empty"):
+        ImageSet(torch.zeros(0, 3, 4, 4, dtype=torch.uint8), torch.zeros(0), ("a",))

@@ -1,0 +1,61 @@
+"""Configs, overrides, validation errors and atomic writes."""
+
+import pytest
+
+from ftcl_core.runs import ConfigError, atomic_write_bytes, config_diff, load_config, parse_overrides
+
+
+def test_overrides_are_typed_and_nested():
+    o = parse_overrides(["ft.pos=true", "moco.momentum=0.9", "augment.crop_scale=[0.3, 1.0]"])
+    assert o == {"ft": {"pos": True}, "moco": {"momentum": 0.9}, "augment": {"crop_scale": [0.3, 1.0]}}
+
+
+def test_config_file_then_overrides():
+    cfg = load_config("configs/cpu_moco_v2.yaml", ["ft.pos=true", "seed=3"])
+    assert cfg["ft"]["pos"] is True and cfg["seed"] == 3 and cfg["moco"]["tau"] == 0.2
+    assert load_config("configs/cpu_moco_v1.yaml")["moco"]["tau"] == 0.07
+
+
+@pytest.mark.parametrize(
+    "override, match",
+    [
+        ("moco.momentum=1.5", "outside"),
+        ("moco.tau=0", "tau"),
+        ("moco.queue_size=8", "smaller than train.batch_size"),
+        ("ft.alpha_ex=0", "alpha_ex"),
+        ("ft.alpha_in=-1", "alpha_in"),
+        ("moco.momentum_typo=1", "did you mean"),
+        ("ft.granularity=batch", "granularity"),
+        ("moco.queue_size=20000", "not below data.n_train"),
+    ],
+)
+def test_bad_values_name_the_key_and_the_fix(override, match):
+    with pytest.raises(ConfigError, match=match):
+        load_config("configs/cpu_moco_v2.yaml", [override])
+
+
+def test_missing_config_file_and_bad_override_syntax():
+    with pytest.raises(ConfigError, match="configs/cpu_moco_v2.yaml"):
+        load_config("configs/nope.yaml")
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        parse_overrides(["ft.pos"])
+
+
+def test_config_diff():
+    a = load_config(None)
+    b = load_config(None, ["ft.pos=true"])
+    assert config_diff(a, b) == ["ft.pos"]
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
+    target = tmp_path / "x.json"
+    target.write_bytes(b"old")
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("os.replace", boom)
+    with pytest.raises(OSError):
+        atomic_write_bytes(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]

@@ -1,0 +1,59 @@
+"""Score statistics (Supp A), gradient norms (Supp C) and the evaluation protocols."""
+
+import torch
+import torch.nn as nn
+
+from ftcl_core.evaluation import knn_top1, linear_readout
+from ftcl_core.stats import StepRecorder, layer_grad_norms, layer_names, score_statistics
+
+
+def test_score_statistics_match_supp_a():
+    g = torch.Generator().manual_seed(0)
+    lp, ln = torch.rand(100, generator=g), torch.rand(100, 50, generator=g)
+    s = score_statistics(lp, ln, n=64)
+    assert abs(float(s[0]) - float(lp[:64].mean())) < 1e-6
+    means = [float(ln[i].mean()) for i in range(64)]
+    vars_ = [float(ln[i].var(unbiased=False)) for i in range(64)]
+    assert abs(float(s[1]) - sum(means) / 64) < 1e-6
+    assert abs(float(s[2]) - sum(vars_) / 64) < 1e-6
+
+
+def test_layer_grad_norms_are_per_layer_l2():
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    net(torch.randn(5, 3)).sum().backward()
+    norms = layer_grad_norms(net)
+    assert layer_names(net) == ["0", "2"]
+    want0 = (net[0].weight.grad.pow(2).sum() + net[0].bias.grad.pow(2).sum()).sqrt()
+    torch.testing.assert_close(norms[0], want0)
+
+
+def test_recorder_flushes_in_batches_and_restores():
+    rec = StepRecorder(("a", "b"), sync_every=3)
+    for s in range(7):
+        rec.record(s, torch.tensor([s * 1.0, -s * 1.0]))
+    assert len(rec.rows) == 6
+    arrays = rec.as_arrays()
+    assert arrays["a"].tolist() == list(range(7))
+    rec2 = StepRecorder(("a", "b"))
+    rec2.load(arrays, upto_step=4)
+    assert rec2.as_arrays()["step"].tolist() == [0, 1, 2, 3]
+
+
+def clusters(n=400, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % 4
+    centres = torch.eye(8)[:4] * 5
+    return centres[y] + torch.randn(n, 8, generator=g), y
+
+
+def test_knn_and_linear_readout_separate_clusters():
+    xtr, ytr = clusters(seed=0)
+    xte, yte = clusters(seed=1)
+    assert knn_top1(xtr, ytr, xte, yte, k=20) > 95
+    assert linear_readout(xtr, ytr, xte, yte, epochs=20) > 95
+
+
+def test_readouts_are_at_chance_on_noise():
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(400, 8, generator=g), torch.randint(0, 4, (400,), generator=g)
+    assert linear_readout(x[:300], y[:300], x[300:], y[300:], epochs=20) < 45

@@ -1,0 +1,126 @@
+"""The math of the feature transformations: eq. 3-4, Sec 4.2, Supp G.1/G.2, and the lambda samplers."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ftcl_core import transforms as T
+
+
+def unit(n, d, seed):
+    return F.normalize(torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64), dim=1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), lam=st.floats(1.0, 2.0), d=st.integers(2, 256))
+def test_eq4_extrapolated_score_matches_closed_form_and_range(seed, lam, d):
+    zq, zk = unit(32, d, seed), unit(32, d, seed + 1)
+    s = (zq * zk).sum(1)
+    q2, k2 = T.extrapolate_positive(zq, zk, lam)
+    s2 = (q2 * k2).sum(1)
+    torch.testing.assert_close(s2, T.transformed_positive_score(s, lam))  # eq. 4
+    lo, hi = T.score_range(s)
+    assert torch.all(s2 <= hi + 1e-12) and torch.all(s2 >= lo - 1e-12)  # [-4 + 5S, S]
+
+
+def test_eq4_range_endpoints_are_attained():
+    zq, zk = unit(8, 16, 0), unit(8, 16, 1)
+    s = (zq * zk).sum(1)
+    for lam, want in ((1.0, s), (2.0, -4 + 5 * s)):
+        q2, k2 = T.extrapolate_positive(zq, zk, lam)
+        torch.testing.assert_close((q2 * k2).sum(1), want)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), lam=st.floats(0.0, 1.0))
+def test_positive_interpolation_raises_the_score(seed, lam):
+    zq, zk = unit(16, 32, seed), unit(16, 32, seed + 1)
+    q2, k2 = T.extrapolate_positive(zq, zk, lam)
+    assert torch.all((q2 * k2).sum(1) >= (zq * zk).sum(1) - 1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), lam=st.floats(0.0, 1.0))
+def test_interpolated_negatives_stay_in_the_convex_hull(seed, lam):
+    queue = unit(64, 8, seed)
+    perm = T.sample_permutation(64, torch.Generator().manual_seed(seed))
+    mixed = T.interpolate_negatives(queue, lam, perm)
+    # each mixed vector lies on the segment between queue[i] and queue[perm[i]]
+    torch.testing.assert_close(mixed, lam * queue + (1 - lam) * queue[perm])
+    assert torch.all(mixed.norm(dim=1) <= 1 + 1e-12)  # inside the unit ball
+    seg = queue - queue[perm]
+    t = ((mixed - queue[perm]) * seg).sum(1) / seg.pow(2).sum(1).clamp_min(1e-30)
+    assert torch.all((t >= -1e-9) & (t <= 1 + 1e-9))
+
+
+def test_negative_extrapolation_leaves_the_hull():
+    queue = unit(64, 8, 0)
+    perm = torch.roll(torch.arange(64), 1)
+    mixed = T.interpolate_negatives(queue, 1.8, perm)
+    assert (mixed.norm(dim=1) > 1).float().mean() > 0.5
+
+
+@pytest.mark.parametrize("lam_shape", [(), (16, 1), (1, 32)])
+def test_hard_negatives_raise_the_negative_score_and_match_materialised(lam_shape):
+    zq, queue = unit(16, 32, 0), unit(100, 32, 1)
+    lam = torch.rand(lam_shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    got = T.hard_negative_logits(zq, queue, lam)
+    lam_b = lam if lam.dim() == 0 else lam.view(-1, 1, 1) if lam.shape[1] == 1 else lam.view(1, 1, -1)
+    hard = lam_b * zq.unsqueeze(1) + (1 - lam_b) * queue.unsqueeze(0)  # (N, K, D), materialised
+    want = (zq.unsqueeze(1) * hard).sum(-1)
+    torch.testing.assert_close(got, want)
+    if lam.dim() < 2 or lam.shape[1] == 1:  # Supp G.2: l + (1-l) S_n >= S_n
+        assert torch.all(got >= zq @ queue.T - 1e-12)
+
+
+def test_lambda_samplers_ranges_shapes_and_moments():
+    g = torch.Generator().manual_seed(0)
+    ex = T.sample_lambda(2.0, "sample", 20000, 4, g, shift=1.0)
+    assert ex.shape == (20000, 1) and ex.min() > 1 and ex.max() < 2
+    a = 2.0  # Beta(a, a): mean 1/2, var 1 / (4 (2a + 1))
+    assert abs(float(ex.mean()) - 1.5) < 0.01
+    assert abs(float(ex.var()) - 1 / (4 * (2 * a + 1))) < 0.005
+    small = T.sample_lambda(0.2, "step", 1, 1, g)
+    assert small.shape == () and 0 <= float(small) <= 1
+    assert T.sample_lambda(1.6, "dim", 8, 128, g).shape == (1, 128)
+    b = T.sample_beta(2.0, 1.0, (20000,), g)  # hard negatives' Beta(2, 1): mean 2/3
+    assert abs(float(b.mean()) - 2 / 3) < 0.01
+    low = T.sample_beta(0.2, 0.2, (20000,), g)  # alpha < 1 path: U-shaped, mean 1/2, var 1/(4*1.4)
+    assert abs(float(low.var()) - 1 / (4 * 1.4)) < 0.01
+
+
+def test_samplers_are_reproducible_from_the_generator_only():
+    draw = lambda: T.sample_lambda(1.6, "dim", 4, 16, torch.Generator().manual_seed(7))
+    torch.manual_seed(1)
+    a = draw()
+    torch.manual_seed(2)
+    torch.testing.assert_close(a, draw())
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_beta_rejects_non_positive_alpha(bad):
+    with pytest.raises(ValueError, match="must be > 0"):
+        T.sample_beta(bad, 1.0, (3,), torch.Generator())
+
+
+def test_unknown_granularity_is_a_clear_error():
+    with pytest.raises(ValueError, match="granularity"):
+        T.lambda_shape("batch", 2, 2)
+
+
+def test_dimension_level_lambda_mixes_per_dimension():
+    zq, zk = unit(4, 8, 0), unit(4, 8, 1)
+    lam = torch.linspace(1.0, 2.0, 8, dtype=torch.float64).view(1, 8)
+    q2, _ = T.extrapolate_positive(zq, zk, lam)
+    torch.testing.assert_close(q2[:, 0], zq[:, 0])
+    torch.testing.assert_close(q2[:, -1], 2 * zq[:, -1] - zk[:, -1])
+
+
+def test_renormalize_projects_to_the_sphere():
+    z = torch.randn(10, 5) * 3
+    assert torch.allclose(T.renormalize(z).norm(dim=1), torch.ones(10))
+    assert math.isclose(float(T.transformed_positive_score(1.0, 1.7)), 1.0)
