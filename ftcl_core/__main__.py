@@ -21,7 +21,15 @@ def main(argv: list[str] | None = None) -> int:
     tr.add_argument("overrides", nargs="*", help="key=value overrides, e.g. ft.pos=true")
     tr.add_argument("--out", required=True, help="run folder (created, or resumed if it holds a checkpoint)")
     tr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sw = sub.add_parser("sweep", help="train every missing run of an experiment file (resumable)")
+    sw.add_argument("experiment", help="experiment file, e.g. experiments/table1_momentum.yaml")
+    sw.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
+    sw.add_argument("--seeds", type=int, nargs="*", help="only these seeds (default: the file's)")
+    sw.add_argument("--settings", nargs="*", help="only these settings (default: all)")
+    sw.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    if args.command == "sweep":
+        return _sweep(args)
 
     from ftcl_core.training import IncompatibleCheckpoint, TrainingDiverged, train
 
@@ -32,6 +40,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(json.dumps(result, indent=2, sort_keys=True))
+    return 0
+
+
+def _sweep(args) -> int:
+    from ftcl_core.experiments import summarize, sweep
+    from ftcl_core.training import IncompatibleCheckpoint, TrainingDiverged
+
+    try:
+        records = sweep(args.experiment, args.profile, args.seeds, args.settings, progress=not args.no_progress)
+    except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, TrainingDiverged, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for setting, s in summarize(records).items():
+        print(f"{setting:>24}: linear {s['mean']:6.2f} +- {s['ci95']:.2f} (n={s['n_seeds']}), "
+              f"random init {s['random_init_mean']:6.2f}")
     return 0
 
 

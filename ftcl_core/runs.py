@@ -5,6 +5,7 @@ A run is a folder::
     config.yaml      the full resolved config
     metrics.npz      per-step columns (loss, lr, contrastive top-1, score statistics ...)
     grad_norms.npz   per-epoch (and optionally per-step) layer gradient L2 norms, with layer names
+    histograms.npz   optional per-step score histograms (stats.histograms=true)
     checkpoint.pt    model, momentum encoder, queue, pointer, optimizer, step and every RNG state
     eval.json        linear_top1, knn_top1, random_init_linear_top1, ... and wall_s
     provenance.json  commit, versions, device, seed, wall time, status
@@ -126,7 +127,9 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
     if path is not None:
         p = Path(path)
         if not p.is_file():
-            raise ConfigError(f"config file {p} not found; the default CPU runs are configs/cpu_moco_v2.yaml and configs/cpu_moco_v1.yaml.")
+            raise ConfigError(
+                f"config file {p} not found; the default CPU runs are configs/cpu_moco_v2.yaml and configs/cpu_moco_v1.yaml."
+            )
         cfg = merge(cfg, yaml.safe_load(p.read_text()) or {})
     cfg = merge(cfg, parse_overrides(overrides or []))
     validate(cfg)
@@ -188,6 +191,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; run files are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -268,6 +272,7 @@ class RunDir:
     config = property(lambda self: self.path / "config.yaml")
     metrics = property(lambda self: self.path / "metrics.npz")
     grad_norms = property(lambda self: self.path / "grad_norms.npz")
+    histograms = property(lambda self: self.path / "histograms.npz")
     checkpoint = property(lambda self: self.path / "checkpoint.pt")
     eval = property(lambda self: self.path / "eval.json")
     provenance = property(lambda self: self.path / "provenance.json")

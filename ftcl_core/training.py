@@ -13,7 +13,6 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -24,9 +23,24 @@ from ftcl_core.evaluation import evaluate_backbone
 from ftcl_core.losses import FTConfig, info_nce, logits_from_scores, moco_ft_logits, moco_logits
 from ftcl_core.models import Encoder, MoCo, build_encoder, projection_head
 from ftcl_core.runs import (
-    ConfigError, RunDir, config_diff, provenance, validate, write_json, write_npz, write_torch, write_yaml,
+    ConfigError,
+    RunDir,
+    config_diff,
+    provenance,
+    validate,
+    write_json,
+    write_npz,
+    write_torch,
+    write_yaml,
 )
-from ftcl_core.stats import SCORE_COLUMNS, StepRecorder, layer_grad_norms, layer_names, score_statistics
+from ftcl_core.stats import (
+    SCORE_COLUMNS,
+    StepRecorder,
+    layer_grad_norms,
+    layer_names,
+    score_histogram,
+    score_statistics,
+)
 
 METRIC_COLUMNS = ("epoch", "lr", "loss", "top1") + SCORE_COLUMNS
 CHECKPOINT_FORMAT = 1
@@ -92,27 +106,41 @@ def learning_rate(cfg: dict, step: int, steps_per_epoch: int) -> float:
 @dataclass
 class StepOutput:
     loss: torch.Tensor
-    values: torch.Tensor  # METRIC_COLUMNS[2:] on the device
-    keys: torch.Tensor  # clean keys, to enqueue after the optimizer step
+    values: torch.Tensor | None  # METRIC_COLUMNS[2:] on the device (None without statistics)
+    grad_norms: torch.Tensor | None  # per-layer gradient L2 norms (None without statistics)
+    histogram: torch.Tensor | None = None  # (2, bins) positive / negative score histograms
 
 
-def moco_step(model: MoCo, x: torch.Tensor, aug: A.AugmentConfig, ft: FTConfig, ft_active: bool,
-              tau: float, gen: torch.Generator, n_stats: int) -> StepOutput:
-    """One MoCo forward: two views, FT inside the loss, InfoNCE, statistics (raw and after FT)."""
+def train_step(model: MoCo, optimizer: torch.optim.Optimizer, x: torch.Tensor, aug: A.AugmentConfig,
+               ft: FTConfig, ft_active: bool, tau: float, gen: torch.Generator,
+               n_stats: int = 64, record_stats: bool = True, histogram_bins: int = 0) -> StepOutput:
+    """One MoCo step: two views, FT inside the loss (eq. 3, Sec 4.2), InfoNCE (eq. 1), SGD, enqueue.
+
+    With ``record_stats`` the Supp A statistics (raw cosines and after FT) and the Supp C layer
+    gradient norms are computed on the device; nothing is synchronised here.
+    """
     x_q, x_k = A.augment(x, aug, gen), A.augment(x, aug, gen)
     q, k = model(x_q, x_k, gen)
     l_pos, l_neg = moco_ft_logits(q, k, model.queue, ft, gen, active=ft_active)
     logits = logits_from_scores(l_pos, l_neg, tau)
     loss = info_nce(logits)
-    ft_stats = score_statistics(l_pos, l_neg, n_stats)
-    if ft_active and ft.any:
-        raw_pos, raw_neg = moco_logits(q[:n_stats].detach(), k[:n_stats], model.queue)
-        raw_stats = score_statistics(raw_pos, raw_neg, n_stats)
-    else:
-        raw_stats = ft_stats
-    top1 = (logits.detach().argmax(1) == 0).float().mean() * 100
-    values = torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats])
-    return StepOutput(loss, values, k)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    values = norms = hist = None
+    if histogram_bins:
+        hist = score_histogram(l_pos, l_neg, n_stats, histogram_bins)
+    if record_stats:
+        ft_stats = score_statistics(l_pos, l_neg, n_stats)
+        if ft_active and ft.any:
+            raw_stats = score_statistics(*moco_logits(q[:n_stats].detach(), k[:n_stats], model.queue), n_stats)
+        else:
+            raw_stats = ft_stats
+        top1 = (logits.detach().argmax(1) == 0).float().mean() * 100
+        values = torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats])
+        norms = layer_grad_norms(model.encoder_q)
+    optimizer.step()
+    model.enqueue(k)  # clean keys only, after the loss used the old queue
+    return StepOutput(loss.detach(), values, norms, hist)
 
 
 def _rng_state(gen: torch.Generator) -> dict:
@@ -160,6 +188,7 @@ def train(cfg: dict, out: str | os.PathLike, progress: bool = True) -> dict:
     recorder = StepRecorder(METRIC_COLUMNS, sync_every=cfg["stats"]["sync_every"])
     grad_epoch: list[np.ndarray] = []
     grad_steps: list[np.ndarray] = []
+    histograms: list = []
     start_epoch, train_s = 0, 0.0
 
     if run.checkpoint.is_file():
@@ -181,6 +210,9 @@ def train(cfg: dict, out: str | os.PathLike, progress: bool = True) -> dict:
         grad_epoch = list(g["per_epoch"][:start_epoch])
         if "per_step" in g:
             grad_steps = list(g["per_step"][: start_epoch * steps_per_epoch])
+        if run.histograms.is_file():
+            with np.load(run.histograms) as h:
+                histograms = list(torch.from_numpy(h["counts"][: start_epoch * steps_per_epoch]))
 
     images = train_set.images
     kill_at = int(os.environ.get("FTCL_TEST_KILL_AT_STEP", "-1"))  # test hook: simulate a crash
@@ -199,15 +231,13 @@ def train(cfg: dict, out: str | os.PathLike, progress: bool = True) -> dict:
             for group in optimizer.param_groups:
                 group["lr"] = lr
             x = images[order[i * bs : (i + 1) * bs]].to(device, non_blocking=True)
-            out = moco_step(model, x, aug, ft, ft_active, cfg["moco"]["tau"], gen, cfg["stats"]["n_queries"])
-            optimizer.zero_grad(set_to_none=True)
-            out.loss.backward()
-            norms = layer_grad_norms(model.encoder_q)
-            grad_sum = norms if grad_sum is None else grad_sum + norms
+            out = train_step(model, optimizer, x, aug, ft, ft_active, cfg["moco"]["tau"], gen,
+                             cfg["stats"]["n_queries"], histogram_bins=50 if cfg["stats"]["histograms"] else 0)
+            if out.histogram is not None:
+                histograms.append(out.histogram)
+            grad_sum = out.grad_norms if grad_sum is None else grad_sum + out.grad_norms
             if cfg["stats"]["grad_norms_per_step"]:
-                grad_steps.append(norms.cpu().numpy())
-            optimizer.step()
-            model.enqueue(out.keys)  # clean keys only
+                grad_steps.append(out.grad_norms.cpu().numpy())
             recorder.record(step, torch.cat([torch.tensor([epoch, lr], device=out.values.device), out.values]))
             bar.update(1)
             if (i + 1) % cfg["stats"]["sync_every"] == 0 or i + 1 == steps_per_epoch:
@@ -218,7 +248,8 @@ def train(cfg: dict, out: str | os.PathLike, progress: bool = True) -> dict:
         train_s += time.perf_counter() - t_epoch
         bar.set_postfix(loss=f"{losses.mean():.3f}", epoch=epoch + 1)
         if (epoch + 1) % cfg["train"]["checkpoint_every"] == 0 or epoch + 1 == epochs:
-            _save(run, model, optimizer, gen, epoch + 1, train_s, recorder, names, grad_epoch, grad_steps)
+            _save(run, model, optimizer, gen, epoch + 1, train_s, recorder, names, grad_epoch, grad_steps,
+                  histograms)
     bar.close()
     return _finish(run, cfg, model, train_set, test_set, aug, device, train_s)
 
@@ -237,13 +268,15 @@ def _stop_if_diverged(run: RunDir, recorder: StepRecorder, epoch: int) -> None:
         )
 
 
-def _save(run, model, optimizer, gen, epoch, train_s, recorder, names, grad_epoch, grad_steps) -> None:
+def _save(run, model, optimizer, gen, epoch, train_s, recorder, names, grad_epoch, grad_steps, histograms) -> None:
     """Metrics first, checkpoint last: on resume, metrics are cut back to the checkpoint's step."""
     write_npz(run.metrics, recorder.as_arrays())
     grads = {"per_epoch": np.stack(grad_epoch), "layers": np.asarray(names)}
     if grad_steps:
         grads["per_step"] = np.stack(grad_steps)
     write_npz(run.grad_norms, grads)
+    if histograms:  # (steps, 2, bins): positive and negative score counts over [-1, 1]
+        write_npz(run.histograms, {"counts": torch.stack([h.cpu() for h in histograms]).numpy()})
     write_torch(run.checkpoint, {
         "format": CHECKPOINT_FORMAT, "epoch": epoch, "train_s": train_s,
         "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": _rng_state(gen),

@@ -85,7 +85,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch
     out = tmp_path / "nan"
     import ftcl_core.training as tr
 
-    real = tr.moco_step
+    real = tr.train_step
     calls = {"n": 0}
 
     def poisoned(*a, **k):
@@ -95,7 +95,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch
             res.values[0] = float("nan")
         return res
 
-    monkeypatch.setattr(tr, "moco_step", poisoned)
+    monkeypatch.setattr(tr, "train_step", poisoned)
     with pytest.raises(TrainingDiverged, match="NaN"):
         train(cfg, out, progress=False)
     assert torch.load(RunDir(out).checkpoint, weights_only=True)["epoch"] == 1

@@ -1,0 +1,194 @@
+"""Experiments: named sets of runs (a table of the paper), profiles, the sweep, and summaries.
+
+An experiment file (``experiments/*.yaml``) names a base config per profile, the seeds, and one
+override set per setting::
+
+    table: T1
+    title: Momentum sweep (Table 1)
+    base: {cpu: configs/cpu_moco_v1.yaml, gpu: configs/gpu_in100_moco_v1.yaml}
+    seeds: [0, 1, 2]
+    settings:
+      m=0.99: {moco.momentum: 0.99}
+    paper: {m=0.99: 56.2}
+
+Profiles: ``cpu`` (the embedded data at the scale of the base config; runs stored under ``results/``),
+``smoke`` (the same settings on tiny data for CI, under ``runs/smoke/``), ``gpu`` (the paper's recipe on
+ImageNet-100, under ``runs/gpu/``).  :func:`sweep` trains only what is missing, so an interrupted sweep
+resumes where it stopped, and a complete run is loaded, never retrained.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ftcl_core.runs import ConfigError, RunDir, load_config, parse_overrides
+
+PROFILES = ("smoke", "cpu", "gpu")
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE_OVERRIDES = [
+    "data.n_train=512", "data.n_test=256", "augment.out_size=16", "model.dim=32", "model.bn_splits=2",
+    "moco.queue_size=256", "train.epochs=2", "train.batch_size=64", "stats.sync_every=4",
+    "eval.linear_epochs=5", "eval.knn_k=20",
+]
+
+
+@dataclass
+class Experiment:
+    table: str
+    title: str
+    base: dict[str, str]
+    seeds: list[int]
+    settings: dict[str, dict]
+    paper: dict[str, object]
+    path: Path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Experiment:
+        p = Path(path)
+        if not p.is_file():
+            p = ROOT / path
+        if not p.is_file():
+            raise ConfigError(f"experiment file {path} not found; see the experiments/ folder.")
+        d = yaml.safe_load(p.read_text())
+        return cls(d["table"], d.get("title", d["table"]), d["base"], list(d.get("seeds", [0])),
+                   d["settings"], d.get("paper", {}), p)
+
+
+def profile_root(profile: str) -> Path:
+    """Where a profile's runs live: ``results/cpu`` (committed), ``runs/smoke``, ``runs/gpu``."""
+    if profile not in PROFILES:
+        raise ConfigError(f"unknown profile {profile!r}; choose one of {PROFILES}.")
+    env = os.environ.get("FTCL_RUNS_ROOT")
+    if env:
+        return Path(env) / profile
+    return ROOT / ("results" if profile == "cpu" else "runs") / profile
+
+
+def resolve(base: str, overrides: list[str] | dict, profile: str) -> dict:
+    """The full config of a setting under a profile (smoke shrinks everything for CI)."""
+    items = overrides if isinstance(overrides, list) else [f"{k}={_yaml_scalar(v)}" for k, v in overrides.items()]
+    extra = SMOKE_OVERRIDES if profile == "smoke" else []
+    return load_config(_path(base), [*extra, *items])
+
+
+def _path(p: str) -> Path:
+    return p if Path(p).is_file() else ROOT / p
+
+
+def _yaml_scalar(v) -> str:
+    return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def run_dir(exp: Experiment, setting: str, seed: int, profile: str) -> Path:
+    safe = setting.replace("/", "_").replace(" ", "_")
+    return profile_root(profile) / exp.table / safe / f"seed{seed}"
+
+
+def base_for(exp: Experiment, profile: str) -> str:
+    key = "gpu" if profile == "gpu" else "cpu"
+    if key not in exp.base:
+        raise ConfigError(f"experiment {exp.table} has no {key} base config.")
+    return exp.base[key]
+
+
+def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None = None,
+          settings: list[str] | None = None, progress: bool = True) -> list[dict]:
+    """Train every missing (setting, seed) run of an experiment; return one record per run."""
+    from ftcl_core.training import train
+
+    exp = Experiment.load(path)
+    names = settings or list(exp.settings)
+    unknown = [s for s in names if s not in exp.settings]
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {unknown} of {exp.table}; known: {list(exp.settings)}.")
+    records = []
+    for seed in seeds if seeds is not None else exp.seeds:
+        for name in names:
+            cfg = resolve(base_for(exp, profile), {**exp.settings[name], "seed": seed}, profile)
+            out = run_dir(exp, name, seed, profile)
+            if progress and not RunDir(out).is_complete():
+                print(f"[{exp.table}] {name} seed {seed} -> {out}", flush=True)
+            result = train(cfg, out, progress=progress)
+            records.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(out), **result})
+    return records
+
+
+def load_records(path: str | os.PathLike, profile: str = "cpu") -> list[dict]:
+    """Records of the complete runs of an experiment (missing runs are skipped, not trained)."""
+    exp = Experiment.load(path)
+    out = []
+    for name in exp.settings:
+        for seed in exp.seeds:
+            d = RunDir(run_dir(exp, name, seed, profile))
+            if d.is_complete():
+                out.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(d.path), **d.load_eval()})
+    return out
+
+
+# t quantiles (two-sided 95 %) for small samples; beyond 30 the normal value is close enough.
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        15: 2.131, 20: 2.086, 30: 2.042}
+
+
+def mean_ci95(values: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % t-interval (nan for a single value)."""
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    mean = sum(values) / n
+    if n == 1:
+        return mean, math.nan
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    df = n - 1
+    t = _T95.get(df) or _T95[max(k for k in _T95 if k <= df)]
+    return mean, t * sd / math.sqrt(n)
+
+
+def summarize(records: list[dict], key: str = "linear_top1") -> dict[str, dict]:
+    """Per setting: mean, ci95, n_seeds of ``key`` and of the random-init baseline."""
+    out: dict[str, dict] = {}
+    for setting in dict.fromkeys(r["setting"] for r in records):
+        vals = [r[key] for r in records if r["setting"] == setting]
+        rand = [r["random_init_linear_top1"] for r in records if r["setting"] == setting and "random_init_linear_top1" in r]
+        m, ci = mean_ci95(vals)
+        rm, rci = mean_ci95(rand)
+        out[setting] = {"mean": m, "ci95": ci, "n_seeds": len(vals), "random_init_mean": rm, "random_init_ci95": rci,
+                        "values": vals}
+    return out
+
+
+def paired_difference(records: list[dict], setting: str, baseline: str, key: str = "linear_top1") -> tuple[float, float, int]:
+    """Mean and 95 % CI of ``setting - baseline`` over the seeds both have (paired by seed)."""
+    a = {r["seed"]: r[key] for r in records if r["setting"] == setting}
+    b = {r["seed"]: r[key] for r in records if r["setting"] == baseline}
+    diffs = [a[s] - b[s] for s in sorted(set(a) & set(b))]
+    m, ci = mean_ci95(diffs)
+    return m, ci, len(diffs)
+
+
+def verdict(diff_mean: float, diff_ci: float, paper_sign: int) -> str:
+    """``replicated`` when the difference has the paper's sign and its CI excludes zero, ``not replicated``
+    when the CI excludes zero with the opposite sign, else ``inconclusive``."""
+    if math.isnan(diff_ci) or abs(diff_mean) <= diff_ci:
+        return "inconclusive"
+    return "replicated" if (diff_mean > 0) == (paper_sign > 0) else "not replicated"
+
+
+def overrides_from_cli(items: list[str]) -> dict:
+    """``key=value`` strings as a flat dict (for experiment settings given on the command line)."""
+    nested = parse_overrides(items)
+    flat: dict = {}
+
+    def walk(d, prefix=""):
+        for k, v in d.items():
+            if isinstance(v, dict):
+                walk(v, f"{prefix}{k}.")
+            else:
+                flat[f"{prefix}{k}"] = v
+    walk(nested)
+    return flat
