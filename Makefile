@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 book: $(STAMP)
-	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	FTCL_BOOK_BUILD=1 $(BIN)/jupyter-book build . --warningiserror --keep-going
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -46,6 +46,7 @@ class Experiment:
     settings: dict[str, dict]
     paper: dict[str, object]
     path: Path
+    compare: dict[str, str]  # setting -> the setting it is compared with (default: the first setting)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Experiment:
@@ -55,8 +56,11 @@ class Experiment:
         if not p.is_file():
             raise ConfigError(f"experiment file {path} not found; see the experiments/ folder.")
         d = yaml.safe_load(p.read_text())
+        settings = d["settings"]
+        first = next(iter(settings))
+        compare = d.get("compare") or {k: first for k in settings if k != first}
         return cls(d["table"], d.get("title", d["table"]), d["base"], list(d.get("seeds", [0])),
-                   d["settings"], d.get("paper", {}), p)
+                   settings, d.get("paper", {}), p, compare)
 
 
 def profile_root(profile: str) -> Path:
@@ -192,3 +196,65 @@ def overrides_from_cli(items: list[str]) -> dict:
                 flat[f"{prefix}{k}"] = v
     walk(nested)
     return flat
+
+
+SUMMARY_COLUMNS = ("table", "setting", "mean", "ci95", "n_seeds", "paper", "verdict", "reference", "diff_mean",
+                   "diff_ci95", "random_init_mean", "claim")
+
+
+def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
+    """One summary row per setting of ``exp`` that has runs, with its verdict against the paper.
+
+    A setting with a ``compare`` reference carries the paper's claim that it beats (or trails) that
+    reference: ``replicated`` when the paired difference over seeds has the paper's sign and its 95 % CI
+    excludes zero.  Table 1 carries collapse claims instead: a ``null`` paper entry claims readout below the
+    random-init encoder, a number claims readout above it.  Rows that claim nothing are ``baseline``.
+    """
+    summary = summarize(records)
+    rows = []
+    for setting, v in summary.items():
+        row = {"table": exp.table, "setting": setting, "mean": v["mean"], "ci95": v["ci95"], "n_seeds": v["n_seeds"],
+               "paper": exp.paper.get(setting), "verdict": "baseline", "reference": "", "diff_mean": math.nan,
+               "diff_ci95": math.nan, "random_init_mean": v["random_init_mean"], "claim": ""}
+        if exp.table == "T1":
+            diffs = [r["linear_top1"] - r["random_init_linear_top1"] for r in records if r["setting"] == setting]
+            d, dci = mean_ci95(diffs)
+            collapse = exp.paper.get(setting) is None
+            row.update(reference="random init", diff_mean=d, diff_ci95=dci, verdict=verdict(d, dci, -1 if collapse else 1),
+                       claim="collapses (below random init)" if collapse else "learns (above random init)")
+        elif setting in exp.compare and exp.compare[setting] in summary:
+            ref = exp.compare[setting]
+            d, dci, _ = paired_difference(records, setting, ref)
+            p, pref = exp.paper.get(setting), exp.paper.get(ref)
+            sign = 1 if (p is None or pref is None or p >= pref) else -1
+            row.update(reference=ref, diff_mean=d, diff_ci95=dci, verdict=verdict(d, dci, sign),
+                       claim=f"{'above' if sign > 0 else 'below'} {ref}")
+        rows.append(row)
+    return rows
+
+
+def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
+                  out: str | os.PathLike | None = None) -> Path:
+    """Summarise every experiment file's stored runs into one CSV (``results/summary.csv`` for cpu)."""
+    import csv
+
+    folder = Path(folder) if folder else ROOT / "experiments"
+    default = ROOT / "results" / "summary.csv" if profile == "cpu" else profile_root(profile) / "summary.csv"
+    target = Path(out) if out else default
+    rows = []
+    for path in sorted(folder.glob("*.yaml")):
+        exp = Experiment.load(path)
+        rows += table_rows(exp, load_records(path, profile))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: (f"{v:.3f}" if isinstance(v, float) and not math.isnan(v) else ("" if v is None or
+                         (isinstance(v, float) and math.isnan(v)) else v)) for k, v in r.items()})
+    from ftcl_core.runs import atomic_write_bytes
+
+    atomic_write_bytes(target, buf.getvalue().encode())
+    return target

@@ -135,3 +135,136 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+# ---------------------------------------------------------------------------------------------------
+# Explorers that respond in the static HTML (plotly sliders over precomputed data, no kernel needed)
+# and their ipywidgets counterparts for a live kernel.
+# ---------------------------------------------------------------------------------------------------
+
+
+def beta_density(x: np.ndarray, a: float) -> np.ndarray:
+    """Beta(a, a) density on (0, 1)."""
+    from math import lgamma
+
+    x = np.clip(x, 1e-6, 1 - 1e-6)
+    log_b = 2 * lgamma(a) - lgamma(2 * a)
+    return np.exp((a - 1) * (np.log(x) + np.log1p(-x)) - log_b)
+
+
+def transformed_score_density(s: float, a: float, grid: np.ndarray) -> np.ndarray:
+    """Density of S' = S + 2 l (1 - l)(1 - S) (eq. 4) for l ~ Beta(a, a) + 1, on ``grid``.
+
+    With u = l - 1 in (0, 1): S' = S - 2 u (1 + u)(1 - S), monotone in u, so the density is the Beta
+    density at the inverse, divided by |dS'/du| = 2 (1 + 2u)(1 - S).
+    """
+    if s >= 1:
+        return np.zeros_like(grid)
+    c = (s - grid) / (2 * (1 - s))  # u^2 + u - c = 0
+    u = (-1 + np.sqrt(np.maximum(1 + 4 * c, 0))) / 2
+    inside = (c > 0) & (u < 1)
+    dens = np.zeros_like(grid, dtype=float)
+    dens[inside] = beta_density(u[inside], a) / (2 * (1 + 2 * u[inside]) * (1 - s))
+    return dens
+
+
+def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3, 0.0)):
+    """Plotly figure with an alpha slider: Beta(a, a) + 1 density of lambda (left) and the density of the
+    transformed positive score S' for several S (right), eq. 4 with its range [-4 + 5S, S] shaded."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    lam = np.linspace(1.001, 1.999, 300)
+    grid = np.linspace(-4, 1, 600)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("λ ~ Beta(α, α) + 1", "density of S' (eq. 4)"))
+    n_traces = 1 + len(scores)
+    for i, a in enumerate(alphas):
+        visible = i == len(alphas) // 2
+        fig.add_trace(go.Scatter(x=lam, y=beta_density(lam - 1, a), name=f"α={a}", visible=visible,
+                                 line=dict(color="#4c72b0")), 1, 1)
+        for s in scores:
+            fig.add_trace(go.Scatter(x=grid, y=transformed_score_density(s, a, grid), name=f"S={s}",
+                                     visible=visible), 1, 2)
+    steps = []
+    for i, a in enumerate(alphas):
+        vis = [False] * (n_traces * len(alphas))
+        vis[i * n_traces : (i + 1) * n_traces] = [True] * n_traces
+        steps.append(dict(method="update", args=[{"visible": vis}], label=str(a)))
+    fig.update_layout(sliders=[dict(active=len(alphas) // 2, currentvalue={"prefix": "α = "}, steps=steps)],
+                      height=420, margin=dict(t=40, b=10), legend=dict(orientation="h", y=-0.35))
+    fig.update_xaxes(title_text="λ", row=1, col=1)
+    fig.update_xaxes(title_text="S'", row=1, col=2)
+    return fig
+
+
+def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(21))):
+    """Plotly figure with a lambda slider: S' against S (eq. 4) with the extrapolation range shaded."""
+    import plotly.graph_objects as go
+
+    from ftcl_core.transforms import score_range, transformed_positive_score
+
+    s = np.linspace(-1, 1, 201)
+    lo, hi = score_range(s)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=s, y=hi, line=dict(width=0), showlegend=False, hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=s, y=lo, fill="tonexty", line=dict(width=0), name="range for λ in [1, 2]",
+                             hoverinfo="skip"))
+    for i, lam in enumerate(lams):
+        fig.add_trace(go.Scatter(x=s, y=transformed_positive_score(s, lam), name=f"S' at λ={lam}",
+                                 visible=i == len(lams) * 3 // 4))
+    steps = []
+    for i, lam in enumerate(lams):
+        vis = [True, True] + [j == i for j in range(len(lams))]
+        steps.append(dict(method="update", args=[{"visible": vis}], label=str(lam)))
+    fig.update_layout(sliders=[dict(active=len(lams) * 3 // 4, currentvalue={"prefix": "λ = "}, steps=steps)],
+                      xaxis_title="S = z_q · z_k", yaxis_title="S'", height=420, margin=dict(t=30, b=10),
+                      yaxis_range=[-9.2, 1.2])
+    return fig
+
+
+def runs_explorer(runs: Mapping[str, Mapping[str, np.ndarray]], window: int = 10):
+    """Plotly figure with a dropdown over runs: Mean(pos), Mean(neg), Var(neg) (raw cosines, solid; after
+    FT, dotted) against the fractional epoch; the static-HTML run explorer."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    cols = ("pos_mean", "neg_mean", "neg_var")
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[STAT_LABELS[c] for c in cols])
+    labels = list(runs)
+    per_run = 6
+    for i, label in enumerate(labels):
+        m = runs[label]
+        x = _progress(m)
+        for j, c in enumerate(cols):
+            fig.add_trace(go.Scatter(x=x, y=smooth(m[c], window), name=f"{label}: {c}", visible=i == 0,
+                                     line=dict(color="#4c72b0")), 1, j + 1)
+            fig.add_trace(go.Scatter(x=x, y=smooth(m["ft_" + c], window), name=f"{label}: {c} after FT",
+                                     visible=i == 0, line=dict(color="#dd8452", dash="dot")), 1, j + 1)
+    buttons = []
+    for i, label in enumerate(labels):
+        vis = [False] * (per_run * len(labels))
+        vis[i * per_run : (i + 1) * per_run] = [True] * per_run
+        buttons.append(dict(method="update", args=[{"visible": vis}], label=label))
+    fig.update_layout(updatemenus=[dict(buttons=buttons, direction="down", x=0, y=1.25, xanchor="left")],
+                      height=380, showlegend=False, margin=dict(t=80, b=10))
+    return fig
+
+
+def plotly_html(fig, include_js: bool = True):
+    """An IPython HTML object of a plotly figure with plotly.js embedded (no CDN: the static book works
+    offline).  Embed the library once per page (``include_js=True`` for the first figure only)."""
+    from IPython.display import HTML
+
+    return HTML(fig.to_html(full_html=False, include_plotlyjs=bool(include_js), config={"displaylogo": False}))
+
+
+def live_widget(widget):
+    """``widget`` in a live kernel; in the static book build (``FTCL_BOOK_BUILD=1``, set by ``make book``)
+    a note instead, since ipywidgets need a kernel and the static explorers above already respond."""
+    import os
+
+    if os.environ.get("FTCL_BOOK_BUILD") == "1":
+        from IPython.display import Markdown
+
+        return Markdown("*The ipywidgets version of this explorer runs in a live kernel (JupyterLab, Colab).*")
+    return widget

@@ -9,10 +9,12 @@ the uninterrupted run's metrics exactly on CPU, because every random draw comes 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -158,13 +160,38 @@ def _check_compatible(run: RunDir, cfg: dict) -> None:
 
 
 def train(cfg: dict, out: str | os.PathLike, progress: bool = True) -> dict:
-    """Train (or resume, or just load) the run of ``cfg`` in folder ``out``; returns its eval dict."""
+    """Train (or resume, or just load) the run of ``cfg`` in folder ``out``; returns its eval dict.
+
+    A second process asking for the same folder (a sweep and a book build, say) waits on the folder's
+    lock and then loads the finished run instead of training it twice.
+    """
     validate(cfg)
     run = RunDir(out)
     _check_compatible(run, cfg)
     if run.is_complete():
         return run.load_eval()
     run.path.mkdir(parents=True, exist_ok=True)
+    with run_lock(run.path):
+        _check_compatible(run, cfg)
+        if run.is_complete():
+            return run.load_eval()
+        return _train_locked(cfg, run, progress)
+
+
+@contextlib.contextmanager
+def run_lock(path: Path):
+    """An exclusive advisory lock on a run folder (``.lock``), released when the process ends or exits."""
+    import fcntl
+
+    with open(path / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _train_locked(cfg: dict, run: RunDir, progress: bool) -> dict:
     write_yaml(run.config, cfg)
 
     device = cfg["device"]

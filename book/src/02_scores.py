@@ -1,0 +1,104 @@
+# %% [markdown]
+# # Scores on the unit sphere
+#
+# MoCo's encoder maps an image to a 128-d vector that is then L2-normalised, so every feature lies on the
+# unit sphere and a *score* is a cosine: $S = z_q\cdot z_k \in [-1, 1]$. For a query $q$ with its
+# positive key $k^+$ (another view of the same image) and $K$ negatives from the queue, InfoNCE (eq. 1) is
+#
+# $$\mathcal{L} = -\log \frac{\exp(S_{q\cdot k^+}/\tau)}{\exp(S_{q\cdot k^+}/\tau) + \sum_{j=1}^{K}\exp(S_{q\cdot k_j^-}/\tau)}.$$
+#
+# It is a softmax cross-entropy over $K+1$ logits with the positive as the right answer
+# (`ftcl_core.losses.info_nce`). The temperature $\tau$ decides how sharply the loss looks at the hardest
+# negatives: MoCo v1 uses 0.07, MoCo v2 0.2.
+#
+# The paper's visualization tool (Sec 3.2, Supp A) summarises the $64\times K$ scores of each step with
+# three numbers over 64 queries: **Mean(pos)**, the mean positive score; **Mean(neg)**, per query the mean
+# of its $K$ negative scores, averaged; **Var(neg)**, per query the variance of its $K$ negative scores,
+# averaged (`ftcl_core.stats.score_statistics`). Below they are computed on real features: two views of
+# real images from the embedded data, through an encoder that is first random and then trained.
+
+# %% tags=["parameters"]
+import os
+
+profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ftcl_core import augment as A
+from ftcl_core import experiments as X
+from ftcl_core.losses import info_nce, logits_from_scores, moco_logits
+from ftcl_core.stats import score_statistics
+from ftcl_core.training import augment_config, build_model, load_data
+
+exp = X.Experiment.load("experiments/table5_ft_v2.yaml")
+cfg = X.resolve(X.base_for(exp, profile), {**exp.settings["v2 baseline"], "seed": 0}, profile)
+train_set, _ = load_data(cfg)
+aug = augment_config(cfg)
+model = build_model(cfg).eval()
+
+# %% [markdown]
+# ## Scores of a randomly initialised encoder
+#
+# Two augmented views of 256 images give 256 positive pairs; the other images' keys serve as negatives.
+# Even without training, the positive scores are higher than the negative ones: augmentations keep much
+# of an image's pixels, and a random network maps similar inputs to similar outputs.
+
+# %%
+gen = torch.Generator().manual_seed(0)
+x = train_set.images[:256]
+with torch.no_grad():
+    q = F.normalize(model.encoder_q(A.augment(x, aug, gen)), dim=1)
+    k = F.normalize(model.encoder_q(A.augment(x, aug, gen)), dim=1)
+l_pos, _ = moco_logits(q, k, k)
+l_neg = (q @ k.T)[~torch.eye(len(q), dtype=torch.bool)].view(len(q), -1)
+stats = score_statistics(l_pos, l_neg, n=64)
+print(f"Mean(pos) {stats[0]:.3f}   Mean(neg) {stats[1]:.3f}   Var(neg) {stats[2]:.4f}")
+
+fig, ax = plt.subplots(figsize=(6, 3))
+ax.hist(l_neg.flatten().numpy(), bins=80, density=True, alpha=0.6, label="negative scores")
+ax.hist(l_pos.numpy(), bins=40, density=True, alpha=0.6, label="positive scores")
+ax.set_xlabel("cosine score")
+ax.legend()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Temperature
+#
+# The same scores, turned into InfoNCE probabilities at several temperatures. A low $\tau$ concentrates
+# the softmax on the few highest-scoring negatives (the loss then acts like a hard-negative miner); a high
+# $\tau$ spreads it over all of them.
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 3))
+for tau in (0.07, 0.2, 0.5, 1.0):
+    logits = logits_from_scores(l_pos, l_neg, tau)
+    p = torch.softmax(logits, dim=1)[:, 1:]
+    top = torch.sort(p, dim=1, descending=True).values.mean(0)
+    ax.plot(np.arange(1, len(top) + 1), top.cumsum(0).numpy() / top.sum().item(), label=f"τ={tau}, loss {info_nce(logits):.2f}")
+ax.set_xscale("log")
+ax.set_xlabel("negatives, by rank of their score")
+ax.set_ylabel("share of the negatives' softmax mass")
+ax.legend(fontsize=8)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## The statistics during a real training run
+#
+# The stored MoCo v2 run of chapter 4 (trained here if it is missing) recorded the three statistics at
+# every step. During training, Mean(pos) rises as the encoder becomes invariant to the augmentations,
+# while Mean(neg) falls toward zero: the features spread over the sphere.
+
+# %%
+from ftcl_core import plotting as P
+from ftcl_core.runs import RunDir
+
+rec = X.sweep(exp.path, profile, seeds=[0], settings=["v2 baseline"], progress=False)[0]
+metrics = RunDir(rec["dir"]).load_metrics()
+P.score_statistics({"MoCo v2": metrics})
+plt.show()

@@ -1,0 +1,53 @@
+# %% [markdown]
+# # Run explorer
+#
+# Every stored run of the chosen profile, in one place. The first figure responds in the static page:
+# pick a run from the menu to see its three statistics, as raw cosines (solid) and after FT (dotted).
+# In a live kernel, the widget below it overlays any runs you select, with their gradient landscapes and
+# readout.
+
+# %% tags=["parameters"]
+import os
+
+profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+max_runs = 40
+
+# %%
+import matplotlib.pyplot as plt
+
+from ftcl_core import experiments as X
+from ftcl_core import plotting as P
+from ftcl_core.runs import RunDir
+
+if profile == "smoke":  # make sure a few runs exist
+    X.sweep("experiments/table5_ft_v2.yaml", profile, seeds=[0], settings=["v2 baseline", "v2 +both"], progress=False)
+root = X.profile_root(profile)
+runs = [RunDir(p.parent) for p in sorted(root.glob("**/eval.json"))][:max_runs] if root.is_dir() else []
+labels = {str(r.path.relative_to(root)): r for r in runs}
+print(f"{len(labels)} complete runs under {root.name}/")
+for name, r in labels.items():
+    ev = r.load_eval()
+    print(f"  {name:45s} linear {ev['linear_top1']:5.1f}  kNN {ev['knn_top1']:5.1f}  random init {ev['random_init_linear_top1']:5.1f}")
+
+# %%
+metrics = {name: r.load_metrics() for name, r in labels.items()}
+P.plotly_html(P.runs_explorer(metrics), include_js=True) if metrics else print("no runs yet")
+
+# %%
+import ipywidgets as widgets
+
+
+def compare(selected=tuple(list(labels)[:2])):
+    if not selected:
+        return
+    P.score_statistics({s: metrics[s] for s in selected})
+    plt.show()
+    fig = plt.figure(figsize=(4.2 * len(selected), 3.6))
+    for i, s in enumerate(selected):
+        ax = fig.add_subplot(1, len(selected), i + 1, projection="3d")
+        P.grad_landscape(labels[s].load_grad_norms()["per_epoch"], title=s, ax=ax)
+    plt.show()
+
+
+P.live_widget(widgets.interactive(compare, selected=widgets.SelectMultiple(options=list(labels), value=tuple(list(labels)[:2]),
+                                                                            rows=8, description="runs")))
