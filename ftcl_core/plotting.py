@@ -245,8 +245,8 @@ def runs_explorer(runs: Mapping[str, Mapping[str, np.ndarray]], window: int = 10
         vis = [False] * (per_run * len(labels))
         vis[i * per_run : (i + 1) * per_run] = [True] * per_run
         buttons.append(dict(method="update", args=[{"visible": vis}], label=label))
-    fig.update_layout(updatemenus=[dict(buttons=buttons, direction="down", x=0, y=1.25, xanchor="left")],
-                      height=380, showlegend=False, margin=dict(t=80, b=10))
+    fig.update_layout(updatemenus=[dict(buttons=buttons, direction="down", x=0, y=1.32, xanchor="left", yanchor="bottom")],
+                      height=400, showlegend=False, margin=dict(t=110, b=10, l=40, r=10))
     return fig
 
 

@@ -1,0 +1,140 @@
+"""The book builds with no warnings (smoke profile) and works in a real browser (headless Chromium).
+
+The build runs ``jupyter-book build --warningiserror`` with every chapter executed (execution errors
+fail the build).  The browser part opens every page, checks that it loads without console errors from
+the book itself, that every figure is present, and that the static explorers respond to a slider or
+menu with no kernel.  It is skipped, with a message, where Chromium is absent (``.ci/run`` installs it).
+"""
+
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def html(tmp_path_factory):
+    if os.environ.get("FTCL_TEST_BOOK_HTML"):  # reuse a build while working on the browser checks
+        return Path(os.environ["FTCL_TEST_BOOK_HTML"])
+    out = tmp_path_factory.mktemp("book")
+    env = {**os.environ, "FTCL_PROFILE": "smoke", "FTCL_BOOK_BUILD": "1", "FTCL_RUNS_ROOT": str(out / "runs"),
+           "MPLBACKEND": "Agg"}
+    jb = Path(sys.executable).parent / "jupyter-book"
+    res = subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going"],
+                         env=env, capture_output=True, text=True, timeout=1500)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    return out / "_build" / "html"
+
+
+def test_book_builds_every_chapter(html):
+    pages = sorted(p.name for p in (html / "book").glob("0*.html"))
+    assert len(pages) == 8
+    for p in pages:
+        text = (html / "book" / p).read_text()
+        assert "Traceback" not in text and "Error" not in text.split("</head>")[0]
+
+
+@pytest.fixture(scope="module")
+def server(html):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # keep the test output readable
+            pass
+
+    handler = functools.partial(Quiet, directory=str(html))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("Chromium not found: install Debian's chromium (apt-get install chromium) to run the browser test")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install playwright)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        yield b
+        b.close()
+
+
+def open_page(browser, url):
+    """Load ``url``; return the page and the console errors that come from the book itself.
+
+    This machine has no internet: failures to fetch resources from other hosts (MathJax's CDN, say) are
+    the sandbox, not the book, and are not counted; anything failing on the book's own host is.
+    """
+    page = browser.new_page()
+    errors, failed_local = [], []
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("requestfailed", lambda r: failed_local.append(r.url) if r.url.startswith("http://127.0.0.1") else None)
+    page.goto(url, wait_until="load")
+    page.wait_for_timeout(500)
+    own = [e for e in errors if "Failed to load resource" not in e and "net::ERR" not in e]
+    return page, own + [f"failed local request: {u}" for u in failed_local]
+
+
+def test_every_page_loads_clean_with_its_figures(browser, server, html):
+    pages = ["index.html"] + [f"book/{p.name}" for p in sorted((html / "book").glob("*.html"))]
+    min_figures = {"01_introduction": 1, "02_scores": 3, "03_score_bound": 1, "04_training": 3, "05_momentum": 4,
+                   "06_feature_transformations": 4}
+    for rel in pages:
+        page, errors = open_page(browser, f"{server}/{rel}")
+        assert not errors, f"{rel}: {errors}"
+        broken = page.evaluate(
+            "[...document.querySelectorAll('main img')].filter(i => !(i.complete && i.naturalWidth > 0)).length")
+        assert broken == 0, f"{rel}: {broken} figure(s) failed to load"
+        n_img = page.evaluate("document.querySelectorAll('main img').length")
+        stem = Path(rel).stem
+        assert n_img >= min_figures.get(stem, 0), f"{rel}: {n_img} figures, expected >= {min_figures.get(stem)}"
+        page.close()
+
+
+def visible_traces(page, index):
+    return page.evaluate(f"document.querySelectorAll('.js-plotly-plot')[{index}].data.map(t => t.visible)")
+
+
+def test_score_bound_explorer_responds_without_a_kernel(browser, server):
+    page, errors = open_page(browser, f"{server}/book/03_score_bound.html")
+    assert not errors
+    assert page.evaluate("document.querySelectorAll('.js-plotly-plot').length") >= 2
+    for index in (0, 1):
+        before = visible_traces(page, index)
+        rail = page.locator(".js-plotly-plot").nth(index).locator(".slider-rail-touch-rect").first
+        rail.scroll_into_view_if_needed()
+        box = rail.bounding_box()
+        page.mouse.click(box["x"] + 3, box["y"] + box["height"] / 2)  # drag the slider to its first step
+        page.wait_for_timeout(300)
+        assert visible_traces(page, index) != before, f"explorer {index} did not respond to the slider"
+    page.close()
+
+
+def click_center(page, locator):
+    """Click an SVG element at its centre (plotly's menus are SVG groups that Playwright cannot click)."""
+    box = locator.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+
+def test_run_explorer_menu_responds_without_a_kernel(browser, server):
+    page, errors = open_page(browser, f"{server}/book/07_run_explorer.html")
+    assert not errors
+    before = visible_traces(page, 0)
+    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+    click_center(page, page.locator(".js-plotly-plot .updatemenu-header-group").first)
+    page.wait_for_timeout(300)
+    click_center(page, page.locator(".js-plotly-plot .updatemenu-dropdown-button").nth(1))
+    page.wait_for_timeout(300)
+    assert visible_traces(page, 0) != before
+    page.close()
