@@ -190,8 +190,8 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
         vis = [False] * (n_traces * len(alphas))
         vis[i * n_traces : (i + 1) * n_traces] = [True] * n_traces
         steps.append(dict(method="update", args=[{"visible": vis}], label=str(a)))
-    fig.update_layout(sliders=[dict(active=len(alphas) // 2, currentvalue={"prefix": "α = "}, steps=steps)],
-                      height=420, margin=dict(t=40, b=10), legend=dict(orientation="h", y=-0.35))
+    fig.update_layout(sliders=[dict(active=len(alphas) // 2, currentvalue={"prefix": "α = "}, steps=steps, pad={"t": 50})],
+                      height=460, margin=dict(t=40, b=10), legend=dict(orientation="h", y=-0.45))
     fig.update_xaxes(title_text="λ", row=1, col=1)
     fig.update_xaxes(title_text="S'", row=1, col=2)
     return fig

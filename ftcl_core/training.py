@@ -159,11 +159,12 @@ def _check_compatible(run: RunDir, cfg: dict) -> None:
             )
 
 
-def train(cfg: dict, out: str | os.PathLike, progress: bool = True) -> dict:
+def train(cfg: dict, out: str | os.PathLike, progress: bool = True, max_steps: int | None = None) -> dict:
     """Train (or resume, or just load) the run of ``cfg`` in folder ``out``; returns its eval dict.
 
     A second process asking for the same folder (a sweep and a book build, say) waits on the folder's
-    lock and then loads the finished run instead of training it twice.
+    lock and then loads the finished run instead of training it twice.  ``max_steps`` stops after that
+    many steps without checkpointing or evaluating and returns ``{"metrics": ...}`` (see :func:`replay`).
     """
     validate(cfg)
     run = RunDir(out)
@@ -175,7 +176,7 @@ def train(cfg: dict, out: str | os.PathLike, progress: bool = True) -> dict:
         _check_compatible(run, cfg)
         if run.is_complete():
             return run.load_eval()
-        return _train_locked(cfg, run, progress)
+        return _train_locked(cfg, run, progress, max_steps)
 
 
 @contextlib.contextmanager
@@ -191,7 +192,7 @@ def run_lock(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _train_locked(cfg: dict, run: RunDir, progress: bool) -> dict:
+def _train_locked(cfg: dict, run: RunDir, progress: bool, max_steps: int | None = None) -> dict:
     write_yaml(run.config, cfg)
 
     device = cfg["device"]
@@ -254,6 +255,9 @@ def _train_locked(cfg: dict, run: RunDir, progress: bool) -> dict:
             step = epoch * steps_per_epoch + i
             if step == kill_at:
                 os.kill(os.getpid(), 9)
+            if max_steps is not None and step >= max_steps:
+                bar.close()
+                return {"metrics": recorder.as_arrays()}
             lr = learning_rate(cfg, step, steps_per_epoch)
             for group in optimizer.param_groups:
                 group["lr"] = lr
@@ -279,6 +283,16 @@ def _train_locked(cfg: dict, run: RunDir, progress: bool) -> dict:
                   histograms)
     bar.close()
     return _finish(run, cfg, model, train_set, test_set, aug, device, train_s)
+
+
+def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
+    """Re-run the first ``n_steps`` of a stored run from its config and return the per-step metrics, so
+    that stored results can be checked against the code that claims to have made them."""
+    import tempfile
+
+    cfg = RunDir(run_path).load_config()
+    with tempfile.TemporaryDirectory() as tmp:
+        return train(cfg, tmp, progress=False, max_steps=n_steps)["metrics"]
 
 
 def _stop_if_diverged(run: RunDir, recorder: StepRecorder, epoch: int) -> None:

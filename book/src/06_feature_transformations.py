@@ -21,7 +21,8 @@ seeds = [0]
 train = ["experiments/table5_ft_v2.yaml"]
 show = ["experiments/table5_ft_v1.yaml", "experiments/table2_alpha_ex.yaml", "experiments/table3_alpha_in.yaml",
         "experiments/table4_interp_vs_extrap.yaml", "experiments/table6_queue.yaml",
-        "experiments/table7_start_epoch.yaml", "experiments/supp_fg.yaml"]
+        "experiments/table7_start_epoch.yaml", "experiments/supp_f_renorm.yaml",
+        "experiments/supp_g_negatives.yaml"]
 
 # %%
 import matplotlib.pyplot as plt
