@@ -33,7 +33,7 @@ def test_chapter_runs_under_papermill_smoke(chapter, runs_root, tmp_path, monkey
     import papermill as pm
 
     monkeypatch.setenv("FTCL_RUNS_ROOT", str(runs_root))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     pm.execute_notebook(str(ROOT / "book" / f"{chapter}.ipynb"), str(tmp_path / f"{chapter}.ipynb"),
                         parameters={"profile": "smoke"}, cwd=str(ROOT / "book"), kernel_name="python3",
                         progress_bar=False)

@@ -26,8 +26,8 @@ def html(tmp_path_factory):
     if os.environ.get("FTCL_TEST_BOOK_HTML"):  # reuse a build while working on the browser checks
         return Path(os.environ["FTCL_TEST_BOOK_HTML"])
     out = tmp_path_factory.mktemp("book")
-    env = {**os.environ, "FTCL_PROFILE": "smoke", "FTCL_BOOK_BUILD": "1", "FTCL_RUNS_ROOT": str(out / "runs"),
-           "MPLBACKEND": "Agg"}
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # the kernel's inline backend draws the figures
+    env.update(FTCL_PROFILE="smoke", FTCL_BOOK_BUILD="1", FTCL_RUNS_ROOT=str(out / "runs"))
     jb = Path(sys.executable).parent / "jupyter-book"
     res = subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going"],
                          env=env, capture_output=True, text=True, timeout=1500)

@@ -124,3 +124,19 @@ def test_renormalize_projects_to_the_sphere():
     z = torch.randn(10, 5) * 3
     assert torch.allclose(T.renormalize(z).norm(dim=1), torch.ones(10))
     assert math.isclose(float(T.transformed_positive_score(1.0, 1.7)), 1.0)
+
+
+@pytest.mark.parametrize("s, alpha", [(0.9, 2.0), (0.5, 0.6), (0.0, 1.6)])
+def test_density_of_the_transformed_score_matches_monte_carlo(s, alpha):
+    import numpy as np
+
+    from ftcl_core.plotting import transformed_score_density
+
+    lam = T.sample_lambda(alpha, "sample", 200_000, 1, torch.Generator().manual_seed(0), shift=1.0).double().numpy()
+    samples = T.transformed_positive_score(s, lam).ravel()
+    edges = np.linspace(-4 + 5 * s, s, 21)
+    hist, _ = np.histogram(samples, edges, density=True)
+    grid = np.linspace(edges[0], edges[-1], 4001)
+    dens = transformed_score_density(s, alpha, grid)
+    mass = [dens[(grid >= a) & (grid < b)].mean() for a, b in zip(edges[:-1], edges[1:])]
+    np.testing.assert_allclose(hist[2:-2], np.asarray(mass)[2:-2], rtol=0.05, atol=0.01)
