@@ -48,6 +48,7 @@ DEFAULTS: dict[str, Any] = {
         "preset": "v2",          # v1 | v2 (MoCo v1 / v2 pipelines)
         "out_size": 24,
         "crop_scale": [0.4, 1.0],
+        "blur_sigma": None,      # v2 blur sigma range; null = the recipe's [0.1, 2]
     },
     "model": {
         "encoder": "resnet10_w16",
@@ -171,8 +172,10 @@ def validate(cfg: dict) -> None:
 
 
 def config_diff(a: dict, b: dict) -> list[str]:
-    """Dotted keys whose values differ between two configs."""
-    fa, fb = _flatten(a), _flatten(b)
+    """Dotted keys whose values differ between two configs (a key missing from one counts as its default,
+    so configs stored before a key was added still compare equal when they used its default)."""
+    defaults = _flatten(DEFAULTS)
+    fa, fb = {**defaults, **_flatten(a)}, {**defaults, **_flatten(b)}
     return sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k))
 
 

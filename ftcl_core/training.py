@@ -78,7 +78,10 @@ def load_data(cfg: dict) -> tuple[ImageSet, ImageSet]:
 def augment_config(cfg: dict) -> A.AugmentConfig:
     a = cfg["augment"]
     base = A.moco_v1(a["out_size"]) if a["preset"] == "v1" else A.moco_v2(a["out_size"])
-    return A.AugmentConfig(**{**base.__dict__, "crop_scale": tuple(a["crop_scale"])})
+    extra = {"crop_scale": tuple(a["crop_scale"])}
+    if a.get("blur_sigma") is not None:
+        extra["blur_sigma"] = tuple(a["blur_sigma"])
+    return A.AugmentConfig(**{**base.__dict__, **extra})
 
 
 def build_model(cfg: dict) -> MoCo:

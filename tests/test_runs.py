@@ -59,3 +59,19 @@ def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
         atomic_write_bytes(target, b"new")
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_augment_overrides_reach_the_pipeline():
+    from ftcl_core.training import augment_config
+
+    cfg = load_config("configs/cpu_moco_v2.yaml", ["augment.blur_sigma=[0.05, 0.5]", "augment.crop_scale=[0.3, 1.0]"])
+    aug = augment_config(cfg)
+    assert aug.blur_sigma == (0.05, 0.5) and aug.crop_scale == (0.3, 1.0) and aug.blur_p == 0.5
+    assert augment_config(load_config("configs/cpu_moco_v2.yaml")).blur_sigma == (0.1, 2.0)
+    assert augment_config(load_config("configs/cpu_moco_v1.yaml")).blur_p == 0.0
+
+
+def test_stored_configs_without_a_newer_key_still_match():
+    old = load_config(None)
+    del old["augment"]["blur_sigma"]
+    assert config_diff(old, load_config(None)) == []
