@@ -32,19 +32,21 @@
 # | 7 Run explorer | compare any stored runs |
 # | 8 Results against the paper | every reproduced number with seeds, intervals and a verdict |
 
+# %%
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:  # Colab: fetch the repository (configs, stored runs) and install ftcl_core first
+    subprocess.run(["git", "clone", "-q", "--depth", "1", "https://github.com/ftcl/ftcl", "/content/ftcl"], check=False)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "/content/ftcl[book]"], check=True)
+    sys.path.insert(0, "/content/ftcl")
+    os.chdir("/content/ftcl/book")
+
 # %% tags=["parameters"]
 import os
 
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
-
-# %%
-import sys
-
-if "google.colab" in sys.modules:  # Colab: install the library behind the book
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "ftcl-core[book] @ git+https://github.com/ftcl/ftcl"],
-                   check=True)
 
 # %% [markdown]
 # ## How to read and run it
