@@ -244,8 +244,13 @@ def git_commit(cwd: str | os.PathLike | None = None) -> dict:
         return {"commit": None, "dirty": None}
 
 
+# The commit of the code this process runs: read once, when ftcl_core is imported, since a long sweep keeps
+# running the code it imported while the work tree moves on.
+CODE_COMMIT = git_commit()
+
+
 def provenance(device: str, seed: int) -> dict:
-    """Commit, package versions, device and seed of a run."""
+    """Commit (of the code this process imported), package versions, device and seed of a run."""
     import numpy
     import torch
     import torchvision
@@ -256,7 +261,7 @@ def provenance(device: str, seed: int) -> dict:
     if device.startswith("cuda") and torch.cuda.is_available():
         dev_name = torch.cuda.get_device_name(torch.device(device))
     return {
-        **git_commit(),
+        **CODE_COMMIT,
         "versions": {
             "python": platform.python_version(), "torch": torch.__version__,
             "torchvision": torchvision.__version__, "numpy": numpy.__version__, "ftcl_core": ftcl_core.__version__,
