@@ -26,13 +26,13 @@ from pathlib import Path
 
 import yaml
 
-from ftcl_core.runs import ConfigError, RunDir, load_config, parse_overrides
+from ftcl_core.runs import ConfigError, RunDir, load_config
 
 PROFILES = ("smoke", "cpu", "gpu")
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE_OVERRIDES = [
     "data.n_train=512", "data.n_test=256", "augment.out_size=16", "model.dim=32", "model.bn_splits=2",
-    "moco.queue_size=256", "train.epochs=2", "train.batch_size=64", "stats.sync_every=4",
+    "moco.queue_size=128", "train.epochs=2", "train.batch_size=64", "stats.sync_every=4",
     "eval.linear_epochs=5", "eval.knn_k=20",
 ]
 
@@ -75,6 +75,9 @@ def profile_root(profile: str) -> Path:
 
 def resolve(base: str, overrides: list[str] | dict, profile: str) -> dict:
     """The full config of a setting under a profile (smoke shrinks everything for CI)."""
+    if isinstance(overrides, dict) and profile == "smoke" and "moco.queue_size" in overrides:
+        # the smoke data holds 512 images: scale a setting's queue as the profile scales the default (4096 -> 128)
+        overrides = {**overrides, "moco.queue_size": overrides["moco.queue_size"] // 32}
     items = overrides if isinstance(overrides, list) else [f"{k}={_yaml_scalar(v)}" for k, v in overrides.items()]
     extra = SMOKE_OVERRIDES if profile == "smoke" else []
     return load_config(_path(base), [*extra, *items])
@@ -181,21 +184,6 @@ def verdict(diff_mean: float, diff_ci: float, paper_sign: int) -> str:
     if math.isnan(diff_ci) or abs(diff_mean) <= diff_ci:
         return "inconclusive"
     return "replicated" if (diff_mean > 0) == (paper_sign > 0) else "not replicated"
-
-
-def overrides_from_cli(items: list[str]) -> dict:
-    """``key=value`` strings as a flat dict (for experiment settings given on the command line)."""
-    nested = parse_overrides(items)
-    flat: dict = {}
-
-    def walk(d, prefix=""):
-        for k, v in d.items():
-            if isinstance(v, dict):
-                walk(v, f"{prefix}{k}.")
-            else:
-                flat[f"{prefix}{k}"] = v
-    walk(nested)
-    return flat
 
 
 SUMMARY_COLUMNS = ("table", "setting", "mean", "ci95", "n_seeds", "paper", "verdict", "reference", "diff_mean",

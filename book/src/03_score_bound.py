@@ -48,6 +48,18 @@ print("S' at l = 1:", sp.simplify(closed.subs(lam, 1)), "  at l = 2:", sp.expand
 print("d S'/d l =", sp.factor(sp.diff(closed, lam)), " -> negative on (1, 2]: S' falls monotonically from S to 5S - 4")
 
 # %% [markdown]
+# The family of curves $\hat S(S)$ for several $\lambda$ (`ftcl_core.plotting.score_bound`): for
+# $\lambda<1$ (dashed) every curve lies above the diagonal, for $\lambda\in[1,2]$ inside the shaded range.
+
+# %%
+import matplotlib.pyplot as plt
+
+from ftcl_core import plotting as P
+
+P.score_bound()
+plt.show()
+
+# %% [markdown]
 # ## Numerical check on random unit vectors
 #
 # 100 000 random pairs in 128 dimensions, one $\lambda\sim\mathrm{Beta}(2,2)+1$ each, transformed with

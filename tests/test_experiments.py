@@ -1,0 +1,60 @@
+"""Experiment files, the sweep (resumable, skips finished runs), confidence intervals and verdicts."""
+
+import csv
+import math
+
+import pytest
+
+from ftcl_core import experiments as X
+
+
+def test_mean_ci95_matches_the_t_interval():
+    m, ci = X.mean_ci95([1.0, 2.0, 3.0])
+    assert m == 2.0 and math.isclose(ci, 4.303 * 1.0 / math.sqrt(3), rel_tol=1e-6)
+    assert math.isnan(X.mean_ci95([5.0])[1])
+
+
+@pytest.mark.parametrize("diff, ci, sign, want", [
+    (2.0, 1.0, 1, "replicated"), (-2.0, 1.0, 1, "not replicated"), (0.5, 1.0, 1, "inconclusive"),
+    (-2.0, 1.0, -1, "replicated"), (2.0, float("nan"), 1, "inconclusive"),
+])
+def test_verdicts(diff, ci, sign, want):
+    assert X.verdict(diff, ci, sign) == want
+
+
+def test_every_experiment_file_resolves_for_every_profile():
+    for path in sorted((X.ROOT / "experiments").glob("*.yaml")):
+        exp = X.Experiment.load(path)
+        assert exp.table in {"T1", "T2", "T3", "T4", "T5", "T6", "T7", "S-F", "S-G"}
+        for overrides in exp.settings.values():
+            for profile in ("smoke", "cpu", "gpu"):
+                X.resolve(X.base_for(exp, profile), {**overrides, "seed": 0}, profile)
+        assert set(exp.compare) <= set(exp.settings) and set(exp.compare.values()) <= set(exp.settings)
+
+
+def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path))
+    exp_file = tmp_path / "tiny.yaml"
+    exp_file.write_text(
+        "table: T2\ntitle: tiny\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0, 1]\n"
+        "settings:\n  baseline: {}\n  alpha_ex=2.0: {ft.pos: true}\npaper: {baseline: 71.1, alpha_ex=2.0: 72.8}\n"
+    )
+    monkeypatch.setattr(X, "SMOKE_OVERRIDES", X.SMOKE_OVERRIDES + ["train.epochs=1"])
+    records = X.sweep(exp_file, "smoke", progress=False)
+    assert len(records) == 4
+    stamps = {r["dir"]: (tmp_path / r["dir"] / "eval.json").stat().st_mtime for r in records}
+    again = X.sweep(exp_file, "smoke", progress=False)  # nothing retrained
+    assert [r["linear_top1"] for r in again] == [r["linear_top1"] for r in records]
+    assert all((tmp_path / d / "eval.json").stat().st_mtime == t for d, t in stamps.items())
+    rows = X.table_rows(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke"))
+    assert [r["verdict"] for r in rows][0] == "baseline" and rows[1]["reference"] == "baseline"
+    assert rows[1]["n_seeds"] == 2 and not math.isnan(rows[1]["diff_ci95"])
+    out = X.write_summary("smoke", folder=tmp_path, out=tmp_path / "summary.csv")
+    assert [r["setting"] for r in csv.DictReader(out.open())] == ["baseline", "alpha_ex=2.0"]
+
+
+def test_unknown_profile_and_setting_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="profile"):
+        X.profile_root("laptop")
+    with pytest.raises(ValueError, match="unknown setting"):
+        X.sweep("experiments/table1_momentum.yaml", "smoke", settings=["m=0.42"], progress=False)
