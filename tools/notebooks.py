@@ -2,7 +2,9 @@
 
 Sources are plain Python files that diff well; cells start with ``# %%`` (code) or ``# %% [markdown]``
 (markdown, every line prefixed with ``# ``).  A code cell whose marker line reads ``# %% tags=["parameters"]``
-is papermill's parameters cell.  ``python tools/notebooks.py --check`` fails when an .ipynb is stale.
+is papermill's parameters cell; a lone ``# %% colab-setup`` line becomes the standard first cell that, in
+Colab only, fetches the repository and installs ``ftcl_core`` (:data:`COLAB_SETUP`, one copy for all chapters).
+``python tools/notebooks.py --check`` fails when an .ipynb is stale.
 """
 
 from __future__ import annotations
@@ -17,6 +19,16 @@ import nbformat
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
 MARKER = re.compile(r"^# %%(?P<md> \[markdown\])?(?: tags=(?P<tags>\[.*\]))?\s*$")
+COLAB_MARKER = "# %% colab-setup"
+COLAB_SETUP = """import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:  # Colab: fetch the repository (configs, stored runs) and install ftcl_core first
+    subprocess.run(["git", "clone", "-q", "--depth", "1", "https://github.com/ftcl/ftcl", "/content/ftcl"], check=False)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "/content/ftcl[book]"], check=True)
+    sys.path.insert(0, "/content/ftcl")
+    os.chdir("/content/ftcl/book")"""
 
 
 def to_notebook(source: str) -> nbformat.NotebookNode:
@@ -35,7 +47,7 @@ def to_notebook(source: str) -> nbformat.NotebookNode:
             cell.metadata["tags"] = tags
         cells.append(cell)
 
-    for line in source.splitlines():
+    for line in source.replace(COLAB_MARKER, "# %%\n" + COLAB_SETUP + "\n").splitlines():
         m = MARKER.match(line)
         if m:
             close()

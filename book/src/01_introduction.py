@@ -32,16 +32,7 @@
 # | 7 Run explorer | compare any stored runs |
 # | 8 Results against the paper | every reproduced number with seeds, intervals and a verdict |
 
-# %%
-import os
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:  # Colab: fetch the repository (configs, stored runs) and install ftcl_core first
-    subprocess.run(["git", "clone", "-q", "--depth", "1", "https://github.com/ftcl/ftcl", "/content/ftcl"], check=False)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "/content/ftcl[book]"], check=True)
-    sys.path.insert(0, "/content/ftcl")
-    os.chdir("/content/ftcl/book")
+# %% colab-setup
 
 # %% tags=["parameters"]
 import os

@@ -14,16 +14,7 @@
 # size as it must (the MoCo CIFAR demo's warning: a queue as large as the data holds the query's own
 # earlier keys as negatives). `gpu` runs ResNet-50 on ImageNet-100 at the paper's recipe.
 
-# %%
-import os
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:  # Colab: fetch the repository (configs, stored runs) and install ftcl_core first
-    subprocess.run(["git", "clone", "-q", "--depth", "1", "https://github.com/ftcl/ftcl", "/content/ftcl"], check=False)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "/content/ftcl[book]"], check=True)
-    sys.path.insert(0, "/content/ftcl")
-    os.chdir("/content/ftcl/book")
+# %% colab-setup
 
 # %% tags=["parameters"]
 import os

@@ -18,16 +18,7 @@
 # The scale differs from the paper's in every respect (data, encoder, epochs, batch, queue): a verdict
 # says whether a claim holds *at this scale*, not whether the paper is right at its own.
 
-# %%
-import os
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:  # Colab: fetch the repository (configs, stored runs) and install ftcl_core first
-    subprocess.run(["git", "clone", "-q", "--depth", "1", "https://github.com/ftcl/ftcl", "/content/ftcl"], check=False)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "/content/ftcl[book]"], check=True)
-    sys.path.insert(0, "/content/ftcl")
-    os.chdir("/content/ftcl/book")
+# %% colab-setup
 
 # %% tags=["parameters"]
 import os
