@@ -223,7 +223,13 @@ def _train_locked(cfg: dict, run: RunDir, progress: bool, max_steps: int | None 
     start_epoch, train_s = 0, 0.0
 
     if run.checkpoint.is_file():
-        state = torch.load(run.checkpoint, map_location=device, weights_only=True)
+        try:
+            state = torch.load(run.checkpoint, map_location=device, weights_only=True)
+        except Exception as err:  # unpickling errors come in many types
+            raise IncompatibleCheckpoint(
+                f"{run.checkpoint} cannot be read ({type(err).__name__}: {err}). It was not written by this "
+                "version of ftcl_core; move it away to train this run from scratch, or use another --out."
+            ) from err
         if state.get("format") != CHECKPOINT_FORMAT:
             raise IncompatibleCheckpoint(f"{run.checkpoint} has format {state.get('format')}, expected {CHECKPOINT_FORMAT}.")
         try:

@@ -109,3 +109,12 @@ def test_cli_reports_bad_input_without_traceback(tmp_path):
     assert res.returncode == 2 and "unknown encoder" in res.stderr and "Traceback" not in res.stderr
     res = cli(tmp_path / "z", "data.name=imagefolder", f"data.root={tmp_path / 'none'}")
     assert res.returncode == 2 and "does not exist" in res.stderr
+
+
+def test_unreadable_checkpoint_is_a_clear_error(tmp_path):
+    out = tmp_path / "bad"
+    cfg = load_config(SMOKE)
+    out.mkdir()
+    (out / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(IncompatibleCheckpoint, match="cannot be read"):
+        train(cfg, out, progress=False)
