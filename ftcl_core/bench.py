@@ -1,4 +1,4 @@
-"""Benchmarks (not timed tests): ``python -m ftcl_core.bench overhead``.
+"""Benchmarks (not timed tests): ``python -m ftcl_core.bench overhead`` and ``python -m ftcl_core.bench lightly``.
 
 ``overhead`` measures, at the default CPU config (configs/cpu_moco_v2.yaml), the time of a full MoCo
 training step (augmentation, forward, backward, SGD, enqueue) in three variants, interleaved round by
@@ -9,6 +9,13 @@ round so that drift of the machine hits all three alike:
 * ``stats``: no FT, with the Supp A score statistics and the Supp C layer gradient norms.
 
 It prints the median step times and ``ft_overhead`` and ``stats_overhead`` as fractions of the plain step.
+
+``lightly`` runs ftcl's MoCo v2 and lightly's MoCo (``pip install lightly``; installed only for this) on the
+same encoder, batch, queue, augmentation parameters and data, each end to end in its own subprocess (so
+that peak memory is measured per library), then the model step alone on views already in memory, and
+prints epoch throughput, ratios, the encoder's achieved GFLOP/s against this machine's sgemm, and where
+ftcl's step time goes.  Its last line reads
+``end_to_end_ratio=X step_ratio=Y ft_overhead=Z stats_overhead=W``.
 """
 
 from __future__ import annotations
@@ -19,9 +26,10 @@ import time
 
 import torch
 
+from ftcl_core.augment import augment
 from ftcl_core.losses import FTConfig
 from ftcl_core.runs import load_config
-from ftcl_core.stats import StepRecorder
+from ftcl_core.stats import StepRecorder, layer_grad_norms
 from ftcl_core.training import METRIC_COLUMNS, augment_config, build_model, load_data, train_step
 
 
@@ -68,12 +76,230 @@ def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: 
     }
 
 
+def _lightly_model(cfg: dict):
+    """lightly's MoCo v2 (its documented recipe) around the same backbone ftcl uses."""
+    import copy
+
+    import torch.nn as nn
+    from lightly.models.modules import MoCoProjectionHead
+    from lightly.models.utils import deactivate_requires_grad
+
+    from ftcl_core.models import build_encoder
+
+    class LightlyMoCo(nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(cfg["seed"])
+            self.backbone = build_encoder(cfg["model"]["encoder"], bn_splits=cfg["model"]["bn_splits"])
+            d = self.backbone.out_dim
+            self.projection_head = MoCoProjectionHead(d, d, cfg["model"]["dim"])
+            self.backbone_momentum = copy.deepcopy(self.backbone)
+            self.projection_head_momentum = copy.deepcopy(self.projection_head)
+            deactivate_requires_grad(self.backbone_momentum)
+            deactivate_requires_grad(self.projection_head_momentum)
+
+        def forward(self, x):
+            return self.projection_head(self.backbone(x))
+
+        def forward_momentum(self, x):
+            return self.projection_head_momentum(self.backbone_momentum(x)).detach()
+
+    return LightlyMoCo()
+
+
+def _lightly_step(model, criterion, opt, x_q, x_k, m: float) -> torch.Tensor:
+    from lightly.models.utils import update_momentum
+
+    update_momentum(model.backbone, model.backbone_momentum, m=m)
+    update_momentum(model.projection_head, model.projection_head_momentum, m=m)
+    loss = criterion(model(x_q), model.forward_momentum(x_k))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+def _worker(which: str, config: str, epochs: int, workers: int) -> dict:
+    """One library end to end for ``epochs`` epochs; returns img/s per epoch and peak RSS (MiB)."""
+    import resource
+
+    cfg = load_config(config)
+    train_set, _ = load_data(cfg)
+    bs, n = cfg["train"]["batch_size"], len(train_set)
+    steps = n // bs
+    rates = []
+    if which == "ftcl":
+        aug = augment_config(cfg)
+        model = build_model(cfg)
+        opt = torch.optim.SGD(model.encoder_q.parameters(), lr=0.06, momentum=0.9, weight_decay=5e-4)
+        gen = torch.Generator().manual_seed(0)
+        recorder = StepRecorder(METRIC_COLUMNS[2:], 50)
+        for _ in range(epochs):
+            t0 = time.perf_counter()
+            order = torch.randperm(n, generator=gen)
+            for i in range(steps):
+                out = train_step(model, opt, train_set.images[order[i * bs : (i + 1) * bs]], aug, FTConfig(), True,
+                                 cfg["moco"]["tau"], gen)
+                recorder.record(i, torch.cat([out.values, out.grad_norms]))
+            recorder.flush()
+            rates.append(steps * bs / (time.perf_counter() - t0))
+    else:
+        from lightly.loss import NTXentLoss
+        from lightly.transforms import MoCoV2Transform
+        from PIL import Image
+
+        a = cfg["augment"]
+        transform = MoCoV2Transform(input_size=a["out_size"], min_scale=a["crop_scale"][0])
+
+        class Views(torch.utils.data.Dataset):
+            def __len__(self):
+                return n
+
+            def __getitem__(self, i):
+                return transform(Image.fromarray(train_set.images[i].permute(1, 2, 0).numpy()))
+
+        loader = torch.utils.data.DataLoader(Views(), batch_size=bs, shuffle=True, drop_last=True, num_workers=workers,
+                                             persistent_workers=workers > 0)
+        model = _lightly_model(cfg)
+        criterion = NTXentLoss(temperature=cfg["moco"]["tau"], memory_bank_size=(cfg["moco"]["queue_size"], cfg["model"]["dim"]))
+        opt = torch.optim.SGD(list(model.backbone.parameters()) + list(model.projection_head.parameters()), lr=0.06,
+                              momentum=0.9, weight_decay=5e-4)
+        for _ in range(epochs):
+            t0 = time.perf_counter()
+            for x_q, x_k in loader:
+                _lightly_step(model, criterion, opt, x_q, x_k, cfg["moco"]["momentum"])
+            rates.append(steps * bs / (time.perf_counter() - t0))
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return {"rates": rates, "peak_rss_mib": peak / 1024, "workers": workers}
+
+
+def _step_only(config: str, rounds: int = 9, steps: int = 8) -> dict:
+    """Both libraries' model step on the same pre-augmented views, interleaved; median ms per step."""
+    from lightly.loss import NTXentLoss
+
+    cfg = load_config(config)
+    train_set, _ = load_data(cfg)
+    aug = augment_config(cfg)
+    bs = cfg["train"]["batch_size"]
+    gen = torch.Generator().manual_seed(0)
+    x = train_set.images[:bs]
+    views = (augment(x, aug, gen), augment(x, aug, gen))
+    ours = build_model(cfg)
+    opt_o = torch.optim.SGD(ours.encoder_q.parameters(), lr=0.06, momentum=0.9, weight_decay=5e-4)
+    theirs = _lightly_model(cfg)
+    crit = NTXentLoss(temperature=cfg["moco"]["tau"], memory_bank_size=(cfg["moco"]["queue_size"], cfg["model"]["dim"]))
+    opt_t = torch.optim.SGD(list(theirs.backbone.parameters()) + list(theirs.projection_head.parameters()), lr=0.06,
+                            momentum=0.9, weight_decay=5e-4)
+    runs = {
+        "ftcl": lambda: train_step(ours, opt_o, x, aug, FTConfig(), True, cfg["moco"]["tau"], gen, record_stats=False,
+                                   views=views),
+        "lightly": lambda: _lightly_step(theirs, crit, opt_t, *views, cfg["moco"]["momentum"]),
+    }
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for fn in runs.values():  # warm-up
+        for _ in range(3):
+            fn()
+    for r in range(rounds):
+        for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                runs[name]()
+            times[name].append((time.perf_counter() - t0) / steps)
+    return {k: statistics.median(v) for k, v in times.items()} | {"spread": {k: (min(v), max(v)) for k, v in times.items()}}
+
+
+def _flops_and_profile(config: str, steps: int = 10) -> dict:
+    """FLOPs of one training step (forward + backward of both encoders), sgemm GFLOP/s, and ftcl's step
+    time split into augmentation, forward, loss, backward and the rest (SGD, enqueue, statistics)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ftcl_core import augment as A
+    from ftcl_core.losses import info_nce, logits_from_scores, moco_ft_logits
+
+    cfg = load_config(config)
+    train_set, _ = load_data(cfg)
+    aug = augment_config(cfg)
+    bs = cfg["train"]["batch_size"]
+    model = build_model(cfg)
+    opt = torch.optim.SGD(model.encoder_q.parameters(), lr=0.06, momentum=0.9)
+    gen = torch.Generator().manual_seed(0)
+    x = train_set.images[:bs]
+    views = (A.augment(x, aug, gen), A.augment(x, aug, gen))
+    with FlopCounterMode(display=False) as counter:
+        train_step(model, opt, x, aug, FTConfig(), True, cfg["moco"]["tau"], gen, record_stats=False, views=views)
+    flops = counter.get_total_flops()
+    a = torch.randn(2048, 2048)
+    b = torch.randn(2048, 2048)
+    torch.mm(a, b)
+    t0 = time.perf_counter()
+    for _ in range(10):
+        torch.mm(a, b)
+    sgemm = 10 * 2 * 2048**3 / (time.perf_counter() - t0) / 1e9
+    parts = {"augment": 0.0, "forward": 0.0, "loss": 0.0, "backward": 0.0, "step_enqueue_stats": 0.0}
+    total = 0.0
+    for _ in range(steps):
+        t = [time.perf_counter()]
+        xq, xk = A.augment(x, aug, gen), A.augment(x, aug, gen)
+        t.append(time.perf_counter())
+        q, k = model(xq, xk, gen)
+        t.append(time.perf_counter())
+        loss = info_nce(logits_from_scores(*moco_ft_logits(q, k, model.queue, FTConfig(), gen), cfg["moco"]["tau"]))
+        t.append(time.perf_counter())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        t.append(time.perf_counter())
+        layer_grad_norms(model.encoder_q)
+        opt.step()
+        model.enqueue(k)
+        t.append(time.perf_counter())
+        for key, (t1, t2) in zip(parts, zip(t, t[1:])):
+            parts[key] += t2 - t1
+        total += t[-1] - t[0]
+    step_s = total / steps
+    return {"step_gflop": flops / 1e9, "achieved_gflops": flops / 1e9 / (step_s - parts["augment"] / steps),
+            "sgemm_gflops": sgemm, "profile": {k: v / total for k, v in parts.items()}, "step_s": step_s}
+
+
+def lightly(config: str = "configs/cpu_moco_v2.yaml", epochs: int = 3, workers: tuple[int, ...] = (0, 2)) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    try:
+        import lightly as _  # noqa: F401
+    except ImportError as err:
+        raise SystemExit("lightly is not installed: run `.venv/bin/pip install lightly` (only this benchmark uses it)") from err
+
+    def sub(which, w):
+        cmd = [sys.executable, "-m", "ftcl_core.bench", "_worker", which, "--config", config, "--epochs", str(epochs),
+               "--workers", str(w)]
+        res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        return json.loads(res.stdout.strip().splitlines()[-1])
+
+    ours = sub("ftcl", 0)
+    theirs = {w: sub("lightly", w) for w in workers}
+    best_w = max(theirs, key=lambda w: statistics.median(theirs[w]["rates"]))
+    over = overhead(config, rounds=9)
+    return {"ftcl": ours, "lightly": theirs, "lightly_best_workers": best_w, "step": _step_only(config),
+            "flops": _flops_and_profile(config), "overhead": over}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ftcl_core.bench")
-    parser.add_argument("what", choices=["overhead"])
+    parser.add_argument("what", choices=["overhead", "lightly", "_worker"])
+    parser.add_argument("which", nargs="?", help=argparse.SUPPRESS)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--config", default="configs/cpu_moco_v2.yaml")
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args(argv)
+    if args.what == "_worker":
+        import json
+
+        print(json.dumps(_worker(args.which, args.config, args.epochs, args.workers)))
+        return 0
+    if args.what == "lightly":
+        return _print_lightly(lightly(args.config, epochs=args.epochs), args.config)
     r = overhead(args.config, rounds=args.rounds)
     print(f"config={args.config} batch={r['batch_size']} threads={r['threads']}")
     print(f"median step: plain {r['plain_step_s'] * 1e3:.1f} ms, +FT {r['ft_step_s'] * 1e3:.1f} ms, "
@@ -85,3 +311,26 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _print_lightly(r: dict, config: str) -> int:
+    med = statistics.median
+    ours = med(r["ftcl"]["rates"])
+    print(f"config={config} threads={torch.get_num_threads()}")
+    print(f"ftcl end to end: {ours:.0f} img/s (epochs: {', '.join(f'{x:.0f}' for x in r['ftcl']['rates'])}), "
+          f"peak RSS {r['ftcl']['peak_rss_mib']:.0f} MiB")
+    for w, t in r["lightly"].items():
+        print(f"lightly end to end, {w} loader workers: {med(t['rates']):.0f} img/s "
+              f"(epochs: {', '.join(f'{x:.0f}' for x in t['rates'])}), peak RSS {t['peak_rss_mib']:.0f} MiB")
+    theirs = r["lightly"][r["lightly_best_workers"]]
+    s = r["step"]
+    print(f"model step alone (same views in memory): ftcl {s['ftcl'] * 1e3:.1f} ms, lightly {s['lightly'] * 1e3:.1f} ms "
+          f"(ranges ftcl {s['spread']['ftcl'][0] * 1e3:.1f}-{s['spread']['ftcl'][1] * 1e3:.1f}, "
+          f"lightly {s['spread']['lightly'][0] * 1e3:.1f}-{s['spread']['lightly'][1] * 1e3:.1f})")
+    f = r["flops"]
+    print(f"encoder work {f['step_gflop']:.2f} GFLOP per step, achieved {f['achieved_gflops']:.1f} GFLOP/s; "
+          f"sgemm {f['sgemm_gflops']:.1f} GFLOP/s ({100 * f['achieved_gflops'] / f['sgemm_gflops']:.0f} %)")
+    print("ftcl step time: " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in f["profile"].items()))
+    print(f"end_to_end_ratio={ours / med(theirs['rates']):.3f} step_ratio={s['lightly'] / s['ftcl']:.3f} "
+          f"ft_overhead={r['overhead']['ft_overhead']:.4f} stats_overhead={r['overhead']['stats_overhead']:.4f}")
+    return 0

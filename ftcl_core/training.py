@@ -118,13 +118,15 @@ class StepOutput:
 
 def train_step(model: MoCo, optimizer: torch.optim.Optimizer, x: torch.Tensor, aug: A.AugmentConfig,
                ft: FTConfig, ft_active: bool, tau: float, gen: torch.Generator,
-               n_stats: int = 64, record_stats: bool = True, histogram_bins: int = 0) -> StepOutput:
+               n_stats: int = 64, record_stats: bool = True, histogram_bins: int = 0,
+               views: tuple[torch.Tensor, torch.Tensor] | None = None) -> StepOutput:
     """One MoCo step: two views, FT inside the loss (eq. 3, Sec 4.2), InfoNCE (eq. 1), SGD, enqueue.
 
     With ``record_stats`` the Supp A statistics (raw cosines and after FT) and the Supp C layer
-    gradient norms are computed on the device; nothing is synchronised here.
+    gradient norms are computed on the device; nothing is synchronised here.  ``views`` passes two
+    already augmented batches instead of ``x`` (benchmarks of the model step alone).
     """
-    x_q, x_k = A.augment(x, aug, gen), A.augment(x, aug, gen)
+    x_q, x_k = views if views is not None else (A.augment(x, aug, gen), A.augment(x, aug, gen))
     q, k = model(x_q, x_k, gen)
     l_pos, l_neg = moco_ft_logits(q, k, model.queue, ft, gen, active=ft_active)
     logits = logits_from_scores(l_pos, l_neg, tau)

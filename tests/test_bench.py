@@ -1,0 +1,24 @@
+"""The benchmark scripts run (on the smoke config); their numbers are measured by hand, never asserted on time."""
+
+import importlib.util
+
+import pytest
+
+from ftcl_core import bench
+
+
+def test_overhead_benchmark_reports_its_ratios():
+    r = bench.overhead("configs/smoke_moco_v2.yaml", rounds=1, steps=1, warmup=1)
+    assert {"ft_overhead", "stats_overhead", "plain_step_s"} <= set(r) and r["plain_step_s"] > 0
+
+
+def test_flop_count_and_profile_cover_the_step():
+    r = bench._flops_and_profile("configs/smoke_moco_v2.yaml", steps=1)
+    assert r["step_gflop"] > 0 and r["sgemm_gflops"] > 0
+    assert abs(sum(r["profile"].values()) - 1) < 1e-6
+
+
+@pytest.mark.skipif(importlib.util.find_spec("lightly") is None, reason="lightly is installed only for the benchmark")
+def test_lightly_worker_runs_one_epoch():
+    r = bench._worker("lightly", "configs/smoke_moco_v2.yaml", 1, 0)
+    assert len(r["rates"]) == 1 and r["peak_rss_mib"] > 0
