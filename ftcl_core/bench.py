@@ -309,9 +309,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
 
 def _print_lightly(r: dict, config: str) -> int:
     med = statistics.median
@@ -334,3 +331,7 @@ def _print_lightly(r: dict, config: str) -> int:
     print(f"end_to_end_ratio={ours / med(theirs['rates']):.3f} step_ratio={s['lightly'] / s['ftcl']:.3f} "
           f"ft_overhead={r['overhead']['ft_overhead']:.4f} stats_overhead={r['overhead']['stats_overhead']:.4f}")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
