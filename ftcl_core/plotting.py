@@ -268,3 +268,14 @@ def live_widget(widget):
 
         return Markdown("*The ipywidgets version of this explorer runs in a live kernel (JupyterLab, Colab).*")
     return widget
+
+
+def html_table(header: list[str], rows: list[list[str]]):
+    """An IPython HTML table (escaped), which renders the same in Jupyter and in the static book."""
+    from html import escape
+
+    from IPython.display import HTML
+
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return HTML(f'<table class="table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')

@@ -37,20 +37,20 @@ rows = list(csv.DictReader(path.open()))
 print(f"{len(rows)} rows in {path.parent.name}/{path.name}")
 
 # %%
-from IPython.display import Markdown
+from ftcl_core.plotting import html_table
 
 
 def fmt(v, digits=1):
     return "" if v in ("", None) else f"{float(v):.{digits}f}"
 
-lines = ["| table | setting | ours (linear top-1) | n | paper | claim | Δ vs reference | verdict |",
-         "|---|---|---|---|---|---|---|---|"]
+
+table = []
 for r in rows:
     ours = fmt(r["mean"]) + (f" ± {fmt(r['ci95'])}" if r["ci95"] else "")
     delta = (fmt(r["diff_mean"]) + (f" ± {fmt(r['diff_ci95'])}" if r["diff_ci95"] else "")) if r["diff_mean"] else ""
     paper = r["paper"] or ("collapse" if r["table"] == "T1" else "")
-    lines.append(f"| {r['table']} | {r['setting']} | {ours} | {r['n_seeds']} | {paper} | {r['claim']} | {delta} | **{r['verdict']}** |")
-Markdown("\n".join(lines)) if rows else Markdown("*No stored runs yet for this profile.*")
+    table.append([r["table"], r["setting"], ours, r["n_seeds"], paper, r["claim"], delta, r["verdict"]])
+html_table(["table", "setting", "ours (linear top-1)", "n", "paper", "claim", "Δ vs reference", "verdict"], table)
 
 # %% [markdown]
 # ## Verdicts by table
