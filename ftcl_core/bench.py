@@ -107,6 +107,17 @@ def _lightly_model(cfg: dict):
     return LightlyMoCo()
 
 
+def _lightly_setup(cfg: dict):
+    """lightly's model, NTXentLoss with a memory bank of K keys, and SGD over the trained parameters."""
+    from lightly.loss import NTXentLoss
+
+    model = _lightly_model(cfg)
+    criterion = NTXentLoss(temperature=cfg["moco"]["tau"], memory_bank_size=(cfg["moco"]["queue_size"], cfg["model"]["dim"]))
+    opt = torch.optim.SGD(list(model.backbone.parameters()) + list(model.projection_head.parameters()), lr=0.06,
+                          momentum=0.9, weight_decay=5e-4)
+    return model, criterion, opt
+
+
 def _lightly_step(model, criterion, opt, x_q, x_k, m: float) -> torch.Tensor:
     from lightly.models.utils import update_momentum
 
@@ -144,7 +155,6 @@ def _worker(which: str, config: str, epochs: int, workers: int) -> dict:
             recorder.flush()
             rates.append(steps * bs / (time.perf_counter() - t0))
     else:
-        from lightly.loss import NTXentLoss
         from lightly.transforms import MoCoV2Transform
         from PIL import Image
 
@@ -160,10 +170,7 @@ def _worker(which: str, config: str, epochs: int, workers: int) -> dict:
 
         loader = torch.utils.data.DataLoader(Views(), batch_size=bs, shuffle=True, drop_last=True, num_workers=workers,
                                              persistent_workers=workers > 0)
-        model = _lightly_model(cfg)
-        criterion = NTXentLoss(temperature=cfg["moco"]["tau"], memory_bank_size=(cfg["moco"]["queue_size"], cfg["model"]["dim"]))
-        opt = torch.optim.SGD(list(model.backbone.parameters()) + list(model.projection_head.parameters()), lr=0.06,
-                              momentum=0.9, weight_decay=5e-4)
+        model, criterion, opt = _lightly_setup(cfg)
         for _ in range(epochs):
             t0 = time.perf_counter()
             for x_q, x_k in loader:
@@ -175,8 +182,6 @@ def _worker(which: str, config: str, epochs: int, workers: int) -> dict:
 
 def _step_only(config: str, rounds: int = 9, steps: int = 8) -> dict:
     """Both libraries' model step on the same pre-augmented views, interleaved; median ms per step."""
-    from lightly.loss import NTXentLoss
-
     cfg = load_config(config)
     train_set, _ = load_data(cfg)
     aug = augment_config(cfg)
@@ -186,10 +191,7 @@ def _step_only(config: str, rounds: int = 9, steps: int = 8) -> dict:
     views = (augment(x, aug, gen), augment(x, aug, gen))
     ours = build_model(cfg)
     opt_o = torch.optim.SGD(ours.encoder_q.parameters(), lr=0.06, momentum=0.9, weight_decay=5e-4)
-    theirs = _lightly_model(cfg)
-    crit = NTXentLoss(temperature=cfg["moco"]["tau"], memory_bank_size=(cfg["moco"]["queue_size"], cfg["model"]["dim"]))
-    opt_t = torch.optim.SGD(list(theirs.backbone.parameters()) + list(theirs.projection_head.parameters()), lr=0.06,
-                            momentum=0.9, weight_decay=5e-4)
+    theirs, crit, opt_t = _lightly_setup(cfg)
     runs = {
         "ftcl": lambda: train_step(ours, opt_o, x, aug, FTConfig(), True, cfg["moco"]["tau"], gen, record_stats=False,
                                    views=views),
