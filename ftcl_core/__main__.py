@@ -1,5 +1,8 @@
 """Command line: ``python -m ftcl_core train CONFIG [key=value ...] --out DIR``.
 
+Several processes: ``torchrun --nproc_per_node=N -m ftcl_core train CONFIG --out DIR`` (gloo on CPU, nccl
+on CUDA); each process takes ``batch_size / N`` images of every batch.
+
 Trains into DIR, or resumes from DIR's checkpoint with the same command, or prints DIR's results when
 the run is complete.  Any config key can be overridden, e.g. ``ft.pos=true ft.neg=true moco.momentum=0.9``.
 """
@@ -31,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "sweep":
         return _sweep(args)
 
+    from ftcl_core import distributed as D
     from ftcl_core.training import IncompatibleCheckpoint, TrainingDiverged, train
 
     try:
@@ -39,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, TrainingDiverged, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(json.dumps(result, indent=2, sort_keys=True))
+    finally:
+        D.shutdown()
+    if D.rank_from_env() == 0:
+        print(json.dumps(result, indent=2, sort_keys=True))
     return 0
 
 

@@ -53,6 +53,14 @@ def moco_v2(out_size: int = 24) -> AugmentConfig:
     return AugmentConfig(out_size=out_size)
 
 
+def simclr(out_size: int = 24) -> AugmentConfig:
+    """SimCLR: crop(0.08-1), flip, ColorJitter(0.8,0.8,0.8,0.2) p 0.8, grayscale 0.2, blur p 0.5."""
+    return AugmentConfig(out_size=out_size, crop_scale=(0.08, 1.0), jitter=(0.8, 0.8, 0.8, 0.2))
+
+
+PRESETS = {"v1": moco_v1, "v2": moco_v2, "simclr": simclr}
+
+
 def _uniform(n: int, lo: float, hi: float, gen: torch.Generator) -> torch.Tensor:
     return lo + (hi - lo) * torch.rand(n, generator=gen)
 
@@ -130,12 +138,22 @@ def gaussian_blur(x: torch.Tensor, sigma: torch.Tensor, kernel_size: int) -> tor
     return y.view(n, c, h, w)
 
 
-def augment(images: torch.Tensor, cfg: AugmentConfig, gen: torch.Generator) -> torch.Tensor:
-    """One random view of each uint8 image ``(n, 3, H, W)``: float, normalised, ``(n, 3, out, out)``."""
-    n = images.shape[0]
+def augment(images: torch.Tensor, cfg: AugmentConfig, gen: torch.Generator, rows: slice | None = None,
+            n_total: int | None = None) -> torch.Tensor:
+    """One random view of each uint8 image ``(n, 3, H, W)``: float, normalised, ``(n, 3, out, out)``.
+
+    Under torch.distributed each rank holds ``rows`` (``rank::world``) of a global batch of ``n_total``:
+    the parameters are drawn for the whole batch, alike on every rank, and this rank applies its rows, so
+    the views are those one process would make of the whole batch."""
+    n = images.shape[0] if n_total is None else n_total
+
+    def mine(t: torch.Tensor) -> torch.Tensor:
+        return t if rows is None else t[rows]
+
     x = images.float() / 255.0
     flip = torch.rand(n, generator=gen) < cfg.flip_p
-    x = resized_crop_flip(x, crop_boxes(n, cfg, gen), flip, cfg.out_size)
+    boxes = crop_boxes(n, cfg, gen)
+    x = resized_crop_flip(x, mine(boxes), mine(flip), cfg.out_size)
     b, c, s, h = cfg.jitter
     factors = torch.stack(
         [_uniform(n, max(0.0, 1 - b), 1 + b, gen), _uniform(n, max(0.0, 1 - c), 1 + c, gen),
@@ -144,14 +162,14 @@ def augment(images: torch.Tensor, cfg: AugmentConfig, gen: torch.Generator) -> t
     apply = torch.rand(n, generator=gen) < cfg.jitter_p
     factors = torch.where(apply.view(-1, 1), factors, torch.ones_like(factors))
     hue = torch.where(apply, hue, torch.zeros_like(hue))
-    x = color_jitter(x, factors, hue)
-    gray = (torch.rand(n, generator=gen) < cfg.gray_p).to(x.device).view(-1, 1, 1, 1)
+    x = color_jitter(x, mine(factors), mine(hue))
+    gray = mine(torch.rand(n, generator=gen) < cfg.gray_p).to(x.device).view(-1, 1, 1, 1)
     x = torch.where(gray, grayscale(x).expand_as(x), x)
     if cfg.blur_p > 0:
         sigma = _uniform(n, *cfg.blur_sigma, gen)
         sigma = torch.where(torch.rand(n, generator=gen) < cfg.blur_p, sigma, torch.zeros_like(sigma))
         kernel = max(3, int(0.1 * cfg.out_size) // 2 * 2 + 1)
-        x = gaussian_blur(x, sigma, kernel)
+        x = gaussian_blur(x, mine(sigma), kernel)
     return normalize(x, cfg)
 
 

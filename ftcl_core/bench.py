@@ -1,4 +1,8 @@
-"""Benchmarks (not timed tests): ``python -m ftcl_core.bench overhead`` and ``python -m ftcl_core.bench lightly``.
+"""Benchmarks (not timed tests): ``python -m ftcl_core.bench overhead|lightly|breakdown``.
+
+``breakdown --config C [key=value ...] [--synthetic N]`` prints images/s and where a step's time goes
+(data, augment, forward, ft_loss, backward, statistics, optimizer) for any method and any GPU setting
+(``device=cuda train.amp=bf16 train.channels_last=true train.compile=true``).
 
 ``overhead`` measures, at the default CPU config (configs/cpu_moco_v2.yaml), the time of a full MoCo
 training step (augmentation, forward, backward, SGD, enqueue) in three variants, interleaved round by
@@ -29,7 +33,7 @@ import torch
 from ftcl_core.augment import augment
 from ftcl_core.losses import FTConfig
 from ftcl_core.runs import load_config
-from ftcl_core.stats import StepRecorder, layer_grad_norms
+from ftcl_core.stats import StepRecorder
 from ftcl_core.training import METRIC_COLUMNS, augment_config, build_model, load_data, train_step
 
 
@@ -210,13 +214,80 @@ def _step_only(config: str, rounds: int = 9, steps: int = 8) -> dict:
     return {k: statistics.median(v) for k, v in times.items()} | {"spread": {k: (min(v), max(v)) for k, v in times.items()}}
 
 
+class PhaseTimer:
+    """Wall time per phase of a step: ``mark(name)`` closes the phase that started at the previous mark.
+
+    On CUDA it synchronises at every mark, so each phase is charged its own kernels (the price: phases no
+    longer overlap, so the sum is an upper bound of an unsynchronised step)."""
+
+    def __init__(self, device: str) -> None:
+        self.cuda = device.startswith("cuda")
+        self.totals: dict[str, float] = {}
+        self.last = 0.0
+
+    def _now(self) -> float:
+        if self.cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def start(self) -> None:
+        self.last = self._now()
+
+    def mark(self, name: str) -> None:
+        now = self._now()
+        self.totals[name] = self.totals.get(name, 0.0) + now - self.last
+        self.last = now
+
+
+def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, warmup: int = 3,
+              synthetic: int = 0) -> dict:
+    """Images/s and the step time split into data, augment, forward, ft_loss, backward, statistics and
+    optimizer, for any method, device, amp, channels_last or compile setting of a config.
+
+    ``synthetic=N`` trains on N random uint8 images of ``data.image_size`` instead of the config's data
+    (a GPU machine without ImageNet measures the same pipeline: images in memory, GPU augmentation)."""
+    from ftcl_core.data import ImageSet
+    from ftcl_core.training import _device, build_optimizer, prepare_model
+
+    cfg = load_config(config, list(overrides))
+    device = _device(cfg)
+    if synthetic:
+        size = cfg["data"]["image_size"]
+        images = torch.randint(0, 256, (synthetic, 3, size, size), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+        train_set = ImageSet(images, torch.zeros(synthetic, dtype=torch.long), ("x",))
+    else:
+        train_set, _ = load_data(cfg)
+    images = train_set.images.pin_memory() if device.startswith("cuda") else train_set.images
+    aug = augment_config(cfg)
+    ft = FTConfig(**cfg["ft"])
+    model, net = prepare_model(cfg, device)
+    opt = build_optimizer(cfg, model, device)
+    gen = torch.Generator().manual_seed(cfg["seed"])
+    bs, t = cfg["train"]["batch_size"], cfg["train"]
+    timer = PhaseTimer(device)
+    model.train()
+    timer.start()
+    for i in range(warmup + steps):
+        if i == warmup:  # phases follow each other without gaps, so they add up to the step time
+            timer.totals.clear()
+            t0 = timer.last
+        x = images[torch.randint(len(images), (bs,), generator=gen)].to(device, non_blocking=True)
+        timer.mark("data")
+        train_step(model, opt, x, aug, ft, True, cfg["moco"]["tau"], gen, cfg["stats"]["n_queries"], net=net,
+                   amp=t["amp"], channels_last=t["channels_last"], mark=timer.mark)
+    total = timer.last - t0
+    return {"config": config, "overrides": list(overrides), "method": cfg["method"], "device": device,
+            "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
+            "threads": torch.get_num_threads(), "batch_size": bs, "step_ms": 1e3 * total / steps,
+            "images_per_s": bs * steps / total, "phases_ms": {k: 1e3 * v / steps for k, v in timer.totals.items()}}
+
+
 def _flops_and_profile(config: str, steps: int = 10) -> dict:
     """FLOPs of one training step (forward + backward of both encoders), sgemm GFLOP/s, and ftcl's step
-    time split into augmentation, forward, loss, backward and the rest (SGD, enqueue, statistics)."""
+    time split into phases (:func:`breakdown`)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     from ftcl_core import augment as A
-    from ftcl_core.losses import info_nce, logits_from_scores, moco_ft_logits
 
     cfg = load_config(config)
     train_set, _ = load_data(cfg)
@@ -237,29 +308,11 @@ def _flops_and_profile(config: str, steps: int = 10) -> dict:
     for _ in range(10):
         torch.mm(a, b)
     sgemm = 10 * 2 * 2048**3 / (time.perf_counter() - t0) / 1e9
-    parts = {"augment": 0.0, "forward": 0.0, "loss": 0.0, "backward": 0.0, "step_enqueue_stats": 0.0}
-    total = 0.0
-    for _ in range(steps):
-        t = [time.perf_counter()]
-        xq, xk = A.augment(x, aug, gen), A.augment(x, aug, gen)
-        t.append(time.perf_counter())
-        q, k = model(xq, xk, gen)
-        t.append(time.perf_counter())
-        loss = info_nce(logits_from_scores(*moco_ft_logits(q, k, model.queue, FTConfig(), gen), cfg["moco"]["tau"]))
-        t.append(time.perf_counter())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        t.append(time.perf_counter())
-        layer_grad_norms(model.encoder_q)
-        opt.step()
-        model.enqueue(k)
-        t.append(time.perf_counter())
-        for key, (t1, t2) in zip(parts, zip(t, t[1:])):
-            parts[key] += t2 - t1
-        total += t[-1] - t[0]
-    step_s = total / steps
-    return {"step_gflop": flops / 1e9, "achieved_gflops": flops / 1e9 / (step_s - parts["augment"] / steps),
-            "sgemm_gflops": sgemm, "profile": {k: v / total for k, v in parts.items()}, "step_s": step_s}
+    r = breakdown(config, steps=steps)
+    phases, step_s = r["phases_ms"], r["step_ms"] / 1e3
+    model_s = step_s - (phases["data"] + phases["augment"]) / 1e3
+    return {"step_gflop": flops / 1e9, "achieved_gflops": flops / 1e9 / model_s, "sgemm_gflops": sgemm,
+            "profile": {k: v / r["step_ms"] for k, v in phases.items()}, "step_s": step_s}
 
 
 def lightly(config: str = "configs/cpu_moco_v2.yaml", epochs: int = 3, workers: tuple[int, ...] = (0, 2)) -> dict:
@@ -288,17 +341,26 @@ def lightly(config: str = "configs/cpu_moco_v2.yaml", epochs: int = 3, workers: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ftcl_core.bench")
-    parser.add_argument("what", choices=["overhead", "lightly", "_worker"])
-    parser.add_argument("which", nargs="?", help=argparse.SUPPRESS)
+    parser.add_argument("what", choices=["overhead", "lightly", "breakdown", "_worker"])
+    parser.add_argument("which", nargs="*", help="breakdown: key=value overrides of --config")
+    parser.add_argument("--steps", type=int, default=20, help="breakdown: timed steps")
+    parser.add_argument("--synthetic", type=int, default=0, help="breakdown: N random images instead of the data")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--config", default="configs/cpu_moco_v2.yaml")
     parser.add_argument("--rounds", type=int, default=15)
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     if args.what == "_worker":
         import json
 
-        print(json.dumps(_worker(args.which, args.config, args.epochs, args.workers)))
+        print(json.dumps(_worker(args.which[0], args.config, args.epochs, args.workers)))
+        return 0
+    if args.what == "breakdown":
+        r = breakdown(args.config, args.which, steps=args.steps, synthetic=args.synthetic)
+        print(f"config={r['config']} {' '.join(r['overrides'])} method={r['method']} device={r['device_name']} "
+              f"threads={r['threads']} batch={r['batch_size']}")
+        print(f"step {r['step_ms']:.1f} ms, {r['images_per_s']:.0f} images/s; "
+              + ", ".join(f"{k} {v:.1f} ms" for k, v in r["phases_ms"].items()))
         return 0
     if args.what == "lightly":
         return _print_lightly(lightly(args.config, epochs=args.epochs), args.config)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from ftcl_core.runs import ConfigError, RunDir, load_config
+from ftcl_core.runs import ConfigError, RunDir, atomic_write_bytes, config_diff, load_config, write_json
 
 PROFILES = ("smoke", "cpu", "gpu")
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,11 +118,39 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
         for name in names:
             cfg = resolve(base_for(exp, profile), {**exp.settings[name], "seed": seed}, profile)
             out = run_dir(exp, name, seed, profile)
+            if not RunDir(out).is_complete() and (twin := find_identical_run(cfg, profile)) is not None:
+                copy_run(twin, out)
+                if progress:
+                    print(f"[{exp.table}] {name} seed {seed}: same config as {twin}, copied", flush=True)
             if progress and not RunDir(out).is_complete():
                 print(f"[{exp.table}] {name} seed {seed} -> {out}", flush=True)
             result = train(cfg, out, progress=progress)
             records.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(out), **result})
     return records
+
+
+def find_identical_run(cfg: dict, profile: str) -> Path | None:
+    """A complete run of the profile whose config equals ``cfg`` (the baselines that several tables share)."""
+    for config in sorted(profile_root(profile).glob("*/*/seed*/config.yaml")):
+        run = RunDir(config.parent)
+        if run.is_complete() and not config_diff(run.load_config(), cfg):
+            return run.path
+    return None
+
+
+def copy_run(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Copy a complete run's stored files (not its checkpoint) to ``dst``; provenance records the source.
+
+    The evaluation is written last, so an interrupted copy is never taken for a complete run."""
+    src_run, dst_run = RunDir(src), RunDir(dst)
+    dst_run.path.mkdir(parents=True, exist_ok=True)
+    for name in ("config.yaml", "metrics.npz", "grad_norms.npz", "histograms.npz"):
+        if (src_run.path / name).is_file():
+            atomic_write_bytes(dst_run.path / name, (src_run.path / name).read_bytes())
+    prov = src_run.load_provenance()
+    rel = os.path.relpath(src_run.path, dst_run.path)
+    write_json(dst_run.provenance, {**prov, "copied_from": rel})
+    write_json(dst_run.eval, src_run.load_eval())
 
 
 def load_records(path: str | os.PathLike, profile: str = "cpu") -> list[dict]:

@@ -60,6 +60,18 @@ def moco_logits(q: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor) -> tu
     return (q * k).sum(1), q @ negatives.T
 
 
+def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """eq. 3 (extrapolation) or Table 4 (interpolation) on a batch of positive pairs, then Supp F if asked."""
+    if not ft.pos:
+        return q, k
+    shift = 1.0 if ft.pos_mode == "extrapolate" else 0.0
+    lam = T.sample_lambda(ft.alpha_ex, ft.granularity, q.shape[0], q.shape[1], gen, shift=shift).to(q.device)
+    q, k = T.extrapolate_positive(q, k, lam)
+    if ft.renorm_pos:  # Supp F
+        q, k = T.renormalize(q), T.renormalize(k)
+    return q, k
+
+
 def moco_ft_logits(
     q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: torch.Generator, active: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,12 +85,7 @@ def moco_ft_logits(
     n, d = q.shape
     dev = q.device
     q_clean = q
-    if ft.pos:  # eq. 3 (extrapolation) or Table 4 (interpolation)
-        shift = 1.0 if ft.pos_mode == "extrapolate" else 0.0
-        lam = T.sample_lambda(ft.alpha_ex, ft.granularity, n, d, gen, shift=shift).to(dev)
-        q, k = T.extrapolate_positive(q, k, lam)
-        if ft.renorm_pos:  # Supp F
-            q, k = T.renormalize(q), T.renormalize(k)
+    q, k = positive_ft(q, k, ft, gen)
     negatives = queue
     if ft.neg:  # Sec 4.2 (interpolation) or Supp G.1 (extrapolation)
         shift = 1.0 if ft.neg_mode == "extrapolate" else 0.0
@@ -96,6 +103,68 @@ def moco_ft_logits(
     else:
         l_neg = q @ negatives.T
     return l_pos, l_neg
+
+
+def symmetric_pairs(v1: torch.Tensor, v2: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Anchors ``[v1; v2]`` and their positives ``[w2; w1]``: both directions of a two-view loss at once."""
+    return torch.cat([v1, v2]), torch.cat([w2, w1])
+
+
+def other_sample_mask(rows: torch.Tensor, n_global: int) -> torch.Tensor:
+    """``(2N, 2M)`` mask of the in-batch negatives of anchors ``[view 1; view 2]`` against ``[bank 1; bank 2]``.
+
+    ``rows`` are the global indices (in ``0..M-1``) of this process's N samples; an anchor's own column
+    and its positive's column are excluded, every other sample of either view is a negative."""
+    n = rows.shape[0]
+    own = torch.cat([rows, rows + n_global])
+    pos = torch.cat([rows + n_global, rows])
+    keep = torch.ones(2 * n, 2 * n_global, dtype=torch.bool, device=rows.device)
+    idx = torch.arange(2 * n, device=rows.device)
+    keep[idx, own] = False
+    keep[idx, pos] = False
+    return keep
+
+
+def simclr_ft_logits(
+    z1: torch.Tensor, z2: torch.Tensor, bank1: torch.Tensor, bank2: torch.Tensor, rows: torch.Tensor,
+    ft: FTConfig, gen: torch.Generator, active: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """SimCLR's symmetric NT-Xent scores with FT: positives ``(2N,)`` and in-batch negatives ``(2N, 2M-2)``.
+
+    ``z1, z2`` are this process's normalised views, ``bank1, bank2`` both views of the whole (all-rank) batch
+    of M samples (``z1, z2`` themselves in one process), ``rows`` the global indices of the local samples.
+    FT is MoCo's with the in-batch bank in place of the queue (paper Supp, SimCLR table): the positive pair
+    is extrapolated (eq. 3), the bank interpolated (Sec 4.2); a mixed negative is excluded by the index of
+    the sample it was drawn from, so it may hold a share of the anchor, as a mixed queue entry can in MoCo.
+    """
+    anchors, positives = symmetric_pairs(z1, z2, z1, z2)
+    bank = torch.cat([bank1, bank2])
+    l_pos, l_neg = moco_ft_logits(anchors, positives, bank, ft, gen, active)
+    keep = other_sample_mask(rows, bank1.shape[0])
+    keep = keep.repeat(1, l_neg.shape[1] // bank.shape[0])  # the union queue holds the bank twice
+    return l_pos, l_neg[keep].view(anchors.shape[0], -1)
+
+
+def in_batch_negative_scores(anchors: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
+    """Cosines of symmetric anchors ``[a1; a2]`` with every other sample's features ``[p2; p1]`` ``(2N, 2N-2)``.
+
+    BYOL and SimSiam have no negatives; these scores only feed the statistics (a collapsed encoder drives
+    them to 1, as it does Mean(neg) in MoCo)."""
+    n = anchors.shape[0] // 2
+    bank = torch.cat([positives[n:], positives[:n]])  # [view-1 features; view-2 features]
+    keep = other_sample_mask(torch.arange(n, device=anchors.device), n)
+    return (anchors @ bank.T)[keep].view(2 * n, -1)
+
+
+def byol_loss(l_pos: torch.Tensor) -> torch.Tensor:
+    """BYOL's loss, the mean of ``2 - 2 cos(p, z)`` over both directions, on scores after FT (eq. 3)."""
+    return (2 - 2 * l_pos).mean()
+
+
+def simsiam_loss(l_pos: torch.Tensor) -> torch.Tensor:
+    """SimSiam's loss, the mean negative cosine over both directions, on scores after FT (eq. 3)."""
+    return -l_pos.mean()
 
 
 def logits_from_scores(l_pos: torch.Tensor, l_neg: torch.Tensor, tau: float) -> torch.Tensor:

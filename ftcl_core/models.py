@@ -1,9 +1,10 @@
-"""Encoders, projection heads and the MoCo model (momentum encoder, eq. 2, and the key queue).
+"""Encoders, heads and the methods: MoCo (momentum encoder, eq. 2, key queue), SimCLR, BYOL, SimSiam.
 
 ``MoCo`` follows facebookresearch/moco's builder: one query encoder, one momentum key encoder, a queue of
-clean keys with a pointer.  Single-process shuffle-BN is emulated with split batch-norm and a shuffled key
-batch, as the MoCo CIFAR demo does; ``MoCo.shuffle_keys`` is the seam where multi-process shuffle-BN
-(gather, shuffle across ranks) plugs in.
+clean keys with a pointer.  Shuffle-BN works across ranks (gather, shuffle, encode in shards, unshuffle)
+and, in one process, with split batch-norm over a shuffled key batch, as the MoCo CIFAR demo does.
+SimCLR, BYOL and SimSiam sit beside it with the same shape: a module whose ``forward`` returns the
+normalised features the loss (:mod:`ftcl_core.losses`) transforms and scores.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import difflib
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from ftcl_core import distributed as D
 
 
 class SplitBatchNorm2d(nn.BatchNorm2d):
@@ -36,17 +39,27 @@ class SplitBatchNorm2d(nn.BatchNorm2d):
             raise ValueError(f"batch {n} is not divisible by bn_splits={g}; choose a batch size that is.")
         mean = self.running_mean.repeat(g)
         var = self.running_var.repeat(g)
-        y = F.batch_norm(
-            x.view(-1, c * g, h, w), mean, var, self.weight.repeat(g), self.bias.repeat(g),
-            True, self.momentum, self.eps,
-        ).view(n, c, h, w)
+        weight = None if self.weight is None else self.weight.repeat(g)
+        bias = None if self.bias is None else self.bias.repeat(g)
+        y = F.batch_norm(x.view(-1, c * g, h, w), mean, var, weight, bias, True, self.momentum, self.eps).view(n, c, h, w)
         self.running_mean.copy_(mean.view(g, c).mean(0))
         self.running_var.copy_(var.view(g, c).mean(0))
         return y
 
 
+class SplitBatchNorm1d(SplitBatchNorm2d):
+    """:class:`SplitBatchNorm2d` for ``(N, C)`` features (the BN layers of the projection heads)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x.view(*x.shape, 1, 1)).view(x.shape)
+
+
 def _norm(bn_splits: int):
     return (lambda c: SplitBatchNorm2d(c, bn_splits)) if bn_splits > 1 else nn.BatchNorm2d
+
+
+def _norm1d(bn_splits: int):
+    return (lambda c, **kw: SplitBatchNorm1d(c, bn_splits, **kw)) if bn_splits > 1 else nn.BatchNorm1d
 
 
 class BasicBlock(nn.Module):
@@ -159,11 +172,46 @@ class Encoder(nn.Module):
         return self.head(self.backbone(x))
 
 
+def mlp(in_dim: int, hidden: int, out_dim: int, layers: int = 2, last_bn: bool = False, bn_splits: int = 1
+        ) -> nn.Sequential:
+    """Linear-BN-ReLU blocks then a last Linear (optionally followed by an affine-free BN, as SimSiam's
+    projector).  The BN layers are split like the backbone's (``bn_splits``), so a head sees the same batch
+    statistics in one process as on ``bn_splits`` ranks."""
+    norm = _norm1d(bn_splits)
+    mods: list[nn.Module] = []
+    d = in_dim
+    for _ in range(layers - 1):
+        mods += [nn.Linear(d, hidden, bias=False), norm(hidden), nn.ReLU(inplace=True)]
+        d = hidden
+    mods.append(nn.Linear(d, out_dim, bias=not last_bn))
+    if last_bn:
+        mods.append(norm(out_dim, affine=False))
+    return nn.Sequential(*mods)
+
+
+@torch.no_grad()
+def ema_update(target: nn.Module, online: nn.Module, m: float) -> None:
+    """eq. 2 (and BYOL's target update): theta_t <- m theta_t + (1 - m) theta_o; BN statistics stay separate."""
+    t_params = list(target.parameters())
+    o_params = list(online.parameters())
+    torch._foreach_mul_(t_params, m)
+    torch._foreach_add_(t_params, o_params, alpha=1.0 - m)
+
+
+def _frozen_copy(module: nn.Module) -> nn.Module:
+    twin = copy.deepcopy(module)
+    for p in twin.parameters():
+        p.requires_grad_(False)
+    return twin
+
+
 class MoCo(nn.Module):
     """MoCo: query encoder, momentum key encoder (eq. 2) and a queue of K clean keys.
 
-    ``forward`` returns the L2-normalised query and key; the loss (with FT) lives in
-    :mod:`ftcl_core.losses`, the enqueue happens after it, with the clean keys only.
+    ``forward`` returns the L2-normalised queries of this process, its keys, and the keys of the whole
+    (all-rank) batch, which the caller enqueues after the loss.  Shuffle-BN: the key batch is gathered from
+    every rank, shuffled with a permutation every rank draws alike, encoded in shards, gathered and
+    unshuffled; in one process, split-BN over the shuffled batch does the same job (MoCo CIFAR demo).
     """
 
     def __init__(self, encoder: Encoder, dim: int, queue_size: int, momentum: float, seed: int = 0) -> None:
@@ -171,21 +219,20 @@ class MoCo(nn.Module):
         if not 0.0 <= momentum <= 1.0:
             raise ValueError(f"momentum m={momentum} is outside [0, 1]; MoCo uses 0.99 or 0.999.")
         self.encoder_q = encoder
-        self.encoder_k = copy.deepcopy(encoder)
-        for p in self.encoder_k.parameters():
-            p.requires_grad_(False)
+        self.encoder_k = _frozen_copy(encoder)
         self.momentum = momentum
         gen = torch.Generator().manual_seed(seed)
         self.register_buffer("queue", F.normalize(torch.randn(queue_size, dim, generator=gen), dim=1))
         self.register_buffer("queue_ptr", torch.zeros((), dtype=torch.long))
 
+    @property
+    def online(self) -> Encoder:
+        return self.encoder_q
+
     @torch.no_grad()
     def momentum_update(self) -> None:
         """eq. 2: theta_k <- m theta_k + (1 - m) theta_q; the key encoder keeps its own BN statistics."""
-        q_params = [p for p in self.encoder_q.parameters()]
-        k_params = [p for p in self.encoder_k.parameters()]
-        torch._foreach_mul_(k_params, self.momentum)
-        torch._foreach_add_(k_params, q_params, alpha=1.0 - self.momentum)
+        ema_update(self.encoder_k, self.encoder_q, self.momentum)
 
     @torch.no_grad()
     def enqueue(self, keys: torch.Tensor) -> None:
@@ -200,14 +247,71 @@ class MoCo(nn.Module):
         self.queue_ptr.fill_((ptr + n) % k_size)
 
     def shuffle_keys(self, n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """The single-process shuffle-BN seam: a permutation of the key batch and its inverse."""
+        """Shuffle-BN's permutation of the (global) key batch and its inverse, the same on every rank."""
         perm = torch.randperm(n, generator=gen)
         return perm, torch.argsort(perm)
 
-    def forward(self, x_q: torch.Tensor, x_k: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x_q: torch.Tensor, x_k: torch.Tensor, gen: torch.Generator
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         q = F.normalize(self.encoder_q(x_q), dim=1)
         with torch.no_grad():
             self.momentum_update()
-            perm, inverse = self.shuffle_keys(x_k.shape[0], gen)
-            k = F.normalize(self.encoder_k(x_k[perm.to(x_k.device)]), dim=1)[inverse.to(x_k.device)]
-        return q, k
+            x_all = D.gather_rows(x_k)
+            perm, inverse = self.shuffle_keys(x_all.shape[0], gen)
+            k_shard = F.normalize(self.encoder_k(D.shard_rows(x_all[perm.to(x_all.device)])), dim=1)
+            k_all = D.gather_rows(k_shard)[inverse.to(x_all.device)]
+        return q, D.shard_rows(k_all), k_all
+
+
+class SimCLR(nn.Module):
+    """SimCLR: one encoder for both views; the negatives are the other samples of the (all-rank) batch."""
+
+    def __init__(self, encoder: Encoder) -> None:
+        super().__init__()
+        self.encoder_q = encoder
+
+    online = property(lambda self: self.encoder_q)
+
+    def forward(self, x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return F.normalize(self.encoder_q(x1), dim=1), F.normalize(self.encoder_q(x2), dim=1)
+
+
+class BYOL(nn.Module):
+    """BYOL: online encoder + predictor, momentum target encoder (no negatives).
+
+    ``forward`` returns the normalised online predictions of both views and the target projections of
+    both views (no gradient).  The target follows eq. 2 with momentum ``self.momentum``, which the training
+    loop raises from its base value to 1 on a cosine (BYOL's schedule).
+    """
+
+    def __init__(self, encoder: Encoder, predictor: nn.Module, momentum: float) -> None:
+        super().__init__()
+        self.encoder_q = encoder
+        self.predictor = predictor
+        self.target = _frozen_copy(encoder)
+        self.momentum = momentum
+
+    online = property(lambda self: self.encoder_q)
+
+    def forward(self, x1: torch.Tensor, x2: torch.Tensor):
+        p1, p2 = (F.normalize(self.predictor(self.encoder_q(x)), dim=1) for x in (x1, x2))
+        with torch.no_grad():
+            ema_update(self.target, self.encoder_q, self.momentum)
+            t1, t2 = (F.normalize(self.target(x), dim=1) for x in (x1, x2))
+        return p1, p2, t1, t2
+
+
+class SimSiam(nn.Module):
+    """SimSiam: one encoder, a predictor, and stop-gradient on the other view's projection (no negatives)."""
+
+    def __init__(self, encoder: Encoder, predictor: nn.Module) -> None:
+        super().__init__()
+        self.encoder_q = encoder
+        self.predictor = predictor
+
+    online = property(lambda self: self.encoder_q)
+
+    def forward(self, x1: torch.Tensor, x2: torch.Tensor):
+        z1, z2 = self.encoder_q(x1), self.encoder_q(x2)
+        p1, p2 = F.normalize(self.predictor(z1), dim=1), F.normalize(self.predictor(z2), dim=1)
+        return p1, p2, F.normalize(z1.detach(), dim=1), F.normalize(z2.detach(), dim=1)

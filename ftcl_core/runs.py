@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 DEFAULTS: dict[str, Any] = {
-    "method": "moco",
+    "method": "moco",            # moco | simclr | byol | simsiam
     "seed": 0,
     "device": "cpu",
     "data": {
@@ -45,7 +45,7 @@ DEFAULTS: dict[str, Any] = {
         "download": False,       # torchvision sets: download only when asked
     },
     "augment": {
-        "preset": "v2",          # v1 | v2 (MoCo v1 / v2 pipelines)
+        "preset": "v2",          # v1 | v2 | simclr (MoCo v1 / v2, SimCLR pipelines)
         "out_size": 24,
         "crop_scale": [0.4, 1.0],
         "blur_sigma": None,      # v2 blur sigma range; null = the recipe's [0.1, 2]
@@ -54,8 +54,12 @@ DEFAULTS: dict[str, Any] = {
         "encoder": "resnet10_w16",
         "mlp": True,             # MoCo v2 head; false = v1 linear head
         "dim": 128,
-        "bn_splits": 4,          # single-process shuffle-BN equivalent (1 = plain BN)
+        "bn_splits": 4,          # split-BN groups per process (shuffle-BN in one process; 1 = plain BN)
+        "sync_bn": False,        # torch.distributed: batch statistics over all ranks (needs bn_splits=1)
+        "hidden": None,          # SimCLR/BYOL/SimSiam projector hidden size (null = backbone width)
+        "pred_hidden": None,     # SimSiam predictor bottleneck (null = dim // 4)
     },
+    # tau is also SimCLR's temperature; momentum is also BYOL's base target momentum (raised to 1 on a cosine)
     "moco": {"queue_size": 4096, "momentum": 0.99, "tau": 0.2},
     "optim": {
         "lr": 0.12,
@@ -64,8 +68,14 @@ DEFAULTS: dict[str, Any] = {
         "schedule": "cosine",    # cosine | step
         "milestones": [],        # epochs where a step schedule multiplies lr by 0.1
         "warmup_epochs": 0,
+        "fused": "auto",         # fused SGD: auto (on CUDA) | true | false
     },
-    "train": {"epochs": 30, "batch_size": 256, "checkpoint_every": 1},
+    "train": {
+        "epochs": 30, "batch_size": 256, "checkpoint_every": 1,
+        "amp": None,             # null | bf16 (autocast on CUDA or CPU)
+        "channels_last": False,  # NHWC memory format (faster convolutions on tensor cores)
+        "compile": False,        # torch.compile the model (first steps slower)
+    },
     "stats": {"n_queries": 64, "sync_every": 50, "histograms": False, "grad_norms_per_step": False},
     "ft": {
         "pos": False, "pos_mode": "extrapolate", "alpha_ex": 2.0,
@@ -147,23 +157,32 @@ def validate(cfg: dict) -> None:
         raise ConfigError(f"moco.tau={tau} must be > 0; MoCo v1 uses 0.07, v2 0.2.")
     if not isinstance(bs, int) or bs < 2:
         raise ConfigError(f"train.batch_size={bs} must be an integer >= 2.")
-    if not isinstance(k, int) or k < bs:
+    if cfg["method"] == "moco" and (not isinstance(k, int) or k < bs):
         raise ConfigError(f"moco.queue_size K={k} is smaller than train.batch_size={bs}; use K >= batch size.")
-    if cfg["data"]["name"] == "shapes" and k >= cfg["data"]["n_train"]:
+    if cfg["method"] == "moco" and cfg["data"]["name"] == "shapes" and k >= cfg["data"]["n_train"]:
         raise ConfigError(
             f"moco.queue_size K={k} is not below data.n_train={cfg['data']['n_train']}: the queue would hold "
             "keys of the query's own image. Lower K or draw more images."
         )
     splits = cfg["model"]["bn_splits"]
-    if bs % splits:
-        raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={splits}.")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if bs % (splits * world):
+        raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={splits} x {world} process(es); "
+                          "each process takes batch_size / processes images, split into bn_splits groups.")
+    if cfg["model"]["sync_bn"] and splits != 1:
+        raise ConfigError("model.sync_bn=true needs model.bn_splits=1 (SyncBN replaces split-BN).")
+    if cfg["train"]["amp"] not in (None, "bf16"):
+        raise ConfigError(f"train.amp={cfg['train']['amp']!r}: choose null or bf16.")
     if cfg["optim"]["lr"] <= 0:
         raise ConfigError(f"optim.lr={cfg['optim']['lr']} must be > 0.")
     if cfg["train"]["epochs"] < 1:
         raise ConfigError(f"train.epochs={cfg['train']['epochs']} must be >= 1.")
-    if cfg["augment"]["preset"] not in ("v1", "v2"):
-        raise ConfigError(f"augment.preset={cfg['augment']['preset']!r}: choose v1 or v2.")
+    if cfg["augment"]["preset"] not in ("v1", "v2", "simclr"):
+        raise ConfigError(f"augment.preset={cfg['augment']['preset']!r}: choose v1, v2 or simclr.")
     from ftcl_core.losses import FTConfig
+    from ftcl_core.methods import check_method_config
+
+    check_method_config(cfg)
 
     try:
         FTConfig(**cfg["ft"])

@@ -13,6 +13,7 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,14 +21,17 @@ import numpy as np
 import torch
 
 from ftcl_core import augment as A
+from ftcl_core import distributed as D
 from ftcl_core.data import ImageSet, load_image_folder, load_torchvision, read_class_list, shapes_splits
 from ftcl_core.evaluation import evaluate_backbone
-from ftcl_core.losses import FTConfig, info_nce, logits_from_scores, moco_ft_logits, moco_logits
-from ftcl_core.models import Encoder, MoCo, build_encoder, projection_head
+from ftcl_core.losses import FTConfig
+from ftcl_core.methods import after_step, build_model, method_loss, method_scores, target_momentum
 from ftcl_core.runs import (
+    DEFAULTS,
     ConfigError,
     RunDir,
     config_diff,
+    merge,
     provenance,
     validate,
     write_json,
@@ -77,20 +81,11 @@ def load_data(cfg: dict) -> tuple[ImageSet, ImageSet]:
 
 def augment_config(cfg: dict) -> A.AugmentConfig:
     a = cfg["augment"]
-    base = A.moco_v1(a["out_size"]) if a["preset"] == "v1" else A.moco_v2(a["out_size"])
+    base = A.PRESETS[a["preset"]](a["out_size"])
     extra = {"crop_scale": tuple(a["crop_scale"])}
     if a.get("blur_sigma") is not None:
         extra["blur_sigma"] = tuple(a["blur_sigma"])
     return A.AugmentConfig(**{**base.__dict__, **extra})
-
-
-def build_model(cfg: dict) -> MoCo:
-    """The MoCo model of a config, initialised from ``cfg['seed']``."""
-    torch.manual_seed(cfg["seed"])
-    backbone = build_encoder(cfg["model"]["encoder"], bn_splits=cfg["model"]["bn_splits"])
-    head = projection_head(backbone.out_dim, cfg["model"]["dim"], cfg["model"]["mlp"])
-    return MoCo(Encoder(backbone, head), cfg["model"]["dim"], cfg["moco"]["queue_size"],
-                cfg["moco"]["momentum"], seed=cfg["seed"])
 
 
 def learning_rate(cfg: dict, step: int, steps_per_epoch: int) -> float:
@@ -116,38 +111,69 @@ class StepOutput:
     histogram: torch.Tensor | None = None  # (2, bins) positive / negative score histograms
 
 
-def train_step(model: MoCo, optimizer: torch.optim.Optimizer, x: torch.Tensor, aug: A.AugmentConfig,
+def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, aug: A.AugmentConfig,
                ft: FTConfig, ft_active: bool, tau: float, gen: torch.Generator,
                n_stats: int = 64, record_stats: bool = True, histogram_bins: int = 0,
-               views: tuple[torch.Tensor, torch.Tensor] | None = None) -> StepOutput:
-    """One MoCo step: two views, FT inside the loss (eq. 3, Sec 4.2), InfoNCE (eq. 1), SGD, enqueue.
+               views: tuple[torch.Tensor, torch.Tensor] | None = None, net: torch.nn.Module | None = None,
+               amp: str | None = None, channels_last: bool = False, n_total: int | None = None,
+               mark: Callable[[str], None] | None = None) -> StepOutput:
+    """One step of any method: two views, FT inside the loss (eq. 3, Sec 4.2), the loss (eq. 1 for MoCo and
+    SimCLR), SGD, then MoCo's enqueue.
 
     With ``record_stats`` the Supp A statistics (raw cosines and after FT) and the Supp C layer
     gradient norms are computed on the device; nothing is synchronised here.  ``views`` passes two
-    already augmented batches instead of ``x`` (benchmarks of the model step alone).
+    already augmented batches instead of ``x`` (benchmarks of the model step alone).  Under
+    torch.distributed, ``x`` holds this rank's rows of a global batch of ``n_total`` and ``net`` is the
+    DistributedDataParallel wrapper of ``model``.  ``mark(phase)`` is called at the end of each phase
+    (augment, forward, ft_loss, backward, statistics, optimizer) by the step-time benchmark.
     """
-    x_q, x_k = views if views is not None else (A.augment(x, aug, gen), A.augment(x, aug, gen))
-    q, k = model(x_q, x_k, gen)
-    l_pos, l_neg = moco_ft_logits(q, k, model.queue, ft, gen, active=ft_active)
-    logits = logits_from_scores(l_pos, l_neg, tau)
-    loss = info_nce(logits)
+    mark = mark or _no_mark
+    if views is None:
+        rows = slice(D.rank(), None, D.world_size()) if n_total is not None else None
+        views = (A.augment(x, aug, gen, rows, n_total), A.augment(x, aug, gen, rows, n_total))
+    x1, x2 = views
+    if channels_last:
+        x1, x2 = x1.contiguous(memory_format=torch.channels_last), x2.contiguous(memory_format=torch.channels_last)
+    mark("augment")
+    network = net or model
+
+    def forward(*args):  # the networks under autocast; FT, scores, loss and statistics in fp32
+        with _autocast(x1.device, amp):
+            out = network(*args)
+        out = tuple(o.float() for o in out)
+        mark("forward")
+        return out
+
+    scores = method_scores(forward, model, x1, x2, ft, ft_active, gen, n_stats)
+    loss, top1 = method_loss(model, scores, tau)
+    mark("ft_loss")
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
+    mark("backward")
     values = norms = hist = None
+    neg_for_stats = scores.neg if scores.neg is not None else scores.raw_neg
     if histogram_bins:
-        hist = score_histogram(l_pos, l_neg, n_stats, histogram_bins)
+        hist = score_histogram(scores.pos, neg_for_stats, n_stats, histogram_bins)
     if record_stats:
-        ft_stats = score_statistics(l_pos, l_neg, n_stats)
-        if ft_active and ft.any:
-            raw_stats = score_statistics(*moco_logits(q[:n_stats].detach(), k[:n_stats], model.queue), n_stats)
-        else:
-            raw_stats = ft_stats
-        top1 = (logits.detach().argmax(1) == 0).float().mean() * 100
-        values = torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats])
-        norms = layer_grad_norms(model.encoder_q)
+        ft_stats = score_statistics(scores.pos, neg_for_stats, n_stats)
+        raw_stats = score_statistics(scores.raw_pos, scores.raw_neg, n_stats)
+        values = D.mean_over_ranks(torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats]))
+        norms = layer_grad_norms(model.online)
+    mark("statistics")
     optimizer.step()
-    model.enqueue(k)  # clean keys only, after the loss used the old queue
+    after_step(model, scores)
+    mark("optimizer")
     return StepOutput(loss.detach(), values, norms, hist)
+
+
+def _no_mark(phase: str) -> None:
+    pass
+
+
+def _autocast(device: torch.device, amp: str | None):
+    if amp is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
 
 
 def _rng_state(gen: torch.Generator) -> dict:
@@ -170,18 +196,32 @@ def train(cfg: dict, out: str | os.PathLike, progress: bool = True, max_steps: i
     A second process asking for the same folder (a sweep and a book build, say) waits on the folder's
     lock and then loads the finished run instead of training it twice.  ``max_steps`` stops after that
     many steps without checkpointing or evaluating and returns ``{"metrics": ...}`` (see :func:`replay`).
+    Launched by ``torchrun``, every rank trains its share of each batch; rank 0 alone holds the lock and
+    writes the run folder.
     """
     validate(cfg)
     run = RunDir(out)
     _check_compatible(run, cfg)
     if run.is_complete():
         return run.load_eval()
-    run.path.mkdir(parents=True, exist_ok=True)
-    with run_lock(run.path):
+    device = D.init_from_env(_device(cfg))
+    if D.is_main():
+        run.path.mkdir(parents=True, exist_ok=True)
+    lock = run_lock(run.path) if D.is_main() else contextlib.nullcontext()
+    with lock:
         _check_compatible(run, cfg)
         if run.is_complete():
             return run.load_eval()
-        return _train_locked(cfg, run, progress, max_steps)
+        return _train_locked(cfg, run, device, progress, max_steps)
+
+
+def _device(cfg: dict) -> str:
+    device = cfg["device"]
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError("device=cuda but no CUDA device is visible; use device=cpu or device=auto.")
+    return device
 
 
 @contextlib.contextmanager
@@ -197,27 +237,51 @@ def run_lock(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _train_locked(cfg: dict, run: RunDir, progress: bool, max_steps: int | None = None) -> dict:
-    write_yaml(run.config, cfg)
+def build_optimizer(cfg: dict, model: torch.nn.Module, device: str) -> torch.optim.Optimizer:
+    """SGD over the trainable parameters (not MoCo's key encoder nor BYOL's target); fused on CUDA."""
+    o = cfg["optim"]
+    fused = o["fused"] if o["fused"] != "auto" else device.startswith("cuda")
+    params = [p for p in model.parameters() if p.requires_grad]
+    return torch.optim.SGD(params, lr=o["lr"], momentum=o["momentum"], weight_decay=o["weight_decay"],
+                           **({"fused": True} if fused else {}))
 
-    device = cfg["device"]
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError("device=cuda but no CUDA device is visible; use device=cpu or device=auto.")
+
+def prepare_model(cfg: dict, device: str) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """The method's model on ``device`` and the network the step calls: the model itself, or its
+    SyncBN / channels_last / torch.compile / DistributedDataParallel form as the config asks."""
+    model = build_model(cfg)
+    if cfg["model"]["sync_bn"] and D.world_size() > 1 and not device.startswith("cuda"):
+        raise ConfigError("model.sync_bn=true needs CUDA (torch's SyncBatchNorm has no CPU kernel); on CPU "
+                          "use model.bn_splits (shuffle-BN) instead.")
+    if cfg["model"]["sync_bn"]:
+        model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    model = model.to(device)
+    if cfg["train"]["channels_last"]:
+        model = model.to(memory_format=torch.channels_last)
+    net: torch.nn.Module = model
+    if D.world_size() > 1:  # buffers (queue, BN statistics) are per rank and kept identical by the maths
+        net = torch.nn.parallel.DistributedDataParallel(net, forward_sync_buffers=False)
+    if cfg["train"]["compile"]:
+        net = torch.compile(net)
+    return model, net
+
+
+def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps: int | None = None) -> dict:
+    main = D.is_main()
+    if main:
+        write_yaml(run.config, cfg)
     train_set, test_set = load_data(cfg)
     bs = cfg["train"]["batch_size"]
     if len(train_set) < bs:
         raise ConfigError(f"the training set holds {len(train_set)} images, fewer than train.batch_size={bs}.")
     aug = augment_config(cfg)
     ft = FTConfig(**cfg["ft"])
-    model = build_model(cfg).to(device)
-    optimizer = torch.optim.SGD(model.encoder_q.parameters(), lr=cfg["optim"]["lr"],
-                                momentum=cfg["optim"]["momentum"], weight_decay=cfg["optim"]["weight_decay"])
-    gen = torch.Generator().manual_seed(cfg["seed"])
+    model, net = prepare_model(cfg, device)
+    optimizer = build_optimizer(cfg, model, device)
+    gen = torch.Generator().manual_seed(cfg["seed"])  # the same stream on every rank
     steps_per_epoch = len(train_set) // bs
     epochs = cfg["train"]["epochs"]
-    names = layer_names(model.encoder_q)
+    names = layer_names(model.online)
     recorder = StepRecorder(METRIC_COLUMNS, sync_every=cfg["stats"]["sync_every"])
     grad_epoch: list[np.ndarray] = []
     grad_steps: list[np.ndarray] = []
@@ -225,22 +289,7 @@ def _train_locked(cfg: dict, run: RunDir, progress: bool, max_steps: int | None 
     start_epoch, train_s = 0, 0.0
 
     if run.checkpoint.is_file():
-        try:
-            state = torch.load(run.checkpoint, map_location=device, weights_only=True)
-        except Exception as err:  # unpickling errors come in many types
-            raise IncompatibleCheckpoint(
-                f"{run.checkpoint} cannot be read ({type(err).__name__}: {err}). It was not written by this "
-                "version of ftcl_core; move it away to train this run from scratch, or use another --out."
-            ) from err
-        if state.get("format") != CHECKPOINT_FORMAT:
-            raise IncompatibleCheckpoint(f"{run.checkpoint} has format {state.get('format')}, expected {CHECKPOINT_FORMAT}.")
-        try:
-            model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-        except (RuntimeError, ValueError, KeyError) as err:
-            raise IncompatibleCheckpoint(
-                f"{run.checkpoint} does not fit the model of this config ({err}). Use another --out."
-            ) from err
+        state = _load_checkpoint(run, model, optimizer, device)
         gen.set_state(state["rng"]["gen"])
         torch.set_rng_state(state["rng"]["torch"])
         start_epoch, train_s = state["epoch"], state["train_s"]
@@ -254,8 +303,10 @@ def _train_locked(cfg: dict, run: RunDir, progress: bool, max_steps: int | None 
                 histograms = list(torch.from_numpy(h["counts"][: start_epoch * steps_per_epoch]))
 
     images = train_set.images
+    world, rank = D.world_size(), D.rank()
+    t = cfg["train"]
     kill_at = int(os.environ.get("FTCL_TEST_KILL_AT_STEP", "-1"))  # test hook: simulate a crash
-    bar = _progress(total=epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch, enabled=progress)
+    bar = _progress(total=epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch, enabled=progress and main)
     for epoch in range(start_epoch, epochs):
         t_epoch = time.perf_counter()
         model.train()
@@ -272,9 +323,14 @@ def _train_locked(cfg: dict, run: RunDir, progress: bool, max_steps: int | None 
             lr = learning_rate(cfg, step, steps_per_epoch)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            x = images[order[i * bs : (i + 1) * bs]].to(device, non_blocking=True)
+            if hasattr(model, "momentum"):  # MoCo: constant (eq. 2); BYOL: cosine to 1
+                model.momentum = target_momentum(cfg, step, epochs * steps_per_epoch)
+            batch = order[i * bs : (i + 1) * bs]
+            x = images[batch[rank::world]].to(device, non_blocking=True)
             out = train_step(model, optimizer, x, aug, ft, ft_active, cfg["moco"]["tau"], gen,
-                             cfg["stats"]["n_queries"], histogram_bins=50 if cfg["stats"]["histograms"] else 0)
+                             cfg["stats"]["n_queries"], histogram_bins=50 if cfg["stats"]["histograms"] else 0,
+                             net=net, amp=t["amp"], channels_last=t["channels_last"],
+                             n_total=bs if world > 1 else None)
             if out.histogram is not None:
                 histograms.append(out.histogram)
             grad_sum = out.grad_norms if grad_sum is None else grad_sum + out.grad_norms
@@ -289,21 +345,55 @@ def _train_locked(cfg: dict, run: RunDir, progress: bool, max_steps: int | None 
         grad_epoch.append((grad_sum / steps_per_epoch).cpu().numpy())
         train_s += time.perf_counter() - t_epoch
         bar.set_postfix(loss=f"{losses.mean():.3f}", epoch=epoch + 1)
-        if (epoch + 1) % cfg["train"]["checkpoint_every"] == 0 or epoch + 1 == epochs:
+        if main and ((epoch + 1) % t["checkpoint_every"] == 0 or epoch + 1 == epochs):
             _save(run, model, optimizer, gen, epoch + 1, train_s, recorder, names, grad_epoch, grad_steps,
                   histograms)
     bar.close()
-    return _finish(run, cfg, model, train_set, test_set, aug, device, train_s)
+    if not main:  # rank 0 evaluates and writes eval.json; the others wait for it
+        D.barrier()
+        return run.load_eval()
+    result = _finish(run, cfg, model, train_set, test_set, aug, device, train_s)
+    D.barrier()
+    return result
+
+
+def _load_checkpoint(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: str) -> dict:
+    try:
+        state = torch.load(run.checkpoint, map_location=device, weights_only=True)
+    except Exception as err:  # unpickling errors come in many types
+        raise IncompatibleCheckpoint(
+            f"{run.checkpoint} cannot be read ({type(err).__name__}: {err}). It was not written by this "
+            "version of ftcl_core; move it away to train this run from scratch, or use another --out."
+        ) from err
+    if state.get("format") != CHECKPOINT_FORMAT:
+        raise IncompatibleCheckpoint(f"{run.checkpoint} has format {state.get('format')}, expected {CHECKPOINT_FORMAT}.")
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+    except (RuntimeError, ValueError, KeyError) as err:
+        raise IncompatibleCheckpoint(
+            f"{run.checkpoint} does not fit the model of this config ({err}). Use another --out."
+        ) from err
+    return state
 
 
 def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
     """Re-run the first ``n_steps`` of a stored run from its config and return the per-step metrics, so
-    that stored results can be checked against the code that claims to have made them."""
+    that stored results can be checked against the code that claims to have made them.
+
+    The run's own thread count is used: CPU reductions split over another number of threads round
+    differently (about 1e-4 relative after a dozen steps)."""
     import tempfile
 
-    cfg = RunDir(run_path).load_config()
-    with tempfile.TemporaryDirectory() as tmp:
-        return train(cfg, tmp, progress=False, max_steps=n_steps)["metrics"]
+    run = RunDir(run_path)
+    cfg = merge(DEFAULTS, run.load_config())  # keys added since the run take their defaults
+    threads = torch.get_num_threads()
+    torch.set_num_threads(run.load_provenance().get("threads", threads))
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            return train(cfg, tmp, progress=False, max_steps=n_steps)["metrics"]
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _stop_if_diverged(run: RunDir, recorder: StepRecorder, epoch: int) -> None:
@@ -340,13 +430,13 @@ def _finish(run, cfg, model, train_set, test_set, aug, device, train_s) -> dict:
     kw = dict(device=device, knn_k=e["knn_k"], knn_t=e["knn_t"], linear_epochs=e["linear_epochs"],
               linear_lr=e["linear_lr"], seed=cfg["seed"])
     t0 = time.perf_counter()
-    result = evaluate_backbone(model.encoder_q.backbone, train_set, test_set, aug, **kw)
+    result = evaluate_backbone(model.online.backbone, train_set, test_set, aug, **kw)
     if e["random_init"]:
-        rand = evaluate_backbone(build_model(cfg).encoder_q.backbone.to(device), train_set, test_set, aug, **kw)
+        rand = evaluate_backbone(build_model(cfg).online.backbone.to(device), train_set, test_set, aug, **kw)
         result.update({"random_init_knn_top1": rand["knn_top1"], "random_init_linear_top1": rand["linear_top1"]})
     eval_s = time.perf_counter() - t0
     result.update({"train_s": train_s, "eval_s": eval_s, "wall_s": train_s + eval_s})
-    write_json(run.provenance, {**provenance(device, cfg["seed"]), "status": "complete",
+    write_json(run.provenance, {**provenance(device, cfg["seed"]), "status": "complete", "world_size": D.world_size(),
                                 "train_s": train_s, "eval_s": eval_s})
     write_json(run.eval, result)  # last: its presence marks the run complete
     return result

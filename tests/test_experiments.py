@@ -52,6 +52,17 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     out = X.write_summary("smoke", folder=tmp_path, out=tmp_path / "summary.csv")
     assert [r["setting"] for r in csv.DictReader(out.open())] == ["baseline", "alpha_ex=2.0"]
 
+    # A second table whose baseline is the same config reuses the finished run instead of training it.
+    other = tmp_path / "other.yaml"
+    other.write_text("table: T3\ntitle: other\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [1]\n"
+                     "settings:\n  baseline: {}\npaper: {baseline: 71.1}\n")
+    (copied,) = X.sweep(other, "smoke", progress=False)
+    source = next(r for r in records if r["setting"] == "baseline" and r["seed"] == 1)
+    assert copied["linear_top1"] == source["linear_top1"]
+    prov = X.RunDir(copied["dir"]).load_provenance()
+    assert (tmp_path / copied["dir"] / prov["copied_from"]).resolve() == (tmp_path / source["dir"]).resolve()
+    assert not X.RunDir(copied["dir"]).checkpoint.exists()
+
 
 def test_unknown_profile_and_setting_are_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="profile"):

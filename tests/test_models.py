@@ -63,7 +63,8 @@ def test_keys_are_normalised_and_unshuffled():
     model = small_moco(k=16)
     model.train()
     x = torch.randn(8, 3, 16, 16)
-    q, k = model(x, x, torch.Generator().manual_seed(0))
+    q, k, k_all = model(x, x, torch.Generator().manual_seed(0))
+    assert torch.equal(k, k_all)  # one process: its keys are the whole batch
     assert torch.allclose(k.norm(dim=1), torch.ones(8), atol=1e-5)
     assert not k.requires_grad and q.requires_grad
 

@@ -1,0 +1,91 @@
+"""torchrun with gloo on CPU: two processes on a batch of 2B do what one process does on 2B.
+
+The maths says they must when every batch-norm sees the same samples: one process with split-BN in two
+strided groups (``model.bn_splits=2``) against two ranks with plain BN (rank r holds rows r::2).  Each
+test runs ``torchrun --nproc_per_node=2 -m ftcl_core train`` as a user would.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or shutil.which("torchrun")
+pytestmark = pytest.mark.skipif(TORCHRUN is None, reason="torchrun not installed")
+
+
+def _env(**extra) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **extra}
+    env.pop("WORLD_SIZE", None)
+    return env
+
+
+def torchrun(config: str, out: Path, *overrides: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    cmd = [TORCHRUN, "--standalone", "--nproc_per_node=2", "-m", "ftcl_core", "train", str(ROOT / config),
+           "model.bn_splits=1", *overrides, "--out", str(out), "--no-progress"]
+    return subprocess.run(cmd, cwd=ROOT, env=env or _env(), capture_output=True, text=True, timeout=600)
+
+
+def one_process(config: str, out: Path, *overrides: str) -> None:
+    cmd = [sys.executable, "-m", "ftcl_core", "train", str(ROOT / config), "model.bn_splits=2", *overrides,
+           "--out", str(out), "--no-progress"]
+    subprocess.run(cmd, cwd=ROOT, env=_env(), check=True, capture_output=True, timeout=600)
+
+
+def weights(run: Path) -> dict:
+    state = torch.load(run / "checkpoint.pt", weights_only=True)["model"]
+    # BN running statistics are per rank by design (rank 0's are saved), so only compare the rest
+    return {k: v for k, v in state.items() if "running_" not in k and "num_batches" not in k}
+
+
+def assert_same_run(a: Path, b: Path, atol: float) -> None:
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        torch.testing.assert_close(wa[k], wb[k], atol=atol, rtol=0, msg=k)
+    la, lb = np.load(a / "metrics.npz")["loss"], np.load(b / "metrics.npz")["loss"]
+    np.testing.assert_allclose(la, lb, rtol=1e-5)
+
+
+MOCO = ("configs/smoke_moco_v2.yaml", "data.n_train=128", "moco.queue_size=64", "train.epochs=2",
+        "ft.pos=true", "ft.neg=true")
+
+
+def test_torchrun_moco_matches_one_process_and_resumes_after_a_kill(tmp_path):
+    config, *over = MOCO
+    done = torchrun(config, tmp_path / "two", *over)
+    assert done.returncode == 0, done.stderr[-3000:]
+    one_process(config, tmp_path / "one", *over)
+    # four steps with shuffle-BN across ranks, the queue filled from both ranks, FT on: same weights and queue
+    assert_same_run(tmp_path / "two", tmp_path / "one", atol=1e-5)
+    prov = (tmp_path / "two" / "provenance.json").read_text()
+    assert '"world_size": 2' in prov
+
+    # kill -9 both ranks at step 3 (after the epoch-1 checkpoint), then the same command resumes
+    killed = torchrun(config, tmp_path / "resumed", *over, env=_env(FTCL_TEST_KILL_AT_STEP="3"))
+    assert killed.returncode != 0 and not (tmp_path / "resumed" / "eval.json").exists()
+    resumed = torchrun(config, tmp_path / "resumed", *over)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert_same_run(tmp_path / "resumed", tmp_path / "two", atol=0)
+
+
+@pytest.mark.parametrize("config", ["configs/smoke_simclr.yaml", "configs/smoke_byol.yaml", "configs/smoke_simsiam.yaml"])
+def test_torchrun_step_matches_one_process(tmp_path, config):
+    """One step on 64 images: SimCLR's negatives gathered across ranks (with gradient), FT on."""
+    over = ("data.n_train=64", "train.epochs=1")
+    done = torchrun(config, tmp_path / "two", *over)
+    assert done.returncode == 0, done.stderr[-3000:]
+    one_process(config, tmp_path / "one", *over)
+    assert_same_run(tmp_path / "two", tmp_path / "one", atol=1e-5)
+
+
+def test_sync_bn_on_cpu_is_a_clear_error(tmp_path):
+    done = torchrun("configs/smoke_moco_v2.yaml", tmp_path / "run", "model.sync_bn=true")
+    assert done.returncode != 0
+    assert "SyncBatchNorm has no CPU kernel" in done.stderr
