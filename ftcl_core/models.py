@@ -41,7 +41,8 @@ class SplitBatchNorm2d(nn.BatchNorm2d):
         var = self.running_var.repeat(g)
         weight = None if self.weight is None else self.weight.repeat(g)
         bias = None if self.bias is None else self.bias.repeat(g)
-        y = F.batch_norm(x.view(-1, c * g, h, w), mean, var, weight, bias, True, self.momentum, self.eps).view(n, c, h, w)
+        # reshape, not view: a channels_last input is not contiguous in NCHW
+        y = F.batch_norm(x.reshape(-1, c * g, h, w), mean, var, weight, bias, True, self.momentum, self.eps).view(n, c, h, w)
         self.running_mean.copy_(mean.view(g, c).mean(0))
         self.running_var.copy_(var.view(g, c).mean(0))
         return y

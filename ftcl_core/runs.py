@@ -43,6 +43,8 @@ DEFAULTS: dict[str, Any] = {
         "n_test": 2000,          # shapes only
         "max_per_class": None,   # imagefolder: cap per class (quick runs)
         "download": False,       # torchvision sets: download only when asked
+        "workers": 0,            # imagefolder: processes that decode the images (once, before training)
+        "cache": None,           # imagefolder: folder where the decoded set is kept and memory-mapped
     },
     "augment": {
         "preset": "v2",          # v1 | v2 | simclr (MoCo v1 / v2, SimCLR pipelines)
@@ -74,7 +76,7 @@ DEFAULTS: dict[str, Any] = {
         "epochs": 30, "batch_size": 256, "checkpoint_every": 1,
         "amp": None,             # null | bf16 (autocast on CUDA or CPU)
         "channels_last": False,  # NHWC memory format (faster convolutions on tensor cores)
-        "compile": False,        # torch.compile the model (first steps slower)
+        "compile": False,        # torch.compile the model: true (inductor) or a backend name; first steps slower
     },
     "stats": {"n_queries": 64, "sync_every": 50, "histograms": False, "grad_norms_per_step": False},
     "ft": {

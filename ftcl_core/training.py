@@ -69,9 +69,10 @@ def load_data(cfg: dict) -> tuple[ImageSet, ImageSet]:
         if not d["root"]:
             raise ConfigError("data.name=imagefolder needs data.root=<folder of class folders>.")
         classes = read_class_list(d["class_list"]) if d["class_list"] else None
-        train = load_image_folder(d["root"], d["image_size"], classes, d["max_per_class"])
+        kw = dict(max_per_class=d["max_per_class"], workers=d["workers"], cache=d["cache"])
+        train = load_image_folder(d["root"], d["image_size"], classes, **kw)
         test_root = d["test_root"] or d["root"]
-        return train, load_image_folder(test_root, d["image_size"], list(train.classes), d["max_per_class"])
+        return train, load_image_folder(test_root, d["image_size"], list(train.classes), **kw)
     if d["name"] in ("cifar10", "cifar100", "stl10"):
         root = d["root"] or "datasets"
         return (load_torchvision(d["name"], root, True, d["download"]),
@@ -135,7 +136,7 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torc
     if channels_last:
         x1, x2 = x1.contiguous(memory_format=torch.channels_last), x2.contiguous(memory_format=torch.channels_last)
     mark("augment")
-    network = net or model
+    network = net if net is not None else model
 
     def forward(*args):  # the networks under autocast; FT, scores, loss and statistics in fp32
         with _autocast(x1.device, amp):
@@ -261,8 +262,9 @@ def prepare_model(cfg: dict, device: str) -> tuple[torch.nn.Module, torch.nn.Mod
     net: torch.nn.Module = model
     if D.world_size() > 1:  # buffers (queue, BN statistics) are per rank and kept identical by the maths
         net = torch.nn.parallel.DistributedDataParallel(net, forward_sync_buffers=False)
-    if cfg["train"]["compile"]:
-        net = torch.compile(net)
+    compile_with = cfg["train"]["compile"]
+    if compile_with:  # true: inductor; a string names another torch.compile backend (tests use "eager")
+        net = torch.compile(net, **({"backend": compile_with} if isinstance(compile_with, str) else {}))
     return model, net
 
 
@@ -302,7 +304,8 @@ def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps
             with np.load(run.histograms) as h:
                 histograms = list(torch.from_numpy(h["counts"][: start_epoch * steps_per_epoch]))
 
-    images = train_set.images
+    # on CUDA, page-locked host memory lets the batch copy overlap the previous step's kernels
+    images = train_set.images.pin_memory() if device.startswith("cuda") else train_set.images
     world, rank = D.world_size(), D.rank()
     t = cfg["train"]
     kill_at = int(os.environ.get("FTCL_TEST_KILL_AT_STEP", "-1"))  # test hook: simulate a crash

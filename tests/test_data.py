@@ -92,3 +92,25 @@ def test_imageset_validates():
         ImageSet(torch.zeros(2, 3, 4, 4), torch.zeros(2), ("a",))
     with pytest.raises(ValueError, match="empty"):
         ImageSet(torch.zeros(0, 3, 4, 4, dtype=torch.uint8), torch.zeros(0), ("a",))
+
+
+def test_image_folder_decodes_in_workers_and_caches(tmp_path, monkeypatch):
+    from PIL import Image
+
+    from ftcl_core import data
+
+    for c in ("a", "b"):
+        (tmp_path / "tree" / c).mkdir(parents=True)
+        for i in range(3):
+            Image.new("RGB", (20 + i, 17), (40 * i, 90, 200)).save(tmp_path / "tree" / c / f"{i}.png")
+    serial = load_image_folder(tmp_path / "tree", 8)
+    parallel = load_image_folder(tmp_path / "tree", 8, workers=2, cache=tmp_path / "cache")
+    assert torch.equal(serial.images, parallel.images) and torch.equal(serial.labels, parallel.labels)
+    assert len(list((tmp_path / "cache").glob("*.pt"))) == 1
+
+    def no_decoding(*args, **kwargs):
+        raise AssertionError("decoded again although cached")
+
+    monkeypatch.setattr(data, "_resize_center", no_decoding)
+    again = load_image_folder(tmp_path / "tree", 8, cache=tmp_path / "cache")
+    assert torch.equal(again.images, serial.images) and again.classes == ("a", "b")

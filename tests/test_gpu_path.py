@@ -1,0 +1,97 @@
+"""The GPU path's options run on CPU: bf16 autocast, channels_last, torch.compile, fused SGD, SyncBN,
+and the step-time benchmark.  (Speed is measured on a GPU machine by the benchmark, not here.)"""
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ftcl_core import bench
+from ftcl_core.runs import ConfigError, load_config
+from ftcl_core.training import build_optimizer, prepare_model, train
+
+
+def first_losses(config: str, *overrides: str, steps: int = 3) -> np.ndarray:
+    cfg = load_config(config, list(overrides))
+    with tempfile.TemporaryDirectory() as tmp:
+        return train(cfg, tmp, progress=False, max_steps=steps)["metrics"]["loss"]
+
+
+@pytest.mark.parametrize("config", ["configs/smoke_moco_v2.yaml", "configs/smoke_simclr.yaml", "configs/smoke_byol.yaml"])
+def test_bf16_autocast_and_channels_last_track_fp32(config):
+    fp32 = first_losses(config)
+    fast = first_losses(config, "train.amp=bf16", "train.channels_last=true")
+    assert np.all(np.isfinite(fast))
+    np.testing.assert_allclose(fast[0], fp32[0], rtol=0.05)  # same data and weights, bf16 rounding only
+
+
+def test_channels_last_alone_changes_nothing_but_rounding():
+    np.testing.assert_allclose(first_losses("configs/smoke_moco_v2.yaml", "train.channels_last=true"),
+                               first_losses("configs/smoke_moco_v2.yaml"), rtol=1e-4)
+
+
+def test_torch_compile_gives_the_same_steps():
+    # the "eager" backend runs TorchDynamo's graph capture without a C++ build, so the test stays fast
+    np.testing.assert_allclose(first_losses("configs/smoke_simclr.yaml", "train.compile=eager"),
+                               first_losses("configs/smoke_simclr.yaml"), rtol=1e-5)
+
+
+def test_fused_sgd_is_used_when_asked_and_gives_the_same_steps():
+    cfg = load_config("configs/smoke_moco_v2.yaml", ["optim.fused=true"])
+    model, _ = prepare_model(cfg, "cpu")
+    assert build_optimizer(cfg, model, "cpu").defaults["fused"] is True
+    assert not build_optimizer(load_config("configs/smoke_moco_v2.yaml"), model, "cpu").defaults.get("fused")
+    np.testing.assert_allclose(first_losses("configs/smoke_moco_v2.yaml", "optim.fused=true"),
+                               first_losses("configs/smoke_moco_v2.yaml"), rtol=1e-5)
+
+
+def test_sync_bn_converts_every_batchnorm_and_trains_in_one_process():
+    cfg = load_config("configs/smoke_simclr.yaml", ["model.sync_bn=true", "model.bn_splits=1"])
+    model, _ = prepare_model(cfg, "cpu")
+    kinds = {type(m).__name__ for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)}
+    assert kinds == {"SyncBatchNorm"}
+    with pytest.raises(ConfigError, match="bn_splits=1"):
+        load_config("configs/smoke_simclr.yaml", ["model.sync_bn=true", "model.bn_splits=2"])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error of a machine without CUDA")
+def test_cuda_without_a_gpu_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="no CUDA device"):
+        train(load_config("configs/smoke_moco_v2.yaml", ["device=cuda"]), tmp_path, progress=False)
+
+
+def test_unknown_amp_mode_is_a_clear_error():
+    with pytest.raises(ConfigError, match="train.amp"):
+        load_config("configs/smoke_moco_v2.yaml", ["train.amp=fp8"])
+
+
+def test_breakdown_benchmark_splits_the_step_into_phases():
+    r = bench.breakdown("configs/smoke_simclr.yaml", ["train.amp=bf16", "train.channels_last=true"], steps=2,
+                        warmup=1, synthetic=128)
+    assert set(r["phases_ms"]) == {"data", "augment", "forward", "ft_loss", "backward", "statistics", "optimizer"}
+    assert sum(r["phases_ms"].values()) == pytest.approx(r["step_ms"], rel=1e-6)
+    assert r["images_per_s"] > 0 and r["method"] == "simclr"
+
+
+GPU_CONFIGS = sorted(p.name for p in (Path(__file__).resolve().parent.parent / "configs").glob("gpu_*.yaml"))
+
+
+@pytest.mark.parametrize("config", GPU_CONFIGS)
+def test_every_gpu_config_takes_a_step_on_cpu(config):
+    """The GPU recipes (real encoders, bf16, channels_last, their heads and queues) on 8 random images."""
+    from ftcl_core.augment import AugmentConfig
+    from ftcl_core.losses import FTConfig
+    from ftcl_core.training import augment_config, train_step
+
+    cfg = load_config(f"configs/{config}", ["device=cpu", "train.batch_size=8", "augment.out_size=64"])
+    assert cfg["train"]["amp"] == "bf16" and cfg["train"]["channels_last"]
+    model, net = prepare_model(cfg, "cpu")
+    opt = build_optimizer(cfg, model, "cpu")
+    x = torch.randint(0, 256, (8, 3, 72, 72), dtype=torch.uint8)
+    aug: AugmentConfig = augment_config(cfg)
+    ft = FTConfig(**{**cfg["ft"], "pos": True, "neg": cfg["method"] in ("moco", "simclr")})
+    out = train_step(model, opt, x, aug, ft, True, cfg["moco"]["tau"], torch.Generator().manual_seed(0), n_stats=8,
+                     net=net, amp="bf16", channels_last=True)
+    assert torch.isfinite(out.loss) and torch.all(torch.isfinite(out.values))
