@@ -214,6 +214,21 @@ def verdict(diff_mean: float, diff_ci: float, paper_sign: int) -> str:
     return "replicated" if (diff_mean > 0) == (paper_sign > 0) else "not replicated"
 
 
+def format_table(exp: Experiment, records: list[dict]) -> str:
+    """A plain-text table of an experiment's runs: mean, 95 % CI, seeds, paired difference against the
+    first setting, and the paper's number (the chapters print it under their figures)."""
+    summary = summarize(records)
+    base = next(iter(exp.settings))
+    lines = [f"{exp.table}: {exp.title}",
+             f"{'setting':>22s} {'ours':>7s} {'±95%':>6s} {'n':>2s} {'Δ vs ' + base:>22s} {'paper':>7s}"]
+    for s, v in summary.items():
+        d, dci, _ = paired_difference(records, s, base)
+        ci = "" if math.isnan(v["ci95"]) else f"{v['ci95']:.1f}"
+        dtxt = "" if s == base else (f"{d:+.1f}" + ("" if math.isnan(dci) else f" ± {dci:.1f}"))
+        lines.append(f"{s:>22s} {v['mean']:7.1f} {ci:>6s} {v['n_seeds']:2d} {dtxt:>22s} {exp.paper.get(s, ''):>7}")
+    return "\n".join(lines)
+
+
 SUMMARY_COLUMNS = ("table", "setting", "mean", "ci95", "n_seeds", "paper", "verdict", "reference", "diff_mean",
                    "diff_ci95", "random_init_mean", "claim")
 

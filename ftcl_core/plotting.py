@@ -113,13 +113,23 @@ def score_bound(s: np.ndarray | None = None):
     return fig
 
 
+def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None):
+    """:func:`accuracy_bars` of an experiment's summary (:func:`ftcl_core.experiments.summarize`)."""
+    return accuracy_bars(list(summary), [v["mean"] for v in summary.values()],
+                         [0 if np.isnan(v["ci95"]) else v["ci95"] for v in summary.values()],
+                         baseline=float(np.mean([v["random_init_mean"] for v in summary.values()])),
+                         paper=[exp.paper.get(k, np.nan) for k in summary], title=exp.title, ax=ax)
+
+
 def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], baseline: float | None = None,
-                  paper: list[float] | None = None, title: str = ""):
+                  paper: list[float] | None = None, title: str = "", ax=None):
     """Bar chart of readout accuracy (mean +- 95 % CI), the random-init baseline as a line, the paper's
     numbers as markers on a second axis when given (their scale differs: IN-100 vs the embedded data)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(max(4, 0.9 * len(labels) + 1.5), 3.4))
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(max(4, 0.9 * len(labels) + 1.5), 3.4))
+    fig = ax.figure
     xs = np.arange(len(labels))
     ax.bar(xs, means, yerr=ci95, capsize=3, color="#4c72b0", label="ours (linear top-1)")
     if baseline is not None:
@@ -129,7 +139,7 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
     ax.set_title(title)
     if paper is not None:
         ax2 = ax.twinx()
-        ax2.plot(xs, paper, "o", color="darkorange", label="paper (IN-100)")
+        ax2.plot(xs, paper, "o", color="darkorange", label="paper")
         ax2.set_ylabel("paper top-1 (%)", color="darkorange")
         ax2.legend(loc="upper right", fontsize=8)
     ax.legend(loc="upper left", fontsize=8)

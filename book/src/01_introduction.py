@@ -31,6 +31,7 @@
 # | 6 Feature transformations in training | Tables 2-7 and Supp F/G, measured |
 # | 7 Run explorer | compare any stored runs |
 # | 8 Results against the paper | every reproduced number with seeds, intervals and a verdict |
+# | 9 Beyond MoCo | SimCLR, BYOL and SimSiam with FT; several processes; where a step's time goes |
 
 # %% colab-setup
 
@@ -52,7 +53,7 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 from pathlib import Path
 
 chapters = ["01_introduction", "02_scores", "03_score_bound", "04_training", "05_momentum",
-            "06_feature_transformations", "07_run_explorer", "08_results"]
+            "06_feature_transformations", "07_run_explorer", "08_results", "09_methods"]
 for name in chapters:
     print(f".venv/bin/papermill book/{name}.ipynb /tmp/{name}.ipynb -p profile {profile} --cwd book")
 

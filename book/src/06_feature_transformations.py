@@ -28,7 +28,6 @@ show = ["experiments/table2_alpha_ex.yaml", "experiments/table3_alpha_in.yaml",
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 
 from ftcl_core import experiments as X
 from ftcl_core import plotting as P
@@ -44,18 +43,8 @@ for path in show:
 
 
 def table(path, recs):
-    exp = X.Experiment.load(path)
-    summary = X.summarize(recs)
-    base = next(iter(exp.settings))
-    print(f"{exp.table}: {exp.title}")
-    print(f"{'setting':>22s} {'ours':>7s} {'±95%':>6s} {'n':>2s} {'Δ vs ' + base:>18s} {'paper':>7s}")
-    for s, v in summary.items():
-        d, dci, _ = X.paired_difference(recs, s, base)
-        ci = "" if np.isnan(v["ci95"]) else f"{v['ci95']:.1f}"
-        dtxt = "" if s == base else (f"{d:+.1f}" + ("" if np.isnan(dci) else f" ± {dci:.1f}"))
-        print(f"{s:>22s} {v['mean']:7.1f} {ci:>6s} {v['n_seeds']:2d} {dtxt:>18s} {exp.paper.get(s, ''):>7}")
-    print()
-    return summary
+    print(X.format_table(X.Experiment.load(path), recs), end="\n\n")
+    return X.summarize(recs)
 
 
 summaries = {path: table(path, recs) for path, recs in records.items()}
@@ -66,9 +55,7 @@ summaries = {path: table(path, recs) for path, recs in records.items()}
 # %%
 path = train[0]
 exp, s = X.Experiment.load(path), summaries[path]
-P.accuracy_bars(list(s), [v["mean"] for v in s.values()], [0 if np.isnan(v["ci95"]) else v["ci95"] for v in s.values()],
-                baseline=float(np.mean([v["random_init_mean"] for v in s.values()])),
-                paper=[exp.paper.get(k, np.nan) for k in s], title=exp.title)
+P.experiment_bars(exp, s)
 plt.show()
 
 # %% [markdown]
