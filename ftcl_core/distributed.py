@@ -88,11 +88,25 @@ class _GatherWithGrad(torch.autograd.Function):
 
 def mean_over_ranks(x: torch.Tensor) -> torch.Tensor:
     """The mean of ``x`` over ranks (for the logged loss and statistics, so every rank logs the same)."""
+    return sum_over_ranks(x) / world_size()
+
+
+def sum_over_ranks(x: torch.Tensor) -> torch.Tensor:
+    """The sum of ``x`` over ranks (SwAV's Sinkhorn normalises over the whole batch)."""
     if world_size() == 1:
         return x
     y = x.clone()
     dist.all_reduce(y)
-    return y / world_size()
+    return y
+
+
+def max_over_ranks(x: torch.Tensor) -> torch.Tensor:
+    """The elementwise maximum of ``x`` over ranks."""
+    if world_size() == 1:
+        return x
+    y = x.clone()
+    dist.all_reduce(y, op=dist.ReduceOp.MAX)
+    return y
 
 
 def barrier() -> None:

@@ -8,11 +8,13 @@ queue is transformed only for this step, the clean keys are what gets enqueued (
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from ftcl_core import distributed as D
 from ftcl_core import transforms as T
 
 
@@ -172,3 +174,34 @@ def logits_from_scores(l_pos: torch.Tensor, l_neg: torch.Tensor, tau: float) -> 
     if tau <= 0:
         raise ValueError(f"temperature tau={tau} must be > 0; MoCo v1 uses 0.07, v2 0.2.")
     return torch.cat([l_pos.unsqueeze(1), l_neg], dim=1) / tau
+
+
+def _logsumexp_all_ranks(x: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """log-sum-exp over ``dim`` (None: everything) of this rank's values and every other rank's."""
+    local = torch.logsumexp(x.flatten() if dim is None else x, dim=0 if dim is None else dim, keepdim=dim is not None)
+    m = D.max_over_ranks(local)
+    return m + torch.log(D.sum_over_ranks(torch.exp(local - m)))
+
+
+@torch.no_grad()
+def sinkhorn(scores: torch.Tensor, epsilon: float = 0.05, iters: int = 3) -> torch.Tensor:
+    """SwAV's codes ``(B, C)``: Sinkhorn-Knopp on ``exp(scores / epsilon)`` so that the (all-rank) batch
+    spreads equally over the C prototypes; each row sums to 1.
+
+    SwAV's iterations, run in the log domain: the same numbers, but no overflow or underflow when FT's
+    extrapolated features score far outside [-1, 1]."""
+    log_q = scores.float().T / epsilon  # (C, B)
+    n_proto, batch = log_q.shape[0], log_q.shape[1] * D.world_size()
+    log_q = log_q - _logsumexp_all_ranks(log_q)
+    for _ in range(iters):
+        log_q = log_q - _logsumexp_all_ranks(log_q, dim=1) - math.log(n_proto)  # each prototype: 1/C of the mass
+        log_q = log_q - torch.logsumexp(log_q, dim=0, keepdim=True) - math.log(batch)  # each sample: 1/B
+    return torch.exp(log_q + math.log(batch)).T
+
+
+def swav_loss(scores1: torch.Tensor, scores2: torch.Tensor, tau: float, epsilon: float = 0.05,
+              iters: int = 3) -> torch.Tensor:
+    """SwAV's swapped prediction: each view predicts the other view's codes from its prototype scores."""
+    q1, q2 = sinkhorn(scores1.detach(), epsilon, iters), sinkhorn(scores2.detach(), epsilon, iters)
+    return -0.5 * ((q2 * F.log_softmax(scores1 / tau, dim=1)).sum(1).mean()
+                   + (q1 * F.log_softmax(scores2 / tau, dim=1)).sum(1).mean())

@@ -1,4 +1,4 @@
-"""The four methods behind one training step: MoCo (v1/v2), SimCLR, BYOL, SimSiam, each with FT.
+"""The methods behind one training step: MoCo (v1/v2), SimCLR, BYOL, SimSiam and SwAV, each with FT.
 
 A method is a module of :mod:`ftcl_core.models` plus three functions here: :func:`method_scores` runs the
 model on two views and returns the scores after FT (and the plain cosines for the statistics),
@@ -6,7 +6,8 @@ model on two views and returns the scores after FT (and the plain cosines for th
 (MoCo enqueues its clean keys).  FT follows the paper's reading of each method (Table 5 and the
 supplement): MoCo and SimCLR get positive extrapolation and negative interpolation (and every other
 option of :class:`ftcl_core.losses.FTConfig`); BYOL and SimSiam, which have no negatives, get positive
-extrapolation only, on the normalised prediction and target, inside the loss.
+extrapolation only, on the normalised prediction and target, inside the loss; SwAV gets positive
+extrapolation of its two views' features before the prototype scores (the rest of SwAV unchanged).
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ from ftcl_core.losses import (
     positive_ft,
     simclr_ft_logits,
     simsiam_loss,
+    swav_loss,
     symmetric_pairs,
 )
-from ftcl_core.models import BYOL, Encoder, MoCo, SimCLR, SimSiam, build_encoder, mlp, projection_head
+from ftcl_core.models import BYOL, Encoder, MoCo, SimCLR, SimSiam, SwAV, build_encoder, mlp, projection_head
 from ftcl_core.runs import ConfigError
 
-METHODS = ("moco", "simclr", "byol", "simsiam")
+METHODS = ("moco", "simclr", "byol", "simsiam", "swav")
 CONTRASTIVE = ("moco", "simclr")
 
 
@@ -48,6 +50,7 @@ class Scores:
     raw_pos: torch.Tensor          # (n,) plain cosines of the first n anchors, detached (Supp A statistics)
     raw_neg: torch.Tensor          # (n, K') plain negative cosines (in-batch ones for BYOL / SimSiam)
     keys: torch.Tensor | None = None  # MoCo: the clean keys of the whole batch, to enqueue
+    prototype_scores: tuple[torch.Tensor, torch.Tensor] | None = None  # SwAV: both views against the prototypes
 
 
 def check_method_config(cfg: dict) -> None:
@@ -60,7 +63,7 @@ def check_method_config(cfg: dict) -> None:
         if bad:
             raise ConfigError(
                 f"method={method} has no negatives, so ft.{bad[0]}=true cannot apply; the paper applies only "
-                "positive extrapolation (ft.pos=true) to BYOL and SimSiam."
+                "positive extrapolation (ft.pos=true) to BYOL, SimSiam and SwAV."
             )
 
 
@@ -80,6 +83,8 @@ def build_model(cfg: dict) -> nn.Module:
     if method == "byol":  # projector and predictor: Linear-BN-ReLU-Linear
         return BYOL(Encoder(backbone, mlp(width, hidden, dim, bn_splits=splits)), mlp(dim, hidden, dim, bn_splits=splits),
                     cfg["moco"]["momentum"])
+    if method == "swav":  # Linear-BN-ReLU-Linear projector, then the prototypes
+        return SwAV(Encoder(backbone, mlp(width, hidden, dim, bn_splits=splits)), dim, cfg["swav"]["prototypes"])
     # SimSiam: 3-layer projector ending in BN, bottleneck predictor (dim/4)
     pred_hidden = m["pred_hidden"] or max(1, dim // 4)
     projector = mlp(width, hidden, dim, layers=3, last_bn=True, bn_splits=splits)
@@ -127,18 +132,35 @@ def method_scores(net: nn.Module, model: nn.Module, x1: torch.Tensor, x2: torch.
         raw_pos = (a0[:n_raw] * b0[:n_raw]).sum(1)
         raw_neg = in_batch_negative_scores(a0, b0)[:n_raw]
         return Scores(pos, None, raw_pos, raw_neg)
+    if isinstance(model, SwAV):  # FT on the two views' features, then the prototype scores (paper Supp)
+        z1, z2 = net(x1, x2)
+        a, b = positive_ft(z1, z2, ft, gen) if active else (z1, z2)
+        anchors, positives = symmetric_pairs(z1.detach(), z2.detach(), z1.detach(), z2.detach())
+        raw_neg = in_batch_negative_scores(anchors, positives)[:n_raw]
+        return Scores((a * b).sum(1), None, (anchors * positives).sum(1)[:n_raw], raw_neg,
+                      prototype_scores=(model.prototypes(a), model.prototypes(b)))
     raise TypeError(f"unknown method model {type(model).__name__}")
 
 
-def method_loss(model: nn.Module, scores: Scores, tau: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """The loss and the top-1 'positive beats every negative' rate (in %) of a step."""
+def method_loss(model: nn.Module, scores: Scores, tau: float, swav: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loss and the top-1 'positive beats every negative' rate (in %) of a step (``swav``: the
+    ``swav.*`` config keys)."""
     if scores.neg is not None:  # eq. 1 (InfoNCE) for MoCo and SimCLR
         logits = logits_from_scores(scores.pos, scores.neg, tau)
         top1 = (logits.detach().argmax(1) == 0).float().mean() * 100
         return info_nce(logits), top1
     top1 = (scores.raw_pos > scores.raw_neg.max(1).values).float().mean() * 100
+    if isinstance(model, SwAV):
+        s = swav or {"epsilon": 0.05, "sinkhorn_iters": 3}
+        return swav_loss(*scores.prototype_scores, tau, s["epsilon"], s["sinkhorn_iters"]), top1
     loss = byol_loss(scores.pos) if isinstance(model, BYOL) else simsiam_loss(scores.pos)
     return loss, top1
+
+
+def before_optimizer_step(model: nn.Module) -> None:
+    """SwAV: no prototype update while they are frozen (the first ``swav.freeze_prototypes_epochs``)."""
+    if isinstance(model, SwAV) and model.freeze_prototypes:
+        model.prototypes.weight.grad = None
 
 
 def after_step(model: nn.Module, scores: Scores) -> None:

@@ -1,4 +1,4 @@
-"""Encoders, heads and the methods: MoCo (momentum encoder, eq. 2, key queue), SimCLR, BYOL, SimSiam.
+"""Encoders, heads and the methods: MoCo (momentum encoder, eq. 2, key queue), SimCLR, BYOL, SimSiam, SwAV.
 
 ``MoCo`` follows facebookresearch/moco's builder: one query encoder, one momentum key encoder, a queue of
 clean keys with a pointer.  Shuffle-BN works across ranks (gather, shuffle, encode in shards, unshuffle)
@@ -316,3 +316,26 @@ class SimSiam(nn.Module):
         z1, z2 = self.encoder_q(x1), self.encoder_q(x2)
         p1, p2 = F.normalize(self.predictor(z1), dim=1), F.normalize(self.predictor(z2), dim=1)
         return p1, p2, F.normalize(z1.detach(), dim=1), F.normalize(z2.detach(), dim=1)
+
+
+class SwAV(nn.Module):
+    """SwAV with two crops: one encoder, learnable prototypes (kept on the unit sphere), codes from
+    Sinkhorn-Knopp and a swapped prediction (:func:`ftcl_core.losses.swav_loss`).
+
+    ``forward`` returns the normalised features of both views; the loss applies FT to them and scores them
+    against ``self.prototypes``.  ``freeze_prototypes`` (set by the training loop for the first epochs,
+    as SwAV does) drops the prototypes' gradient before the optimiser step."""
+
+    def __init__(self, encoder: Encoder, dim: int, n_prototypes: int) -> None:
+        super().__init__()
+        self.encoder_q = encoder
+        self.prototypes = nn.Linear(dim, n_prototypes, bias=False)
+        self.freeze_prototypes = False
+
+    online = property(lambda self: self.encoder_q)
+
+    def forward(self, x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.no_grad():
+            w = self.prototypes.weight
+            w.copy_(F.normalize(w, dim=1))
+        return F.normalize(self.encoder_q(x1), dim=1), F.normalize(self.encoder_q(x2), dim=1)

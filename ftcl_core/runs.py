@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 DEFAULTS: dict[str, Any] = {
-    "method": "moco",            # moco | simclr | byol | simsiam
+    "method": "moco",            # moco | simclr | byol | simsiam | swav
     "seed": 0,
     "device": "cpu",
     "data": {
@@ -61,8 +61,10 @@ DEFAULTS: dict[str, Any] = {
         "hidden": None,          # SimCLR/BYOL/SimSiam projector hidden size (null = backbone width)
         "pred_hidden": None,     # SimSiam predictor bottleneck (null = dim // 4)
     },
-    # tau is also SimCLR's temperature; momentum is also BYOL's base target momentum (raised to 1 on a cosine)
+    # tau is also SimCLR's and SwAV's temperature; momentum is also BYOL's base target momentum (raised to 1 on a cosine)
     "moco": {"queue_size": 4096, "momentum": 0.99, "tau": 0.2},
+    # SwAV (two crops, no queue): prototypes, Sinkhorn's entropy weight and iterations; tau is moco.tau
+    "swav": {"prototypes": 300, "epsilon": 0.05, "sinkhorn_iters": 3, "freeze_prototypes_epochs": 1},
     "optim": {
         "lr": 0.12,
         "momentum": 0.9,

@@ -25,7 +25,14 @@ from ftcl_core import distributed as D
 from ftcl_core.data import ImageSet, load_image_folder, load_torchvision, read_class_list, shapes_splits
 from ftcl_core.evaluation import evaluate_backbone
 from ftcl_core.losses import FTConfig
-from ftcl_core.methods import after_step, build_model, method_loss, method_scores, target_momentum
+from ftcl_core.methods import (
+    after_step,
+    before_optimizer_step,
+    build_model,
+    method_loss,
+    method_scores,
+    target_momentum,
+)
 from ftcl_core.runs import (
     DEFAULTS,
     ConfigError,
@@ -117,7 +124,7 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torc
                n_stats: int = 64, record_stats: bool = True, histogram_bins: int = 0,
                views: tuple[torch.Tensor, torch.Tensor] | None = None, net: torch.nn.Module | None = None,
                amp: str | None = None, channels_last: bool = False, n_total: int | None = None,
-               mark: Callable[[str], None] | None = None) -> StepOutput:
+               mark: Callable[[str], None] | None = None, swav: dict | None = None) -> StepOutput:
     """One step of any method: two views, FT inside the loss (eq. 3, Sec 4.2), the loss (eq. 1 for MoCo and
     SimCLR), SGD, then MoCo's enqueue.
 
@@ -146,7 +153,7 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torc
         return out
 
     scores = method_scores(forward, model, x1, x2, ft, ft_active, gen, n_stats)
-    loss, top1 = method_loss(model, scores, tau)
+    loss, top1 = method_loss(model, scores, tau, swav)
     mark("ft_loss")
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -161,6 +168,7 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torc
         values = D.mean_over_ranks(torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats]))
         norms = layer_grad_norms(model.online)
     mark("statistics")
+    before_optimizer_step(model)
     optimizer.step()
     after_step(model, scores)
     mark("optimizer")
@@ -328,12 +336,14 @@ def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps
                 group["lr"] = lr
             if hasattr(model, "momentum"):  # MoCo: constant (eq. 2); BYOL: cosine to 1
                 model.momentum = target_momentum(cfg, step, epochs * steps_per_epoch)
+            if hasattr(model, "freeze_prototypes"):  # SwAV
+                model.freeze_prototypes = epoch < cfg["swav"]["freeze_prototypes_epochs"]
             batch = order[i * bs : (i + 1) * bs]
             x = images[batch[rank::world]].to(device, non_blocking=True)
             out = train_step(model, optimizer, x, aug, ft, ft_active, cfg["moco"]["tau"], gen,
                              cfg["stats"]["n_queries"], histogram_bins=50 if cfg["stats"]["histograms"] else 0,
                              net=net, amp=t["amp"], channels_last=t["channels_last"],
-                             n_total=bs if world > 1 else None)
+                             n_total=bs if world > 1 else None, swav=cfg["swav"])
             if out.histogram is not None:
                 histograms.append(out.histogram)
             grad_sum = out.grad_norms if grad_sum is None else grad_sum + out.grad_norms

@@ -75,9 +75,11 @@ def test_torchrun_moco_matches_one_process_and_resumes_after_a_kill(tmp_path):
     assert_same_run(tmp_path / "resumed", tmp_path / "two", atol=0)
 
 
-@pytest.mark.parametrize("config", ["configs/smoke_simclr.yaml", "configs/smoke_byol.yaml", "configs/smoke_simsiam.yaml"])
+@pytest.mark.parametrize("config", ["configs/smoke_simclr.yaml", "configs/smoke_byol.yaml",
+                                    "configs/smoke_simsiam.yaml", "configs/smoke_swav.yaml"])
 def test_torchrun_step_matches_one_process(tmp_path, config):
-    """One step on 64 images: SimCLR's negatives gathered across ranks (with gradient), FT on."""
+    """One step on 64 images: SimCLR's negatives gathered across ranks (with gradient), SwAV's Sinkhorn over
+    both ranks' samples, FT on."""
     over = ("data.n_train=64", "train.epochs=1")
     done = torchrun(config, tmp_path / "two", *over)
     assert done.returncode == 0, done.stderr[-3000:]

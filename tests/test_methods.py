@@ -8,7 +8,15 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import transforms as T
-from ftcl_core.losses import FTConfig, in_batch_negative_scores, info_nce, logits_from_scores, simclr_ft_logits
+from ftcl_core.losses import (
+    FTConfig,
+    in_batch_negative_scores,
+    info_nce,
+    logits_from_scores,
+    simclr_ft_logits,
+    sinkhorn,
+    swav_loss,
+)
 from ftcl_core.methods import target_momentum
 from ftcl_core.models import SplitBatchNorm1d
 from ftcl_core.runs import ConfigError, load_config
@@ -84,7 +92,17 @@ def test_byol_target_momentum_rises_to_one_on_a_cosine():
     assert target_momentum(load_config("configs/smoke_moco_v2.yaml"), 50, 100) == 0.99  # MoCo: constant
 
 
-@pytest.mark.parametrize("method", ["byol", "simsiam"])
+def test_sinkhorn_codes_spread_the_batch_equally_over_prototypes():
+    scores = F.normalize(torch.randn(64, 16), dim=1) @ F.normalize(torch.randn(8, 16), dim=1).T
+    q = sinkhorn(scores, epsilon=0.05, iters=50)
+    torch.testing.assert_close(q.sum(1), torch.ones(64))  # each sample's code is a distribution
+    torch.testing.assert_close(q.sum(0), torch.full((8,), 64 / 8), rtol=1e-3, atol=1e-3)  # equal partition
+    # the swapped loss is lowest when each view predicts the other's code
+    s1 = scores * 10
+    assert swav_loss(s1, s1, 0.1) < swav_loss(s1, s1.roll(1, dims=0), 0.1)
+
+
+@pytest.mark.parametrize("method", ["byol", "simsiam", "swav"])
 @pytest.mark.parametrize("key", ["ft.neg=true", "ft.hard=true", "ft.union_queue=true"])
 def test_negative_ft_on_a_method_without_negatives_is_a_clear_error(method, key):
     with pytest.raises(ConfigError, match="has no negatives"):
@@ -93,10 +111,10 @@ def test_negative_ft_on_a_method_without_negatives_is_a_clear_error(method, key)
 
 def test_unknown_method_is_a_clear_error():
     with pytest.raises(ConfigError, match="choose one of"):
-        load_config("configs/smoke_moco_v2.yaml", ["method=swav"])
+        load_config("configs/smoke_moco_v2.yaml", ["method=dino"])
 
 
-@pytest.mark.parametrize("method", ["simclr", "byol", "simsiam"])
+@pytest.mark.parametrize("method", ["simclr", "byol", "simsiam", "swav"])
 def test_each_method_trains_with_ft_into_a_run_folder(tmp_path, method):
     cfg = load_config(f"configs/smoke_{method}.yaml")
     assert cfg["ft"]["pos"]
@@ -111,3 +129,5 @@ def test_each_method_trains_with_ft_into_a_run_folder(tmp_path, method):
     if method == "byol":  # the target moved towards the online network, but is not it
         online, target = state["encoder_q.head.0.weight"], state["target.head.0.weight"]
         assert not torch.equal(online, target)
+    if method == "swav":  # prototypes stay on the unit sphere
+        torch.testing.assert_close(state["prototypes.weight"].norm(dim=1), torch.ones(30), atol=1e-2, rtol=0)
