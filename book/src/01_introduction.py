@@ -31,7 +31,7 @@
 # | 6 Feature transformations in training | Tables 2-7 and Supp F/G, measured |
 # | 7 Run explorer | compare any stored runs |
 # | 8 Results against the paper | every reproduced number with seeds, intervals and a verdict |
-# | 9 Beyond MoCo | SimCLR, BYOL and SimSiam with FT; several processes; where a step's time goes |
+# | 9 Beyond MoCo | SimCLR, BYOL, SimSiam and SwAV with FT; several processes; where a step's time goes |
 
 # %% colab-setup
 
