@@ -247,7 +247,7 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
     ``synthetic=N`` trains on N random uint8 images of ``data.image_size`` instead of the config's data
     (a GPU machine without ImageNet measures the same pipeline: images in memory, GPU augmentation)."""
     from ftcl_core.data import ImageSet
-    from ftcl_core.training import _device, build_optimizer, prepare_model
+    from ftcl_core.training import _device, build_optimizer, host_to_device, prepare_model
 
     cfg = load_config(config, list(overrides))
     device = _device(cfg)
@@ -257,7 +257,7 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
         train_set = ImageSet(images, torch.zeros(synthetic, dtype=torch.long), ("x",))
     else:
         train_set, _ = load_data(cfg)
-    images = train_set.images.pin_memory() if device.startswith("cuda") else train_set.images
+    images = train_set.images
     aug = augment_config(cfg)
     ft = FTConfig(**cfg["ft"])
     model, net = prepare_model(cfg, device)
@@ -271,7 +271,7 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
         if i == warmup:  # phases follow each other without gaps, so they add up to the step time
             timer.totals.clear()
             t0 = timer.last
-        x = images[torch.randint(len(images), (bs,), generator=gen)].to(device, non_blocking=True)
+        x = host_to_device(images[torch.randint(len(images), (bs,), generator=gen)], device)
         timer.mark("data")
         train_step(model, opt, x, aug, ft, True, cfg["moco"]["tau"], gen, cfg["stats"]["n_queries"], net=net,
                    amp=t["amp"], channels_last=t["channels_last"], mark=timer.mark)

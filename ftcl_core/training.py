@@ -175,6 +175,14 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torc
     return StepOutput(loss.detach(), values, norms, hist)
 
 
+def host_to_device(x: torch.Tensor, device: str) -> torch.Tensor:
+    """A uint8 batch to the device; on CUDA through page-locked memory (PyTorch caches those buffers), so
+    the copy runs asynchronously behind the previous step's kernels."""
+    if device.startswith("cuda"):
+        return x.pin_memory().to(device, non_blocking=True)
+    return x.to(device)
+
+
 def _no_mark(phase: str) -> None:
     pass
 
@@ -312,8 +320,7 @@ def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps
             with np.load(run.histograms) as h:
                 histograms = list(torch.from_numpy(h["counts"][: start_epoch * steps_per_epoch]))
 
-    # on CUDA, page-locked host memory lets the batch copy overlap the previous step's kernels
-    images = train_set.images.pin_memory() if device.startswith("cuda") else train_set.images
+    images = train_set.images
     world, rank = D.world_size(), D.rank()
     t = cfg["train"]
     kill_at = int(os.environ.get("FTCL_TEST_KILL_AT_STEP", "-1"))  # test hook: simulate a crash
@@ -339,7 +346,7 @@ def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps
             if hasattr(model, "freeze_prototypes"):  # SwAV
                 model.freeze_prototypes = epoch < cfg["swav"]["freeze_prototypes_epochs"]
             batch = order[i * bs : (i + 1) * bs]
-            x = images[batch[rank::world]].to(device, non_blocking=True)
+            x = host_to_device(images[batch[rank::world]], device)
             out = train_step(model, optimizer, x, aug, ft, ft_active, cfg["moco"]["tau"], gen,
                              cfg["stats"]["n_queries"], histogram_bins=50 if cfg["stats"]["histograms"] else 0,
                              net=net, amp=t["amp"], channels_last=t["channels_last"],
