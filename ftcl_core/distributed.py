@@ -10,6 +10,7 @@ In one process every function here is the identity.
 
 from __future__ import annotations
 
+import datetime
 import os
 
 import torch
@@ -42,7 +43,8 @@ def init_from_env(device: str) -> str:
         local = int(os.environ.get("LOCAL_RANK", "0"))
         torch.cuda.set_device(local)
         device = f"cuda:{local}"
-    dist.init_process_group(backend)
+    # collectives may wait on rank 0 while it holds the run lock, decodes a data set or writes a checkpoint
+    dist.init_process_group(backend, timeout=datetime.timedelta(hours=2))
     return device
 
 
@@ -107,6 +109,33 @@ def max_over_ranks(x: torch.Tensor) -> torch.Tensor:
     y = x.clone()
     dist.all_reduce(y, op=dist.ReduceOp.MAX)
     return y
+
+
+def broadcast_flag(flag: bool) -> bool:
+    """Rank 0's ``flag`` on every rank (rank 0 decides, the others follow)."""
+    if world_size() == 1:
+        return flag
+    box = [flag]
+    dist.broadcast_object_list(box, src=0)
+    return bool(box[0])
+
+
+@torch.no_grad()
+def average_batchnorm_buffers(model: torch.nn.Module) -> None:
+    """Average the BN running statistics over ranks: each rank's come from its own rows, and their mean is
+    what one process with split-BN keeps (the update is linear in the batch statistics)."""
+    if world_size() == 1:
+        return
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+            for buf in (m.running_mean, m.running_var):
+                dist.all_reduce(buf)
+                buf /= world_size()
+
+
+def global_rows(n_local: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """The global indices of this rank's ``n_local`` rows (``rank::world`` of ``n_local * world``)."""
+    return torch.arange(rank(), n_local * world_size(), world_size(), device=device)
 
 
 def barrier() -> None:

@@ -62,12 +62,22 @@ def moco_logits(q: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor) -> tu
     return (q * k).sum(1), q @ negatives.T
 
 
-def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """eq. 3 (extrapolation) or Table 4 (interpolation) on a batch of positive pairs, then Supp F if asked."""
+def _mine(lam: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+    """This rank's rows of a per-sample lambda drawn for the global batch (unchanged otherwise)."""
+    return lam[rows.cpu()] if rows is not None and lam.dim() and lam.shape[0] > 1 else lam
+
+
+def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: torch.Generator,
+                rows: torch.Tensor | None = None, n_global: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """eq. 3 (extrapolation) or Table 4 (interpolation) on a batch of positive pairs, then Supp F if asked.
+
+    Under torch.distributed, ``rows`` are the global indices of the local pairs among ``n_global``: a
+    per-sample lambda is drawn for all of them, alike on every rank, and each rank takes its own."""
     if not ft.pos:
         return q, k
     shift = 1.0 if ft.pos_mode == "extrapolate" else 0.0
-    lam = T.sample_lambda(ft.alpha_ex, ft.granularity, q.shape[0], q.shape[1], gen, shift=shift).to(q.device)
+    n = q.shape[0] if n_global is None else n_global
+    lam = _mine(T.sample_lambda(ft.alpha_ex, ft.granularity, n, q.shape[1], gen, shift=shift), rows).to(q.device)
     q, k = T.extrapolate_positive(q, k, lam)
     if ft.renorm_pos:  # Supp F
         q, k = T.renormalize(q), T.renormalize(k)
@@ -75,19 +85,20 @@ def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: torch.Gener
 
 
 def moco_ft_logits(
-    q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: torch.Generator, active: bool = True
+    q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: torch.Generator, active: bool = True,
+    rows: torch.Tensor | None = None, n_global: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Positive ``(N,)`` and negative ``(N, K')`` scores after FT (before the temperature).
 
     ``active=False`` (before ``ft.start_epoch``) gives the plain MoCo scores.  Random draws come from
-    ``gen`` on the CPU and are moved to the features' device.
+    ``gen`` on the CPU and are moved to the features' device; ``rows``/``n_global`` as in :func:`positive_ft`.
     """
     if not (active and ft.any):
         return moco_logits(q, k, queue)
     n, d = q.shape
     dev = q.device
     q_clean = q
-    q, k = positive_ft(q, k, ft, gen)
+    q, k = positive_ft(q, k, ft, gen, rows, n_global)
     negatives = queue
     if ft.neg:  # Sec 4.2 (interpolation) or Supp G.1 (extrapolation)
         shift = 1.0 if ft.neg_mode == "extrapolate" else 0.0
@@ -100,7 +111,8 @@ def moco_ft_logits(
             negatives = torch.cat([negatives, queue], 0)
     l_pos = (q * k).sum(1)
     if ft.hard:  # Supp G.2, one hard queue per query, never materialised
-        lam_h = T.sample_beta(ft.hard_a, ft.hard_b, T.lambda_shape(ft.granularity, n, d), gen).to(dev)
+        shape = T.lambda_shape(ft.granularity, n if n_global is None else n_global, d)
+        lam_h = _mine(T.sample_beta(ft.hard_a, ft.hard_b, shape, gen), rows).to(dev)
         l_neg = T.hard_negative_logits(q, negatives, lam_h, z_anchor=q_clean)
     else:
         l_neg = q @ negatives.T
@@ -113,13 +125,18 @@ def symmetric_pairs(v1: torch.Tensor, v2: torch.Tensor, w1: torch.Tensor, w2: to
     return torch.cat([v1, v2]), torch.cat([w2, w1])
 
 
+def symmetric_rows(rows: torch.Tensor, n_global: int) -> torch.Tensor:
+    """Global indices of the symmetric anchors ``[view 1; view 2]`` of the local samples ``rows``."""
+    return torch.cat([rows, rows + n_global])
+
+
 def other_sample_mask(rows: torch.Tensor, n_global: int) -> torch.Tensor:
     """``(2N, 2M)`` mask of the in-batch negatives of anchors ``[view 1; view 2]`` against ``[bank 1; bank 2]``.
 
     ``rows`` are the global indices (in ``0..M-1``) of this process's N samples; an anchor's own column
     and its positive's column are excluded, every other sample of either view is a negative."""
     n = rows.shape[0]
-    own = torch.cat([rows, rows + n_global])
+    own = symmetric_rows(rows, n_global)
     pos = torch.cat([rows + n_global, rows])
     keep = torch.ones(2 * n, 2 * n_global, dtype=torch.bool, device=rows.device)
     idx = torch.arange(2 * n, device=rows.device)
@@ -142,7 +159,8 @@ def simclr_ft_logits(
     """
     anchors, positives = symmetric_pairs(z1, z2, z1, z2)
     bank = torch.cat([bank1, bank2])
-    l_pos, l_neg = moco_ft_logits(anchors, positives, bank, ft, gen, active)
+    m = bank1.shape[0]
+    l_pos, l_neg = moco_ft_logits(anchors, positives, bank, ft, gen, active, symmetric_rows(rows, m), 2 * m)
     keep = other_sample_mask(rows, bank1.shape[0])
     keep = keep.repeat(1, l_neg.shape[1] // bank.shape[0])  # the union queue holds the bank twice
     return l_pos, l_neg[keep].view(anchors.shape[0], -1)
@@ -160,7 +178,10 @@ def in_batch_negative_scores(anchors: torch.Tensor, positives: torch.Tensor) -> 
 
 
 def byol_loss(l_pos: torch.Tensor) -> torch.Tensor:
-    """BYOL's loss, the mean of ``2 - 2 cos(p, z)`` over both directions, on scores after FT (eq. 3)."""
+    """BYOL's loss, the mean of ``2 - 2 cos(p, z)`` over both directions, on scores after FT (eq. 3).
+
+    The mean over both directions is half of BYOL's summed ``L + L~``, so the same lr takes half the step
+    (the configs' lr is chosen for this scale)."""
     return (2 - 2 * l_pos).mean()
 
 

@@ -33,6 +33,7 @@ from ftcl_core.losses import (
     simsiam_loss,
     swav_loss,
     symmetric_pairs,
+    symmetric_rows,
 )
 from ftcl_core.models import BYOL, Encoder, MoCo, SimCLR, SimSiam, SwAV, build_encoder, mlp, projection_head
 from ftcl_core.runs import ConfigError
@@ -104,7 +105,8 @@ def method_scores(net: nn.Module, model: nn.Module, x1: torch.Tensor, x2: torch.
     """Run ``net`` (``model`` itself, or its DistributedDataParallel wrapper) on two views; FT inside the loss."""
     if isinstance(model, MoCo):
         q, k, k_all = net(x1, x2, gen)
-        pos, neg = moco_ft_logits(q, k, model.queue, ft, gen, active=active)
+        rows, n_global = (D.global_rows(q.shape[0]), k_all.shape[0]) if D.world_size() > 1 else (None, None)
+        pos, neg = moco_ft_logits(q, k, model.queue, ft, gen, active, rows, n_global)
         if active and ft.any:
             raw_pos, raw_neg = moco_logits(q[:n_raw].detach(), k[:n_raw], model.queue)
         else:
@@ -113,7 +115,7 @@ def method_scores(net: nn.Module, model: nn.Module, x1: torch.Tensor, x2: torch.
     if isinstance(model, SimCLR):
         z1, z2 = net(x1, x2)
         bank1, bank2 = D.gather_rows(z1, grad=True), D.gather_rows(z2, grad=True)
-        rows = torch.arange(D.rank(), bank1.shape[0], D.world_size(), device=z1.device)
+        rows = D.global_rows(z1.shape[0], z1.device)
         pos, neg = simclr_ft_logits(z1, z2, bank1, bank2, rows, ft, gen, active=active)
         if active and ft.any:
             anchors, positives = symmetric_pairs(z1.detach(), z2.detach(), z1.detach(), z2.detach())
@@ -126,7 +128,9 @@ def method_scores(net: nn.Module, model: nn.Module, x1: torch.Tensor, x2: torch.
     if isinstance(model, (BYOL, SimSiam)):
         p1, p2, t1, t2 = net(x1, x2)
         anchors, positives = symmetric_pairs(p1, p2, t1, t2)
-        a, b = positive_ft(anchors, positives, ft, gen) if active else (anchors, positives)
+        n_global = p1.shape[0] * D.world_size()
+        rows = symmetric_rows(D.global_rows(p1.shape[0]), n_global)
+        a, b = positive_ft(anchors, positives, ft, gen, rows, 2 * n_global) if active else (anchors, positives)
         pos = (a * b).sum(1)
         a0, b0 = anchors.detach(), positives.detach()
         raw_pos = (a0[:n_raw] * b0[:n_raw]).sum(1)
@@ -134,7 +138,8 @@ def method_scores(net: nn.Module, model: nn.Module, x1: torch.Tensor, x2: torch.
         return Scores(pos, None, raw_pos, raw_neg)
     if isinstance(model, SwAV):  # FT on the two views' features, then the prototype scores (paper Supp)
         z1, z2 = net(x1, x2)
-        a, b = positive_ft(z1, z2, ft, gen) if active else (z1, z2)
+        rows = D.global_rows(z1.shape[0])
+        a, b = positive_ft(z1, z2, ft, gen, rows, z1.shape[0] * D.world_size()) if active else (z1, z2)
         anchors, positives = symmetric_pairs(z1.detach(), z2.detach(), z1.detach(), z2.detach())
         raw_neg = in_batch_negative_scores(anchors, positives)[:n_raw]
         return Scores((a * b).sum(1), None, (anchors * positives).sum(1)[:n_raw], raw_neg,

@@ -45,6 +45,7 @@ class SplitBatchNorm2d(nn.BatchNorm2d):
         y = F.batch_norm(x.reshape(-1, c * g, h, w), mean, var, weight, bias, True, self.momentum, self.eps).view(n, c, h, w)
         self.running_mean.copy_(mean.view(g, c).mean(0))
         self.running_var.copy_(var.view(g, c).mean(0))
+        self.num_batches_tracked.add_(1)  # as BatchNorm2d counts, so one process and W ranks agree
         return y
 
 

@@ -175,6 +175,16 @@ def validate(cfg: dict) -> None:
                           "each process takes batch_size / processes images, split into bn_splits groups.")
     if cfg["model"]["sync_bn"] and splits != 1:
         raise ConfigError("model.sync_bn=true needs model.bn_splits=1 (SyncBN replaces split-BN).")
+    sw = cfg["swav"]
+    if not (isinstance(sw["epsilon"], (int, float)) and sw["epsilon"] > 0):
+        raise ConfigError(f"swav.epsilon={sw['epsilon']} must be > 0 (Sinkhorn's entropy weight; SwAV uses 0.05).")
+    for key in ("prototypes", "sinkhorn_iters"):
+        if not (isinstance(sw[key], int) and sw[key] >= 1):
+            raise ConfigError(f"swav.{key}={sw[key]} must be an integer >= 1.")
+    for key in ("hidden", "pred_hidden"):
+        v = cfg["model"][key]
+        if v is not None and not (isinstance(v, int) and v >= 1):
+            raise ConfigError(f"model.{key}={v} must be a positive integer or null (a default size).")
     if cfg["train"]["amp"] not in (None, "bf16"):
         raise ConfigError(f"train.amp={cfg['train']['amp']!r}: choose null or bf16.")
     if cfg["optim"]["lr"] <= 0:

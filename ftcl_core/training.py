@@ -87,6 +87,16 @@ def load_data(cfg: dict) -> tuple[ImageSet, ImageSet]:
     raise ConfigError(f"unknown data.name={d['name']!r}; choose shapes, imagefolder, cifar10, cifar100 or stl10.")
 
 
+def _load_data_rank0_first(cfg: dict) -> tuple[ImageSet, ImageSet]:
+    """Under torchrun rank 0 loads first (and fills ``data.cache``), the others then read what it wrote."""
+    if not D.is_main():
+        D.barrier()
+    data = load_data(cfg)
+    if D.is_main():
+        D.barrier()
+    return data
+
+
 def augment_config(cfg: dict) -> A.AugmentConfig:
     a = cfg["augment"]
     base = A.PRESETS[a["preset"]](a["out_size"])
@@ -213,8 +223,9 @@ def train(cfg: dict, out: str | os.PathLike, progress: bool = True, max_steps: i
     A second process asking for the same folder (a sweep and a book build, say) waits on the folder's
     lock and then loads the finished run instead of training it twice.  ``max_steps`` stops after that
     many steps without checkpointing or evaluating and returns ``{"metrics": ...}`` (see :func:`replay`).
-    Launched by ``torchrun``, every rank trains its share of each batch; rank 0 alone holds the lock and
-    writes the run folder.
+    Launched by ``torchrun``, every rank trains its share of each batch; rank 0 alone holds the lock,
+    decides (complete, or train), writes the run folder and evaluates; the other ranks return ``{}``
+    when training ends.
     """
     validate(cfg)
     run = RunDir(out)
@@ -222,13 +233,14 @@ def train(cfg: dict, out: str | os.PathLike, progress: bool = True, max_steps: i
     if run.is_complete():
         return run.load_eval()
     device = D.init_from_env(_device(cfg))
-    if D.is_main():
+    main = D.is_main()
+    if main:
         run.path.mkdir(parents=True, exist_ok=True)
-    lock = run_lock(run.path) if D.is_main() else contextlib.nullcontext()
-    with lock:
-        _check_compatible(run, cfg)
-        if run.is_complete():
-            return run.load_eval()
+    with run_lock(run.path) if main else contextlib.nullcontext():
+        if main:
+            _check_compatible(run, cfg)
+        if D.broadcast_flag(run.is_complete() if main else False):  # the others wait here for rank 0's lock
+            return run.load_eval() if main else {}
         return _train_locked(cfg, run, device, progress, max_steps)
 
 
@@ -276,7 +288,7 @@ def prepare_model(cfg: dict, device: str) -> tuple[torch.nn.Module, torch.nn.Mod
     if cfg["train"]["channels_last"]:
         model = model.to(memory_format=torch.channels_last)
     net: torch.nn.Module = model
-    if D.world_size() > 1:  # buffers (queue, BN statistics) are per rank and kept identical by the maths
+    if D.world_size() > 1:  # the queue stays identical by the maths; BN statistics are averaged at checkpoints
         net = torch.nn.parallel.DistributedDataParallel(net, forward_sync_buffers=False)
     compile_with = cfg["train"]["compile"]
     if compile_with:  # true: inductor; a string names another torch.compile backend (tests use "eager")
@@ -288,7 +300,7 @@ def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps
     main = D.is_main()
     if main:
         write_yaml(run.config, cfg)
-    train_set, test_set = load_data(cfg)
+    train_set, test_set = _load_data_rank0_first(cfg)
     bs = cfg["train"]["batch_size"]
     if len(train_set) < bs:
         raise ConfigError(f"the training set holds {len(train_set)} images, fewer than train.batch_size={bs}.")
@@ -308,6 +320,12 @@ def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps
 
     if run.checkpoint.is_file():
         state = _load_checkpoint(run, model, optimizer, device)
+        if state.get("world_size", 1) != D.world_size():
+            raise IncompatibleCheckpoint(
+                f"{run.checkpoint} was written by {state.get('world_size', 1)} process(es), this run has "
+                f"{D.world_size()}: batch-norm groups, sharding and random draws would change. Resume with "
+                f"--nproc_per_node={state.get('world_size', 1)}, or use another --out."
+            )
         gen.set_state(state["rng"]["gen"])
         torch.set_rng_state(state["rng"]["torch"])
         start_epoch, train_s = state["epoch"], state["train_s"]
@@ -365,16 +383,15 @@ def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps
         grad_epoch.append((grad_sum / steps_per_epoch).cpu().numpy())
         train_s += time.perf_counter() - t_epoch
         bar.set_postfix(loss=f"{losses.mean():.3f}", epoch=epoch + 1)
-        if main and ((epoch + 1) % t["checkpoint_every"] == 0 or epoch + 1 == epochs):
-            _save(run, model, optimizer, gen, epoch + 1, train_s, recorder, names, grad_epoch, grad_steps,
-                  histograms)
+        if (epoch + 1) % t["checkpoint_every"] == 0 or epoch + 1 == epochs:
+            D.average_batchnorm_buffers(model)  # what one process with split-BN holds
+            if main:
+                _save(run, model, optimizer, gen, epoch + 1, train_s, recorder, names, grad_epoch, grad_steps,
+                      histograms)
     bar.close()
-    if not main:  # rank 0 evaluates and writes eval.json; the others wait for it
-        D.barrier()
-        return run.load_eval()
-    result = _finish(run, cfg, model, train_set, test_set, aug, device, train_s)
-    D.barrier()
-    return result
+    if not main:  # rank 0 evaluates and writes eval.json; no collective waits on that
+        return {}
+    return _finish(run, cfg, model, train_set, test_set, aug, device, train_s)
 
 
 def _load_checkpoint(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: str) -> dict:
@@ -442,6 +459,7 @@ def _save(run, model, optimizer, gen, epoch, train_s, recorder, names, grad_epoc
     write_torch(run.checkpoint, {
         "format": CHECKPOINT_FORMAT, "epoch": epoch, "train_s": train_s,
         "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": _rng_state(gen),
+        "world_size": D.world_size(),
     })
 
 
