@@ -10,6 +10,7 @@ the uninterrupted run's metrics exactly on CPU, because every random draw comes 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import os
 import time
@@ -289,7 +290,11 @@ def prepare_model(cfg: dict, device: str) -> tuple[torch.nn.Module, torch.nn.Mod
         model = model.to(memory_format=torch.channels_last)
     net: torch.nn.Module = model
     if D.world_size() > 1:  # the queue stays identical by the maths; BN statistics are averaged at checkpoints
-        net = torch.nn.parallel.DistributedDataParallel(net, forward_sync_buffers=False)
+        ddp = torch.nn.parallel.DistributedDataParallel
+        # per-rank buffers: the newer keyword where torch has it (it deprecates broadcast_buffers)
+        no_sync = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(ddp).parameters
+                   else "broadcast_buffers")
+        net = ddp(net, **{no_sync: False})
     compile_with = cfg["train"]["compile"]
     if compile_with:  # true: inductor; a string names another torch.compile backend (tests use "eager")
         net = torch.compile(net, **({"backend": compile_with} if isinstance(compile_with, str) else {}))
