@@ -129,6 +129,16 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
     return records
 
 
+def collect(path: str | os.PathLike, profile: str, seeds: list[int], settings: list[str] | None = None) -> list[dict]:
+    """The runs a chapter shows: trains the missing (setting, seed) runs asked for, then adds the other
+    stored seeds of those settings (more seeds only narrow the intervals; none is trained here)."""
+    records = sweep(path, profile, seeds=seeds, settings=settings, progress=False)
+    names = settings or list(Experiment.load(path).settings)
+    more = [r for r in load_records(path, profile) if r["setting"] in names and r["seed"] not in seeds]
+    order = {name: i for i, name in enumerate(names)}
+    return sorted(records + more, key=lambda r: (order[r["setting"]], r["seed"]))
+
+
 def find_identical_run(cfg: dict, profile: str) -> Path | None:
     """A complete run of the profile whose config equals ``cfg`` (the baselines that several tables share)."""
     for config in sorted(profile_root(profile).glob("*/*/seed*/config.yaml")):

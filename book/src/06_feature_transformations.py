@@ -34,10 +34,10 @@ from ftcl_core import plotting as P
 from ftcl_core.runs import RunDir
 
 records = {}
-for path in train:
-    records[path] = X.sweep(path, profile, seeds=seeds, progress=False)
-for path in show:
-    found = [r for r in X.load_records(path, profile) if r["seed"] in seeds] if profile != "smoke" else []
+for path in train:  # the seeds asked for are trained when missing; other stored seeds are shown too
+    records[path] = X.collect(path, profile, seeds)
+for path in show:  # every stored run, never trained here
+    found = X.load_records(path, profile) if profile != "smoke" else []
     if found:
         records[path] = found
 
