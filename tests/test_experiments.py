@@ -46,6 +46,9 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     again = X.sweep(exp_file, "smoke", progress=False)  # nothing retrained
     assert [r["linear_top1"] for r in again] == [r["linear_top1"] for r in records]
     assert all((tmp_path / d / "eval.json").stat().st_mtime == t for d, t in stamps.items())
+    # a chapter asking for seed 0 of one setting also gets the other stored seed, and trains nothing
+    shown = X.collect(exp_file, "smoke", [0], ["alpha_ex=2.0"])
+    assert [(r["setting"], r["seed"]) for r in shown] == [("alpha_ex=2.0", 0), ("alpha_ex=2.0", 1)]
     rows = X.table_rows(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke"))
     assert [r["verdict"] for r in rows][0] == "baseline" and rows[1]["reference"] == "baseline"
     assert rows[1]["n_seeds"] == 2 and not math.isnan(rows[1]["diff_ci95"])
