@@ -13,6 +13,7 @@ import contextlib
 import inspect
 import math
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -256,11 +257,25 @@ def _device(cfg: dict) -> str:
 
 @contextlib.contextmanager
 def run_lock(path: Path):
-    """An exclusive advisory lock on a run folder (``.lock``), released when the process ends or exits."""
+    """An exclusive advisory lock on a run folder (``.lock``), released when the process ends or exits.
+
+    The holder writes its pid into the lock file; a process that has to wait says which pid it waits for,
+    so a build that seems to hang names the process that holds the run.
+    """
     import fcntl
 
-    with open(path / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    with open(path / ".lock", "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            print(f"waiting for the run folder {path}: process {holder} is training it", file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
         try:
             yield
         finally:

@@ -118,3 +118,25 @@ def test_unreadable_checkpoint_is_a_clear_error(tmp_path):
     (out / "checkpoint.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(IncompatibleCheckpoint, match="cannot be read"):
         train(cfg, out, progress=False)
+
+
+def test_a_waiting_process_names_the_holder_of_the_run_lock(tmp_path, capsys):
+    import threading
+    import time
+
+    from ftcl_core.training import run_lock
+
+    entered = threading.Event()
+
+    def second():
+        with run_lock(tmp_path):
+            entered.set()
+
+    with run_lock(tmp_path):
+        waiter = threading.Thread(target=second)
+        waiter.start()
+        time.sleep(0.3)
+        assert not entered.is_set()  # flock excludes a second open file, even in the same process
+    waiter.join(10)
+    assert entered.is_set()
+    assert f"process {os.getpid()} is training it" in capsys.readouterr().err
