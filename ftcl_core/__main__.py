@@ -4,7 +4,9 @@ Several processes: ``torchrun --nproc_per_node=N -m ftcl_core train CONFIG --out
 on CUDA); each process takes ``batch_size / N`` images of every batch.
 
 Trains into DIR, or resumes from DIR's checkpoint with the same command, or prints DIR's results when
-the run is complete.  Any config key can be overridden, e.g. ``ft.pos=true ft.neg=true moco.momentum=0.9``.
+the run is complete.  ``python -m ftcl_core sweep FILE`` trains an experiment file's missing runs;
+``python -m ftcl_core summary`` writes ``results/summary.csv`` and prints it as one Markdown table per
+paper table.  Any config key can be overridden, e.g. ``ft.pos=true ft.neg=true moco.momentum=0.9``.
 """
 
 from __future__ import annotations
@@ -30,9 +32,17 @@ def main(argv: list[str] | None = None) -> int:
     sw.add_argument("--seeds", type=int, nargs="*", help="only these seeds (default: the file's)")
     sw.add_argument("--settings", nargs="*", help="only these settings (default: all)")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sm = sub.add_parser("summary", help="write results/summary.csv from the stored runs; print it as Markdown")
+    sm.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
     args = parser.parse_args(argv)
     if args.command == "sweep":
         return _sweep(args)
+    if args.command == "summary":
+        from ftcl_core.experiments import summary_markdown, write_summary
+
+        path = write_summary(args.profile)
+        print(f"<!-- written: {path} -->\n" + summary_markdown(path))
+        return 0
 
     from ftcl_core import distributed as D
     from ftcl_core.training import IncompatibleCheckpoint, TrainingDiverged, train

@@ -299,3 +299,34 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
 
     atomic_write_bytes(target, buf.getvalue().encode())
     return target
+
+
+def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None = None) -> str:
+    """``summary.csv`` as one Markdown table per paper table, each with the commands that regenerate it.
+
+    Columns: ours (linear top-1, mean ± 95 % CI over seeds), seeds, the paper's number, the claim, the
+    paired difference against the reference, and the verdict (see :func:`verdict`).
+    """
+    import csv
+
+    folder = Path(folder) if folder else ROOT / "experiments"
+    files: dict[str, list[str]] = {}
+    for f in sorted(folder.glob("*.yaml")):
+        files.setdefault(Experiment.load(f).table, []).append(f"experiments/{f.name}")
+
+    def pm(mean: str, ci: str) -> str:
+        return "" if not mean else f"{float(mean):.1f}" + (f" ± {float(ci):.1f}" if ci else "")
+
+    with open(path) as fh:
+        rows = list(csv.DictReader(fh))
+    out: list[str] = []
+    for table in dict.fromkeys(r["table"] for r in rows):
+        out += [f"### {table}", "", "| setting | ours | seeds | paper | claim | Δ vs reference | verdict |",
+                "|---|---|---|---|---|---|---|"]
+        for r in (r for r in rows if r["table"] == table):
+            paper = r["paper"] or ("collapse" if table == "T1" else "")
+            out.append(f"| {r['setting']} | {pm(r['mean'], r['ci95'])} | {r['n_seeds']} | {paper} | {r['claim']} | "
+                       f"{pm(r['diff_mean'], r['diff_ci95'])} | {r['verdict']} |")
+        cmds = ", ".join(f"`python -m ftcl_core sweep {f}`" for f in files.get(table, []))
+        out += ["", f"Regenerate: {cmds}", ""]
+    return "\n".join(out)

@@ -54,6 +54,11 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     assert rows[1]["n_seeds"] == 2 and not math.isnan(rows[1]["diff_ci95"])
     out = X.write_summary("smoke", folder=tmp_path, out=tmp_path / "summary.csv")
     assert [r["setting"] for r in csv.DictReader(out.open())] == ["baseline", "alpha_ex=2.0"]
+    md = X.summary_markdown(out, folder=tmp_path).splitlines()
+    assert md[0].startswith("### ") and md[2].startswith("| setting |")
+    assert md[4].startswith("| baseline |") and md[5].startswith("| alpha_ex=2.0 |")
+    assert md[5].endswith(f"| {rows[1]['verdict']} |")
+    assert any(line.startswith("Regenerate: `python -m ftcl_core sweep experiments/") for line in md)
 
     # A second table whose baseline is the same config reuses the finished run instead of training it.
     other = tmp_path / "other.yaml"
