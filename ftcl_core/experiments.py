@@ -225,17 +225,20 @@ def verdict(diff_mean: float, diff_ci: float, paper_sign: int) -> str:
 
 
 def format_table(exp: Experiment, records: list[dict]) -> str:
-    """A plain-text table of an experiment's runs: mean, 95 % CI, seeds, paired difference against the
-    first setting, and the paper's number (the chapters print it under their figures)."""
-    summary = summarize(records)
-    base = next(iter(exp.settings))
+    """A plain-text table of an experiment's runs (the chapters print it under their figures): the rows of
+    :func:`table_rows`, i.e. mean, 95 % CI, seeds, paired difference against each setting's reference,
+    the paper's number and the verdict."""
+
+    def num(v: float, fmt: str) -> str:
+        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
+
     lines = [f"{exp.table}: {exp.title}",
-             f"{'setting':>22s} {'ours':>7s} {'±95%':>6s} {'n':>2s} {'Δ vs ' + base:>22s} {'paper':>7s}"]
-    for s, v in summary.items():
-        d, dci, _ = paired_difference(records, s, base)
-        ci = "" if math.isnan(v["ci95"]) else f"{v['ci95']:.1f}"
-        dtxt = "" if s == base else (f"{d:+.1f}" + ("" if math.isnan(dci) else f" ± {dci:.1f}"))
-        lines.append(f"{s:>22s} {v['mean']:7.1f} {ci:>6s} {v['n_seeds']:2d} {dtxt:>22s} {exp.paper.get(s, ''):>7}")
+             f"{'setting':>22s} {'ours':>6s} {'±95%':>5s} {'n':>2s} {'Δ':>15s} {'vs':>12s} {'paper':>8s}  verdict"]
+    for r in table_rows(exp, records):
+        delta = num(r["diff_mean"], "+.1f") + (f" ± {num(r['diff_ci95'], '.1f')}" if num(r["diff_ci95"], ".1f") else "")
+        paper = r["paper"] if r["paper"] is not None else ("collapse" if exp.table == "T1" else "")
+        lines.append(f"{r['setting']:>22s} {r['mean']:6.1f} {num(r['ci95'], '.1f'):>5s} {r['n_seeds']:2d} {delta:>15s} "
+                     f"{r['reference'][:12]:>12s} {paper!s:>8s}  {r['verdict']}")
     return "\n".join(lines)
 
 

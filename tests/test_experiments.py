@@ -59,6 +59,8 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     assert md[4].startswith("| baseline |") and md[5].startswith("| alpha_ex=2.0 |")
     assert md[5].endswith(f"| {rows[1]['verdict']} |")
     assert any(line.startswith("Regenerate: `python -m ftcl_core sweep experiments/") for line in md)
+    text = X.format_table(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke")).splitlines()
+    assert text[2].endswith("baseline") and text[3].endswith(rows[1]["verdict"]) and " baseline " in text[3]
 
     # A second table whose baseline is the same config reuses the finished run instead of training it.
     other = tmp_path / "other.yaml"

@@ -59,6 +59,24 @@ P.experiment_bars(exp, s)
 plt.show()
 
 # %% [markdown]
+# ## The other tables as figures
+#
+# One panel per experiment with stored runs: bars are our readout (mean ± 95 % CI over seeds), the dashed
+# line the random-init encoder, the orange dots the paper's ImageNet-100 numbers on their own axis.
+
+# %%
+others = [p for p in records if p != train[0]]
+if others:
+    cols = 2
+    fig, axes = plt.subplots((len(others) + cols - 1) // cols, cols, figsize=(12, 3.9 * ((len(others) + cols - 1) // cols)),
+                             squeeze=False)
+    for ax, path in zip(axes.flat, others):
+        P.experiment_bars(X.Experiment.load(path), summaries[path], ax=ax)
+    for ax in axes.flat[len(others):]:
+        ax.set_visible(False)
+    plt.show()
+
+# %% [markdown]
 # ## What the runs say, and what FT does to the scores
 #
 # Read the tables above, which are regenerated from the stored runs. In the runs stored when this was
