@@ -232,9 +232,10 @@ def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in r
     return fig
 
 
-def runs_explorer(runs: Mapping[str, Mapping[str, np.ndarray]], window: int = 10):
+def runs_explorer(runs: Mapping[str, Mapping[str, np.ndarray]], window: int = 10, points: int = 300):
     """Plotly figure with a dropdown over runs: Mean(pos), Mean(neg), Var(neg) (raw cosines, solid; after
-    FT, dotted) against the fractional epoch; the static-HTML run explorer."""
+    FT, dotted) against the fractional epoch; the static-HTML run explorer.  Each smoothed curve keeps
+    ``points`` evenly spaced steps, so a page with a hundred runs stays a few MB."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -245,10 +246,11 @@ def runs_explorer(runs: Mapping[str, Mapping[str, np.ndarray]], window: int = 10
     for i, label in enumerate(labels):
         m = runs[label]
         x = _progress(m)
+        keep = np.unique(np.linspace(0, len(x) - 1, min(points, len(x))).round().astype(int))
         for j, c in enumerate(cols):
-            fig.add_trace(go.Scatter(x=x, y=smooth(m[c], window), name=f"{label}: {c}", visible=i == 0,
+            fig.add_trace(go.Scatter(x=x[keep], y=smooth(m[c], window)[keep], name=f"{label}: {c}", visible=i == 0,
                                      line=dict(color="#4c72b0")), 1, j + 1)
-            fig.add_trace(go.Scatter(x=x, y=smooth(m["ft_" + c], window), name=f"{label}: {c} after FT",
+            fig.add_trace(go.Scatter(x=x[keep], y=smooth(m["ft_" + c], window)[keep], name=f"{label}: {c} after FT",
                                      visible=i == 0, line=dict(color="#dd8452", dash="dot")), 1, j + 1)
     buttons = []
     for i, label in enumerate(labels):
