@@ -147,6 +147,41 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
     return fig
 
 
+VERDICT_COLORS = {"replicated": "#2ca02c", "not replicated": "#d62728", "inconclusive": "#7f7f7f"}
+
+
+def verdict_forest(rows: list[Mapping[str, str]], ax=None):
+    """Every claim of ``results/summary.csv`` at a glance: the paired difference against its reference
+    (mean ± 95 % CI over seeds, coloured by verdict), and the paper's difference between the same two
+    settings as an orange diamond (ImageNet-100 points, so only its sign and rough size compare).  Table 1's
+    claims are against the random-init encoder, for which the paper gives no number."""
+    import matplotlib.pyplot as plt
+
+    def num(v) -> float:
+        return float(v) if v not in ("", None) else np.nan
+
+    claims = [r for r in rows if r["verdict"] != "baseline" and r["diff_mean"] not in ("", None)]
+    paper = {(r["table"], r["setting"]): num(r["paper"]) for r in rows}
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 0.26 * len(claims) + 1.2))
+    ys = np.arange(len(claims))[::-1]
+    for y, r in zip(ys, claims):
+        ci = num(r["diff_ci95"])
+        ax.errorbar(num(r["diff_mean"]), y, xerr=0 if np.isnan(ci) else ci, fmt="o", ms=4, capsize=2,
+                    color=VERDICT_COLORS[r["verdict"]])
+        claimed = paper[(r["table"], r["setting"])] - paper.get((r["table"], r["reference"]), np.nan)
+        if not np.isnan(claimed):
+            ax.plot(claimed, y, "D", ms=4, color="darkorange")
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(ys, [f"{r['table']} {r['setting']}  (vs {r['reference']})" for r in claims], fontsize=7)
+    ax.set_xlabel("difference in linear top-1 (points)")
+    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=v) for v, c in VERDICT_COLORS.items()]
+    handles.append(plt.Line2D([], [], marker="D", ls="", color="darkorange", label="paper (IN-100)"))
+    ax.legend(handles=handles, fontsize=7, loc="lower right")
+    ax.figure.tight_layout()
+    return ax.figure
+
+
 # ---------------------------------------------------------------------------------------------------
 # Explorers that respond in the static HTML (plotly sliders over precomputed data, no kernel needed)
 # and their ipywidgets counterparts for a live kernel.

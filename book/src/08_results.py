@@ -53,6 +53,21 @@ for r in rows:
 html_table(["table", "setting", "ours (linear top-1)", "n", "paper", "claim", "Δ vs reference", "verdict"], table)
 
 # %% [markdown]
+# ## Every claim at a glance
+#
+# Each row is one claim: our paired difference against its reference with its 95 % interval, coloured by
+# verdict; the orange diamond is the paper's difference between the same two settings on ImageNet-100
+# (another scale: compare its sign, not its size).
+
+# %%
+import matplotlib.pyplot as plt
+
+from ftcl_core.plotting import verdict_forest
+
+verdict_forest(rows)
+plt.show()
+
+# %% [markdown]
 # ## Verdicts by table
 
 # %%
