@@ -44,9 +44,10 @@ class Experiment:
     base: dict[str, str]
     seeds: list[int]
     settings: dict[str, dict]
-    paper: dict[str, object]
+    paper: dict[str, object]  # setting -> the paper's top-1, or "collapse" (Table 1)
     path: Path
     compare: dict[str, str]  # setting -> the setting it is compared with (default: the first setting)
+    claims: dict[str, str]  # setting -> "above" | "below" its reference, where the paper states no numbers
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Experiment:
@@ -55,12 +56,39 @@ class Experiment:
             p = ROOT / path
         if not p.is_file():
             raise ConfigError(f"experiment file {path} not found; see the experiments/ folder.")
-        d = yaml.safe_load(p.read_text())
+        d = yaml.safe_load(p.read_text()) or {}
+        missing = [k for k in ("table", "base", "settings") if k not in d]
+        if missing:
+            raise ConfigError(f"experiment file {p} lacks {missing}; see experiments/table5_ft_v1.yaml for the layout.")
         settings = d["settings"]
+        if not isinstance(settings, dict) or not settings:
+            raise ConfigError(f"experiment file {p}: `settings` must map at least one name to its overrides.")
         first = next(iter(settings))
         compare = d.get("compare") or {k: first for k in settings if k != first}
+        paper, claims = d.get("paper") or {}, d.get("claims") or {}
+        unknown = sorted({*compare, *compare.values(), *paper, *claims} - set(settings))
+        if unknown:
+            raise ConfigError(f"experiment file {p} names unknown setting(s) {unknown} in compare/paper/claims; "
+                              f"its settings are {list(settings)}.")
+        bad = {k: v for k, v in paper.items() if v != "collapse" and not isinstance(v, (int, float))}
+        bad.update({k: v for k, v in claims.items() if v not in ("above", "below")})
+        if bad:
+            raise ConfigError(f"experiment file {p}: {bad}: a paper entry is a number or 'collapse', a claim "
+                              "is 'above' or 'below'.")
         return cls(d["table"], d.get("title", d["table"]), d["base"], list(d.get("seeds", [0])),
-                   settings, d.get("paper", {}), p, compare)
+                   settings, paper, p, compare, claims)
+
+    def paper_number(self, setting: str) -> float:
+        """The paper's top-1 for ``setting``; NaN where it states none (or states a collapse)."""
+        v = self.paper.get(setting)
+        return float(v) if isinstance(v, (int, float)) else math.nan
+
+    def claimed_sign(self, setting: str) -> int | None:
+        """+1 when the paper says ``setting`` beats its reference, -1 when it trails, None when it says neither."""
+        p, ref = self.paper_number(setting), self.paper_number(self.compare.get(setting, ""))
+        if not (math.isnan(p) or math.isnan(ref)):
+            return 1 if p >= ref else -1
+        return {"above": 1, "below": -1}.get(self.claims.get(setting, ""))
 
 
 def profile_root(profile: str) -> Path:
@@ -259,7 +287,7 @@ def format_table(exp: Experiment, records: list[dict]) -> str:
              f"{'setting':>22s} {'ours':>6s} {'±95%':>5s} {'n':>2s} {'Δ':>15s} {'vs':>12s} {'paper':>8s}  verdict"]
     for r in table_rows(exp, records):
         delta = num(r["diff_mean"], "+.1f") + (f" ± {num(r['diff_ci95'], '.1f')}" if num(r["diff_ci95"], ".1f") else "")
-        paper = r["paper"] if r["paper"] is not None else ("collapse" if exp.table == "T1" else "")
+        paper = "" if r["paper"] is None else r["paper"]
         lines.append(f"{r['setting']:>22s} {r['mean']:6.1f} {num(r['ci95'], '.1f'):>5s} {r['n_seeds']:2d} {delta:>15s} "
                      f"{r['reference'][:12]:>12s} {paper!s:>8s}  {r['verdict']}")
     return "\n".join(lines)
@@ -273,9 +301,10 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
     """One summary row per setting of ``exp`` that has runs, with its verdict against the paper.
 
     A setting with a ``compare`` reference carries the paper's claim that it beats (or trails) that
-    reference: ``replicated`` when the paired difference over seeds has the paper's sign and its 95 % CI
-    excludes zero.  Table 1 carries collapse claims instead: a ``null`` paper entry claims readout below the
-    random-init encoder, a number claims readout above it.  Rows that claim nothing are ``baseline``.
+    reference, read off the paper's two numbers (or the file's ``claims`` where the paper gives none):
+    ``replicated`` when the paired difference over seeds has the paper's sign and its 95 % CI excludes
+    zero.  Table 1 carries collapse claims instead: ``collapse`` claims readout below the random-init
+    encoder, a number claims readout above it.  Rows that claim nothing are ``baseline``.
     """
     summary = summarize(records)
     rows = []
@@ -284,18 +313,19 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
                "paper": exp.paper.get(setting), "verdict": "baseline", "reference": "", "diff_mean": math.nan,
                "diff_ci95": math.nan, "random_init_mean": v["random_init_mean"], "claim": ""}
         if exp.table == "T1":
-            diffs = [r["linear_top1"] - r["random_init_linear_top1"] for r in records if r["setting"] == setting]
-            d, dci = mean_ci95(diffs)
-            collapse = exp.paper.get(setting) is None
-            row.update(reference="random init", diff_mean=d, diff_ci95=dci, verdict=verdict(d, dci, -1 if collapse else 1),
-                       claim="collapses (below random init)" if collapse else "learns (above random init)")
+            if setting in exp.paper:
+                diffs = [r["linear_top1"] - r["random_init_linear_top1"] for r in records if r["setting"] == setting]
+                d, dci = mean_ci95(diffs)
+                collapse = exp.paper[setting] == "collapse"
+                row.update(reference="random init", diff_mean=d, diff_ci95=dci,
+                           verdict=verdict(d, dci, -1 if collapse else 1),
+                           claim="collapses (below random init)" if collapse else "learns (above random init)")
         elif setting in exp.compare and exp.compare[setting] in summary:
-            ref = exp.compare[setting]
+            ref, sign = exp.compare[setting], exp.claimed_sign(setting)
             d, dci, _ = paired_difference(records, setting, ref)
-            p, pref = exp.paper.get(setting), exp.paper.get(ref)
-            sign = 1 if (p is None or pref is None or p >= pref) else -1
-            row.update(reference=ref, diff_mean=d, diff_ci95=dci, verdict=verdict(d, dci, sign),
-                       claim=f"{'above' if sign > 0 else 'below'} {ref}")
+            row.update(reference=ref, diff_mean=d, diff_ci95=dci)
+            if sign is not None:
+                row.update(verdict=verdict(d, dci, sign), claim=f"{'above' if sign > 0 else 'below'} {ref}")
         rows.append(row)
     return rows
 
@@ -350,7 +380,7 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
         out += [f"### {table}", "", "| setting | ours | seeds | paper | claim | Δ vs reference | verdict |",
                 "|---|---|---|---|---|---|---|"]
         for r in (r for r in rows if r["table"] == table):
-            paper = r["paper"] or ("collapse" if table == "T1" else "")
+            paper = r["paper"]
             out.append(f"| {r['setting']} | {pm(r['mean'], r['ci95'])} | {r['n_seeds']} | {paper} | {r['claim']} | "
                        f"{pm(r['diff_mean'], r['diff_ci95'])} | {r['verdict']} |")
         cmds = ", ".join(f"`python -m ftcl_core sweep {f}`" for f in files.get(table, []))

@@ -118,7 +118,7 @@ def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None):
     return accuracy_bars(list(summary), [v["mean"] for v in summary.values()],
                          [0 if np.isnan(v["ci95"]) else v["ci95"] for v in summary.values()],
                          baseline=float(np.mean([v["random_init_mean"] for v in summary.values()])),
-                         paper=[exp.paper.get(k, np.nan) for k in summary], title=exp.title, ax=ax)
+                         paper=[exp.paper_number(k) for k in summary], title=exp.title, ax=ax)
 
 
 def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], baseline: float | None = None,
@@ -157,8 +157,11 @@ def verdict_forest(rows: list[Mapping[str, str]], ax=None):
     claims are against the random-init encoder, for which the paper gives no number."""
     import matplotlib.pyplot as plt
 
-    def num(v) -> float:
-        return float(v) if v not in ("", None) else np.nan
+    def num(v) -> float:  # "" (no number) and "collapse" (Table 1) are not numbers
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return np.nan
 
     claims = [r for r in rows if r["verdict"] != "baseline" and r["diff_mean"] not in ("", None)]
     paper = {(r["table"], r["setting"]): num(r["paper"]) for r in rows}

@@ -79,3 +79,49 @@ def test_unknown_profile_and_setting_are_clear_errors(tmp_path):
         X.profile_root("laptop")
     with pytest.raises(ValueError, match="unknown setting"):
         X.sweep("experiments/table1_momentum.yaml", "smoke", settings=["m=0.42"], progress=False)
+
+
+def _records(values: dict[str, list[float]], rand: float = 20.0) -> list[dict]:
+    return [{"setting": s, "seed": i, "linear_top1": v, "random_init_linear_top1": rand}
+            for s, vals in values.items() for i, v in enumerate(vals)]
+
+
+def test_claims_come_from_the_paper_numbers_or_the_claims_entry_and_nothing_else(tmp_path):
+    f = tmp_path / "t.yaml"
+    f.write_text("table: T5\nbase: {cpu: configs/cpu_moco_v1.yaml}\nsettings:\n  base: {}\n  a: {}\n  b: {}\n  c: {}\n"
+                 "paper: {base: 70.0, a: 72.0, b: 69.0}\nclaims: {c: above}\n")
+    rows = {r["setting"]: r for r in X.table_rows(X.Experiment.load(f), _records(
+        {"base": [50, 51, 52], "a": [60, 61, 62], "b": [60, 61, 62], "c": [40, 41, 42]}))}
+    assert rows["base"]["verdict"] == "baseline"
+    assert (rows["a"]["claim"], rows["a"]["verdict"]) == ("above base", "replicated")
+    assert (rows["b"]["claim"], rows["b"]["verdict"]) == ("below base", "not replicated")
+    assert (rows["c"]["claim"], rows["c"]["verdict"]) == ("above base", "not replicated")
+    f.write_text(f.read_text().replace("claims: {c: above}\n", ""))  # no number, no claim: nothing is claimed
+    rows = {r["setting"]: r for r in X.table_rows(X.Experiment.load(f), _records({"base": [50, 51], "c": [40, 41]}))}
+    assert rows["c"]["verdict"] == "baseline" and rows["c"]["claim"] == "" and rows["c"]["diff_mean"] == -10
+
+
+def test_table1_claims_collapse_or_learning_against_random_init(tmp_path):
+    f = tmp_path / "t1.yaml"
+    f.write_text("table: T1\nbase: {cpu: configs/cpu_moco_v1.yaml}\nsettings:\n  m=0: {}\n  m=0.9: {}\n  m=0.95: {}\n"
+                 "paper: {m=0: collapse, m=0.9: 46.5}\n")
+    rows = {r["setting"]: r for r in X.table_rows(X.Experiment.load(f), _records(
+        {"m=0": [15, 16, 17], "m=0.9": [40, 41, 42], "m=0.95": [40, 41, 42]}))}
+    assert (rows["m=0"]["claim"], rows["m=0"]["verdict"]) == ("collapses (below random init)", "replicated")
+    assert (rows["m=0.9"]["claim"], rows["m=0.9"]["verdict"]) == ("learns (above random init)", "replicated")
+    assert rows["m=0.95"]["verdict"] == "baseline"  # the paper has no such row: no claim
+
+
+@pytest.mark.parametrize("text, match", [
+    ("table: T2\nbase: {cpu: c.yaml}\n", "lacks \\['settings'\\]"),
+    ("table: T2\nbase: {cpu: c.yaml}\nsettings: {}\n", "at least one"),
+    ("table: T2\nbase: {cpu: c.yaml}\nsettings: {a: {}}\npaper: {hard Beta(2,1): 1}\n", "unknown setting"),
+    ("table: T2\nbase: {cpu: c.yaml}\nsettings: {a: {}, b: {}}\ncompare: {b: z}\n", "unknown setting"),
+    ("table: T2\nbase: {cpu: c.yaml}\nsettings: {a: {}}\npaper: {a: null}\n", "number or 'collapse'"),
+    ("table: T2\nbase: {cpu: c.yaml}\nsettings: {a: {}, b: {}}\nclaims: {b: better}\n", "'above' or 'below'"),
+])
+def test_a_malformed_experiment_file_is_a_clear_error(tmp_path, text, match):
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    with pytest.raises(X.ConfigError, match=match):
+        X.Experiment.load(f)

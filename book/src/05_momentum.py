@@ -43,16 +43,10 @@ metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["
 
 # %%
 rand = np.mean([r["random_init_linear_top1"] for r in records])
-print(f"{'setting':>8s} {'ours (linear)':>16s} {'n':>3s} {'collapse?':>10s} {'paper':>8s}")
-for s, v in summary.items():
-    paper = exp.paper.get(s)
-    collapse = "yes" if v["mean"] < v["random_init_mean"] else "no"
-    ci = "" if np.isnan(v["ci95"]) else f"± {v['ci95']:.1f}"
-    print(f"{s:>8s} {v['mean']:9.1f} {ci:>6s} {v['n_seeds']:3d} {collapse:>10s} "
-          f"{'collapse' if paper is None else paper:>8}")
+print(X.format_table(exp, records))  # Δ: readout minus the same seed's random-init encoder; verdicts as in chapter 8
 P.accuracy_bars(list(summary), [v["mean"] for v in summary.values()],
                 [0 if np.isnan(v["ci95"]) else v["ci95"] for v in summary.values()], baseline=rand,
-                paper=[np.nan if exp.paper.get(s) is None else exp.paper[s] for s in summary],
+                paper=[exp.paper_number(s) for s in summary],
                 title="MoCo v1 momentum sweep (embedded data)")
 plt.show()
 

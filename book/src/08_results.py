@@ -48,7 +48,7 @@ table = []
 for r in rows:
     ours = fmt(r["mean"]) + (f" ± {fmt(r['ci95'])}" if r["ci95"] else "")
     delta = (fmt(r["diff_mean"]) + (f" ± {fmt(r['diff_ci95'])}" if r["diff_ci95"] else "")) if r["diff_mean"] else ""
-    paper = r["paper"] or ("collapse" if r["table"] == "T1" else "")
+    paper = r["paper"]
     table.append([r["table"], r["setting"], ours, r["n_seeds"], paper, r["claim"], delta, r["verdict"]])
 html_table(["table", "setting", "ours (linear top-1)", "n", "paper", "claim", "Δ vs reference", "verdict"], table)
 
