@@ -283,6 +283,10 @@ def _list_image_folder(root: str | os.PathLike, classes: list[str] | None) -> tu
                 labels.append(y)
     if not files:
         raise ValueError(f"data directory {root} holds no images ({', '.join(IMG_EXTENSIONS)}).")
+    empty = [c for y, c in enumerate(classes) if y not in set(labels)]
+    if empty:
+        raise ValueError(f"{len(empty)} class folder(s) of {root} hold no images: {empty[:5]}"
+                         f"{' ...' if len(empty) > 5 else ''}. Fill them, or drop them from the class list.")
     return files, labels, list(classes)
 
 

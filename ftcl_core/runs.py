@@ -111,10 +111,56 @@ def _set(d: dict, dotted: str, value: Any) -> None:
     if dotted not in known:
         close = difflib.get_close_matches(dotted, known, n=3)
         raise ConfigError(f"unknown config key {dotted!r}; did you mean {close}? See ftcl_core.runs.DEFAULTS.")
+    default = known[dotted]
+    if isinstance(value, str) and isinstance(default, (int, float)) and not isinstance(default, bool):
+        value = _number(dotted, value, integer=isinstance(default, int))
     *parents, leaf = dotted.split(".")
     for p in parents:
         d = d.setdefault(p, {})
     d[leaf] = value
+
+
+def _number(key: str, text: str, integer: bool) -> int | float | str:
+    """YAML 1.1 reads ``1e-4`` (no dot) as a string: numeric keys take it as the number it spells.
+    Anything else is left as it is for :func:`validate` to name."""
+    try:
+        x = float(text)
+    except ValueError:
+        return text
+    return int(x) if integer and x.is_integer() else x
+
+
+# Keys whose value may be of another type than their default (None, "auto", a backend name, ...).
+FLEXIBLE_KEYS = {"data.root", "data.test_root", "data.class_list", "data.max_per_class", "data.cache",
+                 "augment.blur_sigma", "model.hidden", "model.pred_hidden", "train.amp", "optim.fused",
+                 "train.compile"}
+CHOICES = {"method": ("moco", "simclr", "byol", "simsiam", "swav"),
+           "data.name": ("shapes", "imagefolder", "cifar10", "cifar100", "stl10"),
+           "optim.schedule": ("cosine", "step"), "augment.preset": ("v1", "v2", "simclr")}
+POSITIVE_INTS = ("train.checkpoint_every", "stats.sync_every", "stats.n_queries", "eval.knn_k", "eval.linear_epochs",
+                 "model.dim", "model.bn_splits", "data.image_size", "augment.out_size", "data.n_train", "data.n_test")
+
+
+def _check_types(cfg: dict) -> None:
+    """Every key holds a value of its default's type (bools are not numbers, numbers not bools)."""
+    for key, default in _flatten(DEFAULTS).items():
+        if key in FLEXIBLE_KEYS or default is None:
+            continue
+        value = _flatten(cfg)[key]
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+            want = "true or false"
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            want = "an integer"
+        elif isinstance(default, float):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            want = "a number"
+        else:
+            ok = isinstance(value, type(default))
+            want = f"a {type(default).__name__}"
+        if not ok:
+            raise ConfigError(f"{key}={value!r} must be {want} (default {default!r}).")
 
 
 def merge(base: dict, update: dict) -> dict:
@@ -152,7 +198,43 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
 
 
 def validate(cfg: dict) -> None:
-    """Check values that would otherwise fail deep inside training, naming the key and the fix."""
+    """Check values that would otherwise fail deep inside training, or be silently ignored, naming the key
+    and the fix; all of it before anything is written to a run folder."""
+    _check_types(cfg)
+    flat = _flatten(cfg)
+    for key, allowed in CHOICES.items():
+        if flat[key] not in allowed:
+            close = difflib.get_close_matches(str(flat[key]), allowed, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else "."
+            raise ConfigError(f"{key}={flat[key]!r}: choose one of {allowed}{hint}")
+    from ftcl_core.methods import check_method_config
+
+    check_method_config(cfg)  # before the generic FT checks: its message names the method
+    for key in POSITIVE_INTS:
+        if flat[key] < 1:
+            raise ConfigError(f"{key}={flat[key]} must be >= 1.")
+    d = cfg["data"]
+    if d["name"] == "imagefolder" and not (d["root"] and d["test_root"]):
+        raise ConfigError("data.name=imagefolder needs data.root=<train folder> and data.test_root=<held-out folder> "
+                          "(without a test_root the readout would score the training images; to do that knowingly, "
+                          "set data.test_root to data.root).")
+    enc = cfg["model"]["encoder"]
+    from ftcl_core.models import SMALL, TORCHVISION
+
+    if enc not in SMALL and enc not in TORCHVISION and not enc.startswith("timm:"):
+        close = difflib.get_close_matches(enc, [*SMALL, *TORCHVISION], n=3)
+        raise ConfigError(f"unknown encoder model.encoder={enc!r}; did you mean {close}? Known: {[*SMALL, *TORCHVISION]} "
+                          "or timm:<model>.")
+    lo, hi = (cfg["augment"]["crop_scale"] + [None, None])[:2]
+    if len(cfg["augment"]["crop_scale"]) != 2 or not (0 < lo <= hi <= 1):
+        raise ConfigError(f"augment.crop_scale={cfg['augment']['crop_scale']} must be [low, high] with 0 < low <= high <= 1.")
+    ft, epochs = cfg["ft"], cfg["train"]["epochs"]
+    for key in ("union_queue", "renorm_neg"):
+        if ft[key] and not ft["neg"]:
+            raise ConfigError(f"ft.{key}=true acts on the transformed negatives only; set ft.neg=true too, or drop it.")
+    if (ft["pos"] or ft["neg"] or ft["hard"]) and not 0 <= ft["start_epoch"] < epochs:
+        raise ConfigError(f"ft.start_epoch={ft['start_epoch']} must lie in [0, train.epochs={epochs}): "
+                          "otherwise FT never switches on.")
     m, tau, k = cfg["moco"]["momentum"], cfg["moco"]["tau"], cfg["moco"]["queue_size"]
     bs = cfg["train"]["batch_size"]
     if not isinstance(m, (int, float)) or not 0.0 <= m <= 1.0:
@@ -194,9 +276,6 @@ def validate(cfg: dict) -> None:
     if cfg["augment"]["preset"] not in ("v1", "v2", "simclr"):
         raise ConfigError(f"augment.preset={cfg['augment']['preset']!r}: choose v1, v2 or simclr.")
     from ftcl_core.losses import FTConfig
-    from ftcl_core.methods import check_method_config
-
-    check_method_config(cfg)
 
     try:
         FTConfig(**cfg["ft"])

@@ -75,13 +75,10 @@ def load_data(cfg: dict) -> tuple[ImageSet, ImageSet]:
     if d["name"] == "shapes":
         return shapes_splits(d["n_train"], d["n_test"], size=d["image_size"], seed=cfg["seed"])
     if d["name"] == "imagefolder":
-        if not d["root"]:
-            raise ConfigError("data.name=imagefolder needs data.root=<folder of class folders>.")
-        classes = read_class_list(d["class_list"]) if d["class_list"] else None
+        classes = read_class_list(d["class_list"]) if d["class_list"] else None  # root, test_root: see validate
         kw = dict(max_per_class=d["max_per_class"], workers=d["workers"], cache=d["cache"])
         train = load_image_folder(d["root"], d["image_size"], classes, **kw)
-        test_root = d["test_root"] or d["root"]
-        return train, load_image_folder(test_root, d["image_size"], list(train.classes), **kw)
+        return train, load_image_folder(d["test_root"], d["image_size"], list(train.classes), **kw)
     if d["name"] in ("cifar10", "cifar100", "stl10"):
         root = d["root"] or "datasets"
         return (load_torchvision(d["name"], root, True, d["download"]),

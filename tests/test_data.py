@@ -114,3 +114,17 @@ def test_image_folder_decodes_in_workers_and_caches(tmp_path, monkeypatch):
     monkeypatch.setattr(data, "_resize_center", no_decoding)
     again = load_image_folder(tmp_path / "tree", 8, cache=tmp_path / "cache")
     assert torch.equal(again.images, serial.images) and again.classes == ("a", "b")
+
+
+def test_a_class_folder_without_images_is_named(tmp_path):
+    _tree(tmp_path / "train", ["n01", "n02"])
+    (tmp_path / "train" / "n03").mkdir()
+    with pytest.raises(ValueError, match=r"hold no images: \['n03'\]"):
+        load_image_folder(tmp_path / "train", 16)
+
+
+def test_image_folder_without_a_held_out_folder_is_refused():
+    from ftcl_core.runs import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="data.test_root"):
+        load_config("configs/smoke_moco_v2.yaml", ["data.name=imagefolder", "data.root=/somewhere"])

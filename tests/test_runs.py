@@ -27,11 +27,36 @@ def test_config_file_then_overrides():
         ("moco.momentum_typo=1", "did you mean"),
         ("ft.granularity=batch", "granularity"),
         ("moco.queue_size=20000", "not below data.n_train"),
+        ("ft.pos=maybe", "ft.pos='maybe' must be true or false"),
+        ("moco.momentum=true", "must be a number"),
+        ("train.epochs=2.5", "must be an integer"),
+        ("stats.sync_every=0", "stats.sync_every=0 must be >= 1"),
+        ("train.checkpoint_every=0", "must be >= 1"),
+        ("data.name=shape", "did you mean 'shapes'"),
+        ("optim.schedule=cos", "did you mean 'cosine'"),
+        ("model.encoder=resnet1o_w16", "unknown encoder"),
+        ("ft.union_queue=true", "set ft.neg=true too"),
+        ("ft.renorm_neg=true", "set ft.neg=true too"),
+        ("augment.crop_scale=[1.5, 0.2]", "0 < low <= high <= 1"),
     ],
 )
 def test_bad_values_name_the_key_and_the_fix(override, match):
     with pytest.raises(ConfigError, match=match):
         load_config("configs/cpu_moco_v2.yaml", [override])
+
+
+def test_ft_that_would_never_switch_on_is_refused():
+    with pytest.raises(ConfigError, match="never switches on"):
+        load_config("configs/cpu_moco_v2.yaml", ["ft.pos=true", "ft.start_epoch=30"])
+    with pytest.raises(ConfigError, match="never switches on"):
+        load_config("configs/cpu_moco_v2.yaml", ["ft.neg=true", "ft.start_epoch=-1"])
+    assert load_config("configs/cpu_moco_v2.yaml", ["ft.start_epoch=30"])  # no FT: nothing to switch on
+
+
+def test_numbers_yaml_reads_as_strings_are_numbers():
+    cfg = load_config("configs/cpu_moco_v2.yaml", ["optim.lr=1e-4", "optim.weight_decay=5e-4", "data.n_train=1e4"])
+    assert cfg["optim"]["lr"] == 1e-4 and cfg["optim"]["weight_decay"] == 5e-4
+    assert cfg["data"]["n_train"] == 10000 and isinstance(cfg["data"]["n_train"], int)
 
 
 def test_missing_config_file_and_bad_override_syntax():

@@ -107,7 +107,8 @@ def test_cli_reports_bad_input_without_traceback(tmp_path):
     assert res.returncode == 2 and "moco.tau" in res.stderr and "Traceback" not in res.stderr
     res = cli(tmp_path / "y", "model.encoder=resnet99")
     assert res.returncode == 2 and "unknown encoder" in res.stderr and "Traceback" not in res.stderr
-    res = cli(tmp_path / "z", "data.name=imagefolder", f"data.root={tmp_path / 'none'}")
+    assert not (tmp_path / "y").exists()  # a typo is caught before the run folder is written
+    res = cli(tmp_path / "z", "data.name=imagefolder", f"data.root={tmp_path / 'none'}", f"data.test_root={tmp_path}")
     assert res.returncode == 2 and "does not exist" in res.stderr
 
 
