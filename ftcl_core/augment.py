@@ -38,12 +38,12 @@ class AugmentConfig:
 
 
 def moco_v1(out_size: int = 24) -> AugmentConfig:
-    """MoCo v1: crop(0.2-1), flip, ColorJitter(0.4,0.4,0.4,0.4) always, grayscale 0.2, no blur."""
+    """MoCo v1 (Supp B.1): crop(0.2-1), flip, ColorJitter(0.4,0.4,0.4,0.4) always, grayscale 0.2, no blur."""
     return AugmentConfig(out_size=out_size, jitter=(0.4, 0.4, 0.4, 0.4), jitter_p=1.0, blur_p=0.0)
 
 
 def moco_v2(out_size: int = 24) -> AugmentConfig:
-    """MoCo v2: crop(0.2-1), flip, ColorJitter(0.4,0.4,0.4,0.1) p 0.8, grayscale 0.2, blur p 0.5.
+    """MoCo v2 (Supp B.1): crop(0.2-1), flip, ColorJitter(0.4,0.4,0.4,0.1) p 0.8, grayscale 0.2, blur p 0.5.
 
     The blur keeps the recipe's sigma range [0.1, 2] at any size (its kernel is 10 % of the image).  On the
     24-pixel crops of the CPU profile, scaling sigma down with the crop (x 24/224) measured worse
@@ -54,7 +54,8 @@ def moco_v2(out_size: int = 24) -> AugmentConfig:
 
 
 def simclr(out_size: int = 24) -> AugmentConfig:
-    """SimCLR: crop(0.08-1), flip, ColorJitter(0.8,0.8,0.8,0.2) p 0.8, grayscale 0.2, blur p 0.5."""
+    """SimCLR (Chen et al. 2020; Supp E.1): crop(0.08-1), flip, ColorJitter(0.8,0.8,0.8,0.2) p 0.8,
+    grayscale 0.2, blur p 0.5."""
     return AugmentConfig(out_size=out_size, crop_scale=(0.08, 1.0), jitter=(0.8, 0.8, 0.8, 0.2))
 
 

@@ -54,7 +54,10 @@ def linear_readout(
     train_feats: torch.Tensor, train_labels: torch.Tensor, test_feats: torch.Tensor, test_labels: torch.Tensor,
     epochs: int = 100, lr: float = 0.1, batch_size: int = 256, weight_decay: float = 0.0, seed: int = 0,
 ) -> float:
-    """Train a linear softmax classifier on standardised frozen features; test top-1 in percent."""
+    """Train a linear softmax classifier on standardised frozen features; test top-1 in percent.
+
+    The paper's linear protocol (Supp B.2-B.3: frozen encoder, one linear layer, lr 10 on raw features) with the
+    features standardised first, so that one modest lr serves every encoder and scale."""
     gen = torch.Generator().manual_seed(seed)
     mean, std = train_feats.mean(0), train_feats.std(0).clamp_min(1e-6)
     xtr, xte = (train_feats - mean) / std, (test_feats - mean) / std

@@ -58,7 +58,7 @@ def info_nce(logits: torch.Tensor) -> torch.Tensor:
 
 
 def moco_logits(q: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Positive scores ``(N,)`` and negative scores ``(N, K)``: cosines for unit inputs."""
+    """Positive scores ``(N,)`` and negative scores ``(N, K)``: cosines for unit inputs (the scores of eq. 1)."""
     return (q * k).sum(1), q @ negatives.T
 
 
@@ -153,7 +153,7 @@ def simclr_ft_logits(
 
     ``z1, z2`` are this process's normalised views, ``bank1, bank2`` both views of the whole (all-rank) batch
     of M samples (``z1, z2`` themselves in one process), ``rows`` the global indices of the local samples.
-    FT is MoCo's with the in-batch bank in place of the queue (paper Supp, SimCLR table): the positive pair
+    FT is MoCo's with the in-batch bank in place of the queue (Supp E.1, Table 5's SimCLR row): the positive pair
     is extrapolated (eq. 3), the bank interpolated (Sec 4.2); a mixed negative is excluded by the index of
     the sample it was drawn from, so it may hold a share of the anchor, as a mixed queue entry can in MoCo.
     """
@@ -167,7 +167,8 @@ def simclr_ft_logits(
 
 
 def in_batch_negative_scores(anchors: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:
-    """Cosines of symmetric anchors ``[a1; a2]`` with every other sample's features ``[p2; p1]`` ``(2N, 2N-2)``.
+    """Cosines of symmetric anchors ``[a1; a2]`` with every other sample's features ``[p2; p1]`` ``(2N, 2N-2)``
+    (the "negatives" of the Supp A statistics for methods without negatives).
 
     BYOL and SimSiam have no negatives; these scores only feed the statistics (a collapsed encoder drives
     them to 1, as it does Mean(neg) in MoCo)."""
@@ -191,7 +192,7 @@ def simsiam_loss(l_pos: torch.Tensor) -> torch.Tensor:
 
 
 def logits_from_scores(l_pos: torch.Tensor, l_neg: torch.Tensor, tau: float) -> torch.Tensor:
-    """Stack positive and negative scores into InfoNCE logits divided by the temperature ``tau``."""
+    """Stack positive and negative scores into InfoNCE logits divided by the temperature ``tau`` (eq. 1)."""
     if tau <= 0:
         raise ValueError(f"temperature tau={tau} must be > 0; MoCo v1 uses 0.07, v2 0.2.")
     return torch.cat([l_pos.unsqueeze(1), l_neg], dim=1) / tau
@@ -207,7 +208,8 @@ def _logsumexp_all_ranks(x: torch.Tensor, dim: int | None = None) -> torch.Tenso
 @torch.no_grad()
 def sinkhorn(scores: torch.Tensor, epsilon: float = 0.05, iters: int = 3) -> torch.Tensor:
     """SwAV's codes ``(B, C)``: Sinkhorn-Knopp on ``exp(scores / epsilon)`` so that the (all-rank) batch
-    spreads equally over the C prototypes; each row sums to 1.
+    spreads equally over the C prototypes; each row sums to 1 (Caron et al. 2020, Sec 3.1; the SwAV row of
+    Table 5 and Supp E).
 
     SwAV's iterations, run in the log domain: the same numbers, but no overflow or underflow when FT's
     extrapolated features score far outside [-1, 1]."""
@@ -222,7 +224,8 @@ def sinkhorn(scores: torch.Tensor, epsilon: float = 0.05, iters: int = 3) -> tor
 
 def swav_loss(scores1: torch.Tensor, scores2: torch.Tensor, tau: float, epsilon: float = 0.05,
               iters: int = 3) -> torch.Tensor:
-    """SwAV's swapped prediction: each view predicts the other view's codes from its prototype scores."""
+    """SwAV's swapped prediction: each view predicts the other view's codes from its prototype scores
+    (Caron et al. 2020, eq. 1; Table 5's SwAV row)."""
     q1, q2 = sinkhorn(scores1.detach(), epsilon, iters), sinkhorn(scores2.detach(), epsilon, iters)
     return -0.5 * ((q2 * F.log_softmax(scores1 / tau, dim=1)).sum(1).mean()
                    + (q1 * F.log_softmax(scores2 / tau, dim=1)).sum(1).mean())

@@ -55,7 +55,8 @@ class Scores:
 
 
 def check_method_config(cfg: dict) -> None:
-    """Errors for FT options a method cannot have (checked before any training)."""
+    """Errors for FT options a method cannot have (checked before any training): BYOL, SimSiam and SwAV have
+    no negatives, so only positive extrapolation applies (Table 5, Supp E.2)."""
     method, ft = cfg["method"], cfg["ft"]
     if method not in METHODS:
         raise ConfigError(f"method={method!r}: choose one of {METHODS}.")

@@ -238,7 +238,8 @@ class MoCo(nn.Module):
 
     @torch.no_grad()
     def enqueue(self, keys: torch.Tensor) -> None:
-        """Write ``keys`` (clean, normalised) at the pointer, wrapping around when K % batch != 0."""
+        """Write ``keys`` (clean, normalised) at the pointer, wrapping around when K % batch != 0 (Sec 3.1's
+        queue; the released code enqueues the un-transformed keys)."""
         k_size = self.queue.shape[0]
         n = keys.shape[0]
         if n > k_size:
@@ -249,12 +250,15 @@ class MoCo(nn.Module):
         self.queue_ptr.fill_((ptr + n) % k_size)
 
     def shuffle_keys(self, n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """Shuffle-BN's permutation of the (global) key batch and its inverse, the same on every rank."""
+        """Shuffle-BN's permutation of the (global) key batch and its inverse, the same on every rank
+        (shuffle-BN, He et al. 2020, Sec 3.3)."""
         perm = torch.randperm(n, generator=gen)
         return perm, torch.argsort(perm)
 
     def forward(self, x_q: torch.Tensor, x_k: torch.Tensor, gen: torch.Generator
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Normalised queries, this rank's keys and all ranks' keys; the key encoder is the eq. 2 moving
+        average of the query encoder (updated by :meth:`momentum_update`) and sees shuffled batches."""
         q = F.normalize(self.encoder_q(x_q), dim=1)
         with torch.no_grad():
             self.momentum_update()

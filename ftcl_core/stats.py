@@ -29,12 +29,19 @@ def score_statistics(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64) -> t
     return torch.stack([p.mean(), mean.mean(), var.mean()])
 
 
-def score_histogram(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64, bins: int = 50) -> torch.Tensor:
-    """Histograms ``(2, bins)`` of the positive and negative scores of the first n queries over [-1, 1]."""
-    return torch.stack([
-        torch.histc(l_pos[:n].detach().float(), bins, -1, 1),
-        torch.histc(l_neg[:n].detach().float().flatten(), bins, -1, 1),
-    ])
+def score_histogram(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64, bins: int = 50,
+                    lo: float = -1.0, hi: float = 1.0) -> torch.Tensor:
+    """Histograms ``(2, bins)`` of the positive and negative scores of the first n queries over [lo, hi]
+    (Supp A, Supp F.1's score distributions).
+
+    Scores after FT leave [-1, 1]: an extrapolated positive falls to 5S - 4 (eq. 4) and the extrapolated
+    query, longer than one, scales every negative.  Such scores are counted in the end bins rather than
+    dropped, so each row always sums to the number of scores.
+    """
+    def hist(x: torch.Tensor) -> torch.Tensor:
+        return torch.histc(x.detach().float().clamp(lo, hi), bins, lo, hi)
+
+    return torch.stack([hist(l_pos[:n]), hist(l_neg[:n].flatten())])
 
 
 class StepRecorder:

@@ -106,7 +106,7 @@ def augment_config(cfg: dict) -> A.AugmentConfig:
 
 
 def learning_rate(cfg: dict, step: int, steps_per_epoch: int) -> float:
-    """Linear warm-up, then cosine (MoCo v2) or step decay x0.1 at the milestones (MoCo v1, the paper)."""
+    """Linear warm-up, then cosine (MoCo v2) or step decay x0.1 at the milestones (MoCo v1; Supp B.3)."""
     o = cfg["optim"]
     total = cfg["train"]["epochs"] * steps_per_epoch
     warm = o["warmup_epochs"] * steps_per_epoch

@@ -95,7 +95,8 @@ def sample_gamma(alpha: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
 
 
 def sample_beta(a: float, b: float, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
-    """Beta(a, b) draws of ``shape`` as ``X / (X + Y)``, X ~ Gamma(a), Y ~ Gamma(b)."""
+    """Beta(a, b) draws of ``shape`` as ``X / (X + Y)``, X ~ Gamma(a), Y ~ Gamma(b) (Sec 4.1 and 4.2 draw
+    lambda from a symmetric Beta(alpha, alpha))."""
     if a <= 0 or b <= 0:
         raise ValueError(f"Beta parameters must be > 0; got a={a}, b={b}. The paper uses alpha in [0.2, 2.0].")
     x = sample_gamma(torch.full(shape, float(a)), gen)
@@ -104,7 +105,8 @@ def sample_beta(a: float, b: float, shape: tuple[int, ...], gen: torch.Generator
 
 
 def lambda_shape(granularity: Granularity, n: int, dim: int) -> tuple[int, ...]:
-    """Shape of lambda for one step: ``()`` per step, ``(n, 1)`` per sample, ``(1, dim)`` per dimension."""
+    """Shape of lambda for one step: ``()`` per step (the released recipe), ``(n, 1)`` per sample,
+    ``(1, dim)`` per dimension (Sec 4.3, Table 5's last column)."""
     shapes = {"step": (), "sample": (n, 1), "dim": (1, dim)}
     if granularity not in shapes:
         raise ValueError(f"unknown lambda granularity {granularity!r}; choose one of {sorted(shapes)}.")

@@ -57,3 +57,13 @@ def test_readouts_are_at_chance_on_noise():
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(400, 8, generator=g), torch.randint(0, 4, (400,), generator=g)
     assert linear_readout(x[:300], y[:300], x[300:], y[300:], epochs=20) < 45
+
+
+def test_histograms_keep_scores_outside_minus_one_one():
+    from ftcl_core.stats import score_histogram
+
+    pos = torch.tensor([-3.0, 0.5, 1.0])  # -3: an extrapolated positive (eq. 4, S = 0.2, lambda = 2)
+    neg = torch.tensor([[-1.5, 0.0, 2.0], [0.1, 0.2, 0.3], [0.0, 0.0, 0.0]])
+    h = score_histogram(pos, neg, n=3, bins=10)
+    assert h[0].sum() == 3 and h[1].sum() == 9
+    assert h[0, 0] == 1 and h[1, 0] == 1 and h[1, -1] == 1
