@@ -214,6 +214,22 @@ def copy_run(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     write_json(dst_run.eval, src_run.load_eval())
 
 
+def stored_runs(profile: str) -> dict[str, RunDir]:
+    """Every complete run of a profile, keyed by its path under the profile's root (``T1/m=0.9/seed0``)."""
+    root = profile_root(profile)
+    if not root.is_dir():
+        return {}
+    return {str(p.parent.relative_to(root)): RunDir(p.parent) for p in sorted(root.glob("**/eval.json"))}
+
+
+def one_seed_per_setting(labels: list[str]) -> list[str]:
+    """The first (lowest) seed of every ``table/setting`` among :func:`stored_runs` labels."""
+    first: dict[str, str] = {}
+    for name in labels:
+        first.setdefault(name.rsplit("/", 1)[0], name)
+    return list(first.values())
+
+
 def load_records(path: str | os.PathLike, profile: str = "cpu") -> list[dict]:
     """Records of the complete runs of an experiment (missing runs are skipped, not trained)."""
     exp = Experiment.load(path)
@@ -293,6 +309,11 @@ def format_table(exp: Experiment, records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def table_order(table: str) -> tuple[int, str]:
+    """Sort key: the paper's tables T1..T7 first, then the supplement's (S-F, S-G)."""
+    return (0 if table.startswith("T") else 1, table)
+
+
 SUMMARY_COLUMNS = ("table", "setting", "mean", "ci95", "n_seeds", "paper", "verdict", "reference", "diff_mean",
                    "diff_ci95", "random_init_mean", "claim")
 
@@ -342,6 +363,7 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
     for path in sorted(folder.glob("*.yaml")):
         exp = Experiment.load(path)
         rows += table_rows(exp, load_records(path, profile))
+    rows.sort(key=lambda r: table_order(r["table"]))  # T1 ... T7, then the supplement (stable within a table)
     target.parent.mkdir(parents=True, exist_ok=True)
     import io
 
@@ -357,7 +379,8 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
     return target
 
 
-def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None = None) -> str:
+def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None = None,
+                     heading: str = "### {table}") -> str:
     """``summary.csv`` as one Markdown table per paper table, each with the commands that regenerate it.
 
     Columns: ours (linear top-1, mean ± 95 % CI over seeds), seeds, the paper's number, the claim, the
@@ -377,10 +400,13 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
         rows = list(csv.DictReader(fh))
     out: list[str] = []
     for table in dict.fromkeys(r["table"] for r in rows):
-        out += [f"### {table}", "", "| setting | ours | seeds | paper | claim | Δ vs reference | verdict |",
+        out += [heading.format(table=table), "", "| setting | ours | seeds | paper | claim | Δ vs reference | verdict |",
                 "|---|---|---|---|---|---|---|"]
         for r in (r for r in rows if r["table"] == table):
-            paper = r["paper"]
+            try:
+                paper = f"{float(r['paper']):g}"
+            except ValueError:  # "" or "collapse"
+                paper = r["paper"]
             out.append(f"| {r['setting']} | {pm(r['mean'], r['ci95'])} | {r['n_seeds']} | {paper} | {r['claim']} | "
                        f"{pm(r['diff_mean'], r['diff_ci95'])} | {r['verdict']} |")
         cmds = ", ".join(f"`python -m ftcl_core sweep {f}`" for f in files.get(table, []))

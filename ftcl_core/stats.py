@@ -13,6 +13,7 @@ is not synchronised each step.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -42,6 +43,14 @@ def score_histogram(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64, bins:
         return torch.histc(x.detach().float().clamp(lo, hi), bins, lo, hi)
 
     return torch.stack([hist(l_pos[:n]), hist(l_neg[:n].flatten())])
+
+
+def volatility(neg_mean: np.ndarray, grad_norms_per_epoch: np.ndarray) -> tuple[float, float]:
+    """How much a run's training swings, in two numbers: the standard deviation of the step-to-step change of
+    Mean(neg) (Supp A's statistic), and of the epoch-to-epoch change of the summed layer gradient norms
+    (Supp C's landscape).  The paper reads collapse off these swings (Sec 3.3, Figs 3-4)."""
+    total = np.asarray(grad_norms_per_epoch).sum(1)
+    return float(np.std(np.diff(np.asarray(neg_mean)))), float(np.std(np.diff(total)))
 
 
 class StepRecorder:

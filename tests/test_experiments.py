@@ -125,3 +125,8 @@ def test_a_malformed_experiment_file_is_a_clear_error(tmp_path, text, match):
     f.write_text(text)
     with pytest.raises(X.ConfigError, match=match):
         X.Experiment.load(f)
+
+
+def test_one_seed_per_setting_keeps_the_first_seed_of_each():
+    labels = ["T1/m=0.5/seed0", "T1/m=0.5/seed1", "T1/m=0.9/seed1", "T1/m=0.9/seed2", "T5/v1_+pos/seed0"]
+    assert X.one_seed_per_setting(labels) == ["T1/m=0.5/seed0", "T1/m=0.9/seed1", "T5/v1_+pos/seed0"]

@@ -1,5 +1,6 @@
 """Score statistics (Supp A), gradient norms (Supp C) and the evaluation protocols."""
 
+import pytest
 import torch
 import torch.nn as nn
 
@@ -67,3 +68,14 @@ def test_histograms_keep_scores_outside_minus_one_one():
     h = score_histogram(pos, neg, n=3, bins=10)
     assert h[0].sum() == 3 and h[1].sum() == 9
     assert h[0, 0] == 1 and h[1, 0] == 1 and h[1, -1] == 1
+
+
+def test_volatility_is_the_spread_of_the_changes():
+    import numpy as np
+
+    from ftcl_core.stats import volatility
+
+    steady = volatility(np.linspace(0, 1, 50), np.ones((5, 3)))
+    assert steady == pytest.approx((0.0, 0.0), abs=1e-12)
+    neg, grad = volatility(np.array([0.0, 1.0, 0.0, 1.0]), np.array([[1.0, 1.0], [2.0, 2.0], [1.0, 1.0]]))
+    assert neg == pytest.approx(np.std([1, -1, 1])) and grad == pytest.approx(2.0)

@@ -24,7 +24,6 @@ shown_if_stored = ["m=0", "m=0.3", "m=0.6", "m=0.7", "m=0.8", "m=0.999"]  # load
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 
 from ftcl_core import experiments as X
 from ftcl_core import plotting as P
@@ -42,12 +41,8 @@ metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["
 # ## Readout against the random-init baseline (Table 1)
 
 # %%
-rand = np.mean([r["random_init_linear_top1"] for r in records])
 print(X.format_table(exp, records))  # Δ: readout minus the same seed's random-init encoder; verdicts as in chapter 8
-P.accuracy_bars(list(summary), [v["mean"] for v in summary.values()],
-                [0 if np.isnan(v["ci95"]) else v["ci95"] for v in summary.values()], baseline=rand,
-                paper=[exp.paper_number(s) for s in summary],
-                title="MoCo v1 momentum sweep (embedded data)")
+P.experiment_bars(exp, summary)
 plt.show()
 
 # %% [markdown]
@@ -91,8 +86,8 @@ plt.show()
 # of the step-to-step change of Mean(neg) and of the epoch-to-epoch change of the summed gradient norm.
 
 # %%
+from ftcl_core.stats import volatility
+
 for r in [r for r in records if r["seed"] == seeds[0]]:
-    m = metrics[r["setting"]]
-    g = RunDir(r["dir"]).load_grad_norms()["per_epoch"].sum(1)
-    print(f"{r['setting']:>8s}: sd of step change in Mean(neg) {np.std(np.diff(m['neg_mean'])):.4f}; "
-          f"sd of epoch change in total grad norm {np.std(np.diff(g)):.4f}")
+    neg, grad = volatility(metrics[r["setting"]]["neg_mean"], RunDir(r["dir"]).load_grad_norms()["per_epoch"])
+    print(f"{r['setting']:>8s}: sd of step change in Mean(neg) {neg:.4f}; sd of epoch change in total grad norm {grad:.4f}")

@@ -19,23 +19,17 @@ import matplotlib.pyplot as plt
 
 from ftcl_core import experiments as X
 from ftcl_core import plotting as P
-from ftcl_core.runs import RunDir
 
 if profile == "smoke":  # make sure a few runs exist
     X.sweep("experiments/table5_ft_v2.yaml", profile, seeds=[0], settings=["v2 baseline", "v2 +both"], progress=False)
-root = X.profile_root(profile)
-runs = [RunDir(p.parent) for p in sorted(root.glob("**/eval.json"))] if root.is_dir() else []
-labels = {str(r.path.relative_to(root)): r for r in runs}
-print(f"{len(labels)} complete runs under {root.name}/")
+labels = X.stored_runs(profile)
+print(f"{len(labels)} complete runs of the {profile} profile")
 for name, r in labels.items():
     ev = r.load_eval()
     print(f"  {name:45s} linear {ev['linear_top1']:5.1f}  kNN {ev['knn_top1']:5.1f}  random init {ev['random_init_linear_top1']:5.1f}")
 
 # %%
-first_seed = {}
-for name in labels:  # one seed per setting (the lowest) in the static menu
-    first_seed.setdefault(name.rsplit("/", 1)[0], name)
-shown = list(first_seed.values())[:max_runs]
+shown = X.one_seed_per_setting(list(labels))[:max_runs]  # the lowest seed of each setting in the static menu
 metrics = {name: labels[name].load_metrics() for name in shown}
 P.plotly_html(P.runs_explorer(metrics), include_js=True) if metrics else print("no runs yet")
 

@@ -37,20 +37,9 @@ rows = list(csv.DictReader(path.open()))
 print(f"{len(rows)} rows in {path.parent.name}/{path.name}")
 
 # %%
-from ftcl_core.plotting import html_table
+from IPython.display import Markdown
 
-
-def fmt(v, digits=1):
-    return "" if v in ("", None) else f"{float(v):.{digits}f}"
-
-
-table = []
-for r in rows:
-    ours = fmt(r["mean"]) + (f" ± {fmt(r['ci95'])}" if r["ci95"] else "")
-    delta = (fmt(r["diff_mean"]) + (f" ± {fmt(r['diff_ci95'])}" if r["diff_ci95"] else "")) if r["diff_mean"] else ""
-    paper = r["paper"]
-    table.append([r["table"], r["setting"], ours, r["n_seeds"], paper, r["claim"], delta, r["verdict"]])
-html_table(["table", "setting", "ours (linear top-1)", "n", "paper", "claim", "Δ vs reference", "verdict"], table)
+Markdown(X.summary_markdown(path, heading="**{table}**"))  # ours: linear top-1, mean ± 95 % CI over seeds
 
 # %% [markdown]
 # ## Every claim at a glance
