@@ -67,6 +67,16 @@ def renormalize(z: torch.Tensor) -> torch.Tensor:
     return F.normalize(z, dim=-1)
 
 
+def unit_pairs(n: int, dim: int, gen: torch.Generator, dtype: torch.dtype = torch.float64
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` pairs of unit vectors ``(z_q, z_k)`` whose cosines S spread over the whole of [-1, 1]: test pairs
+    for eq. 3/4, since random pairs in high dimension all have S near 0."""
+    zq = F.normalize(torch.randn(n, dim, generator=gen, dtype=dtype), dim=1)
+    noise = F.normalize(torch.randn(n, dim, generator=gen, dtype=dtype), dim=1)
+    mix = torch.rand(n, 1, generator=gen, dtype=dtype) * 2 - 1
+    return zq, F.normalize(mix * zq + (1 - mix.abs()) * noise, dim=1)
+
+
 # ---------------------------------------------------------------------------------------------------
 # Samplers: all randomness from a caller-owned generator.
 # ---------------------------------------------------------------------------------------------------

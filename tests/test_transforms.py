@@ -140,3 +140,11 @@ def test_density_of_the_transformed_score_matches_monte_carlo(s, alpha):
     dens = transformed_score_density(s, alpha, grid)
     mass = [dens[(grid >= a) & (grid < b)].mean() for a, b in zip(edges[:-1], edges[1:])]
     np.testing.assert_allclose(hist[2:-2], np.asarray(mass)[2:-2], rtol=0.05, atol=0.01)
+
+
+def test_unit_pairs_are_unit_and_cover_the_score_range():
+    zq, zk = T.unit_pairs(20_000, 64, torch.Generator().manual_seed(0))
+    torch.testing.assert_close(zq.norm(dim=1), torch.ones(20_000, dtype=torch.float64))
+    torch.testing.assert_close(zk.norm(dim=1), torch.ones(20_000, dtype=torch.float64))
+    s = (zq * zk).sum(1)
+    assert s.min() < -0.9 and s.max() > 0.9

@@ -69,10 +69,7 @@ from ftcl_core import transforms as T
 
 n = 10_000 if profile == "smoke" else 100_000
 gen = torch.Generator().manual_seed(0)
-zq = F.normalize(torch.randn(n, 128, generator=gen, dtype=torch.float64), dim=1)
-noise = F.normalize(torch.randn(n, 128, generator=gen, dtype=torch.float64), dim=1)
-mix = torch.rand(n, 1, generator=gen, dtype=torch.float64) * 2 - 1
-zk = F.normalize(mix * zq + (1 - mix.abs()) * noise, dim=1)
+zq, zk = T.unit_pairs(n, 128, gen)  # pairs whose cosines cover [-1, 1]
 s = (zq * zk).sum(1)
 lam_ex = T.sample_lambda(2.0, "sample", n, 128, gen, shift=1.0).double()
 q2, k2 = T.extrapolate_positive(zq, zk, lam_ex)
