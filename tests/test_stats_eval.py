@@ -79,3 +79,16 @@ def test_volatility_is_the_spread_of_the_changes():
     assert steady == pytest.approx((0.0, 0.0), abs=1e-12)
     neg, grad = volatility(np.array([0.0, 1.0, 0.0, 1.0]), np.array([[1.0, 1.0], [2.0, 2.0], [1.0, 1.0]]))
     assert neg == pytest.approx(np.std([1, -1, 1])) and grad == pytest.approx(2.0)
+
+
+def test_collapse_signature_finds_the_jump_of_the_negatives():
+    import numpy as np
+
+    from ftcl_core.stats import collapse_signature
+
+    neg_mean = np.r_[np.zeros(10), np.full(90, 0.97), np.linspace(0.97, 0.5, 100)]
+    neg_var = np.r_[np.full(10, 0.01), np.full(90, 1e-4), np.linspace(1e-4, 0.05, 100)]
+    sig = collapse_signature(neg_mean, neg_var)
+    assert sig["first_step_above"] == 10 and sig["early_min_var"] == 1e-4
+    assert sig["final_neg_mean"] == 0.5 and sig["final_neg_var"] == 0.05
+    assert collapse_signature(np.zeros(50), np.full(50, 0.02))["first_step_above"] is None

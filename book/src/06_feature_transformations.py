@@ -115,6 +115,29 @@ P.score_statistics({k: v for k, v in pick.items() if k != next(iter(pick))},
 plt.show()
 
 # %% [markdown]
+# ## The collapse signature of every setting
+#
+# The same reading for every stored setting (its lowest seed), in numbers from
+# `ftcl_core.stats.collapse_signature`: the first step at which Mean(neg) of the raw cosines exceeds 0.9
+# (the negatives nearly as close to the query as its positive: every image mapped near one point), the
+# smallest Var(neg) of the first 100 steps, and where Mean(neg) and Var(neg) end after 30 epochs.
+
+# %%
+from ftcl_core.stats import collapse_signature
+
+print(f"{'table':5s} {'setting':>22s} {'linear':>7s} {'Mean(neg)>0.9 at step':>22s} {'min early Var(neg)':>19s} "
+      f"{'final Mean(neg)':>16s} {'final Var(neg)':>15s}")
+for runs in records.values():
+    for run in runs:
+        if run["seed"] != min(x["seed"] for x in runs if x["setting"] == run["setting"]):
+            continue
+        m = RunDir(run["dir"]).load_metrics()
+        sig = collapse_signature(m["neg_mean"], m["neg_var"])
+        step = "never" if sig["first_step_above"] is None else str(sig["first_step_above"])
+        print(f"{run['table']:5s} {run['setting']:>22s} {run['linear_top1']:7.1f} {step:>22s} {sig['early_min_var']:19.4f} "
+              f"{sig['final_neg_mean']:16.3f} {sig['final_neg_var']:15.4f}")
+
+# %% [markdown]
 # ## Gradient landscapes: baseline against +both
 
 # %%
