@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -29,9 +30,13 @@ def html(tmp_path_factory):
     out = tmp_path_factory.mktemp("book")
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # the kernel's inline backend draws the figures
     env.update(FTCL_PROFILE="smoke", FTCL_BOOK_BUILD="1", FTCL_RUNS_ROOT=str(out / "runs"))
+    # the smoke profile's cells take seconds: a cell that waits 5 minutes is a hung kernel, reported as such
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["execute"]["timeout"] = 300
+    (out / "_config.yml").write_text(yaml.safe_dump(config))
     jb = Path(sys.executable).parent / "jupyter-book"
-    res = subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going"],
-                         env=env, capture_output=True, text=True, timeout=1500)
+    res = subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(out), "--config", str(out / "_config.yml"),
+                          "--warningiserror", "--keep-going"], env=env, capture_output=True, text=True, timeout=1500)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     return out / "_build" / "html"
 
