@@ -33,6 +33,9 @@ def html(tmp_path_factory):
     # the smoke profile's cells take seconds: a cell that waits 5 minutes is a hung kernel, reported as such
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["execute"]["timeout"] = 300
+    # paths in a config outside the repository are read relative to it: make them absolute
+    config["sphinx"]["local_extensions"] = {k: str(ROOT / v) for k, v in config["sphinx"]["local_extensions"].items()}
+    config["bibtex_bibfiles"] = [str(ROOT / b) for b in config["bibtex_bibfiles"]]
     (out / "_config.yml").write_text(yaml.safe_dump(config))
     jb = Path(sys.executable).parent / "jupyter-book"
     res = subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(out), "--config", str(out / "_config.yml"),
