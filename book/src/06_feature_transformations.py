@@ -79,31 +79,55 @@ if others:
 # %% [markdown]
 # ## What the runs say, and what FT does to the scores
 #
-# Read the tables above, which are regenerated from the stored runs. In the runs stored when this was
-# written (three seeds of each Table 5 setting), the paper's central claim does not hold at this scale,
-# and the failure has one main cause: **positive extrapolation**. Alone or combined with negative
-# interpolation, it takes away most of what training gains over the random-init encoder, in MoCo v1
-# (-43 ± 15 points with +pos) and v2 (-15.5 ± 2.2) alike. **Negative interpolation** alone cannot be told
-# apart from the MoCo v1 baseline (-2.6 ± 9.4) but costs MoCo v2 14 points. Re-normalising after FT
-# (Supp F) does not rescue MoCo v2 either. Chapter 8 gives every verdict with its interval.
+# Read the tables above; they are regenerated from the stored runs, and chapter 8 gives every verdict with
+# its interval. When this was written the store held three seeds of each Table 5 setting and two of every
+# other table. The paper's central claim does not hold at this scale, and one transformation explains most
+# of it: **positive extrapolation**.
+#
+# * **Table 5.** With positive extrapolation (alone, with negative interpolation, per dimension)
+#   MoCo v1 loses 42-44 points and MoCo v2 15-16, every one of them significant (not replicated).
+#   **Negative interpolation** alone cannot be told apart from MoCo v1's baseline (-2.6 ± 9.4) but
+#   costs MoCo v2 14 points.
+# * **Table 2 (α_ex).** The size of the extrapolation does not matter: α_ex = 0.2, 0.6, 1.6 and 2.0 all
+#   end at 30-32 %, some 47 points below the baseline. Even α_ex = 0.2, whose U-shaped Beta puts most
+#   draws of λ near 1 (almost no change), collapses as much as 2.0.
+# * **Table 3 (α_in).** Negative interpolation at any α_in reads out within a few points of the baseline
+#   (-1.9 to -4.0); with two seeds none of the differences is significant (inconclusive). The paper's
+#   gain of 2-3.5 points is below what two seeds can resolve here.
+# * **Table 4.** Interpolating the positives (easier pairs, λ in (0, 1)) hurts far less than
+#   extrapolating them: 68.0 % against 31.6 % at α = 2, 41.2 % against 30.1 % at α = 0.2. The paper's
+#   ordering (extrapolation above interpolation) is reversed in both pairs, though with two seeds the
+#   intervals include zero (inconclusive).
+# * **Table 6.** A queue twice as long (2K = 8192) reads out 2.9 points higher (81.2 % against 78.3 %), the
+#   paper's direction; the FT queue of K entries and FT + original (2K) are within 3 points of K. All are
+#   inconclusive with two seeds.
+# * **Supp F (re-normalisation after FT).** Re-projecting the extrapolated pair onto the sphere does not
+#   prevent the collapse (renorm pos 32.1 %, renorm both 30.7 %: not replicated), so the growth of
+#   $\|\hat z_q\|$ beyond one (the sharper logits) is not its cause. Re-normalising the interpolated
+#   queue (`ft.renorm_neg`, the paper's Supp F variant; the released code's option re-normalises only q
+#   and k) lowers the readout from 75.2 % (FT queue without it) to 64.5 %.
+# * **Supp G.** Negative extrapolation (38.0 %) and hard negatives built by mixing the query into the
+#   negatives (Beta(2,1): 29.2 %, Beta(5,2): 29.1 %) collapse too, 40-49 points below the baseline (not
+#   replicated). Every transformation that moves a negative towards the query, or the query away from its
+#   key, fails here; only interpolation among the negatives themselves is harmless.
 #
 # The statistics show the mechanism. Below, the raw cosines (what the encoder really produces) for the
 # baseline and every FT setting of the first table, then the scores after FT (what the released code
-# recorded). With positive extrapolation from the first step, Mean(neg) climbs towards Mean(pos) and
-# Var(neg) collapses within the first epochs: every image is mapped near the same point, the effect the
-# paper reports in Supp E.2 (FT at epoch 0 on a randomly filled queue pushes the negative scores to
-# about 0.8). Here the encoder recovers only slowly from it. A plausible reason specific to this scale:
-# with ten classes, one in ten negatives is an image of the query's own class, and extrapolation
-# (eq. 4 lowers the positive score and, with $\|\hat z_q\|>1$, sharpens the negative logits) pushes the
-# encoder hardest against exactly those false negatives.
+# recorded). With positive extrapolation from the first step, Mean(neg) of the raw cosines passes 0.9
+# within 16 steps and Var(neg) falls to about $10^{-4}$: every image is mapped near the same point, the
+# effect the paper reports in Supp D (FT at epoch 0 on a randomly filled queue pushes the negative scores
+# to about 0.8). Here the encoder recovers only slowly from it (Mean(neg) is still 0.5-0.8 after 30
+# epochs, against 0.2 without FT); the table of collapse signatures below gives the numbers for every
+# setting. A plausible reason specific to this scale: with ten classes, one in ten negatives is an image
+# of the query's own class, and a transformation that makes the task harder pushes the encoder hardest
+# against exactly those false negatives.
 #
-# **When FT starts (Table 7, MoCo v1 with both transformations, two seeds when this was written).** The
-# later FT starts, the less it costs: from epoch 0 of 30, 34.0 % (44 points below training without FT);
-# from epoch 1, 42.6 %; 9, 63.1 %; 15, 68.5 %; 24, 76.3 %, against 78.3 % without FT. Every start up to
-# epoch 15 is significantly below "never", and the latest start is indistinguishable from it
-# (-2.0 ± 36.8 points). The paper's Table 7, where an early start (epoch 2 of 100) is best and every start
-# beats "never", is not reproduced at this scale: here FT only stops hurting once there is little training
-# left for it to act on.
+# **When FT starts (Table 7, MoCo v1 with both transformations).** The later FT starts, the less it costs:
+# from epoch 0 of 30, 34.0 % (44 points below training without FT); from epoch 1, 42.6 %; 9, 63.0 %;
+# 15, 68.5 %; 24, 76.3 %, against 78.3 % without FT. Every start up to epoch 15 is significantly below
+# "never", and the latest start is indistinguishable from it (-2.0 ± 36.8 points). The paper's Table 7,
+# where an early start (epoch 2 of 100) is best and every start beats "never", is not reproduced at this
+# scale: here FT only stops hurting once there is little training left for it to act on.
 
 # %%
 recs = records[train[0]]
