@@ -5,6 +5,7 @@ the eq. 4 score bound, and accuracy tables.  Every function takes arrays from a 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 import numpy as np
@@ -136,7 +137,8 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
         ax.axhline(baseline, color="crimson", ls="--", lw=1, label="random-init encoder")
     ax.set_xticks(xs, labels, rotation=30, ha="right")
     ax.set_ylabel("linear top-1 (%)")
-    ax.set_title(title)
+    ax.set_ylim(0, 100)  # an accuracy; a two-seed interval may reach past it and is cut at the frame
+    ax.set_title("\n".join(textwrap.wrap(title, 60)), fontsize=10)
     if paper is not None:
         ax2 = ax.twinx()
         ax2.plot(xs, paper, "o", color="darkorange", label="paper")
