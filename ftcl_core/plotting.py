@@ -310,16 +310,18 @@ def plotly_html(fig, include_js: bool = True):
     return HTML(fig.to_html(full_html=False, include_plotlyjs=bool(include_js), config={"displaylogo": False}))
 
 
-def live_widget(widget):
-    """``widget`` in a live kernel; in the static book build (``FTCL_BOOK_BUILD=1``, set by ``make book``)
-    a note instead, since ipywidgets need a kernel and the static explorers above already respond."""
+def live_widget(make_widget):
+    """The widget ``make_widget()`` builds, in a live kernel; in the static book build (``FTCL_BOOK_BUILD=1``,
+    set by ``make book``) a note instead, and the widget is never built: ipywidgets need a kernel, the static
+    explorers above already respond, and building one during the build froze the executing client at random
+    (jupyter/nbclient#312: a widget's comm messages while a cell executes)."""
     import os
 
     if os.environ.get("FTCL_BOOK_BUILD") == "1":
         from IPython.display import Markdown
 
         return Markdown("*The ipywidgets version of this explorer runs in a live kernel (JupyterLab, Colab).*")
-    return widget
+    return make_widget()
 
 
 def html_table(header: list[str], rows: list[list[str]]):

@@ -183,4 +183,4 @@ def explore(alpha=2.0, lam=1.5, S=0.6):
     plt.show()
 
 
-P.live_widget(widgets.interactive(explore, alpha=(0.1, 5.0, 0.1), lam=(0.0, 2.0, 0.05), S=(-1.0, 1.0, 0.05)))
+P.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1), lam=(0.0, 2.0, 0.05), S=(-1.0, 1.0, 0.05)))

@@ -49,5 +49,5 @@ def compare(selected=tuple(list(labels)[:2])):
     plt.show()
 
 
-P.live_widget(widgets.interactive(compare, selected=widgets.SelectMultiple(options=list(labels), value=tuple(list(labels)[:2]),
-                                                                            rows=8, description="runs")))
+P.live_widget(lambda: widgets.interactive(
+    compare, selected=widgets.SelectMultiple(options=list(labels), value=tuple(list(labels)[:2]), rows=8, description="runs")))
