@@ -143,10 +143,11 @@ POSITIVE_INTS = ("train.checkpoint_every", "stats.sync_every", "stats.n_queries"
 
 def _check_types(cfg: dict) -> None:
     """Every key holds a value of its default's type (bools are not numbers, numbers not bools)."""
+    flat = _flatten(cfg)
     for key, default in _flatten(DEFAULTS).items():
         if key in FLEXIBLE_KEYS or default is None:
             continue
-        value = _flatten(cfg)[key]
+        value = flat[key]
         if isinstance(default, bool):
             ok = isinstance(value, bool)
             want = "true or false"
