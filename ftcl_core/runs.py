@@ -113,14 +113,14 @@ def _set(d: dict, dotted: str, value: Any) -> None:
         raise ConfigError(f"unknown config key {dotted!r}; did you mean {close}? See ftcl_core.runs.DEFAULTS.")
     default = known[dotted]
     if isinstance(value, str) and isinstance(default, (int, float)) and not isinstance(default, bool):
-        value = _number(dotted, value, integer=isinstance(default, int))
+        value = _number(value, integer=isinstance(default, int))
     *parents, leaf = dotted.split(".")
     for p in parents:
         d = d.setdefault(p, {})
     d[leaf] = value
 
 
-def _number(key: str, text: str, integer: bool) -> int | float | str:
+def _number(text: str, integer: bool) -> int | float | str:
     """YAML 1.1 reads ``1e-4`` (no dot) as a string: numeric keys take it as the number it spells.
     Anything else is left as it is for :func:`validate` to name."""
     try:
@@ -134,16 +134,15 @@ def _number(key: str, text: str, integer: bool) -> int | float | str:
 FLEXIBLE_KEYS = {"data.root", "data.test_root", "data.class_list", "data.max_per_class", "data.cache",
                  "augment.blur_sigma", "model.hidden", "model.pred_hidden", "train.amp", "optim.fused",
                  "train.compile"}
-CHOICES = {"method": ("moco", "simclr", "byol", "simsiam", "swav"),
-           "data.name": ("shapes", "imagefolder", "cifar10", "cifar100", "stl10"),
-           "optim.schedule": ("cosine", "step"), "augment.preset": ("v1", "v2", "simclr")}
+# Keys with a fixed set of values (method and augment.preset come from their registries, see validate).
+CHOICES = {"data.name": ("shapes", "imagefolder", "cifar10", "cifar100", "stl10"), "optim.schedule": ("cosine", "step")}
 POSITIVE_INTS = ("train.checkpoint_every", "stats.sync_every", "stats.n_queries", "eval.knn_k", "eval.linear_epochs",
                  "model.dim", "model.bn_splits", "data.image_size", "augment.out_size", "data.n_train", "data.n_test")
 
 
-def _check_types(cfg: dict) -> None:
-    """Every key holds a value of its default's type (bools are not numbers, numbers not bools)."""
-    flat = _flatten(cfg)
+def _check_types(flat: dict) -> None:
+    """Every key of the flattened config holds a value of its default's type (bools are not numbers, numbers
+    not bools)."""
     for key, default in _flatten(DEFAULTS).items():
         if key in FLEXIBLE_KEYS or default is None:
             continue
@@ -201,15 +200,16 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
 def validate(cfg: dict) -> None:
     """Check values that would otherwise fail deep inside training, or be silently ignored, naming the key
     and the fix; all of it before anything is written to a run folder."""
-    _check_types(cfg)
     flat = _flatten(cfg)
-    for key, allowed in CHOICES.items():
+    _check_types(flat)
+    from ftcl_core.augment import PRESETS
+    from ftcl_core.methods import METHODS, check_method_config
+
+    for key, allowed in {**CHOICES, "method": METHODS, "augment.preset": tuple(PRESETS)}.items():
         if flat[key] not in allowed:
             close = difflib.get_close_matches(str(flat[key]), allowed, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else "."
             raise ConfigError(f"{key}={flat[key]!r}: choose one of {allowed}{hint}")
-    from ftcl_core.methods import check_method_config
-
     check_method_config(cfg)  # before the generic FT checks: its message names the method
     for key in POSITIVE_INTS:
         if flat[key] < 1:
@@ -274,8 +274,6 @@ def validate(cfg: dict) -> None:
         raise ConfigError(f"optim.lr={cfg['optim']['lr']} must be > 0.")
     if cfg["train"]["epochs"] < 1:
         raise ConfigError(f"train.epochs={cfg['train']['epochs']} must be >= 1.")
-    if cfg["augment"]["preset"] not in ("v1", "v2", "simclr"):
-        raise ConfigError(f"augment.preset={cfg['augment']['preset']!r}: choose v1, v2 or simclr.")
     from ftcl_core.losses import FTConfig
 
     try:
