@@ -1,0 +1,76 @@
+"""The GPU check (``python -m ftcl_core.gpucheck``) runs whole on this CPU as a dry run, needs nothing the GPU
+machines lack, and says which parts a short budget skipped."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ftcl_core import gpucheck
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Packages of the book and test extras that the GPU machine need not have: importing any of them fails.
+NOT_ON_THE_GPU_MACHINE = ("matplotlib", "plotly", "ipywidgets", "papermill", "IPython", "myst_nb", "jupyter_book",
+                          "pandas", "scipy", "sklearn", "lightly", "hypothesis", "playwright", "pytest")
+BLOCKER = """
+import sys
+for name in {blocked!r}:
+    sys.modules[name] = None  # import fails with ModuleNotFoundError; importlib.util.find_spec says it is absent
+from ftcl_core.gpucheck import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def test_dry_run_passes_with_only_the_gpu_machines_packages_and_writes_both_reports(tmp_path):
+    script = BLOCKER.format(blocked=NOT_ON_THE_GPU_MACHINE)
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", script, "--dry-run", "--out", str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    took = time.perf_counter() - t0
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "gpucheck.json").read_text())
+    parts = report["parts"]
+    assert parts["environment"]["status"] == "pass"
+    assert parts["agreement"]["status"] == "pass"
+    checks = parts["agreement"]["checks"]
+    assert any("compile" in k for k in checks) and any(k.startswith("augmentation") for k in checks)
+    assert all(c["pass"] for c in checks.values())
+    assert parts["throughput"]["status"] == "measured"
+    t = next(iter(parts["throughput"]["settings"].values()))
+    assert t["images_per_s"] > 0 and t["anchor"]["images_per_s"] > 0 and t["speedup_vs_anchor"] > 0
+    assert set(t["phases_ms_synchronised"]) == {"data", "augment", "forward", "ft_loss", "backward", "statistics", "optimizer"}
+    scale = parts["scale"]
+    assert scale["status"] == "measured" and set(scale["arms"]) == {"baseline", "ft_pos_neg"}
+    assert 0 <= scale["arms"]["baseline"]["linear_top1"] <= 100
+    md = (tmp_path / "gpucheck.md").read_text()
+    for heading in ("## 1. Environment", "## 2. The GPU path agrees", "## 3. Throughput", "## 4. The scale question"):
+        assert heading in md
+    assert took < 120, f"the dry run took {took:.0f} s; it must stay well under a minute on a 2-core machine"
+
+
+def test_a_budget_too_short_skips_parts_and_says_so(tmp_path):
+    report = gpucheck.run_check(tmp_path, budget_s=0.5, dry_run=True)
+    assert all(p["status"] == "skipped" and "budget" in p["why"] for p in report["parts"].values())
+    assert "skipped: needs" in (tmp_path / "gpucheck.md").read_text()
+
+
+def test_tolerance_helpers_measure_what_they_say():
+    import torch
+
+    a = {"w": torch.tensor([1.0, 0.0]), "b": torch.tensor([0.0, 2.0])}
+    b = {"w": torch.tensor([1.0, 0.0]), "b": torch.tensor([0.0, 2.2])}
+    g = gpucheck._grad_rel(a, b)
+    assert abs(g["rel_l2"] - 0.2 / (1 + 2.2**2) ** 0.5) < 1e-6 and g["worst_tensor"] == "b"
+    assert gpucheck._bf16_peak("NVIDIA H100 PCIe") == 756.0 and gpucheck._bf16_peak("NVIDIA H200") == 989.0
+
+
+def test_without_a_gpu_the_real_check_says_what_to_do(tmp_path):
+    import pytest
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(SystemExit, match="--dry-run"):
+        gpucheck.run_check(tmp_path)
