@@ -53,13 +53,16 @@ BF16_PEAK_TFLOPS = (
     ("L4", 121.0), ("RTX 4090", 165.0), ("RTX A6000", 155.0),
 )
 
-# Tolerances, each stated once.  fp32 on two devices: the same maths with reductions in another order
-# (float32 epsilon 1.2e-7 per operation, grown through ~20 layers of convolution and batch-norm forward and
-# backward), so the loss agrees to 1e-4 relative and the whole gradient to 1e-3 relative L2 error.  bf16 keeps
+# Tolerances, each stated once.  fp32 on two devices: the same maths with reductions in another order, so the
+# loss agrees to 1e-4 relative.  The gradient of one step through ~20 layers of convolution and small-group
+# batch-norm is ill-conditioned: the CPU's own float32 gradient is ~2e-3 (relative L2) away from a float64 one
+# (measured on this check's steps), so a fixed bound says little.  The GPU's float32 gradient passes when it is
+# at most 3x as far from the float64 reference as the CPU's float32 gradient is; a compiled step likewise
+# against the eager step's own distance.  bf16 keeps
 # 8 bits of mantissa (3.9e-3 relative rounding per operation): the loss agrees to 2e-2.  Augmentation: the same
 # per-sample parameters through the same tensor ops on either device, to 1e-5 absolute.
-TOL = {"fp32_loss_rel": 1e-4, "fp32_grad_rel": 1e-3, "bf16_loss_rel": 2e-2, "compile_loss_rel": 1e-4,
-       "compile_grad_rel": 1e-3, "augment_abs": 1e-5}
+TOL = {"fp32_loss_rel": 1e-4, "fp32_grad_vs_cpu_error": 3.0, "bf16_loss_rel": 2e-2, "compile_loss_rel": 1e-4,
+       "augment_abs": 1e-5}
 
 
 @dataclass
@@ -210,19 +213,26 @@ def _agreement_configs(s: Setting) -> dict[str, tuple[str, list[str]]]:
 
 
 def one_step(cfg: dict, device: str, views: tuple[torch.Tensor, torch.Tensor], amp: str | None = None,
-             channels_last: bool = False, compile_with: bool | str = False) -> tuple[float, dict[str, torch.Tensor]]:
+             channels_last: bool = False, compile_with: bool | str = False, dtype: torch.dtype = torch.float32
+             ) -> tuple[float, dict[str, torch.Tensor]]:
     """One training step of ``cfg``'s method from its seeded initial weights on two given views: the loss and
     every parameter's gradient (on the CPU).  The FT and shuffle draws come from a generator of ``cfg['seed']``,
-    so two calls differ only by device, precision and compilation."""
+    so two calls differ only by device, precision and compilation.  ``dtype=torch.float64`` runs the networks
+    in double precision (the scores, FT and loss stay float32, as in every run): the reference against which
+    float32's own rounding error is measured."""
     from ftcl_core.losses import FTConfig
     from ftcl_core.training import augment_config, build_optimizer, prepare_model, train_step
 
     cfg = copy.deepcopy(cfg)
     cfg["train"].update({"amp": amp, "channels_last": channels_last, "compile": compile_with})
     model, net = prepare_model(cfg, device)
+    if dtype != torch.float32:
+        model.to(dtype)
+        if hasattr(model, "queue"):
+            model.queue = model.queue.float()
     opt = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(cfg["seed"])
-    v = tuple(x.to(device) for x in views)
+    v = tuple(x.to(device, dtype) for x in views)
     out = train_step(model, opt, v[0], augment_config(cfg), FTConfig(**cfg["ft"]), True, cfg["moco"]["tau"], gen,
                      record_stats=False, views=v, net=net, amp=amp, channels_last=channels_last)
     grads = {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
@@ -240,9 +250,9 @@ def _views(cfg: dict, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     return augment(images, aug, gen), augment(images, aug, gen)
 
 
-def agreement(s: Setting, budget: Budget, with_compile: bool) -> dict:
-    """CPU fp32 against GPU fp32, GPU bf16 + channels_last against GPU fp32, and (``with_compile``)
-    ``train.compile`` against eager, for each method; GPU augmentation against CPU augmentation."""
+def agreement(s: Setting) -> dict:
+    """GPU fp32 against CPU fp32 (each measured against a float64 reference), GPU bf16 + channels_last against
+    GPU fp32, for each method; GPU augmentation against CPU augmentation from the same parameters."""
     from ftcl_core.augment import augment
     from ftcl_core.training import augment_config
 
@@ -251,49 +261,77 @@ def agreement(s: Setting, budget: Budget, with_compile: bool) -> dict:
         cfg = _config(base, over)
         views = _views(cfg)
         with _tf32(False):
+            loss_ref, g_ref = one_step(cfg, "cpu", views, dtype=torch.float64)
             loss_cpu, g_cpu = one_step(cfg, "cpu", views)
             loss_gpu, g_gpu = one_step(cfg, s.device, views)
-        g = _grad_rel(g_gpu, g_cpu)
+        g, e_cpu, e_gpu = _grad_rel(g_gpu, g_cpu), _grad_rel(g_cpu, g_ref), _grad_rel(g_gpu, g_ref)
+        bound = max(TOL["fp32_grad_vs_cpu_error"] * e_cpu["rel_l2"], 1e-6)
         checks[f"{name}: gpu fp32 vs cpu fp32"] = {
             "loss_cpu": loss_cpu, "loss_gpu": loss_gpu, "loss_rel": _rel(loss_gpu, loss_cpu), "grad": g,
-            "tolerance": {"loss_rel": TOL["fp32_loss_rel"], "grad_rel_l2": TOL["fp32_grad_rel"]},
-            "pass": _rel(loss_gpu, loss_cpu) <= TOL["fp32_loss_rel"] and g["rel_l2"] <= TOL["fp32_grad_rel"]}
+            "loss_float64": loss_ref, "grad_cpu_vs_float64": e_cpu, "grad_gpu_vs_float64": e_gpu,
+            "tolerance": {"loss_rel": TOL["fp32_loss_rel"], "grad_gpu_vs_float64": bound},
+            "pass": _rel(loss_gpu, loss_cpu) <= TOL["fp32_loss_rel"] and e_gpu["rel_l2"] <= bound}
         loss_bf, g_bf = one_step(cfg, s.device, views, amp="bf16", channels_last=True)
         gb = _grad_rel(g_bf, g_gpu)
         checks[f"{name}: gpu bf16 + channels_last vs gpu fp32"] = {
             "loss_fp32": loss_gpu, "loss_bf16": loss_bf, "loss_rel": _rel(loss_bf, loss_gpu), "grad": gb,
             "tolerance": {"loss_rel": TOL["bf16_loss_rel"]}, "pass": _rel(loss_bf, loss_gpu) <= TOL["bf16_loss_rel"]}
-        if with_compile:
-            backend = "eager" if s.dry else True
-            if not budget.fits(60 if not s.dry else 5):
-                checks[f"{name}: train.compile vs eager"] = {"skipped": f"{budget.left():.0f} s left, compiling needs ~60 s"}
-                continue
-            with _tf32(False):
-                t0 = time.perf_counter()
-                loss_c, g_c = one_step(cfg, s.device, views, compile_with=backend)
-                compile_s = time.perf_counter() - t0
-            gc = _grad_rel(g_c, g_gpu)
-            checks[f"{name}: train.compile vs eager"] = {
-                "backend": "eager (dry run)" if s.dry else "inductor", "loss_eager": loss_gpu, "loss_compiled": loss_c,
-                "loss_rel": _rel(loss_c, loss_gpu), "grad": gc, "first_step_s": compile_s,
-                "tolerance": {"loss_rel": TOL["compile_loss_rel"], "grad_rel_l2": TOL["compile_grad_rel"]},
-                "pass": _rel(loss_c, loss_gpu) <= TOL["compile_loss_rel"] and gc["rel_l2"] <= TOL["compile_grad_rel"]}
-    if not with_compile:
-        cfg = _config(*_agreement_configs(s)["moco_v2_ft"])
-        n, size = 64, cfg["data"]["image_size"]
-        images = torch.randint(0, 256, (n, 3, size, size), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
-        aug = augment_config(cfg)
-        cpu = augment(images, aug, torch.Generator().manual_seed(2))
+    cfg = _config(*_agreement_configs(s)["moco_v2_ft"])
+    n, size = 64, cfg["data"]["image_size"]
+    images = torch.randint(0, 256, (n, 3, size, size), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+    aug = augment_config(cfg)
+    cpu = augment(images, aug, torch.Generator().manual_seed(2))
+    with _tf32(False):
+        gpu = augment(images.to(s.device), aug, torch.Generator().manual_seed(2)).cpu()
+    with _tf32(True):
+        gpu_tf32 = augment(images.to(s.device), aug, torch.Generator().manual_seed(2)).cpu()
+    err = float((gpu - cpu).abs().max())
+    checks["augmentation: gpu vs cpu, same parameters"] = {
+        "max_abs": err, "max_abs_with_tf32": float((gpu_tf32 - cpu).abs().max()),
+        "tolerance": {"max_abs": TOL["augment_abs"]}, "pass": err <= TOL["augment_abs"]}
+    return {"status": "pass" if all(c["pass"] for c in checks.values()) else "fail", "device": s.device, "checks": checks}
+
+
+def compile_agreement(s: Setting) -> dict:
+    """``train.compile`` (inductor; the dry run: the eager backend) against the eager step, for each method."""
+    checks: dict[str, dict] = {}
+    for name, (base, over) in _agreement_configs(s).items():
+        cfg = _config(base, over)
+        views = _views(cfg)
         with _tf32(False):
-            gpu = augment(images.to(s.device), aug, torch.Generator().manual_seed(2)).cpu()
-        with _tf32(True):
-            gpu_tf32 = augment(images.to(s.device), aug, torch.Generator().manual_seed(2)).cpu()
-        err = float((gpu - cpu).abs().max())
-        checks["augmentation: gpu vs cpu, same parameters"] = {
-            "max_abs": err, "max_abs_with_tf32": float((gpu_tf32 - cpu).abs().max()),
-            "tolerance": {"max_abs": TOL["augment_abs"]}, "pass": err <= TOL["augment_abs"]}
-    status = "pass" if all(c.get("pass", True) for c in checks.values()) else "fail"
-    return {"status": status, "device": s.device, "checks": checks}
+            _, g_ref = one_step(cfg, "cpu", views, dtype=torch.float64)
+            loss_e, g_e = one_step(cfg, s.device, views)
+            t0 = time.perf_counter()
+            loss_c, g_c = one_step(cfg, s.device, views, compile_with="eager" if s.dry else True)
+            compile_s = time.perf_counter() - t0
+        gc, e_eager, e_comp = _grad_rel(g_c, g_e), _grad_rel(g_e, g_ref), _grad_rel(g_c, g_ref)
+        bound = max(TOL["fp32_grad_vs_cpu_error"] * e_eager["rel_l2"], 1e-6)
+        checks[f"{name}: train.compile vs eager"] = {
+            "backend": "eager (dry run)" if s.dry else "inductor", "loss_eager": loss_e, "loss_compiled": loss_c,
+            "loss_rel": _rel(loss_c, loss_e), "grad": gc, "first_step_s": compile_s,
+            "grad_compiled_vs_float64": e_comp, "grad_eager_vs_float64": e_eager,
+            "tolerance": {"loss_rel": TOL["compile_loss_rel"], "grad_compiled_vs_float64": bound},
+            "pass": _rel(loss_c, loss_e) <= TOL["compile_loss_rel"] and e_comp["rel_l2"] <= bound}
+    return {"status": "pass" if all(c["pass"] for c in checks.values()) else "fail", "device": s.device, "checks": checks}
+
+
+def compile_in_subprocess(s: Setting, timeout_s: float) -> dict:
+    """:func:`compile_agreement` in a child process with a hard time limit: a compiler that takes longer than
+    the budget is stopped and reported, and the rest of the report is kept."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
+                                                                       os.environ.get("PYTHONPATH")]))}
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "ftcl_core.gpucheck", "--child", "--parts", "compile", "--out", tmp, "--budget-s",
+               str(max(1.0, timeout_s)), *(["--dry-run"] if s.dry else [])]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=max(1.0, timeout_s), env=env)
+        except subprocess.TimeoutExpired:
+            return {"status": "did not finish", "why": f"compiling and running one step per method took over "
+                    f"{timeout_s:.0f} s (the time left in the budget); stopped"}
+        path = Path(tmp) / "gpucheck.json"
+        if not path.is_file():
+            return {"status": "error", "error": (done.stdout + done.stderr)[-4000:]}
+        return json.loads(path.read_text())["parts"]["compile"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -545,13 +583,13 @@ def report_markdown(r: dict) -> str:
              f"Started {r.get('started')}, {'dry run, ' if r.get('dry_run') else ''}budget {r.get('budget_s')} s, "
              f"used {_fmt(r.get('used_s'), 4)} s. Command: `{r.get('command')}`.", ""]
     lines += ["## Status", "", "| part | status |", "|---|---|"]
-    for name in ("environment", "agreement", "throughput", "scale"):
+    for name in PARTS:
         p = parts.get(name, {"status": "not run"})
         lines.append(f"| {name} | {p.get('status')}{': ' + p['why'] if p.get('why') else ''} |")
     if env:
         lines += ["", "## 1. Environment", "", "| item | value |", "|---|---|"]
         lines += [f"| {k} | {_fmt(v, 4)} |" for k, v in env.items()]
-    ag = parts.get("agreement", {})
+    ag = {"checks": {**parts.get("agreement", {}).get("checks", {}), **parts.get("compile", {}).get("checks", {})}}
     if ag.get("checks"):
         lines += ["", "## 2. The GPU path agrees with the CPU", "",
                   "| check | loss a | loss b | loss rel. diff | grad rel. L2 | grad cosine | tolerance | pass |",
@@ -566,6 +604,10 @@ def report_markdown(r: dict) -> str:
                 continue
             losses = [v for k, v in c.items() if k.startswith("loss_") and k != "loss_rel"]
             tol = ", ".join(f"{k} {_fmt(v)}" for k, v in c["tolerance"].items())
+            to64 = {k.removeprefix("grad_").removesuffix("_vs_float64"): v["rel_l2"] for k, v in c.items()
+                    if k.endswith("_vs_float64")}
+            if to64:
+                tol += " (grad rel. L2 to float64: " + ", ".join(f"{k} {_fmt(v)}" for k, v in to64.items()) + ")"
             lines.append(f"| {name} | {_fmt(losses[0], 6)} | {_fmt(losses[1], 6)} | {_fmt(c['loss_rel'])} | "
                          f"{_fmt(c['grad']['rel_l2'])} | {_fmt(c['grad']['cosine'], 6)} | {tol} | {_fmt(c['pass'])} |")
     th = parts.get("throughput", {}).get("settings", {})
@@ -615,8 +657,15 @@ def _write(out: Path, report: dict) -> None:
     (out / "gpucheck.md").write_text(report_markdown(report))
 
 
-def run_check(out: str | os.PathLike, budget_s: float = 420.0, dry_run: bool = False, argv: list[str] | None = None) -> dict:
-    """Run every part that fits in ``budget_s``; write and return the report."""
+PARTS = ("environment", "agreement", "throughput", "scale", "compile")
+
+
+def run_check(out: str | os.PathLike, budget_s: float = 420.0, dry_run: bool = False, argv: list[str] | None = None,
+              parts: tuple[str, ...] = PARTS, child: bool = False) -> dict:
+    """Run every part of ``parts`` that fits in ``budget_s``; write and return the report.
+
+    Before a part starts the report marks it ``running``, so a check stopped from outside says where it
+    stopped.  ``compile`` runs in a child process (``child=True`` there) that is stopped at the budget."""
     budget = Budget(budget_s)
     out = Path(out)
     if dry_run:
@@ -632,37 +681,29 @@ def run_check(out: str | os.PathLike, budget_s: float = 420.0, dry_run: bool = F
                     "tolerances": TOL, "parts": {}}
     torch.backends.cudnn.benchmark = device.startswith("cuda")
     # (name, estimated seconds on a GPU, the part)
-    plan: list[tuple[str, float, Callable[[], dict]]] = [
-        ("environment", 10, lambda: environment(s)),
-        ("agreement", 25, lambda: agreement(s, budget, with_compile=False)),
-        ("throughput", 90, lambda: throughput(s, budget)),
-        ("scale", 160, lambda: scale_pair(s, budget, arm_s=min(90.0, max(20.0, (budget.left() - 100) / 2.6)))),
-        ("compile", 60, lambda: agreement(s, budget, with_compile=True)),
-    ]
-    for name, estimate, part in plan:
-        key = "agreement" if name == "compile" else name
+    plan: dict[str, tuple[float, Callable[[], dict]]] = {
+        "environment": (10, lambda: environment(s)),
+        "agreement": (25, lambda: agreement(s)),
+        "throughput": (90, lambda: throughput(s, budget)),
+        "scale": (160, lambda: scale_pair(s, budget, arm_s=min(90.0, max(20.0, (budget.left() - 100) / 2.6)))),
+        "compile": (60, (lambda: compile_agreement(s)) if child else (lambda: compile_in_subprocess(s, budget.left() - 5))),
+    }
+    for name in parts:
+        estimate, part = plan[name]
         if not budget.fits(1 if dry_run else estimate):
-            why = f"skipped: needs ~{estimate:.0f} s, {budget.left():.0f} s of the budget left"
-            if name == "compile":
-                report["parts"][key]["compile"] = why
-            else:
-                report["parts"][key] = {"status": "skipped", "why": why}
+            report["parts"][name] = {"status": "skipped",
+                                     "why": f"needs ~{estimate:.0f} s, {budget.left():.0f} s of the budget left"}
             continue
+        report["parts"][name] = {"status": "running", "why": f"started at {budget.used():.0f} s; a report that still "
+                                 "says so was stopped from outside during this part"}
+        _write(out, report)
         t0 = time.perf_counter()
         try:
             result = part()
         except Exception:  # one part's failure is reported and the next part still runs
             result = {"status": "error", "error": traceback.format_exc(limit=8)[-4000:]}
         result["seconds"] = time.perf_counter() - t0
-        if name == "compile":
-            merged = report["parts"].setdefault(key, {"status": "error", "checks": {}})
-            merged.setdefault("checks", {}).update({k: v for k, v in result.get("checks", {}).items() if "compile" in k})
-            if result["status"] in ("fail", "error"):
-                merged["status"] = result["status"]
-                if result.get("error"):
-                    merged["error"] = result["error"]
-        else:
-            report["parts"][key] = result
+        report["parts"][name] = result
         report["used_s"] = budget.used()
         _write(out, report)
         print(f"gpucheck: {name} {result['status']} ({result['seconds']:.1f} s, {budget.left():.0f} s left)", flush=True)
@@ -677,10 +718,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="folder for gpucheck.json and gpucheck.md")
     p.add_argument("--budget-s", type=float, default=420.0, help="wall-clock budget; parts that do not fit are skipped")
     p.add_argument("--dry-run", action="store_true", help="tiny sizes on the CPU (the test suite's run)")
+    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if not math.isfinite(args.budget_s) or args.budget_s <= 0:
         p.error(f"--budget-s {args.budget_s} must be a positive number of seconds")
-    report = run_check(args.out, args.budget_s, args.dry_run, argv)
+    parts = tuple(x for x in args.parts.split(",") if x)
+    unknown = [x for x in parts if x not in PARTS]
+    if unknown:
+        p.error(f"--parts: unknown {unknown}; choose from {','.join(PARTS)}")
+    report = run_check(args.out, args.budget_s, args.dry_run, argv, parts, args.child)
     failed = [k for k, v in report["parts"].items() if v.get("status") in ("fail", "error")]
     print(f"gpucheck: wrote {Path(args.out) / 'gpucheck.json'} and gpucheck.md; "
           + (f"FAILED: {', '.join(failed)}" if failed else "no part failed"))

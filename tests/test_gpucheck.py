@@ -35,8 +35,10 @@ def test_dry_run_passes_with_only_the_gpu_machines_packages_and_writes_both_repo
     assert parts["environment"]["status"] == "pass"
     assert parts["agreement"]["status"] == "pass"
     checks = parts["agreement"]["checks"]
-    assert any("compile" in k for k in checks) and any(k.startswith("augmentation") for k in checks)
-    assert all(c["pass"] for c in checks.values())
+    assert any(k.startswith("augmentation") for k in checks) and any("fp32 vs cpu fp32" in k for k in checks)
+    assert parts["compile"]["status"] == "pass"  # ran in its own time-limited child process
+    checks = {**checks, **parts["compile"]["checks"]}
+    assert len(parts["compile"]["checks"]) == 2 and all(c["pass"] for c in checks.values())
     assert parts["throughput"]["status"] == "measured"
     t = next(iter(parts["throughput"]["settings"].values()))
     assert t["images_per_s"] > 0 and t["anchor"]["images_per_s"] > 0 and t["speedup_vs_anchor"] > 0
@@ -45,6 +47,7 @@ def test_dry_run_passes_with_only_the_gpu_machines_packages_and_writes_both_repo
     assert scale["status"] == "measured" and set(scale["arms"]) == {"baseline", "ft_pos_neg"}
     assert 0 <= scale["arms"]["baseline"]["linear_top1"] <= 100
     md = (tmp_path / "gpucheck.md").read_text()
+    assert "| compile | pass |" in md
     for heading in ("## 1. Environment", "## 2. The GPU path agrees", "## 3. Throughput", "## 4. The scale question"):
         assert heading in md
     assert took < 120, f"the dry run took {took:.0f} s; it must stay well under a minute on a 2-core machine"
