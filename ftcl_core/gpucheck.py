@@ -563,14 +563,17 @@ def scale_pair(s: Setting, budget: Budget, arm_s: float) -> dict:
 
 
 def _fmt(x, digits: int = 3) -> str:
+    """A number as a reader wants it: ``digits`` significant figures, no trailing noise."""
     if x is None:
         return "–"
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, float):
-        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
+        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6):
             return f"{x:.2e}"
-        return f"{x:.{digits}g}" if abs(x) < 1 else f"{x:.{digits}f}".rstrip("0").rstrip(".")
+        if abs(x) >= 10 ** (digits - 1):
+            return f"{x:.0f}"
+        return f"{x:.{digits}g}"
     return str(x)
 
 
@@ -649,6 +652,118 @@ def report_markdown(r: dict) -> str:
         if p.get("error"):
             lines += ["", f"## Error in {name}", "", "```", p["error"], "```"]
     return "\n".join(lines) + "\n"
+
+
+def stored_reports(folder: str | os.PathLike) -> list[dict]:
+    """The GPU check reports stored in ``folder`` (``results/gpu``), oldest first, each with its ``file``."""
+    reports = []
+    for path in sorted(Path(folder).glob("*.json")):
+        r = json.loads(path.read_text())
+        reports.append({**r, "file": path.name})
+    return sorted(reports, key=lambda r: (r.get("started", ""), r["file"]))
+
+
+def latest_parts(reports: list[dict]) -> dict[str, dict]:
+    """For each part, the newest stored report's result that finished (measured, passed, failed or stopped at
+    its time limit), with the report's GPU, date and file."""
+    out: dict[str, dict] = {}
+    for r in reports:
+        gpu = r["parts"].get("environment", {}).get("info", {}).get("gpu")
+        for name, p in r["parts"].items():
+            if p.get("status") not in ("not run", "running", "skipped", None):
+                out[name] = {**p, "gpu": gpu, "started": r.get("started"), "file": r["file"]}
+    return out
+
+
+def book_tables(reports: list[dict]) -> dict[str, tuple[list[str], list[list[str]]]]:
+    """The book's tables (header, rows) of the newest result of each part."""
+    parts = latest_parts(reports)
+    tables: dict[str, tuple[list[str], list[list[str]]]] = {}
+    checks = {**parts.get("agreement", {}).get("checks", {}), **parts.get("compile", {}).get("checks", {})}
+    if checks:
+        rows = []
+        for name, c in checks.items():
+            if "max_abs" in c:
+                rows.append([name, f"max abs {_fmt(c['max_abs'])}", "", "", f"<= {_fmt(c['tolerance']['max_abs'])}",
+                             _fmt(c["pass"])])
+                continue
+            to64 = {k.removeprefix("grad_").removesuffix("_vs_float64"): v["rel_l2"] for k, v in c.items()
+                    if k.endswith("_vs_float64")}
+            rows.append([name, _fmt(c["loss_rel"]), _fmt(c["grad"]["cosine"], 6),
+                         ", ".join(f"{k} {_fmt(v)}" for k, v in to64.items()),
+                         ", ".join(f"{k} <= {_fmt(v)}" for k, v in c["tolerance"].items()), _fmt(c["pass"])])
+        if parts.get("compile", {}).get("status") == "did not finish":
+            rows.append(["train.compile vs eager", "", "", "", "", f"did not finish: {parts['compile']['why']}"])
+        tables["agreement"] = (["check", "loss rel. diff", "grad cosine", "grad rel. L2 to float64", "tolerance",
+                                "pass"], rows)
+    th = parts.get("throughput", {}).get("settings", {})
+    if th:
+        rows = [[name, _fmt(t["images_per_s"], 4), _fmt(t["step_ms"], 4), _fmt(t["peak_memory_gib"]),
+                 _fmt(t["achieved_tflops"]), _fmt(100 * t["fraction_of_bf16_peak"]) if t.get("fraction_of_bf16_peak") else "–",
+                 _fmt(100 * t["ft_overhead"]), _fmt(100 * t["stats_overhead"]),
+                 _fmt(t.get("anchor", {}).get("images_per_s"), 4), _fmt(t.get("speedup_vs_anchor"))]
+                for name, t in th.items() if "images_per_s" in t]
+        tables["throughput"] = (["setting", "images/s", "step ms", "peak GiB", "TFLOP/s", "% of bf16 peak",
+                                 "FT overhead %", "statistics overhead %", "torchvision DataLoader images/s",
+                                 "speed-up"], rows)
+    sc = parts.get("scale", {})
+    if sc.get("arms"):
+        rand = sc.get("random_init_linear_top1")
+        rows = [[arm, _fmt(a.get("linear_top1"), 4), _fmt(a.get("knn_top1"), 4), _fmt(rand, 4),
+                 _fmt(a.get("first_step_neg_mean_above_0.9")), _fmt(a.get("max_neg_mean")), _fmt(a.get("train_s"), 4)]
+                for arm, a in sc["arms"].items() if "linear_top1" in a]
+        tables["scale"] = (["arm", "linear top-1 %", "kNN top-1 %", "random init linear %", "first step Mean(neg) > 0.9",
+                            "max Mean(neg)", "train s"], rows)
+    return tables
+
+
+def book_summary(reports: list[dict]) -> str:
+    """Sentences for the book, generated from the stored reports (no number typed by hand)."""
+    if not reports:
+        return ("No GPU result exists yet: `results/gpu/` is empty. When a GPU is available, "
+                "`PYTHONPATH=. python -m ftcl_core.gpucheck --out DIR` measures it (about seven minutes).")
+    parts = latest_parts(reports)
+    env = parts.get("environment", {})
+    info = env.get("info", {})
+    out = [f"Measured on one {info.get('gpu', 'GPU')} (torch {info.get('torch')}, CUDA {info.get('cuda_runtime')}), "
+           f"{str(env.get('started', ''))[:10]}; files in `results/gpu/`."]
+    checks = {**parts.get("agreement", {}).get("checks", {})}
+    fp32 = [c for k, c in checks.items() if "fp32 vs cpu fp32" in k]
+    if fp32:
+        worst = max(c["loss_rel"] for c in fp32)
+        ok = all(c["pass"] for c in fp32)
+        out.append(f"One fp32 training step on the GPU {'agrees' if ok else 'does not agree'} with the CPU's: losses to "
+                   f"{_fmt(worst)} relative, and the GPU's gradient is as close to a float64 reference as the CPU's "
+                   f"own float32 gradient ({', '.join(_fmt(c['grad_gpu_vs_float64']['rel_l2']) for c in fp32)} against "
+                   f"{', '.join(_fmt(c['grad_cpu_vs_float64']['rel_l2']) for c in fp32)}, relative L2).")
+    bf = [c for k, c in checks.items() if "bf16" in k]
+    if bf:
+        out.append(f"bf16 autocast with channels-last moves the loss by at most {_fmt(max(c['loss_rel'] for c in bf))} "
+                   "relative, within bf16 rounding.")
+    comp = parts.get("compile", {})
+    if comp.get("status") == "did not finish":
+        out.append(f"`train.compile=true` (inductor) {comp['why']}: on this machine compiling costs more than a short "
+                   "check can pay, and its agreement is still to be measured.")
+    th = parts.get("throughput", {}).get("settings", {})
+    for name, t in th.items():
+        if "images_per_s" in t and t.get("anchor", {}).get("images_per_s"):
+            out.append(f"MoCo v2 {name}: {_fmt(t['images_per_s'], 4)} images/s, {_fmt(t['achieved_tflops'])} TFLOP/s "
+                       f"({_fmt(100 * (t.get('fraction_of_bf16_peak') or 0))} % of the bf16 peak), "
+                       f"{_fmt(t['speedup_vs_anchor'])} times the same step fed by per-sample torchvision transforms "
+                       f"in a {t['anchor']['workers']}-worker DataLoader.")
+    sc = parts.get("scale", {})
+    arms = sc.get("arms", {})
+    if "linear_top1" in arms.get("baseline", {}) and "linear_top1" in arms.get("ft_pos_neg", {}):
+        b, f = arms["baseline"], arms["ft_pos_neg"]
+        step = f["first_step_neg_mean_above_0.9"]
+        out.append(f"The scale pair (ResNet-18, 64 px, {_fmt(sc['epochs'])} epochs, one seed each): the MoCo v1 baseline "
+                   f"reads out {_fmt(b['linear_top1'], 3)} %, with FT (+pos +neg) {_fmt(f['linear_top1'], 3)} %, "
+                   f"against {_fmt(sc.get('random_init_linear_top1'), 3)} % for the random-init encoder; "
+                   + (f"Mean(neg) of FT's raw cosines passes 0.9 at step {step}." if step is not None
+                      else "Mean(neg) of FT's raw cosines never passes 0.9.")
+                   + " One pair decides nothing by itself, but the collapse the CPU runs show is not undone by a "
+                   "larger network and higher resolution." if f["linear_top1"] < b["linear_top1"] else "")
+    return " ".join(out)
 
 
 def _write(out: Path, report: dict) -> None:

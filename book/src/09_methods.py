@@ -176,3 +176,29 @@ for method, config in configs.items():
 phases = list(r["phases_ms"])
 print(f"device: {r['device_name']}, {r['threads']} threads, batch {r['batch_size']}")
 P.html_table(["method", "step (ms)", "images/s"] + phases, rows)
+
+# %% [markdown]
+# ## On a GPU: the first measurements
+#
+# No GPU was available while the rest of this book was made. `python -m ftcl_core.gpucheck` is the one
+# prepared command for the first one that is: in one process and a fixed time budget it records the
+# environment; checks that one training step on the GPU agrees with the CPU (fp32 against a float64
+# reference, bf16 with channels-last, `train.compile`, and the batched augmentation from the same random
+# parameters); measures MoCo v2's throughput against the same step fed by per-sample torchvision transforms
+# in a `DataLoader` (the pipeline of the released code and of lightly); and trains one pair beyond the CPU's
+# scale: MoCo v1 with and without FT (+pos +neg) on the embedded shapes at 64 px with a ResNet-18. Its
+# reports are stored in `results/gpu/`; this section shows the newest result of each part, or says that
+# none exists yet.
+
+# %%
+from IPython.display import Markdown, display
+
+from ftcl_core import gpucheck
+
+gpu_reports = gpucheck.stored_reports(X.ROOT / "results" / "gpu")
+display(Markdown(gpucheck.book_summary(gpu_reports)))
+gpu_titles = {"agreement": "The GPU path against the CPU", "throughput": "Throughput, MoCo v2, batch 256, bf16 + channels-last",
+              "scale": "The scale pair"}
+for part, (header, rows) in gpucheck.book_tables(gpu_reports).items():
+    display(Markdown(f"**{gpu_titles[part]}**"))
+    display(P.html_table(header, rows))
