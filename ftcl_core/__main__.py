@@ -34,7 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
     sm = sub.add_parser("summary", help="write results/summary.csv from the stored runs; print it as Markdown")
     sm.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    # key=value overrides may also come after --out (argparse stops collecting positionals at an option)
+    stray = [e for e in extra if args.command != "train" or "=" not in e or e.startswith("-")]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    if args.command == "train":
+        args.overrides = [*args.overrides, *extra]
     if args.command == "sweep":
         return _sweep(args)
     if args.command == "summary":

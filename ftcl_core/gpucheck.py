@@ -45,6 +45,8 @@ from pathlib import Path
 
 import torch
 
+from ftcl_core.runs import cpu_model
+
 # The chips' dense bf16 tensor-core peaks (TFLOP/s, no sparsity), from NVIDIA's datasheets.  Checked in order:
 # the first name contained in the device name wins.
 BF16_PEAK_TFLOPS = (
@@ -138,14 +140,6 @@ def _config(base: str, overrides: list[str]) -> dict:
     return load_config(base, overrides)
 
 
-def _cpu_name() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
 def _bf16_peak(name: str) -> float | None:
     return next((peak for key, peak in BF16_PEAK_TFLOPS if key in name), None)
 
@@ -164,7 +158,7 @@ def _version(module: str) -> str | None:
 
 def environment(s: Setting) -> dict:
     info = {"python": platform.python_version(), "torch": torch.__version__, "torchvision": _version("torchvision"),
-            "timm": _version("timm"), "numpy": _version("numpy"), "cpu": _cpu_name(), "cpu_count": os.cpu_count(),
+            "timm": _version("timm"), "numpy": _version("numpy"), "cpu": cpu_model(), "cpu_count": os.cpu_count(),
             "torch_threads": torch.get_num_threads(), "cuda_available": torch.cuda.is_available(),
             "device": s.device}
     if s.device.startswith("cuda"):

@@ -360,6 +360,18 @@ def git_commit(cwd: str | os.PathLike | None = None) -> dict:
 CODE_COMMIT = git_commit()
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), e.g. "AMD EPYC 9B14": float kernels, and so the last bits of a
+    run's numbers, differ between CPU kinds."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def provenance(device: str, seed: int) -> dict:
     """Commit (of the code this process imported), package versions, device and seed of a run."""
     import numpy
@@ -377,7 +389,7 @@ def provenance(device: str, seed: int) -> dict:
             "python": platform.python_version(), "torch": torch.__version__,
             "torchvision": torchvision.__version__, "numpy": numpy.__version__, "ftcl_core": ftcl_core.__version__,
         },
-        "device": device, "device_name": dev_name, "threads": torch.get_num_threads(),
+        "device": device, "device_name": dev_name, "cpu_model": cpu_model(), "threads": torch.get_num_threads(),
         "platform": platform.platform(), "seed": seed,
     }
 

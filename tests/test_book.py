@@ -24,6 +24,20 @@ def test_notebooks_are_built_from_their_sources():
     assert res.returncode == 0, res.stderr
 
 
+def test_papermill_parses_every_parameters_cell(caplog):
+    """papermill reads each line of a parameters cell as one ``name = value``; a line it cannot parse (an ``=``
+    inside a string, say) is dropped from ``--help-notebook`` with a warning."""
+    import logging
+
+    import papermill as pm
+
+    for name in CHAPTERS:
+        with caplog.at_level(logging.WARNING):
+            params = pm.inspect_notebook(str(ROOT / "book" / f"{name}.ipynb"))
+        assert "profile" in params, name
+    assert not [r.message for r in caplog.records if "Unable to parse" in r.message]
+
+
 @pytest.fixture(scope="module")
 def runs_root(tmp_path_factory):
     return tmp_path_factory.mktemp("book_runs")

@@ -13,12 +13,58 @@ ROOT = Path(__file__).resolve().parent.parent
 STORED = ROOT / "results" / "cpu" / "T5" / "v2_baseline" / "seed0"
 
 
+CONTINUOUS = ("loss", "pos_mean", "neg_mean", "neg_var", "lr")
+# Another CPU runs other float32 kernels (AVX-512 against AVX2 blockings, another summation order), so a replay
+# there is the same computation rounded differently.  The first step is one forward pass from identical weights
+# and views: its statistics agree to float32 reduction-order error (1e-7 measured; 1e-5 allowed).  Each SGD step
+# through batch-norm then amplifies that difference: after 12 steps an Intel Xeon (AVX-512) replay of a run made
+# on an AMD EPYC differed by at most 3.4e-4 relative; 2e-3 is allowed.  Contrastive top-1 is a count of 256
+# queries: at most one query per step, and two in all, may land on the other side of a near-tie.
+FIRST_STEP_RTOL, LATER_RTOL, FLIPS_PER_STEP, FLIPS_IN_ALL = 1e-5, 2e-3, 1, 2
+
+
+def same_machine(prov: dict) -> bool:
+    """Whether this process computes exactly as the one that stored the run: same CPU model, torch and threads."""
+    import torch
+
+    from ftcl_core.runs import cpu_model
+
+    return (prov.get("cpu_model") == cpu_model() and prov["versions"]["torch"] == torch.__version__
+            and prov.get("threads") == torch.get_num_threads())
+
+
 @pytest.mark.skipif(not (STORED / "eval.json").is_file(), reason="reference run not stored")
 def test_replaying_a_stored_run_matches_its_metrics():
     stored = RunDir(STORED).load_metrics()
     again = replay(STORED, n_steps=12)
-    for key in ("loss", "top1", "pos_mean", "neg_mean", "neg_var", "lr"):
-        np.testing.assert_allclose(again[key], stored[key][:12], rtol=1e-4, atol=1e-5, err_msg=key)
+    if same_machine(RunDir(STORED).load_provenance()):  # CPU training is bit-identical given seed and threads
+        for key in (*CONTINUOUS, "top1"):
+            np.testing.assert_array_equal(again[key], stored[key][:12], err_msg=key)
+        return
+    for key in CONTINUOUS:
+        np.testing.assert_allclose(again[key][0], stored[key][0], rtol=FIRST_STEP_RTOL, err_msg=f"{key}, first step")
+        np.testing.assert_allclose(again[key], stored[key][:12], rtol=LATER_RTOL, atol=1e-7, err_msg=key)
+    batch = RunDir(STORED).load_config()["train"]["batch_size"]
+    flips = np.abs(np.round((again["top1"] - stored["top1"][:12]) * batch / 100))
+    assert flips.max() <= FLIPS_PER_STEP and flips.sum() <= FLIPS_IN_ALL, f"top-1 differs by {flips} queries per step"
+
+
+def test_replay_tolerances_still_catch_a_changed_recipe():
+    """The cross-machine allowance is far below what a real change of the code or recipe does to the same steps."""
+    from ftcl_core.runs import load_config
+    from ftcl_core.training import train
+
+    def first_steps(*over: str) -> dict:
+        import tempfile
+
+        cfg = load_config("configs/smoke_moco_v2.yaml", ["data.n_train=256", "moco.queue_size=128", *over])
+        with tempfile.TemporaryDirectory() as tmp:
+            return train(cfg, tmp, progress=False, max_steps=4)["metrics"]
+
+    base, changed = first_steps(), first_steps("moco.tau=0.21")  # a 5 % change of the temperature
+    assert np.max(np.abs(changed["loss"] - base["loss"]) / np.abs(base["loss"])) > 10 * LATER_RTOL
+    nudged = first_steps("augment.crop_scale=[0.41,1.0]")  # a 2.5 % change of one augmentation bound
+    assert np.abs(nudged["loss"][0] - base["loss"][0]) / abs(base["loss"][0]) > 10 * FIRST_STEP_RTOL
 
 
 @pytest.mark.skipif(not (ROOT / "results" / "summary.csv").is_file(), reason="no summary yet")

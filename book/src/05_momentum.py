@@ -19,9 +19,9 @@ import os
 
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
 seeds = [0, 1, 2]
-settings = ["m=0.5", "m=0.9", "m=0.99", "m=1.0"]  # trained when missing
-shown_if_stored = ["m=0", "m=0.3", "m=0.6", "m=0.7", "m=0.8", "m=0.999"]  # loaded, never trained here
-landscapes = ["m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0"]  # gradient landscapes drawn (those stored)
+momenta = [0.5, 0.9, 0.99, 1.0]  # trained when missing
+momenta_if_stored = [0, 0.3, 0.6, 0.7, 0.8, 0.999]  # loaded, never trained here
+landscape_momenta = [0, 0.5, 0.9, 0.99, 1.0]  # gradient landscapes drawn (those stored)
 
 # %%
 import matplotlib.pyplot as plt
@@ -30,6 +30,8 @@ from ftcl_core import experiments as X
 from ftcl_core import plotting as P
 from ftcl_core.runs import RunDir
 
+# the experiment file's setting names ("m=0.9"); kept out of the parameters cell, whose lines papermill parses
+settings, shown_if_stored, landscapes = ([f"m={m}" for m in ms] for ms in (momenta, momenta_if_stored, landscape_momenta))
 exp = X.Experiment.load("experiments/table1_momentum.yaml")
 records = X.sweep(exp.path, profile, seeds=seeds, settings=settings, progress=False)
 if profile != "smoke":
