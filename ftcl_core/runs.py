@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import errno
 import io
 import json
 import os
@@ -89,6 +90,10 @@ DEFAULTS: dict[str, Any] = {
     },
     "eval": {"knn_k": 200, "knn_t": 0.1, "linear_epochs": 100, "linear_lr": 0.1, "random_init": True},
 }
+
+
+class RunFileError(ValueError):
+    """A run folder's file cannot be read or written; the message names the file and how to recover."""
 
 
 class ConfigError(ValueError):
@@ -307,8 +312,14 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; run files are meant to be shared
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            what = "no space left on the device" if err.errno == errno.ENOSPC else f"{type(err).__name__}: {err.strerror or err}"
+            raise RunFileError(
+                f"could not write {path} ({what}). Nothing was half-written: {path.parent} holds the files of the last "
+                "complete save. Free the space (or fix the cause) and run the same command again: it resumes from there."
+            ) from err
         raise
 
 
@@ -412,10 +423,31 @@ class RunDir:
         return self.eval.is_file()
 
     def load_config(self) -> dict:
-        return yaml.safe_load(self.config.read_text())
+        try:
+            cfg = yaml.safe_load(self.config.read_text())
+        except yaml.YAMLError as err:
+            cfg = err
+        if not isinstance(cfg, dict) or not set(cfg) <= set(DEFAULTS):
+            what = (f"sections {sorted(set(cfg) - set(DEFAULTS))} that no config has" if isinstance(cfg, dict)
+                    else f"not a YAML mapping: {str(cfg).splitlines()[0][:120]}")
+            raise RunFileError(
+                f"{self.config} is damaged ({what}). If the folder holds "
+                "a run of the config you are asking for, delete this file and run the same command: it is rewritten "
+                "and training resumes from the checkpoint; otherwise move the folder away or use another --out."
+            )
+        return cfg
 
     def load_eval(self) -> dict:
-        return json.loads(self.eval.read_text())
+        try:
+            result = json.loads(self.eval.read_text())
+        except json.JSONDecodeError as err:
+            result = err
+        if not isinstance(result, dict):
+            raise RunFileError(
+                f"{self.eval} is damaged (not a JSON object: {result}). Delete it and run the same command: the run "
+                "is evaluated again from its final checkpoint."
+            )
+        return result
 
     def load_provenance(self) -> dict:
         return json.loads(self.provenance.read_text()) if self.provenance.is_file() else {}

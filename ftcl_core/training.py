@@ -228,6 +228,8 @@ def train(cfg: dict, out: str | os.PathLike, progress: bool = True, max_steps: i
     """
     validate(cfg)
     run = RunDir(out)
+    if run.path.exists() and not run.path.is_dir():
+        raise ConfigError(f"--out {run.path} is a file, not a folder: name a new or existing run folder instead.")
     _check_compatible(run, cfg)
     if run.is_complete():
         return run.load_eval()

@@ -38,17 +38,8 @@ def test_papermill_parses_every_parameters_cell(caplog):
     assert not [r.message for r in caplog.records if "Unable to parse" in r.message]
 
 
-@pytest.fixture(scope="module")
-def runs_root(tmp_path_factory):
-    return tmp_path_factory.mktemp("book_runs")
-
-
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_chapter_runs_under_papermill_smoke(chapter, runs_root, tmp_path, monkeypatch):
-    import papermill as pm
-
-    monkeypatch.setenv("FTCL_RUNS_ROOT", str(runs_root))
-    monkeypatch.delenv("MPLBACKEND", raising=False)
-    pm.execute_notebook(str(ROOT / "book" / f"{chapter}.ipynb"), str(tmp_path / f"{chapter}.ipynb"),
-                        parameters={"profile": "smoke"}, cwd=str(ROOT / "book"), kernel_name="python3",
-                        progress_bar=False)
+def test_chapter_runs_under_papermill_smoke(chapter, smoke_book):
+    """Each chapter executes headless under papermill with ``-p profile smoke`` (once per session: tests/conftest.py)."""
+    err = smoke_book.errors[chapter]
+    assert err is None, f"{chapter} failed under papermill: {err}"

@@ -1,9 +1,10 @@
 """The book builds with no warnings (smoke profile) and works in a real browser (headless Chromium).
 
-The build runs ``jupyter-book build --warningiserror`` with every chapter executed (execution errors
-fail the build).  The browser part opens every page, checks that it loads without console errors from
-the book itself, that every figure is present, and that the static explorers respond to a slider or
-menu with no kernel.  It is skipped, with a message, where Chromium is absent (``.ci/run`` installs it).
+The build runs ``jupyter-book build --warningiserror`` on the chapters the session executed once under
+papermill (``tests/conftest.py``; an execution error fails the build test too).  The browser part opens
+every page, checks that it loads without console errors from the book itself, that every figure is
+present, and that the static explorers respond to a slider or menu with no kernel.  It is skipped, with a
+message, where Chromium is absent (``.ci/run`` installs it).
 """
 
 import functools
@@ -24,22 +25,20 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
-def html(tmp_path_factory):
+def html(smoke_book):
+    """The book built with --warningiserror from the chapters the session executed once (tests/conftest.py)."""
     if os.environ.get("FTCL_TEST_BOOK_HTML"):  # reuse a build while working on the browser checks
         return Path(os.environ["FTCL_TEST_BOOK_HTML"])
-    out = tmp_path_factory.mktemp("book")
-    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # the kernel's inline backend draws the figures
-    env.update(FTCL_PROFILE="smoke", FTCL_BOOK_BUILD="1", FTCL_RUNS_ROOT=str(out / "runs"))
-    # the smoke profile's cells take seconds: a cell that waits 5 minutes is a hung kernel, reported as such
+    failed = [c for c, e in smoke_book.errors.items() if e is not None]
+    if failed:
+        pytest.fail(f"chapters {failed} did not execute; see test_chapter_runs_under_papermill_smoke")
+    out = smoke_book.root
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    config["execute"]["timeout"] = 300
-    # paths in a config outside the repository are read relative to it: make them absolute
-    config["sphinx"]["local_extensions"] = {k: str(ROOT / v) for k, v in config["sphinx"]["local_extensions"].items()}
-    config["bibtex_bibfiles"] = [str(ROOT / b) for b in config["bibtex_bibfiles"]]
+    config["execute"]["execute_notebooks"] = "off"  # executed already, under papermill
     (out / "_config.yml").write_text(yaml.safe_dump(config))
     jb = Path(sys.executable).parent / "jupyter-book"
-    res = subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(out), "--config", str(out / "_config.yml"),
-                          "--warningiserror", "--keep-going"], env=env, capture_output=True, text=True, timeout=1500)
+    res = subprocess.run([str(jb), "build", str(out), "--warningiserror", "--keep-going"], capture_output=True,
+                         text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     return out / "_build" / "html"
 

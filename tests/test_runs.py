@@ -80,7 +80,9 @@ def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr("os.replace", boom)
-    with pytest.raises(OSError):
+    from ftcl_core.runs import RunFileError
+
+    with pytest.raises(RunFileError, match="could not write .*x.json"):  # names the file; the OSError is its cause
         atomic_write_bytes(target, b"new")
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
@@ -100,3 +102,83 @@ def test_stored_configs_without_a_newer_key_still_match():
     old = load_config(None)
     del old["augment"]["blur_sigma"]
     assert config_diff(old, load_config(None)) == []
+
+
+# ---- faults a user meets: one line that names the file or folder and the way out, no traceback ----
+
+SMOKE = ["configs/smoke_moco_v2.yaml", "data.n_train=256", "moco.queue_size=128", "train.epochs=1", "eval.linear_epochs=1",
+         "eval.random_init=false"]
+
+
+def cli(capsys, *args: str) -> tuple[int, str]:
+    from ftcl_core.__main__ import main
+
+    code = main(["train", *args, "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def assert_one_clear_line(code: int, err: str, *names: str) -> None:
+    assert code == 2, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in err, err
+    for name in names:
+        assert name in err, f"{name!r} not named in: {err}"
+
+
+def test_disk_full_while_checkpointing_names_the_folder_and_says_resuming_is_safe(tmp_path, capsys, monkeypatch):
+    import errno
+    import os
+
+    import ftcl_core.runs as R
+
+    real_fsync = os.fsync
+
+    def full(fd):
+        if "checkpoint.pt" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(R.os, "fsync", full)
+    code, err = cli(capsys, *SMOKE, "--out", str(tmp_path / "run"))
+    assert_one_clear_line(code, err, str(tmp_path / "run"), "no space left", "same command")
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+    assert not [p for p in (tmp_path / "run").iterdir() if p.name.endswith(".tmp")]  # no partial file left
+    monkeypatch.setattr(R.os, "fsync", real_fsync)
+    code, err = cli(capsys, *SMOKE, "--out", str(tmp_path / "run"))  # space freed: the same command finishes
+    assert code == 0 and (tmp_path / "run" / "eval.json").is_file()
+
+
+def test_out_naming_a_file_is_one_clear_line(tmp_path, capsys):
+    f = tmp_path / "notes.txt"
+    f.write_text("mine")
+    code, err = cli(capsys, *SMOKE, "--out", str(f))
+    assert_one_clear_line(code, err, str(f), "is a file")
+    assert f.read_text() == "mine"
+
+
+def test_damaged_eval_json_and_config_yaml_name_the_file_and_the_recovery(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert cli(capsys, *SMOKE, "--out", str(run))[0] == 0
+    good_eval = (run / "eval.json").read_text()
+    (run / "eval.json").write_text("{oops")
+    code, err = cli(capsys, *SMOKE, "--out", str(run))
+    assert_one_clear_line(code, err, str(run / "eval.json"), "Delete it")
+    (run / "eval.json").unlink()  # the recovery the message gives: evaluated again from the final checkpoint
+    assert cli(capsys, *SMOKE, "--out", str(run))[0] == 0
+    assert set(json_keys(run / "eval.json")) >= set(json_keys_text(good_eval))
+    (run / "config.yaml").write_text(":: not yaml [")
+    code, err = cli(capsys, *SMOKE, "--out", str(run))
+    assert_one_clear_line(code, err, str(run / "config.yaml"), "damaged")
+
+
+def json_keys(path):
+    import json
+
+    return json.loads(path.read_text()).keys()
+
+
+def json_keys_text(text):
+    import json
+
+    return json.loads(text).keys()
