@@ -333,3 +333,13 @@ def html_table(header: list[str], rows: list[list[str]]):
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
     return HTML(f'<table class="table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+
+
+def markdown_html(text: str):
+    """Markdown with tables as an IPython HTML object: the static book renders ``text/markdown`` outputs
+    without table support (tables came out as raw ``| a | b |`` text), HTML renders everywhere."""
+    from IPython.display import HTML
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark").enable("table").render(text)
+    return HTML(html.replace("<table>", '<table class="table">'))

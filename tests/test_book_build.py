@@ -100,6 +100,7 @@ def test_every_page_loads_clean_with_its_figures(browser, server, html):
     pages = ["index.html"] + [f"book/{p.name}" for p in sorted((html / "book").glob("*.html"))]
     min_figures = {"01_introduction": 1, "02_scores": 3, "03_score_bound": 1, "04_training": 3, "05_momentum": 4,
                    "06_feature_transformations": 4}
+    problems = []
     for rel in pages:
         page, errors = open_page(browser, f"{server}/{rel}")
         assert not errors, f"{rel}: {errors}"
@@ -109,7 +110,68 @@ def test_every_page_loads_clean_with_its_figures(browser, server, html):
         n_img = page.evaluate("document.querySelectorAll('main img').length")
         stem = Path(rel).stem
         assert n_img >= min_figures.get(stem, 0), f"{rel}: {n_img} figures, expected >= {min_figures.get(stem)}"
+        for defect in page_defects(page):
+            problems.append(f"{rel}: {defect}")
         page.close()
+    assert not problems, "\n".join(problems)
+
+
+# Each kind of rendering defect a reader met once, looked for on every page.
+DEFECTS_JS = r"""async () => {
+  const out = [];
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  const main = document.querySelector('main') || document.body;
+  // 1. a Markdown table that reached the page as text
+  for (const el of main.querySelectorAll('p, li, .output_markdown, .cell_output div')) {
+    if (el.querySelector('table, pre')) continue;
+    if (/\|\s*:?-{3,}:?\s*\|/.test(el.textContent)) { out.push('Markdown table as text: ' + el.textContent.slice(0, 80)); }
+  }
+  // 2. TeX left untypeset (no MathJax, or a broken block): delimiters visible outside code
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.parentElement.closest('pre, code, script, style, mjx-container, .MathJax')) continue;
+    const t = n.textContent;
+    if (/\\[()\[\]]|\$\$|\\(frac|tilde|mathcal|sum|lambda)\b/.test(t)) { out.push('untypeset math: ' + t.trim().slice(0, 80)); }
+  }
+  // 3. printed text wider than its column (the right part hidden behind a scroll bar)
+  for (const pre of main.querySelectorAll('.cell_output pre')) {
+    if (pre.scrollWidth > pre.clientWidth + 2) {
+      out.push('text output wider than its column: ' + pre.textContent.split('\n')[0].slice(0, 80));
+    }
+  }
+  // 4. interactive figures whose axes have no title
+  for (const fig of main.querySelectorAll('.js-plotly-plot')) {
+    const layout = fig.layout || {};
+    for (const key of Object.keys(layout).filter(k => /^[xy]axis\d*$/.test(k))) {
+      const ax = layout[key];
+      if (ax.visible === false || ax.showticklabels === false) continue;
+      const title = ax.title && (ax.title.text !== undefined ? ax.title.text : ax.title);
+      if (!title) { out.push('plotly axis without a title: ' + key); }
+    }
+  }
+  return out;
+}"""
+
+
+def page_defects(page) -> list[str]:
+    return page.evaluate(DEFECTS_JS)
+
+
+def test_the_defect_finder_finds_each_kind_it_looks_for(browser):
+    page = browser.new_page()
+    page.set_content("""<main>
+      <p>| setting | ours |\n|---|---|\n| K | 78.3 |</p>
+      <p>The score \\(S = z_q\\cdot z_k\\) stays raw without MathJax.</p>
+      <div class="cell_output"><pre style="width: 120px; overflow: auto">setting   ours   seeds   paper   verdict</pre></div>
+      <div class="js-plotly-plot" id="fig"></div>
+    </main>
+    <script>document.getElementById('fig').layout = {xaxis: {title: {text: 'step'}}, yaxis: {}};</script>""")
+    found = page_defects(page)
+    page.close()
+    kinds = ("Markdown table as text", "untypeset math", "text output wider than its column", "plotly axis without a title")
+    for kind in kinds:
+        assert any(f.startswith(kind) for f in found), f"{kind} not found in {found}"
+    assert len(found) == len(kinds), found  # the titled x axis is not reported
 
 
 def visible_traces(page, index):

@@ -37,9 +37,9 @@ rows = list(csv.DictReader(path.open()))
 print(f"{len(rows)} rows in {path.parent.name}/{path.name}")
 
 # %%
-from IPython.display import Markdown
+from ftcl_core.plotting import markdown_html
 
-Markdown(X.summary_markdown(path, heading="**{table}**"))  # ours: linear top-1, mean ± 95 % CI over seeds
+markdown_html(X.summary_markdown(path, heading="**{table}**"))  # ours: linear top-1, mean ± 95 % CI over seeds
 
 # %% [markdown]
 # ## Every claim at a glance

@@ -20,6 +20,7 @@
 #   MoCo's queue. Positive extrapolation (eq. 3) mixes $a$ and $b$; negative interpolation (Sec 4.2)
 #   mixes the bank with a permutation of itself; the loss is InfoNCE (eq. 1) with temperature $\tau$:
 #   $$\mathcal L = -\frac{1}{2N}\sum_i \log\frac{e^{a'_i\cdot b'_i/\tau}}{e^{a'_i\cdot b'_i/\tau}+\sum_{j\notin\{i,\,i^+\}} e^{a'_i\cdot \tilde z_j/\tau}}.$$
+#
 #   A mixed negative $\tilde z_j = \lambda z_j + (1-\lambda) z_{\pi(j)}$ is excluded by the index $j$ it
 #   was drawn from, so it may carry a share of the anchor, as a mixed queue entry can in MoCo.
 # * **BYOL.** $v = p$ (online prediction), $w = t$ (momentum target, no gradient). With
