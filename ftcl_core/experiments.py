@@ -291,22 +291,33 @@ def verdict(diff_mean: float, diff_ci: float, paper_sign: int) -> str:
     return "replicated" if (diff_mean > 0) == (paper_sign > 0) else "not replicated"
 
 
-def format_table(exp: Experiment, records: list[dict]) -> str:
-    """A plain-text table of an experiment's runs (the chapters print it under their figures): the rows of
-    :func:`table_rows`, i.e. mean, 95 % CI, seeds, paired difference against each setting's reference,
-    the paper's number and the verdict."""
+TABLE_HEADER = ["setting", "ours", "±95%", "n", "Δ", "vs", "paper", "verdict"]
+
+
+def table_cells(exp: Experiment, records: list[dict]) -> tuple[str, list[str], list[list[str]]]:
+    """Title, header and cells of an experiment's table: the rows of :func:`table_rows`, i.e. mean, 95 % CI,
+    seeds, paired difference against each setting's reference, the paper's number and the verdict."""
 
     def num(v: float, fmt: str) -> str:
         return "" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
 
-    lines = [f"{exp.table}: {exp.title}",
-             f"{'setting':>22s} {'ours':>6s} {'±95%':>5s} {'n':>2s} {'Δ':>15s} {'vs':>12s} {'paper':>8s}  verdict"]
+    rows = []
     for r in table_rows(exp, records):
         delta = num(r["diff_mean"], "+.1f") + (f" ± {num(r['diff_ci95'], '.1f')}" if num(r["diff_ci95"], ".1f") else "")
-        paper = "" if r["paper"] is None else r["paper"]
-        lines.append(f"{r['setting']:>22s} {r['mean']:6.1f} {num(r['ci95'], '.1f'):>5s} {r['n_seeds']:2d} {delta:>15s} "
-                     f"{r['reference'][:12]:>12s} {paper!s:>8s}  {r['verdict']}")
-    return "\n".join(lines)
+        rows.append([r["setting"], f"{r['mean']:.1f}", num(r["ci95"], ".1f"), str(r["n_seeds"]), delta, r["reference"],
+                     "" if r["paper"] is None else str(r["paper"]), r["verdict"]])
+    return f"{exp.table}: {exp.title}", TABLE_HEADER, rows
+
+
+def format_table(exp: Experiment, records: list[dict]) -> str:
+    """:func:`table_cells` as plain text (for a terminal; the book shows them as HTML tables)."""
+    title, header, rows = table_cells(exp, records)
+    widths = [22, 6, 5, 2, 15, 12, 8]
+
+    def line(cells: list[str]) -> str:
+        return " ".join(f"{c[:w] if i == 5 else c:>{w}s}" for i, (c, w) in enumerate(zip(cells, widths))) + f"  {cells[-1]}"
+
+    return "\n".join([title, line(header), *(line(r) for r in rows)])
 
 
 def table_order(table: str) -> tuple[int, str]:

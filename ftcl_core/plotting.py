@@ -244,6 +244,8 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
                       height=460, margin=dict(t=40, b=10), legend=dict(orientation="h", y=-0.45))
     fig.update_xaxes(title_text="λ", row=1, col=1)
     fig.update_xaxes(title_text="S'", row=1, col=2)
+    fig.update_yaxes(title_text="density", row=1, col=1)
+    fig.update_yaxes(title_text="density", row=1, col=2)
     return fig
 
 
@@ -298,7 +300,10 @@ def runs_explorer(runs: Mapping[str, Mapping[str, np.ndarray]], window: int = 10
         vis[i * per_run : (i + 1) * per_run] = [True] * per_run
         buttons.append(dict(method="update", args=[{"visible": vis}], label=label))
     fig.update_layout(updatemenus=[dict(buttons=buttons, direction="down", x=0, y=1.32, xanchor="left", yanchor="bottom")],
-                      height=400, showlegend=False, margin=dict(t=110, b=10, l=40, r=10))
+                      height=420, showlegend=False, margin=dict(t=110, b=10, l=50, r=10))
+    fig.update_xaxes(title_text="epoch")
+    for j, c in enumerate(cols):
+        fig.update_yaxes(title_text=STAT_LABELS[c], row=1, col=j + 1)
     return fig
 
 
@@ -324,15 +329,20 @@ def live_widget(make_widget):
     return make_widget()
 
 
-def html_table(header: list[str], rows: list[list[str]]):
-    """An IPython HTML table (escaped), which renders the same in Jupyter and in the static book."""
+def html_table(header: list[str], rows: list[list[str]], caption: str | None = None, collapsed: str | None = None):
+    """An IPython HTML table (escaped), which renders the same in Jupyter and in the static book; a long
+    table can start ``collapsed`` behind a summary line."""
     from html import escape
 
     from IPython.display import HTML
 
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return HTML(f'<table class="table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    table = f'<table class="table">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    if collapsed:
+        table = f"<details><summary>{escape(collapsed)}</summary>{table}</details>"
+    return HTML(table)
 
 
 def markdown_html(text: str):

@@ -3,7 +3,8 @@
 Sources are plain Python files that diff well; cells start with ``# %%`` (code) or ``# %% [markdown]``
 (markdown, every line prefixed with ``# ``).  A code cell whose marker line reads ``# %% tags=["parameters"]``
 is papermill's parameters cell; a lone ``# %% colab-setup`` line becomes the standard first cell that, in
-Colab only, fetches the repository and installs ``ftcl_core`` (:data:`COLAB_SETUP`, one copy for all chapters).
+Colab only, fetches the repository named in ``_config.yml`` (``repository.url``) and installs ``ftcl_core``
+(:data:`COLAB_SETUP`, one copy for all chapters; it stops with a clear message when the clone fails).
 ``python tools/notebooks.py --check`` fails when an .ipynb is stale.
 """
 
@@ -25,10 +26,25 @@ import subprocess
 import sys
 
 if "google.colab" in sys.modules:  # Colab: fetch the repository (configs, stored runs) and install ftcl_core first
-    subprocess.run(["git", "clone", "-q", "--depth", "1", "https://github.com/ftcl/ftcl", "/content/ftcl"], check=False)
+    REPOSITORY = "{url}"  # _config.yml's repository.url, set by whoever publishes the book
+    clone = subprocess.run(["git", "clone", "-q", "--depth", "1", "--branch", "{branch}", REPOSITORY, "/content/ftcl"],
+                           capture_output=True, text=True)
+    if clone.returncode != 0 and not os.path.isdir("/content/ftcl/ftcl_core"):
+        raise RuntimeError(f"could not clone {{REPOSITORY}} ({{clone.stderr.strip()}}). The book's publisher sets this "
+                           "address in _config.yml (repository.url); clone the repository by hand into /content/ftcl "
+                           "and run this cell again.")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "/content/ftcl[book]"], check=True)
     sys.path.insert(0, "/content/ftcl")
     os.chdir("/content/ftcl/book")"""
+
+
+def repository() -> tuple[str, str]:
+    """The repository the book is published from: ``_config.yml``'s ``repository.url`` and ``branch`` (the launch
+    buttons read the same setting)."""
+    import yaml
+
+    repo = yaml.safe_load((BOOK.parent / "_config.yml").read_text())["repository"]
+    return repo["url"], repo.get("branch", "main")
 
 
 def to_notebook(source: str) -> nbformat.NotebookNode:
@@ -47,7 +63,9 @@ def to_notebook(source: str) -> nbformat.NotebookNode:
             cell.metadata["tags"] = tags
         cells.append(cell)
 
-    for line in source.replace(COLAB_MARKER, "# %%\n" + COLAB_SETUP + "\n").splitlines():
+    url, branch = repository()
+    setup = COLAB_SETUP.format(url=url, branch=branch)
+    for line in source.replace(COLAB_MARKER, "# %%\n" + setup + "\n").splitlines():
         m = MARKER.match(line)
         if m:
             close()

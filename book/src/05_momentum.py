@@ -25,6 +25,7 @@ landscape_momenta = [0, 0.5, 0.9, 0.99, 1.0]  # gradient landscapes drawn (those
 
 # %%
 import matplotlib.pyplot as plt
+from IPython.display import display
 
 from ftcl_core import experiments as X
 from ftcl_core import plotting as P
@@ -44,7 +45,9 @@ metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["
 # ## Readout against the random-init baseline (Table 1)
 
 # %%
-print(X.format_table(exp, records))  # Δ: readout minus the same seed's random-init encoder; verdicts as in chapter 8
+# Δ: readout minus the same seed's random-init encoder; verdicts as in chapter 8
+title, header, cells = X.table_cells(exp, records)
+display(P.html_table(header, cells, caption=title))
 P.experiment_bars(exp, summary)
 plt.show()
 
@@ -94,6 +97,8 @@ plt.show()
 # %%
 from ftcl_core.stats import volatility
 
+vol_rows = []
 for r in [r for r in records if r["seed"] == seeds[0]]:
     neg, grad = volatility(metrics[r["setting"]]["neg_mean"], RunDir(r["dir"]).load_grad_norms()["per_epoch"])
-    print(f"{r['setting']:>8s}: sd of step change in Mean(neg) {neg:.4f}; sd of epoch change in total grad norm {grad:.4f}")
+    vol_rows.append([r["setting"], f"{neg:.4f}", f"{grad:.4f}"])
+P.html_table(["setting", "sd of step change in Mean(neg)", "sd of epoch change in total grad norm"], vol_rows)

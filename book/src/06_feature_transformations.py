@@ -28,6 +28,7 @@ show = ["experiments/table2_alpha_ex.yaml", "experiments/table3_alpha_in.yaml",
 
 # %%
 import matplotlib.pyplot as plt
+from IPython.display import display
 
 from ftcl_core import experiments as X
 from ftcl_core import plotting as P
@@ -43,7 +44,8 @@ for path in show:  # every stored run, never trained here
 
 
 def table(path, recs):
-    print(X.format_table(X.Experiment.load(path), recs), end="\n\n")
+    title, header, cells = X.table_cells(X.Experiment.load(path), recs)
+    display(P.html_table(header, cells, caption=title))
     return X.summarize(recs)
 
 
@@ -149,8 +151,7 @@ plt.show()
 # %%
 from ftcl_core.stats import collapse_signature
 
-print(f"{'table':5s} {'setting':>22s} {'linear':>7s} {'Mean(neg)>0.9 at step':>22s} {'min early Var(neg)':>19s} "
-      f"{'final Mean(neg)':>16s} {'final Var(neg)':>15s}")
+sig_rows = []
 for runs in records.values():
     for run in runs:
         if run["seed"] != min(x["seed"] for x in runs if x["setting"] == run["setting"]):
@@ -158,8 +159,10 @@ for runs in records.values():
         m = RunDir(run["dir"]).load_metrics()
         sig = collapse_signature(m["neg_mean"], m["neg_var"])
         step = "never" if sig["first_step_above"] is None else str(sig["first_step_above"])
-        print(f"{run['table']:5s} {run['setting']:>22s} {run['linear_top1']:7.1f} {step:>22s} {sig['early_min_var']:19.4f} "
-              f"{sig['final_neg_mean']:16.3f} {sig['final_neg_var']:15.4f}")
+        sig_rows.append([run["table"], run["setting"], f"{run['linear_top1']:.1f}", step, f"{sig['early_min_var']:.4f}",
+                         f"{sig['final_neg_mean']:.3f}", f"{sig['final_neg_var']:.4f}"])
+P.html_table(["table", "setting", "linear", "Mean(neg) > 0.9 at step", "min early Var(neg)", "final Mean(neg)",
+              "final Var(neg)"], sig_rows)
 
 # %% [markdown]
 # ## Gradient landscapes: baseline against +both

@@ -23,10 +23,10 @@ from ftcl_core import plotting as P
 if profile == "smoke":  # make sure a few runs exist
     X.sweep("experiments/table5_ft_v2.yaml", profile, seeds=[0], settings=["v2 baseline", "v2 +both"], progress=False)
 labels = X.stored_runs(profile)
-print(f"{len(labels)} complete runs of the {profile} profile")
-for name, r in labels.items():
-    ev = r.load_eval()
-    print(f"  {name:45s} linear {ev['linear_top1']:5.1f}  kNN {ev['knn_top1']:5.1f}  random init {ev['random_init_linear_top1']:5.1f}")
+evals = {name: r.load_eval() for name, r in labels.items()}
+P.html_table(["run", "linear top-1 %", "kNN top-1 %", "random init linear %"],
+             [[name, f"{e['linear_top1']:.1f}", f"{e['knn_top1']:.1f}", f"{e['random_init_linear_top1']:.1f}"]
+              for name, e in evals.items()], collapsed=f"{len(labels)} complete runs of the {profile} profile (click to list)")
 
 # %%
 shown = X.one_seed_per_setting(list(labels))[:max_runs]  # the lowest seed of each setting in the static menu

@@ -79,6 +79,7 @@ print(inspect.getsource(losses.other_sample_mask))
 
 # %%
 import matplotlib.pyplot as plt
+from IPython.display import display
 
 from ftcl_core import experiments as X
 from ftcl_core import plotting as P
@@ -87,7 +88,8 @@ from ftcl_core.runs import RunDir
 records = {path: X.collect(path, profile, seeds, settings.get(path)) for path in experiments}
 summaries = {}
 for path, recs in records.items():
-    print(X.format_table(X.Experiment.load(path), recs), end="\n\n")
+    title, header, cells = X.table_cells(X.Experiment.load(path), recs)
+    display(P.html_table(header, cells, caption=title))
     summaries[path] = X.summarize(recs)
 
 # %%
@@ -192,7 +194,7 @@ P.html_table(["method", "step (ms)", "images/s"] + phases, rows)
 # none exists yet.
 
 # %%
-from IPython.display import Markdown, display
+from IPython.display import Markdown
 
 from ftcl_core import gpucheck
 
