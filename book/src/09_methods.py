@@ -155,7 +155,7 @@ for path in experiments:
 # ```
 #
 # The tests run this with two gloo processes on CPU and check that they reproduce one process on the
-# whole batch (weights, losses and queue to 1e-5; `model.bn_splits=2` in one process is plain BN on two
+# whole batch (weights, losses and queue to float32 rounding, 1e-4; `model.bn_splits=2` in one process is plain BN on two
 # ranks) and that a run killed under `torchrun` resumes bit-identically.
 #
 # On a GPU the configs `configs/gpu_*.yaml` turn on bf16 autocast (the networks only: FT, scores and
