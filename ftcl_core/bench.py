@@ -34,7 +34,7 @@ from ftcl_core.augment import augment
 from ftcl_core.losses import FTConfig
 from ftcl_core.runs import load_config
 from ftcl_core.stats import StepRecorder
-from ftcl_core.training import METRIC_COLUMNS, augment_config, build_model, load_data, train_step
+from ftcl_core.training import METRIC_COLUMNS, augment_config, channels_last, load_data, prepare_model, train_step
 
 
 def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: int = 10, warmup: int = 5) -> dict:
@@ -49,7 +49,7 @@ def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: 
     }
     state = {}
     for name in variants:
-        model = build_model(cfg)
+        model = prepare_model(cfg, "cpu")[0]
         opt = torch.optim.SGD(model.encoder_q.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
         state[name] = (model, opt, torch.Generator().manual_seed(0), StepRecorder(METRIC_COLUMNS[2:], 50))
     x = train_set.images[:bs]
@@ -59,7 +59,7 @@ def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: 
         (ft, rec_stats), (model, opt, gen, recorder) = variants[name], state[name]
         t0 = time.perf_counter()
         for i in range(n):
-            out = train_step(model, opt, x, aug, ft, True, tau, gen, record_stats=rec_stats)
+            out = train_step(model, opt, x, aug, ft, True, tau, gen, record_stats=rec_stats, channels_last=channels_last(cfg))
             if rec_stats:
                 recorder.record(i, torch.cat([out.values, out.grad_norms]))
         recorder.flush()
@@ -145,7 +145,7 @@ def _worker(which: str, config: str, epochs: int, workers: int) -> dict:
     rates = []
     if which == "ftcl":
         aug = augment_config(cfg)
-        model = build_model(cfg)
+        model = prepare_model(cfg, "cpu")[0]
         opt = torch.optim.SGD(model.encoder_q.parameters(), lr=0.06, momentum=0.9, weight_decay=5e-4)
         gen = torch.Generator().manual_seed(0)
         recorder = StepRecorder(METRIC_COLUMNS[2:], 50)
@@ -154,7 +154,7 @@ def _worker(which: str, config: str, epochs: int, workers: int) -> dict:
             order = torch.randperm(n, generator=gen)
             for i in range(steps):
                 out = train_step(model, opt, train_set.images[order[i * bs : (i + 1) * bs]], aug, FTConfig(), True,
-                                 cfg["moco"]["tau"], gen)
+                                 cfg["moco"]["tau"], gen, channels_last=channels_last(cfg))
                 recorder.record(i, torch.cat([out.values, out.grad_norms]))
             recorder.flush()
             rates.append(steps * bs / (time.perf_counter() - t0))
@@ -193,12 +193,12 @@ def _step_only(config: str, rounds: int = 9, steps: int = 8) -> dict:
     gen = torch.Generator().manual_seed(0)
     x = train_set.images[:bs]
     views = (augment(x, aug, gen), augment(x, aug, gen))
-    ours = build_model(cfg)
+    ours = prepare_model(cfg, "cpu")[0]
     opt_o = torch.optim.SGD(ours.encoder_q.parameters(), lr=0.06, momentum=0.9, weight_decay=5e-4)
     theirs, crit, opt_t = _lightly_setup(cfg)
     runs = {
         "ftcl": lambda: train_step(ours, opt_o, x, aug, FTConfig(), True, cfg["moco"]["tau"], gen, record_stats=False,
-                                   views=views),
+                                   views=views, channels_last=channels_last(cfg)),
         "lightly": lambda: _lightly_step(theirs, crit, opt_t, *views, cfg["moco"]["momentum"]),
     }
     times: dict[str, list[float]] = {k: [] for k in runs}
@@ -247,7 +247,7 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
     ``synthetic=N`` trains on N random uint8 images of ``data.image_size`` instead of the config's data
     (a GPU machine without ImageNet measures the same pipeline: images in memory, GPU augmentation)."""
     from ftcl_core.data import ImageSet
-    from ftcl_core.training import _device, build_optimizer, host_to_device, prepare_model
+    from ftcl_core.training import _device, build_optimizer, channels_last, host_to_device, prepare_model
 
     cfg = load_config(config, list(overrides))
     device = _device(cfg)
@@ -274,7 +274,7 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
         x = host_to_device(images[torch.randint(len(images), (bs,), generator=gen)], device)
         timer.mark("data")
         train_step(model, opt, x, aug, ft, True, cfg["moco"]["tau"], gen, cfg["stats"]["n_queries"], net=net,
-                   amp=t["amp"], channels_last=t["channels_last"], mark=timer.mark)
+                   amp=t["amp"], channels_last=channels_last(cfg), mark=timer.mark)
     total = timer.last - t0
     return {"config": config, "overrides": list(overrides), "method": cfg["method"], "device": device,
             "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
@@ -293,13 +293,14 @@ def _flops_and_profile(config: str, steps: int = 10) -> dict:
     train_set, _ = load_data(cfg)
     aug = augment_config(cfg)
     bs = cfg["train"]["batch_size"]
-    model = build_model(cfg)
+    model = prepare_model(cfg, "cpu")[0]
     opt = torch.optim.SGD(model.encoder_q.parameters(), lr=0.06, momentum=0.9)
     gen = torch.Generator().manual_seed(0)
     x = train_set.images[:bs]
     views = (A.augment(x, aug, gen), A.augment(x, aug, gen))
     with FlopCounterMode(display=False) as counter:
-        train_step(model, opt, x, aug, FTConfig(), True, cfg["moco"]["tau"], gen, record_stats=False, views=views)
+        train_step(model, opt, x, aug, FTConfig(), True, cfg["moco"]["tau"], gen, record_stats=False, views=views,
+                   channels_last=channels_last(cfg))
     flops = counter.get_total_flops()
     a = torch.randn(2048, 2048)
     b = torch.randn(2048, 2048)

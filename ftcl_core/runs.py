@@ -78,7 +78,9 @@ DEFAULTS: dict[str, Any] = {
     "train": {
         "epochs": 30, "batch_size": 256, "checkpoint_every": 1,
         "amp": None,             # null | bf16 (autocast on CUDA or CPU)
-        "channels_last": False,  # NHWC memory format (faster convolutions on tensor cores)
+        # NHWC memory format: auto (on: measured faster on CPU, and on tensor cores) | true | false. It changes how,
+        # not what, a run computes (float rounding only), so configs that differ only here describe the same run.
+        "channels_last": "auto",
         "compile": False,        # torch.compile the model: true (inductor) or a backend name; first steps slower
     },
     "stats": {"n_queries": 64, "sync_every": 50, "histograms": False, "grad_norms_per_step": False},
@@ -138,7 +140,10 @@ def _number(text: str, integer: bool) -> int | float | str:
 # Keys whose value may be of another type than their default (None, "auto", a backend name, ...).
 FLEXIBLE_KEYS = {"data.root", "data.test_root", "data.class_list", "data.max_per_class", "data.cache",
                  "augment.blur_sigma", "model.hidden", "model.pred_hidden", "train.amp", "optim.fused",
-                 "train.compile"}
+                 "train.compile", "train.channels_last"}
+# Keys that choose how a run executes, not what it computes (results agree to float32 rounding): two configs that
+# differ only in these describe the same run (a stored run made with another memory format still counts).
+EXECUTION_KEYS = ("train.channels_last",)
 # Keys with a fixed set of values (method and augment.preset come from their registries, see validate).
 CHOICES = {"data.name": ("shapes", "imagefolder", "cifar10", "cifar100", "stl10"), "optim.schedule": ("cosine", "step")}
 POSITIVE_INTS = ("train.checkpoint_every", "stats.sync_every", "stats.n_queries", "eval.knn_k", "eval.linear_epochs",
@@ -273,6 +278,8 @@ def validate(cfg: dict) -> None:
         v = cfg["model"][key]
         if v is not None and not (isinstance(v, int) and v >= 1):
             raise ConfigError(f"model.{key}={v} must be a positive integer or null (a default size).")
+    if cfg["train"]["channels_last"] not in (True, False, "auto"):
+        raise ConfigError(f"train.channels_last={cfg['train']['channels_last']!r}: choose auto, true or false.")
     if cfg["train"]["amp"] not in (None, "bf16"):
         raise ConfigError(f"train.amp={cfg['train']['amp']!r}: choose null or bf16.")
     if cfg["optim"]["lr"] <= 0:
@@ -289,10 +296,11 @@ def validate(cfg: dict) -> None:
 
 def config_diff(a: dict, b: dict) -> list[str]:
     """Dotted keys whose values differ between two configs (a key missing from one counts as its default,
-    so configs stored before a key was added still compare equal when they used its default)."""
+    so configs stored before a key was added still compare equal when they used its default; the
+    :data:`EXECUTION_KEYS` are not compared)."""
     defaults = _flatten(DEFAULTS)
     fa, fb = {**defaults, **_flatten(a)}, {**defaults, **_flatten(b)}
-    return sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k))
+    return sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k) and k not in EXECUTION_KEYS)
 
 
 # ---------------------------------------------------------------------------------------------------

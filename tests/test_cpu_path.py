@@ -1,0 +1,63 @@
+"""The default CPU path (channels-last, split batch-norm in the ``blocks`` layout) computes what the NCHW path
+computes, to float32 rounding."""
+
+import pytest
+import torch
+
+from ftcl_core.gpucheck import _grad_rel, _views, one_step
+from ftcl_core.models import SplitBatchNorm2d, build_encoder, group_major
+from ftcl_core.runs import config_diff, load_config
+from ftcl_core.training import channels_last, execution_path
+
+
+def test_blocks_layout_on_a_group_major_batch_is_the_interleaved_split_bn():
+    torch.manual_seed(0)
+    x = torch.randn(16, 8, 5, 5)
+    order = torch.arange(16).view(4, 4).T.reshape(-1)  # group-major: samples 0, 4, 8, 12 first
+    a, b = SplitBatchNorm2d(8, 4), SplitBatchNorm2d(8, 4)
+    b.layout = "blocks"
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ya = a(xa)
+    yb = b(xb[order].contiguous(memory_format=torch.channels_last))[torch.argsort(order)]
+    torch.testing.assert_close(yb, ya, rtol=1e-5, atol=1e-6)
+    w = torch.randn_like(ya)
+    (ya * w).sum().backward()
+    (yb * w).sum().backward()
+    torch.testing.assert_close(xb.grad, xa.grad, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(b.running_mean, a.running_mean)
+    torch.testing.assert_close(b.running_var, a.running_var)
+
+
+def test_group_major_backbone_gives_the_same_features_and_leaves_eval_alone():
+    torch.manual_seed(0)
+    ref = build_encoder("resnet10_w16", bn_splits=4)
+    fast = build_encoder("resnet10_w16", bn_splits=4)
+    fast.load_state_dict(ref.state_dict())
+    assert group_major(fast) and group_major(fast)  # idempotent
+    fast = fast.to(memory_format=torch.channels_last)
+    x = torch.randn(32, 3, 16, 16)
+    torch.testing.assert_close(fast(x.contiguous(memory_format=torch.channels_last)), ref(x), rtol=1e-4, atol=1e-5)
+    fast.eval(), ref.eval()
+    torch.testing.assert_close(fast(x), ref(x), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("config, extra", [("configs/smoke_moco_v2.yaml", ["ft.pos=true", "ft.neg=true"]),
+                                           ("configs/smoke_simclr.yaml", [])])
+def test_one_step_on_the_default_cpu_path_matches_the_nchw_path(config, extra):
+    """Loss to 1e-5 relative; the gradient at most 3x as far from a float64 step as the NCHW path's (the
+    gradient of one step is ill-conditioned enough that float32 alone moves it ~1e-3, see ftcl_core.gpucheck)."""
+    cfg = load_config(config, [*extra, "model.bn_splits=4"])
+    assert channels_last(cfg) and execution_path(cfg) == {"memory_format": "channels_last", "split_bn_layout": "blocks"}
+    views = _views(cfg)
+    loss_ref, g_ref = one_step(cfg, "cpu", views, dtype=torch.float64)
+    loss_old, g_old = one_step(cfg, "cpu", views, channels_last=False)
+    loss_new, g_new = one_step(cfg, "cpu", views, channels_last=True)
+    assert abs(loss_new - loss_old) <= 1e-5 * abs(loss_old)
+    assert _grad_rel(g_new, g_ref)["rel_l2"] <= 3 * max(_grad_rel(g_old, g_ref)["rel_l2"], 1e-7)
+    assert _grad_rel(g_new, g_old)["cosine"] > 0.9999
+
+
+def test_the_memory_format_is_not_part_of_a_runs_identity():
+    old = load_config("configs/cpu_moco_v2.yaml", ["train.channels_last=false"])
+    assert config_diff(old, load_config("configs/cpu_moco_v2.yaml")) == []
+    assert execution_path(old) == {"memory_format": "contiguous", "split_bn_layout": "interleaved"}
