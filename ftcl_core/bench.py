@@ -4,6 +4,9 @@
 (data, augment, forward, ft_loss, backward, statistics, optimizer) for any method and any GPU setting
 (``device=cuda train.amp=bf16 train.channels_last=true train.compile=true``).
 
+``paths`` times the model step on the NCHW path (``train.channels_last=false``) and on the default CPU path
+(channels-last, split batch-norm in blocks), interleaved, and prints the speed-up.
+
 ``overhead`` measures, at the default CPU config (configs/cpu_moco_v2.yaml), the time of a full MoCo
 training step (augmentation, forward, backward, SGD, enqueue) in three variants, interleaved round by
 round so that drift of the machine hits all three alike:
@@ -214,6 +217,43 @@ def _step_only(config: str, rounds: int = 9, steps: int = 8) -> dict:
     return {k: statistics.median(v) for k, v in times.items()} | {"spread": {k: (min(v), max(v)) for k, v in times.items()}}
 
 
+def paths(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 10, steps: int = 5) -> dict:
+    """The model step (MoCo step on the same views in memory, no statistics) on the NCHW path
+    (``train.channels_last=false``) and on the default path, interleaved round by round; median ms per step."""
+    from ftcl_core.runs import cpu_model
+    from ftcl_core.training import execution_path
+
+    runs, names = {}, {}
+    for value in ("false", "auto"):
+        cfg = load_config(config, [f"train.channels_last={value}"])
+        train_set, _ = load_data(cfg)
+        model = prepare_model(cfg, "cpu")[0]
+        opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.06, momentum=0.9, weight_decay=5e-4)
+        gen = torch.Generator().manual_seed(0)
+        x = train_set.images[: cfg["train"]["batch_size"]]
+        aug = augment_config(cfg)
+        views = (augment(x, aug, gen), augment(x, aug, gen))
+        path = execution_path(cfg)
+        name = f"{path['memory_format']}/{path['split_bn_layout']}"
+        names[value] = name
+        cl = channels_last(cfg)
+        runs[name] = (lambda m=model, o=opt, g=gen, x=x, a=aug, v=views, c=cl, tau=cfg["moco"]["tau"]:
+                      train_step(m, o, x, a, FTConfig(), True, tau, g, record_stats=False, views=v, channels_last=c))
+    for fn in runs.values():
+        for _ in range(3):
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for r in range(rounds):
+        for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                runs[name]()
+            times[name].append((time.perf_counter() - t0) / steps)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"cpu": cpu_model(), "threads": torch.get_num_threads(), "median_s": med,
+            "speedup": med[names["false"]] / med[names["auto"]], "old": names["false"], "new": names["auto"]}
+
+
 class PhaseTimer:
     """Wall time per phase of a step: ``mark(name)`` closes the phase that started at the previous mark.
 
@@ -276,7 +316,11 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
         train_step(model, opt, x, aug, ft, True, cfg["moco"]["tau"], gen, cfg["stats"]["n_queries"], net=net,
                    amp=t["amp"], channels_last=channels_last(cfg), mark=timer.mark)
     total = timer.last - t0
+    from ftcl_core.runs import cpu_model
+    from ftcl_core.training import execution_path
+
     return {"config": config, "overrides": list(overrides), "method": cfg["method"], "device": device,
+            "cpu": cpu_model(), "path": execution_path(cfg),
             "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
             "threads": torch.get_num_threads(), "batch_size": bs, "step_ms": 1e3 * total / steps,
             "images_per_s": bs * steps / total, "phases_ms": {k: 1e3 * v / steps for k, v in timer.totals.items()}}
@@ -342,7 +386,7 @@ def lightly(config: str = "configs/cpu_moco_v2.yaml", epochs: int = 3, workers: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ftcl_core.bench")
-    parser.add_argument("what", choices=["overhead", "lightly", "breakdown", "_worker"])
+    parser.add_argument("what", choices=["overhead", "lightly", "breakdown", "paths", "_worker"])
     parser.add_argument("which", nargs="*", help="breakdown: key=value overrides of --config")
     parser.add_argument("--steps", type=int, default=20, help="breakdown: timed steps")
     parser.add_argument("--synthetic", type=int, default=0, help="breakdown: N random images instead of the data")
@@ -360,8 +404,16 @@ def main(argv: list[str] | None = None) -> int:
         r = breakdown(args.config, args.which, steps=args.steps, synthetic=args.synthetic)
         print(f"config={r['config']} {' '.join(r['overrides'])} method={r['method']} device={r['device_name']} "
               f"threads={r['threads']} batch={r['batch_size']}")
+        print(f"cpu={r['cpu']} path={r['path']['memory_format']}, split-BN layout {r['path']['split_bn_layout']}")
         print(f"step {r['step_ms']:.1f} ms, {r['images_per_s']:.0f} images/s; "
               + ", ".join(f"{k} {v:.1f} ms" for k, v in r["phases_ms"].items()))
+        return 0
+    if args.what == "paths":
+        r = paths(args.config)
+        print(f"config={args.config} cpu={r['cpu']} threads={r['threads']}")
+        for name, t in r["median_s"].items():
+            print(f"model step, {name}: {1e3 * t:.1f} ms")
+        print(f"speedup of the default path ({r['new']}) over {r['old']}: {r['speedup']:.3f}")
         return 0
     if args.what == "lightly":
         return _print_lightly(lightly(args.config, epochs=args.epochs), args.config)
@@ -377,8 +429,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_lightly(r: dict, config: str) -> int:
     med = statistics.median
+    from ftcl_core.runs import cpu_model, load_config
+    from ftcl_core.training import execution_path
+
     ours = med(r["ftcl"]["rates"])
-    print(f"config={config} threads={torch.get_num_threads()}")
+    path = execution_path(load_config(config))
+    print(f"config={config} threads={torch.get_num_threads()} cpu={cpu_model()} "
+          f"ftcl path={path['memory_format']}, split-BN layout {path['split_bn_layout']}")
     print(f"ftcl end to end: {ours:.0f} img/s (epochs: {', '.join(f'{x:.0f}' for x in r['ftcl']['rates'])}), "
           f"peak RSS {r['ftcl']['peak_rss_mib']:.0f} MiB")
     for w, t in r["lightly"].items():

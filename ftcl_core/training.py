@@ -294,7 +294,7 @@ def build_optimizer(cfg: dict, model: torch.nn.Module, device: str) -> torch.opt
 def channels_last(cfg: dict) -> bool:
     """Whether the networks run channels-last: ``train.channels_last`` true, or ``auto`` (the default).
 
-    Measured on an Intel Xeon (AVX-512, 2 threads; ``results/bench_breakdown_cpu.txt``), a channels-last
+    Measured on an Intel Xeon (AVX-512, 2 threads; ``results/bench_breakdown_intel-xeon-avx512.txt``), a channels-last
     ResNet-10 with split batch-norm in the ``blocks`` layout runs its forward and backward about 1.3x faster
     than NCHW; on tensor cores channels-last is the usual fast layout."""
     return cfg["train"]["channels_last"] in (True, "auto")

@@ -22,3 +22,11 @@ def test_flop_count_and_profile_cover_the_step():
 def test_lightly_worker_runs_one_epoch():
     r = bench._worker("lightly", "configs/smoke_moco_v2.yaml", 1, 0)
     assert len(r["rates"]) == 1 and r["peak_rss_mib"] > 0
+
+
+def test_paths_benchmark_times_the_nchw_and_the_default_path():
+    from ftcl_core import bench
+
+    r = bench.paths("configs/smoke_moco_v2.yaml", rounds=2, steps=1)
+    assert set(r["median_s"]) == {"contiguous/interleaved", "channels_last/blocks"}
+    assert r["old"] == "contiguous/interleaved" and r["new"] == "channels_last/blocks" and r["speedup"] > 0
