@@ -204,17 +204,24 @@ def _step_only(config: str, rounds: int = 9, steps: int = 8) -> dict:
                                    views=views, channels_last=channels_last(cfg)),
         "lightly": lambda: _lightly_step(theirs, crit, opt_t, *views, cfg["moco"]["momentum"]),
     }
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for fn in runs.values():  # warm-up
-        for _ in range(3):
+    times = _interleaved(runs, rounds, steps)
+    return {k: statistics.median(v) for k, v in times.items()} | {"spread": {k: (min(v), max(v)) for k, v in times.items()}}
+
+
+def _interleaved(runs: dict, rounds: int, steps: int, warmup: int = 3) -> dict[str, list[float]]:
+    """Seconds per call of each function in ``runs``, ``steps`` calls per round, the order reversed every other
+    round so that a drift of the machine hits every variant alike."""
+    for fn in runs.values():
+        for _ in range(warmup):
             fn()
+    times: dict[str, list[float]] = {k: [] for k in runs}
     for r in range(rounds):
         for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
             t0 = time.perf_counter()
             for _ in range(steps):
                 runs[name]()
             times[name].append((time.perf_counter() - t0) / steps)
-    return {k: statistics.median(v) for k, v in times.items()} | {"spread": {k: (min(v), max(v)) for k, v in times.items()}}
+    return times
 
 
 def paths(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 10, steps: int = 5) -> dict:
@@ -239,17 +246,7 @@ def paths(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 10, steps: int
         cl = channels_last(cfg)
         runs[name] = (lambda m=model, o=opt, g=gen, x=x, a=aug, v=views, c=cl, tau=cfg["moco"]["tau"]:
                       train_step(m, o, x, a, FTConfig(), True, tau, g, record_stats=False, views=v, channels_last=c))
-    for fn in runs.values():
-        for _ in range(3):
-            fn()
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for r in range(rounds):
-        for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                runs[name]()
-            times[name].append((time.perf_counter() - t0) / steps)
-    med = {k: statistics.median(v) for k, v in times.items()}
+    med = {k: statistics.median(v) for k, v in _interleaved(runs, rounds, steps).items()}
     return {"cpu": cpu_model(), "threads": torch.get_num_threads(), "median_s": med,
             "speedup": med[names["false"]] / med[names["auto"]], "old": names["false"], "new": names["auto"]}
 

@@ -65,9 +65,6 @@ for name in chapters:
 #   `results/cpu` are loaded, missing ones are trained;
 # * `gpu`: ImageNet-100 at the paper's recipe (set `data.root` in `configs/gpu_in100_*.yaml`).
 #
-# ```{bibliography}
-# ```
-#
 # ## The embedded data
 #
 # Ten shape classes drawn at random rotation, scale, position, palette colours, background gradient
@@ -115,3 +112,9 @@ import ftcl_core
 print(f"ftcl_core {ftcl_core.__version__}, torch {torch.__version__}, torchvision {torchvision.__version__}, "
       f"python {platform.python_version()}, {torch.get_num_threads()} threads, profile={profile}")
 print("book sources:", Path.cwd().name)
+
+# %% [markdown]
+# ## References
+#
+# ```{bibliography}
+# ```

@@ -79,7 +79,7 @@ plt.show()
 g = run.load_grad_norms()
 P.grad_landscape(g["per_epoch"], title="MoCo v2, query encoder")
 plt.show()
-print(f"{len(g['layers'])} layers, from {g['layers'][0]!r} to {g['layers'][-1]!r}")
+print(f"{len(g['layers'])} layers, from {str(g['layers'][0])} to {str(g['layers'][-1])}")
 
 # %% [markdown]
 # ## Readout
