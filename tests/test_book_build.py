@@ -25,10 +25,11 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
-def html(smoke_book):
+def html(request):
     """The book built with --warningiserror from the chapters the session executed once (tests/conftest.py)."""
-    if os.environ.get("FTCL_TEST_BOOK_HTML"):  # reuse a build while working on the browser checks
+    if os.environ.get("FTCL_TEST_BOOK_HTML"):  # check another build (make book's _build/html, say) instead
         return Path(os.environ["FTCL_TEST_BOOK_HTML"])
+    smoke_book = request.getfixturevalue("smoke_book")
     failed = [c for c, e in smoke_book.errors.items() if e is not None]
     if failed:
         pytest.fail(f"chapters {failed} did not execute; see test_chapter_runs_under_papermill_smoke")
@@ -126,12 +127,12 @@ DEFECTS_JS = r"""async () => {
     if (el.querySelector('table, pre')) continue;
     if (/\|\s*:?-{3,}:?\s*\|/.test(el.textContent)) { out.push('Markdown table as text: ' + el.textContent.slice(0, 80)); }
   }
-  // 2. TeX left untypeset (no MathJax, or a broken block): delimiters visible outside code
+  // 2. TeX left untypeset (no MathJax, or a broken block): delimiters (a lone $ too) visible outside code
   const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     if (n.parentElement.closest('pre, code, script, style, mjx-container, .MathJax')) continue;
     const t = n.textContent;
-    if (/\\[()\[\]]|\$\$|\\(frac|tilde|mathcal|sum|lambda)\b/.test(t)) { out.push('untypeset math: ' + t.trim().slice(0, 80)); }
+    if (/\\[()\[\]]|\$|\\(frac|tilde|mathcal|sum|lambda)\b/.test(t)) { out.push('untypeset math: ' + t.trim().slice(0, 80)); }
   }
   // 3. printed text wider than its column (the right part hidden behind a scroll bar)
   for (const pre of main.querySelectorAll('.cell_output pre')) {
@@ -162,6 +163,7 @@ def test_the_defect_finder_finds_each_kind_it_looks_for(browser):
     page.set_content("""<main>
       <p>| setting | ours |\n|---|---|\n| K | 78.3 |</p>
       <p>The score \\(S = z_q\\cdot z_k\\) stays raw without MathJax.</p>
+      <ul><li>the loss is: $ <span class="math">L</span> $</li></ul>
       <div class="cell_output"><pre style="width: 120px; overflow: auto">setting   ours   seeds   paper   verdict</pre></div>
       <div class="js-plotly-plot" id="fig"></div>
     </main>
@@ -171,7 +173,8 @@ def test_the_defect_finder_finds_each_kind_it_looks_for(browser):
     kinds = ("Markdown table as text", "untypeset math", "text output wider than its column", "plotly axis without a title")
     for kind in kinds:
         assert any(f.startswith(kind) for f in found), f"{kind} not found in {found}"
-    assert len(found) == len(kinds), found  # the titled x axis is not reported
+    assert any(f.startswith("untypeset math") and "$" in f for f in found), found  # a lone $ around typeset math
+    assert not any("xaxis" in f for f in found), found  # the titled x axis is not reported
 
 
 def visible_traces(page, index):

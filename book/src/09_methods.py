@@ -19,6 +19,7 @@
 #   the whole batch, both views, gathered from every process: the in-batch *bank* takes the place of
 #   MoCo's queue. Positive extrapolation (eq. 3) mixes $a$ and $b$; negative interpolation (Sec 4.2)
 #   mixes the bank with a permutation of itself; the loss is InfoNCE (eq. 1) with temperature $\tau$:
+#
 #   $$\mathcal L = -\frac{1}{2N}\sum_i \log\frac{e^{a'_i\cdot b'_i/\tau}}{e^{a'_i\cdot b'_i/\tau}+\sum_{j\notin\{i,\,i^+\}} e^{a'_i\cdot \tilde z_j/\tau}}.$$
 #
 #   A mixed negative $\tilde z_j = \lambda z_j + (1-\lambda) z_{\pi(j)}$ is excluded by the index $j$ it
