@@ -44,8 +44,9 @@ def score_statistics(runs: Mapping[str, Mapping[str, np.ndarray]], columns=("pos
         ax.set_title(STAT_LABELS.get(col, col))
         ax.set_xlabel("epoch" if x == "epoch" else "step")
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=8, loc="best")
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()  # one legend under the panels, covering no curve
+    fig.tight_layout(rect=(0, 0.12 if len(labels) <= 6 else 0.2, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8, frameon=False)
     return fig
 
 
@@ -60,7 +61,7 @@ def score_trajectory_3d(runs: Mapping[str, Mapping[str, np.ndarray]], window: in
     """Fig 5 style: each run as a curve in (Mean(pos), Mean(neg), Var(neg)) space, coloured by time."""
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(6, 5))
+    fig = plt.figure(figsize=(8, 5))
     ax = fig.add_subplot(projection="3d")
     for label, m in runs.items():
         ax.plot(smooth(m["pos_mean"], window), smooth(m["neg_mean"], window), smooth(m["neg_var"], window),
@@ -68,7 +69,7 @@ def score_trajectory_3d(runs: Mapping[str, Mapping[str, np.ndarray]], window: in
     ax.set_xlabel("Mean(pos)")
     ax.set_ylabel("Mean(neg)")
     ax.set_zlabel("Var(neg)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.18, 0.5), frameon=False)  # beside the axes, not on them
     fig.tight_layout()
     return fig
 

@@ -81,9 +81,11 @@ plt.show()
 
 # %%
 drawn = [r for r in records if r["seed"] == seeds[0] and r["setting"] in landscapes]
-fig = plt.figure(figsize=(4.2 * len(drawn), 3.8))
+n_cols = 2  # two landscapes a row: large enough to read in the page's column
+n_rows = (len(drawn) + n_cols - 1) // n_cols
+fig = plt.figure(figsize=(10, 4.4 * n_rows))
 for i, r in enumerate(drawn):
-    ax = fig.add_subplot(1, len(drawn), i + 1, projection="3d")
+    ax = fig.add_subplot(n_rows, n_cols, i + 1, projection="3d")
     P.grad_landscape(RunDir(r["dir"]).load_grad_norms()["per_epoch"], title=r["setting"], ax=ax)
 plt.tight_layout()
 plt.show()
