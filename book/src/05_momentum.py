@@ -43,6 +43,12 @@ metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["
 
 # %% [markdown]
 # ## Readout against the random-init baseline (Table 1)
+#
+# Every table of this book gives each setting a **verdict** on the paper's claim about it. We take the
+# paired difference over seeds against the setting's reference (here: the same seed's random-init encoder)
+# and its 95 % t-interval. The claim is **replicated** when the interval excludes zero on the paper's side,
+# **not replicated** when it excludes zero on the other side, and **inconclusive** when it includes zero
+# (or there is a single seed). Chapter 8 collects the verdicts of every table.
 
 # %%
 # Δ: readout minus the same seed's random-init encoder; verdicts as in chapter 8

@@ -81,6 +81,10 @@ if others:
 # %% [markdown]
 # ## What the runs say, and what FT does to the scores
 #
+# Verdicts as defined in chapter 5: *replicated* when the paired 95 % interval against the reference
+# excludes zero on the paper's side, *not replicated* when it excludes zero on the other side,
+# *inconclusive* otherwise.
+#
 # Read the tables above; they are regenerated from the stored runs, and chapter 8 gives every verdict with
 # its interval. When this was written the store held three seeds of each Table 5 setting and two of every
 # other table. The paper's central claim does not hold at this scale, and one transformation explains most
