@@ -1,25 +1,23 @@
 """Build the book's notebooks from their percent-format sources: ``book/src/*.py`` -> ``book/*.ipynb``.
 
-Sources are plain Python files that diff well; cells start with ``# %%`` (code) or ``# %% [markdown]``
-(markdown, every line prefixed with ``# ``).  A code cell whose marker line reads ``# %% tags=["parameters"]``
-is papermill's parameters cell; a lone ``# %% colab-setup`` line becomes the standard first cell that, in
-Colab only, fetches the repository named in ``_config.yml`` (``repository.url``) and installs ``ftcl_core``
-(:data:`COLAB_SETUP`, one copy for all chapters; it stops with a clear message when the clone fails).
-``python tools/notebooks.py --check`` fails when an .ipynb is stale.
+Sources are plain Python files that diff well, in jupytext's percent format (jupytext does the conversion):
+cells start with ``# %%`` (code) or ``# %% [markdown]`` (markdown, every line prefixed with ``# ``), and a
+code cell whose marker line reads ``# %% tags=["parameters"]`` is papermill's parameters cell.  The one thing
+jupytext cannot do is share a cell between files: a lone ``# %% colab-setup`` line becomes the standard first
+cell that, in Colab only, fetches the repository named in ``_config.yml`` (``repository.url``) and installs
+``ftcl_core`` (:data:`COLAB_SETUP`, one copy for all chapters; it stops with a clear message when the clone
+fails).  ``python tools/notebooks.py --check`` fails when an .ipynb is stale.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 from pathlib import Path
 
 import nbformat
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
-MARKER = re.compile(r"^# %%(?P<md> \[markdown\])?(?: tags=(?P<tags>\[.*\]))?\s*$")
 COLAB_MARKER = "# %% colab-setup"
 COLAB_SETUP = """import os
 import subprocess
@@ -48,38 +46,20 @@ def repository() -> tuple[str, str]:
 
 
 def to_notebook(source: str) -> nbformat.NotebookNode:
-    cells, kind, tags, lines = [], None, [], []
-
-    def close():
-        if kind is None:
-            return
-        text = "\n".join(lines).strip("\n")
-        if kind == "markdown":
-            text = "\n".join(line[2:] if line.startswith("# ") else line.lstrip("#") for line in text.splitlines())
-            cell = nbformat.v4.new_markdown_cell(text)
-        else:
-            cell = nbformat.v4.new_code_cell(text)
-        if tags:
-            cell.metadata["tags"] = tags
-        cells.append(cell)
+    """A percent-format source as a notebook: jupytext reads it (cells, Markdown, tags); this tool only expands
+    the ``# %% colab-setup`` line into the one shared set-up cell, which jupytext has no way to include."""
+    import jupytext
 
     url, branch = repository()
-    setup = COLAB_SETUP.format(url=url, branch=branch)
-    for line in source.replace(COLAB_MARKER, "# %%\n" + setup + "\n").splitlines():
-        m = MARKER.match(line)
-        if m:
-            close()
-            kind = "markdown" if m.group("md") else "code"
-            tags = json.loads(m.group("tags")) if m.group("tags") else []
-            lines = []
-        elif kind is not None:
-            lines.append(line)
-    close()
-    nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    for i, cell in enumerate(nb.cells):  # stable ids keep the .ipynb diff-free across rebuilds
+    text = source.replace(COLAB_MARKER, "# %%\n" + COLAB_SETUP.format(url=url, branch=branch) + "\n")
+    nb = jupytext.reads(text, fmt="py:percent")
+    nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+                   "language_info": {"name": "python"}}
+    for i, cell in enumerate(nb.cells):  # stable ids and no jupytext bookkeeping keep the .ipynb diff-free
         cell["id"] = f"cell-{i}"
+        cell.metadata.pop("lines_to_next_cell", None)
+        if cell.cell_type == "code":
+            cell.execution_count, cell.outputs = None, []
     return nb
 
 
