@@ -43,3 +43,62 @@ def test_chapter_runs_under_papermill_smoke(chapter, smoke_book):
     """Each chapter executes headless under papermill with ``-p profile smoke`` (once per session: tests/conftest.py)."""
     err = smoke_book.errors[chapter]
     assert err is None, f"{chapter} failed under papermill: {err}"
+
+
+# ---- prose numbers: every number in the book's prose comes from the runs (glue or generated text) ----------------
+
+# Numbers prose may carry without a run behind them: the confidence level of every interval.
+CONSTANTS = {"95"}
+# Numbers still typed by hand in Markdown, chapter by chapter: the debt that generated text will pay off
+# (issue "The reader's book", part 3).  A number may only leave this list, never join it: the test fails on a
+# new typed number and on a listed one that is gone (so the list shrinks as chapters are converted).
+TYPED_BY_HAND = {
+    "01_introduction": {"6.1"},
+    "03_score_bound": {"100000"},
+    "04_training": {"1170", "2.5"},
+    "05_momentum": {"1.4", "10.2", "12.4", "22.8", "27.5", "30.3", "30.5", "33", "40", "40.4", "50.6", "7.9", "75.4"},
+    "06_feature_transformations": {"1.9", "14", "2.6", "2.7", "2.9", "29.1", "29.2", "3.5", "30.1", "30.7", "31.6", "32.1",
+                                   "34.0", "36.8", "38.0", "4.0", "40", "41.2", "42", "42.6", "44", "47", "49", "5.8",
+                                   "63.0", "64.5", "68.0", "68.5", "75.2", "76.3", "78.3", "81.2", "9.4"},
+    "09_methods": {"0.02", "0.43", "0.73", "0.76", "1.1", "1.3", "1.5", "14.6", "23.7", "25.6", "29.4", "3.8", "30.3",
+                   "34.6", "36.5", "4.5", "48", "511", "56", "6.2", "6.24", "71.7", "75", "8.3", "8.6", "86.3"},
+}
+
+
+def recipe_numbers() -> set[str]:
+    """Numbers of the configs and experiment files (recipe constants, the paper's table values)."""
+    found: set[str] = set()
+    for path in [*(ROOT / "configs").glob("*.yaml"), *(ROOT / "experiments").glob("*.yaml")]:
+        found |= set(re.findall(r"\d+(?:\.\d+)?", path.read_text()))
+    return found
+
+
+def prose_numbers(markdown: str) -> set[str]:
+    """Numbers in Markdown outside equations, code, citations and references to equations, tables and chapters."""
+    t = re.sub(r"\$\$.*?\$\$", "", markdown, flags=re.S)
+    t = re.sub(r"\$[^$]*\$", "", t)
+    t = re.sub(r"```.*?```", "", t, flags=re.S)
+    t = re.sub(r"`[^`]*`", "", t)
+    t = re.sub(r"\{cite[^}]*\}", "", t)
+    t = re.sub(r"\[[^\]]*\]\([^)]*\)", "", t)
+    t = re.sub(r"\b(eqs?|Eq|Tables?|Sec|Supp|Fig|Figure|[Cc]hapters?|Section|T|steps?)\.?\s*[A-Z]?\d+(\.\d+)*"
+               r"(\s*(-|–|and|,)\s*\d+(\.\d+)*)*", "", t)
+    t = re.sub(r"(?<=\d) (?=\d{3}\b)", "", t)  # 10 000 -> 10000
+    return set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?", t))
+
+
+def test_no_new_number_is_typed_into_the_books_prose():
+    import json
+
+    allowed = recipe_numbers() | CONSTANTS
+    typed = {}
+    for name in CHAPTERS:
+        cells = json.loads((ROOT / "book" / f"{name}.ipynb").read_text())["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        found = prose_numbers(text) - allowed
+        if found:
+            typed[name] = found
+    new = {k: sorted(v - TYPED_BY_HAND.get(k, set())) for k, v in typed.items() if v - TYPED_BY_HAND.get(k, set())}
+    assert not new, f"numbers typed into prose (use myst-nb glue or generated text from the runs): {new}"
+    gone = {k: sorted(v - typed.get(k, set())) for k, v in TYPED_BY_HAND.items() if v - typed.get(k, set())}
+    assert not gone, f"no longer typed by hand, remove them from TYPED_BY_HAND: {gone}"
