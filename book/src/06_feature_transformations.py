@@ -64,7 +64,8 @@ plt.show()
 # ## The other tables as figures
 #
 # One panel per experiment with stored runs: bars are our readout (mean ± 95 % CI over seeds), the dashed
-# line the random-init encoder, the orange dots the paper's ImageNet-100 numbers on their own axis.
+# line the random-init encoder, the orange diamonds the paper's ImageNet-100 numbers on the same axis (another scale:
+# compare their pattern across settings, not their levels).
 
 # %%
 others = [p for p in records if p != train[0]]
