@@ -5,6 +5,7 @@ on CUDA); each process takes ``batch_size / N`` images of every batch.
 
 Trains into DIR, or resumes from DIR's checkpoint with the same command, or prints DIR's results when
 the run is complete.  ``python -m ftcl_core sweep FILE`` trains an experiment file's missing runs;
+``python -m ftcl_core screen CONFIG [key=value ...] --steps N`` trains N steps and prints the collapse signature;
 ``python -m ftcl_core summary`` writes ``results/summary.csv`` and prints it as one Markdown table per
 paper table.  Any config key can be overridden, e.g. ``ft.pos=true ft.neg=true moco.momentum=0.9``.
 """
@@ -32,17 +33,23 @@ def main(argv: list[str] | None = None) -> int:
     sw.add_argument("--seeds", type=int, nargs="*", help="only these seeds (default: the file's)")
     sw.add_argument("--settings", nargs="*", help="only these settings (default: all)")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sc = sub.add_parser("screen", help="train N steps of a config (nothing stored) and print the collapse signature")
+    sc.add_argument("config", help="YAML config, e.g. configs/cpu_moco_v1.yaml")
+    sc.add_argument("overrides", nargs="*", help="key=value overrides, e.g. ft.pos=true")
+    sc.add_argument("--steps", type=int, default=120, help="steps to train (default 120)")
     sm = sub.add_parser("summary", help="write results/summary.csv from the stored runs; print it as Markdown")
     sm.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
     args, extra = parser.parse_known_args(argv)
     # key=value overrides may also come after --out (argparse stops collecting positionals at an option)
-    stray = [e for e in extra if args.command != "train" or "=" not in e or e.startswith("-")]
+    stray = [e for e in extra if args.command not in ("train", "screen") or "=" not in e or e.startswith("-")]
     if stray:
         parser.error(f"unrecognized arguments: {' '.join(stray)}")
-    if args.command == "train":
+    if args.command in ("train", "screen"):
         args.overrides = [*args.overrides, *extra]
     if args.command == "sweep":
         return _sweep(args)
+    if args.command == "screen":
+        return _screen(args)
     if args.command == "summary":
         from ftcl_core.experiments import summary_markdown, write_summary
 
@@ -63,6 +70,38 @@ def main(argv: list[str] | None = None) -> int:
         D.shutdown()
     if D.rank_from_env() == 0:
         print(json.dumps(result, indent=2, sort_keys=True))
+    return 0
+
+
+def _screen(args) -> int:
+    """A screen (issue "When does FT help?"): the first ``--steps`` steps of a config in a temporary folder, then
+    the collapse signature of the raw cosines (:func:`ftcl_core.stats.collapse_signature`) and the time per step."""
+    import tempfile
+    import time
+
+    from ftcl_core.stats import collapse_signature
+    from ftcl_core.training import train
+
+    if args.steps < 1:
+        print(f"error: --steps {args.steps} must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        cfg = load_config(args.config, args.overrides)
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory() as tmp:
+            m = train(cfg, tmp, progress=False, max_steps=args.steps)["metrics"]
+        took = time.perf_counter() - t0
+    except (ConfigError, FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    sig = collapse_signature(m["neg_mean"], m["neg_var"], early_steps=len(m["loss"]))
+    first = sig["first_step_above"]
+    print(f"{args.config} {' '.join(args.overrides)}: {len(m['loss'])} steps in {took:.1f} s "
+          f"({took / len(m['loss']):.3f} s a step, data and set-up included)")
+    print(f"Mean(neg) > 0.9 first at step {first if first is not None else 'never'}; "
+          f"max Mean(neg) {float(m['neg_mean'].max()):.3f}; min Var(neg) {sig['early_min_var']:.4f}; "
+          f"final Mean(pos) {float(m['pos_mean'][-1]):.3f}, Mean(neg) {sig['final_neg_mean']:.3f}, "
+          f"Var(neg) {sig['final_neg_var']:.4f}, loss {float(m['loss'][-1]):.3f}")
     return 0
 
 

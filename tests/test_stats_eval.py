@@ -92,3 +92,12 @@ def test_collapse_signature_finds_the_jump_of_the_negatives():
     assert sig["first_step_above"] == 10 and sig["early_min_var"] == 1e-4
     assert sig["final_neg_mean"] == 0.5 and sig["final_neg_var"] == 0.05
     assert collapse_signature(np.zeros(50), np.full(50, 0.02))["first_step_above"] is None
+
+
+def test_screen_prints_the_collapse_signature_of_a_few_steps(capsys):
+    from ftcl_core.__main__ import main
+
+    assert main(["screen", "configs/smoke_moco_v2.yaml", "--steps", "5", "data.n_train=256", "moco.queue_size=128"]) == 0
+    out = capsys.readouterr().out
+    assert "5 steps in" in out and "Mean(neg) > 0.9 first at step" in out and "final Mean(pos)" in out
+    assert main(["screen", "configs/smoke_moco_v2.yaml", "--steps", "0"]) == 2
