@@ -134,6 +134,14 @@ def _grad_rel(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> dict:
             "worst_tensor": worst, "worst_tensor_rel": float((a[worst] - b[worst]).norm() / b[worst].norm().clamp_min(1e-30))}
 
 
+def _against_float64(g_test: dict[str, torch.Tensor], g_fp32: dict[str, torch.Tensor], g_ref: dict[str, torch.Tensor]
+                     ) -> tuple[dict, dict, float]:
+    """The float32 rule for gradients (see :data:`TOL`): ``g_test``'s and a trusted float32 gradient ``g_fp32``'s
+    distances to the float64 reference ``g_ref``, and the bound on the first (3x the second)."""
+    e_test, e_fp32 = _grad_rel(g_test, g_ref), _grad_rel(g_fp32, g_ref)
+    return e_test, e_fp32, max(TOL["fp32_grad_vs_cpu_error"] * e_fp32["rel_l2"], 1e-6)
+
+
 def _config(base: str, overrides: list[str]) -> dict:
     from ftcl_core.runs import load_config
 
@@ -258,8 +266,8 @@ def agreement(s: Setting) -> dict:
             loss_ref, g_ref = one_step(cfg, "cpu", views, dtype=torch.float64)
             loss_cpu, g_cpu = one_step(cfg, "cpu", views)
             loss_gpu, g_gpu = one_step(cfg, s.device, views)
-        g, e_cpu, e_gpu = _grad_rel(g_gpu, g_cpu), _grad_rel(g_cpu, g_ref), _grad_rel(g_gpu, g_ref)
-        bound = max(TOL["fp32_grad_vs_cpu_error"] * e_cpu["rel_l2"], 1e-6)
+        g = _grad_rel(g_gpu, g_cpu)
+        e_gpu, e_cpu, bound = _against_float64(g_gpu, g_cpu, g_ref)
         checks[f"{name}: gpu fp32 vs cpu fp32"] = {
             "loss_cpu": loss_cpu, "loss_gpu": loss_gpu, "loss_rel": _rel(loss_gpu, loss_cpu), "grad": g,
             "loss_float64": loss_ref, "grad_cpu_vs_float64": e_cpu, "grad_gpu_vs_float64": e_gpu,
@@ -298,8 +306,8 @@ def compile_agreement(s: Setting) -> dict:
             t0 = time.perf_counter()
             loss_c, g_c = one_step(cfg, s.device, views, compile_with="eager" if s.dry else True)
             compile_s = time.perf_counter() - t0
-        gc, e_eager, e_comp = _grad_rel(g_c, g_e), _grad_rel(g_e, g_ref), _grad_rel(g_c, g_ref)
-        bound = max(TOL["fp32_grad_vs_cpu_error"] * e_eager["rel_l2"], 1e-6)
+        gc = _grad_rel(g_c, g_e)
+        e_comp, e_eager, bound = _against_float64(g_c, g_e, g_ref)
         checks[f"{name}: train.compile vs eager"] = {
             "backend": "eager (dry run)" if s.dry else "inductor", "loss_eager": loss_e, "loss_compiled": loss_c,
             "loss_rel": _rel(loss_c, loss_e), "grad": gc, "first_step_s": compile_s,
