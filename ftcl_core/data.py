@@ -160,6 +160,27 @@ def shapes_splits(
     )
 
 
+VALIDATION_SEED_OFFSET = 2_000_003  # test: seed + 1_000_003; validation: its own seed, disjoint from both
+
+
+def shapes_validation(n_train: int, n_val: int, size: int = 32, seed: int = 0, **kwargs: float) -> tuple[ImageSet, ImageSet]:
+    """The training split of :func:`shapes_splits` and a validation split drawn from a third seed (for
+    calibrating recipes without looking at the test set)."""
+    return (make_shapes(n_train, size=size, seed=seed, **kwargs),
+            make_shapes(n_val, size=size, seed=seed + VALIDATION_SEED_OFFSET, **kwargs))
+
+
+def hold_out(train: ImageSet, n_val: int, seed: int = 0) -> tuple[ImageSet, ImageSet]:
+    """Split ``train`` into (rest, validation): the last ``n_val`` images of a fixed shuffle (``seed``, the same
+    for every run, so all calibration trials score the same images) are held out of training."""
+    if not 0 < n_val < len(train):
+        raise ValueError(f"data.n_val={n_val} must lie in [1, {len(train) - 1}] for a training set of {len(train)} images.")
+    order = torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))
+    keep, val = order[:-n_val].sort().values, order[-n_val:].sort().values
+    return (ImageSet(train.images[keep], train.labels[keep], train.classes),
+            ImageSet(train.images[val], train.labels[val], train.classes))
+
+
 # ---------------------------------------------------------------------------------------------------
 # Real data.  Nothing is downloaded unless the caller passes download=True.
 # ---------------------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ override set per setting::
       m=0.99: {moco.momentum: 0.99}
     paper: {m=0.99: 56.2}
 
+An optional ``common:`` mapping holds overrides that every setting shares (a calibration's budget and split).
+
 Profiles: ``cpu`` (the embedded data at the scale of the base config; runs stored under ``results/``),
 ``smoke`` (the same settings on tiny data for CI, under ``runs/smoke/``), ``gpu`` (the paper's recipe on
 ImageNet-100, under ``runs/gpu/``).  :func:`sweep` trains only what is missing, so an interrupted sweep
@@ -31,7 +33,7 @@ from ftcl_core.runs import ConfigError, RunDir, atomic_write_bytes, config_diff,
 PROFILES = ("smoke", "cpu", "gpu")
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE_OVERRIDES = [
-    "data.n_train=512", "data.n_test=256", "augment.out_size=16", "model.dim=32", "model.bn_splits=2",
+    "data.n_train=512", "data.n_test=256", "data.n_val=256", "augment.out_size=16", "model.dim=32", "model.bn_splits=2",
     "moco.queue_size=128", "train.epochs=2", "train.batch_size=64", "stats.sync_every=4",
     "eval.linear_epochs=5", "eval.knn_k=20",
 ]
@@ -48,6 +50,11 @@ class Experiment:
     path: Path
     compare: dict[str, str]  # setting -> the setting it is compared with (default: the first setting)
     claims: dict[str, str]  # setting -> "above" | "below" its reference, where the paper states no numbers
+    common: dict | None = None  # overrides every setting shares (e.g. a calibration's budget and split)
+
+    def overrides(self, setting: str, seed: int) -> dict:
+        """The overrides of one run: the shared ones, the setting's, and its seed."""
+        return {**(self.common or {}), **self.settings[setting], "seed": seed}
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Experiment:
@@ -75,8 +82,11 @@ class Experiment:
         if bad:
             raise ConfigError(f"experiment file {p}: {bad}: a paper entry is a number or 'collapse', a claim "
                               "is 'above' or 'below'.")
+        common = d.get("common") or {}
+        if not isinstance(common, dict):
+            raise ConfigError(f"experiment file {p}: `common` must map config keys to values, e.g. {{train.epochs: 10}}.")
         return cls(d["table"], d.get("title", d["table"]), d["base"], list(d.get("seeds", [0])),
-                   settings, paper, p, compare, claims)
+                   settings, paper, p, compare, claims, common)
 
     def paper_number(self, setting: str) -> float:
         """The paper's top-1 for ``setting``; NaN where it states none (or states a collapse)."""
@@ -167,7 +177,7 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
     records = []
     for seed in seeds if seeds is not None else exp.seeds:
         for name in names:
-            cfg = resolve(base_for(exp, profile), {**exp.settings[name], "seed": seed}, profile)
+            cfg = resolve(base_for(exp, profile), exp.overrides(name, seed), profile)
             out = run_dir(exp, name, seed, profile)
             if not RunDir(out).is_complete() and (twin := find_identical_run(cfg, profile)) is not None:
                 copy_run(twin, out)

@@ -35,7 +35,7 @@ from ftcl_core.losses import (
     symmetric_pairs,
     symmetric_rows,
 )
-from ftcl_core.models import BYOL, Encoder, MoCo, SimCLR, SimSiam, SwAV, build_encoder, mlp, projection_head
+from ftcl_core.models import BYOL, Encoder, MoCo, SimCLR, SimSiam, SwAV, build_encoder, kaiming_init, mlp, projection_head
 from ftcl_core.runs import ConfigError
 
 METHODS = ("moco", "simclr", "byol", "simsiam", "swav")
@@ -75,6 +75,8 @@ def build_model(cfg: dict) -> nn.Module:
     torch.manual_seed(cfg["seed"])
     m = cfg["model"]
     backbone = build_encoder(m["encoder"], bn_splits=m["bn_splits"])
+    if m.get("init", "default") == "kaiming":  # absent in runs stored before the key existed: the default
+        kaiming_init(backbone)
     method, dim, width, splits = cfg["method"], m["dim"], backbone.out_dim, m["bn_splits"]
     hidden = m["hidden"] or width
     if method == "moco":

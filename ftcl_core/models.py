@@ -174,6 +174,18 @@ SMALL = {
 TORCHVISION = ("resnet18", "resnet50", "resnet18_cifar", "resnet50_cifar")
 
 
+def kaiming_init(backbone: nn.Module) -> nn.Module:
+    """Kaiming-normal fan-out convolutions and unit/zero batch-norm affines, as torchvision's and PyContrast's
+    ResNets start (He et al. 2015); PyTorch's default conv init gives about 3x smaller weight norms."""
+    for mod in backbone.modules():
+        if isinstance(mod, nn.Conv2d):
+            nn.init.kaiming_normal_(mod.weight, mode="fan_out", nonlinearity="relu")
+        elif isinstance(mod, (nn.BatchNorm2d, nn.GroupNorm)) and mod.weight is not None:
+            nn.init.ones_(mod.weight)
+            nn.init.zeros_(mod.bias)
+    return backbone
+
+
 def encoder_names() -> list[str]:
     """Names :func:`build_encoder` accepts (plus ``timm:<any timm model>``)."""
     return sorted(SMALL) + list(TORCHVISION) + ["timm:<name>"]

@@ -46,12 +46,19 @@ DEFAULTS: dict[str, Any] = {
         "download": False,       # torchvision sets: download only when asked
         "workers": 0,            # imagefolder: processes that decode the images (once, before training)
         "cache": None,           # imagefolder: folder where the decoded set is kept and memory-mapped
+        # which held-out images the readout scores: test (the reported numbers) | val (calibration: shapes drawn
+        # from their own seed; other sets: the last n_val images of a fixed shuffle of train, removed from training)
+        "eval_split": "test",
+        "n_val": 2000,
     },
     "augment": {
         "preset": "v2",          # v1 | v2 | simclr (MoCo v1 / v2, SimCLR pipelines)
         "out_size": 24,
         "crop_scale": [0.4, 1.0],
         "blur_sigma": None,      # v2 blur sigma range; null = the recipe's [0.1, 2]
+        "jitter": None,          # ColorJitter (brightness, contrast, saturation, hue); null = the preset's
+        "jitter_p": None,        # probability of the jitter; null = the preset's
+        "gray_p": None,          # probability of grayscale; null = the preset's
     },
     "model": {
         "encoder": "resnet10_w16",
@@ -61,6 +68,7 @@ DEFAULTS: dict[str, Any] = {
         "sync_bn": False,        # torch.distributed: batch statistics over all ranks (needs bn_splits=1)
         "hidden": None,          # SimCLR/BYOL/SimSiam projector hidden size (null = backbone width)
         "pred_hidden": None,     # SimSiam predictor bottleneck (null = dim // 4)
+        "init": "default",       # backbone init: default (PyTorch's) | kaiming (fan-out, as torchvision/PyContrast)
     },
     # tau is also SimCLR's and SwAV's temperature; momentum is also BYOL's base target momentum (raised to 1 on a cosine)
     "moco": {"queue_size": 4096, "momentum": 0.99, "tau": 0.2},
@@ -139,15 +147,18 @@ def _number(text: str, integer: bool) -> int | float | str:
 
 # Keys whose value may be of another type than their default (None, "auto", a backend name, ...).
 FLEXIBLE_KEYS = {"data.root", "data.test_root", "data.class_list", "data.max_per_class", "data.cache",
-                 "augment.blur_sigma", "model.hidden", "model.pred_hidden", "train.amp", "optim.fused",
+                 "augment.blur_sigma", "augment.jitter", "augment.jitter_p", "augment.gray_p",
+                 "model.hidden", "model.pred_hidden", "train.amp", "optim.fused",
                  "train.compile", "train.channels_last"}
 # Keys that choose how a run executes, not what it computes (results agree to float32 rounding): two configs that
 # differ only in these describe the same run (a stored run made with another memory format still counts).
 EXECUTION_KEYS = ("train.channels_last",)
 # Keys with a fixed set of values (method and augment.preset come from their registries, see validate).
-CHOICES = {"data.name": ("shapes", "imagefolder", "cifar10", "cifar100", "stl10"), "optim.schedule": ("cosine", "step")}
+CHOICES = {"data.name": ("shapes", "imagefolder", "cifar10", "cifar100", "stl10"), "optim.schedule": ("cosine", "step"),
+           "data.eval_split": ("test", "val"), "model.init": ("default", "kaiming")}
 POSITIVE_INTS = ("train.checkpoint_every", "stats.sync_every", "stats.n_queries", "eval.knn_k", "eval.linear_epochs",
-                 "model.dim", "model.bn_splits", "data.image_size", "augment.out_size", "data.n_train", "data.n_test")
+                 "model.dim", "model.bn_splits", "data.image_size", "augment.out_size", "data.n_train", "data.n_test",
+                 "data.n_val")
 
 
 def _check_types(flat: dict) -> None:
@@ -239,6 +250,17 @@ def validate(cfg: dict) -> None:
     lo, hi = (cfg["augment"]["crop_scale"] + [None, None])[:2]
     if len(cfg["augment"]["crop_scale"]) != 2 or not (0 < lo <= hi <= 1):
         raise ConfigError(f"augment.crop_scale={cfg['augment']['crop_scale']} must be [low, high] with 0 < low <= high <= 1.")
+    a = cfg["augment"]
+    j = a["jitter"]
+    if j is not None and not (isinstance(j, list) and len(j) == 4 and all(isinstance(v, (int, float)) and v >= 0 for v in j)
+                              and j[3] <= 0.5):
+        raise ConfigError(f"augment.jitter={j} must be [brightness, contrast, saturation, hue], each >= 0 and hue <= 0.5 "
+                          "(MoCo v2: [0.4, 0.4, 0.4, 0.1]), or null for the preset's.")
+    for key in ("jitter_p", "gray_p"):
+        if a[key] is not None and not (isinstance(a[key], (int, float)) and 0 <= a[key] <= 1):
+            raise ConfigError(f"augment.{key}={a[key]} must be a probability in [0, 1], or null for the preset's.")
+    if d["eval_split"] == "val" and d["name"] != "shapes" and not isinstance(d["n_val"], int):
+        raise ConfigError(f"data.n_val={d['n_val']} must be an integer: the images held out of train for validation.")
     ft, epochs = cfg["ft"], cfg["train"]["epochs"]
     for key in ("union_queue", "renorm_neg"):
         if ft[key] and not ft["neg"]:

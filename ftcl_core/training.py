@@ -24,7 +24,15 @@ import torch
 
 from ftcl_core import augment as A
 from ftcl_core import distributed as D
-from ftcl_core.data import ImageSet, load_image_folder, load_torchvision, read_class_list, shapes_splits
+from ftcl_core.data import (
+    ImageSet,
+    hold_out,
+    load_image_folder,
+    load_torchvision,
+    read_class_list,
+    shapes_splits,
+    shapes_validation,
+)
 from ftcl_core.evaluation import evaluate_backbone
 from ftcl_core.losses import FTConfig
 from ftcl_core.methods import (
@@ -71,7 +79,17 @@ class IncompatibleCheckpoint(RuntimeError):
 
 
 def load_data(cfg: dict) -> tuple[ImageSet, ImageSet]:
-    """Train and test :class:`ImageSet` s for ``cfg['data']``."""
+    """Train and held-out :class:`ImageSet` s for ``cfg['data']``: the test set, or with ``data.eval_split=val``
+    a validation set that is neither (for calibration, so that the test set never chooses a recipe)."""
+    d = cfg["data"]
+    if d.get("eval_split", "test") == "val":
+        if d["name"] == "shapes":
+            return shapes_validation(d["n_train"], d["n_val"], size=d["image_size"], seed=cfg["seed"])
+        return hold_out(_load_train_test(cfg)[0], d["n_val"])
+    return _load_train_test(cfg)
+
+
+def _load_train_test(cfg: dict) -> tuple[ImageSet, ImageSet]:
     d = cfg["data"]
     if d["name"] == "shapes":
         return shapes_splits(d["n_train"], d["n_test"], size=d["image_size"], seed=cfg["seed"])
@@ -101,8 +119,9 @@ def augment_config(cfg: dict) -> A.AugmentConfig:
     a = cfg["augment"]
     base = A.PRESETS[a["preset"]](a["out_size"])
     extra = {"crop_scale": tuple(a["crop_scale"])}
-    if a.get("blur_sigma") is not None:
-        extra["blur_sigma"] = tuple(a["blur_sigma"])
+    for key in ("blur_sigma", "jitter", "jitter_p", "gray_p"):  # null (or absent in older runs): the preset's
+        if a.get(key) is not None:
+            extra[key] = tuple(a[key]) if isinstance(a[key], list) else a[key]
     return A.AugmentConfig(**{**base.__dict__, **extra})
 
 
