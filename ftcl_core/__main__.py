@@ -6,6 +6,7 @@ on CUDA); each process takes ``batch_size / N`` images of every batch.
 Trains into DIR, or resumes from DIR's checkpoint with the same command, or prints DIR's results when
 the run is complete.  ``python -m ftcl_core sweep FILE`` trains an experiment file's missing runs;
 ``python -m ftcl_core screen CONFIG [key=value ...] --steps N`` trains N steps and prints the collapse signature;
+``python -m ftcl_core calibration`` writes ``results/calibration.csv`` from the baseline calibration runs;
 ``python -m ftcl_core summary`` writes ``results/summary.csv`` and prints it as one Markdown table per
 paper table.  Any config key can be overridden, e.g. ``ft.pos=true ft.neg=true moco.momentum=0.9``.
 """
@@ -39,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     sc.add_argument("--steps", type=int, default=120, help="steps to train (default 120)")
     sm = sub.add_parser("summary", help="write results/summary.csv from the stored runs; print it as Markdown")
     sm.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
+    cal = sub.add_parser("calibration", help="write results/calibration.csv from the calibration runs; print it")
+    cal.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
     args, extra = parser.parse_known_args(argv)
     # key=value overrides may also come after --out (argparse stops collecting positionals at an option)
     stray = [e for e in extra if args.command not in ("train", "screen") or "=" not in e or e.startswith("-")]
@@ -50,6 +53,13 @@ def main(argv: list[str] | None = None) -> int:
         return _sweep(args)
     if args.command == "screen":
         return _screen(args)
+    if args.command == "calibration":
+        from ftcl_core.calibration import markdown, trials, write_csv
+
+        rows = trials(profile=args.profile)
+        path = write_csv(rows) if args.profile == "cpu" else None
+        print((f"<!-- written: {path} -->\n" if path else "") + markdown(rows))
+        return 0
     if args.command == "summary":
         from ftcl_core.experiments import summary_markdown, write_summary
 

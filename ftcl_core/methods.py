@@ -52,6 +52,7 @@ class Scores:
     raw_neg: torch.Tensor          # (n, K') plain negative cosines (in-batch ones for BYOL / SimSiam)
     keys: torch.Tensor | None = None  # MoCo: the clean keys of the whole batch, to enqueue
     prototype_scores: tuple[torch.Tensor, torch.Tensor] | None = None  # SwAV: both views against the prototypes
+    views: tuple[torch.Tensor, torch.Tensor] | None = None  # the pair the loss aligns, detached, one row per image
 
 
 def check_method_config(cfg: dict) -> None:
@@ -114,7 +115,7 @@ def method_scores(net: nn.Module, model: nn.Module, x1: torch.Tensor, x2: torch.
             raw_pos, raw_neg = moco_logits(q[:n_raw].detach(), k[:n_raw], model.queue)
         else:
             raw_pos, raw_neg = pos[:n_raw].detach(), neg[:n_raw].detach()
-        return Scores(pos, neg, raw_pos, raw_neg, keys=k_all)
+        return Scores(pos, neg, raw_pos, raw_neg, keys=k_all, views=(q.detach(), k.detach()))
     if isinstance(model, SimCLR):
         z1, z2 = net(x1, x2)
         bank1, bank2 = D.gather_rows(z1, grad=True), D.gather_rows(z2, grad=True)
@@ -127,7 +128,7 @@ def method_scores(net: nn.Module, model: nn.Module, x1: torch.Tensor, x2: torch.
             raw_pos, raw_neg = (anchors[:n_raw] * positives[:n_raw]).sum(1), full[keep].view(keep.shape[0], -1)
         else:
             raw_pos, raw_neg = pos[:n_raw].detach(), neg[:n_raw].detach()
-        return Scores(pos, neg, raw_pos, raw_neg)
+        return Scores(pos, neg, raw_pos, raw_neg, views=(z1.detach(), z2.detach()))
     if isinstance(model, (BYOL, SimSiam)):
         p1, p2, t1, t2 = net(x1, x2)
         anchors, positives = symmetric_pairs(p1, p2, t1, t2)
@@ -138,7 +139,7 @@ def method_scores(net: nn.Module, model: nn.Module, x1: torch.Tensor, x2: torch.
         a0, b0 = anchors.detach(), positives.detach()
         raw_pos = (a0[:n_raw] * b0[:n_raw]).sum(1)
         raw_neg = in_batch_negative_scores(a0, b0)[:n_raw]
-        return Scores(pos, None, raw_pos, raw_neg)
+        return Scores(pos, None, raw_pos, raw_neg, views=(p1.detach(), t2.detach()))
     if isinstance(model, SwAV):  # FT on the two views' features, then the prototype scores (paper Supp)
         z1, z2 = net(x1, x2)
         rows = D.global_rows(z1.shape[0])
@@ -146,7 +147,7 @@ def method_scores(net: nn.Module, model: nn.Module, x1: torch.Tensor, x2: torch.
         anchors, positives = symmetric_pairs(z1.detach(), z2.detach(), z1.detach(), z2.detach())
         raw_neg = in_batch_negative_scores(anchors, positives)[:n_raw]
         return Scores((a * b).sum(1), None, (anchors * positives).sum(1)[:n_raw], raw_neg,
-                      prototype_scores=(model.prototypes(a), model.prototypes(b)))
+                      prototype_scores=(model.prototypes(a), model.prototypes(b)), views=(z1.detach(), z2.detach()))
     raise TypeError(f"unknown method model {type(model).__name__}")
 
 

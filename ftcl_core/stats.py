@@ -7,17 +7,49 @@ Per step, over the first ``n`` queries of the batch (Supp A uses 64):
 * Var(neg): per query the variance of its K negative scores, averaged over the n queries.
 
 Both the raw cosines and the scores after FT are kept (the released code recorded only the latter).
+Beside them, four statistics of the representation itself (:func:`representation_statistics`): alignment,
+uniformity, the views' deviation correlation rho, and the effective rank.
 Values stay on the device in a buffer and are copied to the host every ``sync_every`` steps, so a GPU
 is not synchronised each step.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 SCORE_COLUMNS = ("pos_mean", "neg_mean", "neg_var", "ft_pos_mean", "ft_neg_mean", "ft_neg_var")
+# Of the batch's two views (runs stored before these existed lack them): see representation_statistics
+REPRESENTATION_COLUMNS = ("align", "uniform", "rho", "erank")
+
+
+def representation_statistics(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
+    """``[align, uniform, rho, erank]`` of a batch's two views ``(B, d)`` (normalised here), as a tensor.
+
+    * align: E ||z1 - z2||^2 over the pairs (Wang & Isola 2020, alignment with alpha = 2; 0 = identical views);
+    * uniform: log E_{i != j} exp(-2 ||z1_i - z1_j||^2) (their uniformity, t = 2; 0 = every image at one point,
+      about -4 spread over a sphere);
+    * rho: the correlation of the views' deviations from the batch mean, <z1 - m1, z2 - m2> / (|.| |.|)
+      (Frobenius).  The positive-extrapolation algebra of chapter 6's diagnosis says a concentrated state
+      attracts when rho < 1 - lambda / A;
+    * erank: the effective rank of the centred z1, exp of the entropy of its normalised singular values (Roy &
+      Vetterli 2007); 1 = every image on one line (dimensional collapse), d = isotropic.
+    """
+    a, b = F.normalize(z1.detach().float(), dim=1), F.normalize(z2.detach().float(), dim=1)
+    align = (a - b).pow(2).sum(1).mean()
+    sq = torch.cdist(a, a).pow(2)
+    off = ~torch.eye(a.shape[0], dtype=torch.bool, device=a.device)
+    uniform = torch.logsumexp(-2 * sq[off], 0) - math.log(off.sum().item())
+    da, db = a - a.mean(0), b - b.mean(0)
+    rho = (da * db).sum() / (da.norm() * db.norm()).clamp_min(1e-12)
+    s = torch.linalg.svdvals(da)
+    p = s / s.sum().clamp_min(1e-12)
+    erank = torch.exp(-(p * torch.log(p.clamp_min(1e-12))).sum())
+    return torch.stack([align, uniform, rho, erank])
 
 
 def score_statistics(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64) -> torch.Tensor:
@@ -99,11 +131,12 @@ class StepRecorder:
         return {c: table[:, i] for i, c in enumerate(self.columns)}
 
     def load(self, arrays: dict, upto_step: int) -> None:
-        """Restore rows from :meth:`as_arrays` output, keeping steps ``< upto_step`` (for resume)."""
+        """Restore rows from :meth:`as_arrays` output, keeping steps ``< upto_step`` (for resume); a column
+        that a run stored before it existed is NaN for those steps."""
         import numpy as np
 
         keep = np.asarray(arrays["step"]) < upto_step
-        cols = [np.asarray(arrays[c])[keep] for c in self.columns]
+        cols = [np.asarray(arrays[c])[keep] if c in arrays else np.full(int(keep.sum()), np.nan) for c in self.columns]
         self.rows = [list(map(float, r)) for r in zip(*cols)]
 
 

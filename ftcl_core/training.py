@@ -58,15 +58,17 @@ from ftcl_core.runs import (
     write_yaml,
 )
 from ftcl_core.stats import (
+    REPRESENTATION_COLUMNS,
     SCORE_COLUMNS,
     StepRecorder,
     layer_grad_norms,
     layer_names,
+    representation_statistics,
     score_histogram,
     score_statistics,
 )
 
-METRIC_COLUMNS = ("epoch", "lr", "loss", "top1") + SCORE_COLUMNS
+METRIC_COLUMNS = ("epoch", "lr", "loss", "top1") + SCORE_COLUMNS + REPRESENTATION_COLUMNS
 CHECKPOINT_FORMAT = 1
 
 
@@ -194,7 +196,8 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torc
     if record_stats:
         ft_stats = score_statistics(scores.pos, neg_for_stats, n_stats)
         raw_stats = score_statistics(scores.raw_pos, scores.raw_neg, n_stats)
-        values = D.mean_over_ranks(torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats]))
+        rep_stats = representation_statistics(*scores.views)
+        values = D.mean_over_ranks(torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats, rep_stats]))
         norms = layer_grad_norms(model.online)
     mark("statistics")
     before_optimizer_step(model)

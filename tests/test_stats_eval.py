@@ -3,6 +3,8 @@
 import pytest
 import torch
 import torch.nn as nn
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ftcl_core.evaluation import knn_top1, linear_readout
 from ftcl_core.stats import StepRecorder, layer_grad_norms, layer_names, score_statistics
@@ -101,3 +103,24 @@ def test_screen_prints_the_collapse_signature_of_a_few_steps(capsys):
     out = capsys.readouterr().out
     assert "5 steps in" in out and "Mean(neg) > 0.9 first at step" in out and "final Mean(pos)" in out
     assert main(["screen", "configs/smoke_moco_v2.yaml", "--steps", "0"]) == 2
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.integers(8, 64), st.integers(4, 32))
+def test_representation_statistics_at_their_limits(seed, n, d):
+    from ftcl_core.stats import representation_statistics
+
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(n, d, generator=g, dtype=torch.float64).float()
+    align, uniform, rho, erank = representation_statistics(z, z).tolist()
+    assert align == pytest.approx(0, abs=1e-6) and rho == pytest.approx(1, abs=1e-5)  # identical views
+    assert uniform < 0 and 1 <= erank <= min(n, d) + 1e-4
+    # every image at one point: uniformity 0; on one line through the mean: effective rank 1
+    point = torch.randn(1, d, generator=g).expand(n, d)
+    assert representation_statistics(point, point)[1].item() == pytest.approx(0, abs=1e-5)
+    line = torch.randn(1, d, generator=g) + torch.linspace(-1, 1, n).unsqueeze(1) * torch.randn(1, d, generator=g) * 1e-2
+    assert representation_statistics(line, line)[3].item() < 1.05  # (normalising bends the line slightly)
+    # independent views: rho near 0 (its chance spread is about 1 / sqrt(n d))
+    other = torch.randn(n, d, generator=g)
+    if n * d >= 256:
+        assert abs(representation_statistics(z, other)[2].item()) < 8 / (n * d) ** 0.5

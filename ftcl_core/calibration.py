@@ -1,0 +1,97 @@
+"""Baseline calibration (issue "fair baselines"): every trial, and the recipe each method keeps.
+
+A calibration file (``experiments/calibration/<method>.yaml``) is an ordinary experiment file whose ``common``
+overrides fix the budget (the same number of steps for every method) and score on the validation split
+(``data.eval_split=val``), never on the test set; FT stays off.  Its settings are the trials.  This module reads
+their stored runs and writes ``results/calibration.csv``, one row per (method, trial, seed): the knobs, the
+validation kNN and linear top-1, the random-init encoder's, and the wall time.  :func:`choose` picks each
+method's trial by mean validation kNN (the issue's rule); the chosen recipe then goes into ``configs/cpu_*.yaml``
+by hand, with a comment that names the trial, so that a config never changes silently when a run lands.
+
+``python -m ftcl_core calibration`` writes the CSV and prints it as Markdown.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+from ftcl_core.experiments import ROOT, Experiment, _yaml_scalar, load_records, mean_ci95
+from ftcl_core.runs import RunDir, atomic_write_bytes
+
+FOLDER = ROOT / "experiments" / "calibration"
+COLUMNS = ("method", "trial", "knobs", "budget", "seed", "val_knn", "val_linear", "random_init_val_knn",
+           "random_init_val_linear", "train_s", "cpu_model", "dir")
+
+
+def _knobs(overrides: dict) -> str:
+    return " ".join(f"{k}={_yaml_scalar(v)}" for k, v in overrides.items()) or "(the config's recipe)"
+
+
+def trials(folder: str | Path | None = None, profile: str = "cpu") -> list[dict]:
+    """One row per stored trial run of every calibration file (missing runs are skipped, not trained)."""
+    rows = []
+    for path in sorted(Path(folder or FOLDER).glob("*.yaml")):
+        exp = Experiment.load(path)
+        for r in load_records(path, profile):
+            run = RunDir(r["dir"])
+            rows.append({
+                "method": exp.table.removeprefix("CAL-"), "trial": r["setting"],
+                "knobs": _knobs(exp.settings[r["setting"]]), "budget": _knobs(exp.common or {}), "seed": r["seed"],
+                "val_knn": r["knn_top1"], "val_linear": r["linear_top1"],
+                "random_init_val_knn": r.get("random_init_knn_top1", math.nan),
+                "random_init_val_linear": r.get("random_init_linear_top1", math.nan),
+                "train_s": r["train_s"], "cpu_model": run.load_provenance().get("cpu_model", ""),
+                "dir": str(Path(r["dir"]).resolve().relative_to(ROOT)) if Path(r["dir"]).resolve().is_relative_to(ROOT)
+                else r["dir"],
+            })
+    return rows
+
+
+def choose(rows: list[dict]) -> dict[str, dict]:
+    """Per method, the trial with the highest mean validation kNN over its seeds, with its mean and CI."""
+    best: dict[str, dict] = {}
+    for method in dict.fromkeys(r["method"] for r in rows):
+        per_trial: dict[str, list[dict]] = {}
+        for r in rows:
+            if r["method"] == method:
+                per_trial.setdefault(r["trial"], []).append(r)
+        scored = []
+        for trial, rs in per_trial.items():
+            m, ci = mean_ci95([r["val_knn"] for r in rs])
+            lin, _ = mean_ci95([r["val_linear"] for r in rs])
+            rand, _ = mean_ci95([r["random_init_val_linear"] for r in rs])
+            scored.append({"trial": trial, "knobs": rs[0]["knobs"], "val_knn": m, "val_knn_ci95": ci,
+                           "val_linear": lin, "random_init_val_linear": rand, "n_seeds": len(rs)})
+        best[method] = max(scored, key=lambda s: s["val_knn"])
+    return best
+
+
+def write_csv(rows: list[dict], out: str | Path | None = None) -> Path:
+    target = Path(out) if out else ROOT / "results" / "calibration.csv"
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: f"{v:.3f}" if isinstance(v, float) and not math.isnan(v) else
+                         ("" if isinstance(v, float) else v) for k, v in r.items()})
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(target, buf.getvalue().encode())
+    return target
+
+
+def markdown(rows: list[dict]) -> str:
+    """The trials as one Markdown table per method, the chosen trial marked."""
+    best = choose(rows)
+    out = []
+    for method, pick in best.items():
+        out += [f"### {method}", "", "| trial | knobs | seed | val kNN | val linear | random-init val linear | train s |",
+                "|---|---|---|---|---|---|---|"]
+        for r in (r for r in rows if r["method"] == method):
+            mark = " **(chosen)**" if r["trial"] == pick["trial"] else ""
+            out.append(f"| {r['trial']}{mark} | {r['knobs']} | {r['seed']} | {r['val_knn']:.1f} | {r['val_linear']:.1f} | "
+                       f"{r['random_init_val_linear']:.1f} | {r['train_s']:.0f} |")
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,89 @@
+"""Baseline calibration: the validation split, its knobs, and results/calibration.csv."""
+
+import csv
+
+import pytest
+import torch
+
+from ftcl_core import calibration as C
+from ftcl_core import experiments as X
+from ftcl_core.data import hold_out, make_shapes, shapes_splits, shapes_validation
+from ftcl_core.methods import build_model
+from ftcl_core.runs import ConfigError, load_config
+from ftcl_core.training import augment_config, load_data
+
+
+def test_the_validation_split_is_neither_train_nor_test():
+    train, test = shapes_splits(64, 64, seed=3)
+    train_v, val = shapes_validation(64, 64, seed=3)
+    assert torch.equal(train.images, train_v.images)  # the same training images as the reported runs
+    for other in (train, test):
+        assert not any(torch.equal(v, o) for v in val.images[:16] for o in other.images)
+    cfg = load_config("configs/smoke_moco_v2.yaml", ["data.eval_split=val", "data.n_val=32"])
+    tr, va = load_data(cfg)
+    assert len(va) == 32 and torch.equal(tr.images, load_data(load_config("configs/smoke_moco_v2.yaml"))[0].images)
+
+
+def test_hold_out_removes_the_validation_images_from_training():
+    s = make_shapes(50, seed=1)
+    rest, val = hold_out(s, 10)
+    assert len(rest) == 40 and len(val) == 10
+    ids = lambda part: {bytes(im.numpy().tobytes()) for im in part.images}  # noqa: E731
+    assert not ids(rest) & ids(val) and ids(rest) | ids(val) == ids(s)
+    assert torch.equal(hold_out(s, 10)[1].images, val.images)  # the same images for every trial
+    with pytest.raises(ValueError, match="data.n_val=50"):
+        hold_out(s, 50)
+
+
+def test_kaiming_init_is_opt_in_and_larger():
+    base = load_config("configs/smoke_moco_v2.yaml")
+    norm = lambda cfg: sum(p.norm() ** 2 for p in build_model(cfg).online.backbone.parameters() if p.dim() == 4) ** 0.5  # noqa: E731
+    default, again = norm(base), norm(load_config("configs/smoke_moco_v2.yaml", ["model.init=default"]))
+    assert default == again  # the default leaves every stored run's init untouched
+    assert norm(load_config("configs/smoke_moco_v2.yaml", ["model.init=kaiming"])) > 1.5 * default
+
+
+def test_augmentation_overrides_and_their_errors():
+    cfg = load_config("configs/smoke_moco_v2.yaml", ["augment.jitter=[0.4,0.4,0.4,0.4]", "augment.gray_p=0"])
+    aug = augment_config(cfg)
+    assert aug.jitter == (0.4, 0.4, 0.4, 0.4) and aug.gray_p == 0 and aug.jitter_p == 0.8
+    for bad, match in [("augment.jitter=[0.4,0.4]", "augment.jitter"), ("augment.jitter=[0.4,0.4,0.4,0.7]", "hue"),
+                       ("augment.jitter_p=2", "augment.jitter_p"), ("data.eval_split=train", "data.eval_split"),
+                       ("model.init=xavier", "model.init")]:
+        with pytest.raises(ConfigError, match=match):
+            load_config("configs/smoke_moco_v2.yaml", [bad])
+
+
+def test_every_calibration_file_resolves_scores_on_validation_and_keeps_ft_off():
+    files = sorted(C.FOLDER.glob("*.yaml"))
+    assert {f.stem for f in files} >= {"moco_v1", "moco_v2", "simclr", "byol", "simsiam", "swav"}
+    budgets = set()
+    for path in files:
+        exp = X.Experiment.load(path)
+        for name in exp.settings:
+            cfg = X.resolve(X.base_for(exp, "cpu"), exp.overrides(name, 0), "cpu")
+            assert cfg["data"]["eval_split"] == "val", (path, name)
+            assert not (cfg["ft"]["pos"] or cfg["ft"]["neg"] or cfg["ft"]["hard"]), (path, name)
+            budgets.add((cfg["train"]["epochs"], cfg["train"]["batch_size"], cfg["data"]["n_train"]))
+    assert len(budgets) == 1  # one step budget for every method
+
+
+def test_calibration_csv_from_stored_trials(tmp_path, monkeypatch):
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
+    folder = tmp_path / "cal"
+    folder.mkdir()
+    (folder / "moco_v2.yaml").write_text(
+        "table: CAL-moco_v2\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0]\n"
+        "common: {train.epochs: 1, data.eval_split: val}\n"
+        "settings:\n  recipe: {}\n  kaiming: {model.init: kaiming}\n")
+    X.sweep(folder / "moco_v2.yaml", "smoke", progress=False)
+    rows = C.trials(folder, "smoke")
+    assert [(r["method"], r["trial"]) for r in rows] == [("moco_v2", "recipe"), ("moco_v2", "kaiming")]
+    assert rows[1]["knobs"] == "model.init=kaiming" and "data.eval_split=val" in rows[0]["budget"]
+    out = C.write_csv(rows, tmp_path / "calibration.csv")
+    read = list(csv.DictReader(out.open()))
+    assert [r["trial"] for r in read] == ["recipe", "kaiming"]
+    assert float(read[0]["val_knn"]) == pytest.approx(rows[0]["val_knn"], abs=1e-3)
+    best = C.choose(rows)["moco_v2"]
+    assert best["val_knn"] == max(r["val_knn"] for r in rows)
+    assert "**(chosen)**" in C.markdown(rows)
