@@ -59,6 +59,7 @@ DEFAULTS: dict[str, Any] = {
         "jitter": None,          # ColorJitter (brightness, contrast, saturation, hue); null = the preset's
         "jitter_p": None,        # probability of the jitter; null = the preset's
         "gray_p": None,          # probability of grayscale; null = the preset's
+        "blur_p": None,          # probability of the Gaussian blur; null = the preset's
     },
     "model": {
         "encoder": "resnet10_w16",
@@ -147,7 +148,7 @@ def _number(text: str, integer: bool) -> int | float | str:
 
 # Keys whose value may be of another type than their default (None, "auto", a backend name, ...).
 FLEXIBLE_KEYS = {"data.root", "data.test_root", "data.class_list", "data.max_per_class", "data.cache",
-                 "augment.blur_sigma", "augment.jitter", "augment.jitter_p", "augment.gray_p",
+                 "augment.blur_sigma", "augment.jitter", "augment.jitter_p", "augment.gray_p", "augment.blur_p",
                  "model.hidden", "model.pred_hidden", "train.amp", "optim.fused",
                  "train.compile", "train.channels_last"}
 # Keys that choose how a run executes, not what it computes (results agree to float32 rounding): two configs that
@@ -256,7 +257,7 @@ def validate(cfg: dict) -> None:
                               and j[3] <= 0.5):
         raise ConfigError(f"augment.jitter={j} must be [brightness, contrast, saturation, hue], each >= 0 and hue <= 0.5 "
                           "(MoCo v2: [0.4, 0.4, 0.4, 0.1]), or null for the preset's.")
-    for key in ("jitter_p", "gray_p"):
+    for key in ("jitter_p", "gray_p", "blur_p"):
         if a[key] is not None and not (isinstance(a[key], (int, float)) and 0 <= a[key] <= 1):
             raise ConfigError(f"augment.{key}={a[key]} must be a probability in [0, 1], or null for the preset's.")
     if d["eval_split"] == "val" and d["name"] != "shapes" and not isinstance(d["n_val"], int):

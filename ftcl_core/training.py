@@ -121,7 +121,7 @@ def augment_config(cfg: dict) -> A.AugmentConfig:
     a = cfg["augment"]
     base = A.PRESETS[a["preset"]](a["out_size"])
     extra = {"crop_scale": tuple(a["crop_scale"])}
-    for key in ("blur_sigma", "jitter", "jitter_p", "gray_p"):  # null (or absent in older runs): the preset's
+    for key in ("blur_sigma", "jitter", "jitter_p", "gray_p", "blur_p"):  # null (or absent in older runs): the preset's
         if a.get(key) is not None:
             extra[key] = tuple(a[key]) if isinstance(a[key], list) else a[key]
     return A.AugmentConfig(**{**base.__dict__, **extra})
