@@ -112,6 +112,10 @@ def _screen(args) -> int:
           f"max Mean(neg) {float(m['neg_mean'].max()):.3f}; min Var(neg) {sig['early_min_var']:.4f}; "
           f"final Mean(pos) {float(m['pos_mean'][-1]):.3f}, Mean(neg) {sig['final_neg_mean']:.3f}, "
           f"Var(neg) {sig['final_neg_var']:.4f}, loss {float(m['loss'][-1]):.3f}")
+    picks = sorted({0, len(m["loss"]) // 4, len(m["loss"]) // 2, len(m["loss"]) - 1})
+    print("step " + " ".join(f"{s:>7d}" for s in picks))
+    for col in ("neg_mean", "rho", "align", "uniform", "erank"):
+        print(f"{col:<8} " + " ".join(f"{float(m[col][s]):7.3f}" for s in picks))
     return 0
 
 

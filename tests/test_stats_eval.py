@@ -102,6 +102,8 @@ def test_screen_prints_the_collapse_signature_of_a_few_steps(capsys):
     assert main(["screen", "configs/smoke_moco_v2.yaml", "--steps", "5", "data.n_train=256", "moco.queue_size=128"]) == 0
     out = capsys.readouterr().out
     assert "5 steps in" in out and "Mean(neg) > 0.9 first at step" in out and "final Mean(pos)" in out
+    rho = next(line for line in out.splitlines() if line.startswith("rho "))
+    assert all(-1 <= float(v) <= 1 for v in rho.split()[1:])  # the representation statistics are recorded
     assert main(["screen", "configs/smoke_moco_v2.yaml", "--steps", "0"]) == 2
 
 
