@@ -47,6 +47,17 @@ def mean_weight_ratio(alpha: float = 2.0, points: int = 20_001) -> float:
     return float((density * ratio).sum() / density.sum())
 
 
+def threshold_band(alpha: float = 2.0, lo: float = 0.05, hi: float = 0.95, points: int = 20_001) -> tuple[float, float]:
+    """The attraction thresholds ``1 - l / A`` at the ``lo`` and ``hi`` quantiles of ``l ~ Beta(alpha, alpha) + 1``
+    (the threshold rises with ``l`` on [1, 2], so these are the band's quantiles too)."""
+    u = torch.linspace(0, 1, points, dtype=torch.float64)
+    density = torch.distributions.Beta(torch.tensor(alpha, dtype=torch.float64),
+                                       torch.tensor(alpha, dtype=torch.float64)).log_prob(u[1:-1]).exp()
+    cdf = torch.cat([torch.zeros(1, dtype=torch.float64), density.cumsum(0) / density.sum(), torch.ones(1, dtype=torch.float64)])
+    quantile = [float(u[int(torch.searchsorted(cdf, torch.tensor(q, dtype=torch.float64)))]) for q in (lo, hi)]
+    return float(attraction_threshold(1 + quantile[0])), float(attraction_threshold(1 + quantile[1]))
+
+
 def analytic_gradient(z: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor, lam: float, tau: float) -> torch.Tensor:
     """``dL/dz`` of the InfoNCE loss (eq. 1) after positive extrapolation (eq. 3), from the formula above.
 
@@ -101,3 +112,14 @@ def contraction_rate(rho: float, lam: float, tau: float = 0.2, n: int = 512, dim
         return (x - x.mean(0)).pow(2).sum(1).mean()
 
     return float(size(step) / size(z) - 1)
+
+
+def paired_comparison(label: str, records: list[dict], baseline: str, treated: str) -> dict:
+    """One row of the diagnosis: ``treated`` (FT) against ``baseline`` over the seeds both have, with the paired
+    95 % interval and the verdict on the paper's claim that FT helps (the sign +1)."""
+    from ftcl_core.experiments import mean_ci95, paired_difference, verdict
+
+    base, ft = ([r["linear_top1"] for r in records if r["setting"] == s] for s in (baseline, treated))
+    d, ci, n = paired_difference(records, treated, baseline)
+    return {"comparison": label, "baseline": mean_ci95(base)[0], "ft": mean_ci95(ft)[0], "diff": d, "ci95": ci,
+            "n_seeds": n, "verdict": verdict(d, ci, 1) if n else "not run"}

@@ -203,7 +203,7 @@ def click_center(page, locator):
 
 
 def test_run_explorer_menu_responds_without_a_kernel(browser, server):
-    page, errors = open_page(browser, f"{server}/book/07_run_explorer.html")
+    page, errors = open_page(browser, f"{server}/book/08_run_explorer.html")
     assert not errors
     before = visible_traces(page, 0)
     page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()

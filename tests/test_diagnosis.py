@@ -34,3 +34,27 @@ def test_a_concentrated_state_contracts_below_the_threshold_and_spreads_above(la
     # the stronger the views' agreement, the faster it spreads (monotone in rho)
     rates = [G.contraction_rate(r, lam) for r in (-0.5, 0.0, 0.5, 0.9)]
     assert rates == sorted(rates)
+
+
+def test_every_diagnosis_file_resolves_and_pairs_ft_with_a_baseline_of_the_same_recipe():
+    from ftcl_core import experiments as X
+
+    files = sorted((X.ROOT / "experiments" / "diagnosis").glob("*.yaml"))
+    assert files
+    for path in files:
+        exp = X.Experiment.load(path)
+        assert len(exp.seeds) >= 3, path  # a claim needs three seeds
+        for setting, reference in exp.compare.items():
+            for profile in ("smoke", "cpu"):
+                a = X.resolve(X.base_for(exp, profile), exp.overrides(setting, 0), profile)
+                b = X.resolve(X.base_for(exp, profile), exp.overrides(reference, 0), profile)
+                diff = {k.split(".")[0] for k in X.config_diff(a, b)}
+                assert diff == {"ft"}, (path, setting, diff)  # FT is the only difference
+
+
+def test_paired_comparison_reads_seeds_pairwise():
+    recs = [{"setting": s, "seed": i, "linear_top1": v}
+            for s, vals in {"base": [50, 60, 70], "ft": [40, 52, 61]}.items() for i, v in enumerate(vals)]
+    row = G.paired_comparison("x", recs, "base", "ft")
+    assert row["diff"] == pytest.approx(-9) and row["n_seeds"] == 3 and row["verdict"] == "not replicated"
+    assert G.paired_comparison("x", [], "base", "ft")["verdict"] == "not run"

@@ -29,9 +29,10 @@
 # | 4 Training MoCo | a real MoCo v2 run with its score statistics and gradient landscape |
 # | 5 Momentum and collapse | the momentum sweep of Table 1 and Figs 3-5 |
 # | 6 Feature transformations in training | Tables 2-7 and Supp F/G, measured |
-# | 7 Run explorer | compare any stored runs |
-# | 8 Results against the paper | every reproduced number with seeds, intervals and a verdict |
-# | 9 Beyond MoCo | SimCLR, BYOL, SimSiam and SwAV with FT; several processes; where a step's time goes |
+# | 7 When does feature transformation help? | the gradient algebra of the collapse, checked; where training sits; FT on calibrated baselines |
+# | 8 Run explorer | compare any stored runs |
+# | 9 Results against the paper | every reproduced number with seeds, intervals and a verdict; the baseline calibration |
+# | 10 Beyond MoCo | SimCLR, BYOL, SimSiam and SwAV with FT; several processes; where a step's time goes |
 
 # %% colab-setup
 
@@ -43,7 +44,7 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %% [markdown]
 # ## How to read and run it
 #
-# Read the rendered HTML: figures are static, and the two explorers (chapters 3 and 7) respond to
+# Read the rendered HTML: figures are static, and the two explorers (chapters 3 and 8) respond to
 # their sliders without a kernel. To run a chapter, open it in JupyterLab or Colab (the launch buttons at
 # the top of each page), or run it headless with [papermill](https://papermill.readthedocs.io); each
 # chapter takes a `profile` parameter. From the repository root, after `make test` or `make book` has
@@ -53,7 +54,7 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 from pathlib import Path
 
 chapters = ["01_introduction", "02_scores", "03_score_bound", "04_training", "05_momentum",
-            "06_feature_transformations", "07_run_explorer", "08_results", "09_methods"]
+            "06_feature_transformations", "07_when_ft_helps", "08_run_explorer", "09_results", "10_methods"]
 for name in chapters:
     print(f".venv/bin/papermill book/{name}.ipynb /tmp/{name}.ipynb -p profile {profile} --cwd book")
 

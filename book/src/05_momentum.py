@@ -48,10 +48,10 @@ metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["
 # paired difference over seeds against the setting's reference (here: the same seed's random-init encoder)
 # and its 95 % t-interval. The claim is **replicated** when the interval excludes zero on the paper's side,
 # **not replicated** when it excludes zero on the other side, and **inconclusive** when it includes zero
-# (or there is a single seed). Chapter 8 collects the verdicts of every table.
+# (or there is a single seed). Chapter 9 collects the verdicts of every table.
 
 # %%
-# Δ: readout minus the same seed's random-init encoder; verdicts as in chapter 8
+# Δ: readout minus the same seed's random-init encoder; verdicts as in chapter 9
 title, header, cells = X.table_cells(exp, records)
 display(P.html_table(header, cells, caption=title))
 P.experiment_bars(exp, summary)

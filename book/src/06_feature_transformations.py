@@ -86,7 +86,7 @@ if others:
 # excludes zero on the paper's side, *not replicated* when it excludes zero on the other side,
 # *inconclusive* otherwise.
 #
-# Read the tables above; they are regenerated from the stored runs, and chapter 8 gives every verdict with
+# Read the tables above; they are regenerated from the stored runs, and chapter 9 gives every verdict with
 # its interval. When this was written the store held three seeds of each Table 5 setting and two of every
 # other table. The paper's central claim does not hold at this scale, and one transformation explains most
 # of it: **positive extrapolation**.

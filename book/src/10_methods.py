@@ -142,7 +142,7 @@ for path in experiments:
 #   crowd the features as it does for the methods with negatives.
 #
 # None of the paper's Table 5 gains (SimCLR +1.5 to +4.5, SimSiam +0.7, BYOL +0.7, SwAV +1.1 points on
-# ImageNet) is reproduced here; for the contrastive methods the effect is reversed and large. Chapter 8
+# ImageNet) is reproduced here; for the contrastive methods the effect is reversed and large. Chapter 9
 # lists the verdicts with their intervals.
 #
 # ## Several processes and the GPU path
