@@ -127,7 +127,8 @@ if others:
 # epochs, against 0.2 without FT); the table of collapse signatures below gives the numbers for every
 # setting. A plausible reason specific to this scale: with ten classes, one in ten negatives is an image
 # of the query's own class, and a transformation that makes the task harder pushes the encoder hardest
-# against exactly those false negatives.
+# against exactly those false negatives. Chapter 7 derives what positive extrapolation does to the gradient, and
+# tests whether the collapse survives baselines calibrated without FT.
 #
 # **When FT starts (Table 7, MoCo v1 with both transformations).** The later FT starts, the less it costs:
 # from epoch 0 of 30, 34.0 % (44 points below training without FT); from epoch 1, 42.6 %; 9, 63.0 %;
