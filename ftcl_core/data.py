@@ -354,3 +354,108 @@ def load_torchvision(name: str, root: str | os.PathLike, train: bool, download: 
         images = torch.from_numpy(np.asarray(ds.data)).permute(0, 3, 1, 2).contiguous()
         labels = torch.tensor(ds.targets, dtype=torch.long)
     return ImageSet(images, labels, tuple(ds.classes))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fashion-MNIST: real images offline (Debian's dataset-fashion-mnist package), read from the original IDX files.
+# ---------------------------------------------------------------------------------------------------
+
+FASHION_MNIST_CLASSES = ("t-shirt/top", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag",
+                         "ankle boot")
+DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
+_IDX_FILES = {True: ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+              False: ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")}
+
+
+def read_idx(path: str | os.PathLike) -> torch.Tensor:
+    """An IDX file (LeCun's MNIST format, gzipped or not) as a uint8 tensor of its stated shape."""
+    import gzip
+
+    p = Path(path)
+    raw = (gzip.open if p.suffix == ".gz" else open)(p, "rb").read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
+        raise ValueError(f"{p} is not an unsigned-byte IDX file (magic {raw[:4].hex()}); re-install or re-download it.")
+    dims = raw[3]
+    shape = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+    body = raw[4 + 4 * dims:]
+    if len(body) != math.prod(shape):
+        raise ValueError(f"{p} holds {len(body)} bytes of data, its header says {shape}: the file is truncated.")
+    return torch.frombuffer(bytearray(body), dtype=torch.uint8).view(*shape)
+
+
+def fashion_mnist_root(root: str | os.PathLike | None) -> Path | None:
+    """Where the IDX files are: ``root`` (the files themselves, or torchvision's ``FashionMNIST/raw`` under it),
+    else the Debian package's folder; None when none holds them."""
+    candidates = [Path(root), Path(root) / "FashionMNIST" / "raw"] if root else []
+    candidates += [DEBIAN_FASHION_MNIST, Path("datasets") / "FashionMNIST" / "raw"]
+    for c in candidates:
+        if all((c / f).is_file() or (c / f.removesuffix(".gz")).is_file() for f in (*_IDX_FILES[True], *_IDX_FILES[False])):
+            return c
+    return None
+
+
+def load_fashion_mnist(root: str | os.PathLike | None, train: bool, size: int = 28, download: bool = False) -> ImageSet:
+    """Fashion-MNIST (Xiao et al. 2017; 60 000 train / 10 000 test real 28x28 grayscale photos, 10 classes).
+
+    Gray is replicated to three channels (the encoders take RGB) and resized to ``size`` when it differs from 28.
+    Nothing is downloaded unless ``download=True`` (torchvision's downloader, into ``root`` or ``datasets/``).
+    """
+    found = fashion_mnist_root(root)
+    if found is None and download:
+        import torchvision
+
+        target = Path(root or "datasets")
+        torchvision.datasets.FashionMNIST(target, train=train, download=True)
+        found = fashion_mnist_root(target)
+    if found is None:
+        raise FileNotFoundError(
+            f"Fashion-MNIST not found (looked in {root or '-'}, {DEBIAN_FASHION_MNIST} and datasets/FashionMNIST/raw). "
+            "On Debian: `apt-get install dataset-fashion-mnist`; elsewhere pass data.download=true to fetch it "
+            "(torchvision), or point data.root at a folder holding the four IDX files.")
+
+    def one(name: str) -> torch.Tensor:
+        p = found / name
+        return read_idx(p if p.is_file() else found / name.removesuffix(".gz"))
+
+    images_file, labels_file = _IDX_FILES[train]
+    images, labels = one(images_file), one(labels_file).long()
+    if images.dim() != 3 or len(images) != len(labels):
+        raise ValueError(f"{found}: {tuple(images.shape)} images against {len(labels)} labels; the files do not match.")
+    x = images.unsqueeze(1)
+    if size != x.shape[-1]:
+        x = torch.nn.functional.interpolate(x.float(), size=(size, size), mode="bilinear", antialias=True,
+                                            align_corners=False).round().clamp(0, 255).to(torch.uint8)
+    return ImageSet(x.expand(-1, 3, -1, -1).contiguous(), labels, FASHION_MNIST_CLASSES)
+
+
+def balanced_indices(labels: torch.Tensor, n: int, seed: int = 0) -> torch.Tensor:
+    """Sorted indices of ``n`` items of ``labels``, as close to class-balanced as the classes allow, chosen by a
+    fixed shuffle (``seed``); all of them when ``n >= len(labels)``."""
+    if n >= len(labels):
+        return torch.arange(len(labels))
+    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))
+    classes = labels.unique().tolist()
+    per_class = [order[labels[order] == c] for c in classes]
+    quota = [n // len(classes) + (1 if i < n % len(classes) else 0) for i in range(len(classes))]
+    return torch.cat([idx[:q] for q, idx in zip(quota, per_class)]).sort().values
+
+
+def subset(data: ImageSet, idx: torch.Tensor) -> ImageSet:
+    return ImageSet(data.images[idx], data.labels[idx], data.classes)
+
+
+def balanced_subset(data: ImageSet, n: int, seed: int = 0) -> ImageSet:
+    """:func:`balanced_indices` of ``data`` as an :class:`ImageSet` (``data`` itself when ``n >= len(data)``)."""
+    return data if n >= len(data) else subset(data, balanced_indices(data.labels, n, seed))
+
+
+def fashion_mnist_validation(train: ImageSet, n_train: int, n_val: int) -> tuple[ImageSet, ImageSet]:
+    """The training subset of the reported runs, and ``n_val`` validation images from the *other* training images
+    (so calibration trains on exactly what the test-scored runs train on, and never scores the test set)."""
+    keep = balanced_indices(train.labels, n_train)
+    rest = torch.ones(len(train), dtype=torch.bool)
+    rest[keep] = False
+    others = rest.nonzero().flatten()
+    if len(others) == 0:
+        raise ValueError(f"data.n_train={n_train} uses every training image; lower it to leave images for validation.")
+    return subset(train, keep), subset(train, others[balanced_indices(train.labels[others], n_val, seed=1)])

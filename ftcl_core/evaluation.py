@@ -93,3 +93,13 @@ def evaluate_backbone(
         "knn_top1": knn_top1(ftr, train.labels, fte, test.labels, k=knn_k, t=knn_t),
         "linear_top1": linear_readout(ftr, train.labels, fte, test.labels, epochs=linear_epochs, lr=linear_lr, seed=seed),
     }
+
+
+def raw_pixel_readout(train, test, cfg: AugmentConfig, epochs: int = 100, lr: float = 0.1, seed: int = 0) -> float:
+    """The linear readout of the evaluation view's raw pixels (no encoder): the third reference beside the trained
+    and random-init encoders. On real images an encoder is only worth something if it beats this."""
+    def pixels(images: torch.Tensor) -> torch.Tensor:
+        return torch.cat([center_view(images[i: i + 1024], cfg).flatten(1) for i in range(0, len(images), 1024)])
+
+    return linear_readout(pixels(train.images), train.labels, pixels(test.images), test.labels, epochs=epochs, lr=lr,
+                          seed=seed)

@@ -35,13 +35,13 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "device": "cpu",
     "data": {
-        "name": "shapes",        # shapes | imagefolder | cifar10 | cifar100 | stl10
-        "root": None,            # for imagefolder / torchvision sets
+        "name": "shapes",        # shapes | fashion_mnist | imagefolder | cifar10 | cifar100 | stl10
+        "root": None,            # imagefolder / torchvision sets; fashion_mnist: default the Debian package's folder
         "test_root": None,       # imagefolder: the validation tree
         "class_list": None,      # imagefolder: e.g. data/imagenet100.txt
         "image_size": 32,        # stored size (shapes are drawn at it; real images resized to it)
-        "n_train": 10000,        # shapes only
-        "n_test": 2000,          # shapes only
+        "n_train": 10000,        # shapes: drawn; fashion_mnist: a class-balanced subset of the 60 000
+        "n_test": 2000,          # shapes: drawn; fashion_mnist: a class-balanced subset of the 10 000
         "max_per_class": None,   # imagefolder: cap per class (quick runs)
         "download": False,       # torchvision sets: download only when asked
         "workers": 0,            # imagefolder: processes that decode the images (once, before training)
@@ -99,7 +99,10 @@ DEFAULTS: dict[str, Any] = {
         "union_queue": False, "hard": False, "hard_a": 2.0, "hard_b": 1.0,
         "granularity": "step", "renorm_pos": False, "renorm_neg": False, "start_epoch": 0,
     },
-    "eval": {"knn_k": 200, "knn_t": 0.1, "linear_epochs": 100, "linear_lr": 0.1, "random_init": True},
+    "eval": {"knn_k": 200, "knn_t": 0.1, "linear_epochs": 100, "linear_lr": 0.1, "random_init": True,
+             # the linear readout of raw pixels, a third reference: auto (real images; the shapes' palette makes
+             # it ~14 %, below the random-init encoder) | true | false
+             "raw_pixels": "auto"},
 }
 
 
@@ -150,12 +153,13 @@ def _number(text: str, integer: bool) -> int | float | str:
 FLEXIBLE_KEYS = {"data.root", "data.test_root", "data.class_list", "data.max_per_class", "data.cache",
                  "augment.blur_sigma", "augment.jitter", "augment.jitter_p", "augment.gray_p", "augment.blur_p",
                  "model.hidden", "model.pred_hidden", "train.amp", "optim.fused",
-                 "train.compile", "train.channels_last"}
+                 "train.compile", "train.channels_last", "eval.raw_pixels"}
 # Keys that choose how a run executes, not what it computes (results agree to float32 rounding): two configs that
 # differ only in these describe the same run (a stored run made with another memory format still counts).
 EXECUTION_KEYS = ("train.channels_last",)
 # Keys with a fixed set of values (method and augment.preset come from their registries, see validate).
-CHOICES = {"data.name": ("shapes", "imagefolder", "cifar10", "cifar100", "stl10"), "optim.schedule": ("cosine", "step"),
+CHOICES = {"data.name": ("shapes", "fashion_mnist", "imagefolder", "cifar10", "cifar100", "stl10"),
+           "optim.schedule": ("cosine", "step"),
            "data.eval_split": ("test", "val"), "model.init": ("default", "kaiming")}
 POSITIVE_INTS = ("train.checkpoint_every", "stats.sync_every", "stats.n_queries", "eval.knn_k", "eval.linear_epochs",
                  "model.dim", "model.bn_splits", "data.image_size", "augment.out_size", "data.n_train", "data.n_test",
@@ -279,7 +283,7 @@ def validate(cfg: dict) -> None:
         raise ConfigError(f"train.batch_size={bs} must be an integer >= 2.")
     if cfg["method"] == "moco" and (not isinstance(k, int) or k < bs):
         raise ConfigError(f"moco.queue_size K={k} is smaller than train.batch_size={bs}; use K >= batch size.")
-    if cfg["method"] == "moco" and cfg["data"]["name"] == "shapes" and k >= cfg["data"]["n_train"]:
+    if cfg["method"] == "moco" and cfg["data"]["name"] in ("shapes", "fashion_mnist") and k >= cfg["data"]["n_train"]:
         raise ConfigError(
             f"moco.queue_size K={k} is not below data.n_train={cfg['data']['n_train']}: the queue would hold "
             "keys of the query's own image. Lower K or draw more images."
@@ -301,6 +305,8 @@ def validate(cfg: dict) -> None:
         v = cfg["model"][key]
         if v is not None and not (isinstance(v, int) and v >= 1):
             raise ConfigError(f"model.{key}={v} must be a positive integer or null (a default size).")
+    if cfg["eval"]["raw_pixels"] not in (True, False, "auto"):
+        raise ConfigError(f"eval.raw_pixels={cfg['eval']['raw_pixels']!r}: choose auto, true or false.")
     if cfg["train"]["channels_last"] not in (True, False, "auto"):
         raise ConfigError(f"train.channels_last={cfg['train']['channels_last']!r}: choose auto, true or false.")
     if cfg["train"]["amp"] not in (None, "bf16"):

@@ -26,14 +26,17 @@ from ftcl_core import augment as A
 from ftcl_core import distributed as D
 from ftcl_core.data import (
     ImageSet,
+    balanced_subset,
+    fashion_mnist_validation,
     hold_out,
+    load_fashion_mnist,
     load_image_folder,
     load_torchvision,
     read_class_list,
     shapes_splits,
     shapes_validation,
 )
-from ftcl_core.evaluation import evaluate_backbone
+from ftcl_core.evaluation import evaluate_backbone, raw_pixel_readout
 from ftcl_core.losses import FTConfig
 from ftcl_core.methods import (
     after_step,
@@ -87,6 +90,9 @@ def load_data(cfg: dict) -> tuple[ImageSet, ImageSet]:
     if d.get("eval_split", "test") == "val":
         if d["name"] == "shapes":
             return shapes_validation(d["n_train"], d["n_val"], size=d["image_size"], seed=cfg["seed"])
+        if d["name"] == "fashion_mnist":
+            full = load_fashion_mnist(d["root"], True, d["image_size"], d["download"])
+            return fashion_mnist_validation(full, d["n_train"], d["n_val"])
         return hold_out(_load_train_test(cfg)[0], d["n_val"])
     return _load_train_test(cfg)
 
@@ -100,11 +106,15 @@ def _load_train_test(cfg: dict) -> tuple[ImageSet, ImageSet]:
         kw = dict(max_per_class=d["max_per_class"], workers=d["workers"], cache=d["cache"])
         train = load_image_folder(d["root"], d["image_size"], classes, **kw)
         return train, load_image_folder(d["test_root"], d["image_size"], list(train.classes), **kw)
+    if d["name"] == "fashion_mnist":  # n_train / n_test: class-balanced subsets (all with n >= 60 000 / 10 000)
+        train = load_fashion_mnist(d["root"], True, d["image_size"], d["download"])
+        test = load_fashion_mnist(d["root"], False, d["image_size"], d["download"])
+        return balanced_subset(train, d["n_train"]), balanced_subset(test, d["n_test"])
     if d["name"] in ("cifar10", "cifar100", "stl10"):
         root = d["root"] or "datasets"
         return (load_torchvision(d["name"], root, True, d["download"]),
                 load_torchvision(d["name"], root, False, d["download"]))
-    raise ConfigError(f"unknown data.name={d['name']!r}; choose shapes, imagefolder, cifar10, cifar100 or stl10.")
+    raise ConfigError(f"unknown data.name={d['name']!r}; choose shapes, fashion_mnist, imagefolder, cifar10, cifar100 or stl10.")
 
 
 def _load_data_rank0_first(cfg: dict) -> tuple[ImageSet, ImageSet]:
@@ -536,6 +546,9 @@ def _finish(run, cfg, model, train_set, test_set, aug, device, train_s) -> dict:
     if e["random_init"]:
         rand = evaluate_backbone(build_model(cfg).online.backbone.to(device), train_set, test_set, aug, **kw)
         result.update({"random_init_knn_top1": rand["knn_top1"], "random_init_linear_top1": rand["linear_top1"]})
+    if e.get("raw_pixels", "auto") is True or (e.get("raw_pixels", "auto") == "auto" and cfg["data"]["name"] != "shapes"):
+        result["raw_pixels_linear_top1"] = raw_pixel_readout(train_set, test_set, aug, e["linear_epochs"], e["linear_lr"],
+                                                             cfg["seed"])
     eval_s = time.perf_counter() - t0
     result.update({"train_s": train_s, "eval_s": eval_s, "wall_s": train_s + eval_s})
     write_json(run.provenance, {**provenance(device, cfg["seed"]), "status": "complete", "world_size": D.world_size(),
