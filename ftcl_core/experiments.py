@@ -277,10 +277,11 @@ def summarize(records: list[dict], key: str = "linear_top1") -> dict[str, dict]:
     for setting in dict.fromkeys(r["setting"] for r in records):
         vals = [r[key] for r in records if r["setting"] == setting]
         rand = [r["random_init_linear_top1"] for r in records if r["setting"] == setting and "random_init_linear_top1" in r]
+        pixels = [r["raw_pixels_linear_top1"] for r in records if r["setting"] == setting and "raw_pixels_linear_top1" in r]
         m, ci = mean_ci95(vals)
         rm, rci = mean_ci95(rand)
         out[setting] = {"mean": m, "ci95": ci, "n_seeds": len(vals), "random_init_mean": rm, "random_init_ci95": rci,
-                        "values": vals}
+                        "raw_pixels_mean": mean_ci95(pixels)[0], "values": vals}
     return out
 
 

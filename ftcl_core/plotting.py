@@ -117,14 +117,16 @@ def score_bound(s: np.ndarray | None = None):
 
 def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None):
     """:func:`accuracy_bars` of an experiment's summary (:func:`ftcl_core.experiments.summarize`)."""
+    pixels = [v.get("raw_pixels_mean", np.nan) for v in summary.values()]
     return accuracy_bars(list(summary), [v["mean"] for v in summary.values()],
                          [0 if np.isnan(v["ci95"]) else v["ci95"] for v in summary.values()],
                          baseline=float(np.mean([v["random_init_mean"] for v in summary.values()])),
-                         paper=[exp.paper_number(k) for k in summary], title=exp.title, ax=ax)
+                         paper=[exp.paper_number(k) for k in summary], title=exp.title, ax=ax,
+                         pixels=None if np.all(np.isnan(pixels)) else float(np.nanmean(pixels)))
 
 
 def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], baseline: float | None = None,
-                  paper: list[float] | None = None, title: str = "", ax=None):
+                  paper: list[float] | None = None, title: str = "", ax=None, pixels: float | None = None):
     """Bar chart of readout accuracy (mean +- 95 % CI), the random-init baseline as a line, and the paper's
     numbers as markers on the same 0-100 axis when given (ImageNet-100 against the embedded data: compare the
     pattern across settings, not the levels; one axis, so no marker sits misleadingly above or below a bar)."""
@@ -137,6 +139,8 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
     ax.bar(xs, means, yerr=ci95, capsize=3, color="#4c72b0", label="ours (linear top-1)")
     if baseline is not None:
         ax.axhline(baseline, color="crimson", ls="--", lw=1, label="random-init encoder")
+    if pixels is not None:  # real images: the encoder must beat a linear probe on the pixels themselves
+        ax.axhline(pixels, color="dimgray", ls=":", lw=1.2, label="raw pixels (linear)")
     ax.set_xticks(xs, labels, rotation=30, ha="right")
     ax.set_ylabel("linear top-1 (%)")
     ax.set_ylim(0, 100)  # an accuracy; a two-seed interval may reach past it and is cut at the frame
