@@ -18,7 +18,7 @@ import io
 import math
 from pathlib import Path
 
-from ftcl_core.experiments import ROOT, Experiment, _yaml_scalar, load_records, mean_ci95
+from ftcl_core.experiments import ROOT, Experiment, _yaml_scalar, mean_ci95, run_dir
 from ftcl_core.runs import RunDir, atomic_write_bytes
 
 FOLDER = ROOT / "experiments" / "calibration"
@@ -35,7 +35,7 @@ def trials(folder: str | Path | None = None, profile: str = "cpu") -> list[dict]
     rows = []
     for path in sorted(Path(folder or FOLDER).glob("*.yaml")):
         exp = Experiment.load(path)
-        for r in load_records(path, profile):
+        for r in stored_trials(exp, profile):
             run = RunDir(r["dir"])
             rows.append({
                 "method": exp.table.removeprefix("CAL-"), "trial": r["setting"],
@@ -48,6 +48,20 @@ def trials(folder: str | Path | None = None, profile: str = "cpu") -> list[dict]
                 else r["dir"],
             })
     return rows
+
+
+def stored_trials(exp: Experiment, profile: str) -> list[dict]:
+    """Every complete run of a calibration file, whatever its seed (the file lists the first round's seeds; a
+    second round adds seeds to the trials worth them, ``sweep --seeds 1 2 --settings ...``)."""
+    out = []
+    for name in exp.settings:
+        folder = run_dir(exp, name, 0, profile).parent
+        seeds = sorted(int(p.name.removeprefix("seed")) for p in folder.glob("seed*") if p.name[4:].isdigit())
+        for seed in seeds:
+            d = RunDir(folder / f"seed{seed}")
+            if d.is_complete():
+                out.append({"setting": name, "seed": seed, "dir": str(d.path), **d.load_eval()})
+    return out
 
 
 def choose(rows: list[dict]) -> dict[str, dict]:

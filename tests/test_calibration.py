@@ -87,3 +87,7 @@ def test_calibration_csv_from_stored_trials(tmp_path, monkeypatch):
     best = C.choose(rows)["moco_v2"]
     assert best["val_knn"] == max(r["val_knn"] for r in rows)
     assert "**(chosen)**" in C.markdown(rows)
+    X.sweep(folder / "moco_v2.yaml", "smoke", seeds=[1], settings=["recipe"], progress=False)  # a second round
+    again = C.trials(folder, "smoke")
+    assert [(r["trial"], r["seed"]) for r in again] == [("recipe", 0), ("recipe", 1), ("kaiming", 0)]
+    assert C.choose(again)["moco_v2"]["n_seeds"] in (1, 2)
