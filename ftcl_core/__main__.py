@@ -61,10 +61,21 @@ def main(argv: list[str] | None = None) -> int:
         print((f"<!-- written: {path} -->\n" if path else "") + markdown(rows))
         return 0
     if args.command == "summary":
+        from ftcl_core.diagnosis import diagnosis_rows, write_diagnosis_csv
         from ftcl_core.experiments import summary_markdown, write_summary
 
         path = write_summary(args.profile)
         print(f"<!-- written: {path} -->\n" + summary_markdown(path))
+        rows = diagnosis_rows(profile=args.profile)
+        if rows:
+            out = write_diagnosis_csv(rows) if args.profile == "cpu" else None
+            print("\n### Diagnosis: when does FT help?" + (f" <!-- written: {out} -->" if out else "") + "\n")
+            print("| question | table | setting | seeds | mean | Δ vs reference | verdict | first step Mean(neg) > 0.9 |")
+            print("|---|---|---|---|---|---|---|---|")
+            for r in rows:
+                diff = "" if r["reference"] == "" else f"{r['diff_mean']:.1f} ± {r['diff_ci95']:.1f} vs {r['reference']}"
+                print(f"| {r['question']} | {r['table']} | {r['setting']} | {r['n_seeds']} | {r['mean']:.1f} | {diff} | "
+                      f"{r['verdict']} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
         return 0
 
     from ftcl_core import distributed as D

@@ -21,11 +21,21 @@ FT the threshold is 0: a concentrated state repels as soon as the views agree at
 
 from __future__ import annotations
 
+import csv
+import io
+import math
+from pathlib import Path
+
+import numpy as np
 import torch
 import torch.nn.functional as F
+import yaml
 
+from ftcl_core import experiments as X
 from ftcl_core import transforms as T
 from ftcl_core.losses import info_nce, logits_from_scores
+from ftcl_core.runs import RunDir, atomic_write_bytes
+from ftcl_core.stats import collapse_signature
 
 
 def alignment_weight(lam: torch.Tensor | float) -> torch.Tensor | float:
@@ -117,9 +127,54 @@ def contraction_rate(rho: float, lam: float, tau: float = 0.2, n: int = 512, dim
 def paired_comparison(label: str, records: list[dict], baseline: str, treated: str) -> dict:
     """One row of the diagnosis: ``treated`` (FT) against ``baseline`` over the seeds both have, with the paired
     95 % interval and the verdict on the paper's claim that FT helps (the sign +1)."""
-    from ftcl_core.experiments import mean_ci95, paired_difference, verdict
-
     base, ft = ([r["linear_top1"] for r in records if r["setting"] == s] for s in (baseline, treated))
-    d, ci, n = paired_difference(records, treated, baseline)
-    return {"comparison": label, "baseline": mean_ci95(base)[0], "ft": mean_ci95(ft)[0], "diff": d, "ci95": ci,
-            "n_seeds": n, "verdict": verdict(d, ci, 1) if n else "not run"}
+    d, ci, n = X.paired_difference(records, treated, baseline)
+    return {"comparison": label, "baseline": X.mean_ci95(base)[0], "ft": X.mean_ci95(ft)[0], "diff": d, "ci95": ci,
+            "n_seeds": n, "verdict": X.verdict(d, ci, 1) if n else "not run"}
+
+
+DIAGNOSIS_COLUMNS = ("question", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
+                     "verdict", "first_step_neg_mean_above_0.9", "command")
+
+
+def diagnosis_rows(folder=None, profile: str = "cpu") -> list[dict]:
+    """One row per (question, setting) of the diagnosis files' stored runs: readout mean and CI, the paired
+    difference against the setting's reference and its verdict (on the paper's claim that FT helps), and the
+    median over seeds of the first step at which Mean(neg) of the raw cosines passes 0.9 (blank: never)."""
+    rows = []
+    for path in sorted(Path(folder or X.ROOT / "experiments" / "diagnosis").glob("*.yaml")):
+        exp = X.Experiment.load(path)
+        question = (yaml.safe_load(path.read_text()) or {}).get("question", "")
+        records = X.load_records(path, profile)
+        for row in X.table_rows(exp, records):
+            firsts = []
+            for r in (r for r in records if r["setting"] == row["setting"]):
+                m = RunDir(r["dir"]).load_metrics()
+                first = collapse_signature(m["neg_mean"], m["neg_var"])["first_step_above"]
+                firsts.append(np.inf if first is None else first)
+            median = float(np.median(firsts)) if firsts else np.nan
+            rows.append({"question": question, "table": row["table"], "setting": row["setting"],
+                         "n_seeds": row["n_seeds"], "mean": row["mean"], "ci95": row["ci95"],
+                         "reference": row["reference"], "diff_mean": row["diff_mean"], "diff_ci95": row["diff_ci95"],
+                         "verdict": row["verdict"],
+                         "first_step_neg_mean_above_0.9": "" if not np.isfinite(median) else int(median),
+                         "command": f"python -m ftcl_core sweep {_shown(path)}"})
+    return rows
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(X.ROOT)) if path.resolve().is_relative_to(X.ROOT) else str(path)
+
+
+def write_diagnosis_csv(rows: list[dict], out=None):
+    """``results/diagnosis.csv`` (or ``out``) from :func:`diagnosis_rows`."""
+    target = Path(out) if out else X.ROOT / "results" / "diagnosis.csv"
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=DIAGNOSIS_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: f"{v:.3f}" if isinstance(v, float) and math.isfinite(v) else ("" if isinstance(v, float) else v)
+                         for k, v in r.items()})
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(target, buf.getvalue().encode())
+    return target

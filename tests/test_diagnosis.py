@@ -58,3 +58,24 @@ def test_paired_comparison_reads_seeds_pairwise():
     row = G.paired_comparison("x", recs, "base", "ft")
     assert row["diff"] == pytest.approx(-9) and row["n_seeds"] == 3 and row["verdict"] == "not replicated"
     assert G.paired_comparison("x", [], "base", "ft")["verdict"] == "not run"
+
+
+def test_diagnosis_csv_from_stored_runs(tmp_path, monkeypatch):
+    import csv
+
+    from ftcl_core import experiments as X
+
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
+    folder = tmp_path / "diag"
+    folder.mkdir()
+    (folder / "tiny.yaml").write_text(
+        "table: D-tiny\nquestion: '0. a test'\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0, 1]\n"
+        "common: {train.epochs: 1}\nsettings:\n  baseline: {}\n  +pos: {ft.pos: true}\n"
+        "compare: {+pos: baseline}\nclaims: {+pos: above}\n")
+    X.sweep(folder / "tiny.yaml", "smoke", progress=False)
+    rows = G.diagnosis_rows(folder, "smoke")
+    assert [(r["question"], r["setting"], r["n_seeds"]) for r in rows] == [("0. a test", "baseline", 2), ("0. a test", "+pos", 2)]
+    assert rows[1]["reference"] == "baseline" and rows[1]["verdict"] in ("replicated", "not replicated", "inconclusive")
+    assert rows[1]["command"].endswith("tiny.yaml")
+    out = G.write_diagnosis_csv(rows, tmp_path / "diagnosis.csv")
+    assert [r["setting"] for r in csv.DictReader(out.open())] == ["baseline", "+pos"]
