@@ -53,7 +53,7 @@ plt.show()
 # %% [markdown]
 # ## Numerical check on random unit vectors
 #
-# 100 000 random pairs in 128 dimensions, one $\lambda\sim\mathrm{Beta}(2,2)+1$ each, transformed with
+# Random pairs in 128 dimensions (the output says how many), one $\lambda\sim\mathrm{Beta}(2,2)+1$ each, transformed with
 # `ftcl_core.transforms.extrapolate_positive`: every measured score matches eq. 4 and lies in the range.
 # Random pairs in 128-d are nearly orthogonal, so we also rotate the keys toward the queries to cover
 # all of $S\in[-1,1]$.
@@ -76,7 +76,7 @@ q2, k2 = T.extrapolate_positive(zq, zk, lam_ex)
 s2 = (q2 * k2).sum(1)
 err = (s2 - T.transformed_positive_score(s, lam_ex.squeeze(1))).abs().max()
 lo, hi = T.score_range(s)
-print(f"max |measured - eq. 4| = {err:.2e}; inside [-4+5S, S]: {bool(((s2 >= lo - 1e-12) & (s2 <= hi + 1e-12)).all())}")
+print(f"{n} pairs; max |measured - eq. 4| = {err:.2e}; inside [-4+5S, S]: {bool(((s2 >= lo - 1e-12) & (s2 <= hi + 1e-12)).all())}")
 
 fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
 sel = slice(0, 3000)

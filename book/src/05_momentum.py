@@ -67,20 +67,52 @@ P.score_trajectory_3d(metrics)
 plt.show()
 
 # %% [markdown]
-# **What the runs say** (the numbers above are regenerated from the stored runs; when this was written
-# they held three seeds of every momentum). The shape of Table 1 holds: readout rises with $m$ up to 0.99
-# (75.4 ± 12.4 % against about 20 % for the random-init encoder), m = 0.999 sits just below it (as in the
-# paper), and a frozen key encoder falls back ($m=1$: 50.6 ± 1.4 %). Every $m$ from 0.6 up learns
-# (above the random-init encoder, replicated) except $m$ = 0.8, whose three seeds spread too widely
-# (40.4 ± 22.8 %) for a verdict. Below 0.9 readout drops fast: 0.8: 40 %, 0.7: 33 %, 0.6: 30 %.
-#
-# Collapse is not reproduced. At $m$ = 0, 0.3 and 0.5 the encoder reads out 7-10 points *above* the
-# random-init encoder on average (27.5 %, 30.5 % and 30.3 %); for $m=0.3$ the interval excludes zero
-# (+10.2 ± 7.9 points: not replicated), for 0 and 0.5 it just includes it (inconclusive). What small $m$
-# does here is stall learning rather than destroy the features: readout at $m\le 0.6$ is flat at about
-# 30 %, a third of the way from random init to $m=0.99$. The statistics show what happens instead:
-# Mean(neg) stays high (negatives far from uniformly spread) and swings from step to step, while with
-# $m=1$ Mean(pos) stays low, because a frozen key encoder never learns to agree with the query encoder.
+# **What the runs say.** The paragraph below is generated from the stored runs above, so a rerun updates it.
+
+# %%
+import math
+
+rows = {r["setting"]: r for r in X.table_rows(exp, records)}
+
+
+def pm(r, unit=" %"):
+    return f"{r['mean']:.1f}" + ("" if math.isnan(r["ci95"]) else f" ± {r['ci95']:.1f}") + unit
+
+
+def diff(r):
+    return f"{r['diff_mean']:+.1f}" + ("" if math.isnan(r["diff_ci95"]) else f" ± {r['diff_ci95']:.1f}") + " points"
+
+
+def named(settings):
+    return ", ".join(s.replace("m=", "") for s in settings) or "none"
+
+
+peak = max(rows, key=lambda s: rows[s]["mean"])
+rand = sum(r["random_init_mean"] for r in rows.values()) / len(rows)
+said_learn = [s for s, r in rows.items() if r["claim"].startswith("learns")]
+said_collapse = [s for s, r in rows.items() if r["claim"].startswith("collapses")]
+by = {v: [s for s in said_learn if rows[s]["verdict"] == v] for v in ("replicated", "inconclusive", "not replicated")}
+n_seeds = sorted({r["n_seeds"] for r in rows.values()})
+text = [f"Seeds per momentum: {' to '.join(map(str, n_seeds[::max(1, len(n_seeds) - 1)]))}. "
+        f"Readout peaks at m = {peak.removeprefix('m=')} ({pm(rows[peak])}, against {rand:.1f} % for the random-init "
+        "encoder)" + (f"; a frozen key encoder (m = 1) reads out {pm(rows['m=1.0'])}" if "m=1.0" in rows else "") + "."]
+text.append(f"Of the momenta the paper says learn, these read out above the random-init encoder (replicated): "
+            f"{named(by['replicated'])}; too spread for a verdict (inconclusive): {named(by['inconclusive'])}; below it: "
+            f"{named(by['not replicated'])}.")
+if said_collapse:
+    parts = [f"m = {s.removeprefix('m=')}: {pm(rows[s])}, {diff(rows[s])} against random init, {rows[s]['verdict']}"
+             for s in said_collapse]
+    replicated = [s for s in said_collapse if rows[s]["verdict"] == "replicated"]
+    text.append("Where the paper reports a collapse (readout below the random-init encoder): " + "; ".join(parts) + ". " +
+                ("The collapse is reproduced at " + named(replicated) + "." if replicated else
+                 "The collapse is not reproduced at any of them: small momenta stall learning here rather than destroy "
+                 "the features."))
+display(P.markdown_html(" ".join(text)))
+
+# %% [markdown]
+# The statistics show what happens at small momenta: Mean(neg) stays high (the negatives far from uniformly
+# spread) and swings from step to step, while with a frozen key encoder Mean(pos) stays low, because the key
+# encoder never learns to agree with the query encoder.
 
 # %% [markdown]
 # ## Gradient landscapes (Fig 4, Supp C)
