@@ -373,6 +373,26 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
     return rows
 
 
+def plus_minus(mean: float, ci: float, digits: int = 1) -> str:
+    """``mean ± ci`` (just the mean when there is no interval, e.g. a single seed)."""
+    return f"{mean:.{digits}f}" + ("" if math.isnan(ci) else f" ± {ci:.{digits}f}")
+
+
+def findings(exp: Experiment, records: list[dict]) -> list[str]:
+    """One generated Markdown sentence per setting of an experiment's stored runs: its readout, seeds, and where it
+    makes a claim, the paired difference against its reference and the verdict (so prose never goes stale)."""
+    out = []
+    for r in table_rows(exp, records):
+        n = r["n_seeds"]
+        text = f"**{r['setting']}**: {plus_minus(r['mean'], r['ci95'])} % ({n} seed{'s' if n != 1 else ''})"
+        if r["reference"] and not math.isnan(r["diff_mean"]):
+            text += f", {plus_minus(r['diff_mean'], r['diff_ci95'])} points against {r['reference']}"
+            if r["verdict"] != "baseline":
+                text += f": *{r['verdict']}*"
+        out.append(text)
+    return out
+
+
 def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
                   out: str | os.PathLike | None = None) -> Path:
     """Summarise every experiment file's stored runs into one CSV (``results/summary.csv`` for cpu)."""
