@@ -49,13 +49,9 @@ def test_chapter_runs_under_papermill_smoke(chapter, smoke_book):
 
 # Numbers prose may carry without a run behind them: the confidence level of every interval.
 CONSTANTS = {"95"}
-# Numbers still typed by hand in Markdown, chapter by chapter: the debt that generated text will pay off
-# (issue "The reader's book", part 3).  A number may only leave this list, never join it: the test fails on a
-# new typed number and on a listed one that is gone (so the list shrinks as chapters are converted).
-TYPED_BY_HAND = {
-    "10_methods": {"0.02", "0.43", "0.73", "0.76", "1.1", "1.3", "1.5", "14.6", "23.7", "25.6", "29.4", "3.8", "30.3",
-                   "34.6", "36.5", "4.5", "48", "511", "56", "6.2", "6.24", "71.7", "75", "8.3", "8.6", "86.3"},
-}
+# Numbers typed by hand in Markdown, chapter by chapter (issue "The reader's book", part 3): none is left, every
+# number in prose is generated from the runs. A number may never join this list without a reason written here.
+TYPED_BY_HAND: dict[str, set[str]] = {}
 
 
 def recipe_numbers() -> set[str]:
