@@ -69,27 +69,6 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ## Temperature
-#
-# The same scores, turned into InfoNCE probabilities at several temperatures. A low $\tau$ concentrates
-# the softmax on the few highest-scoring negatives (the loss then acts like a hard-negative miner); a high
-# $\tau$ spreads it over all of them.
-
-# %%
-fig, ax = plt.subplots(figsize=(6, 3))
-for tau in (0.07, 0.2, 0.5, 1.0):
-    logits = logits_from_scores(l_pos, l_neg, tau)
-    p = torch.softmax(logits, dim=1)[:, 1:]
-    top = torch.sort(p, dim=1, descending=True).values.mean(0)
-    ax.plot(np.arange(1, len(top) + 1), top.cumsum(0).numpy() / top.sum().item(), label=f"τ={tau}, loss {info_nce(logits):.2f}")
-ax.set_xscale("log")
-ax.set_xlabel("negatives, by rank of their score")
-ax.set_ylabel("share of the negatives' softmax mass")
-ax.legend(fontsize=8)
-plt.tight_layout()
-plt.show()
-
-# %% [markdown]
 # ## The statistics during a real training run
 #
 # The stored MoCo v2 run of chapter 4 (trained here if it is missing) recorded the three statistics at
@@ -103,4 +82,36 @@ from ftcl_core.runs import RunDir
 rec = X.sweep(exp.path, profile, seeds=[0], settings=["v2 baseline"], progress=False)[0]
 metrics = RunDir(rec["dir"]).load_metrics()
 P.score_statistics({"MoCo v2": metrics})
+plt.show()
+
+# %% [markdown]
+# ## Temperature
+#
+# InfoNCE turns scores into softmax probabilities at a temperature $\tau$. A low $\tau$ concentrates the
+# softmax on the few highest-scoring negatives (the loss then acts like a hard-negative miner); a high $\tau$
+# spreads it over all of them. The random-init scores above are too alike for this to show (they all sit
+# near the same value), so the figure uses scores shaped like a *trained* encoder's: the stored run's
+# Mean(pos), Mean(neg) and Var(neg) over its last steps (the output says how many), with the negatives of each query drawn from a
+# normal distribution of that mean and variance.
+
+# %%
+n_last = min(50, len(metrics["loss"]))
+last = {c: float(metrics[c][-n_last:].mean()) for c in ("pos_mean", "neg_mean", "neg_var")}
+g = torch.Generator().manual_seed(0)
+n_neg = cfg["moco"]["queue_size"]
+t_neg = (last["neg_mean"] + last["neg_var"] ** 0.5 * torch.randn(256, n_neg, generator=g)).clamp(-1, 1)
+t_pos = torch.full((256,), last["pos_mean"])
+print(f"from the stored run's last {n_last} steps: Mean(pos) {last['pos_mean']:.3f}, Mean(neg) {last['neg_mean']:.3f}, "
+      f"Var(neg) {last['neg_var']:.4f}; {n_neg} negatives per query")
+fig, ax = plt.subplots(figsize=(6, 3))
+for tau in (0.07, 0.2, 0.5, 1.0):
+    logits = logits_from_scores(t_pos, t_neg, tau)
+    p = torch.softmax(logits, dim=1)[:, 1:]
+    top = torch.sort(p, dim=1, descending=True).values.mean(0)
+    ax.plot(np.arange(1, len(top) + 1), top.cumsum(0).numpy() / top.sum().item(), label=f"τ={tau}, loss {info_nce(logits):.2f}")
+ax.set_xscale("log")
+ax.set_xlabel("negatives, by rank of their score")
+ax.set_ylabel("share of the negatives' softmax mass")
+ax.legend(fontsize=8)
+plt.tight_layout()
 plt.show()
