@@ -191,15 +191,12 @@ display(P.html_table(["comparison", "baseline", "FT (+pos +neg)", "Δ (FT - base
                       for r in rows],
                      caption="Linear top-1 (%), mean over seeds; Δ paired by seed with its 95 % interval; the verdict "
                              "is on the paper's claim that FT helps"))
-fig, ax = plt.subplots(figsize=(7, 2.6))
-shown = [r for r in rows if r["n_seeds"]]
-for y, r in enumerate(shown[::-1]):
-    ax.errorbar(r["diff"], y, xerr=0 if math.isnan(r["ci95"]) else r["ci95"], fmt="o", capsize=3,
-                color=P.VERDICT_COLORS.get(r["verdict"], "grey"))
-ax.set_yticks(range(len(shown)), [r["comparison"] for r in shown[::-1]], fontsize=8)
-ax.axvline(0, color="black", lw=0.8)
-ax.set_xlabel("FT minus baseline, linear top-1 (points)")
-fig.tight_layout()
+versions, recipes = ["MoCo v1", "MoCo v2"], ["profile recipe (Table 5)", "calibrated recipe"]
+cell = {(v, c): r for r in rows for v in versions for c in recipes if r["comparison"] == f"{v}, {c}"}
+grid = np.array([[cell[v, c]["diff"] if cell[v, c]["n_seeds"] else np.nan for c in recipes] for v in versions])
+grid_ci = np.array([[cell[v, c]["ci95"] for c in recipes] for v in versions])
+P.difference_grid(versions, recipes, grid, grid_ci, [[cell[v, c]["verdict"] for c in recipes] for v in versions],
+                  title="FT (+pos +neg) minus its baseline, by method and recipe")
 plt.show()
 
 # %% [markdown]
