@@ -38,7 +38,7 @@ def smoke_book(tmp_path_factory) -> SmokeBook:
         for chapter in CHAPTERS:
             out = root / "book" / f"{chapter}.ipynb"
             try:
-                # a smoke cell takes seconds: one that waits 5 minutes is a hung kernel, reported as such
+                # a smoke cell takes seconds: one that waits 15 minutes is a hung kernel, reported as such
                 pm.execute_notebook(str(ROOT / "book" / f"{chapter}.ipynb"), str(out), parameters={"profile": "smoke"},
                                     cwd=str(ROOT / "book"), kernel_name="python3", progress_bar=False,
                                     execution_timeout=900)  # a guard against hangs, not a speed test: a busy CPU may be slow
