@@ -86,29 +86,36 @@ def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: torch.Gener
 
 def moco_ft_logits(
     q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: torch.Generator, active: bool = True,
-    rows: torch.Tensor | None = None, n_global: int | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    rows: torch.Tensor | None = None, n_global: int | None = None, with_sources: bool = False,
+) -> tuple[torch.Tensor, ...]:
     """Positive ``(N,)`` and negative ``(N, K')`` scores after FT (before the temperature).
 
     ``active=False`` (before ``ft.start_epoch``) gives the plain MoCo scores.  Random draws come from
     ``gen`` on the CPU and are moved to the features' device; ``rows``/``n_global`` as in :func:`positive_ft`.
+    ``with_sources`` adds a third output, ``(K', 2)`` queue rows each negative is made of (both the same for
+    a plain queue entry; the two mixed entries for an interpolated one), for the diagnosis oracle.
     """
+    plain = torch.arange(queue.shape[0], device=queue.device)
     if not (active and ft.any):
-        return moco_logits(q, k, queue)
+        pos, neg = moco_logits(q, k, queue)
+        return (pos, neg, torch.stack([plain, plain], 1)) if with_sources else (pos, neg)
     n, d = q.shape
     dev = q.device
     q_clean = q
     q, k = positive_ft(q, k, ft, gen, rows, n_global)
     negatives = queue
+    sources = torch.stack([plain, plain], 1)
     if ft.neg:  # Sec 4.2 (interpolation) or Supp G.1 (extrapolation)
         shift = 1.0 if ft.neg_mode == "extrapolate" else 0.0
         lam_n = T.sample_lambda(ft.alpha_in, ft.granularity, queue.shape[0], d, gen, shift=shift).to(dev)
         perm = T.sample_permutation(queue.shape[0], gen).to(dev)
         negatives = T.interpolate_negatives(queue, lam_n, perm)
+        sources = torch.stack([plain, perm], 1)
         if ft.renorm_neg:  # Supp F
             negatives = T.renormalize(negatives)
         if ft.union_queue:  # Table 6: Z' U Z_neg
             negatives = torch.cat([negatives, queue], 0)
+            sources = torch.cat([sources, torch.stack([plain, plain], 1)], 0)
     l_pos = (q * k).sum(1)
     if ft.hard:  # Supp G.2, one hard queue per query, never materialised
         shape = T.lambda_shape(ft.granularity, n if n_global is None else n_global, d)
@@ -116,7 +123,17 @@ def moco_ft_logits(
         l_neg = T.hard_negative_logits(q, negatives, lam_h, z_anchor=q_clean)
     else:
         l_neg = q @ negatives.T
-    return l_pos, l_neg
+    return (l_pos, l_neg, sources) if with_sources else (l_pos, l_neg)
+
+
+def same_class_negatives(labels: torch.Tensor, queue_labels: torch.Tensor, sources: torch.Tensor) -> torch.Tensor:
+    """The diagnosis oracle (not in the paper): ``(N, K')`` True where negative j shares query i's class, i.e.
+    where any queue row it is made of (``sources``, from :func:`moco_ft_logits`) holds a key of that class.
+    The loss then ignores those negatives, so no false negative is pushed away; if FT still collapses the
+    encoder, false negatives are not the cause (issue "When does FT help?", question 5).  Queue rows not
+    yet written (label -1) are never same-class."""
+    src = queue_labels.to(labels.device)[sources.to(labels.device)]  # (K', 2)
+    return (labels[:, None, None] == src[None]).any(-1)
 
 
 def symmetric_pairs(v1: torch.Tensor, v2: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor

@@ -29,6 +29,7 @@ from ftcl_core.losses import (
     moco_logits,
     other_sample_mask,
     positive_ft,
+    same_class_negatives,
     simclr_ft_logits,
     simsiam_loss,
     swav_loss,
@@ -53,6 +54,8 @@ class Scores:
     keys: torch.Tensor | None = None  # MoCo: the clean keys of the whole batch, to enqueue
     prototype_scores: tuple[torch.Tensor, torch.Tensor] | None = None  # SwAV: both views against the prototypes
     views: tuple[torch.Tensor, torch.Tensor] | None = None  # the pair the loss aligns, detached, one row per image
+    neg_mask: torch.Tensor | None = None  # (M, K) True: a negative the loss ignores (the oracle's same-class ones)
+    key_labels: torch.Tensor | None = None  # MoCo with the oracle: the keys' classes, to enqueue beside them
 
 
 def check_method_config(cfg: dict) -> None:
@@ -61,6 +64,9 @@ def check_method_config(cfg: dict) -> None:
     method, ft = cfg["method"], cfg["ft"]
     if method not in METHODS:
         raise ConfigError(f"method={method!r}: choose one of {METHODS}.")
+    if cfg["moco"].get("drop_same_class") and (method != "moco" or ft["hard"]):
+        raise ConfigError("moco.drop_same_class=true (the false-negative oracle) is for method=moco without "
+                          "ft.hard: set it to false, or use method=moco with plain or interpolated negatives.")
     if method not in CONTRASTIVE:
         bad = [k for k in ("neg", "hard", "union_queue") if ft[k]]
         if bad:
@@ -82,7 +88,7 @@ def build_model(cfg: dict) -> nn.Module:
     hidden = m["hidden"] or width
     if method == "moco":
         return MoCo(Encoder(backbone, projection_head(width, dim, m["mlp"])), dim, cfg["moco"]["queue_size"],
-                    cfg["moco"]["momentum"], seed=cfg["seed"])
+                    cfg["moco"]["momentum"], seed=cfg["seed"], queue_labels=bool(cfg["moco"].get("drop_same_class")))
     if method == "simclr":  # Linear-BN-ReLU-Linear projector (SimCLR v1 with BN, as lightly and solo-learn)
         return SimCLR(Encoder(backbone, mlp(width, hidden, dim, bn_splits=splits)))
     if method == "byol":  # projector and predictor: Linear-BN-ReLU-Linear
@@ -105,17 +111,23 @@ def target_momentum(cfg: dict, step: int, total_steps: int) -> float:
 
 
 def method_scores(net: nn.Module, model: nn.Module, x1: torch.Tensor, x2: torch.Tensor, ft: FTConfig,
-                  active: bool, gen: torch.Generator, n_raw: int = 64) -> Scores:
-    """Run ``net`` (``model`` itself, or its DistributedDataParallel wrapper) on two views; FT inside the loss."""
+                  active: bool, gen: torch.Generator, n_raw: int = 64, labels: torch.Tensor | None = None) -> Scores:
+    """Run ``net`` (``model`` itself, or its DistributedDataParallel wrapper) on two views; FT inside the loss.
+    ``labels`` (the batch's classes) only for the diagnosis oracle, a MoCo whose queue keeps labels."""
     if isinstance(model, MoCo):
         q, k, k_all = net(x1, x2, gen)
         rows, n_global = (D.global_rows(q.shape[0]), k_all.shape[0]) if D.world_size() > 1 else (None, None)
-        pos, neg = moco_ft_logits(q, k, model.queue, ft, gen, active, rows, n_global)
+        oracle = hasattr(model, "queue_labels")
+        if oracle and labels is None:
+            raise ValueError("moco.drop_same_class=true needs the batch's labels in the training step.")
+        pos, neg, sources = moco_ft_logits(q, k, model.queue, ft, gen, active, rows, n_global, with_sources=True)
+        mask = same_class_negatives(labels, model.queue_labels, sources) if oracle else None
         if active and ft.any:
             raw_pos, raw_neg = moco_logits(q[:n_raw].detach(), k[:n_raw], model.queue)
         else:
             raw_pos, raw_neg = pos[:n_raw].detach(), neg[:n_raw].detach()
-        return Scores(pos, neg, raw_pos, raw_neg, keys=k_all, views=(q.detach(), k.detach()))
+        return Scores(pos, neg, raw_pos, raw_neg, keys=k_all, views=(q.detach(), k.detach()), neg_mask=mask,
+                      key_labels=labels)
     if isinstance(model, SimCLR):
         z1, z2 = net(x1, x2)
         bank1, bank2 = D.gather_rows(z1, grad=True), D.gather_rows(z2, grad=True)
@@ -155,7 +167,8 @@ def method_loss(model: nn.Module, scores: Scores, tau: float, swav: dict | None 
     """The loss and the top-1 'positive beats every negative' rate (in %) of a step (``swav``: the
     ``swav.*`` config keys)."""
     if scores.neg is not None:  # eq. 1 (InfoNCE) for MoCo and SimCLR
-        logits = logits_from_scores(scores.pos, scores.neg, tau)
+        neg = scores.neg if scores.neg_mask is None else scores.neg.masked_fill(scores.neg_mask, float("-inf"))
+        logits = logits_from_scores(scores.pos, neg, tau)
         top1 = (logits.detach().argmax(1) == 0).float().mean() * 100
         return info_nce(logits), top1
     top1 = (scores.raw_pos > scores.raw_neg.max(1).values).float().mean() * 100
@@ -175,4 +188,4 @@ def before_optimizer_step(model: nn.Module) -> None:
 def after_step(model: nn.Module, scores: Scores) -> None:
     """MoCo: enqueue the clean keys of the whole batch (after the loss used the old queue)."""
     if isinstance(model, MoCo):
-        model.enqueue(scores.keys)
+        model.enqueue(scores.keys, scores.key_labels)

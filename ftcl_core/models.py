@@ -278,7 +278,8 @@ class MoCo(nn.Module):
     unshuffled; in one process, split-BN over the shuffled batch does the same job (MoCo CIFAR demo).
     """
 
-    def __init__(self, encoder: Encoder, dim: int, queue_size: int, momentum: float, seed: int = 0) -> None:
+    def __init__(self, encoder: Encoder, dim: int, queue_size: int, momentum: float, seed: int = 0,
+                 queue_labels: bool = False) -> None:
         super().__init__()
         if not 0.0 <= momentum <= 1.0:
             raise ValueError(f"momentum m={momentum} is outside [0, 1]; MoCo uses 0.99 or 0.999.")
@@ -288,6 +289,8 @@ class MoCo(nn.Module):
         gen = torch.Generator().manual_seed(seed)
         self.register_buffer("queue", F.normalize(torch.randn(queue_size, dim, generator=gen), dim=1))
         self.register_buffer("queue_ptr", torch.zeros((), dtype=torch.long))
+        if queue_labels:  # the diagnosis oracle (moco.drop_same_class) knows each queued key's class; -1: none yet
+            self.register_buffer("queue_labels", torch.full((queue_size,), -1, dtype=torch.long))
 
     @property
     def online(self) -> Encoder:
@@ -299,9 +302,10 @@ class MoCo(nn.Module):
         ema_update(self.encoder_k, self.encoder_q, self.momentum)
 
     @torch.no_grad()
-    def enqueue(self, keys: torch.Tensor) -> None:
+    def enqueue(self, keys: torch.Tensor, labels: torch.Tensor | None = None) -> None:
         """Write ``keys`` (clean, normalised) at the pointer, wrapping around when K % batch != 0 (Sec 3.1's
-        queue; the released code enqueues the un-transformed keys)."""
+        queue; the released code enqueues the un-transformed keys).  ``labels``: their classes, kept only by
+        the diagnosis oracle's queue."""
         k_size = self.queue.shape[0]
         n = keys.shape[0]
         if n > k_size:
@@ -309,6 +313,10 @@ class MoCo(nn.Module):
         ptr = int(self.queue_ptr)
         idx = (torch.arange(n, device=keys.device) + ptr) % k_size
         self.queue.index_copy_(0, idx, keys.detach().to(self.queue.dtype))
+        if hasattr(self, "queue_labels"):
+            if labels is None:
+                raise ValueError("this queue keeps labels (moco.drop_same_class=true): enqueue needs the keys' labels.")
+            self.queue_labels.index_copy_(0, idx, labels.to(self.queue_labels.device))
         self.queue_ptr.fill_((ptr + n) % k_size)
 
     def shuffle_keys(self, n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:

@@ -72,7 +72,9 @@ DEFAULTS: dict[str, Any] = {
         "init": "default",       # backbone init: default (PyTorch's) | kaiming (fan-out, as torchvision/PyContrast)
     },
     # tau is also SimCLR's and SwAV's temperature; momentum is also BYOL's base target momentum (raised to 1 on a cosine)
-    "moco": {"queue_size": 4096, "momentum": 0.99, "tau": 0.2},
+    # drop_same_class: a diagnosis oracle, not in the paper: the training labels are used to let the loss ignore queue
+    # negatives of the query's own class (no false negatives); it tests whether false negatives make FT collapse
+    "moco": {"queue_size": 4096, "momentum": 0.99, "tau": 0.2, "drop_same_class": False},
     # SwAV (two crops, no queue): prototypes, Sinkhorn's entropy weight and iterations; tau is moco.tau
     "swav": {"prototypes": 300, "epsilon": 0.05, "sinkhorn_iters": 3, "freeze_prototypes_epochs": 1},
     "optim": {

@@ -165,7 +165,8 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torc
                n_stats: int = 64, record_stats: bool = True, histogram_bins: int = 0,
                views: tuple[torch.Tensor, torch.Tensor] | None = None, net: torch.nn.Module | None = None,
                amp: str | None = None, channels_last: bool = False, n_total: int | None = None,
-               mark: Callable[[str], None] | None = None, swav: dict | None = None) -> StepOutput:
+               mark: Callable[[str], None] | None = None, swav: dict | None = None,
+               labels: torch.Tensor | None = None) -> StepOutput:
     """One step of any method: two views, FT inside the loss (eq. 3, Sec 4.2), the loss (eq. 1 for MoCo and
     SimCLR), SGD, then MoCo's enqueue.
 
@@ -174,7 +175,8 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torc
     already augmented batches instead of ``x`` (benchmarks of the model step alone).  Under
     torch.distributed, ``x`` holds this rank's rows of a global batch of ``n_total`` and ``net`` is the
     DistributedDataParallel wrapper of ``model``.  ``mark(phase)`` is called at the end of each phase
-    (augment, forward, ft_loss, backward, statistics, optimizer) by the step-time benchmark.
+    (augment, forward, ft_loss, backward, statistics, optimizer) by the step-time benchmark.  ``labels``: the
+    batch's classes, passed only to the diagnosis oracle (``moco.drop_same_class``); no method sees them otherwise.
     """
     mark = mark or _no_mark
     if views is None:
@@ -193,7 +195,7 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torc
         mark("forward")
         return out
 
-    scores = method_scores(forward, model, x1, x2, ft, ft_active, gen, n_stats)
+    scores = method_scores(forward, model, x1, x2, ft, ft_active, gen, n_stats, labels)
     loss, top1 = method_loss(model, scores, tau, swav)
     mark("ft_loss")
     optimizer.zero_grad(set_to_none=True)
@@ -411,6 +413,10 @@ def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps
 
     images = train_set.images
     world, rank = D.world_size(), D.rank()
+    oracle = bool(cfg["moco"]["drop_same_class"])
+    if oracle and world > 1:
+        raise ConfigError("moco.drop_same_class=true (the false-negative oracle) runs in one process only: "
+                          "launch without torchrun.")
     t = cfg["train"]
     kill_at = int(os.environ.get("FTCL_TEST_KILL_AT_STEP", "-1"))  # test hook: simulate a crash
     bar = _progress(total=epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch, enabled=progress and main)
@@ -439,7 +445,8 @@ def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps
             out = train_step(model, optimizer, x, aug, ft, ft_active, cfg["moco"]["tau"], gen,
                              cfg["stats"]["n_queries"], histogram_bins=50 if cfg["stats"]["histograms"] else 0,
                              net=net, amp=t["amp"], channels_last=channels_last(cfg),
-                             n_total=bs if world > 1 else None, swav=cfg["swav"])
+                             n_total=bs if world > 1 else None, swav=cfg["swav"],
+                             labels=train_set.labels[batch].to(device) if oracle else None)
             if out.histogram is not None:
                 histograms.append(out.histogram)
             grad_sum = out.grad_norms if grad_sum is None else grad_sum + out.grad_norms

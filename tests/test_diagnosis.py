@@ -79,3 +79,53 @@ def test_diagnosis_csv_from_stored_runs(tmp_path, monkeypatch):
     assert rows[1]["command"].endswith("tiny.yaml")
     out = G.write_diagnosis_csv(rows, tmp_path / "diagnosis.csv")
     assert [r["setting"] for r in csv.DictReader(out.open())] == ["baseline", "+pos"]
+
+
+def test_the_oracle_marks_negatives_made_of_a_same_class_key():
+    from ftcl_core.losses import same_class_negatives
+
+    labels = torch.tensor([0, 1])
+    queue_labels = torch.tensor([0, 1, 2, -1])
+    plain = torch.arange(4)
+    mask = same_class_negatives(labels, queue_labels, torch.stack([plain, plain], 1))
+    assert mask.tolist() == [[True, False, False, False], [False, True, False, False]]
+    # interpolated negatives: row j mixes queue rows j and perm[j]; either one of the query's class marks it
+    mixed = same_class_negatives(labels, queue_labels, torch.stack([plain, torch.tensor([1, 2, 3, 0])], 1))
+    assert mixed.tolist() == [[True, False, False, True], [True, True, False, False]]
+
+
+@pytest.mark.parametrize("ft", [[], ["ft.pos=true", "ft.neg=true"]])
+def test_the_oracle_step_is_infonce_over_the_other_classes_negatives(ft):
+    """One MoCo step with moco.drop_same_class: the loss is InfoNCE over only the unmarked negatives; every queue
+    row of the query's class is marked (with interpolation, also the mixtures that contain one); the queue then
+    records the keys' labels."""
+    from ftcl_core.losses import FTConfig
+    from ftcl_core.methods import build_model, method_loss, method_scores
+    from ftcl_core.runs import load_config
+
+    cfg = load_config("configs/smoke_moco_v2.yaml", ["moco.drop_same_class=true", "model.bn_splits=1", *ft])
+    model = build_model(cfg)
+    queue_labels = torch.arange(256) % 10
+    model.queue_labels.copy_(queue_labels)
+    g = torch.Generator().manual_seed(3)
+    x1, x2, labels = torch.rand(8, 3, 16, 16, generator=g), torch.rand(8, 3, 16, 16, generator=g), torch.arange(8) % 3
+    scores = method_scores(model, model, x1, x2, FTConfig(**cfg["ft"]), True, torch.Generator().manual_seed(1),
+                           labels=labels)
+    loss, _ = method_loss(model, scores, 0.2)
+    plain = labels[:, None] == queue_labels[None]
+    mask = scores.neg_mask
+    assert torch.equal(mask, plain) if not ft else bool((mask | ~plain).all()) and mask.sum() > plain.sum()
+    pos, neg = scores.pos, scores.neg
+    by_hand = torch.stack([torch.logsumexp(torch.cat([pos[i:i + 1], neg[i][~mask[i]]]) / 0.2, 0) - pos[i] / 0.2
+                           for i in range(8)]).mean()
+    torch.testing.assert_close(loss, by_hand)
+    model.enqueue(scores.keys, scores.key_labels)
+    assert model.queue_labels[:8].tolist() == labels.tolist()
+
+
+def test_the_oracle_is_refused_where_it_cannot_apply():
+    from ftcl_core.runs import ConfigError, load_config
+
+    for bad in (["method=simclr", "moco.drop_same_class=true"], ["ft.hard=true", "moco.drop_same_class=true"]):
+        with pytest.raises(ConfigError, match="drop_same_class"):
+            load_config("configs/smoke_moco_v2.yaml", bad)
