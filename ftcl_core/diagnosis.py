@@ -133,6 +133,40 @@ def paired_comparison(label: str, records: list[dict], baseline: str, treated: s
             "n_seeds": n, "verdict": X.verdict(d, ci, 1) if n else "not run"}
 
 
+def relabel(records: list[dict], names: dict[str, str]) -> list[dict]:
+    """The records of the settings in ``names``, renamed, so that runs of two tables pair by seed in
+    :func:`paired_comparison` (e.g. FT with and without the oracle's same-class negatives)."""
+    return [{**r, "setting": names[r["setting"]]} for r in records if r["setting"] in names]
+
+
+def first_step_above(neg_mean: np.ndarray, threshold: float = 0.9) -> int | None:
+    """The first step at which Mean(neg) of the raw cosines passes ``threshold`` (None: never)."""
+    above = np.flatnonzero(np.asarray(neg_mean) > threshold)
+    return int(above[0]) if above.size else None
+
+
+def comparison_cells(row: dict) -> list[str]:
+    """A :func:`paired_comparison` row as table cells: label, both means, the paired difference ± CI, seeds, verdict."""
+    def fmt(v) -> str:
+        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.1f}"
+
+    return [row["comparison"], fmt(row["baseline"]), fmt(row["ft"]),
+            " ± ".join(filter(None, [fmt(row["diff"]), fmt(row["ci95"])])), str(row["n_seeds"]), row["verdict"]]
+
+
+def comparison_sentence(row: dict, meaning: dict[str, str]) -> str:
+    """One Markdown bullet for a :func:`paired_comparison` row, generated from its numbers: undecided below 3 seeds,
+    inconclusive when the 95 % interval holds zero, else the side and ``meaning['above' | 'below']``."""
+    if row["n_seeds"] < 3:
+        return f"* **{row['comparison']}**: {row['n_seeds']} seed(s) stored, fewer than the 3 a verdict needs: undecided."
+    if abs(row["diff"]) <= row["ci95"]:
+        return (f"* **{row['comparison']}**: {row['diff']:.1f} ± {row['ci95']:.1f} points over {row['n_seeds']} seeds, "
+                "which cannot be told from zero: inconclusive.")
+    side = "above" if row["diff"] > 0 else "below"
+    return (f"* **{row['comparison']}**: {abs(row['diff']):.1f} ± {row['ci95']:.1f} points {side} "
+            f"({row['n_seeds']} seeds). " + meaning[side])
+
+
 DIAGNOSIS_COLUMNS = ("question", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
                      "verdict", "first_step_neg_mean_above_0.9", "command")
 

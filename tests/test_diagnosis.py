@@ -1,5 +1,6 @@
 """The FT-collapse algebra (chapter "When does feature transformation help?") against autograd."""
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -129,3 +130,15 @@ def test_the_oracle_is_refused_where_it_cannot_apply():
     for bad in (["method=simclr", "moco.drop_same_class=true"], ["ft.hard=true", "moco.drop_same_class=true"]):
         with pytest.raises(ConfigError, match="drop_same_class"):
             load_config("configs/smoke_moco_v2.yaml", bad)
+
+
+def test_comparison_sentences_follow_the_numbers():
+    meaning = {"above": "helps.", "below": "hurts."}
+    row = {"comparison": "x", "baseline": 50.0, "ft": 40.0, "diff": -10.0, "ci95": 2.0, "n_seeds": 3}
+    assert G.comparison_sentence(row, meaning).endswith("10.0 ± 2.0 points below (3 seeds). hurts.")
+    assert "inconclusive" in G.comparison_sentence({**row, "ci95": 12.0}, meaning)
+    assert "undecided" in G.comparison_sentence({**row, "n_seeds": 2}, meaning)
+    assert G.comparison_cells(row)[3] == "-10.0 ± 2.0"
+    recs = [{"setting": "a", "seed": 0}, {"setting": "b", "seed": 0}]
+    assert G.relabel(recs, {"a": "c"}) == [{"setting": "c", "seed": 0}]
+    assert G.first_step_above(np.array([0.1, 0.95, 0.2])) == 1 and G.first_step_above(np.zeros(3)) is None
