@@ -134,7 +134,7 @@ def test_the_oracle_is_refused_where_it_cannot_apply():
 
 def test_comparison_sentences_follow_the_numbers():
     meaning = {"above": "helps.", "below": "hurts."}
-    row = {"comparison": "x", "baseline": 50.0, "ft": 40.0, "diff": -10.0, "ci95": 2.0, "n_seeds": 3}
+    row = {"comparison": "x", "baseline": 50.0, "ft": 40.0, "diff": -10.0, "ci95": 2.0, "n_seeds": 3, "verdict": "v"}
     assert G.comparison_sentence(row, meaning).endswith("10.0 ± 2.0 points below (3 seeds). hurts.")
     assert "inconclusive" in G.comparison_sentence({**row, "ci95": 12.0}, meaning)
     assert "undecided" in G.comparison_sentence({**row, "n_seeds": 2}, meaning)
