@@ -167,7 +167,7 @@ def comparison_sentence(row: dict, meaning: dict[str, str]) -> str:
             f"({row['n_seeds']} seeds). " + meaning[side])
 
 
-DIAGNOSIS_COLUMNS = ("question", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
+DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
                      "verdict", "first_step_neg_mean_above_0.9", "command")
 
 
@@ -180,6 +180,7 @@ def diagnosis_rows(folder=None, profile: str = "cpu") -> list[dict]:
         exp = X.Experiment.load(path)
         question = (yaml.safe_load(path.read_text()) or {}).get("question", "")
         records = X.load_records(path, profile)
+        data = X.resolve(X.base_for(exp, profile), {}, profile)["data"]["name"]  # shapes | fashion_mnist | ...
         for row in X.table_rows(exp, records):
             firsts = []
             for r in (r for r in records if r["setting"] == row["setting"]):
@@ -187,7 +188,7 @@ def diagnosis_rows(folder=None, profile: str = "cpu") -> list[dict]:
                 first = collapse_signature(m["neg_mean"], m["neg_var"])["first_step_above"]
                 firsts.append(np.inf if first is None else first)
             median = float(np.median(firsts)) if firsts else np.nan
-            rows.append({"question": question, "table": row["table"], "setting": row["setting"],
+            rows.append({"question": question, "data": data, "table": row["table"], "setting": row["setting"],
                          "n_seeds": row["n_seeds"], "mean": row["mean"], "ci95": row["ci95"],
                          "reference": row["reference"], "diff_mean": row["diff_mean"], "diff_ci95": row["diff_ci95"],
                          "verdict": row["verdict"],

@@ -77,7 +77,7 @@ def test_diagnosis_csv_from_stored_runs(tmp_path, monkeypatch):
     rows = G.diagnosis_rows(folder, "smoke")
     assert [(r["question"], r["setting"], r["n_seeds"]) for r in rows] == [("0. a test", "baseline", 2), ("0. a test", "+pos", 2)]
     assert rows[1]["reference"] == "baseline" and rows[1]["verdict"] in ("replicated", "not replicated", "inconclusive")
-    assert rows[1]["command"].endswith("tiny.yaml")
+    assert rows[1]["command"].endswith("tiny.yaml") and rows[1]["data"] == "shapes"
     out = G.write_diagnosis_csv(rows, tmp_path / "diagnosis.csv")
     assert [r["setting"] for r in csv.DictReader(out.open())] == ["baseline", "+pos"]
 
