@@ -293,7 +293,7 @@ if curves:
 # %% [markdown]
 # ## Is it the synthetic data? Real photographs
 #
-# Every run above draws its images procedurally. Fashion-MNIST holds 70 000 real 28×28 photographs of clothing in
+# Every run above draws its images procedurally. Fashion-MNIST holds real 28×28 photographs of clothing in
 # 10 classes (chapter 9 and `configs/cpu_fmnist_moco_v1.yaml` say how the recipe treats gray images). Its MoCo v1
 # recipe was calibrated without FT on Fashion-MNIST's own validation split, by the same protocol; FT then runs with
 # the paper's settings, paired by seed. On real images the linear probe on the raw pixels is a third reference:
