@@ -19,6 +19,7 @@ import torch
 import torch.nn as nn
 
 from ftcl_core import distributed as D
+from ftcl_core.config import CONTRASTIVE, METHODS, check_method_config  # noqa: F401
 from ftcl_core.losses import (
     FTConfig,
     byol_loss,
@@ -37,10 +38,6 @@ from ftcl_core.losses import (
     symmetric_rows,
 )
 from ftcl_core.models import BYOL, Encoder, MoCo, SimCLR, SimSiam, SwAV, build_encoder, kaiming_init, mlp, projection_head
-from ftcl_core.runs import ConfigError
-
-METHODS = ("moco", "simclr", "byol", "simsiam", "swav")
-CONTRASTIVE = ("moco", "simclr")
 
 
 @dataclass
@@ -56,24 +53,6 @@ class Scores:
     views: tuple[torch.Tensor, torch.Tensor] | None = None  # the pair the loss aligns, detached, one row per image
     neg_mask: torch.Tensor | None = None  # (M, K) True: a negative the loss ignores (the oracle's same-class ones)
     key_labels: torch.Tensor | None = None  # MoCo with the oracle: the keys' classes, to enqueue beside them
-
-
-def check_method_config(cfg: dict) -> None:
-    """Errors for FT options a method cannot have (checked before any training): BYOL, SimSiam and SwAV have
-    no negatives, so only positive extrapolation applies (Table 5, Supp E.2)."""
-    method, ft = cfg["method"], cfg["ft"]
-    if method not in METHODS:
-        raise ConfigError(f"method={method!r}: choose one of {METHODS}.")
-    if cfg["moco"].get("drop_same_class") and (method != "moco" or ft["hard"]):
-        raise ConfigError("moco.drop_same_class=true (the false-negative oracle) is for method=moco without "
-                          "ft.hard: set it to false, or use method=moco with plain or interpolated negatives.")
-    if method not in CONTRASTIVE:
-        bad = [k for k in ("neg", "hard", "union_queue") if ft[k]]
-        if bad:
-            raise ConfigError(
-                f"method={method} has no negatives, so ft.{bad[0]}=true cannot apply; the paper applies only "
-                "positive extrapolation (ft.pos=true) to BYOL, SimSiam and SwAV."
-            )
 
 
 def build_model(cfg: dict) -> nn.Module:

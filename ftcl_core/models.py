@@ -17,6 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ftcl_core import distributed as D
+from ftcl_core.config import SMALL_ENCODERS, TORCHVISION_ENCODERS
 
 
 class SplitBatchNorm2d(nn.BatchNorm2d):
@@ -171,7 +172,8 @@ SMALL = {
     "resnet18_w16": dict(blocks=(2, 2, 2, 2), width=16),
     "resnet18_w32": dict(blocks=(2, 2, 2, 2), width=32),
 }
-TORCHVISION = ("resnet18", "resnet50", "resnet18_cifar", "resnet50_cifar")
+TORCHVISION = TORCHVISION_ENCODERS
+assert tuple(SMALL) == SMALL_ENCODERS, "ftcl_core.config.SMALL_ENCODERS lists the names of SMALL"
 
 
 def kaiming_init(backbone: nn.Module) -> nn.Module:
