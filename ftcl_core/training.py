@@ -38,14 +38,7 @@ from ftcl_core.data import (
 )
 from ftcl_core.evaluation import evaluate_backbone, raw_pixel_readout
 from ftcl_core.losses import FTConfig
-from ftcl_core.methods import (
-    after_step,
-    before_optimizer_step,
-    build_model,
-    method_loss,
-    method_scores,
-    target_momentum,
-)
+from ftcl_core.methods import Method, build_model
 from ftcl_core.models import Encoder, group_major
 from ftcl_core.runs import (
     DEFAULTS,
@@ -160,7 +153,7 @@ class StepOutput:
     histogram: torch.Tensor | None = None  # (2, bins) positive / negative score histograms
 
 
-def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, aug: A.AugmentConfig,
+def train_step(model: Method, optimizer: torch.optim.Optimizer, x: torch.Tensor, aug: A.AugmentConfig,
                ft: FTConfig, ft_active: bool, tau: float, gen: torch.Generator,
                n_stats: int = 64, record_stats: bool = True, histogram_bins: int = 0,
                views: tuple[torch.Tensor, torch.Tensor] | None = None, net: torch.nn.Module | None = None,
@@ -195,8 +188,8 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torc
         mark("forward")
         return out
 
-    scores = method_scores(forward, model, x1, x2, ft, ft_active, gen, n_stats, labels)
-    loss, top1 = method_loss(model, scores, tau, swav)
+    scores = model.scores(forward, x1, x2, ft, ft_active, gen, n_stats, labels)
+    loss, top1 = model.loss(scores)
     mark("ft_loss")
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -212,9 +205,9 @@ def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torc
         values = D.mean_over_ranks(torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats, rep_stats]))
         norms = layer_grad_norms(model.online)
     mark("statistics")
-    before_optimizer_step(model)
+    model.before_optimizer_step()
     optimizer.step()
-    after_step(model, scores)
+    model.after_step(scores)
     mark("optimizer")
     return StepOutput(loss.detach(), values, norms, hist)
 
@@ -436,10 +429,7 @@ def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps
             lr = learning_rate(cfg, step, steps_per_epoch)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            if hasattr(model, "momentum"):  # MoCo: constant (eq. 2); BYOL: cosine to 1
-                model.momentum = target_momentum(cfg, step, epochs * steps_per_epoch)
-            if hasattr(model, "freeze_prototypes"):  # SwAV
-                model.freeze_prototypes = epoch < cfg["swav"]["freeze_prototypes_epochs"]
+            model.start_step(epoch, step, epochs * steps_per_epoch)  # BYOL's target momentum, SwAV's frozen prototypes
             batch = order[i * bs : (i + 1) * bs]
             x = host_to_device(images[batch[rank::world]], device)
             out = train_step(model, optimizer, x, aug, ft, ft_active, cfg["moco"]["tau"], gen,
