@@ -16,12 +16,14 @@ loads wrong; a run is complete when ``eval.json`` exists.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import json
 import os
 import platform
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -217,3 +219,30 @@ class RunDir:
 
         with np.load(self.grad_norms, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
+
+
+@contextlib.contextmanager
+def run_lock(path: Path):
+    """An exclusive advisory lock on a run folder (``.lock``), released when the process ends or exits.
+
+    The holder writes its pid into the lock file; a process that has to wait says which pid it waits for,
+    so a build that seems to hang names the process that holds the run.
+    """
+    import fcntl
+
+    with open(path / ".lock", "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            print(f"waiting for the run folder {path}: process {holder} is training it", file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
