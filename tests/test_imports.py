@@ -80,9 +80,11 @@ def test_the_config_module_imports_nothing_else_from_the_package():
 
 
 def test_the_names_kept_as_data_in_the_config_match_their_owners():
-    from ftcl_core import augment, config, models, transforms
+    from ftcl_core import augment, config, methods, models, transforms
 
     assert tuple(augment.PRESETS) == config.AUGMENT_PRESETS
     assert tuple(models.SMALL) == config.SMALL_ENCODERS and tuple(models.TORCHVISION) == config.TORCHVISION_ENCODERS
     for g in config.GRANULARITIES:
         transforms.lambda_shape(g, 2, 3)
+    assert tuple(methods.METHODS) == config.METHODS
+    assert config.CONTRASTIVE == tuple(name for name, cls in methods.METHODS.items() if cls.has_negatives)

@@ -52,6 +52,7 @@ class Method(nn.Module):
     other networks and override :meth:`scores` and :meth:`loss`, and the hooks they need."""
 
     encoder_q: nn.Module
+    has_negatives = False  # whether FT may transform negatives (ftcl_core.config.CONTRASTIVE lists these methods)
 
     @property
     def online(self) -> nn.Module:

@@ -21,6 +21,8 @@ class MoCo(Method):
     unshuffled; in one process, split-BN over the shuffled batch does the same job (MoCo CIFAR demo).
     """
 
+    has_negatives = True
+
     def __init__(self, encoder: Encoder, dim: int, queue_size: int, momentum: float, seed: int = 0,
                  queue_labels: bool = False, tau: float = 0.2) -> None:
         super().__init__()

@@ -15,6 +15,8 @@ from ftcl_core.models import Encoder, mlp
 class SimCLR(Method):
     """SimCLR: one encoder for both views; the negatives are the other samples of the (all-rank) batch."""
 
+    has_negatives = True
+
     def __init__(self, encoder: Encoder, tau: float = 0.2) -> None:
         super().__init__()
         self.encoder_q = encoder
