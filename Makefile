@@ -27,7 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 bench: $(STAMP)
-	$(BIN)/python -m ftcl_core.bench overhead
+	$(BIN)/python -m benchmarks.bench overhead
 
 clean-book:
 	rm -rf _build

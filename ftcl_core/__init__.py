@@ -1,10 +1,12 @@
 """ftcl_core: feature transformations for contrastive learning (Zhu et al., ICCV 2021), MoCo on a CPU,
 the score-statistics visualization tool, and resumable runs.
 
-Modules, one concern each: ``transforms`` (FT, eq. 3-4, Sec 4.2, Supp G), ``losses`` (InfoNCE, eq. 1,
-FT inside the loss), ``models`` (encoders, MoCo, eq. 2), ``augment`` (batched MoCo v1/v2 views),
-``data`` (embedded shapes set, real-data loaders), ``stats`` (Supp A statistics, Supp C gradient norms),
-``training``, ``evaluation`` (kNN, linear readout), ``runs`` (config, run folders), ``plotting``.
+Modules, one concern each: ``config`` (defaults, overrides, validation; imports nothing else of the package),
+``transforms`` (FT, eq. 3-4, Sec 4.2, Supp G), ``losses`` (InfoNCE, eq. 1, FT inside the loss), ``models``
+(encoders, heads, split-BN), ``methods`` (one file per method: MoCo, eq. 2, SimCLR, BYOL, SimSiam, SwAV),
+``augment`` (batched MoCo v1/v2 views), ``data`` (embedded shapes set, real-data loaders), ``stats`` (Supp A
+statistics, Supp C gradient norms), ``training``, ``evaluation`` (kNN, linear readout), ``runs`` (run folders,
+provenance), ``plotting``.
 """
 
 __version__ = "0.1.0"

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ftcl_core.config import AUGMENT_PRESETS
+
 GRAY_WEIGHTS = (0.299, 0.587, 0.114)
 
 
@@ -60,6 +62,7 @@ def simclr(out_size: int = 24) -> AugmentConfig:
 
 
 PRESETS = {"v1": moco_v1, "v2": moco_v2, "simclr": simclr}
+assert tuple(PRESETS) == AUGMENT_PRESETS, "ftcl_core.config.AUGMENT_PRESETS lists the names of PRESETS"
 
 
 def _uniform(n: int, lo: float, hi: float, gen: torch.Generator) -> torch.Tensor:

@@ -223,7 +223,7 @@ def one_step(cfg: dict, device: str, views: tuple[torch.Tensor, torch.Tensor], a
     in double precision (the scores, FT and loss stay float32, as in every run): the reference against which
     float32's own rounding error is measured."""
     from ftcl_core.losses import FTConfig
-    from ftcl_core.training import augment_config, build_optimizer, prepare_model, train_step
+    from ftcl_core.training import StepOptions, build_optimizer, memory_format, prepare_model, train_step
 
     cfg = copy.deepcopy(cfg)
     cfg["train"].update({"amp": amp, "channels_last": channels_last, "compile": compile_with})
@@ -234,9 +234,8 @@ def one_step(cfg: dict, device: str, views: tuple[torch.Tensor, torch.Tensor], a
             model.queue = model.queue.float()
     opt = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(cfg["seed"])
-    v = tuple(x.to(device, dtype) for x in views)
-    out = train_step(model, opt, v[0], augment_config(cfg), FTConfig(**cfg["ft"]), True, cfg["moco"]["tau"], gen,
-                     record_stats=False, views=v, net=net, amp=amp, channels_last=channels_last)
+    v = memory_format(tuple(x.to(device, dtype) for x in views), channels_last)
+    out = train_step(model, opt, v, gen, StepOptions(FTConfig(**cfg["ft"]), record_stats=False, amp=amp), net=net)
     grads = {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
     return float(out.loss), grads
 
@@ -411,9 +410,18 @@ def throughput(s: Setting, budget: Budget) -> dict:
 def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
 
-    from ftcl_core.bench import breakdown
     from ftcl_core.losses import FTConfig
-    from ftcl_core.training import augment_config, build_optimizer, host_to_device, prepare_model, train_step
+    from ftcl_core.profiling import breakdown
+    from ftcl_core.training import (
+        StepOptions,
+        augment_config,
+        build_optimizer,
+        host_to_device,
+        make_views,
+        memory_format,
+        prepare_model,
+        train_step,
+    )
 
     steps, warmup = (2, 1) if s.dry else (10, 3)
     cfg = _config(base, over)
@@ -429,7 +437,6 @@ def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> d
     gen = torch.Generator().manual_seed(0)
     images = torch.randint(0, 256, (n_img, 3, size, size), dtype=torch.uint8, generator=gen)
     aug = augment_config(cfg)
-    tau = cfg["moco"]["tau"]
     on_device = images.to(s.device)
     if s.device.startswith("cuda"):  # the peak of this model's steps alone (the breakdown's model is gone)
         torch.cuda.empty_cache()
@@ -437,8 +444,8 @@ def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> d
 
     def step(ft: FTConfig = FTConfig(), stats: bool = True, views=None):  # noqa: B008 (a frozen dataclass)
         x = on_device[torch.randint(n_img, (bs,), generator=gen).to(s.device)]
-        return train_step(model, opt, x, aug, ft, True, tau, gen, record_stats=stats, views=views, net=net,
-                          amp="bf16", channels_last=True)
+        views = memory_format(views, True) if views is not None else make_views(x, aug, gen, True)
+        return train_step(model, opt, views, gen, StepOptions(ft, record_stats=stats, amp="bf16"), net=net)
 
     step_s = _timed(step, s.device, steps, warmup)
     r["step_ms"] = 1e3 * step_s
@@ -503,16 +510,16 @@ def _scale_overrides(s: Setting) -> list[str]:
 def _step_seconds(cfg: dict, device: str, steps: int = 12) -> float:
     """Seconds per training step of ``cfg`` (FT on, statistics on, as in the FT arm) on random images."""
     from ftcl_core.losses import FTConfig
-    from ftcl_core.training import augment_config, build_optimizer, prepare_model, train_step
+    from ftcl_core.training import StepOptions, augment_config, build_optimizer, make_views, prepare_model, train_step
 
     model, net = prepare_model(cfg, device)
     opt = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(0)
     bs, size, t = cfg["train"]["batch_size"], cfg["data"]["image_size"], cfg["train"]
     x = torch.randint(0, 256, (bs, 3, size, size), dtype=torch.uint8, generator=gen).to(device)
-    aug, ft = augment_config(cfg), FTConfig(pos=True, neg=True)
-    return _timed(lambda: train_step(model, opt, x, aug, ft, True, cfg["moco"]["tau"], gen, net=net, amp=t["amp"],
-                                     channels_last=t["channels_last"]), device, steps, 4)
+    aug, opts = augment_config(cfg), StepOptions(FTConfig(pos=True, neg=True), amp=t["amp"])
+    return _timed(lambda: train_step(model, opt, make_views(x, aug, gen, bool(t["channels_last"])), gen, opts, net=net),
+                  device, steps, 4)
 
 
 def scale_pair(s: Setting, budget: Budget, arm_s: float) -> dict:

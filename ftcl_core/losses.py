@@ -9,47 +9,13 @@ queue is transformed only for this step, the clean keys are what gets enqueued (
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from ftcl_core import distributed as D
 from ftcl_core import transforms as T
-
-
-@dataclass(frozen=True)
-class FTConfig:
-    """Which feature transformations to apply, and how (the ``ft.*`` keys of a run config)."""
-
-    pos: bool = False                 # positive extrapolation, eq. 3
-    pos_mode: str = "extrapolate"     # or "interpolate" (Table 4 ablation)
-    alpha_ex: float = 2.0
-    neg: bool = False                 # negative interpolation, Sec 4.2
-    neg_mode: str = "interpolate"     # or "extrapolate" (Supp G.1)
-    alpha_in: float = 1.6
-    union_queue: bool = False         # negatives = Z' U Z_neg (Table 6)
-    hard: bool = False                # hard negatives mixed with the query (Supp G.2)
-    hard_a: float = 2.0
-    hard_b: float = 1.0
-    granularity: str = "step"         # "step" | "sample" | "dim"
-    renorm_pos: bool = False          # Supp F: re-normalise q', k'
-    renorm_neg: bool = False          # Supp F: re-normalise the transformed queue
-    start_epoch: int = 0              # Table 7
-
-    def __post_init__(self) -> None:
-        for name in ("alpha_ex", "alpha_in", "hard_a", "hard_b"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"ft.{name}={getattr(self, name)} must be > 0 (a Beta parameter).")
-        if self.pos_mode not in ("extrapolate", "interpolate"):
-            raise ValueError(f"ft.pos_mode={self.pos_mode!r}: choose 'extrapolate' or 'interpolate'.")
-        if self.neg_mode not in ("interpolate", "extrapolate"):
-            raise ValueError(f"ft.neg_mode={self.neg_mode!r}: choose 'interpolate' or 'extrapolate'.")
-        T.lambda_shape(self.granularity, 1, 1)  # validates the name
-
-    @property
-    def any(self) -> bool:
-        return self.pos or self.neg or self.hard
+from ftcl_core.config import FTConfig  # the ft.* section (older code imports it from here)
 
 
 def info_nce(logits: torch.Tensor) -> torch.Tensor:

@@ -1,10 +1,8 @@
-"""Encoders, heads and the methods: MoCo (momentum encoder, eq. 2, key queue), SimCLR, BYOL, SimSiam, SwAV.
+"""Encoders, heads and split batch-norm: the networks the methods (:mod:`ftcl_core.methods`) are made of.
 
-``MoCo`` follows facebookresearch/moco's builder: one query encoder, one momentum key encoder, a queue of
-clean keys with a pointer.  Shuffle-BN works across ranks (gather, shuffle, encode in shards, unshuffle)
-and, in one process, with split batch-norm over a shuffled key batch, as the MoCo CIFAR demo does.
-SimCLR, BYOL and SimSiam sit beside it with the same shape: a module whose ``forward`` returns the
-normalised features the loss (:mod:`ftcl_core.losses`) transforms and scores.
+``SmallResNet`` (CIFAR stem, CPU-sized), torchvision's and timm's ResNets, MoCo's projection heads and the
+MLPs of SimCLR, BYOL, SimSiam and SwAV; split batch-norm stands in for multi-GPU shuffle-BN in one process
+(MoCo CIFAR demo); :func:`ema_update` is eq. 2's moving average.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core import distributed as D
+from ftcl_core.config import SMALL_ENCODERS, TORCHVISION_ENCODERS
 
 
 class SplitBatchNorm2d(nn.BatchNorm2d):
@@ -171,7 +169,8 @@ SMALL = {
     "resnet18_w16": dict(blocks=(2, 2, 2, 2), width=16),
     "resnet18_w32": dict(blocks=(2, 2, 2, 2), width=32),
 }
-TORCHVISION = ("resnet18", "resnet50", "resnet18_cifar", "resnet50_cifar")
+TORCHVISION = TORCHVISION_ENCODERS
+assert tuple(SMALL) == SMALL_ENCODERS, "ftcl_core.config.SMALL_ENCODERS lists the names of SMALL"
 
 
 def kaiming_init(backbone: nn.Module) -> nn.Module:
@@ -262,155 +261,9 @@ def ema_update(target: nn.Module, online: nn.Module, m: float) -> None:
     torch._foreach_add_(t_params, o_params, alpha=1.0 - m)
 
 
-def _frozen_copy(module: nn.Module) -> nn.Module:
+def frozen_copy(module: nn.Module) -> nn.Module:
+    """A copy of ``module`` that the optimiser leaves alone (MoCo's key encoder, BYOL's target)."""
     twin = copy.deepcopy(module)
     for p in twin.parameters():
         p.requires_grad_(False)
     return twin
-
-
-class MoCo(nn.Module):
-    """MoCo: query encoder, momentum key encoder (eq. 2) and a queue of K clean keys.
-
-    ``forward`` returns the L2-normalised queries of this process, its keys, and the keys of the whole
-    (all-rank) batch, which the caller enqueues after the loss.  Shuffle-BN: the key batch is gathered from
-    every rank, shuffled with a permutation every rank draws alike, encoded in shards, gathered and
-    unshuffled; in one process, split-BN over the shuffled batch does the same job (MoCo CIFAR demo).
-    """
-
-    def __init__(self, encoder: Encoder, dim: int, queue_size: int, momentum: float, seed: int = 0,
-                 queue_labels: bool = False) -> None:
-        super().__init__()
-        if not 0.0 <= momentum <= 1.0:
-            raise ValueError(f"momentum m={momentum} is outside [0, 1]; MoCo uses 0.99 or 0.999.")
-        self.encoder_q = encoder
-        self.encoder_k = _frozen_copy(encoder)
-        self.momentum = momentum
-        gen = torch.Generator().manual_seed(seed)
-        self.register_buffer("queue", F.normalize(torch.randn(queue_size, dim, generator=gen), dim=1))
-        self.register_buffer("queue_ptr", torch.zeros((), dtype=torch.long))
-        if queue_labels:  # the diagnosis oracle (moco.drop_same_class) knows each queued key's class; -1: none yet
-            self.register_buffer("queue_labels", torch.full((queue_size,), -1, dtype=torch.long))
-
-    @property
-    def online(self) -> Encoder:
-        return self.encoder_q
-
-    @torch.no_grad()
-    def momentum_update(self) -> None:
-        """eq. 2: theta_k <- m theta_k + (1 - m) theta_q; the key encoder keeps its own BN statistics."""
-        ema_update(self.encoder_k, self.encoder_q, self.momentum)
-
-    @torch.no_grad()
-    def enqueue(self, keys: torch.Tensor, labels: torch.Tensor | None = None) -> None:
-        """Write ``keys`` (clean, normalised) at the pointer, wrapping around when K % batch != 0 (Sec 3.1's
-        queue; the released code enqueues the un-transformed keys).  ``labels``: their classes, kept only by
-        the diagnosis oracle's queue."""
-        k_size = self.queue.shape[0]
-        n = keys.shape[0]
-        if n > k_size:
-            raise ValueError(f"batch {n} is larger than the queue K={k_size}; use K >= batch size.")
-        ptr = int(self.queue_ptr)
-        idx = (torch.arange(n, device=keys.device) + ptr) % k_size
-        self.queue.index_copy_(0, idx, keys.detach().to(self.queue.dtype))
-        if hasattr(self, "queue_labels"):
-            if labels is None:
-                raise ValueError("this queue keeps labels (moco.drop_same_class=true): enqueue needs the keys' labels.")
-            self.queue_labels.index_copy_(0, idx, labels.to(self.queue_labels.device))
-        self.queue_ptr.fill_((ptr + n) % k_size)
-
-    def shuffle_keys(self, n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """Shuffle-BN's permutation of the (global) key batch and its inverse, the same on every rank
-        (shuffle-BN, He et al. 2020, Sec 3.3)."""
-        perm = torch.randperm(n, generator=gen)
-        return perm, torch.argsort(perm)
-
-    def forward(self, x_q: torch.Tensor, x_k: torch.Tensor, gen: torch.Generator
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Normalised queries, this rank's keys and all ranks' keys; the key encoder is the eq. 2 moving
-        average of the query encoder (updated by :meth:`momentum_update`) and sees shuffled batches."""
-        q = F.normalize(self.encoder_q(x_q), dim=1)
-        with torch.no_grad():
-            self.momentum_update()
-            x_all = D.gather_rows(x_k)
-            perm, inverse = self.shuffle_keys(x_all.shape[0], gen)
-            k_shard = F.normalize(self.encoder_k(D.shard_rows(x_all[perm.to(x_all.device)])), dim=1)
-            k_all = D.gather_rows(k_shard)[inverse.to(x_all.device)]
-        return q, D.shard_rows(k_all), k_all
-
-
-class SimCLR(nn.Module):
-    """SimCLR: one encoder for both views; the negatives are the other samples of the (all-rank) batch."""
-
-    def __init__(self, encoder: Encoder) -> None:
-        super().__init__()
-        self.encoder_q = encoder
-
-    online = property(lambda self: self.encoder_q)
-
-    def forward(self, x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return F.normalize(self.encoder_q(x1), dim=1), F.normalize(self.encoder_q(x2), dim=1)
-
-
-class BYOL(nn.Module):
-    """BYOL: online encoder + predictor, momentum target encoder (no negatives).
-
-    ``forward`` returns the normalised online predictions of both views and the target projections of
-    both views (no gradient).  The target follows eq. 2 with momentum ``self.momentum``, which the training
-    loop raises from its base value to 1 on a cosine (BYOL's schedule).
-    """
-
-    def __init__(self, encoder: Encoder, predictor: nn.Module, momentum: float) -> None:
-        super().__init__()
-        self.encoder_q = encoder
-        self.predictor = predictor
-        self.target = _frozen_copy(encoder)
-        self.momentum = momentum
-
-    online = property(lambda self: self.encoder_q)
-
-    def forward(self, x1: torch.Tensor, x2: torch.Tensor):
-        p1, p2 = (F.normalize(self.predictor(self.encoder_q(x)), dim=1) for x in (x1, x2))
-        with torch.no_grad():
-            ema_update(self.target, self.encoder_q, self.momentum)
-            t1, t2 = (F.normalize(self.target(x), dim=1) for x in (x1, x2))
-        return p1, p2, t1, t2
-
-
-class SimSiam(nn.Module):
-    """SimSiam: one encoder, a predictor, and stop-gradient on the other view's projection (no negatives)."""
-
-    def __init__(self, encoder: Encoder, predictor: nn.Module) -> None:
-        super().__init__()
-        self.encoder_q = encoder
-        self.predictor = predictor
-
-    online = property(lambda self: self.encoder_q)
-
-    def forward(self, x1: torch.Tensor, x2: torch.Tensor):
-        z1, z2 = self.encoder_q(x1), self.encoder_q(x2)
-        p1, p2 = F.normalize(self.predictor(z1), dim=1), F.normalize(self.predictor(z2), dim=1)
-        return p1, p2, F.normalize(z1.detach(), dim=1), F.normalize(z2.detach(), dim=1)
-
-
-class SwAV(nn.Module):
-    """SwAV with two crops: one encoder, learnable prototypes (kept on the unit sphere), codes from
-    Sinkhorn-Knopp and a swapped prediction (:func:`ftcl_core.losses.swav_loss`).
-
-    ``forward`` returns the normalised features of both views; the loss applies FT to them and scores them
-    against ``self.prototypes``.  ``freeze_prototypes`` (set by the training loop for the first epochs,
-    as SwAV does) drops the prototypes' gradient before the optimiser step."""
-
-    def __init__(self, encoder: Encoder, dim: int, n_prototypes: int) -> None:
-        super().__init__()
-        self.encoder_q = encoder
-        self.prototypes = nn.Linear(dim, n_prototypes, bias=False)
-        self.freeze_prototypes = False
-
-    online = property(lambda self: self.encoder_q)
-
-    def forward(self, x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        with torch.no_grad():
-            w = self.prototypes.weight
-            w.copy_(F.normalize(w, dim=1))
-        return F.normalize(self.encoder_q(x1), dim=1), F.normalize(self.encoder_q(x2), dim=1)

@@ -383,3 +383,27 @@ def markdown_html(text: str):
 
     html = MarkdownIt("commonmark").enable("table").render(text)
     return HTML(html.replace("<table>", '<table class="table">'))
+
+
+def source_code(*objects, caption: str | None = None):
+    """The source of functions or classes (``inspect.getsource``), highlighted, as an IPython HTML object with
+    the file and lines it comes from: a chapter shows the code it is about, as it runs today."""
+    import inspect
+    from html import escape
+    from pathlib import Path
+
+    from IPython.display import HTML
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    root = Path(__file__).resolve().parent.parent
+    parts = []
+    for obj in objects:
+        lines, first = inspect.getsourcelines(obj)
+        path = Path(inspect.getsourcefile(obj)).resolve()
+        where = path.relative_to(root) if path.is_relative_to(root) else path.name
+        parts.append(f"<p><code>{escape(str(where))}</code>, lines {first}-{first + len(lines) - 1}</p>"
+                     + highlight("".join(lines), PythonLexer(), HtmlFormatter(noclasses=True)))
+    cap = f"<p>{escape(caption)}</p>" if caption else ""
+    return HTML(cap + "".join(parts))

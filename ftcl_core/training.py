@@ -1,10 +1,12 @@
-"""Training MoCo (v1/v2) with the feature transformations, into a resumable run folder.
+"""Training any method with the feature transformations, into a resumable run folder.
 
-:func:`train` is the whole loop: build data and model from a config, resume from the folder's
-checkpoint if there is one, train with a progress bar, record the score statistics and gradient norms,
-checkpoint every epoch (atomically), and evaluate at the end.  Resuming after a ``kill -9`` reproduces
-the uninterrupted run's metrics exactly on CPU, because every random draw comes from one
-``torch.Generator`` whose state is checkpointed.
+:func:`train` finds or locks the run folder; :func:`_train_locked` is the loop (data and model from the config,
+resume, epochs of :func:`train_step`, a checkpoint per epoch, the evaluation at the end).  A step is the
+method's own (:mod:`ftcl_core.methods`): its scores with FT, its loss, SGD, its after-step.  Checkpoints and the
+metrics log live in :mod:`ftcl_core.checkpoints`, the data loaders in :mod:`ftcl_core.data`, the run folder's
+files and lock in :mod:`ftcl_core.runs`.  Resuming after a ``kill -9`` reproduces the uninterrupted run's
+metrics exactly on CPU, because every random draw comes from one ``torch.Generator`` whose state is
+checkpointed.
 """
 
 from __future__ import annotations
@@ -13,56 +15,24 @@ import contextlib
 import inspect
 import math
 import os
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from ftcl_core import augment as A
+from ftcl_core import checkpoints
 from ftcl_core import distributed as D
-from ftcl_core.data import (
-    ImageSet,
-    balanced_subset,
-    fashion_mnist_validation,
-    hold_out,
-    load_fashion_mnist,
-    load_image_folder,
-    load_torchvision,
-    read_class_list,
-    shapes_splits,
-    shapes_validation,
-)
+from ftcl_core.checkpoints import CHECKPOINT_FORMAT, METRIC_COLUMNS, IncompatibleCheckpoint, TrainingLog  # noqa: F401
+from ftcl_core.config import DEFAULTS, ConfigError, FTConfig, config_diff, merge, validate
+from ftcl_core.data import ImageSet, load_data, load_data_rank0_first  # noqa: F401  (load_data: re-exported)
 from ftcl_core.evaluation import evaluate_backbone, raw_pixel_readout
-from ftcl_core.losses import FTConfig
-from ftcl_core.methods import (
-    after_step,
-    before_optimizer_step,
-    build_model,
-    method_loss,
-    method_scores,
-    target_momentum,
-)
+from ftcl_core.methods import Method, Scores, build_model
 from ftcl_core.models import Encoder, group_major
-from ftcl_core.runs import (
-    DEFAULTS,
-    ConfigError,
-    RunDir,
-    config_diff,
-    merge,
-    provenance,
-    validate,
-    write_json,
-    write_npz,
-    write_torch,
-    write_yaml,
-)
+from ftcl_core.runs import RunDir, provenance, run_lock, write_json, write_yaml  # noqa: F401  (run_lock: re-exported)
 from ftcl_core.stats import (
-    REPRESENTATION_COLUMNS,
-    SCORE_COLUMNS,
     StepRecorder,
     layer_grad_norms,
     layer_names,
@@ -71,60 +41,9 @@ from ftcl_core.stats import (
     score_statistics,
 )
 
-METRIC_COLUMNS = ("epoch", "lr", "loss", "top1") + SCORE_COLUMNS + REPRESENTATION_COLUMNS
-CHECKPOINT_FORMAT = 1
-
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
-
-
-class IncompatibleCheckpoint(RuntimeError):
-    """A run folder's checkpoint or config does not match the config asked for."""
-
-
-def load_data(cfg: dict) -> tuple[ImageSet, ImageSet]:
-    """Train and held-out :class:`ImageSet` s for ``cfg['data']``: the test set, or with ``data.eval_split=val``
-    a validation set that is neither (for calibration, so that the test set never chooses a recipe)."""
-    d = cfg["data"]
-    if d.get("eval_split", "test") == "val":
-        if d["name"] == "shapes":
-            return shapes_validation(d["n_train"], d["n_val"], size=d["image_size"], seed=cfg["seed"])
-        if d["name"] == "fashion_mnist":
-            full = load_fashion_mnist(d["root"], True, d["image_size"], d["download"])
-            return fashion_mnist_validation(full, d["n_train"], d["n_val"])
-        return hold_out(_load_train_test(cfg)[0], d["n_val"])
-    return _load_train_test(cfg)
-
-
-def _load_train_test(cfg: dict) -> tuple[ImageSet, ImageSet]:
-    d = cfg["data"]
-    if d["name"] == "shapes":
-        return shapes_splits(d["n_train"], d["n_test"], size=d["image_size"], seed=cfg["seed"])
-    if d["name"] == "imagefolder":
-        classes = read_class_list(d["class_list"]) if d["class_list"] else None  # root, test_root: see validate
-        kw = dict(max_per_class=d["max_per_class"], workers=d["workers"], cache=d["cache"])
-        train = load_image_folder(d["root"], d["image_size"], classes, **kw)
-        return train, load_image_folder(d["test_root"], d["image_size"], list(train.classes), **kw)
-    if d["name"] == "fashion_mnist":  # n_train / n_test: class-balanced subsets (all with n >= 60 000 / 10 000)
-        train = load_fashion_mnist(d["root"], True, d["image_size"], d["download"])
-        test = load_fashion_mnist(d["root"], False, d["image_size"], d["download"])
-        return balanced_subset(train, d["n_train"]), balanced_subset(test, d["n_test"])
-    if d["name"] in ("cifar10", "cifar100", "stl10"):
-        root = d["root"] or "datasets"
-        return (load_torchvision(d["name"], root, True, d["download"]),
-                load_torchvision(d["name"], root, False, d["download"]))
-    raise ConfigError(f"unknown data.name={d['name']!r}; choose shapes, fashion_mnist, imagefolder, cifar10, cifar100 or stl10.")
-
-
-def _load_data_rank0_first(cfg: dict) -> tuple[ImageSet, ImageSet]:
-    """Under torchrun rank 0 loads first (and fills ``data.cache``), the others then read what it wrote."""
-    if not D.is_main():
-        D.barrier()
-    data = load_data(cfg)
-    if D.is_main():
-        D.barrier()
-    return data
 
 
 def augment_config(cfg: dict) -> A.AugmentConfig:
@@ -152,6 +71,22 @@ def learning_rate(cfg: dict, step: int, steps_per_epoch: int) -> float:
     raise ConfigError(f"optim.schedule={o['schedule']!r}: choose cosine or step.")
 
 
+@dataclass(frozen=True)
+class StepOptions:
+    """How every step of a run computes, besides the method and its networks."""
+
+    ft: FTConfig = FTConfig()       # the feature transformations (the ``ft.*`` keys)
+    n_stats: int = 64               # anchors whose Supp A score statistics are recorded
+    record_stats: bool = True       # Supp A statistics and Supp C layer gradient norms, on the device
+    histogram_bins: int = 0         # per-step score histograms (0: none)
+    amp: str | None = None          # bf16: the networks under autocast (FT, scores and loss stay fp32)
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> StepOptions:
+        s = cfg["stats"]
+        return cls(FTConfig(**cfg["ft"]), s["n_queries"], True, 50 if s["histograms"] else 0, cfg["train"]["amp"])
+
+
 @dataclass
 class StepOutput:
     loss: torch.Tensor
@@ -160,63 +95,98 @@ class StepOutput:
     histogram: torch.Tensor | None = None  # (2, bins) positive / negative score histograms
 
 
-def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, aug: A.AugmentConfig,
-               ft: FTConfig, ft_active: bool, tau: float, gen: torch.Generator,
-               n_stats: int = 64, record_stats: bool = True, histogram_bins: int = 0,
-               views: tuple[torch.Tensor, torch.Tensor] | None = None, net: torch.nn.Module | None = None,
-               amp: str | None = None, channels_last: bool = False, n_total: int | None = None,
-               mark: Callable[[str], None] | None = None, swav: dict | None = None,
-               labels: torch.Tensor | None = None) -> StepOutput:
-    """One step of any method: two views, FT inside the loss (eq. 3, Sec 4.2), the loss (eq. 1 for MoCo and
-    SimCLR), SGD, then MoCo's enqueue.
+_PHASE_LISTENERS: list[Callable[[str], None]] = []
 
-    With ``record_stats`` the Supp A statistics (raw cosines and after FT) and the Supp C layer
-    gradient norms are computed on the device; nothing is synchronised here.  ``views`` passes two
-    already augmented batches instead of ``x`` (benchmarks of the model step alone).  Under
-    torch.distributed, ``x`` holds this rank's rows of a global batch of ``n_total`` and ``net`` is the
-    DistributedDataParallel wrapper of ``model``.  ``mark(phase)`` is called at the end of each phase
-    (augment, forward, ft_loss, backward, statistics, optimizer) by the step-time benchmark.  ``labels``: the
-    batch's classes, passed only to the diagnosis oracle (``moco.drop_same_class``); no method sees them otherwise.
-    """
-    mark = mark or _no_mark
-    if views is None:
+
+@contextlib.contextmanager
+def phase(name: str):
+    """One phase of a step (augment, forward, ft_loss, backward, statistics, optimizer): a range named in
+    ``torch.profiler`` traces; at its end each listener of :func:`phase_listener` is told its name (a phase's
+    time, for the step-time benchmark, runs from the end of the phase before)."""
+    with torch.profiler.record_function(name):
+        yield
+    for listener in _PHASE_LISTENERS:
+        listener(name)
+
+
+@contextlib.contextmanager
+def phase_listener(listener: Callable[[str], None]):
+    """Call ``listener(name)`` at the end of every :func:`phase` while the block runs (the step-time benchmark)."""
+    _PHASE_LISTENERS.append(listener)
+    try:
+        yield
+    finally:
+        _PHASE_LISTENERS.remove(listener)
+
+
+def make_views(x: torch.Tensor, aug: A.AugmentConfig, gen: torch.Generator, channels_last: bool = False,
+               n_total: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two augmented views of the uint8 batch ``x`` (random draws from ``gen``), in the step's memory format.
+    Under torch.distributed, ``x`` holds this rank's rows of a global batch of ``n_total``."""
+    with phase("augment"):
         rows = slice(D.rank(), None, D.world_size()) if n_total is not None else None
         views = (A.augment(x, aug, gen, rows, n_total), A.augment(x, aug, gen, rows, n_total))
-    x1, x2 = views
-    if channels_last:
-        x1, x2 = x1.contiguous(memory_format=torch.channels_last), x2.contiguous(memory_format=torch.channels_last)
-    mark("augment")
+        return memory_format(views, channels_last)
+
+
+def memory_format(views: tuple[torch.Tensor, torch.Tensor], channels_last: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The views channels-last (NHWC) or as they are."""
+    if not channels_last:
+        return views
+    return tuple(v.contiguous(memory_format=torch.channels_last) for v in views)
+
+
+def train_step(model: Method, optimizer: torch.optim.Optimizer, views: tuple[torch.Tensor, torch.Tensor],
+               gen: torch.Generator, opts: StepOptions, ft_active: bool = True, net: torch.nn.Module | None = None,
+               labels: torch.Tensor | None = None) -> StepOutput:
+    """One step of any method on two views: its scores with FT inside the loss (eq. 3, Sec 4.2), its loss
+    (eq. 1 for MoCo and SimCLR), backward, the statistics, SGD and the method's after-step (MoCo's enqueue).
+
+    ``ft_active``: ``ft.start_epoch`` is reached.  ``net`` is what runs the networks when it is not ``model``
+    itself (its DistributedDataParallel or torch.compile form).  ``labels``: the batch's classes, passed only to
+    the diagnosis oracle (``moco.drop_same_class``); no method sees them otherwise.  With ``opts.record_stats``
+    the Supp A statistics (raw cosines and after FT) and the Supp C layer gradient norms are computed on the
+    device; nothing is synchronised here.
+    """
     network = net if net is not None else model
+    x1 = views[0]
 
     def forward(*args):  # the networks under autocast; FT, scores, loss and statistics in fp32
-        with _autocast(x1.device, amp):
-            out = network(*args)
-        out = tuple(o.float() for o in out)
-        mark("forward")
-        return out
+        with phase("forward"):
+            with _autocast(x1.device, opts.amp):
+                out = network(*args)
+            return tuple(o.float() for o in out)
 
-    scores = method_scores(forward, model, x1, x2, ft, ft_active, gen, n_stats, labels)
-    loss, top1 = method_loss(model, scores, tau, swav)
-    mark("ft_loss")
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    mark("backward")
+    with phase("ft_loss"):
+        scores = model.scores(forward, *views, opts.ft, ft_active, gen, opts.n_stats, labels)
+        loss, top1 = model.loss(scores)
+    with phase("backward"):
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+    with phase("statistics"):
+        values, norms, hist = _statistics(model, scores, loss, top1, opts)
+    with phase("optimizer"):
+        model.before_optimizer_step()
+        optimizer.step()
+        model.after_step(scores)
+    return StepOutput(loss.detach(), values, norms, hist)
+
+
+def _statistics(model: Method, scores: Scores, loss: torch.Tensor, top1: torch.Tensor, opts: StepOptions
+                ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    """The step's recorded values (loss, top-1, Supp A statistics raw and after FT, representation statistics),
+    the layers' gradient norms (Supp C) and the score histogram, as ``opts`` asks."""
     values = norms = hist = None
     neg_for_stats = scores.neg if scores.neg is not None else scores.raw_neg
-    if histogram_bins:
-        hist = score_histogram(scores.pos, neg_for_stats, n_stats, histogram_bins)
-    if record_stats:
-        ft_stats = score_statistics(scores.pos, neg_for_stats, n_stats)
-        raw_stats = score_statistics(scores.raw_pos, scores.raw_neg, n_stats)
+    if opts.histogram_bins:
+        hist = score_histogram(scores.pos, neg_for_stats, opts.n_stats, opts.histogram_bins)
+    if opts.record_stats:
+        ft_stats = score_statistics(scores.pos, neg_for_stats, opts.n_stats)
+        raw_stats = score_statistics(scores.raw_pos, scores.raw_neg, opts.n_stats)
         rep_stats = representation_statistics(*scores.views)
         values = D.mean_over_ranks(torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats, rep_stats]))
         norms = layer_grad_norms(model.online)
-    mark("statistics")
-    before_optimizer_step(model)
-    optimizer.step()
-    after_step(model, scores)
-    mark("optimizer")
-    return StepOutput(loss.detach(), values, norms, hist)
+    return values, norms, hist
 
 
 def host_to_device(x: torch.Tensor, device: str) -> torch.Tensor:
@@ -227,18 +197,10 @@ def host_to_device(x: torch.Tensor, device: str) -> torch.Tensor:
     return x.to(device)
 
 
-def _no_mark(phase: str) -> None:
-    pass
-
-
 def _autocast(device: torch.device, amp: str | None):
     if amp is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-
-
-def _rng_state(gen: torch.Generator) -> dict:
-    return {"gen": gen.get_state(), "torch": torch.get_rng_state()}
 
 
 def _check_compatible(run: RunDir, cfg: dict) -> None:
@@ -287,33 +249,6 @@ def _device(cfg: dict) -> str:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError("device=cuda but no CUDA device is visible; use device=cpu or device=auto.")
     return device
-
-
-@contextlib.contextmanager
-def run_lock(path: Path):
-    """An exclusive advisory lock on a run folder (``.lock``), released when the process ends or exits.
-
-    The holder writes its pid into the lock file; a process that has to wait says which pid it waits for,
-    so a build that seems to hang names the process that holds the run.
-    """
-    import fcntl
-
-    with open(path / ".lock", "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "unknown"
-            print(f"waiting for the run folder {path}: process {holder} is training it", file=sys.stderr, flush=True)
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def build_optimizer(cfg: dict, model: torch.nn.Module, device: str) -> torch.optim.Optimizer:
@@ -370,126 +305,83 @@ def prepare_model(cfg: dict, device: str) -> tuple[torch.nn.Module, torch.nn.Mod
 
 
 def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps: int | None = None) -> dict:
+    """The loop: data, model and optimiser from ``cfg``; resume from the checkpoint; per epoch, the steps on
+    shuffled batches, then a checkpoint; at the end, the evaluation."""
     main = D.is_main()
     if main:
         write_yaml(run.config, cfg)
-    train_set, test_set = _load_data_rank0_first(cfg)
-    bs = cfg["train"]["batch_size"]
-    if len(train_set) < bs:
-        raise ConfigError(f"the training set holds {len(train_set)} images, fewer than train.batch_size={bs}.")
-    aug = augment_config(cfg)
-    ft = FTConfig(**cfg["ft"])
+    train_set, test_set = load_data_rank0_first(cfg)
+    bs, epochs, oracle = cfg["train"]["batch_size"], cfg["train"]["epochs"], bool(cfg["moco"]["drop_same_class"])
+    _check_trainable(cfg, len(train_set))
+    aug, opts, nhwc = augment_config(cfg), StepOptions.from_config(cfg), channels_last(cfg)
     model, net = prepare_model(cfg, device)
     optimizer = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(cfg["seed"])  # the same stream on every rank
-    steps_per_epoch = len(train_set) // bs
-    epochs = cfg["train"]["epochs"]
-    names = layer_names(model.online)
-    recorder = StepRecorder(METRIC_COLUMNS, sync_every=cfg["stats"]["sync_every"])
-    grad_epoch: list[np.ndarray] = []
-    grad_steps: list[np.ndarray] = []
-    histograms: list = []
-    start_epoch, train_s = 0, 0.0
-
-    if run.checkpoint.is_file():
-        state = _load_checkpoint(run, model, optimizer, device)
-        if state.get("world_size", 1) != D.world_size():
-            raise IncompatibleCheckpoint(
-                f"{run.checkpoint} was written by {state.get('world_size', 1)} process(es), this run has "
-                f"{D.world_size()}: batch-norm groups, sharding and random draws would change. Resume with "
-                f"--nproc_per_node={state.get('world_size', 1)}, or use another --out."
-            )
-        gen.set_state(state["rng"]["gen"])
-        torch.set_rng_state(state["rng"]["torch"])
-        start_epoch, train_s = state["epoch"], state["train_s"]
-        recorder.load(run.load_metrics(), upto_step=start_epoch * steps_per_epoch)
-        g = run.load_grad_norms()
-        grad_epoch = list(g["per_epoch"][:start_epoch])
-        if "per_step" in g:
-            grad_steps = list(g["per_step"][: start_epoch * steps_per_epoch])
-        if run.histograms.is_file():
-            with np.load(run.histograms) as h:
-                histograms = list(torch.from_numpy(h["counts"][: start_epoch * steps_per_epoch]))
-
-    images = train_set.images
-    world, rank = D.world_size(), D.rank()
-    oracle = bool(cfg["moco"]["drop_same_class"])
-    if oracle and world > 1:
-        raise ConfigError("moco.drop_same_class=true (the false-negative oracle) runs in one process only: "
-                          "launch without torchrun.")
-    t = cfg["train"]
+    steps_per_epoch, n_total = len(train_set) // bs, (bs if D.world_size() > 1 else None)
+    log = TrainingLog(layer_names(model.online), cfg["stats"]["sync_every"], cfg["stats"]["grad_norms_per_step"])
+    start_epoch, train_s = checkpoints.resume(run, model, optimizer, gen, log, steps_per_epoch, device)
     kill_at = int(os.environ.get("FTCL_TEST_KILL_AT_STEP", "-1"))  # test hook: simulate a crash
     bar = _progress(total=epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch, enabled=progress and main)
     for epoch in range(start_epoch, epochs):
         t_epoch = time.perf_counter()
         model.train()
-        order = torch.randperm(len(images), generator=gen)
-        ft_active = epoch >= ft.start_epoch
-        grad_sum = None
-        for i in range(steps_per_epoch):
+        order = torch.randperm(len(train_set), generator=gen)
+        for i, (x, labels) in enumerate(batches(train_set, order, bs, device, oracle)):
             step = epoch * steps_per_epoch + i
             if step == kill_at:
                 os.kill(os.getpid(), 9)
             if max_steps is not None and step >= max_steps:
                 bar.close()
-                return {"metrics": recorder.as_arrays()}
-            lr = learning_rate(cfg, step, steps_per_epoch)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            if hasattr(model, "momentum"):  # MoCo: constant (eq. 2); BYOL: cosine to 1
-                model.momentum = target_momentum(cfg, step, epochs * steps_per_epoch)
-            if hasattr(model, "freeze_prototypes"):  # SwAV
-                model.freeze_prototypes = epoch < cfg["swav"]["freeze_prototypes_epochs"]
-            batch = order[i * bs : (i + 1) * bs]
-            x = host_to_device(images[batch[rank::world]], device)
-            out = train_step(model, optimizer, x, aug, ft, ft_active, cfg["moco"]["tau"], gen,
-                             cfg["stats"]["n_queries"], histogram_bins=50 if cfg["stats"]["histograms"] else 0,
-                             net=net, amp=t["amp"], channels_last=channels_last(cfg),
-                             n_total=bs if world > 1 else None, swav=cfg["swav"],
-                             labels=train_set.labels[batch].to(device) if oracle else None)
-            if out.histogram is not None:
-                histograms.append(out.histogram)
-            grad_sum = out.grad_norms if grad_sum is None else grad_sum + out.grad_norms
-            if cfg["stats"]["grad_norms_per_step"]:
-                grad_steps.append(out.grad_norms.cpu().numpy())
-            recorder.record(step, torch.cat([torch.tensor([epoch, lr], device=out.values.device), out.values]))
+                return {"metrics": log.recorder.as_arrays()}
+            lr = set_learning_rate(optimizer, cfg, step, steps_per_epoch)
+            model.start_step(epoch, step, epochs * steps_per_epoch)  # BYOL's target momentum, SwAV's frozen prototypes
+            views = make_views(x, aug, gen, nhwc, n_total)
+            out = train_step(model, optimizer, views, gen, opts, epoch >= opts.ft.start_epoch, net, labels)
+            log.record(step, epoch, lr, out.values, out.grad_norms, out.histogram)
             bar.update(1)
             if (i + 1) % cfg["stats"]["sync_every"] == 0 or i + 1 == steps_per_epoch:
-                recorder.flush()
-                _stop_if_diverged(run, recorder, epoch)
-        losses = np.asarray([r[3] for r in recorder.rows[-steps_per_epoch:]])
-        grad_epoch.append((grad_sum / steps_per_epoch).cpu().numpy())
+                log.recorder.flush()
+                _stop_if_diverged(run, log.recorder, epoch)
+        loss = log.end_epoch(steps_per_epoch)
         train_s += time.perf_counter() - t_epoch
-        bar.set_postfix(loss=f"{losses.mean():.3f}", epoch=epoch + 1)
-        if (epoch + 1) % t["checkpoint_every"] == 0 or epoch + 1 == epochs:
+        bar.set_postfix(loss=f"{loss:.3f}", epoch=epoch + 1)
+        if (epoch + 1) % cfg["train"]["checkpoint_every"] == 0 or epoch + 1 == epochs:
             D.average_batchnorm_buffers(model)  # what one process with split-BN holds
             if main:
-                _save(run, model, optimizer, gen, epoch + 1, train_s, recorder, names, grad_epoch, grad_steps,
-                      histograms)
+                checkpoints.save(run, model, optimizer, gen, epoch + 1, train_s, log)
     bar.close()
     if not main:  # rank 0 evaluates and writes eval.json; no collective waits on that
         return {}
     return _finish(run, cfg, model, train_set, test_set, aug, device, train_s)
 
 
-def _load_checkpoint(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: str) -> dict:
-    try:
-        state = torch.load(run.checkpoint, map_location=device, weights_only=True)
-    except Exception as err:  # unpickling errors come in many types
-        raise IncompatibleCheckpoint(
-            f"{run.checkpoint} cannot be read ({type(err).__name__}: {err}). It was not written by this "
-            "version of ftcl_core; move it away to train this run from scratch, or use another --out."
-        ) from err
-    if state.get("format") != CHECKPOINT_FORMAT:
-        raise IncompatibleCheckpoint(f"{run.checkpoint} has format {state.get('format')}, expected {CHECKPOINT_FORMAT}.")
-    try:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-    except (RuntimeError, ValueError, KeyError) as err:
-        raise IncompatibleCheckpoint(
-            f"{run.checkpoint} does not fit the model of this config ({err}). Use another --out."
-        ) from err
-    return state
+def _check_trainable(cfg: dict, n_train: int) -> None:
+    """What the config checks cannot know: the size of the loaded set, and the number of processes."""
+    bs = cfg["train"]["batch_size"]
+    if n_train < bs:
+        raise ConfigError(f"the training set holds {n_train} images, fewer than train.batch_size={bs}.")
+    if cfg["moco"]["drop_same_class"] and D.world_size() > 1:
+        raise ConfigError("moco.drop_same_class=true (the false-negative oracle) runs in one process only: "
+                          "launch without torchrun.")
+
+
+def batches(train_set: ImageSet, order: torch.Tensor, batch_size: int, device: str, with_labels: bool = False
+            ) -> Iterator[tuple[torch.Tensor, torch.Tensor | None]]:
+    """The epoch's batches in ``order`` (a partial last batch dropped): this process's rows of each on the
+    device, and the whole batch's labels where ``with_labels`` (the diagnosis oracle only)."""
+    world, rank = D.world_size(), D.rank()
+    for i in range(len(order) // batch_size):
+        batch = order[i * batch_size : (i + 1) * batch_size]
+        x = host_to_device(train_set.images[batch[rank::world]], device)
+        yield x, (train_set.labels[batch].to(device) if with_labels else None)
+
+
+def set_learning_rate(optimizer: torch.optim.Optimizer, cfg: dict, step: int, steps_per_epoch: int) -> float:
+    """Set (and return) the :func:`learning_rate` of ``step`` on every parameter group."""
+    lr = learning_rate(cfg, step, steps_per_epoch)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    return lr
 
 
 def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
@@ -526,22 +418,6 @@ def _stop_if_diverged(run: RunDir, recorder: StepRecorder, epoch: int) -> None:
             f"checkpoint (after {epoch} completed epochs) is kept in {run.path}. Lower optim.lr or raise "
             "moco.tau, then train into a new --out."
         )
-
-
-def _save(run, model, optimizer, gen, epoch, train_s, recorder, names, grad_epoch, grad_steps, histograms) -> None:
-    """Metrics first, checkpoint last: on resume, metrics are cut back to the checkpoint's step."""
-    write_npz(run.metrics, recorder.as_arrays())
-    grads = {"per_epoch": np.stack(grad_epoch), "layers": np.asarray(names)}
-    if grad_steps:
-        grads["per_step"] = np.stack(grad_steps)
-    write_npz(run.grad_norms, grads)
-    if histograms:  # (steps, 2, bins): positive and negative score counts over [-1, 1]
-        write_npz(run.histograms, {"counts": torch.stack([h.cpu() for h in histograms]).numpy()})
-    write_torch(run.checkpoint, {
-        "format": CHECKPOINT_FORMAT, "epoch": epoch, "train_s": train_s,
-        "model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": _rng_state(gen),
-        "world_size": D.world_size(),
-    })
 
 
 def _finish(run, cfg, model, train_set, test_set, aug, device, train_s) -> dict:

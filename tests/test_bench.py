@@ -4,7 +4,7 @@ import importlib.util
 
 import pytest
 
-from ftcl_core import bench
+from benchmarks import bench
 
 
 def test_overhead_benchmark_reports_its_ratios():
@@ -25,7 +25,7 @@ def test_lightly_worker_runs_one_epoch():
 
 
 def test_paths_benchmark_times_the_nchw_and_the_default_path():
-    from ftcl_core import bench
+    from benchmarks import bench
 
     r = bench.paths("configs/smoke_moco_v2.yaml", rounds=2, steps=1)
     assert set(r["median_s"]) == {"contiguous/interleaved", "channels_last/blocks"}

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from ftcl_core import bench
+from ftcl_core import profiling as bench
 from ftcl_core.runs import ConfigError, load_config
-from ftcl_core.training import build_optimizer, prepare_model, train
+from ftcl_core.training import StepOptions, build_optimizer, prepare_model, train
 
 
 def first_losses(config: str, *overrides: str, steps: int = 3) -> np.ndarray:
@@ -85,7 +85,7 @@ def test_every_gpu_config_takes_a_step_on_cpu(config):
     """The GPU recipes (real encoders, bf16, channels_last, their heads and queues) on 8 random images."""
     from ftcl_core.augment import AugmentConfig
     from ftcl_core.losses import FTConfig
-    from ftcl_core.training import augment_config, train_step
+    from ftcl_core.training import augment_config, make_views, train_step
 
     cfg = load_config(f"configs/{config}", ["device=cpu", "train.batch_size=8", "augment.out_size=64"])
     assert cfg["train"]["amp"] == "bf16" and cfg["train"]["channels_last"]
@@ -94,6 +94,7 @@ def test_every_gpu_config_takes_a_step_on_cpu(config):
     x = torch.randint(0, 256, (8, 3, 72, 72), dtype=torch.uint8)
     aug: AugmentConfig = augment_config(cfg)
     ft = FTConfig(**{**cfg["ft"], "pos": True, "neg": cfg["method"] in ("moco", "simclr")})
-    out = train_step(model, opt, x, aug, ft, True, cfg["moco"]["tau"], torch.Generator().manual_seed(0), n_stats=8,
-                     net=net, amp="bf16", channels_last=True)
+    gen = torch.Generator().manual_seed(0)
+    out = train_step(model, opt, make_views(x, aug, gen, channels_last=True), gen, StepOptions(ft, n_stats=8, amp="bf16"),
+                     net=net)
     assert torch.isfinite(out.loss) and torch.all(torch.isfinite(out.values))

@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from ftcl_core.models import Encoder, MoCo, SplitBatchNorm2d, build_encoder, projection_head
+from ftcl_core.methods import MoCo
+from ftcl_core.models import Encoder, SplitBatchNorm2d, build_encoder, projection_head
 
 
 def small_moco(k=10, m=0.9, dim=8):

@@ -4,8 +4,9 @@
 # A real MoCo v2 run: query encoder, momentum key encoder (eq. 2, $\theta_k \leftarrow m\theta_k +
 # (1-m)\theta_q$), a queue of $K$ clean keys, InfoNCE at $\tau=0.2$, and single-process shuffle-BN
 # emulated with split batch-norm over 4 groups and a shuffled key batch (as the MoCo CIFAR demo does).
-# The whole method is `ftcl_core.training.train_step`; the run goes through the run store, so a complete
-# run is loaded, not retrained, and an interrupted one resumes from its last epoch.
+# The whole method is one class, `ftcl_core.methods.MoCo`, shown below with the training step that calls it;
+# the run goes through the run store, so a complete run is loaded, not retrained, and an interrupted one
+# resumes from its last epoch.
 #
 # **Scale of the `cpu` profile, and why.** On two CPU cores the constraint is the number of useful
 # steps per minute. A small CIFAR-stem ResNet-10 (width 16, 0.3 M parameters) at 24-pixel crops of
@@ -38,6 +39,23 @@ rec = X.sweep(exp.path, profile, seeds=[seed], settings=["v2 baseline"], progres
 run = RunDir(rec["dir"])
 cfg = run.load_config()
 print(json.dumps({k: cfg[k] for k in ("data", "augment", "model", "moco", "optim", "train")}, indent=1))
+
+# %% [markdown]
+# ## The method, in code
+#
+# MoCo reads top to bottom in one file: its networks (the query encoder; the key encoder, the eq. 2 moving
+# average of the query encoder, fed a shuffled key batch for shuffle-BN; the queue), its scores with FT inside
+# the loss, its loss (eq. 1) and what it does after the optimiser step (enqueue the clean keys). One training
+# step calls only these: the method's scores and loss, backward, the statistics, SGD, the method's after-step.
+
+# %%
+from IPython.display import display
+
+from ftcl_core.methods import MoCo
+from ftcl_core.training import train_step
+
+display(P.source_code(MoCo))
+display(P.source_code(train_step))
 
 # %% [markdown]
 # ## Loss and contrastive accuracy

@@ -52,6 +52,19 @@ def table(path, recs):
 summaries = {path: table(path, recs) for path, recs in records.items()}
 
 # %% [markdown]
+# ## FT inside the loss, in code
+#
+# The switches of these tables are the fields of `FTConfig`. MoCo's scores call `moco_ft_logits`, which applies
+# them to the normalised query, key and queue just before the logits; each transformation is one function of
+# `ftcl_core/transforms.py` that cites its equation.
+
+# %%
+from ftcl_core import losses
+from ftcl_core import transforms as T
+
+display(P.source_code(losses.moco_ft_logits, T.extrapolate_positive, T.interpolate_negatives))
+
+# %% [markdown]
 # ## Table 5 as a figure
 
 # %%

@@ -173,10 +173,10 @@ display(P.markdown_html("\n".join(lines)))
 # On a GPU the configs `configs/gpu_*.yaml` turn on bf16 autocast (the networks only: FT, scores and
 # loss stay fp32), channels-last, fused SGD, pinned memory and augmentation on the device. Where the time
 # of a step goes, measured now on this machine for each method (the `cpu` profile's configs; GPU numbers
-# come from `python -m ftcl_core.bench breakdown` on a GPU machine):
+# come from `python -m benchmarks.bench breakdown` on a GPU machine):
 
 # %%
-from ftcl_core import bench
+from ftcl_core import profiling
 
 configs = {"moco": "configs/cpu_moco_v2.yaml", "simclr": "configs/cpu_simclr.yaml", "byol": "configs/cpu_byol.yaml",
            "simsiam": "configs/cpu_simsiam.yaml", "swav": "configs/cpu_swav.yaml"}
@@ -185,7 +185,7 @@ if profile == "smoke":
 steps = 2 if profile == "smoke" else 10
 rows = []
 for method, config in configs.items():
-    r = bench.breakdown(str(X.ROOT / config), steps=steps, warmup=1, synthetic=512 if profile == "smoke" else 0)
+    r = profiling.breakdown(str(X.ROOT / config), steps=steps, warmup=1, synthetic=512 if profile == "smoke" else 0)
     rows.append([method, f"{r['step_ms']:.0f}", f"{r['images_per_s']:.0f}"]
                 + [f"{100 * v / r['step_ms']:.0f} %" for v in r["phases_ms"].values()])
 phases = list(r["phases_ms"])

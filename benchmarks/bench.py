@@ -1,8 +1,9 @@
-"""Benchmarks (not timed tests): ``python -m ftcl_core.bench overhead|lightly|breakdown``.
+"""Benchmarks (not timed tests), run from the repository's root: ``python -m benchmarks.bench overhead|lightly|breakdown|paths``.
 
 ``breakdown --config C [key=value ...] [--synthetic N]`` prints images/s and where a step's time goes
 (data, augment, forward, ft_loss, backward, statistics, optimizer) for any method and any GPU setting
-(``device=cuda train.amp=bf16 train.channels_last=true train.compile=true``).
+(``device=cuda train.amp=bf16 train.channels_last=true train.compile=true``); it is
+:func:`ftcl_core.profiling.breakdown`, which the GPU check and the book use too.
 
 ``paths`` times the model step on the NCHW path (``train.channels_last=false``) and on the default CPU path
 (channels-last, split batch-norm in blocks), interleaved, and prints the speed-up.
@@ -30,21 +31,34 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from pathlib import Path
 
 import torch
 
 from ftcl_core.augment import augment
-from ftcl_core.losses import FTConfig
-from ftcl_core.runs import load_config
+from ftcl_core.config import FTConfig, load_config
+from ftcl_core.profiling import breakdown
 from ftcl_core.stats import StepRecorder
-from ftcl_core.training import METRIC_COLUMNS, augment_config, channels_last, load_data, prepare_model, train_step
+from ftcl_core.training import (
+    METRIC_COLUMNS,
+    StepOptions,
+    augment_config,
+    channels_last,
+    load_data,
+    make_views,
+    memory_format,
+    prepare_model,
+    train_step,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: int = 10, warmup: int = 5) -> dict:
     cfg = load_config(config)
     train_set, _ = load_data(cfg)
     aug = augment_config(cfg)
-    bs, tau = cfg["train"]["batch_size"], cfg["moco"]["tau"]
+    bs, nhwc = cfg["train"]["batch_size"], channels_last(cfg)
     variants = {
         "plain": (FTConfig(), False),
         "ft": (FTConfig(pos=True, neg=True), False),
@@ -62,7 +76,7 @@ def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: 
         (ft, rec_stats), (model, opt, gen, recorder) = variants[name], state[name]
         t0 = time.perf_counter()
         for i in range(n):
-            out = train_step(model, opt, x, aug, ft, True, tau, gen, record_stats=rec_stats, channels_last=channels_last(cfg))
+            out = train_step(model, opt, make_views(x, aug, gen, nhwc), gen, StepOptions(ft, record_stats=rec_stats))
             if rec_stats:
                 recorder.record(i, torch.cat([out.values, out.grad_norms]))
         recorder.flush()
@@ -156,8 +170,8 @@ def _worker(which: str, config: str, epochs: int, workers: int) -> dict:
             t0 = time.perf_counter()
             order = torch.randperm(n, generator=gen)
             for i in range(steps):
-                out = train_step(model, opt, train_set.images[order[i * bs : (i + 1) * bs]], aug, FTConfig(), True,
-                                 cfg["moco"]["tau"], gen, channels_last=channels_last(cfg))
+                views = make_views(train_set.images[order[i * bs : (i + 1) * bs]], aug, gen, channels_last(cfg))
+                out = train_step(model, opt, views, gen, StepOptions())
                 recorder.record(i, torch.cat([out.values, out.grad_norms]))
             recorder.flush()
             rates.append(steps * bs / (time.perf_counter() - t0))
@@ -200,8 +214,8 @@ def _step_only(config: str, rounds: int = 9, steps: int = 8) -> dict:
     opt_o = torch.optim.SGD(ours.encoder_q.parameters(), lr=0.06, momentum=0.9, weight_decay=5e-4)
     theirs, crit, opt_t = _lightly_setup(cfg)
     runs = {
-        "ftcl": lambda: train_step(ours, opt_o, x, aug, FTConfig(), True, cfg["moco"]["tau"], gen, record_stats=False,
-                                   views=views, channels_last=channels_last(cfg)),
+        "ftcl": lambda: train_step(ours, opt_o, memory_format(views, channels_last(cfg)), gen,
+                                   StepOptions(record_stats=False)),
         "lightly": lambda: _lightly_step(theirs, crit, opt_t, *views, cfg["moco"]["momentum"]),
     }
     times = _interleaved(runs, rounds, steps)
@@ -244,83 +258,11 @@ def paths(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 10, steps: int
         name = f"{path['memory_format']}/{path['split_bn_layout']}"
         names[value] = name
         cl = channels_last(cfg)
-        runs[name] = (lambda m=model, o=opt, g=gen, x=x, a=aug, v=views, c=cl, tau=cfg["moco"]["tau"]:
-                      train_step(m, o, x, a, FTConfig(), True, tau, g, record_stats=False, views=v, channels_last=c))
+        runs[name] = (lambda m=model, o=opt, g=gen, v=views, c=cl:
+                      train_step(m, o, memory_format(v, c), g, StepOptions(record_stats=False)))
     med = {k: statistics.median(v) for k, v in _interleaved(runs, rounds, steps).items()}
     return {"cpu": cpu_model(), "threads": torch.get_num_threads(), "median_s": med,
             "speedup": med[names["false"]] / med[names["auto"]], "old": names["false"], "new": names["auto"]}
-
-
-class PhaseTimer:
-    """Wall time per phase of a step: ``mark(name)`` closes the phase that started at the previous mark.
-
-    On CUDA it synchronises at every mark, so each phase is charged its own kernels (the price: phases no
-    longer overlap, so the sum is an upper bound of an unsynchronised step)."""
-
-    def __init__(self, device: str) -> None:
-        self.cuda = device.startswith("cuda")
-        self.totals: dict[str, float] = {}
-        self.last = 0.0
-
-    def _now(self) -> float:
-        if self.cuda:
-            torch.cuda.synchronize()
-        return time.perf_counter()
-
-    def start(self) -> None:
-        self.last = self._now()
-
-    def mark(self, name: str) -> None:
-        now = self._now()
-        self.totals[name] = self.totals.get(name, 0.0) + now - self.last
-        self.last = now
-
-
-def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, warmup: int = 3,
-              synthetic: int = 0) -> dict:
-    """Images/s and the step time split into data, augment, forward, ft_loss, backward, statistics and
-    optimizer, for any method, device, amp, channels_last or compile setting of a config.
-
-    ``synthetic=N`` trains on N random uint8 images of ``data.image_size`` instead of the config's data
-    (a GPU machine without ImageNet measures the same pipeline: images in memory, GPU augmentation)."""
-    from ftcl_core.data import ImageSet
-    from ftcl_core.training import _device, build_optimizer, channels_last, host_to_device, prepare_model
-
-    cfg = load_config(config, list(overrides))
-    device = _device(cfg)
-    if synthetic:
-        size = cfg["data"]["image_size"]
-        images = torch.randint(0, 256, (synthetic, 3, size, size), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
-        train_set = ImageSet(images, torch.zeros(synthetic, dtype=torch.long), ("x",))
-    else:
-        train_set, _ = load_data(cfg)
-    images = train_set.images
-    aug = augment_config(cfg)
-    ft = FTConfig(**cfg["ft"])
-    model, net = prepare_model(cfg, device)
-    opt = build_optimizer(cfg, model, device)
-    gen = torch.Generator().manual_seed(cfg["seed"])
-    bs, t = cfg["train"]["batch_size"], cfg["train"]
-    timer = PhaseTimer(device)
-    model.train()
-    timer.start()
-    for i in range(warmup + steps):
-        if i == warmup:  # phases follow each other without gaps, so they add up to the step time
-            timer.totals.clear()
-            t0 = timer.last
-        x = host_to_device(images[torch.randint(len(images), (bs,), generator=gen)], device)
-        timer.mark("data")
-        train_step(model, opt, x, aug, ft, True, cfg["moco"]["tau"], gen, cfg["stats"]["n_queries"], net=net,
-                   amp=t["amp"], channels_last=channels_last(cfg), mark=timer.mark)
-    total = timer.last - t0
-    from ftcl_core.runs import cpu_model
-    from ftcl_core.training import execution_path
-
-    return {"config": config, "overrides": list(overrides), "method": cfg["method"], "device": device,
-            "cpu": cpu_model(), "path": execution_path(cfg),
-            "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
-            "threads": torch.get_num_threads(), "batch_size": bs, "step_ms": 1e3 * total / steps,
-            "images_per_s": bs * steps / total, "phases_ms": {k: 1e3 * v / steps for k, v in timer.totals.items()}}
 
 
 def _flops_and_profile(config: str, steps: int = 10) -> dict:
@@ -340,8 +282,7 @@ def _flops_and_profile(config: str, steps: int = 10) -> dict:
     x = train_set.images[:bs]
     views = (A.augment(x, aug, gen), A.augment(x, aug, gen))
     with FlopCounterMode(display=False) as counter:
-        train_step(model, opt, x, aug, FTConfig(), True, cfg["moco"]["tau"], gen, record_stats=False, views=views,
-                   channels_last=channels_last(cfg))
+        train_step(model, opt, memory_format(views, channels_last(cfg)), gen, StepOptions(record_stats=False))
     flops = counter.get_total_flops()
     a = torch.randn(2048, 2048)
     b = torch.randn(2048, 2048)
@@ -368,9 +309,9 @@ def lightly(config: str = "configs/cpu_moco_v2.yaml", epochs: int = 3, workers: 
         raise SystemExit("lightly is not installed: run `.venv/bin/pip install lightly` (only this benchmark uses it)") from err
 
     def sub(which, w):
-        cmd = [sys.executable, "-m", "ftcl_core.bench", "_worker", which, "--config", config, "--epochs", str(epochs),
+        cmd = [sys.executable, "-m", "benchmarks.bench", "_worker", which, "--config", config, "--epochs", str(epochs),
                "--workers", str(w)]
-        res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        res = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
         return json.loads(res.stdout.strip().splitlines()[-1])
 
     ours = sub("ftcl", 0)
@@ -382,7 +323,7 @@ def lightly(config: str = "configs/cpu_moco_v2.yaml", epochs: int = 3, workers: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ftcl_core.bench")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench")
     parser.add_argument("what", choices=["overhead", "lightly", "breakdown", "paths", "_worker"])
     parser.add_argument("which", nargs="*", help="breakdown: key=value overrides of --config")
     parser.add_argument("--steps", type=int, default=20, help="breakdown: timed steps")
@@ -426,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_lightly(r: dict, config: str) -> int:
     med = statistics.median
-    from ftcl_core.runs import cpu_model, load_config
+    from ftcl_core.runs import cpu_model
     from ftcl_core.training import execution_path
 
     ours = med(r["ftcl"]["rates"])

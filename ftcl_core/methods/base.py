@@ -1,0 +1,125 @@
+"""What every method is to the training loop: a module with an online encoder, FT-transformed scores, a loss
+and a few hooks around the optimiser step.
+
+A method file (``moco.py``, ``simclr.py``, ...) holds one subclass of :class:`Method` and reads top to bottom:
+its networks (``__init__``, ``forward``), how it is built from a config (``from_config``), its scores with FT
+(``scores``), its loss (``loss``) and what it does around the optimiser step.  The training step
+(:func:`ftcl_core.training.train_step`) calls only these, so one step of a method can be followed without
+opening the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from ftcl_core import distributed as D
+from ftcl_core.config import FTConfig
+from ftcl_core.losses import (
+    in_batch_negative_scores,
+    info_nce,
+    logits_from_scores,
+    positive_ft,
+    symmetric_pairs,
+    symmetric_rows,
+)
+from ftcl_core.models import build_encoder, kaiming_init
+
+
+@dataclass
+class Scores:
+    """What a step's loss and statistics need."""
+
+    pos: torch.Tensor              # (M,) positive scores after FT (the loss uses these)
+    neg: torch.Tensor | None       # (M, K) negative scores after FT; None for BYOL / SimSiam
+    raw_pos: torch.Tensor          # (n,) plain cosines of the first n anchors, detached (Supp A statistics)
+    raw_neg: torch.Tensor          # (n, K') plain negative cosines (in-batch ones for BYOL / SimSiam)
+    keys: torch.Tensor | None = None  # MoCo: the clean keys of the whole batch, to enqueue
+    prototype_scores: tuple[torch.Tensor, torch.Tensor] | None = None  # SwAV: both views against the prototypes
+    views: tuple[torch.Tensor, torch.Tensor] | None = None  # the pair the loss aligns, detached, one row per image
+    neg_mask: torch.Tensor | None = None  # (M, K) True: a negative the loss ignores (the oracle's same-class ones)
+    key_labels: torch.Tensor | None = None  # MoCo with the oracle: the keys' classes, to enqueue beside them
+
+
+Net = Callable[..., tuple[torch.Tensor, ...]]  # the method's forward as the step runs it (autocast, DDP, compile)
+
+
+class Method(nn.Module):
+    """A self-supervised method: ``encoder_q`` is its online encoder (backbone + head); subclasses add their
+    other networks and override :meth:`scores` and :meth:`loss`, and the hooks they need."""
+
+    encoder_q: nn.Module
+    has_negatives = False  # whether FT may transform negatives (ftcl_core.config.CONTRASTIVE lists these methods)
+
+    @property
+    def online(self) -> nn.Module:
+        """The encoder the optimiser trains and the readout evaluates (its ``.backbone``)."""
+        return self.encoder_q
+
+    @classmethod
+    def from_config(cls, cfg: dict, backbone: nn.Module) -> Method:
+        """The method's networks around ``backbone``, with its settings from ``cfg``."""
+        raise NotImplementedError
+
+    def start_step(self, epoch: int, step: int, total_steps: int) -> None:
+        """Before a step: set what follows a schedule (BYOL's target momentum, SwAV's prototype freeze)."""
+
+    def scores(self, net: Net, x1: torch.Tensor, x2: torch.Tensor, ft: FTConfig, active: bool, gen: torch.Generator,
+               n_raw: int = 64, labels: torch.Tensor | None = None) -> Scores:
+        """Run the networks on two views through ``net`` (``self``, or its DDP / compiled / autocast form) and
+        score them, FT inside (``active``: ``ft.start_epoch`` reached); random draws from ``gen``.  ``labels``
+        are the batch's classes, used only by MoCo's false-negative oracle."""
+        raise NotImplementedError
+
+    def loss(self, scores: Scores) -> tuple[torch.Tensor, torch.Tensor]:
+        """The loss and the top-1 'positive beats every negative' rate (in %) of a step."""
+        raise NotImplementedError
+
+    def before_optimizer_step(self) -> None:
+        """After backward, before the optimiser step (SwAV drops its frozen prototypes' gradient)."""
+
+    def after_step(self, scores: Scores) -> None:
+        """After the optimiser step (MoCo enqueues its clean keys)."""
+
+
+def build_backbone(cfg: dict) -> nn.Module:
+    """The encoder backbone of ``cfg['model']`` with its init (``kaiming`` or PyTorch's default)."""
+    m = cfg["model"]
+    backbone = build_encoder(m["encoder"], bn_splits=m["bn_splits"])
+    if m.get("init", "default") == "kaiming":  # absent in runs stored before the key existed: the default
+        kaiming_init(backbone)
+    return backbone
+
+
+def contrastive_loss(scores: Scores, tau: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """eq. 1 (InfoNCE) over the scores after FT at temperature ``tau``, without the negatives ``neg_mask``
+    marks; top-1: how often the positive scores above every negative."""
+    neg = scores.neg if scores.neg_mask is None else scores.neg.masked_fill(scores.neg_mask, float("-inf"))
+    logits = logits_from_scores(scores.pos, neg, tau)
+    top1 = (logits.detach().argmax(1) == 0).float().mean() * 100
+    return info_nce(logits), top1
+
+
+def raw_top1(scores: Scores) -> torch.Tensor:
+    """Methods without negatives: how often the plain positive cosine beats every in-batch one (in %)."""
+    return (scores.raw_pos > scores.raw_neg.max(1).values).float().mean() * 100
+
+
+def predictive_scores(out: tuple[torch.Tensor, ...], ft: FTConfig, active: bool, gen: torch.Generator,
+                      n_raw: int) -> Scores:
+    """BYOL's and SimSiam's scores: predictions ``p1, p2`` against the other view's targets ``t2, t1`` (both
+    directions at once), with eq. 3 on each pair inside the loss; no negatives, so the statistics' negatives
+    are in-batch cosines."""
+    p1, p2, t1, t2 = out
+    anchors, positives = symmetric_pairs(p1, p2, t1, t2)
+    n_global = p1.shape[0] * D.world_size()
+    rows = symmetric_rows(D.global_rows(p1.shape[0]), n_global)
+    a, b = positive_ft(anchors, positives, ft, gen, rows, 2 * n_global) if active else (anchors, positives)
+    pos = (a * b).sum(1)
+    a0, b0 = anchors.detach(), positives.detach()
+    raw_pos = (a0[:n_raw] * b0[:n_raw]).sum(1)
+    raw_neg = in_batch_negative_scores(a0, b0)[:n_raw]
+    return Scores(pos, None, raw_pos, raw_neg, views=(p1.detach(), t2.detach()))

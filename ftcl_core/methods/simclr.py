@@ -1,0 +1,54 @@
+"""SimCLR (Chen et al. 2020) with FT: MoCo's transformations with the in-batch bank in place of the queue."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ftcl_core import distributed as D
+from ftcl_core.config import FTConfig
+from ftcl_core.losses import other_sample_mask, simclr_ft_logits, symmetric_pairs
+from ftcl_core.methods.base import Method, Net, Scores, contrastive_loss
+from ftcl_core.models import Encoder, mlp
+
+
+class SimCLR(Method):
+    """SimCLR: one encoder for both views; the negatives are the other samples of the (all-rank) batch."""
+
+    has_negatives = True
+
+    def __init__(self, encoder: Encoder, tau: float = 0.2) -> None:
+        super().__init__()
+        self.encoder_q = encoder
+        self.tau = tau
+
+    @classmethod
+    def from_config(cls, cfg: dict, backbone: torch.nn.Module) -> SimCLR:
+        """Linear-BN-ReLU-Linear projector (SimCLR v1 with BN, as lightly and solo-learn); temperature ``moco.tau``."""
+        m, width = cfg["model"], backbone.out_dim
+        return cls(Encoder(backbone, mlp(width, m["hidden"] or width, m["dim"], bn_splits=m["bn_splits"])),
+                   tau=cfg["moco"]["tau"])
+
+    def forward(self, x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return F.normalize(self.encoder_q(x1), dim=1), F.normalize(self.encoder_q(x2), dim=1)
+
+    def scores(self, net: Net, x1: torch.Tensor, x2: torch.Tensor, ft: FTConfig, active: bool, gen: torch.Generator,
+               n_raw: int = 64, labels: torch.Tensor | None = None) -> Scores:
+        """NT-Xent's symmetric scores with FT (:func:`ftcl_core.losses.simclr_ft_logits`, Supp E.1): each view
+        against the other and against every other sample of both views of the (all-rank) batch."""
+        z1, z2 = net(x1, x2)
+        bank1, bank2 = D.gather_rows(z1, grad=True), D.gather_rows(z2, grad=True)
+        rows = D.global_rows(z1.shape[0], z1.device)
+        pos, neg = simclr_ft_logits(z1, z2, bank1, bank2, rows, ft, gen, active=active)
+        if active and ft.any:
+            anchors, positives = symmetric_pairs(z1.detach(), z2.detach(), z1.detach(), z2.detach())
+            keep = other_sample_mask(rows, bank1.shape[0])[:n_raw]
+            full = anchors[:n_raw] @ torch.cat([bank1, bank2]).detach().T
+            raw_pos, raw_neg = (anchors[:n_raw] * positives[:n_raw]).sum(1), full[keep].view(keep.shape[0], -1)
+        else:
+            raw_pos, raw_neg = pos[:n_raw].detach(), neg[:n_raw].detach()
+        return Scores(pos, neg, raw_pos, raw_neg, views=(z1.detach(), z2.detach()))
+
+    def loss(self, scores: Scores) -> tuple[torch.Tensor, torch.Tensor]:
+        """eq. 1: InfoNCE (NT-Xent) at temperature ``tau``."""
+        return contrastive_loss(scores, self.tau)

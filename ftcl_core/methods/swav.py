@@ -1,0 +1,69 @@
+"""SwAV (Caron et al. 2020), two crops, with FT: positive extrapolation of the two views' features before the
+prototype scores (the paper's supplement; the rest of SwAV unchanged)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ftcl_core import distributed as D
+from ftcl_core.config import FTConfig
+from ftcl_core.losses import in_batch_negative_scores, positive_ft, swav_loss, symmetric_pairs
+from ftcl_core.methods.base import Method, Net, Scores, raw_top1
+from ftcl_core.models import Encoder, mlp
+
+
+class SwAV(Method):
+    """SwAV with two crops: one encoder, learnable prototypes (kept on the unit sphere), codes from
+    Sinkhorn-Knopp and a swapped prediction (:func:`ftcl_core.losses.swav_loss`).
+
+    ``forward`` returns the normalised features of both views; :meth:`scores` applies FT to them and scores
+    them against ``self.prototypes``.  ``freeze_prototypes`` (set by :meth:`start_step` for the first
+    ``freeze_epochs``, as SwAV does) drops the prototypes' gradient before the optimiser step."""
+
+    def __init__(self, encoder: Encoder, dim: int, n_prototypes: int, tau: float = 0.2, epsilon: float = 0.05,
+                 sinkhorn_iters: int = 3, freeze_epochs: int = 1) -> None:
+        super().__init__()
+        self.encoder_q = encoder
+        self.prototypes = nn.Linear(dim, n_prototypes, bias=False)
+        self.freeze_prototypes = False
+        self.tau, self.epsilon, self.sinkhorn_iters, self.freeze_epochs = tau, epsilon, sinkhorn_iters, freeze_epochs
+
+    @classmethod
+    def from_config(cls, cfg: dict, backbone: nn.Module) -> SwAV:
+        """Linear-BN-ReLU-Linear projector, then the prototypes; the ``swav.*`` settings, temperature ``moco.tau``."""
+        m, s, width = cfg["model"], cfg["swav"], backbone.out_dim
+        encoder = Encoder(backbone, mlp(width, m["hidden"] or width, m["dim"], bn_splits=m["bn_splits"]))
+        return cls(encoder, m["dim"], s["prototypes"], tau=cfg["moco"]["tau"], epsilon=s["epsilon"],
+                   sinkhorn_iters=s["sinkhorn_iters"], freeze_epochs=s["freeze_prototypes_epochs"])
+
+    def start_step(self, epoch: int, step: int, total_steps: int) -> None:
+        """The prototypes stay frozen for the first ``freeze_epochs``."""
+        self.freeze_prototypes = epoch < self.freeze_epochs
+
+    def forward(self, x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.no_grad():
+            w = self.prototypes.weight
+            w.copy_(F.normalize(w, dim=1))
+        return F.normalize(self.encoder_q(x1), dim=1), F.normalize(self.encoder_q(x2), dim=1)
+
+    def scores(self, net: Net, x1: torch.Tensor, x2: torch.Tensor, ft: FTConfig, active: bool, gen: torch.Generator,
+               n_raw: int = 64, labels: torch.Tensor | None = None) -> Scores:
+        """eq. 3 on the two views' features, then both against the prototypes."""
+        z1, z2 = net(x1, x2)
+        rows = D.global_rows(z1.shape[0])
+        a, b = positive_ft(z1, z2, ft, gen, rows, z1.shape[0] * D.world_size()) if active else (z1, z2)
+        anchors, positives = symmetric_pairs(z1.detach(), z2.detach(), z1.detach(), z2.detach())
+        raw_neg = in_batch_negative_scores(anchors, positives)[:n_raw]
+        return Scores((a * b).sum(1), None, (anchors * positives).sum(1)[:n_raw], raw_neg,
+                      prototype_scores=(self.prototypes(a), self.prototypes(b)), views=(z1.detach(), z2.detach()))
+
+    def loss(self, scores: Scores) -> tuple[torch.Tensor, torch.Tensor]:
+        """The swapped prediction at temperature ``tau``, codes from ``sinkhorn_iters`` Sinkhorn steps."""
+        return swav_loss(*scores.prototype_scores, self.tau, self.epsilon, self.sinkhorn_iters), raw_top1(scores)
+
+    def before_optimizer_step(self) -> None:
+        """No prototype update while they are frozen."""
+        if self.freeze_prototypes:
+            self.prototypes.weight.grad = None
