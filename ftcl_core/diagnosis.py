@@ -145,6 +145,20 @@ def first_step_above(neg_mean: np.ndarray, threshold: float = 0.9) -> int | None
     return int(above[0]) if above.size else None
 
 
+def representation_signature(records: list[dict], setting: str) -> dict[str, float]:
+    """How far a setting's runs concentrate their features, averaged over seeds: the highest Mean(neg) of the raw
+    cosines (Supp A; near 1: every image maps near one point), the final effective rank of the features and the
+    final correlation rho of the two views' deviations (NaN where the runs predate those columns)."""
+    peak, rank, rho = [], [], []
+    for r in (r for r in records if r["setting"] == setting):
+        m = RunDir(r["dir"]).load_metrics()
+        peak.append(float(np.max(m["neg_mean"])))
+        rank.append(float(m["erank"][-1]) if "erank" in m else math.nan)
+        rho.append(float(m["rho"][-1]) if "rho" in m else math.nan)
+    mean = (lambda v: float(np.mean(v)) if v else math.nan)  # noqa: E731
+    return {"n_seeds": len(peak), "peak_neg_mean": mean(peak), "final_erank": mean(rank), "final_rho": mean(rho)}
+
+
 def comparison_cells(row: dict) -> list[str]:
     """A :func:`paired_comparison` row as table cells: label, both means, the paired difference ± CI, seeds, verdict."""
     def fmt(v) -> str:

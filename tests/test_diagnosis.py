@@ -78,6 +78,9 @@ def test_diagnosis_csv_from_stored_runs(tmp_path, monkeypatch):
     assert [(r["question"], r["setting"], r["n_seeds"]) for r in rows] == [("0. a test", "baseline", 2), ("0. a test", "+pos", 2)]
     assert rows[1]["reference"] == "baseline" and rows[1]["verdict"] in ("replicated", "not replicated", "inconclusive")
     assert rows[1]["command"].endswith("tiny.yaml") and rows[1]["data"] == "shapes"
+    sig = G.representation_signature(X.load_records(folder / "tiny.yaml", "smoke"), "+pos")
+    assert sig["n_seeds"] == 2 and 1 <= sig["final_erank"] <= 32 and -1 <= sig["peak_neg_mean"] <= 1
+    assert G.representation_signature([], "+pos")["n_seeds"] == 0
     out = G.write_diagnosis_csv(rows, tmp_path / "diagnosis.csv")
     assert [r["setting"] for r in csv.DictReader(out.open())] == ["baseline", "+pos"]
 
