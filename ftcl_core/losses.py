@@ -61,7 +61,7 @@ def moco_ft_logits(
     ``with_sources`` adds a third output, ``(K', 2)`` queue rows each negative is made of (both the same for
     a plain queue entry; the two mixed entries for an interpolated one), for the diagnosis oracle.
     """
-    plain = torch.arange(queue.shape[0], device=queue.device)
+    plain = torch.arange(queue.shape[0], device=queue.device) if with_sources else None
     if not (active and ft.any):
         pos, neg = moco_logits(q, k, queue)
         return (pos, neg, torch.stack([plain, plain], 1)) if with_sources else (pos, neg)
@@ -70,18 +70,18 @@ def moco_ft_logits(
     q_clean = q
     q, k = positive_ft(q, k, ft, gen, rows, n_global)
     negatives = queue
-    sources = torch.stack([plain, plain], 1)
+    sources = torch.stack([plain, plain], 1) if with_sources else None
     if ft.neg:  # Sec 4.2 (interpolation) or Supp G.1 (extrapolation)
         shift = 1.0 if ft.neg_mode == "extrapolate" else 0.0
         lam_n = T.sample_lambda(ft.alpha_in, ft.granularity, queue.shape[0], d, gen, shift=shift).to(dev)
         perm = T.sample_permutation(queue.shape[0], gen).to(dev)
         negatives = T.interpolate_negatives(queue, lam_n, perm)
-        sources = torch.stack([plain, perm], 1)
+        sources = torch.stack([plain, perm], 1) if with_sources else None
         if ft.renorm_neg:  # Supp F
             negatives = T.renormalize(negatives)
         if ft.union_queue:  # Table 6: Z' U Z_neg
             negatives = torch.cat([negatives, queue], 0)
-            sources = torch.cat([sources, torch.stack([plain, plain], 1)], 0)
+            sources = torch.cat([sources, torch.stack([plain, plain], 1)], 0) if with_sources else None
     l_pos = (q * k).sum(1)
     if ft.hard:  # Supp G.2, one hard queue per query, never materialised
         shape = T.lambda_shape(ft.granularity, n if n_global is None else n_global, d)

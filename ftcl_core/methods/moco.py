@@ -78,8 +78,9 @@ class MoCo(Method):
         rows, n_global = (D.global_rows(q.shape[0]), k_all.shape[0]) if D.world_size() > 1 else (None, None)
         if self.oracle and labels is None:
             raise ValueError("moco.drop_same_class=true needs the batch's labels in the training step.")
-        pos, neg, sources = moco_ft_logits(q, k, self.queue, ft, gen, active, rows, n_global, with_sources=True)
-        mask = same_class_negatives(labels, self.queue_labels, sources) if self.oracle else None
+        out = moco_ft_logits(q, k, self.queue, ft, gen, active, rows, n_global, with_sources=self.oracle)
+        pos, neg = out[:2]
+        mask = same_class_negatives(labels, self.queue_labels, out[2]) if self.oracle else None
         if active and ft.any:
             raw_pos, raw_neg = moco_logits(q[:n_raw].detach(), k[:n_raw], self.queue)
         else:
