@@ -35,7 +35,7 @@ from ftcl_core import experiments as X
 from ftcl_core import transforms as T
 from ftcl_core.losses import info_nce, logits_from_scores
 from ftcl_core.runs import RunDir, atomic_write_bytes
-from ftcl_core.stats import collapse_signature
+from ftcl_core.stats import collapse_signature, first_step_above  # noqa: F401 (chapter 7 calls G.first_step_above)
 
 
 def alignment_weight(lam: torch.Tensor | float) -> torch.Tensor | float:
@@ -137,12 +137,6 @@ def relabel(records: list[dict], names: dict[str, str]) -> list[dict]:
     """The records of the settings in ``names``, renamed, so that runs of two tables pair by seed in
     :func:`paired_comparison` (e.g. FT with and without the oracle's same-class negatives)."""
     return [{**r, "setting": names[r["setting"]]} for r in records if r["setting"] in names]
-
-
-def first_step_above(neg_mean: np.ndarray, threshold: float = 0.9) -> int | None:
-    """The first step at which Mean(neg) of the raw cosines passes ``threshold`` (None: never)."""
-    above = np.flatnonzero(np.asarray(neg_mean) > threshold)
-    return int(above[0]) if above.size else None
 
 
 def representation_signature(records: list[dict], setting: str) -> dict[str, float]:
