@@ -3,6 +3,7 @@
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -120,7 +121,10 @@ def test_representation_statistics_at_their_limits(seed, n, d):
     # every image at one point: uniformity 0; on one line through the mean: effective rank 1
     point = torch.randn(1, d, generator=g).expand(n, d)
     assert representation_statistics(point, point)[1].item() == pytest.approx(0, abs=1e-5)
-    line = torch.randn(1, d, generator=g) + torch.linspace(-1, 1, n).unsqueeze(1) * torch.randn(1, d, generator=g) * 1e-2
+    # a short segment (1 % of its distance from the origin): base and direction at unit length, so that no draw
+    # puts the segment near the origin, where normalising would bend it far from a line
+    base, direction = (F.normalize(torch.randn(1, d, generator=g), dim=1) for _ in range(2))
+    line = base + torch.linspace(-1, 1, n).unsqueeze(1) * direction * 1e-2
     assert representation_statistics(line, line)[3].item() < 1.05  # (normalising bends the line slightly)
     # independent views: rho near 0 (its chance spread is about 1 / sqrt(n d))
     other = torch.randn(n, d, generator=g)
