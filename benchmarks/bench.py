@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 
 from ftcl_core.augment import augment
-from ftcl_core.config import FTConfig, load_config
+from ftcl_core.config import FTConfig, RunConfig, load_config
 from ftcl_core.profiling import breakdown
 from ftcl_core.stats import StepRecorder
 from ftcl_core.training import (
@@ -58,7 +58,7 @@ def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: 
     cfg = load_config(config)
     train_set, _ = load_data(cfg)
     aug = augment_config(cfg)
-    bs, nhwc = cfg["train"]["batch_size"], channels_last(cfg)
+    bs, nhwc = cfg.train.batch_size, channels_last(cfg)
     variants = {
         "plain": (FTConfig(), False),
         "ft": (FTConfig(pos=True, neg=True), False),
@@ -97,7 +97,7 @@ def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: 
     }
 
 
-def _lightly_model(cfg: dict):
+def _lightly_model(cfg: RunConfig):
     """lightly's MoCo v2 (its documented recipe) around the same backbone ftcl uses."""
     import copy
 
@@ -110,10 +110,10 @@ def _lightly_model(cfg: dict):
     class LightlyMoCo(nn.Module):
         def __init__(self):
             super().__init__()
-            torch.manual_seed(cfg["seed"])
-            self.backbone = build_encoder(cfg["model"]["encoder"], bn_splits=cfg["model"]["bn_splits"])
+            torch.manual_seed(cfg.seed)
+            self.backbone = build_encoder(cfg.model.encoder, bn_splits=cfg.model.bn_splits)
             d = self.backbone.out_dim
-            self.projection_head = MoCoProjectionHead(d, d, cfg["model"]["dim"])
+            self.projection_head = MoCoProjectionHead(d, d, cfg.model.dim)
             self.backbone_momentum = copy.deepcopy(self.backbone)
             self.projection_head_momentum = copy.deepcopy(self.projection_head)
             deactivate_requires_grad(self.backbone_momentum)
@@ -128,12 +128,12 @@ def _lightly_model(cfg: dict):
     return LightlyMoCo()
 
 
-def _lightly_setup(cfg: dict):
+def _lightly_setup(cfg: RunConfig):
     """lightly's model, NTXentLoss with a memory bank of K keys, and SGD over the trained parameters."""
     from lightly.loss import NTXentLoss
 
     model = _lightly_model(cfg)
-    criterion = NTXentLoss(temperature=cfg["moco"]["tau"], memory_bank_size=(cfg["moco"]["queue_size"], cfg["model"]["dim"]))
+    criterion = NTXentLoss(temperature=cfg.moco.tau, memory_bank_size=(cfg.moco.queue_size, cfg.model.dim))
     opt = torch.optim.SGD(list(model.backbone.parameters()) + list(model.projection_head.parameters()), lr=0.06,
                           momentum=0.9, weight_decay=5e-4)
     return model, criterion, opt
@@ -157,7 +157,7 @@ def _worker(which: str, config: str, epochs: int, workers: int) -> dict:
 
     cfg = load_config(config)
     train_set, _ = load_data(cfg)
-    bs, n = cfg["train"]["batch_size"], len(train_set)
+    bs, n = cfg.train.batch_size, len(train_set)
     steps = n // bs
     rates = []
     if which == "ftcl":
@@ -179,8 +179,8 @@ def _worker(which: str, config: str, epochs: int, workers: int) -> dict:
         from lightly.transforms import MoCoV2Transform
         from PIL import Image
 
-        a = cfg["augment"]
-        transform = MoCoV2Transform(input_size=a["out_size"], min_scale=a["crop_scale"][0])
+        a = cfg.augment
+        transform = MoCoV2Transform(input_size=a.out_size, min_scale=a.crop_scale[0])
 
         class Views(torch.utils.data.Dataset):
             def __len__(self):
@@ -195,7 +195,7 @@ def _worker(which: str, config: str, epochs: int, workers: int) -> dict:
         for _ in range(epochs):
             t0 = time.perf_counter()
             for x_q, x_k in loader:
-                _lightly_step(model, criterion, opt, x_q, x_k, cfg["moco"]["momentum"])
+                _lightly_step(model, criterion, opt, x_q, x_k, cfg.moco.momentum)
             rates.append(steps * bs / (time.perf_counter() - t0))
     peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     return {"rates": rates, "peak_rss_mib": peak / 1024, "workers": workers}
@@ -206,7 +206,7 @@ def _step_only(config: str, rounds: int = 9, steps: int = 8) -> dict:
     cfg = load_config(config)
     train_set, _ = load_data(cfg)
     aug = augment_config(cfg)
-    bs = cfg["train"]["batch_size"]
+    bs = cfg.train.batch_size
     gen = torch.Generator().manual_seed(0)
     x = train_set.images[:bs]
     views = (augment(x, aug, gen), augment(x, aug, gen))
@@ -216,7 +216,7 @@ def _step_only(config: str, rounds: int = 9, steps: int = 8) -> dict:
     runs = {
         "ftcl": lambda: train_step(ours, opt_o, memory_format(views, channels_last(cfg)), gen,
                                    StepOptions(record_stats=False)),
-        "lightly": lambda: _lightly_step(theirs, crit, opt_t, *views, cfg["moco"]["momentum"]),
+        "lightly": lambda: _lightly_step(theirs, crit, opt_t, *views, cfg.moco.momentum),
     }
     times = _interleaved(runs, rounds, steps)
     return {k: statistics.median(v) for k, v in times.items()} | {"spread": {k: (min(v), max(v)) for k, v in times.items()}}
@@ -251,7 +251,7 @@ def paths(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 10, steps: int
         model = prepare_model(cfg, "cpu")[0]
         opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.06, momentum=0.9, weight_decay=5e-4)
         gen = torch.Generator().manual_seed(0)
-        x = train_set.images[: cfg["train"]["batch_size"]]
+        x = train_set.images[: cfg.train.batch_size]
         aug = augment_config(cfg)
         views = (augment(x, aug, gen), augment(x, aug, gen))
         path = execution_path(cfg)
@@ -275,7 +275,7 @@ def _flops_and_profile(config: str, steps: int = 10) -> dict:
     cfg = load_config(config)
     train_set, _ = load_data(cfg)
     aug = augment_config(cfg)
-    bs = cfg["train"]["batch_size"]
+    bs = cfg.train.batch_size
     model = prepare_model(cfg, "cpu")[0]
     opt = torch.optim.SGD(model.encoder_q.parameters(), lr=0.06, momentum=0.9)
     gen = torch.Generator().manual_seed(0)

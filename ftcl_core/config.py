@@ -1,4 +1,15 @@
-"""Run configs: the defaults, YAML files with dotted ``key=value`` overrides, and their validation.
+"""Run configs: one frozen, typed dataclass per section, built once at the entry point.
+
+A run's config is a :class:`RunConfig`. :func:`load_config` builds it from the defaults below, a YAML file and
+dotted ``key=value`` overrides; every value is checked against its field's annotation (a number where a number
+belongs, one of the listed names where a ``Literal`` stands), and each section checks its own values in
+``check``. Checks that need two sections (the queue against the batch, FT against the method) live in
+:meth:`RunConfig.check`. Each check lives once, here; nothing downstream re-validates a config.
+
+Method-specific settings live with their method: ``moco.tau`` is MoCo's temperature, ``simclr.tau`` SimCLR's,
+``swav.tau`` SwAV's, ``byol.momentum`` BYOL's base target momentum. Configs written before these sections
+existed used ``moco.tau`` and ``moco.momentum`` for every method; :func:`from_dict` maps those old keys onto the
+new ones, so every stored run still loads, compares and replays.
 
 This module imports nothing else from ``ftcl_core`` (a test walks the imports), so every other module may
 import it.  The names that other modules own (methods, encoders, augmentation presets, lambda granularities)
@@ -8,11 +19,14 @@ are kept here as plain data, and the owners check at import time that their tabl
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import os
-from dataclasses import dataclass
+import types
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import yaml
 
@@ -23,123 +37,556 @@ SMALL_ENCODERS = ("resnet10_w16", "resnet10_w32", "resnet18_w16", "resnet18_w32"
 TORCHVISION_ENCODERS = ("resnet18", "resnet50", "resnet18_cifar", "resnet50_cifar")  # ftcl_core.models.TORCHVISION
 AUGMENT_PRESETS = ("v1", "v2", "simclr")  # ftcl_core.augment.PRESETS
 GRANULARITIES = ("step", "sample", "dim")  # ftcl_core.transforms.lambda_shape
+DATA_SETS = ("shapes", "fashion_mnist", "imagefolder", "cifar10", "cifar100", "stl10")
+
+Method = Literal["moco", "simclr", "byol", "simsiam", "swav"]
+DataSet = Literal["shapes", "fashion_mnist", "imagefolder", "cifar10", "cifar100", "stl10"]
+Preset = Literal["v1", "v2", "simclr"]
+Granularity = Literal["step", "sample", "dim"]
+Auto = Literal["auto"]
+
+
+class ConfigError(ValueError):
+    """A config key or value is wrong; the message names the key and the fix."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Type checks from the annotations
+# ---------------------------------------------------------------------------------------------------
+
+
+def _describe(tp: Any) -> str:
+    """How an annotation reads in an error message."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is bool:
+        return "true or false"
+    if tp is int:
+        return "an integer"
+    if tp is float:
+        return "a number"
+    if tp is str:
+        return "a string"
+    if tp is type(None):
+        return "null"
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin is tuple:
+        inner = _describe(args[0])
+        return f"a list of {inner}s" if args[-1] is Ellipsis else f"a list of {len(args)} ({inner} each)"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in args)
+    return str(tp)
+
+
+def _number(text: str, integer: bool) -> int | float | None:
+    """YAML 1.1 reads ``1e-4`` (no dot) as a string: numeric fields take it as the number it spells."""
+    try:
+        x = float(text)
+    except ValueError:
+        return None
+    if integer:
+        return int(x) if x.is_integer() else None
+    return x
+
+
+def _conform(value: Any, tp: Any) -> tuple[bool, Any]:
+    """(True, ``value`` in the annotation's type) or (False, None). Lists become tuples (frozen); integers are
+    numbers; numeric strings that YAML left unread are numbers; bools are never numbers, numbers never bools."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return True, value
+    if isinstance(tp, type) and issubclass(tp, Section):
+        return isinstance(value, tp), value
+    if tp is type(None):
+        return value is None, None
+    if tp is bool:
+        return isinstance(value, bool), value
+    if tp in (int, float):
+        if isinstance(value, bool):
+            return False, None
+        if isinstance(value, str):
+            value = _number(value, integer=tp is int)
+        if tp is int:
+            return isinstance(value, int), value
+        return isinstance(value, (int, float)), None if value is None else float(value)
+    if tp is str:
+        return isinstance(value, str), value
+    if origin is Literal:
+        return (not isinstance(value, bool) and value in args), value
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)) or (args[-1] is not Ellipsis and len(value) != len(args)):
+            return False, None
+        kinds = [args[0]] * len(value) if args[-1] is Ellipsis else list(args)
+        out = [_conform(v, k) for v, k in zip(value, kinds)]
+        return all(ok for ok, _ in out), tuple(v for _, v in out)
+    if origin in (typing.Union, types.UnionType):
+        for arm in args:
+            ok, v = _conform(value, arm)
+            if ok:
+                return True, v
+        return False, None
+    raise TypeError(f"config annotation {tp!r} is not supported")  # a programming error, not a user's
+
+
+def _type_error(key: str, value: Any, tp: Any, default: Any) -> ConfigError:
+    if typing.get_origin(tp) is not Literal:
+        return ConfigError(f"{key}={value!r} must be {_describe(tp)} (default {_yaml(default)}).")
+    choices = typing.get_args(tp)
+    close = difflib.get_close_matches(value, [str(a) for a in choices], n=1) if isinstance(value, str) else []
+    hint = f"; did you mean {close[0]!r}?" if close else "."
+    return ConfigError(f"{key}={value!r}: choose one of {choices}{hint}")
+
+
+def _yaml(value: Any) -> str:
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
 
 
 @dataclass(frozen=True)
-class FTConfig:
+class Section:
+    """A config section: frozen, its fields type-checked from their annotations, then :meth:`check`-ed."""
+
+    section: ClassVar[str] = ""  # the YAML key of the section
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            ok, conformed = _conform(value, hints[f.name])
+            if not ok:
+                default = f.default if f.default is not dataclasses.MISSING else None
+                raise _type_error(f"{self.key(f.name)}", value, hints[f.name], default)
+            object.__setattr__(self, f.name, conformed)  # frozen: set once, here
+        self.check()
+
+    def key(self, field_name: str) -> str:
+        return f"{self.section}.{field_name}" if self.section else field_name
+
+    def check(self) -> None:
+        """Value checks beyond the type (ranges, combinations inside the section)."""
+
+    def _positive(self, *names: str) -> None:
+        for n in names:
+            if getattr(self, n) < 1:
+                raise ConfigError(f"{self.key(n)}={getattr(self, n)} must be >= 1.")
+
+
+@dataclass(frozen=True)
+class DataConfig(Section):
+    """The images: which set, how many, at what size, and which held-out split the readout scores."""
+
+    section: ClassVar[str] = "data"
+    name: DataSet = "shapes"             # shapes | fashion_mnist | imagefolder | cifar10 | cifar100 | stl10
+    root: str | None = None              # imagefolder / torchvision sets; fashion_mnist: default the Debian folder
+    test_root: str | None = None         # imagefolder: the validation tree
+    class_list: str | None = None        # imagefolder: e.g. data/imagenet100.txt
+    image_size: int = 32                 # stored size (shapes are drawn at it; real images resized to it)
+    n_train: int = 10000                 # shapes: drawn; fashion_mnist: a class-balanced subset of the 60 000
+    n_test: int = 2000                   # shapes: drawn; fashion_mnist: a class-balanced subset of the 10 000
+    max_per_class: int | None = None     # imagefolder: cap per class (quick runs)
+    download: bool = False               # torchvision sets: download only when asked
+    workers: int = 0                     # imagefolder: processes that decode the images (once, before training)
+    cache: str | None = None             # imagefolder: folder where the decoded set is kept and memory-mapped
+    # which held-out images the readout scores: test (the reported numbers) | val (calibration: shapes drawn from
+    # their own seed; other sets: the last n_val images of a fixed shuffle of train, removed from training)
+    eval_split: Literal["test", "val"] = "test"
+    n_val: int = 2000
+
+    def check(self) -> None:
+        self._positive("image_size", "n_train", "n_test", "n_val")
+        if self.name == "imagefolder" and not (self.root and self.test_root):
+            raise ConfigError("data.name=imagefolder needs data.root=<train folder> and data.test_root=<held-out "
+                              "folder> (without a test_root the readout would score the training images; to do that "
+                              "knowingly, set data.test_root to data.root).")
+
+
+@dataclass(frozen=True)
+class AugmentationConfig(Section):
+    """The two views' augmentation: a preset (MoCo v1 / v2, SimCLR) and the knobs calibration may change."""
+
+    section: ClassVar[str] = "augment"
+    preset: Preset = "v2"
+    out_size: int = 24
+    crop_scale: tuple[float, float] = (0.4, 1.0)
+    blur_sigma: tuple[float, float] | None = None             # v2 blur sigma range; null = the recipe's [0.1, 2]
+    jitter: tuple[float, float, float, float] | None = None   # ColorJitter (b, c, s, hue); null = the preset's
+    jitter_p: float | None = None                              # probability of the jitter; null = the preset's
+    gray_p: float | None = None                                # probability of grayscale; null = the preset's
+    blur_p: float | None = None                                # probability of the Gaussian blur; null = the preset's
+
+    def check(self) -> None:
+        self._positive("out_size")
+        lo, hi = self.crop_scale
+        if not 0 < lo <= hi <= 1:
+            raise ConfigError(f"augment.crop_scale={list(self.crop_scale)} must be [low, high] with 0 < low <= high <= 1.")
+        if self.jitter is not None and not (min(self.jitter) >= 0 and self.jitter[3] <= 0.5):
+            raise ConfigError(f"augment.jitter={list(self.jitter)} must be [brightness, contrast, saturation, hue], "
+                              "each >= 0 and hue <= 0.5 (MoCo v2: [0.4, 0.4, 0.4, 0.1]), or null for the preset's.")
+        for key in ("jitter_p", "gray_p", "blur_p"):
+            p = getattr(self, key)
+            if p is not None and not 0 <= p <= 1:
+                raise ConfigError(f"augment.{key}={p} must be a probability in [0, 1], or null for the preset's.")
+
+
+@dataclass(frozen=True)
+class ModelConfig(Section):
+    """The encoder and the heads every method shares."""
+
+    section: ClassVar[str] = "model"
+    encoder: str = "resnet10_w16"
+    mlp: bool = True                     # MoCo v2 head; false = v1 linear head
+    dim: int = 128
+    bn_splits: int = 4                   # split-BN groups per process (shuffle-BN in one process; 1 = plain BN)
+    sync_bn: bool = False                # torch.distributed: batch statistics over all ranks (needs bn_splits=1)
+    hidden: int | None = None            # SimCLR/BYOL/SimSiam projector hidden size (null = backbone width)
+    pred_hidden: int | None = None       # SimSiam predictor bottleneck (null = dim // 4)
+    init: Literal["default", "kaiming"] = "default"  # backbone init: PyTorch's, or fan-out (torchvision/PyContrast)
+
+    def check(self) -> None:
+        self._positive("dim", "bn_splits")
+        known = [*SMALL_ENCODERS, *TORCHVISION_ENCODERS]
+        if self.encoder not in known and not self.encoder.startswith("timm:"):
+            close = difflib.get_close_matches(self.encoder, known, n=3)
+            raise ConfigError(f"unknown encoder model.encoder={self.encoder!r}; did you mean {close}? Known: {known} "
+                              "or timm:<model>.")
+        for key in ("hidden", "pred_hidden"):
+            v = getattr(self, key)
+            if v is not None and v < 1:
+                raise ConfigError(f"model.{key}={v} must be a positive integer or null (a default size).")
+        if self.sync_bn and self.bn_splits != 1:
+            raise ConfigError("model.sync_bn=true needs model.bn_splits=1 (SyncBN replaces split-BN).")
+
+
+def _check_tau(key: str, tau: float, hint: str) -> None:
+    if tau <= 0:
+        raise ConfigError(f"{key}={tau} must be > 0; {hint}.")
+
+
+def _check_momentum(key: str, m: float, hint: str) -> None:
+    if not 0.0 <= m <= 1.0:
+        raise ConfigError(f"{key}={m} is outside [0, 1]; {hint}.")
+
+
+@dataclass(frozen=True)
+class MoCoConfig(Section):
+    """MoCo (eq. 1, eq. 2): the queue, the key encoder's momentum, the temperature."""
+
+    section: ClassVar[str] = "moco"
+    queue_size: int = 4096
+    momentum: float = 0.99
+    tau: float = 0.2
+    # a diagnosis oracle, not in the paper: the training labels let the loss ignore queue negatives of the query's
+    # own class (no false negatives); it tests whether false negatives make FT collapse
+    drop_same_class: bool = False
+
+    def check(self) -> None:
+        _check_momentum("moco.momentum", self.momentum, "MoCo uses 0.99 (IN-100) or 0.999")
+        _check_tau("moco.tau", self.tau, "MoCo v1 uses 0.07, v2 0.2")
+
+
+@dataclass(frozen=True)
+class SimCLRConfig(Section):
+    """SimCLR: the NT-Xent temperature."""
+
+    section: ClassVar[str] = "simclr"
+    tau: float = 0.2
+
+    def check(self) -> None:
+        _check_tau("simclr.tau", self.tau, "SimCLR uses 0.1 to 0.5")
+
+
+@dataclass(frozen=True)
+class BYOLConfig(Section):
+    """BYOL: the target network's base momentum, raised to 1 on a cosine over training."""
+
+    section: ClassVar[str] = "byol"
+    momentum: float = 0.99
+
+    def check(self) -> None:
+        _check_momentum("byol.momentum", self.momentum, "BYOL uses 0.996")
+
+
+@dataclass(frozen=True)
+class SwAVConfig(Section):
+    """SwAV (two crops, no queue): prototypes, the temperature, Sinkhorn's entropy weight and iterations."""
+
+    section: ClassVar[str] = "swav"
+    prototypes: int = 300
+    epsilon: float = 0.05
+    sinkhorn_iters: int = 3
+    freeze_prototypes_epochs: int = 1
+    tau: float = 0.2
+
+    def check(self) -> None:
+        self._positive("prototypes", "sinkhorn_iters")
+        if self.epsilon <= 0:
+            raise ConfigError(f"swav.epsilon={self.epsilon} must be > 0 (Sinkhorn's entropy weight; SwAV uses 0.05).")
+        _check_tau("swav.tau", self.tau, "SwAV uses 0.1")
+
+
+@dataclass(frozen=True)
+class OptimConfig(Section):
+    """SGD with momentum, its learning-rate schedule and warm-up."""
+
+    section: ClassVar[str] = "optim"
+    lr: float = 0.12
+    momentum: float = 0.9
+    weight_decay: float = 5.0e-4
+    schedule: Literal["cosine", "step"] = "cosine"
+    milestones: tuple[int, ...] = ()     # epochs where a step schedule multiplies lr by 0.1
+    warmup_epochs: int = 0
+    fused: bool | Auto = "auto"          # fused SGD: auto (on CUDA) | true | false
+
+    def check(self) -> None:
+        if self.lr <= 0:
+            raise ConfigError(f"optim.lr={self.lr} must be > 0.")
+
+
+@dataclass(frozen=True)
+class TrainConfig(Section):
+    """The loop: epochs, batch, checkpoints, and how (not what) the steps compute."""
+
+    section: ClassVar[str] = "train"
+    epochs: int = 30
+    batch_size: int = 256
+    checkpoint_every: int = 1
+    amp: Literal["bf16"] | None = None   # null | bf16 (autocast on CUDA or CPU)
+    # NHWC memory format: auto (on: measured faster on CPU, and on tensor cores) | true | false. It changes how,
+    # not what, a run computes (float rounding only), so configs that differ only here describe the same run.
+    channels_last: bool | Auto = "auto"
+    compile: bool | str = False          # torch.compile the model: true (inductor) or a backend name
+
+    def check(self) -> None:
+        self._positive("epochs", "checkpoint_every")
+        if self.batch_size < 2:
+            raise ConfigError(f"train.batch_size={self.batch_size} must be an integer >= 2.")
+
+
+@dataclass(frozen=True)
+class StatsConfig(Section):
+    """What the training log records beside the loss (score statistics, histograms, gradient norms)."""
+
+    section: ClassVar[str] = "stats"
+    n_queries: int = 64
+    sync_every: int = 50
+    histograms: bool = False
+    grad_norms_per_step: bool = False
+
+    def check(self) -> None:
+        self._positive("n_queries", "sync_every")
+
+
+@dataclass(frozen=True)
+class FTConfig(Section):
     """Which feature transformations to apply, and how (the ``ft.*`` keys of a run config)."""
 
+    section: ClassVar[str] = "ft"
     pos: bool = False                 # positive extrapolation, eq. 3
-    pos_mode: str = "extrapolate"     # or "interpolate" (Table 4 ablation)
+    pos_mode: Literal["extrapolate", "interpolate"] = "extrapolate"   # interpolate: Table 4 ablation
     alpha_ex: float = 2.0
     neg: bool = False                 # negative interpolation, Sec 4.2
-    neg_mode: str = "interpolate"     # or "extrapolate" (Supp G.1)
+    neg_mode: Literal["interpolate", "extrapolate"] = "interpolate"   # extrapolate: Supp G.1
     alpha_in: float = 1.6
     union_queue: bool = False         # negatives = Z' U Z_neg (Table 6)
     hard: bool = False                # hard negatives mixed with the query (Supp G.2)
     hard_a: float = 2.0
     hard_b: float = 1.0
-    granularity: str = "step"         # "step" | "sample" | "dim"
+    granularity: Granularity = "step"
     renorm_pos: bool = False          # Supp F: re-normalise q', k'
     renorm_neg: bool = False          # Supp F: re-normalise the transformed queue
     start_epoch: int = 0              # Table 7
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         for name in ("alpha_ex", "alpha_in", "hard_a", "hard_b"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"ft.{name}={getattr(self, name)} must be > 0 (a Beta parameter).")
-        if self.pos_mode not in ("extrapolate", "interpolate"):
-            raise ValueError(f"ft.pos_mode={self.pos_mode!r}: choose 'extrapolate' or 'interpolate'.")
-        if self.neg_mode not in ("interpolate", "extrapolate"):
-            raise ValueError(f"ft.neg_mode={self.neg_mode!r}: choose 'interpolate' or 'extrapolate'.")
-        if self.granularity not in GRANULARITIES:
-            raise ValueError(f"unknown lambda granularity {self.granularity!r}; choose one of {sorted(GRANULARITIES)}.")
+                raise ConfigError(f"ft.{name}={getattr(self, name)} must be > 0 (a Beta parameter).")
 
     @property
     def any(self) -> bool:
         return self.pos or self.neg or self.hard
 
 
-DEFAULTS: dict[str, Any] = {
-    "method": "moco",            # moco | simclr | byol | simsiam | swav
-    "seed": 0,
-    "device": "cpu",
-    "data": {
-        "name": "shapes",        # shapes | fashion_mnist | imagefolder | cifar10 | cifar100 | stl10
-        "root": None,            # imagefolder / torchvision sets; fashion_mnist: default the Debian package's folder
-        "test_root": None,       # imagefolder: the validation tree
-        "class_list": None,      # imagefolder: e.g. data/imagenet100.txt
-        "image_size": 32,        # stored size (shapes are drawn at it; real images resized to it)
-        "n_train": 10000,        # shapes: drawn; fashion_mnist: a class-balanced subset of the 60 000
-        "n_test": 2000,          # shapes: drawn; fashion_mnist: a class-balanced subset of the 10 000
-        "max_per_class": None,   # imagefolder: cap per class (quick runs)
-        "download": False,       # torchvision sets: download only when asked
-        "workers": 0,            # imagefolder: processes that decode the images (once, before training)
-        "cache": None,           # imagefolder: folder where the decoded set is kept and memory-mapped
-        # which held-out images the readout scores: test (the reported numbers) | val (calibration: shapes drawn
-        # from their own seed; other sets: the last n_val images of a fixed shuffle of train, removed from training)
-        "eval_split": "test",
-        "n_val": 2000,
-    },
-    "augment": {
-        "preset": "v2",          # v1 | v2 | simclr (MoCo v1 / v2, SimCLR pipelines)
-        "out_size": 24,
-        "crop_scale": [0.4, 1.0],
-        "blur_sigma": None,      # v2 blur sigma range; null = the recipe's [0.1, 2]
-        "jitter": None,          # ColorJitter (brightness, contrast, saturation, hue); null = the preset's
-        "jitter_p": None,        # probability of the jitter; null = the preset's
-        "gray_p": None,          # probability of grayscale; null = the preset's
-        "blur_p": None,          # probability of the Gaussian blur; null = the preset's
-    },
-    "model": {
-        "encoder": "resnet10_w16",
-        "mlp": True,             # MoCo v2 head; false = v1 linear head
-        "dim": 128,
-        "bn_splits": 4,          # split-BN groups per process (shuffle-BN in one process; 1 = plain BN)
-        "sync_bn": False,        # torch.distributed: batch statistics over all ranks (needs bn_splits=1)
-        "hidden": None,          # SimCLR/BYOL/SimSiam projector hidden size (null = backbone width)
-        "pred_hidden": None,     # SimSiam predictor bottleneck (null = dim // 4)
-        "init": "default",       # backbone init: default (PyTorch's) | kaiming (fan-out, as torchvision/PyContrast)
-    },
-    # tau is also SimCLR's and SwAV's temperature; momentum is also BYOL's base target momentum (raised to 1 on a cosine)
-    # drop_same_class: a diagnosis oracle, not in the paper: the training labels are used to let the loss ignore queue
-    # negatives of the query's own class (no false negatives); it tests whether false negatives make FT collapse
-    "moco": {"queue_size": 4096, "momentum": 0.99, "tau": 0.2, "drop_same_class": False},
-    # SwAV (two crops, no queue): prototypes, Sinkhorn's entropy weight and iterations; tau is moco.tau
-    "swav": {"prototypes": 300, "epsilon": 0.05, "sinkhorn_iters": 3, "freeze_prototypes_epochs": 1},
-    "optim": {
-        "lr": 0.12,
-        "momentum": 0.9,
-        "weight_decay": 5.0e-4,
-        "schedule": "cosine",    # cosine | step
-        "milestones": [],        # epochs where a step schedule multiplies lr by 0.1
-        "warmup_epochs": 0,
-        "fused": "auto",         # fused SGD: auto (on CUDA) | true | false
-    },
-    "train": {
-        "epochs": 30, "batch_size": 256, "checkpoint_every": 1,
-        "amp": None,             # null | bf16 (autocast on CUDA or CPU)
-        # NHWC memory format: auto (on: measured faster on CPU, and on tensor cores) | true | false. It changes how,
-        # not what, a run computes (float rounding only), so configs that differ only here describe the same run.
-        "channels_last": "auto",
-        "compile": False,        # torch.compile the model: true (inductor) or a backend name; first steps slower
-    },
-    "stats": {"n_queries": 64, "sync_every": 50, "histograms": False, "grad_norms_per_step": False},
-    "ft": {
-        "pos": False, "pos_mode": "extrapolate", "alpha_ex": 2.0,
-        "neg": False, "neg_mode": "interpolate", "alpha_in": 1.6,
-        "union_queue": False, "hard": False, "hard_a": 2.0, "hard_b": 1.0,
-        "granularity": "step", "renorm_pos": False, "renorm_neg": False, "start_epoch": 0,
-    },
-    "eval": {"knn_k": 200, "knn_t": 0.1, "linear_epochs": 100, "linear_lr": 0.1, "random_init": True,
-             # the linear readout of raw pixels, a third reference: auto (real images; the shapes' palette makes
-             # it ~14 %, below the random-init encoder) | true | false
-             "raw_pixels": "auto"},
+@dataclass(frozen=True)
+class EvalConfig(Section):
+    """The readouts after training: kNN, linear, and the random-init and raw-pixel references."""
+
+    section: ClassVar[str] = "eval"
+    knn_k: int = 200
+    knn_t: float = 0.1
+    linear_epochs: int = 100
+    linear_lr: float = 0.1
+    random_init: bool = True
+    # the linear readout of raw pixels, a third reference: auto (real images; the shapes' palette makes it ~14 %,
+    # below the random-init encoder) | true | false
+    raw_pixels: bool | Auto = "auto"
+
+    def check(self) -> None:
+        self._positive("knn_k", "linear_epochs")
+
+
+# The sections of a run config, by YAML key; the method sections are stored only for their method.
+SECTIONS: dict[str, type[Section]] = {
+    "data": DataConfig, "augment": AugmentationConfig, "model": ModelConfig, "moco": MoCoConfig,
+    "simclr": SimCLRConfig, "byol": BYOLConfig, "swav": SwAVConfig, "optim": OptimConfig, "train": TrainConfig,
+    "stats": StatsConfig, "ft": FTConfig, "eval": EvalConfig,
 }
+METHOD_SECTIONS = {"moco": "moco", "simclr": "simclr", "byol": "byol", "swav": "swav"}  # simsiam has none
+# Keys that choose how a run executes, not what it computes (results agree to float32 rounding): two configs that
+# differ only in these describe the same run (a stored run made with another memory format still counts).
+EXECUTION_KEYS = ("train.channels_last",)
 
 
-class ConfigError(ValueError):
-    """A config key or value is wrong; the message names the key and the fix."""
+@dataclass(frozen=True)
+class RunConfig(Section):
+    """A whole run: the method, its seed and device, and one typed section per concern."""
+
+    method: Method = "moco"
+    seed: int = 0
+    device: str = "cpu"
+    data: DataConfig = field(default_factory=DataConfig)
+    augment: AugmentationConfig = field(default_factory=AugmentationConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    moco: MoCoConfig = field(default_factory=MoCoConfig)
+    simclr: SimCLRConfig = field(default_factory=SimCLRConfig)
+    byol: BYOLConfig = field(default_factory=BYOLConfig)
+    swav: SwAVConfig = field(default_factory=SwAVConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    stats: StatsConfig = field(default_factory=StatsConfig)
+    ft: FTConfig = field(default_factory=FTConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def check(self) -> None:
+        """The checks that need two sections, all before anything is written to a run folder."""
+        ft, method = self.ft, self.method
+        if self.moco.drop_same_class and (method != "moco" or ft.hard):
+            raise ConfigError("moco.drop_same_class=true (the false-negative oracle) is for method=moco without "
+                              "ft.hard: set it to false, or use method=moco with plain or interpolated negatives.")
+        if method not in CONTRASTIVE:
+            bad = [k for k in ("neg", "hard", "union_queue") if getattr(ft, k)]
+            if bad:
+                raise ConfigError(
+                    f"method={method} has no negatives, so ft.{bad[0]}=true cannot apply; the paper applies only "
+                    "positive extrapolation (ft.pos=true) to BYOL, SimSiam and SwAV."
+                )
+        for key in ("union_queue", "renorm_neg"):  # after the method's check: its message names the method
+            if getattr(ft, key) and not ft.neg:
+                raise ConfigError(f"ft.{key}=true acts on the transformed negatives only; set ft.neg=true too, "
+                                  "or drop it.")
+        if ft.any and not 0 <= ft.start_epoch < self.train.epochs:
+            raise ConfigError(f"ft.start_epoch={ft.start_epoch} must lie in [0, train.epochs={self.train.epochs}): "
+                              "otherwise FT never switches on.")
+        k, bs = self.moco.queue_size, self.train.batch_size
+        if method == "moco" and k < bs:
+            raise ConfigError(f"moco.queue_size K={k} is smaller than train.batch_size={bs}; use K >= batch size.")
+        if method == "moco" and self.data.name in ("shapes", "fashion_mnist") and k >= self.data.n_train:
+            raise ConfigError(
+                f"moco.queue_size K={k} is not below data.n_train={self.data.n_train}: the queue would hold "
+                "keys of the query's own image. Lower K or draw more images."
+            )
+        if bs % self.model.bn_splits:
+            raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={self.model.bn_splits}; "
+                              "each step's batch is split into bn_splits groups.")
+
+    # ---- the method's own settings, named for what they are to the loop ----
+
+    @property
+    def tau(self) -> float | None:
+        """The temperature of this run's method (None for BYOL and SimSiam, which have none)."""
+        return {"moco": self.moco.tau, "simclr": self.simclr.tau, "swav": self.swav.tau}.get(self.method)
+
+    # ---- conversions ----
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> RunConfig:
+        """The config of a nested dict (a YAML file, a stored ``config.yaml``): missing keys take their
+        defaults, old keys map onto the new ones, unknown keys and wrong values are a :class:`ConfigError`."""
+        raw = _migrate(raw)
+        top = {f.name for f in dataclasses.fields(cls)} - set(SECTIONS)
+        _check_keys(raw)
+        kwargs = {k: raw[k] for k in top if k in raw}
+        for name, section in SECTIONS.items():
+            values = raw.get(name) or {}
+            try:
+                kwargs[name] = section(**values)
+            except TypeError as err:  # a section given a non-mapping, e.g. ``ft: true``
+                raise ConfigError(f"config section {name!r} must map keys to values ({err}).") from err
+        return cls(**kwargs)
+
+    def to_dict(self) -> dict:
+        """The nested dict a run folder stores (lists for tuples; only this method's own method section)."""
+        out: dict[str, Any] = {"method": self.method, "seed": self.seed, "device": self.device}
+        for name in SECTIONS:
+            if name in METHOD_SECTIONS and METHOD_SECTIONS[name] != self.method:
+                continue
+            out[name] = _section_dict(getattr(self, name))
+        return out
+
+    def updated(self, overrides: dict[str, Any] | list[str]) -> RunConfig:
+        """A new config with dotted overrides (``{"train.epochs": 2}`` or ``["train.epochs=2"]``), checked again."""
+        items = parse_overrides(overrides) if isinstance(overrides, list) else _nest(overrides)
+        return RunConfig.from_dict(merge(self.to_dict(), items))
+
+
+def _section_dict(section: Section) -> dict[str, Any]:
+    return {f.name: _plain(getattr(section, f.name)) for f in dataclasses.fields(section)}
+
+
+def _plain(value: Any) -> Any:
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _nest(dotted: dict[str, Any]) -> dict:
+    out: dict = {}
+    for key, value in dotted.items():
+        _set(out, key, value)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Keys: the known ones, old ones, dotted overrides
+# ---------------------------------------------------------------------------------------------------
+
+
+def _known_keys() -> list[str]:
+    keys = [f.name for f in dataclasses.fields(RunConfig) if f.name not in SECTIONS]
+    for name, section in SECTIONS.items():
+        keys += [f"{name}.{f.name}" for f in dataclasses.fields(section)]
+    return keys
+
+
+def _check_keys(raw: dict) -> None:
+    known = set(_known_keys())
+    for key in _flatten(raw):
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=3)
+            raise ConfigError(f"unknown config key {key!r}; did you mean {close}? See ftcl_core.config.DEFAULTS.")
+
+
+# Before the method sections, every method read its temperature from moco.tau and BYOL its momentum from
+# moco.momentum; a config (a stored run, an old YAML file) that says so means the method's own key.
+OLD_KEYS = {"simclr": {"tau": "tau"}, "swav": {"tau": "tau"}, "byol": {"momentum": "momentum"}}
+
+
+def _migrate(raw: dict) -> dict:
+    """``raw`` with the old keys of :data:`OLD_KEYS` moved to the method's section, unless the new key is given
+    too (then they must agree)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"a config must map keys to values, not {type(raw).__name__}.")
+    method = raw.get("method", "moco")
+    old = raw.get("moco")
+    if method not in OLD_KEYS or not isinstance(old, dict):
+        return raw
+    out = copy.deepcopy(raw)
+    own = out.setdefault(method, {})
+    for old_key, new_key in OLD_KEYS[method].items():
+        if old_key not in old:
+            continue
+        if new_key in own and own[new_key] != old[old_key]:
+            raise ConfigError(f"moco.{old_key}={old[old_key]} and {method}.{new_key}={own[new_key]} disagree; "
+                              f"moco.{old_key} is MoCo's: for method={method} set only {method}.{new_key}.")
+        own[new_key] = old[old_key]
+        del out["moco"][old_key]
+    return out
 
 
 def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -154,71 +601,18 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def _set(d: dict, dotted: str, value: Any) -> None:
-    known = _flatten(DEFAULTS)
+    known = _known_keys()
     if dotted not in known:
         close = difflib.get_close_matches(dotted, known, n=3)
         raise ConfigError(f"unknown config key {dotted!r}; did you mean {close}? See ftcl_core.config.DEFAULTS.")
-    default = known[dotted]
-    if isinstance(value, str) and isinstance(default, (int, float)) and not isinstance(default, bool):
-        value = _number(value, integer=isinstance(default, int))
     *parents, leaf = dotted.split(".")
     for p in parents:
         d = d.setdefault(p, {})
     d[leaf] = value
 
 
-def _number(text: str, integer: bool) -> int | float | str:
-    """YAML 1.1 reads ``1e-4`` (no dot) as a string: numeric keys take it as the number it spells.
-    Anything else is left as it is for :func:`validate` to name."""
-    try:
-        x = float(text)
-    except ValueError:
-        return text
-    return int(x) if integer and x.is_integer() else x
-
-
-# Keys whose value may be of another type than their default (None, "auto", a backend name, ...).
-FLEXIBLE_KEYS = {"data.root", "data.test_root", "data.class_list", "data.max_per_class", "data.cache",
-                 "augment.blur_sigma", "augment.jitter", "augment.jitter_p", "augment.gray_p", "augment.blur_p",
-                 "model.hidden", "model.pred_hidden", "train.amp", "optim.fused",
-                 "train.compile", "train.channels_last", "eval.raw_pixels"}
-# Keys that choose how a run executes, not what it computes (results agree to float32 rounding): two configs that
-# differ only in these describe the same run (a stored run made with another memory format still counts).
-EXECUTION_KEYS = ("train.channels_last",)
-# Keys with a fixed set of values (method and augment.preset come from their registries, see validate).
-CHOICES = {"data.name": ("shapes", "fashion_mnist", "imagefolder", "cifar10", "cifar100", "stl10"),
-           "optim.schedule": ("cosine", "step"),
-           "data.eval_split": ("test", "val"), "model.init": ("default", "kaiming")}
-POSITIVE_INTS = ("train.checkpoint_every", "stats.sync_every", "stats.n_queries", "eval.knn_k", "eval.linear_epochs",
-                 "model.dim", "model.bn_splits", "data.image_size", "augment.out_size", "data.n_train", "data.n_test",
-                 "data.n_val")
-
-
-def _check_types(flat: dict) -> None:
-    """Every key of the flattened config holds a value of its default's type (bools are not numbers, numbers
-    not bools)."""
-    for key, default in _flatten(DEFAULTS).items():
-        if key in FLEXIBLE_KEYS or default is None:
-            continue
-        value = flat[key]
-        if isinstance(default, bool):
-            ok = isinstance(value, bool)
-            want = "true or false"
-        elif isinstance(default, int):
-            ok = isinstance(value, int) and not isinstance(value, bool)
-            want = "an integer"
-        elif isinstance(default, float):
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            want = "a number"
-        else:
-            ok = isinstance(value, type(default))
-            want = f"a {type(default).__name__}"
-        if not ok:
-            raise ConfigError(f"{key}={value!r} must be {want} (default {default!r}).")
-
-
 def merge(base: dict, update: dict) -> dict:
-    """``base`` updated with every leaf of ``update`` (keys checked against :data:`DEFAULTS`)."""
+    """``base`` updated with every leaf of ``update`` (plain nested dicts; keys checked)."""
     out = copy.deepcopy(base)
     for key, value in _flatten(update).items():
         _set(out, key, value)
@@ -236,137 +630,34 @@ def parse_overrides(items: list[str]) -> dict:
     return out
 
 
-def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> dict:
-    """DEFAULTS, updated by the YAML file at ``path`` (may be None), updated by ``key=value`` overrides."""
-    cfg = copy.deepcopy(DEFAULTS)
+def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> RunConfig:
+    """The defaults, updated by the YAML file at ``path`` (may be None), updated by ``key=value`` overrides;
+    checked once, here."""
+    raw: dict = {}
     if path is not None:
         p = Path(path)
         if not p.is_file():
             raise ConfigError(
                 f"config file {p} not found; the default CPU runs are configs/cpu_moco_v2.yaml and configs/cpu_moco_v1.yaml."
             )
-        cfg = merge(cfg, yaml.safe_load(p.read_text()) or {})
-    cfg = merge(cfg, parse_overrides(overrides or []))
-    validate(cfg)
-    return cfg
+        raw = _migrate(yaml.safe_load(p.read_text()) or {})
+    raw = merge(raw, parse_overrides(overrides or []))
+    return RunConfig.from_dict(raw)
 
 
-def validate(cfg: dict) -> None:
-    """Check values that would otherwise fail deep inside training, or be silently ignored, naming the key
-    and the fix; all of it before anything is written to a run folder."""
-    flat = _flatten(cfg)
-    _check_types(flat)
-    for key, allowed in {**CHOICES, "method": METHODS, "augment.preset": AUGMENT_PRESETS}.items():
-        if flat[key] not in allowed:
-            close = difflib.get_close_matches(str(flat[key]), allowed, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else "."
-            raise ConfigError(f"{key}={flat[key]!r}: choose one of {allowed}{hint}")
-    check_method_config(cfg)  # before the generic FT checks: its message names the method
-    for key in POSITIVE_INTS:
-        if flat[key] < 1:
-            raise ConfigError(f"{key}={flat[key]} must be >= 1.")
-    d = cfg["data"]
-    if d["name"] == "imagefolder" and not (d["root"] and d["test_root"]):
-        raise ConfigError("data.name=imagefolder needs data.root=<train folder> and data.test_root=<held-out folder> "
-                          "(without a test_root the readout would score the training images; to do that knowingly, "
-                          "set data.test_root to data.root).")
-    enc = cfg["model"]["encoder"]
-    known = [*SMALL_ENCODERS, *TORCHVISION_ENCODERS]
-    if enc not in known and not enc.startswith("timm:"):
-        close = difflib.get_close_matches(enc, known, n=3)
-        raise ConfigError(f"unknown encoder model.encoder={enc!r}; did you mean {close}? Known: {known} "
-                          "or timm:<model>.")
-    lo, hi = (cfg["augment"]["crop_scale"] + [None, None])[:2]
-    if len(cfg["augment"]["crop_scale"]) != 2 or not (0 < lo <= hi <= 1):
-        raise ConfigError(f"augment.crop_scale={cfg['augment']['crop_scale']} must be [low, high] with 0 < low <= high <= 1.")
-    a = cfg["augment"]
-    j = a["jitter"]
-    if j is not None and not (isinstance(j, list) and len(j) == 4 and all(isinstance(v, (int, float)) and v >= 0 for v in j)
-                              and j[3] <= 0.5):
-        raise ConfigError(f"augment.jitter={j} must be [brightness, contrast, saturation, hue], each >= 0 and hue <= 0.5 "
-                          "(MoCo v2: [0.4, 0.4, 0.4, 0.1]), or null for the preset's.")
-    for key in ("jitter_p", "gray_p", "blur_p"):
-        if a[key] is not None and not (isinstance(a[key], (int, float)) and 0 <= a[key] <= 1):
-            raise ConfigError(f"augment.{key}={a[key]} must be a probability in [0, 1], or null for the preset's.")
-    if d["eval_split"] == "val" and d["name"] != "shapes" and not isinstance(d["n_val"], int):
-        raise ConfigError(f"data.n_val={d['n_val']} must be an integer: the images held out of train for validation.")
-    ft, epochs = cfg["ft"], cfg["train"]["epochs"]
-    for key in ("union_queue", "renorm_neg"):
-        if ft[key] and not ft["neg"]:
-            raise ConfigError(f"ft.{key}=true acts on the transformed negatives only; set ft.neg=true too, or drop it.")
-    if (ft["pos"] or ft["neg"] or ft["hard"]) and not 0 <= ft["start_epoch"] < epochs:
-        raise ConfigError(f"ft.start_epoch={ft['start_epoch']} must lie in [0, train.epochs={epochs}): "
-                          "otherwise FT never switches on.")
-    m, tau, k = cfg["moco"]["momentum"], cfg["moco"]["tau"], cfg["moco"]["queue_size"]
-    bs = cfg["train"]["batch_size"]
-    if not isinstance(m, (int, float)) or not 0.0 <= m <= 1.0:
-        raise ConfigError(f"moco.momentum={m} is outside [0, 1]; MoCo uses 0.99 (IN-100) or 0.999.")
-    if not isinstance(tau, (int, float)) or tau <= 0:
-        raise ConfigError(f"moco.tau={tau} must be > 0; MoCo v1 uses 0.07, v2 0.2.")
-    if not isinstance(bs, int) or bs < 2:
-        raise ConfigError(f"train.batch_size={bs} must be an integer >= 2.")
-    if cfg["method"] == "moco" and (not isinstance(k, int) or k < bs):
-        raise ConfigError(f"moco.queue_size K={k} is smaller than train.batch_size={bs}; use K >= batch size.")
-    if cfg["method"] == "moco" and cfg["data"]["name"] in ("shapes", "fashion_mnist") and k >= cfg["data"]["n_train"]:
-        raise ConfigError(
-            f"moco.queue_size K={k} is not below data.n_train={cfg['data']['n_train']}: the queue would hold "
-            "keys of the query's own image. Lower K or draw more images."
-        )
-    splits = cfg["model"]["bn_splits"]
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if bs % (splits * world):
-        raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={splits} x {world} process(es); "
-                          "each process takes batch_size / processes images, split into bn_splits groups.")
-    if cfg["model"]["sync_bn"] and splits != 1:
-        raise ConfigError("model.sync_bn=true needs model.bn_splits=1 (SyncBN replaces split-BN).")
-    sw = cfg["swav"]
-    if not (isinstance(sw["epsilon"], (int, float)) and sw["epsilon"] > 0):
-        raise ConfigError(f"swav.epsilon={sw['epsilon']} must be > 0 (Sinkhorn's entropy weight; SwAV uses 0.05).")
-    for key in ("prototypes", "sinkhorn_iters"):
-        if not (isinstance(sw[key], int) and sw[key] >= 1):
-            raise ConfigError(f"swav.{key}={sw[key]} must be an integer >= 1.")
-    for key in ("hidden", "pred_hidden"):
-        v = cfg["model"][key]
-        if v is not None and not (isinstance(v, int) and v >= 1):
-            raise ConfigError(f"model.{key}={v} must be a positive integer or null (a default size).")
-    if cfg["eval"]["raw_pixels"] not in (True, False, "auto"):
-        raise ConfigError(f"eval.raw_pixels={cfg['eval']['raw_pixels']!r}: choose auto, true or false.")
-    if cfg["train"]["channels_last"] not in (True, False, "auto"):
-        raise ConfigError(f"train.channels_last={cfg['train']['channels_last']!r}: choose auto, true or false.")
-    if cfg["train"]["amp"] not in (None, "bf16"):
-        raise ConfigError(f"train.amp={cfg['train']['amp']!r}: choose null or bf16.")
-    if cfg["optim"]["lr"] <= 0:
-        raise ConfigError(f"optim.lr={cfg['optim']['lr']} must be > 0.")
-    if cfg["train"]["epochs"] < 1:
-        raise ConfigError(f"train.epochs={cfg['train']['epochs']} must be >= 1.")
-    try:
-        FTConfig(**cfg["ft"])
-    except (ValueError, TypeError) as err:
-        raise ConfigError(str(err)) from err
+def as_config(cfg: RunConfig | dict) -> RunConfig:
+    """``cfg`` as a :class:`RunConfig` (a stored run's dict is parsed, its old keys mapped)."""
+    return cfg if isinstance(cfg, RunConfig) else RunConfig.from_dict(cfg)
 
 
-def check_method_config(cfg: dict) -> None:
-    """Errors for FT options a method cannot have (checked before any training): BYOL, SimSiam and SwAV have
-    no negatives, so only positive extrapolation applies (Table 5, Supp E.2)."""
-    method, ft = cfg["method"], cfg["ft"]
-    if method not in METHODS:
-        raise ConfigError(f"method={method!r}: choose one of {METHODS}.")
-    if cfg["moco"].get("drop_same_class") and (method != "moco" or ft["hard"]):
-        raise ConfigError("moco.drop_same_class=true (the false-negative oracle) is for method=moco without "
-                          "ft.hard: set it to false, or use method=moco with plain or interpolated negatives.")
-    if method not in CONTRASTIVE:
-        bad = [k for k in ("neg", "hard", "union_queue") if ft[k]]
-        if bad:
-            raise ConfigError(
-                f"method={method} has no negatives, so ft.{bad[0]}=true cannot apply; the paper applies only "
-                "positive extrapolation (ft.pos=true) to BYOL, SimSiam and SwAV."
-            )
-
-
-def config_diff(a: dict, b: dict) -> list[str]:
-    """Dotted keys whose values differ between two configs (a key missing from one counts as its default,
-    so configs stored before a key was added still compare equal when they used its default; the
-    :data:`EXECUTION_KEYS` are not compared)."""
-    defaults = _flatten(DEFAULTS)
-    fa, fb = {**defaults, **_flatten(a)}, {**defaults, **_flatten(b)}
+def config_diff(a: RunConfig | dict, b: RunConfig | dict) -> list[str]:
+    """Dotted keys whose values differ between two configs (missing keys count as their defaults, so configs
+    stored before a key was added still compare equal when they used its default; old keys count as the new
+    ones; the :data:`EXECUTION_KEYS` are not compared)."""
+    fa, fb = _flatten(as_config(a).to_dict()), _flatten(as_config(b).to_dict())
     return sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k) and k not in EXECUTION_KEYS)
+
+
+# Every key with its default, as a nested dict (all method sections): the reference of what a config may say.
+DEFAULTS: dict[str, Any] = {"method": "moco", "seed": 0, "device": "cpu",
+                            **{name: _section_dict(section()) for name, section in SECTIONS.items()}}

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from ftcl_core import distributed as D
-from ftcl_core.config import ConfigError
+from ftcl_core.config import RunConfig
 
 SHAPE_CLASSES = (
     "disc", "square", "triangle", "star", "cross", "ring", "bar", "half_disc", "corner", "two_dots",
@@ -469,41 +469,38 @@ def fashion_mnist_validation(train: ImageSet, n_train: int, n_val: int) -> tuple
 # ---------------------------------------------------------------------------------------------------
 
 
-def load_data(cfg: dict) -> tuple[ImageSet, ImageSet]:
-    """Train and held-out :class:`ImageSet` s for ``cfg['data']``: the test set, or with ``data.eval_split=val``
+def load_data(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
+    """Train and held-out :class:`ImageSet` s for ``cfg.data``: the test set, or with ``data.eval_split=val``
     a validation set that is neither (for calibration, so that the test set never chooses a recipe)."""
-    d = cfg["data"]
-    if d.get("eval_split", "test") == "val":
-        if d["name"] == "shapes":
-            return shapes_validation(d["n_train"], d["n_val"], size=d["image_size"], seed=cfg["seed"])
-        if d["name"] == "fashion_mnist":
-            full = load_fashion_mnist(d["root"], True, d["image_size"], d["download"])
-            return fashion_mnist_validation(full, d["n_train"], d["n_val"])
-        return hold_out(_load_train_test(cfg)[0], d["n_val"])
+    d = cfg.data
+    if d.eval_split == "val":
+        if d.name == "shapes":
+            return shapes_validation(d.n_train, d.n_val, size=d.image_size, seed=cfg.seed)
+        if d.name == "fashion_mnist":
+            full = load_fashion_mnist(d.root, True, d.image_size, d.download)
+            return fashion_mnist_validation(full, d.n_train, d.n_val)
+        return hold_out(_load_train_test(cfg)[0], d.n_val)
     return _load_train_test(cfg)
 
 
-def _load_train_test(cfg: dict) -> tuple[ImageSet, ImageSet]:
-    d = cfg["data"]
-    if d["name"] == "shapes":
-        return shapes_splits(d["n_train"], d["n_test"], size=d["image_size"], seed=cfg["seed"])
-    if d["name"] == "imagefolder":
-        classes = read_class_list(d["class_list"]) if d["class_list"] else None  # root, test_root: see validate
-        kw = dict(max_per_class=d["max_per_class"], workers=d["workers"], cache=d["cache"])
-        train = load_image_folder(d["root"], d["image_size"], classes, **kw)
-        return train, load_image_folder(d["test_root"], d["image_size"], list(train.classes), **kw)
-    if d["name"] == "fashion_mnist":  # n_train / n_test: class-balanced subsets (all with n >= 60 000 / 10 000)
-        train = load_fashion_mnist(d["root"], True, d["image_size"], d["download"])
-        test = load_fashion_mnist(d["root"], False, d["image_size"], d["download"])
-        return balanced_subset(train, d["n_train"]), balanced_subset(test, d["n_test"])
-    if d["name"] in ("cifar10", "cifar100", "stl10"):
-        root = d["root"] or "datasets"
-        return (load_torchvision(d["name"], root, True, d["download"]),
-                load_torchvision(d["name"], root, False, d["download"]))
-    raise ConfigError(f"unknown data.name={d['name']!r}; choose shapes, fashion_mnist, imagefolder, cifar10, cifar100 or stl10.")
+def _load_train_test(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
+    d = cfg.data
+    if d.name == "shapes":
+        return shapes_splits(d.n_train, d.n_test, size=d.image_size, seed=cfg.seed)
+    if d.name == "imagefolder":
+        classes = read_class_list(d.class_list) if d.class_list else None  # root, test_root: checked by the config
+        kw = dict(max_per_class=d.max_per_class, workers=d.workers, cache=d.cache)
+        train = load_image_folder(d.root, d.image_size, classes, **kw)
+        return train, load_image_folder(d.test_root, d.image_size, list(train.classes), **kw)
+    if d.name == "fashion_mnist":  # n_train / n_test: class-balanced subsets (all with n >= 60 000 / 10 000)
+        train = load_fashion_mnist(d.root, True, d.image_size, d.download)
+        test = load_fashion_mnist(d.root, False, d.image_size, d.download)
+        return balanced_subset(train, d.n_train), balanced_subset(test, d.n_test)
+    root = d.root or "datasets"  # cifar10 | cifar100 | stl10 (the config admits no other name)
+    return load_torchvision(d.name, root, True, d.download), load_torchvision(d.name, root, False, d.download)
 
 
-def load_data_rank0_first(cfg: dict) -> tuple[ImageSet, ImageSet]:
+def load_data_rank0_first(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
     """Under torchrun rank 0 loads first (and fills ``data.cache``), the others then read what it wrote."""
     if not D.is_main():
         D.barrier()

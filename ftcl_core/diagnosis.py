@@ -188,7 +188,7 @@ def diagnosis_rows(folder=None, profile: str = "cpu") -> list[dict]:
         exp = X.Experiment.load(path)
         question = (yaml.safe_load(path.read_text()) or {}).get("question", "")
         records = X.load_records(path, profile)
-        data = X.resolve(X.base_for(exp, profile), {}, profile)["data"]["name"]  # shapes | fashion_mnist | ...
+        data = X.resolve(X.base_for(exp, profile), {}, profile).data.name  # shapes | fashion_mnist | ...
         for row in X.table_rows(exp, records):
             firsts = []
             for r in (r for r in records if r["setting"] == row["setting"]):

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from ftcl_core.runs import ConfigError, RunDir, atomic_write_bytes, config_diff, load_config, write_json
+from ftcl_core.runs import ConfigError, RunConfig, RunDir, atomic_write_bytes, config_diff, load_config, write_json
 
 PROFILES = ("smoke", "cpu", "gpu")
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +111,7 @@ def profile_root(profile: str) -> Path:
     return ROOT / ("results" if profile == "cpu" else "runs") / profile
 
 
-def resolve(base: str, overrides: list[str] | dict, profile: str) -> dict:
+def resolve(base: str, overrides: list[str] | dict, profile: str) -> RunConfig:
     """The full config of a setting under a profile (smoke shrinks everything for CI).
 
     A setting's value may depend on the profile: ``{cpu: 8192, gpu: 131072}`` (Table 6's 2K) or
@@ -200,7 +200,7 @@ def collect(path: str | os.PathLike, profile: str, seeds: list[int], settings: l
     return sorted(records + more, key=lambda r: (order[r["setting"]], r["seed"]))
 
 
-def find_identical_run(cfg: dict, profile: str) -> Path | None:
+def find_identical_run(cfg: RunConfig, profile: str) -> Path | None:
     """A complete run of the profile whose config equals ``cfg`` (the baselines that several tables share)."""
     for config in sorted(profile_root(profile).glob("*/*/seed*/config.yaml")):
         run = RunDir(config.parent)

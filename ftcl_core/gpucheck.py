@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import datetime as dt
 import json
 import math
@@ -45,6 +44,7 @@ from pathlib import Path
 
 import torch
 
+from ftcl_core.config import RunConfig
 from ftcl_core.runs import cpu_model
 
 # The chips' dense bf16 tensor-core peaks (TFLOP/s, no sparsity), from NVIDIA's datasheets.  Checked in order:
@@ -142,7 +142,7 @@ def _against_float64(g_test: dict[str, torch.Tensor], g_fp32: dict[str, torch.Te
     return e_test, e_fp32, max(TOL["fp32_grad_vs_cpu_error"] * e_fp32["rel_l2"], 1e-6)
 
 
-def _config(base: str, overrides: list[str]) -> dict:
+def _config(base: str, overrides: list[str]) -> RunConfig:
     from ftcl_core.runs import load_config
 
     return load_config(base, overrides)
@@ -214,37 +214,35 @@ def _agreement_configs(s: Setting) -> dict[str, tuple[str, list[str]]]:
     }
 
 
-def one_step(cfg: dict, device: str, views: tuple[torch.Tensor, torch.Tensor], amp: str | None = None,
+def one_step(cfg: RunConfig, device: str, views: tuple[torch.Tensor, torch.Tensor], amp: str | None = None,
              channels_last: bool = False, compile_with: bool | str = False, dtype: torch.dtype = torch.float32
              ) -> tuple[float, dict[str, torch.Tensor]]:
     """One training step of ``cfg``'s method from its seeded initial weights on two given views: the loss and
-    every parameter's gradient (on the CPU).  The FT and shuffle draws come from a generator of ``cfg['seed']``,
+    every parameter's gradient (on the CPU).  The FT and shuffle draws come from a generator of ``cfg.seed``,
     so two calls differ only by device, precision and compilation.  ``dtype=torch.float64`` runs the networks
     in double precision (the scores, FT and loss stay float32, as in every run): the reference against which
     float32's own rounding error is measured."""
-    from ftcl_core.losses import FTConfig
     from ftcl_core.training import StepOptions, build_optimizer, memory_format, prepare_model, train_step
 
-    cfg = copy.deepcopy(cfg)
-    cfg["train"].update({"amp": amp, "channels_last": channels_last, "compile": compile_with})
+    cfg = cfg.updated({"train.amp": amp, "train.channels_last": channels_last, "train.compile": compile_with})
     model, net = prepare_model(cfg, device)
     if dtype != torch.float32:
         model.to(dtype)
         if hasattr(model, "queue"):
             model.queue = model.queue.float()
     opt = build_optimizer(cfg, model, device)
-    gen = torch.Generator().manual_seed(cfg["seed"])
+    gen = torch.Generator().manual_seed(cfg.seed)
     v = memory_format(tuple(x.to(device, dtype) for x in views), channels_last)
-    out = train_step(model, opt, v, gen, StepOptions(FTConfig(**cfg["ft"]), record_stats=False, amp=amp), net=net)
+    out = train_step(model, opt, v, gen, StepOptions(cfg.ft, record_stats=False, amp=amp), net=net)
     grads = {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
     return float(out.loss), grads
 
 
-def _views(cfg: dict, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def _views(cfg: RunConfig, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     from ftcl_core.augment import augment
     from ftcl_core.training import augment_config
 
-    n, size = cfg["train"]["batch_size"], cfg["data"]["image_size"]
+    n, size = cfg.train.batch_size, cfg.data.image_size
     gen = torch.Generator().manual_seed(seed)
     images = torch.randint(0, 256, (n, 3, size, size), dtype=torch.uint8, generator=gen)
     aug = augment_config(cfg)
@@ -278,7 +276,7 @@ def agreement(s: Setting) -> dict:
             "loss_fp32": loss_gpu, "loss_bf16": loss_bf, "loss_rel": _rel(loss_bf, loss_gpu), "grad": gb,
             "tolerance": {"loss_rel": TOL["bf16_loss_rel"]}, "pass": _rel(loss_bf, loss_gpu) <= TOL["bf16_loss_rel"]}
     cfg = _config(*_agreement_configs(s)["moco_v2_ft"])
-    n, size = 64, cfg["data"]["image_size"]
+    n, size = 64, cfg.data.image_size
     images = torch.randint(0, 256, (n, 3, size, size), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
     aug = augment_config(cfg)
     cpu = augment(images, aug, torch.Generator().manual_seed(2))
@@ -425,9 +423,9 @@ def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> d
 
     steps, warmup = (2, 1) if s.dry else (10, 3)
     cfg = _config(base, over)
-    bs, size, out = cfg["train"]["batch_size"], cfg["data"]["image_size"], cfg["augment"]["out_size"]
+    bs, size, out = cfg.train.batch_size, cfg.data.image_size, cfg.augment.out_size
     n_img = 4 * bs
-    r: dict = {"batch": bs, "image_size": size, "crop": out, "encoder": cfg["model"]["encoder"]}
+    r: dict = {"batch": bs, "image_size": size, "crop": out, "encoder": cfg.model.encoder}
     br = breakdown(base, over, steps=steps, warmup=warmup, synthetic=n_img)
     r["phases_ms_synchronised"] = br["phases_ms"]
     r["step_ms_synchronised"] = br["step_ms"]
@@ -507,7 +505,7 @@ def _scale_overrides(s: Setting) -> list[str]:
             "train.checkpoint_every=1000"]
 
 
-def _step_seconds(cfg: dict, device: str, steps: int = 12) -> float:
+def _step_seconds(cfg: RunConfig, device: str, steps: int = 12) -> float:
     """Seconds per training step of ``cfg`` (FT on, statistics on, as in the FT arm) on random images."""
     from ftcl_core.losses import FTConfig
     from ftcl_core.training import StepOptions, augment_config, build_optimizer, make_views, prepare_model, train_step
@@ -515,10 +513,10 @@ def _step_seconds(cfg: dict, device: str, steps: int = 12) -> float:
     model, net = prepare_model(cfg, device)
     opt = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(0)
-    bs, size, t = cfg["train"]["batch_size"], cfg["data"]["image_size"], cfg["train"]
+    bs, size, t = cfg.train.batch_size, cfg.data.image_size, cfg.train
     x = torch.randint(0, 256, (bs, 3, size, size), dtype=torch.uint8, generator=gen).to(device)
-    aug, opts = augment_config(cfg), StepOptions(FTConfig(pos=True, neg=True), amp=t["amp"])
-    return _timed(lambda: train_step(model, opt, make_views(x, aug, gen, bool(t["channels_last"])), gen, opts, net=net),
+    aug, opts = augment_config(cfg), StepOptions(FTConfig(pos=True, neg=True), amp=t.amp)
+    return _timed(lambda: train_step(model, opt, make_views(x, aug, gen, bool(t.channels_last)), gen, opts, net=net),
                   device, steps, 4)
 
 
@@ -534,7 +532,7 @@ def scale_pair(s: Setting, budget: Budget, arm_s: float) -> dict:
     base = "configs/cpu_moco_v1.yaml"
     over = _scale_overrides(s)
     probe = _config(base, [*over, "train.epochs=1"])
-    steps_per_epoch = probe["data"]["n_train"] // probe["train"]["batch_size"]
+    steps_per_epoch = probe.data.n_train // probe.train.batch_size
     step_s = None if s.dry else _step_seconds(probe, s.device)
     epochs = 1 if s.dry else max(1, int(arm_s / (step_s * steps_per_epoch)))
     milestones = [int(epochs * 0.6), int(epochs * 0.8)]

@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from ftcl_core.config import FTConfig, load_config
+from ftcl_core.config import load_config
 from ftcl_core.data import ImageSet, load_data
 from ftcl_core.runs import cpu_model
 from ftcl_core.training import (
@@ -66,18 +66,18 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
     cfg = load_config(config, list(overrides))
     device = _device(cfg)
     if synthetic:
-        size = cfg["data"]["image_size"]
+        size = cfg.data.image_size
         images = torch.randint(0, 256, (synthetic, 3, size, size), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
         train_set = ImageSet(images, torch.zeros(synthetic, dtype=torch.long), ("x",))
     else:
         train_set, _ = load_data(cfg)
     images = train_set.images
     aug, nhwc = augment_config(cfg), channels_last(cfg)
-    opts = StepOptions(FTConfig(**cfg["ft"]), cfg["stats"]["n_queries"], amp=cfg["train"]["amp"])
+    opts = StepOptions(cfg.ft, cfg.stats.n_queries, amp=cfg.train.amp)
     model, net = prepare_model(cfg, device)
     opt = build_optimizer(cfg, model, device)
-    gen = torch.Generator().manual_seed(cfg["seed"])
-    bs = cfg["train"]["batch_size"]
+    gen = torch.Generator().manual_seed(cfg.seed)
+    bs = cfg.train.batch_size
     timer = PhaseTimer(device)
     model.train()
     with phase_listener(timer.mark):
@@ -90,7 +90,7 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
             timer.mark("data")
             train_step(model, opt, make_views(x, aug, gen, nhwc), gen, opts, net=net)
     total = timer.last - t0
-    return {"config": config, "overrides": list(overrides), "method": cfg["method"], "device": device,
+    return {"config": config, "overrides": list(overrides), "method": cfg.method, "device": device,
             "cpu": cpu_model(), "path": execution_path(cfg),
             "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
             "threads": torch.get_num_threads(), "batch_size": bs, "step_ms": 1e3 * total / steps,

@@ -32,18 +32,14 @@ import yaml
 
 # The config API, re-exported: code and stored notebooks import it from here.
 from ftcl_core.config import (  # noqa: F401
-    CHOICES,
     DEFAULTS,
     EXECUTION_KEYS,
-    FLEXIBLE_KEYS,
-    POSITIVE_INTS,
     ConfigError,
-    check_method_config,
+    RunConfig,
     config_diff,
     load_config,
     merge,
     parse_overrides,
-    validate,
 )
 
 
@@ -178,7 +174,8 @@ class RunDir:
     def is_complete(self) -> bool:
         return self.eval.is_file()
 
-    def load_config(self) -> dict:
+    def load_config(self) -> RunConfig:
+        """The run's config, parsed (keys added since the run take their defaults; old keys map onto new ones)."""
         try:
             cfg = yaml.safe_load(self.config.read_text())
         except yaml.YAMLError as err:
@@ -186,12 +183,16 @@ class RunDir:
         if not isinstance(cfg, dict) or not set(cfg) <= set(DEFAULTS):
             what = (f"sections {sorted(set(cfg) - set(DEFAULTS))} that no config has" if isinstance(cfg, dict)
                     else f"not a YAML mapping: {str(cfg).splitlines()[0][:120]}")
-            raise RunFileError(
-                f"{self.config} is damaged ({what}). If the folder holds "
-                "a run of the config you are asking for, delete this file and run the same command: it is rewritten "
-                "and training resumes from the checkpoint; otherwise move the folder away or use another --out."
-            )
-        return cfg
+        else:
+            try:
+                return RunConfig.from_dict(cfg)
+            except ConfigError as err:
+                what = str(err)
+        raise RunFileError(
+            f"{self.config} is damaged ({what}). If the folder holds "
+            "a run of the config you are asking for, delete this file and run the same command: it is rewritten "
+            "and training resumes from the checkpoint; otherwise move the folder away or use another --out."
+        )
 
     def load_eval(self) -> dict:
         try:

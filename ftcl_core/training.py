@@ -12,6 +12,7 @@ checkpointed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import math
 import os
@@ -26,7 +27,7 @@ from ftcl_core import augment as A
 from ftcl_core import checkpoints
 from ftcl_core import distributed as D
 from ftcl_core.checkpoints import CHECKPOINT_FORMAT, METRIC_COLUMNS, IncompatibleCheckpoint, TrainingLog  # noqa: F401
-from ftcl_core.config import DEFAULTS, ConfigError, FTConfig, config_diff, merge, validate
+from ftcl_core.config import ConfigError, FTConfig, RunConfig, as_config, config_diff
 from ftcl_core.data import ImageSet, load_data, load_data_rank0_first  # noqa: F401  (load_data: re-exported)
 from ftcl_core.evaluation import evaluate_backbone, raw_pixel_readout
 from ftcl_core.methods import Method, Scores, build_model
@@ -46,29 +47,27 @@ class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
 
 
-def augment_config(cfg: dict) -> A.AugmentConfig:
-    a = cfg["augment"]
-    base = A.PRESETS[a["preset"]](a["out_size"])
-    extra = {"crop_scale": tuple(a["crop_scale"])}
-    for key in ("blur_sigma", "jitter", "jitter_p", "gray_p", "blur_p"):  # null (or absent in older runs): the preset's
-        if a.get(key) is not None:
-            extra[key] = tuple(a[key]) if isinstance(a[key], list) else a[key]
-    return A.AugmentConfig(**{**base.__dict__, **extra})
+def augment_config(cfg: RunConfig) -> A.AugmentConfig:
+    """The augmentation pipeline's parameters: the preset's, with the knobs the config sets (null: the preset's)."""
+    a = cfg.augment
+    extra = {"crop_scale": a.crop_scale}
+    for key in ("blur_sigma", "jitter", "jitter_p", "gray_p", "blur_p"):
+        if getattr(a, key) is not None:
+            extra[key] = getattr(a, key)
+    return dataclasses.replace(A.PRESETS[a.preset](a.out_size), **extra)
 
 
-def learning_rate(cfg: dict, step: int, steps_per_epoch: int) -> float:
+def learning_rate(cfg: RunConfig, step: int, steps_per_epoch: int) -> float:
     """Linear warm-up, then cosine (MoCo v2) or step decay x0.1 at the milestones (MoCo v1; Supp B.3)."""
-    o = cfg["optim"]
-    total = cfg["train"]["epochs"] * steps_per_epoch
-    warm = o["warmup_epochs"] * steps_per_epoch
+    o = cfg.optim
+    total = cfg.train.epochs * steps_per_epoch
+    warm = o.warmup_epochs * steps_per_epoch
     if step < warm:
-        return o["lr"] * (step + 1) / warm
-    if o["schedule"] == "cosine":
-        return o["lr"] * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
-    if o["schedule"] == "step":
-        epoch = step / steps_per_epoch
-        return o["lr"] * 0.1 ** sum(epoch >= m for m in o["milestones"])
-    raise ConfigError(f"optim.schedule={o['schedule']!r}: choose cosine or step.")
+        return o.lr * (step + 1) / warm
+    if o.schedule == "cosine":
+        return o.lr * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
+    epoch = step / steps_per_epoch  # "step" (the config admits no other schedule)
+    return o.lr * 0.1 ** sum(epoch >= m for m in o.milestones)
 
 
 @dataclass(frozen=True)
@@ -82,9 +81,9 @@ class StepOptions:
     amp: str | None = None          # bf16: the networks under autocast (FT, scores and loss stay fp32)
 
     @classmethod
-    def from_config(cls, cfg: dict) -> StepOptions:
-        s = cfg["stats"]
-        return cls(FTConfig(**cfg["ft"]), s["n_queries"], True, 50 if s["histograms"] else 0, cfg["train"]["amp"])
+    def from_config(cls, cfg: RunConfig) -> StepOptions:
+        s = cfg.stats
+        return cls(cfg.ft, s.n_queries, True, 50 if s.histograms else 0, cfg.train.amp)
 
 
 @dataclass
@@ -203,7 +202,7 @@ def _autocast(device: torch.device, amp: str | None):
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
 
 
-def _check_compatible(run: RunDir, cfg: dict) -> None:
+def _check_compatible(run: RunDir, cfg: RunConfig) -> None:
     if run.config.is_file():
         diff = config_diff(run.load_config(), cfg)
         if diff:
@@ -213,7 +212,7 @@ def _check_compatible(run: RunDir, cfg: dict) -> None:
             )
 
 
-def train(cfg: dict, out: str | os.PathLike, progress: bool = True, max_steps: int | None = None) -> dict:
+def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, max_steps: int | None = None) -> dict:
     """Train (or resume, or just load) the run of ``cfg`` in folder ``out``; returns its eval dict.
 
     A second process asking for the same folder (a sweep and a book build, say) waits on the folder's
@@ -223,7 +222,7 @@ def train(cfg: dict, out: str | os.PathLike, progress: bool = True, max_steps: i
     decides (complete, or train), writes the run folder and evaluates; the other ranks return ``{}``
     when training ends.
     """
-    validate(cfg)
+    cfg = as_config(cfg)  # a dict (a stored config, say) is parsed and checked here
     run = RunDir(out)
     if run.path.exists() and not run.path.is_dir():
         raise ConfigError(f"--out {run.path} is a file, not a folder: name a new or existing run folder instead.")
@@ -242,8 +241,8 @@ def train(cfg: dict, out: str | os.PathLike, progress: bool = True, max_steps: i
         return _train_locked(cfg, run, device, progress, max_steps)
 
 
-def _device(cfg: dict) -> str:
-    device = cfg["device"]
+def _device(cfg: RunConfig) -> str:
+    device = cfg.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -251,39 +250,39 @@ def _device(cfg: dict) -> str:
     return device
 
 
-def build_optimizer(cfg: dict, model: torch.nn.Module, device: str) -> torch.optim.Optimizer:
+def build_optimizer(cfg: RunConfig, model: torch.nn.Module, device: str) -> torch.optim.Optimizer:
     """SGD over the trainable parameters (not MoCo's key encoder nor BYOL's target); fused on CUDA."""
-    o = cfg["optim"]
-    fused = o["fused"] if o["fused"] != "auto" else device.startswith("cuda")
+    o = cfg.optim
+    fused = o.fused if o.fused != "auto" else device.startswith("cuda")
     params = [p for p in model.parameters() if p.requires_grad]
-    return torch.optim.SGD(params, lr=o["lr"], momentum=o["momentum"], weight_decay=o["weight_decay"],
+    return torch.optim.SGD(params, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay,
                            **({"fused": True} if fused else {}))
 
 
-def channels_last(cfg: dict) -> bool:
+def channels_last(cfg: RunConfig) -> bool:
     """Whether the networks run channels-last: ``train.channels_last`` true, or ``auto`` (the default).
 
     Measured on an Intel Xeon (AVX-512, 2 threads; ``results/bench_breakdown_intel-xeon-avx512.txt``), a channels-last
     ResNet-10 with split batch-norm in the ``blocks`` layout runs its forward and backward about 1.3x faster
     than NCHW; on tensor cores channels-last is the usual fast layout."""
-    return cfg["train"]["channels_last"] in (True, "auto")
+    return cfg.train.channels_last in (True, "auto")
 
 
-def execution_path(cfg: dict) -> dict:
+def execution_path(cfg: RunConfig) -> dict:
     """How a run executes (recorded in ``provenance.json``): memory format and split batch-norm layout."""
     cl = channels_last(cfg)
     return {"memory_format": "channels_last" if cl else "contiguous",
-            "split_bn_layout": ("blocks" if cl else "interleaved") if cfg["model"]["bn_splits"] > 1 else None}
+            "split_bn_layout": ("blocks" if cl else "interleaved") if cfg.model.bn_splits > 1 else None}
 
 
-def prepare_model(cfg: dict, device: str) -> tuple[torch.nn.Module, torch.nn.Module]:
+def prepare_model(cfg: RunConfig, device: str) -> tuple[torch.nn.Module, torch.nn.Module]:
     """The method's model on ``device`` and the network the step calls: the model itself, or its
     SyncBN / channels_last / torch.compile / DistributedDataParallel form as the config asks."""
     model = build_model(cfg)
-    if cfg["model"]["sync_bn"] and D.world_size() > 1 and not device.startswith("cuda"):
+    if cfg.model.sync_bn and D.world_size() > 1 and not device.startswith("cuda"):
         raise ConfigError("model.sync_bn=true needs CUDA (torch's SyncBatchNorm has no CPU kernel); on CPU "
                           "use model.bn_splits (shuffle-BN) instead.")
-    if cfg["model"]["sync_bn"]:
+    if cfg.model.sync_bn:
         model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
     model = model.to(device)
     if channels_last(cfg):
@@ -298,27 +297,27 @@ def prepare_model(cfg: dict, device: str) -> tuple[torch.nn.Module, torch.nn.Mod
         no_sync = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(ddp).parameters
                    else "broadcast_buffers")
         net = ddp(net, **{no_sync: False})
-    compile_with = cfg["train"]["compile"]
+    compile_with = cfg.train.compile
     if compile_with:  # true: inductor; a string names another torch.compile backend (tests use "eager")
         net = torch.compile(net, **({"backend": compile_with} if isinstance(compile_with, str) else {}))
     return model, net
 
 
-def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps: int | None = None) -> dict:
+def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_steps: int | None = None) -> dict:
     """The loop: data, model and optimiser from ``cfg``; resume from the checkpoint; per epoch, the steps on
     shuffled batches, then a checkpoint; at the end, the evaluation."""
     main = D.is_main()
     if main:
-        write_yaml(run.config, cfg)
+        write_yaml(run.config, cfg.to_dict())
     train_set, test_set = load_data_rank0_first(cfg)
-    bs, epochs, oracle = cfg["train"]["batch_size"], cfg["train"]["epochs"], bool(cfg["moco"]["drop_same_class"])
+    bs, epochs, oracle = cfg.train.batch_size, cfg.train.epochs, cfg.moco.drop_same_class
     _check_trainable(cfg, len(train_set))
     aug, opts, nhwc = augment_config(cfg), StepOptions.from_config(cfg), channels_last(cfg)
     model, net = prepare_model(cfg, device)
     optimizer = build_optimizer(cfg, model, device)
-    gen = torch.Generator().manual_seed(cfg["seed"])  # the same stream on every rank
+    gen = torch.Generator().manual_seed(cfg.seed)  # the same stream on every rank
     steps_per_epoch, n_total = len(train_set) // bs, (bs if D.world_size() > 1 else None)
-    log = TrainingLog(layer_names(model.online), cfg["stats"]["sync_every"], cfg["stats"]["grad_norms_per_step"])
+    log = TrainingLog(layer_names(model.online), cfg.stats.sync_every, cfg.stats.grad_norms_per_step)
     start_epoch, train_s = checkpoints.resume(run, model, optimizer, gen, log, steps_per_epoch, device)
     kill_at = int(os.environ.get("FTCL_TEST_KILL_AT_STEP", "-1"))  # test hook: simulate a crash
     bar = _progress(total=epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch, enabled=progress and main)
@@ -339,13 +338,13 @@ def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps
             out = train_step(model, optimizer, views, gen, opts, epoch >= opts.ft.start_epoch, net, labels)
             log.record(step, epoch, lr, out.values, out.grad_norms, out.histogram)
             bar.update(1)
-            if (i + 1) % cfg["stats"]["sync_every"] == 0 or i + 1 == steps_per_epoch:
+            if (i + 1) % cfg.stats.sync_every == 0 or i + 1 == steps_per_epoch:
                 log.recorder.flush()
                 _stop_if_diverged(run, log.recorder, epoch)
         loss = log.end_epoch(steps_per_epoch)
         train_s += time.perf_counter() - t_epoch
         bar.set_postfix(loss=f"{loss:.3f}", epoch=epoch + 1)
-        if (epoch + 1) % cfg["train"]["checkpoint_every"] == 0 or epoch + 1 == epochs:
+        if (epoch + 1) % cfg.train.checkpoint_every == 0 or epoch + 1 == epochs:
             D.average_batchnorm_buffers(model)  # what one process with split-BN holds
             if main:
                 checkpoints.save(run, model, optimizer, gen, epoch + 1, train_s, log)
@@ -355,12 +354,15 @@ def _train_locked(cfg: dict, run: RunDir, device: str, progress: bool, max_steps
     return _finish(run, cfg, model, train_set, test_set, aug, device, train_s)
 
 
-def _check_trainable(cfg: dict, n_train: int) -> None:
+def _check_trainable(cfg: RunConfig, n_train: int) -> None:
     """What the config checks cannot know: the size of the loaded set, and the number of processes."""
-    bs = cfg["train"]["batch_size"]
+    bs, splits, world = cfg.train.batch_size, cfg.model.bn_splits, D.world_size()
     if n_train < bs:
         raise ConfigError(f"the training set holds {n_train} images, fewer than train.batch_size={bs}.")
-    if cfg["moco"]["drop_same_class"] and D.world_size() > 1:
+    if bs % (splits * world):
+        raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={splits} x {world} "
+                          "processes; each process takes batch_size / processes images, split into bn_splits groups.")
+    if cfg.moco.drop_same_class and world > 1:
         raise ConfigError("moco.drop_same_class=true (the false-negative oracle) runs in one process only: "
                           "launch without torchrun.")
 
@@ -376,7 +378,7 @@ def batches(train_set: ImageSet, order: torch.Tensor, batch_size: int, device: s
         yield x, (train_set.labels[batch].to(device) if with_labels else None)
 
 
-def set_learning_rate(optimizer: torch.optim.Optimizer, cfg: dict, step: int, steps_per_epoch: int) -> float:
+def set_learning_rate(optimizer: torch.optim.Optimizer, cfg: RunConfig, step: int, steps_per_epoch: int) -> float:
     """Set (and return) the :func:`learning_rate` of ``step`` on every parameter group."""
     lr = learning_rate(cfg, step, steps_per_epoch)
     for group in optimizer.param_groups:
@@ -393,10 +395,10 @@ def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
     import tempfile
 
     run = RunDir(run_path)
-    cfg = merge(DEFAULTS, run.load_config())  # keys added since the run take their defaults
     prov = run.load_provenance()
     # the memory format the run ran with (runs stored before it was recorded ran NCHW)
-    cfg["train"]["channels_last"] = prov.get("execution", {}).get("memory_format") == "channels_last"
+    cl = prov.get("execution", {}).get("memory_format") == "channels_last"
+    cfg = run.load_config().updated({"train.channels_last": cl})  # keys added since the run take their defaults
     threads = torch.get_num_threads()
     torch.set_num_threads(prov.get("threads", threads))
     try:
@@ -416,25 +418,25 @@ def _stop_if_diverged(run: RunDir, recorder: StepRecorder, epoch: int) -> None:
         raise TrainingDiverged(
             f"loss became NaN/inf at step {step} (epoch {epoch}); training stopped and the last good "
             f"checkpoint (after {epoch} completed epochs) is kept in {run.path}. Lower optim.lr or raise "
-            "moco.tau, then train into a new --out."
+            "the method's temperature (moco.tau, simclr.tau, swav.tau), then train into a new --out."
         )
 
 
-def _finish(run, cfg, model, train_set, test_set, aug, device, train_s) -> dict:
-    e = cfg["eval"]
-    kw = dict(device=device, knn_k=e["knn_k"], knn_t=e["knn_t"], linear_epochs=e["linear_epochs"],
-              linear_lr=e["linear_lr"], seed=cfg["seed"])
+def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_s) -> dict:
+    e = cfg.eval
+    kw = dict(device=device, knn_k=e.knn_k, knn_t=e.knn_t, linear_epochs=e.linear_epochs,
+              linear_lr=e.linear_lr, seed=cfg.seed)
     t0 = time.perf_counter()
     result = evaluate_backbone(model.online.backbone, train_set, test_set, aug, **kw)
-    if e["random_init"]:
+    if e.random_init:
         rand = evaluate_backbone(build_model(cfg).online.backbone.to(device), train_set, test_set, aug, **kw)
         result.update({"random_init_knn_top1": rand["knn_top1"], "random_init_linear_top1": rand["linear_top1"]})
-    if e.get("raw_pixels", "auto") is True or (e.get("raw_pixels", "auto") == "auto" and cfg["data"]["name"] != "shapes"):
-        result["raw_pixels_linear_top1"] = raw_pixel_readout(train_set, test_set, aug, e["linear_epochs"], e["linear_lr"],
-                                                             cfg["seed"])
+    if e.raw_pixels is True or (e.raw_pixels == "auto" and cfg.data.name != "shapes"):
+        result["raw_pixels_linear_top1"] = raw_pixel_readout(train_set, test_set, aug, e.linear_epochs, e.linear_lr,
+                                                             cfg.seed)
     eval_s = time.perf_counter() - t0
     result.update({"train_s": train_s, "eval_s": eval_s, "wall_s": train_s + eval_s})
-    write_json(run.provenance, {**provenance(device, cfg["seed"]), "status": "complete", "world_size": D.world_size(),
+    write_json(run.provenance, {**provenance(device, cfg.seed), "status": "complete", "world_size": D.world_size(),
                                 "execution": execution_path(cfg), "train_s": train_s, "eval_s": eval_s})
     write_json(run.eval, result)  # last: its presence marks the run complete
     return result

@@ -62,9 +62,9 @@ def test_every_calibration_file_resolves_scores_on_validation_and_keeps_ft_off()
         exp = X.Experiment.load(path)
         for name in exp.settings:
             cfg = X.resolve(X.base_for(exp, "cpu"), exp.overrides(name, 0), "cpu")
-            assert cfg["data"]["eval_split"] == "val", (path, name)
-            assert not (cfg["ft"]["pos"] or cfg["ft"]["neg"] or cfg["ft"]["hard"]), (path, name)
-            budgets.add((cfg["train"]["epochs"], cfg["train"]["batch_size"], cfg["data"]["n_train"]))
+            assert cfg.data.eval_split == "val", (path, name)
+            assert not (cfg.ft.pos or cfg.ft.neg or cfg.ft.hard), (path, name)
+            budgets.add((cfg.train.epochs, cfg.train.batch_size, cfg.data.n_train))
     assert len(budgets) == 1  # one step budget for every method
 
 

@@ -103,7 +103,6 @@ def test_the_oracle_step_is_infonce_over_the_other_classes_negatives(ft):
     """One MoCo step with moco.drop_same_class: the loss is InfoNCE over only the unmarked negatives; every queue
     row of the query's class is marked (with interpolation, also the mixtures that contain one); the queue then
     records the keys' labels."""
-    from ftcl_core.losses import FTConfig
     from ftcl_core.methods import build_model, method_loss, method_scores
     from ftcl_core.runs import load_config
 
@@ -113,7 +112,7 @@ def test_the_oracle_step_is_infonce_over_the_other_classes_negatives(ft):
     model.queue_labels.copy_(queue_labels)
     g = torch.Generator().manual_seed(3)
     x1, x2, labels = torch.rand(8, 3, 16, 16, generator=g), torch.rand(8, 3, 16, 16, generator=g), torch.arange(8) % 3
-    scores = method_scores(model, model, x1, x2, FTConfig(**cfg["ft"]), True, torch.Generator().manual_seed(1),
+    scores = method_scores(model, model, x1, x2, cfg.ft, True, torch.Generator().manual_seed(1),
                            labels=labels)
     loss, _ = method_loss(model, scores, 0.2)
     plain = labels[:, None] == queue_labels[None]

@@ -82,7 +82,7 @@ def test_subsets_are_balanced_and_validation_is_outside_the_training_subset():
 def test_the_fmnist_configs_validate():
     for v in ("v1", "v2"):
         cfg = load_config(f"configs/cpu_fmnist_moco_{v}.yaml")
-        assert cfg["data"]["name"] == "fashion_mnist" and cfg["augment"]["gray_p"] == 0
+        assert cfg.data.name == "fashion_mnist" and cfg.augment.gray_p == 0
 
 
 @pytest.mark.skipif(not DEBIAN_FASHION_MNIST.is_dir(), reason="dataset-fashion-mnist is not installed")

@@ -1,6 +1,7 @@
 """The GPU path's options run on CPU: bf16 autocast, channels_last, torch.compile, fused SGD, SyncBN,
 and the step-time benchmark.  (Speed is measured on a GPU machine by the benchmark, not here.)"""
 
+import dataclasses
 import tempfile
 from pathlib import Path
 
@@ -84,16 +85,15 @@ GPU_CONFIGS = sorted(p.name for p in (Path(__file__).resolve().parent.parent / "
 def test_every_gpu_config_takes_a_step_on_cpu(config):
     """The GPU recipes (real encoders, bf16, channels_last, their heads and queues) on 8 random images."""
     from ftcl_core.augment import AugmentConfig
-    from ftcl_core.losses import FTConfig
     from ftcl_core.training import augment_config, make_views, train_step
 
     cfg = load_config(f"configs/{config}", ["device=cpu", "train.batch_size=8", "augment.out_size=64"])
-    assert cfg["train"]["amp"] == "bf16" and cfg["train"]["channels_last"]
+    assert cfg.train.amp == "bf16" and cfg.train.channels_last
     model, net = prepare_model(cfg, "cpu")
     opt = build_optimizer(cfg, model, "cpu")
     x = torch.randint(0, 256, (8, 3, 72, 72), dtype=torch.uint8)
     aug: AugmentConfig = augment_config(cfg)
-    ft = FTConfig(**{**cfg["ft"], "pos": True, "neg": cfg["method"] in ("moco", "simclr")})
+    ft = dataclasses.replace(cfg.ft, pos=True, neg=cfg.method in ("moco", "simclr"))
     gen = torch.Generator().manual_seed(0)
     out = train_step(model, opt, make_views(x, aug, gen, channels_last=True), gen, StepOptions(ft, n_stats=8, amp="bf16"),
                      net=net)

@@ -117,7 +117,7 @@ def test_unknown_method_is_a_clear_error():
 @pytest.mark.parametrize("method", ["simclr", "byol", "simsiam", "swav"])
 def test_each_method_trains_with_ft_into_a_run_folder(tmp_path, method):
     cfg = load_config(f"configs/smoke_{method}.yaml")
-    assert cfg["ft"]["pos"]
+    assert cfg.ft.pos
     result = train(cfg, tmp_path, progress=False)
     assert 0 <= result["linear_top1"] <= 100
     with np.load(tmp_path / "metrics.npz") as m:

@@ -44,7 +44,7 @@ def test_replaying_a_stored_run_matches_its_metrics():
     for key in CONTINUOUS:
         np.testing.assert_allclose(again[key][0], stored[key][0], rtol=FIRST_STEP_RTOL, err_msg=f"{key}, first step")
         np.testing.assert_allclose(again[key], stored[key][:12], rtol=LATER_RTOL, atol=1e-7, err_msg=key)
-    batch = RunDir(STORED).load_config()["train"]["batch_size"]
+    batch = RunDir(STORED).load_config().train.batch_size
     flips = np.abs(np.round((again["top1"] - stored["top1"][:12]) * batch / 100))
     assert flips.max() <= FLIPS_PER_STEP and flips.sum() <= FLIPS_IN_ALL, f"top-1 differs by {flips} queries per step"
 
@@ -106,10 +106,10 @@ def test_a_setting_value_can_depend_on_the_profile():
     from ftcl_core.runs import ConfigError
 
     two_k = {"moco.queue_size": {"cpu": 8192, "gpu": 131072}}
-    assert X.resolve("configs/cpu_moco_v1.yaml", two_k, "cpu")["moco"]["queue_size"] == 8192
-    assert X.resolve("configs/gpu_in100_moco_v1_r50.yaml", two_k, "gpu")["moco"]["queue_size"] == 131072
-    assert X.resolve("configs/cpu_moco_v1.yaml", two_k, "smoke")["moco"]["queue_size"] == 8192 // 32
+    assert X.resolve("configs/cpu_moco_v1.yaml", two_k, "cpu").moco.queue_size == 8192
+    assert X.resolve("configs/gpu_in100_moco_v1_r50.yaml", two_k, "gpu").moco.queue_size == 131072
+    assert X.resolve("configs/cpu_moco_v1.yaml", two_k, "smoke").moco.queue_size == 8192 // 32
     start = {"ft.pos": True, "ft.start_epoch": {"cpu": 9, "smoke": 1}}
-    assert X.resolve("configs/cpu_moco_v1.yaml", start, "smoke")["ft"]["start_epoch"] == 1
+    assert X.resolve("configs/cpu_moco_v1.yaml", start, "smoke").ft.start_epoch == 1
     with pytest.raises(ConfigError, match="no entry for the 'gpu' profile"):
         X.resolve("configs/gpu_in100_moco_v1_r50.yaml", start, "gpu")

@@ -12,8 +12,8 @@ def test_overrides_are_typed_and_nested():
 
 def test_config_file_then_overrides():
     cfg = load_config("configs/cpu_moco_v2.yaml", ["ft.pos=true", "seed=3"])
-    assert cfg["ft"]["pos"] is True and cfg["seed"] == 3 and cfg["moco"]["tau"] == 0.2
-    assert load_config("configs/cpu_moco_v1.yaml")["moco"]["tau"] == 0.07
+    assert cfg.ft.pos is True and cfg.seed == 3 and cfg.moco.tau == 0.2
+    assert load_config("configs/cpu_moco_v1.yaml").moco.tau == 0.07
 
 
 @pytest.mark.parametrize(
@@ -55,8 +55,8 @@ def test_ft_that_would_never_switch_on_is_refused():
 
 def test_numbers_yaml_reads_as_strings_are_numbers():
     cfg = load_config("configs/cpu_moco_v2.yaml", ["optim.lr=1e-4", "optim.weight_decay=5e-4", "data.n_train=1e4"])
-    assert cfg["optim"]["lr"] == 1e-4 and cfg["optim"]["weight_decay"] == 5e-4
-    assert cfg["data"]["n_train"] == 10000 and isinstance(cfg["data"]["n_train"], int)
+    assert cfg.optim.lr == 1e-4 and cfg.optim.weight_decay == 5e-4
+    assert cfg.data.n_train == 10000 and isinstance(cfg.data.n_train, int)
 
 
 def test_missing_config_file_and_bad_override_syntax():
@@ -99,7 +99,7 @@ def test_augment_overrides_reach_the_pipeline():
 
 
 def test_stored_configs_without_a_newer_key_still_match():
-    old = load_config(None)
+    old = load_config(None).to_dict()
     del old["augment"]["blur_sigma"]
     assert config_diff(old, load_config(None)) == []
 
@@ -182,3 +182,47 @@ def json_keys_text(text):
     import json
 
     return json.loads(text).keys()
+
+
+# ---- the typed config: frozen, built once, old keys mapped ----
+
+
+def test_a_config_is_frozen_and_typed():
+    import dataclasses
+
+    cfg = load_config("configs/cpu_moco_v2.yaml")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.train.epochs = 3
+    assert isinstance(cfg.optim.lr, float) and isinstance(cfg.augment.crop_scale, tuple)
+    again = cfg.updated({"train.epochs": 3})
+    assert again.train.epochs == 3 and cfg.train.epochs == 30  # a new config; the old one is unchanged
+    assert load_config(None, []).to_dict() == type(cfg).from_dict(load_config(None).to_dict()).to_dict()
+
+
+def test_method_settings_live_with_their_method_and_old_keys_still_load():
+    from ftcl_core.config import RunConfig
+
+    simclr = load_config("configs/cpu_simclr.yaml")
+    assert simclr.tau == simclr.simclr.tau == 0.2 and "moco" not in simclr.to_dict()
+    old = {"method": "swav", "moco": {"tau": 0.3, "queue_size": 4096}}  # how runs before the method sections were stored
+    assert RunConfig.from_dict(old).swav.tau == 0.3
+    assert RunConfig.from_dict({"method": "byol", "moco": {"momentum": 0.996}}).byol.momentum == 0.996
+    assert not config_diff(old, {"method": "swav", "swav": {"tau": 0.3}})
+    assert config_diff(old, {"method": "swav", "swav": {"tau": 0.1}}) == ["swav.tau"]
+    with pytest.raises(ConfigError, match="disagree"):
+        RunConfig.from_dict({"method": "simclr", "moco": {"tau": 0.1}, "simclr": {"tau": 0.5}})
+    with pytest.raises(ConfigError, match=r"simclr.tau=0.0 must be > 0"):
+        load_config("configs/cpu_simclr.yaml", ["simclr.tau=0"])
+
+
+def test_every_stored_run_config_loads_and_survives_a_round_trip():
+    from pathlib import Path
+
+    from ftcl_core.config import RunConfig
+    from ftcl_core.runs import RunDir
+
+    stored = sorted(Path("results").glob("**/config.yaml"))
+    assert stored, "no stored runs found"
+    for path in stored:
+        cfg = RunDir(path.parent).load_config()
+        assert RunConfig.from_dict(cfg.to_dict()) == cfg, path

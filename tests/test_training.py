@@ -57,7 +57,7 @@ def test_complete_run_is_loaded_not_retrained(smoke_run):
 
 def test_other_config_in_the_same_folder_is_refused(smoke_run):
     out, cfg, _ = smoke_run
-    cfg2 = {**cfg, "seed": 1}
+    cfg2 = cfg.updated({"seed": 1})
     with pytest.raises(IncompatibleCheckpoint, match="seed"):
         train(cfg2, out, progress=False)
 

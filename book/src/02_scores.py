@@ -98,7 +98,7 @@ plt.show()
 n_last = min(50, len(metrics["loss"]))
 last = {c: float(metrics[c][-n_last:].mean()) for c in ("pos_mean", "neg_mean", "neg_var")}
 g = torch.Generator().manual_seed(0)
-n_neg = cfg["moco"]["queue_size"]
+n_neg = cfg.moco.queue_size
 t_neg = (last["neg_mean"] + last["neg_var"] ** 0.5 * torch.randn(256, n_neg, generator=g)).clamp(-1, 1)
 t_pos = torch.full((256,), last["pos_mean"])
 print(f"from the stored run's last {n_last} steps: Mean(pos) {last['pos_mean']:.3f}, Mean(neg) {last['neg_mean']:.3f}, "

@@ -38,7 +38,7 @@ exp = X.Experiment.load("experiments/table5_ft_v2.yaml")
 rec = X.sweep(exp.path, profile, seeds=[seed], settings=["v2 baseline"], progress=False)[0]
 run = RunDir(rec["dir"])
 cfg = run.load_config()
-print(json.dumps({k: cfg[k] for k in ("data", "augment", "model", "moco", "optim", "train")}, indent=1))
+print(json.dumps({k: cfg.to_dict()[k] for k in ("data", "augment", "model", "moco", "optim", "train")}, indent=1))
 
 # %% [markdown]
 # ## The method, in code
@@ -69,7 +69,7 @@ m = run.load_metrics()
 epoch = m["step"] / max(1, int(np.sum(m["epoch"] == 0)))
 fig, ax = plt.subplots(1, 3, figsize=(12, 3))
 ax[0].plot(epoch, P.smooth(m["loss"], 10))
-ax[0].axhline(np.log(cfg["moco"]["queue_size"] + 1), ls="--", color="gray", lw=1, label="ln(K+1)")
+ax[0].axhline(np.log(cfg.moco.queue_size + 1), ls="--", color="gray", lw=1, label="ln(K+1)")
 ax[0].set_title("InfoNCE loss")
 ax[0].legend(fontsize=8)
 ax[1].plot(epoch, P.smooth(m["top1"], 10))

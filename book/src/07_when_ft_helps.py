@@ -189,7 +189,7 @@ for setting, row in t7_rows.items():
     before, peak, firsts = [], [], []
     for r in (r for r in t7_records if r["setting"] == setting):
         m = RunDir(r["dir"]).load_metrics()
-        start = int(np.searchsorted(m["epoch"], RunDir(r["dir"]).load_config()["ft"]["start_epoch"]))
+        start = int(np.searchsorted(m["epoch"], RunDir(r["dir"]).load_config().ft.start_epoch))
         before.append(float(m["neg_mean"][max(0, start - 5):start].mean()) if start else float(m["neg_mean"][0]))
         peak.append(float(m["neg_mean"][start:].max()))
         above = np.flatnonzero(m["neg_mean"][start:] > 0.9)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from ftcl_core import config as C
-from ftcl_core.config import CONTRASTIVE, check_method_config  # noqa: F401  (imported from here by older code)
+from ftcl_core.config import CONTRASTIVE, RunConfig, as_config  # noqa: F401  (CONTRASTIVE: imported from here by older code)
 from ftcl_core.methods.base import Method, Scores, build_backbone
 from ftcl_core.methods.byol import BYOL, cosine_momentum
 from ftcl_core.methods.moco import MoCo
@@ -29,20 +29,21 @@ assert tuple(METHODS) == C.METHODS, "ftcl_core.config.METHODS lists the names of
 __all__ = ["BYOL", "METHODS", "Method", "MoCo", "Scores", "SimCLR", "SimSiam", "SwAV", "build_model"]
 
 
-def build_model(cfg: dict) -> Method:
-    """The model of ``cfg['method']``, initialised from ``cfg['seed']`` (identically on every rank)."""
-    check_method_config(cfg)
-    torch.manual_seed(cfg["seed"])
-    return METHODS[cfg["method"]].from_config(cfg, build_backbone(cfg))
+def build_model(cfg: RunConfig | dict) -> Method:
+    """The model of ``cfg.method``, initialised from ``cfg.seed`` (identically on every rank)."""
+    cfg = as_config(cfg)
+    torch.manual_seed(cfg.seed)
+    return METHODS[cfg.method].from_config(cfg, build_backbone(cfg))
 
 
 # The functions of the single-module ``methods`` this package replaced, for older code and stored notebooks.
 
 
-def target_momentum(cfg: dict, step: int, total_steps: int) -> float:
-    """BYOL: the target momentum rises from ``moco.momentum`` to 1 on a cosine; MoCo keeps it constant (eq. 2)."""
-    base = cfg["moco"]["momentum"]
-    return cosine_momentum(base, step, total_steps) if cfg["method"] == "byol" else base
+def target_momentum(cfg: RunConfig, step: int, total_steps: int) -> float:
+    """BYOL: the target momentum rises from ``byol.momentum`` to 1 on a cosine; MoCo keeps ``moco.momentum`` (eq. 2)."""
+    if cfg.method == "byol":
+        return cosine_momentum(cfg.byol.momentum, step, total_steps)
+    return cfg.moco.momentum
 
 
 def method_scores(net, model: Method, x1: torch.Tensor, x2: torch.Tensor, ft: C.FTConfig, active: bool,

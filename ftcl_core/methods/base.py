@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 
 from ftcl_core import distributed as D
-from ftcl_core.config import FTConfig
+from ftcl_core.config import FTConfig, RunConfig
 from ftcl_core.losses import (
     in_batch_negative_scores,
     info_nce,
@@ -60,7 +60,7 @@ class Method(nn.Module):
         return self.encoder_q
 
     @classmethod
-    def from_config(cls, cfg: dict, backbone: nn.Module) -> Method:
+    def from_config(cls, cfg: RunConfig, backbone: nn.Module) -> Method:
         """The method's networks around ``backbone``, with its settings from ``cfg``."""
         raise NotImplementedError
 
@@ -85,11 +85,11 @@ class Method(nn.Module):
         """After the optimiser step (MoCo enqueues its clean keys)."""
 
 
-def build_backbone(cfg: dict) -> nn.Module:
-    """The encoder backbone of ``cfg['model']`` with its init (``kaiming`` or PyTorch's default)."""
-    m = cfg["model"]
-    backbone = build_encoder(m["encoder"], bn_splits=m["bn_splits"])
-    if m.get("init", "default") == "kaiming":  # absent in runs stored before the key existed: the default
+def build_backbone(cfg: RunConfig) -> nn.Module:
+    """The encoder backbone of ``cfg.model`` with its init (``kaiming`` or PyTorch's default)."""
+    m = cfg.model
+    backbone = build_encoder(m.encoder, bn_splits=m.bn_splits)
+    if m.init == "kaiming":
         kaiming_init(backbone)
     return backbone
 

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core.config import FTConfig
+from ftcl_core.config import FTConfig, RunConfig
 from ftcl_core.losses import byol_loss
 from ftcl_core.methods.base import Method, Net, Scores, predictive_scores, raw_top1
 from ftcl_core.models import Encoder, ema_update, frozen_copy, mlp
@@ -35,12 +35,12 @@ class BYOL(Method):
         self.momentum = self.base_momentum = momentum
 
     @classmethod
-    def from_config(cls, cfg: dict, backbone: nn.Module) -> BYOL:
-        """Projector and predictor Linear-BN-ReLU-Linear; base target momentum ``moco.momentum``."""
-        m, width = cfg["model"], backbone.out_dim
-        hidden, dim, splits = m["hidden"] or width, m["dim"], m["bn_splits"]
+    def from_config(cls, cfg: RunConfig, backbone: nn.Module) -> BYOL:
+        """Projector and predictor Linear-BN-ReLU-Linear; base target momentum ``byol.momentum``."""
+        m, width = cfg.model, backbone.out_dim
+        hidden, dim, splits = m.hidden or width, m.dim, m.bn_splits
         return cls(Encoder(backbone, mlp(width, hidden, dim, bn_splits=splits)), mlp(dim, hidden, dim, bn_splits=splits),
-                   cfg["moco"]["momentum"])
+                   cfg.byol.momentum)
 
     def start_step(self, epoch: int, step: int, total_steps: int) -> None:
         """The target momentum of this step (eq. 2's m on BYOL's cosine schedule)."""

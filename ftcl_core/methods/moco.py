@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import distributed as D
-from ftcl_core.config import FTConfig
+from ftcl_core.config import FTConfig, RunConfig
 from ftcl_core.losses import moco_ft_logits, moco_logits, same_class_negatives
 from ftcl_core.methods.base import Method, Net, Scores, contrastive_loss
 from ftcl_core.models import Encoder, ema_update, frozen_copy, projection_head
@@ -40,11 +40,11 @@ class MoCo(Method):
             self.register_buffer("queue_labels", torch.full((queue_size,), -1, dtype=torch.long))
 
     @classmethod
-    def from_config(cls, cfg: dict, backbone: torch.nn.Module) -> MoCo:
+    def from_config(cls, cfg: RunConfig, backbone: torch.nn.Module) -> MoCo:
         """MoCo v1's linear head (``model.mlp=false``) or v2's MLP head, and the ``moco.*`` settings."""
-        m, mc = cfg["model"], cfg["moco"]
-        return cls(Encoder(backbone, projection_head(backbone.out_dim, m["dim"], m["mlp"])), m["dim"], mc["queue_size"],
-                   mc["momentum"], seed=cfg["seed"], queue_labels=bool(mc.get("drop_same_class")), tau=mc["tau"])
+        m, mc = cfg.model, cfg.moco
+        return cls(Encoder(backbone, projection_head(backbone.out_dim, m.dim, m.mlp)), m.dim, mc.queue_size,
+                   mc.momentum, seed=cfg.seed, queue_labels=mc.drop_same_class, tau=mc.tau)
 
     @torch.no_grad()
     def momentum_update(self) -> None:

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import distributed as D
-from ftcl_core.config import FTConfig
+from ftcl_core.config import FTConfig, RunConfig
 from ftcl_core.losses import other_sample_mask, simclr_ft_logits, symmetric_pairs
 from ftcl_core.methods.base import Method, Net, Scores, contrastive_loss
 from ftcl_core.models import Encoder, mlp
@@ -23,11 +23,10 @@ class SimCLR(Method):
         self.tau = tau
 
     @classmethod
-    def from_config(cls, cfg: dict, backbone: torch.nn.Module) -> SimCLR:
-        """Linear-BN-ReLU-Linear projector (SimCLR v1 with BN, as lightly and solo-learn); temperature ``moco.tau``."""
-        m, width = cfg["model"], backbone.out_dim
-        return cls(Encoder(backbone, mlp(width, m["hidden"] or width, m["dim"], bn_splits=m["bn_splits"])),
-                   tau=cfg["moco"]["tau"])
+    def from_config(cls, cfg: RunConfig, backbone: torch.nn.Module) -> SimCLR:
+        """Linear-BN-ReLU-Linear projector (SimCLR v1 with BN, as lightly and solo-learn); temperature ``simclr.tau``."""
+        m, width = cfg.model, backbone.out_dim
+        return cls(Encoder(backbone, mlp(width, m.hidden or width, m.dim, bn_splits=m.bn_splits)), tau=cfg.simclr.tau)
 
     def forward(self, x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return F.normalize(self.encoder_q(x1), dim=1), F.normalize(self.encoder_q(x2), dim=1)

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core.config import FTConfig
+from ftcl_core.config import FTConfig, RunConfig
 from ftcl_core.losses import simsiam_loss
 from ftcl_core.methods.base import Method, Net, Scores, predictive_scores, raw_top1
 from ftcl_core.models import Encoder, mlp
@@ -21,12 +21,12 @@ class SimSiam(Method):
         self.predictor = predictor
 
     @classmethod
-    def from_config(cls, cfg: dict, backbone: nn.Module) -> SimSiam:
+    def from_config(cls, cfg: RunConfig, backbone: nn.Module) -> SimSiam:
         """3-layer projector ending in BN, bottleneck predictor (``model.pred_hidden``, default dim/4)."""
-        m, width = cfg["model"], backbone.out_dim
-        dim, splits = m["dim"], m["bn_splits"]
-        pred_hidden = m["pred_hidden"] or max(1, dim // 4)
-        projector = mlp(width, m["hidden"] or width, dim, layers=3, last_bn=True, bn_splits=splits)
+        m, width = cfg.model, backbone.out_dim
+        dim, splits = m.dim, m.bn_splits
+        pred_hidden = m.pred_hidden or max(1, dim // 4)
+        projector = mlp(width, m.hidden or width, dim, layers=3, last_bn=True, bn_splits=splits)
         return cls(Encoder(backbone, projector), mlp(dim, pred_hidden, dim, bn_splits=splits))
 
     def forward(self, x1: torch.Tensor, x2: torch.Tensor):

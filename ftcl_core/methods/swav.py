@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ftcl_core import distributed as D
-from ftcl_core.config import FTConfig
+from ftcl_core.config import FTConfig, RunConfig
 from ftcl_core.losses import in_batch_negative_scores, positive_ft, swav_loss, symmetric_pairs
 from ftcl_core.methods.base import Method, Net, Scores, raw_top1
 from ftcl_core.models import Encoder, mlp
@@ -31,12 +31,12 @@ class SwAV(Method):
         self.tau, self.epsilon, self.sinkhorn_iters, self.freeze_epochs = tau, epsilon, sinkhorn_iters, freeze_epochs
 
     @classmethod
-    def from_config(cls, cfg: dict, backbone: nn.Module) -> SwAV:
-        """Linear-BN-ReLU-Linear projector, then the prototypes; the ``swav.*`` settings, temperature ``moco.tau``."""
-        m, s, width = cfg["model"], cfg["swav"], backbone.out_dim
-        encoder = Encoder(backbone, mlp(width, m["hidden"] or width, m["dim"], bn_splits=m["bn_splits"]))
-        return cls(encoder, m["dim"], s["prototypes"], tau=cfg["moco"]["tau"], epsilon=s["epsilon"],
-                   sinkhorn_iters=s["sinkhorn_iters"], freeze_epochs=s["freeze_prototypes_epochs"])
+    def from_config(cls, cfg: RunConfig, backbone: nn.Module) -> SwAV:
+        """Linear-BN-ReLU-Linear projector, then the prototypes; the ``swav.*`` settings (its temperature too)."""
+        m, s, width = cfg.model, cfg.swav, backbone.out_dim
+        encoder = Encoder(backbone, mlp(width, m.hidden or width, m.dim, bn_splits=m.bn_splits))
+        return cls(encoder, m.dim, s.prototypes, tau=s.tau, epsilon=s.epsilon, sinkhorn_iters=s.sinkhorn_iters,
+                   freeze_epochs=s.freeze_prototypes_epochs)
 
     def start_step(self, epoch: int, step: int, total_steps: int) -> None:
         """The prototypes stay frozen for the first ``freeze_epochs``."""
