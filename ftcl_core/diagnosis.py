@@ -139,6 +139,14 @@ def relabel(records: list[dict], names: dict[str, str]) -> list[dict]:
     return [{**r, "setting": names[r["setting"]]} for r in records if r["setting"] in names]
 
 
+def gap_records(records: list[dict], baseline: str, treated: str, name: str) -> list[dict]:
+    """Per seed, ``treated`` minus ``baseline`` (FT's gain, negative for a cost) as a record of setting ``name``,
+    so that :func:`paired_comparison` compares two such gaps by seed (FT's cost at two training lengths, say)."""
+    base = {r["seed"]: r["linear_top1"] for r in records if r["setting"] == baseline}
+    return [{"setting": name, "seed": r["seed"], "linear_top1": r["linear_top1"] - base[r["seed"]]}
+            for r in records if r["setting"] == treated and r["seed"] in base]
+
+
 def representation_signature(records: list[dict], setting: str) -> dict[str, float]:
     """How far a setting's runs concentrate their features, averaged over seeds: the highest Mean(neg) of the raw
     cosines (Supp A; near 1: every image maps near one point), the final effective rank of the features and the

@@ -336,7 +336,7 @@ def table_order(table: str) -> tuple[int, str]:
     return (0 if table.startswith("T") else 1, table)
 
 
-SUMMARY_COLUMNS = ("table", "setting", "mean", "ci95", "n_seeds", "paper", "verdict", "reference", "diff_mean",
+SUMMARY_COLUMNS = ("table", "data", "setting", "mean", "ci95", "n_seeds", "paper", "verdict", "reference", "diff_mean",
                    "diff_ci95", "random_init_mean", "claim")
 
 
@@ -352,7 +352,7 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
     summary = summarize(records)
     rows = []
     for setting, v in summary.items():
-        row = {"table": exp.table, "setting": setting, "mean": v["mean"], "ci95": v["ci95"], "n_seeds": v["n_seeds"],
+        row = {"table": exp.table, "data": "", "setting": setting, "mean": v["mean"], "ci95": v["ci95"], "n_seeds": v["n_seeds"],
                "paper": exp.paper.get(setting), "verdict": "baseline", "reference": "", "diff_mean": math.nan,
                "diff_ci95": math.nan, "random_init_mean": v["random_init_mean"], "claim": ""}
         if exp.table == "T1":
@@ -404,7 +404,8 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
     rows = []
     for path in sorted(folder.glob("*.yaml")):
         exp = Experiment.load(path)
-        rows += table_rows(exp, load_records(path, profile))
+        data = resolve(base_for(exp, profile), {}, profile).data.name  # shapes | fashion_mnist | ...
+        rows += [{**r, "data": data} for r in table_rows(exp, load_records(path, profile))]
     rows.sort(key=lambda r: table_order(r["table"]))  # T1 ... T7, then the supplement (stable within a table)
     target.parent.mkdir(parents=True, exist_ok=True)
     import io

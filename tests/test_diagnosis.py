@@ -144,3 +144,15 @@ def test_comparison_sentences_follow_the_numbers():
     recs = [{"setting": "a", "seed": 0}, {"setting": "b", "seed": 0}]
     assert G.relabel(recs, {"a": "c"}) == [{"setting": "c", "seed": 0}]
     assert G.first_step_above(np.array([0.1, 0.95, 0.2])) == 1 and G.first_step_above(np.zeros(3)) is None
+
+
+def test_gap_records_compare_ft_s_gain_at_two_lengths_by_seed():
+    short = [{"setting": s, "seed": i, "linear_top1": v}
+             for s, vals in {"baseline": [80, 82, 84], "+both": [78, 81, 80]}.items() for i, v in enumerate(vals)]
+    long = [{"setting": s, "seed": i, "linear_top1": v}
+            for s, vals in {"baseline": [85, 86, 88], "+both": [85, 85, 87]}.items() for i, v in enumerate(vals)]
+    gaps = G.gap_records(short, "baseline", "+both", "short") + G.gap_records(long, "baseline", "+both", "long")
+    assert [g["linear_top1"] for g in gaps] == [-2, -1, -4, 0, -1, -1]
+    row = G.paired_comparison("gain", gaps, "short", "long")
+    assert row["diff"] == pytest.approx((2 + 0 + 3) / 3) and row["n_seeds"] == 3
+    assert G.gap_records(short[:3] + long[3:4], "baseline", "+both", "x")[0]["seed"] == 0  # only seeds both arms have

@@ -53,7 +53,8 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     assert [r["verdict"] for r in rows][0] == "baseline" and rows[1]["reference"] == "baseline"
     assert rows[1]["n_seeds"] == 2 and not math.isnan(rows[1]["diff_ci95"])
     out = X.write_summary("smoke", folder=tmp_path, out=tmp_path / "summary.csv")
-    assert [r["setting"] for r in csv.DictReader(out.open())] == ["baseline", "alpha_ex=2.0"]
+    assert [(r["setting"], r["data"]) for r in csv.DictReader(out.open())] == [("baseline", "shapes"),
+                                                                               ("alpha_ex=2.0", "shapes")]
     md = X.summary_markdown(out, folder=tmp_path).splitlines()
     assert md[0].startswith("### ") and md[2].startswith("| setting |")
     assert md[4].startswith("| baseline |") and md[5].startswith("| alpha_ex=2.0 |")
