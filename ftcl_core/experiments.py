@@ -355,7 +355,7 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
         row = {"table": exp.table, "data": "", "setting": setting, "mean": v["mean"], "ci95": v["ci95"], "n_seeds": v["n_seeds"],
                "paper": exp.paper.get(setting), "verdict": "baseline", "reference": "", "diff_mean": math.nan,
                "diff_ci95": math.nan, "random_init_mean": v["random_init_mean"], "claim": ""}
-        if exp.table == "T1":
+        if exp.table.split("-")[0] == "T1":  # T1, or T1 on another data set (T1-fmnist)
             if setting in exp.paper:
                 diffs = [r["linear_top1"] - r["random_init_linear_top1"] for r in records if r["setting"] == setting]
                 d, dci = mean_ci95(diffs)
