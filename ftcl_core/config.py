@@ -394,11 +394,18 @@ class FTConfig(Section):
     renorm_pos: bool = False          # Supp F: re-normalise q', k'
     renorm_neg: bool = False          # Supp F: re-normalise the transformed queue
     start_epoch: int = 0              # Table 7
+    # the released run's 8 processes each draw their own lambda (and mix the queue their own way) for their
+    # 32 queries: shards > 1 does that in one process, one draw per shard of batch / shards queries (not in the paper)
+    shards: int = 1
 
     def check(self) -> None:
         for name in ("alpha_ex", "alpha_in", "hard_a", "hard_b"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"ft.{name}={getattr(self, name)} must be > 0 (a Beta parameter).")
+        self._positive("shards")
+        if self.shards > 1 and (self.granularity != "step" or self.hard or self.union_queue):
+            raise ConfigError("ft.shards > 1 draws one lambda per shard: it needs ft.granularity=step and neither "
+                              "ft.hard nor ft.union_queue; set ft.shards=1 for those.")
 
     @property
     def any(self) -> bool:
@@ -458,6 +465,7 @@ class RunConfig(Section):
     def check(self) -> None:
         """The checks that need two sections, all before anything is written to a run folder."""
         ft, method = self.ft, self.method
+        k, bs = self.moco.queue_size, self.train.batch_size
         if self.moco.drop_same_class and (method != "moco" or ft.hard):
             raise ConfigError("moco.drop_same_class=true (the false-negative oracle) is for method=moco without "
                               "ft.hard: set it to false, or use method=moco with plain or interpolated negatives.")
@@ -472,10 +480,12 @@ class RunConfig(Section):
             if getattr(ft, key) and not ft.neg:
                 raise ConfigError(f"ft.{key}=true acts on the transformed negatives only; set ft.neg=true too, "
                                   "or drop it.")
+        if ft.shards > 1 and (bs % ft.shards or self.moco.drop_same_class or (ft.neg and method != "moco")):
+            raise ConfigError(f"ft.shards={ft.shards} needs train.batch_size={bs} divisible by it, method=moco where "
+                              "ft.neg=true, and no moco.drop_same_class; set ft.shards=1 otherwise.")
         if ft.any and not 0 <= ft.start_epoch < self.train.epochs:
             raise ConfigError(f"ft.start_epoch={ft.start_epoch} must lie in [0, train.epochs={self.train.epochs}): "
                               "otherwise FT never switches on.")
-        k, bs = self.moco.queue_size, self.train.batch_size
         if method == "moco" and k < bs:
             raise ConfigError(f"moco.queue_size K={k} is smaller than train.batch_size={bs}; use K >= batch size.")
         if method == "moco" and self.data.name in ("shapes", "fashion_mnist") and k >= self.data.n_train:

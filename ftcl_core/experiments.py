@@ -444,7 +444,8 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
     out: list[str] = []
     for table in dict.fromkeys(r["table"] for r in rows):
         data = next((r.get("data") for r in rows if r["table"] == table), None)  # summaries before the column: None
-        out += [heading.format(table=f"{table} ({data})" if data else table), "", "| setting | ours | seeds | paper | claim | Δ vs reference | verdict |",
+        out += [heading.format(table=f"{table} ({data})" if data else table), "",
+                "| setting | ours | seeds | paper | claim | Δ vs reference | verdict |",
                 "|---|---|---|---|---|---|---|"]
         for r in (r for r in rows if r["table"] == table):
             try:

@@ -43,7 +43,12 @@ def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: torch.Gener
         return q, k
     shift = 1.0 if ft.pos_mode == "extrapolate" else 0.0
     n = q.shape[0] if n_global is None else n_global
-    lam = _mine(T.sample_lambda(ft.alpha_ex, ft.granularity, n, q.shape[1], gen, shift=shift), rows).to(q.device)
+    if ft.shards > 1:  # the released run's 8 processes: one lambda per shard of n / shards pairs
+        lam = T.sample_lambda(ft.alpha_ex, "sample", ft.shards, q.shape[1], gen, shift=shift)
+        lam = lam.repeat_interleave(n // ft.shards, 0)
+    else:
+        lam = T.sample_lambda(ft.alpha_ex, ft.granularity, n, q.shape[1], gen, shift=shift)
+    lam = _mine(lam, rows).to(q.device)
     q, k = T.extrapolate_positive(q, k, lam)
     if ft.renorm_pos:  # Supp F
         q, k = T.renormalize(q), T.renormalize(k)
@@ -71,14 +76,13 @@ def moco_ft_logits(
     q, k = positive_ft(q, k, ft, gen, rows, n_global)
     negatives = queue
     sources = torch.stack([plain, plain], 1) if with_sources else None
+    if ft.neg and ft.shards > 1:  # each shard of queries against its own mixture of the queue (one process each)
+        l_pos = (q * k).sum(1)
+        l_neg = torch.cat([qs @ mixed_queue(queue, ft, gen)[0].T for qs in q.chunk(ft.shards)])
+        return l_pos, l_neg
     if ft.neg:  # Sec 4.2 (interpolation) or Supp G.1 (extrapolation)
-        shift = 1.0 if ft.neg_mode == "extrapolate" else 0.0
-        lam_n = T.sample_lambda(ft.alpha_in, ft.granularity, queue.shape[0], d, gen, shift=shift).to(dev)
-        perm = T.sample_permutation(queue.shape[0], gen).to(dev)
-        negatives = T.interpolate_negatives(queue, lam_n, perm)
+        negatives, perm = mixed_queue(queue, ft, gen)
         sources = torch.stack([plain, perm], 1) if with_sources else None
-        if ft.renorm_neg:  # Supp F
-            negatives = T.renormalize(negatives)
         if ft.union_queue:  # Table 6: Z' U Z_neg
             negatives = torch.cat([negatives, queue], 0)
             sources = torch.cat([sources, torch.stack([plain, plain], 1)], 0) if with_sources else None
@@ -90,6 +94,18 @@ def moco_ft_logits(
     else:
         l_neg = q @ negatives.T
     return (l_pos, l_neg, sources) if with_sources else (l_pos, l_neg)
+
+
+def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sec 4.2 (interpolation) or Supp G.1 (extrapolation) of the queue with a random partner per row, then
+    Supp F if asked: the transformed negatives and the partners' rows."""
+    shift = 1.0 if ft.neg_mode == "extrapolate" else 0.0
+    lam_n = T.sample_lambda(ft.alpha_in, ft.granularity, queue.shape[0], queue.shape[1], gen, shift=shift)
+    perm = T.sample_permutation(queue.shape[0], gen).to(queue.device)
+    negatives = T.interpolate_negatives(queue, lam_n.to(queue.device), perm)
+    if ft.renorm_neg:  # Supp F
+        negatives = T.renormalize(negatives)
+    return negatives, perm
 
 
 def same_class_negatives(labels: torch.Tensor, queue_labels: torch.Tensor, sources: torch.Tensor) -> torch.Tensor:

@@ -362,6 +362,9 @@ def _check_trainable(cfg: RunConfig, n_train: int) -> None:
     if bs % (splits * world):
         raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={splits} x {world} "
                           "processes; each process takes batch_size / processes images, split into bn_splits groups.")
+    if cfg.ft.shards > 1 and world > 1:
+        raise ConfigError("ft.shards > 1 (the released run's per-process draws, imitated in one process) runs in "
+                          "one process only: launch without torchrun.")
     if cfg.moco.drop_same_class and world > 1:
         raise ConfigError("moco.drop_same_class=true (the false-negative oracle) runs in one process only: "
                           "launch without torchrun.")

@@ -90,3 +90,31 @@ def test_ft_config_rejects_bad_values():
         FTConfig(pos_mode="sideways")
     with pytest.raises(ValueError, match="tau"):
         logits_from_scores(torch.zeros(2), torch.zeros(2, 3), 0.0)
+
+
+def test_one_lambda_per_shard_is_one_per_sample_when_every_query_is_a_shard():
+    g = torch.Generator().manual_seed(0)
+    q, k, queue = (F.normalize(torch.randn(n, 16, generator=g), dim=1) for n in (8, 8, 32))
+    per_sample = moco_ft_logits(q, k, queue, FTConfig(pos=True, granularity="sample"), torch.Generator().manual_seed(1))
+    per_shard = moco_ft_logits(q, k, queue, FTConfig(pos=True, shards=8), torch.Generator().manual_seed(1))
+    for a, b in zip(per_sample, per_shard):
+        torch.testing.assert_close(a, b)
+
+
+def test_each_shard_scores_its_queries_against_its_own_mixture_of_the_queue():
+    from ftcl_core.losses import mixed_queue
+
+    g = torch.Generator().manual_seed(0)
+    q, k, queue = (F.normalize(torch.randn(n, 16, generator=g), dim=1) for n in (8, 8, 32))
+    ft = FTConfig(pos=True, neg=True, shards=4)
+    pos, neg = moco_ft_logits(q, k, queue, ft, torch.Generator().manual_seed(1))
+    gen = torch.Generator().manual_seed(1)  # the same draws in the same order, by hand
+    lam = T.sample_lambda(ft.alpha_ex, "sample", 4, 16, gen, shift=1.0).repeat_interleave(2, 0)
+    assert lam.unique().numel() == 4  # one lambda per shard of two queries
+    qe, ke = T.extrapolate_positive(q, k, lam)
+    torch.testing.assert_close(pos, (qe * ke).sum(1))
+    for s in range(4):
+        mix, _ = mixed_queue(queue, ft, gen)
+        torch.testing.assert_close(neg[2 * s: 2 * s + 2], qe[2 * s: 2 * s + 2] @ mix.T)
+    with pytest.raises(ValueError, match="ft.shards"):
+        FTConfig(pos=True, shards=2, granularity="sample")
