@@ -124,11 +124,12 @@ def contraction_rate(rho: float, lam: float, tau: float = 0.2, n: int = 512, dim
     return float(size(step) / size(z) - 1)
 
 
-def paired_comparison(label: str, records: list[dict], baseline: str, treated: str) -> dict:
+def paired_comparison(label: str, records: list[dict], baseline: str, treated: str, key: str = "linear_top1") -> dict:
     """One row of the diagnosis: ``treated`` (FT) against ``baseline`` over the seeds both have, with the paired
-    95 % interval and the verdict on the paper's claim that FT helps (the sign +1)."""
-    base, ft = ([r["linear_top1"] for r in records if r["setting"] == s] for s in (baseline, treated))
-    d, ci, n = X.paired_difference(records, treated, baseline)
+    95 % interval and the verdict on the paper's claim that FT helps (the sign +1); ``key``: the readout compared
+    (``knn_top1`` for the kNN readout)."""
+    base, ft = ([r[key] for r in records if r["setting"] == s] for s in (baseline, treated))
+    d, ci, n = X.paired_difference(records, treated, baseline, key)
     return {"comparison": label, "baseline": X.mean_ci95(base)[0], "ft": X.mean_ci95(ft)[0], "diff": d, "ci95": ci,
             "n_seeds": n, "verdict": X.verdict(d, ci, 1) if n else "not run"}
 

@@ -374,7 +374,10 @@ length_rows = [
                         G.gap_records(real_records, "baseline", "+both", "short")
                         + G.gap_records(long_records, "baseline", "+both", "long"), "short", "long"),
 ]
-comparison_table(length_rows[:2], "Linear top-1 (%) on Fashion-MNIST's test images, mean over seeds; Δ paired by seed")
+knn_row = G.paired_comparison(f"Fashion-MNIST, {long_steps} steps, kNN readout: FT against its baseline", long_records,
+                              "baseline", "+both", key="knn_top1")
+comparison_table([*length_rows[:2], knn_row], "Top-1 (%) on Fashion-MNIST's test images, mean over seeds (linear "
+                 "readout, and in the last row the kNN readout); Δ paired by seed")
 comparison_table(length_rows[2:], "FT's gain over its baseline (points, negative for a cost) at the two lengths; Δ "
                  "paired by seed", columns=(f"{short_steps} steps", f"{long_steps} steps", "Δ (longer - shorter)"))
 if long_records:
@@ -411,6 +414,10 @@ lines.append(G.comparison_sentence(real_rows[0], {
 lines.append(G.comparison_sentence(length_rows[0], {
     "below": "At the longer budget FT still loses on real photographs: it has not recovered.",
     "above": "At the longer budget FT helps on real photographs, as the paper says: the short runs were too short."}))
+lines.append(G.comparison_sentence(knn_row, {
+    "below": "Its kNN readout, which reads the features' geometry without training a classifier, loses: "
+             "the concentration costs a nearest-neighbour reader what a linear probe can undo.",
+    "above": "Its kNN readout gains too."}))
 lines.append(G.comparison_sentence(length_rows[2], {
     "below": "The longer run widens FT's cost: more steps do not bring FT back here.",
     "above": "The longer run narrows FT's cost: training length is part of the answer."}))
