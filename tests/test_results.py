@@ -1,6 +1,7 @@
 """Stored reference results: the code still reproduces them, and the summary is well formed."""
 
 import csv
+import re
 from pathlib import Path
 
 import numpy as np
@@ -71,10 +72,12 @@ def test_replay_tolerances_still_catch_a_changed_recipe():
 def test_summary_has_the_promised_columns_and_verdicts():
     rows = list(csv.DictReader((ROOT / "results" / "summary.csv").open()))
     assert rows
-    for col in ("table", "setting", "mean", "ci95", "n_seeds", "paper", "verdict"):
+    for col in ("table", "data", "setting", "mean", "ci95", "n_seeds", "paper", "verdict"):
         assert col in rows[0]
     assert {r["verdict"] for r in rows} <= {"replicated", "not replicated", "inconclusive", "baseline"}
-    assert {r["table"] for r in rows} <= {"T1", "T2", "T3", "T4", "T5", "T6", "T7", "S-F", "S-G"}
+    for r in rows:  # a paper table, on the data it names (T7-fmnist: Table 7 on Fashion-MNIST)
+        assert re.fullmatch(r"(T[1-7]|S-F|S-G)(-fmnist)?", r["table"]) and r["data"], r
+        assert (r["data"] == "fashion_mnist") == r["table"].endswith("-fmnist"), r
 
 
 def test_every_stored_run_is_what_its_experiment_file_asks_for():
