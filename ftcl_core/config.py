@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import functools
 import os
 import types
 import typing
@@ -557,11 +558,13 @@ def _nest(dotted: dict[str, Any]) -> dict:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _known_keys() -> list[str]:
+@functools.cache
+def _known_keys() -> tuple[str, ...]:
+    """Every dotted key a config may set (computed once: the sections are fixed)."""
     keys = [f.name for f in dataclasses.fields(RunConfig) if f.name not in SECTIONS]
     for name, section in SECTIONS.items():
         keys += [f"{name}.{f.name}" for f in dataclasses.fields(section)]
-    return keys
+    return tuple(keys)
 
 
 def _check_keys(raw: dict) -> None:
