@@ -201,8 +201,9 @@ def _worker(which: str, config: str, epochs: int, workers: int) -> dict:
     return {"rates": rates, "peak_rss_mib": peak / 1024, "workers": workers}
 
 
-def _step_only(config: str, rounds: int = 9, steps: int = 8) -> dict:
-    """Both libraries' model step on the same pre-augmented views, interleaved; median ms per step."""
+def _step_only(config: str, rounds: int = 9, steps: int = 8, compiled: bool = True) -> dict:
+    """Both libraries' model step on the same pre-augmented views, interleaved; median ms per step.  With
+    ``compiled``, ftcl's step under ``train.compile=true`` too (the steady state, after its compile)."""
     cfg = load_config(config)
     train_set, _ = load_data(cfg)
     aug = augment_config(cfg)
@@ -218,6 +219,11 @@ def _step_only(config: str, rounds: int = 9, steps: int = 8) -> dict:
                                    StepOptions(record_stats=False)),
         "lightly": lambda: _lightly_step(theirs, crit, opt_t, *views, cfg.moco.momentum),
     }
+    if compiled:  # ftcl's networks under torch.compile (inductor), compiled during the warm-up
+        comp, net = prepare_model(cfg.updated({"train.compile": True}), "cpu")
+        opt_c = torch.optim.SGD(comp.encoder_q.parameters(), lr=0.06, momentum=0.9, weight_decay=5e-4)
+        runs["ftcl compiled"] = lambda: train_step(comp, opt_c, memory_format(views, channels_last(cfg)), gen,
+                                                   StepOptions(record_stats=False), net=net)
     times = _interleaved(runs, rounds, steps)
     return {k: statistics.median(v) for k, v in times.items()} | {"spread": {k: (min(v), max(v)) for k, v in times.items()}}
 
@@ -298,6 +304,53 @@ def _flops_and_profile(config: str, steps: int = 10) -> dict:
             "profile": {k: v / r["step_ms"] for k, v in phases.items()}, "step_s": step_s}
 
 
+def _compile_child(config: str, rounds: int, backend: bool | str = True) -> dict:
+    """In a fresh process: seconds of the first compiled step (the compile), then the eager and the compiled
+    model step on the same views, interleaved (median seconds).  ``backend``: ``train.compile``'s value (the
+    tests pass ``"eager"``, which compiles nothing)."""
+    cfg = load_config(config)
+    train_set, _ = load_data(cfg)
+    aug, bs = augment_config(cfg), cfg.train.batch_size
+    gen = torch.Generator().manual_seed(0)
+    x = train_set.images[:bs]
+    views = memory_format((augment(x, aug, gen), augment(x, aug, gen)), channels_last(cfg))
+    runs = {}
+    for name, value in (("eager", False), ("compiled", backend)):
+        model, net = prepare_model(cfg.updated({"train.compile": value}), "cpu")
+        opt = torch.optim.SGD(model.encoder_q.parameters(), lr=0.06, momentum=0.9, weight_decay=5e-4)
+        runs[name] = (lambda m=model, o=opt, n=net: train_step(m, o, views, gen, StepOptions(record_stats=False), net=n))
+    t0 = time.perf_counter()
+    runs["compiled"]()
+    first = time.perf_counter() - t0
+    med = {k: statistics.median(v) for k, v in _interleaved(runs, rounds, 4).items()}
+    return {"first_step_s": first, "eager_s": med["eager"], "compiled_s": med["compiled"]}
+
+
+def compile_cost(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 8) -> dict:
+    """What ``train.compile=true`` costs and saves on this machine: two child processes share one new, empty
+    inductor cache (``TORCHINDUCTOR_CACHE_DIR``), so the first compiles cold and the second warm; each then
+    times the eager against the compiled step.  ``break_even_steps``: the steps after which a cold (warm)
+    compile has paid for itself (:data:`ftcl_core.training.COMPILE_AUTO_MIN_STEPS` comes from here)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
+        cmd = [sys.executable, "-m", "benchmarks.bench", "_compile_child", "--config", config, "--rounds", str(rounds)]
+        runs = [json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT, env=env)
+                           .stdout.strip().splitlines()[-1]) for _ in ("cold", "warm")]
+    eager = statistics.median([r["eager_s"] for r in runs])
+    comp = statistics.median([r["compiled_s"] for r in runs])
+    saved = eager - comp
+    return {"cold_s": runs[0]["first_step_s"], "warm_s": runs[1]["first_step_s"], "eager_s": eager, "compiled_s": comp,
+            "speedup": eager / comp, "runs": runs,
+            "break_even_steps": {k: (runs[i]["first_step_s"] / saved if saved > 0 else float("inf"))
+                                 for i, k in enumerate(("cold", "warm"))}}
+
+
 def lightly(config: str = "configs/cpu_moco_v2.yaml", epochs: int = 3, workers: tuple[int, ...] = (0, 2)) -> dict:
     import json
     import subprocess
@@ -324,7 +377,7 @@ def lightly(config: str = "configs/cpu_moco_v2.yaml", epochs: int = 3, workers: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench")
-    parser.add_argument("what", choices=["overhead", "lightly", "breakdown", "paths", "_worker"])
+    parser.add_argument("what", choices=["overhead", "lightly", "breakdown", "paths", "compile", "_worker", "_compile_child"])
     parser.add_argument("which", nargs="*", help="breakdown: key=value overrides of --config")
     parser.add_argument("--steps", type=int, default=20, help="breakdown: timed steps")
     parser.add_argument("--synthetic", type=int, default=0, help="breakdown: N random images instead of the data")
@@ -338,11 +391,28 @@ def main(argv: list[str] | None = None) -> int:
 
         print(json.dumps(_worker(args.which[0], args.config, args.epochs, args.workers)))
         return 0
+    if args.what == "_compile_child":
+        import json
+
+        print(json.dumps(_compile_child(args.config, args.rounds)))
+        return 0
+    if args.what == "compile":
+        from ftcl_core.runs import cpu_model
+
+        r = compile_cost(args.config, rounds=min(args.rounds, 8))
+        print(f"config={args.config} cpu={cpu_model()} threads={torch.get_num_threads()} torch {torch.__version__}")
+        print(f"first compiled step: cold cache {r['cold_s']:.1f} s, warm cache {r['warm_s']:.1f} s")
+        print(f"model step: eager {1e3 * r['eager_s']:.1f} ms, compiled {1e3 * r['compiled_s']:.1f} ms "
+              f"(speed-up {r['speedup']:.3f}; per process: "
+              + ", ".join(f"{1e3 * x['eager_s']:.1f}/{1e3 * x['compiled_s']:.1f}" for x in r["runs"]) + ")")
+        print(f"break_even_steps: cold {r['break_even_steps']['cold']:.0f}, warm {r['break_even_steps']['warm']:.0f}")
+        return 0
     if args.what == "breakdown":
         r = breakdown(args.config, args.which, steps=args.steps, synthetic=args.synthetic)
         print(f"config={r['config']} {' '.join(r['overrides'])} method={r['method']} device={r['device_name']} "
               f"threads={r['threads']} batch={r['batch_size']}")
-        print(f"cpu={r['cpu']} path={r['path']['memory_format']}, split-BN layout {r['path']['split_bn_layout']}")
+        print(f"cpu={r['cpu']} path={r['path']['memory_format']}, split-BN layout {r['path']['split_bn_layout']}, "
+              f"compile {r['path']['compile']}")
         print(f"step {r['step_ms']:.1f} ms, {r['images_per_s']:.0f} images/s; "
               + ", ".join(f"{k} {v:.1f} ms" for k, v in r["phases_ms"].items()))
         return 0
@@ -373,7 +443,7 @@ def _print_lightly(r: dict, config: str) -> int:
     ours = med(r["ftcl"]["rates"])
     path = execution_path(load_config(config))
     print(f"config={config} threads={torch.get_num_threads()} cpu={cpu_model()} "
-          f"ftcl path={path['memory_format']}, split-BN layout {path['split_bn_layout']}")
+          f"ftcl path={path['memory_format']}, split-BN layout {path['split_bn_layout']}, compile {path['compile']}")
     print(f"ftcl end to end: {ours:.0f} img/s (epochs: {', '.join(f'{x:.0f}' for x in r['ftcl']['rates'])}), "
           f"peak RSS {r['ftcl']['peak_rss_mib']:.0f} MiB")
     for w, t in r["lightly"].items():
@@ -384,6 +454,10 @@ def _print_lightly(r: dict, config: str) -> int:
     print(f"model step alone (same views in memory): ftcl {s['ftcl'] * 1e3:.1f} ms, lightly {s['lightly'] * 1e3:.1f} ms "
           f"(ranges ftcl {s['spread']['ftcl'][0] * 1e3:.1f}-{s['spread']['ftcl'][1] * 1e3:.1f}, "
           f"lightly {s['spread']['lightly'][0] * 1e3:.1f}-{s['spread']['lightly'][1] * 1e3:.1f})")
+    if "ftcl compiled" in s:
+        print(f"model step, ftcl under train.compile=true (steady state, after its compile): {s['ftcl compiled'] * 1e3:.1f} ms "
+              f"(range {s['spread']['ftcl compiled'][0] * 1e3:.1f}-{s['spread']['ftcl compiled'][1] * 1e3:.1f}); "
+              f"step_ratio_compiled={s['lightly'] / s['ftcl compiled']:.3f}")
     f = r["flops"]
     print(f"encoder work {f['step_gflop']:.2f} GFLOP per step, achieved {f['achieved_gflops']:.1f} GFLOP/s; "
           f"sgemm {f['sgemm_gflops']:.1f} GFLOP/s ({100 * f['achieved_gflops'] / f['sgemm_gflops']:.0f} %)")

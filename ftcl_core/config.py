@@ -354,7 +354,10 @@ class TrainConfig(Section):
     # NHWC memory format: auto (on: measured faster on CPU, and on tensor cores) | true | false. It changes how,
     # not what, a run computes (float rounding only), so configs that differ only here describe the same run.
     channels_last: bool | Auto = "auto"
-    compile: bool | str = False          # torch.compile the model: true (inductor) or a backend name
+    # torch.compile the networks: auto (inductor on CPU for runs long enough to pay for a cold compile, see
+    # ftcl_core.training.compile_backend) | true (inductor) | false | a backend name. Like channels_last it
+    # changes float rounding only, so it is not part of a run's identity.
+    compile: bool | str = "auto"
 
     def check(self) -> None:
         self._positive("epochs", "checkpoint_every")
@@ -440,7 +443,7 @@ SECTIONS: dict[str, type[Section]] = {
 METHOD_SECTIONS = {"moco": "moco", "simclr": "simclr", "byol": "byol", "swav": "swav"}  # simsiam has none
 # Keys that choose how a run executes, not what it computes (results agree to float32 rounding): two configs that
 # differ only in these describe the same run (a stored run made with another memory format still counts).
-EXECUTION_KEYS = ("train.channels_last",)
+EXECUTION_KEYS = ("train.channels_last", "train.compile")
 
 
 @dataclass(frozen=True)

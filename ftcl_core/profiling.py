@@ -91,7 +91,7 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
             train_step(model, opt, make_views(x, aug, gen, nhwc), gen, opts, net=net)
     total = timer.last - t0
     return {"config": config, "overrides": list(overrides), "method": cfg.method, "device": device,
-            "cpu": cpu_model(), "path": execution_path(cfg),
+            "cpu": cpu_model(), "path": execution_path(cfg, device),
             "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
             "threads": torch.get_num_threads(), "batch_size": bs, "step_ms": 1e3 * total / steps,
             "images_per_s": bs * steps / total, "phases_ms": {k: 1e3 * v / steps for k, v in timer.totals.items()}}

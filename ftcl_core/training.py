@@ -16,6 +16,7 @@ import dataclasses
 import inspect
 import math
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -268,16 +269,42 @@ def channels_last(cfg: RunConfig) -> bool:
     return cfg.train.channels_last in (True, "auto")
 
 
-def execution_path(cfg: RunConfig) -> dict:
-    """How a run executes (recorded in ``provenance.json``): memory format and split batch-norm layout."""
+# Measured on an Intel Xeon (AVX-512, 2 threads; `python -m benchmarks.bench compile`,
+# results/bench_compile_intel-xeon-avx512.txt): compiling the MoCo v2 networks with inductor costs about 90 s with
+# an empty cache (C++ kernels built by the system compiler) and about 6 s with a warm one, and makes the model
+# step about 1.16x faster (some 30 ms of 200).  A cold compile pays for itself within one run from about 3 200
+# steps, a warm one from about 220.  So `auto` compiles runs of at least 3 000 steps; shorter runs stay eager
+# unless train.compile=true asks, which pays in a sweep of many runs of one network on one machine (only the
+# first compiles cold).
+COMPILE_AUTO_MIN_STEPS = 3000
+
+
+def compile_backend(cfg: RunConfig, device: str, steps: int | None = None) -> bool | str:
+    """What ``torch.compile`` backend the run's networks get: ``False`` (eager), ``True`` (inductor) or a
+    backend name.  ``train.compile=auto`` compiles with inductor on CPU when the run takes at least
+    :data:`COMPILE_AUTO_MIN_STEPS` steps and a C++ compiler is installed (inductor needs one there); else eager."""
+    value = cfg.train.compile
+    if value != "auto":
+        return value
+    if not device.startswith("cpu") or steps is None or steps < COMPILE_AUTO_MIN_STEPS:
+        return False
+    return bool(shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++") or shutil.which("clang++"))
+
+
+def execution_path(cfg: RunConfig, device: str = "cpu", steps: int | None = None) -> dict:
+    """How a run executes (recorded in ``provenance.json``): memory format, split batch-norm layout and the
+    ``torch.compile`` backend (``None``: eager)."""
     cl = channels_last(cfg)
+    backend = compile_backend(cfg, device, steps)
     return {"memory_format": "channels_last" if cl else "contiguous",
-            "split_bn_layout": ("blocks" if cl else "interleaved") if cfg.model.bn_splits > 1 else None}
+            "split_bn_layout": ("blocks" if cl else "interleaved") if cfg.model.bn_splits > 1 else None,
+            "compile": "inductor" if backend is True else (backend or None)}
 
 
-def prepare_model(cfg: RunConfig, device: str) -> tuple[torch.nn.Module, torch.nn.Module]:
+def prepare_model(cfg: RunConfig, device: str, steps: int | None = None) -> tuple[torch.nn.Module, torch.nn.Module]:
     """The method's model on ``device`` and the network the step calls: the model itself, or its
-    SyncBN / channels_last / torch.compile / DistributedDataParallel form as the config asks."""
+    SyncBN / channels_last / torch.compile / DistributedDataParallel form as the config asks (``steps``: the
+    run's length, which ``train.compile=auto`` weighs, :func:`compile_backend`)."""
     model = build_model(cfg)
     if cfg.model.sync_bn and D.world_size() > 1 and not device.startswith("cuda"):
         raise ConfigError("model.sync_bn=true needs CUDA (torch's SyncBatchNorm has no CPU kernel); on CPU "
@@ -297,7 +324,7 @@ def prepare_model(cfg: RunConfig, device: str) -> tuple[torch.nn.Module, torch.n
         no_sync = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(ddp).parameters
                    else "broadcast_buffers")
         net = ddp(net, **{no_sync: False})
-    compile_with = cfg.train.compile
+    compile_with = compile_backend(cfg, device, steps)
     if compile_with:  # true: inductor; a string names another torch.compile backend (tests use "eager")
         net = torch.compile(net, **({"backend": compile_with} if isinstance(compile_with, str) else {}))
     return model, net
@@ -313,7 +340,8 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
     bs, epochs, oracle = cfg.train.batch_size, cfg.train.epochs, cfg.moco.drop_same_class
     _check_trainable(cfg, len(train_set))
     aug, opts, nhwc = augment_config(cfg), StepOptions.from_config(cfg), channels_last(cfg)
-    model, net = prepare_model(cfg, device)
+    steps = epochs * (len(train_set) // bs) if max_steps is None else min(max_steps, epochs * (len(train_set) // bs))
+    model, net = prepare_model(cfg, device, steps)
     optimizer = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(cfg.seed)  # the same stream on every rank
     steps_per_epoch, n_total = len(train_set) // bs, (bs if D.world_size() > 1 else None)
@@ -351,7 +379,7 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
     bar.close()
     if not main:  # rank 0 evaluates and writes eval.json; no collective waits on that
         return {}
-    return _finish(run, cfg, model, train_set, test_set, aug, device, train_s)
+    return _finish(run, cfg, model, train_set, test_set, aug, device, train_s, steps)
 
 
 def _check_trainable(cfg: RunConfig, n_train: int) -> None:
@@ -393,15 +421,18 @@ def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
     """Re-run the first ``n_steps`` of a stored run from its config and return the per-step metrics, so
     that stored results can be checked against the code that claims to have made them.
 
-    The run's own thread count and memory format are used: CPU reductions split over another number of
-    threads, or run in another layout, round differently (about 1e-4 relative after a dozen steps)."""
+    The run's own thread count, memory format and compiler are used: CPU reductions split over another number
+    of threads, or run in another layout or compiled, round differently (about 1e-4 relative after a dozen steps)."""
     import tempfile
 
     run = RunDir(run_path)
     prov = run.load_provenance()
-    # the memory format the run ran with (runs stored before it was recorded ran NCHW)
-    cl = prov.get("execution", {}).get("memory_format") == "channels_last"
-    cfg = run.load_config().updated({"train.channels_last": cl})  # keys added since the run take their defaults
+    # the memory format and compiler the run ran with (runs stored before they were recorded ran NCHW, eager)
+    execution = prov.get("execution", {})
+    cl = execution.get("memory_format") == "channels_last"
+    compiled = {None: False, "inductor": True}.get(execution.get("compile"), execution.get("compile"))
+    # keys added since the run take their defaults
+    cfg = run.load_config().updated({"train.channels_last": cl, "train.compile": compiled})
     threads = torch.get_num_threads()
     torch.set_num_threads(prov.get("threads", threads))
     try:
@@ -425,7 +456,7 @@ def _stop_if_diverged(run: RunDir, recorder: StepRecorder, epoch: int) -> None:
         )
 
 
-def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_s) -> dict:
+def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_s, steps: int) -> dict:
     e = cfg.eval
     kw = dict(device=device, knn_k=e.knn_k, knn_t=e.knn_t, linear_epochs=e.linear_epochs,
               linear_lr=e.linear_lr, seed=cfg.seed)
@@ -440,7 +471,7 @@ def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_
     eval_s = time.perf_counter() - t0
     result.update({"train_s": train_s, "eval_s": eval_s, "wall_s": train_s + eval_s})
     write_json(run.provenance, {**provenance(device, cfg.seed), "status": "complete", "world_size": D.world_size(),
-                                "execution": execution_path(cfg), "train_s": train_s, "eval_s": eval_s})
+                                "execution": execution_path(cfg, device, steps), "train_s": train_s, "eval_s": eval_s})
     write_json(run.eval, result)  # last: its presence marks the run complete
     return result
 

@@ -30,3 +30,8 @@ def test_paths_benchmark_times_the_nchw_and_the_default_path():
     r = bench.paths("configs/smoke_moco_v2.yaml", rounds=2, steps=1)
     assert set(r["median_s"]) == {"contiguous/interleaved", "channels_last/blocks"}
     assert r["old"] == "contiguous/interleaved" and r["new"] == "channels_last/blocks" and r["speedup"] > 0
+
+
+def test_compile_benchmark_child_times_the_first_and_the_steady_steps():
+    r = bench._compile_child("configs/smoke_moco_v2.yaml", rounds=1, backend="eager")
+    assert r["first_step_s"] > 0 and r["eager_s"] > 0 and r["compiled_s"] > 0

@@ -4,28 +4,44 @@ computes, to float32 rounding."""
 import pytest
 import torch
 
+from ftcl_core import training
 from ftcl_core.gpucheck import _grad_rel, _views, one_step
 from ftcl_core.models import SplitBatchNorm2d, build_encoder, group_major
 from ftcl_core.runs import config_diff, load_config
-from ftcl_core.training import channels_last, execution_path
+from ftcl_core.training import COMPILE_AUTO_MIN_STEPS, channels_last, compile_backend, execution_path
 
 
-def test_blocks_layout_on_a_group_major_batch_is_the_interleaved_split_bn():
+@pytest.mark.parametrize("fmt", [torch.channels_last, torch.contiguous_format])
+@pytest.mark.parametrize("affine", [True, False])
+def test_blocks_layout_on_a_group_major_batch_is_the_interleaved_split_bn(fmt, affine):
+    """Outputs, input and affine gradients, and running statistics agree; the blocks layout writes its output
+    (and the input gradient) in the input's memory format, whatever format the incoming gradient has."""
     torch.manual_seed(0)
     x = torch.randn(16, 8, 5, 5)
     order = torch.arange(16).view(4, 4).T.reshape(-1)  # group-major: samples 0, 4, 8, 12 first
-    a, b = SplitBatchNorm2d(8, 4), SplitBatchNorm2d(8, 4)
+    a, b = SplitBatchNorm2d(8, 4, affine=affine), SplitBatchNorm2d(8, 4, affine=affine)
+    if affine:
+        with torch.no_grad():
+            a.weight.uniform_(0.5, 1.5), a.bias.uniform_(-1, 1)
+        b.load_state_dict(a.state_dict())
     b.layout = "blocks"
     xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
     ya = a(xa)
-    yb = b(xb[order].contiguous(memory_format=torch.channels_last))[torch.argsort(order)]
+    inp = xb[order].contiguous(memory_format=fmt)
+    out = b(inp)
+    assert out.is_contiguous(memory_format=fmt)
+    yb = out[torch.argsort(order)]
     torch.testing.assert_close(yb, ya, rtol=1e-5, atol=1e-6)
     w = torch.randn_like(ya)
     (ya * w).sum().backward()
     (yb * w).sum().backward()
     torch.testing.assert_close(xb.grad, xa.grad, rtol=1e-5, atol=1e-6)
+    if affine:
+        torch.testing.assert_close(b.weight.grad, a.weight.grad, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(b.bias.grad, a.bias.grad, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(b.running_mean, a.running_mean)
     torch.testing.assert_close(b.running_var, a.running_var)
+    assert int(b.num_batches_tracked) == int(a.num_batches_tracked) == 1
 
 
 def test_group_major_backbone_gives_the_same_features_and_leaves_eval_alone():
@@ -47,7 +63,8 @@ def test_one_step_on_the_default_cpu_path_matches_the_nchw_path(config, extra):
     """Loss to 1e-5 relative; the gradient at most 3x as far from a float64 step as the NCHW path's (the
     gradient of one step is ill-conditioned enough that float32 alone moves it ~1e-3, see ftcl_core.gpucheck)."""
     cfg = load_config(config, [*extra, "model.bn_splits=4"])
-    assert channels_last(cfg) and execution_path(cfg) == {"memory_format": "channels_last", "split_bn_layout": "blocks"}
+    assert channels_last(cfg) and execution_path(cfg) == {"memory_format": "channels_last", "split_bn_layout": "blocks",
+                                                     "compile": None}
     views = _views(cfg)
     loss_ref, g_ref = one_step(cfg, "cpu", views, dtype=torch.float64)
     loss_old, g_old = one_step(cfg, "cpu", views, channels_last=False)
@@ -60,4 +77,24 @@ def test_one_step_on_the_default_cpu_path_matches_the_nchw_path(config, extra):
 def test_the_memory_format_is_not_part_of_a_runs_identity():
     old = load_config("configs/cpu_moco_v2.yaml", ["train.channels_last=false"])
     assert config_diff(old, load_config("configs/cpu_moco_v2.yaml")) == []
-    assert execution_path(old) == {"memory_format": "contiguous", "split_bn_layout": "interleaved"}
+    assert execution_path(old) == {"memory_format": "contiguous", "split_bn_layout": "interleaved", "compile": None}
+
+
+def test_compile_auto_compiles_only_cpu_runs_long_enough_to_pay_for_it(monkeypatch):
+    cfg = load_config("configs/cpu_moco_v2.yaml")
+    assert cfg.train.compile == "auto"
+    monkeypatch.setattr(training.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert compile_backend(cfg, "cpu", COMPILE_AUTO_MIN_STEPS - 1) is False
+    assert compile_backend(cfg, "cpu", None) is False
+    assert compile_backend(cfg, "cpu", COMPILE_AUTO_MIN_STEPS) is True
+    assert execution_path(cfg, "cpu", COMPILE_AUTO_MIN_STEPS)["compile"] == "inductor"
+    assert compile_backend(cfg, "cuda", 10**6) is False  # GPU configs say what they want
+    monkeypatch.setattr(training.shutil, "which", lambda name: None)  # inductor needs a C++ compiler on CPU
+    assert compile_backend(cfg, "cpu", 10**6) is False
+    for value, expected in ((True, True), (False, False), ("eager", "eager")):
+        assert compile_backend(cfg.updated({"train.compile": value}), "cpu", 1) == expected
+
+
+def test_compiling_is_not_part_of_a_runs_identity():
+    eager = load_config("configs/cpu_moco_v2.yaml", ["train.compile=false"])
+    assert config_diff(eager, load_config("configs/cpu_moco_v2.yaml", ["train.compile=true"])) == []
