@@ -183,6 +183,7 @@ class DataConfig(Section):
     image_size: int = 32                 # stored size (shapes are drawn at it; real images resized to it)
     n_train: int = 10000                 # shapes: drawn; fashion_mnist: a class-balanced subset of the 60 000
     n_test: int = 2000                   # shapes: drawn; fashion_mnist: a class-balanced subset of the 10 000
+    classes: int = 10                    # shapes: 10 (the shapes) | 20 | 30 (shape x fill: solid, outline, striped)
     max_per_class: int | None = None     # imagefolder: cap per class (quick runs)
     download: bool = False               # torchvision sets: download only when asked
     workers: int = 0                     # imagefolder: processes that decode the images (once, before training)
@@ -194,6 +195,12 @@ class DataConfig(Section):
 
     def check(self) -> None:
         self._positive("image_size", "n_train", "n_test", "n_val")
+        if self.classes != 10 and self.name != "shapes":
+            raise ConfigError(f"data.classes={self.classes} applies to the embedded shapes only; data.name="
+                              f"{self.name} has its own classes. Remove data.classes.")
+        if self.classes not in (10, 20, 30):
+            raise ConfigError(f"data.classes={self.classes}: the shapes set has 10 shapes x 3 fills; choose 10, "
+                              "20 or 30.")
         if self.name == "imagefolder" and not (self.root and self.test_root):
             raise ConfigError("data.name=imagefolder needs data.root=<train folder> and data.test_root=<held-out "
                               "folder> (without a test_root the readout would score the training images; to do that "

@@ -7,7 +7,9 @@ code path serves the CPU and a GPU.
 The embedded default, :func:`make_shapes`, is drawn deterministically by code from a seed.  Its design
 follows the CPU calibration in ``shared/notes/cpu-calibration.md``:
 
-* the class is the *shape* (10 kinds), which survives cropping, flipping and colour jitter;
+* the class is the *shape* (10 kinds), which survives cropping, flipping and colour jitter; with
+  ``data.classes`` 20 or 30 it is the shape and its *fill* (solid, outline, striped), a second factor that
+  survives the augmentations as well, so that the share of same-class negatives can be varied (issue 11, Q3);
 * the nuisances are rotation, scale, position, colour, background gradient and pixel noise;
 * colours come from a small palette and are independent of the class, so colour cannot identify an
   instance (with free RGB colours, instance discrimination is solved by colour alone and nothing
@@ -40,6 +42,28 @@ PALETTE = torch.tensor(
         [0.92, 0.92, 0.92],
     ]
 )
+
+
+# The second class-defining factor of data.classes > 10: how the shape is filled.  Outline: the shape hollowed
+# out, a band of half its inradius (at most OUTLINE_MAX radii, so that an outlined disc is a thin ring, not the
+# ring class) left along the edge, so thin shapes, the ring and the bar, stay hollow too;
+# striped: stripes of STRIPE_PERIOD radii across the shape's own frame, so they turn with it.  Both survive
+# crops, flips and colour jitter; neither involves colour.
+FILLS = ("solid", "outline", "striped")
+# each shape's inradius (the largest depth inside it) in shape radii, in SHAPE_CLASSES order
+INRADIUS = (0.85, 0.72, 0.5, 0.23, 0.28, 0.2, 0.3, 0.45, 0.25, 0.42)
+OUTLINE_MAX = 0.18
+STRIPE_PERIOD = 0.55
+
+
+def shape_class_names(classes: int = 10) -> tuple[str, ...]:
+    """The class names of the shapes set with ``classes`` classes (10: the shapes; 20, 30: fill and shape)."""
+    if classes not in (10, 20, 30):
+        raise ValueError(f"data.classes={classes}: the shapes set has 10 shapes x {len(FILLS)} fills; choose "
+                         "10, 20 or 30.")
+    if classes == 10:
+        return SHAPE_CLASSES
+    return tuple(f"{fill} {shape}" for fill in FILLS[: classes // 10] for shape in SHAPE_CLASSES)
 
 
 @dataclass
@@ -109,23 +133,28 @@ def make_shapes(
     scale: tuple[float, float] = (0.28, 0.42),
     jitter: float = 0.15,
     noise: float = 0.04,
+    classes: int = 10,
 ) -> ImageSet:
     """Draw ``n`` class-balanced shape images deterministically from ``seed`` (no download).
 
     ``scale`` is the shape radius as a fraction of the image side; ``jitter`` the largest offset of its
-    centre from the image centre (same unit); ``noise`` the std of additive pixel noise.
+    centre from the image centre (same unit); ``noise`` the std of additive pixel noise.  ``classes``: 10
+    (the shapes) or 20 / 30 (label = shape + 10 * fill, :data:`FILLS`); the random draws do not depend on it,
+    so the 10-class set is unchanged and a 30-class image differs from its 10-class twin only in its fill.
     """
+    names = shape_class_names(classes)
     if n <= 0 or size < 8:
         raise ValueError(f"make_shapes needs n > 0 and size >= 8; got n={n}, size={size}.")
     gen = torch.Generator().manual_seed(seed)
-    n_cls = len(SHAPE_CLASSES)
+    n_cls = len(names)
     labels = torch.arange(n) % n_cls
     labels = labels[torch.randperm(n, generator=gen)]
     images = torch.empty(n, 3, size, size, dtype=torch.uint8)
     coords = (torch.arange(size, dtype=torch.float32) + 0.5) / size - 0.5  # in [-0.5, 0.5]
     gy, gx = torch.meshgrid(coords, coords, indexing="ij")
     for start in range(0, n, 2048):  # chunks keep memory small for large n
-        kind = labels[start : start + 2048]
+        kind = labels[start : start + 2048] % len(SHAPE_CLASSES)
+        fill = labels[start : start + 2048] // len(SHAPE_CLASSES)
         m = len(kind)
         u = torch.rand(m, 8, generator=gen)
         angle = u[:, 0] * 2 * math.pi
@@ -138,6 +167,13 @@ def make_shapes(
         lx, ly = (cos * dx + sin * dy) / rad, (-sin * dx + cos * dy) / rad
         sdf = _shape_sdf(kind, lx, ly)
         pixel = 1.0 / (size * rad)  # one pixel in shape units: anti-aliased edge
+        if classes > 10:  # outline: the band -width < sdf < 0; striped: the shape times stripes
+            width = (torch.tensor(INRADIUS)[kind] / 2).clamp(max=OUTLINE_MAX).view(-1, 1, 1)
+            band = (sdf + width / 2).abs() - width / 2
+            stripes = torch.sin(2 * math.pi * ly / STRIPE_PERIOD) * STRIPE_PERIOD / (2 * math.pi)
+            striped = torch.maximum(sdf, -stripes)  # inside the shape and on the stripe's positive half
+            f = fill.view(-1, 1, 1)
+            sdf = torch.where(f == 1, band, torch.where(f == 2, striped, sdf))
         alpha = (0.5 - sdf / pixel).clamp(0, 1).unsqueeze(1)
         fg_idx = torch.randint(len(PALETTE), (m,), generator=gen)
         bg_idx = (fg_idx + torch.randint(1, len(PALETTE), (m,), generator=gen)) % len(PALETTE)
@@ -150,7 +186,7 @@ def make_shapes(
         img = alpha * fg + (1 - alpha) * bg_img
         img = img + noise * torch.randn(img.shape, generator=gen)
         images[start : start + m] = (img.clamp(0, 1) * 255).round().to(torch.uint8)
-    return ImageSet(images, labels.long(), SHAPE_CLASSES)
+    return ImageSet(images, labels.long(), names)
 
 
 def shapes_splits(
@@ -475,7 +511,7 @@ def load_data(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
     d = cfg.data
     if d.eval_split == "val":
         if d.name == "shapes":
-            return shapes_validation(d.n_train, d.n_val, size=d.image_size, seed=cfg.seed)
+            return shapes_validation(d.n_train, d.n_val, size=d.image_size, seed=cfg.seed, classes=d.classes)
         if d.name == "fashion_mnist":
             full = load_fashion_mnist(d.root, True, d.image_size, d.download)
             return fashion_mnist_validation(full, d.n_train, d.n_val)
@@ -486,7 +522,7 @@ def load_data(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
 def _load_train_test(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
     d = cfg.data
     if d.name == "shapes":
-        return shapes_splits(d.n_train, d.n_test, size=d.image_size, seed=cfg.seed)
+        return shapes_splits(d.n_train, d.n_test, size=d.image_size, seed=cfg.seed, classes=d.classes)
     if d.name == "imagefolder":
         classes = read_class_list(d.class_list) if d.class_list else None  # root, test_root: checked by the config
         kw = dict(max_per_class=d.max_per_class, workers=d.workers, cache=d.cache)

@@ -5,7 +5,7 @@ import pytest
 import torch
 from PIL import Image
 
-from ftcl_core.data import ImageSet, load_image_folder, load_torchvision, make_shapes, read_class_list, shapes_splits
+from ftcl_core.data import PALETTE, ImageSet, load_image_folder, load_torchvision, make_shapes, read_class_list, shapes_splits
 
 
 def test_shapes_are_deterministic_balanced_and_uint8():
@@ -128,3 +128,50 @@ def test_image_folder_without_a_held_out_folder_is_refused():
 
     with pytest.raises(ConfigError, match="data.test_root"):
         load_config("configs/smoke_moco_v2.yaml", ["data.name=imagefolder", "data.root=/somewhere"])
+
+
+def test_shape_classes_add_a_fill_and_leave_the_ten_class_set_unchanged():
+    ten, thirty = make_shapes(300, seed=5), make_shapes(300, seed=5, classes=30)
+    assert len(thirty.classes) == 30 and thirty.classes[:10] == tuple(f"solid {c}" for c in ten.classes)
+    assert torch.bincount(thirty.labels).tolist() == [10] * 30
+    solid = thirty.labels < 10  # the solid images are their 10-class twins, pixel for pixel
+    assert torch.equal(thirty.images[solid], ten.images[solid])
+    assert not torch.equal(thirty.images[~solid], ten.images[~solid])
+    with pytest.raises(ValueError, match="choose 10, 20 or 30"):
+        make_shapes(10, classes=40)
+
+
+def test_colour_alone_does_not_tell_the_class_of_thirty():
+    """A supervised linear probe on which palette colours an image shows (its foreground and background pair,
+    without layout or area) stays at chance on held-out images: colour is drawn independently of shape and
+    fill.  (Cruder colour statistics such as each channel's spread also carry the foreground's area, which
+    the fill changes; that is shape, not colour.)"""
+    data = make_shapes(3000, seed=0, classes=30)
+    pixels = data.images.float().permute(0, 2, 3, 1).reshape(len(data), -1, 3) / 255
+    nearest = ((pixels.unsqueeze(2) - PALETTE) ** 2).sum(3).argmin(2)  # (N, H*W): the nearest palette colour
+    share = torch.nn.functional.one_hot(nearest, len(PALETTE)).float().mean(1)
+    feats = (share > 0.02).float()  # the colours present
+    tr, te = slice(0, 2000), slice(2000, None)
+    torch.manual_seed(0)
+    probe = torch.nn.Linear(feats.shape[1], 30)
+    opt = torch.optim.Adam(probe.parameters(), lr=0.05)
+    for _ in range(300):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(probe(feats[tr]), data.labels[tr]).backward()
+        opt.step()
+    acc = (probe(feats[te]).argmax(1) == data.labels[te]).float().mean().item()
+    assert acc < 1 / 30 + 0.03, f"the colours present read the class: {acc:.3f}"
+    assert (feats.sum(1) == 2).float().mean() > 0.9  # the probe does see each image's colour pair
+
+
+def test_data_classes_reaches_the_shapes_and_nothing_else():
+    from ftcl_core.config import ConfigError, load_config
+    from ftcl_core.data import load_data
+
+    cfg = load_config("configs/smoke_moco_v2.yaml", ["data.classes=30", "data.n_train=300", "data.n_test=30"])
+    train, test = load_data(cfg)
+    assert len(train.classes) == len(test.classes) == 30 and int(train.labels.max()) == 29
+    with pytest.raises(ConfigError, match="choose 10, 20 or 30"):
+        load_config("configs/smoke_moco_v2.yaml", ["data.classes=40"])
+    with pytest.raises(ConfigError, match="applies to the embedded shapes only"):
+        load_config("configs/cpu_fmnist_moco_v1.yaml", ["data.classes=30"])
