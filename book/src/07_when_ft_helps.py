@@ -293,6 +293,15 @@ if curves:
         f"{name}: {'never' if f is None else f}" for name, f in firsts.items()) + "."))
 
 # %% [markdown]
+# The other way to thin out false negatives is more classes. `data.classes=30` draws the same shapes with a
+# second class-defining factor, their fill (solid, outline, striped), which turns with the shape and survives
+# crops, flips and colour jitter; a random negative then shares the query's class one time in 30 instead of one
+# in 10, and a linear probe on the colours an image shows stays at chance (`tests/test_data.py`). A 120-step
+# screen of FT at 10 and at 30 classes (`results/screens/2026-11-27_classes.md`, the commands inside) shows the
+# same early concentration at both counts, so the full runs over the class count were not trained: the oracle
+# above already removes every same-class negative, which no class count can do.
+
+# %% [markdown]
 # ## Is it one λ for the whole batch?
 #
 # The released code trains on 8 processes, and each draws its own λ for its own 32 queries and mixes the queue its
