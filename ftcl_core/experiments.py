@@ -166,7 +166,12 @@ def base_for(exp: Experiment, profile: str) -> str:
 
 def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None = None,
           settings: list[str] | None = None, progress: bool = True) -> list[dict]:
-    """Train every missing (setting, seed) run of an experiment; return one record per run."""
+    """Train every missing (setting, seed) run of an experiment; return one record per run.
+
+    With ``train.compile=auto`` a sweep compiles the networks of its CPU runs when the runs still to train on
+    one network add up to the steps that pay for a cold compile (:func:`sweep_compiles`): the first run
+    compiles, the others find the compiler's cache warm.  Compiling changes float rounding only, not a
+    run's identity; each run records how it ran."""
     from ftcl_core.training import train
 
     exp = Experiment.load(path)
@@ -174,7 +179,7 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
     unknown = [s for s in names if s not in exp.settings]
     if unknown:
         raise ConfigError(f"unknown setting(s) {unknown} of {exp.table}; known: {list(exp.settings)}.")
-    records = []
+    jobs = []
     for seed in seeds if seeds is not None else exp.seeds:
         for name in names:
             cfg = resolve(base_for(exp, profile), exp.overrides(name, seed), profile)
@@ -183,11 +188,52 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
                 copy_run(twin, out)
                 if progress:
                     print(f"[{exp.table}] {name} seed {seed}: same config as {twin}, copied", flush=True)
-            if progress and not RunDir(out).is_complete():
-                print(f"[{exp.table}] {name} seed {seed} -> {out}", flush=True)
-            result = train(cfg, out, progress=progress)
-            records.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(out), **result})
+            jobs.append((name, seed, cfg, out))
+    compiled = sweep_compiles([(cfg, out) for _, _, cfg, out in jobs])
+    records = []
+    for name, seed, cfg, out in jobs:
+        if out in compiled:
+            cfg = cfg.updated({"train.compile": True})
+        if progress and not RunDir(out).is_complete():
+            print(f"[{exp.table}] {name} seed {seed} -> {out}" + (" (compiled)" if out in compiled else ""), flush=True)
+        result = train(cfg, out, progress=progress)
+        records.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(out), **result})
     return records
+
+
+def _network_key(cfg: RunConfig) -> tuple:
+    """What the compiled graph depends on: the method, its networks and the input's shape (FT, the queue and the
+    optimiser act outside the compiled networks)."""
+    return (cfg.method, repr(cfg.model), repr(getattr(cfg, cfg.method, None)), cfg.train.batch_size,
+            cfg.augment.out_size, cfg.device)
+
+
+def sweep_compiles(jobs: list[tuple[RunConfig, Path]]) -> set[Path]:
+    """The run folders of ``jobs`` that a sweep trains compiled: on CPU, with ``train.compile=auto``, every
+    unfinished run of a network whose unfinished runs together take at least
+    :data:`ftcl_core.training.COMPILE_AUTO_MIN_STEPS` steps (one cold compile, then warm ones, pay for
+    themselves), where a C++ compiler is installed.  A run begun compiled resumes compiled, and one begun
+    eager resumes eager, whatever is left."""
+    from ftcl_core.training import COMPILE_AUTO_MIN_STEPS, compile_backend
+
+    groups: dict[tuple, list[tuple[RunConfig, Path, int]]] = {}
+    begun: dict[Path, bool] = {}
+    for cfg, out in jobs:
+        run = RunDir(out)
+        if run.is_complete() or cfg.train.compile != "auto" or cfg.device != "cpu":
+            continue
+        if run.config.is_file():  # begun: keep the way it began
+            stored = run.load_config().train.compile
+            begun[out] = stored is True
+            continue
+        steps = cfg.train.epochs * (cfg.data.n_train // cfg.train.batch_size)
+        groups.setdefault(_network_key(cfg), []).append((cfg, out, steps))
+    chosen = {out for out, yes in begun.items() if yes}
+    for members in groups.values():
+        total = sum(steps for _, _, steps in members)
+        if total >= COMPILE_AUTO_MIN_STEPS and compile_backend(members[0][0], "cpu", total):
+            chosen |= {out for _, out, _ in members}
+    return chosen
 
 
 def collect(path: str | os.PathLike, profile: str, seeds: list[int], settings: list[str] | None = None) -> list[dict]:

@@ -132,3 +132,38 @@ def test_a_malformed_experiment_file_is_a_clear_error(tmp_path, text, match):
 def test_one_seed_per_setting_keeps_the_first_seed_of_each():
     labels = ["T1/m=0.5/seed0", "T1/m=0.5/seed1", "T1/m=0.9/seed1", "T1/m=0.9/seed2", "T5/v1_+pos/seed0"]
     assert X.one_seed_per_setting(labels) == ["T1/m=0.5/seed0", "T1/m=0.9/seed1", "T5/v1_+pos/seed0"]
+
+
+def test_a_sweep_compiles_a_network_whose_runs_together_pay_for_the_compile(tmp_path, monkeypatch):
+    from ftcl_core import training
+    from ftcl_core.runs import load_config, write_yaml
+
+    monkeypatch.setattr(training.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(training, "COMPILE_AUTO_MIN_STEPS", 30)  # the smoke runs take 16 steps each
+    smoke = load_config("configs/smoke_moco_v2.yaml")
+    other = smoke.updated({"model.dim": 64})  # another network
+    jobs = [(smoke, tmp_path / "a"), (smoke.updated({"ft.pos": True}), tmp_path / "b"), (other, tmp_path / "c")]
+    assert X.sweep_compiles(jobs) == {tmp_path / "a", tmp_path / "b"}  # 32 steps on one network, 16 on the other
+    assert X.sweep_compiles(jobs[:1]) == set()
+    assert X.sweep_compiles([(c.updated({"train.compile": False}), p) for c, p in jobs]) == set()
+    assert X.sweep_compiles([(c.updated({"device": "cuda"}), p) for c, p in jobs]) == set()
+    # a run already begun resumes the way it began
+    (tmp_path / "c").mkdir()
+    write_yaml(tmp_path / "c" / "config.yaml", other.updated({"train.compile": True}).to_dict())
+    assert X.sweep_compiles(jobs) == {tmp_path / "a", tmp_path / "b", tmp_path / "c"}
+    monkeypatch.setattr(training.shutil, "which", lambda name: None)  # no C++ compiler: eager
+    assert X.sweep_compiles(jobs) == {tmp_path / "c"}
+
+
+def test_byols_changing_target_momentum_does_not_rebuild_a_compiled_step(tmp_path):
+    """BYOL's momentum changes every step; the compiled networks must not depend on it (one graph, no
+    recompiles). The eager backend traces and guards as inductor does, without building kernels."""
+    import torch._dynamo
+
+    from ftcl_core.runs import load_config
+    from ftcl_core.training import train
+
+    cfg = load_config("configs/smoke_byol.yaml", ["train.compile=eager", "train.epochs=1", "eval.random_init=false"])
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        train(cfg, tmp_path / "run", progress=False, max_steps=4)

@@ -46,10 +46,15 @@ class BYOL(Method):
         """The target momentum of this step (eq. 2's m on BYOL's cosine schedule)."""
         self.momentum = cosine_momentum(self.base_momentum, step, total_steps)
 
+    @torch.compiler.disable  # m is read here, outside a compiled graph, which would otherwise be rebuilt per m
+    def update_target(self) -> None:
+        """eq. 2 on the target network, at this step's momentum."""
+        ema_update(self.target, self.encoder_q, self.momentum)
+
     def forward(self, x1: torch.Tensor, x2: torch.Tensor):
         p1, p2 = (F.normalize(self.predictor(self.encoder_q(x)), dim=1) for x in (x1, x2))
         with torch.no_grad():
-            ema_update(self.target, self.encoder_q, self.momentum)
+            self.update_target()
             t1, t2 = (F.normalize(self.target(x), dim=1) for x in (x1, x2))
         return p1, p2, t1, t2
 
