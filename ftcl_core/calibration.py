@@ -83,6 +83,19 @@ def choose(rows: list[dict]) -> dict[str, dict]:
     return best
 
 
+def final_erank(rows: list[dict], method: str, trial: str) -> float:
+    """Mean over the trial's seeds of the effective rank of a batch's features at the last training step: a
+    method whose features still span few dimensions at the end of the budget (BYOL and SimSiam here) has not
+    finished learning, whatever its knobs."""
+    ranks = []
+    for r in rows:
+        if r["method"] == method and r["trial"] == trial:
+            metrics = RunDir(ROOT / r["dir"]).load_metrics()  # ROOT / an absolute path is that path
+            if "erank" in metrics:  # runs stored before the statistic existed lack it
+                ranks.append(float(metrics["erank"][-1]))
+    return sum(ranks) / len(ranks) if ranks else math.nan
+
+
 def write_csv(rows: list[dict], out: str | Path | None = None) -> Path:
     target = Path(out) if out else ROOT / "results" / "calibration.csv"
     buf = io.StringIO()

@@ -1,6 +1,7 @@
 """Baseline calibration: the validation split, its knobs, and results/calibration.csv."""
 
 import csv
+import math
 
 import pytest
 import torch
@@ -91,3 +92,8 @@ def test_calibration_csv_from_stored_trials(tmp_path, monkeypatch):
     again = C.trials(folder, "smoke")
     assert [(r["trial"], r["seed"]) for r in again] == [("recipe", 0), ("recipe", 1), ("kaiming", 0)]
     assert C.choose(again)["moco_v2"]["n_seeds"] in (1, 2)
+    from ftcl_core.runs import RunDir
+
+    last = [float(RunDir(r["dir"]).load_metrics()["erank"][-1]) for r in again if r["trial"] == "recipe"]
+    assert C.final_erank(again, "moco_v2", "recipe") == pytest.approx(sum(last) / 2)
+    assert math.isnan(C.final_erank(again, "moco_v2", "no such trial"))
