@@ -217,18 +217,17 @@ def sweep_compiles(jobs: list[tuple[RunConfig, Path]]) -> set[Path]:
     from ftcl_core.training import COMPILE_AUTO_MIN_STEPS, compile_backend
 
     groups: dict[tuple, list[tuple[RunConfig, Path, int]]] = {}
-    begun: dict[Path, bool] = {}
+    chosen: set[Path] = set()
     for cfg, out in jobs:
         run = RunDir(out)
         if run.is_complete() or cfg.train.compile != "auto" or cfg.device != "cpu":
             continue
         if run.config.is_file():  # begun: keep the way it began
-            stored = run.load_config().train.compile
-            begun[out] = stored is True
+            if run.load_config().train.compile is True:
+                chosen.add(out)
             continue
         steps = cfg.train.epochs * (cfg.data.n_train // cfg.train.batch_size)
         groups.setdefault(_network_key(cfg), []).append((cfg, out, steps))
-    chosen = {out for out, yes in begun.items() if yes}
     for members in groups.values():
         total = sum(steps for _, _, steps in members)
         if total >= COMPILE_AUTO_MIN_STEPS and compile_backend(members[0][0], "cpu", total):
