@@ -35,7 +35,7 @@ from ftcl_core import experiments as X
 from ftcl_core import transforms as T
 from ftcl_core.losses import info_nce, logits_from_scores
 from ftcl_core.runs import RunDir, atomic_write_bytes
-from ftcl_core.stats import collapse_signature, first_step_above  # noqa: F401 (chapter 7 calls G.first_step_above)
+from ftcl_core.stats import collapse_signature, first_step_above
 
 
 def alignment_weight(lam: torch.Tensor | float) -> torch.Tensor | float:
@@ -160,6 +160,40 @@ def representation_signature(records: list[dict], setting: str) -> dict[str, flo
         rho.append(float(m["rho"][-1]) if "rho" in m else math.nan)
     mean = (lambda v: float(np.mean(v)) if v else math.nan)  # noqa: E731
     return {"n_seeds": len(peak), "peak_neg_mean": mean(peak), "final_erank": mean(rank), "final_rho": mean(rho)}
+
+
+def switch_on_state(records: list[dict], setting: str, window: int = 5) -> dict:
+    """Where a setting's runs stand when FT switches on (``ft.start_epoch``; Table 7), averaged over seeds: the
+    views' deviation correlation rho and Mean(neg) of the raw cosines over the ``window`` steps before (the first
+    step's value when FT is on from the start), to be read against the attraction threshold ``1 - l / A``; the
+    highest Mean(neg) after the switch, and per seed the steps from the switch until Mean(neg) passes 0.9 (None:
+    never). NaN where the runs predate the rho column."""
+    rho, neg, peak, firsts = [], [], [], []
+    for r in sorted((r for r in records if r["setting"] == setting), key=lambda r: r["seed"]):
+        run = RunDir(r["dir"])
+        m = run.load_metrics()
+        start = int(np.searchsorted(m["epoch"], run.load_config().ft.start_epoch))
+        before = slice(max(0, start - window), start) if start else slice(0, 1)
+        rho.append(float(m["rho"][before].mean()) if "rho" in m else math.nan)
+        neg.append(float(m["neg_mean"][before].mean()))
+        peak.append(float(m["neg_mean"][start:].max()))
+        firsts.append(first_step_above(m["neg_mean"][start:]))
+    mean = (lambda v: float(np.mean(v)) if v else math.nan)  # noqa: E731
+    return {"n_seeds": len(neg), "rho_before": mean(rho), "neg_mean_before": mean(neg), "peak_neg_mean_after": mean(peak),
+            "steps_to_collapse": firsts}
+
+
+def start_fraction_rows(path: str | Path, records: list[dict], profile: str = "cpu",
+                        key: str = "linear_top1") -> dict[float, dict]:
+    """A Table 7-style experiment (FT switched on at ``ft.start_epoch``) as :func:`paired_comparison` rows keyed by
+    the fraction of the run that passes before FT switches on (start epoch / epochs, to 2 decimals), so that runs
+    of different lengths line up in one phase diagram (training length x start fraction)."""
+    exp = X.Experiment.load(path)
+    rows = {}
+    for setting, reference in exp.compare.items():
+        cfg = X.resolve(X.base_for(exp, profile), exp.overrides(setting, exp.seeds[0]), profile)
+        rows[round(cfg.ft.start_epoch / cfg.train.epochs, 2)] = paired_comparison(setting, records, reference, setting, key)
+    return rows
 
 
 def comparison_cells(row: dict) -> list[str]:

@@ -156,3 +156,33 @@ def test_gap_records_compare_ft_s_gain_at_two_lengths_by_seed():
     row = G.paired_comparison("gain", gaps, "short", "long")
     assert row["diff"] == pytest.approx((2 + 0 + 3) / 3) and row["n_seeds"] == 3
     assert G.gap_records(short[:3] + long[3:4], "baseline", "+both", "x")[0]["seed"] == 0  # only seeds both arms have
+
+
+def test_switch_on_state_and_start_fractions_read_table7_style_runs(tmp_path, monkeypatch):
+    from ftcl_core import experiments as X
+    from ftcl_core.runs import RunDir
+
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
+    path = tmp_path / "start.yaml"
+    path.write_text(
+        "table: D-start-tiny\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0]\n"
+        "settings:\n  never: {}\n  start 0: {ft.pos: true}\n  start 1: {ft.pos: true, ft.start_epoch: 1}\n"
+        "compare: {start 0: never, start 1: never}\nclaims: {start 0: above, start 1: above}\n")
+    X.sweep(path, "smoke", progress=False)
+    records = X.load_records(path, "smoke")
+    rows = G.start_fraction_rows(path, records, "smoke")
+    assert sorted(rows) == [0.0, 0.5]  # smoke trains 2 epochs: FT from epoch 1 starts half-way
+    assert rows[0.5]["comparison"] == "start 1" and rows[0.5]["n_seeds"] == 1
+
+    run = next(r for r in records if r["setting"] == "start 1")
+    m = RunDir(run["dir"]).load_metrics()
+    per_epoch = 512 // 64  # SMOKE_OVERRIDES: n_train 512, batch 64
+    state = G.switch_on_state(records, "start 1", window=3)
+    assert state["n_seeds"] == 1 and len(state["steps_to_collapse"]) == 1
+    assert state["neg_mean_before"] == pytest.approx(float(m["neg_mean"][per_epoch - 3:per_epoch].mean()))
+    assert state["rho_before"] == pytest.approx(float(m["rho"][per_epoch - 3:per_epoch].mean()))
+    assert state["peak_neg_mean_after"] == pytest.approx(float(m["neg_mean"][per_epoch:].max()))
+    first = G.switch_on_state(records, "start 0")
+    assert first["neg_mean_before"] == pytest.approx(float(RunDir(
+        next(r for r in records if r["setting"] == "start 0")["dir"]).load_metrics()["neg_mean"][0]))
+    assert G.switch_on_state([], "start 1")["n_seeds"] == 0
