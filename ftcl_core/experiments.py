@@ -418,6 +418,40 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
     return rows
 
 
+DATA_SUFFIXES = {"fashion_mnist": "-fmnist"}  # a table's name on another data set: T7 -> T7-fmnist
+MIN_SEEDS_FOR_A_CLAIM = 3
+
+
+def data_set_verdicts(rows: list[dict]) -> list[dict]:
+    """Each claim tested on more than one data set (a table and its ``-fmnist`` twin, same setting), with the
+    verdict per data set and where the claim holds: on every data set, on some (named), on none, or
+    ``undecided`` while a data set has fewer than 3 seeds. ``rows``: summary rows (:func:`write_summary`'s CSV)."""
+    claims: dict[tuple[str, str], dict[str, dict]] = {}
+    for r in rows:
+        if r["verdict"] == "baseline":
+            continue
+        table = r["table"]
+        for suffix in DATA_SUFFIXES.values():
+            table = table.removesuffix(suffix)
+        claims.setdefault((table, r["setting"]), {})[r["data"]] = r
+    out = []
+    for (table, setting), per in claims.items():
+        if len(per) < 2:
+            continue
+        decided = {d: r["verdict"] for d, r in per.items() if int(r["n_seeds"]) >= MIN_SEEDS_FOR_A_CLAIM}
+        holds = sorted(d for d, v in decided.items() if v == "replicated")
+        if len(decided) < len(per):
+            where = "undecided"
+        elif len(holds) == len(per):
+            where = "every data set"
+        else:
+            where = ", ".join(holds) if holds else "none"
+        out.append({"table": table, "setting": setting, "claim": next(iter(per.values()))["claim"],
+                    "per_data": {d: (r["verdict"], int(r["n_seeds"])) for d, r in sorted(per.items())},
+                    "holds_on": where})
+    return out
+
+
 def plus_minus(mean: float, ci: float, digits: int = 1) -> str:
     """``mean ± ci`` (just the mean when there is no interval, e.g. a single seed)."""
     return f"{mean:.{digits}f}" + ("" if math.isnan(ci) else f" ± {ci:.{digits}f}")

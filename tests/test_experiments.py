@@ -129,6 +129,23 @@ def test_a_malformed_experiment_file_is_a_clear_error(tmp_path, text, match):
         X.Experiment.load(f)
 
 
+def test_a_claim_on_two_data_sets_holds_where_both_have_three_seeds():
+    def row(table, data, setting, verdict, n):
+        return {"table": table, "data": data, "setting": setting, "verdict": verdict, "n_seeds": str(n),
+                "claim": "above never"}
+
+    rows = [row("T7", "shapes", "never", "baseline", 3), row("T7-fmnist", "fashion_mnist", "never", "baseline", 3),
+            row("T7", "shapes", "start 9", "not replicated", 3), row("T7-fmnist", "fashion_mnist", "start 9", "replicated", 3),
+            row("T7", "shapes", "start 1", "replicated", 3), row("T7-fmnist", "fashion_mnist", "start 1", "replicated", 3),
+            row("T7", "shapes", "start 0", "not replicated", 3), row("T7-fmnist", "fashion_mnist", "start 0", "inconclusive", 3),
+            row("T7", "shapes", "start 15", "replicated", 3), row("T7-fmnist", "fashion_mnist", "start 15", "replicated", 2),
+            row("T2", "shapes", "alpha_ex=2.0", "replicated", 3)]  # one data set only: not a cross-data claim
+    got = {r["setting"]: r["holds_on"] for r in X.data_set_verdicts(rows)}
+    assert got == {"start 9": "fashion_mnist", "start 1": "every data set", "start 0": "none", "start 15": "undecided"}
+    first = X.data_set_verdicts(rows)[0]
+    assert first["table"] == "T7" and first["per_data"] == {"fashion_mnist": ("replicated", 3), "shapes": ("not replicated", 3)}
+
+
 def test_one_seed_per_setting_keeps_the_first_seed_of_each():
     labels = ["T1/m=0.5/seed0", "T1/m=0.5/seed1", "T1/m=0.9/seed1", "T1/m=0.9/seed2", "T5/v1_+pos/seed0"]
     assert X.one_seed_per_setting(labels) == ["T1/m=0.5/seed0", "T1/m=0.9/seed1", "T5/v1_+pos/seed0"]
