@@ -382,7 +382,7 @@ def table_order(table: str) -> tuple[int, str]:
 
 
 SUMMARY_COLUMNS = ("table", "data", "setting", "mean", "ci95", "n_seeds", "paper", "verdict", "reference", "diff_mean",
-                   "diff_ci95", "random_init_mean", "claim")
+                   "diff_ci95", "random_init_mean", "claim", "base")
 
 
 def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
@@ -452,6 +452,27 @@ def data_set_verdicts(rows: list[dict]) -> list[dict]:
     return out
 
 
+RECIPE_RECORD = ROOT / "results" / "cpu-2026-11" / "summary.csv"  # the tables on the profile's original recipes
+
+
+def recipe_sensitivity(before: list[dict], after: list[dict]) -> list[dict]:
+    """Each claim whose table now runs on another recipe (another ``base`` config) than in the dated record
+    ``before`` (e.g. :data:`RECIPE_RECORD`): both verdicts, both paired differences and seeds, and whether the
+    verdict changed. ``before``/``after``: summary rows (:func:`write_summary`'s CSV)."""
+    old = {(r["table"], r["data"], r["setting"]): r for r in before if r["verdict"] != "baseline"}
+    out = []
+    for r in after:
+        o = old.get((r["table"], r["data"], r["setting"]))
+        if o is None or r["verdict"] == "baseline" or o.get("base") == r.get("base"):
+            continue
+        out.append({"table": r["table"], "data": r["data"], "setting": r["setting"], "claim": r["claim"],
+                    "base_before": o.get("base", ""), "base_after": r["base"],
+                    "before": (o["verdict"], o["diff_mean"], o["diff_ci95"], int(o["n_seeds"])),
+                    "after": (r["verdict"], r["diff_mean"], r["diff_ci95"], int(r["n_seeds"])),
+                    "changed": o["verdict"] != r["verdict"]})
+    return out
+
+
 def plus_minus(mean: float, ci: float, digits: int = 1) -> str:
     """``mean ± ci`` (just the mean when there is no interval, e.g. a single seed)."""
     return f"{mean:.{digits}f}" + ("" if math.isnan(ci) else f" ± {ci:.{digits}f}")
@@ -484,7 +505,8 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
     for path in sorted(folder.glob("*.yaml")):
         exp = Experiment.load(path)
         data = resolve(base_for(exp, profile), {}, profile).data.name  # shapes | fashion_mnist | ...
-        rows += [{**r, "data": data} for r in table_rows(exp, load_records(path, profile))]
+        base = base_for(exp, profile)  # the recipe the table runs on (recipe_sensitivity compares two summaries by it)
+        rows += [{**r, "data": data, "base": base} for r in table_rows(exp, load_records(path, profile))]
     rows.sort(key=lambda r: table_order(r["table"]))  # T1 ... T7, then the supplement (stable within a table)
     target.parent.mkdir(parents=True, exist_ok=True)
     import io

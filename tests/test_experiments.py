@@ -146,6 +146,28 @@ def test_a_claim_on_two_data_sets_holds_where_both_have_three_seeds():
     assert first["table"] == "T7" and first["per_data"] == {"fashion_mnist": ("replicated", 3), "shapes": ("not replicated", 3)}
 
 
+def test_recipe_sensitivity_pairs_a_claim_across_recipes_only_where_the_recipe_changed():
+    def row(table, setting, verdict, base, diff="-5.0"):
+        return {"table": table, "data": "shapes", "setting": setting, "verdict": verdict, "base": base, "claim": "above x",
+                "diff_mean": diff, "diff_ci95": "1.0", "n_seeds": "3"}
+
+    before = [row("T7", "never", "baseline", "configs/cpu_moco_v1.yaml"),
+              row("T7", "start 9", "not replicated", "configs/cpu_moco_v1.yaml"),
+              row("T2", "alpha_ex=2.0", "not replicated", "configs/cpu_moco_v1.yaml")]
+    after = [row("T7", "never", "baseline", "configs/cpu_cal_moco_v1.yaml"),
+             row("T7", "start 9", "replicated", "configs/cpu_cal_moco_v1.yaml", "2.0"),
+             row("T2", "alpha_ex=2.0", "not replicated", "configs/cpu_moco_v1.yaml"),  # not rerun yet
+             row("T7", "start 24", "replicated", "configs/cpu_cal_moco_v1.yaml")]  # no record before
+    got = X.recipe_sensitivity(before, after)
+    assert [(r["table"], r["setting"], r["changed"]) for r in got] == [("T7", "start 9", True)]
+    assert got[0]["before"] == ("not replicated", "-5.0", "1.0", 3) and got[0]["after"][:2] == ("replicated", "2.0")
+
+
+def test_the_dated_record_of_the_original_recipes_names_each_tables_recipe():
+    rows = list(csv.DictReader(X.RECIPE_RECORD.open()))
+    assert rows and all(r["base"].startswith("configs/cpu_") and "cal" not in r["base"] for r in rows)
+
+
 def test_one_seed_per_setting_keeps_the_first_seed_of_each():
     labels = ["T1/m=0.5/seed0", "T1/m=0.5/seed1", "T1/m=0.9/seed1", "T1/m=0.9/seed2", "T5/v1_+pos/seed0"]
     assert X.one_seed_per_setting(labels) == ["T1/m=0.5/seed0", "T1/m=0.9/seed1", "T5/v1_+pos/seed0"]

@@ -93,6 +93,30 @@ else:
     display(markdown_html("No table has runs on more than one data set yet (the `experiments/*_fmnist.yaml` files)."))
 
 # %% [markdown]
+# ## Recipe sensitivity: each verdict before and after calibration
+#
+# The tables above first ran on the CPU profile's original recipes; `results/cpu-2026-11/summary.csv` keeps their
+# verdicts as a dated record (and `results/cpu-2026-11/` the runs of every table rerun since). As each table is
+# rerun at three seeds on the recipes calibrated without FT (next section), its claims appear here with both
+# verdicts, so a reader sees which findings belong to a recipe and which survive a fair baseline.
+
+# %%
+before_rows = list(csv.DictReader(X.RECIPE_RECORD.open())) if X.RECIPE_RECORD.is_file() else []
+moved = X.recipe_sensitivity(before_rows, rows)
+if moved:
+    def cell(v):
+        verdict, diff, ci, n = v
+        return f"{verdict}: {X.plus_minus(float(diff), float(ci) if ci else float('nan'))} ({n} seeds)"
+
+    display(html_table(["table", "setting", "claim", "original recipe", "calibrated recipe", "verdict changed"],
+                       [[r["table"], r["setting"], r["claim"], cell(r["before"]), cell(r["after"]),
+                         "yes" if r["changed"] else "no"] for r in moved],
+                       caption="Paired difference against the reference (points) and verdict, on each recipe"))
+else:
+    display(markdown_html(f"No table has been rerun on a calibrated recipe yet: all {len(before_rows)} rows of the "
+                          "dated record still stand as the tables above."))
+
+# %% [markdown]
 # ## The baselines, calibrated
 #
 # A verdict on FT is only as good as its baseline. Each method's baseline was calibrated without FT: a few
