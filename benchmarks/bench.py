@@ -54,6 +54,28 @@ from ftcl_core.training import (
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def statistics_cost(config: str = "configs/cpu_moco_v2.yaml", steps: int = 30, reps: int = 200) -> dict:
+    """What the recorder costs a step, measured inside one run rather than as a difference of two noisy step times:
+    the share of the step spent in its ``statistics`` phase (Supp A scores raw and after FT, the representation
+    statistics, Supp C layer gradient norms; :func:`ftcl_core.profiling.breakdown`), and the median time of the
+    representation statistics alone (alignment, uniformity, rho, effective rank) on a batch of the config's shape."""
+    from ftcl_core.stats import representation_statistics
+
+    cfg = load_config(config)
+    r = breakdown(config, steps=steps)
+    gen = torch.Generator().manual_seed(0)
+    z1, z2 = (torch.randn(cfg.train.batch_size, cfg.model.dim, generator=gen) for _ in range(2))
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        representation_statistics(z1, z2)
+        times.append(time.perf_counter() - t0)
+    rep_ms = 1e3 * statistics.median(times)
+    stats_ms = r["phases_ms"]["statistics"]
+    return {"step_ms": r["step_ms"], "statistics_ms": stats_ms, "statistics_share": stats_ms / r["step_ms"],
+            "representation_ms": rep_ms, "representation_share": rep_ms / r["step_ms"], "cpu": r["cpu"]}
+
+
 def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: int = 10, warmup: int = 5) -> dict:
     cfg = load_config(config)
     train_set, _ = load_data(cfg)
@@ -431,6 +453,10 @@ def main(argv: list[str] | None = None) -> int:
           f"+stats {r['stats_step_s'] * 1e3:.1f} ms (plain range {r['spread_plain_s'][0] * 1e3:.1f}-"
           f"{r['spread_plain_s'][1] * 1e3:.1f} ms)")
     print(f"ft_overhead={r['ft_overhead']:.4f} stats_overhead={r['stats_overhead']:.4f}")
+    c = statistics_cost(args.config)
+    print(f"inside one run ({c['cpu']}): step {c['step_ms']:.1f} ms, statistics phase {c['statistics_ms']:.2f} ms, "
+          f"of which the representation statistics (align, uniform, rho, erank) {c['representation_ms']:.2f} ms")
+    print(f"statistics_share={c['statistics_share']:.4f} representation_share={c['representation_share']:.4f}")
     return 0
 
 
