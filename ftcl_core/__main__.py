@@ -125,7 +125,8 @@ def _screen(args) -> int:
           f"Var(neg) {sig['final_neg_var']:.4f}, loss {float(m['loss'][-1]):.3f}")
     picks = sorted({0, len(m["loss"]) // 4, len(m["loss"]) // 2, len(m["loss"]) - 1})
     print("step " + " ".join(f"{s:>7d}" for s in picks))
-    for col in ("neg_mean", "rho", "align", "uniform", "erank"):
+    shown = ("neg_mean", "rho", "align", "uniform", "erank") + (("same_class",) if cfg.stats.same_class else ())
+    for col in shown:
         print(f"{col:<8} " + " ".join(f"{float(m[col][s]):7.3f}" for s in picks))
     return 0
 

@@ -381,6 +381,7 @@ class StatsConfig(Section):
     sync_every: int = 50
     histograms: bool = False
     grad_norms_per_step: bool = False
+    same_class: bool = False  # MoCo: record the queue's same-class share per step (keeps the keys' labels)
 
     def check(self) -> None:
         self._positive("n_queries", "sync_every")
@@ -480,6 +481,9 @@ class RunConfig(Section):
         if self.moco.drop_same_class and (method != "moco" or ft.hard):
             raise ConfigError("moco.drop_same_class=true (the false-negative oracle) is for method=moco without "
                               "ft.hard: set it to false, or use method=moco with plain or interpolated negatives.")
+        if self.stats.same_class and method != "moco":
+            raise ConfigError(f"stats.same_class=true records the share of a MoCo queue's keys that belong to the "
+                              f"query's class; method={method} has no queue. Set it to false.")
         if method not in CONTRASTIVE:
             bad = [k for k in ("neg", "hard", "union_queue") if getattr(ft, k)]
             if bad:

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 SCORE_COLUMNS = ("pos_mean", "neg_mean", "neg_var", "ft_pos_mean", "ft_neg_mean", "ft_neg_var")
 # Of the batch's two views (runs stored before these existed lack them): see representation_statistics
-REPRESENTATION_COLUMNS = ("align", "uniform", "rho", "erank")
+REPRESENTATION_COLUMNS = ("align", "uniform", "rho", "erank", "same_class")
 
 
 def representation_statistics(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
@@ -55,6 +55,16 @@ def representation_statistics(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tenso
     p = s / s.sum().clamp_min(1e-12)
     erank = torch.exp(-(p * torch.log(p.clamp_min(1e-300))).sum()).float()
     return torch.stack([align, uniform, rho, erank])
+
+
+def same_class_share(labels: torch.Tensor, queue_labels: torch.Tensor, n: int = 64) -> torch.Tensor:
+    """The share of a queue's keys that belong to the query's own class (the false negatives a label-free loss
+    pushes away), over the first ``n`` queries; ``queue_labels`` is -1 where no key was written yet. NaN while the
+    queue holds no key. About 1 / classes for a class-balanced set; chapter 7's false-negative question."""
+    written = queue_labels >= 0
+    same = (labels[:n, None] == queue_labels[None, :]) & written
+    count = written.sum() * min(n, labels.shape[0])
+    return torch.where(count > 0, same.sum() / count.clamp_min(1), torch.full((), math.nan, device=labels.device))
 
 
 def score_statistics(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64) -> torch.Tensor:

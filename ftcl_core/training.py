@@ -183,7 +183,9 @@ def _statistics(model: Method, scores: Scores, loss: torch.Tensor, top1: torch.T
     if opts.record_stats:
         ft_stats = score_statistics(scores.pos, neg_for_stats, opts.n_stats)
         raw_stats = score_statistics(scores.raw_pos, scores.raw_neg, opts.n_stats)
-        rep_stats = representation_statistics(*scores.views)
+        share = scores.same_class_share
+        share = torch.full((1,), math.nan, device=loss.device) if share is None else share.view(1).float()
+        rep_stats = torch.cat([representation_statistics(*scores.views), share])
         values = D.mean_over_ranks(torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats, rep_stats]))
         norms = layer_grad_norms(model.online)
     return values, norms, hist
@@ -337,7 +339,8 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
     if main:
         write_yaml(run.config, cfg.to_dict())
     train_set, test_set = load_data_rank0_first(cfg)
-    bs, epochs, oracle = cfg.train.batch_size, cfg.train.epochs, cfg.moco.drop_same_class
+    bs, epochs = cfg.train.batch_size, cfg.train.epochs
+    with_labels = cfg.moco.drop_same_class or cfg.stats.same_class  # the diagnosis' queues that know classes
     _check_trainable(cfg, len(train_set))
     aug, opts, nhwc = augment_config(cfg), StepOptions.from_config(cfg), channels_last(cfg)
     steps = epochs * (len(train_set) // bs) if max_steps is None else min(max_steps, epochs * (len(train_set) // bs))
@@ -353,7 +356,7 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
         t_epoch = time.perf_counter()
         model.train()
         order = torch.randperm(len(train_set), generator=gen)
-        for i, (x, labels) in enumerate(batches(train_set, order, bs, device, oracle)):
+        for i, (x, labels) in enumerate(batches(train_set, order, bs, device, with_labels)):
             step = epoch * steps_per_epoch + i
             if step == kill_at:
                 os.kill(os.getpid(), 9)
@@ -395,6 +398,9 @@ def _check_trainable(cfg: RunConfig, n_train: int) -> None:
                           "one process only: launch without torchrun.")
     if cfg.moco.drop_same_class and world > 1:
         raise ConfigError("moco.drop_same_class=true (the false-negative oracle) runs in one process only: "
+                          "launch without torchrun.")
+    if cfg.stats.same_class and world > 1:
+        raise ConfigError("stats.same_class=true (the queue's same-class share) runs in one process only: "
                           "launch without torchrun.")
 
 

@@ -1,5 +1,7 @@
 """The FT-collapse algebra (chapter "When does feature transformation help?") against autograd."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -134,6 +136,35 @@ def test_the_oracle_is_refused_where_it_cannot_apply():
             load_config("configs/smoke_moco_v2.yaml", bad)
 
 
+def test_the_same_class_share_counts_written_keys_of_the_querys_class():
+    from ftcl_core.stats import same_class_share
+
+    queue = torch.tensor([0, 1, 2, 0, -1, -1])  # four keys written, two slots empty
+    labels = torch.tensor([0, 1, 3])
+    # query 0 meets 2 keys of its class, query 1 one, query 2 none: 3 of 3 x 4 pairs
+    assert same_class_share(labels, queue).item() == pytest.approx(3 / 12)
+    assert same_class_share(labels, queue, n=1).item() == pytest.approx(2 / 4)
+    assert math.isnan(same_class_share(labels, torch.full((6,), -1)).item())  # nothing written yet
+
+
+def test_a_run_records_the_queues_same_class_share_only_where_asked(tmp_path):
+    from ftcl_core.runs import ConfigError, RunDir, load_config
+    from ftcl_core.training import train
+
+    over = ["data.n_train=256", "moco.queue_size=128", "train.epochs=1"]
+    train(load_config("configs/smoke_moco_v2.yaml", [*over, "stats.same_class=true"]), tmp_path / "a", progress=False)
+    m = RunDir(tmp_path / "a").load_metrics()
+    share = m["same_class"]
+    assert math.isnan(share[0])  # the first step meets a queue of random keys without labels
+    assert np.all((share[1:] > 0) & (share[1:] < 0.3))  # about 1 / 10 for the 10 balanced classes
+    train(load_config("configs/smoke_moco_v2.yaml", over), tmp_path / "b", progress=False)
+    plain = RunDir(tmp_path / "b").load_metrics()
+    assert np.isnan(plain["same_class"]).all()
+    np.testing.assert_array_equal(plain["loss"], m["loss"])  # counting labels changes nothing in training
+    with pytest.raises(ConfigError, match="same_class"):
+        load_config("configs/smoke_simclr.yaml", ["stats.same_class=true"])
+
+
 def test_comparison_sentences_follow_the_numbers():
     meaning = {"above": "helps.", "below": "hurts."}
     row = {"comparison": "x", "baseline": 50.0, "ft": 40.0, "diff": -10.0, "ci95": 2.0, "n_seeds": 3, "verdict": "v"}
@@ -186,3 +217,28 @@ def test_switch_on_state_and_start_fractions_read_table7_style_runs(tmp_path, mo
     assert first["neg_mean_before"] == pytest.approx(float(RunDir(
         next(r for r in records if r["setting"] == "start 0")["dir"]).load_metrics()["neg_mean"][0]))
     assert G.switch_on_state([], "start 1")["n_seeds"] == 0
+
+
+def test_the_conclusion_follows_the_verdicts():
+    def row(diff, ci, n=3, verdict=None):
+        v = verdict or ("inconclusive" if abs(diff) <= ci else ("replicated" if diff > 0 else "not replicated"))
+        return {"comparison": "x", "diff": diff, "ci95": ci, "n_seeds": n, "verdict": v}
+
+    def state(rho, peak):
+        return {"n_seeds": 3, "rho_before": rho, "neg_mean_before": 0.0, "peak_neg_mean_after": peak,
+                "steps_to_collapse": []}
+
+    phase = {"real, 30 epochs": {0.0: row(-0.5, 1.7), 0.3: row(0.8, 0.2)}, "shapes": {0.0: row(-40, 5), 0.3: row(-9, 3)}}
+    knn = {"real, 30 epochs": {0.0: row(-4.9, 2.9), 0.3: row(-1.2, 0.9)}, "shapes": {0.0: row(-30, 5), 0.3: row(-5, 2)}}
+    switch = {"real, 30 epochs": {0.0: state(0.18, 0.87), 0.3: state(0.76, 0.10)},
+              "shapes": {0.0: state(0.15, 0.92), 0.3: state(0.70, 0.30)}}
+    text = G.conclusion(phase, knn, switch, (0.13, 0.56), {"oracle": row(-50, 15), "recipe": row(-42, 9),
+                                                             "real": row(-2, 2.6)})
+    assert "helps in 1 of the 4" in text and "real, 30 epochs, from 30% of the run: +0.8 ± 0.2" in text
+    assert "loses in 2 of 3 comparisons" in text and "wins in 0" in text
+    assert "ρ has reached 0.70 to 0.76" in text and "peaks at 0.30" in text and "against 0.92" in text
+    assert "still costs linear readout in shapes, from 30% of the run: -9.0 ± 3.0" in text
+    assert "kNN readout still loses in real, 30 epochs, from 30% of the run: -1.2 ± 0.9" in text
+    assert "still loses without a single same-class negative; on the recipe calibrated without FT:" in text
+    nothing = G.conclusion({"a": {0.0: row(-1, 2)}}, {"a": {0.0: row(-1, 2)}}, {"a": {}}, (0.1, 0.5), {})
+    assert "helps in no setting" in nothing and "after about" not in nothing

@@ -42,6 +42,7 @@ class Scores:
     views: tuple[torch.Tensor, torch.Tensor] | None = None  # the pair the loss aligns, detached, one row per image
     neg_mask: torch.Tensor | None = None  # (M, K) True: a negative the loss ignores (the oracle's same-class ones)
     key_labels: torch.Tensor | None = None  # MoCo with the oracle: the keys' classes, to enqueue beside them
+    same_class_share: torch.Tensor | None = None  # MoCo keeping labels: the queue's share of the query's class
 
 
 Net = Callable[..., tuple[torch.Tensor, ...]]  # the method's forward as the step runs it (autocast, DDP, compile)

@@ -10,6 +10,7 @@ from ftcl_core.config import FTConfig, RunConfig
 from ftcl_core.losses import moco_ft_logits, moco_logits, same_class_negatives
 from ftcl_core.methods.base import Method, Net, Scores, contrastive_loss
 from ftcl_core.models import Encoder, ema_update, frozen_copy, projection_head
+from ftcl_core.stats import same_class_share
 
 
 class MoCo(Method):
@@ -24,7 +25,7 @@ class MoCo(Method):
     has_negatives = True
 
     def __init__(self, encoder: Encoder, dim: int, queue_size: int, momentum: float, seed: int = 0,
-                 queue_labels: bool = False, tau: float = 0.2) -> None:
+                 queue_labels: bool = False, tau: float = 0.2, oracle: bool | None = None) -> None:
         super().__init__()
         if not 0.0 <= momentum <= 1.0:
             raise ValueError(f"momentum m={momentum} is outside [0, 1]; MoCo uses 0.99 or 0.999.")
@@ -35,7 +36,12 @@ class MoCo(Method):
         gen = torch.Generator().manual_seed(seed)
         self.register_buffer("queue", F.normalize(torch.randn(queue_size, dim, generator=gen), dim=1))
         self.register_buffer("queue_ptr", torch.zeros((), dtype=torch.long))
-        self.oracle = queue_labels  # the diagnosis oracle (moco.drop_same_class) knows each queued key's class
+        # the queue knows each key's class for the diagnosis: the false-negative oracle (moco.drop_same_class), which
+        # drops them from the loss, or the recorder's same-class share (stats.same_class), which only counts them
+        self.keeps_labels = queue_labels
+        self.oracle = queue_labels if oracle is None else oracle
+        if self.oracle and not queue_labels:
+            raise ValueError("the false-negative oracle needs a queue that keeps labels (queue_labels=True).")
         if queue_labels:  # -1: no key written yet
             self.register_buffer("queue_labels", torch.full((queue_size,), -1, dtype=torch.long))
 
@@ -44,7 +50,8 @@ class MoCo(Method):
         """MoCo v1's linear head (``model.mlp=false``) or v2's MLP head, and the ``moco.*`` settings."""
         m, mc = cfg.model, cfg.moco
         return cls(Encoder(backbone, projection_head(backbone.out_dim, m.dim, m.mlp)), m.dim, mc.queue_size,
-                   mc.momentum, seed=cfg.seed, queue_labels=mc.drop_same_class, tau=mc.tau)
+                   mc.momentum, seed=cfg.seed, queue_labels=mc.drop_same_class or cfg.stats.same_class, tau=mc.tau,
+                   oracle=mc.drop_same_class)
 
     @torch.no_grad()
     def momentum_update(self) -> None:
@@ -76,8 +83,9 @@ class MoCo(Method):
         eq. 3 on the pair, Sec 4.2 on the queue); the statistics' raw scores are the plain cosines."""
         q, k, k_all = net(x1, x2, gen)
         rows, n_global = (D.global_rows(q.shape[0]), k_all.shape[0]) if D.world_size() > 1 else (None, None)
-        if self.oracle and labels is None:
-            raise ValueError("moco.drop_same_class=true needs the batch's labels in the training step.")
+        if self.keeps_labels and labels is None:
+            raise ValueError("a queue that keeps labels (moco.drop_same_class or stats.same_class) needs the batch's "
+                             "labels in the training step.")
         out = moco_ft_logits(q, k, self.queue, ft, gen, active, rows, n_global, with_sources=self.oracle)
         pos, neg = out[:2]
         mask = same_class_negatives(labels, self.queue_labels, out[2]) if self.oracle else None
@@ -85,8 +93,9 @@ class MoCo(Method):
             raw_pos, raw_neg = moco_logits(q[:n_raw].detach(), k[:n_raw], self.queue)
         else:
             raw_pos, raw_neg = pos[:n_raw].detach(), neg[:n_raw].detach()
+        share = same_class_share(labels, self.queue_labels, n_raw) if self.keeps_labels else None
         return Scores(pos, neg, raw_pos, raw_neg, keys=k_all, views=(q.detach(), k.detach()), neg_mask=mask,
-                      key_labels=labels)
+                      key_labels=labels, same_class_share=share)
 
     def loss(self, scores: Scores) -> tuple[torch.Tensor, torch.Tensor]:
         """eq. 1: InfoNCE at temperature ``moco.tau`` (without the oracle's same-class negatives)."""
@@ -108,8 +117,9 @@ class MoCo(Method):
         ptr = int(self.queue_ptr)
         idx = (torch.arange(n, device=keys.device) + ptr) % k_size
         self.queue.index_copy_(0, idx, keys.detach().to(self.queue.dtype))
-        if self.oracle:
+        if self.keeps_labels:
             if labels is None:
-                raise ValueError("this queue keeps labels (moco.drop_same_class=true): enqueue needs the keys' labels.")
+                raise ValueError("this queue keeps labels (moco.drop_same_class or stats.same_class): enqueue needs "
+                                 "the keys' labels.")
             self.queue_labels.index_copy_(0, idx, labels.to(self.queue_labels.device))
         self.queue_ptr.fill_((ptr + n) % k_size)
