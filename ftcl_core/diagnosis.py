@@ -283,6 +283,30 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
     return " ".join(out)
 
 
+# The stored experiments chapter 7's answer rests on (chapter 1 and the README quote it through stored_answer).
+START_EXPERIMENTS = {"shapes, 30 epochs": "experiments/diagnosis/start_v1.yaml",
+                     "Fashion-MNIST, 10 epochs": "experiments/diagnosis/start_fmnist_v1.yaml",
+                     "Fashion-MNIST, 30 epochs": "experiments/table7_start_epoch_fmnist.yaml"}
+FIRST_STEP_EXPERIMENTS = {"recipe": "experiments/diagnosis/recipe_v1.yaml", "recipe v2": "experiments/diagnosis/recipe_v2.yaml",
+                          "init": "experiments/diagnosis/init_v1.yaml", "oracle": "experiments/diagnosis/oracle_v1.yaml",
+                          "shards": "experiments/diagnosis/shards_v1.yaml", "real": "experiments/diagnosis/fmnist_v1.yaml",
+                          "real, longer": "experiments/diagnosis/length_fmnist_v1.yaml"}
+
+
+def stored_answer(profile: str = "cpu") -> str:
+    """:func:`conclusion` from the stored runs of :data:`START_EXPERIMENTS` and :data:`FIRST_STEP_EXPERIMENTS`
+    (FT's "+both" against "baseline"), for readers who want the answer without chapter 7's figures."""
+    phase, knn, switch = {}, {}, {}
+    for label, path in START_EXPERIMENTS.items():
+        records = X.load_records(path, profile)
+        phase[label] = start_fraction_rows(path, records, profile)
+        knn[label] = start_fraction_rows(path, records, profile, "knn_top1")
+        switch[label] = {f: switch_on_state(records, row["comparison"]) for f, row in phase[label].items()}
+    from_start = {name: paired_comparison(name, X.load_records(path, profile), "baseline", "+both")
+                  for name, path in FIRST_STEP_EXPERIMENTS.items()}
+    return conclusion(phase, knn, switch, threshold_band(), from_start)
+
+
 DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
                      "verdict", "first_step_neg_mean_above_0.9", "command")
 
