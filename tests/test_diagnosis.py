@@ -242,3 +242,13 @@ def test_the_conclusion_follows_the_verdicts():
     assert "still loses without a single same-class negative; on the recipe calibrated without FT:" in text
     nothing = G.conclusion({"a": {0.0: row(-1, 2)}}, {"a": {0.0: row(-1, 2)}}, {"a": {}}, (0.1, 0.5), {})
     assert "helps in no setting" in nothing and "after about" not in nothing
+
+
+def test_the_stored_answer_reads_every_experiment_it_names(tmp_path, monkeypatch):
+    from ftcl_core import experiments as X
+
+    for path in [*G.START_EXPERIMENTS.values(), *G.FIRST_STEP_EXPERIMENTS.values()]:
+        X.Experiment.load(path)  # each file exists and parses
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path))  # no stored runs: nothing is decided
+    text = G.stored_answer("smoke")
+    assert text.startswith("**The answer at this scale.**") and "helps in no setting" in text
