@@ -229,8 +229,8 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
     ``phase`` / ``phase_knn``: per row of the phase diagram (data and length), :func:`start_fraction_rows` for the
     linear and the kNN readout; ``switch``: the same cells' :func:`switch_on_state`; ``band``: the attraction
     threshold band (:func:`threshold_band`); ``from_start``: named :func:`paired_comparison` rows of FT from the
-    first step (``"oracle"``, ``"recipe"``, ``"init"``, ``"shards"`` on the shapes and ``"real"`` on real images
-    are read by name). A verdict needs 3 seeds; fewer, and a cell counts as undecided."""
+    first step (``"oracle"``, ``"classes"``, ``"recipe"``, ``"init"``, ``"shards"`` on the shapes are read by
+    name). A verdict needs 3 seeds; fewer, and a cell counts as undecided."""
     def where(cells):
         return "; ".join(f"{label}, from {f:.0%} of the run: {r['diff']:+.1f} ± {r['ci95']:.1f}" for label, f, r in cells)
 
@@ -269,7 +269,8 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
     if knn_late:
         out.append(f"Its kNN readout still loses in {where(knn_late)} points, so even a late start leaves the "
                    "features a little less usable as they are.")
-    phrases = {"oracle": "without a single same-class negative", "recipe": "on the recipe calibrated without FT",
+    phrases = {"oracle": "without a single same-class negative", "classes": "with a third as many (30 classes)",
+               "recipe": "on the recipe calibrated without FT",
                "init": "with Kaiming initialisation", "shards": "with one λ per shard of 32 queries"}
     survives = [text for key, text in phrases.items() if key in from_start and _decided(from_start[key], "not replicated")]
     if survives:
@@ -289,6 +290,7 @@ START_EXPERIMENTS = {"shapes, 30 epochs": "experiments/diagnosis/start_v1.yaml",
                      "Fashion-MNIST, 30 epochs": "experiments/table7_start_epoch_fmnist.yaml"}
 FIRST_STEP_EXPERIMENTS = {"recipe": "experiments/diagnosis/recipe_v1.yaml", "recipe v2": "experiments/diagnosis/recipe_v2.yaml",
                           "init": "experiments/diagnosis/init_v1.yaml", "oracle": "experiments/diagnosis/oracle_v1.yaml",
+                          "classes": "experiments/diagnosis/classes_v1.yaml",
                           "shards": "experiments/diagnosis/shards_v1.yaml", "real": "experiments/diagnosis/fmnist_v1.yaml",
                           "real, longer": "experiments/diagnosis/length_fmnist_v1.yaml"}
 
