@@ -13,9 +13,13 @@
 # 3. **Is it our recipe?** FT against its baseline on the recipes calibrated without FT on a validation split
 #    (`experiments/calibration/`), beside the verdicts on the profile's original recipes.
 # 4. **Is it the false negatives?** The explanation this book gave first: with 10 classes, about a tenth of the
-#    queue holds the query's own class. An oracle that removes those negatives from the loss tests it.
-# 5. **Is it the synthetic data?** The same comparison on real photographs (Fashion-MNIST).
-# 6. **What is decided, and what is not**, with the runs that would decide the rest.
+#    queue holds the query's own class. An oracle that removes those negatives from the loss tests it, and so do
+#    30 classes, with the queue's same-class share measured.
+# 5. **Is it the synthetic data, or the length?** The same comparison on real photographs (Fashion-MNIST), at two
+#    training lengths.
+# 6. **When to switch FT on.** A phase diagram: FT started after a fraction of the run, on both data sets and at
+#    two lengths, with $\rho$ and Mean(neg) at the moment FT switches on.
+# 7. **What is decided, and what is not**, and the answer the runs give.
 
 # %% colab-setup
 
