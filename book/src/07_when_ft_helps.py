@@ -502,39 +502,42 @@ lines = [G.comparison_sentence(r, {"below": "Calibrating the baseline without FT
                            "an artefact of the original recipe's lr, weight decay, initialisation or colour jitter.",
                   "above": "With the calibrated recipe the paper's claim holds here, so the collapse of chapter 6 "
                            "belonged to the original recipe."}) for r in cal_rows]
-lines.append(G.comparison_sentence(init_rows[0], {
-    "below": "Kaiming fan-out initialisation, the released code's, does not spare the encoder either.",
-    "above": "With Kaiming fan-out initialisation, the released code's, FT helps: the default init was the cause."}))
-lines.append(G.comparison_sentence(oracle_rows[0], {
-    "below": "FT still loses without a single same-class negative: false negatives are not what makes FT collapse "
-             "the encoder here.",
-    "above": "Without same-class negatives FT helps, as the paper says: false negatives are what turned it into a loss."}))
-lines.append(G.comparison_sentence(oracle_rows[1], {
-    "below": "Removing the same-class negatives makes the FT run worse still.",
-    "above": "Removing the same-class negatives recovers part of what FT loses."}))
-lines.append(G.comparison_sentence(class_rows[0], {
-    "below": "With a third as many same-class negatives (30 classes), FT still loses.",
-    "above": "With a third as many same-class negatives (30 classes), FT helps: false negatives drove its cost."}))
-lines.append(G.comparison_sentence(class_rows[1], {
-    "below": "Its cost is larger at 30 classes than at 10.",
-    "above": "Its cost is smaller at 30 classes than at 10: fewer false negatives soften it."}))
-lines.append(G.comparison_sentence(shard_rows[0], {
-    "below": "One λ per shard of 32 queries, as the released run draws it, loses as well: sharing one λ across the "
-             "batch is not the cause.",
-    "above": "With one λ per shard of 32 queries FT helps: drawing one λ for the whole batch was the cause."}))
-lines.append(G.comparison_sentence(real_rows[0], {
-    "below": "On real photographs FT loses too: the reversal is not a property of the synthetic shapes.",
-    "above": "On real photographs FT helps, as the paper says: the reversal belongs to the synthetic shapes."}))
-lines.append(G.comparison_sentence(length_rows[0], {
-    "below": "At the longer budget FT still loses on real photographs: it has not recovered.",
-    "above": "At the longer budget FT helps on real photographs, as the paper says: the short runs were too short."}))
-lines.append(G.comparison_sentence(knn_row, {
-    "below": "Its kNN readout, which reads the features' geometry without training a classifier, loses: "
-             "the concentration costs a nearest-neighbour reader what a linear probe can undo.",
-    "above": "Its kNN readout gains too."}))
-lines.append(G.comparison_sentence(length_rows[2], {
-    "below": "The longer run widens FT's cost: more steps do not bring FT back here.",
-    "above": "The longer run narrows FT's cost: training length is part of the answer."}))
+readings = [  # (comparison, what it means below zero, what it means above)
+    (init_rows[0],
+     "Kaiming fan-out initialisation, the released code's, does not spare the encoder either.",
+     "With Kaiming fan-out initialisation, the released code's, FT helps: the default init was the cause."),
+    (oracle_rows[0],
+     "FT still loses without a single same-class negative: false negatives are not what makes FT collapse "
+     "the encoder here.",
+     "Without same-class negatives FT helps, as the paper says: false negatives are what turned it into a loss."),
+    (oracle_rows[1],
+     "Removing the same-class negatives makes the FT run worse still.",
+     "Removing the same-class negatives recovers part of what FT loses."),
+    (class_rows[0],
+     "With a third as many same-class negatives (30 classes), FT still loses.",
+     "With a third as many same-class negatives (30 classes), FT helps: false negatives drove its cost."),
+    (class_rows[1],
+     "Its cost is larger at 30 classes than at 10.",
+     "Its cost is smaller at 30 classes than at 10: fewer false negatives soften it."),
+    (shard_rows[0],
+     "One λ per shard of 32 queries, as the released run draws it, loses as well: sharing one λ across the "
+     "batch is not the cause.",
+     "With one λ per shard of 32 queries FT helps: drawing one λ for the whole batch was the cause."),
+    (real_rows[0],
+     "On real photographs FT loses too: the reversal is not a property of the synthetic shapes.",
+     "On real photographs FT helps, as the paper says: the reversal belongs to the synthetic shapes."),
+    (length_rows[0],
+     "At the longer budget FT still loses on real photographs: it has not recovered.",
+     "At the longer budget FT helps on real photographs, as the paper says: the short runs were too short."),
+    (knn_row,
+     "Its kNN readout, which reads the features' geometry without training a classifier, loses: "
+     "the concentration costs a nearest-neighbour reader what a linear probe can undo.",
+     "Its kNN readout gains too."),
+    (length_rows[2],
+     "The longer run widens FT's cost: more steps do not bring FT back here.",
+     "The longer run narrows FT's cost: training length is part of the answer."),
+]
+lines += [G.comparison_sentence(row, {"below": below, "above": above}) for row, below, above in readings]
 
 
 def phase_summary(length):
