@@ -193,21 +193,25 @@ def verdict_forest(rows: list[Mapping[str, str]], ax=None):
 def difference_grid(rows: list[str], cols: list[str], diff: np.ndarray, ci: np.ndarray, verdicts: list[list[str]],
                     title: str = "", ax=None):
     """A phase diagram over two factors: each cell the FT-minus-baseline difference (points), coloured on a
-    diverging scale centred at zero, annotated with its 95 % interval and verdict; empty cells: not run."""
+    diverging symmetric-log scale centred at zero, annotated with its 95 % interval and verdict; empty cells: not run."""
     import matplotlib.pyplot as plt
 
     diff, ci = np.asarray(diff, dtype=float), np.asarray(ci, dtype=float)
     if ax is None:
         _, ax = plt.subplots(figsize=(1.9 * len(cols) + 2.5, 0.9 * len(rows) + 1.4))
+    from matplotlib.colors import SymLogNorm
+
     bound = max(1.0, float(np.nanmax(np.abs(diff)))) if np.isfinite(diff).any() else 1.0
-    im = ax.imshow(np.ma.masked_invalid(diff), cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
+    # linear within +-1 point, logarithmic beyond: a 1-point effect stays visible beside a 40-point collapse
+    norm = SymLogNorm(linthresh=1.0, vmin=-bound, vmax=bound, base=10)
+    im = ax.imshow(np.ma.masked_invalid(diff), cmap="RdBu", norm=norm, aspect="auto")
     for i in range(len(rows)):
         for j in range(len(cols)):
             if np.isnan(diff[i, j]):
                 ax.text(j, i, "not run", ha="center", va="center", fontsize=8, color="gray")
                 continue
             band = "" if np.isnan(ci[i, j]) else f" ± {ci[i, j]:.1f}"
-            ink = "white" if abs(diff[i, j]) > 0.6 * bound else "black"  # legible on the dark ends of the scale
+            ink = "white" if abs(norm(diff[i, j]) - 0.5) > 0.3 else "black"  # legible on the dark ends of the scale
             ax.text(j, i, f"{diff[i, j]:+.1f}{band}\n{verdicts[i][j]}", ha="center", va="center", fontsize=8, color=ink)
     ax.set_xticks(range(len(cols)), cols, fontsize=8)
     ax.set_yticks(range(len(rows)), rows, fontsize=8)

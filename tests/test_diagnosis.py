@@ -252,3 +252,18 @@ def test_the_stored_answer_reads_every_experiment_it_names(tmp_path, monkeypatch
     monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path))  # no stored runs: nothing is decided
     text = G.stored_answer("smoke")
     assert text.startswith("**The answer at this scale.**") and "helps in no setting" in text
+
+
+def test_the_phase_diagram_labels_every_cell_and_keeps_small_effects_visible():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ftcl_core import plotting as P
+
+    diff = np.array([[-42.4, np.nan], [0.8, -0.1]])
+    fig = P.difference_grid(["a", "b"], ["x", "y"], diff, np.full_like(diff, 0.5),
+                            [["not replicated", ""], ["replicated", "inconclusive"]])
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "not run" in texts and "+0.8 ± 0.5\nreplicated" in texts
+    norm = fig.axes[0].images[0].norm
+    assert norm(0.8) - norm(0.0) > 0.05  # a 0.8-point cell is not washed out by the 42-point one
