@@ -219,7 +219,7 @@ def comparison_sentence(row: dict, meaning: dict[str, str]) -> str:
 
 
 def _decided(row: dict, verdict: str) -> bool:
-    return row["n_seeds"] >= 3 and row["verdict"] == verdict
+    return row["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM and row["verdict"] == verdict
 
 
 def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[float, dict]],
@@ -239,7 +239,7 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
     hurts_late = [(lb, f, r) for lb, f, r in cells if f and _decided(r, "not replicated")]
     knn_late = [(lb, f, r) for lb, rows in phase_knn.items() for f, r in sorted(rows.items())
                 if f and _decided(r, "not replicated")]
-    start_rows = [r for r in from_start.values() if r["n_seeds"] >= 3]
+    start_rows = [r for r in from_start.values() if r["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM]
     losses = [r for r in start_rows if r["verdict"] == "not replicated"]
     wins = [r for r in start_rows if r["verdict"] == "replicated"]
     late = [st for rows in switch.values() for f, st in rows.items() if f and st["n_seeds"]]
