@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     sw.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
     sw.add_argument("--seeds", type=int, nargs="*", help="only these seeds (default: the file's)")
     sw.add_argument("--settings", nargs="*", help="only these settings (default: all)")
+    sw.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", dest="execution",
+                    help="how every run executes, e.g. device=cuda (only the execution keys: "
+                         "device, train.compile, train.channels_last)")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
     sc = sub.add_parser("screen", help="train N steps of a config (nothing stored) and print the collapse signature")
     sc.add_argument("config", help="YAML config, e.g. configs/cpu_moco_v1.yaml")
@@ -136,7 +139,9 @@ def _sweep(args) -> int:
     from ftcl_core.training import IncompatibleCheckpoint, TrainingDiverged
 
     try:
-        records = sweep(args.experiment, args.profile, args.seeds, args.settings, progress=not args.no_progress)
+        execution = dict(_key_value(e) for e in args.execution)
+        records = sweep(args.experiment, args.profile, args.seeds, args.settings, progress=not args.no_progress,
+                        execution=execution)
     except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, TrainingDiverged, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -144,6 +149,15 @@ def _sweep(args) -> int:
         print(f"{setting:>24}: linear {s['mean']:6.2f} +- {s['ci95']:.2f} (n={s['n_seeds']}), "
               f"random init {s['random_init_mean']:6.2f}")
     return 0
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"--set {text!r}: write KEY=VALUE, e.g. --set device=cuda.")
+    return key, yaml.safe_load(value)
 
 
 if __name__ == "__main__":

@@ -449,9 +449,12 @@ SECTIONS: dict[str, type[Section]] = {
     "stats": StatsConfig, "ft": FTConfig, "eval": EvalConfig,
 }
 METHOD_SECTIONS = {"moco": "moco", "simclr": "simclr", "byol": "byol", "swav": "swav"}  # simsiam has none
-# Keys that choose how a run executes, not what it computes (results agree to float32 rounding): two configs that
-# differ only in these describe the same run (a stored run made with another memory format still counts).
-EXECUTION_KEYS = ("train.channels_last", "train.compile")
+# Keys that choose how a run executes, not what it computes: two configs that differ only in these describe the same
+# run (a stored run made with another memory format, compiled, or on a GPU still counts).  One step agrees to float32
+# rounding; over a whole run that rounding grows as any change of float kernels does (another CPU model, the compiler),
+# so a run and its re-execution agree in distribution over seeds, not bit for bit.  Each run's provenance.json
+# records where and how it ran.
+EXECUTION_KEYS = ("device", "train.channels_last", "train.compile")
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,16 @@ from pathlib import Path
 
 import yaml
 
-from ftcl_core.runs import ConfigError, RunConfig, RunDir, atomic_write_bytes, config_diff, load_config, write_json
+from ftcl_core.runs import (
+    EXECUTION_KEYS,
+    ConfigError,
+    RunConfig,
+    RunDir,
+    atomic_write_bytes,
+    config_diff,
+    load_config,
+    write_json,
+)
 
 PROFILES = ("smoke", "cpu", "gpu")
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,8 +174,11 @@ def base_for(exp: Experiment, profile: str) -> str:
 
 
 def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None = None,
-          settings: list[str] | None = None, progress: bool = True) -> list[dict]:
+          settings: list[str] | None = None, progress: bool = True, execution: dict | None = None) -> list[dict]:
     """Train every missing (setting, seed) run of an experiment; return one record per run.
+
+    ``execution`` sets how every run executes, never what it computes (only :data:`EXECUTION_KEYS`, e.g.
+    ``{"device": "cuda"}``): the runs keep their folders and count for their settings wherever they ran.
 
     With ``train.compile=auto`` a sweep compiles the networks of its CPU runs when the runs still to train on
     one network add up to the steps that pay for a cold compile (:func:`sweep_compiles`): the first run
@@ -179,10 +191,14 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
     unknown = [s for s in names if s not in exp.settings]
     if unknown:
         raise ConfigError(f"unknown setting(s) {unknown} of {exp.table}; known: {list(exp.settings)}.")
+    execution = execution or {}
+    if recipe := sorted(set(execution) - set(EXECUTION_KEYS)):
+        raise ConfigError(f"{recipe} change what a run computes, not how it executes; a sweep may set only "
+                          f"{list(EXECUTION_KEYS)}. Put recipe changes in the experiment file.")
     jobs = []
     for seed in seeds if seeds is not None else exp.seeds:
         for name in names:
-            cfg = resolve(base_for(exp, profile), exp.overrides(name, seed), profile)
+            cfg = resolve(base_for(exp, profile), {**exp.overrides(name, seed), **execution}, profile)
             out = run_dir(exp, name, seed, profile)
             if not RunDir(out).is_complete() and (twin := find_identical_run(cfg, profile)) is not None:
                 copy_run(twin, out)

@@ -233,6 +233,7 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
     if run.is_complete():
         return run.load_eval()
     device = D.init_from_env(_device(cfg))
+    _exact_float32(cfg, device)
     main = D.is_main()
     if main:
         run.path.mkdir(parents=True, exist_ok=True)
@@ -251,6 +252,15 @@ def _device(cfg: RunConfig) -> str:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError("device=cuda but no CUDA device is visible; use device=cpu or device=auto.")
     return device
+
+
+def _exact_float32(cfg: RunConfig, device: str) -> None:
+    """A float32 run on CUDA computes in float32: PyTorch lets cuDNN convolutions round their inputs to TF32 (10
+    mantissa bits) by default, which would make a GPU run of a CPU recipe a different computation, not another
+    execution of the same one.  ``train.amp=bf16`` runs choose their precision themselves and are left alone."""
+    if device.startswith("cuda") and cfg.train.amp is None:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def build_optimizer(cfg: RunConfig, model: torch.nn.Module, device: str) -> torch.optim.Optimizer:
