@@ -140,12 +140,60 @@ def relabel(records: list[dict], names: dict[str, str]) -> list[dict]:
     return [{**r, "setting": names[r["setting"]]} for r in records if r["setting"] in names]
 
 
-def gap_records(records: list[dict], baseline: str, treated: str, name: str) -> list[dict]:
+def gap_records(records: list[dict], baseline: str, treated: str, name: str, key: str = "linear_top1") -> list[dict]:
     """Per seed, ``treated`` minus ``baseline`` (FT's gain, negative for a cost) as a record of setting ``name``,
     so that :func:`paired_comparison` compares two such gaps by seed (FT's cost at two training lengths, say)."""
-    base = {r["seed"]: r["linear_top1"] for r in records if r["setting"] == baseline}
-    return [{"setting": name, "seed": r["seed"], "linear_top1": r["linear_top1"] - base[r["seed"]]}
+    base = {r["seed"]: r[key] for r in records if r["setting"] == baseline}
+    return [{"setting": name, "seed": r["seed"], key: r[key] - base[r["seed"]]}
             for r in records if r["setting"] == treated and r["seed"] in base]
+
+
+def length_rows(path: str | Path, records: list[dict], profile: str = "cpu", key: str = "linear_top1",
+                label: str = "") -> list[dict]:
+    """Question 1 (training length) from an experiment whose settings come in pairs "baseline N" / "+both N" (N
+    epochs, e.g. ``experiments/diagnosis/length_long_v1.yaml``): one :func:`paired_comparison` row per length
+    (``kind`` "length", shortest first, each with its ``steps``), then (``kind`` "gain"), for each longer length,
+    FT's gain over its baseline there against its gain at the shortest length, paired by seed (above zero: the
+    longer run narrows FT's cost)."""
+    exp = X.Experiment.load(path)
+    lengths = sorted({int(name.split()[-1]) for name in exp.settings if name.startswith("baseline ")})
+
+    def steps(n: int) -> int:
+        c = X.resolve(X.base_for(exp, profile), exp.overrides(f"baseline {n}", exp.seeds[0]), profile)
+        return c.train.epochs * (c.data.n_train // c.train.batch_size)
+
+    prefix = f"{label}, " if label else ""
+    rows = [{**paired_comparison(f"{prefix}{steps(n)} steps: FT against its baseline", records, f"baseline {n}",
+                                 f"+both {n}", key), "steps": steps(n), "epochs": n, "kind": "length"} for n in lengths]
+    short = lengths[0]
+    gap = [(n, gap_records(records, f"baseline {n}", f"+both {n}", f"gap {n}", key)) for n in lengths]
+    for n, recs in gap[1:]:
+        rows.append({**paired_comparison(f"{prefix}FT's gain over its baseline: {steps(n)} against {steps(short)} "
+                                         "steps", recs + gap[0][1], f"gap {short}", f"gap {n}", key),
+                     "steps": steps(n), "epochs": n, "kind": "gain"})
+    return rows
+
+
+def length_sentence(label: str, rows: list[dict], readout: str = "linear readout") -> str:
+    """What :func:`length_rows` says in one sentence: FT's paired difference at each length with 3 seeds, and
+    whether the longer run narrows it (a verdict on the gain needs 3 seeds)."""
+    per_length = [r for r in rows if r["kind"] == "length" and r["n_seeds"]]
+    gains = [r for r in rows if r["kind"] == "gain" and r["n_seeds"]]
+    if not per_length:
+        return f"On {label} no training length was run."
+    text = (f"On {label}, FT from the first step minus its baseline ({readout}, points): " +
+            ", ".join(f"{r['diff']:+.1f} ± {r['ci95']:.1f} at {r['steps']} steps ({r['n_seeds']} seeds)"
+                      for r in per_length))
+    decided = [r for r in gains if r["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM and r["verdict"] != "inconclusive"]
+    if decided:
+        g = decided[-1]
+        text += (f": the longer run {'narrows' if g['diff'] > 0 else 'widens'} FT's cost by {abs(g['diff']):.1f} ± "
+                 f"{g['ci95']:.1f} points ({g['steps']} steps, paired by seed)")
+        if g["diff"] > 0 and per_length[-1]["verdict"] == "not replicated":
+            text += ", yet FT is still below its baseline there"
+    elif gains:
+        text += "; whether the longer run narrows that cost is undecided (fewer than 3 seeds, or an interval holding zero)"
+    return text + "."
 
 
 def representation_signature(records: list[dict], setting: str) -> dict[str, float]:
@@ -223,14 +271,16 @@ def _decided(row: dict, verdict: str) -> bool:
 
 
 def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[float, dict]],
-               switch: dict[str, dict[float, dict]], band: tuple[float, float], from_start: dict[str, dict]) -> str:
+               switch: dict[str, dict[float, dict]], band: tuple[float, float], from_start: dict[str, dict],
+               lengths: dict[str, list[dict]] | None = None) -> str:
     """Chapter 7's answer, generated from the stored comparisons so that it cannot drift from them.
 
     ``phase`` / ``phase_knn``: per row of the phase diagram (data and length), :func:`start_fraction_rows` for the
     linear and the kNN readout; ``switch``: the same cells' :func:`switch_on_state`; ``band``: the attraction
     threshold band (:func:`threshold_band`); ``from_start``: named :func:`paired_comparison` rows of FT from the
     first step (``"oracle"``, ``"classes"``, ``"recipe"``, ``"init"``, ``"shards"`` on the shapes are read by
-    name). A verdict needs 3 seeds; fewer, and a cell counts as undecided."""
+    name); ``lengths``: per data set, :func:`length_rows` (question 1). A verdict needs 3 seeds; fewer, and a cell
+    counts as undecided."""
     def where(cells):
         return "; ".join(f"{label}, from {f:.0%} of the run: {r['diff']:+.1f} ± {r['ci95']:.1f}" for label, f, r in cells)
 
@@ -277,7 +327,11 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
         out.append("From the first step FT still loses " + "; ".join(survives) + ": the collapse belongs to the "
                    "method's early dynamics, as the algebra says (while ρ is below the threshold, positive "
                    "extrapolation makes a concentrated state attract), not to this project's recipe.")
-    out.append("Whether the paper's hundred-fold longer runs outgrow the early cost is not decided here. What a reader "
+    out += [length_sentence(label, rows) for label, rows in (lengths or {}).items()]
+    longest = max((r["steps"] for rows in (lengths or {}).values() for r in rows
+                   if r["kind"] == "length" and r["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM), default=None)
+    out.append("Whether the paper's hundred-fold longer runs outgrow the early cost is not decided here" +
+               (f" (the longest pair with 3 seeds here has {longest} steps)" if longest else "") + ". What a reader "
                "can act on: at a small budget, switch FT on once the views agree" +
                (f" (here after about {min(f for _, f, _ in helps):.0%} of the run)" if helps else "") +
                ", and judge it with a kNN readout beside the linear probe.")
@@ -293,11 +347,13 @@ FIRST_STEP_EXPERIMENTS = {"recipe": "experiments/diagnosis/recipe_v1.yaml", "rec
                           "classes": "experiments/diagnosis/classes_v1.yaml",
                           "shards": "experiments/diagnosis/shards_v1.yaml", "real": "experiments/diagnosis/fmnist_v1.yaml",
                           "real, longer": "experiments/diagnosis/length_fmnist_v1.yaml"}
+LENGTH_EXPERIMENTS = {"the shapes": "experiments/diagnosis/length_long_v1.yaml"}
 
 
 def stored_answer(profile: str = "cpu") -> str:
-    """:func:`conclusion` from the stored runs of :data:`START_EXPERIMENTS` and :data:`FIRST_STEP_EXPERIMENTS`
-    (FT's "+both" against "baseline"), for readers who want the answer without chapter 7's figures."""
+    """:func:`conclusion` from the stored runs of :data:`START_EXPERIMENTS`, :data:`FIRST_STEP_EXPERIMENTS`
+    (FT's "+both" against "baseline") and :data:`LENGTH_EXPERIMENTS`, for readers who want the answer without
+    chapter 7's figures."""
     phase, knn, switch = {}, {}, {}
     for label, path in START_EXPERIMENTS.items():
         records = X.load_records(path, profile)
@@ -306,7 +362,8 @@ def stored_answer(profile: str = "cpu") -> str:
         switch[label] = {f: switch_on_state(records, row["comparison"]) for f, row in phase[label].items()}
     from_start = {name: paired_comparison(name, X.load_records(path, profile), "baseline", "+both")
                   for name, path in FIRST_STEP_EXPERIMENTS.items()}
-    return conclusion(phase, knn, switch, threshold_band(), from_start)
+    lengths = {label: length_rows(path, X.load_records(path, profile), profile) for label, path in LENGTH_EXPERIMENTS.items()}
+    return conclusion(phase, knn, switch, threshold_band(), from_start, lengths)
 
 
 DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",

@@ -152,6 +152,34 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
     return fig
 
 
+def readout_by_length(steps: list[int], arms: Mapping[str, list[list[float]]], random_init: float | None = None,
+                      ylabel: str = "linear top-1 (%)", title: str = "", ax=None):
+    """Readout against training steps, one line per arm (its mean over seeds) with every seed as a dot:
+    ``arms[name][i]`` holds the per-seed readouts at ``steps[i]`` (empty where that length was not run)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5, 3.4))
+    fig = ax.figure
+    for (name, per_step), color in zip(arms.items(), ("#4c72b0", "#dd8452", "#55a868", "#c44e52")):
+        xs = [x for x, v in zip(steps, per_step) if len(v)]
+        ax.plot(xs, [np.mean(v) for v in per_step if len(v)], "-o", color=color, label=name)
+        for x, v in zip(steps, per_step):
+            ax.plot([x] * len(v), v, ".", color=color, alpha=0.5, ms=7)
+    if random_init is not None:
+        ax.axhline(random_init, color="crimson", ls="--", lw=1, label="random-init encoder")
+    ax.set_xscale("log")
+    ax.set_xticks(steps, [f"{s:,}" for s in steps])
+    ax.minorticks_off()
+    ax.set_xlabel("training steps (log scale)")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 100)
+    ax.set_title("\n".join(textwrap.wrap(title, 60)), fontsize=10)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 VERDICT_COLORS = {"replicated": "#2ca02c", "not replicated": "#d62728", "inconclusive": "#7f7f7f"}
 
 

@@ -267,3 +267,20 @@ def test_the_phase_diagram_labels_every_cell_and_keeps_small_effects_visible():
     assert "not run" in texts and "+0.8 ± 0.5\nreplicated" in texts
     norm = fig.axes[0].images[0].norm
     assert norm(0.8) - norm(0.0) > 0.05  # a 0.8-point cell is not washed out by the 42-point one
+
+
+def test_length_rows_pair_each_length_then_the_gain_by_seed():
+    path = "experiments/diagnosis/length_long_v1.yaml"
+    values = {"baseline 30": [80, 78, 77], "+both 30": [34, 38, 36], "baseline 120": [97, 96, 97],
+              "+both 120": [72, 81, 77]}
+    recs = [{"setting": s, "seed": i, "linear_top1": v} for s, vals in values.items() for i, v in enumerate(vals)]
+    rows = G.length_rows(path, recs, label="shapes")
+    short, long_, _, gain, _ = rows  # the 240-epoch pair and its gain: not run
+    assert (short["steps"], long_["steps"]) == (1170, 4680) and short["kind"] == long_["kind"] == "length"
+    assert short["diff"] == pytest.approx(np.mean([34 - 80, 38 - 78, 36 - 77]))
+    assert gain["kind"] == "gain" and gain["diff"] == pytest.approx(np.mean([(72 - 97) - (34 - 80), (81 - 96) - (38 - 78),
+                                                                            (77 - 97) - (36 - 77)]))
+    assert rows[2]["verdict"] == "not run" and rows[4]["n_seeds"] == 0
+    text = G.length_sentence("the shapes", rows)
+    assert "narrows FT's cost" in text and "still below its baseline" in text and "4680 steps (3 seeds)" in text
+    assert "undecided" in G.length_sentence("the shapes", G.length_rows(path, recs[:2] + recs[3:5] + recs[6:8] + recs[9:11]))

@@ -206,3 +206,42 @@ def test_byols_changing_target_momentum_does_not_rebuild_a_compiled_step(tmp_pat
     torch._dynamo.reset()
     with torch._dynamo.config.patch(error_on_recompile=True):
         train(cfg, tmp_path / "run", progress=False, max_steps=4)
+
+
+def test_a_sweep_may_set_only_how_runs_execute(tmp_path, monkeypatch):
+    """``--set device=cuda`` moves a sweep to a GPU; a recipe key there would relabel runs, so it is refused."""
+    from ftcl_core.runs import config_diff, load_config
+
+    with pytest.raises(ValueError, match="execut"):
+        X.sweep("experiments/table1_momentum.yaml", "smoke", execution={"train.epochs": 3}, progress=False)
+    cfg = load_config("configs/smoke_moco_v2.yaml", [])
+    assert config_diff(cfg, cfg.updated({"device": "cuda"})) == []  # where a run executes is not its recipe
+    assert config_diff(cfg, cfg.updated({"train.epochs": 3})) == ["train.epochs"]
+    from ftcl_core.__main__ import main
+
+    assert main(["sweep", "experiments/table1_momentum.yaml", "--profile", "smoke", "--set", "device"]) == 2
+
+
+def test_device_sweep_trains_a_priority_list_and_packs_the_finished_runs(tmp_path):
+    """``tools/device_sweep.py``, the one command a lent GPU runs: jobs in order, a deadline, one tarball."""
+    import json
+    import subprocess
+    import sys
+    import tarfile
+
+    exp_file = tmp_path / "tiny.yaml"
+    exp_file.write_text("table: TINY\ntitle: tiny\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0]\n"
+                        "common: {data.n_train: 256, data.n_test: 64, train.batch_size: 64, moco.queue_size: 128, "
+                        "train.epochs: 1, eval.linear_epochs: 1}\nsettings:\n  baseline: {}\n  +pos: {ft.pos: true}\n")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "tools/device_sweep.py", "--out", str(out), "--runs-root", str(tmp_path / "runs"),
+           "--deadline-s", "240", "--parallel", "2", "--set", "device=cpu", "--poll-s", "0.5",
+           "--job", str(exp_file), "baseline", "0", "--job", str(exp_file), "+pos", "0"]
+    done = subprocess.run(cmd, cwd=X.ROOT, capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": str(X.ROOT)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((out / "jobs.json").read_text())
+    assert [j["state"] for j in report["jobs"]] == ["complete", "complete"]
+    names = tarfile.open(out / "runs.tar.gz").getnames()
+    assert "cpu/TINY/baseline/seed0/eval.json" in names and "cpu/TINY/+pos/seed0/provenance.json" in names
+    assert not any(n.endswith("checkpoint.pt") for n in names)
