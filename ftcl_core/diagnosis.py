@@ -193,7 +193,8 @@ def length_sentence(label: str, rows: list[dict], readout: str = "linear readout
             text += ", yet FT is still below its baseline there"
     elif gains:
         text += "; whether the longer run narrows that cost is undecided (fewer than 3 seeds, or an interval holding zero)"
-    return text + "."
+    missing = [f"{r['steps']}" for r in rows if r["kind"] == "length" and not r["n_seeds"]]
+    return text + "." + (f" Written but not run: the pair at {' and '.join(missing)} steps." if missing else "")
 
 
 def representation_signature(records: list[dict], setting: str) -> dict[str, float]:

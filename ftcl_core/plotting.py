@@ -169,7 +169,8 @@ def readout_by_length(steps: list[int], arms: Mapping[str, list[list[float]]], r
     if random_init is not None:
         ax.axhline(random_init, color="crimson", ls="--", lw=1, label="random-init encoder")
     ax.set_xscale("log")
-    ax.set_xticks(steps, [f"{s:,}" for s in steps])
+    run = [x for i, x in enumerate(steps) if any(len(per[i]) for per in arms.values())]
+    ax.set_xticks(run, [f"{s:,}" for s in run])
     ax.minorticks_off()
     ax.set_xlabel("training steps (log scale)")
     ax.set_ylabel(ylabel)
