@@ -341,6 +341,7 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
 
 # The stored experiments chapter 7's answer rests on (chapter 1 and the README quote it through stored_answer).
 START_EXPERIMENTS = {"shapes, 30 epochs": "experiments/diagnosis/start_v1.yaml",
+                     "shapes, 120 epochs": "experiments/diagnosis/start_long_v1.yaml",
                      "Fashion-MNIST, 10 epochs": "experiments/diagnosis/start_fmnist_v1.yaml",
                      "Fashion-MNIST, 30 epochs": "experiments/table7_start_epoch_fmnist.yaml"}
 FIRST_STEP_EXPERIMENTS = {"recipe": "experiments/diagnosis/recipe_v1.yaml", "recipe v2": "experiments/diagnosis/recipe_v2.yaml",

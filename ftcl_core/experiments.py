@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from ftcl_core.runs import (
@@ -291,6 +292,23 @@ def stored_runs(profile: str) -> dict[str, RunDir]:
     if not root.is_dir():
         return {}
     return {str(p.parent.relative_to(root)): RunDir(p.parent) for p in sorted(root.glob("**/eval.json"))}
+
+
+def runs_by_device(profile: str = "cpu") -> list[dict]:
+    """Where the stored runs of a profile were trained: one row per (folder of a setting, device), with the seeds
+    and the mean training seconds a run (copies of another run are left out: they were not trained there).
+    ``device`` is an execution key, so a setting's seeds may come from more than one machine."""
+    groups: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for label, run in stored_runs(profile).items():
+        prov = run.load_provenance()
+        if "copied_from" in prov:
+            continue
+        folder, seed = label.rsplit("/", 1)
+        on_gpu = str(prov.get("device", "cpu")).startswith("cuda")
+        device = (prov.get("device_name") if on_gpu else prov.get("cpu_model")) or ("GPU" if on_gpu else "CPU")
+        groups.setdefault((folder, device), []).append((int(seed.removeprefix("seed")), float(prov.get("train_s", math.nan))))
+    return [{"runs": folder, "device": device, "seeds": sorted(s for s, _ in v), "n": len(v),
+             "train_s": float(np.mean([t for _, t in v]))} for (folder, device), v in sorted(groups.items())]
 
 
 def one_seed_per_setting(labels: list[str]) -> list[str]:

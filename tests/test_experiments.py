@@ -245,3 +245,21 @@ def test_device_sweep_trains_a_priority_list_and_packs_the_finished_runs(tmp_pat
     names = tarfile.open(out / "runs.tar.gz").getnames()
     assert "cpu/TINY/baseline/seed0/eval.json" in names and "cpu/TINY/+pos/seed0/provenance.json" in names
     assert not any(n.endswith("checkpoint.pt") for n in names)
+
+
+def test_runs_by_device_groups_seeds_by_where_they_trained_and_skips_copies(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path))
+    provs = {"seed0": {"device": "cuda", "device_name": "NVIDIA H200", "train_s": 100.0},
+             "seed1": {"device": "cuda", "device_name": "NVIDIA H200", "train_s": 300.0},
+             "seed2": {"device": "cpu", "cpu_model": "Some CPU", "train_s": 900.0},
+             "seed3": {"device": "cpu", "cpu_model": "Some CPU", "train_s": 1.0, "copied_from": "../x"}}
+    for seed, prov in provs.items():
+        d = tmp_path / "cpu" / "TAB" / "set" / seed
+        d.mkdir(parents=True)
+        (d / "eval.json").write_text("{}")
+        (d / "provenance.json").write_text(json.dumps(prov))
+    rows = X.runs_by_device("cpu")
+    assert [(r["device"], r["seeds"], r["train_s"]) for r in rows] == [("NVIDIA H200", [0, 1], 200.0),
+                                                                         ("Some CPU", [2], 900.0)]

@@ -35,9 +35,6 @@ longer = "experiments/diagnosis/length_fmnist_v1.yaml"  # the same pair at the r
 shards = "experiments/diagnosis/shards_v1.yaml"  # one lambda per shard of 32 queries, as the released run draws it
 init = "experiments/diagnosis/init_v1.yaml"  # both arms with Kaiming fan-out init, as the released code trains
 classes = "experiments/diagnosis/classes_v1.yaml"  # 30 classes: a third as many same-class negatives
-starts = {"shapes, 30 epochs": "experiments/diagnosis/start_v1.yaml",  # FT switched on later (calibrated MoCo v1)
-          "Fashion-MNIST, 10 epochs": "experiments/diagnosis/start_fmnist_v1.yaml",
-          "Fashion-MNIST, 30 epochs": "experiments/table7_start_epoch_fmnist.yaml"}
 points = 21  # values of rho in the contraction figure
 
 # %%
@@ -54,6 +51,8 @@ from ftcl_core import experiments as X
 from ftcl_core import plotting as P
 from ftcl_core.data import fashion_mnist_root
 from ftcl_core.runs import RunDir
+
+starts = G.START_EXPERIMENTS  # FT switched on later, per data set and length (the answer below rests on the same)
 
 # %% [markdown]
 # ## The gradient of the extrapolated loss

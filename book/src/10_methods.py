@@ -217,3 +217,19 @@ gpu_titles = {"agreement": "The GPU path against the CPU", "throughput": "Throug
 for part, (header, rows) in gpucheck.book_tables(gpu_reports).items():
     display(Markdown(f"**{gpu_titles[part]}**"))
     display(P.html_table(header, rows))
+
+# %% [markdown]
+# Stored runs can be trained on a GPU too: where a run executes is not part of its recipe
+# (`python -m ftcl_core sweep FILE --set device=cuda`; `tools/device_sweep.py` packs a lent GPU's runs), and each
+# run's `provenance.json` names its device. The table lists every stored setting with a run trained on a GPU,
+# beside its runs trained on a CPU, with the mean training time a run. The small networks of the `cpu` profile
+# leave a GPU nearly idle: a step dispatches thousands of small operations, so it runs only a few times faster
+# there, while several runs share the GPU.
+
+# %%
+by_device = X.runs_by_device(profile) if profile != "smoke" else []
+on_gpu = {r["runs"] for r in by_device if r["device"] not in ("CPU",) and "NVIDIA" in r["device"]}
+device_rows = [[r["runs"], r["device"], ", ".join(map(str, r["seeds"])), f"{r['train_s']:.0f}"]
+               for r in by_device if r["runs"] in on_gpu]
+display(P.html_table(["runs", "trained on", "seeds", "train s a run"], device_rows) if device_rows
+        else Markdown("No stored run was trained on a GPU yet."))
