@@ -179,7 +179,7 @@ else:
                             + ", ".join(f"`python -m ftcl_core sweep {p}`" for p in diagnosis) + "."))
 
 # %% [markdown]
-# ## Starting later: no collapse, and still a cost
+# ## Starting later: where the runs stand when FT switches on
 #
 # The threshold says a concentrated state attracts while the views' correlation $\rho$ is low, as it is at
 # initialisation; training without FT raises $\rho$ within a few dozen steps (the figure above). Table 7's runs
