@@ -158,19 +158,17 @@ def length_rows(path: str | Path, records: list[dict], profile: str = "cpu", key
     exp = X.Experiment.load(path)
     lengths = sorted({int(name.split()[-1]) for name in exp.settings if name.startswith("baseline ")})
 
-    def steps(n: int) -> int:
-        c = X.resolve(X.base_for(exp, profile), exp.overrides(f"baseline {n}", exp.seeds[0]), profile)
-        return c.train.epochs * (c.data.n_train // c.train.batch_size)
-
+    steps = {n: X.planned_steps(X.resolve(X.base_for(exp, profile), exp.overrides(f"baseline {n}", exp.seeds[0]),
+                                          profile)) for n in lengths}
     prefix = f"{label}, " if label else ""
-    rows = [{**paired_comparison(f"{prefix}{steps(n)} steps: FT against its baseline", records, f"baseline {n}",
-                                 f"+both {n}", key), "steps": steps(n), "epochs": n, "kind": "length"} for n in lengths]
+    rows = [{**paired_comparison(f"{prefix}{steps[n]} steps: FT against its baseline", records, f"baseline {n}",
+                                 f"+both {n}", key), "steps": steps[n], "epochs": n, "kind": "length"} for n in lengths]
     short = lengths[0]
     gap = [(n, gap_records(records, f"baseline {n}", f"+both {n}", f"gap {n}", key)) for n in lengths]
     for n, recs in gap[1:]:
-        rows.append({**paired_comparison(f"{prefix}FT's gain over its baseline: {steps(n)} against {steps(short)} "
+        rows.append({**paired_comparison(f"{prefix}FT's gain over its baseline: {steps[n]} against {steps[short]} "
                                          "steps", recs + gap[0][1], f"gap {short}", f"gap {n}", key),
-                     "steps": steps(n), "epochs": n, "kind": "gain"})
+                     "steps": steps[n], "epochs": n, "kind": "gain"})
     return rows
 
 

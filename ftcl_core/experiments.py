@@ -225,6 +225,12 @@ def _network_key(cfg: RunConfig) -> tuple:
             cfg.augment.out_size, cfg.device)
 
 
+def planned_steps(cfg: RunConfig) -> int:
+    """The optimiser steps a config's run takes on one process: epochs x full batches (the last partial batch is
+    dropped, as the training loop does)."""
+    return cfg.train.epochs * (cfg.data.n_train // cfg.train.batch_size)
+
+
 def sweep_compiles(jobs: list[tuple[RunConfig, Path]]) -> set[Path]:
     """The run folders of ``jobs`` that a sweep trains compiled: on CPU, with ``train.compile=auto``, every
     unfinished run of a network whose unfinished runs together take at least
@@ -243,7 +249,7 @@ def sweep_compiles(jobs: list[tuple[RunConfig, Path]]) -> set[Path]:
             if run.load_config().train.compile is True:
                 chosen.add(out)
             continue
-        steps = cfg.train.epochs * (cfg.data.n_train // cfg.train.batch_size)
+        steps = planned_steps(cfg)
         groups.setdefault(_network_key(cfg), []).append((cfg, out, steps))
     for members in groups.values():
         total = sum(steps for _, _, steps in members)

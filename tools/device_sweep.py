@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         exp = X.Experiment.load(path)
         cfg = X.resolve(X.base_for(exp, "cpu"), exp.overrides(setting, int(seed)), "cpu")
         job = Job(i, path, setting, int(seed), folder=X.run_dir(exp, setting, int(seed), "cpu"), epochs=cfg.train.epochs,
-                  steps=cfg.train.epochs * (cfg.data.n_train // cfg.train.batch_size))
+                  steps=X.planned_steps(cfg))
         jobs.append(job)
     threads = max(1, (os.cpu_count() or 2) // max(1, args.parallel))
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}

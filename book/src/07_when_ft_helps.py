@@ -408,8 +408,7 @@ long_records = load_real(longer)
 
 def steps_of(path):  # the steps of an experiment's baseline run
     exp = X.Experiment.load(path)
-    c = X.resolve(X.base_for(exp, profile), exp.overrides("baseline", seeds[0]), profile)
-    return c.train.epochs * (c.data.n_train // c.train.batch_size)
+    return X.planned_steps(X.resolve(X.base_for(exp, profile), exp.overrides("baseline", seeds[0]), profile))
 
 
 short_steps, long_steps = steps_of(real), steps_of(longer)
