@@ -7,6 +7,7 @@ Trains into DIR, or resumes from DIR's checkpoint with the same command, or prin
 the run is complete.  ``python -m ftcl_core sweep FILE`` trains an experiment file's missing runs;
 ``python -m ftcl_core screen CONFIG [key=value ...] --steps N`` trains N steps and prints the collapse signature;
 ``python -m ftcl_core calibration`` writes ``results/calibration.csv`` from the baseline calibration runs;
+``python -m ftcl_core plan [--calibrated --seeds 0 1 2]`` says which runs are left to train;
 ``python -m ftcl_core summary`` writes ``results/summary.csv`` and prints it as one Markdown table per
 paper table.  Any config key can be overridden, e.g. ``ft.pos=true ft.neg=true moco.momentum=0.9``.
 """
@@ -45,6 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     sm.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
     cal = sub.add_parser("calibration", help="write results/calibration.csv from the calibration runs; print it")
     cal.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
+    pl = sub.add_parser("plan", help="what is left to run: per experiment file, stored / stale / copied / to-train runs")
+    pl.add_argument("experiments", nargs="*", help="experiment files (default: the tables, experiments/*.yaml)")
+    pl.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
+    pl.add_argument("--seeds", type=int, nargs="*", help="plan these seeds (default: each file's)")
+    pl.add_argument("--calibrated", action="store_true",
+                    help="plan each table on its calibrated recipe (configs/cpu_cal_*.yaml), as a rerun would")
+    pl.add_argument("--list", action="store_true", help="also list each run to train")
     args, extra = parser.parse_known_args(argv)
     # key=value overrides may also come after --out (argparse stops collecting positionals at an option)
     stray = [e for e in extra if args.command not in ("train", "screen") or "=" not in e or e.startswith("-")]
@@ -56,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         return _sweep(args)
     if args.command == "screen":
         return _screen(args)
+    if args.command == "plan":
+        return _plan(args)
     if args.command == "calibration":
         from ftcl_core.calibration import markdown, trials, write_csv
 
@@ -94,6 +104,29 @@ def main(argv: list[str] | None = None) -> int:
         D.shutdown()
     if D.rank_from_env() == 0:
         print(json.dumps(result, indent=2, sort_keys=True))
+    return 0
+
+
+def _plan(args) -> int:
+    """``plan``: one Markdown row per experiment file (:func:`ftcl_core.experiments.plan_rows`), then the totals."""
+    from ftcl_core.experiments import ROOT, plan_rows
+
+    paths = args.experiments or sorted(str(p.relative_to(ROOT)) for p in (ROOT / "experiments").glob("*.yaml"))
+    try:
+        rows = plan_rows(paths, args.profile, seeds=args.seeds, calibrated=args.calibrated)
+    except (ConfigError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print("| file | table | recipe | runs | stored | stale | copy | train | steps to train |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['file']} | {r['table']} | {r['base']} | {r['runs']} | {r['stored']} | {r['stale']} | {r['copy']} "
+              f"| {r['train']} | {r['steps']} |")
+        if args.list and r["to_train"]:
+            print("|  | to train: " + ", ".join(r["to_train"]) + " |" + " |" * 7)
+    print(f"\n{sum(r['train'] for r in rows)} runs to train ({sum(r['steps'] for r in rows)} steps); "
+          f"{sum(r['copy'] for r in rows)} to copy from identical runs; {sum(r['stale'] for r in rows)} stored runs hold "
+          "another recipe (move them to a dated record, e.g. results/cpu-2026-11/, before the rerun).")
     return 0
 
 

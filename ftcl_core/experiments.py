@@ -21,6 +21,8 @@ resumes where it stopped, and a complete run is loaded, never retrained.
 
 from __future__ import annotations
 
+import dataclasses
+import glob
 import math
 import os
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from ftcl_core.config import config_identity
 from ftcl_core.runs import (
     EXECUTION_KEYS,
     ConfigError,
@@ -196,16 +199,12 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
     if recipe := sorted(set(execution) - set(EXECUTION_KEYS)):
         raise ConfigError(f"{recipe} change what a run computes, not how it executes; a sweep may set only "
                           f"{list(EXECUTION_KEYS)}. Put recipe changes in the experiment file.")
-    jobs = []
-    for seed in seeds if seeds is not None else exp.seeds:
-        for name in names:
-            cfg = resolve(base_for(exp, profile), {**exp.overrides(name, seed), **execution}, profile)
-            out = run_dir(exp, name, seed, profile)
-            if not RunDir(out).is_complete() and (twin := find_identical_run(cfg, profile)) is not None:
-                copy_run(twin, out)
-                if progress:
-                    print(f"[{exp.table}] {name} seed {seed}: same config as {twin}, copied", flush=True)
-            jobs.append((name, seed, cfg, out))
+    jobs = planned_runs(exp, profile, seeds, names, execution)
+    for name, seed, cfg, out in jobs:
+        if not RunDir(out).is_complete() and (twin := find_identical_run(cfg, profile)) is not None:
+            copy_run(twin, out)
+            if progress:
+                print(f"[{exp.table}] {name} seed {seed}: same config as {twin}, copied", flush=True)
     compiled = sweep_compiles([(cfg, out) for _, _, cfg, out in jobs])
     records = []
     for name, seed, cfg, out in jobs:
@@ -216,6 +215,62 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
         result = train(cfg, out, progress=progress)
         records.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(out), **result})
     return records
+
+
+def planned_runs(exp: Experiment, profile: str, seeds: list[int] | None = None, settings: list[str] | None = None,
+                 execution: dict | None = None) -> list[tuple[str, int, RunConfig, Path]]:
+    """(setting, seed, config, run folder) of every run an experiment asks for under a profile, seed-major (the
+    order a sweep trains them in, so that every setting has seed 0 before any has seed 1)."""
+    return [(name, seed, resolve(base_for(exp, profile), {**exp.overrides(name, seed), **(execution or {})}, profile),
+             run_dir(exp, name, seed, profile))
+            for seed in (seeds if seeds is not None else exp.seeds) for name in (settings or list(exp.settings))]
+
+
+def calibrated_base(exp: Experiment) -> Experiment:
+    """``exp`` on the calibrated recipe of its CPU base (``configs/cpu_X.yaml`` -> ``configs/cpu_cal_X.yaml``, where
+    that file exists), the rerun that issue "fair baselines" asks of every table; unchanged where there is none."""
+    cpu = Path(exp.base.get("cpu", ""))
+    cal = cpu.with_name(cpu.name.replace("cpu_", "cpu_cal_", 1))
+    if "cpu" not in exp.base or cpu.name.startswith("cpu_cal_") or not Path(_path(str(cal))).is_file():
+        return exp
+    return dataclasses.replace(exp, base={**exp.base, "cpu": str(cal)})
+
+
+def plan_rows(paths: list[str | os.PathLike], profile: str = "cpu", seeds: list[int] | None = None,
+              calibrated: bool = False) -> list[dict]:
+    """What is left to run, one row per experiment file: its table and recipe (``base``), the runs it asks for,
+    how many are stored with that config, how many stored ones hold another config (``stale``: runs of an earlier
+    recipe, to move to a dated record before the rerun), how many a sweep would copy from an identical run
+    (stored, or trained earlier in the plan: files are taken in the order given) and how many it would train,
+    with their optimiser steps (:func:`planned_steps`). ``seeds``/``calibrated`` plan a rerun at other seeds or
+    on :func:`calibrated_base`. Nothing is trained, copied or moved here."""
+    index: dict[tuple, Path] = {}
+    for config in sorted(profile_root(profile).glob("*/*/seed*/config.yaml")):
+        run = RunDir(config.parent)
+        if run.is_complete():
+            index.setdefault(config_identity(run.load_config()), run.path)
+    rows = []
+    for path in paths:
+        exp = Experiment.load(path)
+        exp = calibrated_base(exp) if calibrated else exp
+        row = {"file": str(path), "table": exp.table, "base": base_for(exp, profile), "runs": 0, "stored": 0,
+               "stale": 0, "copy": 0, "train": 0, "steps": 0, "to_train": []}
+        for name, seed, cfg, out in planned_runs(exp, profile, seeds):
+            run, identity = RunDir(out), config_identity(cfg)
+            row["runs"] += 1
+            if run.is_complete() and config_identity(run.load_config()) == identity:
+                row["stored"] += 1
+                continue
+            row["stale"] += run.is_complete()
+            if identity in index:
+                row["copy"] += 1
+            else:  # trained here; a later identical run of the plan is its copy, as in a sweep
+                row["train"] += 1
+                row["steps"] += planned_steps(cfg)
+                row["to_train"].append(f"{name} seed {seed}")
+                index[identity] = out
+        rows.append(row)
+    return rows
 
 
 def _network_key(cfg: RunConfig) -> tuple:
@@ -334,6 +389,32 @@ def load_records(path: str | os.PathLike, profile: str = "cpu") -> list[dict]:
             d = RunDir(run_dir(exp, name, seed, profile))
             if d.is_complete():
                 out.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(d.path), **d.load_eval()})
+    return out
+
+
+def original_recipe_records(path: str | os.PathLike, profile: str = "cpu") -> list[dict]:
+    """An experiment's runs on the CPU profile's original recipe: the dated record's once the table has been
+    rerun on a calibrated recipe (its ``base`` is a ``configs/cpu_cal_*`` file), else its current runs."""
+    exp = Experiment.load(path)
+    if profile == "cpu" and Path(base_for(exp, profile)).name.startswith("cpu_cal_"):
+        return load_recorded(path)
+    return load_records(path, profile)
+
+
+def load_recorded(path: str | os.PathLike, root: str | os.PathLike | None = None) -> list[dict]:
+    """Records of an experiment's runs in the dated record (:data:`RECIPE_RECORD`'s folder, or ``root``): the
+    runs a table had on its original recipe before it was rerun, every stored seed. Empty while the table has
+    not moved there (its runs are still the current ones: :func:`load_records`)."""
+    exp = Experiment.load(path)
+    root = Path(root) if root is not None else RECIPE_RECORD.parent
+    out = []
+    for name in exp.settings:
+        folder = run_dir(exp, name, 0, "cpu").parent.relative_to(profile_root("cpu"))
+        for d in sorted(root.glob(f"{glob.escape(str(folder))}/seed*"), key=lambda p: int(p.name.removeprefix("seed"))):
+            run = RunDir(d)
+            if run.is_complete():
+                seed = int(d.name.removeprefix("seed"))
+                out.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(d), **run.load_eval()})
     return out
 
 

@@ -75,6 +75,20 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     assert (tmp_path / copied["dir"] / prov["copied_from"]).resolve() == (tmp_path / source["dir"]).resolve()
     assert not X.RunDir(copied["dir"]).checkpoint.exists()
 
+    # The plan (python -m ftcl_core plan) counts what a sweep would do, and does none of it.
+    (row,) = X.plan_rows([exp_file], "smoke")
+    assert (row["runs"], row["stored"], row["stale"], row["copy"], row["train"]) == (4, 4, 0, 0, 0)
+    third = tmp_path / "third.yaml"  # the first table's folders on another recipe, and a third seed
+    third.write_text(exp_file.read_text().replace("seeds: [0, 1]", "seeds: [0, 1, 2]")
+                     .replace("baseline: {}", "baseline: {optim.lr: 0.5}"))
+    (row,) = X.plan_rows([third], "smoke")
+    assert (row["runs"], row["stored"], row["stale"], row["copy"], row["train"]) == (6, 2, 2, 0, 4)
+    assert row["to_train"] == ["baseline seed 0", "baseline seed 1", "baseline seed 2", "alpha_ex=2.0 seed 2"]
+    assert row["steps"] == 4 * X.planned_steps(X.resolve("configs/smoke_moco_v2.yaml", {}, "smoke"))
+    (row,) = X.plan_rows([other], "smoke")  # its baseline seed 1 is a copy of the first table's
+    assert (row["stored"], row["copy"], row["train"]) == (1, 0, 0)
+    assert sorted(p.name for p in (tmp_path / "smoke").glob("*/*/seed*")) == ["seed0", "seed0", "seed1", "seed1", "seed1"]
+
 
 def test_unknown_profile_and_setting_are_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="profile"):
@@ -263,3 +277,35 @@ def test_runs_by_device_groups_seeds_by_where_they_trained_and_skips_copies(tmp_
     rows = X.runs_by_device("cpu")
     assert [(r["device"], r["seeds"], r["train_s"]) for r in rows] == [("NVIDIA H200", [0, 1], 200.0),
                                                                          ("Some CPU", [2], 900.0)]
+
+
+def test_a_rerun_tables_original_runs_are_read_from_the_dated_record(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
+    record = tmp_path / "record"
+    for seed, top1 in (("seed0", 50.0), ("seed3", 53.0)):  # every stored seed of the record, not the file's seeds
+        d = record / "T9" / "v1_+both" / seed
+        d.mkdir(parents=True)
+        (d / "eval.json").write_text(json.dumps({"linear_top1": top1}))
+    (record / "T9" / "v1_+both" / "seed1").mkdir()  # an unfinished run is not a record
+    current = tmp_path / "runs" / "cpu" / "T9" / "v1_+both" / "seed0"
+    current.mkdir(parents=True)
+    (current / "eval.json").write_text(json.dumps({"linear_top1": 90.0}))
+    text = "table: T9\ntitle: t\nbase: {{cpu: configs/{}.yaml}}\nseeds: [0]\nsettings:\n  v1 +both: {{}}\n"
+    rerun, original = tmp_path / "rerun.yaml", tmp_path / "original.yaml"
+    rerun.write_text(text.format("cpu_cal_moco_v1"))
+    original.write_text(text.format("cpu_moco_v1"))
+    got = X.load_recorded(rerun, root=record)
+    assert [(r["setting"], r["seed"], r["linear_top1"]) for r in got] == [("v1 +both", 0, 50.0), ("v1 +both", 3, 53.0)]
+    monkeypatch.setattr(X, "RECIPE_RECORD", record / "summary.csv")
+    assert [r["linear_top1"] for r in X.original_recipe_records(rerun)] == [50.0, 53.0]  # rerun: the record
+    assert [r["linear_top1"] for r in X.original_recipe_records(original)] == [90.0]  # not rerun: its current runs
+
+
+def test_the_calibrated_base_of_a_table_is_its_cpu_cal_config_where_one_exists(tmp_path):
+    text = "table: T9\ntitle: t\nbase: {{cpu: configs/{}.yaml}}\nseeds: [0]\nsettings:\n  a: {{}}\n"
+    for name, want in (("cpu_moco_v1", "configs/cpu_cal_moco_v1.yaml"), ("cpu_cal_moco_v1", "configs/cpu_cal_moco_v1.yaml"),
+                       ("smoke_moco_v2", "configs/smoke_moco_v2.yaml")):
+        (tmp_path / "e.yaml").write_text(text.format(name))
+        assert X.calibrated_base(X.Experiment.load(tmp_path / "e.yaml")).base["cpu"] == want

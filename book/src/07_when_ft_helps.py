@@ -227,15 +227,16 @@ display(P.markdown_html(
 # Issue "fair baselines" asked whether the collapse belongs to this project's recipe. Each MoCo baseline was
 # calibrated without FT, on a validation split, at one step budget (`results/calibration.csv`, chapter 9); the
 # chosen recipes are `configs/cpu_cal_moco_v1.yaml` and `configs/cpu_cal_moco_v2.yaml`. FT then runs with the
-# paper's settings unchanged (both transformations, α_ex = 2, α_in = 1.6), paired by seed with its baseline.
+# paper's settings unchanged (both transformations, α_ex = 2, α_in = 1.6), paired by seed with its baseline. The original recipe's pair is Table 5's first runs (kept in the dated record
+# `results/cpu-2026-11/` once the table is rerun on the calibrated recipe).
 
 # %%
 before = {"v1": ("experiments/table5_ft_v1.yaml", "v1 baseline", "v1 +both"),
           "v2": ("experiments/table5_ft_v2.yaml", "v2 baseline", "v2 +both")}
 rows = []
 for version, (path, base, treated) in before.items():
-    recs = X.load_records(path, profile) if profile != "smoke" else []
-    rows.append(G.paired_comparison(f"MoCo {version}, profile recipe (Table 5)", recs, base, treated))
+    recs = X.original_recipe_records(path, profile) if profile != "smoke" else []  # the dated record once rerun
+    rows.append(G.paired_comparison(f"MoCo {version}, original recipe", recs, base, treated))
     cal = next(p for p in diagnosis if p.endswith(f"_{version}.yaml"))
     rows.append(G.paired_comparison(f"MoCo {version}, calibrated recipe", records[cal], "baseline", "+both"))
 
@@ -248,7 +249,7 @@ def comparison_table(rows, caption, columns=("baseline", "FT (+pos +neg)", "Δ (
 
 comparison_table(rows, "Linear top-1 (%), mean over seeds; Δ paired by seed with its 95 % interval; the verdict is on "
                        "the paper's claim that FT helps")
-versions, recipes = ["MoCo v1", "MoCo v2"], ["profile recipe (Table 5)", "calibrated recipe"]
+versions, recipes = ["MoCo v1", "MoCo v2"], ["original recipe", "calibrated recipe"]
 cell = {(v, c): r for r in rows for v in versions for c in recipes if r["comparison"] == f"{v}, {c}"}
 grid = np.array([[cell[v, c]["diff"] if cell[v, c]["n_seeds"] else np.nan for c in recipes] for v in versions])
 grid_ci = np.array([[cell[v, c]["ci95"] for c in recipes] for v in versions])
