@@ -309,3 +309,19 @@ def test_the_calibrated_base_of_a_table_is_its_cpu_cal_config_where_one_exists(t
                        ("smoke_moco_v2", "configs/smoke_moco_v2.yaml")):
         (tmp_path / "e.yaml").write_text(text.format(name))
         assert X.calibrated_base(X.Experiment.load(tmp_path / "e.yaml")).base["cpu"] == want
+
+
+def test_the_momentum_paragraph_names_each_momentum_by_its_verdict(tmp_path):
+    f = tmp_path / "t1.yaml"
+    f.write_text("table: T1-fmnist\ntitle: t\nbase: {cpu: configs/cpu_moco_v1.yaml}\nseeds: [0, 1, 2]\n"
+                 "settings:\n  m=0: {}\n  m=0.9: {}\n  m=1.0: {}\npaper: {m=0: collapse, m=0.9: 46.5, m=1.0: 31.2}\n")
+    exp = X.Experiment.load(f)
+    top1 = {"m=0": (5.0, 6.0, 7.0), "m=0.9": (60.0, 61.0, 62.0), "m=1.0": (20.0, 30.0, 10.0)}  # random init: 20
+    records = [{"setting": s, "seed": i, "linear_top1": v, "random_init_linear_top1": 20.0}
+               for s, vals in top1.items() for i, v in enumerate(vals)]
+    text = X.momentum_paragraph(exp, records)
+    assert "Seeds per momentum: 3." in text and "peaks at m = 0.9 (61.0 ± 2.5 %, against 20.0 %" in text
+    assert "(replicated): 0.9; too spread for a verdict (inconclusive): 1.0; below it: none." in text
+    assert "m = 0: 6.0 ± 2.5 %, -14.0 ± 2.5 points against random init, replicated" in text
+    assert text.endswith("The collapse is reproduced at 0.")
+    assert X.momentum_paragraph(exp, []) == "No stored runs."
