@@ -324,12 +324,17 @@ def collect(path: str | os.PathLike, profile: str, seeds: list[int], settings: l
 
 
 def find_identical_run(cfg: RunConfig, profile: str) -> Path | None:
-    """A complete run of the profile whose config equals ``cfg`` (the baselines that several tables share)."""
+    """A complete run of the profile whose config equals ``cfg`` (the baselines that several tables share).
+
+    One trained on the kind of device ``cfg`` names comes first: the same recipe on another device differs in
+    float rounding, and a table pairs a copied baseline with runs trained where ``cfg`` runs."""
+    found = []
     for config in sorted(profile_root(profile).glob("*/*/seed*/config.yaml")):
         run = RunDir(config.parent)
         if run.is_complete() and not config_diff(run.load_config(), cfg):
-            return run.path
-    return None
+            trained_on = str(run.load_provenance().get("device", run.load_config().device)).split(":")[0]
+            found.append((trained_on != cfg.device.split(":")[0], str(run.path), run.path))
+    return min(found)[2] if found else None
 
 
 def copy_run(src: str | os.PathLike, dst: str | os.PathLike) -> None:

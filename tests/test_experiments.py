@@ -325,3 +325,21 @@ def test_the_momentum_paragraph_names_each_momentum_by_its_verdict(tmp_path):
     assert "m = 0: 6.0 ± 2.5 %, -14.0 ± 2.5 points against random init, replicated" in text
     assert text.endswith("The collapse is reproduced at 0.")
     assert X.momentum_paragraph(exp, []) == "No stored runs."
+
+
+def test_an_identical_run_trained_on_the_same_kind_of_device_is_copied_first(tmp_path, monkeypatch):
+    import json
+
+    import yaml
+
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path))
+    cfg = X.resolve("configs/smoke_moco_v2.yaml", {}, "smoke")
+    for folder, device in (("A-gpu/base/seed0", "cuda"), ("B-cpu/base/seed0", "cpu"), ("C-cpu/base/seed0", "cpu")):
+        d = tmp_path / "smoke" / folder
+        d.mkdir(parents=True)
+        (d / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict()))
+        (d / "provenance.json").write_text(json.dumps({"device": device}))
+        (d / "eval.json").write_text("{}")
+    assert X.find_identical_run(cfg, "smoke") == tmp_path / "smoke" / "B-cpu/base/seed0"  # not the GPU run sorted first
+    assert X.find_identical_run(cfg.updated({"device": "cuda"}), "smoke") == tmp_path / "smoke" / "A-gpu/base/seed0"
+    assert X.find_identical_run(cfg.updated({"seed": 5}), "smoke") is None
