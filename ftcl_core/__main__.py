@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _plan(args) -> int:
     """``plan``: one Markdown row per experiment file (:func:`ftcl_core.experiments.plan_rows`), then the totals."""
-    from ftcl_core.experiments import ROOT, plan_rows
+    from ftcl_core.experiments import ROOT, plan_rows, step_seconds_here
 
     paths = args.experiments or sorted(str(p.relative_to(ROOT)) for p in (ROOT / "experiments").glob("*.yaml"))
     try:
@@ -124,7 +124,11 @@ def _plan(args) -> int:
               f"| {r['train']} | {r['steps']} |")
         if args.list and r["to_train"]:
             print("|  | to train: " + ", ".join(r["to_train"]) + " |" + " |" * 7)
-    print(f"\n{sum(r['train'] for r in rows)} runs to train ({sum(r['steps'] for r in rows)} steps); "
+    steps = sum(r["steps"] for r in rows)
+    rate, n = step_seconds_here(args.profile)
+    cost = (f", about {steps * rate / 3600:.1f} h of one training process on this CPU at {1000 * rate:.0f} ms a step "
+            f"(the median of {n} runs trained on it)") if n else ""
+    print(f"\n{sum(r['train'] for r in rows)} runs to train: {steps} steps{cost}. "
           f"{sum(r['copy'] for r in rows)} to copy from identical runs; {sum(r['stale'] for r in rows)} stored runs hold "
           "another recipe (move them to a dated record, e.g. results/cpu-2026-11/, before the rerun).")
     return 0

@@ -39,6 +39,7 @@ from ftcl_core.runs import (
     RunDir,
     atomic_write_bytes,
     config_diff,
+    cpu_model,
     load_config,
     write_json,
 )
@@ -271,6 +272,22 @@ def plan_rows(paths: list[str | os.PathLike], profile: str = "cpu", seeds: list[
                 index[identity] = out
         rows.append(row)
     return rows
+
+
+def step_seconds_here(profile: str = "cpu") -> tuple[float, int]:
+    """The median training seconds per optimiser step of the profile's stored runs trained on this machine's CPU
+    model (copies left out), and how many runs that is (0, and NaN, when none was trained here): what a plan's
+    steps cost here. CPUs differ threefold, so only this machine's own runs say it."""
+    here = cpu_model()
+    rates = []
+    for run in stored_runs(profile).values():
+        prov = run.load_provenance()
+        if "copied_from" in prov or prov.get("device", "cpu") != "cpu" or prov.get("cpu_model") != here:
+            continue
+        steps = planned_steps(run.load_config())
+        if steps and prov.get("train_s"):
+            rates.append(float(prov["train_s"]) / steps)
+    return (float(np.median(rates)) if rates else math.nan), len(rates)
 
 
 def _network_key(cfg: RunConfig) -> tuple:

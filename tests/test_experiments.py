@@ -343,3 +343,42 @@ def test_an_identical_run_trained_on_the_same_kind_of_device_is_copied_first(tmp
     assert X.find_identical_run(cfg, "smoke") == tmp_path / "smoke" / "B-cpu/base/seed0"  # not the GPU run sorted first
     assert X.find_identical_run(cfg.updated({"device": "cuda"}), "smoke") == tmp_path / "smoke" / "A-gpu/base/seed0"
     assert X.find_identical_run(cfg.updated({"seed": 5}), "smoke") is None
+
+
+def test_step_seconds_here_is_the_median_over_runs_trained_on_this_cpu(tmp_path, monkeypatch):
+    import json
+
+    import yaml
+
+    from ftcl_core.runs import cpu_model
+
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path))
+    assert math.isnan(X.step_seconds_here("smoke")[0]) and X.step_seconds_here("smoke")[1] == 0
+    cfg = X.resolve("configs/smoke_moco_v2.yaml", {}, "smoke")
+    steps = X.planned_steps(cfg)
+    provs = {"a": {"cpu_model": cpu_model(), "train_s": 0.1 * steps}, "b": {"cpu_model": cpu_model(), "train_s": 0.3 * steps},
+             "c": {"cpu_model": cpu_model(), "train_s": 0.2 * steps},
+             "copy": {"cpu_model": cpu_model(), "train_s": 9.0 * steps, "copied_from": "../a"},
+             "elsewhere": {"cpu_model": "another CPU", "train_s": 9.0 * steps},
+             "gpu": {"device": "cuda", "cpu_model": cpu_model(), "train_s": 9.0 * steps}}
+    for name, prov in provs.items():
+        d = tmp_path / "smoke" / "T" / name / "seed0"
+        d.mkdir(parents=True)
+        (d / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict()))
+        (d / "provenance.json").write_text(json.dumps({"device": "cpu", **prov}))
+        (d / "eval.json").write_text("{}")
+    rate, n = X.step_seconds_here("smoke")
+    assert n == 3 and rate == pytest.approx(0.2)
+
+
+def test_the_plan_command_prints_a_row_per_file_and_the_totals(tmp_path, monkeypatch, capsys):
+    from ftcl_core.__main__ import main
+
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path))
+    f = tmp_path / "e.yaml"
+    f.write_text("table: T9\ntitle: t\nbase: {cpu: configs/cpu_moco_v1.yaml}\nseeds: [0]\n"
+                 "settings:\n  a: {}\n  b: {optim.lr: 0.5}\n")
+    assert main(["plan", str(f), "--calibrated", "--seeds", "0", "1", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert f"| {f} | T9 | configs/cpu_cal_moco_v1.yaml | 4 | 0 | 0 | 0 | 4 |" in out
+    assert "to train: a seed 0, b seed 0, a seed 1, b seed 1" in out and "\n4 runs to train:" in out
