@@ -49,10 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     pl = sub.add_parser("plan", help="what is left to run: per experiment file, stored / stale / copied / to-train runs")
     pl.add_argument("experiments", nargs="*", help="experiment files (default: the tables, experiments/*.yaml)")
     pl.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
-    pl.add_argument("--seeds", type=int, nargs="*", help="plan these seeds (default: each file's)")
+    pl.add_argument("--seeds", type=int, nargs="+", help="plan these seeds (default: each file's)")
     pl.add_argument("--calibrated", action="store_true",
                     help="plan each table on its calibrated recipe (configs/cpu_cal_*.yaml), as a rerun would")
-    pl.add_argument("--list", action="store_true", help="also list each run to train")
+    pl.add_argument("--list", action="store_true", help="also name each run to train and each stale run")
     args, extra = parser.parse_known_args(argv)
     # key=value overrides may also come after --out (argparse stops collecting positionals at an option)
     stray = [e for e in extra if args.command not in ("train", "screen") or "=" not in e or e.startswith("-")]
@@ -108,13 +108,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _plan(args) -> int:
-    """``plan``: one Markdown row per experiment file (:func:`ftcl_core.experiments.plan_rows`), then the totals."""
-    from ftcl_core.experiments import ROOT, plan_rows, step_seconds_here
+    """``plan``: one Markdown row per experiment file (:func:`ftcl_core.experiments.plan_rows`), then the totals
+    and what they cost on this CPU (:func:`ftcl_core.experiments.step_rates_here`)."""
+    from ftcl_core.experiments import ROOT, plan_rows, step_rates_here
+    from ftcl_core.runs import RunFileError
 
     paths = args.experiments or sorted(str(p.relative_to(ROOT)) for p in (ROOT / "experiments").glob("*.yaml"))
     try:
-        rows = plan_rows(paths, args.profile, seeds=args.seeds, calibrated=args.calibrated)
-    except (ConfigError, FileNotFoundError) as err:
+        rates = step_rates_here(args.profile)
+        rows = plan_rows(paths, args.profile, seeds=args.seeds, calibrated=args.calibrated, rates=rates)
+    except (ConfigError, FileNotFoundError, RunFileError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print("| file | table | recipe | runs | stored | stale | copy | train | steps to train |")
@@ -122,12 +125,13 @@ def _plan(args) -> int:
     for r in rows:
         print(f"| {r['file']} | {r['table']} | {r['base']} | {r['runs']} | {r['stored']} | {r['stale']} | {r['copy']} "
               f"| {r['train']} | {r['steps']} |")
-        if args.list and r["to_train"]:
-            print("|  | to train: " + ", ".join(r["to_train"]) + " |" + " |" * 7)
-    steps = sum(r["steps"] for r in rows)
-    rate, n = step_seconds_here(args.profile)
-    cost = (f", about {steps * rate / 3600:.1f} h of one training process on this CPU at {1000 * rate:.0f} ms a step "
-            f"(the median of {n} runs trained on it)") if n else ""
+        for what in ("to_train", "stale_runs") if args.list else ():
+            if r[what]:
+                print(f"|  | {what.replace('_', ' ')}: " + ", ".join(r[what]) + " |" + " |" * 7)
+    steps, seconds = sum(r["steps"] for r in rows), sum(r["seconds"] for r in rows)
+    n = sum(len(v) for v in rates.values())
+    cost = (f", about {seconds / 3600:.1f} h of one training process on this CPU (from the seconds a step of the {n} "
+            "runs trained on it, per method, data set and encoder)") if n and steps else ""
     print(f"\n{sum(r['train'] for r in rows)} runs to train: {steps} steps{cost}. "
           f"{sum(r['copy'] for r in rows)} to copy from identical runs; {sum(r['stale'] for r in rows)} stored runs hold "
           "another recipe (move them to a dated record, e.g. results/cpu-2026-11/, before the rerun).")

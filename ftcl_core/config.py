@@ -690,7 +690,8 @@ def config_diff(a: RunConfig | dict, b: RunConfig | dict) -> list[str]:
 
 def config_identity(cfg: RunConfig | dict) -> tuple:
     """A hashable key that two configs share exactly when :func:`config_diff` finds no difference between them
-    (what a run computes; the execution keys left out): an index of stored runs by what they computed."""
+    (what a run computes; the execution keys left out): an index of stored runs by what they computed. Values
+    compare by ``repr``, so here NaN equals NaN and -0.0 differs from 0.0 (no config holds either)."""
     flat = _flatten(as_config(cfg).to_dict())
     return tuple(sorted((k, repr(v)) for k, v in flat.items() if k not in EXECUTION_KEYS))
 

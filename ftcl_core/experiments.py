@@ -25,6 +25,7 @@ import dataclasses
 import glob
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,15 +201,19 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
     if recipe := sorted(set(execution) - set(EXECUTION_KEYS)):
         raise ConfigError(f"{recipe} change what a run computes, not how it executes; a sweep may set only "
                           f"{list(EXECUTION_KEYS)}. Put recipe changes in the experiment file.")
-    jobs = planned_runs(exp, profile, seeds, names, execution)
-    for name, seed, cfg, out in jobs:
+    def copy_twin(name: str, seed: int, cfg: RunConfig, out: Path) -> None:
         if not RunDir(out).is_complete() and (twin := find_identical_run(cfg, profile)) is not None:
             copy_run(twin, out)
             if progress:
                 print(f"[{exp.table}] {name} seed {seed}: same config as {twin}, copied", flush=True)
+
+    jobs = planned_runs(exp, profile, seeds, names, execution)
+    for job in jobs:  # the copies first, so that the compile choice counts only the runs left to train
+        copy_twin(*job)
     compiled = sweep_compiles([(cfg, out) for _, _, cfg, out in jobs])
     records = []
     for name, seed, cfg, out in jobs:
+        copy_twin(name, seed, cfg, out)  # a run this sweep trained may be the twin of a later one
         if out in compiled:
             cfg = cfg.updated({"train.compile": True})
         if progress and not RunDir(out).is_complete():
@@ -230,21 +235,26 @@ def planned_runs(exp: Experiment, profile: str, seeds: list[int] | None = None, 
 def calibrated_base(exp: Experiment) -> Experiment:
     """``exp`` on the calibrated recipe of its CPU base (``configs/cpu_X.yaml`` -> ``configs/cpu_cal_X.yaml``, where
     that file exists), the rerun that issue "fair baselines" asks of every table; unchanged where there is none."""
-    cpu = Path(exp.base.get("cpu", ""))
-    cal = cpu.with_name(cpu.name.replace("cpu_", "cpu_cal_", 1))
-    if "cpu" not in exp.base or cpu.name.startswith("cpu_cal_") or not Path(_path(str(cal))).is_file():
+    if "cpu" not in exp.base:
+        return exp
+    cpu = Path(exp.base["cpu"])
+    if not cpu.name.startswith("cpu_") or cpu.name.startswith("cpu_cal_"):
+        return exp
+    cal = cpu.with_name("cpu_cal_" + cpu.name.removeprefix("cpu_"))
+    if not Path(_path(str(cal))).is_file():
         return exp
     return dataclasses.replace(exp, base={**exp.base, "cpu": str(cal)})
 
 
 def plan_rows(paths: list[str | os.PathLike], profile: str = "cpu", seeds: list[int] | None = None,
-              calibrated: bool = False) -> list[dict]:
+              calibrated: bool = False, rates: dict[tuple, list[float]] | None = None) -> list[dict]:
     """What is left to run, one row per experiment file: its table and recipe (``base``), the runs it asks for,
-    how many are stored with that config, how many stored ones hold another config (``stale``: runs of an earlier
+    how many are stored with that config, which stored ones hold another config (``stale``: runs of an earlier
     recipe, to move to a dated record before the rerun), how many a sweep would copy from an identical run
-    (stored, or trained earlier in the plan: files are taken in the order given) and how many it would train,
-    with their optimiser steps (:func:`planned_steps`). ``seeds``/``calibrated`` plan a rerun at other seeds or
-    on :func:`calibrated_base`. Nothing is trained, copied or moved here."""
+    (stored, or trained earlier in the plan: files are taken in the order given) and which it would train,
+    with their optimiser steps (:func:`planned_steps`) and, given ``rates`` (:func:`step_rates_here`), their
+    seconds here. ``seeds``/``calibrated`` plan a rerun at other seeds or on :func:`calibrated_base`. Nothing is
+    trained, copied or moved here."""
     index: dict[tuple, Path] = {}
     for config in sorted(profile_root(profile).glob("*/*/seed*/config.yaml")):
         run = RunDir(config.parent)
@@ -255,39 +265,54 @@ def plan_rows(paths: list[str | os.PathLike], profile: str = "cpu", seeds: list[
         exp = Experiment.load(path)
         exp = calibrated_base(exp) if calibrated else exp
         row = {"file": str(path), "table": exp.table, "base": base_for(exp, profile), "runs": 0, "stored": 0,
-               "stale": 0, "copy": 0, "train": 0, "steps": 0, "to_train": []}
+               "stale": 0, "copy": 0, "train": 0, "steps": 0, "seconds": 0.0, "to_train": [], "stale_runs": []}
         for name, seed, cfg, out in planned_runs(exp, profile, seeds):
             run, identity = RunDir(out), config_identity(cfg)
             row["runs"] += 1
             if run.is_complete() and config_identity(run.load_config()) == identity:
                 row["stored"] += 1
                 continue
-            row["stale"] += run.is_complete()
+            if run.is_complete():
+                row["stale"] += 1
+                row["stale_runs"].append(str(out.relative_to(profile_root(profile))))
             if identity in index:
                 row["copy"] += 1
             else:  # trained here; a later identical run of the plan is its copy, as in a sweep
                 row["train"] += 1
                 row["steps"] += planned_steps(cfg)
+                row["seconds"] += planned_steps(cfg) * seconds_a_step(cfg, rates or {})
                 row["to_train"].append(f"{name} seed {seed}")
                 index[identity] = out
         rows.append(row)
     return rows
 
 
-def step_seconds_here(profile: str = "cpu") -> tuple[float, int]:
-    """The median training seconds per optimiser step of the profile's stored runs trained on this machine's CPU
-    model (copies left out), and how many runs that is (0, and NaN, when none was trained here): what a plan's
-    steps cost here. CPUs differ threefold, so only this machine's own runs say it."""
+def _rate_key(cfg: RunConfig) -> tuple:
+    """What a step's cost depends on most: the method, the data set (its loader) and the encoder."""
+    return cfg.method, cfg.data.name, cfg.model.encoder
+
+
+def step_rates_here(profile: str = "cpu") -> dict[tuple, list[float]]:
+    """Training seconds per optimiser step of the profile's stored runs trained on this machine's CPU model (copies
+    left out), by :func:`_rate_key`: what a plan's steps cost here. CPUs differ threefold, so only this machine's
+    own runs say it, and methods differ twofold (SimCLR, BYOL), so each counts its own."""
     here = cpu_model()
-    rates = []
+    rates: dict[tuple, list[float]] = {}
     for run in stored_runs(profile).values():
         prov = run.load_provenance()
         if "copied_from" in prov or prov.get("device", "cpu") != "cpu" or prov.get("cpu_model") != here:
             continue
-        steps = planned_steps(run.load_config())
-        if steps and prov.get("train_s"):
-            rates.append(float(prov["train_s"]) / steps)
-    return (float(np.median(rates)) if rates else math.nan), len(rates)
+        cfg = run.load_config()
+        if planned_steps(cfg) and prov.get("train_s"):
+            rates.setdefault(_rate_key(cfg), []).append(float(prov["train_s"]) / planned_steps(cfg))
+    return rates
+
+
+def seconds_a_step(cfg: RunConfig, rates: dict[tuple, list[float]]) -> float:
+    """The median of ``rates`` (:func:`step_rates_here`) for ``cfg``'s key, else of every rate (a method not yet
+    trained here), else NaN (nothing trained here)."""
+    own = rates.get(_rate_key(cfg)) or [r for v in rates.values() for r in v]
+    return float(np.median(own)) if own else math.nan
 
 
 def _network_key(cfg: RunConfig) -> tuple:
@@ -432,7 +457,8 @@ def load_recorded(path: str | os.PathLike, root: str | os.PathLike | None = None
     out = []
     for name in exp.settings:
         folder = run_dir(exp, name, 0, "cpu").parent.relative_to(profile_root("cpu"))
-        for d in sorted(root.glob(f"{glob.escape(str(folder))}/seed*"), key=lambda p: int(p.name.removeprefix("seed"))):
+        seeds = [d for d in root.glob(f"{glob.escape(str(folder))}/seed*") if re.fullmatch(r"seed\d+", d.name)]
+        for d in sorted(seeds, key=lambda p: int(p.name.removeprefix("seed"))):
             run = RunDir(d)
             if run.is_complete():
                 seed = int(d.name.removeprefix("seed"))
@@ -638,8 +664,9 @@ def findings(exp: Experiment, records: list[dict]) -> list[str]:
 
 def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
     """Table 1's runs in words (eq. 2's momentum sweep): where readout peaks against the random-init encoder, which
-    of the momenta the paper says learn do so (by verdict), and whether its collapse at small momenta (readout
-    below the random-init encoder) is reproduced. Generated, so a rerun or another data set updates it."""
+    of the momenta the paper says learn do so (by verdict), whether its collapse at small momenta (readout below
+    the random-init encoder) is reproduced, and on real images which momenta clear the raw-pixel probe (paired 95 %
+    interval). Generated, so a rerun or another data set updates it."""
     rows = {r["setting"]: r for r in table_rows(exp, records)}
     if not rows:
         return "No stored runs."
@@ -663,13 +690,22 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
                 f"it: {named(by['not replicated'])}.")
     if said_collapse:
         parts = [f"m = {s.removeprefix('m=')}: {plus_minus(rows[s]['mean'], rows[s]['ci95'])} %, "
-                 f"{rows[s]['diff_mean']:+.1f}" + ("" if math.isnan(rows[s]["diff_ci95"]) else f" ± {rows[s]['diff_ci95']:.1f}")
-                 + f" points against random init, {rows[s]['verdict']}" for s in said_collapse]
+                 f"{'+' if rows[s]['diff_mean'] >= 0 else ''}{plus_minus(rows[s]['diff_mean'], rows[s]['diff_ci95'])}"
+                 f" points against random init, {rows[s]['verdict']}" for s in said_collapse]
         replicated = [s for s in said_collapse if rows[s]["verdict"] == "replicated"]
         text.append("Where the paper reports a collapse (readout below the random-init encoder): " + "; ".join(parts) + ". "
                     + ("The collapse is reproduced at " + named(replicated) + "." if replicated else
                        "The collapse is not reproduced at any of them: small momenta stall learning here rather than "
                        "destroy the features."))
+    pixels = [r for r in records if "raw_pixels_linear_top1" in r]
+    if pixels:  # real images: the probe on the raw pixels is the bar an encoder must clear (paired by run)
+        side: dict[str, list[str]] = {"above": [], "even with": [], "below": []}
+        for s in rows:
+            d, ci = mean_ci95([r["linear_top1"] - r["raw_pixels_linear_top1"] for r in pixels if r["setting"] == s])
+            side["even with" if math.isnan(ci) or abs(d) <= ci else "above" if d > 0 else "below"].append(s)
+        probe = float(np.mean([r["raw_pixels_linear_top1"] for r in pixels]))
+        text.append(f"Against the linear probe on the raw pixels ({probe:.1f} %), paired by run: "
+                    + "; ".join(f"{k} it: {named(v)}" for k, v in side.items()) + ".")
     return " ".join(text)
 
 

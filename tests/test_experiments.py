@@ -85,8 +85,19 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     assert (row["runs"], row["stored"], row["stale"], row["copy"], row["train"]) == (6, 2, 2, 0, 4)
     assert row["to_train"] == ["baseline seed 0", "baseline seed 1", "baseline seed 2", "alpha_ex=2.0 seed 2"]
     assert row["steps"] == 4 * X.planned_steps(X.resolve("configs/smoke_moco_v2.yaml", {}, "smoke"))
-    (row,) = X.plan_rows([other], "smoke")  # its baseline seed 1 is a copy of the first table's
+    (row,) = X.plan_rows([other], "smoke")  # its baseline seed 1, copied above, is stored now
     assert (row["stored"], row["copy"], row["train"]) == (1, 0, 0)
+    fourth = tmp_path / "fourth.yaml"  # T4: seed 0 is a stored run's twin; seed 2 the twin of a run "third" trains
+    fourth.write_text("table: T4\ntitle: fourth\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0, 2]\n"
+                      "settings:\n  alpha_ex=2.0: {ft.pos: true}\npaper: {alpha_ex=2.0: 72.8}\n")
+    third_row, row = X.plan_rows([third, fourth], "smoke")
+    assert (row["runs"], row["stored"], row["stale"], row["copy"], row["train"]) == (2, 0, 0, 2, 0)
+    assert third_row["stale_runs"] == ["T2/baseline/seed0", "T2/baseline/seed1"]
+    (row,) = X.plan_rows([fourth], "smoke")  # without "third" in the plan, seed 2 is trained
+    assert (row["copy"], row["train"], row["to_train"]) == (1, 1, ["alpha_ex=2.0 seed 2"])
+    rate_cfg = X.resolve("configs/smoke_moco_v2.yaml", {}, "smoke")
+    (row,) = X.plan_rows([fourth], "smoke", rates={X._rate_key(rate_cfg): [0.5]})
+    assert row["seconds"] == pytest.approx(0.5 * row["steps"])
     assert sorted(p.name for p in (tmp_path / "smoke").glob("*/*/seed*")) == ["seed0", "seed0", "seed1", "seed1", "seed1"]
 
 
@@ -304,11 +315,20 @@ def test_a_rerun_tables_original_runs_are_read_from_the_dated_record(tmp_path, m
 
 
 def test_the_calibrated_base_of_a_table_is_its_cpu_cal_config_where_one_exists(tmp_path):
-    text = "table: T9\ntitle: t\nbase: {{cpu: configs/{}.yaml}}\nseeds: [0]\nsettings:\n  a: {{}}\n"
-    for name, want in (("cpu_moco_v1", "configs/cpu_cal_moco_v1.yaml"), ("cpu_cal_moco_v1", "configs/cpu_cal_moco_v1.yaml"),
-                       ("smoke_moco_v2", "configs/smoke_moco_v2.yaml")):
-        (tmp_path / "e.yaml").write_text(text.format(name))
-        assert X.calibrated_base(X.Experiment.load(tmp_path / "e.yaml")).base["cpu"] == want
+    text = "table: T9\ntitle: t\nbase: {{cpu: {}}}\nseeds: [0]\nsettings:\n  a: {{}}\n"
+
+    def cal(base: str) -> str:
+        (tmp_path / "e.yaml").write_text(text.format(base))
+        return X.calibrated_base(X.Experiment.load(tmp_path / "e.yaml")).base["cpu"]
+
+    assert cal("configs/cpu_moco_v1.yaml") == "configs/cpu_cal_moco_v1.yaml"
+    assert cal("configs/cpu_cal_moco_v1.yaml") == "configs/cpu_cal_moco_v1.yaml"
+    assert cal("configs/smoke_moco_v2.yaml") == "configs/smoke_moco_v2.yaml"  # not a cpu_ config
+    for name in ("cpu_new.yaml", "my_cpu_new.yaml", "cpu_cal_new.yaml", "my_cpu_cal_new.yaml"):
+        (tmp_path / name).write_text("method: moco\n")
+    assert cal(str(tmp_path / "cpu_other.yaml")) == str(tmp_path / "cpu_other.yaml")  # no cpu_cal_ twin
+    assert cal(str(tmp_path / "cpu_new.yaml")) == str(tmp_path / "cpu_cal_new.yaml")
+    assert cal(str(tmp_path / "my_cpu_new.yaml")) == str(tmp_path / "my_cpu_new.yaml")  # cpu_ only as a prefix
 
 
 def test_the_momentum_paragraph_names_each_momentum_by_its_verdict(tmp_path):
@@ -345,7 +365,7 @@ def test_an_identical_run_trained_on_the_same_kind_of_device_is_copied_first(tmp
     assert X.find_identical_run(cfg.updated({"seed": 5}), "smoke") is None
 
 
-def test_step_seconds_here_is_the_median_over_runs_trained_on_this_cpu(tmp_path, monkeypatch):
+def test_step_rates_count_only_runs_trained_on_this_cpu_by_method(tmp_path, monkeypatch):
     import json
 
     import yaml
@@ -353,8 +373,8 @@ def test_step_seconds_here_is_the_median_over_runs_trained_on_this_cpu(tmp_path,
     from ftcl_core.runs import cpu_model
 
     monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path))
-    assert math.isnan(X.step_seconds_here("smoke")[0]) and X.step_seconds_here("smoke")[1] == 0
     cfg = X.resolve("configs/smoke_moco_v2.yaml", {}, "smoke")
+    assert X.step_rates_here("smoke") == {} and math.isnan(X.seconds_a_step(cfg, {}))
     steps = X.planned_steps(cfg)
     provs = {"a": {"cpu_model": cpu_model(), "train_s": 0.1 * steps}, "b": {"cpu_model": cpu_model(), "train_s": 0.3 * steps},
              "c": {"cpu_model": cpu_model(), "train_s": 0.2 * steps},
@@ -367,8 +387,13 @@ def test_step_seconds_here_is_the_median_over_runs_trained_on_this_cpu(tmp_path,
         (d / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict()))
         (d / "provenance.json").write_text(json.dumps({"device": "cpu", **prov}))
         (d / "eval.json").write_text("{}")
-    rate, n = X.step_seconds_here("smoke")
-    assert n == 3 and rate == pytest.approx(0.2)
+    rates = X.step_rates_here("smoke")
+    assert list(rates) == [X._rate_key(cfg)] and sorted(rates[X._rate_key(cfg)]) == pytest.approx([0.1, 0.2, 0.3])
+    assert X.seconds_a_step(cfg, rates) == pytest.approx(0.2)
+    simclr = X.resolve("configs/smoke_simclr.yaml", {}, "smoke") if (X.ROOT / "configs/smoke_simclr.yaml").is_file() else \
+        cfg.updated({"method": "simclr"})
+    assert X.seconds_a_step(simclr, rates) == pytest.approx(0.2)  # no SimCLR run here: every rate's median
+    assert X.seconds_a_step(simclr, {**rates, X._rate_key(simclr): [0.7]}) == pytest.approx(0.7)
 
 
 def test_the_plan_command_prints_a_row_per_file_and_the_totals(tmp_path, monkeypatch, capsys):
@@ -382,3 +407,16 @@ def test_the_plan_command_prints_a_row_per_file_and_the_totals(tmp_path, monkeyp
     out = capsys.readouterr().out
     assert f"| {f} | T9 | configs/cpu_cal_moco_v1.yaml | 4 | 0 | 0 | 0 | 4 |" in out
     assert "to train: a seed 0, b seed 0, a seed 1, b seed 1" in out and "\n4 runs to train:" in out
+
+
+def test_on_real_images_the_momentum_paragraph_sets_each_momentum_against_the_raw_pixel_probe(tmp_path):
+    f = tmp_path / "t1.yaml"
+    f.write_text("table: T1-fmnist\ntitle: t\nbase: {cpu: configs/cpu_moco_v1.yaml}\nseeds: [0, 1, 2]\n"
+                 "settings:\n  m=0: {}\n  m=0.9: {}\n  m=0.99: {}\npaper: {m=0: collapse, m=0.9: 46.5, m=0.99: 56.2}\n")
+    top1 = {"m=0": (70.0, 71.0, 72.0), "m=0.9": (80.0, 90.0, 70.0), "m=0.99": (85.0, 86.0, 87.0)}  # probe: 82
+    records = [{"setting": s, "seed": i, "linear_top1": v, "random_init_linear_top1": 20.0, "raw_pixels_linear_top1": 82.0}
+               for s, vals in top1.items() for i, v in enumerate(vals)]
+    text = X.momentum_paragraph(X.Experiment.load(f), records)
+    assert text.endswith("Against the linear probe on the raw pixels (82.0 %), paired by run: above it: 0.99; "
+                         "even with it: 0.9; below it: 0.")
+    assert "+51.0 ± 2.5 points against random init, not replicated" in text

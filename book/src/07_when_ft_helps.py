@@ -227,8 +227,9 @@ display(P.markdown_html(
 # Issue "fair baselines" asked whether the collapse belongs to this project's recipe. Each MoCo baseline was
 # calibrated without FT, on a validation split, at one step budget (`results/calibration.csv`, chapter 9); the
 # chosen recipes are `configs/cpu_cal_moco_v1.yaml` and `configs/cpu_cal_moco_v2.yaml`. FT then runs with the
-# paper's settings unchanged (both transformations, α_ex = 2, α_in = 1.6), paired by seed with its baseline. The original recipe's pair is Table 5's first runs (kept in the dated record
-# `results/cpu-2026-11/` once the table is rerun on the calibrated recipe).
+# paper's settings unchanged (both transformations, α_ex = 2, α_in = 1.6), paired by seed with its baseline.
+# The original recipe's pair is Table 5's first runs (the dated record `results/cpu-2026-11/` keeps them once the
+# table is rerun on the calibrated recipe).
 
 # %%
 before = {"v1": ("experiments/table5_ft_v1.yaml", "v1 baseline", "v1 +both"),
