@@ -126,8 +126,8 @@ else:
 # never on the test set (`experiments/calibration/`, `python -m ftcl_core calibration`). The trial with the
 # best validation kNN is marked; the chosen recipes are the `configs/cpu_cal_*.yaml` files, and chapter 7 runs
 # FT on them. Trials with one seed choose which recipe is worth three seeds; they decide nothing on their own.
-# The `fmnist_moco_v1` rows calibrate MoCo v1 on Fashion-MNIST's real photographs the same way; their validation
-# images are training images outside the subset used for training.
+# The `fmnist_moco_v1` and `fmnist_moco_v2` rows calibrate MoCo v1 and v2 on Fashion-MNIST's real photographs the
+# same way; their validation images are training images outside the subset used for training.
 # The train-time column is wall time, and some trials shared the two cores with other work: it says roughly what
 # a trial costs, not which recipe is faster.
 #
