@@ -26,7 +26,8 @@ show = ["experiments/table2_alpha_ex.yaml", "experiments/table3_alpha_in.yaml",
         "experiments/table7_start_epoch.yaml", "experiments/supp_f_renorm.yaml",
         "experiments/supp_g_negatives.yaml",
         # the same tables on Fashion-MNIST's real photographs, where runs exist (chapter 9 sets the verdicts side by side)
-        "experiments/table5_ft_v1_fmnist.yaml", "experiments/table7_start_epoch_fmnist.yaml"]
+        "experiments/table5_ft_v1_fmnist.yaml", "experiments/table5_ft_v2_fmnist.yaml",
+        "experiments/table7_start_epoch_fmnist.yaml"]
 
 # %%
 import matplotlib.pyplot as plt
