@@ -278,9 +278,10 @@ def plan_rows(paths: list[str | os.PathLike], profile: str = "cpu", seeds: list[
             if identity in index:
                 row["copy"] += 1
             else:  # trained here; a later identical run of the plan is its copy, as in a sweep
+                steps = planned_steps(cfg)
                 row["train"] += 1
-                row["steps"] += planned_steps(cfg)
-                row["seconds"] += planned_steps(cfg) * seconds_a_step(cfg, rates or {})
+                row["steps"] += steps
+                row["seconds"] += steps * seconds_a_step(cfg, rates or {})
                 row["to_train"].append(f"{name} seed {seed}")
                 index[identity] = out
         rows.append(row)
@@ -373,8 +374,8 @@ def find_identical_run(cfg: RunConfig, profile: str) -> Path | None:
     found = []
     for config in sorted(profile_root(profile).glob("*/*/seed*/config.yaml")):
         run = RunDir(config.parent)
-        if run.is_complete() and not config_diff(run.load_config(), cfg):
-            trained_on = str(run.load_provenance().get("device", run.load_config().device)).split(":")[0]
+        if run.is_complete() and not config_diff(stored := run.load_config(), cfg):
+            trained_on = str(run.load_provenance().get("device", stored.device)).split(":")[0]
             found.append((trained_on != cfg.device.split(":")[0], str(run.path), run.path))
     return min(found)[2] if found else None
 
@@ -700,9 +701,10 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
     pixels = [r for r in records if "raw_pixels_linear_top1" in r]
     if pixels:  # real images: the probe on the raw pixels is the bar an encoder must clear (paired by run)
         side: dict[str, list[str]] = {"above": [], "even with": [], "below": []}
-        for s in rows:
+        where = {"replicated": "above", "inconclusive": "even with", "not replicated": "below"}
+        for s in rows:  # the tables' rule (verdict), with "above the probe" as the claim
             d, ci = mean_ci95([r["linear_top1"] - r["raw_pixels_linear_top1"] for r in pixels if r["setting"] == s])
-            side["even with" if math.isnan(ci) or abs(d) <= ci else "above" if d > 0 else "below"].append(s)
+            side[where[verdict(d, ci, 1)]].append(s)
         probe = float(np.mean([r["raw_pixels_linear_top1"] for r in pixels]))
         text.append(f"Against the linear probe on the raw pixels ({probe:.1f} %), paired by run: "
                     + "; ".join(f"{k} it: {named(v)}" for k, v in side.items()) + ".")
