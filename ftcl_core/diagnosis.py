@@ -131,7 +131,7 @@ def paired_comparison(label: str, records: list[dict], baseline: str, treated: s
     base, ft = ([r[key] for r in records if r["setting"] == s] for s in (baseline, treated))
     d, ci, n = X.paired_difference(records, treated, baseline, key)
     return {"comparison": label, "baseline": X.mean_ci95(base)[0], "ft": X.mean_ci95(ft)[0], "diff": d, "ci95": ci,
-            "n_seeds": n, "verdict": X.verdict(d, ci, 1) if n else "not run"}
+            "n_seeds": n, "verdict": X.verdict(d, ci, 1, n) if n else "not run"}
 
 
 def relabel(records: list[dict], names: dict[str, str]) -> list[dict]:
@@ -327,12 +327,15 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
                    "method's early dynamics, as the algebra says (while ρ is below the threshold, positive "
                    "extrapolation makes a concentrated state attract), not to this project's recipe.")
     out += [length_sentence(label, rows) for label, rows in (lengths or {}).items()]
+    help_at = sorted({f for _, f, _ in helps})
+    not_everywhere = any(f in help_at and not _decided(r, "replicated") for _, f, r in cells if r["n_seeds"])
     longest = max((r["steps"] for rows in (lengths or {}).values() for r in rows
                    if r["kind"] == "length" and r["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM), default=None)
     out.append("Whether the paper's hundred-fold longer runs outgrow the early cost is not decided here" +
                (f" (the longest pair with 3 seeds here has {longest} steps)" if longest else "") + ". What a reader "
                "can act on: at a small budget, switch FT on once the views agree" +
-               (f" (here after about {min(f for _, f, _ in helps):.0%} of the run)" if helps else "") +
+               (f" (the cells where it helped here switch it on after {' or '.join(f'{f:.0%}' for f in help_at)} of the "
+                f"run{'; the same start does not help in every cell' if not_everywhere else ''})" if helps else "") +
                ", and judge it with a kNN readout beside the linear probe.")
     return " ".join(out)
 

@@ -179,6 +179,29 @@ def base_for(exp: Experiment, profile: str) -> str:
     return exp.base[key]
 
 
+DATA_NAMES = {"shapes": "embedded shapes", "fashion_mnist": "Fashion-MNIST", "imagefolder": "ImageFolder",
+              "cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "stl10": "STL-10"}
+
+
+def recipe_label(exp: Experiment, profile: str) -> str:
+    """Which images and which recipe a table's runs use, for a caption: a table on the profile's original recipe
+    and one on a recipe calibrated without FT (``cpu_cal_*``) are not comparable row by row."""
+    base = base_for(exp, profile)
+    data = resolve(base, {}, profile).data.name
+    name = Path(base).name
+    kind = (" (calibrated without FT)" if name.startswith("cpu_cal_") else
+            " (original recipe, not calibrated)" if name.startswith("cpu_") else "")
+    return f"{DATA_NAMES.get(data, data)}; recipe {base}{kind}"
+
+
+def table_caption(exp: Experiment, profile: str) -> str:
+    """A table's caption for the book: its name and title, the images and recipe its runs use, and the units of
+    :func:`table_cells`' columns."""
+    return (f"{exp.table}: {exp.title}. {recipe_label(exp, profile)}. ours: linear top-1 % (mean ± 95 % CI over n seeds); "
+            "Δ: the paired difference against the row or reference named under 'vs', in points; paper: the paper's "
+            "ImageNet-100 top-1 %")
+
+
 def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None = None,
           settings: list[str] | None = None, progress: bool = True, execution: dict | None = None) -> list[dict]:
     """Train every missing (setting, seed) run of an experiment; return one record per run.
@@ -509,9 +532,15 @@ def paired_difference(records: list[dict], setting: str, baseline: str, key: str
     return m, ci, len(diffs)
 
 
-def verdict(diff_mean: float, diff_ci: float, paper_sign: int) -> str:
+MIN_SEEDS_FOR_A_CLAIM = 3  # the project's standard: a claim needs >= 3 seeds and a paired 95 % interval
+
+
+def verdict(diff_mean: float, diff_ci: float, paper_sign: int, n_seeds: int) -> str:
     """``replicated`` when the difference has the paper's sign and its CI excludes zero, ``not replicated``
-    when the CI excludes zero with the opposite sign, else ``inconclusive``."""
+    when the CI excludes zero with the opposite sign, else ``inconclusive`` -- also whenever the difference
+    rests on fewer than :data:`MIN_SEEDS_FOR_A_CLAIM` seeds (one or two decide nothing, however narrow the interval)."""
+    if n_seeds < MIN_SEEDS_FOR_A_CLAIM:
+        return "inconclusive"
     if math.isnan(diff_ci) or abs(diff_mean) <= diff_ci:
         return "inconclusive"
     return "replicated" if (diff_mean > 0) == (paper_sign > 0) else "not replicated"
@@ -576,26 +605,26 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
                 d, dci = mean_ci95(diffs)
                 collapse = exp.paper[setting] == "collapse"
                 row.update(reference="random init", diff_mean=d, diff_ci95=dci,
-                           verdict=verdict(d, dci, -1 if collapse else 1),
+                           verdict=verdict(d, dci, -1 if collapse else 1, len(diffs)),
                            claim="collapses (below random init)" if collapse else "learns (above random init)")
         elif setting in exp.compare and exp.compare[setting] in summary:
             ref, sign = exp.compare[setting], exp.claimed_sign(setting)
-            d, dci, _ = paired_difference(records, setting, ref)
+            d, dci, n = paired_difference(records, setting, ref)
             row.update(reference=ref, diff_mean=d, diff_ci95=dci)
             if sign is not None:
-                row.update(verdict=verdict(d, dci, sign), claim=f"{'above' if sign > 0 else 'below'} {ref}")
+                row.update(verdict=verdict(d, dci, sign, n), claim=f"{'above' if sign > 0 else 'below'} {ref}")
         rows.append(row)
     return rows
 
 
 DATA_SUFFIXES = {"fashion_mnist": "-fmnist"}  # a table's name on another data set: T7 -> T7-fmnist
-MIN_SEEDS_FOR_A_CLAIM = 3
 
 
 def data_set_verdicts(rows: list[dict]) -> list[dict]:
     """Each claim tested on more than one data set (a table and its ``-fmnist`` twin, same setting), with the
-    verdict per data set and where the claim holds: on every data set, on some (named), on none, or
-    ``undecided`` while a data set has fewer than 3 seeds. ``rows``: summary rows (:func:`write_summary`'s CSV)."""
+    verdict per data set and where the claim holds: on every data set, on some (named), on ``none`` (contradicted
+    on every data set), or ``undecided`` (no data set replicates it and not every one contradicts it).
+    ``rows``: summary rows (:func:`write_summary`'s CSV)."""
     claims: dict[tuple[str, str], dict[str, dict]] = {}
     for r in rows:
         if r["verdict"] == "baseline":
@@ -610,12 +639,14 @@ def data_set_verdicts(rows: list[dict]) -> list[dict]:
             continue
         decided = {d: r["verdict"] for d, r in per.items() if int(r["n_seeds"]) >= MIN_SEEDS_FOR_A_CLAIM}
         holds = sorted(d for d, v in decided.items() if v == "replicated")
-        if len(decided) < len(per):
-            where = "undecided"
-        elif len(holds) == len(per):
+        if len(holds) == len(per):
             where = "every data set"
-        else:
-            where = ", ".join(holds) if holds else "none"
+        elif holds:
+            where = ", ".join(holds)
+        elif len(decided) == len(per) and all(v == "not replicated" for v in decided.values()):
+            where = "none"
+        else:  # no data set replicates it, and one has < 3 seeds or an interval that includes zero
+            where = "undecided"
         out.append({"table": table, "setting": setting, "claim": next(iter(per.values()))["claim"],
                     "per_data": {d: (r["verdict"], int(r["n_seeds"])) for d, r in sorted(per.items())},
                     "holds_on": where})
@@ -663,6 +694,30 @@ def findings(exp: Experiment, records: list[dict]) -> list[str]:
     return out
 
 
+def start_epoch_paragraph(exp: Experiment, records: list[dict]) -> str:
+    """Table 7's runs in words: each FT start against training without FT (paired by seed, with its verdict),
+    how many starts cost readout, and whether any beats "never" as every start does in the paper. Generated, so
+    a rerun or another data set updates it."""
+    starts = [r for r in table_rows(exp, records) if r["reference"]]
+    if not starts:
+        return "No stored runs."
+    worse = [r for r in starts if r["verdict"] == "not replicated"]
+    better = [r for r in starts if r["verdict"] == "replicated"]
+    text = "; ".join(f"{r['setting']}: {plus_minus(r['mean'], r['ci95'])} % ({plus_minus(r['diff_mean'], r['diff_ci95'])} "
+                     f"points against {r['reference']}, {r['verdict']}, {r['n_seeds']} seeds)" for r in starts)
+    monotone = all(a["diff_mean"] <= b["diff_mean"] for a, b in zip(starts, starts[1:]))
+    said = (f"{len(worse)} of {len(starts)} starts are significantly below training without FT"
+            + (", and the later FT starts, the less it costs" if monotone and worse else "") + ". ")
+    if not better:
+        said += ("No start beats training without FT, so the paper's Table 7 (an early start best, every start above "
+                 "'never') is not reproduced here.")
+    else:
+        said += (f"{', '.join(r['setting'] for r in better)} beat{'s' if len(better) == 1 else ''} training without FT, "
+                 "as every start does in the paper's Table 7" + ("; FT from the start does not." if starts[0] not in better
+                                                                 else "."))
+    return f"{text}. {said}"
+
+
 def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
     """Table 1's runs in words (eq. 2's momentum sweep): where readout peaks against the random-init encoder, which
     of the momenta the paper says learn do so (by verdict), whether its collapse at small momenta (readout below
@@ -687,27 +742,32 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
             + (f"; a frozen key encoder (m = 1) reads out {plus_minus(rows['m=1.0']['mean'], rows['m=1.0']['ci95'])} %"
                if "m=1.0" in rows else "") + "."]
     text.append(f"Of the momenta the paper says learn, these read out above the random-init encoder (replicated): "
-                f"{named(by['replicated'])}; too spread for a verdict (inconclusive): {named(by['inconclusive'])}; below "
-                f"it: {named(by['not replicated'])}.")
+                f"{named(by['replicated'])}; undecided (fewer than {MIN_SEEDS_FOR_A_CLAIM} seeds, or an interval that "
+                f"includes zero): {named(by['inconclusive'])}; below it: {named(by['not replicated'])}.")
     if said_collapse:
         parts = [f"m = {s.removeprefix('m=')}: {plus_minus(rows[s]['mean'], rows[s]['ci95'])} %, "
                  f"{'+' if rows[s]['diff_mean'] >= 0 else ''}{plus_minus(rows[s]['diff_mean'], rows[s]['diff_ci95'])}"
                  f" points against random init, {rows[s]['verdict']}" for s in said_collapse]
-        replicated = [s for s in said_collapse if rows[s]["verdict"] == "replicated"]
+        at = {v: [s for s in said_collapse if rows[s]["verdict"] == v] for v in ("replicated", "not replicated", "inconclusive")}
         text.append("Where the paper reports a collapse (readout below the random-init encoder): " + "; ".join(parts) + ". "
-                    + ("The collapse is reproduced at " + named(replicated) + "." if replicated else
-                       "The collapse is not reproduced at any of them: small momenta stall learning here rather than "
-                       "destroy the features."))
+                    + " ".join(filter(None, [
+                        at["replicated"] and f"The collapse is reproduced at {named(at['replicated'])}.",
+                        at["not replicated"] and f"It is not reproduced at {named(at['not replicated'])}: readout stays "
+                                                 "above the random-init encoder, so small momenta stall learning there "
+                                                 "rather than destroy the features.",
+                        at["inconclusive"] and f"Undecided at {named(at['inconclusive'])} (fewer than "
+                                               f"{MIN_SEEDS_FOR_A_CLAIM} seeds, or an interval that includes zero)."])))
     pixels = [r for r in records if "raw_pixels_linear_top1" in r]
     if pixels:  # real images: the probe on the raw pixels is the bar an encoder must clear (paired by run)
-        side: dict[str, list[str]] = {"above": [], "even with": [], "below": []}
-        where = {"replicated": "above", "inconclusive": "even with", "not replicated": "below"}
+        side: dict[str, list[str]] = {"above it": [], "undecided": [], "below it": []}
+        where = {"replicated": "above it", "inconclusive": "undecided", "not replicated": "below it"}
         for s in rows:  # the tables' rule (verdict), with "above the probe" as the claim
-            d, ci = mean_ci95([r["linear_top1"] - r["raw_pixels_linear_top1"] for r in pixels if r["setting"] == s])
-            side[where[verdict(d, ci, 1)]].append(s)
+            gaps = [r["linear_top1"] - r["raw_pixels_linear_top1"] for r in pixels if r["setting"] == s]
+            d, ci = mean_ci95(gaps)
+            side[where[verdict(d, ci, 1, len(gaps))]].append(s)
         probe = float(np.mean([r["raw_pixels_linear_top1"] for r in pixels]))
         text.append(f"Against the linear probe on the raw pixels ({probe:.1f} %), paired by run: "
-                    + "; ".join(f"{k} it: {named(v)}" for k, v in side.items()) + ".")
+                    + "; ".join(f"{k}: {named(v)}" for k, v in side.items()) + ".")
     return " ".join(text)
 
 
@@ -733,7 +793,7 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
     writer = csv.DictWriter(buf, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow({k: (f"{v:.3f}" if isinstance(v, float) and not math.isnan(v) else ("" if v is None or
+        writer.writerow({k: (f"{v:.6f}" if isinstance(v, float) and not math.isnan(v) else ("" if v is None or
                          (isinstance(v, float) and math.isnan(v)) else v)) for k, v in r.items()})
     from ftcl_core.runs import atomic_write_bytes
 

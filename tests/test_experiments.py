@@ -15,12 +15,13 @@ def test_mean_ci95_matches_the_t_interval():
     assert math.isnan(X.mean_ci95([5.0])[1])
 
 
-@pytest.mark.parametrize("diff, ci, sign, want", [
-    (2.0, 1.0, 1, "replicated"), (-2.0, 1.0, 1, "not replicated"), (0.5, 1.0, 1, "inconclusive"),
-    (-2.0, 1.0, -1, "replicated"), (2.0, float("nan"), 1, "inconclusive"),
+@pytest.mark.parametrize("diff, ci, sign, n, want", [
+    (2.0, 1.0, 1, 3, "replicated"), (-2.0, 1.0, 1, 3, "not replicated"), (0.5, 1.0, 1, 3, "inconclusive"),
+    (-2.0, 1.0, -1, 3, "replicated"), (2.0, float("nan"), 1, 1, "inconclusive"),
+    (50.0, 1.0, 1, 2, "inconclusive"),  # two seeds decide nothing, however narrow their interval
 ])
-def test_verdicts(diff, ci, sign, want):
-    assert X.verdict(diff, ci, sign) == want
+def test_verdicts(diff, ci, sign, n, want):
+    assert X.verdict(diff, ci, sign, n) == want
 
 
 def test_every_experiment_file_resolves_for_every_profile():
@@ -162,11 +163,15 @@ def test_a_claim_on_two_data_sets_holds_where_both_have_three_seeds():
     rows = [row("T7", "shapes", "never", "baseline", 3), row("T7-fmnist", "fashion_mnist", "never", "baseline", 3),
             row("T7", "shapes", "start 9", "not replicated", 3), row("T7-fmnist", "fashion_mnist", "start 9", "replicated", 3),
             row("T7", "shapes", "start 1", "replicated", 3), row("T7-fmnist", "fashion_mnist", "start 1", "replicated", 3),
-            row("T7", "shapes", "start 0", "not replicated", 3), row("T7-fmnist", "fashion_mnist", "start 0", "inconclusive", 3),
-            row("T7", "shapes", "start 15", "replicated", 3), row("T7-fmnist", "fashion_mnist", "start 15", "replicated", 2),
+            row("T7", "shapes", "start 0", "not replicated", 3),
+            row("T7-fmnist", "fashion_mnist", "start 0", "not replicated", 3),
+            row("T7", "shapes", "start 15", "inconclusive", 3), row("T7-fmnist", "fashion_mnist", "start 15", "replicated", 2),
+            row("T7", "shapes", "start 24", "not replicated", 3),
+            row("T7-fmnist", "fashion_mnist", "start 24", "inconclusive", 3),
             row("T2", "shapes", "alpha_ex=2.0", "replicated", 3)]  # one data set only: not a cross-data claim
     got = {r["setting"]: r["holds_on"] for r in X.data_set_verdicts(rows)}
-    assert got == {"start 9": "fashion_mnist", "start 1": "every data set", "start 0": "none", "start 15": "undecided"}
+    assert got == {"start 9": "fashion_mnist", "start 1": "every data set", "start 0": "none", "start 15": "undecided",
+                   "start 24": "undecided"}  # "none" only where every data set contradicts the claim
     first = X.data_set_verdicts(rows)[0]
     assert first["table"] == "T7" and first["per_data"] == {"fashion_mnist": ("replicated", 3), "shapes": ("not replicated", 3)}
 
@@ -341,9 +346,11 @@ def test_the_momentum_paragraph_names_each_momentum_by_its_verdict(tmp_path):
                for s, vals in top1.items() for i, v in enumerate(vals)]
     text = X.momentum_paragraph(exp, records)
     assert "Seeds per momentum: 3." in text and "peaks at m = 0.9 (61.0 ± 2.5 %, against 20.0 %" in text
-    assert "(replicated): 0.9; too spread for a verdict (inconclusive): 1.0; below it: none." in text
+    assert "(replicated): 0.9; undecided (fewer than 3 seeds, or an interval that includes zero): 1.0; below it: none." in text
     assert "m = 0: 6.0 ± 2.5 %, -14.0 ± 2.5 points against random init, replicated" in text
     assert text.endswith("The collapse is reproduced at 0.")
+    two_seeds = X.momentum_paragraph(exp, [r for r in records if r["seed"] < 2])  # as clear, but only two seeds
+    assert two_seeds.endswith("Undecided at 0 (fewer than 3 seeds, or an interval that includes zero).")
     assert X.momentum_paragraph(exp, []) == "No stored runs."
 
 
@@ -418,5 +425,30 @@ def test_on_real_images_the_momentum_paragraph_sets_each_momentum_against_the_ra
                for s, vals in top1.items() for i, v in enumerate(vals)]
     text = X.momentum_paragraph(X.Experiment.load(f), records)
     assert text.endswith("Against the linear probe on the raw pixels (82.0 %), paired by run: above it: 0.99; "
-                         "even with it: 0.9; below it: 0.")
+                         "undecided: 0.9; below it: 0.")
     assert "+51.0 ± 2.5 points against random init, not replicated" in text
+    assert "It is not reproduced at 0: readout stays above the random-init encoder" in text
+    assert "Undecided at" not in text
+
+
+def test_the_start_epoch_paragraph_counts_costly_starts_and_names_those_that_beat_never(tmp_path):
+    f = tmp_path / "t7.yaml"
+    f.write_text("table: T7\ntitle: t\nbase: {cpu: configs/cpu_moco_v1.yaml}\nseeds: [0, 1, 2]\n"
+                 "settings:\n  start 0: {}\n  start 9: {}\n  never: {}\n"
+                 "paper: {start 0: 62.6, start 9: 62.9, never: 56.2}\ncompare: {start 0: never, start 9: never}\n")
+    exp = X.Experiment.load(f)
+
+    def records(top1):
+        return [{"setting": s, "seed": i, "linear_top1": v} for s, vals in top1.items() for i, v in enumerate(vals)]
+
+    text = X.start_epoch_paragraph(exp, records({"start 0": (30.0, 31.0, 32.0), "start 9": (79.0, 80.0, 81.0),
+                                                 "never": (70.0, 71.0, 72.0)}))
+    assert text.startswith("start 0: 31.0 ± 2.5 % (-40.0 ± 0.0 points against never, not replicated, 3 seeds)")
+    assert "1 of 2 starts are significantly below training without FT, and the later FT starts, the less it costs." in text
+    assert text.endswith("start 9 beats training without FT, as every start does in the paper's Table 7; FT from the "
+                         "start does not.")
+    worse = X.start_epoch_paragraph(exp, records({"start 0": (30.0, 31.0, 32.0), "start 9": (60.0, 61.0, 62.0),
+                                                  "never": (70.0, 71.0, 72.0)}))
+    assert worse.endswith("No start beats training without FT, so the paper's Table 7 (an early start best, every "
+                          "start above 'never') is not reproduced here.")
+    assert X.start_epoch_paragraph(exp, []) == "No stored runs."

@@ -1,9 +1,11 @@
 # %% [markdown]
 # # When does feature transformation help?
 #
-# Chapter 6 found the paper's headline reversed at this scale: every setting with positive extrapolation drives
-# the raw negative cosines above 0.9 within a few dozen steps and ends far below its baseline. A finding that
-# contradicts the paper needs a cause, or an honest "undecided". This chapter collects what is decided so far:
+# Chapter 6 found the paper's headline reversed at this scale. On the embedded shapes, most settings with positive
+# extrapolation from the first step drive the raw negative cosines above 0.9 within a few dozen steps and end far
+# below their baselines; on Fashion-MNIST's real photographs the same settings cost far less, but do not help
+# either. A finding that contradicts the paper needs a cause, or an honest "undecided". This chapter collects what
+# is decided so far:
 #
 # 1. **The algebra.** What positive extrapolation does to the gradient, derived, checked against autograd, and
 #    turned into a testable prediction: a concentrated representation *attracts* (collapse deepens) while the
@@ -444,7 +446,9 @@ if long_records:
 # (`experiments/diagnosis/length_long_v1.yaml`). A run four times as long takes tens of minutes on these two cores,
 # so most of these pairs were trained on a lent GPU with the same code and recipe
 # (`python -m ftcl_core sweep ... --set device=cuda`; float32 throughout); each run's provenance names its device,
-# and each pair is on one device. The last rows compare FT's gain over its baseline at
+# and each pair is on one device. The 30-epoch pairs here are therefore their own runs, not the CPU runs of the
+# recipe comparison above: the same recipe and seeds, with the GPU's float32 rounding, so their numbers differ a
+# little from that table's. The last rows compare FT's gain over its baseline at
 # the longer length with its gain at the recipe's length, paired by seed: above zero, the longer run narrows FT's cost.
 
 # %%

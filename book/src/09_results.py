@@ -11,8 +11,8 @@
 #
 # * **replicated**: the difference has the paper's sign and its interval excludes zero;
 # * **not replicated**: the interval excludes zero with the opposite sign;
-# * **inconclusive**: the interval includes zero, or there are too few seeds for an interval (one seed
-#   never decides a claim);
+# * **inconclusive**: the interval includes zero, or fewer than three seeds stand behind it (one or two
+#   seeds never decide a claim, however narrow their interval);
 # * **baseline**: a reference row that makes no claim of its own.
 #
 # The scale differs from the paper's in every respect (data, encoder, epochs, batch, queue): a verdict
@@ -74,7 +74,7 @@ for t, c in by_table.items():
 # A verdict on procedurally drawn shapes alone invites the objection that it belongs to the synthetic data. Where a
 # table was also run on Fashion-MNIST's real photographs (the `-fmnist` tables, same settings), each claim below
 # has a verdict per data set, and the last column says where it holds: on every data set, on one (named), on
-# none, or *undecided* while a data set has fewer than three seeds.
+# none (contradicted on every data set), or *undecided* (replicated nowhere, and inconclusive somewhere).
 
 # %%
 from IPython.display import display

@@ -89,8 +89,8 @@ from ftcl_core.runs import RunDir
 records = {path: X.collect(path, profile, seeds, settings.get(path)) for path in experiments}
 summaries = {}
 for path, recs in records.items():
-    title, header, cells = X.table_cells(X.Experiment.load(path), recs)
-    display(P.html_table(header, cells, caption=title))
+    _, header, cells = X.table_cells(X.Experiment.load(path), recs)
+    display(P.html_table(header, cells, caption=X.table_caption(X.Experiment.load(path), profile)))
     summaries[path] = X.summarize(recs)
 
 # %%
