@@ -23,7 +23,7 @@ from ftcl_core.runs import RunDir, atomic_write_bytes
 
 FOLDER = ROOT / "experiments" / "calibration"
 COLUMNS = ("method", "trial", "knobs", "budget", "seed", "val_knn", "val_linear", "random_init_val_knn",
-           "random_init_val_linear", "train_s", "cpu_model", "dir")
+           "random_init_val_linear", "raw_pixels_val_linear", "train_s", "cpu_model", "dir")
 
 
 def _knobs(overrides: dict) -> str:
@@ -43,6 +43,7 @@ def trials(folder: str | Path | None = None, profile: str = "cpu") -> list[dict]
                 "val_knn": r["knn_top1"], "val_linear": r["linear_top1"],
                 "random_init_val_knn": r.get("random_init_knn_top1", math.nan),
                 "random_init_val_linear": r.get("random_init_linear_top1", math.nan),
+                "raw_pixels_val_linear": r.get("raw_pixels_linear_top1", math.nan),  # real images only
                 "train_s": r["train_s"], "cpu_model": run.load_provenance().get("cpu_model", ""),
                 "dir": str(Path(r["dir"]).resolve().relative_to(ROOT)) if Path(r["dir"]).resolve().is_relative_to(ROOT)
                 else r["dir"],
@@ -65,7 +66,8 @@ def stored_trials(exp: Experiment, profile: str) -> list[dict]:
 
 
 def choose(rows: list[dict]) -> dict[str, dict]:
-    """Per method, the trial with the highest mean validation kNN over its seeds, with its mean and CI."""
+    """Per method, the trial with the highest mean validation kNN over its seeds, with its mean and CI (and the
+    means of its linear readout, its random-init encoder's and, on real images, the raw-pixel probe's)."""
     best: dict[str, dict] = {}
     for method in dict.fromkeys(r["method"] for r in rows):
         per_trial: dict[str, list[dict]] = {}
@@ -77,8 +79,10 @@ def choose(rows: list[dict]) -> dict[str, dict]:
             m, ci = mean_ci95([r["val_knn"] for r in rs])
             lin, _ = mean_ci95([r["val_linear"] for r in rs])
             rand, _ = mean_ci95([r["random_init_val_linear"] for r in rs])
+            pixels, _ = mean_ci95([r.get("raw_pixels_val_linear", math.nan) for r in rs])
             scored.append({"trial": trial, "knobs": rs[0]["knobs"], "val_knn": m, "val_knn_ci95": ci,
-                           "val_linear": lin, "random_init_val_linear": rand, "n_seeds": len(rs)})
+                           "val_linear": lin, "random_init_val_linear": rand, "raw_pixels_val_linear": pixels,
+                           "n_seeds": len(rs)})
         best[method] = max(scored, key=lambda s: s["val_knn"])
     return best
 

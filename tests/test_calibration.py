@@ -85,6 +85,7 @@ def test_calibration_csv_from_stored_trials(tmp_path, monkeypatch):
     read = list(csv.DictReader(out.open()))
     assert [r["trial"] for r in read] == ["recipe", "kaiming"]
     assert float(read[0]["val_knn"]) == pytest.approx(rows[0]["val_knn"], abs=1e-3)
+    assert math.isnan(rows[0]["raw_pixels_val_linear"]) and read[0]["raw_pixels_val_linear"] == ""  # shapes: no probe
     best = C.choose(rows)["moco_v2"]
     assert best["val_knn"] == max(r["val_knn"] for r in rows)
     assert "**(chosen)**" in C.markdown(rows)

@@ -27,6 +27,7 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 
 # %%
 import csv
+import math
 
 from ftcl_core import experiments as X
 
@@ -131,7 +132,8 @@ else:
 # The train-time column is wall time, and some trials shared the two cores with other work: it says roughly what
 # a trial costs, not which recipe is faster.
 #
-# The aim for every calibrated baseline is 25 linear-readout points above its random-init encoder. Where a
+# The aim for every calibrated baseline is 25 linear-readout points above its random-init encoder; on Fashion-MNIST,
+# where a random-init encoder already reads out far above chance, the aim is the linear probe on the raw pixels. Where a
 # method misses it, the last column of the summary below gives one reason to look at: the effective rank of its
 # features at the end of the budget. A method whose features still span a handful of dimensions (BYOL and
 # SimSiam fall to a few after their first steps and climb back slowly) has not finished learning at this
@@ -154,12 +156,18 @@ if profile == "smoke":  # CI: two tiny trials, so the code path runs
 if trials:
     best = C.choose(trials)
     display(markdown_html(C.markdown(trials)))
+    def aim(b):  # on real images the bar is the raw-pixel probe: their random-init encoder already reads out well
+        gain = b["val_linear"] - b["random_init_val_linear"]
+        pixels = b.get("raw_pixels_val_linear", math.nan)
+        if math.isnan(pixels):
+            return f"{gain:+.1f} points; the aim is +25, {'met' if gain >= 25 else 'not met at this budget'}"
+        return (f"{gain:+.1f} points; on real images the aim is the raw-pixel probe's {pixels:.1f} % on the same "
+                f"validation images, {'met' if b['val_linear'] > pixels else 'not met at this budget'}")
+
     display(markdown_html("\n".join(
         f"* **{method}**: trial *{b['trial']}*, {b['knobs']}: validation kNN {b['val_knn']:.1f} % over {b['n_seeds']} seed(s), "
         f"linear {b['val_linear']:.1f} % against {b['random_init_val_linear']:.1f} % for its random-init encoder "
-        f"({b['val_linear'] - b['random_init_val_linear']:+.1f} points; the aim is +25, "
-        f"{'met' if b['val_linear'] - b['random_init_val_linear'] >= 25 else 'not met at this budget'}); "
-        f"effective rank of its features at the last step {C.final_erank(trials, method, b['trial']):.1f}."
+        f"({aim(b)}); effective rank of its features at the last step {C.final_erank(trials, method, b['trial']):.1f}."
         for method, b in best.items())))
 else:
     display(markdown_html("No calibration trial is stored yet: `python -m ftcl_core sweep experiments/calibration/<method>.yaml`."))
