@@ -80,8 +80,8 @@ display(P.markdown_html(X.momentum_paragraph(exp, records)))
 # %% [markdown]
 # ## The same sweep on real images (Fashion-MNIST)
 #
-# `experiments/table1_momentum_fmnist.yaml` runs the six momenta on Fashion-MNIST's photographs, on the
-# MoCo v1 recipe calibrated there without FT (its m = 0.99). On this data a third reference matters: the linear
+# `experiments/table1_momentum_fmnist.yaml` runs six of the momenta (0, 0.5, 0.9, 0.99, 0.999, 1) on
+# Fashion-MNIST's photographs, on the MoCo v1 recipe calibrated there without FT (its m = 0.99). On this data a third reference matters: the linear
 # probe on the raw pixels, drawn beside the random-init encoder; an encoder is worth something only above it.
 # Stored runs only (never trained here; `python -m ftcl_core sweep experiments/table1_momentum_fmnist.yaml`).
 

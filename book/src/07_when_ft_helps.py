@@ -226,7 +226,7 @@ display(P.markdown_html(
 # %% [markdown]
 # ## Is it our recipe? FT on calibrated baselines
 #
-# Issue "fair baselines" asked whether the collapse belongs to this project's recipe. Each MoCo baseline was
+# Does the collapse belong to this project's recipe rather than to the method? Each MoCo baseline was
 # calibrated without FT, on a validation split, at one step budget (`results/calibration.csv`, chapter 9); the
 # chosen recipes are `configs/cpu_cal_moco_v1.yaml` and `configs/cpu_cal_moco_v2.yaml`. FT then runs with the
 # paper's settings unchanged (both transformations, α_ex = 2, α_in = 1.6), paired by seed with its baseline.
