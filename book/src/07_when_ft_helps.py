@@ -403,7 +403,8 @@ if real_records:
 # The paper trains about a hundred times as many steps as a CPU run here, and its Table 7 run with FT from the
 # first step recovers from the early concentration over that budget. On Fashion-MNIST the short pair above left FT
 # close to its baseline, so a longer run is where a recovery would show first: the same recipe and seeds at the
-# recipe's full length (its lr steps scaled with it), FT unchanged. The third row compares FT's gain over its
+# recipe's full length, 30 epochs instead of the calibration budget's 10 (its lr steps scaled with it; the steps
+# are in the tables), FT unchanged. The third row compares FT's gain over its
 # baseline at the two lengths, paired by seed: above zero, the longer run narrows FT's cost.
 
 # %%
@@ -482,8 +483,9 @@ if any(len(v) for per in arms.values() for v in per):
 # paper's Table 7 finds FT from epoch 2 of 100 a little better than from the start. Here the start on one axis and
 # the data and length on the other, each cell paired by seed against the same run without FT: FT (+pos +neg, the
 # paper's settings) switched on after a fraction of the run (0, 0.3, 0.5, 0.8; at 30 epochs on Fashion-MNIST also
-# Table 7's epoch 1), on the shapes with the calibrated MoCo v1 recipe (D-start-v1), and on Fashion-MNIST at the
-# short budget (D-start-fmnist-v1) and at the recipe's full length (Table 7 on Fashion-MNIST, T7-fmnist). Two
+# Table 7's epoch 1), on the shapes with the calibrated MoCo v1 recipe at 30 and 120 epochs
+# (`experiments/diagnosis/start_v1.yaml`, `start_long_v1.yaml`), and on Fashion-MNIST at the calibration budget of
+# 10 epochs (`start_fmnist_v1.yaml`) and at the recipe's full 30 epochs (Table 7 on Fashion-MNIST). Two
 # readouts: the linear probe, and the kNN classifier, which reads the features' geometry as it is and so shows a
 # concentration that a trained probe can undo. The tables below the diagrams say where each run stood when FT
 # switched on.
