@@ -20,7 +20,7 @@
 # ImageNet-100 with 8 GPUs. This book runs everything on the CPU, on an embedded data set of procedurally
 # drawn shapes (10 classes, no download) with a small ResNet, so that one MoCo run takes about three
 # minutes on two cores. So that no verdict rests on synthetic data alone, the momentum study, Table 5 and Table 7
-# also run on Fashion-MNIST {cite}`xiao2017fashion`: 70 000 real 28×28 grayscale photographs of clothing in 10
+# also run on Fashion-MNIST {cite}`xiao2017fashion`: real 28×28 grayscale photographs of clothing in 10
 # classes, read offline from Debian's `dataset-fashion-mnist` package (or downloaded by torchvision when a user asks
 # with `data.download=true`); its tables carry the suffix `-fmnist`. On those photographs a linear probe on the raw
 # pixels is a third reference beside the random-init encoder: an encoder is worth something only above it.
