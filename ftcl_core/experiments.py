@@ -730,6 +730,11 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
     def named(settings: list[str]) -> str:
         return ", ".join(s.removeprefix("m=") for s in settings) or "none"
 
+    def why_undecided(settings: list[str]) -> str:
+        few = {s for s in settings if rows[s]["n_seeds"] < MIN_SEEDS_FOR_A_CLAIM}
+        return " and ".join(filter(None, [few and f"fewer than {MIN_SEEDS_FOR_A_CLAIM} seeds at {named(sorted(few))}",
+                                          len(few) < len(settings) and "an interval that includes zero"]))
+
     peak = max(rows, key=lambda s: rows[s]["mean"])
     rand = float(np.mean([r["random_init_mean"] for r in rows.values()]))
     said_learn = [s for s, r in rows.items() if r["claim"].startswith("learns")]
@@ -742,8 +747,9 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
             + (f"; a frozen key encoder (m = 1) reads out {plus_minus(rows['m=1.0']['mean'], rows['m=1.0']['ci95'])} %"
                if "m=1.0" in rows else "") + "."]
     text.append(f"Of the momenta the paper says learn, these read out above the random-init encoder (replicated): "
-                f"{named(by['replicated'])}; undecided (fewer than {MIN_SEEDS_FOR_A_CLAIM} seeds, or an interval that "
-                f"includes zero): {named(by['inconclusive'])}; below it: {named(by['not replicated'])}.")
+                f"{named(by['replicated'])}; undecided: {named(by['inconclusive'])}"
+                + (f" ({why_undecided(by['inconclusive'])})" if by["inconclusive"] else "")
+                + f"; below it: {named(by['not replicated'])}.")
     if said_collapse:
         parts = [f"m = {s.removeprefix('m=')}: {plus_minus(rows[s]['mean'], rows[s]['ci95'])} %, "
                  f"{'+' if rows[s]['diff_mean'] >= 0 else ''}{plus_minus(rows[s]['diff_mean'], rows[s]['diff_ci95'])}"
@@ -755,8 +761,8 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
                         at["not replicated"] and f"It is not reproduced at {named(at['not replicated'])}: readout stays "
                                                  "above the random-init encoder, so small momenta stall learning there "
                                                  "rather than destroy the features.",
-                        at["inconclusive"] and f"Undecided at {named(at['inconclusive'])} (fewer than "
-                                               f"{MIN_SEEDS_FOR_A_CLAIM} seeds, or an interval that includes zero)."])))
+                        at["inconclusive"] and f"Undecided at {named(at['inconclusive'])} "
+                                               f"({why_undecided(at['inconclusive'])})."])))
     pixels = [r for r in records if "raw_pixels_linear_top1" in r]
     if pixels:  # real images: the probe on the raw pixels is the bar an encoder must clear (paired by run)
         side: dict[str, list[str]] = {"above it": [], "undecided": [], "below it": []}

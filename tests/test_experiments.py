@@ -346,11 +346,11 @@ def test_the_momentum_paragraph_names_each_momentum_by_its_verdict(tmp_path):
                for s, vals in top1.items() for i, v in enumerate(vals)]
     text = X.momentum_paragraph(exp, records)
     assert "Seeds per momentum: 3." in text and "peaks at m = 0.9 (61.0 ± 2.5 %, against 20.0 %" in text
-    assert "(replicated): 0.9; undecided (fewer than 3 seeds, or an interval that includes zero): 1.0; below it: none." in text
+    assert "(replicated): 0.9; undecided: 1.0 (an interval that includes zero); below it: none." in text
     assert "m = 0: 6.0 ± 2.5 %, -14.0 ± 2.5 points against random init, replicated" in text
     assert text.endswith("The collapse is reproduced at 0.")
     two_seeds = X.momentum_paragraph(exp, [r for r in records if r["seed"] < 2])  # as clear, but only two seeds
-    assert two_seeds.endswith("Undecided at 0 (fewer than 3 seeds, or an interval that includes zero).")
+    assert two_seeds.endswith("Undecided at 0 (fewer than 3 seeds at 0).")
     assert X.momentum_paragraph(exp, []) == "No stored runs."
 
 
