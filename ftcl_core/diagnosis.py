@@ -37,6 +37,8 @@ from ftcl_core.losses import info_nce, logits_from_scores
 from ftcl_core.runs import RunDir, atomic_write_bytes
 from ftcl_core.stats import collapse_signature, first_step_above
 
+COLLAPSE_LEVEL = 0.9  # Mean(neg) of the raw cosines above this: every image mapped near one point (chapter 6)
+
 
 def alignment_weight(lam: torch.Tensor | float) -> torch.Tensor | float:
     """``A = l^2 + (1 - l)^2``: the factor eq. 3's extrapolation puts on the positive's pull (1 without FT)."""
@@ -131,7 +133,33 @@ def paired_comparison(label: str, records: list[dict], baseline: str, treated: s
     base, ft = ([r[key] for r in records if r["setting"] == s] for s in (baseline, treated))
     d, ci, n = X.paired_difference(records, treated, baseline, key)
     return {"comparison": label, "baseline": X.mean_ci95(base)[0], "ft": X.mean_ci95(ft)[0], "diff": d, "ci95": ci,
-            "n_seeds": n, "verdict": X.verdict(d, ci, 1, n) if n else "not run"}
+            "n_seeds": n, "verdict": X.verdict(d, ci, 1, n) if n else "not run",
+            "mixed_devices": mixed_device_seeds(records, baseline, treated)}
+
+
+def run_device(record: dict) -> str:
+    """The device a stored run trained on (its provenance), or "" for a record without a run folder."""
+    return RunDir(record["dir"]).load_provenance().get("device", "") if record.get("dir") else ""
+
+
+def mixed_device_seeds(records: list[dict], a: str, b: str) -> list[int]:
+    """Seeds whose ``a`` and ``b`` runs trained on different devices (a CPU run paired with a GPU run: the same
+    initialisation and data order, not the same float rounding), so that a reader can weigh such a pair."""
+    dev = {(r["setting"], r["seed"]): run_device(r) for r in records if r["setting"] in (a, b)}
+    return sorted(s for (setting, s), d in dev.items() if setting == a and (b, s) in dev and dev[b, s] != d)
+
+
+def _seeds(seeds: list[int]) -> str:
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+
+
+def same_run_gaps(a: list[dict], a_setting: str, b: list[dict], b_setting: str, key: str = "linear_top1") -> list[float]:
+    """Per seed both hold, the absolute readout difference between two stored runs of one config trained on
+    different devices (``a`` and ``b``): how far float rounding alone moves a run."""
+    left = {r["seed"]: r for r in a if r["setting"] == a_setting}
+    right = {r["seed"]: r for r in b if r["setting"] == b_setting}
+    return [abs(left[s][key] - right[s][key]) for s in sorted(set(left) & set(right))
+            if run_device(left[s]) != run_device(right[s])]
 
 
 def relabel(records: list[dict], names: dict[str, str]) -> list[dict]:
@@ -248,8 +276,10 @@ def comparison_cells(row: dict) -> list[str]:
     def fmt(v) -> str:
         return "" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.1f}"
 
+    mixed = row.get("mixed_devices") or []
+    seeds = str(row["n_seeds"]) + (f" ({_seeds(mixed)}: CPU against GPU)" if mixed else "")
     return [row["comparison"], fmt(row["baseline"]), fmt(row["ft"]),
-            " ± ".join(filter(None, [fmt(row["diff"]), fmt(row["ci95"])])), str(row["n_seeds"]), row["verdict"]]
+            " ± ".join(filter(None, [fmt(row["diff"]), fmt(row["ci95"])])), seeds, row["verdict"]]
 
 
 def comparison_sentence(row: dict, meaning: dict[str, str]) -> str:
@@ -289,29 +319,36 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
     knn_late = [(lb, f, r) for lb, rows in phase_knn.items() for f, r in sorted(rows.items())
                 if f and _decided(r, "not replicated")]
     start_rows = [r for r in from_start.values() if r["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM]
-    losses = [r for r in start_rows if r["verdict"] == "not replicated"]
-    wins = [r for r in start_rows if r["verdict"] == "replicated"]
+    decided_first = {key: r for key, r in from_start.items() if r["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM}
+    losses = [FIRST_STEP_NAMES.get(k, k) for k, r in decided_first.items() if r["verdict"] == "not replicated"]
+    wins = [FIRST_STEP_NAMES.get(k, k) for k, r in decided_first.items() if r["verdict"] == "replicated"]
     late = [st for rows in switch.values() for f, st in rows.items() if f and st["n_seeds"]]
     first = [st for rows in switch.values() for f, st in rows.items() if not f and st["n_seeds"]]
     rho = [st["rho_before"] for st in late if math.isfinite(st["rho_before"])]
     out = ["**The answer at this scale.**"]
+    mixed = [f"{lb}, from {f:.0%}: {_seeds(r['mixed_devices'])}" for lb, f, r in helps if r.get("mixed_devices")]
     out.append(f"FT helps in {len(helps)} of the {sum(r['n_seeds'] >= 3 for _, _, r in cells)} phase-diagram cells "
-               f"with 3 seeds, all with a late start, by little ({where(helps)} points of linear readout)."
+               f"with 3 seeds, all with a late start, by little ({where(helps)} points of linear readout)"
+               + (f"; in {'; '.join(mixed)}, the FT run and its baseline trained on different devices (CPU and GPU), "
+                  "so float rounding stands in that pair beside FT." if mixed else ".")
                if helps and all(f for _, f, _ in helps) else
                f"FT helps in these cells: {where(helps)} points of linear readout." if helps else
                "FT helps in no setting tried here with 3 seeds.")
     knn_first = any(_decided(r, "not replicated") for rows in phase_knn.values() for f, r in rows.items() if not f)
     if start_rows:
+        named_losses = f" ({'; '.join(losses)})" if losses else ""
+        named_wins = f" ({'; '.join(wins)})" if wins else ""
         out.append(f"Switched on from the first step it loses in {len(losses)} of {len(start_rows)} comparisons with "
-                   f"3 seeds and wins in {len(wins)}" + (", and on real photographs, where the linear probe undoes most "
-                                                          "of its cost, it still costs the kNN readout." if knn_first
-                                                          else "."))
+                   f"3 seeds{named_losses} and wins in {len(wins)}{named_wins}"
+                   + (", and on real photographs, where the linear probe undoes most of its cost, it still costs the "
+                      "kNN readout." if knn_first else "."))
     if rho:
         peak_late = max(st["peak_neg_mean_after"] for st in late)
         peak_first = max((st["peak_neg_mean_after"] for st in first), default=math.nan)
         out.append(f"Switched on later, when the views' correlation ρ has reached {min(rho):.2f} to {max(rho):.2f} "
-                   f"(the attraction threshold band is {band[0]:.2f} to {band[1]:.2f}), FT no longer concentrates the "
-                   f"features: Mean(neg) of the raw cosines peaks at {peak_late:.2f} after a late switch, against "
+                   f"(the attraction threshold band is {band[0]:.2f} to {band[1]:.2f}), "
+                   + ("FT no longer drives the features together: " if peak_late < COLLAPSE_LEVEL else "")
+                   + f"Mean(neg) of the raw cosines peaks at {peak_late:.2f} after a late switch, against "
                    f"{peak_first:.2f} from the first step.")
     if hurts_late:
         out.append(f"A late start does not always pay: it still costs linear readout in {where(hurts_late)} points.")
@@ -341,7 +378,7 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
 
 
 # The stored experiments chapter 7's answer rests on (chapter 1 and the README quote it through stored_answer).
-START_EXPERIMENTS = {"shapes, 30 epochs": "experiments/diagnosis/start_v1.yaml",
+START_EXPERIMENTS = {"shapes, 30 epochs": "experiments/table7_start_epoch.yaml",  # D-start-v1's starts and epoch 1
                      "shapes, 120 epochs": "experiments/diagnosis/start_long_v1.yaml",
                      "Fashion-MNIST, 10 epochs": "experiments/diagnosis/start_fmnist_v1.yaml",
                      "Fashion-MNIST, 30 epochs": "experiments/table7_start_epoch_fmnist.yaml"}
@@ -351,6 +388,10 @@ FIRST_STEP_EXPERIMENTS = {"recipe": "experiments/diagnosis/recipe_v1.yaml", "rec
                           "shards": "experiments/diagnosis/shards_v1.yaml", "real": "experiments/diagnosis/fmnist_v1.yaml",
                           "real, longer": "experiments/diagnosis/length_fmnist_v1.yaml"}
 LENGTH_EXPERIMENTS = {"the shapes": "experiments/diagnosis/length_long_v1.yaml"}
+FIRST_STEP_NAMES = {  # how the answer names each comparison of FT from the first step against its baseline
+    "recipe": "shapes, calibrated MoCo v1", "recipe v2": "shapes, calibrated MoCo v2", "init": "shapes, Kaiming init",
+    "oracle": "shapes, no same-class negatives", "classes": "shapes, 30 classes", "shards": "shapes, one λ per shard",
+    "real": "Fashion-MNIST, 10 epochs", "real, longer": "Fashion-MNIST, 30 epochs"}
 
 
 def stored_answer(profile: str = "cpu") -> str:

@@ -235,7 +235,8 @@ def test_the_conclusion_follows_the_verdicts():
     text = G.conclusion(phase, knn, switch, (0.13, 0.56), {"oracle": row(-50, 15), "recipe": row(-42, 9),
                                                              "real": row(-2, 2.6)})
     assert "helps in 1 of the 4" in text and "real, 30 epochs, from 30% of the run: +0.8 ± 0.2" in text
-    assert "loses in 2 of 3 comparisons" in text and "wins in 0" in text
+    assert "loses in 2 of 3 comparisons with 3 seeds (shapes, no same-class negatives; shapes, calibrated MoCo v1)" in text
+    assert "and wins in 0," in text
     assert "ρ has reached 0.70 to 0.76" in text and "peaks at 0.30" in text and "against 0.92" in text
     assert "still costs linear readout in shapes, from 30% of the run: -9.0 ± 3.0" in text
     assert "kNN readout still loses in real, 30 epochs, from 30% of the run: -1.2 ± 0.9" in text
@@ -285,3 +286,23 @@ def test_length_rows_pair_each_length_then_the_gain_by_seed():
     text = G.length_sentence("the shapes", rows)
     assert "narrows FT's cost" in text and "still below its baseline" in text and "4680 steps (3 seeds)" in text
     assert "undecided" in G.length_sentence("the shapes", G.length_rows(path, recs[:2] + recs[3:5] + recs[6:8] + recs[9:11]))
+
+
+def test_a_pair_whose_arms_trained_on_different_devices_is_named(tmp_path):
+    import json
+
+    records = []
+    for setting, devices in (("never", ("cuda", "cuda", "cpu")), ("start 9", ("cpu", "cpu", "cpu"))):
+        for seed, device in enumerate(devices):
+            d = tmp_path / setting / f"seed{seed}"
+            d.mkdir(parents=True)
+            (d / "provenance.json").write_text(json.dumps({"device": device}))
+            records.append({"setting": setting, "seed": seed, "dir": str(d), "linear_top1": 70.0 + seed + (setting == "never")})
+    assert G.mixed_device_seeds(records, "never", "start 9") == [0, 1]
+    row = G.paired_comparison("x", records, "never", "start 9")
+    assert row["mixed_devices"] == [0, 1] and G.comparison_cells(row)[4] == "3 (seeds 0, 1: CPU against GPU)"
+    assert G.same_run_gaps(records, "never", records, "start 9") == [1.0, 1.0]  # seed 2: both on the CPU
+    assert G.mixed_device_seeds([{**r, "dir": ""} for r in records], "never", "start 9") == []  # no folders: no claim
+    helps = {**row, "diff": 2.0, "ci95": 0.5, "verdict": "replicated"}
+    text = G.conclusion({"shapes": {0.3: helps}}, {"shapes": {}}, {"shapes": {}}, (0.1, 0.5), {})
+    assert "in shapes, from 30%: seeds 0, 1, the FT run and its baseline trained on different devices" in text

@@ -191,6 +191,10 @@ def test_recipe_sensitivity_pairs_a_claim_across_recipes_only_where_the_recipe_c
     got = X.recipe_sensitivity(before, after)
     assert [(r["table"], r["setting"], r["changed"]) for r in got] == [("T7", "start 9", True)]
     assert got[0]["before"] == ("not replicated", "-5.0", "1.0", 3) and got[0]["after"][:2] == ("replicated", "2.0")
+    two_seeds = [{**r, "n_seeds": "2"} for r in before]  # a record written when two seeds could decide a claim
+    after[1] = row("T7", "start 9", "inconclusive", "configs/cpu_cal_moco_v1.yaml")
+    again = X.recipe_sensitivity(two_seeds, after)[0]
+    assert again["before"][0] == "inconclusive" and not again["changed"]  # judged by today's rule
 
 
 def test_the_dated_record_of_the_original_recipes_names_each_tables_recipe():

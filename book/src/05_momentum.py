@@ -53,7 +53,7 @@ metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["
 # %%
 # Δ: readout minus the same seed's random-init encoder; verdicts as in chapter 9
 _, header, cells = X.table_cells(exp, records)
-display(P.html_table(header, cells, caption=X.table_caption(exp, profile)))
+display(P.html_table(header, cells, caption=X.table_caption(exp, profile, records)))
 P.experiment_bars(exp, summary)
 plt.show()
 
@@ -90,7 +90,7 @@ fm_exp = X.Experiment.load("experiments/table1_momentum_fmnist.yaml")
 fm_records = X.load_records(fm_exp.path, profile) if profile != "smoke" else []
 if fm_records:
     _, header, cells = X.table_cells(fm_exp, fm_records)
-    display(P.html_table(header, cells, caption=X.table_caption(fm_exp, profile)))
+    display(P.html_table(header, cells, caption=X.table_caption(fm_exp, profile, fm_records)))
     P.experiment_bars(fm_exp, X.summarize(fm_records))
     plt.show()
     display(P.markdown_html(X.momentum_paragraph(fm_exp, fm_records)))

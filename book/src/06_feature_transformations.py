@@ -49,7 +49,7 @@ for path in show:  # every stored run, never trained here
 def table(path, recs):
     exp = X.Experiment.load(path)
     _, header, cells = X.table_cells(exp, recs)
-    display(P.html_table(header, cells, caption=X.table_caption(exp, profile)))
+    display(P.html_table(header, cells, caption=X.table_caption(exp, profile, recs)))
     return X.summarize(recs)
 
 
@@ -128,8 +128,10 @@ display(P.markdown_html(head + "\n\n" + "\n".join(lines)))
 # %% [markdown]
 # **Reading the pattern.** On the embedded shapes with MoCo v1, the transformations that move the query away from
 # its key (positive extrapolation, at any $\alpha_{ex}$, with or without re-normalisation) or a negative towards
-# the query (negative extrapolation, hard negatives) are the ones whose rows fall far below their baselines above,
-# while interpolating among the negatives themselves is not told apart from its baseline. MoCo v2 on its original
+# the query (negative extrapolation, hard negatives) are the ones whose rows fall far below their baselines above
+# (decided in Table 5's rows, which have three seeds; Tables 2, 3, 4, 6, S-F and S-G show the same fall with two
+# seeds so far, too few for a verdict), while interpolating among the negatives themselves is not told apart from
+# its baseline. MoCo v2 on its original
 # recipe is the exception: there negative interpolation falls as far as the other settings. Re-normalising after FT
 # (Supp F) does not prevent the fall, so the growth of $\|\hat z_q\|$ beyond one (sharper logits) is not its
 # cause. On Fashion-MNIST's real photographs the same settings cost far less (the `-fmnist` tables above;
@@ -150,7 +152,8 @@ display(P.markdown_html(head + "\n\n" + "\n".join(lines)))
 t7s = [p for p in records if "table7_start_epoch" in p]
 for path in t7s:
     exp = X.Experiment.load(path)
-    display(P.markdown_html(f"**{X.recipe_label(exp, profile).split(';')[0].capitalize()}.** "
+    data = X.recipe_label(exp, profile).split(";")[0]
+    display(P.markdown_html(f"**{data[:1].upper() + data[1:]}.** "
                             + X.start_epoch_paragraph(exp, records[path])))
 if not t7s:
     display(P.markdown_html("Table 7 has no stored runs in this profile."))

@@ -378,8 +378,14 @@ def load_real(path):
     return []
 
 
+def steps_of(path):  # the steps of an experiment's baseline run
+    exp = X.Experiment.load(path)
+    return X.planned_steps(X.resolve(X.base_for(exp, profile), exp.overrides("baseline", seeds[0]), profile))
+
+
 real_records = load_real(real)
-real_rows = [G.paired_comparison("MoCo v1 on Fashion-MNIST, calibrated recipe", real_records, "baseline", "+both")]
+real_rows = [G.paired_comparison(f"MoCo v1 on Fashion-MNIST, calibrated recipe, {steps_of(real)} steps", real_records,
+                                 "baseline", "+both")]
 comparison_table(real_rows, "Linear top-1 (%) on Fashion-MNIST's test images, mean over seeds; Δ paired by seed")
 signatures = {name: G.representation_signature(recs, setting) for name, recs, setting in (
     ("shapes, baseline", plain_records, "baseline"), ("shapes, FT", plain_records, "+both"),
@@ -409,11 +415,6 @@ if real_records:
 
 # %%
 long_records = load_real(longer)
-
-
-def steps_of(path):  # the steps of an experiment's baseline run
-    exp = X.Experiment.load(path)
-    return X.planned_steps(X.resolve(X.base_for(exp, profile), exp.overrides("baseline", seeds[0]), profile))
 
 
 short_steps, long_steps = steps_of(real), steps_of(longer)
@@ -474,6 +475,15 @@ if any(len(v) for per in arms.values() for v in per):
                         title="Shapes, calibrated MoCo v1: linear top-1 against the length of the run")
     display(P.markdown_html(G.length_sentence("the shapes", shapes_length_rows["linear"]) + " " +
                             G.length_sentence("the shapes", shapes_length_rows["kNN"], "kNN readout")))
+# how far float rounding alone moves a run: the 30-epoch arms here against the recipe comparison's CPU runs
+device_gaps = (G.same_run_gaps(shapes_length_records, "baseline 30", plain_records, "baseline")
+               + G.same_run_gaps(shapes_length_records, "+both 30", plain_records, "+both"))
+if device_gaps:
+    display(P.markdown_html(
+        f"The same config and seed trained once on the GPU and once on the CPU: {len(device_gaps)} pairs of 30-epoch "
+        f"runs differ by {min(device_gaps):.2f} to {max(device_gaps):.2f} points of linear readout (mean "
+        f"{np.mean(device_gaps):.2f}). A pair whose two arms trained on different devices carries that much besides "
+        "the effect it measures; the comparison tables and the answer below name such pairs."))
 
 # %% [markdown]
 # ## When to switch FT on: a phase diagram over data, length and start
@@ -482,9 +492,9 @@ if any(len(v) for per in arms.values() for v in per):
 # $\rho$ is low only early in training. Switching FT on later should then spare the encoder the collapse, and the
 # paper's Table 7 finds FT from epoch 2 of 100 a little better than from the start. Here the start on one axis and
 # the data and length on the other, each cell paired by seed against the same run without FT: FT (+pos +neg, the
-# paper's settings) switched on after a fraction of the run (0, 0.3, 0.5, 0.8; at 30 epochs on Fashion-MNIST also
-# Table 7's epoch 1), on the shapes with the calibrated MoCo v1 recipe at 30 and 120 epochs
-# (`experiments/diagnosis/start_v1.yaml`, `start_long_v1.yaml`), and on Fashion-MNIST at the calibration budget of
+# paper's settings) switched on after a fraction of the run (0, 0.3, 0.5, 0.8; at 30 epochs also Table 7's epoch 1),
+# on the shapes with the calibrated MoCo v1 recipe at 30 epochs (Table 7) and 120 epochs
+# (`experiments/diagnosis/start_long_v1.yaml`), and on Fashion-MNIST at the calibration budget of
 # 10 epochs (`start_fmnist_v1.yaml`) and at the recipe's full 30 epochs (Table 7 on Fashion-MNIST). Two
 # readouts: the linear probe, and the kNN classifier, which reads the features' geometry as it is and so shows a
 # concentration that a trained probe can undo. The tables below the diagrams say where each run stood when FT

@@ -85,10 +85,11 @@ from ftcl_core.plotting import html_table
 across = X.data_set_verdicts(rows)
 data_sets = sorted({d for r in across for d in r["per_data"]})
 if across:
-    display(html_table(["table", "setting", "claim", *data_sets, "holds on"],
+    display(html_table(["table", "setting", "claim", *(X.DATA_NAMES.get(d, d) for d in data_sets), "holds on"],
                        [[r["table"], r["setting"], r["claim"],
                          *(f"{r['per_data'][d][0]} ({r['per_data'][d][1]} seeds)" if d in r["per_data"] else ""
-                           for d in data_sets), r["holds_on"]] for r in across],
+                           for d in data_sets),
+                         ", ".join(X.DATA_NAMES.get(d, d) for d in r["holds_on"].split(", "))] for r in across],
                        caption="Claims tested on more than one data set; verdicts as above, per data set"))
 else:
     display(markdown_html("No table has runs on more than one data set yet (the `experiments/*_fmnist.yaml` files)."))

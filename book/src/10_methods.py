@@ -90,7 +90,7 @@ records = {path: X.collect(path, profile, seeds, settings.get(path)) for path in
 summaries = {}
 for path, recs in records.items():
     _, header, cells = X.table_cells(X.Experiment.load(path), recs)
-    display(P.html_table(header, cells, caption=X.table_caption(X.Experiment.load(path), profile)))
+    display(P.html_table(header, cells, caption=X.table_caption(X.Experiment.load(path), profile, recs)))
     summaries[path] = X.summarize(recs)
 
 # %%
