@@ -138,8 +138,9 @@ display(P.markdown_html(head + "\n\n" + "\n".join(lines)))
 # chapter 7 asks why).
 #
 # The statistics show the mechanism. Below, the raw cosines (what the encoder really produces) for the
-# baseline and every FT setting of the first table, then the scores after FT (what the released code
-# recorded). With positive extrapolation from the first step, Mean(neg) of the raw cosines rises towards one
+# baseline and every FT setting of the first table (Table 5, MoCo v1, one seed), then the scores after FT (what
+# the released code recorded). In this seed, with positive extrapolation from the first step, Mean(neg) of the raw
+# cosines rises towards one
 # within the first steps and Var(neg) falls towards zero: every image is mapped near the same point, the
 # effect the paper reports in Supp D (FT at epoch 0 on a randomly filled queue pushes the negative scores
 # up). The table of collapse signatures further down gives, for every setting, the step at which Mean(neg)
