@@ -138,8 +138,9 @@ def paired_comparison(label: str, records: list[dict], baseline: str, treated: s
 
 
 def run_device(record: dict) -> str:
-    """The device a stored run trained on (its provenance), or "" for a record without a run folder."""
-    return RunDir(record["dir"]).load_provenance().get("device", "") if record.get("dir") else ""
+    """The kind of device a stored run trained on (:func:`experiments.trained_on`), or "" for a record without
+    a run folder."""
+    return X.trained_on(RunDir(record["dir"])) if record.get("dir") else ""
 
 
 def mixed_device_seeds(records: list[dict], a: str, b: str) -> list[int]:
@@ -318,8 +319,8 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
     hurts_late = [(lb, f, r) for lb, f, r in cells if f and _decided(r, "not replicated")]
     knn_late = [(lb, f, r) for lb, rows in phase_knn.items() for f, r in sorted(rows.items())
                 if f and _decided(r, "not replicated")]
-    start_rows = [r for r in from_start.values() if r["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM]
     decided_first = {key: r for key, r in from_start.items() if r["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM}
+    start_rows = list(decided_first.values())
     losses = [FIRST_STEP_NAMES.get(k, k) for k, r in decided_first.items() if r["verdict"] == "not replicated"]
     wins = [FIRST_STEP_NAMES.get(k, k) for k, r in decided_first.items() if r["verdict"] == "replicated"]
     late = [st for rows in switch.values() for f, st in rows.items() if f and st["n_seeds"]]
@@ -423,7 +424,7 @@ def diagnosis_rows(folder=None, profile: str = "cpu") -> list[dict]:
         exp = X.Experiment.load(path)
         question = (yaml.safe_load(path.read_text()) or {}).get("question", "")
         records = X.load_records(path, profile)
-        data = X.resolve(X.base_for(exp, profile), {}, profile).data.name  # shapes | fashion_mnist | ...
+        data = X.data_set(exp, profile)  # shapes | fashion_mnist | ...
         for row in X.table_rows(exp, records):
             firsts = []
             for r in (r for r in records if r["setting"] == row["setting"]):

@@ -183,21 +183,32 @@ DATA_NAMES = {"shapes": "embedded shapes", "fashion_mnist": "Fashion-MNIST", "im
               "cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "stl10": "STL-10"}
 
 
+def data_set(exp: Experiment, profile: str) -> str:
+    """The data set an experiment's runs train on under a profile (``data.name`` of its base config)."""
+    return resolve(base_for(exp, profile), {}, profile).data.name
+
+
+def data_label(exp: Experiment, profile: str) -> str:
+    """:func:`data_set` as a reader's name for it ("embedded shapes", "Fashion-MNIST", ...)."""
+    data = data_set(exp, profile)
+    return DATA_NAMES.get(data, data)
+
+
 def recipe_label(exp: Experiment, profile: str) -> str:
     """Which images and which recipe a table's runs use, for a caption: a table on the profile's original recipe
     and one on a recipe calibrated without FT (``cpu_cal_*``) are not comparable row by row."""
     base = base_for(exp, profile)
-    data = resolve(base, {}, profile).data.name
     name = Path(base).name
     kind = (" (calibrated without FT)" if name.startswith("cpu_cal_") else
             " (original recipe, not calibrated)" if name.startswith("cpu_") else "")
-    return f"{DATA_NAMES.get(data, data)}; recipe {base}{kind}"
+    return f"{data_label(exp, profile)}; recipe {base}{kind}"
 
 
 def table_caption(exp: Experiment, profile: str, records: list[dict] | None = None) -> str:
     """A table's caption for the book: its name and title, the images and recipe its runs use, the units of
     :func:`table_cells`' columns and, given the table's ``records``, the settings that have no stored run yet."""
-    missing = [s for s in exp.settings if s not in {r["setting"] for r in records}] if records is not None else []
+    stored = {r["setting"] for r in records or []}
+    missing = [s for s in exp.settings if s not in stored] if records is not None else []
     return (f"{exp.table}: {exp.title}. {recipe_label(exp, profile)}. ours: linear top-1 % (mean ± 95 % CI over n seeds); "
             "Δ: the paired difference against the row or reference named under 'vs', in points; paper: the paper's "
             "ImageNet-100 top-1 %" + (f". Not run yet: {', '.join(missing)}" if missing else ""))
@@ -390,6 +401,12 @@ def collect(path: str | os.PathLike, profile: str, seeds: list[int], settings: l
     return sorted(records + more, key=lambda r: (order[r["setting"]], r["seed"]))
 
 
+def trained_on(run: RunDir) -> str:
+    """The kind of device a stored run trained on, without an index ("cpu", "cuda"): its provenance, else its
+    config (runs stored before provenance named the device)."""
+    return str(run.load_provenance().get("device") or run.load_config().device).split(":")[0]
+
+
 def find_identical_run(cfg: RunConfig, profile: str) -> Path | None:
     """A complete run of the profile whose config equals ``cfg`` (the baselines that several tables share).
 
@@ -398,9 +415,8 @@ def find_identical_run(cfg: RunConfig, profile: str) -> Path | None:
     found = []
     for config in sorted(profile_root(profile).glob("*/*/seed*/config.yaml")):
         run = RunDir(config.parent)
-        if run.is_complete() and not config_diff(stored := run.load_config(), cfg):
-            trained_on = str(run.load_provenance().get("device", stored.device)).split(":")[0]
-            found.append((trained_on != cfg.device.split(":")[0], str(run.path), run.path))
+        if run.is_complete() and not config_diff(run.load_config(), cfg):
+            found.append((trained_on(run) != cfg.device.split(":")[0], str(run.path), run.path))
     return min(found)[2] if found else None
 
 
@@ -791,7 +807,7 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
     rows = []
     for path in sorted(folder.glob("*.yaml")):
         exp = Experiment.load(path)
-        data = resolve(base_for(exp, profile), {}, profile).data.name  # shapes | fashion_mnist | ...
+        data = data_set(exp, profile)  # shapes | fashion_mnist | ...
         base = base_for(exp, profile)  # the recipe the table runs on (recipe_sensitivity compares two summaries by it)
         rows += [{**r, "data": data, "base": base} for r in table_rows(exp, load_records(path, profile))]
     rows.sort(key=lambda r: table_order(r["table"]))  # T1 ... T7, then the supplement (stable within a table)

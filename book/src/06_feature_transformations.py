@@ -113,7 +113,7 @@ for path, recs in records.items():
     lines.append(f"**{exp.title}** ({X.recipe_label(exp, profile)})\n")
     lines += [f"* {t}" for t in X.findings(exp, recs)]
     lines.append("")
-    data = X.recipe_label(exp, profile).split(";")[0]
+    data = X.data_label(exp, profile)
     tally.setdefault(data, Counter()).update(r["verdict"] for r in X.table_rows(exp, recs) if r["verdict"] != "baseline")
 losses = sorted((r for path, recs in records.items() for r in X.table_rows(X.Experiment.load(path), recs)
                  if r["verdict"] == "not replicated"), key=lambda r: r["diff_mean"])
@@ -153,7 +153,7 @@ display(P.markdown_html(head + "\n\n" + "\n".join(lines)))
 t7s = [p for p in records if "table7_start_epoch" in p]
 for path in t7s:
     exp = X.Experiment.load(path)
-    data = X.recipe_label(exp, profile).split(";")[0]
+    data = X.data_label(exp, profile)
     display(P.markdown_html(f"**{data[:1].upper() + data[1:]}.** "
                             + X.start_epoch_paragraph(exp, records[path])))
 if not t7s:

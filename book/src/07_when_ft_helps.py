@@ -505,7 +505,7 @@ def load_starts(path):
     if profile != "smoke":
         return X.load_records(path, profile)
     exp_ = X.Experiment.load(path)
-    if X.resolve(X.base_for(exp_, profile), {}, profile).data.name == "fashion_mnist" and fashion_mnist_root(None) is None:
+    if X.data_set(exp_, profile) == "fashion_mnist" and fashion_mnist_root(None) is None:
         return []  # CI machines without Debian's dataset-fashion-mnist
     later_ = next(s for s in exp_.settings if s not in ("never", "start 0"))  # two tiny runs: FT from epoch 1 of 2
     return X.collect(path, profile, seeds, ["never", later_])
