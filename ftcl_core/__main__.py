@@ -8,8 +8,8 @@ the run is complete.  ``python -m ftcl_core sweep FILE`` trains an experiment fi
 ``python -m ftcl_core screen CONFIG [key=value ...] --steps N`` trains N steps and prints the collapse signature;
 ``python -m ftcl_core calibration`` writes ``results/calibration.csv`` from the baseline calibration runs;
 ``python -m ftcl_core plan [--calibrated --seeds 0 1 2]`` says which runs are left to train;
-``python -m ftcl_core summary`` writes ``results/summary.csv`` and prints it as one Markdown table per
-paper table.  Any config key can be overridden, e.g. ``ft.pos=true ft.neg=true moco.momentum=0.9``.
+``python -m ftcl_core summary`` writes ``results/summary.csv`` (and the README's findings block) and prints it as one
+Markdown table per paper table.  Any config key can be overridden, e.g. ``ft.pos=true ft.neg=true moco.momentum=0.9``.
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="how every run executes, e.g. device=cuda (only the execution keys: "
                          "device, train.compile, train.channels_last)")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sw.add_argument("--calibrated", action="store_true",
+                    help="first move the file's runs of another recipe to the dated record (results/cpu-2026-11/) "
+                         "and point the file at its calibrated recipe (configs/cpu_cal_*.yaml); resumable")
     sc = sub.add_parser("screen", help="train N steps of a config (nothing stored) and print the collapse signature")
     sc.add_argument("config", help="YAML config, e.g. configs/cpu_moco_v1.yaml")
     sc.add_argument("overrides", nargs="*", help="key=value overrides, e.g. ft.pos=true")
@@ -89,6 +92,22 @@ def main(argv: list[str] | None = None) -> int:
                 diff = "" if r["reference"] == "" else f"{r['diff_mean']:.1f} ± {r['diff_ci95']:.1f} vs {r['reference']}"
                 print(f"| {r['question']} | {r['table']} | {r['setting']} | {r['n_seeds']} | {r['mean']:.1f} | {diff} | "
                       f"{r['verdict']} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
+        if args.profile == "cpu":  # the README's findings block, regenerated from the same runs
+            import csv
+
+            from ftcl_core.diagnosis import stored_answer
+            from ftcl_core.experiments import ROOT, readme_findings, replace_readme_findings
+            from ftcl_core.runs import atomic_write_bytes
+
+            readme = ROOT / "README.md"
+            with open(path) as fh:
+                block = readme_findings(list(csv.DictReader(fh)), stored_answer(args.profile))
+            try:
+                atomic_write_bytes(readme, replace_readme_findings(readme.read_text(), block).encode())
+            except ConfigError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return 2
+            print(f"<!-- findings block rewritten: {readme} -->")
         return 0
 
     from ftcl_core import distributed as D
@@ -176,10 +195,12 @@ def _screen(args) -> int:
 
 
 def _sweep(args) -> int:
-    from ftcl_core.experiments import summarize, sweep
+    from ftcl_core.experiments import summarize, sweep, switch_to_calibrated
     from ftcl_core.training import IncompatibleCheckpoint, TrainingDiverged
 
     try:
+        for moved in switch_to_calibrated(args.experiment, args.profile) if args.calibrated else ():
+            print(f"moved to the dated record: {moved}", flush=True)
         execution = dict(_key_value(e) for e in args.execution)
         records = sweep(args.experiment, args.profile, args.seeds, args.settings, progress=not args.no_progress,
                         execution=execution)

@@ -194,13 +194,18 @@ def data_label(exp: Experiment, profile: str) -> str:
     return DATA_NAMES.get(data, data)
 
 
+def recipe_kind(base: str) -> str:
+    """``calibrated`` for a CPU recipe calibrated without FT (``configs/cpu_cal_*``), ``original`` for the CPU
+    profile's original recipes (``configs/cpu_*``), else ``""`` (the smoke and GPU configs)."""
+    name = Path(base).name
+    return "calibrated" if name.startswith("cpu_cal_") else "original" if name.startswith("cpu_") else ""
+
+
 def recipe_label(exp: Experiment, profile: str) -> str:
     """Which images and which recipe a table's runs use, for a caption: a table on the profile's original recipe
     and one on a recipe calibrated without FT (``cpu_cal_*``) are not comparable row by row."""
     base = base_for(exp, profile)
-    name = Path(base).name
-    kind = (" (calibrated without FT)" if name.startswith("cpu_cal_") else
-            " (original recipe, not calibrated)" if name.startswith("cpu_") else "")
+    kind = {"calibrated": " (calibrated without FT)", "original": " (original recipe, not calibrated)"}.get(recipe_kind(base), "")
     return f"{data_label(exp, profile)}; recipe {base}{kind}"
 
 
@@ -273,12 +278,71 @@ def calibrated_base(exp: Experiment) -> Experiment:
     if "cpu" not in exp.base:
         return exp
     cpu = Path(exp.base["cpu"])
-    if not cpu.name.startswith("cpu_") or cpu.name.startswith("cpu_cal_"):
+    if recipe_kind(str(cpu)) != "original":
         return exp
     cal = cpu.with_name("cpu_cal_" + cpu.name.removeprefix("cpu_"))
     if not Path(_path(str(cal))).is_file():
         return exp
     return dataclasses.replace(exp, base={**exp.base, "cpu": str(cal)})
+
+
+def switch_to_calibrated(path: str | os.PathLike, profile: str = "cpu", record: str | os.PathLike | None = None) -> list[Path]:
+    """Prepare an experiment file's rerun on its calibrated recipe (:func:`calibrated_base`, issue "fair
+    baselines"), the step before :func:`sweep`: move every complete run of the file's settings that holds the
+    original recipe's config into the dated record ``record`` (:data:`RECIPE_RECORD`'s folder; the same folder
+    under it as under the profile's root), then point the file's ``cpu`` base at the calibrated config. Returns the
+    moved folders. Nothing is deleted or overwritten, and everything is checked before anything moves: a
+    destination that exists, an unfinished run of the original recipe (its checkpoint would stop the sweep), a
+    run that holds neither recipe's config, or a base line that cannot be rewritten stops it with an error that
+    names them. A second call on a switched file moves nothing, so an interrupted rerun resumes with the same
+    command."""
+    import shutil
+
+    if profile != "cpu":
+        raise ConfigError(f"only the cpu profile's tables have calibrated recipes (configs/cpu_cal_*.yaml), not {profile!r}.")
+    exp = Experiment.load(path)
+    cal = calibrated_base(exp)
+    if cal is exp and recipe_kind(base_for(exp, profile)) != "calibrated":
+        raise ConfigError(f"{exp.path}: its cpu base {exp.base.get('cpu')} has no calibrated recipe "
+                          "(configs/cpu_cal_<name>.yaml); calibrate it first (experiments/calibration/).")
+    text = exp.path.read_text()
+    old_line, new_line = f"cpu: {exp.base['cpu']}", f"cpu: {cal.base['cpu']}"
+    if cal is not exp and text.count(old_line) != 1:
+        raise ConfigError(f"{exp.path}: expected one '{old_line}' in its base line to switch to '{new_line}'; "
+                          "edit it by hand.")
+    root, record = profile_root(profile), Path(record or RECIPE_RECORD.parent)
+    moves, unfinished, foreign = [], [], []
+    for name in cal.settings:
+        for folder in sorted(run_dir(cal, name, 0, profile).parent.glob("seed*")):
+            if not re.fullmatch(r"seed\d+", folder.name) or not (folder / "config.yaml").is_file():
+                continue
+            run, seed = RunDir(folder), int(folder.name.removeprefix("seed"))
+            identity = config_identity(run.load_config())
+            wanted = {which: config_identity(resolve(base_for(e, profile), e.overrides(name, seed), profile))
+                      for which, e in (("original", exp), ("calibrated", cal))}
+            if identity == wanted["calibrated"]:
+                continue
+            if identity != wanted["original"]:
+                foreign.append(str(folder))
+            elif not run.is_complete():
+                unfinished.append(str(folder))
+            else:
+                moves.append((folder, record / folder.relative_to(root)))
+    if foreign:
+        raise ConfigError(f"{foreign} hold neither the original nor the calibrated recipe's config (an edited "
+                          "setting?); move them aside by hand, then rerun.")
+    if unfinished:
+        raise ConfigError(f"{unfinished} are unfinished runs of the original recipe; delete them (their checkpoints "
+                          "would stop the sweep), then rerun.")
+    if clash := [str(dst) for _, dst in moves if dst.exists()]:
+        raise ConfigError(f"the dated record already holds {clash}; compare them with the runs to move and remove one "
+                          "copy by hand before the rerun.")
+    for src, dst in moves:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(src, dst)
+    if cal is not exp:
+        exp.path.write_text(text.replace(old_line, new_line))
+    return [dst for _, dst in moves]
 
 
 def plan_rows(paths: list[str | os.PathLike], profile: str = "cpu", seeds: list[int] | None = None,
@@ -484,7 +548,7 @@ def original_recipe_records(path: str | os.PathLike, profile: str = "cpu") -> li
     """An experiment's runs on the CPU profile's original recipe: the dated record's once the table has been
     rerun on a calibrated recipe (its ``base`` is a ``configs/cpu_cal_*`` file), else its current runs."""
     exp = Experiment.load(path)
-    if profile == "cpu" and Path(base_for(exp, profile)).name.startswith("cpu_cal_"):
+    if profile == "cpu" and recipe_kind(base_for(exp, profile)) == "calibrated":
         return load_recorded(path)
     return load_records(path, profile)
 
@@ -693,9 +757,9 @@ def recipe_sensitivity(before: list[dict], after: list[dict]) -> list[dict]:
     return out
 
 
-def plus_minus(mean: float, ci: float, digits: int = 1) -> str:
-    """``mean ± ci`` (just the mean when there is no interval, e.g. a single seed)."""
-    return f"{mean:.{digits}f}" + ("" if math.isnan(ci) else f" ± {ci:.{digits}f}")
+def plus_minus(mean: float, ci: float, digits: int = 1, signed: bool = False) -> str:
+    """``mean ± ci`` (just the mean when there is no interval, e.g. a single seed); ``signed``: ``+`` on gains."""
+    return f"{mean:{'+' if signed else ''}.{digits}f}" + ("" if math.isnan(ci) else f" ± {ci:.{digits}f}")
 
 
 def findings(exp: Experiment, records: list[dict]) -> list[str]:
@@ -711,6 +775,52 @@ def findings(exp: Experiment, records: list[dict]) -> list[str]:
                 text += f": *{r['verdict']}*"
         out.append(text)
     return out
+
+
+def ft_kind(exp: Experiment, setting: str, profile: str) -> str:
+    """What a setting's resolved config (base, shared and own overrides) does to the pairs: ``harder`` when it
+    moves the query away from its key or a negative towards the query (positive extrapolation, eq. 3; negative
+    extrapolation, Supp G.1; hard negatives, Supp G.2), ``negatives mixed`` for negative interpolation alone (Sec
+    4.2, re-normalised or not), ``none`` without FT, ``other`` for the rest (e.g. Table 4's positive interpolation)."""
+    ft = resolve(base_for(exp, profile), exp.overrides(setting, 0), profile).ft
+    if (ft.pos and ft.pos_mode == "extrapolate") or (ft.neg and ft.neg_mode == "extrapolate") or ft.hard:
+        return "harder"
+    if ft.neg and not ft.pos:
+        return "negatives mixed"
+    return "none" if not (ft.pos or ft.neg) else "other"
+
+
+def pattern_paragraph(tables: list[tuple[Experiment, list[dict]]], profile: str) -> str:
+    """Chapter 6's reading of its tables, generated so that it tracks the reruns: which tables decide every claim
+    (:data:`MIN_SEEDS_FOR_A_CLAIM` seeds) and which do not yet, then per data set the paired differences of the
+    transformations that make a pair harder (:func:`ft_kind`) and of negative interpolation alone."""
+    decided, pending = [], []
+    by_data: dict[str, dict[str, list[dict]]] = {}
+    for exp, records in tables:
+        rows = [r for r in table_rows(exp, records) if r["verdict"] != "baseline"]
+        if not rows:
+            continue
+        label = f"{exp.table} ({data_label(exp, profile)}, {Path(base_for(exp, profile)).stem})"
+        (decided if min(r["n_seeds"] for r in rows) >= MIN_SEEDS_FOR_A_CLAIM else pending).append(label)
+        for r in rows:
+            if not math.isnan(r["diff_mean"]):
+                kind = ft_kind(exp, r["setting"], profile)
+                by_data.setdefault(data_label(exp, profile), {}).setdefault(kind, []).append({**r, "label": label})
+    text = (f"Tables whose every claim has {MIN_SEEDS_FOR_A_CLAIM} seeds or more, so that their verdicts decide: "
+            f"{', '.join(decided) or 'none yet'}. Short of that: {', '.join(pending) or 'none'}.")
+    for data, kinds in by_data.items():
+        if harder := kinds.get("harder"):
+            verdicts = {v: sum(r["verdict"] == v for r in harder) for v in ("replicated", "not replicated", "inconclusive")}
+            text += (f" On the {data}, the {len(harder)} rows that make a pair harder differ from their reference by "
+                     f"{min(r['diff_mean'] for r in harder):+.1f} to {max(r['diff_mean'] for r in harder):+.1f} points "
+                     f"(replicated: {verdicts['replicated']}, not replicated: {verdicts['not replicated']}, "
+                     f"inconclusive: {verdicts['inconclusive']}).")
+        if mixed := kinds.get("negatives mixed"):
+            text += f" Negative interpolation alone on the {data}: " + "; ".join(
+                f"{r['label']} {r['setting']} {plus_minus(r['diff_mean'], r['diff_ci95'], signed=True)} points against "
+                f"{r['reference']} ({r['verdict']}, {r['n_seeds']} seed{'s' if r['n_seeds'] != 1 else ''})"
+                for r in mixed) + "."
+    return text
 
 
 def start_epoch_paragraph(exp: Experiment, records: list[dict]) -> str:
@@ -826,6 +936,11 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
     return target
 
 
+def _pm_cells(mean: str, ci: str, signed: bool = False) -> str:
+    """:func:`plus_minus` of two summary.csv cells (text; blank when there is no number)."""
+    return "" if not mean else plus_minus(float(mean), float(ci) if ci else math.nan, signed=signed)
+
+
 def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None = None,
                      heading: str = "### {table}") -> str:
     """``summary.csv`` as one Markdown table per paper table, each with the commands that regenerate it.
@@ -840,9 +955,6 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
     for f in sorted(folder.glob("*.yaml")):
         files.setdefault(Experiment.load(f).table, []).append(f"experiments/{f.name}")
 
-    def pm(mean: str, ci: str) -> str:
-        return "" if not mean else f"{float(mean):.1f}" + (f" ± {float(ci):.1f}" if ci else "")
-
     with open(path) as fh:
         rows = list(csv.DictReader(fh))
     out: list[str] = []
@@ -856,8 +968,56 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
                 paper = f"{float(r['paper']):g}"
             except ValueError:  # "" or "collapse"
                 paper = r["paper"]
-            out.append(f"| {r['setting']} | {pm(r['mean'], r['ci95'])} | {r['n_seeds']} | {paper} | {r['claim']} | "
-                       f"{pm(r['diff_mean'], r['diff_ci95'])} | {r['verdict']} |")
+            out.append(f"| {r['setting']} | {_pm_cells(r['mean'], r['ci95'])} | {r['n_seeds']} | {paper} | {r['claim']} | "
+                       f"{_pm_cells(r['diff_mean'], r['diff_ci95'])} | {r['verdict']} |")
         cmds = ", ".join(f"`python -m ftcl_core sweep {f}`" for f in files.get(table, []))
         out += ["", f"Regenerate: {cmds}", ""]
     return "\n".join(out)
+
+
+README_MARKERS = ("<!-- findings: written by `python -m ftcl_core summary` from results/summary.csv and the diagnosis "
+                  "runs; edit the code, not this block -->", "<!-- /findings -->")
+
+
+def readme_findings(rows: list[dict], answer: str) -> str:
+    """The README's findings, generated so that no number in it is typed by hand: one bullet per table, data set and
+    recipe of ``rows`` (:func:`write_summary`'s CSV, as read by ``csv.DictReader``) with each claim's paired
+    difference and verdict, a count of the verdicts, and ``answer`` (:func:`ftcl_core.diagnosis.stored_answer`)."""
+    kinds = {"calibrated": "recipe calibrated without FT", "original": "original recipe", "": "recipe"}
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["table"], r["data"], r.get("base", "")), []).append(r)
+    lines = []
+    for (table, data, base), group in groups.items():
+        seeds = sorted({int(r["n_seeds"]) for r in group})
+        n = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+        cells = []
+        for r in group:
+            if r["verdict"] == "baseline":
+                cells.append(f"{r['setting']} {_pm_cells(r['mean'], r['ci95'])} %")
+            elif not r["diff_mean"]:  # the setting and its reference share no seed
+                cells.append(f"{r['setting']} {_pm_cells(r['mean'], r['ci95'])} % (no seed paired with {r['reference']})")
+            else:
+                cells.append(f"{r['setting']} {_pm_cells(r['diff_mean'], r['diff_ci95'], signed=True)} vs "
+                             f"{r['reference']}, *{r['verdict']}*")
+        lines.append(f"- **{table}**, {DATA_NAMES.get(data, data)}, {kinds[recipe_kind(base)]} `{base}`, "
+                     f"{n} seed{'s' if n != '1' else ''}: " + "; ".join(cells) + ".")
+    claims = [r for r in rows if r["verdict"] != "baseline"]
+    count = {v: sum(r["verdict"] == v for r in claims) for v in ("replicated", "not replicated", "inconclusive")}
+    original = [f"{table} ({Path(base).stem})" for table, _, base in groups if recipe_kind(base) == "original"]
+    head = (f"Linear top-1 % (mean ± 95 % CI over seeds); a claim's Δ is its paired difference in points against the "
+            f"row named, and its verdict needs {MIN_SEEDS_FOR_A_CLAIM} seeds. Claims: {len(claims)}; replicated: "
+            f"{count['replicated']}, not replicated (contradicted): {count['not replicated']}, inconclusive: "
+            f"{count['inconclusive']}." + (f" Still on the original, uncalibrated recipes: {', '.join(original)} (to be "
+                                           "rerun: `python -m ftcl_core plan --calibrated --seeds 0 1 2`)." if original else ""))
+    return "\n".join([README_MARKERS[0], "", head, "", *lines, "", answer, "", README_MARKERS[1]])
+
+
+def replace_readme_findings(readme: str, block: str) -> str:
+    """``readme`` with the text between :data:`README_MARKERS` (markers included) replaced by ``block``."""
+    start = readme.find(README_MARKERS[0])
+    end = readme.find(README_MARKERS[1], start) if start >= 0 else -1
+    if end < 0:
+        raise ConfigError(f"README has no findings block: put the two lines {README_MARKERS[0]!r} and "
+                          f"{README_MARKERS[1]!r} where the generated findings belong.")
+    return readme[:start] + block + readme[end + len(README_MARKERS[1]):]

@@ -64,6 +64,18 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     assert any(line.startswith("Regenerate: `python -m ftcl_core sweep experiments/") for line in md)
     text = X.format_table(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke")).splitlines()
     assert text[2].endswith("baseline") and text[3].endswith(rows[1]["verdict"]) and " baseline " in text[3]
+    block = X.readme_findings(list(csv.DictReader(out.open())), "the answer")
+    assert block.startswith(X.README_MARKERS[0]) and block.endswith(X.README_MARKERS[1]) and "the answer" in block
+    assert f"alpha_ex=2.0 {rows[1]['diff_mean']:+.1f} ± {rows[1]['diff_ci95']:.1f} vs baseline, *{rows[1]['verdict']}*" in block
+    assert "Claims: 1;" in block and "2 seeds" in block and "embedded shapes" in block
+    said = X.pattern_paragraph([(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke"))], "smoke")
+    assert "decide: none yet" in said and "T2 (embedded shapes, smoke_moco_v2)" in said
+    assert "the 1 rows that make a pair harder" in said and "Negative interpolation" not in said
+    readme = f"intro\n{X.README_MARKERS[0]}\nold\n{X.README_MARKERS[1]}\nrest\n"
+    assert X.replace_readme_findings(readme, block) == f"intro\n{block}\nrest\n"
+    assert X.replace_readme_findings(X.replace_readme_findings(readme, block), block) == f"intro\n{block}\nrest\n"
+    with pytest.raises(X.ConfigError, match="no findings block"):
+        X.replace_readme_findings("intro\n", block)
 
     # A second table whose baseline is the same config reuses the finished run instead of training it.
     other = tmp_path / "other.yaml"
@@ -456,3 +468,84 @@ def test_the_start_epoch_paragraph_counts_costly_starts_and_names_those_that_bea
     assert worse.endswith("No start beats training without FT, so the paper's Table 7 (an early start best, every "
                           "start above 'never') is not reproduced here.")
     assert X.start_epoch_paragraph(exp, []) == "No stored runs."
+
+
+def test_each_setting_is_sorted_by_what_its_ft_does_to_the_pairs():
+    def load(name):
+        return X.Experiment.load(X.ROOT / "experiments" / name)
+
+    def kinds(exp):
+        return {s: X.ft_kind(exp, s, "cpu") for s in exp.settings}
+
+    assert set(kinds(load("table3_alpha_in.yaml")).values()) == {"none", "negatives mixed"}
+    assert kinds(load("table6_queue.yaml")) == {"K": "none", "2K": "none", "FT queue (K)": "negatives mixed",
+                                                "FT + original (2K)": "negatives mixed"}
+    assert kinds(load("supp_g_negatives.yaml")) == {"baseline": "none", "neg extrapolation": "harder",
+                                                    "hard Beta(2,1)": "harder", "hard Beta(5,2)": "harder"}
+    assert kinds(load("table4_interp_vs_extrap.yaml"))["interpolate a=0.2"] == "other"
+    t5 = kinds(load("table5_ft_v1.yaml"))
+    assert t5["v1 +neg"] == "negatives mixed" and {t5[s] for s in ("v1 +pos", "v1 +both", "v1 +both_dim")} == {"harder"}
+
+
+def test_readme_findings_handle_blank_cells_and_several_recipes_in_one_table():
+    def row(setting, base, verdict="inconclusive", diff="-1.0", ci="", n="1", ref="b"):
+        return {"table": "T5", "data": "shapes", "setting": setting, "mean": "50.0", "ci95": ci, "n_seeds": n,
+                "verdict": verdict, "reference": ref if verdict != "baseline" else "", "diff_mean": diff,
+                "diff_ci95": ci, "base": base}
+
+    rows = [row("b", "configs/cpu_cal_moco_v1.yaml", "baseline", diff=""),
+            row("x", "configs/cpu_cal_moco_v1.yaml", diff=""),  # no seed shared with its reference
+            row("y", "configs/cpu_byol.yaml", "not replicated", diff="-3.0", ci="1.0", n="3")]
+    block = X.readme_findings(rows, "A.")
+    assert "x 50.0 % (no seed paired with b)" in block and "b 50.0 %;" in block
+    assert "y -3.0 ± 1.0 vs b, *not replicated*" in block and "3 seeds" in block and "1 seed:" in block
+    assert "Still on the original, uncalibrated recipes: T5 (cpu_byol)" in block
+    assert "Claims: 2; replicated: 0, not replicated (contradicted): 1, inconclusive: 1." in block
+
+
+def test_switching_a_table_to_its_calibrated_recipe_moves_only_other_recipes_runs(tmp_path, monkeypatch):
+    import shutil
+
+    from ftcl_core.runs import write_yaml
+
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
+    record = tmp_path / "record"
+    exp_file = tmp_path / "t.yaml"
+    exp_file.write_text("# a comment stays\ntable: T9\ntitle: t\nbase: {cpu: configs/cpu_moco_v1.yaml}\nseeds: [0, 1]\n"
+                        "settings:\n  baseline: {}\n  +neg: {ft.neg: true}\n")
+    exp = X.Experiment.load(exp_file)
+
+    def store(name, seed, base, complete=True, overrides=None):
+        d = X.run_dir(exp, name, seed, "cpu")
+        d.mkdir(parents=True)
+        write_yaml(d / "config.yaml", X.resolve(base, {**exp.overrides(name, seed), **(overrides or {})}, "cpu").to_dict())
+        if complete:
+            (d / "eval.json").write_text("{}")
+        return d
+
+    old = [store("baseline", 0, "configs/cpu_moco_v1.yaml"), store("+neg", 3, "configs/cpu_moco_v1.yaml")]
+    new = store("baseline", 1, "configs/cpu_cal_moco_v1.yaml")  # already the calibrated recipe: stays
+    partial = store("+neg", 0, "configs/cpu_moco_v1.yaml", complete=False)  # unfinished: never a record
+    with pytest.raises(X.ConfigError, match="unfinished runs of the original recipe"):
+        X.switch_to_calibrated(exp_file, record=record)
+    assert all(d.is_dir() for d in old) and "cpu_cal_" not in exp_file.read_text()  # checked before anything moved
+    shutil.rmtree(partial)
+    store("+neg", 1, "configs/cpu_cal_moco_v1.yaml", complete=False)  # an unfinished run of the new recipe stays
+    clash = record / old[0].relative_to(tmp_path / "runs" / "cpu")
+    clash.mkdir(parents=True)  # the record is never overwritten
+    with pytest.raises(X.ConfigError, match="already holds"):
+        X.switch_to_calibrated(exp_file, record=record)
+    clash.rmdir()
+    moved = X.switch_to_calibrated(exp_file, record=record)
+    assert sorted(moved) == sorted(record / d.relative_to(tmp_path / "runs" / "cpu") for d in old)
+    assert all((m / "config.yaml").is_file() and not o.exists() for m, o in zip(sorted(moved), sorted(old)))
+    assert new.is_dir()
+    text = exp_file.read_text()
+    assert text.startswith("# a comment stays\n") and "base: {cpu: configs/cpu_cal_moco_v1.yaml}" in text
+    assert X.switch_to_calibrated(exp_file, record=record) == []  # resumable: nothing left to move
+    store("baseline", 0, "configs/cpu_cal_moco_v1.yaml", overrides={"moco.tau": 0.5})  # neither recipe: refused
+    with pytest.raises(X.ConfigError, match="neither the original nor the calibrated"):
+        X.switch_to_calibrated(exp_file, record=record)
+    exp_file.write_text("table: T9\ntitle: t\nbase: {cpu: configs/smoke_moco_v2.yaml}\nsettings:\n  a: {}\n")
+    with pytest.raises(X.ConfigError, match="no calibrated recipe"):
+        X.switch_to_calibrated(exp_file, record=record)

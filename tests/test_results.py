@@ -116,3 +116,19 @@ def test_a_setting_value_can_depend_on_the_profile():
     assert X.resolve("configs/cpu_moco_v1.yaml", start, "smoke").ft.start_epoch == 1
     with pytest.raises(ConfigError, match="no entry for the 'gpu' profile"):
         X.resolve("configs/gpu_in100_moco_v1_r50.yaml", start, "gpu")
+
+
+@pytest.mark.skipif(not (ROOT / "results" / "summary.csv").is_file(), reason="no summary yet")
+def test_summary_and_readme_findings_are_regenerated_from_the_stored_runs(tmp_path, monkeypatch):
+    """results/summary.csv is what the stored runs give today, and the README's findings block is what
+    ``python -m ftcl_core summary`` writes from it, so no number of either can go stale or be typed by hand."""
+    from ftcl_core import experiments as X
+    from ftcl_core.diagnosis import stored_answer
+
+    monkeypatch.delenv("FTCL_RUNS_ROOT", raising=False)  # the committed runs, wherever a user keeps theirs
+    fresh = X.write_summary("cpu", out=tmp_path / "summary.csv")
+    stored = ROOT / "results" / "summary.csv"
+    assert fresh.read_text() == stored.read_text(), "results/summary.csv is stale: run `python -m ftcl_core summary`"
+    with stored.open() as fh:
+        block = X.readme_findings(list(csv.DictReader(fh)), stored_answer("cpu"))
+    assert block in (ROOT / "README.md").read_text(), "README's findings are stale: run `python -m ftcl_core summary`"

@@ -126,17 +126,18 @@ if losses:
 display(P.markdown_html(head + "\n\n" + "\n".join(lines)))
 
 # %% [markdown]
-# **Reading the pattern.** On the embedded shapes with MoCo v1, the transformations that move the query away from
-# its key (positive extrapolation, at any $\alpha_{ex}$, with or without re-normalisation) or a negative towards
-# the query (negative extrapolation, hard negatives) are the ones whose rows fall far below their baselines above
-# (decided in Table 5's rows, which have three seeds; Tables 2, 3, 4, 6, S-F and S-G show the same fall with two
-# seeds so far, too few for a verdict), while interpolating among the negatives themselves is not told apart from
-# its baseline. MoCo v2 on its original
-# recipe is the exception: there negative interpolation falls as far as the other settings. Re-normalising after FT
-# (Supp F) does not prevent the fall, so the growth of $\|\hat z_q\|$ beyond one (sharper logits) is not its
-# cause. On Fashion-MNIST's real photographs the same settings cost far less (the `-fmnist` tables above;
-# chapter 7 asks why).
-#
+# **Reading the pattern.** Two kinds of transformation are worth telling apart in the tables above: those that
+# make a pair harder, by moving the query away from its key (positive extrapolation, at any $\alpha_{ex}$, with or
+# without re-normalisation) or a negative towards the query (negative extrapolation, hard negatives), and negative
+# interpolation alone, which mixes two negatives and leaves the positive pair as it is. Re-normalising after FT
+# (Supp F) tests whether the growth of $\|\hat z_q\|$ beyond one (sharper logits) is what costs readout. Generated
+# from the runs: which tables decide their claims, and how far each kind moves readout on each data set (chapter 7
+# asks why the two data sets differ):
+
+# %%
+display(P.markdown_html(X.pattern_paragraph([(X.Experiment.load(path), recs) for path, recs in records.items()], profile)))
+
+# %% [markdown]
 # The statistics show the mechanism. Below, the raw cosines (what the encoder really produces) for the
 # baseline and every FT setting of the first table (Table 5, MoCo v1, one seed), then the scores after FT (what
 # the released code recorded). In this seed, with positive extrapolation from the first step, Mean(neg) of the raw
