@@ -341,8 +341,18 @@ def switch_to_calibrated(path: str | os.PathLike, profile: str = "cpu", record: 
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(src, dst)
     if cal is not exp:
-        exp.path.write_text(text.replace(old_line, new_line))
+        exp.path.write_text(recipe_note(exp, cal, record) + text.replace(old_line, new_line))
     return [dst for _, dst in moves]
+
+
+def recipe_note(exp: Experiment, cal: Experiment, record: Path) -> str:
+    """The comment :func:`switch_to_calibrated` puts at the top of a switched experiment file: which recipe its cpu
+    runs use now, and where its runs on the original recipe went."""
+    folders = sorted({str(run_dir(exp, name, 0, "cpu").parent.relative_to(profile_root("cpu")).parent) for name in exp.settings})
+    where = record.relative_to(ROOT) if record.is_relative_to(ROOT) else record
+    return (f"# CPU profile: {cal.base['cpu']}, the recipe calibrated without FT on a validation split (issue \"fair\n"
+            f"# baselines\"); the runs on the original recipe ({exp.base['cpu']}) are the dated record\n"
+            f"# {where}/{', '.join(folders)}.\n")
 
 
 def plan_rows(paths: list[str | os.PathLike], profile: str = "cpu", seeds: list[int] | None = None,
@@ -778,22 +788,26 @@ def findings(exp: Experiment, records: list[dict]) -> list[str]:
 
 
 def ft_kind(exp: Experiment, setting: str, profile: str) -> str:
-    """What a setting's resolved config (base, shared and own overrides) does to the pairs: ``harder`` when it
-    moves the query away from its key or a negative towards the query (positive extrapolation, eq. 3; negative
-    extrapolation, Supp G.1; hard negatives, Supp G.2), ``negatives mixed`` for negative interpolation alone (Sec
-    4.2, re-normalised or not), ``none`` without FT, ``other`` for the rest (e.g. Table 4's positive interpolation)."""
+    """What a setting's resolved config (base, shared and own overrides) does to the pairs: ``none`` without FT,
+    ``late start`` for FT switched on after the first epoch (Table 7), else ``harder`` when it moves the query away
+    from its key or a negative towards the query (positive extrapolation, eq. 3; negative extrapolation, Supp G.1;
+    hard negatives, Supp G.2), ``negatives mixed`` for negative interpolation alone (Sec 4.2, re-normalised or
+    not), ``other`` for the rest (e.g. Table 4's positive interpolation)."""
     ft = resolve(base_for(exp, profile), exp.overrides(setting, 0), profile).ft
+    if not (ft.pos or ft.neg or ft.hard):
+        return "none"
+    if ft.start_epoch > 0:
+        return "late start"
     if (ft.pos and ft.pos_mode == "extrapolate") or (ft.neg and ft.neg_mode == "extrapolate") or ft.hard:
         return "harder"
-    if ft.neg and not ft.pos:
-        return "negatives mixed"
-    return "none" if not (ft.pos or ft.neg) else "other"
+    return "negatives mixed" if ft.neg and not ft.pos else "other"
 
 
 def pattern_paragraph(tables: list[tuple[Experiment, list[dict]]], profile: str) -> str:
     """Chapter 6's reading of its tables, generated so that it tracks the reruns: which tables decide every claim
     (:data:`MIN_SEEDS_FOR_A_CLAIM` seeds) and which do not yet, then per data set the paired differences of the
-    transformations that make a pair harder (:func:`ft_kind`) and of negative interpolation alone."""
+    transformations that make a pair harder from the first step (:func:`ft_kind`) and of negative interpolation
+    alone."""
     decided, pending = [], []
     by_data: dict[str, dict[str, list[dict]]] = {}
     for exp, records in tables:
@@ -811,12 +825,13 @@ def pattern_paragraph(tables: list[tuple[Experiment, list[dict]]], profile: str)
     for data, kinds in by_data.items():
         if harder := kinds.get("harder"):
             verdicts = {v: sum(r["verdict"] == v for r in harder) for v in ("replicated", "not replicated", "inconclusive")}
-            text += (f" On the {data}, the {len(harder)} rows that make a pair harder differ from their reference by "
+            text += (f" {data}: the {len(harder)} rows that make a pair harder from the first step differ from their "
+                     "reference by "
                      f"{min(r['diff_mean'] for r in harder):+.1f} to {max(r['diff_mean'] for r in harder):+.1f} points "
                      f"(replicated: {verdicts['replicated']}, not replicated: {verdicts['not replicated']}, "
                      f"inconclusive: {verdicts['inconclusive']}).")
         if mixed := kinds.get("negatives mixed"):
-            text += f" Negative interpolation alone on the {data}: " + "; ".join(
+            text += f" {data}, negative interpolation alone: " + "; ".join(
                 f"{r['label']} {r['setting']} {plus_minus(r['diff_mean'], r['diff_ci95'], signed=True)} points against "
                 f"{r['reference']} ({r['verdict']}, {r['n_seeds']} seed{'s' if r['n_seeds'] != 1 else ''})"
                 for r in mixed) + "."

@@ -70,7 +70,7 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     assert "Claims: 1;" in block and "2 seeds" in block and "embedded shapes" in block
     said = X.pattern_paragraph([(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke"))], "smoke")
     assert "decide: none yet" in said and "T2 (embedded shapes, smoke_moco_v2)" in said
-    assert "the 1 rows that make a pair harder" in said and "Negative interpolation" not in said
+    assert "the 1 rows that make a pair harder from the first step" in said and "Negative interpolation" not in said
     readme = f"intro\n{X.README_MARKERS[0]}\nold\n{X.README_MARKERS[1]}\nrest\n"
     assert X.replace_readme_findings(readme, block) == f"intro\n{block}\nrest\n"
     assert X.replace_readme_findings(X.replace_readme_findings(readme, block), block) == f"intro\n{block}\nrest\n"
@@ -483,6 +483,8 @@ def test_each_setting_is_sorted_by_what_its_ft_does_to_the_pairs():
     assert kinds(load("supp_g_negatives.yaml")) == {"baseline": "none", "neg extrapolation": "harder",
                                                     "hard Beta(2,1)": "harder", "hard Beta(5,2)": "harder"}
     assert kinds(load("table4_interp_vs_extrap.yaml"))["interpolate a=0.2"] == "other"
+    t7 = kinds(load("table7_start_epoch.yaml"))
+    assert t7["start 0"] == "harder" and t7["start 9"] == "late start" and t7["never"] == "none"
     t5 = kinds(load("table5_ft_v1.yaml"))
     assert t5["v1 +neg"] == "negatives mixed" and {t5[s] for s in ("v1 +pos", "v1 +both", "v1 +both_dim")} == {"harder"}
 
@@ -541,7 +543,9 @@ def test_switching_a_table_to_its_calibrated_recipe_moves_only_other_recipes_run
     assert all((m / "config.yaml").is_file() and not o.exists() for m, o in zip(sorted(moved), sorted(old)))
     assert new.is_dir()
     text = exp_file.read_text()
-    assert text.startswith("# a comment stays\n") and "base: {cpu: configs/cpu_cal_moco_v1.yaml}" in text
+    assert text.startswith("# CPU profile: configs/cpu_cal_moco_v1.yaml, the recipe calibrated without FT")
+    assert f"(configs/cpu_moco_v1.yaml) are the dated record\n# {record}/T9.\n# a comment stays\n" in text
+    assert "base: {cpu: configs/cpu_cal_moco_v1.yaml}" in text
     assert X.switch_to_calibrated(exp_file, record=record) == []  # resumable: nothing left to move
     store("baseline", 0, "configs/cpu_cal_moco_v1.yaml", overrides={"moco.tau": 0.5})  # neither recipe: refused
     with pytest.raises(X.ConfigError, match="neither the original nor the calibrated"):
