@@ -25,23 +25,27 @@ FIRST_STEP_RTOL, LATER_RTOL, FLIPS_PER_STEP, FLIPS_IN_ALL = 1e-5, 2e-3, 1, 2
 
 
 def same_machine(prov: dict) -> bool:
-    """Whether this process computes exactly as the one that stored the run: same CPU model, torch and threads."""
+    """Whether this process computes exactly as the one that stored the run: same CPU model, torch and threads, and
+    eager (a compiled run's kernels come from the compiler's cache or a fresh compile, whose fusions may round
+    differently: a replay on the same Xeon differed by 3e-6 relative after 12 steps)."""
     import torch
 
     from ftcl_core.runs import cpu_model
 
     return (prov.get("cpu_model") == cpu_model() and prov["versions"]["torch"] == torch.__version__
-            and prov.get("threads") == torch.get_num_threads())
+            and prov.get("threads") == torch.get_num_threads() and not prov.get("execution", {}).get("compile"))
 
 
 @pytest.mark.skipif(not (STORED / "eval.json").is_file(), reason="reference run not stored")
 def test_replaying_a_stored_run_matches_its_metrics():
     stored = RunDir(STORED).load_metrics()
     again = replay(STORED, n_steps=12)
-    if same_machine(RunDir(STORED).load_provenance()):  # CPU training is bit-identical given seed and threads
+    if same_machine(RunDir(STORED).load_provenance()):  # one process on one machine: bit-identical given the seed
+        twice = replay(STORED, n_steps=12)
         for key in (*CONTINUOUS, "top1"):
-            np.testing.assert_array_equal(again[key], stored[key][:12], err_msg=key)
-        return
+            np.testing.assert_array_equal(twice[key], again[key], err_msg=key)
+    # against the stored run: "Intel(R) Xeon(R) Processor" names several microarchitectures, so even a machine
+    # that reports the same CPU model may round differently; the stored metrics are checked within tolerances
     for key in CONTINUOUS:
         np.testing.assert_allclose(again[key][0], stored[key][0], rtol=FIRST_STEP_RTOL, err_msg=f"{key}, first step")
         np.testing.assert_allclose(again[key], stored[key][:12], rtol=LATER_RTOL, atol=1e-7, err_msg=key)
