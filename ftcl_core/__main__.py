@@ -93,15 +93,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {r['question']} | {r['table']} | {r['setting']} | {r['n_seeds']} | {r['mean']:.1f} | {diff} | "
                       f"{r['verdict']} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
         if args.profile == "cpu":  # the README's findings block, regenerated from the same runs
-            import csv
-
-            from ftcl_core.diagnosis import stored_answer
-            from ftcl_core.experiments import ROOT, readme_findings, replace_readme_findings
+            from ftcl_core.diagnosis import readme_findings_block
+            from ftcl_core.experiments import ROOT, replace_readme_findings
             from ftcl_core.runs import atomic_write_bytes
 
             readme = ROOT / "README.md"
-            with open(path) as fh:
-                block = readme_findings(list(csv.DictReader(fh)), stored_answer(args.profile))
+            block = readme_findings_block(path, args.profile)
             try:
                 atomic_write_bytes(readme, replace_readme_findings(readme.read_text(), block).encode())
             except ConfigError as err:

@@ -411,6 +411,14 @@ def stored_answer(profile: str = "cpu") -> str:
     return conclusion(phase, knn, switch, threshold_band(), from_start, lengths)
 
 
+def readme_findings_block(summary: Path, profile: str = "cpu") -> str:
+    """The README's findings block as ``python -m ftcl_core summary`` writes it: :func:`ftcl_core.experiments.readme_findings`
+    of the rows of the summary CSV at ``summary`` and :func:`stored_answer`. One function for the writer and the test
+    that keeps the README current, so the two cannot disagree on how the block is built."""
+    with open(summary) as fh:
+        return X.readme_findings(list(csv.DictReader(fh)), stored_answer(profile))
+
+
 DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
                      "verdict", "first_step_neg_mean_above_0.9", "command")
 

@@ -127,12 +127,11 @@ def test_summary_and_readme_findings_are_regenerated_from_the_stored_runs(tmp_pa
     """results/summary.csv is what the stored runs give today, and the README's findings block is what
     ``python -m ftcl_core summary`` writes from it, so no number of either can go stale or be typed by hand."""
     from ftcl_core import experiments as X
-    from ftcl_core.diagnosis import stored_answer
+    from ftcl_core.diagnosis import readme_findings_block
 
     monkeypatch.delenv("FTCL_RUNS_ROOT", raising=False)  # the committed runs, wherever a user keeps theirs
     fresh = X.write_summary("cpu", out=tmp_path / "summary.csv")
     stored = ROOT / "results" / "summary.csv"
     assert fresh.read_text() == stored.read_text(), "results/summary.csv is stale: run `python -m ftcl_core summary`"
-    with stored.open() as fh:
-        block = X.readme_findings(list(csv.DictReader(fh)), stored_answer("cpu"))
+    block = readme_findings_block(stored, "cpu")
     assert block in (ROOT / "README.md").read_text(), "README's findings are stale: run `python -m ftcl_core summary`"
