@@ -121,6 +121,14 @@ def test_unknown_profile_and_setting_are_clear_errors(tmp_path):
         X.sweep("experiments/table1_momentum.yaml", "smoke", settings=["m=0.42"], progress=False)
 
 
+def test_smoke_trains_every_setting_for_its_own_length_unless_the_setting_names_one():
+    long = {"train.epochs": 120, "optim.milestones": [72, 96], "ft.pos": True}
+    cfg = X.resolve("configs/cpu_cal_moco_v1.yaml", long, "smoke")
+    assert cfg.train.epochs == 2 and cfg.ft.pos  # the smoke length, the setting's method
+    assert X.resolve("configs/cpu_cal_moco_v1.yaml", long, "cpu").train.epochs == 120
+    assert X.resolve("configs/cpu_cal_moco_v1.yaml", {"train.epochs": {"cpu": 120, "smoke": 3}}, "smoke").train.epochs == 3
+
+
 def _records(values: dict[str, list[float]], rand: float = 20.0) -> list[dict]:
     return [{"setting": s, "seed": i, "linear_top1": v, "random_init_linear_top1": rand}
             for s, vals in values.items() for i, v in enumerate(vals)]
