@@ -222,7 +222,8 @@ def table_caption(exp: Experiment, profile: str, records: list[dict] | None = No
     missing = [s for s in exp.settings if s not in stored] if records is not None else []
     return (f"{exp.table}: {exp.title}. {recipe_label(exp, profile)}. ours: linear top-1 % (mean ± 95 % CI over n seeds); "
             "Δ: the paired difference against the row or reference named under 'vs', in points; paper: the paper's "
-            "ImageNet-100 top-1 %" + (f". Not run yet: {', '.join(missing)}" if missing else ""))
+            "top-1 % (ImageNet-100 unless the title names another data set)"
+            + (f". Not run yet: {', '.join(missing)}" if missing else ""))
 
 
 def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None = None,
@@ -720,7 +721,8 @@ DATA_SUFFIXES = {"fashion_mnist": "-fmnist"}  # a table's name on another data s
 def data_set_verdicts(rows: list[dict]) -> list[dict]:
     """Each claim tested on more than one data set (a table and its ``-fmnist`` twin, same setting), with the
     verdict per data set and where the claim holds: on every data set, on some (named), on ``none`` (contradicted
-    on every data set), or ``undecided`` (no data set replicates it and not every one contradicts it).
+    on every data set), or ``undecided`` (no data set replicates it and not every one contradicts it, or one data
+    set's runs are on the original recipe and another's on a calibrated one: ``recipes``, per data set).
     ``rows``: summary rows (:func:`write_summary`'s CSV)."""
     claims: dict[tuple[str, str], dict[str, dict]] = {}
     for r in rows:
@@ -736,7 +738,10 @@ def data_set_verdicts(rows: list[dict]) -> list[dict]:
             continue
         decided = {d: r["verdict"] for d, r in per.items() if int(r["n_seeds"]) >= MIN_SEEDS_FOR_A_CLAIM}
         holds = sorted(d for d, v in decided.items() if v == "replicated")
-        if len(holds) == len(per):
+        recipes = {d: recipe_kind(r.get("base", "")) for d, r in per.items()}
+        if len(set(recipes.values())) > 1:  # one data set still on the original recipe: not yet comparable
+            where = "undecided (recipes differ)"
+        elif len(holds) == len(per):
             where = "every data set"
         elif holds:
             where = ", ".join(holds)
@@ -746,7 +751,7 @@ def data_set_verdicts(rows: list[dict]) -> list[dict]:
             where = "undecided"
         out.append({"table": table, "setting": setting, "claim": next(iter(per.values()))["claim"],
                     "per_data": {d: (r["verdict"], int(r["n_seeds"])) for d, r in sorted(per.items())},
-                    "holds_on": where})
+                    "recipes": dict(sorted(recipes.items())), "holds_on": where})
     return out
 
 
@@ -972,26 +977,31 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
     import csv
 
     folder = Path(folder) if folder else ROOT / "experiments"
-    files: dict[str, list[str]] = {}
+    files: dict[tuple[str, str], list[str]] = {}
     for f in sorted(folder.glob("*.yaml")):
-        files.setdefault(Experiment.load(f).table, []).append(f"experiments/{f.name}")
+        exp = Experiment.load(f)
+        for key in ((exp.table, ""), (exp.table, base_for(exp, "cpu") if "cpu" in exp.base else "")):
+            files.setdefault(key, []).append(f"experiments/{f.name}")
 
     with open(path) as fh:
         rows = list(csv.DictReader(fh))
     out: list[str] = []
-    for table in dict.fromkeys(r["table"] for r in rows):
-        data = next((r.get("data") for r in rows if r["table"] == table), None)  # summaries before the column: None
-        out += [heading.format(table=f"{table} ({data})" if data else table), "",
+    # one table per paper table and recipe: a table half rerun on a calibrated recipe shows its two halves apart
+    for table, base in dict.fromkeys((r["table"], r.get("base", "")) for r in rows):
+        group = [r for r in rows if r["table"] == table and r.get("base", "") == base]
+        data = group[0].get("data")  # summaries before the column: None
+        label = ", ".join(x for x in (data, Path(base).stem if base else "") if x)
+        out += [heading.format(table=f"{table} ({label})" if label else table), "",
                 "| setting | ours | seeds | paper | claim | Δ vs reference | verdict |",
                 "|---|---|---|---|---|---|---|"]
-        for r in (r for r in rows if r["table"] == table):
+        for r in group:
             try:
                 paper = f"{float(r['paper']):g}"
             except ValueError:  # "" or "collapse"
                 paper = r["paper"]
             out.append(f"| {r['setting']} | {_pm_cells(r['mean'], r['ci95'])} | {r['n_seeds']} | {paper} | {r['claim']} | "
                        f"{_pm_cells(r['diff_mean'], r['diff_ci95'])} | {r['verdict']} |")
-        cmds = ", ".join(f"`python -m ftcl_core sweep {f}`" for f in files.get(table, []))
+        cmds = ", ".join(f"`python -m ftcl_core sweep {f}`" for f in files.get((table, base)) or files.get((table, ""), []))
         out += ["", f"Regenerate: {cmds}", ""]
     return "\n".join(out)
 
@@ -1000,10 +1010,23 @@ README_MARKERS = ("<!-- findings: written by `python -m ftcl_core summary` from 
                   "runs; edit the code, not this block -->", "<!-- /findings -->")
 
 
-def readme_findings(rows: list[dict], answer: str) -> str:
+def tables_without_runs(profile: str = "cpu", folder: str | os.PathLike | None = None) -> list[str]:
+    """The experiment files with no stored run on their current recipe (a table just switched to a calibrated recipe,
+    say), as ``"T5 (table5_byol, cpu_cal_byol)"``: :func:`write_summary` has no row for them, so a reader is told."""
+    folder = Path(folder) if folder else ROOT / "experiments"
+    waiting = []
+    for path in sorted(folder.glob("*.yaml")):
+        exp = Experiment.load(path)
+        if ("gpu" if profile == "gpu" else "cpu") in exp.base and not load_records(path, profile):
+            waiting.append(f"{exp.table} ({path.stem}, {Path(base_for(exp, profile)).stem})")
+    return waiting
+
+
+def readme_findings(rows: list[dict], answer: str, waiting: list[str] | tuple[str, ...] = ()) -> str:
     """The README's findings, generated so that no number in it is typed by hand: one bullet per table, data set and
     recipe of ``rows`` (:func:`write_summary`'s CSV, as read by ``csv.DictReader``) with each claim's paired
-    difference and verdict, a count of the verdicts, and ``answer`` (:func:`ftcl_core.diagnosis.stored_answer`)."""
+    difference and verdict, a count of the verdicts, the tables with no run yet on their recipe (``waiting``,
+    :func:`tables_without_runs`), and ``answer`` (:func:`ftcl_core.diagnosis.stored_answer`)."""
     kinds = {"calibrated": "recipe calibrated without FT", "original": "original recipe", "": "recipe"}
     groups: dict[tuple[str, str, str], list[dict]] = {}
     for r in rows:
@@ -1029,8 +1052,11 @@ def readme_findings(rows: list[dict], answer: str) -> str:
     head = (f"Linear top-1 % (mean ± 95 % CI over seeds); a claim's Δ is its paired difference in points against the "
             f"row named, and its verdict needs {MIN_SEEDS_FOR_A_CLAIM} seeds. Claims: {len(claims)}; replicated: "
             f"{count['replicated']}, not replicated (contradicted): {count['not replicated']}, inconclusive: "
-            f"{count['inconclusive']}." + (f" Still on the original, uncalibrated recipes: {', '.join(original)} (to be "
-                                           "rerun: `python -m ftcl_core plan --calibrated --seeds 0 1 2`)." if original else ""))
+            f"{count['inconclusive']}. A comparison that two tables share (the same runs) counts in each."
+            + (f" Still on the original, uncalibrated recipes: {', '.join(original)} (to be rerun: "
+               "`python -m ftcl_core plan --calibrated --seeds 0 1 2`)." if original else "")
+            + (f" No run stored yet on the current recipe (its earlier runs are in the dated record, "
+               f"`results/cpu-2026-11/`): {', '.join(waiting)}." if waiting else ""))
     return "\n".join([README_MARKERS[0], "", head, "", *lines, "", answer, "", README_MARKERS[1]])
 
 

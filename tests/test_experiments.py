@@ -194,6 +194,8 @@ def test_a_claim_on_two_data_sets_holds_where_both_have_three_seeds():
                    "start 24": "undecided"}  # "none" only where every data set contradicts the claim
     first = X.data_set_verdicts(rows)[0]
     assert first["table"] == "T7" and first["per_data"] == {"fashion_mnist": ("replicated", 3), "shapes": ("not replicated", 3)}
+    rows[2]["base"], rows[3]["base"] = "configs/cpu_moco_v1.yaml", "configs/cpu_cal_fmnist_moco_v1.yaml"
+    assert X.data_set_verdicts(rows)[0]["holds_on"] == "undecided (recipes differ)"  # not comparable yet
 
 
 def test_recipe_sensitivity_pairs_a_claim_across_recipes_only_where_the_recipe_changed():
@@ -497,7 +499,7 @@ def test_each_setting_is_sorted_by_what_its_ft_does_to_the_pairs():
     assert t5["v1 +neg"] == "negatives mixed" and {t5[s] for s in ("v1 +pos", "v1 +both", "v1 +both_dim")} == {"harder"}
 
 
-def test_readme_findings_handle_blank_cells_and_several_recipes_in_one_table():
+def test_readme_findings_handle_blank_cells_and_several_recipes_in_one_table(tmp_path):
     def row(setting, base, verdict="inconclusive", diff="-1.0", ci="", n="1", ref="b"):
         return {"table": "T5", "data": "shapes", "setting": setting, "mean": "50.0", "ci95": ci, "n_seeds": n,
                 "verdict": verdict, "reference": ref if verdict != "baseline" else "", "diff_mean": diff,
@@ -506,11 +508,28 @@ def test_readme_findings_handle_blank_cells_and_several_recipes_in_one_table():
     rows = [row("b", "configs/cpu_cal_moco_v1.yaml", "baseline", diff=""),
             row("x", "configs/cpu_cal_moco_v1.yaml", diff=""),  # no seed shared with its reference
             row("y", "configs/cpu_byol.yaml", "not replicated", diff="-3.0", ci="1.0", n="3")]
-    block = X.readme_findings(rows, "A.")
+    block = X.readme_findings(rows, "A.", ["T5 (table5_byol, cpu_cal_byol)"])
+    assert "No run stored yet on the current recipe" in block and "T5 (table5_byol, cpu_cal_byol)." in block
+    assert "No run stored yet" not in X.readme_findings(rows, "A.")
     assert "x 50.0 % (no seed paired with b)" in block and "b 50.0 %;" in block
     assert "y -3.0 ± 1.0 vs b, *not replicated*" in block and "3 seeds" in block and "1 seed:" in block
     assert "Still on the original, uncalibrated recipes: T5 (cpu_byol)" in block
     assert "Claims: 2; replicated: 0, not replicated (contradicted): 1, inconclusive: 1." in block
+    out = tmp_path / "summary.csv"  # chapter 9's tables: one per table and recipe, each headed by its recipe
+    with out.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=[*rows[0], "paper", "claim"])
+        writer.writeheader()
+        writer.writerows({**r, "paper": "", "claim": ""} for r in rows)
+    md = X.summary_markdown(out)
+    assert "### T5 (shapes, cpu_cal_moco_v1)" in md and "### T5 (shapes, cpu_byol)" in md
+    assert md.index("| y |") > md.index("### T5 (shapes, cpu_byol)") > md.index("| x |")
+
+
+def test_a_table_switched_before_its_first_run_is_named_as_waiting(tmp_path, monkeypatch):
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
+    (tmp_path / "e.yaml").write_text("table: T9\ntitle: t\nbase: {cpu: configs/cpu_cal_byol.yaml}\nsettings:\n  a: {}\n")
+    (tmp_path / "g.yaml").write_text("table: T8\ntitle: t\nbase: {gpu: configs/gpu_in100_byol.yaml}\nsettings:\n  a: {}\n")
+    assert X.tables_without_runs("cpu", folder=tmp_path) == ["T9 (e, cpu_cal_byol)"]
 
 
 def test_switching_a_table_to_its_calibrated_recipe_moves_only_other_recipes_runs(tmp_path, monkeypatch):

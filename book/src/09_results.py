@@ -75,7 +75,8 @@ for t, c in by_table.items():
 # A verdict on procedurally drawn shapes alone invites the objection that it belongs to the synthetic data. Where a
 # table was also run on Fashion-MNIST's real photographs (the `-fmnist` tables, same settings), each claim below
 # has a verdict per data set, and the last column says where it holds: on every data set, on one (named), on
-# none (contradicted on every data set), or *undecided* (replicated nowhere, and inconclusive somewhere).
+# none (contradicted on every data set), or *undecided* (replicated nowhere, and inconclusive somewhere; or one data
+# set's runs still on the original recipe while another's are calibrated, which are not compared).
 
 # %%
 from IPython.display import display
@@ -87,7 +88,8 @@ data_sets = sorted({d for r in across for d in r["per_data"]})
 if across:
     display(html_table(["table", "setting", "claim", *(X.DATA_NAMES.get(d, d) for d in data_sets), "holds on"],
                        [[r["table"], r["setting"], r["claim"],
-                         *(f"{r['per_data'][d][0]} ({r['per_data'][d][1]} seeds)" if d in r["per_data"] else ""
+                         *(f"{r['per_data'][d][0]} ({r['per_data'][d][1]} seeds, {r['recipes'][d] or 'own'} recipe)"
+                           if d in r["per_data"] else ""
                            for d in data_sets),
                          ", ".join(X.DATA_NAMES.get(d, d) for d in r["holds_on"].split(", "))] for r in across],
                        caption="Claims tested on more than one data set; verdicts as above, per data set"))
