@@ -314,15 +314,13 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
     first step (``"oracle"``, ``"classes"``, ``"recipe"``, ``"init"``, ``"shards"`` on the shapes are read by
     name); ``lengths``: per data set, :func:`length_rows` (question 1). A verdict needs 3 seeds; fewer, and a cell
     counts as undecided."""
-    def where(cells):
-        return "; ".join(f"{label}, from {f:.0%} of the run: {r['diff']:+.1f} ± {r['ci95']:.1f}" for label, f, r in cells)
+    def knn(label, f):  # the kNN readout of the same cell: a gain on the linear probe may be a loss here
+        r = phase_knn.get(label, {}).get(f)
+        return f", kNN {r['diff']:+.1f} ± {r['ci95']:.1f}" if r and r["n_seeds"] else ""
 
-    def where_both(cells):  # linear and kNN readout of the same cells: a gain on one may be a loss on the other
-        def knn(label, f):
-            r = phase_knn.get(label, {}).get(f)
-            return f", kNN {r['diff']:+.1f} ± {r['ci95']:.1f}" if r and r["n_seeds"] else ""
-        return "; ".join(f"{label}, from {f:.0%} of the run: {r['diff']:+.1f} ± {r['ci95']:.1f}{knn(label, f)}"
-                         for label, f, r in cells)
+    def where(cells, with_knn=False):
+        return "; ".join(f"{label}, from {f:.0%} of the run: {r['diff']:+.1f} ± {r['ci95']:.1f}"
+                         + (knn(label, f) if with_knn else "") for label, f, r in cells)
 
     cells = [(label, f, r) for label, rows in phase.items() for f, r in sorted(rows.items())]
     helps = [(lb, f, r) for lb, f, r in cells if _decided(r, "replicated")]
@@ -339,7 +337,7 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
     out = ["**The answer at this scale.**"]
     mixed = [f"{lb}, from {f:.0%}: {_seeds(r['mixed_devices'])}" for lb, f, r in helps if r.get("mixed_devices")]
     out.append(f"FT helps in {len(helps)} of the {sum(r['n_seeds'] >= 3 for _, _, r in cells)} phase-diagram cells "
-               f"with 3 seeds, all with a late start, by little ({where_both(helps)} points; linear readout first)"
+               f"with 3 seeds, all with a late start, by little ({where(helps, with_knn=True)} points; linear readout first)"
                + (f"; in {'; '.join(mixed)}, the FT run and its baseline trained on different devices (CPU and GPU), "
                   "so float rounding stands in that pair beside FT." if mixed else ".")
                if helps and all(f for _, f, _ in helps) else

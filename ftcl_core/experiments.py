@@ -980,8 +980,8 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
     files: dict[tuple[str, str], list[str]] = {}
     for f in sorted(folder.glob("*.yaml")):
         exp = Experiment.load(f)
-        for key in ((exp.table, ""), (exp.table, base_for(exp, "cpu") if "cpu" in exp.base else "")):
-            files.setdefault(key, []).append(f"experiments/{f.name}")
+        for base in {"", base_for(exp, "cpu") if "cpu" in exp.base else ""}:  # by table, and by table and recipe
+            files.setdefault((exp.table, base), []).append(f"experiments/{f.name}")
 
     with open(path) as fh:
         rows = list(csv.DictReader(fh))
