@@ -132,10 +132,10 @@ def paired_comparison(label: str, records: list[dict], baseline: str, treated: s
     (``knn_top1`` for the kNN readout)."""
     base, ft = ([r[key] for r in records if r["setting"] == s] for s in (baseline, treated))
     d, ci, n = X.paired_difference(records, treated, baseline, key)
+    dev = _devices(records, baseline, treated)  # each run's provenance is read once
     return {"comparison": label, "baseline": X.mean_ci95(base)[0], "ft": X.mean_ci95(ft)[0], "diff": d, "ci95": ci,
             "n_seeds": n, "verdict": X.verdict(d, ci, 1, n) if n else "not run",
-            "mixed_devices": mixed_device_seeds(records, baseline, treated),
-            "devices": sorted({run_device(r) for r in records if r["setting"] in (baseline, treated)} - {""})}
+            "mixed_devices": _mixed(dev, baseline, treated), "devices": sorted(set(dev.values()) - {""})}
 
 
 def run_device(record: dict) -> str:
@@ -147,7 +147,14 @@ def run_device(record: dict) -> str:
 def mixed_device_seeds(records: list[dict], a: str, b: str) -> list[int]:
     """Seeds whose ``a`` and ``b`` runs trained on different devices (a CPU run paired with a GPU run: the same
     initialisation and data order, not the same float rounding), so that a reader can weigh such a pair."""
-    dev = {(r["setting"], r["seed"]): run_device(r) for r in records if r["setting"] in (a, b)}
+    return _mixed(_devices(records, a, b), a, b)
+
+
+def _devices(records: list[dict], a: str, b: str) -> dict[tuple[str, int], str]:
+    return {(r["setting"], r["seed"]): run_device(r) for r in records if r["setting"] in (a, b)}
+
+
+def _mixed(dev: dict[tuple[str, int], str], a: str, b: str) -> list[int]:
     return sorted(s for (setting, s), d in dev.items() if setting == a and (b, s) in dev and dev[b, s] != d)
 
 
