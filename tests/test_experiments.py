@@ -219,6 +219,27 @@ def test_recipe_sensitivity_pairs_a_claim_across_recipes_only_where_the_recipe_c
     assert again["before"][0] == "inconclusive" and not again["changed"]  # judged by today's rule
 
 
+def test_baseline_aims_judge_table5_baselines_on_calibrated_recipes_only():
+    def row(table, setting, mean, ci, n, base, data="shapes", verdict="baseline"):
+        return {"table": table, "data": data, "setting": setting, "verdict": verdict, "mean": mean, "ci95": ci,
+                "n_seeds": n, "random_init_mean": "20.0", "base": base}
+
+    rows = [row("T5", "v1 baseline", "79.0", "4.0", "3", "configs/cpu_cal_moco_v1.yaml"),
+            row("T5", "byol baseline", "38.0", "1.0", "3", "configs/cpu_cal_byol.yaml"),
+            row("T5", "swav baseline", "70.0", "", "1", "configs/cpu_cal_swav.yaml"),  # one seed: no interval
+            row("T5", "v2 baseline", "55.0", "13.0", "3", "configs/cpu_cal_moco_v2.yaml"),
+            row("T5", "simclr baseline", "86.0", "1.0", "3", "configs/cpu_simclr.yaml"),  # original recipe
+            row("T5", "v1 +pos", "30.0", "4.0", "3", "configs/cpu_cal_moco_v1.yaml", verdict="not replicated"),
+            row("T7", "never", "79.0", "4.0", "3", "configs/cpu_cal_moco_v1.yaml"),  # not Table 5
+            row("T5-fmnist", "v1 baseline", "84.0", "1.0", "3", "configs/cpu_cal_fmnist_moco_v1.yaml",
+                data="fashion_mnist")]
+    got = {(a["data"], a["setting"]): (a["gain_met"], a["spread_met"]) for a in X.baseline_aims(rows)}
+    assert got == {("shapes", "v1 baseline"): (True, True), ("shapes", "byol baseline"): (False, True),
+                   ("shapes", "swav baseline"): (True, None), ("shapes", "v2 baseline"): (True, False),
+                   ("fashion_mnist", "v1 baseline"): (None, True)}  # real images: the bar is the raw-pixel probe
+    assert [a["gain"] for a in X.baseline_aims(rows[:1])] == [59.0]
+
+
 def test_the_dated_record_of_the_original_recipes_names_each_tables_recipe():
     rows = list(csv.DictReader(X.RECIPE_RECORD.open()))
     assert rows and all(r["base"].startswith("configs/cpu_") and "cal" not in r["base"] for r in rows)
