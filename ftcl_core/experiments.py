@@ -794,13 +794,22 @@ def baseline_aims(rows: list[dict]) -> list[dict]:
         if not (r["table"].split("-")[0] == "T5" and r["verdict"] == "baseline" and recipe_kind(r.get("base", ""))
                 == "calibrated"):
             continue
-        mean, ci, rand, n = float(r["mean"]), float(r["ci95"] or "nan"), float(r["random_init_mean"]), int(r["n_seeds"])
+        mean, ci, n = float(r["mean"]), float(r["ci95"] or "nan"), int(r["n_seeds"])
+        rand = float(r.get("random_init_mean") or "nan")  # a run stored before the random-init readout has none
         gain = mean - rand
         out.append({"table": r["table"], "data": r["data"], "setting": r["setting"], "base": r["base"], "mean": mean,
                     "ci95": ci, "n_seeds": n, "random_init": rand, "gain": gain,
-                    "gain_met": gain >= BASELINE_AIMS["gain"] if r["data"] == "shapes" else None,
+                    "gain_met": gain >= BASELINE_AIMS["gain"] if r["data"] == "shapes" and not math.isnan(gain) else None,
                     "spread_met": ci <= BASELINE_AIMS["spread"] if n >= MIN_SEEDS_FOR_A_CLAIM else None})
     return out
+
+
+def v2_against_v1(aims: list[dict]) -> dict[str, tuple[float, float]]:
+    """Per data set with both, the mean linear readout of MoCo v1's and v2's baselines (:func:`baseline_aims`): the
+    issue's aim is v2 >= v1, the order the literature reports."""
+    by = {(a["data"], a["setting"]): a["mean"] for a in aims}
+    return {d: (by[d, "v1 baseline"], by[d, "v2 baseline"]) for d, _ in by if (d, "v1 baseline") in by
+            and (d, "v2 baseline") in by}
 
 
 def plus_minus(mean: float, ci: float, digits: int = 1, signed: bool = False) -> str:
@@ -1082,6 +1091,23 @@ def readme_findings(rows: list[dict], answer: str, waiting: list[str] | tuple[st
                "`python -m ftcl_core plan --calibrated --seeds 0 1 2`)." if original else "")
             + (f" No run stored yet on the current recipe (its earlier runs are in the dated record, "
                f"`results/cpu-2026-11/`): {', '.join(waiting)}." if waiting else ""))
+    aims = baseline_aims(rows)
+    if aims:
+        def said(a: dict) -> str:
+            missed = [k for k, v in (("gain", a["gain_met"]), ("spread", a["spread_met"])) if v is False]
+            spread = "no spread yet" if math.isnan(a["ci95"]) else f"spread ± {a['ci95']:.1f}"
+            gain = "no random-init readout stored" if math.isnan(a["gain"]) else f"{a['gain']:+.1f} points" + (
+                " over random init (the bar there is the raw-pixel probe)" if a["data"] != "shapes" else "")
+            return (f"{a['setting']} ({DATA_NAMES.get(a['data'], a['data'])}) {gain}, {spread} "
+                    f"({a['n_seeds']} seeds)" + (f", misses {' and '.join(missed)}" if missed else ""))
+
+        order = [f"{'met' if v2 >= v1 else 'missed'} on {DATA_NAMES.get(d, d)} (v2 {v2:.1f} %, v1 {v1:.1f} %)"
+                 for d, (v1, v2) in v2_against_v1(aims).items()]
+
+        lines += ["", f"Calibrated baselines of Table 5 at the tables' budget against the issue's aims (linear readout "
+                      f"≥ {BASELINE_AIMS['gain']:.0f} points above the random-init encoder on the shapes, spread ≤ "
+                      f"{BASELINE_AIMS['spread']:.0f}; chapter 9): " + "; ".join(said(a) for a in aims) + "."
+                  + (f" MoCo v2 ≥ v1: {'; '.join(order)}." if order else "")]
     return "\n".join([README_MARKERS[0], "", head, "", *lines, "", answer, "", README_MARKERS[1]])
 
 

@@ -238,6 +238,10 @@ def test_baseline_aims_judge_table5_baselines_on_calibrated_recipes_only():
                    ("shapes", "swav baseline"): (True, None), ("shapes", "v2 baseline"): (True, False),
                    ("fashion_mnist", "v1 baseline"): (None, True)}  # real images: the bar is the raw-pixel probe
     assert [a["gain"] for a in X.baseline_aims(rows[:1])] == [59.0]
+    assert X.v2_against_v1(X.baseline_aims(rows)) == {"shapes": (79.0, 55.0)}  # no v2 on Fashion-MNIST here
+    readme = X.readme_findings([{**r, "diff_mean": "", "diff_ci95": "", "reference": "", "claim": ""} for r in rows], "")
+    assert "byol baseline (embedded shapes) +18.0 points, spread ± 1.0 (3 seeds), misses gain;" in readme
+    assert "MoCo v2 ≥ v1: missed on embedded shapes (v2 55.0 %, v1 79.0 %)." in readme
 
 
 def test_the_dated_record_of_the_original_recipes_names_each_tables_recipe():
