@@ -1056,6 +1056,21 @@ def tables_without_runs(profile: str = "cpu", folder: str | os.PathLike | None =
     return waiting
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def distinct_claims(claims: list[dict]) -> list[dict]:
+    """``claims`` (summary rows that make a claim) with each comparison kept once: tables share runs (Table 5's
+    v1 +pos is Table 2's alpha_ex=2.0, copied by :func:`sweep`), and a copied run's readouts are the source's to
+    the last digit, so two rows whose data, recipe, means, intervals and seeds all agree are the same comparison."""
+    seen: dict[tuple, dict] = {}
+    for r in claims:
+        key = tuple(r.get(k, "") for k in ("data", "base", "mean", "ci95", "n_seeds", "diff_mean", "diff_ci95", "verdict"))
+        seen.setdefault(key, r)
+    return list(seen.values())
+
+
 def readme_findings(rows: list[dict], answer: str, waiting: list[str] | tuple[str, ...] = ()) -> str:
     """The README's findings, generated so that no number in it is typed by hand: one bullet per table, data set and
     recipe of ``rows`` (:func:`write_summary`'s CSV, as read by ``csv.DictReader``) with each claim's paired
@@ -1081,12 +1096,15 @@ def readme_findings(rows: list[dict], answer: str, waiting: list[str] | tuple[st
         lines.append(f"- **{table}**, {DATA_NAMES.get(data, data)}, {kinds[recipe_kind(base)]} `{base}`, "
                      f"{n} seed{'s' if n != '1' else ''}: " + "; ".join(cells) + ".")
     claims = [r for r in rows if r["verdict"] != "baseline"]
-    count = {v: sum(r["verdict"] == v for r in claims) for v in ("replicated", "not replicated", "inconclusive")}
+    distinct = distinct_claims(claims)
+    count = {v: sum(r["verdict"] == v for r in distinct) for v in ("replicated", "not replicated", "inconclusive")}
     original = [f"{table} ({Path(base).stem})" for table, _, base in groups if recipe_kind(base) == "original"]
     head = (f"Linear top-1 % (mean ± 95 % CI over seeds); a claim's Δ is its paired difference in points against the "
-            f"row named, and its verdict needs {MIN_SEEDS_FOR_A_CLAIM} seeds. Claims: {len(claims)}; replicated: "
-            f"{count['replicated']}, not replicated (contradicted): {count['not replicated']}, inconclusive: "
-            f"{count['inconclusive']}. A comparison that two tables share (the same runs) counts in each."
+            f"row named, and its verdict needs {MIN_SEEDS_FOR_A_CLAIM} seeds. Claims: {_count(len(claims), 'row')}, "
+            f"{_count(len(distinct), 'distinct comparison')} (a comparison that several tables share, the same runs, "
+            "is one); "
+            f"of these, replicated: {count['replicated']}, not replicated (contradicted): {count['not replicated']}, "
+            f"inconclusive: {count['inconclusive']}."
             + (f" Still on the original, uncalibrated recipes: {', '.join(original)} (to be rerun: "
                "`python -m ftcl_core plan --calibrated --seeds 0 1 2`)." if original else "")
             + (f" No run stored yet on the current recipe (its earlier runs are in the dated record, "

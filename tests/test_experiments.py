@@ -67,7 +67,7 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     block = X.readme_findings(list(csv.DictReader(out.open())), "the answer")
     assert block.startswith(X.README_MARKERS[0]) and block.endswith(X.README_MARKERS[1]) and "the answer" in block
     assert f"alpha_ex=2.0 {rows[1]['diff_mean']:+.1f} ± {rows[1]['diff_ci95']:.1f} vs baseline, *{rows[1]['verdict']}*" in block
-    assert "Claims: 1;" in block and "2 seeds" in block and "embedded shapes" in block
+    assert "Claims: 1 row, 1 distinct comparison (a" in block and "2 seeds" in block and "embedded shapes" in block
     said = X.pattern_paragraph([(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke"))], "smoke")
     assert "decide: none yet" in said and "T2 (embedded shapes, smoke_moco_v2)" in said
     assert "the 1 rows that make a pair harder from the first step" in said and "Negative interpolation" not in said
@@ -539,7 +539,11 @@ def test_readme_findings_handle_blank_cells_and_several_recipes_in_one_table(tmp
     assert "x 50.0 % (no seed paired with b)" in block and "b 50.0 %;" in block
     assert "y -3.0 ± 1.0 vs b, *not replicated*" in block and "3 seeds" in block and "1 seed:" in block
     assert "Still on the original, uncalibrated recipes: T5 (cpu_byol)" in block
-    assert "Claims: 2; replicated: 0, not replicated (contradicted): 1, inconclusive: 1." in block
+    assert ("Claims: 2 rows, 2 distinct comparisons (a comparison that several tables share, the same runs, is one); "
+            "of these, replicated: 0, not replicated (contradicted): 1, inconclusive: 1.") in block
+    shared = {**rows[2], "table": "T2", "setting": "alpha_ex=2.0"}  # the same runs under another table's name
+    assert "Claims: 3 rows, 2 distinct comparisons" in X.readme_findings([*rows, shared], "A.")
+    assert X.distinct_claims([rows[2], shared, {**shared, "diff_mean": "-3.1"}]) == [rows[2], {**shared, "diff_mean": "-3.1"}]
     out = tmp_path / "summary.csv"  # chapter 9's tables: one per table and recipe, each headed by its recipe
     with out.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=[*rows[0], "paper", "claim"])
