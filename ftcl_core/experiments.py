@@ -1115,7 +1115,7 @@ def readme_findings(rows: list[dict], answer: str, waiting: list[str] | tuple[st
             missed = [k for k, v in (("gain", a["gain_met"]), ("spread", a["spread_met"])) if v is False]
             spread = "no spread yet" if math.isnan(a["ci95"]) else f"spread ± {a['ci95']:.1f}"
             gain = "no random-init readout stored" if math.isnan(a["gain"]) else f"{a['gain']:+.1f} points" + (
-                " over random init (the bar there is the raw-pixel probe)" if a["data"] != "shapes" else "")
+                " over random init (the bar there is the raw-pixel probe)" if a["gain_met"] is None else "")
             return (f"{a['setting']} ({DATA_NAMES.get(a['data'], a['data'])}) {gain}, {spread} "
                     f"({a['n_seeds']} seeds)" + (f", misses {' and '.join(missed)}" if missed else ""))
 
