@@ -248,6 +248,119 @@ def representation_signature(records: list[dict], setting: str) -> dict[str, flo
     return {"n_seeds": len(peak), "peak_neg_mean": mean(peak), "final_erank": mean(rank), "final_rho": mean(rho)}
 
 
+NEGATIVE_WINDOW = 100  # steps at the end of a run over which its raw Mean(neg) is read
+
+
+def with_negative_scores(records: list[dict], window: int = NEGATIVE_WINDOW) -> list[dict]:
+    """Copies of ``records`` with three readings of the negatives each run's loss saw, from its Supp A statistics
+    (Sec 3.2: the raw cosines and the scores after FT, over the first 64 queries of each step):
+
+    * ``neg_shift``: Mean(neg) after FT minus the raw Mean(neg), averaged over the run (> 0: FT moved the
+      negatives towards the query);
+    * ``neg_var_ratio``: Var(neg) after FT over the raw Var(neg), averaged over the run (< 1: FT narrowed the
+      scores, so fewer negatives lie near the query; > 1: widened them);
+    * ``final_neg_mean``: the raw Mean(neg) over the last ``window`` steps (near 1: every image near one point).
+
+    Each negative enters InfoNCE (eq. 1) through its score over tau, so a higher mean or a wider spread makes the
+    set of negatives harder.  Supp F's question is whether re-normalising mixed negatives changes exactly this: a
+    mix of two unit vectors is shorter than one, so its score is the mix of theirs, pulled towards the mean."""
+    out = []
+    for r in records:
+        m = RunDir(r["dir"]).load_metrics()
+        out.append({**r, "neg_shift": float(np.mean(m["ft_neg_mean"] - m["neg_mean"])),
+                    "neg_var_ratio": float(np.mean(m["ft_neg_var"] / np.maximum(m["neg_var"], 1e-12))),
+                    "final_neg_mean": float(np.mean(m["neg_mean"][-window:]))})
+    return out
+
+
+def negative_rows(pairs: list[tuple[str, list[dict], str, str]]) -> list[dict]:
+    """For each ``(label, records, baseline, treated)``: the :func:`paired_comparison` of the readout, with the
+    treated runs' :func:`with_negative_scores` readings (mean and 95 % interval over seeds) and the baseline's
+    final raw Mean(neg) beside it."""
+    rows = []
+    for label, records, baseline, treated in pairs:
+        scored = with_negative_scores([r for r in records if r["setting"] in (baseline, treated)])
+        row = paired_comparison(label, scored, baseline, treated)
+        for key in ("neg_shift", "neg_var_ratio", "final_neg_mean"):
+            row[key], row[f"{key}_ci95"] = X.mean_ci95([r[key] for r in scored if r["setting"] == treated])
+        row["baseline_final_neg_mean"] = X.mean_ci95([r["final_neg_mean"] for r in scored if r["setting"] == baseline])[0]
+        rows.append(row)
+    return rows
+
+
+def negative_cells(row: dict) -> list[str]:
+    """A :func:`negative_rows` row as table cells: the comparison's cells, then the three negative readings."""
+    cells = comparison_cells(row)
+    if not row["n_seeds"]:
+        return [*cells, "", "", ""]
+    return [*cells, X.plus_minus(row["neg_shift"], row["neg_shift_ci95"], 3, signed=True),
+            X.plus_minus(row["neg_var_ratio"], row["neg_var_ratio_ci95"], 2),
+            f"{row['final_neg_mean']:.2f} ({row['baseline_final_neg_mean']:.2f})"]
+
+
+def harder_by(row: dict) -> list[str]:
+    """How a :func:`negative_rows` row's FT made the negatives harder than the queue they came from, each beyond its
+    95 % interval over seeds: ``"mean +x"`` (the scores raised) and/or ``"spread xr"`` (widened); [] for neither."""
+    how = []
+    if row["n_seeds"] and row["neg_shift"] - row["neg_shift_ci95"] > 0:
+        how.append(f"mean {row['neg_shift']:+.2f}")
+    if row["n_seeds"] and row["neg_var_ratio"] - row["neg_var_ratio_ci95"] > 1:
+        how.append(f"spread x{row['neg_var_ratio']:.2f}")
+    return how
+
+
+def harder_negatives(row: dict) -> bool | None:
+    """Whether a :func:`negative_rows` row's FT made the negatives harder than their queue (:func:`harder_by`);
+    None without runs."""
+    return bool(harder_by(row)) if row["n_seeds"] else None
+
+
+def renorm_sentence(plain: dict, renorm: dict, against: dict) -> str:
+    """Supp F's re-normalisation reading tested on stored runs, as generated Markdown: ``plain`` and ``renorm`` are
+    :func:`negative_rows` rows of interpolated negatives without and with re-normalisation against the same
+    baseline; ``against`` a :func:`paired_comparison` of the readout, re-normalised against plain (the same seeds)."""
+    if min(plain["n_seeds"], renorm["n_seeds"], against["n_seeds"]) < X.MIN_SEEDS_FOR_A_CLAIM:
+        return ("Supp F's reading (re-normalising a mixed negative makes it harder) is undecided: it needs both kinds "
+                f"of mixed negatives at {X.MIN_SEEDS_FOR_A_CLAIM} seeds of one recipe.")
+    wider = renorm["neg_var_ratio"] - renorm["neg_var_ratio_ci95"] > plain["neg_var_ratio"] + plain["neg_var_ratio_ci95"]
+    text = (f"Without re-normalisation, mixing leaves the mean score of the negatives where it was (shift "
+            f"{X.plus_minus(plain['neg_shift'], plain['neg_shift_ci95'], 3, signed=True)}) and narrows their spread to "
+            f"{plain['neg_var_ratio']:.2f} of the raw queue's: fewer negatives lie near the query. "
+            f"Re-normalised, the spread is {renorm['neg_var_ratio']:.2f} of the queue's and the mean shifts by "
+            f"{X.plus_minus(renorm['neg_shift'], renorm['neg_shift_ci95'], 3, signed=True)}: ")
+    text += ("the re-normalised mixes are harder than plain ones, as Supp F's reading predicts"
+             + (", though still narrower than the raw queue. " if not harder_negatives(renorm) else ". ")
+             if wider else "these statistics do not tell the two kinds of mixes apart, against Supp F's reading. ")
+    lost = against["diff"] + against["ci95"] < 0
+    change = (f"cost {X.plus_minus(-against['diff'], against['ci95'])}" if lost
+              else f"differ by {X.plus_minus(against['diff'], against['ci95'], signed=True)}")
+    text += (f"Readout: re-normalised mixes {change} points against plain ones (paired, {against['n_seeds']} seeds"
+             f"{'' if lost else ', an interval that holds zero'}).")
+    if lost and wider and not harder_negatives(renorm) and abs(plain["diff"]) <= plain["ci95"]:
+        text += (" The direction fits the reading, but hardness alone does not explain the size: the baseline's loss sees "
+                 "the raw queue, whose spread is wider still, and reads out no differently from plain mixing (plain "
+                 f"against baseline {X.plus_minus(plain['diff'], plain['ci95'], signed=True)}). What else "
+                 "re-normalisation changes (each "
+                 "mix is a point between two keys lifted back onto the sphere, where no image lies) is not tested here; "
+                 "the cause of Supp F's loss stays undecided.")
+    return text
+
+
+def harder_negatives_sentence(rows: list[dict]) -> str:
+    """Generated Markdown over :func:`negative_rows` rows: which settings made the negatives harder than their queue
+    (:func:`harder_negatives`), with each one's readout change and where its raw Mean(neg) ends."""
+    def part(r: dict) -> str:
+        return (f"{r['comparison']} ({', '.join(harder_by(r))}; readout {X.plus_minus(r['diff'], r['ci95'], signed=True)}, "
+                f"{r['verdict']}; raw Mean(neg) ends at {r['final_neg_mean']:.2f})")
+
+    harder = [r for r in rows if harder_negatives(r)]
+    if not harder:
+        return "No stored setting makes the negatives harder than the queue they come from."
+    return ("Harder than the queue they come from: " + "; ".join(part(r) for r in harder) + f". The baseline's raw "
+            f"Mean(neg) ends at {harder[0]['baseline_final_neg_mean']:.2f}; near 1, every image maps near one point "
+            "(chapter 6's collapse signature).")
+
+
 def switch_on_state(records: list[dict], setting: str, window: int = 5) -> dict:
     """Where a setting's runs stand when FT switches on (``ft.start_epoch``; Table 7), averaged over seeds: the
     views' deviation correlation rho and Mean(neg) of the raw cosines over the ``window`` steps before (the first

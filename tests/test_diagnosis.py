@@ -309,3 +309,62 @@ def test_a_pair_whose_arms_trained_on_different_devices_is_named(tmp_path):
     helps = {**row, "diff": 2.0, "ci95": 0.5, "verdict": "replicated"}
     text = G.conclusion({"shapes": {0.3: helps}}, {"shapes": {}}, {"shapes": {}}, (0.1, 0.5), {})
     assert "in shapes, from 30%: seeds 0, 1, the FT run and its baseline trained on different devices" in text
+
+
+def test_mixing_narrows_the_negative_scores_and_renormalising_widens_them_again():
+    """Supp F's reading as algebra: a mix of two unit keys scores the mix of their scores (the mean is kept, the
+    spread shrinks); lifted back onto the sphere its score grows by 1 / |mix|, so the spread comes back."""
+    from ftcl_core import transforms as T
+
+    gen = torch.Generator().manual_seed(0)
+    centre = F.normalize(torch.randn(1, 64, generator=gen, dtype=torch.float64), dim=1)
+    queue = F.normalize(0.4 * centre + torch.randn(4096, 64, generator=gen, dtype=torch.float64) / 8, dim=1)
+    q = F.normalize(centre + torch.randn(1, 64, generator=gen, dtype=torch.float64) / 8, dim=1)
+    perm = T.sample_permutation(4096, gen)
+    raw = (q @ queue.T).squeeze(0)
+    mixed = T.interpolate_negatives(queue, 0.5, perm)
+    plain, renorm = (q @ mixed.T).squeeze(0), (q @ T.renormalize(mixed).T).squeeze(0)
+    assert float(plain.mean()) == pytest.approx(float(raw.mean()), abs=1e-12)  # linear in the keys
+    assert float(plain.var()) < 0.8 * float(raw.var())
+    assert float(renorm.var()) > float(plain.var()) and float(renorm.mean()) > float(raw.mean()) > 0
+
+
+def _negative_run(tmp_path, name, seed, shift, ratio, steps=200):
+    rng = np.random.default_rng(seed)
+    neg_mean, neg_var = rng.uniform(0.1, 0.2, steps), rng.uniform(0.05, 0.08, steps)
+    path = tmp_path / name / f"seed{seed}"
+    path.mkdir(parents=True)
+    np.savez(path / "metrics.npz", neg_mean=neg_mean, neg_var=neg_var, ft_neg_mean=neg_mean + shift,
+             ft_neg_var=neg_var * ratio)
+    (path / "provenance.json").write_text('{"device": "cpu"}')
+    return {"setting": name, "seed": seed, "dir": str(path), "linear_top1": 80.0}
+
+
+def test_negative_readings_and_the_supp_f_sentence_follow_the_stored_statistics(tmp_path):
+    def runs(name, shift, ratios, readouts):
+        shifts = shift if isinstance(shift, list) else [shift] * 3
+        return [{**_negative_run(tmp_path, name, s, d, r), "linear_top1": v}
+                for s, (d, r, v) in enumerate(zip(shifts, ratios, readouts))]
+
+    base = runs("baseline", 0.0, [1, 1, 1], [80, 79, 81])
+    plain = runs("plain", 0.0, [0.60, 0.62, 0.61], [81, 80, 81])
+    renorm = runs("renorm", [0.002, -0.001, 0.004], [0.88, 0.87, 0.89], [64, 63, 66])
+    hard = runs("hard", [0.17, 0.18, 0.19], [0.15, 0.16, 0.17], [30, 31, 30])
+    scored = G.with_negative_scores(plain[:1])
+    assert scored[0]["neg_shift"] == pytest.approx(0.0) and scored[0]["neg_var_ratio"] == pytest.approx(0.60)
+    assert "neg_shift" not in plain[0]  # copies, the records stay as they were
+    rows = G.negative_rows([("plain", base + plain, "baseline", "plain"), ("renorm", base + renorm, "baseline", "renorm"),
+                            ("hard", base + hard, "baseline", "hard")])
+    assert [G.harder_negatives(r) for r in rows] == [False, False, True]
+    assert rows[2]["diff"] == pytest.approx(-49.67, abs=0.01) and rows[2]["neg_shift"] == pytest.approx(0.18)
+    assert G.negative_cells(rows[1])[-2] == "0.88 ± 0.02"
+    against = G.paired_comparison("renorm against plain", plain + renorm, "plain", "renorm")
+    text = G.renorm_sentence(rows[0], rows[1], against)
+    assert "harder than plain ones, as Supp F's reading predicts" in text and "stays undecided" in text
+    assert "cost 16.3 ± " in text
+    assert "undecided: it needs" in G.renorm_sentence({**rows[0], "n_seeds": 2}, rows[1], against)
+    same = runs("same", 0.0, [0.61, 0.60, 0.62], [64, 63, 66])
+    row_same = G.negative_rows([("same", base + same, "baseline", "same")])[0]
+    assert "do not tell the two kinds of mixes apart" in G.renorm_sentence(rows[0], row_same, against)
+    assert G.harder_negatives_sentence(rows).startswith("Harder than the queue they come from: hard (mean +0.18;")
+    assert G.harder_negatives_sentence(rows[:2]).startswith("No stored setting")

@@ -130,7 +130,8 @@ display(P.markdown_html(head + "\n\n" + "\n".join(lines)))
 # make a pair harder, by moving the query away from its key (positive extrapolation, at any $\alpha_{ex}$, with or
 # without re-normalisation) or a negative towards the query (negative extrapolation, hard negatives), and negative
 # interpolation alone, which mixes two negatives and leaves the positive pair as it is. Re-normalising after FT
-# (Supp F) tests whether the growth of $\|\hat z_q\|$ beyond one (sharper logits) is what costs readout. Generated
+# (Supp F) tests whether the growth of $\|\hat z_q\|$ beyond one (sharper logits) is what costs readout; for mixed
+# negatives it undoes their shrinking, and chapter 7 measures what that does to the scores the loss sees. Generated
 # from the runs: which tables decide their claims, and how far each kind moves readout on each data set (chapter 7
 # asks why the two data sets differ):
 

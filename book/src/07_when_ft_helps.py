@@ -22,7 +22,9 @@
 #    training lengths, and the shapes at a fourfold budget (mostly trained on a lent GPU).
 # 6. **When to switch FT on.** A phase diagram: FT started after a fraction of the run, on both data sets and at
 #    two lengths, with $\rho$ and Mean(neg) at the moment FT switches on.
-# 7. **What is decided, and what is not**, and the answer the runs give.
+# 7. **Is it how hard the negatives are?** Supp F's re-normalisation and Supp G's harder negatives, read through
+#    what each does to the scores of the negatives the loss sees.
+# 8. **What is decided, and what is not**, and the answer the runs give.
 
 # %% colab-setup
 
@@ -38,6 +40,8 @@ longer = "experiments/diagnosis/length_fmnist_v1.yaml"  # the same pair at the r
 shards = "experiments/diagnosis/shards_v1.yaml"  # one lambda per shard of 32 queries, as the released run draws it
 init = "experiments/diagnosis/init_v1.yaml"  # both arms with Kaiming fan-out init, as the released code trains
 classes = "experiments/diagnosis/classes_v1.yaml"  # 30 classes: a third as many same-class negatives
+negative_tables = {"plain": "experiments/table5_ft_v1.yaml", "renorm": "experiments/supp_f_renorm.yaml",
+             "harder": "experiments/supp_g_negatives.yaml"}  # MoCo v1 (calibrated): mixed, re-normalised, harder negatives
 points = 21  # values of rho in the contraction figure
 
 # %%
@@ -546,6 +550,50 @@ for length, path in starts.items():
         "the first step, when the queue still holds its random initial keys)")
 
 # %% [markdown]
+# ## Is it how hard the negatives are? Supp F and Supp G
+#
+# Two of the supplement's tables change only the negatives, and both cost the encoder here while plain negative
+# interpolation (Table 3, Table 5's +neg) costs nothing. Supp F re-normalises each mixed negative
+# $\lambda n_i + (1-\lambda) n_j$ onto the sphere; Supp G extrapolates negatives ($\lambda \in (1, 2)$) or mixes the
+# query into them (hard negatives, $\lambda \sim$ Beta(a, b)). A reading offered when Supp F's runs landed: a mix of
+# two unit vectors is shorter than one, so its score against the query is the mix of their scores, pulled towards
+# the mean; the loss sees easier negatives, and re-normalising makes them hard again. Every run stores the Supp A
+# statistics of the negatives both raw and after FT (`ftcl_core.diagnosis.with_negative_scores`), so the reading can
+# be checked without training: how far FT moves the mean score of the negatives, how it scales their spread, and
+# where the raw Mean(neg) of the encoder ends. Same calibrated MoCo v1 recipe and seeds throughout.
+
+# %%
+def load_some(path, names):
+    if profile == "smoke":  # only the settings this section reads
+        return X.collect(path, profile, seeds, settings=names)
+    return [r for r in X.load_records(path, profile) if r["setting"] in names]
+
+
+plain_recs = load_some(negative_tables["plain"], ["v1 baseline", "v1 +neg"])
+renorm_recs = load_some(negative_tables["renorm"], ["baseline", "renorm neg"])
+harder_recs = load_some(negative_tables["harder"], ["baseline", "neg extrapolation", "hard Beta(2,1)", "hard Beta(5,2)"])
+neg_rows = G.negative_rows([
+    ("mixed negatives (Table 5 +neg)", plain_recs, "v1 baseline", "v1 +neg"),
+    ("mixed, re-normalised (Supp F)", renorm_recs, "baseline", "renorm neg"),
+    ("extrapolated negatives (Supp G)", harder_recs, "baseline", "neg extrapolation"),
+    ("hard negatives Beta(2,1) (Supp G)", harder_recs, "baseline", "hard Beta(2,1)"),
+    ("hard negatives Beta(5,2) (Supp G)", harder_recs, "baseline", "hard Beta(5,2)"),
+])
+display(P.html_table(
+    ["comparison", "baseline", "FT", "Δ (FT - baseline)", "seeds", "verdict", "Mean(neg) shift by FT",
+     "Var(neg) after FT / raw", "final raw Mean(neg) (baseline)"],
+    [G.negative_cells(r) for r in neg_rows],
+    caption="Linear top-1 (%), mean over seeds, Δ paired by seed with its 95 % interval; then, over the FT runs' seeds "
+            "(± 95 % interval), how FT changes the negatives the loss sees, averaged over each run, and the raw Mean(neg) "
+            f"of its last {G.NEGATIVE_WINDOW} steps"))
+renorm_vs_plain = G.paired_comparison(
+    "re-normalised against plain mixed negatives",
+    G.relabel(plain_recs, {"v1 +neg": "plain"}) + G.relabel(renorm_recs, {"renorm neg": "re-normalised"}),
+    "plain", "re-normalised")
+renorm_text = G.renorm_sentence(neg_rows[0], neg_rows[1], renorm_vs_plain)
+P.markdown_html(renorm_text + "\n\n" + G.harder_negatives_sentence(neg_rows[2:]))
+
+# %% [markdown]
 # ## What is decided, and what is not
 
 # %%
@@ -599,6 +647,7 @@ def phase_summary(length):
 
 
 lines += [phase_summary(length) for length in lengths]
+lines.append("* **Harder negatives (Supp F, Supp G).** " + renorm_text)
 lines += [
     "* **The mechanism.** The algebra and its float64 check above say that positive extrapolation turns a "
     "concentrated representation from a repeller into an attractor while the views' correlation ρ is below "
