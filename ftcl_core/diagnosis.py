@@ -337,10 +337,10 @@ def renorm_sentence(plain: dict, renorm: dict, against: dict) -> str:
     text += (f"Readout: re-normalised mixes {change} points against plain ones (paired, {against['n_seeds']} seeds"
              f"{'' if lost else ', an interval that holds zero'}).")
     if lost and wider and not harder_negatives(renorm) and abs(plain["diff"]) <= plain["ci95"]:
-        text += (" The direction fits the reading, but hardness alone does not explain the size: the baseline's loss sees "
-                 "the raw queue, whose spread is wider still, and reads out no differently from plain mixing (plain "
-                 f"against baseline {X.plus_minus(plain['diff'], plain['ci95'], signed=True)}). What else "
-                 "re-normalisation changes (each "
+        text += (" The direction fits the reading, but hardness alone cannot explain the cost: were harder negatives the "
+                 "cause, the baseline, whose loss sees the raw queue at its full spread, would lose more than the "
+                 "re-normalised mixes; it reads out as well as plain mixing (plain against baseline "
+                 f"{X.plus_minus(plain['diff'], plain['ci95'], signed=True)}). What else re-normalisation changes (each "
                  "mix is a point between two keys lifted back onto the sphere, where no image lies) is not tested here; "
                  "the cause of Supp F's loss stays undecided.")
     return text
