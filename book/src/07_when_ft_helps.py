@@ -591,7 +591,8 @@ renorm_vs_plain = G.paired_comparison(
     G.relabel(plain_recs, {"v1 +neg": "plain"}) + G.relabel(renorm_recs, {"renorm neg": "re-normalised"}),
     "plain", "re-normalised")
 renorm_text = G.renorm_sentence(neg_rows[0], neg_rows[1], renorm_vs_plain)
-P.markdown_html(renorm_text + "\n\n" + G.harder_negatives_sentence(neg_rows[2:]))
+harder_text = G.harder_negatives_sentence(neg_rows[2:])
+P.markdown_html(renorm_text + "\n\n" + harder_text)
 
 # %% [markdown]
 # ## What is decided, and what is not
@@ -647,7 +648,7 @@ def phase_summary(length):
 
 
 lines += [phase_summary(length) for length in lengths]
-lines.append("* **Harder negatives (Supp F, Supp G).** " + renorm_text)
+lines.append("* **Harder negatives (Supp F, Supp G).** " + renorm_text + " " + harder_text)
 lines += [
     "* **The mechanism.** The algebra and its float64 check above say that positive extrapolation turns a "
     "concentrated representation from a repeller into an attractor while the views' correlation ρ is below "
