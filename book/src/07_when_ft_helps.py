@@ -41,7 +41,7 @@ shards = "experiments/diagnosis/shards_v1.yaml"  # one lambda per shard of 32 qu
 init = "experiments/diagnosis/init_v1.yaml"  # both arms with Kaiming fan-out init, as the released code trains
 classes = "experiments/diagnosis/classes_v1.yaml"  # 30 classes: a third as many same-class negatives
 negative_tables = {"plain": "experiments/table5_ft_v1.yaml", "renorm": "experiments/supp_f_renorm.yaml",
-             "harder": "experiments/supp_g_negatives.yaml"}  # MoCo v1 (calibrated): mixed, re-normalised, harder negatives
+                   "harder": "experiments/supp_g_negatives.yaml"}  # MoCo v1 (calibrated): mixed, re-normalised, harder negatives
 points = 21  # values of rho in the contraction figure
 
 # %%
