@@ -966,6 +966,28 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
     return " ".join(text)
 
 
+def score_ends_paragraph(metrics: dict[str, dict], seed: int, window: int = 100) -> str:
+    """Where Supp A's statistics end in each momentum's run, in words (one seed; means over the last ``window``
+    steps of the raw cosines): which momentum ends with the highest and which with the lowest Mean(neg) (the paper
+    reads collapse off a Mean(neg) that stays high, Figs 3 and 5), and Mean(pos) of a frozen key encoder (m = 1)
+    against the other momenta. ``metrics`` maps a setting ("m=0.9") to its run's metrics. Generated, so that the
+    reading under the figures follows the stored runs."""
+    if not metrics:
+        return "No stored runs."
+    ends = {s: {k: float(np.mean(np.asarray(m[k])[-window:])) for k in ("pos_mean", "neg_mean")} for s, m in metrics.items()}
+    hi = max(ends, key=lambda s: ends[s]["neg_mean"])
+    lo = min(ends, key=lambda s: ends[s]["neg_mean"])
+    text = (f"Over the last {window} steps of seed {seed}, Mean(neg) ends highest at m = {hi.removeprefix('m=')} "
+            f"({ends[hi]['neg_mean']:.2f}) and lowest at m = {lo.removeprefix('m=')} ({ends[lo]['neg_mean']:.2f}).")
+    others = [e["pos_mean"] for s, e in ends.items() if s != "m=1.0"]
+    if "m=1.0" in ends and others:
+        frozen = ends["m=1.0"]["pos_mean"]
+        text += (f" With a frozen key encoder (m = 1) Mean(pos) ends at {frozen:.2f}, against {min(others):.2f} to "
+                 f"{max(others):.2f} at the other momenta"
+                 + ("; the key encoder never learns to agree with the query encoder." if frozen < min(others) else "."))
+    return text
+
+
 def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
                   out: str | os.PathLike | None = None) -> Path:
     """Summarise every experiment file's stored runs into one CSV (``results/summary.csv`` for cpu)."""

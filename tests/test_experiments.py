@@ -405,6 +405,24 @@ def test_the_momentum_paragraph_names_each_momentum_by_its_verdict(tmp_path):
     assert X.momentum_paragraph(exp, []) == "No stored runs."
 
 
+def test_the_score_ends_paragraph_reads_the_last_steps_of_each_momentum():
+    import numpy as np
+
+    steps = 200
+    ramp = np.linspace(0.0, 1.0, steps)  # the first half differs from the last 100 steps: only those may count
+    metrics = {"m=0": {"pos_mean": 0.95 + 0 * ramp, "neg_mean": np.where(ramp < 0.5, 0.1, 0.7)},
+               "m=0.99": {"pos_mean": 0.85 + 0 * ramp, "neg_mean": np.where(ramp < 0.5, 0.9, 0.2)},
+               "m=1.0": {"pos_mean": 0.15 + 0 * ramp, "neg_mean": 0.03 + 0 * ramp}}
+    text = X.score_ends_paragraph(metrics, seed=0)
+    assert text.startswith("Over the last 100 steps of seed 0, Mean(neg) ends highest at m = 0 (0.70) and lowest at "
+                           "m = 1.0 (0.03).")
+    assert "(m = 1) Mean(pos) ends at 0.15, against 0.85 to 0.95 at the other momenta; the key encoder never" in text
+    metrics["m=1.0"]["pos_mean"] = 0.9 + 0 * ramp  # a frozen key encoder that agrees: no such explanation
+    assert X.score_ends_paragraph(metrics, seed=0).endswith("against 0.85 to 0.95 at the other momenta.")
+    assert "frozen" not in X.score_ends_paragraph({k: metrics[k] for k in ("m=0", "m=0.99")}, seed=0)
+    assert X.score_ends_paragraph({}, seed=0) == "No stored runs."
+
+
 def test_an_identical_run_trained_on_the_same_kind_of_device_is_copied_first(tmp_path, monkeypatch):
     import json
 

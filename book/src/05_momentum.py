@@ -69,12 +69,12 @@ plt.show()
 # %% [markdown]
 # In the figures above (the embedded shapes), compare Mean(neg) at the small momenta with m = 0.99: the paper reads
 # collapse off a Mean(neg) that stays high (the negatives far from uniformly spread) and swings from step to step.
-# With a frozen key encoder (m = 1) Mean(pos) stays low, because the key encoder never learns to agree with the
-# query encoder. The volatility table at the end of the chapter puts a number on the swings of every momentum.
+# The volatility table at the end of the chapter puts a number on the swings of every momentum.
 #
-# **What the runs say.** The paragraph below is generated from the stored runs above, so a rerun updates it.
+# **What the runs say.** The paragraphs below are generated from the stored runs above, so a rerun updates them.
 
 # %%
+display(P.markdown_html(X.score_ends_paragraph(metrics, seeds[0])))
 display(P.markdown_html(X.momentum_paragraph(exp, records)))
 
 # %% [markdown]
