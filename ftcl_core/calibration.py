@@ -51,6 +51,24 @@ def trials(folder: str | Path | None = None, profile: str = "cpu") -> list[dict]
     return rows
 
 
+KNOB_WORDS = {"optim.lr": "learning rate", "optim.weight_decay": "weight decay", "model.init": "initialisation",
+              "augment.crop_scale": "crop scale", "augment.jitter": "colour jitter", "augment.jitter_p": "colour jitter",
+              "augment.blur_p": "blur", "byol.momentum": "target momentum", "model.pred_hidden": "predictor width",
+              "swav.prototypes": "number of prototypes"}
+
+
+def varied(method: str, folder: str | Path | None = None) -> list[str]:
+    """What a method's calibration file varies, in words (``KNOB_WORDS``; an unknown key as itself), each once, in
+    the file's order: what a sentence may say the calibration ruled out, and nothing more. Read from the
+    experiment file, so it holds whether or not the trials' runs are stored here."""
+    path = Path(folder or FOLDER) / f"{method}.yaml"
+    if not path.exists():
+        methods = sorted(p.stem for p in path.parent.glob("*.yaml"))
+        raise FileNotFoundError(f"no calibration file {path}: name one of the methods {methods}")
+    keys = [k for overrides in Experiment.load(path).settings.values() for k in overrides]
+    return list(dict.fromkeys(KNOB_WORDS.get(k, k) for k in keys))
+
+
 def stored_trials(exp: Experiment, profile: str) -> list[dict]:
     """Every complete run of a calibration file, whatever its seed (the file lists the first round's seeds; a
     second round adds seeds to the trials worth them, ``sweep --seeds 1 2 --settings ...``)."""
@@ -68,23 +86,52 @@ def stored_trials(exp: Experiment, profile: str) -> list[dict]:
 def choose(rows: list[dict]) -> dict[str, dict]:
     """Per method, the trial with the highest mean validation kNN over its seeds, with its mean and CI (and the
     means of its linear readout, its random-init encoder's and, on real images, the raw-pixel probe's)."""
-    best: dict[str, dict] = {}
-    for method in dict.fromkeys(r["method"] for r in rows):
-        per_trial: dict[str, list[dict]] = {}
-        for r in rows:
-            if r["method"] == method:
-                per_trial.setdefault(r["trial"], []).append(r)
-        scored = []
-        for trial, rs in per_trial.items():
-            m, ci = mean_ci95([r["val_knn"] for r in rs])
-            lin, _ = mean_ci95([r["val_linear"] for r in rs])
-            rand, _ = mean_ci95([r["random_init_val_linear"] for r in rs])
-            pixels, _ = mean_ci95([r.get("raw_pixels_val_linear", math.nan) for r in rs])
-            scored.append({"trial": trial, "knobs": rs[0]["knobs"], "val_knn": m, "val_knn_ci95": ci,
-                           "val_linear": lin, "random_init_val_linear": rand, "raw_pixels_val_linear": pixels,
-                           "n_seeds": len(rs)})
-        best[method] = max(scored, key=lambda s: s["val_knn"])
-    return best
+    return {method: max(trial_scores(rows, method).values(), key=lambda s: s["val_knn"])
+            for method in dict.fromkeys(r["method"] for r in rows)}
+
+
+def trial_scores(rows: list[dict], method: str) -> dict[str, dict]:
+    """Per trial of ``method`` (in the CSV's order): its mean validation kNN with CI, and the means of its linear
+    readout, its random-init encoder's and, on real images, the raw-pixel probe's, over its seeds."""
+    per_trial: dict[str, list[dict]] = {}
+    for r in rows:
+        if r["method"] == method:
+            per_trial.setdefault(r["trial"], []).append(r)
+    scored = {}
+    for trial, rs in per_trial.items():
+        m, ci = mean_ci95([r["val_knn"] for r in rs])
+        lin, _ = mean_ci95([r["val_linear"] for r in rs])
+        rand, _ = mean_ci95([r["random_init_val_linear"] for r in rs])
+        pixels, _ = mean_ci95([r.get("raw_pixels_val_linear", math.nan) for r in rs])
+        scored[trial] = {"trial": trial, "knobs": rs[0]["knobs"], "val_knn": m, "val_knn_ci95": ci, "val_linear": lin,
+                         "random_init_val_linear": rand, "raw_pixels_val_linear": pixels, "n_seeds": len(rs)}
+    return scored
+
+
+def init_sentence(rows: list[dict], method: str, encoder: str, trial: str = "kaiming", against: str = "recipe") -> str:
+    """What a method's calibration says about Kaiming initialisation, as generated Markdown: how much larger
+    Kaiming fan-out makes ``encoder``'s weights (:func:`ftcl_core.models.init_norm_ratio`), its trial's validation
+    kNN against the trial it changes (``against``, the config's recipe with the default init) with the seeds behind
+    each, and the trial the calibration chose. A one-seed difference of a point decides nothing."""
+    from ftcl_core.models import init_norm_ratio
+
+    def seeds(n: int) -> str:
+        return f"{n} seed{'s' * (n != 1)}"
+
+    text = (f"Kaiming fan-out (torchvision's and PyContrast's initialisation) starts `{encoder}` with "
+            f"{init_norm_ratio(encoder):.1f} times the convolution weight norm of PyTorch's default.")
+    scores = trial_scores(rows, method)
+    if trial not in scores or against not in scores:
+        return text + f" No stored `{trial}` and `{against}` trials of the {method} calibration here."
+    kaiming, base, pick = scores[trial], scores[against], choose(rows)[method]
+    text += (f" In the {method} calibration it read out {kaiming['val_knn']:.1f} % validation kNN "
+             f"({seeds(kaiming['n_seeds'])}) against {base['val_knn']:.1f} % for the same recipe with the default "
+             f"({seeds(base['n_seeds'])}).")
+    if pick["trial"] == trial:
+        return text + " The calibration chose it."
+    return text + (f" The calibration chose `{pick['trial']}` ({pick['val_knn']:.1f} %, {seeds(pick['n_seeds'])}), "
+                   "with the default init; Kaiming was not tried on it.")
+
 
 
 def final_erank(rows: list[dict], method: str, trial: str) -> float:

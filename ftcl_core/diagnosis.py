@@ -423,6 +423,68 @@ def _decided(row: dict, verdict: str) -> bool:
     return row["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM and row["verdict"] == verdict
 
 
+def switch_on_sentence(starts: list[tuple[str, dict, dict]], level: float = 0.9) -> str:
+    """Table 7's starts in words, for ``(setting, table row, switch_on_state)`` triples: per start, how many seeds
+    pass chapter 5's collapse level (Mean(neg) above ``level``) after FT switches on, and which starts cost linear
+    readout (the row's verdict, 3 seeds). A start that costs readout although some of its seeds never pass the level
+    shows that passing it is not what separates the starts that lose."""
+    if not starts:
+        return "No stored runs of Table 7."
+    passed = {s: sum(f is not None for f in st["steps_to_collapse"]) for s, _, st in starts}
+    text = (f"Seeds whose Mean(neg) passes {level} after FT switches on: "
+            + "; ".join(f"{s}: {passed[s]} of {st['n_seeds']}" for s, _, st in starts) + ".")
+    costly = [(s, st) for s, row, st in starts if _decided(row, "not replicated")]
+    if not costly:
+        return text + " No start costs linear readout significantly."
+    partial = [s for s, st in costly if passed[s] < st["n_seeds"]]
+    text += f" FT costs linear readout significantly from {', '.join(s for s, _ in costly)}"
+    if partial:
+        return text + (f"; at {' and '.join(partial)} not every seed passes {level}, so passing chapter 5's collapse level "
+                       "is not what separates the starts that lose from those that do not.")
+    return text + f", where every seed passes {level}."
+
+
+def random_queue_sentence(cfg, start: str, row: dict) -> str:
+    """The paper's own account of an early FT start tested on Table 7's runs, as generated Markdown. The supplement
+    ("FT in the Early Training Stage") blames FT from epoch 0 on a queue still initialised with random vectors and
+    starts FT at epoch 2, once the queue holds real keys. ``cfg`` is the runs' config (queue size, batch, steps per
+    epoch), ``start`` the setting that switches FT on at ``cfg.ft.start_epoch`` and ``row`` its Table 7 row against
+    training without FT. If that start, with a queue of real keys only, still costs readout, the random queue is not
+    the cause here."""
+    fill = math.ceil(cfg.moco.queue_size / cfg.train.batch_size)
+    switch = cfg.ft.start_epoch * (cfg.data.n_train // cfg.train.batch_size)
+    text = (f"The paper's supplement blames FT's trouble in the first epoch on a queue that still holds its random "
+            f"initial vectors, and starts FT at epoch 2. Here the queue of {cfg.moco.queue_size} keys holds real keys "
+            f"only after {fill} steps; {start} switches FT on after {switch} steps, "
+            + ("with a queue of real keys, " if switch >= fill else "before the queue is full, "))
+    if not row["n_seeds"]:
+        return text + "and has no stored runs."
+    text += (f"and reads out {X.plus_minus(row['diff_mean'], row['diff_ci95'], signed=True)} points against never "
+             f"({row['verdict']}, {row['n_seeds']} seed{'s' * (row['n_seeds'] != 1)})")
+    if switch >= fill and _decided(row, "not replicated"):
+        return text + ": the random queue is not what makes an early start costly here."
+    return text + "."
+
+
+def _concentration_clause(first_peaks: dict[str, float], real: list[str]) -> str:
+    """The end of :func:`conclusion`'s sentence on FT from the first step, where real photographs give an
+    inconclusive comparison (``real``): whether FT concentrated them as far as the shapes (``first_peaks``: the
+    highest seed-mean Mean(neg) after FT from the first step, per phase-diagram row; rows named "shapes..." are the
+    shapes), and so whether early concentration alone can set the cost."""
+    shapes = [v for k, v in first_peaks.items() if k.startswith("shapes")]
+    photos = [v for k, v in first_peaks.items() if not k.startswith("shapes")]
+    verdict = f"the same comparison is inconclusive on real photographs ({'; '.join(real)})"
+    if not (shapes and photos):
+        return f", but {verdict}."
+    peaks = (f"Mean(neg) of the raw cosines peaks at {max(photos):.2f} there against {max(shapes):.2f} on the shapes, "
+             "the highest seed-means")
+    if round(max(shapes) - max(photos), 2) <= 0.05:  # as concentrated, within the spread of seed means
+        return (f", but not how much readout that costs: {verdict}, although FT from the first step concentrates "
+                f"those features as far ({peaks}). What turns the early concentration into a loss of readout on the "
+                "shapes and not on the photographs is undecided.")
+    return f"; {verdict}, where FT from the first step concentrates the features less ({peaks})."
+
+
 def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[float, dict]],
                switch: dict[str, dict[float, dict]], band: tuple[float, float], from_start: dict[str, dict],
                lengths: dict[str, list[dict]] | None = None) -> str:
@@ -454,6 +516,8 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
     late = [st for rows in switch.values() for f, st in rows.items() if f and st["n_seeds"]]
     first = [st for rows in switch.values() for f, st in rows.items() if not f and st["n_seeds"]]
     rho = [st["rho_before"] for st in late if math.isfinite(st["rho_before"])]
+    first_peaks = {label: rows[0.0]["peak_neg_mean_after"] for label, rows in switch.items()
+                   if 0.0 in rows and rows[0.0]["n_seeds"]}
     out = ["**The answer at this scale.**"]
     mixed = [f"{lb}, from {f:.0%}: {_seeds(r['mixed_devices'])}" for lb, f, r in helps if r.get("mixed_devices")]
     out.append(f"FT helps in {len(helps)} of the {sum(r['n_seeds'] >= 3 for _, _, r in cells)} phase-diagram cells "
@@ -492,19 +556,20 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
     if survives:
         real = [FIRST_STEP_NAMES.get(k, k) for k in ("real", "real, longer")
                 if k in decided_first and decided_first[k]["verdict"] == "inconclusive"]
-        out.append("From the first step FT still loses on the shapes " + "; ".join(survives) + ": its cost follows "
-                   "the method's early dynamics, as the algebra says (while ρ is below the threshold, positive "
-                   "extrapolation makes a concentrated state attract), rather than the parts of the recipe varied "
-                   "here; the network, the crop size and the queue length stayed those of the shapes' recipe"
-                   + (f", and on real photographs ({'; '.join(real)}) the same comparison is inconclusive." if real
-                      else "."))
+        out.append("From the first step FT still loses on the shapes " + "; ".join(survives) + ": the cost does not "
+                   "come from the parts of the recipe varied here (the network, the crop size and the queue length "
+                   "stayed those of the shapes' recipe). The algebra explains why the features concentrate early "
+                   "(while ρ is below the threshold, positive extrapolation makes a concentrated state attract)"
+                   + (_concentration_clause(first_peaks, real) if real else ", not yet how much readout that costs."))
     out += [length_sentence(label, rows) for label, rows in (lengths or {}).items()]
     help_at = sorted({f for _, f, _ in helps})
     not_everywhere = any(f in help_at and not _decided(r, "replicated") for _, f, r in cells if r["n_seeds"])
     longest = max((r["steps"] for rows in (lengths or {}).values() for r in rows
                    if r["kind"] == "length" and r["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM), default=None)
-    out.append("Whether the paper's hundred-fold longer runs outgrow the early cost is not decided here" +
-               (f" (the longest pair with 3 seeds here has {longest} steps)" if longest else "") + ". What a reader "
+    paper = f"{min(PAPER_TABLE7_STEPS.values()):,} to {max(PAPER_TABLE7_STEPS.values()):,}".replace(",", " ")
+    out.append(f"Whether the paper's far longer runs ({paper} steps in its Table 7) outgrow the early cost is not "
+               "decided here" + (f" (the longest pair with 3 seeds here has {longest} steps)" if longest else "")
+               + ". What a reader "
                "can act on: at a small budget, do not switch FT on from the first step; a late start mostly avoids "
                "that cost, but what it gains is small and not consistent" +
                (f" (the cells where it helped here switch it on after {' or '.join(f'{f:.0%}' for f in help_at)} of the "
@@ -512,6 +577,10 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
                ". Judge it with a kNN readout beside the linear probe.")
     return " ".join(out)
 
+
+# The paper's Table 7 runs in SGD steps: ImageNet-100 (CMC's 100 classes, data/imagenet100.txt) has 126 689 training
+# images, at batch 256 (the released recipes, NOTES.md) for 100 epochs (ResNet-18) and 200 epochs (ResNet-50; Table 7).
+PAPER_TABLE7_STEPS = {"ResNet-18": 100 * (126_689 // 256), "ResNet-50": 200 * (126_689 // 256)}
 
 # The stored experiments chapter 7's answer rests on (chapter 1 and the README quote it through stored_answer).
 START_EXPERIMENTS = {"shapes, 30 epochs": "experiments/table7_start_epoch.yaml",  # D-start-v1's starts and epoch 1

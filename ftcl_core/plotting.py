@@ -131,11 +131,13 @@ def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None):
                          [0 if np.isnan(v["ci95"]) else v["ci95"] for v in summary.values()],
                          baseline=float(np.mean([v["random_init_mean"] for v in summary.values()])),
                          paper=[exp.paper_number(k) for k in summary], title=exp.title, ax=ax,
-                         pixels=None if np.all(np.isnan(pixels)) else float(np.nanmean(pixels)))
+                         pixels=None if np.all(np.isnan(pixels)) else float(np.nanmean(pixels)),
+                         paper_label="paper (ImageNet-1K)" if "IN-1K" in exp.title else "paper (ImageNet-100)")
 
 
 def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], baseline: float | None = None,
-                  paper: list[float] | None = None, title: str = "", ax=None, pixels: float | None = None):
+                  paper: list[float] | None = None, title: str = "", ax=None, pixels: float | None = None,
+                  paper_label: str = "paper (ImageNet-100)"):
     """Bar chart of readout accuracy (mean +- 95 % CI), the random-init baseline as a line, and the paper's
     numbers as markers on the same 0-100 axis when given (ImageNet-100 against the embedded data: compare the
     pattern across settings, not the levels; one axis, so no marker sits misleadingly above or below a bar)."""
@@ -155,7 +157,7 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
     ax.set_ylim(0, 100)  # an accuracy; a two-seed interval may reach past it and is cut at the frame
     ax.set_title("\n".join(textwrap.wrap(title, 60)), fontsize=10)
     if paper is not None:
-        ax.plot(xs, np.asarray(paper, dtype=float), "D", color="darkorange", label="paper (ImageNet-100)")
+        ax.plot(xs, np.asarray(paper, dtype=float), "D", color="darkorange", label=paper_label)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     return fig

@@ -98,3 +98,27 @@ def test_calibration_csv_from_stored_trials(tmp_path, monkeypatch):
     last = [float(RunDir(r["dir"]).load_metrics()["erank"][-1]) for r in again if r["trial"] == "recipe"]
     assert C.final_erank(again, "moco_v2", "recipe") == pytest.approx(sum(last) / 2)
     assert math.isnan(C.final_erank(again, "moco_v2", "no such trial"))
+
+
+def test_the_init_sentence_compares_kaiming_with_the_recipe_it_changes():
+    from ftcl_core.models import build_encoder, init_norm_ratio, kaiming_init
+
+    ratio = init_norm_ratio("resnet10_w16")
+    assert ratio > 1 and init_norm_ratio("resnet10_w16") == ratio  # Kaiming fan-out is larger; seeded, so repeatable
+    torch.manual_seed(0)
+    net = kaiming_init(build_encoder("resnet10_w16"))
+    conv = next(m for m in net.modules() if isinstance(m, torch.nn.Conv2d))
+    fan_out = conv.out_channels * conv.kernel_size[0] * conv.kernel_size[1]
+    assert conv.weight.std().item() == pytest.approx((2 / fan_out) ** 0.5, rel=0.2)  # He et al.: std sqrt(2 / fan_out)
+
+    def trial(name, knn, seed=0):
+        return {"method": "m", "trial": name, "knobs": name, "seed": seed, "val_knn": knn, "val_linear": knn,
+                "random_init_val_linear": 20.0}
+
+    rows = [trial("recipe", 33.0), trial("recipe", 34.0, 1), trial("kaiming", 33.6), trial("lr", 40.4)]
+    text = C.init_sentence(rows, "m", "resnet10_w16")
+    assert f"with {ratio:.1f} times the convolution weight norm" in text
+    assert "it read out 33.6 % validation kNN (1 seed) against 33.5 % for the same recipe with the default (2 seeds)" in text
+    assert text.endswith("The calibration chose `lr` (40.4 %, 1 seed), with the default init; Kaiming was not tried on it.")
+    assert C.init_sentence([*rows, trial("kaiming", 50.0, 1)], "m", "resnet10_w16").endswith("The calibration chose it.")
+    assert "No stored `kaiming` and `recipe` trials" in C.init_sentence([], "m", "resnet10_w16")
