@@ -236,7 +236,11 @@ def test_the_conclusion_follows_the_verdicts():
                                                              "real": row(-2, 2.6)})
     assert "helps in 1 of the 4" in text and "real, 30 epochs, from 30% of the run: +0.8 ± 0.2, kNN -1.2 ± 0.9" in text
     assert "loses in 2 of 3 comparisons with 3 seeds (shapes, no same-class negatives; shapes, calibrated MoCo v1)" in text
-    assert "and wins in 0," in text
+    assert "and wins in 0 (2 of them change one part each of the same MoCo v1 recipe on the shapes, so they are not " \
+           "independent tests)," in text
+    assert "of 4 cells where FT did nothing, about 0.1 would pass on the paper's side by chance alone" in text
+    one = G.conclusion(phase, knn, switch, (0.13, 0.56), {"recipe": row(-42, 9), "recipe v2": row(-20, 9)})
+    assert "loses in 2 of 2 comparisons" in one and "independent" not in one  # v2: another recipe, one shapes v1 pair
     assert "ρ stands at 0.70 to 0.76" in text and "band (0.13 to 0.56) in 2 of 2 cells" in text
     assert "peaks at 0.30 at most" in text and "against 0.92" in text
     assert "still costs linear readout in shapes, from 30% of the run: -9.0 ± 3.0" in text
@@ -274,6 +278,26 @@ def test_the_switch_on_sentence_says_whether_the_collapse_level_marks_the_starts
     two_seeds = G.switch_on_sentence([("start 0", row("not replicated", 2), state(20, None))])
     assert two_seeds.endswith("No start costs linear readout significantly.")  # 2 seeds decide nothing
     assert G.switch_on_sentence([]) == "No stored runs of Table 7."
+
+
+def test_the_baseline_caveat_names_the_aims_a_paired_baseline_misses():
+    from ftcl_core import experiments as X
+
+    def aim(setting, mean, ci, gain, n=3, data="shapes"):
+        return {"data": data, "setting": setting, "mean": mean, "ci95": ci, "n_seeds": n, "gain": gain,
+                "gain_met": gain >= X.BASELINE_AIMS["gain"], "spread_met": ci <= X.BASELINE_AIMS["spread"]}
+
+    good = [aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 81.0, 2.0, 61.0)]
+    assert G.baseline_caveat(good) == "Both baselines meet the issue's aims at the tables' budget (chapter 9)."
+    bad = [aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 35.7, 13.6, 15.5)]
+    text = G.baseline_caveat(bad)
+    assert text.startswith("v2 baseline (35.7 ± 13.6 %, 3 seeds) misses the issue's aims with a gain of +15.5 points over "
+                           "the random-init encoder, short of +25 and a spread of ± 13.6, wider than ± 5")
+    assert text.endswith("MoCo v2's baseline reads out below v1's (35.7 % against 79.4 %), the reverse of the literature's "
+                         "order (chapter 9).")
+    assert G.baseline_caveat([aim("v2 baseline", 35.7, 13.6, 15.5, data="fmnist")]) == "Both baselines meet the issue's " \
+        "aims at the tables' budget (chapter 9)."  # another data set's rows are not read
+    assert G.baseline_caveat([]) == ""
 
 
 def test_the_random_queue_sentence_tests_the_papers_account_of_an_early_start():
