@@ -18,7 +18,7 @@ import io
 import math
 from pathlib import Path
 
-from ftcl_core.experiments import ROOT, Experiment, _yaml_scalar, mean_ci95, run_dir
+from ftcl_core.experiments import ROOT, Experiment, _count, _yaml_scalar, mean_ci95, run_dir
 from ftcl_core.runs import RunDir, atomic_write_bytes
 
 FOLDER = ROOT / "experiments" / "calibration"
@@ -115,9 +115,6 @@ def init_sentence(rows: list[dict], method: str, encoder: str, trial: str = "kai
     each, and the trial the calibration chose. A one-seed difference of a point decides nothing."""
     from ftcl_core.models import init_norm_ratio
 
-    def seeds(n: int) -> str:
-        return f"{n} seed{'s' * (n != 1)}"
-
     text = (f"Kaiming fan-out (torchvision's and PyContrast's initialisation) starts `{encoder}` with "
             f"{init_norm_ratio(encoder):.1f} times the convolution weight norm of PyTorch's default.")
     scores = trial_scores(rows, method)
@@ -125,11 +122,11 @@ def init_sentence(rows: list[dict], method: str, encoder: str, trial: str = "kai
         return text + f" No stored `{trial}` and `{against}` trials of the {method} calibration here."
     kaiming, base, pick = scores[trial], scores[against], choose(rows)[method]
     text += (f" In the {method} calibration it read out {kaiming['val_knn']:.1f} % validation kNN "
-             f"({seeds(kaiming['n_seeds'])}) against {base['val_knn']:.1f} % for the same recipe with the default "
-             f"({seeds(base['n_seeds'])}).")
+             f"({_count(kaiming['n_seeds'], 'seed')}) against {base['val_knn']:.1f} % for the same recipe with the default "
+             f"({_count(base['n_seeds'], 'seed')}).")
     if pick["trial"] == trial:
         return text + " The calibration chose it."
-    return text + (f" The calibration chose `{pick['trial']}` ({pick['val_knn']:.1f} %, {seeds(pick['n_seeds'])}), "
+    return text + (f" The calibration chose `{pick['trial']}` ({pick['val_knn']:.1f} %, {_count(pick['n_seeds'], 'seed')}), "
                    "with the default init; Kaiming was not tried on it.")
 
 

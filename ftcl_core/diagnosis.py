@@ -460,7 +460,7 @@ def random_queue_sentence(cfg, start: str, row: dict) -> str:
     if not row["n_seeds"]:
         return text + "and has no stored runs."
     text += (f"and reads out {X.plus_minus(row['diff_mean'], row['diff_ci95'], signed=True)} points against never "
-             f"({row['verdict']}, {row['n_seeds']} seed{'s' * (row['n_seeds'] != 1)})")
+             f"({row['verdict']}, {X._count(row['n_seeds'], 'seed')})")
     if switch >= fill and _decided(row, "not replicated"):
         return text + ": the random queue is not what makes an early start costly here."
     return text + "."
@@ -470,9 +470,6 @@ def baseline_caveat(aims: list[dict], settings: tuple[str, ...] = ("v1 baseline"
     """Which of the calibrated baselines FT is paired with miss the issue's aims at the tables' budget
     (:func:`ftcl_core.experiments.baseline_aims` rows), as generated Markdown, and whether MoCo v2 reads out below
     v1: a comparison with FT is only as firm as its baseline."""
-    def seeds(n: int) -> str:
-        return f"{n} seed{'s' * (n != 1)}"
-
     parts = []
     for a in (a for a in aims if a["data"] == data and a["setting"] in settings):
         misses = ([f"a gain of {a['gain']:+.1f} points over the random-init encoder, short of "
@@ -480,7 +477,7 @@ def baseline_caveat(aims: list[dict], settings: tuple[str, ...] = ("v1 baseline"
         misses += ([f"a spread of ± {a['ci95']:.1f}, wider than ± {X.BASELINE_AIMS['spread']:.0f}"]
                    if a["spread_met"] is False else [])
         if misses:
-            parts.append(f"{a['setting']} ({X.plus_minus(a['mean'], a['ci95'])} %, {seeds(a['n_seeds'])}) misses the "
+            parts.append(f"{a['setting']} ({X.plus_minus(a['mean'], a['ci95'])} %, {X._count(a['n_seeds'], 'seed')}) misses the "
                          f"issue's aims with {' and '.join(misses)}")
     order = X.v2_against_v1([a for a in aims if a["data"] == data]).get(data)
     if not parts and not (order and order[1] < order[0]):
