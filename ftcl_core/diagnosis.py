@@ -328,15 +328,16 @@ def renorm_sentence(plain: dict, renorm: dict, against: dict) -> str:
             f"{plain['neg_var_ratio']:.2f} of the raw queue's: fewer negatives lie near the query. "
             f"Re-normalised, the spread is {renorm['neg_var_ratio']:.2f} of the queue's and the mean shifts by "
             f"{X.plus_minus(renorm['neg_shift'], renorm['neg_shift_ci95'], 3, signed=True)}: ")
+    hard = harder_negatives(renorm)  # harder than the raw queue, not just than plain mixes
     text += ("the re-normalised mixes are harder than plain ones, as Supp F's reading predicts"
-             + (", though still narrower than the raw queue. " if not harder_negatives(renorm) else ". ")
+             + (", though still narrower than the raw queue. " if not hard else ". ")
              if wider else "these statistics do not tell the two kinds of mixes apart, against Supp F's reading. ")
     lost = against["diff"] + against["ci95"] < 0
     change = (f"cost {X.plus_minus(-against['diff'], against['ci95'])}" if lost
               else f"differ by {X.plus_minus(against['diff'], against['ci95'], signed=True)}")
     text += (f"Readout: re-normalised mixes {change} points against plain ones (paired, {against['n_seeds']} seeds"
              f"{'' if lost else ', an interval that holds zero'}).")
-    if lost and wider and not harder_negatives(renorm) and abs(plain["diff"]) <= plain["ci95"]:
+    if lost and wider and not hard and abs(plain["diff"]) <= plain["ci95"]:
         text += (" The direction fits the reading, but hardness alone cannot explain the cost: were harder negatives the "
                  "cause, the baseline, whose loss sees the raw queue at its full spread, would lose more than the "
                  "re-normalised mixes; it reads out as well as plain mixing (plain against baseline "
@@ -398,7 +399,7 @@ def start_fraction_rows(path: str | Path, records: list[dict], profile: str = "c
 def comparison_cells(row: dict) -> list[str]:
     """A :func:`paired_comparison` row as table cells: label, both means, the paired difference ± CI, seeds, verdict."""
     def fmt(v) -> str:
-        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.1f}"
+        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else X.fixed(v)
 
     mixed = row.get("mixed_devices") or []
     seeds = str(row["n_seeds"]) + (f" ({_seeds(mixed)}: CPU against GPU)" if mixed else "")

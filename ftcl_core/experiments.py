@@ -812,9 +812,19 @@ def v2_against_v1(aims: list[dict]) -> dict[str, tuple[float, float]]:
             and (d, "v2 baseline") in by}
 
 
+def fixed(x: float, digits: int = 1, signed: bool = False) -> str:
+    """``x`` with ``digits`` decimals, rounded half away from zero from its 6-decimal form, the precision of
+    ``summary.csv``: a number formatted from runs in memory (a chapter) and the same number read back from the CSV
+    (chapter 9, the README) print alike, where plain float formatting could round a tie such as 0.35 both ways."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    rounded = Decimal(f"{x:.6f}").quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return f"{rounded:{'+' if signed else ''}f}"
+
+
 def plus_minus(mean: float, ci: float, digits: int = 1, signed: bool = False) -> str:
     """``mean ± ci`` (just the mean when there is no interval, e.g. a single seed); ``signed``: ``+`` on gains."""
-    return f"{mean:{'+' if signed else ''}.{digits}f}" + ("" if math.isnan(ci) else f" ± {ci:.{digits}f}")
+    return fixed(mean, digits, signed) + ("" if math.isnan(ci) else f" ± {fixed(ci, digits)}")
 
 
 def findings(exp: Experiment, records: list[dict]) -> list[str]:
@@ -988,14 +998,11 @@ def score_ends_paragraph(metrics: dict[str, dict], seed: int, window: int = 100)
     return text
 
 
-def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
-                  out: str | os.PathLike | None = None) -> Path:
-    """Summarise every experiment file's stored runs into one CSV (``results/summary.csv`` for cpu)."""
-    import csv
-
+def summary_rows(profile: str = "cpu", folder: str | os.PathLike | None = None) -> list[dict[str, str]]:
+    """Every experiment file's stored runs summarised, one row per table setting, as the cells of
+    :func:`write_summary`'s CSV (text; floats at 6 decimals, blank for none): a chapter reads these without
+    rewriting the file that chapter 9 writes."""
     folder = Path(folder) if folder else ROOT / "experiments"
-    default = ROOT / "results" / "summary.csv" if profile == "cpu" else profile_root(profile) / "summary.csv"
-    target = Path(out) if out else default
     rows = []
     for path in sorted(folder.glob("*.yaml")):
         exp = Experiment.load(path)
@@ -1003,15 +1010,23 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
         base = base_for(exp, profile)  # the recipe the table runs on (recipe_sensitivity compares two summaries by it)
         rows += [{**r, "data": data, "base": base} for r in table_rows(exp, load_records(path, profile))]
     rows.sort(key=lambda r: table_order(r["table"]))  # T1 ... T7, then the supplement (stable within a table)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    return [{k: (f"{v:.6f}" if isinstance(v, float) and not math.isnan(v) else ("" if v is None or
+             (isinstance(v, float) and math.isnan(v)) else str(v))) for k, v in r.items()} for r in rows]
+
+
+def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
+                  out: str | os.PathLike | None = None) -> Path:
+    """Summarise every experiment file's stored runs into one CSV (``results/summary.csv`` for cpu)."""
+    import csv
     import io
 
+    default = ROOT / "results" / "summary.csv" if profile == "cpu" else profile_root(profile) / "summary.csv"
+    target = Path(out) if out else default
+    target.parent.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    for r in rows:
-        writer.writerow({k: (f"{v:.6f}" if isinstance(v, float) and not math.isnan(v) else ("" if v is None or
-                         (isinstance(v, float) and math.isnan(v)) else v)) for k, v in r.items()})
+    writer.writerows(summary_rows(profile, folder))
     from ftcl_core.runs import atomic_write_bytes
 
     atomic_write_bytes(target, buf.getvalue().encode())

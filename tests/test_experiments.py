@@ -5,6 +5,8 @@ import math
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ftcl_core import experiments as X
 
@@ -13,6 +15,19 @@ def test_mean_ci95_matches_the_t_interval():
     m, ci = X.mean_ci95([1.0, 2.0, 3.0])
     assert m == 2.0 and math.isclose(ci, 4.303 * 1.0 / math.sqrt(3), rel_tol=1e-6)
     assert math.isnan(X.mean_ci95([5.0])[1])
+
+
+@given(st.floats(-1e4, 1e4, allow_nan=False), st.integers(0, 3), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_a_number_prints_alike_from_memory_and_from_summary_csv(x, digits, signed):
+    # summary.csv keeps 6 decimals; a chapter formats the float it computed, chapter 9 the one it read back
+    assert X.fixed(x, digits, signed) == X.fixed(float(f"{x:.6f}"), digits, signed)
+    assert abs(float(X.fixed(x, digits, signed)) - x) <= 0.5 * 10 ** -digits + 1e-6
+
+
+def test_ties_round_half_away_from_zero_whichever_way_the_float_leans():
+    assert [X.fixed(v) for v in (0.35, 0.35000038, 0.34999999, -0.35)] == ["0.4", "0.4", "0.4", "-0.4"]
+    assert X.plus_minus(0.35, 2.936886, signed=True) == "+0.4 ± 2.9" and X.plus_minus(79.35, math.nan) == "79.4"
 
 
 @pytest.mark.parametrize("diff, ci, sign, n, want", [

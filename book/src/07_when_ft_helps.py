@@ -46,7 +46,6 @@ negative_tables = {"plain": "experiments/table5_ft_v1.yaml", "renorm": "experime
 points = 21  # values of rho in the contraction figure
 
 # %%
-import csv
 import math
 
 import matplotlib.pyplot as plt
@@ -266,7 +265,7 @@ grid_ci = np.array([[cell[v, c]["ci95"] for c in recipes] for v in versions])
 P.difference_grid(versions, recipes, grid, grid_ci, [[cell[v, c]["verdict"] for c in recipes] for v in versions],
                   title="FT (+pos +neg) minus its baseline, by method and recipe")
 plt.show()
-summary_rows = list(csv.DictReader(X.write_summary(profile).open())) if profile != "smoke" else []
+summary_rows = X.summary_rows(profile) if profile != "smoke" else []  # chapter 9 writes results/summary.csv
 display(P.markdown_html(G.baseline_caveat(X.baseline_aims(summary_rows))))
 
 # %% [markdown]
