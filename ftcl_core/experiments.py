@@ -920,8 +920,9 @@ def start_epoch_paragraph(exp: Experiment, records: list[dict]) -> str:
 def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
     """Table 1's runs in words (eq. 2's momentum sweep): where readout peaks against the random-init encoder, which
     of the momenta the paper says learn do so (by verdict), whether its collapse at small momenta (readout below
-    the random-init encoder) is reproduced, and on real images which momenta clear the raw-pixel probe (paired 95 %
-    interval). Generated, so a rerun or another data set updates it."""
+    the random-init encoder) is reproduced, whether readout steps up where the paper's collapse ends (each learning
+    momentum against the largest collapsing one, paired by seed), and on real images which momenta clear the raw-pixel
+    probe (paired 95 % interval). Generated, so a rerun or another data set updates it."""
     rows = {r["setting"]: r for r in table_rows(exp, records)}
     if not rows:
         return "No stored runs."
@@ -951,7 +952,7 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
                 + f"; below it: {named(by['not replicated'])}.")
     if said_collapse:
         parts = [f"m = {s.removeprefix('m=')}: {plus_minus(rows[s]['mean'], rows[s]['ci95'])} %, "
-                 f"{'+' if rows[s]['diff_mean'] >= 0 else ''}{plus_minus(rows[s]['diff_mean'], rows[s]['diff_ci95'])}"
+                 f"{plus_minus(rows[s]['diff_mean'], rows[s]['diff_ci95'], signed=True)}"
                  f" points against random init, {rows[s]['verdict']}" for s in said_collapse]
         at = {v: [s for s in said_collapse if rows[s]["verdict"] == v] for v in ("replicated", "not replicated", "inconclusive")}
         text.append("Where the paper reports a collapse (readout below the random-init encoder): " + "; ".join(parts) + ". "
@@ -962,17 +963,33 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
                                                  "rather than destroy the features.",
                         at["inconclusive"] and f"Undecided at {named(at['inconclusive'])} "
                                                f"({why_undecided(at['inconclusive'])})."])))
-    pixels = [r for r in records if "raw_pixels_linear_top1" in r]
-    if pixels:  # real images: the probe on the raw pixels is the bar an encoder must clear (paired by run)
+    def sides(gaps_of) -> str:  # the tables' rule (verdict) on paired gaps, with "above" as the claim
         side: dict[str, list[str]] = {"above it": [], "undecided": [], "below it": []}
         where = {"replicated": "above it", "inconclusive": "undecided", "not replicated": "below it"}
-        for s in rows:  # the tables' rule (verdict), with "above the probe" as the claim
-            gaps = [r["linear_top1"] - r["raw_pixels_linear_top1"] for r in pixels if r["setting"] == s]
-            d, ci = mean_ci95(gaps)
-            side[where[verdict(d, ci, 1, len(gaps))]].append(s)
+        for s in gaps_of:
+            d, ci = mean_ci95(gaps_of[s])
+            side[where[verdict(d, ci, 1, len(gaps_of[s]))]].append(s)
+        return "; ".join(f"{k}: {named(v)}" for k, v in side.items())
+
+    if said_collapse and said_learn:  # the paper's boundary: readout steps up between its last collapse and first learner
+        edge = max(said_collapse, key=lambda s: float(s.removeprefix("m=")))
+        first = min(said_learn, key=lambda s: float(s.removeprefix("m=")))
+        top1 = {(r["setting"], r["seed"]): r["linear_top1"] for r in records}
+        gaps = {s: [top1[s, seed] - v for (t, seed), v in top1.items() if t == edge and (s, seed) in top1]
+                for s in sorted(said_learn, key=lambda s: float(s.removeprefix("m=")))}
+        d, ci = mean_ci95(gaps[first])
+        text.append(f"Against m = {edge.removeprefix('m=')}, the largest momentum the paper says collapses, paired by "
+                    f"seed: {sides(gaps)}.")
+        if len(gaps[first]) >= MIN_SEEDS_FOR_A_CLAIM and verdict(d, ci, 1, len(gaps[first])) != "replicated":
+            text.append(f"The step from collapse to learning that the paper reports above m = {edge.removeprefix('m=')} "
+                        f"is not seen at m = {first.removeprefix('m=')} here ({plus_minus(d, ci, signed=True)} points, "
+                        f"{len(gaps[first])} seeds, " + ("an interval that holds zero)." if d - ci <= 0 <= d + ci
+                                                          else "below it)."))
+    pixels = [r for r in records if "raw_pixels_linear_top1" in r]
+    if pixels:  # real images: the probe on the raw pixels is the bar an encoder must clear (paired by run)
         probe = float(np.mean([r["raw_pixels_linear_top1"] for r in pixels]))
-        text.append(f"Against the linear probe on the raw pixels ({probe:.1f} %), paired by run: "
-                    + "; ".join(f"{k}: {named(v)}" for k, v in side.items()) + ".")
+        text.append(f"Against the linear probe on the raw pixels ({probe:.1f} %), paired by run: " + sides(
+            {s: [r["linear_top1"] - r["raw_pixels_linear_top1"] for r in pixels if r["setting"] == s] for s in rows}) + ".")
     return " ".join(text)
 
 

@@ -414,10 +414,29 @@ def test_the_momentum_paragraph_names_each_momentum_by_its_verdict(tmp_path):
     assert "Seeds per momentum: 3." in text and "peaks at m = 0.9 (61.0 ± 2.5 %, against 20.0 %" in text
     assert "(replicated): 0.9; undecided: 1.0 (an interval that includes zero); below it: none." in text
     assert "m = 0: 6.0 ± 2.5 %, -14.0 ± 2.5 points against random init, replicated" in text
-    assert text.endswith("The collapse is reproduced at 0.")
+    assert text.endswith("The collapse is reproduced at 0. Against m = 0, the largest momentum the paper says "
+                         "collapses, paired by seed: above it: 0.9; undecided: 1.0; below it: none.")
     two_seeds = X.momentum_paragraph(exp, [r for r in records if r["seed"] < 2])  # as clear, but only two seeds
-    assert two_seeds.endswith("Undecided at 0 (fewer than 3 seeds at 0).")
+    assert "Undecided at 0 (fewer than 3 seeds at 0). Against m = 0" in two_seeds
+    assert two_seeds.endswith("above it: none; undecided: 0.9, 1.0; below it: none.")  # no step claimed on 2 seeds
     assert X.momentum_paragraph(exp, []) == "No stored runs."
+
+
+def test_the_momentum_paragraph_says_when_readout_does_not_step_up_where_the_papers_collapse_ends(tmp_path):
+    f = tmp_path / "t1.yaml"
+    f.write_text("table: T1\ntitle: t\nbase: {cpu: configs/cpu_moco_v1.yaml}\nseeds: [0, 1, 2]\n"
+                 "settings:\n  m=0.5: {}\n  m=0.6: {}\n  m=0.99: {}\npaper: {m=0.5: collapse, m=0.6: 21.2, m=0.99: 56.2}\n")
+    top1 = {"m=0.5": (30.0, 32.0, 34.0), "m=0.6": (31.0, 35.0, 33.0), "m=0.99": (80.0, 79.0, 81.0)}  # random init: 20
+    records = [{"setting": s, "seed": i, "linear_top1": v, "random_init_linear_top1": 20.0}
+               for s, vals in top1.items() for i, v in enumerate(vals)]
+    text = X.momentum_paragraph(X.Experiment.load(f), records)
+    assert "paired by seed: above it: 0.99; undecided: 0.6; below it: none." in text
+    assert text.endswith("The step from collapse to learning that the paper reports above m = 0.5 is not seen at "
+                         "m = 0.6 here (+1.0 ± 5.0 points, 3 seeds, an interval that holds zero).")
+    top1["m=0.6"] = (50.0, 52.0, 54.0)  # a clear step: nothing to say beyond the sides
+    records = [{"setting": s, "seed": i, "linear_top1": v, "random_init_linear_top1": 20.0}
+               for s, vals in top1.items() for i, v in enumerate(vals)]
+    assert X.momentum_paragraph(X.Experiment.load(f), records).endswith("above it: 0.6, 0.99; undecided: none; below it: none.")
 
 
 def test_the_score_ends_paragraph_reads_the_last_steps_of_each_momentum():
