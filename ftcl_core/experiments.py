@@ -27,6 +27,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import numpy as np
@@ -816,8 +817,6 @@ def fixed(x: float, digits: int = 1, signed: bool = False) -> str:
     """``x`` with ``digits`` decimals, rounded half away from zero from its 6-decimal form, the precision of
     ``summary.csv``: a number formatted from runs in memory (a chapter) and the same number read back from the CSV
     (chapter 9, the README) print alike, where plain float formatting could round a tie such as 0.35 both ways."""
-    from decimal import ROUND_HALF_UP, Decimal
-
     rounded = Decimal(f"{x:.6f}").quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
     return f"{rounded:{'+' if signed else ''}f}"
 
@@ -972,19 +971,22 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
         return "; ".join(f"{k}: {named(v)}" for k, v in side.items())
 
     if said_collapse and said_learn:  # the paper's boundary: readout steps up between its last collapse and first learner
-        edge = max(said_collapse, key=lambda s: float(s.removeprefix("m=")))
-        first = min(said_learn, key=lambda s: float(s.removeprefix("m=")))
+        def momentum(s: str) -> float:
+            return float(s.removeprefix("m="))
+
+        edge, first = max(said_collapse, key=momentum), min(said_learn, key=momentum)
         top1 = {(r["setting"], r["seed"]): r["linear_top1"] for r in records}
         gaps = {s: [top1[s, seed] - v for (t, seed), v in top1.items() if t == edge and (s, seed) in top1]
-                for s in sorted(said_learn, key=lambda s: float(s.removeprefix("m=")))}
-        d, ci = mean_ci95(gaps[first])
-        text.append(f"Against m = {edge.removeprefix('m=')}, the largest momentum the paper says collapses, paired by "
+                for s in sorted(said_learn, key=momentum)}
+        text.append(f"Against m = {named([edge])}, the largest momentum the paper says collapses, paired by "
                     f"seed: {sides(gaps)}.")
-        if len(gaps[first]) >= MIN_SEEDS_FOR_A_CLAIM and verdict(d, ci, 1, len(gaps[first])) != "replicated":
-            text.append(f"The step from collapse to learning that the paper reports above m = {edge.removeprefix('m=')} "
-                        f"is not seen at m = {first.removeprefix('m=')} here ({plus_minus(d, ci, signed=True)} points, "
-                        f"{len(gaps[first])} seeds, " + ("an interval that holds zero)." if d - ci <= 0 <= d + ci
-                                                          else "below it)."))
+        d, ci = mean_ci95(gaps[first])
+        step = verdict(d, ci, 1, len(gaps[first]))
+        if len(gaps[first]) >= MIN_SEEDS_FOR_A_CLAIM and step != "replicated":
+            text.append(f"The step from collapse to learning that the paper reports above m = {named([edge])} "
+                        f"is not seen at m = {named([first])} here ({plus_minus(d, ci, signed=True)} points, "
+                        f"{len(gaps[first])} seeds, "
+                        + ("an interval that holds zero)." if step == "inconclusive" else "below it)."))
     pixels = [r for r in records if "raw_pixels_linear_top1" in r]
     if pixels:  # real images: the probe on the raw pixels is the bar an encoder must clear (paired by run)
         probe = float(np.mean([r["raw_pixels_linear_top1"] for r in pixels]))
