@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Literal
 import yaml
 
 # The names a config may use; each owner (see the comment) checks that its table matches.
-METHODS = ("moco", "simclr", "byol", "simsiam", "swav")  # ftcl_core.methods.REGISTRY
+METHODS = ("moco", "simclr", "byol", "simsiam", "swav")  # the keys of ftcl_core.methods.METHODS
 CONTRASTIVE = ("moco", "simclr")  # the methods with negatives (the others take positive FT only, Table 5)
 SMALL_ENCODERS = ("resnet10_w16", "resnet10_w32", "resnet18_w16", "resnet18_w32")  # ftcl_core.models.SMALL
 TORCHVISION_ENCODERS = ("resnet18", "resnet50", "resnet18_cifar", "resnet50_cifar")  # ftcl_core.models.TORCHVISION

@@ -9,13 +9,14 @@ queue is transformed only for this step, the clean keys are what gets enqueued (
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 
 from ftcl_core import distributed as D
 from ftcl_core import transforms as T
-from ftcl_core.config import FTConfig  # the ft.* section (older code imports it from here)
+from ftcl_core.config import FTConfig
 
 
 def info_nce(logits: torch.Tensor) -> torch.Tensor:
@@ -55,45 +56,59 @@ def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: torch.Gener
     return q, k
 
 
+class FTLogits(NamedTuple):
+    """MoCo's scores after FT (before the temperature), and where each negative comes from."""
+
+    pos: torch.Tensor       # (N,) the positive pairs' scores
+    neg: torch.Tensor       # (N, K') the negatives' scores (K' = K, or 2K with the union queue)
+    partners: torch.Tensor | None  # (K',) the queue row each negative is mixed with (its own row when not mixed)
+
+
 def moco_ft_logits(
     q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: torch.Generator, active: bool = True,
-    rows: torch.Tensor | None = None, n_global: int | None = None, with_sources: bool = False,
-) -> tuple[torch.Tensor, ...]:
-    """Positive ``(N,)`` and negative ``(N, K')`` scores after FT (before the temperature).
+    rows: torch.Tensor | None = None, n_global: int | None = None,
+) -> FTLogits:
+    """Positive ``(N,)`` and negative ``(N, K')`` scores after FT (before the temperature), as the released
+    code computes them: eq. 3 (or Table 4) on the pair, Sec 4.2 (or Supp G.1) on the queue, Table 6's union
+    queue, Supp G.2's hard negatives, Supp F's re-normalisation.
 
     ``active=False`` (before ``ft.start_epoch``) gives the plain MoCo scores.  Random draws come from
     ``gen`` on the CPU and are moved to the features' device; ``rows``/``n_global`` as in :func:`positive_ft`.
-    ``with_sources`` adds a third output, ``(K', 2)`` queue rows each negative is made of (both the same for
-    a plain queue entry; the two mixed entries for an interpolated one), for the diagnosis oracle.
+    One lambda per shard of queries against the queue (``ft.shards > 1`` with ``ft.neg``) is
+    :func:`sharded_ft_logits`.
     """
-    plain = torch.arange(queue.shape[0], device=queue.device) if with_sources else None
+    own_rows = torch.arange(queue.shape[0], device=queue.device)
     if not (active and ft.any):
         pos, neg = moco_logits(q, k, queue)
-        return (pos, neg, torch.stack([plain, plain], 1)) if with_sources else (pos, neg)
+        return FTLogits(pos, neg, own_rows)
+    if ft.neg and ft.shards > 1:
+        raise ValueError("ft.shards > 1 with ft.neg mixes one queue per shard of queries: call sharded_ft_logits.")
     n, d = q.shape
-    dev = q.device
     q_clean = q
     q, k = positive_ft(q, k, ft, gen, rows, n_global)
-    negatives = queue
-    sources = torch.stack([plain, plain], 1) if with_sources else None
-    if ft.neg and ft.shards > 1:  # each shard of queries against its own mixture of the queue (one process each)
-        l_pos = (q * k).sum(1)
-        l_neg = torch.cat([qs @ mixed_queue(queue, ft, gen)[0].T for qs in q.chunk(ft.shards)])
-        return l_pos, l_neg
+    negatives, partners = queue, own_rows
     if ft.neg:  # Sec 4.2 (interpolation) or Supp G.1 (extrapolation)
-        negatives, perm = mixed_queue(queue, ft, gen)
-        sources = torch.stack([plain, perm], 1) if with_sources else None
+        negatives, partners = mixed_queue(queue, ft, gen)
         if ft.union_queue:  # Table 6: Z' U Z_neg
-            negatives = torch.cat([negatives, queue], 0)
-            sources = torch.cat([sources, torch.stack([plain, plain], 1)], 0) if with_sources else None
+            negatives, partners = torch.cat([negatives, queue], 0), torch.cat([partners, own_rows])
     l_pos = (q * k).sum(1)
     if ft.hard:  # Supp G.2, one hard queue per query, never materialised
         shape = T.lambda_shape(ft.granularity, n if n_global is None else n_global, d)
-        lam_h = _mine(T.sample_beta(ft.hard_a, ft.hard_b, shape, gen), rows).to(dev)
+        lam_h = _mine(T.sample_beta(ft.hard_a, ft.hard_b, shape, gen), rows).to(q.device)
         l_neg = T.hard_negative_logits(q, negatives, lam_h, z_anchor=q_clean)
     else:
         l_neg = q @ negatives.T
-    return (l_pos, l_neg, sources) if with_sources else (l_pos, l_neg)
+    return FTLogits(l_pos, l_neg, partners)
+
+
+def sharded_ft_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: torch.Generator
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The released run's 8 processes imitated in one (not in the paper): eq. 3 with one lambda per shard of
+    ``N / ft.shards`` pairs, and each shard of queries against its own mixture of the queue (Sec 4.2)."""
+    q, k = positive_ft(q, k, ft, gen)
+    l_pos = (q * k).sum(1)
+    l_neg = torch.cat([qs @ mixed_queue(queue, ft, gen)[0].T for qs in q.chunk(ft.shards)])
+    return l_pos, l_neg
 
 
 def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -106,16 +121,6 @@ def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: torch.Generator) -> tupl
     if ft.renorm_neg:  # Supp F
         negatives = T.renormalize(negatives)
     return negatives, perm
-
-
-def same_class_negatives(labels: torch.Tensor, queue_labels: torch.Tensor, sources: torch.Tensor) -> torch.Tensor:
-    """The diagnosis oracle (not in the paper): ``(N, K')`` True where negative j shares query i's class, i.e.
-    where any queue row it is made of (``sources``, from :func:`moco_ft_logits`) holds a key of that class.
-    The loss then ignores those negatives, so no false negative is pushed away; if FT still collapses the
-    encoder, false negatives are not the cause (issue "When does FT help?", question 5).  Queue rows not
-    yet written (label -1) are never same-class."""
-    src = queue_labels.to(labels.device)[sources.to(labels.device)]  # (K', 2)
-    return (labels[:, None, None] == src[None]).any(-1)
 
 
 def symmetric_pairs(v1: torch.Tensor, v2: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor
@@ -159,7 +164,7 @@ def simclr_ft_logits(
     anchors, positives = symmetric_pairs(z1, z2, z1, z2)
     bank = torch.cat([bank1, bank2])
     m = bank1.shape[0]
-    l_pos, l_neg = moco_ft_logits(anchors, positives, bank, ft, gen, active, symmetric_rows(rows, m), 2 * m)
+    l_pos, l_neg, _ = moco_ft_logits(anchors, positives, bank, ft, gen, active, symmetric_rows(rows, m), 2 * m)
     keep = other_sample_mask(rows, bank1.shape[0])
     keep = keep.repeat(1, l_neg.shape[1] // bank.shape[0])  # the union queue holds the bank twice
     return l_pos, l_neg[keep].view(anchors.shape[0], -1)

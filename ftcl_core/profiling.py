@@ -15,9 +15,9 @@ import torch
 
 from ftcl_core.config import load_config
 from ftcl_core.data import ImageSet, load_data
+from ftcl_core.methods import StepContext
 from ftcl_core.runs import cpu_model
 from ftcl_core.training import (
-    StepOptions,
     _device,
     augment_config,
     build_optimizer,
@@ -73,10 +73,10 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
         train_set, _ = load_data(cfg)
     images = train_set.images
     aug, nhwc = augment_config(cfg), channels_last(cfg)
-    opts = StepOptions(cfg.ft, cfg.stats.n_queries, amp=cfg.train.amp)
     model, net = prepare_model(cfg, device)
     opt = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(cfg.seed)
+    ctx = StepContext(gen, cfg.ft, n_stats=cfg.stats.n_queries, amp=cfg.train.amp, wrapped=net)
     bs = cfg.train.batch_size
     timer = PhaseTimer(device)
     model.train()
@@ -88,7 +88,7 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
                 t0 = timer.last
             x = host_to_device(images[torch.randint(len(images), (bs,), generator=gen)], device)
             timer.mark("data")
-            train_step(model, opt, make_views(x, aug, gen, nhwc), gen, opts, net=net)
+            train_step(model, opt, make_views(x, aug, gen, nhwc), ctx)
     total = timer.last - t0
     return {"config": config, "overrides": list(overrides), "method": cfg.method, "device": device,
             "cpu": cpu_model(), "path": execution_path(cfg, device),

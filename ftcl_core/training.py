@@ -28,10 +28,11 @@ from ftcl_core import augment as A
 from ftcl_core import checkpoints
 from ftcl_core import distributed as D
 from ftcl_core.checkpoints import CHECKPOINT_FORMAT, METRIC_COLUMNS, IncompatibleCheckpoint, TrainingLog  # noqa: F401
-from ftcl_core.config import ConfigError, FTConfig, RunConfig, as_config, config_diff
+from ftcl_core.config import ConfigError, RunConfig, as_config, config_diff
 from ftcl_core.data import ImageSet, load_data, load_data_rank0_first  # noqa: F401  (load_data: re-exported)
 from ftcl_core.evaluation import evaluate_backbone, raw_pixel_readout
-from ftcl_core.methods import Method, Scores, build_model
+from ftcl_core.methods import Method, Scores, StepContext, build_model
+from ftcl_core.methods.moco_diagnosis import LabelledScores
 from ftcl_core.models import Encoder, group_major
 from ftcl_core.runs import RunDir, provenance, run_lock, write_json, write_yaml  # noqa: F401  (run_lock: re-exported)
 from ftcl_core.stats import (
@@ -71,22 +72,6 @@ def learning_rate(cfg: RunConfig, step: int, steps_per_epoch: int) -> float:
     return o.lr * 0.1 ** sum(epoch >= m for m in o.milestones)
 
 
-@dataclass(frozen=True)
-class StepOptions:
-    """How every step of a run computes, besides the method and its networks."""
-
-    ft: FTConfig = FTConfig()       # the feature transformations (the ``ft.*`` keys)
-    n_stats: int = 64               # anchors whose Supp A score statistics are recorded
-    record_stats: bool = True       # Supp A statistics and Supp C layer gradient norms, on the device
-    histogram_bins: int = 0         # per-step score histograms (0: none)
-    amp: str | None = None          # bf16: the networks under autocast (FT, scores and loss stay fp32)
-
-    @classmethod
-    def from_config(cls, cfg: RunConfig) -> StepOptions:
-        s = cfg.stats
-        return cls(cfg.ft, s.n_queries, True, 50 if s.histograms else 0, cfg.train.amp)
-
-
 @dataclass
 class StepOutput:
     loss: torch.Tensor
@@ -96,6 +81,31 @@ class StepOutput:
 
 
 _PHASE_LISTENERS: list[Callable[[str], None]] = []
+_STEP_CALLBACKS: list[Callable[[int], None]] = []
+
+
+class StopTraining(Exception):
+    """Raised by a :func:`step_callback` to end the loop before a step: :func:`train` then returns the metrics
+    recorded so far, without checkpointing or evaluating."""
+
+
+@contextlib.contextmanager
+def step_callback(callback: Callable[[int], None]):
+    """Call ``callback(step)`` before every training step while the block runs; it may raise
+    :class:`StopTraining` (what ``train(max_steps=...)`` does), or anything else, to stop the loop there."""
+    _STEP_CALLBACKS.append(callback)
+    try:
+        yield
+    finally:
+        _STEP_CALLBACKS.remove(callback)
+
+
+def stop_before(max_steps: int) -> Callable[[int], None]:
+    """A :func:`step_callback` that stops the loop before step ``max_steps`` (the first ``max_steps`` steps run)."""
+    def callback(step: int) -> None:
+        if step >= max_steps:
+            raise StopTraining(max_steps)
+    return callback
 
 
 @contextlib.contextmanager
@@ -137,34 +147,28 @@ def memory_format(views: tuple[torch.Tensor, torch.Tensor], channels_last: bool)
 
 
 def train_step(model: Method, optimizer: torch.optim.Optimizer, views: tuple[torch.Tensor, torch.Tensor],
-               gen: torch.Generator, opts: StepOptions, ft_active: bool = True, net: torch.nn.Module | None = None,
-               labels: torch.Tensor | None = None) -> StepOutput:
-    """One step of any method on two views: its scores with FT inside the loss (eq. 3, Sec 4.2), its loss
+               ctx: StepContext) -> StepOutput:
+    """One step of any method on two views: its forward (under autocast, through ``ctx.wrapped`` when the
+    model runs as its DDP or compiled form), its scores with FT inside the loss (eq. 3, Sec 4.2), its loss
     (eq. 1 for MoCo and SimCLR), backward, the statistics, SGD and the method's after-step (MoCo's enqueue).
 
-    ``ft_active``: ``ft.start_epoch`` is reached.  ``net`` is what runs the networks when it is not ``model``
-    itself (its DistributedDataParallel or torch.compile form).  ``labels``: the batch's classes, passed only to
-    the diagnosis oracle (``moco.drop_same_class``); no method sees them otherwise.  With ``opts.record_stats``
-    the Supp A statistics (raw cosines and after FT) and the Supp C layer gradient norms are computed on the
-    device; nothing is synchronised here.
+    With ``ctx.record_stats`` the Supp A statistics (raw cosines and after FT) and the Supp C layer gradient
+    norms are computed on the device; nothing is synchronised here.
     """
-    network = net if net is not None else model
-    x1 = views[0]
-
-    def forward(*args):  # the networks under autocast; FT, scores, loss and statistics in fp32
-        with phase("forward"):
-            with _autocast(x1.device, opts.amp):
-                out = network(*args)
-            return tuple(o.float() for o in out)
-
+    network = ctx.wrapped if ctx.wrapped is not None else model
+    inputs = (*views, ctx.gen) if model.forward_takes_gen else views
+    with phase("forward"):  # the networks under autocast; FT, scores, loss and statistics in fp32
+        with _autocast(views[0].device, ctx.amp):
+            out = network(*inputs)
+        out = tuple(o.float() for o in out)
     with phase("ft_loss"):
-        scores = model.scores(forward, *views, opts.ft, ft_active, gen, opts.n_stats, labels)
+        scores = model.scores(out, ctx)
         loss, top1 = model.loss(scores)
     with phase("backward"):
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
     with phase("statistics"):
-        values, norms, hist = _statistics(model, scores, loss, top1, opts)
+        values, norms, hist = _statistics(model, scores, loss, top1, ctx)
     with phase("optimizer"):
         model.before_optimizer_step()
         optimizer.step()
@@ -172,10 +176,11 @@ def train_step(model: Method, optimizer: torch.optim.Optimizer, views: tuple[tor
     return StepOutput(loss.detach(), values, norms, hist)
 
 
-def _statistics(model: Method, scores: Scores, loss: torch.Tensor, top1: torch.Tensor, opts: StepOptions
+def _statistics(model: Method, scores: Scores, loss: torch.Tensor, top1: torch.Tensor, opts: StepContext
                 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
-    """The step's recorded values (loss, top-1, Supp A statistics raw and after FT, representation statistics),
-    the layers' gradient norms (Supp C) and the score histogram, as ``opts`` asks."""
+    """The step's recorded values (loss, top-1, Supp A statistics raw and after FT, representation statistics,
+    a labelled queue's same-class share), the layers' gradient norms (Supp C) and the score histogram, as
+    ``opts`` asks."""
     values = norms = hist = None
     neg_for_stats = scores.neg if scores.neg is not None else scores.raw_neg
     if opts.histogram_bins:
@@ -183,7 +188,7 @@ def _statistics(model: Method, scores: Scores, loss: torch.Tensor, top1: torch.T
     if opts.record_stats:
         ft_stats = score_statistics(scores.pos, neg_for_stats, opts.n_stats)
         raw_stats = score_statistics(scores.raw_pos, scores.raw_neg, opts.n_stats)
-        share = scores.same_class_share
+        share = scores.same_class_share if isinstance(scores, LabelledScores) else None
         share = torch.full((1,), math.nan, device=loss.device) if share is None else share.view(1).float()
         rep_stats = torch.cat([representation_statistics(*scores.views), share])
         values = D.mean_over_ranks(torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats, rep_stats]))
@@ -352,44 +357,48 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
     bs, epochs = cfg.train.batch_size, cfg.train.epochs
     with_labels = cfg.moco.drop_same_class or cfg.stats.same_class  # the diagnosis' queues that know classes
     _check_trainable(cfg, len(train_set))
-    aug, opts, nhwc = augment_config(cfg), StepOptions.from_config(cfg), channels_last(cfg)
-    steps = epochs * (len(train_set) // bs) if max_steps is None else min(max_steps, epochs * (len(train_set) // bs))
+    aug, nhwc = augment_config(cfg), channels_last(cfg)
+    steps_per_epoch, n_total = len(train_set) // bs, (bs if D.world_size() > 1 else None)
+    steps = epochs * steps_per_epoch if max_steps is None else min(max_steps, epochs * steps_per_epoch)
     model, net = prepare_model(cfg, device, steps)
     optimizer = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(cfg.seed)  # the same stream on every rank
-    steps_per_epoch, n_total = len(train_set) // bs, (bs if D.world_size() > 1 else None)
+    ctx = StepContext.from_config(cfg, gen, net if net is not model else None)
     log = TrainingLog(layer_names(model.online), cfg.stats.sync_every, cfg.stats.grad_norms_per_step)
     start_epoch, train_s = checkpoints.resume(run, model, optimizer, gen, log, steps_per_epoch, device)
-    kill_at = int(os.environ.get("FTCL_TEST_KILL_AT_STEP", "-1"))  # test hook: simulate a crash
     bar = _progress(total=epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch, enabled=progress and main)
-    for epoch in range(start_epoch, epochs):
-        t_epoch = time.perf_counter()
-        model.train()
-        order = torch.randperm(len(train_set), generator=gen)
-        for i, (x, labels) in enumerate(batches(train_set, order, bs, device, with_labels)):
-            step = epoch * steps_per_epoch + i
-            if step == kill_at:
-                os.kill(os.getpid(), 9)
-            if max_steps is not None and step >= max_steps:
-                bar.close()
-                return {"metrics": log.recorder.as_arrays()}
-            lr = set_learning_rate(optimizer, cfg, step, steps_per_epoch)
-            model.start_step(epoch, step, epochs * steps_per_epoch)  # BYOL's target momentum, SwAV's frozen prototypes
-            views = make_views(x, aug, gen, nhwc, n_total)
-            out = train_step(model, optimizer, views, gen, opts, epoch >= opts.ft.start_epoch, net, labels)
-            log.record(step, epoch, lr, out.values, out.grad_norms, out.histogram)
-            bar.update(1)
-            if (i + 1) % cfg.stats.sync_every == 0 or i + 1 == steps_per_epoch:
-                log.recorder.flush()
-                _stop_if_diverged(run, log.recorder, epoch)
-        loss = log.end_epoch(steps_per_epoch)
-        train_s += time.perf_counter() - t_epoch
-        bar.set_postfix(loss=f"{loss:.3f}", epoch=epoch + 1)
-        if (epoch + 1) % cfg.train.checkpoint_every == 0 or epoch + 1 == epochs:
-            D.average_batchnorm_buffers(model)  # what one process with split-BN holds
-            if main:
-                checkpoints.save(run, model, optimizer, gen, epoch + 1, train_s, log)
-    bar.close()
+    stop = step_callback(stop_before(max_steps)) if max_steps is not None else contextlib.nullcontext()
+    try:
+        with stop:
+            for epoch in range(start_epoch, epochs):
+                t_epoch = time.perf_counter()
+                model.train()
+                order = torch.randperm(len(train_set), generator=gen)
+                for i, (x, labels) in enumerate(batches(train_set, order, bs, device, with_labels)):
+                    step = epoch * steps_per_epoch + i
+                    for callback in _STEP_CALLBACKS:
+                        callback(step)
+                    lr = set_learning_rate(optimizer, cfg, step, steps_per_epoch)
+                    model.start_step(epoch, step, epochs * steps_per_epoch)  # BYOL's target momentum, SwAV's prototypes
+                    views = make_views(x, aug, gen, nhwc, n_total)
+                    step_ctx = dataclasses.replace(ctx, ft_active=epoch >= cfg.ft.start_epoch, labels=labels)
+                    out = train_step(model, optimizer, views, step_ctx)
+                    log.record(step, epoch, lr, out.values, out.grad_norms, out.histogram)
+                    bar.update(1)
+                    if (i + 1) % cfg.stats.sync_every == 0 or i + 1 == steps_per_epoch:
+                        log.recorder.flush()
+                        _stop_if_diverged(run, log.recorder, epoch)
+                loss = log.end_epoch(steps_per_epoch)
+                train_s += time.perf_counter() - t_epoch
+                bar.set_postfix(loss=f"{loss:.3f}", epoch=epoch + 1)
+                if (epoch + 1) % cfg.train.checkpoint_every == 0 or epoch + 1 == epochs:
+                    D.average_batchnorm_buffers(model)  # what one process with split-BN holds
+                    if main:
+                        checkpoints.save(run, model, optimizer, gen, epoch + 1, train_s, log)
+    except StopTraining:  # a step callback ended the loop (train(max_steps=...)): no checkpoint, no evaluation
+        return {"metrics": log.recorder.as_arrays()}
+    finally:
+        bar.close()
     if not main:  # rank 0 evaluates and writes eval.json; no collective waits on that
         return {}
     return _finish(run, cfg, model, train_set, test_set, aug, device, train_s, steps)

@@ -88,7 +88,7 @@ def test_diagnosis_csv_from_stored_runs(tmp_path, monkeypatch):
 
 
 def test_the_oracle_marks_negatives_made_of_a_same_class_key():
-    from ftcl_core.losses import same_class_negatives
+    from ftcl_core.methods.moco_diagnosis import same_class_negatives
 
     labels = torch.tensor([0, 1])
     queue_labels = torch.tensor([0, 1, 2, -1])
@@ -105,18 +105,19 @@ def test_the_oracle_step_is_infonce_over_the_other_classes_negatives(ft):
     """One MoCo step with moco.drop_same_class: the loss is InfoNCE over only the unmarked negatives; every queue
     row of the query's class is marked (with interpolation, also the mixtures that contain one); the queue then
     records the keys' labels."""
-    from ftcl_core.methods import build_model, method_loss, method_scores
+    from ftcl_core.methods import LabelledMoCo, StepContext, build_model
     from ftcl_core.runs import load_config
 
     cfg = load_config("configs/smoke_moco_v2.yaml", ["moco.drop_same_class=true", "model.bn_splits=1", *ft])
     model = build_model(cfg)
+    assert type(model) is LabelledMoCo and model.drop_same_class
     queue_labels = torch.arange(256) % 10
     model.queue_labels.copy_(queue_labels)
     g = torch.Generator().manual_seed(3)
     x1, x2, labels = torch.rand(8, 3, 16, 16, generator=g), torch.rand(8, 3, 16, 16, generator=g), torch.arange(8) % 3
-    scores = method_scores(model, model, x1, x2, cfg.ft, True, torch.Generator().manual_seed(1),
-                           labels=labels)
-    loss, _ = method_loss(model, scores, 0.2)
+    ctx = StepContext(torch.Generator().manual_seed(1), cfg.ft, labels=labels)
+    scores = model.scores(model(x1, x2, ctx.gen), ctx)
+    loss, _ = model.loss(scores)
     plain = labels[:, None] == queue_labels[None]
     mask = scores.neg_mask
     assert torch.equal(mask, plain) if not ft else bool((mask | ~plain).all()) and mask.sum() > plain.sum()
@@ -124,7 +125,7 @@ def test_the_oracle_step_is_infonce_over_the_other_classes_negatives(ft):
     by_hand = torch.stack([torch.logsumexp(torch.cat([pos[i:i + 1], neg[i][~mask[i]]]) / 0.2, 0) - pos[i] / 0.2
                            for i in range(8)]).mean()
     torch.testing.assert_close(loss, by_hand)
-    model.enqueue(scores.keys, scores.key_labels)
+    model.after_step(scores)
     assert model.queue_labels[:8].tolist() == labels.tolist()
 
 

@@ -26,8 +26,11 @@ def _env(**extra) -> dict:
     return env
 
 
-def torchrun(config: str, out: Path, *overrides: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    cmd = [TORCHRUN, "--standalone", "--nproc_per_node=2", "-m", "ftcl_core", "train", str(ROOT / config),
+def torchrun(config: str, out: Path, *overrides: str, env: dict | None = None, kill_at: int | None = None
+             ) -> subprocess.CompletedProcess:
+    """``torchrun -m ftcl_core train``; with ``kill_at``, every rank killed by signal 9 before that step."""
+    launch = ["-m", "ftcl_core"] if kill_at is None else [str(ROOT / "tests" / "kill_at_step.py"), str(kill_at)]
+    cmd = [TORCHRUN, "--standalone", "--nproc_per_node=2", *launch, "train", str(ROOT / config),
            "model.bn_splits=1", *overrides, "--out", str(out), "--no-progress"]
     return subprocess.run(cmd, cwd=ROOT, env=env or _env(), capture_output=True, text=True, timeout=600)
 
@@ -81,7 +84,7 @@ def test_torchrun_moco_matches_one_process_and_resumes_after_a_kill(tmp_path):
     assert '"world_size": 2' in prov
 
     # kill -9 both ranks at step 3 (after the epoch-1 checkpoint), then the same command resumes
-    killed = torchrun(config, tmp_path / "resumed", *over, env=_env(FTCL_TEST_KILL_AT_STEP="3"))
+    killed = torchrun(config, tmp_path / "resumed", *over, kill_at=3)
     assert killed.returncode != 0 and not (tmp_path / "resumed" / "eval.json").exists()
     # resuming with another number of processes would change the maths: a clear error, nothing overwritten
     cmd = [sys.executable, "-m", "ftcl_core", "train", str(ROOT / config), "model.bn_splits=1", *over,

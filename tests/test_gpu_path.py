@@ -10,8 +10,10 @@ import pytest
 import torch
 
 from ftcl_core import profiling as bench
+from ftcl_core.checkpoints import METRIC_COLUMNS
+from ftcl_core.methods import StepContext
 from ftcl_core.runs import ConfigError, load_config
-from ftcl_core.training import METRIC_COLUMNS, StepOptions, build_optimizer, prepare_model, train
+from ftcl_core.training import build_optimizer, prepare_model, train
 
 
 def first_losses(config: str, *overrides: str, steps: int = 3) -> np.ndarray:
@@ -95,7 +97,7 @@ def test_every_gpu_config_takes_a_step_on_cpu(config):
     aug: AugmentConfig = augment_config(cfg)
     ft = dataclasses.replace(cfg.ft, pos=True, neg=cfg.method in ("moco", "simclr"))
     gen = torch.Generator().manual_seed(0)
-    out = train_step(model, opt, make_views(x, aug, gen, channels_last=True), gen, StepOptions(ft, n_stats=8, amp="bf16"),
-                     net=net)
+    ctx = StepContext(gen, ft, n_stats=8, amp="bf16", wrapped=net)
+    out = train_step(model, opt, make_views(x, aug, gen, channels_last=True), ctx)
     known = [i for i, c in enumerate(METRIC_COLUMNS[2:]) if c != "same_class"]  # NaN unless stats.same_class
     assert torch.isfinite(out.loss) and torch.all(torch.isfinite(out.values[known]))

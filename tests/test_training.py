@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +16,13 @@ from ftcl_core.training import IncompatibleCheckpoint, TrainingDiverged, train
 SMOKE = "configs/smoke_moco_v2.yaml"
 
 
-def cli(out, *overrides, env=None):
-    cmd = [sys.executable, "-m", "ftcl_core", "train", SMOKE, *overrides, "--out", str(out), "--no-progress"]
+KILL_AT_STEP = str(Path(__file__).with_name("kill_at_step.py"))
+
+
+def cli(out, *overrides, env=None, kill_at=None):
+    """``python -m ftcl_core train``; with ``kill_at``, killed by signal 9 before that step (tests/kill_at_step.py)."""
+    launch = [sys.executable, "-m", "ftcl_core"] if kill_at is None else [sys.executable, KILL_AT_STEP, str(kill_at)]
+    cmd = [*launch, "train", SMOKE, *overrides, "--out", str(out), "--no-progress"]
     return subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=600)
 
 
@@ -66,7 +72,7 @@ def test_resume_after_kill9_reproduces_the_uninterrupted_run(tmp_path):
     args = ("train.epochs=3", "ft.pos=true", "ft.neg=true")
     full = cli(tmp_path / "full", *args)
     assert full.returncode == 0, full.stderr
-    killed = cli(tmp_path / "resumed", *args, env={"FTCL_TEST_KILL_AT_STEP": "13"})
+    killed = cli(tmp_path / "resumed", *args, kill_at=13)
     assert killed.returncode == -9
     assert not RunDir(tmp_path / "resumed").is_complete()
     assert torch.load(RunDir(tmp_path / "resumed").checkpoint, weights_only=True)["epoch"] == 1

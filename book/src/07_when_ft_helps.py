@@ -288,7 +288,7 @@ comparison_table(init_rows, "Linear top-1 (%), mean over seeds; Δ paired by see
 # of the mixtures contain one. If FT collapses the encoder by pushing those apart more strongly, it should not
 # collapse when they are gone. `moco.drop_same_class=true` is that oracle (not in the paper; it uses the training
 # labels, which no self-supervised method may): the loss ignores every queue negative made of a key of the
-# query's class (`ftcl_core.losses.same_class_negatives`). The statistics still describe all negatives, so
+# query's class (`ftcl_core.methods.moco_diagnosis.same_class_negatives`). The statistics still describe all negatives, so
 # Mean(neg) is comparable with the runs above. Same calibrated MoCo v1 recipe, paired by seed.
 
 # %%

@@ -4,13 +4,13 @@ and a few hooks around the optimiser step.
 A method file (``moco.py``, ``simclr.py``, ...) holds one subclass of :class:`Method` and reads top to bottom:
 its networks (``__init__``, ``forward``), how it is built from a config (``from_config``), its scores with FT
 (``scores``), its loss (``loss``) and what it does around the optimiser step.  The training step
-(:func:`ftcl_core.training.train_step`) calls only these, so one step of a method can be followed without
-opening the loop.
+(:func:`ftcl_core.training.train_step`) runs ``forward`` (under autocast, DDP or torch.compile), hands its
+outputs to ``scores`` with the step's :class:`StepContext`, and calls only these, so one step of a method can
+be followed in two files: the method's and the loop's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -29,7 +29,34 @@ from ftcl_core.losses import (
 from ftcl_core.models import build_encoder, kaiming_init
 
 
-@dataclass
+@dataclass(frozen=True)
+class StepContext:
+    """What one training step computes with, besides the method and its networks: frozen, built once per run
+    (:meth:`from_config`) and re-made per step only where the step changes it (``ft_active``, ``labels``)."""
+
+    gen: torch.Generator            # every random draw of the step (augmentation, FT's lambdas, shuffle-BN)
+    ft: FTConfig = FTConfig()       # the feature transformations (the ``ft.*`` keys)
+    ft_active: bool = True          # ``ft.start_epoch`` is reached: FT is on in this step
+    n_stats: int = 64               # anchors whose Supp A score statistics are recorded
+    record_stats: bool = True       # Supp A statistics and Supp C layer gradient norms, on the device
+    histogram_bins: int = 0         # per-step score histograms (0: none)
+    amp: str | None = None          # bf16: the networks under autocast (FT, scores and loss stay fp32)
+    wrapped: nn.Module | None = None  # what runs the networks when it is not the model (its DDP / compiled form)
+    labels: torch.Tensor | None = None  # the batch's classes: only a queue that keeps labels reads them
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig, gen: torch.Generator, wrapped: nn.Module | None = None) -> StepContext:
+        """The run's context: its ``ft.*``, ``stats.*`` and ``train.amp`` settings, its generator and network."""
+        s = cfg.stats
+        return cls(gen, cfg.ft, True, s.n_queries, True, 50 if s.histograms else 0, cfg.train.amp, wrapped)
+
+    @property
+    def ft_on(self) -> bool:
+        """Whether this step transforms anything (FT switched on and some transformation asked for)."""
+        return self.ft_active and self.ft.any
+
+
+@dataclass(frozen=True)
 class Scores:
     """What a step's loss and statistics need."""
 
@@ -40,12 +67,6 @@ class Scores:
     keys: torch.Tensor | None = None  # MoCo: the clean keys of the whole batch, to enqueue
     prototype_scores: tuple[torch.Tensor, torch.Tensor] | None = None  # SwAV: both views against the prototypes
     views: tuple[torch.Tensor, torch.Tensor] | None = None  # the pair the loss aligns, detached, one row per image
-    neg_mask: torch.Tensor | None = None  # (M, K) True: a negative the loss ignores (the oracle's same-class ones)
-    key_labels: torch.Tensor | None = None  # MoCo with the oracle: the keys' classes, to enqueue beside them
-    same_class_share: torch.Tensor | None = None  # MoCo keeping labels: the queue's share of the query's class
-
-
-Net = Callable[..., tuple[torch.Tensor, ...]]  # the method's forward as the step runs it (autocast, DDP, compile)
 
 
 class Method(nn.Module):
@@ -54,6 +75,7 @@ class Method(nn.Module):
 
     encoder_q: nn.Module
     has_negatives = False  # whether FT may transform negatives (ftcl_core.config.CONTRASTIVE lists these methods)
+    forward_takes_gen = False  # forward(x1, x2, gen): it draws at random (MoCo's shuffle-BN permutation)
 
     @property
     def online(self) -> nn.Module:
@@ -68,11 +90,9 @@ class Method(nn.Module):
     def start_step(self, epoch: int, step: int, total_steps: int) -> None:
         """Before a step: set what follows a schedule (BYOL's target momentum, SwAV's prototype freeze)."""
 
-    def scores(self, net: Net, x1: torch.Tensor, x2: torch.Tensor, ft: FTConfig, active: bool, gen: torch.Generator,
-               n_raw: int = 64, labels: torch.Tensor | None = None) -> Scores:
-        """Run the networks on two views through ``net`` (``self``, or its DDP / compiled / autocast form) and
-        score them, FT inside (``active``: ``ft.start_epoch`` reached); random draws from ``gen``.  ``labels``
-        are the batch's classes, used only by MoCo's false-negative oracle."""
+    def scores(self, out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores:
+        """Score the outputs of :meth:`forward` (run by the step, in float32), FT inside the loss where
+        ``ctx.ft_on``; random draws from ``ctx.gen``."""
         raise NotImplementedError
 
     def loss(self, scores: Scores) -> tuple[torch.Tensor, torch.Tensor]:
@@ -95,11 +115,10 @@ def build_backbone(cfg: RunConfig) -> nn.Module:
     return backbone
 
 
-def contrastive_loss(scores: Scores, tau: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """eq. 1 (InfoNCE) over the scores after FT at temperature ``tau``, without the negatives ``neg_mask``
-    marks; top-1: how often the positive scores above every negative."""
-    neg = scores.neg if scores.neg_mask is None else scores.neg.masked_fill(scores.neg_mask, float("-inf"))
-    logits = logits_from_scores(scores.pos, neg, tau)
+def contrastive_loss(pos: torch.Tensor, neg: torch.Tensor, tau: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """eq. 1 (InfoNCE) over the scores after FT at temperature ``tau``; top-1: how often the positive scores
+    above every negative."""
+    logits = logits_from_scores(pos, neg, tau)
     top1 = (logits.detach().argmax(1) == 0).float().mean() * 100
     return info_nce(logits), top1
 
@@ -109,8 +128,7 @@ def raw_top1(scores: Scores) -> torch.Tensor:
     return (scores.raw_pos > scores.raw_neg.max(1).values).float().mean() * 100
 
 
-def predictive_scores(out: tuple[torch.Tensor, ...], ft: FTConfig, active: bool, gen: torch.Generator,
-                      n_raw: int) -> Scores:
+def predictive_scores(out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores:
     """BYOL's and SimSiam's scores: predictions ``p1, p2`` against the other view's targets ``t2, t1`` (both
     directions at once), with eq. 3 on each pair inside the loss; no negatives, so the statistics' negatives
     are in-batch cosines."""
@@ -118,9 +136,12 @@ def predictive_scores(out: tuple[torch.Tensor, ...], ft: FTConfig, active: bool,
     anchors, positives = symmetric_pairs(p1, p2, t1, t2)
     n_global = p1.shape[0] * D.world_size()
     rows = symmetric_rows(D.global_rows(p1.shape[0]), n_global)
-    a, b = positive_ft(anchors, positives, ft, gen, rows, 2 * n_global) if active else (anchors, positives)
+    if ctx.ft_active:  # eq. 3
+        a, b = positive_ft(anchors, positives, ctx.ft, ctx.gen, rows, 2 * n_global)
+    else:
+        a, b = anchors, positives
     pos = (a * b).sum(1)
-    a0, b0 = anchors.detach(), positives.detach()
+    a0, b0, n_raw = anchors.detach(), positives.detach(), ctx.n_stats
     raw_pos = (a0[:n_raw] * b0[:n_raw]).sum(1)
     raw_neg = in_batch_negative_scores(a0, b0)[:n_raw]
     return Scores(pos, None, raw_pos, raw_neg, views=(p1.detach(), t2.detach()))

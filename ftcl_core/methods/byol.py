@@ -8,9 +8,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core.config import FTConfig, RunConfig
+from ftcl_core.config import RunConfig
 from ftcl_core.losses import byol_loss
-from ftcl_core.methods.base import Method, Net, Scores, predictive_scores, raw_top1
+from ftcl_core.methods.base import Method, Scores, StepContext, predictive_scores, raw_top1
 from ftcl_core.models import Encoder, ema_update, frozen_copy, mlp
 
 
@@ -58,11 +58,10 @@ class BYOL(Method):
             t1, t2 = (F.normalize(self.target(x), dim=1) for x in (x1, x2))
         return p1, p2, t1, t2
 
-    def scores(self, net: Net, x1: torch.Tensor, x2: torch.Tensor, ft: FTConfig, active: bool, gen: torch.Generator,
-               n_raw: int = 64, labels: torch.Tensor | None = None) -> Scores:
+    def scores(self, out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores:
         """Each view's prediction against the other view's target, eq. 3 on the pair
         (:func:`ftcl_core.methods.base.predictive_scores`)."""
-        return predictive_scores(net(x1, x2), ft, active, gen, n_raw)
+        return predictive_scores(out, ctx)
 
     def loss(self, scores: Scores) -> tuple[torch.Tensor, torch.Tensor]:
         """BYOL's ``2 - 2 cos`` on the scores after FT."""

@@ -6,120 +6,94 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import distributed as D
-from ftcl_core.config import FTConfig, RunConfig
-from ftcl_core.losses import moco_ft_logits, moco_logits, same_class_negatives
-from ftcl_core.methods.base import Method, Net, Scores, contrastive_loss
+from ftcl_core.config import RunConfig
+from ftcl_core.losses import FTLogits, moco_ft_logits, moco_logits
+from ftcl_core.methods.base import Method, Scores, StepContext, contrastive_loss
 from ftcl_core.models import Encoder, ema_update, frozen_copy, projection_head
-from ftcl_core.stats import same_class_share
 
 
 class MoCo(Method):
-    """MoCo: query encoder, momentum key encoder (eq. 2) and a queue of K clean keys.
+    """MoCo: a query encoder, a momentum key encoder (eq. 2) and a queue of K clean keys (Sec 3.1).
 
-    ``forward`` returns the L2-normalised queries of this process, its keys, and the keys of the whole
-    (all-rank) batch, which :meth:`after_step` enqueues after the loss.  Shuffle-BN: the key batch is gathered
-    from every rank, shuffled with a permutation every rank draws alike, encoded in shards, gathered and
-    unshuffled; in one process, split-BN over the shuffled batch does the same job (MoCo CIFAR demo).
-    """
+    Shuffle-BN: the key batch is gathered from every rank, shuffled with a permutation every rank draws alike,
+    encoded in shards, gathered and unshuffled; in one process, split-BN over the shuffled batch does the same
+    job (MoCo's CIFAR demo)."""
 
     has_negatives = True
+    forward_takes_gen = True  # the shuffle-BN permutation
 
     def __init__(self, encoder: Encoder, dim: int, queue_size: int, momentum: float, seed: int = 0,
-                 queue_labels: bool = False, tau: float = 0.2, oracle: bool | None = None) -> None:
+                 tau: float = 0.2) -> None:
         super().__init__()
         if not 0.0 <= momentum <= 1.0:
             raise ValueError(f"momentum m={momentum} is outside [0, 1]; MoCo uses 0.99 or 0.999.")
         self.encoder_q = encoder
         self.encoder_k = frozen_copy(encoder)
-        self.momentum = momentum
-        self.tau = tau
+        self.momentum, self.tau = momentum, tau
         gen = torch.Generator().manual_seed(seed)
-        self.register_buffer("queue", F.normalize(torch.randn(queue_size, dim, generator=gen), dim=1))
+        self.register_buffer("queue", F.normalize(torch.randn(queue_size, dim, generator=gen), dim=1))  # KxC
         self.register_buffer("queue_ptr", torch.zeros((), dtype=torch.long))
-        # the queue knows each key's class for the diagnosis: the false-negative oracle (moco.drop_same_class), which
-        # drops them from the loss, or the recorder's same-class share (stats.same_class), which only counts them
-        self.keeps_labels = queue_labels
-        self.oracle = queue_labels if oracle is None else oracle
-        if self.oracle and not queue_labels:
-            raise ValueError("the false-negative oracle needs a queue that keeps labels (queue_labels=True).")
-        if queue_labels:  # -1: no key written yet
-            self.register_buffer("queue_labels", torch.full((queue_size,), -1, dtype=torch.long))
 
     @classmethod
     def from_config(cls, cfg: RunConfig, backbone: torch.nn.Module) -> MoCo:
         """MoCo v1's linear head (``model.mlp=false``) or v2's MLP head, and the ``moco.*`` settings."""
         m, mc = cfg.model, cfg.moco
-        return cls(Encoder(backbone, projection_head(backbone.out_dim, m.dim, m.mlp)), m.dim, mc.queue_size,
-                   mc.momentum, seed=cfg.seed, queue_labels=mc.drop_same_class or cfg.stats.same_class, tau=mc.tau,
-                   oracle=mc.drop_same_class)
+        head = projection_head(backbone.out_dim, m.dim, m.mlp)
+        return cls(Encoder(backbone, head), m.dim, mc.queue_size, mc.momentum, seed=cfg.seed, tau=mc.tau)
 
     @torch.no_grad()
     def momentum_update(self) -> None:
         """eq. 2: theta_k <- m theta_k + (1 - m) theta_q; the key encoder keeps its own BN statistics."""
         ema_update(self.encoder_k, self.encoder_q, self.momentum)
 
-    def shuffle_keys(self, n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """Shuffle-BN's permutation of the (global) key batch and its inverse, the same on every rank
-        (shuffle-BN, He et al. 2020, Sec 3.3)."""
-        perm = torch.randperm(n, generator=gen)
-        return perm, torch.argsort(perm)
-
     def forward(self, x_q: torch.Tensor, x_k: torch.Tensor, gen: torch.Generator
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Normalised queries, this rank's keys and all ranks' keys; the key encoder is the eq. 2 moving
-        average of the query encoder (updated by :meth:`momentum_update`) and sees shuffled batches."""
-        q = F.normalize(self.encoder_q(x_q), dim=1)
+        """Normalised queries, this rank's keys and all ranks' keys (shuffle-BN, He et al. 2020, Sec 3.3)."""
+        q = F.normalize(self.encoder_q(x_q), dim=1)                      # queries: NxC
         with torch.no_grad():
             self.momentum_update()
-            x_all = D.gather_rows(x_k)
-            perm, inverse = self.shuffle_keys(x_all.shape[0], gen)
+            x_all = D.gather_rows(x_k)                                   # key images of all ranks: (world N)x3xHxW
+            perm = torch.randperm(x_all.shape[0], generator=gen)
+            inverse = torch.argsort(perm)
             k_shard = F.normalize(self.encoder_k(D.shard_rows(x_all[perm.to(x_all.device)])), dim=1)
-            k_all = D.gather_rows(k_shard)[inverse.to(x_all.device)]
-        return q, D.shard_rows(k_all), k_all
+            k_all = D.gather_rows(k_shard)[inverse.to(x_all.device)]     # keys of all ranks, unshuffled: (world N)xC
+        return q, D.shard_rows(k_all), k_all                             # NxC, NxC, (world N)xC
 
-    def scores(self, net: Net, x1: torch.Tensor, x2: torch.Tensor, ft: FTConfig, active: bool, gen: torch.Generator,
-               n_raw: int = 64, labels: torch.Tensor | None = None) -> Scores:
-        """Queries against their keys and the queue, FT inside the loss (:func:`ftcl_core.losses.moco_ft_logits`:
-        eq. 3 on the pair, Sec 4.2 on the queue); the statistics' raw scores are the plain cosines."""
-        q, k, k_all = net(x1, x2, gen)
-        rows, n_global = (D.global_rows(q.shape[0]), k_all.shape[0]) if D.world_size() > 1 else (None, None)
-        if self.keeps_labels and labels is None:
-            raise ValueError("a queue that keeps labels (moco.drop_same_class or stats.same_class) needs the batch's "
-                             "labels in the training step.")
-        out = moco_ft_logits(q, k, self.queue, ft, gen, active, rows, n_global, with_sources=self.oracle)
-        pos, neg = out[:2]
-        mask = same_class_negatives(labels, self.queue_labels, out[2]) if self.oracle else None
-        if active and ft.any:
-            raw_pos, raw_neg = moco_logits(q[:n_raw].detach(), k[:n_raw], self.queue)
-        else:
-            raw_pos, raw_neg = pos[:n_raw].detach(), neg[:n_raw].detach()
-        share = same_class_share(labels, self.queue_labels, n_raw) if self.keeps_labels else None
-        return Scores(pos, neg, raw_pos, raw_neg, keys=k_all, views=(q.detach(), k.detach()), neg_mask=mask,
-                      key_labels=labels, same_class_share=share)
+    def ft_logits(self, q: torch.Tensor, k: torch.Tensor, ctx: StepContext) -> FTLogits:
+        """The pair's and the queue's scores with FT inside the loss: eq. 3 on the pair, Sec 4.2 on the queue
+        (:func:`ftcl_core.losses.moco_ft_logits`)."""
+        rows, n_global = (D.global_rows(q.shape[0]), D.world_size() * q.shape[0]) if D.world_size() > 1 else (None, None)
+        return moco_ft_logits(q, k, self.queue, ctx.ft, ctx.gen, ctx.ft_active, rows, n_global)
+
+    def raw_scores(self, q: torch.Tensor, k: torch.Tensor, pos: torch.Tensor, neg: torch.Tensor, ctx: StepContext
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The plain cosines of the first ``ctx.n_stats`` queries (Supp A statistics), without FT."""
+        n = ctx.n_stats
+        return moco_logits(q[:n].detach(), k[:n], self.queue) if ctx.ft_on else (pos[:n].detach(), neg[:n].detach())
+
+    def scores(self, out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores:
+        """Queries against their keys and the queue, FT inside the loss."""
+        q, k, k_all = out
+        pos, neg, _ = self.ft_logits(q, k, ctx)                           # N, NxK'
+        return Scores(pos, neg, *self.raw_scores(q, k, pos, neg, ctx), keys=k_all, views=(q.detach(), k.detach()))
 
     def loss(self, scores: Scores) -> tuple[torch.Tensor, torch.Tensor]:
-        """eq. 1: InfoNCE at temperature ``moco.tau`` (without the oracle's same-class negatives)."""
-        return contrastive_loss(scores, self.tau)
+        """eq. 1: InfoNCE at temperature ``moco.tau``."""
+        return contrastive_loss(scores.pos, scores.neg, self.tau)
 
     def after_step(self, scores: Scores) -> None:
         """Enqueue the clean keys of the whole batch (after the loss used the old queue)."""
-        self.enqueue(scores.keys, scores.key_labels)
+        self.enqueue(scores.keys)
 
     @torch.no_grad()
-    def enqueue(self, keys: torch.Tensor, labels: torch.Tensor | None = None) -> None:
+    def enqueue(self, keys: torch.Tensor) -> torch.Tensor:
         """Write ``keys`` (clean, normalised) at the pointer, wrapping around when K % batch != 0 (Sec 3.1's
-        queue; the released code enqueues the un-transformed keys).  ``labels``: their classes, kept only by
-        the diagnosis oracle's queue."""
-        k_size = self.queue.shape[0]
-        n = keys.shape[0]
+        queue; the released code enqueues the un-transformed keys); returns the rows written."""
+        k_size, n = self.queue.shape[0], keys.shape[0]
         if n > k_size:
             raise ValueError(f"batch {n} is larger than the queue K={k_size}; use K >= batch size.")
         ptr = int(self.queue_ptr)
-        idx = (torch.arange(n, device=keys.device) + ptr) % k_size
-        self.queue.index_copy_(0, idx, keys.detach().to(self.queue.dtype))
-        if self.keeps_labels:
-            if labels is None:
-                raise ValueError("this queue keeps labels (moco.drop_same_class or stats.same_class): enqueue needs "
-                                 "the keys' labels.")
-            self.queue_labels.index_copy_(0, idx, labels.to(self.queue_labels.device))
+        rows = (torch.arange(n, device=keys.device) + ptr) % k_size
+        self.queue.index_copy_(0, rows, keys.detach().to(self.queue.dtype))
         self.queue_ptr.fill_((ptr + n) % k_size)
+        return rows

@@ -6,9 +6,9 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import distributed as D
-from ftcl_core.config import FTConfig, RunConfig
+from ftcl_core.config import RunConfig
 from ftcl_core.losses import other_sample_mask, simclr_ft_logits, symmetric_pairs
-from ftcl_core.methods.base import Method, Net, Scores, contrastive_loss
+from ftcl_core.methods.base import Method, Scores, StepContext, contrastive_loss
 from ftcl_core.models import Encoder, mlp
 
 
@@ -31,15 +31,15 @@ class SimCLR(Method):
     def forward(self, x1: torch.Tensor, x2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return F.normalize(self.encoder_q(x1), dim=1), F.normalize(self.encoder_q(x2), dim=1)
 
-    def scores(self, net: Net, x1: torch.Tensor, x2: torch.Tensor, ft: FTConfig, active: bool, gen: torch.Generator,
-               n_raw: int = 64, labels: torch.Tensor | None = None) -> Scores:
+    def scores(self, out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores:
         """NT-Xent's symmetric scores with FT (:func:`ftcl_core.losses.simclr_ft_logits`, Supp E.1): each view
         against the other and against every other sample of both views of the (all-rank) batch."""
-        z1, z2 = net(x1, x2)
+        z1, z2 = out
         bank1, bank2 = D.gather_rows(z1, grad=True), D.gather_rows(z2, grad=True)
         rows = D.global_rows(z1.shape[0], z1.device)
-        pos, neg = simclr_ft_logits(z1, z2, bank1, bank2, rows, ft, gen, active=active)
-        if active and ft.any:
+        pos, neg = simclr_ft_logits(z1, z2, bank1, bank2, rows, ctx.ft, ctx.gen, active=ctx.ft_active)
+        n_raw = ctx.n_stats
+        if ctx.ft_on:
             anchors, positives = symmetric_pairs(z1.detach(), z2.detach(), z1.detach(), z2.detach())
             keep = other_sample_mask(rows, bank1.shape[0])[:n_raw]
             full = anchors[:n_raw] @ torch.cat([bank1, bank2]).detach().T
@@ -50,4 +50,4 @@ class SimCLR(Method):
 
     def loss(self, scores: Scores) -> tuple[torch.Tensor, torch.Tensor]:
         """eq. 1: InfoNCE (NT-Xent) at temperature ``tau``."""
-        return contrastive_loss(scores, self.tau)
+        return contrastive_loss(scores.pos, scores.neg, self.tau)

@@ -6,9 +6,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core.config import FTConfig, RunConfig
+from ftcl_core.config import RunConfig
 from ftcl_core.losses import simsiam_loss
-from ftcl_core.methods.base import Method, Net, Scores, predictive_scores, raw_top1
+from ftcl_core.methods.base import Method, Scores, StepContext, predictive_scores, raw_top1
 from ftcl_core.models import Encoder, mlp
 
 
@@ -34,10 +34,9 @@ class SimSiam(Method):
         p1, p2 = F.normalize(self.predictor(z1), dim=1), F.normalize(self.predictor(z2), dim=1)
         return p1, p2, F.normalize(z1.detach(), dim=1), F.normalize(z2.detach(), dim=1)
 
-    def scores(self, net: Net, x1: torch.Tensor, x2: torch.Tensor, ft: FTConfig, active: bool, gen: torch.Generator,
-               n_raw: int = 64, labels: torch.Tensor | None = None) -> Scores:
+    def scores(self, out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores:
         """Each view's prediction against the other's stopped projection, eq. 3 on the pair."""
-        return predictive_scores(net(x1, x2), ft, active, gen, n_raw)
+        return predictive_scores(out, ctx)
 
     def loss(self, scores: Scores) -> tuple[torch.Tensor, torch.Tensor]:
         """SimSiam's negative cosine on the scores after FT."""

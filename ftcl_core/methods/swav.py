@@ -8,9 +8,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ftcl_core import distributed as D
-from ftcl_core.config import FTConfig, RunConfig
+from ftcl_core.config import RunConfig
 from ftcl_core.losses import in_batch_negative_scores, positive_ft, swav_loss, symmetric_pairs
-from ftcl_core.methods.base import Method, Net, Scores, raw_top1
+from ftcl_core.methods.base import Method, Scores, StepContext, raw_top1
 from ftcl_core.models import Encoder, mlp
 
 
@@ -48,12 +48,12 @@ class SwAV(Method):
             w.copy_(F.normalize(w, dim=1))
         return F.normalize(self.encoder_q(x1), dim=1), F.normalize(self.encoder_q(x2), dim=1)
 
-    def scores(self, net: Net, x1: torch.Tensor, x2: torch.Tensor, ft: FTConfig, active: bool, gen: torch.Generator,
-               n_raw: int = 64, labels: torch.Tensor | None = None) -> Scores:
+    def scores(self, out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores:
         """eq. 3 on the two views' features, then both against the prototypes."""
-        z1, z2 = net(x1, x2)
+        z1, z2 = out
         rows = D.global_rows(z1.shape[0])
-        a, b = positive_ft(z1, z2, ft, gen, rows, z1.shape[0] * D.world_size()) if active else (z1, z2)
+        n_global, n_raw = z1.shape[0] * D.world_size(), ctx.n_stats
+        a, b = positive_ft(z1, z2, ctx.ft, ctx.gen, rows, n_global) if ctx.ft_active else (z1, z2)  # eq. 3
         anchors, positives = symmetric_pairs(z1.detach(), z2.detach(), z1.detach(), z2.detach())
         raw_neg = in_batch_negative_scores(anchors, positives)[:n_raw]
         return Scores((a * b).sum(1), None, (anchors * positives).sum(1)[:n_raw], raw_neg,

@@ -1,0 +1,105 @@
+"""MoCo variants that test explanations of FT's cost; none is in the paper, each keeps MoCo's networks and
+equations (:class:`ftcl_core.methods.moco.MoCo`) and changes one thing.
+
+- :class:`LabelledMoCo`: the queue remembers each key's class.  It records the share of the queue that belongs
+  to the query's class (``stats.same_class``: the false negatives a label-free loss pushes away) and, as the
+  false-negative oracle (``moco.drop_same_class``), drops those negatives from the loss: if FT still costs
+  readout without them, false negatives are not the cause.
+- :class:`ShardedMoCo`: one FT lambda per shard of queries (``ft.shards``), the released run's 8 processes
+  imitated in one.
+
+:func:`moco_class` picks the class a config asks for (the registry, :func:`ftcl_core.methods.build_model`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ftcl_core.config import RunConfig
+from ftcl_core.losses import FTLogits, sharded_ft_logits
+from ftcl_core.methods.base import Scores, StepContext, contrastive_loss
+from ftcl_core.methods.moco import MoCo
+from ftcl_core.stats import same_class_share
+
+
+@dataclass(frozen=True)
+class LabelledScores(Scores):
+    """MoCo's scores, with what a queue that keeps labels adds."""
+
+    key_labels: torch.Tensor | None = None        # (N,) the keys' classes, to enqueue beside them
+    neg_mask: torch.Tensor | None = None          # (N, K') True: a same-class negative the oracle drops
+    same_class_share: torch.Tensor | None = None  # () the queue's share of the query's class (first n queries)
+
+
+def same_class_negatives(labels: torch.Tensor, queue_labels: torch.Tensor, sources: torch.Tensor) -> torch.Tensor:
+    """``(N, K')`` True where negative j shares query i's class, i.e. where any queue row it is made of
+    (``sources``, ``(K', 2)``) holds a key of that class.  Queue rows not yet written (label -1) never are."""
+    src = queue_labels.to(labels.device)[sources.to(labels.device)]  # (K', 2)
+    return (labels[:, None, None] == src[None]).any(-1)
+
+
+class LabelledMoCo(MoCo):
+    """MoCo whose queue keeps each key's class: it records the same-class share and, with ``drop_same_class``
+    (the oracle), leaves same-class negatives out of the loss (eq. 1 over the other negatives)."""
+
+    def __init__(self, *args, drop_same_class: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.drop_same_class = drop_same_class
+        self.register_buffer("queue_labels", torch.full((self.queue.shape[0],), -1, dtype=torch.long))  # -1: empty
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig, backbone: torch.nn.Module) -> LabelledMoCo:
+        """MoCo's networks; the oracle where ``moco.drop_same_class``."""
+        model = super().from_config(cfg, backbone)
+        model.drop_same_class = cfg.moco.drop_same_class
+        return model
+
+    def scores(self, out: tuple[torch.Tensor, ...], ctx: StepContext) -> LabelledScores:
+        """MoCo's scores, with the batch's labels for the queue, the same-class share and the oracle's mask."""
+        if ctx.labels is None:
+            raise ValueError("a queue that keeps labels (moco.drop_same_class or stats.same_class) needs the batch's "
+                             "labels in the training step (StepContext.labels).")
+        q, k, k_all = out
+        pos, neg, partners = self.ft_logits(q, k, ctx)
+        mask = None
+        if self.drop_same_class:
+            own = torch.arange(partners.shape[0], device=partners.device) % self.queue.shape[0]
+            mask = same_class_negatives(ctx.labels, self.queue_labels, torch.stack([own, partners], 1))
+        share = same_class_share(ctx.labels, self.queue_labels, ctx.n_stats)
+        return LabelledScores(pos, neg, *self.raw_scores(q, k, pos, neg, ctx), keys=k_all, views=(q.detach(), k.detach()),
+                              key_labels=ctx.labels, neg_mask=mask, same_class_share=share)
+
+    def loss(self, scores: LabelledScores) -> tuple[torch.Tensor, torch.Tensor]:
+        """eq. 1 without the negatives the oracle drops."""
+        neg = scores.neg if scores.neg_mask is None else scores.neg.masked_fill(scores.neg_mask, float("-inf"))
+        return contrastive_loss(scores.pos, neg, self.tau)
+
+    def after_step(self, scores: LabelledScores) -> None:
+        """Enqueue the clean keys and their classes."""
+        rows = self.enqueue(scores.keys)
+        self.queue_labels.index_copy_(0, rows, scores.key_labels.to(self.queue_labels.device))
+
+
+class ShardedMoCo(MoCo):
+    """MoCo with one lambda per shard of ``ft.shards`` queries, each shard against its own mixture of the queue
+    (:func:`ftcl_core.losses.sharded_ft_logits`): the released run's per-process draws, in one process."""
+
+    def ft_logits(self, q: torch.Tensor, k: torch.Tensor, ctx: StepContext) -> FTLogits:
+        if not ctx.ft_on:
+            return super().ft_logits(q, k, ctx)
+        return FTLogits(*sharded_ft_logits(q, k, self.queue, ctx.ft, ctx.gen), None)
+
+
+class LabelledShardedMoCo(ShardedMoCo, LabelledMoCo):
+    """Both: the same-class share recorded with one lambda per shard (the config forbids the oracle here)."""
+
+
+def moco_class(cfg: RunConfig) -> type[MoCo]:
+    """The MoCo a config asks for: a queue that keeps labels (``moco.drop_same_class`` or ``stats.same_class``),
+    one FT lambda per shard against the queue (``ft.shards > 1`` with ``ft.neg``), both, or the paper's."""
+    labelled = cfg.moco.drop_same_class or cfg.stats.same_class
+    sharded = cfg.ft.shards > 1 and cfg.ft.neg
+    return {(False, False): MoCo, (True, False): LabelledMoCo, (False, True): ShardedMoCo,
+            (True, True): LabelledShardedMoCo}[(labelled, sharded)]
