@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 
-from ftcl_core.runs import ConfigError, load_config
+from ftcl_core.config import ConfigError, load_config
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from ftcl_core import distributed as D
-    from ftcl_core.training import IncompatibleCheckpoint, TrainingDiverged, train
+    from ftcl_core.checkpoints import IncompatibleCheckpoint
+    from ftcl_core.training import TrainingDiverged, train
 
     try:
         cfg = load_config(args.config, args.overrides)
@@ -155,7 +156,7 @@ def _plan(args) -> int:
 
 
 def _screen(args) -> int:
-    """A screen (issue "When does FT help?"): the first ``--steps`` steps of a config in a temporary folder, then
+    """A screen: the first ``--steps`` steps of a config in a temporary folder, then
     the collapse signature of the raw cosines (:func:`ftcl_core.stats.collapse_signature`) and the time per step."""
     import tempfile
     import time
@@ -192,8 +193,9 @@ def _screen(args) -> int:
 
 
 def _sweep(args) -> int:
+    from ftcl_core.checkpoints import IncompatibleCheckpoint
     from ftcl_core.experiments import summarize, sweep, switch_to_calibrated
-    from ftcl_core.training import IncompatibleCheckpoint, TrainingDiverged
+    from ftcl_core.training import TrainingDiverged
 
     try:
         for moved in switch_to_calibrated(args.experiment, args.profile) if args.calibrated else ():

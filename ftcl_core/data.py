@@ -9,7 +9,7 @@ follows the CPU calibration in ``shared/notes/cpu-calibration.md``:
 
 * the class is the *shape* (10 kinds), which survives cropping, flipping and colour jitter; with
   ``data.classes`` 20 or 30 it is the shape and its *fill* (solid, outline, striped), a second factor that
-  survives the augmentations as well, so that the share of same-class negatives can be varied (issue 11, Q3);
+  survives the augmentations as well, so that the share of same-class negatives can be varied (chapter 7);
 * the nuisances are rotation, scale, position, colour, background gradient and pixel noise;
 * colours come from a small palette and are independent of the class, so colour cannot identify an
   instance (with free RGB colours, instance discrimination is solved by colour alone and nothing

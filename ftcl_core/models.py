@@ -247,8 +247,7 @@ def kaiming_init(backbone: nn.Module) -> nn.Module:
 
 def init_norm_ratio(name: str, seed: int = 0) -> float:
     """How much larger :func:`kaiming_init` makes the encoder ``name``'s convolution weights than PyTorch's default
-    initialisation: the ratio of the two L2 norms over every conv weight, each encoder built from ``seed``. Sets the
-    issue's "about 3x" on the encoder a recipe actually uses."""
+    initialisation: the ratio of the two L2 norms over every conv weight, each encoder built from ``seed``."""
     def conv_norm(net: nn.Module) -> float:
         return float(torch.sqrt(sum((m.weight.detach() ** 2).sum() for m in net.modules() if isinstance(m, nn.Conv2d))))
 

@@ -30,17 +30,7 @@ from typing import Any
 
 import yaml
 
-# The config API, re-exported: code and stored notebooks import it from here.
-from ftcl_core.config import (  # noqa: F401
-    DEFAULTS,
-    EXECUTION_KEYS,
-    ConfigError,
-    RunConfig,
-    config_diff,
-    load_config,
-    merge,
-    parse_overrides,
-)
+from ftcl_core.config import DEFAULTS, ConfigError, RunConfig
 
 
 class RunFileError(ValueError):

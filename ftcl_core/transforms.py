@@ -9,12 +9,11 @@ permutation are separate (:func:`sample_lambda`, :func:`sample_permutation`), an
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 import torch.nn.functional as F
 
-Granularity = Literal["step", "sample", "dim"]
+from ftcl_core.config import Granularity  # "step" | "sample" | "dim": one definition, the config's
+
 Lam = float | torch.Tensor
 
 

@@ -8,10 +8,10 @@ import torch
 
 from ftcl_core import calibration as C
 from ftcl_core import experiments as X
-from ftcl_core.data import hold_out, make_shapes, shapes_splits, shapes_validation
+from ftcl_core.config import ConfigError, load_config
+from ftcl_core.data import hold_out, load_data, make_shapes, shapes_splits, shapes_validation
 from ftcl_core.methods import build_model
-from ftcl_core.runs import ConfigError, load_config
-from ftcl_core.training import augment_config, load_data
+from ftcl_core.training import augment_config
 
 
 def test_the_validation_split_is_neither_train_nor_test():

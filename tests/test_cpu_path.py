@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from ftcl_core import training
+from ftcl_core.config import config_diff, load_config
 from ftcl_core.gpucheck import _grad_rel, _views, one_step
 from ftcl_core.models import SplitBatchNorm2d, build_encoder, group_major
-from ftcl_core.runs import config_diff, load_config
 from ftcl_core.training import COMPILE_AUTO_MIN_STEPS, channels_last, compile_backend, execution_path
 
 

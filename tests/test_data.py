@@ -124,7 +124,7 @@ def test_a_class_folder_without_images_is_named(tmp_path):
 
 
 def test_image_folder_without_a_held_out_folder_is_refused():
-    from ftcl_core.runs import ConfigError, load_config
+    from ftcl_core.config import ConfigError, load_config
 
     with pytest.raises(ConfigError, match="data.test_root"):
         load_config("configs/smoke_moco_v2.yaml", ["data.name=imagefolder", "data.root=/somewhere"])

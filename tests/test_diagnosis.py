@@ -105,8 +105,8 @@ def test_the_oracle_step_is_infonce_over_the_other_classes_negatives(ft):
     """One MoCo step with moco.drop_same_class: the loss is InfoNCE over only the unmarked negatives; every queue
     row of the query's class is marked (with interpolation, also the mixtures that contain one); the queue then
     records the keys' labels."""
+    from ftcl_core.config import load_config
     from ftcl_core.methods import LabelledMoCo, StepContext, build_model
-    from ftcl_core.runs import load_config
 
     cfg = load_config("configs/smoke_moco_v2.yaml", ["moco.drop_same_class=true", "model.bn_splits=1", *ft])
     model = build_model(cfg)
@@ -130,7 +130,7 @@ def test_the_oracle_step_is_infonce_over_the_other_classes_negatives(ft):
 
 
 def test_the_oracle_is_refused_where_it_cannot_apply():
-    from ftcl_core.runs import ConfigError, load_config
+    from ftcl_core.config import ConfigError, load_config
 
     for bad in (["method=simclr", "moco.drop_same_class=true"], ["ft.hard=true", "moco.drop_same_class=true"]):
         with pytest.raises(ConfigError, match="drop_same_class"):
@@ -149,7 +149,8 @@ def test_the_same_class_share_counts_written_keys_of_the_querys_class():
 
 
 def test_a_run_records_the_queues_same_class_share_only_where_asked(tmp_path):
-    from ftcl_core.runs import ConfigError, RunDir, load_config
+    from ftcl_core.config import ConfigError, load_config
+    from ftcl_core.runs import RunDir
     from ftcl_core.training import train
 
     over = ["data.n_train=256", "moco.queue_size=128", "train.epochs=1"]

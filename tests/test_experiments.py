@@ -271,7 +271,8 @@ def test_one_seed_per_setting_keeps_the_first_seed_of_each():
 
 def test_a_sweep_compiles_a_network_whose_runs_together_pay_for_the_compile(tmp_path, monkeypatch):
     from ftcl_core import training
-    from ftcl_core.runs import load_config, write_yaml
+    from ftcl_core.config import load_config
+    from ftcl_core.runs import write_yaml
 
     monkeypatch.setattr(training.shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.setattr(training, "COMPILE_AUTO_MIN_STEPS", 30)  # the smoke runs take 16 steps each
@@ -295,7 +296,7 @@ def test_byols_changing_target_momentum_does_not_rebuild_a_compiled_step(tmp_pat
     recompiles). The eager backend traces and guards as inductor does, without building kernels."""
     import torch._dynamo
 
-    from ftcl_core.runs import load_config
+    from ftcl_core.config import load_config
     from ftcl_core.training import train
 
     cfg = load_config("configs/smoke_byol.yaml", ["train.compile=eager", "train.epochs=1", "eval.random_init=false"])
@@ -306,7 +307,7 @@ def test_byols_changing_target_momentum_does_not_rebuild_a_compiled_step(tmp_pat
 
 def test_a_sweep_may_set_only_how_runs_execute(tmp_path, monkeypatch):
     """``--set device=cuda`` moves a sweep to a GPU; a recipe key there would relabel runs, so it is refused."""
-    from ftcl_core.runs import config_diff, load_config
+    from ftcl_core.config import config_diff, load_config
 
     with pytest.raises(ValueError, match="execut"):
         X.sweep("experiments/table1_momentum.yaml", "smoke", execution={"train.epochs": 3}, progress=False)

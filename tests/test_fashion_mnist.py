@@ -5,6 +5,7 @@ import gzip
 import pytest
 import torch
 
+from ftcl_core.config import load_config
 from ftcl_core.data import (
     DEBIAN_FASHION_MNIST,
     balanced_indices,
@@ -12,7 +13,6 @@ from ftcl_core.data import (
     load_fashion_mnist,
     read_idx,
 )
-from ftcl_core.runs import load_config
 
 
 def write_idx(path, array: torch.Tensor, gz: bool = True) -> None:
@@ -47,9 +47,9 @@ def test_torchvision_layout_under_the_root_is_found(tmp_path):
 
 
 def test_missing_and_damaged_files_are_clear_errors(tmp_path, monkeypatch):
-    import ftcl_core.data as D
+    from ftcl_core import data
 
-    monkeypatch.setattr(D, "DEBIAN_FASHION_MNIST", tmp_path / "nowhere")
+    monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "nowhere")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match="apt-get install dataset-fashion-mnist.*data.download=true"):
         load_fashion_mnist(tmp_path / "empty", True)
@@ -87,7 +87,7 @@ def test_the_fmnist_configs_validate():
 
 @pytest.mark.skipif(not DEBIAN_FASHION_MNIST.is_dir(), reason="dataset-fashion-mnist is not installed")
 def test_real_fashion_mnist_through_the_training_loader():
-    from ftcl_core.training import load_data
+    from ftcl_core.data import load_data
 
     cfg = load_config("configs/cpu_fmnist_moco_v1.yaml", ["data.n_train=300", "data.n_test=200", "moco.queue_size=256"])
     train, test = load_data(cfg)

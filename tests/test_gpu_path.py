@@ -11,8 +11,8 @@ import torch
 
 from ftcl_core import profiling as bench
 from ftcl_core.checkpoints import METRIC_COLUMNS
+from ftcl_core.config import ConfigError, load_config
 from ftcl_core.methods import StepContext
-from ftcl_core.runs import ConfigError, load_config
 from ftcl_core.training import build_optimizer, prepare_model, train
 
 

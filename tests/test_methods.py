@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import transforms as T
+from ftcl_core.config import ConfigError, load_config
 from ftcl_core.losses import (
     FTConfig,
     in_batch_negative_scores,
@@ -19,7 +20,6 @@ from ftcl_core.losses import (
 )
 from ftcl_core.methods import build_model
 from ftcl_core.models import SplitBatchNorm1d
-from ftcl_core.runs import ConfigError, load_config
 from ftcl_core.training import train
 
 

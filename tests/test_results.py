@@ -56,7 +56,7 @@ def test_replaying_a_stored_run_matches_its_metrics():
 
 def test_replay_tolerances_still_catch_a_changed_recipe():
     """The cross-machine allowance is far below what a real change of the code or recipe does to the same steps."""
-    from ftcl_core.runs import load_config
+    from ftcl_core.config import load_config
     from ftcl_core.training import train
 
     def first_steps(*over: str) -> dict:
@@ -90,7 +90,7 @@ def test_every_stored_run_is_what_its_experiment_file_asks_for():
     import yaml
 
     from ftcl_core import experiments as X
-    from ftcl_core.runs import config_diff
+    from ftcl_core.config import config_diff
 
     checked = 0
     for path in sorted((ROOT / "experiments").glob("*.yaml")):
@@ -110,7 +110,7 @@ def test_every_stored_run_is_what_its_experiment_file_asks_for():
 
 def test_a_setting_value_can_depend_on_the_profile():
     from ftcl_core import experiments as X
-    from ftcl_core.runs import ConfigError
+    from ftcl_core.config import ConfigError
 
     two_k = {"moco.queue_size": {"cpu": 8192, "gpu": 131072}}
     assert X.resolve("configs/cpu_moco_v1.yaml", two_k, "cpu").moco.queue_size == 8192

@@ -2,7 +2,8 @@
 
 import pytest
 
-from ftcl_core.runs import ConfigError, atomic_write_bytes, config_diff, load_config, parse_overrides
+from ftcl_core.config import ConfigError, config_diff, load_config, parse_overrides
+from ftcl_core.runs import atomic_write_bytes
 
 
 def test_overrides_are_typed_and_nested():
@@ -130,7 +131,7 @@ def test_disk_full_while_checkpointing_names_the_folder_and_says_resuming_is_saf
     import errno
     import os
 
-    import ftcl_core.runs as R
+    from ftcl_core import runs
 
     real_fsync = os.fsync
 
@@ -139,12 +140,12 @@ def test_disk_full_while_checkpointing_names_the_folder_and_says_resuming_is_saf
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_fsync(fd)
 
-    monkeypatch.setattr(R.os, "fsync", full)
+    monkeypatch.setattr(runs.os, "fsync", full)
     code, err = cli(capsys, *SMOKE, "--out", str(tmp_path / "run"))
     assert_one_clear_line(code, err, str(tmp_path / "run"), "no space left", "same command")
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
     assert not [p for p in (tmp_path / "run").iterdir() if p.name.endswith(".tmp")]  # no partial file left
-    monkeypatch.setattr(R.os, "fsync", real_fsync)
+    monkeypatch.setattr(runs.os, "fsync", real_fsync)
     code, err = cli(capsys, *SMOKE, "--out", str(tmp_path / "run"))  # space freed: the same command finishes
     assert code == 0 and (tmp_path / "run" / "eval.json").is_file()
 

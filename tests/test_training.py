@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from ftcl_core.runs import RunDir, load_config
-from ftcl_core.training import IncompatibleCheckpoint, TrainingDiverged, train
+from ftcl_core.checkpoints import IncompatibleCheckpoint
+from ftcl_core.config import load_config
+from ftcl_core.runs import RunDir
+from ftcl_core.training import TrainingDiverged, train
 
 SMOKE = "configs/smoke_moco_v2.yaml"
 
@@ -131,7 +133,7 @@ def test_a_waiting_process_names_the_holder_of_the_run_lock(tmp_path, capsys):
     import threading
     import time
 
-    from ftcl_core.training import run_lock
+    from ftcl_core.runs import run_lock
 
     entered = threading.Event()
 

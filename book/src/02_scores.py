@@ -32,9 +32,11 @@ import torch.nn.functional as F
 
 from ftcl_core import augment as A
 from ftcl_core import experiments as X
+from ftcl_core.data import load_data
 from ftcl_core.losses import info_nce, logits_from_scores, moco_logits
+from ftcl_core.methods import build_model
 from ftcl_core.stats import score_statistics
-from ftcl_core.training import augment_config, build_model, load_data
+from ftcl_core.training import augment_config
 
 exp = X.Experiment.load("experiments/table5_ft_v2.yaml")
 cfg = X.resolve(X.base_for(exp, profile), {**exp.settings["v2 baseline"], "seed": 0}, profile)
