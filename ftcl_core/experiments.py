@@ -33,18 +33,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ftcl_core.config import config_identity
-from ftcl_core.runs import (
-    EXECUTION_KEYS,
-    ConfigError,
-    RunConfig,
-    RunDir,
-    atomic_write_bytes,
-    config_diff,
-    cpu_model,
-    load_config,
-    write_json,
-)
+from ftcl_core.config import EXECUTION_KEYS, ConfigError, RunConfig, config_diff, config_identity, load_config
+from ftcl_core.runs import RunDir, atomic_write_bytes, cpu_model, write_json
 
 PROFILES = ("smoke", "cpu", "gpu")
 ROOT = Path(__file__).resolve().parent.parent
