@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     sc.add_argument("config", help="YAML config, e.g. configs/cpu_moco_v1.yaml")
     sc.add_argument("overrides", nargs="*", help="key=value overrides, e.g. ft.pos=true")
     sc.add_argument("--steps", type=int, default=120, help="steps to train (default 120)")
+    pr = sub.add_parser("predict", help="fit the FT-outcome predictor on the stored runs, judge it held out by "
+                                        "experiment, write results/predictor.json; print its scores")
+    pr.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
     sm = sub.add_parser("summary", help="write results/summary.csv from the stored runs; print it as Markdown")
     sm.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
     cal = sub.add_parser("calibration", help="write results/calibration.csv from the calibration runs; print it")
@@ -67,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         return _sweep(args)
     if args.command == "screen":
         return _screen(args)
+    if args.command == "predict":
+        from ftcl_core import predict
+
+        report = predict.write_report(args.profile)
+        print(f"{len(report['examples'])} stored FT runs, each against the baseline of its seed; held out: "
+              f"{report['held_out']}; written to {predict.REPORT}")
+        print(predict.report_markdown(report))
+        return 0
     if args.command == "plan":
         return _plan(args)
     if args.command == "calibration":
@@ -189,7 +200,32 @@ def _screen(args) -> int:
     shown = ("neg_mean", "rho", "align", "uniform", "erank") + (("same_class",) if cfg.stats.same_class else ())
     for col in shown:
         print(f"{col:<8} " + " ".join(f"{float(m[col][s]):7.3f}" for s in picks))
+    print(_screen_prediction(cfg, m))
     return 0
+
+
+def _screen_prediction(cfg, metrics: dict) -> str:
+    """What the predictor fitted on the stored runs (results/predictor.json) says of this screen's FT run."""
+    import numpy as np
+
+    from ftcl_core import predict
+
+    if not cfg.ft.any:
+        return "predicted outcome: none (no FT in this config)"
+    switch = int(np.searchsorted(metrics["epoch"], cfg.ft.start_epoch))
+    if switch + predict.WINDOW > len(metrics["neg_mean"]):
+        return (f"predicted outcome: needs --steps {switch + predict.WINDOW} ({predict.WINDOW} steps after FT switches "
+                f"on at step {switch})")
+    try:
+        model = predict.load_model()
+    except (FileNotFoundError, ValueError) as err:
+        return f"predicted outcome: {err}"
+    stats = predict.window_stats(metrics, switch)
+    p_loss, size = (float(v[0]) for v in model.predict(stats.features))
+    rule = "loses" if predict.rule_predicts_loss(stats) else "does not lose"
+    return (f"predicted outcome against the baseline of the same seed (results/predictor.json, fitted on the stored "
+            f"runs): P(loses readout) {p_loss:.2f}, paired difference {size:+.1f} points; the Mean(neg) > "
+            f"{predict.RULE_THRESHOLD} by step {predict.RULE_STEPS} rule says it {rule}")
 
 
 def _sweep(args) -> int:

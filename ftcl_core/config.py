@@ -34,7 +34,7 @@ import yaml
 # The names a config may use; each owner (see the comment) checks that its table matches.
 METHODS = ("moco", "simclr", "byol", "simsiam", "swav")  # the keys of ftcl_core.methods.METHODS
 CONTRASTIVE = ("moco", "simclr")  # the methods with negatives (the others take positive FT only, Table 5)
-SMALL_ENCODERS = ("resnet10_w16", "resnet10_w32", "resnet18_w16", "resnet18_w32")  # ftcl_core.models.SMALL
+SMALL_ENCODERS = ("resnet10_w16", "resnet10_w32", "resnet18_w16", "resnet18_w32", "resnet18_w64")  # models.SMALL
 TORCHVISION_ENCODERS = ("resnet18", "resnet50", "resnet18_cifar", "resnet50_cifar")  # ftcl_core.models.TORCHVISION
 AUGMENT_PRESETS = ("v1", "v2", "simclr")  # ftcl_core.augment.PRESETS
 GRANULARITIES = ("step", "sample", "dim")  # ftcl_core.transforms.lambda_shape

@@ -227,6 +227,7 @@ SMALL = {
     "resnet10_w32": dict(blocks=(1, 1, 1, 1), width=32),
     "resnet18_w16": dict(blocks=(2, 2, 2, 2), width=16),
     "resnet18_w32": dict(blocks=(2, 2, 2, 2), width=32),
+    "resnet18_w64": dict(blocks=(2, 2, 2, 2), width=64),  # the standard CIFAR ResNet-18 (about 11 M parameters)
 }
 TORCHVISION = TORCHVISION_ENCODERS
 assert tuple(SMALL) == SMALL_ENCODERS, "ftcl_core.config.SMALL_ENCODERS lists the names of SMALL"

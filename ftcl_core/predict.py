@@ -1,0 +1,304 @@
+"""Predict an FT run's outcome from the visualization tool's statistics of its first 100 steps with FT on.
+
+The paper's tool (Supp A: Mean(pos), Mean(neg), Var(neg) of the raw cosines) and the representation statistics
+every run records (alignment, uniformity, the views' deviation correlation rho, the effective rank) are read in
+the window of ``WINDOW`` steps after FT switches on (for a late start: the steps after the switch, with the state
+at the switch).  A few named features of that window go into two small models a reader can inspect:
+
+- the *sign*: logistic regression (L2-penalised, fitted by Newton's method) of "FT loses readout against the
+  baseline of the same seed";
+- the *size*: ridge regression of the paired difference in linear top-1 points.
+
+Both are judged held out by experiment (leave one experiment file out: a setting's seeds are never split between
+training and test), against two references: the majority outcome of the training folds, and the rule "Mean(neg)
+of the raw cosines passes 0.9 within 20 steps of the switch => loses".  Accuracy carries a Wilson 95 % interval
+and the mean absolute error a bootstrap one; runs of one setting share a recipe, so both intervals assume an
+independence the seeds only approximate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+WINDOW = 100  # steps after the switch
+RULE_THRESHOLD, RULE_STEPS = 0.9, 20  # the reference rule: Mean(neg) > 0.9 within 20 steps => loses
+
+# (name, how it is read from the window) — kept to a few, so that the fitted weights can be read
+FEATURES = ("peak Mean(neg)", "Mean(neg) at the end", "effective rank, end / switch", "rho at the end",
+            "Mean(pos) at the end", "slope of Mean(neg), 2nd half")
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    """One run's statistics in its window of ``WINDOW`` steps after FT switches on."""
+
+    features: np.ndarray  # (len(FEATURES),) in the order of :data:`FEATURES`
+    first_above: int | None  # steps after the switch at which Mean(neg) first passes RULE_THRESHOLD (None: never)
+
+
+def window_stats(metrics: dict[str, np.ndarray], switch: int, window: int = WINDOW) -> WindowStats:
+    """The features of ``metrics`` (a run's ``metrics.npz``) in ``[switch, switch + window)``; ``switch`` is the
+    first step with FT on (0 from the first step; ``ft.start_epoch`` x steps per epoch for a late start)."""
+    n = len(metrics["neg_mean"])
+    if switch + window > n:
+        raise ValueError(f"the window [{switch}, {switch + window}) runs past the run's {n} recorded steps; "
+                         "choose a shorter window or a run that trained at least that long after FT switched on.")
+    w = slice(switch, switch + window)
+    neg, pos = np.asarray(metrics["neg_mean"][w], float), np.asarray(metrics["pos_mean"][w], float)
+    erank, rho = np.asarray(metrics["erank"], float), np.asarray(metrics["rho"][w], float)
+    tail = slice(-10, None)
+    half = neg[window // 2:]
+    slope = float(np.polyfit(np.arange(half.size), half, 1)[0]) if half.size > 1 else 0.0
+    at_switch = float(erank[switch]) if np.isfinite(erank[switch]) and erank[switch] > 0 else math.nan
+    features = np.array([neg.max(), neg[tail].mean(), float(erank[w][tail].mean()) / at_switch, rho[tail].mean(),
+                         pos[tail].mean(), slope * window])
+    above = np.flatnonzero(neg > RULE_THRESHOLD)
+    return WindowStats(features, int(above[0]) if above.size else None)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One stored FT run beside the baseline of the same seed."""
+
+    experiment: str   # the experiment file's table (the unit held out together)
+    setting: str
+    seed: int
+    data: str         # the data set, e.g. "shapes", "fashion_mnist"
+    stats: WindowStats
+    diff: float       # linear top-1 of the FT run minus its baseline's, in points
+
+
+def rule_predicts_loss(stats: WindowStats) -> bool:
+    """The reference rule: Mean(neg) of the raw cosines passes 0.9 within 20 steps of the switch => loses."""
+    return stats.first_above is not None and stats.first_above <= RULE_STEPS
+
+
+def _standardise(x: np.ndarray, mean: np.ndarray | None = None, std: np.ndarray | None = None):
+    mean = np.nanmean(x, 0) if mean is None else mean
+    std = np.nanstd(x, 0) if std is None else std
+    z = (x - mean) / np.where(std > 0, std, 1.0)
+    return np.nan_to_num(z), mean, std
+
+
+@dataclass(frozen=True)
+class Model:
+    """A fitted sign model and size model on standardised features (weights in standard deviations)."""
+
+    mean: np.ndarray
+    std: np.ndarray
+    sign_weights: np.ndarray  # (1 + features,) logistic: intercept first; positive -> more likely to lose
+    size_weights: np.ndarray  # (1 + features,) ridge: intercept first; the paired difference in points
+    features: tuple[str, ...] = field(default=FEATURES)
+
+    def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """P(loses) and the predicted paired difference (points) of feature rows ``x``."""
+        z, _, _ = _standardise(np.atleast_2d(x), self.mean, self.std)
+        design = np.hstack([np.ones((z.shape[0], 1)), z])
+        return 1 / (1 + np.exp(-design @ self.sign_weights)), design @ self.size_weights
+
+
+def fit(x: np.ndarray, loses: np.ndarray, diff: np.ndarray, l2: float = 1.0, iters: int = 50) -> Model:
+    """Logistic regression of ``loses`` and ridge regression of ``diff`` on the standardised rows ``x``; the
+    penalty ``l2`` spares the intercept (a handful of runs per experiment: keep the weights small)."""
+    z, mean, std = _standardise(x)
+    design = np.hstack([np.ones((z.shape[0], 1)), z])
+    penalty = l2 * np.diag([0.0] + [1.0] * z.shape[1])
+    w = np.zeros(design.shape[1])
+    y = loses.astype(float)
+    for _ in range(iters):  # Newton's method on the penalised log-likelihood
+        p = 1 / (1 + np.exp(-design @ w))
+        grad = design.T @ (p - y) + penalty @ w
+        hess = design.T @ (design * (p * (1 - p))[:, None]) + penalty + 1e-9 * np.eye(len(w))
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    size = np.linalg.solve(design.T @ design + penalty, design.T @ diff)
+    return Model(mean, std, w, size)
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson's 95 % interval of a proportion k / n (Wilson 1927)."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (centre - half, centre + half)
+
+
+def bootstrap_mean(values: np.ndarray, seed: int = 0, draws: int = 2000) -> tuple[float, float]:
+    """A percentile bootstrap 95 % interval of the mean of ``values``."""
+    if len(values) == 0:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    means = rng.choice(values, (draws, len(values))).mean(1)
+    return (float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975)))
+
+
+@dataclass(frozen=True)
+class Score:
+    """Held-out accuracy (sign) with its Wilson interval, and the size model's mean absolute error."""
+
+    name: str
+    correct: int
+    n: int
+    mae: float = math.nan
+    mae_ci95: tuple[float, float] = (math.nan, math.nan)
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.n if self.n else math.nan
+
+    @property
+    def ci95(self) -> tuple[float, float]:
+        return wilson(self.correct, self.n)
+
+
+def leave_one_experiment_out(examples: Sequence[Example]) -> dict[str, object]:
+    """Each experiment's runs predicted by models fitted on the other experiments' runs; the predictor's, the
+    majority outcome's and the Mean(neg) rule's held-out scores, per data set too, and each run's predictions."""
+    x = np.array([e.stats.features for e in examples])
+    loses = np.array([e.diff < 0 for e in examples])
+    diff = np.array([e.diff for e in examples])
+    groups = np.array([e.experiment for e in examples])
+    p_loss, size, majority = np.full(len(examples), np.nan), np.full(len(examples), np.nan), np.zeros(len(examples), bool)
+    constant = np.full(len(examples), np.nan)
+    for g in sorted(set(groups)):
+        test, train = groups == g, groups != g
+        if train.sum() < 4 or len(set(loses[train])) < 2:
+            majority[test] = loses[train].mean() >= 0.5 if train.any() else True
+            continue
+        model = fit(x[train], loses[train], diff[train])
+        p_loss[test], size[test] = model.predict(x[test])
+        majority[test], constant[test] = loses[train].mean() >= 0.5, diff[train].mean()
+    rule = np.array([rule_predicts_loss(e.stats) for e in examples])
+    fitted = np.isfinite(p_loss)
+    data = np.array([e.data for e in examples])
+
+    def scores(mask: np.ndarray) -> list[Score]:
+        m = mask & fitted
+        err = np.abs(size[m] - diff[m])
+        const_err = np.abs(constant[m] - diff[m])
+        return [Score("predictor", int(((p_loss[m] >= 0.5) == loses[m]).sum()), int(m.sum()), float(err.mean()) if m.any()
+                      else math.nan, bootstrap_mean(err)),
+                Score("majority outcome (size: the mean difference)", int((majority[m] == loses[m]).sum()), int(m.sum()),
+                      float(const_err.mean()) if m.any() else math.nan, bootstrap_mean(const_err)),
+                Score(f"Mean(neg) > {RULE_THRESHOLD} by step {RULE_STEPS} => loses", int((rule[m] == loses[m]).sum()),
+                      int(m.sum()))]
+
+    return {"all": scores(np.ones(len(examples), bool)),
+            **{d: scores(data == d) for d in sorted(set(data))},
+            "p_loss": p_loss, "size": size, "constant": constant, "loses": loses, "diff": diff, "experiments": groups,
+            "data": data,
+            "model": fit(x, loses, diff) if len(set(loses)) > 1 else None}
+
+
+def ft_pairs(profile: str = "cpu", folders: Sequence[str] = ("experiments", "experiments/diagnosis")
+             ) -> list[tuple[str, str, str, str]]:
+    """(experiment file, table, FT arm, its baseline) of every comparison in the experiment files whose reference
+    trains without FT and whose arm differs from it only in ``ft.*`` keys (FT's own effect, nothing else)."""
+    from ftcl_core import experiments
+    from ftcl_core.config import config_diff
+
+    out = []
+    for folder in folders:
+        for path in sorted((experiments.ROOT / folder).glob("*.yaml")):
+            exp = experiments.Experiment.load(path)
+            base = experiments.base_for(exp, profile)
+            for arm, ref in exp.compare.items():
+                a = experiments.resolve(base, exp.overrides(arm, 0), profile)
+                r = experiments.resolve(base, exp.overrides(ref, 0), profile)
+                if a.ft.any and not r.ft.any and all(k.startswith("ft.") for k in config_diff(a, r)):
+                    out.append((str(path.relative_to(experiments.ROOT)), exp.table, arm, ref))
+    return out
+
+
+def stored_examples(profile: str = "cpu", window: int = WINDOW) -> list[Example]:
+    """Every stored FT run of :func:`ft_pairs` whose baseline of the same seed is stored, with its window
+    statistics and its paired difference in linear top-1."""
+    from ftcl_core import experiments
+    from ftcl_core.runs import RunDir
+
+    out = []
+    for path, table, arm, ref in ft_pairs(profile):
+        exp = experiments.Experiment.load(path)
+        records = {(r["setting"], r["seed"]): r for r in experiments.load_records(path, profile)}
+        for seed in exp.seeds:
+            if (arm, seed) not in records or (ref, seed) not in records:
+                continue
+            run = RunDir(records[arm, seed]["dir"])
+            cfg, metrics = run.load_config(), run.load_metrics()
+            switch = int(np.searchsorted(metrics["epoch"], cfg.ft.start_epoch))
+            if switch + window > len(metrics["neg_mean"]):
+                continue
+            diff = records[arm, seed]["linear_top1"] - records[ref, seed]["linear_top1"]
+            out.append(Example(table, arm, seed, cfg.data.name, window_stats(metrics, switch, window), float(diff)))
+    return out
+
+
+REPORT = "results/predictor.json"
+COMMAND = "python -m ftcl_core predict"
+
+
+def write_report(profile: str = "cpu", out: str | None = None) -> dict:
+    """Fit and judge the predictor on every stored FT run (:func:`stored_examples`,
+    :func:`leave_one_experiment_out`) and write ``results/predictor.json``: the examples, their held-out
+    predictions, the scores with their intervals, and the model fitted on all runs (what ``screen`` applies)."""
+    from ftcl_core import experiments
+    from ftcl_core.runs import atomic_write_bytes
+
+    examples = stored_examples(profile)
+    res = leave_one_experiment_out(examples)
+    model: Model | None = res["model"]
+
+    def score(s: Score) -> dict:
+        return {"name": s.name, "correct": s.correct, "n": s.n, "accuracy": s.accuracy, "ci95": list(s.ci95),
+                "mae": s.mae, "mae_ci95": list(s.mae_ci95)}
+
+    report = {
+        "command": COMMAND, "window": WINDOW, "features": list(FEATURES),
+        "rule": {"threshold": RULE_THRESHOLD, "steps": RULE_STEPS},
+        "held_out": "leave one experiment out",
+        "scores": {k: [score(s) for s in v] for k, v in res.items() if isinstance(v, list)},
+        "model": None if model is None else {"mean": model.mean.tolist(), "std": model.std.tolist(),
+                                             "sign_weights": model.sign_weights.tolist(),
+                                             "size_weights": model.size_weights.tolist()},
+        "examples": [{"experiment": e.experiment, "setting": e.setting, "seed": e.seed, "data": e.data,
+                      "features": e.stats.features.tolist(), "first_above": e.stats.first_above, "diff": e.diff,
+                      "p_loss_held_out": float(res["p_loss"][i]), "size_held_out": float(res["size"][i])}
+                     for i, e in enumerate(examples)],
+    }
+    target = experiments.ROOT / (out or REPORT)
+    atomic_write_bytes(target, (json.dumps(report, indent=1, allow_nan=True) + "\n").encode())
+    return report
+
+
+def load_model(path: str | None = None) -> Model:
+    """The model fitted on every stored FT run, from ``results/predictor.json`` (:func:`write_report`)."""
+    from ftcl_core import experiments
+
+    target = experiments.ROOT / (path or REPORT)
+    if not target.is_file():
+        raise FileNotFoundError(f"{target} not found: run `{COMMAND}` to fit the predictor on the stored runs.")
+    m = json.loads(target.read_text())["model"]
+    if m is None:
+        raise ValueError(f"{target} holds no model (the stored runs have one outcome only); train more FT runs.")
+    return Model(*(np.asarray(m[k]) for k in ("mean", "std", "sign_weights", "size_weights")))
+
+
+def report_markdown(report: dict) -> str:
+    """The held-out scores as a Markdown table (overall and per data set)."""
+    rows = ["| runs | method | sign correct | accuracy (95 % CI) | size: mean abs. error, points (95 % CI) |",
+            "|---|---|---|---|---|"]
+    for group, scores in report["scores"].items():
+        for s in scores:
+            mae = (f"{s['mae']:.1f} ({s['mae_ci95'][0]:.1f} to {s['mae_ci95'][1]:.1f})"
+                   if s["mae"] == s["mae"] else "")
+            rows.append(f"| {group} | {s['name']} | {s['correct']} / {s['n']} | {s['accuracy']:.2f} "
+                        f"({s['ci95'][0]:.2f} to {s['ci95'][1]:.2f}) | {mae} |")
+    return "\n".join(rows)

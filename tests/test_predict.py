@@ -1,0 +1,72 @@
+"""The FT-outcome predictor (ftcl_core.predict): its window, its models, its held-out protocol and intervals."""
+
+import math
+
+import numpy as np
+import pytest
+
+from ftcl_core import predict
+
+
+def metrics(n=150, peak_at=None, level=0.95):
+    neg = np.full(n, 0.1)
+    if peak_at is not None:
+        neg[peak_at:] = level
+    return {"neg_mean": neg, "pos_mean": np.full(n, 0.9), "erank": np.linspace(80, 10, n), "rho": np.full(n, 0.2)}
+
+
+def test_the_window_reads_the_steps_after_the_switch_and_the_rule_its_first_crossing():
+    s = predict.window_stats(metrics(peak_at=30), switch=20)
+    assert s.first_above == 10 and predict.rule_predicts_loss(s)  # 10 steps after the switch
+    assert predict.window_stats(metrics(peak_at=45), switch=20).first_above == 25
+    assert not predict.rule_predicts_loss(predict.window_stats(metrics(peak_at=45), switch=20))
+    assert predict.window_stats(metrics(), switch=0).first_above is None
+    feats = dict(zip(predict.FEATURES, s.features))
+    assert feats["peak Mean(neg)"] == pytest.approx(0.95)
+    erank = np.linspace(80, 10, 150)
+    assert feats["effective rank, end / switch"] == pytest.approx(erank[110:120].mean() / erank[20])
+    with pytest.raises(ValueError, match="runs past"):
+        predict.window_stats(metrics(n=110), switch=20)
+
+
+def test_wilson_interval_matches_a_hand_computation():
+    lo, hi = predict.wilson(8, 10)
+    z = 1.96
+    p, n = 0.8, 10
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert (lo, hi) == pytest.approx((centre - half, centre + half))
+    assert (lo, hi) == pytest.approx((0.4902, 0.9433), abs=1e-4)
+
+
+def test_the_models_learn_a_separable_outcome_and_its_size():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(80, len(predict.FEATURES)))
+    diff = -10 * x[:, 0] + rng.normal(scale=0.1, size=80)
+    model = predict.fit(x, diff < 0, diff, l2=1e-3)
+    p, size = model.predict(x)
+    assert ((p >= 0.5) == (diff < 0)).mean() > 0.95
+    assert np.abs(size - diff).mean() < 0.5
+    assert model.sign_weights[1] > 0 and model.size_weights[1] < 0  # loses more as feature 0 grows
+
+
+def test_held_out_by_experiment_never_fits_on_the_experiment_it_predicts(monkeypatch):
+    def example(exp, i, loses):
+        stats = predict.WindowStats(np.array([float(loses), i, 0, 0, 0, 0]), 5 if loses else None)
+        return predict.Example(exp, "+both", i, "shapes", stats, -5.0 if loses else 1.0)
+
+    examples = [example(e, i, loses=(i % 2 == 0)) for e in "ABC" for i in range(6)]
+    seen = []
+    real_fit = predict.fit
+
+    def spy(x, loses, diff, **kw):
+        seen.append(len(x))
+        return real_fit(x, loses, diff, **kw)
+
+    monkeypatch.setattr(predict, "fit", spy)
+    res = predict.leave_one_experiment_out(examples)
+    assert seen[:3] == [12, 12, 12]  # each fold: the other two experiments' 12 runs
+    predictor, majority, rule = res["all"]
+    assert predictor.n == 18 and predictor.correct == 18  # feature 0 is the outcome
+    assert rule.correct == 18 and majority.correct == 9
+
