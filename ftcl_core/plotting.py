@@ -267,6 +267,39 @@ def difference_grid(rows: list[str], cols: list[str], diff: np.ndarray, ci: np.n
 # ---------------------------------------------------------------------------------------------------
 
 
+def predictor_figure(report: Mapping, features: tuple[str, ...] | None = None):
+    """The FT-outcome predictor (``results/predictor.json``, :func:`ftcl_core.predict.write_report`): left, each
+    stored FT run's held-out P(loses) against its paired difference, one colour per data set; right, the weights of
+    the model fitted on every run (standardised features: how much one standard deviation moves the log-odds)."""
+    import matplotlib.pyplot as plt
+
+    ex = report["examples"]
+    fig, (ax, axw) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.4, 1]})
+    for data, colour in (("shapes", "tab:blue"), ("fashion_mnist", "tab:orange")):
+        pts = [(e["diff"], e["p_loss_held_out"]) for e in ex
+               if e["data"] == data and np.isfinite(e["p_loss_held_out"])]
+        if pts:
+            d, p = zip(*pts)
+            label = {"shapes": "shapes", "fashion_mnist": "Fashion-MNIST"}[data]
+            ax.scatter(d, p, s=14, alpha=0.7, color=colour, label=label)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel("paired difference, FT minus baseline (linear top-1 points)")
+    ax.set_ylabel("held-out P(FT loses)")
+    ax.legend(loc="lower left", fontsize=8, frameon=False)
+    ax.set_title("each run predicted by a model that never saw its experiment", fontsize=9)
+    names = list(features or report["features"])
+    weights = report["model"]["sign_weights"][1:] if report.get("model") else [0.0] * len(names)
+    axw.barh(range(len(names)), weights, color=["tab:red" if w > 0 else "tab:green" for w in weights])
+    axw.set_yticks(range(len(names)), names, fontsize=8)
+    axw.axvline(0, color="grey", lw=0.8)
+    axw.invert_yaxis()
+    axw.set_xlabel("weight on the log-odds of losing (per s.d.)")
+    axw.set_title("the model fitted on every run", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def beta_density(x: np.ndarray, a: float) -> np.ndarray:
     """Beta(a, a) density on (0, 1)."""
     from math import lgamma
