@@ -70,3 +70,22 @@ def test_held_out_by_experiment_never_fits_on_the_experiment_it_predicts(monkeyp
     assert predictor.n == 18 and predictor.correct == 18  # feature 0 is the outcome
     assert rule.correct == 18 and majority.correct == 9
 
+
+
+def test_the_readmes_predictor_figures_are_the_stored_reports():
+    """The README quotes results/predictor.json; a refit that changes it must change the README too."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    report = json.loads((root / predict.REPORT).read_text())
+    model, majority, _ = report["scores"]["all"]
+    text = " ".join((root / "README.md").read_text().split())
+    m = re.search(r"right about the sign in (\d+) of (\d+) stored FT runs \(([\d.]+), 95 % CI ([\d.]+) to ([\d.]+)\), "
+                  r"against (\d+) for always guessing the majority outcome \(([\d.]+), ([\d.]+) to ([\d.]+)\)", text)
+    assert m, "the README's predictor sentence is missing"
+    assert [int(m[1]), int(m[2]), int(m[6])] == [model["correct"], model["n"], majority["correct"]]
+    assert [m[3], m[4], m[5]] == [f"{model['accuracy']:.2f}", f"{model['ci95'][0]:.2f}", f"{model['ci95'][1]:.2f}"]
+    assert [m[7], m[8], m[9]] == [f"{majority['accuracy']:.2f}", f"{majority['ci95'][0]:.2f}",
+                                  f"{majority['ci95'][1]:.2f}"]
