@@ -89,3 +89,15 @@ def test_the_readmes_predictor_figures_are_the_stored_reports():
     assert [m[3], m[4], m[5]] == [f"{model['accuracy']:.2f}", f"{model['ci95'][0]:.2f}", f"{model['ci95'][1]:.2f}"]
     assert [m[7], m[8], m[9]] == [f"{majority['accuracy']:.2f}", f"{majority['ci95'][0]:.2f}",
                                   f"{majority['ci95'][1]:.2f}"]
+
+
+def test_a_screen_prints_the_predicted_outcome_once_it_has_a_window():
+    from ftcl_core.__main__ import _screen_prediction
+    from ftcl_core.config import load_config
+
+    cfg = load_config("configs/cpu_cal_moco_v1.yaml", ["ft.pos=true", "ft.neg=true"])
+    m = {**metrics(n=120, peak_at=17), "epoch": np.zeros(120)}
+    assert "P(loses readout)" in _screen_prediction(cfg, m) and "rule says it loses" in _screen_prediction(cfg, m)
+    short = {k: v[:60] for k, v in m.items()}
+    assert "needs --steps 100" in _screen_prediction(cfg, short)
+    assert "no FT" in _screen_prediction(load_config("configs/cpu_cal_moco_v1.yaml"), m)
