@@ -36,20 +36,13 @@ from pathlib import Path
 import torch
 
 from ftcl_core.augment import augment
+from ftcl_core.checkpoints import METRIC_COLUMNS
 from ftcl_core.config import FTConfig, RunConfig, load_config
+from ftcl_core.data import load_data
+from ftcl_core.execution import channels_last, memory_format, prepare_model
 from ftcl_core.profiling import breakdown
 from ftcl_core.stats import StepRecorder
-from ftcl_core.training import (
-    METRIC_COLUMNS,
-    StepOptions,
-    augment_config,
-    channels_last,
-    load_data,
-    make_views,
-    memory_format,
-    prepare_model,
-    train_step,
-)
+from ftcl_core.training import StepOptions, augment_config, make_views, train_step
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -269,8 +262,8 @@ def _interleaved(runs: dict, rounds: int, steps: int, warmup: int = 3) -> dict[s
 def paths(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 10, steps: int = 5) -> dict:
     """The model step (MoCo step on the same views in memory, no statistics) on the NCHW path
     (``train.channels_last=false``) and on the default path, interleaved round by round; median ms per step."""
+    from ftcl_core.execution import execution_path
     from ftcl_core.runs import cpu_model
-    from ftcl_core.training import execution_path
 
     runs, names = {}, {}
     for value in ("false", "auto"):
@@ -352,7 +345,7 @@ def compile_cost(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 8) -> d
     """What ``train.compile=true`` costs and saves on this machine: two child processes share one new, empty
     inductor cache (``TORCHINDUCTOR_CACHE_DIR``), so the first compiles cold and the second warm; each then
     times the eager against the compiled step.  ``break_even_steps``: the steps after which a cold (warm)
-    compile has paid for itself (:data:`ftcl_core.training.COMPILE_AUTO_MIN_STEPS` comes from here)."""
+    compile has paid for itself (:data:`ftcl_core.execution.COMPILE_AUTO_MIN_STEPS` comes from here)."""
     import json
     import os
     import subprocess
@@ -463,8 +456,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_lightly(r: dict, config: str) -> int:
     med = statistics.median
+    from ftcl_core.execution import execution_path
     from ftcl_core.runs import cpu_model
-    from ftcl_core.training import execution_path
 
     ours = med(r["ftcl"]["rates"])
     path = execution_path(load_config(config))

@@ -222,7 +222,8 @@ def one_step(cfg: RunConfig, device: str, views: tuple[torch.Tensor, torch.Tenso
     so two calls differ only by device, precision and compilation.  ``dtype=torch.float64`` runs the networks
     in double precision (the scores, FT and loss stay float32, as in every run): the reference against which
     float32's own rounding error is measured."""
-    from ftcl_core.training import StepOptions, build_optimizer, memory_format, prepare_model, train_step
+    from ftcl_core.execution import memory_format, prepare_model
+    from ftcl_core.training import StepOptions, build_optimizer, train_step
 
     cfg = cfg.updated({"train.amp": amp, "train.channels_last": channels_last, "train.compile": compile_with})
     model, net = prepare_model(cfg, device)
@@ -408,18 +409,10 @@ def throughput(s: Setting, budget: Budget) -> dict:
 def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
 
+    from ftcl_core.execution import host_to_device, memory_format, prepare_model
     from ftcl_core.losses import FTConfig
     from ftcl_core.profiling import breakdown
-    from ftcl_core.training import (
-        StepOptions,
-        augment_config,
-        build_optimizer,
-        host_to_device,
-        make_views,
-        memory_format,
-        prepare_model,
-        train_step,
-    )
+    from ftcl_core.training import StepOptions, augment_config, build_optimizer, make_views, train_step
 
     steps, warmup = (2, 1) if s.dry else (10, 3)
     cfg = _config(base, over)
@@ -507,8 +500,9 @@ def _scale_overrides(s: Setting) -> list[str]:
 
 def _step_seconds(cfg: RunConfig, device: str, steps: int = 12) -> float:
     """Seconds per training step of ``cfg`` (FT on, statistics on, as in the FT arm) on random images."""
+    from ftcl_core.execution import prepare_model
     from ftcl_core.losses import FTConfig
-    from ftcl_core.training import StepOptions, augment_config, build_optimizer, make_views, prepare_model, train_step
+    from ftcl_core.training import StepOptions, augment_config, build_optimizer, make_views, train_step
 
     model, net = prepare_model(cfg, device)
     opt = build_optimizer(cfg, model, device)

@@ -4,11 +4,11 @@ computes, to float32 rounding."""
 import pytest
 import torch
 
-from ftcl_core import training
+from ftcl_core import execution
+from ftcl_core.execution import COMPILE_AUTO_MIN_STEPS, channels_last, compile_backend, execution_path
 from ftcl_core.gpucheck import _grad_rel, _views, one_step
 from ftcl_core.models import SplitBatchNorm2d, build_encoder, group_major
 from ftcl_core.runs import config_diff, load_config
-from ftcl_core.training import COMPILE_AUTO_MIN_STEPS, channels_last, compile_backend, execution_path
 
 
 @pytest.mark.parametrize("fmt", [torch.channels_last, torch.contiguous_format])
@@ -93,13 +93,13 @@ def test_the_memory_format_is_not_part_of_a_runs_identity():
 def test_compile_auto_compiles_only_cpu_runs_long_enough_to_pay_for_it(monkeypatch):
     cfg = load_config("configs/cpu_moco_v2.yaml")
     assert cfg.train.compile == "auto"
-    monkeypatch.setattr(training.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(execution.shutil, "which", lambda name: f"/usr/bin/{name}")
     assert compile_backend(cfg, "cpu", COMPILE_AUTO_MIN_STEPS - 1) is False
     assert compile_backend(cfg, "cpu", None) is False
     assert compile_backend(cfg, "cpu", COMPILE_AUTO_MIN_STEPS) is True
     assert execution_path(cfg, "cpu", COMPILE_AUTO_MIN_STEPS)["compile"] == "inductor"
     assert compile_backend(cfg, "cuda", 10**6) is False  # GPU configs say what they want
-    monkeypatch.setattr(training.shutil, "which", lambda name: None)  # inductor needs a C++ compiler on CPU
+    monkeypatch.setattr(execution.shutil, "which", lambda name: None)  # inductor needs a C++ compiler on CPU
     assert compile_backend(cfg, "cpu", 10**6) is False
     for value, expected in ((True, True), (False, False), ("eager", "eager")):
         assert compile_backend(cfg.updated({"train.compile": value}), "cpu", 1) == expected

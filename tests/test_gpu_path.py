@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from ftcl_core import profiling as bench
+from ftcl_core.execution import prepare_model
 from ftcl_core.runs import ConfigError, load_config
-from ftcl_core.training import METRIC_COLUMNS, StepOptions, build_optimizer, prepare_model, train
+from ftcl_core.training import METRIC_COLUMNS, StepOptions, build_optimizer, train
 
 
 def first_losses(config: str, *overrides: str, steps: int = 3) -> np.ndarray:
