@@ -31,27 +31,19 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
+from benchmarks import timing
 from ftcl_core.augment import augment
+from ftcl_core.checkpoints import METRIC_COLUMNS
 from ftcl_core.config import FTConfig, RunConfig, load_config
+from ftcl_core.data import load_data
+from ftcl_core.execution import channels_last, memory_format, prepare_model
+from ftcl_core.methods import StepContext
 from ftcl_core.profiling import breakdown
 from ftcl_core.stats import StepRecorder
-from ftcl_core.training import (
-    METRIC_COLUMNS,
-    StepOptions,
-    augment_config,
-    channels_last,
-    load_data,
-    make_views,
-    memory_format,
-    prepare_model,
-    train_step,
-)
-
-ROOT = Path(__file__).resolve().parent.parent
+from ftcl_core.training import augment_config, make_views, train_step
 
 
 def statistics_cost(config: str = "configs/cpu_moco_v2.yaml", steps: int = 30, reps: int = 200) -> dict:
@@ -65,18 +57,16 @@ def statistics_cost(config: str = "configs/cpu_moco_v2.yaml", steps: int = 30, r
     r = breakdown(config, steps=steps)
     gen = torch.Generator().manual_seed(0)
     z1, z2 = (torch.randn(cfg.train.batch_size, cfg.model.dim, generator=gen) for _ in range(2))
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        representation_statistics(z1, z2)
-        times.append(time.perf_counter() - t0)
-    rep_ms = 1e3 * statistics.median(times)
+    rep_ms = 1e3 * statistics.median([timing.timed(lambda: representation_statistics(z1, z2), 1) for _ in range(reps)])
     stats_ms = r["phases_ms"]["statistics"]
     return {"step_ms": r["step_ms"], "statistics_ms": stats_ms, "statistics_share": stats_ms / r["step_ms"],
             "representation_ms": rep_ms, "representation_share": rep_ms / r["step_ms"], "cpu": r["cpu"]}
 
 
 def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: int = 10, warmup: int = 5) -> dict:
+    """Median seconds of a full MoCo step (augmentation, forward, backward, SGD, enqueue) plain, with FT and with
+    the statistics (recorded and flushed to the host once per ``steps`` steps, as training flushes them),
+    interleaved (:func:`benchmarks.timing.interleaved`); the overheads are fractions of the plain step."""
     cfg = load_config(config)
     train_set, _ = load_data(cfg)
     aug = augment_config(cfg)
@@ -86,31 +76,21 @@ def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: 
         "ft": (FTConfig(pos=True, neg=True), False),
         "stats": (FTConfig(), True),
     }
-    state = {}
-    for name in variants:
+    x = train_set.images[:bs]
+
+    def step_of(ft: FTConfig, record_stats: bool):
         model = prepare_model(cfg, "cpu")[0]
         opt = torch.optim.SGD(model.encoder_q.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
-        state[name] = (model, opt, torch.Generator().manual_seed(0), StepRecorder(METRIC_COLUMNS[2:], 50))
-    x = train_set.images[:bs]
-    times: dict[str, list[float]] = {n: [] for n in variants}
+        gen, recorder = torch.Generator().manual_seed(0), StepRecorder(METRIC_COLUMNS[2:], steps)
 
-    def run(name: str, n: int) -> float:
-        (ft, rec_stats), (model, opt, gen, recorder) = variants[name], state[name]
-        t0 = time.perf_counter()
-        for i in range(n):
-            out = train_step(model, opt, make_views(x, aug, gen, nhwc), gen, StepOptions(ft, record_stats=rec_stats))
-            if rec_stats:
-                recorder.record(i, torch.cat([out.values, out.grad_norms]))
-        recorder.flush()
-        return (time.perf_counter() - t0) / n
+        def step() -> None:
+            out = train_step(model, opt, make_views(x, aug, gen, nhwc), StepContext(gen, ft, record_stats=record_stats))
+            if record_stats:
+                recorder.record(0, torch.cat([out.values, out.grad_norms]))
+        return step
 
-    for name in variants:
-        run(name, warmup)
-    for r in range(rounds):
-        order = list(variants)[r % 3 :] + list(variants)[: r % 3]
-        for name in order:
-            times[name].append(run(name, steps))
-    med = {n: statistics.median(t) for n, t in times.items()}
+    times = timing.interleaved({name: step_of(*v) for name, v in variants.items()}, rounds, steps, warmup)
+    med = timing.medians(times)
     return {
         "plain_step_s": med["plain"], "ft_step_s": med["ft"], "stats_step_s": med["stats"],
         "ft_overhead": med["ft"] / med["plain"] - 1, "stats_overhead": med["stats"] / med["plain"] - 1,
@@ -193,7 +173,7 @@ def _worker(which: str, config: str, epochs: int, workers: int) -> dict:
             order = torch.randperm(n, generator=gen)
             for i in range(steps):
                 views = make_views(train_set.images[order[i * bs : (i + 1) * bs]], aug, gen, channels_last(cfg))
-                out = train_step(model, opt, views, gen, StepOptions())
+                out = train_step(model, opt, views, StepContext(gen))
                 recorder.record(i, torch.cat([out.values, out.grad_norms]))
             recorder.flush()
             rates.append(steps * bs / (time.perf_counter() - t0))
@@ -237,40 +217,24 @@ def _step_only(config: str, rounds: int = 9, steps: int = 8, compiled: bool = Tr
     opt_o = torch.optim.SGD(ours.encoder_q.parameters(), lr=0.06, momentum=0.9, weight_decay=5e-4)
     theirs, crit, opt_t = _lightly_setup(cfg)
     runs = {
-        "ftcl": lambda: train_step(ours, opt_o, memory_format(views, channels_last(cfg)), gen,
-                                   StepOptions(record_stats=False)),
+        "ftcl": lambda: train_step(ours, opt_o, memory_format(views, channels_last(cfg)),
+                                   StepContext(gen, record_stats=False)),
         "lightly": lambda: _lightly_step(theirs, crit, opt_t, *views, cfg.moco.momentum),
     }
     if compiled:  # ftcl's networks under torch.compile (inductor), compiled during the warm-up
         comp, net = prepare_model(cfg.updated({"train.compile": True}), "cpu")
         opt_c = torch.optim.SGD(comp.encoder_q.parameters(), lr=0.06, momentum=0.9, weight_decay=5e-4)
-        runs["ftcl compiled"] = lambda: train_step(comp, opt_c, memory_format(views, channels_last(cfg)), gen,
-                                                   StepOptions(record_stats=False), net=net)
-    times = _interleaved(runs, rounds, steps)
-    return {k: statistics.median(v) for k, v in times.items()} | {"spread": {k: (min(v), max(v)) for k, v in times.items()}}
-
-
-def _interleaved(runs: dict, rounds: int, steps: int, warmup: int = 3) -> dict[str, list[float]]:
-    """Seconds per call of each function in ``runs``, ``steps`` calls per round, the order reversed every other
-    round so that a drift of the machine hits every variant alike."""
-    for fn in runs.values():
-        for _ in range(warmup):
-            fn()
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    for r in range(rounds):
-        for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                runs[name]()
-            times[name].append((time.perf_counter() - t0) / steps)
-    return times
+        runs["ftcl compiled"] = lambda: train_step(comp, opt_c, memory_format(views, channels_last(cfg)),
+                                                   StepContext(gen, record_stats=False, wrapped=net))
+    times = timing.interleaved(runs, rounds, steps)
+    return timing.medians(times) | {"spread": timing.spreads(times)}
 
 
 def paths(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 10, steps: int = 5) -> dict:
     """The model step (MoCo step on the same views in memory, no statistics) on the NCHW path
     (``train.channels_last=false``) and on the default path, interleaved round by round; median ms per step."""
+    from ftcl_core.execution import execution_path
     from ftcl_core.runs import cpu_model
-    from ftcl_core.training import execution_path
 
     runs, names = {}, {}
     for value in ("false", "auto"):
@@ -287,8 +251,8 @@ def paths(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 10, steps: int
         names[value] = name
         cl = channels_last(cfg)
         runs[name] = (lambda m=model, o=opt, g=gen, v=views, c=cl:
-                      train_step(m, o, memory_format(v, c), g, StepOptions(record_stats=False)))
-    med = {k: statistics.median(v) for k, v in _interleaved(runs, rounds, steps).items()}
+                      train_step(m, o, memory_format(v, c), StepContext(g, record_stats=False)))
+    med = timing.medians(timing.interleaved(runs, rounds, steps))
     return {"cpu": cpu_model(), "threads": torch.get_num_threads(), "median_s": med,
             "speedup": med[names["false"]] / med[names["auto"]], "old": names["false"], "new": names["auto"]}
 
@@ -310,15 +274,11 @@ def _flops_and_profile(config: str, steps: int = 10) -> dict:
     x = train_set.images[:bs]
     views = (A.augment(x, aug, gen), A.augment(x, aug, gen))
     with FlopCounterMode(display=False) as counter:
-        train_step(model, opt, memory_format(views, channels_last(cfg)), gen, StepOptions(record_stats=False))
+        train_step(model, opt, memory_format(views, channels_last(cfg)), StepContext(gen, record_stats=False))
     flops = counter.get_total_flops()
     a = torch.randn(2048, 2048)
     b = torch.randn(2048, 2048)
-    torch.mm(a, b)
-    t0 = time.perf_counter()
-    for _ in range(10):
-        torch.mm(a, b)
-    sgemm = 10 * 2 * 2048**3 / (time.perf_counter() - t0) / 1e9
+    sgemm = 2 * 2048**3 / timing.timed(lambda: torch.mm(a, b), 10, warmup=1) / 1e9
     r = breakdown(config, steps=steps)
     phases, step_s = r["phases_ms"], r["step_ms"] / 1e3
     model_s = step_s - (phases["data"] + phases["augment"]) / 1e3
@@ -340,11 +300,9 @@ def _compile_child(config: str, rounds: int, backend: bool | str = True) -> dict
     for name, value in (("eager", False), ("compiled", backend)):
         model, net = prepare_model(cfg.updated({"train.compile": value}), "cpu")
         opt = torch.optim.SGD(model.encoder_q.parameters(), lr=0.06, momentum=0.9, weight_decay=5e-4)
-        runs[name] = (lambda m=model, o=opt, n=net: train_step(m, o, views, gen, StepOptions(record_stats=False), net=n))
-    t0 = time.perf_counter()
-    runs["compiled"]()
-    first = time.perf_counter() - t0
-    med = {k: statistics.median(v) for k, v in _interleaved(runs, rounds, 4).items()}
+        runs[name] = (lambda m=model, o=opt, n=net: train_step(m, o, views, StepContext(gen, record_stats=False, wrapped=n)))
+    first = timing.timed(runs["compiled"], 1)  # the compile
+    med = timing.medians(timing.interleaved(runs, rounds, 4))
     return {"first_step_s": first, "eager_s": med["eager"], "compiled_s": med["compiled"]}
 
 
@@ -352,18 +310,12 @@ def compile_cost(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 8) -> d
     """What ``train.compile=true`` costs and saves on this machine: two child processes share one new, empty
     inductor cache (``TORCHINDUCTOR_CACHE_DIR``), so the first compiles cold and the second warm; each then
     times the eager against the compiled step.  ``break_even_steps``: the steps after which a cold (warm)
-    compile has paid for itself (:data:`ftcl_core.training.COMPILE_AUTO_MIN_STEPS` comes from here)."""
-    import json
-    import os
-    import subprocess
-    import sys
+    compile has paid for itself (:data:`ftcl_core.execution.COMPILE_AUTO_MIN_STEPS` comes from here)."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
-        cmd = [sys.executable, "-m", "benchmarks.bench", "_compile_child", "--config", config, "--rounds", str(rounds)]
-        runs = [json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT, env=env)
-                           .stdout.strip().splitlines()[-1]) for _ in ("cold", "warm")]
+        args = ["_compile_child", "--config", config, "--rounds", str(rounds)]
+        runs = [timing.child("benchmarks.bench", args, env={"TORCHINDUCTOR_CACHE_DIR": cache}) for _ in ("cold", "warm")]
     eager = statistics.median([r["eager_s"] for r in runs])
     comp = statistics.median([r["compiled_s"] for r in runs])
     saved = eager - comp
@@ -374,20 +326,14 @@ def compile_cost(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 8) -> d
 
 
 def lightly(config: str = "configs/cpu_moco_v2.yaml", epochs: int = 3, workers: tuple[int, ...] = (0, 2)) -> dict:
-    import json
-    import subprocess
-    import sys
-
     try:
         import lightly as _  # noqa: F401
     except ImportError as err:
         raise SystemExit("lightly is not installed: run `.venv/bin/pip install lightly` (only this benchmark uses it)") from err
 
     def sub(which, w):
-        cmd = [sys.executable, "-m", "benchmarks.bench", "_worker", which, "--config", config, "--epochs", str(epochs),
-               "--workers", str(w)]
-        res = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
-        return json.loads(res.stdout.strip().splitlines()[-1])
+        args = ["_worker", which, "--config", config, "--epochs", str(epochs), "--workers", str(w)]
+        return timing.child("benchmarks.bench", args)
 
     ours = sub("ftcl", 0)
     theirs = {w: sub("lightly", w) for w in workers}
@@ -463,8 +409,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_lightly(r: dict, config: str) -> int:
     med = statistics.median
+    from ftcl_core.execution import execution_path
     from ftcl_core.runs import cpu_model
-    from ftcl_core.training import execution_path
 
     ours = med(r["ftcl"]["rates"])
     path = execution_path(load_config(config))

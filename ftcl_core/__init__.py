@@ -5,7 +5,8 @@ Modules, one concern each: ``config`` (defaults, overrides, validation; imports 
 ``transforms`` (FT, eq. 3-4, Sec 4.2, Supp G), ``losses`` (InfoNCE, eq. 1, FT inside the loss), ``models``
 (encoders, heads, split-BN), ``methods`` (one file per method: MoCo, eq. 2, SimCLR, BYOL, SimSiam, SwAV),
 ``augment`` (batched MoCo v1/v2 views), ``data`` (embedded shapes set, real-data loaders), ``stats`` (Supp A
-statistics, Supp C gradient norms), ``training``, ``evaluation`` (kNN, linear readout), ``runs`` (run folders,
+statistics, Supp C gradient norms), ``training``, ``execution`` (device, float32 on CUDA, memory format,
+split-BN layout, compile, the wrapped model), ``evaluation`` (kNN, linear readout), ``runs`` (run folders,
 provenance), ``plotting``.
 """
 

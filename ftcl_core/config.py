@@ -362,7 +362,7 @@ class TrainConfig(Section):
     # not what, a run computes (float rounding only), so configs that differ only here describe the same run.
     channels_last: bool | Auto = "auto"
     # torch.compile the networks: auto (inductor on CPU for runs long enough to pay for a cold compile, see
-    # ftcl_core.training.compile_backend) | true (inductor) | false | a backend name. Like channels_last it
+    # ftcl_core.execution.compile_backend) | true (inductor) | false | a backend name. Like channels_last it
     # changes float rounding only, so it is not part of a run's identity.
     compile: bool | str = "auto"
 

@@ -439,10 +439,10 @@ def planned_steps(cfg: RunConfig) -> int:
 def sweep_compiles(jobs: list[tuple[RunConfig, Path]]) -> set[Path]:
     """The run folders of ``jobs`` that a sweep trains compiled: on CPU, with ``train.compile=auto``, every
     unfinished run of a network whose unfinished runs together take at least
-    :data:`ftcl_core.training.COMPILE_AUTO_MIN_STEPS` steps (one cold compile, then warm ones, pay for
+    :data:`ftcl_core.execution.COMPILE_AUTO_MIN_STEPS` steps (one cold compile, then warm ones, pay for
     themselves), where a C++ compiler is installed.  A run begun compiled resumes compiled, and one begun
     eager resumes eager, whatever is left."""
-    from ftcl_core.training import COMPILE_AUTO_MIN_STEPS, compile_backend
+    from ftcl_core.execution import COMPILE_AUTO_MIN_STEPS, compile_backend
 
     groups: dict[tuple, list[tuple[RunConfig, Path, int]]] = {}
     chosen: set[Path] = set()

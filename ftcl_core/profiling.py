@@ -15,20 +15,10 @@ import torch
 
 from ftcl_core.config import load_config
 from ftcl_core.data import ImageSet, load_data
+from ftcl_core.execution import channels_last, execution_path, host_to_device, prepare_model, resolve_device
 from ftcl_core.methods import StepContext
 from ftcl_core.runs import cpu_model
-from ftcl_core.training import (
-    _device,
-    augment_config,
-    build_optimizer,
-    channels_last,
-    execution_path,
-    host_to_device,
-    make_views,
-    phase_listener,
-    prepare_model,
-    train_step,
-)
+from ftcl_core.training import augment_config, build_optimizer, make_views, phase_listener, train_step
 
 
 class PhaseTimer:
@@ -64,7 +54,7 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
     ``synthetic=N`` trains on N random uint8 images of ``data.image_size`` instead of the config's data
     (a GPU machine without ImageNet measures the same pipeline: images in memory, GPU augmentation)."""
     cfg = load_config(config, list(overrides))
-    device = _device(cfg)
+    device = resolve_device(cfg)
     if synthetic:
         size = cfg.data.image_size
         images = torch.randint(0, 256, (synthetic, 3, size, size), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))

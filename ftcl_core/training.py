@@ -4,7 +4,8 @@
 resume, epochs of :func:`train_step`, a checkpoint per epoch, the evaluation at the end).  A step is the
 method's own (:mod:`ftcl_core.methods`): its scores with FT, its loss, SGD, its after-step.  Checkpoints and the
 metrics log live in :mod:`ftcl_core.checkpoints`, the data loaders in :mod:`ftcl_core.data`, the run folder's
-files and lock in :mod:`ftcl_core.runs`.  Resuming after a ``kill -9`` reproduces the uninterrupted run's
+files and lock in :mod:`ftcl_core.runs`, how a run executes (device, memory format, compile, the wrapped model)
+in :mod:`ftcl_core.execution`.  Resuming after a ``kill -9`` reproduces the uninterrupted run's
 metrics exactly on CPU, because every random draw comes from one ``torch.Generator`` whose state is
 checkpointed.
 """
@@ -13,10 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
 import math
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,9 +30,17 @@ from ftcl_core.checkpoints import CHECKPOINT_FORMAT, METRIC_COLUMNS, Incompatibl
 from ftcl_core.config import ConfigError, RunConfig, as_config, config_diff
 from ftcl_core.data import ImageSet, load_data, load_data_rank0_first  # noqa: F401  (load_data: re-exported)
 from ftcl_core.evaluation import evaluate_backbone, raw_pixel_readout
+from ftcl_core.execution import (
+    channels_last,
+    exact_float32,
+    execution_path,
+    host_to_device,
+    memory_format,
+    prepare_model,
+    resolve_device,
+)
 from ftcl_core.methods import Method, Scores, StepContext, build_model
 from ftcl_core.methods.moco_diagnosis import LabelledScores
-from ftcl_core.models import Encoder, group_major
 from ftcl_core.runs import RunDir, provenance, run_lock, write_json, write_yaml  # noqa: F401  (run_lock: re-exported)
 from ftcl_core.stats import (
     StepRecorder,
@@ -139,13 +146,6 @@ def make_views(x: torch.Tensor, aug: A.AugmentConfig, gen: torch.Generator, chan
         return memory_format(views, channels_last)
 
 
-def memory_format(views: tuple[torch.Tensor, torch.Tensor], channels_last: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """The views channels-last (NHWC) or as they are."""
-    if not channels_last:
-        return views
-    return tuple(v.contiguous(memory_format=torch.channels_last) for v in views)
-
-
 def train_step(model: Method, optimizer: torch.optim.Optimizer, views: tuple[torch.Tensor, torch.Tensor],
                ctx: StepContext) -> StepOutput:
     """One step of any method on two views: its forward (under autocast, through ``ctx.wrapped`` when the
@@ -196,14 +196,6 @@ def _statistics(model: Method, scores: Scores, loss: torch.Tensor, top1: torch.T
     return values, norms, hist
 
 
-def host_to_device(x: torch.Tensor, device: str) -> torch.Tensor:
-    """A uint8 batch to the device; on CUDA through page-locked memory (PyTorch caches those buffers), so
-    the copy runs asynchronously behind the previous step's kernels."""
-    if device.startswith("cuda"):
-        return x.pin_memory().to(device, non_blocking=True)
-    return x.to(device)
-
-
 def _autocast(device: torch.device, amp: str | None):
     if amp is None:
         return contextlib.nullcontext()
@@ -237,8 +229,8 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
     _check_compatible(run, cfg)
     if run.is_complete():
         return run.load_eval()
-    device = D.init_from_env(_device(cfg))
-    _exact_float32(cfg, device)
+    device = D.init_from_env(resolve_device(cfg))
+    exact_float32(cfg, device)
     main = D.is_main()
     if main:
         run.path.mkdir(parents=True, exist_ok=True)
@@ -250,24 +242,6 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
         return _train_locked(cfg, run, device, progress, max_steps)
 
 
-def _device(cfg: RunConfig) -> str:
-    device = cfg.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError("device=cuda but no CUDA device is visible; use device=cpu or device=auto.")
-    return device
-
-
-def _exact_float32(cfg: RunConfig, device: str) -> None:
-    """A float32 run on CUDA computes in float32: PyTorch lets cuDNN convolutions round their inputs to TF32 (10
-    mantissa bits) by default, which would make a GPU run of a CPU recipe a different computation, not another
-    execution of the same one.  ``train.amp=bf16`` runs choose their precision themselves and are left alone."""
-    if device.startswith("cuda") and cfg.train.amp is None:
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
-
-
 def build_optimizer(cfg: RunConfig, model: torch.nn.Module, device: str) -> torch.optim.Optimizer:
     """SGD over the trainable parameters (not MoCo's key encoder nor BYOL's target); fused on CUDA."""
     o = cfg.optim
@@ -275,76 +249,6 @@ def build_optimizer(cfg: RunConfig, model: torch.nn.Module, device: str) -> torc
     params = [p for p in model.parameters() if p.requires_grad]
     return torch.optim.SGD(params, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay,
                            **({"fused": True} if fused else {}))
-
-
-def channels_last(cfg: RunConfig) -> bool:
-    """Whether the networks run channels-last: ``train.channels_last`` true, or ``auto`` (the default).
-
-    Measured on an Intel Xeon (AVX-512, 2 threads; ``results/bench_breakdown_intel-xeon-avx512.txt``), a channels-last
-    ResNet-10 with split batch-norm in the ``blocks`` layout runs its forward and backward about 1.3x faster
-    than NCHW; on tensor cores channels-last is the usual fast layout."""
-    return cfg.train.channels_last in (True, "auto")
-
-
-# Measured on an Intel Xeon (AVX-512, 2 threads; `python -m benchmarks.bench compile`,
-# results/bench_compile_intel-xeon-avx512.txt): compiling the MoCo v2 networks with inductor costs about 90 s with
-# an empty cache (C++ kernels built by the system compiler) and about 6 s with a warm one, and makes the model
-# step about 1.16x faster (some 30 ms of 200).  A cold compile pays for itself within one run from about 3 200
-# steps, a warm one from about 220.  So `auto` compiles runs of at least 3 000 steps; shorter runs stay eager,
-# except in a sweep whose runs of one network add up to that (ftcl_core.experiments.sweep_compiles: only the
-# first compiles cold).
-COMPILE_AUTO_MIN_STEPS = 3000
-
-
-def compile_backend(cfg: RunConfig, device: str, steps: int | None = None) -> bool | str:
-    """What ``torch.compile`` backend the run's networks get: ``False`` (eager), ``True`` (inductor) or a
-    backend name.  ``train.compile=auto`` compiles with inductor on CPU when the run takes at least
-    :data:`COMPILE_AUTO_MIN_STEPS` steps and a C++ compiler is installed (inductor needs one there); else eager."""
-    value = cfg.train.compile
-    if value != "auto":
-        return value
-    if not device.startswith("cpu") or steps is None or steps < COMPILE_AUTO_MIN_STEPS:
-        return False
-    return bool(shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++") or shutil.which("clang++"))
-
-
-def execution_path(cfg: RunConfig, device: str = "cpu", steps: int | None = None) -> dict:
-    """How a run executes (recorded in ``provenance.json``): memory format, split batch-norm layout and the
-    ``torch.compile`` backend (``None``: eager)."""
-    cl = channels_last(cfg)
-    backend = compile_backend(cfg, device, steps)
-    return {"memory_format": "channels_last" if cl else "contiguous",
-            "split_bn_layout": ("blocks" if cl else "interleaved") if cfg.model.bn_splits > 1 else None,
-            "compile": "inductor" if backend is True else (backend or None)}
-
-
-def prepare_model(cfg: RunConfig, device: str, steps: int | None = None) -> tuple[torch.nn.Module, torch.nn.Module]:
-    """The method's model on ``device`` and the network the step calls: the model itself, or its
-    SyncBN / channels_last / torch.compile / DistributedDataParallel form as the config asks (``steps``: the
-    run's length, which ``train.compile=auto`` weighs, :func:`compile_backend`)."""
-    model = build_model(cfg)
-    if cfg.model.sync_bn and D.world_size() > 1 and not device.startswith("cuda"):
-        raise ConfigError("model.sync_bn=true needs CUDA (torch's SyncBatchNorm has no CPU kernel); on CPU "
-                          "use model.bn_splits (shuffle-BN) instead.")
-    if cfg.model.sync_bn:
-        model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
-    model = model.to(device)
-    if channels_last(cfg):
-        model = model.to(memory_format=torch.channels_last)
-        for module in list(model.modules()):  # each backbone keeps its split batch-norm groups contiguous
-            if isinstance(module, Encoder):
-                group_major(module.backbone)
-    net: torch.nn.Module = model
-    if D.world_size() > 1:  # the queue stays identical by the maths; BN statistics are averaged at checkpoints
-        ddp = torch.nn.parallel.DistributedDataParallel
-        # per-rank buffers: the newer keyword where torch has it (it deprecates broadcast_buffers)
-        no_sync = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(ddp).parameters
-                   else "broadcast_buffers")
-        net = ddp(net, **{no_sync: False})
-    compile_with = compile_backend(cfg, device, steps)
-    if compile_with:  # true: inductor; a string names another torch.compile backend (tests use "eager")
-        net = torch.compile(net, **({"backend": compile_with} if isinstance(compile_with, str) else {}))
-    return model, net
 
 
 def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_steps: int | None = None) -> dict:

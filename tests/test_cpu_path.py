@@ -4,11 +4,11 @@ computes, to float32 rounding."""
 import pytest
 import torch
 
-from ftcl_core import training
+from benchmarks.gpucheck.checks import grad_rel, one_step, random_views
+from ftcl_core import execution
 from ftcl_core.config import config_diff, load_config
-from ftcl_core.gpucheck import _grad_rel, _views, one_step
+from ftcl_core.execution import COMPILE_AUTO_MIN_STEPS, channels_last, compile_backend, execution_path
 from ftcl_core.models import SplitBatchNorm2d, build_encoder, group_major
-from ftcl_core.training import COMPILE_AUTO_MIN_STEPS, channels_last, compile_backend, execution_path
 
 
 @pytest.mark.parametrize("fmt", [torch.channels_last, torch.contiguous_format])
@@ -66,7 +66,7 @@ FLOAT32_KERNEL_REL_L2 = 2e-2
 def test_one_step_on_the_default_cpu_path_matches_the_nchw_path(config, extra):
     """Loss to 1e-5 relative; the gradient at most 3x as far from a float64 step as the NCHW path's, or within
     float32 kernel rounding of it, whichever is looser. The gradient of one step is ill-conditioned enough that
-    float32 alone moves it ~1e-3 (see ftcl_core.gpucheck), and the convolution kernels a CPU picks for each
+    float32 alone moves it ~1e-3 (see benchmarks.gpucheck.checks), and the convolution kernels a CPU picks for each
     memory format differ between CPU kinds: on an AMD EPYC (torch 2.14.1) SimCLR's channels-last gradient
     was 7.1e-3 from float64 (cosine 0.99997) while its NCHW one was 8e-6; on the Xeon of earlier sessions the
     3x bound alone held.
@@ -75,13 +75,13 @@ def test_one_step_on_the_default_cpu_path_matches_the_nchw_path(config, extra):
     cfg = load_config(config, [*extra, "model.bn_splits=4"])
     assert channels_last(cfg) and execution_path(cfg) == {"memory_format": "channels_last", "split_bn_layout": "blocks",
                                                      "compile": None}
-    views = _views(cfg)
+    views = random_views(cfg)
     loss_ref, g_ref = one_step(cfg, "cpu", views, dtype=torch.float64)
     loss_old, g_old = one_step(cfg, "cpu", views, channels_last=False)
     loss_new, g_new = one_step(cfg, "cpu", views, channels_last=True)
     assert abs(loss_new - loss_old) <= 1e-5 * abs(loss_old)
-    assert _grad_rel(g_new, g_ref)["rel_l2"] <= max(3 * _grad_rel(g_old, g_ref)["rel_l2"], FLOAT32_KERNEL_REL_L2)
-    assert _grad_rel(g_new, g_old)["cosine"] > 0.9999
+    assert grad_rel(g_new, g_ref)["rel_l2"] <= max(3 * grad_rel(g_old, g_ref)["rel_l2"], FLOAT32_KERNEL_REL_L2)
+    assert grad_rel(g_new, g_old)["cosine"] > 0.9999
 
 
 def test_the_memory_format_is_not_part_of_a_runs_identity():
@@ -93,13 +93,13 @@ def test_the_memory_format_is_not_part_of_a_runs_identity():
 def test_compile_auto_compiles_only_cpu_runs_long_enough_to_pay_for_it(monkeypatch):
     cfg = load_config("configs/cpu_moco_v2.yaml")
     assert cfg.train.compile == "auto"
-    monkeypatch.setattr(training.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(execution.shutil, "which", lambda name: f"/usr/bin/{name}")
     assert compile_backend(cfg, "cpu", COMPILE_AUTO_MIN_STEPS - 1) is False
     assert compile_backend(cfg, "cpu", None) is False
     assert compile_backend(cfg, "cpu", COMPILE_AUTO_MIN_STEPS) is True
     assert execution_path(cfg, "cpu", COMPILE_AUTO_MIN_STEPS)["compile"] == "inductor"
     assert compile_backend(cfg, "cuda", 10**6) is False  # GPU configs say what they want
-    monkeypatch.setattr(training.shutil, "which", lambda name: None)  # inductor needs a C++ compiler on CPU
+    monkeypatch.setattr(execution.shutil, "which", lambda name: None)  # inductor needs a C++ compiler on CPU
     assert compile_backend(cfg, "cpu", 10**6) is False
     for value, expected in ((True, True), (False, False), ("eager", "eager")):
         assert compile_backend(cfg.updated({"train.compile": value}), "cpu", 1) == expected

@@ -270,12 +270,12 @@ def test_one_seed_per_setting_keeps_the_first_seed_of_each():
 
 
 def test_a_sweep_compiles_a_network_whose_runs_together_pay_for_the_compile(tmp_path, monkeypatch):
-    from ftcl_core import training
+    from ftcl_core import execution
     from ftcl_core.config import load_config
     from ftcl_core.runs import write_yaml
 
-    monkeypatch.setattr(training.shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(training, "COMPILE_AUTO_MIN_STEPS", 30)  # the smoke runs take 16 steps each
+    monkeypatch.setattr(execution.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(execution, "COMPILE_AUTO_MIN_STEPS", 30)  # the smoke runs take 16 steps each
     smoke = load_config("configs/smoke_moco_v2.yaml")
     other = smoke.updated({"model.dim": 64})  # another network
     jobs = [(smoke, tmp_path / "a"), (smoke.updated({"ft.pos": True}), tmp_path / "b"), (other, tmp_path / "c")]
@@ -287,7 +287,7 @@ def test_a_sweep_compiles_a_network_whose_runs_together_pay_for_the_compile(tmp_
     (tmp_path / "c").mkdir()
     write_yaml(tmp_path / "c" / "config.yaml", other.updated({"train.compile": True}).to_dict())
     assert X.sweep_compiles(jobs) == {tmp_path / "a", tmp_path / "b", tmp_path / "c"}
-    monkeypatch.setattr(training.shutil, "which", lambda name: None)  # no C++ compiler: eager
+    monkeypatch.setattr(execution.shutil, "which", lambda name: None)  # no C++ compiler: eager
     assert X.sweep_compiles(jobs) == {tmp_path / "c"}
 
 

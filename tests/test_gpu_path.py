@@ -12,8 +12,9 @@ import torch
 from ftcl_core import profiling as bench
 from ftcl_core.checkpoints import METRIC_COLUMNS
 from ftcl_core.config import ConfigError, load_config
+from ftcl_core.execution import prepare_model
 from ftcl_core.methods import StepContext
-from ftcl_core.training import build_optimizer, prepare_model, train
+from ftcl_core.training import build_optimizer, train
 
 
 def first_losses(config: str, *overrides: str, steps: int = 3) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The GPU check (``python -m ftcl_core.gpucheck``) runs whole on this CPU as a dry run, needs nothing the GPU
+"""The GPU check (``python -m benchmarks.gpucheck``) runs whole on this CPU as a dry run, needs nothing the GPU
 machines lack, and says which parts a short budget skipped."""
 
 import json
@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from ftcl_core import gpucheck
+from benchmarks.gpucheck import checks, environment, report, run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,7 +18,7 @@ BLOCKER = """
 import sys
 for name in {blocked!r}:
     sys.modules[name] = None  # import fails with ModuleNotFoundError; importlib.util.find_spec says it is absent
-from ftcl_core.gpucheck import main
+from benchmarks.gpucheck.run import main
 raise SystemExit(main(sys.argv[1:]))
 """
 
@@ -30,8 +30,9 @@ def test_dry_run_passes_with_only_the_gpu_machines_packages_and_writes_both_repo
                           capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     took = time.perf_counter() - t0
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    report = json.loads((tmp_path / "gpucheck.json").read_text())
-    parts = report["parts"]
+    stored = json.loads((tmp_path / "gpucheck.json").read_text())
+    assert stored["command"].startswith("python -m benchmarks.gpucheck")
+    parts = stored["parts"]
     assert parts["environment"]["status"] == "pass"
     assert parts["agreement"]["status"] == "pass"
     checks = parts["agreement"]["checks"]
@@ -54,8 +55,8 @@ def test_dry_run_passes_with_only_the_gpu_machines_packages_and_writes_both_repo
 
 
 def test_a_budget_too_short_skips_parts_and_says_so(tmp_path):
-    report = gpucheck.run_check(tmp_path, budget_s=0.5, dry_run=True)
-    assert all(p["status"] == "skipped" and "budget" in p["why"] for p in report["parts"].values())
+    result = run.run_check(tmp_path, budget_s=0.5, dry_run=True)
+    assert all(p["status"] == "skipped" and "budget" in p["why"] for p in result["parts"].values())
     assert "skipped: needs" in (tmp_path / "gpucheck.md").read_text()
 
 
@@ -64,9 +65,9 @@ def test_tolerance_helpers_measure_what_they_say():
 
     a = {"w": torch.tensor([1.0, 0.0]), "b": torch.tensor([0.0, 2.0])}
     b = {"w": torch.tensor([1.0, 0.0]), "b": torch.tensor([0.0, 2.2])}
-    g = gpucheck._grad_rel(a, b)
+    g = checks.grad_rel(a, b)
     assert abs(g["rel_l2"] - 0.2 / (1 + 2.2**2) ** 0.5) < 1e-6 and g["worst_tensor"] == "b"
-    assert gpucheck._bf16_peak("NVIDIA H100 PCIe") == 756.0 and gpucheck._bf16_peak("NVIDIA H200") == 989.0
+    assert environment.bf16_peak("NVIDIA H100 PCIe") == 756.0 and environment.bf16_peak("NVIDIA H200") == 989.0
 
 
 def test_without_a_gpu_the_real_check_says_what_to_do(tmp_path):
@@ -76,4 +77,17 @@ def test_without_a_gpu_the_real_check_says_what_to_do(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     with pytest.raises(SystemExit, match="--dry-run"):
-        gpucheck.run_check(tmp_path)
+        run.run_check(tmp_path)
+
+
+def test_the_markdown_report_and_the_book_show_the_same_tables_of_the_stored_reports():
+    stored = report.stored_reports(ROOT / "results" / "gpu")
+    assert stored, "results/gpu/ holds the reports of the GPU machines"
+    for r in stored:
+        md = report.report_markdown(r)
+        for header, rows in report.tables(r["parts"]).values():
+            assert all(len(row) == len(header) for row in rows)
+            assert "\n".join(report.markdown_table(header, rows)) in md
+    book = report.book_tables(stored)
+    assert set(book) == {"agreement", "throughput", "scale"}
+    assert "H200" in report.book_summary(stored)

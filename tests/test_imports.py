@@ -1,5 +1,6 @@
 """The package's import graph: the config module stands alone, and no two modules import each other (even
-inside a function), so each can be read, and imported, before the ones that use it."""
+inside a function), so each can be read, and imported, before the ones that use it.  The same holds for the
+benchmarks beside it (the GPU check among them), which the package never imports."""
 
 import ast
 import subprocess
@@ -7,6 +8,7 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ftcl_core"
+BENCHMARKS = PACKAGE.parent / "benchmarks"
 
 
 def _module_name(path: Path) -> str:
@@ -14,27 +16,35 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def import_graph() -> dict[str, set[str]]:
-    """``{module: ftcl_core modules it imports}``, from every import statement of every file (module level or
-    inside functions); ``from ftcl_core import x`` counts as importing ``ftcl_core.x`` where that is a module."""
-    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+def imported_modules(path: Path, package: str) -> set[str]:
+    """Every module named by an import statement of ``path`` (module level or inside functions), relative imports
+    resolved against ``package``; ``from a import x`` names both ``a`` and ``a.x``."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative import
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            names |= {base} | {f"{base}.{a.name}" for a in node.names}
+    return names
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """``{module: modules of the same package it imports}`` for the package in folder ``root``, from every import
+    statement of every file; ``from ftcl_core import x`` counts as importing ``ftcl_core.x`` where that is a module."""
+    top = root.name
+    files = {_module_name(p): p for p in root.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                deps |= {a.name for a in node.names if a.name.startswith("ftcl_core")}
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:  # relative import
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*anchor, *([base] if base else [])])
-                if not base.startswith("ftcl_core"):
-                    continue
-                subs = {f"{base}.{a.name}" for a in node.names} & set(files)
-                deps |= subs or {base}
-        graph[name] = {d for d in deps if d in files and d != name and d != "ftcl_core"}
+        named = {m for m in imported_modules(path, package) if m == top or m.startswith(top + ".")}
+        modules = {m for m in named if m in files}
+        # `from a import x` where x is a name, not a module: the import is of `a`
+        modules |= {m.rsplit(".", 1)[0] for m in named - modules if m.rsplit(".", 1)[0] in files}
+        graph[name] = {d for d in modules if d != name and d != top}
     return graph
 
 
@@ -64,6 +74,15 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_no_module_of_the_package_takes_part_in_an_import_cycle():
     graph = import_graph()
     assert {"ftcl_core.config", "ftcl_core.runs", "ftcl_core.training", "ftcl_core.methods"} <= set(graph)
+    assert find_cycle(graph) is None, f"import cycle: {' -> '.join(find_cycle(graph))}"
+
+
+def test_the_package_imports_nothing_from_the_benchmarks_and_they_take_part_in_no_cycle():
+    for path in PACKAGE.rglob("*.py"):
+        outside = {m for m in imported_modules(path, "ftcl_core") if m == "benchmarks" or m.startswith("benchmarks.")}
+        assert not outside, f"{path.relative_to(PACKAGE.parent)} imports {sorted(outside)}"
+    graph = import_graph(BENCHMARKS)
+    assert {"benchmarks.bench", "benchmarks.timing", "benchmarks.gpucheck.run", "benchmarks.gpucheck.report"} <= set(graph)
     assert find_cycle(graph) is None, f"import cycle: {' -> '.join(find_cycle(graph))}"
 
 

@@ -211,7 +211,7 @@ P.html_table(["method", "step (ms)", "images/s"] + phases, rows)
 # %% [markdown]
 # ## On a GPU: the first measurements
 #
-# `python -m ftcl_core.gpucheck` is the one prepared command for a lent GPU machine: in one process and a fixed time budget it records the
+# `python -m benchmarks.gpucheck` is the one prepared command for a lent GPU machine: in one process and a fixed time budget it records the
 # environment; checks that one training step on the GPU agrees with the CPU (fp32 against a float64
 # reference, bf16 with channels-last, `train.compile`, and the batched augmentation from the same random
 # parameters); measures MoCo v2's throughput against the same step fed by per-sample torchvision transforms
@@ -221,15 +221,18 @@ P.html_table(["method", "step (ms)", "images/s"] + phases, rows)
 # none exists yet.
 
 # %%
+import sys
+
 from IPython.display import Markdown
 
-from ftcl_core import gpucheck
+sys.path.insert(0, str(X.ROOT))  # the GPU check lives beside the package, in the repository's benchmarks/
+from benchmarks.gpucheck import report as gpu_report
 
-gpu_reports = gpucheck.stored_reports(X.ROOT / "results" / "gpu")
-display(Markdown(gpucheck.book_summary(gpu_reports)))
+gpu_reports = gpu_report.stored_reports(X.ROOT / "results" / "gpu")
+display(Markdown(gpu_report.book_summary(gpu_reports)))
 gpu_titles = {"agreement": "The GPU path against the CPU", "throughput": "Throughput, MoCo v2, batch 256, bf16 + channels-last",
               "scale": "The scale pair"}
-for part, (header, rows) in gpucheck.book_tables(gpu_reports).items():
+for part, (header, rows) in gpu_report.book_tables(gpu_reports).items():
     display(Markdown(f"**{gpu_titles[part]}**"))
     display(P.html_table(header, rows))
 

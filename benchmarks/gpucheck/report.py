@@ -1,0 +1,244 @@
+"""The GPU check's report: one set of tables, rendered as the Markdown report of a check and in the book.
+
+A check's JSON (``gpucheck.json``) holds ``parts``: ``{part: result}``.  :func:`tables` turns the results of the
+agreement (with compile), throughput and scale parts into ``(header, rows)`` tables of formatted cells;
+:func:`report_markdown` writes them, after the status and environment tables, as ``gpucheck.md``, and the book
+shows the same tables (:func:`book_tables`) of the newest finished result of each part among the reports stored
+in ``results/gpu/`` (:func:`stored_reports`, :func:`latest_parts`), with sentences generated from them
+(:func:`book_summary`).  Needs nothing beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from benchmarks.gpucheck.setting import PARTS
+
+Table = tuple[list[str], list[list[str]]]  # (header, rows of formatted cells)
+
+COMMAND = "python -m benchmarks.gpucheck"
+
+
+def fmt(x, digits: int = 3) -> str:
+    """A value as a reader wants it: numbers to ``digits`` significant figures without trailing noise, ``None``
+    as a dash, booleans as yes/no."""
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6):
+            return f"{x:.2e}"
+        if abs(x) >= 10 ** (digits - 1):
+            return f"{x:.0f}"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def _percent(fraction: float | None) -> str:
+    return "–" if fraction is None else fmt(100 * fraction)
+
+
+def _skipped(name: str, why: str, columns: int) -> list[str]:
+    return [name, f"skipped: {why}"] + [""] * (columns - 2)
+
+
+def agreement_table(parts: dict[str, dict]) -> Table | None:
+    """The agreement and compile checks: losses of the two steps compared, their relative difference, the
+    gradients' relative L2 difference and cosine, each gradient's relative L2 distance to the float64 reference
+    where measured, the tolerances and the verdict; the augmentation check's largest absolute difference."""
+    checks = {**parts.get("agreement", {}).get("checks", {}), **parts.get("compile", {}).get("checks", {})}
+    header = ["check", "loss a", "loss b", "loss rel. diff", "grad rel. L2", "grad cosine", "grad rel. L2 to float64",
+              "tolerance", "pass"]
+    rows = []
+    for name, c in checks.items():
+        if "skipped" in c:
+            rows.append(_skipped(name, c["skipped"], len(header)))
+            continue
+        tolerance = ", ".join(f"{k} <= {fmt(v)}" for k, v in c["tolerance"].items())
+        if "max_abs" in c:
+            rows.append([name, "", "", f"max abs {fmt(c['max_abs'])} (TF32 on: {fmt(c.get('max_abs_with_tf32'))})",
+                         "", "", "", tolerance, fmt(c["pass"])])
+            continue
+        losses = [v for k, v in c.items() if k.startswith("loss_") and k != "loss_rel"]
+        to64 = {k.removeprefix("grad_").removesuffix("_vs_float64"): v["rel_l2"] for k, v in c.items()
+                if k.endswith("_vs_float64")}
+        rows.append([name, fmt(losses[0], 6), fmt(losses[1], 6), fmt(c["loss_rel"]), fmt(c["grad"]["rel_l2"]),
+                     fmt(c["grad"]["cosine"], 6), ", ".join(f"{k} {fmt(v)}" for k, v in to64.items()), tolerance,
+                     fmt(c["pass"])])
+    if parts.get("compile", {}).get("status") == "did not finish":
+        rows.append(["train.compile vs eager"] + [""] * (len(header) - 2) + [f"did not finish: {parts['compile']['why']}"])
+    return (header, rows) if rows else None
+
+
+def throughput_table(parts: dict[str, dict]) -> Table | None:
+    """Per setting: images/s and ms of the unsynchronised step, peak memory, FLOPs a step, achieved TFLOP/s and its
+    share of the bf16 peak, FT and statistics overheads, the torchvision anchor's images/s and the speed-up."""
+    settings = parts.get("throughput", {}).get("settings", {})
+    header = ["setting", "images/s", "step ms", "peak GiB", "TFLOP/step", "TFLOP/s", "% of bf16 peak", "FT overhead %",
+              "statistics overhead %", "torchvision DataLoader images/s", "speed-up vs anchor"]
+    rows = []
+    for name, t in settings.items():
+        if "skipped" in t:
+            rows.append(_skipped(name, t["skipped"], len(header)))
+            continue
+        anchor = t.get("anchor", {})
+        rows.append([name, fmt(t["images_per_s"], 4), fmt(t["step_ms"], 4), fmt(t["peak_memory_gib"]),
+                     fmt(t["step_tflop"]), fmt(t["achieved_tflops"]), _percent(t.get("fraction_of_bf16_peak")),
+                     _percent(t["ft_overhead"]), _percent(t["stats_overhead"]), fmt(anchor.get("images_per_s"), 4),
+                     fmt(t.get("speedup_vs_anchor"))])
+    return (header, rows) if rows else None
+
+
+def scale_table(parts: dict[str, dict]) -> Table | None:
+    """Per arm of the scale pair: linear and kNN readouts, the random-init readout, the first step with
+    Mean(neg) > 0.9 and the largest Mean(neg) (raw cosines), and the training seconds."""
+    scale = parts.get("scale", {})
+    header = ["arm", "linear top-1 %", "kNN top-1 %", "random init linear %", "first step Mean(neg) > 0.9",
+              "max Mean(neg)", "train s"]
+    rows = []
+    for arm, a in scale.get("arms", {}).items():
+        if "skipped" in a:
+            rows.append(_skipped(arm, a["skipped"], len(header)))
+            continue
+        rand = a["random_init_linear_top1"] if a.get("random_init_linear_top1") is not None else scale.get(
+            "random_init_linear_top1")
+        rows.append([arm, fmt(a["linear_top1"], 4), fmt(a["knn_top1"], 4), fmt(rand, 4),
+                     fmt(a["first_step_neg_mean_above_0.9"]), fmt(a["max_neg_mean"]), fmt(a["train_s"], 4)])
+    return (header, rows) if rows else None
+
+
+def tables(parts: dict[str, dict]) -> dict[str, Table]:
+    """The result tables of ``parts`` (``{part: result}``) that have rows: ``agreement``, ``throughput``, ``scale``."""
+    found = {"agreement": agreement_table(parts), "throughput": throughput_table(parts), "scale": scale_table(parts)}
+    return {name: table for name, table in found.items() if table is not None}
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A GitHub-flavoured Markdown table, one line a row."""
+    return [f"| {' | '.join(header)} |", "|" + "---|" * len(header)] + [f"| {' | '.join(row)} |" for row in rows]
+
+
+def report_markdown(report: dict) -> str:
+    """The Markdown report (``gpucheck.md``) of a check's JSON: the status of every part, the environment, then
+    :func:`tables`."""
+    parts = report.get("parts", {})
+    env = parts.get("environment", {}).get("info", {})
+    title = env.get("gpu") or f"no GPU ({env.get('cpu', 'cpu')})"
+    lines = [f"# GPU check: {title}", "",
+             f"Started {report.get('started')}, {'dry run, ' if report.get('dry_run') else ''}budget "
+             f"{report.get('budget_s')} s, used {fmt(report.get('used_s'), 4)} s. Command: `{report.get('command')}`.", ""]
+    status = []
+    for name in PARTS:
+        p = parts.get(name, {"status": "not run"})
+        status.append([name, f"{p.get('status')}{': ' + p['why'] if p.get('why') else ''}"])
+    lines += ["## Status", "", *markdown_table(["part", "status"], status)]
+    if env:
+        lines += ["", "## 1. Environment", "", *markdown_table(["item", "value"], [[k, fmt(v, 4)] for k, v in env.items()])]
+    found = tables(parts)
+    if "agreement" in found:
+        lines += ["", "## 2. The GPU path agrees with the CPU", "", *markdown_table(*found["agreement"])]
+    if "throughput" in found:
+        lines += ["", "## 3. Throughput (MoCo v2, bf16 + channels_last, synthetic images in memory)", "",
+                  *markdown_table(*found["throughput"]),
+                  "", "Step phases (ms, synchronised at every phase, so they add up to an upper bound of the step):", ""]
+        for name, t in parts["throughput"]["settings"].items():
+            if "phases_ms_synchronised" in t:
+                lines.append(f"- {name}: " + ", ".join(f"{k} {fmt(v)}" for k, v in t["phases_ms_synchronised"].items()))
+    if "scale" in found:
+        scale = parts["scale"]
+        lines += ["", f"## 4. The scale question, one pair ({fmt(scale.get('epochs'))} epochs, {fmt(scale.get('steps'))} "
+                  f"steps, {fmt(scale.get('classes'))} classes)", "", *markdown_table(*found["scale"])]
+        if "ft_minus_baseline" in scale:
+            lines += ["", f"FT minus baseline: {fmt(scale['ft_minus_baseline'], 3)} points (one seed each: a first point "
+                      "beyond the CPU's scale, not a verdict)."]
+    for name, p in parts.items():
+        if p.get("error"):
+            lines += ["", f"## Error in {name}", "", "```", p["error"], "```"]
+    return "\n".join(lines) + "\n"
+
+
+def write(out: Path, report: dict) -> None:
+    """Write ``report`` as ``out/gpucheck.json`` and ``out/gpucheck.md`` (the folder is made if missing)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gpucheck.json").write_text(json.dumps(report, indent=2, default=str))
+    (out / "gpucheck.md").write_text(report_markdown(report))
+
+
+def stored_reports(folder: str | os.PathLike) -> list[dict]:
+    """The GPU check reports stored in ``folder`` (``results/gpu``), oldest first, each with its ``file``."""
+    reports = []
+    for path in sorted(Path(folder).glob("*.json")):
+        r = json.loads(path.read_text())
+        reports.append({**r, "file": path.name})
+    return sorted(reports, key=lambda r: (r.get("started", ""), r["file"]))
+
+
+def latest_parts(reports: list[dict]) -> dict[str, dict]:
+    """For each part, the newest stored report's result that finished (measured, passed, failed or stopped at
+    its time limit), with the report's GPU, date and file."""
+    out: dict[str, dict] = {}
+    for r in reports:
+        gpu = r["parts"].get("environment", {}).get("info", {}).get("gpu")
+        for name, p in r["parts"].items():
+            if p.get("status") not in ("not run", "running", "skipped", None):
+                out[name] = {**p, "gpu": gpu, "started": r.get("started"), "file": r["file"]}
+    return out
+
+
+def book_tables(reports: list[dict]) -> dict[str, Table]:
+    """The book's tables: :func:`tables` of the newest finished result of each part (:func:`latest_parts`)."""
+    return tables(latest_parts(reports))
+
+
+def book_summary(reports: list[dict]) -> str:
+    """Sentences for the book, generated from the stored reports (no number typed by hand)."""
+    if not reports:
+        return ("No GPU result exists yet: `results/gpu/` is empty. When a GPU is available, "
+                f"`PYTHONPATH=. {COMMAND} --out DIR` measures it (about seven minutes).")
+    parts = latest_parts(reports)
+    env = parts.get("environment", {})
+    info = env.get("info", {})
+    out = [f"Measured on one {info.get('gpu', 'GPU')} (torch {info.get('torch')}, CUDA {info.get('cuda_runtime')}), "
+           f"{str(env.get('started', ''))[:10]}; files in `results/gpu/`."]
+    checks = {**parts.get("agreement", {}).get("checks", {})}
+    fp32 = [c for k, c in checks.items() if "fp32 vs cpu fp32" in k]
+    if fp32:
+        worst = max(c["loss_rel"] for c in fp32)
+        ok = all(c["pass"] for c in fp32)
+        out.append(f"One fp32 training step on the GPU {'agrees' if ok else 'does not agree'} with the CPU's: losses to "
+                   f"{fmt(worst)} relative, and the GPU's gradient is as close to a float64 reference as the CPU's "
+                   f"own float32 gradient ({', '.join(fmt(c['grad_gpu_vs_float64']['rel_l2']) for c in fp32)} against "
+                   f"{', '.join(fmt(c['grad_cpu_vs_float64']['rel_l2']) for c in fp32)}, relative L2).")
+    bf = [c for k, c in checks.items() if "bf16" in k]
+    if bf:
+        out.append(f"bf16 autocast with channels-last moves the loss by at most {fmt(max(c['loss_rel'] for c in bf))} "
+                   "relative, within bf16 rounding.")
+    comp = parts.get("compile", {})
+    if comp.get("status") == "did not finish":
+        out.append(f"`train.compile=true` (inductor) {comp['why']}: on this machine compiling costs more than a short "
+                   "check can pay, and its agreement is still to be measured.")
+    th = parts.get("throughput", {}).get("settings", {})
+    for name, t in th.items():
+        if "images_per_s" in t and t.get("anchor", {}).get("images_per_s"):
+            out.append(f"MoCo v2 {name}: {fmt(t['images_per_s'], 4)} images/s, {fmt(t['achieved_tflops'])} TFLOP/s "
+                       f"({fmt(100 * (t.get('fraction_of_bf16_peak') or 0))} % of the bf16 peak), "
+                       f"{fmt(t['speedup_vs_anchor'])} times the same step fed by per-sample torchvision transforms "
+                       f"in a {t['anchor']['workers']}-worker DataLoader (whose own rate, "
+                       f"{fmt(t['anchor']['images_per_s'], 4)} images/s, is not yet explained: not a library comparison).")
+    sc = parts.get("scale", {})
+    arms = sc.get("arms", {})
+    if "linear_top1" in arms.get("baseline", {}) and "linear_top1" in arms.get("ft_pos_neg", {}):
+        b, f = arms["baseline"], arms["ft_pos_neg"]
+        step = f["first_step_neg_mean_above_0.9"]
+        out.append(f"The scale pair (ResNet-18, 64 px, {fmt(sc['epochs'])} epochs, one seed each): the MoCo v1 baseline "
+                   f"reads out {fmt(b['linear_top1'], 3)} %, with FT (+pos +neg) {fmt(f['linear_top1'], 3)} %, "
+                   f"against {fmt(sc.get('random_init_linear_top1'), 3)} % for the random-init encoder; "
+                   + (f"Mean(neg) of FT's raw cosines passes 0.9 at step {step}." if step is not None
+                      else "Mean(neg) of FT's raw cosines never passes 0.9.")
+                   + (" One pair, one seed each, decides nothing by itself: it is a first point beyond the CPU's scale, "
+                      "where the FT arm again ends below its baseline; a verdict needs three seeds, paired."
+                      if f["linear_top1"] < b["linear_top1"] else ""))
+    return " ".join(out)

@@ -1,0 +1,146 @@
+"""Part 3 of the GPU check: MoCo v2's training throughput at GPU sizes (bf16 + channels_last, synthetic images).
+
+Per setting: images/s of the unsynchronised step (what training gets), the step split into phases
+(:func:`ftcl_core.profiling.breakdown`, synchronised), peak memory, FLOPs a step and achieved TFLOP/s against the
+chip's bf16 peak, the FT and statistics overheads (interleaved, :func:`benchmarks.timing.interleaved`), and the
+anchor: the same model step fed by per-sample torchvision transforms in a DataLoader.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from benchmarks import timing
+from benchmarks.gpucheck.environment import bf16_peak
+from benchmarks.gpucheck.setting import Budget, Setting
+from ftcl_core.config import FTConfig
+from ftcl_core.execution import host_to_device, memory_format, prepare_model
+from ftcl_core.methods import StepContext
+from ftcl_core.profiling import breakdown
+from ftcl_core.runs import load_config
+from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
+
+
+def _throughput_settings(s: Setting) -> dict[str, list[str]]:
+    """The settings measured: ``{name: overrides of configs/gpu_in100_moco_v2.yaml}``."""
+    if s.dry:
+        return {"r10_16px (dry run)": ["model.encoder=resnet10_w16", "data.image_size=20", "augment.out_size=16",
+                                       "train.batch_size=16", "moco.queue_size=64", "model.bn_splits=2"]}
+    return {
+        "resnet50_224px": ["model.encoder=resnet50", "data.image_size=256", "augment.out_size=224"],
+        "resnet18_64px": ["model.encoder=resnet18", "data.image_size=72", "augment.out_size=64"],
+    }
+
+
+def _torchvision_loader(images: torch.Tensor, out_size: int, batch: int, workers: int):
+    """The anchor: per-sample torchvision transforms of MoCo v2 (as the released code and lightly build
+    them) on PIL images, two views, in a DataLoader with ``workers`` processes and pinned memory."""
+    import numpy as np
+    from PIL import Image
+    from torchvision import transforms as T
+
+    blur = max(3, int(0.1 * out_size) // 2 * 2 + 1)
+    tf = T.Compose([
+        T.RandomResizedCrop(out_size, scale=(0.2, 1.0)),
+        T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
+        T.RandomGrayscale(p=0.2),
+        T.RandomApply([T.GaussianBlur(blur, sigma=(0.1, 2.0))], p=0.5),
+        T.RandomHorizontalFlip(),
+        T.ToTensor(),
+        T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+    ])
+    pil = [Image.fromarray(np.ascontiguousarray(im.permute(1, 2, 0).numpy())) for im in images]
+
+    class TwoViews(torch.utils.data.Dataset):
+        def __len__(self) -> int:
+            return len(pil)
+
+        def __getitem__(self, i: int):
+            return tf(pil[i]), tf(pil[i])
+
+    return torch.utils.data.DataLoader(TwoViews(), batch_size=batch, shuffle=True, drop_last=True, num_workers=workers,
+                                       pin_memory=torch.cuda.is_available(), persistent_workers=workers > 0)
+
+
+def throughput(s: Setting, budget: Budget) -> dict:
+    """Images/s, phases, peak memory, TFLOP/s, FT and statistics overheads, and the torchvision anchor."""
+    base = "configs/gpu_in100_moco_v2.yaml"
+    results: dict[str, dict] = {}
+    for name, over in _throughput_settings(s).items():
+        if not budget.fits(5 if s.dry else 70):
+            results[name] = {"skipped": f"{budget.left():.0f} s left"}
+            continue
+        results[name] = _throughput_one(s, budget, base, [*over, f"device={s.device}", "train.amp=bf16",
+                                                          "train.channels_last=true"])
+        if s.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    return {"status": "measured", "device": s.device, "settings": results}
+
+
+def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> dict:
+    """One setting's measurements (the part's docstring); the anchor is skipped when the budget cannot hold it."""
+    steps, warmup = (2, 1) if s.dry else (10, 3)
+    cfg = load_config(base, over)
+    bs, size, out = cfg.train.batch_size, cfg.data.image_size, cfg.augment.out_size
+    n_img = 4 * bs
+    r: dict = {"batch": bs, "image_size": size, "crop": out, "encoder": cfg.model.encoder}
+    br = breakdown(base, over, steps=steps, warmup=warmup, synthetic=n_img)
+    r["phases_ms_synchronised"] = br["phases_ms"]
+    r["step_ms_synchronised"] = br["step_ms"]
+    # the same step without a synchronisation between phases: what training gets
+    model, net = prepare_model(cfg, s.device)
+    opt = build_optimizer(cfg, model, s.device)
+    gen = torch.Generator().manual_seed(0)
+    images = torch.randint(0, 256, (n_img, 3, size, size), dtype=torch.uint8, generator=gen)
+    aug = augment_config(cfg)
+    on_device = images.to(s.device)
+    if s.device.startswith("cuda"):  # the peak of this model's steps alone (the breakdown's model is gone)
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+
+    def step(ft: FTConfig = FTConfig(), stats: bool = True, views=None):  # noqa: B008 (a frozen dataclass)
+        x = on_device[torch.randint(n_img, (bs,), generator=gen).to(s.device)]
+        views = memory_format(views, True) if views is not None else make_views(x, aug, gen, True)
+        return train_step(model, opt, views, StepContext(gen, ft, record_stats=stats, amp="bf16", wrapped=net))
+
+    step_s = timing.timed(step, steps, warmup, s.device)
+    r["step_ms"] = 1e3 * step_s
+    r["images_per_s"] = bs / step_s
+    r["peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30 if s.device.startswith("cuda") else None
+    with FlopCounterMode(display=False) as counter:
+        step()
+    r["step_tflop"] = counter.get_total_flops() / 1e12
+    r["achieved_tflops"] = r["step_tflop"] / step_s
+    peak = bf16_peak(torch.cuda.get_device_name()) if s.device.startswith("cuda") else None
+    r["fraction_of_bf16_peak"] = r["achieved_tflops"] / peak if peak else None
+    # FT and statistics overhead, interleaved so that drift hits every variant alike
+    variants = {"plain": (FTConfig(), False), "ft": (FTConfig(pos=True, neg=True), False), "stats": (FTConfig(), True)}
+    runs = {k: (lambda v=v: step(*v)) for k, v in variants.items()}
+    med = timing.medians(timing.interleaved(runs, 1 if s.dry else 3, max(2, steps // 2), 1, s.device))
+    r["ft_overhead"] = med["ft"] / med["plain"] - 1
+    r["stats_overhead"] = med["stats"] / med["plain"] - 1
+    # the anchor: the same model step fed by per-sample torchvision transforms in a DataLoader
+    if not budget.fits(3 if s.dry else 40):
+        r["anchor"] = {"skipped": f"{budget.left():.0f} s left"}
+        return r
+    workers = 0 if s.dry else min(16, os.cpu_count() or 1)
+    loader = _torchvision_loader(images, out, bs, workers)
+    batches = iter(loader)
+
+    def anchor_step():
+        nonlocal batches
+        try:
+            v1, v2 = next(batches)
+        except StopIteration:
+            batches = iter(loader)
+            v1, v2 = next(batches)
+        return step(views=(host_to_device(v1, s.device), host_to_device(v2, s.device)))
+
+    anchor_s = timing.timed(anchor_step, steps, warmup, s.device)
+    r["anchor"] = {"pipeline": "torchvision transforms per sample (PIL), DataLoader", "workers": workers,
+                   "images_per_s": bs / anchor_s, "step_ms": 1e3 * anchor_s}
+    r["speedup_vs_anchor"] = r["images_per_s"] / r["anchor"]["images_per_s"]
+    return r

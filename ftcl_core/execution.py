@@ -1,0 +1,136 @@
+"""How a run executes, apart from what it computes: the device, float32 exactness on CUDA, the memory format
+and split batch-norm layout, ``torch.compile``, and the model's wrapped forms (SyncBN, DDP, compiled).
+
+The keys that choose the device, the memory format and the compiler (:data:`ftcl_core.config.EXECUTION_KEYS`)
+are not part of a run's identity: two executions of one config that differ only in them compute the same maths
+and differ by floating-point rounding.  What a run chose is recorded in its ``provenance.json``
+(:func:`execution_path`), so that a replay runs it the same way.  The training loop, the step-time profile, the
+benchmarks and the GPU check all read the policy from here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import shutil
+
+import torch
+
+from ftcl_core import distributed
+from ftcl_core.config import ConfigError, RunConfig
+from ftcl_core.methods import build_model
+from ftcl_core.models import Encoder, group_major
+
+# Measured on an Intel Xeon (AVX-512, 2 threads; `python -m benchmarks.bench compile`,
+# results/bench_compile_intel-xeon-avx512.txt): compiling the MoCo v2 networks with inductor costs about 90 s with
+# an empty cache (C++ kernels built by the system compiler) and about 6 s with a warm one, and makes the model
+# step about 1.16x faster (some 30 ms of 200).  A cold compile pays for itself within one run from about 3 200
+# steps, a warm one from about 220.  So `auto` compiles runs of at least 3 000 steps; shorter runs stay eager,
+# except in a sweep whose runs of one network add up to that (ftcl_core.experiments.sweep_compiles: only the
+# first compiles cold).
+COMPILE_AUTO_MIN_STEPS = 3000
+
+
+def resolve_device(cfg: RunConfig) -> str:
+    """The device the run trains on: ``cfg.device``, with ``auto`` read as CUDA where a CUDA device is visible,
+    else the CPU.  Raises :class:`ConfigError` when the config asks for CUDA and none is visible."""
+    device = cfg.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError("device=cuda but no CUDA device is visible; use device=cpu or device=auto.")
+    return device
+
+
+def exact_float32(cfg: RunConfig, device: str) -> None:
+    """Make a float32 run on CUDA compute in float32 (a process-wide setting): PyTorch lets cuDNN convolutions
+    round their inputs to TF32 (10 mantissa bits) by default, which would make a GPU run of a CPU recipe a
+    different computation, not another execution of the same one.  ``train.amp=bf16`` runs choose their
+    precision themselves and are left alone; on the CPU nothing changes."""
+    if device.startswith("cuda") and cfg.train.amp is None:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def channels_last(cfg: RunConfig) -> bool:
+    """Whether the networks run channels-last: ``train.channels_last`` true, or ``auto`` (the default).
+
+    Measured on an Intel Xeon (AVX-512, 2 threads; ``results/bench_breakdown_intel-xeon-avx512.txt``), a channels-last
+    ResNet-10 with split batch-norm in the ``blocks`` layout runs its forward and backward about 1.3x faster
+    than NCHW; on tensor cores channels-last is the usual fast layout."""
+    return cfg.train.channels_last in (True, "auto")
+
+
+def memory_format(views: tuple[torch.Tensor, torch.Tensor], channels_last: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The views channels-last (NHWC) where ``channels_last``, else as they are (the same values either way)."""
+    if not channels_last:
+        return views
+    return tuple(v.contiguous(memory_format=torch.channels_last) for v in views)
+
+
+def split_bn_layout(cfg: RunConfig) -> str | None:
+    """How split batch-norm groups its samples: ``blocks`` (group-major, contiguous groups; with channels-last,
+    :func:`ftcl_core.models.group_major`) or ``interleaved`` (strided groups, NCHW); ``None`` without split
+    batch-norm.  Both layouts normalise the same groups."""
+    if cfg.model.bn_splits <= 1:
+        return None
+    return "blocks" if channels_last(cfg) else "interleaved"
+
+
+def compile_backend(cfg: RunConfig, device: str, steps: int | None = None) -> bool | str:
+    """What ``torch.compile`` backend the run's networks get: ``False`` (eager), ``True`` (inductor) or a
+    backend name.  ``train.compile=auto`` compiles with inductor on CPU when the run takes at least
+    :data:`COMPILE_AUTO_MIN_STEPS` steps and a C++ compiler is installed (inductor needs one there); else eager."""
+    value = cfg.train.compile
+    if value != "auto":
+        return value
+    if not device.startswith("cpu") or steps is None or steps < COMPILE_AUTO_MIN_STEPS:
+        return False
+    return bool(shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++") or shutil.which("clang++"))
+
+
+def execution_path(cfg: RunConfig, device: str = "cpu", steps: int | None = None) -> dict:
+    """How a run executes (recorded in ``provenance.json``): memory format, split batch-norm layout and the
+    ``torch.compile`` backend (``None``: eager)."""
+    backend = compile_backend(cfg, device, steps)
+    return {"memory_format": "channels_last" if channels_last(cfg) else "contiguous",
+            "split_bn_layout": split_bn_layout(cfg),
+            "compile": "inductor" if backend is True else (backend or None)}
+
+
+def host_to_device(x: torch.Tensor, device: str) -> torch.Tensor:
+    """A uint8 batch to the device; on CUDA through page-locked memory (PyTorch caches those buffers), so
+    the copy runs asynchronously behind the previous step's kernels."""
+    if device.startswith("cuda"):
+        return x.pin_memory().to(device, non_blocking=True)
+    return x.to(device)
+
+
+def prepare_model(cfg: RunConfig, device: str, steps: int | None = None) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """The method's model on ``device`` and the network the step calls: the model itself, or its
+    SyncBN / channels_last / torch.compile / DistributedDataParallel form as the config asks (``steps``: the
+    run's length, which ``train.compile=auto`` weighs, :func:`compile_backend`).  The first is the module whose
+    parameters the optimiser updates and checkpoints hold; the second shares those parameters."""
+    model = build_model(cfg)
+    if cfg.model.sync_bn and distributed.world_size() > 1 and not device.startswith("cuda"):
+        raise ConfigError("model.sync_bn=true needs CUDA (torch's SyncBatchNorm has no CPU kernel); on CPU "
+                          "use model.bn_splits (shuffle-BN) instead.")
+    if cfg.model.sync_bn:
+        model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    model = model.to(device)
+    if channels_last(cfg):
+        model = model.to(memory_format=torch.channels_last)
+        for module in list(model.modules()):  # each backbone keeps its split batch-norm groups contiguous
+            if isinstance(module, Encoder):
+                group_major(module.backbone)
+    net: torch.nn.Module = model
+    if distributed.world_size() > 1:  # the queue stays identical by the maths; BN statistics are averaged at checkpoints
+        ddp = torch.nn.parallel.DistributedDataParallel
+        # per-rank buffers: the newer keyword where torch has it (it deprecates broadcast_buffers)
+        no_sync = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(ddp).parameters
+                   else "broadcast_buffers")
+        net = ddp(net, **{no_sync: False})
+    compile_with = compile_backend(cfg, device, steps)
+    if compile_with:  # true: inductor; a string names another torch.compile backend (tests use "eager")
+        net = torch.compile(net, **({"backend": compile_with} if isinstance(compile_with, str) else {}))
+    return model, net
