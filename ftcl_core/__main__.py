@@ -89,10 +89,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "summary":
         from ftcl_core.diagnosis import diagnosis_rows, write_diagnosis_csv
-        from ftcl_core.experiments import summary_markdown, write_summary
+        from ftcl_core.experiments import summary_markdown, tally_text, write_summary
+        from ftcl_core.results.numbers import pm_cell
 
         path = write_summary(args.profile)
         print(f"<!-- written: {path} -->\n" + summary_markdown(path))
+        import csv
+
+        with open(path) as fh:
+            print("\nVerdicts by table (distinct comparisons):\n" + tally_text(list(csv.DictReader(fh))))
         rows = diagnosis_rows(profile=args.profile)
         if rows:
             out = write_diagnosis_csv(rows) if args.profile == "cpu" else None
@@ -100,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
             print("| question | table | setting | seeds | mean | Δ vs reference | verdict | first step Mean(neg) > 0.9 |")
             print("|---|---|---|---|---|---|---|---|")
             for r in rows:
-                diff = "" if r["reference"] == "" else f"{r['diff_mean']:.1f} ± {r['diff_ci95']:.1f} vs {r['reference']}"
-                print(f"| {r['question']} | {r['table']} | {r['setting']} | {r['n_seeds']} | {r['mean']:.1f} | {diff} | "
+                diff = "" if r["reference"] == "" else f"{pm_cell(r['diff_mean'], r['diff_ci95'])} vs {r['reference']}"
+                print(f"| {r['question']} | {r['table']} | {r['setting']} | {r['n_seeds']} | "
+                      f"{pm_cell(r['mean'], None)} | {diff} | "
                       f"{r['verdict']} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
         if args.profile == "cpu":  # the README's findings block, regenerated from the same runs
             from ftcl_core.diagnosis import readme_findings_block

@@ -34,6 +34,10 @@ import yaml
 from ftcl_core import experiments as X
 from ftcl_core import transforms as T
 from ftcl_core.losses import info_nce, logits_from_scores
+from ftcl_core.results import claims as verdicts
+from ftcl_core.results.claims import MIN_SEEDS, Claim
+from ftcl_core.results.numbers import cell, plus_minus
+from ftcl_core.results.paired import by_seed, mean_ci95, pair, paired_records
 from ftcl_core.runs import RunDir, atomic_write_bytes
 from ftcl_core.stats import collapse_signature, first_step_above
 
@@ -126,16 +130,18 @@ def contraction_rate(rho: float, lam: float, tau: float = 0.2, n: int = 512, dim
     return float(size(step) / size(z) - 1)
 
 
-def paired_comparison(label: str, records: list[dict], baseline: str, treated: str, key: str = "linear_top1") -> dict:
+def paired_comparison(label: str, records: list[dict], baseline: str, treated: str, key: str = "linear_top1",
+                      effect: float | None = None) -> dict:
     """One row of the diagnosis: ``treated`` (FT) against ``baseline`` over the seeds both have, with the paired
-    95 % interval and the verdict on the paper's claim that FT helps (the sign +1); ``key``: the readout compared
-    (``knn_top1`` for the kNN readout)."""
+    95 % interval and the verdict (:func:`ftcl_core.results.claims.judge`) on the paper's claim that FT helps (above
+    ``baseline``, by the paper's ``effect`` in points where given); ``key``: the readout compared (``knn_top1`` for
+    the kNN readout)."""
     base, ft = ([r[key] for r in records if r["setting"] == s] for s in (baseline, treated))
-    d, ci, n = X.paired_difference(records, treated, baseline, key)
-    dev = _devices(records, baseline, treated)  # each run's provenance is read once
-    return {"comparison": label, "baseline": X.mean_ci95(base)[0], "ft": X.mean_ci95(ft)[0], "diff": d, "ci95": ci,
-            "n_seeds": n, "verdict": X.verdict(d, ci, 1, n) if n else "not run",
-            "mixed_devices": _mixed(dev, baseline, treated), "devices": sorted(set(dev.values()) - {""})}
+    paired = paired_records(records, treated, baseline, key, device=run_device)  # each run's provenance read once
+    judged = verdicts.judge(Claim(treated, baseline, effect=effect, direction=1), paired)
+    return {"comparison": label, "baseline": mean_ci95(base)[0], "ft": mean_ci95(ft)[0], "diff": paired.mean,
+            "ci95": paired.ci95, "n_seeds": paired.n, "verdict": judged.word if paired.n else "not run",
+            "mixed_devices": paired.mixed_seeds, "devices": sorted({d for pair_ in paired.devices for d in pair_} - {""})}
 
 
 def run_device(record: dict) -> str:
@@ -147,15 +153,7 @@ def run_device(record: dict) -> str:
 def mixed_device_seeds(records: list[dict], a: str, b: str) -> list[int]:
     """Seeds whose ``a`` and ``b`` runs trained on different devices (a CPU run paired with a GPU run: the same
     initialisation and data order, not the same float rounding), so that a reader can weigh such a pair."""
-    return _mixed(_devices(records, a, b), a, b)
-
-
-def _devices(records: list[dict], a: str, b: str) -> dict[tuple[str, int], str]:
-    return {(r["setting"], r["seed"]): run_device(r) for r in records if r["setting"] in (a, b)}
-
-
-def _mixed(dev: dict[tuple[str, int], str], a: str, b: str) -> list[int]:
-    return sorted(s for (setting, s), d in dev.items() if setting == a and (b, s) in dev and dev[b, s] != d)
+    return paired_records(records, a, b, device=run_device).mixed_seeds
 
 
 def _seeds(seeds: list[int]) -> str:
@@ -167,8 +165,9 @@ def same_run_gaps(a: list[dict], a_setting: str, b: list[dict], b_setting: str, 
     different devices (``a`` and ``b``): how far float rounding alone moves a run."""
     left = {r["seed"]: r for r in a if r["setting"] == a_setting}
     right = {r["seed"]: r for r in b if r["setting"] == b_setting}
-    return [abs(left[s][key] - right[s][key]) for s in sorted(set(left) & set(right))
-            if run_device(left[s]) != run_device(right[s])]
+    devices = {s: (run_device(left[s]), run_device(right[s])) for s in set(left) & set(right)}
+    paired = pair({s: r[key] for s, r in left.items()}, {s: r[key] for s, r in right.items()}, devices)
+    return [abs(v) for v, (da, db) in zip(paired.values, paired.devices) if da != db]
 
 
 def relabel(records: list[dict], names: dict[str, str]) -> list[dict]:
@@ -180,9 +179,8 @@ def relabel(records: list[dict], names: dict[str, str]) -> list[dict]:
 def gap_records(records: list[dict], baseline: str, treated: str, name: str, key: str = "linear_top1") -> list[dict]:
     """Per seed, ``treated`` minus ``baseline`` (FT's gain, negative for a cost) as a record of setting ``name``,
     so that :func:`paired_comparison` compares two such gaps by seed (FT's cost at two training lengths, say)."""
-    base = {r["seed"]: r[key] for r in records if r["setting"] == baseline}
-    return [{"setting": name, "seed": r["seed"], key: r[key] - base[r["seed"]]}
-            for r in records if r["setting"] == treated and r["seed"] in base]
+    paired = pair(by_seed(records, treated, key), by_seed(records, baseline, key))
+    return [{"setting": name, "seed": seed, key: gap} for seed, gap in zip(paired.seeds, paired.values)]
 
 
 def length_rows(path: str | Path, records: list[dict], profile: str = "cpu", key: str = "linear_top1",
@@ -217,16 +215,16 @@ def length_sentence(label: str, rows: list[dict], readout: str = "linear readout
     if not per_length:
         return f"On {label} no training length was run."
     text = (f"On {label}, FT from the first step minus its baseline ({readout}, points): " +
-            ", ".join(f"{r['diff']:+.1f} ± {r['ci95']:.1f} at {r['steps']} steps ({r['n_seeds']} seeds"
+            ", ".join(f"{plus_minus(r['diff'], r['ci95'], signed=True)} at {r['steps']} steps ({r['n_seeds']} seeds"
                       + (f", trained on {' and '.join(d.upper() if d == 'cpu' else 'GPU' for d in r['devices'])}"
                          if set(r.get("devices") or ["cpu"]) != {"cpu"} else "") + ")"
                       for r in per_length))
-    decided = [r for r in gains if r["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM and r["verdict"] != "inconclusive"]
+    decided = [r for r in gains if r["n_seeds"] >= MIN_SEEDS and verdicts.side(r["verdict"]) != 0]
     if decided:
         g = decided[-1]
         text += (f": the longer run {'narrows' if g['diff'] > 0 else 'widens'} FT's cost by {abs(g['diff']):.1f} ± "
                  f"{g['ci95']:.1f} points ({g['steps']} steps, paired by seed)")
-        if g["diff"] > 0 and per_length[-1]["verdict"] == "not replicated":
+        if g["diff"] > 0 and verdicts.side(per_length[-1]["verdict"]) < 0:
             text += ", yet FT is still below its baseline there"
     elif gains:
         text += "; whether the longer run narrows that cost is undecided (fewer than 3 seeds, or an interval holding zero)"
@@ -282,8 +280,8 @@ def negative_rows(pairs: list[tuple[str, list[dict], str, str]]) -> list[dict]:
         scored = with_negative_scores([r for r in records if r["setting"] in (baseline, treated)])
         row = paired_comparison(label, scored, baseline, treated)
         for key in ("neg_shift", "neg_var_ratio", "final_neg_mean"):
-            row[key], row[f"{key}_ci95"] = X.mean_ci95([r[key] for r in scored if r["setting"] == treated])
-        row["baseline_final_neg_mean"] = X.mean_ci95([r["final_neg_mean"] for r in scored if r["setting"] == baseline])[0]
+            row[key], row[f"{key}_ci95"] = mean_ci95([r[key] for r in scored if r["setting"] == treated])
+        row["baseline_final_neg_mean"] = mean_ci95([r["final_neg_mean"] for r in scored if r["setting"] == baseline])[0]
         rows.append(row)
     return rows
 
@@ -293,8 +291,8 @@ def negative_cells(row: dict) -> list[str]:
     cells = comparison_cells(row)
     if not row["n_seeds"]:
         return [*cells, "", "", ""]
-    return [*cells, X.plus_minus(row["neg_shift"], row["neg_shift_ci95"], 3, signed=True),
-            X.plus_minus(row["neg_var_ratio"], row["neg_var_ratio_ci95"], 2),
+    return [*cells, plus_minus(row["neg_shift"], row["neg_shift_ci95"], 3, signed=True),
+            plus_minus(row["neg_var_ratio"], row["neg_var_ratio_ci95"], 2),
             f"{row['final_neg_mean']:.2f} ({row['baseline_final_neg_mean']:.2f})"]
 
 
@@ -319,29 +317,29 @@ def renorm_sentence(plain: dict, renorm: dict, against: dict) -> str:
     """Supp F's re-normalisation reading tested on stored runs, as generated Markdown: ``plain`` and ``renorm`` are
     :func:`negative_rows` rows of interpolated negatives without and with re-normalisation against the same
     baseline; ``against`` a :func:`paired_comparison` of the readout, re-normalised against plain (the same seeds)."""
-    if min(plain["n_seeds"], renorm["n_seeds"], against["n_seeds"]) < X.MIN_SEEDS_FOR_A_CLAIM:
+    if min(plain["n_seeds"], renorm["n_seeds"], against["n_seeds"]) < MIN_SEEDS:
         return ("Supp F's reading (re-normalising a mixed negative makes it harder) is undecided: it needs both kinds "
-                f"of mixed negatives at {X.MIN_SEEDS_FOR_A_CLAIM} seeds of one recipe.")
+                f"of mixed negatives at {MIN_SEEDS} seeds of one recipe.")
     wider = renorm["neg_var_ratio"] - renorm["neg_var_ratio_ci95"] > plain["neg_var_ratio"] + plain["neg_var_ratio_ci95"]
     text = (f"Without re-normalisation, mixing leaves the mean score of the negatives where it was (shift "
-            f"{X.plus_minus(plain['neg_shift'], plain['neg_shift_ci95'], 3, signed=True)}) and narrows their spread to "
+            f"{plus_minus(plain['neg_shift'], plain['neg_shift_ci95'], 3, signed=True)}) and narrows their spread to "
             f"{plain['neg_var_ratio']:.2f} of the raw queue's: fewer negatives lie near the query. "
             f"Re-normalised, the spread is {renorm['neg_var_ratio']:.2f} of the queue's and the mean shifts by "
-            f"{X.plus_minus(renorm['neg_shift'], renorm['neg_shift_ci95'], 3, signed=True)}: ")
+            f"{plus_minus(renorm['neg_shift'], renorm['neg_shift_ci95'], 3, signed=True)}: ")
     hard = harder_negatives(renorm)  # harder than the raw queue, not just than plain mixes
     text += ("the re-normalised mixes are harder than plain ones, as Supp F's reading predicts"
              + (", though still narrower than the raw queue. " if not hard else ". ")
              if wider else "these statistics do not tell the two kinds of mixes apart, against Supp F's reading. ")
-    lost = against["diff"] + against["ci95"] < 0
-    change = (f"cost {X.plus_minus(-against['diff'], against['ci95'])}" if lost
-              else f"differ by {X.plus_minus(against['diff'], against['ci95'], signed=True)}")
+    lost = verdicts.side(against["verdict"]) < 0
+    change = (f"cost {plus_minus(-against['diff'], against['ci95'])}" if lost
+              else f"differ by {plus_minus(against['diff'], against['ci95'], signed=True)}")
     text += (f"Readout: re-normalised mixes {change} points against plain ones (paired, {against['n_seeds']} seeds"
              f"{'' if lost else ', an interval that holds zero'}).")
-    if lost and wider and not hard and abs(plain["diff"]) <= plain["ci95"]:
+    if lost and wider and not hard and verdicts.side(plain["verdict"]) == 0:
         text += (" The direction fits the reading, but hardness alone cannot explain the cost: were harder negatives the "
                  "cause, the baseline, whose loss sees the raw queue at its full spread, would lose more than the "
                  "re-normalised mixes; it reads out as well as plain mixing (plain against baseline "
-                 f"{X.plus_minus(plain['diff'], plain['ci95'], signed=True)}). What else re-normalisation changes (each "
+                 f"{plus_minus(plain['diff'], plain['ci95'], signed=True)}). What else re-normalisation changes (each "
                  "mix is a point between two keys lifted back onto the sphere, where no image lies) is not tested here; "
                  "the cause of Supp F's loss stays undecided.")
     return text
@@ -351,7 +349,7 @@ def harder_negatives_sentence(rows: list[dict]) -> str:
     """Generated Markdown over :func:`negative_rows` rows: which settings made the negatives harder than their queue
     (:func:`harder_negatives`), with each one's readout change and where its raw Mean(neg) ends."""
     def part(r: dict) -> str:
-        return (f"{r['comparison']} ({', '.join(harder_by(r))}; readout {X.plus_minus(r['diff'], r['ci95'], signed=True)}, "
+        return (f"{r['comparison']} ({', '.join(harder_by(r))}; readout {plus_minus(r['diff'], r['ci95'], signed=True)}, "
                 f"{r['verdict']}; raw Mean(neg) ends at {r['final_neg_mean']:.2f})")
 
     harder = [r for r in rows if harder_negatives(r)]
@@ -399,7 +397,7 @@ def start_fraction_rows(path: str | Path, records: list[dict], profile: str = "c
 def comparison_cells(row: dict) -> list[str]:
     """A :func:`paired_comparison` row as table cells: label, both means, the paired difference ± CI, seeds, verdict."""
     def fmt(v) -> str:
-        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else X.fixed(v)
+        return cell(v)
 
     mixed = row.get("mixed_devices") or []
     seeds = str(row["n_seeds"]) + (f" ({_seeds(mixed)}: CPU against GPU)" if mixed else "")
@@ -410,18 +408,20 @@ def comparison_cells(row: dict) -> list[str]:
 def comparison_sentence(row: dict, meaning: dict[str, str]) -> str:
     """One Markdown bullet for a :func:`paired_comparison` row, generated from its numbers: undecided below 3 seeds,
     inconclusive when the 95 % interval holds zero, else the side and ``meaning['above' | 'below']``."""
-    if row["n_seeds"] < 3:
-        return f"* **{row['comparison']}**: {row['n_seeds']} seed(s) stored, fewer than the 3 a verdict needs: undecided."
-    if abs(row["diff"]) <= row["ci95"]:
-        return (f"* **{row['comparison']}**: {row['diff']:.1f} ± {row['ci95']:.1f} points over {row['n_seeds']} seeds, "
-                "which cannot be told from zero: inconclusive.")
+    if row["n_seeds"] < MIN_SEEDS:
+        return (f"* **{row['comparison']}**: {row['n_seeds']} seed(s) stored, fewer than the {MIN_SEEDS} a verdict "
+                "needs: undecided.")
+    if verdicts.side(row["verdict"]) == 0:
+        return (f"* **{row['comparison']}**: {plus_minus(row['diff'], row['ci95'])} points over {row['n_seeds']} "
+                f"seeds, which cannot be told from zero: {row['verdict']}.")
     side = "above" if row["diff"] > 0 else "below"
-    return (f"* **{row['comparison']}**: {abs(row['diff']):.1f} ± {row['ci95']:.1f} points {side} "
+    return (f"* **{row['comparison']}**: {plus_minus(abs(row['diff']), row['ci95'])} points {side} "
             f"({row['n_seeds']} seeds). " + meaning[side])
 
 
-def _decided(row: dict, verdict: str) -> bool:
-    return row["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM and row["verdict"] == verdict
+def _decided(row: dict, direction: int) -> bool:
+    """Whether ``row``'s verdict decides its comparison on ``direction``'s side (+1: FT helps, -1: it costs)."""
+    return row["n_seeds"] >= MIN_SEEDS and verdicts.side(row["verdict"]) == direction
 
 
 def switch_on_sentence(starts: list[tuple[str, dict, dict]], level: float = 0.9) -> str:
@@ -434,7 +434,7 @@ def switch_on_sentence(starts: list[tuple[str, dict, dict]], level: float = 0.9)
     passed = {s: sum(f is not None for f in st["steps_to_collapse"]) for s, _, st in starts}
     text = (f"Seeds whose Mean(neg) passes {level} after FT switches on: "
             + "; ".join(f"{s}: {passed[s]} of {st['n_seeds']}" for s, _, st in starts) + ".")
-    costly = [(s, st) for s, row, st in starts if _decided(row, "not replicated")]
+    costly = [(s, st) for s, row, st in starts if _decided(row, -1)]
     if not costly:
         return text + " No start costs linear readout significantly."
     partial = [s for s, st in costly if passed[s] < st["n_seeds"]]
@@ -460,9 +460,9 @@ def random_queue_sentence(cfg, start: str, row: dict) -> str:
             + ("with a queue of real keys, " if switch >= fill else "before the queue is full, "))
     if not row["n_seeds"]:
         return text + "and has no stored runs."
-    text += (f"and reads out {X.plus_minus(row['diff_mean'], row['diff_ci95'], signed=True)} points against never "
+    text += (f"and reads out {plus_minus(row['diff_mean'], row['diff_ci95'], signed=True)} points against never "
              f"({row['verdict']}, {X._count(row['n_seeds'], 'seed')})")
-    if switch >= fill and _decided(row, "not replicated"):
+    if switch >= fill and _decided(row, -1):
         return text + ": the random queue is not what makes an early start costly here."
     return text + "."
 
@@ -478,7 +478,7 @@ def baseline_caveat(aims: list[dict], settings: tuple[str, ...] = ("v1 baseline"
         misses += ([f"a spread of ± {a['ci95']:.1f}, wider than ± {X.BASELINE_AIMS['spread']:.0f}"]
                    if a["spread_met"] is False else [])
         if misses:
-            parts.append(f"{a['setting']} ({X.plus_minus(a['mean'], a['ci95'])} %, {X._count(a['n_seeds'], 'seed')}) misses the "
+            parts.append(f"{a['setting']} ({plus_minus(a['mean'], a['ci95'])} %, {X._count(a['n_seeds'], 'seed')}) misses the "
                          f"issue's aims with {' and '.join(misses)}")
     order = X.v2_against_v1([a for a in aims if a["data"] == data]).get(data)
     if not parts and not (order and order[1] < order[0]):
@@ -522,21 +522,21 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
     counts as undecided."""
     def knn(label, f):  # the kNN readout of the same cell: a gain on the linear probe may be a loss here
         r = phase_knn.get(label, {}).get(f)
-        return f", kNN {r['diff']:+.1f} ± {r['ci95']:.1f}" if r and r["n_seeds"] else ""
+        return f", kNN {plus_minus(r['diff'], r['ci95'], signed=True)}" if r and r["n_seeds"] else ""
 
     def where(cells, with_knn=False):
-        return "; ".join(f"{label}, from {f:.0%} of the run: {r['diff']:+.1f} ± {r['ci95']:.1f}"
+        return "; ".join(f"{label}, from {f:.0%} of the run: {plus_minus(r['diff'], r['ci95'], signed=True)}"
                          + (knn(label, f) if with_knn else "") for label, f, r in cells)
 
     cells = [(label, f, r) for label, rows in phase.items() for f, r in sorted(rows.items())]
-    helps = [(lb, f, r) for lb, f, r in cells if _decided(r, "replicated")]
-    hurts_late = [(lb, f, r) for lb, f, r in cells if f and _decided(r, "not replicated")]
+    helps = [(lb, f, r) for lb, f, r in cells if _decided(r, 1)]
+    hurts_late = [(lb, f, r) for lb, f, r in cells if f and _decided(r, -1)]
     knn_late = [(lb, f, r) for lb, rows in phase_knn.items() for f, r in sorted(rows.items())
-                if f and _decided(r, "not replicated")]
-    decided_first = {key: r for key, r in from_start.items() if r["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM}
+                if f and _decided(r, -1)]
+    decided_first = {key: r for key, r in from_start.items() if r["n_seeds"] >= MIN_SEEDS}
     start_rows = list(decided_first.values())
-    losses = [FIRST_STEP_NAMES.get(k, k) for k, r in decided_first.items() if r["verdict"] == "not replicated"]
-    wins = [FIRST_STEP_NAMES.get(k, k) for k, r in decided_first.items() if r["verdict"] == "replicated"]
+    losses = [FIRST_STEP_NAMES.get(k, k) for k, r in decided_first.items() if verdicts.side(r["verdict"]) < 0]
+    wins = [FIRST_STEP_NAMES.get(k, k) for k, r in decided_first.items() if verdicts.side(r["verdict"]) > 0]
     late = [st for rows in switch.values() for f, st in rows.items() if f and st["n_seeds"]]
     first = [st for rows in switch.values() for f, st in rows.items() if not f and st["n_seeds"]]
     rho = [st["rho_before"] for st in late if math.isfinite(st["rho_before"])]
@@ -554,7 +554,7 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
                 if helps and all(f for _, f, _ in helps) else
                 f"FT helps in these cells: {where(helps)} points of linear readout." if helps else
                 "FT helps in no setting tried here with 3 seeds.") + chance)
-    knn_first = any(_decided(r, "not replicated") for rows in phase_knn.values() for f, r in rows.items() if not f)
+    knn_first = any(_decided(r, -1) for rows in phase_knn.values() for f, r in rows.items() if not f)
     if start_rows:
         named_losses = f" ({'; '.join(losses)})" if losses else ""
         named_wins = f" ({'; '.join(wins)})" if wins else ""
@@ -582,10 +582,10 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
     phrases = {"oracle": "without a single same-class negative", "classes": "with a third as many (30 classes)",
                "recipe": "on the recipe calibrated without FT",
                "init": "with Kaiming initialisation", "shards": "with one λ per shard of 32 queries"}
-    survives = [text for key, text in phrases.items() if key in from_start and _decided(from_start[key], "not replicated")]
+    survives = [text for key, text in phrases.items() if key in from_start and _decided(from_start[key], -1)]
     if survives:
         real = [FIRST_STEP_NAMES.get(k, k) for k in ("real", "real, longer")
-                if k in decided_first and decided_first[k]["verdict"] == "inconclusive"]
+                if k in decided_first and verdicts.side(decided_first[k]["verdict"]) == 0]
         out.append("From the first step FT still loses on the shapes " + "; ".join(survives) + ": the cost does not "
                    "come from the parts of the recipe varied here (the network, the crop size and the queue length "
                    "stayed those of the shapes' recipe). The algebra explains why the features concentrate early "
@@ -593,9 +593,9 @@ def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[fl
                    + (_concentration_clause(first_peaks, real) if real else ", not yet how much readout that costs."))
     out += [length_sentence(label, rows) for label, rows in (lengths or {}).items()]
     help_at = sorted({f for _, f, _ in helps})
-    not_everywhere = any(f in help_at and not _decided(r, "replicated") for _, f, r in cells if r["n_seeds"])
+    not_everywhere = any(f in help_at and not _decided(r, 1) for _, f, r in cells if r["n_seeds"])
     longest = max((r["steps"] for rows in (lengths or {}).values() for r in rows
-                   if r["kind"] == "length" and r["n_seeds"] >= X.MIN_SEEDS_FOR_A_CLAIM), default=None)
+                   if r["kind"] == "length" and r["n_seeds"] >= MIN_SEEDS), default=None)
     paper = f"{min(PAPER_TABLE7_STEPS.values()):,} to {max(PAPER_TABLE7_STEPS.values()):,}".replace(",", " ")
     out.append(f"Whether the paper's far longer runs ({paper} steps in its Table 7) outgrow the early cost is not "
                "decided here" + (f" (the longest pair with 3 seeds here has {longest} steps)" if longest else "")
@@ -654,7 +654,9 @@ def readme_findings_block(summary: Path, profile: str = "cpu") -> str:
 
 
 DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
-                     "verdict", "first_step_neg_mean_above_0.9", "command")
+                     "verdict", "first_step_neg_mean_above_0.9", "command", "claim", "effect", "ratio", "p_value",
+                     "q_value", "verdict_bh", "reference_shared_by", "knn_diff_mean", "knn_diff_ci95", "knn_verdict")
+_P_COLUMNS = ("p_value", "q_value")  # written at 6 decimals (the others at 3)
 
 
 def diagnosis_rows(folder=None, profile: str = "cpu") -> list[dict]:
@@ -679,7 +681,9 @@ def diagnosis_rows(folder=None, profile: str = "cpu") -> list[dict]:
                          "reference": row["reference"], "diff_mean": row["diff_mean"], "diff_ci95": row["diff_ci95"],
                          "verdict": row["verdict"],
                          "first_step_neg_mean_above_0.9": "" if not np.isfinite(median) else int(median),
-                         "command": f"python -m ftcl_core sweep {_shown(path)}"})
+                         "command": f"python -m ftcl_core sweep {_shown(path)}",
+                         **{k: row[k] for k in DIAGNOSIS_COLUMNS[13:]}, "_verdict": row.get("_verdict")})
+    X.apply_bh(rows)
     return rows
 
 
@@ -694,8 +698,7 @@ def write_diagnosis_csv(rows: list[dict], out=None):
     writer = csv.DictWriter(buf, fieldnames=DIAGNOSIS_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow({k: f"{v:.3f}" if isinstance(v, float) and math.isfinite(v) else ("" if isinstance(v, float) else v)
-                         for k, v in r.items()})
+        writer.writerow({k: X.csv_number(v, 6 if k in _P_COLUMNS else 3) for k, v in r.items() if not k.startswith("_")})
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(target, buf.getvalue().encode())
     return target

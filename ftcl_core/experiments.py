@@ -22,18 +22,20 @@ resumes where it stopped, and a complete run is loaded, never retrained.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import math
 import os
-import re
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import numpy as np
 import yaml
 
 from ftcl_core.config import EXECUTION_KEYS, ConfigError, RunConfig, config_diff, config_identity, load_config
+from ftcl_core.results import claims as verdicts
+from ftcl_core.results import records as run_records
+from ftcl_core.results.claims import BASELINE, KINDS, MIN_SEEDS, Claim
+from ftcl_core.results.numbers import csv_number, fixed, plus_minus, pm_cell
+from ftcl_core.results.paired import by_seed, mean_ci95, pair
 from ftcl_core.runs import RunDir, atomic_write_bytes, cpu_model, write_json
 
 PROFILES = ("smoke", "cpu", "gpu")
@@ -47,6 +49,9 @@ SMOKE_OVERRIDES = [
 
 @dataclass
 class Experiment:
+    """An experiment file. ``claims`` holds the claims the file declares (see :func:`parse_claims`); with the
+    claims read off the paper's numbers (:meth:`paper_claim`) they make :meth:`claims_of`."""
+
     table: str
     title: str
     base: dict[str, str]
@@ -55,7 +60,7 @@ class Experiment:
     paper: dict[str, object]  # setting -> the paper's top-1, or "collapse" (Table 1)
     path: Path
     compare: dict[str, str]  # setting -> the setting it is compared with (default: the first setting)
-    claims: dict[str, str]  # setting -> "above" | "below" its reference, where the paper states no numbers
+    claims: tuple[Claim, ...] = ()  # the claims the file declares beyond (or instead of) the paper's numbers
     common: dict | None = None  # overrides every setting shares (e.g. a calibration's budget and split)
 
     def overrides(self, setting: str, seed: int) -> dict:
@@ -78,33 +83,100 @@ class Experiment:
             raise ConfigError(f"experiment file {p}: `settings` must map at least one name to its overrides.")
         first = next(iter(settings))
         compare = d.get("compare") or {k: first for k in settings if k != first}
-        paper, claims = d.get("paper") or {}, d.get("claims") or {}
-        unknown = sorted({*compare, *compare.values(), *paper, *claims} - set(settings))
+        paper = d.get("paper") or {}
+        claims = parse_claims(d.get("claims"), compare, p)
+        named = {c.arm for c in claims} | {c.reference for c in claims if c.kind != "sanity"}
+        unknown = sorted({*compare, *compare.values(), *paper, *named} - set(settings))
         if unknown:
             raise ConfigError(f"experiment file {p} names unknown setting(s) {unknown} in compare/paper/claims; "
                               f"its settings are {list(settings)}.")
         bad = {k: v for k, v in paper.items() if v != "collapse" and not isinstance(v, (int, float))}
-        bad.update({k: v for k, v in claims.items() if v not in ("above", "below")})
         if bad:
             raise ConfigError(f"experiment file {p}: {bad}: a paper entry is a number or 'collapse', a claim "
                               "is 'above' or 'below'.")
         common = d.get("common") or {}
         if not isinstance(common, dict):
             raise ConfigError(f"experiment file {p}: `common` must map config keys to values, e.g. {{train.epochs: 10}}.")
-        return cls(d["table"], d.get("title", d["table"]), d["base"], list(d.get("seeds", [0])),
-                   settings, paper, p, compare, claims, common)
+        exp = cls(d["table"], d.get("title", d["table"]), d["base"], list(d.get("seeds", [0])),
+                  settings, paper, p, compare, (), common)
+        exp.claims = tuple(exp.with_paper_effect(c) for c in claims)
+        return exp
 
     def paper_number(self, setting: str) -> float:
         """The paper's top-1 for ``setting``; NaN where it states none (or states a collapse)."""
         v = self.paper.get(setting)
         return float(v) if isinstance(v, (int, float)) else math.nan
 
-    def claimed_sign(self, setting: str) -> int | None:
-        """+1 when the paper says ``setting`` beats its reference, -1 when it trails, None when it says neither."""
-        p, ref = self.paper_number(setting), self.paper_number(self.compare.get(setting, ""))
-        if not (math.isnan(p) or math.isnan(ref)):
-            return 1 if p >= ref else -1
-        return {"above": 1, "below": -1}.get(self.claims.get(setting, ""))
+    def paper_effect(self, arm: str, reference: str) -> float | None:
+        """The paper's ``arm - reference`` in points, rounded to the paper's two decimals; None without both numbers."""
+        a, b = self.paper_number(arm), self.paper_number(reference)
+        return None if math.isnan(a) or math.isnan(b) else round(a - b, 2)
+
+    def with_paper_effect(self, claim: Claim) -> Claim:
+        """``claim`` with the paper's effect read off its numbers where the file states none."""
+        if claim.effect is not None or claim.kind == "sanity":
+            return claim
+        effect = self.paper_effect(claim.arm, claim.reference)
+        return claim if effect is None else dataclasses.replace(claim, effect=effect)
+
+    def paper_claim(self, setting: str) -> Claim | None:
+        """The claim the paper's numbers make for ``setting``: Table 1's sanity checks against the random-init
+        encoder (``collapse``: below it, a number: above it), else a difference against ``compare[setting]``
+        with the paper's effect, where the paper gives both numbers."""
+        if self.table.split("-")[0] == "T1":  # T1, or T1 on another data set (T1-fmnist)
+            if setting not in self.paper:
+                return None
+            collapse = self.paper[setting] == "collapse"
+            return Claim(setting, "random init", "sanity", direction=-1 if collapse else 1, source="Tab. 1",
+                         text="collapses (below random init)" if collapse else "learns (above random init)")
+        ref = self.compare.get(setting)
+        effect = self.paper_effect(setting, ref) if ref else None
+        return None if effect is None else Claim(setting, ref, "difference", effect, source=f"Tab. {self.table}")
+
+    def claims_of(self, setting: str) -> list[Claim]:
+        """Every claim on ``setting`` as arm: first its primary claim (against ``compare[setting]``, or Table 1's
+        sanity check), declared or read off the paper's numbers, then the file's other claims in their order."""
+        declared = [c for c in self.claims if c.arm == setting]
+        derived = self.paper_claim(setting)
+        ref = derived.reference if derived is not None else self.compare.get(setting)
+        primary = next((c for c in declared if c.reference == ref), derived)
+        return ([primary] if primary is not None else []) + [c for c in declared if c is not primary]
+
+
+CLAIM_KEYS = ("arm", "vs", "kind", "effect", "margin", "direction", "source", "text")
+
+
+def parse_claims(raw, compare: dict[str, str], path: Path) -> list[Claim]:
+    """An experiment file's ``claims:``, in one of two forms: a mapping ``{setting: above | below}`` (a difference
+    against ``compare[setting]`` whose size the paper does not state), or ``{setting: {vs, kind, effect, margin,
+    source}}``; or a list of such mappings, each with its ``arm``. ``kind`` (default ``difference``) is one of
+    :data:`~ftcl_core.results.claims.KINDS`; ``effect`` is the paper's ``arm - vs`` in points (default: read off
+    the file's ``paper:`` numbers); ``margin`` is an equivalence claim's ± points."""
+    if not raw:
+        return []
+    items = [{"arm": k, **(v if isinstance(v, dict) else {"direction": v})} for k, v in raw.items()] \
+        if isinstance(raw, dict) else list(raw)
+    out = []
+    for item in items:
+        if not isinstance(item, dict) or "arm" not in item or sorted(set(item) - set(CLAIM_KEYS)):
+            raise ConfigError(f"experiment file {path}: claim {item!r} must be a mapping with an `arm` and only "
+                              f"the keys {CLAIM_KEYS}.")
+        direction = item.get("direction", "above")
+        if direction not in ("above", "below") or item.get("kind", "difference") not in KINDS:
+            raise ConfigError(f"experiment file {path}: claim {item!r}: a claim is 'above' or 'below', of a kind in "
+                              f"{KINDS}.")
+        ref = item.get("vs", compare.get(item["arm"]))
+        if ref is None:
+            raise ConfigError(f"experiment file {path}: claim {item!r} names no reference (`vs`) and its arm has "
+                              "no `compare` entry.")
+        try:
+            out.append(Claim(item["arm"], ref, item.get("kind", "difference"),
+                             None if item.get("effect") is None else float(item["effect"]),
+                             1 if direction == "above" else -1, item.get("margin"), item.get("source", ""),
+                             item.get("text", "")))
+        except ValueError as e:
+            raise ConfigError(f"experiment file {path}: {e}.") from None
+    return out
 
 
 def profile_root(profile: str) -> Path:
@@ -311,10 +383,10 @@ def switch_to_calibrated(path: str | os.PathLike, profile: str = "cpu", record: 
     root, record = profile_root(profile), Path(record or RECIPE_RECORD.parent)
     moves, unfinished, foreign = [], [], []
     for name in cal.settings:
-        for folder in sorted(run_dir(cal, name, 0, profile).parent.glob("seed*")):
-            if not re.fullmatch(r"seed\d+", folder.name) or not (folder / "config.yaml").is_file():
+        for seed, folder in run_records.seed_folders(run_dir(cal, name, 0, profile).parent):
+            if not (folder / "config.yaml").is_file():
                 continue
-            run, seed = RunDir(folder), int(folder.name.removeprefix("seed"))
+            run = RunDir(folder)
             identity = config_identity(run.load_config())
             wanted = {which: config_identity(resolve(base_for(e, profile), e.overrides(name, seed), profile))
                       for which, e in (("original", exp), ("calibrated", cal))}
@@ -363,10 +435,8 @@ def plan_rows(paths: list[str | os.PathLike], profile: str = "cpu", seeds: list[
     seconds here. ``seeds``/``calibrated`` plan a rerun at other seeds or on :func:`calibrated_base`. Nothing is
     trained, copied or moved here."""
     index: dict[tuple, Path] = {}
-    for config in sorted(profile_root(profile).glob("*/*/seed*/config.yaml")):
-        run = RunDir(config.parent)
-        if run.is_complete():
-            index.setdefault(config_identity(run.load_config()), run.path)
+    for run in stored_runs(profile).values():
+        index.setdefault(config_identity(run.load_config()), run.path)
     rows = []
     for path in paths:
         exp = Experiment.load(path)
@@ -485,9 +555,8 @@ def find_identical_run(cfg: RunConfig, profile: str) -> Path | None:
     One trained on the kind of device ``cfg`` names comes first: the same recipe on another device differs in
     float rounding, and a table pairs a copied baseline with runs trained where ``cfg`` runs."""
     found = []
-    for config in sorted(profile_root(profile).glob("*/*/seed*/config.yaml")):
-        run = RunDir(config.parent)
-        if run.is_complete() and not config_diff(run.load_config(), cfg):
+    for run in stored_runs(profile).values():
+        if not config_diff(run.load_config(), cfg):
             found.append((trained_on(run) != cfg.device.split(":")[0], str(run.path), run.path))
     return min(found)[2] if found else None
 
@@ -509,10 +578,7 @@ def copy_run(src: str | os.PathLike, dst: str | os.PathLike) -> None:
 
 def stored_runs(profile: str) -> dict[str, RunDir]:
     """Every complete run of a profile, keyed by its path under the profile's root (``T1/m=0.9/seed0``)."""
-    root = profile_root(profile)
-    if not root.is_dir():
-        return {}
-    return {str(p.parent.relative_to(root)): RunDir(p.parent) for p in sorted(root.glob("**/eval.json"))}
+    return run_records.complete_runs(profile_root(profile))
 
 
 def runs_by_device(profile: str = "cpu") -> list[dict]:
@@ -548,7 +614,7 @@ def load_records(path: str | os.PathLike, profile: str = "cpu") -> list[dict]:
         for seed in exp.seeds:
             d = RunDir(run_dir(exp, name, seed, profile))
             if d.is_complete():
-                out.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(d.path), **d.load_eval()})
+                out.append(run_records.record(exp.table, name, seed, d))
     return out
 
 
@@ -570,32 +636,11 @@ def load_recorded(path: str | os.PathLike, root: str | os.PathLike | None = None
     out = []
     for name in exp.settings:
         folder = run_dir(exp, name, 0, "cpu").parent.relative_to(profile_root("cpu"))
-        seeds = [d for d in root.glob(f"{glob.escape(str(folder))}/seed*") if re.fullmatch(r"seed\d+", d.name)]
-        for d in sorted(seeds, key=lambda p: int(p.name.removeprefix("seed"))):
+        for seed, d in run_records.seed_folders(root / folder):
             run = RunDir(d)
             if run.is_complete():
-                seed = int(d.name.removeprefix("seed"))
-                out.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(d), **run.load_eval()})
+                out.append(run_records.record(exp.table, name, seed, run))
     return out
-
-
-# t quantiles (two-sided 95 %) for small samples; beyond 30 the normal value is close enough.
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-        15: 2.131, 20: 2.086, 30: 2.042}
-
-
-def mean_ci95(values: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95 % t-interval (nan for a single value)."""
-    n = len(values)
-    if n == 0:
-        return math.nan, math.nan
-    mean = sum(values) / n
-    if n == 1:
-        return mean, math.nan
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    df = n - 1
-    t = _T95.get(df) or _T95[max(k for k in _T95 if k <= df)]
-    return mean, t * sd / math.sqrt(n)
 
 
 def summarize(records: list[dict], key: str = "linear_top1") -> dict[str, dict]:
@@ -612,51 +657,26 @@ def summarize(records: list[dict], key: str = "linear_top1") -> dict[str, dict]:
     return out
 
 
-def paired_difference(records: list[dict], setting: str, baseline: str, key: str = "linear_top1") -> tuple[float, float, int]:
-    """Mean and 95 % CI of ``setting - baseline`` over the seeds both have (paired by seed)."""
-    a = {r["seed"]: r[key] for r in records if r["setting"] == setting}
-    b = {r["seed"]: r[key] for r in records if r["setting"] == baseline}
-    diffs = [a[s] - b[s] for s in sorted(set(a) & set(b))]
-    m, ci = mean_ci95(diffs)
-    return m, ci, len(diffs)
-
-
-MIN_SEEDS_FOR_A_CLAIM = 3  # the project's standard: a claim needs >= 3 seeds and a paired 95 % interval
-
-
-def verdict(diff_mean: float, diff_ci: float, paper_sign: int, n_seeds: int) -> str:
-    """``replicated`` when the difference has the paper's sign and its CI excludes zero, ``not replicated``
-    when the CI excludes zero with the opposite sign, else ``inconclusive`` -- also whenever the difference
-    rests on fewer than :data:`MIN_SEEDS_FOR_A_CLAIM` seeds (one or two decide nothing, however narrow the interval)."""
-    if n_seeds < MIN_SEEDS_FOR_A_CLAIM:
-        return "inconclusive"
-    if math.isnan(diff_ci) or abs(diff_mean) <= diff_ci:
-        return "inconclusive"
-    return "replicated" if (diff_mean > 0) == (paper_sign > 0) else "not replicated"
-
-
-TABLE_HEADER = ["setting", "ours", "±95%", "n", "Δ", "vs", "paper", "verdict"]
+TABLE_HEADER = ["setting", "ours", "±95%", "n", "Δ", "vs", "paper", "paper Δ", "ours/paper", "verdict"]
 
 
 def table_cells(exp: Experiment, records: list[dict]) -> tuple[str, list[str], list[list[str]]]:
     """Title, header and cells of an experiment's table: the rows of :func:`table_rows`, i.e. mean, 95 % CI,
-    seeds, paired difference against each setting's reference, the paper's number and the verdict."""
-
-    def num(v: float, fmt: str) -> str:
-        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
-
+    seeds, paired difference against each claim's reference, the paper's number and effect, our effect over the
+    paper's, and the verdict."""
     rows = []
     for r in table_rows(exp, records):
-        delta = num(r["diff_mean"], "+.1f") + (f" ± {num(r['diff_ci95'], '.1f')}" if num(r["diff_ci95"], ".1f") else "")
-        rows.append([r["setting"], f"{r['mean']:.1f}", num(r["ci95"], ".1f"), str(r["n_seeds"]), delta, r["reference"],
-                     "" if r["paper"] is None else str(r["paper"]), r["verdict"]])
+        rows.append([r["setting"], fixed(r["mean"]), pm_cell(r["ci95"], None), str(r["n_seeds"]),
+                     pm_cell(r["diff_mean"], r["diff_ci95"], signed=True), r["reference"],
+                     "" if r["paper"] is None else str(r["paper"]), pm_cell(r["effect"], None, 2, signed=True),
+                     pm_cell(r["ratio"], None, 2), r["verdict"]])
     return f"{exp.table}: {exp.title}", TABLE_HEADER, rows
 
 
 def format_table(exp: Experiment, records: list[dict]) -> str:
     """:func:`table_cells` as plain text (for a terminal; the book shows them as HTML tables)."""
     title, header, rows = table_cells(exp, records)
-    widths = [22, 6, 5, 2, 15, 12, 8]
+    widths = [22, 6, 5, 2, 15, 12, 8, 7, 10]
 
     def line(cells: list[str]) -> str:
         return " ".join(f"{c[:w] if i == 5 else c:>{w}s}" for i, (c, w) in enumerate(zip(cells, widths))) + f"  {cells[-1]}"
@@ -670,39 +690,61 @@ def table_order(table: str) -> tuple[int, str]:
 
 
 SUMMARY_COLUMNS = ("table", "data", "setting", "mean", "ci95", "n_seeds", "paper", "verdict", "reference", "diff_mean",
-                   "diff_ci95", "random_init_mean", "claim", "base")
+                   "diff_ci95", "random_init_mean", "claim", "base", "kind", "effect", "margin", "ratio", "p_value",
+                   "q_value", "verdict_bh", "reference_shared_by", "knn_diff_mean", "knn_diff_ci95", "knn_verdict")
+KNN = "knn_top1"  # the kNN readout, judged beside the linear one where the runs hold it
+
+
+def claim_row(exp: Experiment, records: list[dict], claim: Claim, key: str = "linear_top1") -> dict:
+    """The paired comparison of one claim on ``records`` and its verdict, as row fields: the reference, the
+    paired difference, the claim's kind, the paper's effect and margin, our effect over the paper's, the p-value
+    and the verdict (:func:`ftcl_core.results.claims.judge`), and the same verdict on the kNN readout. A sanity
+    check against ``random init`` pairs each run with its own random-init encoder's readout."""
+    def paired_on(readout: str):
+        if claim.kind == "sanity":
+            return pair(by_seed(records, claim.arm, readout), by_seed(records, claim.arm, f"random_init_{readout}"))
+        return pair(by_seed(records, claim.arm, readout), by_seed(records, claim.reference, readout))
+
+    judged = verdicts.judge(claim, paired_on(key))
+    knn = verdicts.judge(claim, paired_on(KNN)) if any(KNN in r for r in records if r["setting"] == claim.arm) else None
+    return {"reference": claim.reference, "diff_mean": judged.paired.mean, "diff_ci95": judged.paired.ci95,
+            "verdict": judged.word, "claim": claim.describe(), "kind": claim.kind, "effect": claim.effect,
+            "margin": claim.margin, "ratio": judged.ratio, "p_value": judged.p, "q_value": math.nan,
+            "verdict_bh": judged.word, "knn_diff_mean": knn.paired.mean if knn else math.nan,
+            "knn_diff_ci95": knn.paired.ci95 if knn else math.nan, "knn_verdict": knn.word if knn else "",
+            "_verdict": judged}
 
 
 def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
-    """One summary row per setting of ``exp`` that has runs, with its verdict against the paper.
-
-    A setting with a ``compare`` reference carries the paper's claim that it beats (or trails) that
-    reference, read off the paper's two numbers (or the file's ``claims`` where the paper gives none):
-    ``replicated`` when the paired difference over seeds has the paper's sign and its 95 % CI excludes
-    zero.  Table 1 carries collapse claims instead: ``collapse`` claims readout below the random-init
-    encoder, a number claims readout above it.  Rows that claim nothing are ``baseline``.
-    """
+    """One row per claim of ``exp`` (:meth:`Experiment.claims_of`) whose arm has runs, after the arm's own row
+    where the arm has no primary claim (a ``baseline`` row: it claims nothing, and ``reference`` names the setting
+    it is compared with, where there is one). A claim's row carries :func:`claim_row`; ``reference_shared_by``
+    counts the table's claims against the same reference arm (their verdicts are not independent)."""
     summary = summarize(records)
     rows = []
     for setting, v in summary.items():
-        row = {"table": exp.table, "data": "", "setting": setting, "mean": v["mean"], "ci95": v["ci95"], "n_seeds": v["n_seeds"],
-               "paper": exp.paper.get(setting), "verdict": "baseline", "reference": "", "diff_mean": math.nan,
-               "diff_ci95": math.nan, "random_init_mean": v["random_init_mean"], "claim": ""}
-        if exp.table.split("-")[0] == "T1":  # T1, or T1 on another data set (T1-fmnist)
-            if setting in exp.paper:
-                diffs = [r["linear_top1"] - r["random_init_linear_top1"] for r in records if r["setting"] == setting]
-                d, dci = mean_ci95(diffs)
-                collapse = exp.paper[setting] == "collapse"
-                row.update(reference="random init", diff_mean=d, diff_ci95=dci,
-                           verdict=verdict(d, dci, -1 if collapse else 1, len(diffs)),
-                           claim="collapses (below random init)" if collapse else "learns (above random init)")
-        elif setting in exp.compare and exp.compare[setting] in summary:
-            ref, sign = exp.compare[setting], exp.claimed_sign(setting)
-            d, dci, n = paired_difference(records, setting, ref)
-            row.update(reference=ref, diff_mean=d, diff_ci95=dci)
-            if sign is not None:
-                row.update(verdict=verdict(d, dci, sign, n), claim=f"{'above' if sign > 0 else 'below'} {ref}")
-        rows.append(row)
+        base = {"table": exp.table, "data": "", "setting": setting, "mean": v["mean"], "ci95": v["ci95"],
+                "n_seeds": v["n_seeds"], "paper": exp.paper.get(setting), "verdict": BASELINE, "reference": "",
+                "diff_mean": math.nan, "diff_ci95": math.nan, "random_init_mean": v["random_init_mean"], "claim": "",
+                "kind": "", "effect": None, "margin": None, "ratio": math.nan, "p_value": math.nan,
+                "q_value": math.nan, "verdict_bh": BASELINE, "reference_shared_by": "", "knn_diff_mean": math.nan,
+                "knn_diff_ci95": math.nan, "knn_verdict": ""}
+        claims = [c for c in exp.claims_of(setting) if c.kind == "sanity" or c.reference in summary]
+        primary = bool(claims) and (claims[0].kind == "sanity" or claims[0].reference == exp.compare.get(setting))
+        if not primary:
+            ref = exp.compare.get(setting)
+            if ref in summary:  # compared, but the paper claims nothing of it
+                paired = pair(by_seed(records, setting), by_seed(records, ref))
+                base.update(reference=ref, diff_mean=paired.mean, diff_ci95=paired.ci95)
+            rows.append(base)
+        rows += [{**base, **claim_row(exp, records, c)} for c in claims]
+    shared: dict[str, int] = {}
+    for r in rows:
+        if r["kind"] and r["kind"] != "sanity":
+            shared[r["reference"]] = shared.get(r["reference"], 0) + 1
+    for r in rows:
+        if r["kind"] and r["kind"] != "sanity":
+            r["reference_shared_by"] = shared[r["reference"]]
     return rows
 
 
@@ -717,18 +759,18 @@ def data_set_verdicts(rows: list[dict]) -> list[dict]:
     ``rows``: summary rows (:func:`write_summary`'s CSV)."""
     claims: dict[tuple[str, str], dict[str, dict]] = {}
     for r in rows:
-        if r["verdict"] == "baseline":
+        if r["verdict"] == BASELINE:
             continue
         table = r["table"]
         for suffix in DATA_SUFFIXES.values():
             table = table.removesuffix(suffix)
-        claims.setdefault((table, r["setting"]), {})[r["data"]] = r
+        claims.setdefault((table, r["setting"], r.get("reference", "")), {})[r["data"]] = r
     out = []
-    for (table, setting), per in claims.items():
+    for (table, setting, reference), per in claims.items():
         if len(per) < 2:
             continue
-        decided = {d: r["verdict"] for d, r in per.items() if int(r["n_seeds"]) >= MIN_SEEDS_FOR_A_CLAIM}
-        holds = sorted(d for d, v in decided.items() if v == "replicated")
+        decided = {d: r["verdict"] for d, r in per.items() if int(r["n_seeds"]) >= MIN_SEEDS}
+        holds = sorted(d for d, v in decided.items() if v in (verdicts.REPLICATED, verdicts.EQUIVALENT))
         recipes = {d: recipe_kind(r.get("base", "")) for d, r in per.items()}
         if len(set(recipes.values())) > 1:  # one data set still on the original recipe: not yet comparable
             where = "undecided (recipes differ)"
@@ -736,14 +778,32 @@ def data_set_verdicts(rows: list[dict]) -> list[dict]:
             where = "every data set"
         elif holds:
             where = ", ".join(holds)
-        elif len(decided) == len(per) and all(v == "not replicated" for v in decided.values()):
+        elif len(decided) == len(per) and all(v in (verdicts.CONTRADICTED, verdicts.NOT_EQUIVALENT)
+                                              for v in decided.values()):
             where = "none"
         else:  # no data set replicates it, and one has < 3 seeds or an interval that includes zero
             where = "undecided"
-        out.append({"table": table, "setting": setting, "claim": next(iter(per.values()))["claim"],
+        out.append({"table": table, "setting": setting, "reference": reference, "claim": next(iter(per.values()))["claim"],
                     "per_data": {d: (r["verdict"], int(r["n_seeds"])) for d, r in sorted(per.items())},
                     "recipes": dict(sorted(recipes.items())), "holds_on": where})
     return out
+
+
+def row_claim(row: dict) -> Claim:
+    """The claim a summary row (a CSV row as read by ``csv.DictReader``, or :func:`table_rows`'s) judges."""
+    kind = row.get("kind") or ("sanity" if row.get("reference") == "random init" else "difference")
+    number = [None if row.get(k) in (None, "") else float(row[k]) for k in ("effect", "margin")]
+    below = str(row.get("claim", "")).startswith(("below", "collapses"))
+    return Claim(row["setting"], row.get("reference", ""), kind, number[0], -1 if below else 1, number[1],
+                 text=row.get("claim", ""))
+
+
+def judge_cells(row: dict, diff_mean, diff_ci95, n_seeds) -> str:
+    """The verdict on ``row``'s claim (:func:`row_claim`) of a paired difference given as numbers or CSV cells."""
+    if pm_cell(diff_mean, None) == "":
+        return verdicts.UNDECIDED
+    mean, ci = float(diff_mean), float(diff_ci95) if pm_cell(diff_ci95, None) else math.nan
+    return verdicts.verdict_word(row_claim(row), mean - ci, mean + ci, int(n_seeds))
 
 
 RECIPE_RECORD = ROOT / "results" / "cpu-2026-11" / "summary.csv"  # the tables on the profile's original recipes
@@ -753,14 +813,15 @@ def recipe_sensitivity(before: list[dict], after: list[dict]) -> list[dict]:
     """Each claim whose table now runs on another recipe (another ``base`` config) than in the dated record
     ``before`` (e.g. :data:`RECIPE_RECORD`): both verdicts, both paired differences and seeds, and whether the
     verdict changed. ``before``/``after``: summary rows (:func:`write_summary`'s CSV)."""
-    old = {(r["table"], r["data"], r["setting"]): r for r in before if r["verdict"] != "baseline"}
+    old = {(r["table"], r["data"], r["setting"], r.get("reference", "")): r for r in before if r["verdict"] != BASELINE}
     out = []
     for r in after:
-        o = old.get((r["table"], r["data"], r["setting"]))
-        if o is None or r["verdict"] == "baseline" or o.get("base") == r.get("base"):
+        o = old.get((r["table"], r["data"], r["setting"], r.get("reference", "")))
+        if o is None or r["verdict"] == BASELINE or o.get("base") == r.get("base"):
             continue
-        # the record's verdicts under today's rule (it was written when two seeds could decide a claim)
-        was = o["verdict"] if int(o["n_seeds"]) >= MIN_SEEDS_FOR_A_CLAIM else "inconclusive"
+        # the record's paired interval judged by today's verdict on today's claim (the record was written under
+        # earlier rules: a sign-only verdict, two seeds deciding a claim)
+        was = judge_cells(r, o["diff_mean"], o["diff_ci95"], o["n_seeds"])
         out.append({"table": r["table"], "data": r["data"], "setting": r["setting"], "claim": r["claim"],
                     "base_before": o.get("base", ""), "base_after": r["base"],
                     "before": (was, o["diff_mean"], o["diff_ci95"], int(o["n_seeds"])),
@@ -779,7 +840,7 @@ def baseline_aims(rows: list[dict]) -> list[dict]:
     of at most ``BASELINE_AIMS["spread"]`` points.  Calibration chose the recipes at a shorter, shared budget
     (:mod:`ftcl_core.calibration`); these rows say where the tables' longer runs stand.  On data where the
     random-init encoder is not the bar (Fashion-MNIST: the raw-pixel probe, which the summary does not hold)
-    ``gain_met`` is None.  ``spread_met`` is None below :data:`MIN_SEEDS_FOR_A_CLAIM` seeds."""
+    ``gain_met`` is None.  ``spread_met`` is None below :data:`MIN_SEEDS` seeds."""
     out = []
     for r in rows:
         if not (r["table"].split("-")[0] == "T5" and r["verdict"] == "baseline" and recipe_kind(r.get("base", ""))
@@ -791,7 +852,7 @@ def baseline_aims(rows: list[dict]) -> list[dict]:
         out.append({"table": r["table"], "data": r["data"], "setting": r["setting"], "base": r["base"], "mean": mean,
                     "ci95": ci, "n_seeds": n, "random_init": rand, "gain": gain,
                     "gain_met": gain >= BASELINE_AIMS["gain"] if r["data"] == "shapes" and not math.isnan(gain) else None,
-                    "spread_met": ci <= BASELINE_AIMS["spread"] if n >= MIN_SEEDS_FOR_A_CLAIM else None})
+                    "spread_met": ci <= BASELINE_AIMS["spread"] if n >= MIN_SEEDS else None})
     return out
 
 
@@ -801,19 +862,6 @@ def v2_against_v1(aims: list[dict]) -> dict[str, tuple[float, float]]:
     by = {(a["data"], a["setting"]): a["mean"] for a in aims}
     return {d: (by[d, "v1 baseline"], by[d, "v2 baseline"]) for d, _ in by if (d, "v1 baseline") in by
             and (d, "v2 baseline") in by}
-
-
-def fixed(x: float, digits: int = 1, signed: bool = False) -> str:
-    """``x`` with ``digits`` decimals, rounded half away from zero from its 6-decimal form, the precision of
-    ``summary.csv``: a number formatted from runs in memory (a chapter) and the same number read back from the CSV
-    (chapter 9, the README) print alike, where plain float formatting could round a tie such as 0.35 both ways."""
-    rounded = Decimal(f"{x:.6f}").quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-    return f"{rounded:{'+' if signed else ''}f}"
-
-
-def plus_minus(mean: float, ci: float, digits: int = 1, signed: bool = False) -> str:
-    """``mean ± ci`` (just the mean when there is no interval, e.g. a single seed); ``signed``: ``+`` on gains."""
-    return fixed(mean, digits, signed) + ("" if math.isnan(ci) else f" ± {fixed(ci, digits)}")
 
 
 def findings(exp: Experiment, records: list[dict]) -> list[str]:
@@ -849,31 +897,29 @@ def ft_kind(exp: Experiment, setting: str, profile: str) -> str:
 
 def pattern_paragraph(tables: list[tuple[Experiment, list[dict]]], profile: str) -> str:
     """Chapter 6's reading of its tables, generated so that it tracks the reruns: which tables decide every claim
-    (:data:`MIN_SEEDS_FOR_A_CLAIM` seeds) and which do not yet, then per data set the paired differences of the
+    (:data:`MIN_SEEDS` seeds) and which do not yet, then per data set the paired differences of the
     transformations that make a pair harder from the first step (:func:`ft_kind`) and of negative interpolation
     alone."""
     decided, pending = [], []
     by_data: dict[str, dict[str, list[dict]]] = {}
     for exp, records in tables:
-        rows = [r for r in table_rows(exp, records) if r["verdict"] != "baseline"]
+        rows = [r for r in table_rows(exp, records) if r["kind"] == "difference"]
         if not rows:
             continue
         label = f"{exp.table} ({data_label(exp, profile)}, {Path(base_for(exp, profile)).stem})"
-        (decided if min(r["n_seeds"] for r in rows) >= MIN_SEEDS_FOR_A_CLAIM else pending).append(label)
+        (decided if min(r["n_seeds"] for r in rows) >= MIN_SEEDS else pending).append(label)
         for r in rows:
             if not math.isnan(r["diff_mean"]):
                 kind = ft_kind(exp, r["setting"], profile)
                 by_data.setdefault(data_label(exp, profile), {}).setdefault(kind, []).append({**r, "label": label})
-    text = (f"Tables whose every claim has {MIN_SEEDS_FOR_A_CLAIM} seeds or more, so that their verdicts decide: "
+    text = (f"Tables whose every claim has {MIN_SEEDS} seeds or more, so that their verdicts decide: "
             f"{', '.join(decided) or 'none yet'}. Short of that: {', '.join(pending) or 'none'}.")
     for data, kinds in by_data.items():
         if harder := kinds.get("harder"):
-            verdicts = {v: sum(r["verdict"] == v for r in harder) for v in ("replicated", "not replicated", "inconclusive")}
             text += (f" {data}: the {len(harder)} rows that make a pair harder from the first step differ from their "
                      "reference by "
-                     f"{min(r['diff_mean'] for r in harder):+.1f} to {max(r['diff_mean'] for r in harder):+.1f} points "
-                     f"(replicated: {verdicts['replicated']}, not replicated: {verdicts['not replicated']}, "
-                     f"inconclusive: {verdicts['inconclusive']}).")
+                     f"{fixed(min(r['diff_mean'] for r in harder), signed=True)} to "
+                     f"{fixed(max(r['diff_mean'] for r in harder), signed=True)} points ({word_counts(harder)}).")
         if mixed := kinds.get("negatives mixed"):
             text += f" {data}, negative interpolation alone: " + "; ".join(
                 f"{r['label']} {r['setting']} {plus_minus(r['diff_mean'], r['diff_ci95'], signed=True)} points against "
@@ -886,11 +932,11 @@ def start_epoch_paragraph(exp: Experiment, records: list[dict]) -> str:
     """Table 7's runs in words: each FT start against training without FT (paired by seed, with its verdict),
     how many starts cost readout, and whether any beats "never" as every start does in the paper. Generated, so
     a rerun or another data set updates it."""
-    starts = [r for r in table_rows(exp, records) if r["reference"]]
+    starts = [r for r in table_rows(exp, records) if r["reference"] and r["reference"] == exp.compare.get(r["setting"])]
     if not starts:
         return "No stored runs."
-    worse = [r for r in starts if r["verdict"] == "not replicated"]
-    better = [r for r in starts if r["verdict"] == "replicated"]
+    worse = [r for r in starts if verdicts.side(r["verdict"]) < 0]
+    better = [r for r in starts if verdicts.side(r["verdict"]) > 0]
     text = "; ".join(f"{r['setting']}: {plus_minus(r['mean'], r['ci95'])} % ({plus_minus(r['diff_mean'], r['diff_ci95'])} "
                      f"points against {r['reference']}, {r['verdict']}, {r['n_seeds']} seeds)" for r in starts)
     monotone = all(a["diff_mean"] <= b["diff_mean"] for a, b in zip(starts, starts[1:]))
@@ -906,13 +952,28 @@ def start_epoch_paragraph(exp: Experiment, records: list[dict]) -> str:
     return f"{text}. {said}"
 
 
+def _sign_word(word: str) -> str:
+    """A sign-only verdict's word in the momentum paragraph's three groups: seen (``replicated``), ``not
+    replicated`` (the other side), or ``inconclusive`` (an interval that holds zero, or too few seeds)."""
+    return {1: "replicated", -1: "not replicated"}.get(verdicts.side(word), "inconclusive")
+
+
+def word_counts(rows: list[dict], key: str = "verdict") -> str:
+    """How many of ``rows`` read each verdict word, in :data:`ftcl_core.results.claims.TALLY_WORDS` order, the
+    words no row reads left out: ``contradicted: 9, inconclusive: 1``."""
+    counts = {w: sum(r[key] == w for r in rows) for w in verdicts.TALLY_WORDS}
+    return ", ".join(f"{w}: {n}" for w, n in counts.items() if n) or "none"
+
+
 def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
     """Table 1's runs in words (eq. 2's momentum sweep): where readout peaks against the random-init encoder, which
     of the momenta the paper says learn do so (by verdict), whether its collapse at small momenta (readout below
     the random-init encoder) is reproduced, whether readout steps up where the paper's collapse ends (each learning
     momentum against the largest collapsing one, paired by seed), and on real images which momenta clear the raw-pixel
     probe (paired 95 % interval). Generated, so a rerun or another data set updates it."""
-    rows = {r["setting"]: r for r in table_rows(exp, records)}
+    rows: dict[str, dict] = {}
+    for r in table_rows(exp, records):  # each momentum's own row (its sanity check), not its ordering claims
+        rows.setdefault(r["setting"], r)
     if not rows:
         return "No stored runs."
 
@@ -920,15 +981,16 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
         return ", ".join(s.removeprefix("m=") for s in settings) or "none"
 
     def why_undecided(settings: list[str]) -> str:
-        few = {s for s in settings if rows[s]["n_seeds"] < MIN_SEEDS_FOR_A_CLAIM}
-        return " and ".join(filter(None, [few and f"fewer than {MIN_SEEDS_FOR_A_CLAIM} seeds at {named(sorted(few))}",
+        few = {s for s in settings if rows[s]["n_seeds"] < MIN_SEEDS}
+        return " and ".join(filter(None, [few and f"fewer than {MIN_SEEDS} seeds at {named(sorted(few))}",
                                           len(few) < len(settings) and "an interval that includes zero"]))
 
     peak = max(rows, key=lambda s: rows[s]["mean"])
     rand = float(np.mean([r["random_init_mean"] for r in rows.values()]))
     said_learn = [s for s, r in rows.items() if r["claim"].startswith("learns")]
     said_collapse = [s for s, r in rows.items() if r["claim"].startswith("collapses")]
-    by = {v: [s for s in said_learn if rows[s]["verdict"] == v] for v in ("replicated", "inconclusive", "not replicated")}
+    by = {v: [s for s in said_learn if _sign_word(rows[s]["verdict"]) == v]
+          for v in ("replicated", "inconclusive", "not replicated")}
     n_seeds = sorted({r["n_seeds"] for r in rows.values()})
     text = [f"Seeds per momentum: {' to '.join(map(str, n_seeds[::max(1, len(n_seeds) - 1)]))}. "
             f"Readout peaks at m = {peak.removeprefix('m=')} ({plus_minus(rows[peak]['mean'], rows[peak]['ci95'])} %, "
@@ -943,7 +1005,8 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
         parts = [f"m = {s.removeprefix('m=')}: {plus_minus(rows[s]['mean'], rows[s]['ci95'])} %, "
                  f"{plus_minus(rows[s]['diff_mean'], rows[s]['diff_ci95'], signed=True)}"
                  f" points against random init, {rows[s]['verdict']}" for s in said_collapse]
-        at = {v: [s for s in said_collapse if rows[s]["verdict"] == v] for v in ("replicated", "not replicated", "inconclusive")}
+        at = {v: [s for s in said_collapse if _sign_word(rows[s]["verdict"]) == v]
+              for v in ("replicated", "not replicated", "inconclusive")}
         text.append("Where the paper reports a collapse (readout below the random-init encoder): " + "; ".join(parts) + ". "
                     + " ".join(filter(None, [
                         at["replicated"] and f"The collapse is reproduced at {named(at['replicated'])}.",
@@ -955,9 +1018,9 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
     def sides(gaps_of) -> str:  # the tables' rule (verdict) on paired gaps, with "above" as the claim
         side: dict[str, list[str]] = {"above it": [], "undecided": [], "below it": []}
         where = {"replicated": "above it", "inconclusive": "undecided", "not replicated": "below it"}
-        for s in gaps_of:
-            d, ci = mean_ci95(gaps_of[s])
-            side[where[verdict(d, ci, 1, len(gaps_of[s]))]].append(s)
+        for s, gap in gaps_of.items():
+            above = verdicts.judge(Claim(s, "reference", direction=1), gap)
+            side[where[_sign_word(above.word)]].append(s)
         return "; ".join(f"{k}: {named(v)}" for k, v in side.items())
 
     if said_collapse and said_learn:  # the paper's boundary: readout steps up between its last collapse and first learner
@@ -965,23 +1028,21 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
             return float(s.removeprefix("m="))
 
         edge, first = max(said_collapse, key=momentum), min(said_learn, key=momentum)
-        top1 = {(r["setting"], r["seed"]): r["linear_top1"] for r in records}
-        gaps = {s: [top1[s, seed] - v for (t, seed), v in top1.items() if t == edge and (s, seed) in top1]
-                for s in sorted(said_learn, key=momentum)}
+        gaps = {s: pair(by_seed(records, s), by_seed(records, edge)) for s in sorted(said_learn, key=momentum)}
         text.append(f"Against m = {named([edge])}, the largest momentum the paper says collapses, paired by "
                     f"seed: {sides(gaps)}.")
-        d, ci = mean_ci95(gaps[first])
-        step = verdict(d, ci, 1, len(gaps[first]))
-        if len(gaps[first]) >= MIN_SEEDS_FOR_A_CLAIM and step != "replicated":
+        gap = gaps[first]
+        step = _sign_word(verdicts.judge(Claim(first, edge, direction=1), gap).word)
+        if gap.n >= MIN_SEEDS and step != "replicated":
             text.append(f"The step from collapse to learning that the paper reports above m = {named([edge])} "
-                        f"is not seen at m = {named([first])} here ({plus_minus(d, ci, signed=True)} points, "
-                        f"{len(gaps[first])} seeds, "
+                        f"is not seen at m = {named([first])} here ({plus_minus(gap.mean, gap.ci95, signed=True)} "
+                        f"points, {gap.n} seeds, "
                         + ("an interval that holds zero)." if step == "inconclusive" else "below it)."))
     pixels = [r for r in records if "raw_pixels_linear_top1" in r]
     if pixels:  # real images: the probe on the raw pixels is the bar an encoder must clear (paired by run)
         probe = float(np.mean([r["raw_pixels_linear_top1"] for r in pixels]))
-        text.append(f"Against the linear probe on the raw pixels ({probe:.1f} %), paired by run: " + sides(
-            {s: [r["linear_top1"] - r["raw_pixels_linear_top1"] for r in pixels if r["setting"] == s] for s in rows}) + ".")
+        text.append(f"Against the linear probe on the raw pixels ({fixed(probe)} %), paired by run: " + sides(
+            {s: pair(by_seed(pixels, s), by_seed(pixels, s, "raw_pixels_linear_top1")) for s in rows}) + ".")
     return " ".join(text)
 
 
@@ -1019,8 +1080,59 @@ def summary_rows(profile: str = "cpu", folder: str | os.PathLike | None = None) 
         base = base_for(exp, profile)  # the recipe the table runs on (recipe_sensitivity compares two summaries by it)
         rows += [{**r, "data": data, "base": base} for r in table_rows(exp, load_records(path, profile))]
     rows.sort(key=lambda r: table_order(r["table"]))  # T1 ... T7, then the supplement (stable within a table)
-    return [{k: (f"{v:.6f}" if isinstance(v, float) and not math.isnan(v) else ("" if v is None or
-             (isinstance(v, float) and math.isnan(v)) else str(v))) for k, v in r.items()} for r in rows]
+    apply_bh(rows)
+    return [{k: csv_number(v) for k, v in r.items() if not k.startswith("_")} for r in rows]
+
+
+def comparison_key(row: dict) -> tuple:
+    """What makes two rows one comparison: tables share runs (Table 5's v1 +pos is Table 2's alpha_ex=2.0, copied
+    by :func:`sweep`), and a copied run's readouts are the source's to the last digit, so two rows whose data,
+    recipe, means, intervals, seeds and paired difference agree are the same comparison."""
+    return tuple(csv_number(row.get(k, "")) for k in ("data", "base", "mean", "ci95", "n_seeds", "diff_mean", "diff_ci95"))
+
+
+def apply_bh(rows: list[dict]) -> None:
+    """Fill ``q_value`` and ``verdict_bh`` of ``rows`` (:func:`table_rows`' rows, holding their ``_verdict``) in
+    place: Benjamini-Hochberg over the family of the rows' claims that are not sanity checks
+    (:attr:`~ftcl_core.results.claims.Claim.in_family`: differences, orderings, equivalences), each distinct
+    comparison (:func:`comparison_key`) counted once; the linear readout only (the kNN verdicts are not adjusted)."""
+    family: dict[tuple, float] = {}
+    for r in rows:
+        v = r.get("_verdict")
+        if v is not None and v.claim.in_family and not math.isnan(v.p):
+            family.setdefault(comparison_key(r) + (v.claim.kind, v.claim.margin), v.p)
+    q = dict(zip(family, verdicts.benjamini_hochberg(list(family.values()))))
+    for r in rows:
+        v = r.get("_verdict")
+        if v is not None and v.claim.in_family:
+            r["q_value"] = q.get(comparison_key(r) + (v.claim.kind, v.claim.margin), math.nan)
+            r["verdict_bh"] = verdicts.after_bh(v, r["q_value"])
+
+
+def tally(rows: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per table (and ``all``), the distinct claims (:func:`distinct_claims`) of ``rows`` by verdict word, the
+    paper's claims (``ft``: every kind but sanity) apart from the ``sanity`` checks, before BH (``verdict``) and after
+    it (``verdict_bh``): ``{table: {"ft": {word: n}, "ft_bh": {...}, "sanity": {...}}}``."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for table in ["all", *dict.fromkeys(r["table"] for r in rows)]:
+        group = distinct_claims([r for r in rows if r["verdict"] != BASELINE and table in ("all", r["table"])])
+        ft = [r for r in group if r.get("kind") != "sanity" and r.get("reference") != "random init"]
+        sanity = [r for r in group if r not in ft]
+        out[table] = {"ft": {w: sum(r["verdict"] == w for r in ft) for w in verdicts.TALLY_WORDS},
+                      "ft_bh": {w: sum(r.get("verdict_bh", r["verdict"]) == w for r in ft) for w in verdicts.TALLY_WORDS},
+                      "sanity": {w: sum(r["verdict"] == w for r in sanity) for w in verdicts.TALLY_WORDS}}
+    return out
+
+
+def tally_text(rows: list[dict]) -> str:
+    """:func:`tally` as plain text, one line per table and kind (the words no claim reads left out)."""
+    lines = []
+    for table, t in tally(rows).items():
+        for kind, label in (("ft", "paper's claims"), ("ft_bh", "paper's claims after BH"), ("sanity", "sanity checks")):
+            if sum(t[kind].values()):
+                said = ", ".join(f"{w}: {n}" for w, n in t[kind].items() if n)
+                lines.append(f"{table:10s} {label:24s} {said}")
+    return "\n".join(lines)
 
 
 def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
@@ -1040,11 +1152,6 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
 
     atomic_write_bytes(target, buf.getvalue().encode())
     return target
-
-
-def _pm_cells(mean: str, ci: str, signed: bool = False) -> str:
-    """:func:`plus_minus` of two summary.csv cells (text; blank when there is no number)."""
-    return "" if not mean else plus_minus(float(mean), float(ci) if ci else math.nan, signed=signed)
 
 
 def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None = None,
@@ -1072,15 +1179,18 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
         data = group[0].get("data")  # summaries before the column: None
         label = ", ".join(x for x in (data, Path(base).stem if base else "") if x)
         out += [heading.format(table=f"{table} ({label})" if label else table), "",
-                "| setting | ours | seeds | paper | claim | Δ vs reference | verdict |",
-                "|---|---|---|---|---|---|---|"]
+                "| setting | ours | seeds | paper | claim | Δ vs reference | paper Δ | ours/paper | q (BH) | after BH "
+                "| verdict |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in group:
             try:
                 paper = f"{float(r['paper']):g}"
             except ValueError:  # "" or "collapse"
                 paper = r["paper"]
-            out.append(f"| {r['setting']} | {_pm_cells(r['mean'], r['ci95'])} | {r['n_seeds']} | {paper} | {r['claim']} | "
-                       f"{_pm_cells(r['diff_mean'], r['diff_ci95'])} | {r['verdict']} |")
+            out.append(f"| {r['setting']} | {pm_cell(r['mean'], r['ci95'])} | {r['n_seeds']} | {paper} | {r['claim']} | "
+                       f"{pm_cell(r['diff_mean'], r['diff_ci95'])} | {pm_cell(r.get('effect'), None, 2, signed=True)} | "
+                       f"{pm_cell(r.get('ratio'), None, 2)} | {pm_cell(r.get('q_value'), None, 3)} | "
+                       f"{r.get('verdict_bh', '')} | {r['verdict']} |")
         cmds = ", ".join(f"`python -m ftcl_core sweep {f}`" for f in files.get((table, base)) or files.get((table, ""), []))
         out += ["", f"Regenerate: {cmds}", ""]
     return "\n".join(out)
@@ -1112,8 +1222,7 @@ def distinct_claims(claims: list[dict]) -> list[dict]:
     the last digit, so two rows whose data, recipe, means, intervals and seeds all agree are the same comparison."""
     seen: dict[tuple, dict] = {}
     for r in claims:
-        key = tuple(r.get(k, "") for k in ("data", "base", "mean", "ci95", "n_seeds", "diff_mean", "diff_ci95", "verdict"))
-        seen.setdefault(key, r)
+        seen.setdefault(comparison_key(r) + (r.get("kind", ""), r.get("verdict", "")), r)
     return list(seen.values())
 
 
@@ -1132,25 +1241,31 @@ def readme_findings(rows: list[dict], answer: str, waiting: list[str] | tuple[st
         n = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
         cells = []
         for r in group:
-            if r["verdict"] == "baseline":
-                cells.append(f"{r['setting']} {_pm_cells(r['mean'], r['ci95'])} %")
+            if r["verdict"] == BASELINE:
+                cells.append(f"{r['setting']} {pm_cell(r['mean'], r['ci95'])} %")
             elif not r["diff_mean"]:  # the setting and its reference share no seed
-                cells.append(f"{r['setting']} {_pm_cells(r['mean'], r['ci95'])} % (no seed paired with {r['reference']})")
+                cells.append(f"{r['setting']} {pm_cell(r['mean'], r['ci95'])} % (no seed paired with {r['reference']})")
             else:
-                cells.append(f"{r['setting']} {_pm_cells(r['diff_mean'], r['diff_ci95'], signed=True)} vs "
-                             f"{r['reference']}, *{r['verdict']}*")
+                paper = f", paper {pm_cell(r['effect'], None, 2, signed=True)}" if r.get("effect") else ""
+                cells.append(f"{r['setting']} {pm_cell(r['diff_mean'], r['diff_ci95'], signed=True)} vs "
+                             f"{r['reference']}{paper}, *{r['verdict']}*")
         lines.append(f"- **{table}**, {DATA_NAMES.get(data, data)}, {kinds[recipe_kind(base)]} `{base}`, "
                      f"{n} seed{'s' if n != '1' else ''}: " + "; ".join(cells) + ".")
-    claims = [r for r in rows if r["verdict"] != "baseline"]
+    claims = [r for r in rows if r["verdict"] != BASELINE]
     distinct = distinct_claims(claims)
-    count = {v: sum(r["verdict"] == v for r in distinct) for v in ("replicated", "not replicated", "inconclusive")}
+    counts = tally(rows)["all"]
+
+    def said(kind: str) -> str:
+        return ", ".join(f"{w}: {n}" for w, n in counts[kind].items() if n) or "none"
     original = [f"{table} ({Path(base).stem})" for table, _, base in groups if recipe_kind(base) == "original"]
     head = (f"Linear top-1 % (mean ± 95 % CI over seeds); a claim's Δ is its paired difference in points against the "
-            f"row named, and its verdict needs {MIN_SEEDS_FOR_A_CLAIM} seeds. Claims: {_count(len(claims), 'row')}, "
+            f"row named, and its verdict needs {MIN_SEEDS} seeds. Claims: {_count(len(claims), 'row')}, "
             f"{_count(len(distinct), 'distinct comparison')} (a comparison that several tables share, the same runs, "
             "is one); "
-            f"of these, replicated: {count['replicated']}, not replicated (contradicted): {count['not replicated']}, "
-            f"inconclusive: {count['inconclusive']}."
+            f"of the paper's claims (differences, orderings, equivalences), {said('ft')}; after Benjamini-Hochberg "
+            f"over them (q < 0.05), {said('ft_bh')}; sanity checks (Table 1 against the random-init encoder, counted "
+            f"apart): {said('sanity')}. A claim is replicated when its interval excludes 0 on the paper's side and "
+            "reaches the paper's effect, smaller than the paper when it excludes 0 but lies wholly below that effect."
             + (f" Still on the original, uncalibrated recipes: {', '.join(original)} (to be rerun: "
                "`python -m ftcl_core plan --calibrated --seeds 0 1 2`)." if original else "")
             + (f" No run stored yet on the current recipe (its earlier runs are in the dated record, "

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ftcl_core import experiments as X
+from ftcl_core.results.claims import Claim, verdict_word
 
 
 def test_mean_ci95_matches_the_t_interval():
@@ -31,12 +32,13 @@ def test_ties_round_half_away_from_zero_whichever_way_the_float_leans():
 
 
 @pytest.mark.parametrize("diff, ci, sign, n, want", [
-    (2.0, 1.0, 1, 3, "replicated"), (-2.0, 1.0, 1, 3, "not replicated"), (0.5, 1.0, 1, 3, "inconclusive"),
-    (-2.0, 1.0, -1, 3, "replicated"), (2.0, float("nan"), 1, 1, "inconclusive"),
-    (50.0, 1.0, 1, 2, "inconclusive"),  # two seeds decide nothing, however narrow their interval
+    (2.0, 1.0, 1, 3, "replicated"), (-2.0, 1.0, 1, 3, "contradicted"), (0.5, 1.0, 1, 3, "inconclusive"),
+    (-2.0, 1.0, -1, 3, "replicated"), (2.0, float("nan"), 1, 1, "undecided"),
+    (50.0, 1.0, 1, 2, "undecided"),  # two seeds decide nothing, however narrow their interval
 ])
-def test_verdicts(diff, ci, sign, n, want):
-    assert X.verdict(diff, ci, sign, n) == want
+def test_verdicts_of_a_claim_without_a_stated_size(diff, ci, sign, n, want):
+    claim = Claim("a", "b", direction=sign)
+    assert verdict_word(claim, diff - ci, diff + ci, n) == want
 
 
 def test_every_experiment_file_resolves_for_every_profile():
@@ -81,7 +83,8 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     assert text[2].endswith("baseline") and text[3].endswith(rows[1]["verdict"]) and " baseline " in text[3]
     block = X.readme_findings(list(csv.DictReader(out.open())), "the answer")
     assert block.startswith(X.README_MARKERS[0]) and block.endswith(X.README_MARKERS[1]) and "the answer" in block
-    assert f"alpha_ex=2.0 {rows[1]['diff_mean']:+.1f} ± {rows[1]['diff_ci95']:.1f} vs baseline, *{rows[1]['verdict']}*" in block
+    assert (f"alpha_ex=2.0 {rows[1]['diff_mean']:+.1f} ± {rows[1]['diff_ci95']:.1f} vs baseline, paper +1.70, "
+            f"*{rows[1]['verdict']}*") in block
     assert "Claims: 1 row, 1 distinct comparison (a" in block and "2 seeds" in block and "embedded shapes" in block
     said = X.pattern_paragraph([(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke"))], "smoke")
     assert "decide: none yet" in said and "T2 (embedded shapes, smoke_moco_v2)" in said
@@ -157,8 +160,8 @@ def test_claims_come_from_the_paper_numbers_or_the_claims_entry_and_nothing_else
         {"base": [50, 51, 52], "a": [60, 61, 62], "b": [60, 61, 62], "c": [40, 41, 42]}))}
     assert rows["base"]["verdict"] == "baseline"
     assert (rows["a"]["claim"], rows["a"]["verdict"]) == ("above base", "replicated")
-    assert (rows["b"]["claim"], rows["b"]["verdict"]) == ("below base", "not replicated")
-    assert (rows["c"]["claim"], rows["c"]["verdict"]) == ("above base", "not replicated")
+    assert (rows["b"]["claim"], rows["b"]["verdict"]) == ("below base", "contradicted")
+    assert (rows["c"]["claim"], rows["c"]["verdict"]) == ("above base", "contradicted")
     f.write_text(f.read_text().replace("claims: {c: above}\n", ""))  # no number, no claim: nothing is claimed
     rows = {r["setting"]: r for r in X.table_rows(X.Experiment.load(f), _records({"base": [50, 51], "c": [40, 41]}))}
     assert rows["c"]["verdict"] == "baseline" and rows["c"]["claim"] == "" and rows["c"]["diff_mean"] == -10
@@ -196,19 +199,19 @@ def test_a_claim_on_two_data_sets_holds_where_both_have_three_seeds():
                 "claim": "above never"}
 
     rows = [row("T7", "shapes", "never", "baseline", 3), row("T7-fmnist", "fashion_mnist", "never", "baseline", 3),
-            row("T7", "shapes", "start 9", "not replicated", 3), row("T7-fmnist", "fashion_mnist", "start 9", "replicated", 3),
+            row("T7", "shapes", "start 9", "contradicted", 3), row("T7-fmnist", "fashion_mnist", "start 9", "replicated", 3),
             row("T7", "shapes", "start 1", "replicated", 3), row("T7-fmnist", "fashion_mnist", "start 1", "replicated", 3),
-            row("T7", "shapes", "start 0", "not replicated", 3),
-            row("T7-fmnist", "fashion_mnist", "start 0", "not replicated", 3),
+            row("T7", "shapes", "start 0", "contradicted", 3),
+            row("T7-fmnist", "fashion_mnist", "start 0", "contradicted", 3),
             row("T7", "shapes", "start 15", "inconclusive", 3), row("T7-fmnist", "fashion_mnist", "start 15", "replicated", 2),
-            row("T7", "shapes", "start 24", "not replicated", 3),
+            row("T7", "shapes", "start 24", "contradicted", 3),
             row("T7-fmnist", "fashion_mnist", "start 24", "inconclusive", 3),
             row("T2", "shapes", "alpha_ex=2.0", "replicated", 3)]  # one data set only: not a cross-data claim
     got = {r["setting"]: r["holds_on"] for r in X.data_set_verdicts(rows)}
     assert got == {"start 9": "fashion_mnist", "start 1": "every data set", "start 0": "none", "start 15": "undecided",
                    "start 24": "undecided"}  # "none" only where every data set contradicts the claim
     first = X.data_set_verdicts(rows)[0]
-    assert first["table"] == "T7" and first["per_data"] == {"fashion_mnist": ("replicated", 3), "shapes": ("not replicated", 3)}
+    assert first["table"] == "T7" and first["per_data"] == {"fashion_mnist": ("replicated", 3), "shapes": ("contradicted", 3)}
     rows[2]["base"], rows[3]["base"] = "configs/cpu_moco_v1.yaml", "configs/cpu_cal_fmnist_moco_v1.yaml"
     assert X.data_set_verdicts(rows)[0]["holds_on"] == "undecided (recipes differ)"  # not comparable yet
 
@@ -227,11 +230,11 @@ def test_recipe_sensitivity_pairs_a_claim_across_recipes_only_where_the_recipe_c
              row("T7", "start 24", "replicated", "configs/cpu_cal_moco_v1.yaml")]  # no record before
     got = X.recipe_sensitivity(before, after)
     assert [(r["table"], r["setting"], r["changed"]) for r in got] == [("T7", "start 9", True)]
-    assert got[0]["before"] == ("not replicated", "-5.0", "1.0", 3) and got[0]["after"][:2] == ("replicated", "2.0")
+    assert got[0]["before"] == ("contradicted", "-5.0", "1.0", 3) and got[0]["after"][:2] == ("replicated", "2.0")
     two_seeds = [{**r, "n_seeds": "2"} for r in before]  # a record written when two seeds could decide a claim
     after[1] = row("T7", "start 9", "inconclusive", "configs/cpu_cal_moco_v1.yaml")
     again = X.recipe_sensitivity(two_seeds, after)[0]
-    assert again["before"][0] == "inconclusive" and not again["changed"]  # judged by today's rule
+    assert again["before"][0] == "undecided" and again["changed"]  # judged by today's rule: two seeds decide nothing
 
 
 def test_baseline_aims_judge_table5_baselines_on_calibrated_recipes_only():
@@ -530,7 +533,7 @@ def test_on_real_images_the_momentum_paragraph_sets_each_momentum_against_the_ra
     text = X.momentum_paragraph(X.Experiment.load(f), records)
     assert text.endswith("Against the linear probe on the raw pixels (82.0 %), paired by run: above it: 0.99; "
                          "undecided: 0.9; below it: 0.")
-    assert "+51.0 ± 2.5 points against random init, not replicated" in text
+    assert "+51.0 ± 2.5 points against random init, contradicted" in text
     assert "It is not reproduced at 0: readout stays above the random-init encoder" in text
     assert "Undecided at" not in text
 
@@ -547,7 +550,7 @@ def test_the_start_epoch_paragraph_counts_costly_starts_and_names_those_that_bea
 
     text = X.start_epoch_paragraph(exp, records({"start 0": (30.0, 31.0, 32.0), "start 9": (79.0, 80.0, 81.0),
                                                  "never": (70.0, 71.0, 72.0)}))
-    assert text.startswith("start 0: 31.0 ± 2.5 % (-40.0 ± 0.0 points against never, not replicated, 3 seeds)")
+    assert text.startswith("start 0: 31.0 ± 2.5 % (-40.0 ± 0.0 points against never, contradicted, 3 seeds)")
     assert "1 of 2 starts are significantly below training without FT, and the later FT starts, the less it costs." in text
     assert text.endswith("start 9 beats training without FT, as every start does in the paper's Table 7; FT from the "
                          "start does not.")
@@ -585,15 +588,17 @@ def test_readme_findings_handle_blank_cells_and_several_recipes_in_one_table(tmp
 
     rows = [row("b", "configs/cpu_cal_moco_v1.yaml", "baseline", diff=""),
             row("x", "configs/cpu_cal_moco_v1.yaml", diff=""),  # no seed shared with its reference
-            row("y", "configs/cpu_byol.yaml", "not replicated", diff="-3.0", ci="1.0", n="3")]
+            row("y", "configs/cpu_byol.yaml", "contradicted", diff="-3.0", ci="1.0", n="3")]
     block = X.readme_findings(rows, "A.", ["T5 (table5_byol, cpu_cal_byol)"])
     assert "No run stored yet on the current recipe" in block and "T5 (table5_byol, cpu_cal_byol)." in block
     assert "No run stored yet" not in X.readme_findings(rows, "A.")
     assert "x 50.0 % (no seed paired with b)" in block and "b 50.0 %;" in block
-    assert "y -3.0 ± 1.0 vs b, *not replicated*" in block and "3 seeds" in block and "1 seed:" in block
+    assert "y -3.0 ± 1.0 vs b, *contradicted*" in block and "3 seeds" in block and "1 seed:" in block
     assert "Still on the original, uncalibrated recipes: T5 (cpu_byol)" in block
     assert ("Claims: 2 rows, 2 distinct comparisons (a comparison that several tables share, the same runs, is one); "
-            "of these, replicated: 0, not replicated (contradicted): 1, inconclusive: 1.") in block
+            "of the paper's claims (differences, orderings, equivalences), contradicted: 1, inconclusive: 1; after "
+            "Benjamini-Hochberg over them (q < 0.05), contradicted: 1, inconclusive: 1; sanity checks (Table 1 against "
+            "the random-init encoder, counted apart): none.") in block
     shared = {**rows[2], "table": "T2", "setting": "alpha_ex=2.0"}  # the same runs under another table's name
     assert "Claims: 3 rows, 2 distinct comparisons" in X.readme_findings([*rows, shared], "A.")
     assert X.distinct_claims([rows[2], shared, {**shared, "diff_mean": "-3.1"}]) == [rows[2], {**shared, "diff_mean": "-3.1"}]

@@ -78,7 +78,10 @@ def test_summary_has_the_promised_columns_and_verdicts():
     assert rows
     for col in ("table", "data", "setting", "mean", "ci95", "n_seeds", "paper", "verdict"):
         assert col in rows[0]
-    assert {r["verdict"] for r in rows} <= {"replicated", "not replicated", "inconclusive", "baseline"}
+    from ftcl_core.results.claims import BASELINE, TALLY_WORDS
+
+    assert {r["verdict"] for r in rows} <= {*TALLY_WORDS, BASELINE}
+    assert {r["verdict_bh"] for r in rows} <= {*TALLY_WORDS, BASELINE}
     for r in rows:  # a paper table, on the data it names (T7-fmnist: Table 7 on Fashion-MNIST)
         assert re.fullmatch(r"(T[1-7]|S-F|S-G)(-fmnist)?", r["table"]) and r["data"], r
         assert (r["data"] == "fashion_mnist") == r["table"].endswith("-fmnist"), r

@@ -46,9 +46,13 @@ metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["
 #
 # Every table of this book gives each setting a **verdict** on the paper's claim about it. We take the
 # paired difference over seeds against the setting's reference (here: the same seed's random-init encoder)
-# and its 95 % t-interval. The claim is **replicated** when the interval excludes zero on the paper's side,
-# **not replicated** when it excludes zero on the other side, and **inconclusive** when it includes zero
-# or fewer than three seeds stand behind it. Chapter 9 collects the verdicts of every table.
+# and its 95 % t-interval [lo, hi], judged against the paper's own effect d where it states one
+# (ftcl_core.results.claims): **replicated** when the interval excludes zero on the paper's side and reaches d,
+# **smaller than the paper** when it excludes zero but lies wholly below d, **contradicted** when it excludes zero
+# on the other side, **no effect of the paper's size** when it includes zero but excludes d, **inconclusive**
+# when it includes both, and **undecided** with fewer than three seeds. Equivalence claims (Table 6, Supp F) read
+# **equivalent** / **not equivalent** / **inconclusive** against a stated margin. Table 1's checks against the
+# random-init encoder state no size, and are read on their sign. Chapter 9 collects the verdicts of every table.
 
 # %%
 # Δ: readout minus the same seed's random-init encoder; verdicts as in chapter 9

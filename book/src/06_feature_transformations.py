@@ -99,9 +99,9 @@ if others:
 # %% [markdown]
 # ## What the runs say, and what FT does to the scores
 #
-# Verdicts as defined in chapter 5: *replicated* when the paired 95 % interval against the reference
-# excludes zero on the paper's side, *not replicated* when it excludes zero on the other side,
-# *inconclusive* otherwise, and always with fewer than three seeds. The findings below are generated from the stored runs (chapter 9 gives every
+# Verdicts as defined in chapter 5, against the paper's own effect size: *replicated*, *smaller than the paper*,
+# *contradicted* (the interval excludes zero on the other side), *no effect of the paper's size*, *inconclusive*,
+# and *undecided* with fewer than three seeds. The findings below are generated from the stored runs (chapter 9 gives every
 # verdict with its interval), so a rerun updates them.
 
 # %%
@@ -116,10 +116,9 @@ for path, recs in records.items():
     data = X.data_label(exp, profile)
     tally.setdefault(data, Counter()).update(r["verdict"] for r in X.table_rows(exp, recs) if r["verdict"] != "baseline")
 losses = sorted((r for path, recs in records.items() for r in X.table_rows(X.Experiment.load(path), recs)
-                 if r["verdict"] == "not replicated"), key=lambda r: r["diff_mean"])
+                 if r["verdict"] == "contradicted" and r["kind"] == "difference"), key=lambda r: r["diff_mean"])
 head = "Over these tables, " + "; ".join(
-    f"on the {data}: {c['replicated']} claims replicate, {c['not replicated']} are contradicted (the interval excludes "
-    f"zero on the other side) and {c['inconclusive']} are inconclusive" for data, c in tally.items()) + "."
+    f"on the {data}: " + ", ".join(f"{n} {word}" for word, n in c.items()) for data, c in tally.items()) + "."
 if losses:
     head += (" The largest losses against the reference: " + "; ".join(
         f"{r['table']} {r['setting']} ({X.plus_minus(r['diff_mean'], r['diff_ci95'])} points)" for r in losses[:4]) + ".")

@@ -536,7 +536,7 @@ def phase_cell(length, f, field, readout="linear"):
     if row is None or not row["n_seeds"]:
         return np.nan if field != "verdict" else ""
     if field == "verdict":
-        return row["verdict"] if row["n_seeds"] >= 3 else f"{row['n_seeds']} seed(s): undecided"
+        return row["verdict"] if row["n_seeds"] >= X.MIN_SEEDS else f"{row['n_seeds']} seed(s): undecided"
     return row[field]
 
 

@@ -9,10 +9,17 @@
 # Table 1, a momentum collapses or learns against the random-init encoder) we take the paired
 # difference over seeds and its 95 % t-interval:
 #
-# * **replicated**: the difference has the paper's sign and its interval excludes zero;
-# * **not replicated**: the interval excludes zero with the opposite sign;
-# * **inconclusive**: the interval includes zero, or fewer than three seeds stand behind it (one or two
-#   seeds never decide a claim, however narrow their interval);
+# * **replicated**: the interval excludes zero on the paper's side and reaches the paper's effect d;
+# * **smaller than the paper**: it excludes zero on the paper's side but lies wholly below d;
+# * **contradicted**: the interval excludes zero on the other side;
+# * **no effect of the paper's size**: it includes zero and excludes d; **inconclusive**: it includes both;
+# * **equivalent** / **not equivalent**: an equivalence claim (Table 6, Supp F) within / wholly outside its margin;
+# * **undecided**: fewer than three seeds stand behind it (one or two seeds never decide a claim, however narrow
+#   their interval);
+#
+# Beside each: our effect over the paper's, and a Benjamini-Hochberg q-value over the paper's claims (every kind
+# but Table 1's sanity checks against the random-init encoder, each distinct comparison once); claims that share a
+# reference arm are counted in `reference_shared_by` (their verdicts are not independent);
 # * **baseline**: a reference row that makes no claim of its own.
 #
 # The scale differs from the paper's in every respect (data, encoder, epochs, batch, queue): a verdict
@@ -116,7 +123,7 @@ if moved:
     def changed(r):  # a verdict that changed only because the record had too few seeds to decide says so
         if not r["changed"]:
             return "no"
-        return "yes" if r["before"][3] >= X.MIN_SEEDS_FOR_A_CLAIM else "yes (the record's seeds decided nothing)"
+        return "yes" if r["before"][3] >= X.MIN_SEEDS else "yes (the record's seeds decided nothing)"
 
     display(html_table(["table", "setting", "claim", "original recipe", "calibrated recipe", "verdict changed"],
                        [[r["table"], r["setting"], r["claim"], cell(r["before"]), cell(r["after"]),

@@ -150,12 +150,12 @@ for path, recs in records.items():
                           f"loss {m['loss'][-1]:.2f}")
     lines += ["", "At the last step (lowest seed): " + "; ".join(finals) + ".", ""]
 rows = [r for path, recs in records.items() for r in X.table_rows(X.Experiment.load(path), recs)]
-contrary = [r for r in rows if r["verdict"] == "not replicated"]
-replicated = [r for r in rows if r["verdict"] == "replicated"]
+contrary = [r for r in rows if r["verdict"] == "contradicted"]
+replicated = [r for r in rows if r["verdict"] in ("replicated", "smaller than the paper")]
 lines.append(f"Of the paper's gains for these methods, {len(replicated)} replicate here and {len(contrary)} are reversed "
              f"(significantly below the baseline): " + ("; ".join(f"{r['setting']} ({X.plus_minus(r['diff_mean'], r['diff_ci95'])} "
                                                              "points)" for r in contrary) or "none") +
-             ". The rest are inconclusive with the seeds stored. Chapter 9 lists every verdict with its interval.")
+             ". The rest are not decided either way with the seeds stored. Chapter 9 lists every verdict with its interval.")
 display(P.markdown_html("\n".join(lines)))
 
 # %% [markdown]

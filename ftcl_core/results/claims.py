@@ -1,0 +1,181 @@
+"""Claims as the paper states them, and the one verdict function that judges a paired comparison against one.
+
+A :class:`Claim` names its arm, its reference arm, its kind and the paper's own effect size ``effect`` (the
+paper's ``arm - reference`` in points of top-1; ``None`` where the paper gives no number):
+
+- ``difference``: the paper's gain or loss of one arm over another (Tables 2-5, 7, Supp G);
+- ``ordering``: one arm of a sweep above (or below) its neighbour, paired by seed (Table 1's rise to m = 0.99 and
+  fall at 0.999 and 1; Table 7's "the earlier FT starts, the more it helps"); judged as a difference;
+- ``equivalence``: the paper's "no real difference" within ``margin`` points (Table 6's union queue against the
+  FT queue and 2K against K; Supp F's re-normalised FT against the same FT without it);
+- ``sanity``: a check the method must pass before any FT claim means anything (Table 1's "learns above a random
+  encoder", "collapses below it"); reported, and counted apart from the FT claims.
+
+:func:`judge` turns a claim and its :class:`~ftcl_core.results.paired.Paired` interval [lo, hi] into a
+:class:`Verdict`. With the paper's effect d (signs taken on the paper's side, so d > 0):
+
+- ``replicated``: the interval excludes 0 on the paper's side and does not lie wholly below d;
+- ``smaller than the paper``: it excludes 0 on the paper's side and lies wholly below d;
+- ``contradicted``: it excludes 0 on the other side;
+- ``no effect of the paper's size``: it contains 0 and excludes d;
+- ``inconclusive``: it contains both 0 and d;
+- equivalence: ``equivalent`` (the interval lies within ±margin), ``not equivalent`` (wholly outside it),
+  else ``inconclusive``;
+- below :data:`MIN_SEEDS` seeds: ``undecided``, however narrow the interval.
+
+Intervals are closed: an end that touches 0 or d contains it. A claim without a stated size is judged on its
+sign alone (``replicated`` / ``contradicted`` / ``inconclusive``). :func:`benjamini_hochberg` adjusts the
+p-values of a family of claims, and :func:`after_bh` says what a verdict reads at the adjusted level.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ftcl_core.results.paired import Paired
+
+MIN_SEEDS = 3  # the project's standard: a verdict needs >= 3 seeds and a paired 95 % interval
+ALPHA = 0.05  # the level of the 95 % intervals, and of the Benjamini-Hochberg false discovery rate
+
+KINDS = ("difference", "ordering", "equivalence", "sanity")
+
+REPLICATED = "replicated"
+SMALLER = "smaller than the paper"
+CONTRADICTED = "contradicted"
+NO_EFFECT = "no effect of the paper's size"
+INCONCLUSIVE = "inconclusive"
+EQUIVALENT = "equivalent"
+NOT_EQUIVALENT = "not equivalent"
+UNDECIDED = "undecided"
+BASELINE = "baseline"  # a row that claims nothing (a reference arm)
+
+DIFFERENCE_WORDS = (REPLICATED, SMALLER, CONTRADICTED, NO_EFFECT, INCONCLUSIVE)
+EQUIVALENCE_WORDS = (EQUIVALENT, NOT_EQUIVALENT, INCONCLUSIVE)
+TALLY_WORDS = (REPLICATED, SMALLER, CONTRADICTED, NO_EFFECT, INCONCLUSIVE, EQUIVALENT, NOT_EQUIVALENT, UNDECIDED)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the paper: ``arm`` against ``reference`` (a setting, or ``random init`` for Table 1's sanity
+    checks), of kind ``kind`` (:data:`KINDS`). ``effect``: the paper's ``arm - reference`` in points (None: not
+    stated); ``direction``: +1 (above) or -1 (below) where no effect is stated; ``margin``: an equivalence claim's
+    ± points; ``source``: where the paper says it; ``text``: how the claim reads (default from the fields)."""
+
+    arm: str
+    reference: str
+    kind: str = "difference"
+    effect: float | None = None
+    direction: int = 1
+    margin: float | None = None
+    source: str = ""
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"claim kind {self.kind!r} is none of {KINDS}")
+        if self.kind == "equivalence" and not (self.margin and self.margin > 0):
+            raise ValueError(f"an equivalence claim ({self.arm} vs {self.reference}) needs a margin > 0")
+
+    @property
+    def sign(self) -> int:
+        """+1 when the paper puts ``arm`` above ``reference``, -1 below (equivalence: +1)."""
+        if self.effect is not None and self.effect != 0:
+            return 1 if self.effect > 0 else -1
+        return 1 if self.direction >= 0 else -1
+
+    @property
+    def in_family(self) -> bool:
+        """Whether the claim is one of the paper's claims that the Benjamini-Hochberg family holds (every kind
+        but ``sanity``)."""
+        return self.kind != "sanity"
+
+    def describe(self) -> str:
+        """How the claim reads in a table: ``above never``, ``within ±1 of K``, ..."""
+        if self.text:
+            return self.text
+        if self.kind == "equivalence":
+            return f"within ±{self.margin:g} of {self.reference}"
+        return f"{'above' if self.sign > 0 else 'below'} {self.reference}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """:func:`judge`'s reading of a claim: ``word`` (see the module), ``ratio`` (our effect over the paper's;
+    NaN where the paper states none or for an equivalence claim) and ``p`` (two-sided paired t-test against 0;
+    for an equivalence claim the TOST p-value of lying within the margin; NaN below two seeds)."""
+
+    claim: Claim
+    paired: Paired
+    word: str
+    ratio: float
+    p: float
+
+
+def judge(claim: Claim, paired: Paired) -> Verdict:
+    """The one verdict function: ``claim`` judged on ``paired`` (``arm - reference`` by seed)."""
+    ratio = paired.mean / claim.effect if claim.effect and claim.kind != "equivalence" else math.nan
+    p = paired.p_equivalent(claim.margin) if claim.kind == "equivalence" else paired.p_against(0.0)
+    return Verdict(claim, paired, verdict_word(claim, paired.mean - paired.ci95, paired.mean + paired.ci95, paired.n),
+                   ratio, p)
+
+
+def verdict_word(claim: Claim, lo: float, hi: float, n: int) -> str:
+    """:func:`judge`'s word for the closed interval [lo, hi] of ``arm - reference`` over ``n`` seeds."""
+    if n < MIN_SEEDS or math.isnan(lo) or math.isnan(hi):
+        return UNDECIDED
+    if claim.kind == "equivalence":
+        m = claim.margin
+        if -m <= lo and hi <= m:
+            return EQUIVALENT
+        return NOT_EQUIVALENT if lo > m or hi < -m else INCONCLUSIVE
+    lo, hi = sorted((claim.sign * lo, claim.sign * hi))  # on the paper's side: a gain the paper reports is > 0
+    if claim.effect is None:
+        return REPLICATED if lo > 0 else CONTRADICTED if hi < 0 else INCONCLUSIVE
+    d = abs(claim.effect)
+    if lo > 0:
+        return SMALLER if hi < d else REPLICATED
+    if hi < 0:
+        return CONTRADICTED
+    return NO_EFFECT if hi < d else INCONCLUSIVE
+
+
+def side(word: str) -> int:
+    """+1 for a verdict that sees the paper's direction (replicated, smaller than the paper), -1 for contradicted,
+    0 for the rest."""
+    return 1 if word in (REPLICATED, SMALLER) else -1 if word == CONTRADICTED else 0
+
+
+def decided(word: str) -> bool:
+    """Whether a verdict decides the claim one way or the other (not undecided, inconclusive or a baseline)."""
+    return word not in (UNDECIDED, INCONCLUSIVE, BASELINE, "")
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg q-values of ``p_values`` (same order); NaN p-values stay NaN and are not counted in the
+    family's size. q_(i) = min over j >= i of p_(j) * m / j, capped at 1."""
+    ranked = sorted((p, i) for i, p in enumerate(p_values) if not math.isnan(p))
+    m, q, running = len(ranked), [math.nan] * len(p_values), 1.0
+    for rank in range(m, 0, -1):
+        p, i = ranked[rank - 1]
+        running = min(running, p * m / rank)
+        q[i] = running
+    return q
+
+
+def after_bh(verdict: Verdict, q: float, alpha: float = ALPHA) -> str:
+    """The verdict read at the Benjamini-Hochberg level: a verdict that rests on excluding 0 (replicated, smaller,
+    contradicted) or on lying within the margin (equivalent) and whose ``q`` is not below ``alpha`` no longer
+    excludes it; it reads ``no effect of the paper's size`` where the interval still lies wholly below the
+    paper's effect, else ``inconclusive``. Other verdicts, and NaN ``q``, are unchanged."""
+    word = verdict.word
+    if math.isnan(q) or q < alpha:
+        return word
+    if word == EQUIVALENT:
+        return INCONCLUSIVE
+    if word in (REPLICATED, SMALLER, CONTRADICTED):
+        c, p = verdict.claim, verdict.paired
+        hi = max(c.sign * p.lo, c.sign * p.hi)
+        return NO_EFFECT if c.effect is not None and hi < abs(c.effect) else INCONCLUSIVE
+    return word

@@ -1,0 +1,50 @@
+"""The one number formatter: every mean, interval and difference the package prints goes through :func:`fixed`.
+
+The rounding rule: a float is first written at 6 decimals (the precision of ``results/summary.csv``), then rounded
+half away from zero to the digits shown, so a number formatted from runs in memory and the same number read back
+from a CSV print alike (plain float formatting could round a tie such as 0.35 either way).
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_HALF_UP, Decimal
+
+CSV_DECIMALS = 6  # summary.csv's precision, the one the rounding rule starts from
+
+
+def missing(x: object) -> bool:
+    """True for no number: ``None``, ``""`` or NaN."""
+    return x is None or x == "" or (isinstance(x, float) and math.isnan(x))
+
+
+def fixed(x: float, digits: int = 1, signed: bool = False) -> str:
+    """``x`` with ``digits`` decimals under the rounding rule above; ``signed`` puts ``+`` on positive numbers."""
+    rounded = Decimal(f"{x:.{CSV_DECIMALS}f}").quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return f"{rounded:{'+' if signed else ''}f}"
+
+
+def plus_minus(mean: float, ci: float, digits: int = 1, signed: bool = False) -> str:
+    """``mean ± ci`` (just the mean when there is no interval, e.g. a single seed); ``signed``: ``+`` on gains."""
+    return fixed(mean, digits, signed) + ("" if missing(ci) else f" ± {fixed(ci, digits)}")
+
+
+def cell(x: float | str | None, digits: int = 1, signed: bool = False) -> str:
+    """:func:`fixed` of a number or of a CSV cell holding one; ``""`` for no number."""
+    return "" if missing(x) else fixed(float(x), digits, signed)
+
+
+def pm_cell(mean: float | str | None, ci: float | str | None, digits: int = 1, signed: bool = False) -> str:
+    """:func:`plus_minus` of numbers or of CSV cells (text); ``""`` when there is no mean."""
+    if missing(mean):
+        return ""
+    return plus_minus(float(mean), math.nan if missing(ci) else float(ci), digits, signed)
+
+
+def csv_number(x: object, decimals: int = CSV_DECIMALS) -> str:
+    """A CSV cell: a float at ``decimals`` decimals, ``""`` for no number, anything else as ``str``."""
+    if missing(x):
+        return ""
+    if isinstance(x, float):
+        return f"{x:.{decimals}f}"
+    return str(x)
