@@ -267,6 +267,32 @@ def difference_grid(rows: list[str], cols: list[str], diff: np.ndarray, ci: np.n
 # ---------------------------------------------------------------------------------------------------
 
 
+def capacity_figure(rows: list[Mapping], readout: str = "linear top-1"):
+    """Is it the network? (:func:`ftcl_core.diagnosis.capacity_rows`): left, each encoder's readout for the baseline
+    and for FT from the first step (seed mean, 95 % interval) against its parameters; right, each arm's final
+    effective rank of the features. Encoders without stored runs are named on the axis but left empty."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax, axr) = plt.subplots(1, 2, figsize=(11, 3.6))
+    x = np.array([r["parameters"] for r in rows], float)
+    for arm, label, colour in (("baseline", "baseline", "tab:blue"), ("ft", "FT from the first step", "tab:red")):
+        mean = np.array([r[arm] for r in rows], float)
+        ci = np.nan_to_num(np.array([r[f"{arm}_ci95"] for r in rows], float))
+        ax.errorbar(x, mean, yerr=ci, marker="o", capsize=3, color=colour, label=label)
+        axr.plot(x, [r[f"{arm}_erank"] for r in rows], marker="o", color=colour, label=label)
+    for a in (ax, axr):
+        a.set_xscale("log")
+        a.set_xticks(x, [f"{r['comparison']}\n{r['parameters'] / 1e6:.1f} M" for r in rows], fontsize=8)
+        a.minorticks_off()
+    ax.set_ylabel(f"{readout} (%)")
+    axr.set_ylabel("final effective rank of the features")
+    ax.legend(loc="lower left", fontsize=8, frameon=False)
+    ax.set_title("readout against the encoder's parameters", fontsize=9)
+    axr.set_title("how many directions the features keep", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def predictor_figure(report: Mapping, features: tuple[str, ...] | None = None):
     """The FT-outcome predictor (``results/predictor.json``, :func:`ftcl_core.predict.write_report`): left, each
     stored FT run's held-out P(loses) against its paired difference, one colour per data set; right, the weights of

@@ -193,7 +193,8 @@ def leave_one_experiment_out(examples: Sequence[Example]) -> dict[str, object]:
 
     return {"all": scores(np.ones(len(examples), bool)),
             **{d: scores(data == d) for d in sorted(set(data))},
-            "p_loss": p_loss, "size": size, "constant": constant, "loses": loses, "diff": diff, "experiments": groups,
+            "p_loss": p_loss, "size": size, "constant": constant, "majority": majority, "rule": rule, "loses": loses,
+            "diff": diff, "experiments": groups,
             "data": data,
             "model": fit(x, loses, diff) if len(set(loses)) > 1 else None}
 
@@ -220,23 +221,22 @@ def ft_pairs(profile: str = "cpu", folders: Sequence[str] = ("experiments", "exp
 
 def stored_examples(profile: str = "cpu", window: int = WINDOW) -> list[Example]:
     """Every stored FT run of :func:`ft_pairs` whose baseline of the same seed is stored, with its window
-    statistics and its paired difference in linear top-1."""
+    statistics and its paired difference in linear top-1 (:func:`ftcl_core.results.paired.pair`)."""
     from ftcl_core import experiments
+    from ftcl_core.results.paired import by_seed, pair
     from ftcl_core.runs import RunDir
 
     out = []
     for path, table, arm, ref in ft_pairs(profile):
-        exp = experiments.Experiment.load(path)
-        records = {(r["setting"], r["seed"]): r for r in experiments.load_records(path, profile)}
-        for seed in exp.seeds:
-            if (arm, seed) not in records or (ref, seed) not in records:
-                continue
-            run = RunDir(records[arm, seed]["dir"])
+        records = experiments.load_records(path, profile)
+        runs = {r["seed"]: r for r in records if r["setting"] == arm}
+        paired = pair(by_seed(records, arm), by_seed(records, ref))
+        for seed, diff in zip(paired.seeds, paired.values):
+            run = RunDir(runs[seed]["dir"])
             cfg, metrics = run.load_config(), run.load_metrics()
             switch = int(np.searchsorted(metrics["epoch"], cfg.ft.start_epoch))
             if switch + window > len(metrics["neg_mean"]):
                 continue
-            diff = records[arm, seed]["linear_top1"] - records[ref, seed]["linear_top1"]
             out.append(Example(table, arm, seed, cfg.data.name, window_stats(metrics, switch, window), float(diff)))
     return out
 
@@ -270,7 +270,8 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
                                              "size_weights": model.size_weights.tolist()},
         "examples": [{"experiment": e.experiment, "setting": e.setting, "seed": e.seed, "data": e.data,
                       "features": e.stats.features.tolist(), "first_above": e.stats.first_above, "diff": e.diff,
-                      "p_loss_held_out": float(res["p_loss"][i]), "size_held_out": float(res["size"][i])}
+                      "p_loss_held_out": float(res["p_loss"][i]), "size_held_out": float(res["size"][i]),
+                      "majority_held_out": bool(res["majority"][i]), "rule": bool(res["rule"][i])}
                      for i, e in enumerate(examples)],
     }
     target = experiments.ROOT / (out or REPORT)
@@ -302,3 +303,47 @@ def report_markdown(report: dict) -> str:
             rows.append(f"| {group} | {s['name']} | {s['correct']} / {s['n']} | {s['accuracy']:.2f} "
                         f"({s['ci95'][0]:.2f} to {s['ci95'][1]:.2f}) | {mae} |")
     return "\n".join(rows)
+
+
+def mcnemar_p(a_right: Sequence[bool], b_right: Sequence[bool]) -> float:
+    """Exact two-sided McNemar test of two predictors judged on the same runs: the binomial p-value of the runs
+    one gets right and the other wrong (McNemar 1947)."""
+    only_a = sum(1 for a, b in zip(a_right, b_right) if a and not b)
+    only_b = sum(1 for a, b in zip(a_right, b_right) if b and not a)
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    k = min(only_a, only_b)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
+
+
+def report_sentence(report: dict) -> str:
+    """The predictor's held-out result in words, generated from ``results/predictor.json``: its sign accuracy
+    against both references, the McNemar p-value against the majority outcome, and the size model's error."""
+    ex = [e for e in report["examples"] if e["p_loss_held_out"] == e["p_loss_held_out"]]
+    loses = [e["diff"] < 0 for e in ex]
+    model_right = [(e["p_loss_held_out"] >= 0.5) == y for e, y in zip(ex, loses)]
+    majority_right = [e["majority_held_out"] == y for e, y in zip(ex, loses)]
+    p = mcnemar_p(model_right, majority_right)
+    model, majority, rule = report["scores"]["all"]
+
+    def acc(s: dict) -> str:
+        return f"{s['correct']} of {s['n']} ({s['accuracy']:.2f}, 95 % CI {s['ci95'][0]:.2f} to {s['ci95'][1]:.2f})"
+
+    better = ("beats" if p < 0.05 and model["correct"] > majority["correct"] else
+              "does not clearly beat" if p >= 0.05 else "is worse than")
+    per_data = "; ".join(f"{name.replace('fashion_mnist', 'Fashion-MNIST')}: {acc(scores[0])} against "
+                         f"{scores[1]['correct']} for the majority outcome"
+                         for name, scores in report["scores"].items() if name != "all")
+    flagged = [y for e, y in zip(ex, loses) if e["rule"]]
+    unflagged = [y for e, y in zip(ex, loses) if not e["rule"]]
+    return (f"Held out by experiment, the predictor gets the sign right in {acc(model)} of the stored FT runs; "
+            f"always guessing the majority outcome gets {acc(majority)}, and the Mean(neg) rule {acc(rule)}. "
+            f"On the same runs it {better} the majority outcome (exact McNemar test, p = {p:.2g}; runs of one "
+            f"setting share a recipe, so the runs are not independent). Per data set: {per_data}. The size model's "
+            f"mean absolute error is {model['mae']:.1f} points (95 % CI {model['mae_ci95'][0]:.1f} to "
+            f"{model['mae_ci95'][1]:.1f}) against {majority['mae']:.1f} for predicting the other experiments' mean "
+            f"difference. Of the runs whose Mean(neg) passes {report['rule']['threshold']} within "
+            f"{report['rule']['steps']} steps of the switch, {sum(flagged)} of {len(flagged)} lose readout, but so do "
+            f"{sum(unflagged)} of the {len(unflagged)} others: the rule misses {sum(unflagged)} of the {sum(loses)} "
+            "runs that lose.")

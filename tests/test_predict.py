@@ -89,6 +89,8 @@ def test_the_readmes_predictor_figures_are_the_stored_reports():
     assert [m[3], m[4], m[5]] == [f"{model['accuracy']:.2f}", f"{model['ci95'][0]:.2f}", f"{model['ci95'][1]:.2f}"]
     assert [m[7], m[8], m[9]] == [f"{majority['accuracy']:.2f}", f"{majority['ci95'][0]:.2f}",
                                   f"{majority['ci95'][1]:.2f}"]
+    # "not clearly better": the exact McNemar test on the same runs does not reject at 5 %
+    assert "not clearly better" in text and "does not clearly beat" in predict.report_sentence(report)
 
 
 def test_a_screen_prints_the_predicted_outcome_once_it_has_a_window():

@@ -497,6 +497,50 @@ if device_gaps:
         "the effect it measures; the comparison tables and the answer below name such pairs."))
 
 # %% [markdown]
+# ## Is it the network? Wider and deeper encoders
+#
+# Every run above uses one small encoder (a CIFAR-stem ResNet-10 of width 16, 0.3 M parameters, on 24-px crops),
+# against the paper's ResNet-18 and ResNet-50 at 224 px. The early concentration does not depend on it: a 60-step
+# screen at width 32 and at a width-32 ResNet-18 shows Mean(neg) past 0.9 right after the queue fills, and the
+# features' effective rank near 7 against about 30 without FT. What could depend on it is the recovery. So the
+# same pair, FT (+pos +neg, the paper's settings) from the first step against the baseline of the same seeds,
+# at four encoders on the shapes at the recipe's 30 epochs (`experiments/diagnosis/capacity_v1.yaml`; the
+# width-16 pair is the recipe comparison above). Left: the readout of both arms against the encoder's parameters;
+# right: the effective rank each arm's features end with. The largest, a standard CIFAR ResNet-18, is a job for a
+# GPU; an encoder without 3 stored seeds is left undecided.
+
+# %%
+capacity = G.capacity_rows(profile)
+P.capacity_figure(capacity)
+plt.show()
+comparison_table(capacity, "Linear top-1 (%) on the shapes' test images, mean over seeds; Δ paired by seed; FT "
+                 "(+pos +neg) from the first step")
+display(P.markdown_html(G.capacity_answer(capacity)))
+
+# %% [markdown]
+# ### Can the first 100 steps tell?
+#
+# The visualization tool is cheap: 100 steps of a run cost a few percent of it. From six named statistics of the
+# 100 steps after FT switches on (the peak and final Mean(neg) of the raw cosines, the features' effective rank
+# relative to the switch, the views' correlation $\rho$, Mean(pos), and the late slope of Mean(neg)), a logistic
+# model predicts whether the full run loses readout against its baseline, and a ridge model by how much
+# (`ftcl_core/predict.py`; `python -m ftcl_core predict` refits it and writes `results/predictor.json`). Each
+# experiment's runs are predicted by models fitted on the other experiments' runs only, and the scores stand
+# beside two references: always guessing the majority outcome, and the rule "Mean(neg) passes 0.9 within 20
+# steps ⇒ FT loses". `python -m ftcl_core screen` prints the same prediction for a config after its first steps.
+
+# %%
+import json
+
+from ftcl_core import predict
+
+predictor = json.loads((X.ROOT / predict.REPORT).read_text())
+P.predictor_figure(predictor)
+plt.show()
+display(P.markdown_html(predict.report_markdown(predictor)))
+display(P.markdown_html(predict.report_sentence(predictor)))
+
+# %% [markdown]
 # ## When to switch FT on: a phase diagram over data, length and start
 #
 # The algebra says a concentrated state attracts while the views' correlation $\rho$ is below $1 - \lambda/A$, and
@@ -526,9 +570,12 @@ start_records = {length: load_starts(path) for length, path in starts.items()}
 readouts = {"linear": "linear_top1", "kNN": "knn_top1"}
 phases = {name: {length: G.start_fraction_rows(path, start_records[length], profile, key)
                  for length, path in starts.items()} for name, key in readouts.items()}
+for name, key in readouts.items():  # the capacity row: FT from the first step at each larger encoder
+    for row in G.capacity_rows(profile, key)[1:]:
+        phases[name][f"shapes, 30 epochs, {row['comparison']}"] = {0.0: row}
 phase = phases["linear"]
 fractions = sorted({f for rows_ in phase.values() for f in rows_})
-lengths = list(starts)
+lengths = list(phase)
 
 
 def phase_cell(length, f, field, readout="linear"):

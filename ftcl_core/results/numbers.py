@@ -1,4 +1,5 @@
-"""The one number formatter: every mean, interval and difference the package prints goes through :func:`fixed`.
+"""The one number formatter: every mean, interval and difference the package prints goes through :func:`fixed`;
+measurements of speed and agreement (the GPU check, the benchmarks) through :func:`significant`.
 
 The rounding rule: a float is first written at 6 decimals (the precision of ``results/summary.csv``), then rounded
 half away from zero to the digits shown, so a number formatted from runs in memory and the same number read back
@@ -47,4 +48,20 @@ def csv_number(x: object, decimals: int = CSV_DECIMALS) -> str:
         return ""
     if isinstance(x, float):
         return f"{x:.{decimals}f}"
+    return str(x)
+
+
+def significant(x, digits: int = 3) -> str:
+    """A value as a reader wants it: numbers to ``digits`` significant figures without trailing noise, ``None``
+    as a dash, booleans as yes/no."""
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6):
+            return f"{x:.2e}"
+        if abs(x) >= 10 ** (digits - 1):
+            return f"{x:.0f}"
+        return f"{x:.{digits}g}"
     return str(x)
