@@ -144,6 +144,14 @@ def paired_comparison(label: str, records: list[dict], baseline: str, treated: s
             "mixed_devices": paired.mixed_seeds, "devices": sorted({d for pair_ in paired.devices for d in pair_} - {""})}
 
 
+def claim_effect(path: str | Path, arm: str, reference: str) -> float | None:
+    """The paper's effect (points) that the experiment file at ``path`` states for ``arm`` against ``reference``
+    (its ``claims``; None where it states none), so that a chapter's comparison is judged with the paper's size."""
+    exp = X.Experiment.load(path)
+    stated = next((c.effect for c in exp.claims if c.arm == arm and c.reference == reference), None)
+    return stated if stated is not None else exp.paper_effect(arm, reference)
+
+
 def run_device(record: dict) -> str:
     """The kind of device a stored run trained on (:func:`experiments.trained_on`), or "" for a record without
     a run folder."""
@@ -197,7 +205,8 @@ def length_rows(path: str | Path, records: list[dict], profile: str = "cpu", key
                                           profile)) for n in lengths}
     prefix = f"{label}, " if label else ""
     rows = [{**paired_comparison(f"{prefix}{steps[n]} steps: FT against its baseline", records, f"baseline {n}",
-                                 f"+both {n}", key), "steps": steps[n], "epochs": n, "kind": "length"} for n in lengths]
+                                 f"+both {n}", key, claim_effect(path, f"+both {n}", f"baseline {n}")),
+             "steps": steps[n], "epochs": n, "kind": "length"} for n in lengths]
     short = lengths[0]
     gap = [(n, gap_records(records, f"baseline {n}", f"+both {n}", f"gap {n}", key)) for n in lengths]
     for n, recs in gap[1:]:
@@ -390,7 +399,8 @@ def start_fraction_rows(path: str | Path, records: list[dict], profile: str = "c
     rows = {}
     for setting, reference in exp.compare.items():
         cfg = X.resolve(X.base_for(exp, profile), exp.overrides(setting, exp.seeds[0]), profile)
-        rows[round(cfg.ft.start_epoch / cfg.train.epochs, 2)] = paired_comparison(setting, records, reference, setting, key)
+        rows[round(cfg.ft.start_epoch / cfg.train.epochs, 2)] = paired_comparison(
+            setting, records, reference, setting, key, claim_effect(path, setting, reference))
     return rows
 
 
@@ -636,7 +646,8 @@ def stored_answer(profile: str = "cpu") -> str:
         phase[label] = start_fraction_rows(path, records, profile)
         knn[label] = start_fraction_rows(path, records, profile, "knn_top1")
         switch[label] = {f: switch_on_state(records, row["comparison"]) for f, row in phase[label].items()}
-    from_start = {name: paired_comparison(name, X.load_records(path, profile), "baseline", "+both")
+    from_start = {name: paired_comparison(name, X.load_records(path, profile), "baseline", "+both",
+                                          effect=claim_effect(path, "+both", "baseline"))
                   for name, path in FIRST_STEP_EXPERIMENTS.items()}
     lengths = {label: length_rows(path, X.load_records(path, profile), profile) for label, path in LENGTH_EXPERIMENTS.items()}
     return conclusion(phase, knn, switch, threshold_band(), from_start, lengths)
@@ -723,7 +734,7 @@ def capacity_rows(profile: str = "cpu", key: str = "linear_top1") -> list[dict]:
     rows = []
     for encoder, (path, baseline, treated) in CAPACITY.items():
         records = X.load_records(path, profile)
-        row = paired_comparison(encoder, records, baseline, treated, key)
+        row = paired_comparison(encoder, records, baseline, treated, key, claim_effect(path, treated, baseline))
         row["parameters"] = encoder_parameters(encoder)
         for arm, setting in (("baseline", baseline), ("ft", treated)):
             row[f"{arm}_ci95"] = mean_ci95(list(by_seed(records, setting, key).values()))[1]

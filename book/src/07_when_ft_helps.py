@@ -245,9 +245,11 @@ before = {"v1": ("experiments/table5_ft_v1.yaml", "v1 baseline", "v1 +both"),
 rows = []
 for version, (path, base, treated) in before.items():
     recs = X.original_recipe_records(path, profile) if profile != "smoke" else []  # the dated record once rerun
-    rows.append(G.paired_comparison(f"MoCo {version}, original recipe", recs, base, treated))
+    rows.append(G.paired_comparison(f"MoCo {version}, original recipe", recs, base, treated,
+                                    effect=G.claim_effect(path, treated, base)))
     cal = next(p for p in diagnosis if p.endswith(f"_{version}.yaml"))
-    rows.append(G.paired_comparison(f"MoCo {version}, calibrated recipe", records[cal], "baseline", "+both"))
+    rows.append(G.paired_comparison(f"MoCo {version}, calibrated recipe", records[cal], "baseline", "+both",
+                                    effect=G.claim_effect(cal, "+both", "baseline")))
 
 
 
@@ -277,7 +279,8 @@ display(P.markdown_html(G.baseline_caveat(X.baseline_aims(summary_rows))))
 cal_trials = C.trials(profile="cpu") if profile != "smoke" else []  # the stored calibration runs (chapter 9)
 display(P.markdown_html(C.init_sentence(cal_trials, "moco_v1", X.resolve(X.base_for(X.Experiment.load(init), profile),
                                                                            {}, profile).model.encoder)))
-init_rows = [G.paired_comparison("MoCo v1, calibrated recipe, Kaiming fan-out init", load(init), "baseline", "+both")]
+init_rows = [G.paired_comparison("MoCo v1, calibrated recipe, Kaiming fan-out init", load(init), "baseline", "+both",
+                                 effect=G.claim_effect(init, "+both", "baseline"))]
 comparison_table(init_rows, "Linear top-1 (%), mean over seeds; Δ paired by seed with its 95 % interval")
 
 # %% [markdown]
@@ -297,7 +300,8 @@ plain_records = records[next(p for p in diagnosis if p.endswith("_v1.yaml"))]
 both = (G.relabel(plain_records, {"+both": "FT"}) + G.relabel(oracle_records, {"+both": "FT, no same-class"})
         + G.relabel(plain_records, {"baseline": "base"}) + G.relabel(oracle_records, {"baseline": "base, no same-class"}))
 oracle_rows = [
-    G.paired_comparison("no same-class negatives: FT against its baseline", oracle_records, "baseline", "+both"),
+    G.paired_comparison("no same-class negatives: FT against its baseline", oracle_records, "baseline", "+both",
+                        effect=G.claim_effect(oracle, "+both", "baseline")),
     G.paired_comparison("FT: without against with same-class negatives", both, "FT", "FT, no same-class"),
     G.paired_comparison("baseline: without against with same-class negatives", both, "base", "base, no same-class"),
 ]
@@ -338,7 +342,8 @@ if curves:
 # %%
 class_records = load(classes)
 class_rows = [
-    G.paired_comparison("30 classes: FT against its baseline", class_records, "baseline", "+both"),
+    G.paired_comparison("30 classes: FT against its baseline", class_records, "baseline", "+both",
+                        effect=G.claim_effect(classes, "+both", "baseline")),
     G.paired_comparison("FT's gain over its baseline: 30 against 10 classes",
                         G.gap_records(plain_records, "baseline", "+both", "10 classes")
                         + G.gap_records(class_records, "baseline", "+both", "30 classes"), "10 classes", "30 classes"),
@@ -364,7 +369,7 @@ if shares:
 # %%
 shard_records = load(shards)
 shard_rows = [G.paired_comparison("one λ per shard of 32 queries: FT against its baseline", shard_records, "baseline",
-                                  "+both")]
+                                  "+both", effect=G.claim_effect(shards, "+both", "baseline"))]
 comparison_table(shard_rows, "Linear top-1 (%), mean over seeds; Δ paired by seed with its 95 % interval")
 
 # %% [markdown]
@@ -395,7 +400,7 @@ def steps_of(path):  # the steps of an experiment's baseline run
 
 real_records = load_real(real)
 real_rows = [G.paired_comparison(f"MoCo v1 on Fashion-MNIST, calibrated recipe, {steps_of(real)} steps", real_records,
-                                 "baseline", "+both")]
+                                 "baseline", "+both", effect=G.claim_effect(real, "+both", "baseline"))]
 comparison_table(real_rows, "Linear top-1 (%) on Fashion-MNIST's test images, mean over seeds; Δ paired by seed")
 signatures = {name: G.representation_signature(recs, setting) for name, recs, setting in (
     ("shapes, baseline", plain_records, "baseline"), ("shapes, FT", plain_records, "+both"),
@@ -430,14 +435,16 @@ long_records = load_real(longer)
 
 short_steps, long_steps = steps_of(real), steps_of(longer)
 length_rows = [
-    G.paired_comparison(f"Fashion-MNIST, {long_steps} steps: FT against its baseline", long_records, "baseline", "+both"),
-    G.paired_comparison(f"Fashion-MNIST, {short_steps} steps: FT against its baseline", real_records, "baseline", "+both"),
+    G.paired_comparison(f"Fashion-MNIST, {long_steps} steps: FT against its baseline", long_records, "baseline", "+both",
+                        effect=G.claim_effect(longer, "+both", "baseline")),
+    G.paired_comparison(f"Fashion-MNIST, {short_steps} steps: FT against its baseline", real_records, "baseline", "+both",
+                        effect=G.claim_effect(real, "+both", "baseline")),
     G.paired_comparison(f"FT's gain over its baseline: {long_steps} against {short_steps} steps",
                         G.gap_records(real_records, "baseline", "+both", "short")
                         + G.gap_records(long_records, "baseline", "+both", "long"), "short", "long"),
 ]
 knn_row = G.paired_comparison(f"Fashion-MNIST, {long_steps} steps, kNN readout: FT against its baseline", long_records,
-                              "baseline", "+both", key="knn_top1")
+                              "baseline", "+both", key="knn_top1", effect=G.claim_effect(longer, "+both", "baseline"))
 comparison_table([*length_rows[:2], knn_row], "Top-1 (%) on Fashion-MNIST's test images, mean over seeds (linear "
                  "readout, and in the last row the kNN readout); Δ paired by seed")
 comparison_table(length_rows[2:], "FT's gain over its baseline (points, negative for a cost) at the two lengths; Δ "
