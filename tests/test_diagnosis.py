@@ -59,7 +59,7 @@ def test_paired_comparison_reads_seeds_pairwise():
     recs = [{"setting": s, "seed": i, "linear_top1": v}
             for s, vals in {"base": [50, 60, 70], "ft": [40, 52, 61]}.items() for i, v in enumerate(vals)]
     row = G.paired_comparison("x", recs, "base", "ft")
-    assert row["diff"] == pytest.approx(-9) and row["n_seeds"] == 3 and row["verdict"] == "not replicated"
+    assert row["diff"] == pytest.approx(-9) and row["n_seeds"] == 3 and row["verdict"] == "contradicted"
     assert G.paired_comparison("x", [], "base", "ft")["verdict"] == "not run"
 
 
@@ -78,7 +78,7 @@ def test_diagnosis_csv_from_stored_runs(tmp_path, monkeypatch):
     X.sweep(folder / "tiny.yaml", "smoke", progress=False)
     rows = G.diagnosis_rows(folder, "smoke")
     assert [(r["question"], r["setting"], r["n_seeds"]) for r in rows] == [("0. a test", "baseline", 2), ("0. a test", "+pos", 2)]
-    assert rows[1]["reference"] == "baseline" and rows[1]["verdict"] in ("replicated", "not replicated", "inconclusive")
+    assert rows[1]["reference"] == "baseline" and rows[1]["verdict"] == "undecided"  # 2 seeds: fewer than 3
     assert rows[1]["command"].endswith("tiny.yaml") and rows[1]["data"] == "shapes"
     sig = G.representation_signature(X.load_records(folder / "tiny.yaml", "smoke"), "+pos")
     assert sig["n_seeds"] == 2 and 1 <= sig["final_erank"] <= 32 and -1 <= sig["peak_neg_mean"] <= 1
@@ -169,9 +169,12 @@ def test_a_run_records_the_queues_same_class_share_only_where_asked(tmp_path):
 
 def test_comparison_sentences_follow_the_numbers():
     meaning = {"above": "helps.", "below": "hurts."}
-    row = {"comparison": "x", "baseline": 50.0, "ft": 40.0, "diff": -10.0, "ci95": 2.0, "n_seeds": 3, "verdict": "v"}
+    row = {"comparison": "x", "baseline": 50.0, "ft": 40.0, "diff": -10.0, "ci95": 2.0, "n_seeds": 3,
+           "verdict": "contradicted"}
     assert G.comparison_sentence(row, meaning).endswith("10.0 ± 2.0 points below (3 seeds). hurts.")
-    assert "inconclusive" in G.comparison_sentence({**row, "ci95": 12.0}, meaning)
+    assert "inconclusive" in G.comparison_sentence({**row, "ci95": 12.0, "verdict": "inconclusive"}, meaning)
+    assert "cannot be told from zero: no effect of the paper's size." in G.comparison_sentence(
+        {**row, "ci95": 12.0, "verdict": "no effect of the paper's size"}, meaning)
     assert "undecided" in G.comparison_sentence({**row, "n_seeds": 2}, meaning)
     assert G.comparison_cells(row)[3] == "-10.0 ± 2.0"
     recs = [{"setting": "a", "seed": 0}, {"setting": "b", "seed": 0}]
@@ -223,7 +226,7 @@ def test_switch_on_state_and_start_fractions_read_table7_style_runs(tmp_path, mo
 
 def test_the_conclusion_follows_the_verdicts():
     def row(diff, ci, n=3, verdict=None):
-        v = verdict or ("inconclusive" if abs(diff) <= ci else ("replicated" if diff > 0 else "not replicated"))
+        v = verdict or ("inconclusive" if abs(diff) <= ci else ("replicated" if diff > 0 else "contradicted"))
         return {"comparison": "x", "diff": diff, "ci95": ci, "n_seeds": n, "verdict": v}
 
     def state(rho, peak):
@@ -268,16 +271,16 @@ def test_the_switch_on_sentence_says_whether_the_collapse_level_marks_the_starts
     def state(*steps):
         return {"n_seeds": len(steps), "steps_to_collapse": list(steps)}
 
-    starts = [("start 0", row("not replicated"), state(20, None, None)),
+    starts = [("start 0", row("contradicted"), state(20, None, None)),
               ("start 15", row("inconclusive"), state(None, None, None))]
     text = G.switch_on_sentence(starts)
     assert text.startswith("Seeds whose Mean(neg) passes 0.9 after FT switches on: start 0: 1 of 3; start 15: 0 of 3.")
     assert "significantly from start 0; at start 0 not every seed passes 0.9, so passing chapter 5's" in text
-    both = G.switch_on_sentence([starts[0], ("start 1", row("not replicated"), state(None, None, None))])
+    both = G.switch_on_sentence([starts[0], ("start 1", row("contradicted"), state(None, None, None))])
     assert "significantly from start 0, start 1; at start 0 and start 1 not every seed passes 0.9" in both
-    every = G.switch_on_sentence([("start 0", row("not replicated"), state(20, 30, 40))])
+    every = G.switch_on_sentence([("start 0", row("contradicted"), state(20, 30, 40))])
     assert every.endswith("significantly from start 0, where every seed passes 0.9.")
-    two_seeds = G.switch_on_sentence([("start 0", row("not replicated", 2), state(20, None))])
+    two_seeds = G.switch_on_sentence([("start 0", row("contradicted", 2), state(20, None))])
     assert two_seeds.endswith("No start costs linear readout significantly.")  # 2 seeds decide nothing
     assert G.switch_on_sentence([]) == "No stored runs of Table 7."
 
@@ -308,13 +311,13 @@ def test_the_random_queue_sentence_tests_the_papers_account_of_an_early_start():
     def cfg(start_epoch, queue=4096):
         return NS(moco=NS(queue_size=queue), train=NS(batch_size=256), data=NS(n_train=10000), ft=NS(start_epoch=start_epoch))
 
-    loses = {"diff_mean": -35.6, "diff_ci95": 21.8, "verdict": "not replicated", "n_seeds": 3}
+    loses = {"diff_mean": -35.6, "diff_ci95": 21.8, "verdict": "contradicted", "n_seeds": 3}
     text = G.random_queue_sentence(cfg(1), "start 1", loses)
     assert "the queue of 4096 keys holds real keys only after 16 steps; start 1 switches FT on after 39 steps, with" in text
-    assert text.endswith("-35.6 ± 21.8 points against never (not replicated, 3 seeds): the random queue is not what "
+    assert text.endswith("-35.6 ± 21.8 points against never (contradicted, 3 seeds): the random queue is not what "
                          "makes an early start costly here.")
     early = G.random_queue_sentence(cfg(1, queue=65536), "start 1", loses)  # 256 steps to fill: still random keys
-    assert "before the queue is full" in early and early.endswith("(not replicated, 3 seeds).")
+    assert "before the queue is full" in early and early.endswith("(contradicted, 3 seeds).")
     unclear = G.random_queue_sentence(cfg(1), "start 1", {**loses, "diff_mean": -5.0, "verdict": "inconclusive"})
     assert unclear.endswith("(inconclusive, 3 seeds).")
     assert G.random_queue_sentence(cfg(1), "start 1", {"n_seeds": 0}).endswith("and has no stored runs.")
@@ -350,7 +353,7 @@ def test_the_phase_diagram_labels_every_cell_and_keeps_small_effects_visible():
 
     diff = np.array([[-42.4, np.nan], [0.8, -0.1]])
     fig = P.difference_grid(["a", "b"], ["x", "y"], diff, np.full_like(diff, 0.5),
-                            [["not replicated", ""], ["replicated", "inconclusive"]])
+                            [["contradicted", ""], ["replicated", "inconclusive"]])
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "not run" in texts and "+0.8 ± 0.5\nreplicated" in texts
     norm = fig.axes[0].images[0].norm
