@@ -507,9 +507,9 @@ if device_gaps:
 # ## Is it the network? Wider and deeper encoders
 #
 # Every run above uses one small encoder (a CIFAR-stem ResNet-10 of width 16, 0.3 M parameters, on 24-px crops),
-# against the paper's ResNet-18 and ResNet-50 at 224 px. The early concentration does not depend on it: a 60-step
-# screen at width 32 and at a width-32 ResNet-18 shows Mean(neg) past 0.9 right after the queue fills, and the
-# features' effective rank near 7 against about 30 without FT. What could depend on it is the recovery. So the
+# against the paper's ResNet-18 and ResNet-50 at 224 px. A 60-step screen at width 32 and at a width-32 ResNet-18
+# (`results/screens/2026-12-01_capacity.md`) shows the same early concentration as at width 16; what could depend
+# on the encoder is the recovery. So the
 # same pair, FT (+pos +neg, the paper's settings) from the first step against the baseline of the same seeds,
 # at four encoders on the shapes at the recipe's 30 epochs (`experiments/diagnosis/capacity_v1.yaml`; the
 # width-16 pair is the recipe comparison above). Left: the readout of both arms against the encoder's parameters;
