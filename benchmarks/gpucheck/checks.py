@@ -16,10 +16,9 @@ import torch
 
 from benchmarks.gpucheck.setting import Setting
 from ftcl_core.augment import augment
-from ftcl_core.config import RunConfig
+from ftcl_core.config import RunConfig, load_config
 from ftcl_core.execution import memory_format, prepare_model
 from ftcl_core.methods import StepContext
-from ftcl_core.runs import load_config
 from ftcl_core.training import augment_config, build_optimizer, train_step
 
 # Tolerances, each stated once.  fp32 on two devices: the same maths with reductions in another order, so the

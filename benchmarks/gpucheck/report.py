@@ -15,26 +15,11 @@ import os
 from pathlib import Path
 
 from benchmarks.gpucheck.setting import PARTS
+from ftcl_core.results.numbers import significant as fmt
 
 Table = tuple[list[str], list[list[str]]]  # (header, rows of formatted cells)
 
 COMMAND = "python -m benchmarks.gpucheck"
-
-
-def fmt(x, digits: int = 3) -> str:
-    """A value as a reader wants it: numbers to ``digits`` significant figures without trailing noise, ``None``
-    as a dash, booleans as yes/no."""
-    if x is None:
-        return "–"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, float):
-        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6):
-            return f"{x:.2e}"
-        if abs(x) >= 10 ** (digits - 1):
-            return f"{x:.0f}"
-        return f"{x:.{digits}g}"
-    return str(x)
 
 
 def _percent(fraction: float | None) -> str:

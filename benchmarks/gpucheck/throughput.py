@@ -16,11 +16,10 @@ from torch.utils.flop_counter import FlopCounterMode
 from benchmarks import timing
 from benchmarks.gpucheck.environment import bf16_peak
 from benchmarks.gpucheck.setting import Budget, Setting
-from ftcl_core.config import FTConfig
+from ftcl_core.config import FTConfig, load_config
 from ftcl_core.execution import host_to_device, memory_format, prepare_model
 from ftcl_core.methods import StepContext
 from ftcl_core.profiling import breakdown
-from ftcl_core.runs import load_config
 from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
 
 
