@@ -507,7 +507,7 @@ if device_gaps:
 # ## Is it the network? Wider and deeper encoders
 #
 # Every run above uses one small encoder (a CIFAR-stem ResNet-10 of width 16, 0.3 M parameters, on 24-px crops),
-# against the paper's ResNet-18 and ResNet-50 at 224 px. A 60-step screen at width 32 and at a width-32 ResNet-18
+# against the paper's ResNet-18 and ResNet-50 at ImageNet resolution. A 60-step screen at width 32 and at a width-32 ResNet-18
 # (`results/screens/2026-12-01_capacity.md`) shows the same early concentration as at width 16; what could depend
 # on the encoder is the recovery. So the
 # same pair, FT (+pos +neg, the paper's settings) from the first step against the baseline of the same seeds,
@@ -577,16 +577,17 @@ start_records = {length: load_starts(path) for length, path in starts.items()}
 readouts = {"linear": "linear_top1", "kNN": "knn_top1"}
 phases = {name: {length: G.start_fraction_rows(path, start_records[length], profile, key)
                  for length, path in starts.items()} for name, key in readouts.items()}
-for name, key in readouts.items():  # the capacity row: FT from the first step at each larger encoder
-    for row in G.capacity_rows(profile, key)[1:]:
-        phases[name][f"shapes, 30 epochs, {row['comparison']}"] = {0.0: row}
 phase = phases["linear"]
 fractions = sorted({f for rows_ in phase.values() for f in rows_})
-lengths = list(phase)
+lengths = list(starts)
+# the diagram's capacity rows: FT from the first step at each larger encoder (the section above)
+grids = {name: {**rows_, **{f"shapes, 30 epochs, {row['comparison']}": {0.0: row}
+                            for row in G.capacity_rows(profile, readouts[name])[1:]}}
+         for name, rows_ in phases.items()}
 
 
 def phase_cell(length, f, field, readout="linear"):
-    row = phases[readout][length].get(f)
+    row = grids[readout][length].get(f)
     if row is None or not row["n_seeds"]:
         return np.nan if field != "verdict" else ""
     if field == "verdict":
@@ -595,10 +596,11 @@ def phase_cell(length, f, field, readout="linear"):
 
 
 for readout in readouts:
-    P.difference_grid(lengths, [f"FT from {f:.0%} of the run" if f else "FT from the start" for f in fractions],
-                      np.array([[phase_cell(n, f, "diff", readout) for f in fractions] for n in lengths]),
-                      np.array([[phase_cell(n, f, "ci95", readout) for f in fractions] for n in lengths]),
-                      [[phase_cell(n, f, "verdict", readout) for f in fractions] for n in lengths],
+    rows_shown = list(grids[readout])
+    P.difference_grid(rows_shown, [f"FT from {f:.0%} of the run" if f else "FT from the start" for f in fractions],
+                      np.array([[phase_cell(n, f, "diff", readout) for f in fractions] for n in rows_shown]),
+                      np.array([[phase_cell(n, f, "ci95", readout) for f in fractions] for n in rows_shown]),
+                      [[phase_cell(n, f, "verdict", readout) for f in fractions] for n in rows_shown],
                       title=f"MoCo v1: FT minus the same run without FT ({readout} top-1, points)")
     plt.show()
 phase_states = {}
