@@ -192,7 +192,10 @@ def readout_by_length(steps: list[int], arms: Mapping[str, list[list[float]]], r
     return fig
 
 
-VERDICT_COLORS = {"replicated": "#2ca02c", "not replicated": "#d62728", "inconclusive": "#7f7f7f"}
+VERDICT_COLORS = {  # one colour per verdict word of ftcl_core.results.claims
+    "replicated": "#2ca02c", "smaller than the paper": "#98df8a", "contradicted": "#d62728",
+    "no effect of the paper's size": "#ff9896", "inconclusive": "#7f7f7f", "equivalent": "#1f77b4",
+    "not equivalent": "#9467bd", "undecided": "#c7c7c7"}
 
 
 def verdict_forest(rows: list[Mapping[str, str]], ax=None):
