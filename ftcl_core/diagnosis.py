@@ -22,6 +22,7 @@ FT the threshold is 0: a concentrated state repels as soon as the views agree at
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 from pathlib import Path
@@ -720,6 +721,7 @@ CAPACITY = {"resnet10_w16": ("experiments/diagnosis/recipe_v1.yaml", "baseline",
             "resnet18_w64": ("experiments/diagnosis/capacity_v1.yaml", "baseline r18-w64", "+both r18-w64")}
 
 
+@functools.cache
 def encoder_parameters(name: str) -> int:
     """The number of parameters of the backbone ``name`` (:func:`ftcl_core.models.build_encoder`)."""
     from ftcl_core.models import build_encoder

@@ -26,9 +26,9 @@ import torch
 from ftcl_core import augment as A
 from ftcl_core import checkpoints
 from ftcl_core import distributed as D
-from ftcl_core.checkpoints import CHECKPOINT_FORMAT, METRIC_COLUMNS, IncompatibleCheckpoint, TrainingLog  # noqa: F401
+from ftcl_core.checkpoints import METRIC_COLUMNS, IncompatibleCheckpoint, TrainingLog
 from ftcl_core.config import ConfigError, RunConfig, as_config, config_diff
-from ftcl_core.data import ImageSet, load_data, load_data_rank0_first  # noqa: F401  (load_data: re-exported)
+from ftcl_core.data import ImageSet, load_data_rank0_first
 from ftcl_core.evaluation import evaluate_backbone, raw_pixel_readout
 from ftcl_core.execution import (
     channels_last,
@@ -40,8 +40,8 @@ from ftcl_core.execution import (
     resolve_device,
 )
 from ftcl_core.methods import Method, Scores, StepContext, build_model
-from ftcl_core.methods.moco_diagnosis import LabelledScores
-from ftcl_core.runs import RunDir, provenance, run_lock, write_json, write_yaml  # noqa: F401  (run_lock: re-exported)
+from ftcl_core.methods.moco_diagnosis import LabelledMoCo, LabelledScores
+from ftcl_core.runs import RunDir, provenance, run_lock, write_json, write_yaml
 from ftcl_core.stats import (
     StepRecorder,
     layer_grad_norms,
@@ -259,12 +259,12 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
         write_yaml(run.config, cfg.to_dict())
     train_set, test_set = load_data_rank0_first(cfg)
     bs, epochs = cfg.train.batch_size, cfg.train.epochs
-    with_labels = cfg.moco.drop_same_class or cfg.stats.same_class  # the diagnosis' queues that know classes
     _check_trainable(cfg, len(train_set))
     aug, nhwc = augment_config(cfg), channels_last(cfg)
     steps_per_epoch, n_total = len(train_set) // bs, (bs if D.world_size() > 1 else None)
     steps = epochs * steps_per_epoch if max_steps is None else min(max_steps, epochs * steps_per_epoch)
     model, net = prepare_model(cfg, device, steps)
+    with_labels = isinstance(model, LabelledMoCo)  # the diagnosis' queue that knows classes reads the labels
     optimizer = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(cfg.seed)  # the same stream on every rank
     ctx = StepContext.from_config(cfg, gen, net if net is not model else None)

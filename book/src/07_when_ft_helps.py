@@ -581,8 +581,9 @@ phase = phases["linear"]
 fractions = sorted({f for rows_ in phase.values() for f in rows_})
 lengths = list(starts)
 # the diagram's capacity rows: FT from the first step at each larger encoder (the section above)
+capacity_by_readout = {"linear": capacity, "kNN": G.capacity_rows(profile, readouts["kNN"])}
 grids = {name: {**rows_, **{f"shapes, 30 epochs, {row['comparison']}": {0.0: row}
-                            for row in G.capacity_rows(profile, readouts[name])[1:]}}
+                            for row in capacity_by_readout[name][1:]}}
          for name, rows_ in phases.items()}
 
 
