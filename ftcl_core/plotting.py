@@ -289,7 +289,7 @@ def capacity_figure(rows: list[Mapping], readout: str = "linear top-1"):
         a.minorticks_off()
     ax.set_ylabel(f"{readout} (%)")
     axr.set_ylabel("final effective rank of the features")
-    ax.legend(loc="lower left", fontsize=8, frameon=False)
+    ax.legend(loc="center right", fontsize=8, frameon=False)  # clear of the smallest encoder's points
     ax.set_title("readout against the encoder's parameters", fontsize=9)
     axr.set_title("how many directions the features keep", fontsize=9)
     fig.tight_layout()
