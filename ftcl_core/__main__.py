@@ -8,8 +8,9 @@ the run is complete.  ``python -m ftcl_core sweep FILE`` trains an experiment fi
 ``python -m ftcl_core screen CONFIG [key=value ...] --steps N`` trains N steps and prints the collapse signature;
 ``python -m ftcl_core calibration`` writes ``results/calibration.csv`` from the baseline calibration runs;
 ``python -m ftcl_core plan [--calibrated --seeds 0 1 2]`` says which runs are left to train;
-``python -m ftcl_core summary`` writes ``results/summary.csv`` (and the README's findings block) and prints it as one
-Markdown table per paper table.  Any config key can be overridden, e.g. ``ft.pos=true ft.neg=true moco.momentum=0.9``.
+``python -m ftcl_core summary`` writes ``results/summary.csv`` (and the findings of the README and the book's
+index) and prints it as one Markdown table per paper table.  Any config key can be overridden, e.g.
+``ft.pos=true ft.neg=true moco.momentum=0.9``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,18 @@ from ftcl_core.config import ConfigError, load_config
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (see the module).  A damaged run file that any command meets (``summary`` reading the
+    stored runs, say) is its one ``error:`` line, naming the file and the recovery, as every other fault is."""
+    from ftcl_core.runs import RunFileError
+
+    try:
+        return _main(argv)
+    except RunFileError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ftcl_core", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     tr = sub.add_parser("train", help="train or resume a run into --out")
@@ -109,19 +122,15 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {r['question']} | {r['table']} | {r['setting']} | {r['n_seeds']} | "
                       f"{pm_cell(r['mean'], None)} | {diff} | "
                       f"{r['verdict']} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
-        if args.profile == "cpu":  # the README's findings block, regenerated from the same runs
-            from ftcl_core.diagnosis import readme_findings_block
-            from ftcl_core.experiments import ROOT, replace_readme_findings
-            from ftcl_core.runs import atomic_write_bytes
+        if args.profile == "cpu":  # the findings of the README and the book's index, from the same runs
+            from ftcl_core import findings
 
-            readme = ROOT / "README.md"
-            block = readme_findings_block(path, args.profile)
             try:
-                atomic_write_bytes(readme, replace_readme_findings(readme.read_text(), block).encode())
-            except ConfigError as err:
+                for target in findings.write_blocks():
+                    print(f"<!-- findings block rewritten: {target} -->")
+            except (ConfigError, findings.FindingsDisagree) as err:
                 print(f"error: {err}", file=sys.stderr)
                 return 2
-            print(f"<!-- findings block rewritten: {readme} -->")
         return 0
 
     from ftcl_core import distributed as D

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ftcl_core import distributed as D
-from ftcl_core.runs import RunDir, write_npz, write_torch
+from ftcl_core.runs import RunDir, one_line, write_npz, write_torch
 from ftcl_core.stats import REPRESENTATION_COLUMNS, SCORE_COLUMNS, StepRecorder
 
 METRIC_COLUMNS = ("epoch", "lr", "loss", "top1") + SCORE_COLUMNS + REPRESENTATION_COLUMNS
@@ -20,7 +20,7 @@ CHECKPOINT_FORMAT = 1
 
 
 class IncompatibleCheckpoint(RuntimeError):
-    """A run folder's checkpoint or config does not match the config asked for."""
+    """A run folder's checkpoint or config does not match the config asked for, or its checkpoint cannot be read."""
 
 
 class TrainingLog:
@@ -62,8 +62,7 @@ class TrainingLog:
         if "per_step" in g:
             self.grad_steps = list(g["per_step"][:steps])
         if run.histograms.is_file():
-            with np.load(run.histograms) as h:
-                self.histograms = list(torch.from_numpy(h["counts"][:steps]))
+            self.histograms = list(torch.from_numpy(run.load_histograms()["counts"][:steps]))
 
     def save(self, run: RunDir) -> None:
         write_npz(run.metrics, self.recorder.as_arrays())
@@ -110,10 +109,14 @@ def load(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, 
     """The checkpoint of ``run`` loaded into ``model`` and ``optimizer``; the whole stored state."""
     try:
         state = torch.load(run.checkpoint, map_location=device, weights_only=True)
-    except Exception as err:  # unpickling errors come in many types
+        if not isinstance(state, dict):
+            raise TypeError(f"it holds a {type(state).__name__}, not a checkpoint's mapping")
+    except Exception as err:  # unpickling errors come in many types, and their messages in many lines
+        what = "empty" if run.checkpoint.stat().st_size == 0 else one_line(err)
         raise IncompatibleCheckpoint(
-            f"{run.checkpoint} cannot be read ({type(err).__name__}: {err}). It was not written by this "
-            "version of ftcl_core; move it away to train this run from scratch, or use another --out."
+            f"{run.checkpoint} cannot be read ({what}): it is damaged (cut short or overwritten) or was not written "
+            "by this version of ftcl_core. Delete it and run the same command again: the run trains anew from its "
+            "first step (its log so far is replaced); or use another --out."
         ) from err
     if state.get("format") != CHECKPOINT_FORMAT:
         raise IncompatibleCheckpoint(f"{run.checkpoint} has format {state.get('format')}, expected {CHECKPOINT_FORMAT}.")

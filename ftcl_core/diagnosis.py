@@ -37,7 +37,7 @@ from ftcl_core import transforms as T
 from ftcl_core.losses import info_nce, logits_from_scores
 from ftcl_core.results import claims as verdicts
 from ftcl_core.results.claims import MIN_SEEDS, Claim
-from ftcl_core.results.numbers import cell, plus_minus
+from ftcl_core.results.numbers import cell, fixed, plus_minus
 from ftcl_core.results.paired import by_seed, mean_ci95, pair, paired_records
 from ftcl_core.runs import RunDir, atomic_write_bytes
 from ftcl_core.stats import collapse_signature, first_step_above
@@ -415,16 +415,17 @@ def comparison_cells(row: dict) -> list[str]:
 
 def comparison_sentence(row: dict, meaning: dict[str, str]) -> str:
     """One Markdown bullet for a :func:`paired_comparison` row, generated from its numbers: undecided below 3 seeds,
-    inconclusive when the 95 % interval holds zero, else the side and ``meaning['above' | 'below']``."""
+    "cannot be told from zero" when the 95 % interval holds zero, else the paired difference and
+    ``meaning['above' | 'below']`` (the side of zero it lies on)."""
     if row["n_seeds"] < MIN_SEEDS:
         return (f"* **{row['comparison']}**: {row['n_seeds']} seed(s) stored, fewer than the {MIN_SEEDS} a verdict "
                 "needs: undecided.")
+    diff = plus_minus(row["diff"], row["ci95"], signed=True)
     if verdicts.side(row["verdict"]) == 0:
-        return (f"* **{row['comparison']}**: {plus_minus(row['diff'], row['ci95'])} points over {row['n_seeds']} "
-                f"seeds, which cannot be told from zero: {row['verdict']}.")
+        return (f"* **{row['comparison']}**: {diff} points over {row['n_seeds']} seeds, which cannot be told from "
+                f"zero ({row['verdict']}).")
     side = "above" if row["diff"] > 0 else "below"
-    return (f"* **{row['comparison']}**: {plus_minus(abs(row['diff']), row['ci95'])} points {side} "
-            f"({row['n_seeds']} seeds). " + meaning[side])
+    return f"* **{row['comparison']}**: {diff} points ({row['n_seeds']} seeds). " + meaning[side]
 
 
 def _decided(row: dict, direction: int) -> bool:
@@ -468,7 +469,7 @@ def random_queue_sentence(cfg, start: str, row: dict) -> str:
             + ("with a queue of real keys, " if switch >= fill else "before the queue is full, "))
     if not row["n_seeds"]:
         return text + "and has no stored runs."
-    text += (f"and reads out {plus_minus(row['diff_mean'], row['diff_ci95'], signed=True)} points against never "
+    text += (f"and reads out {plus_minus(row['diff'], row['ci95'], signed=True)} points against never "
              f"({row['verdict']}, {X._count(row['n_seeds'], 'seed')})")
     if switch >= fill and _decided(row, -1):
         return text + ": the random queue is not what makes an early start costly here."
@@ -476,9 +477,10 @@ def random_queue_sentence(cfg, start: str, row: dict) -> str:
 
 
 def baseline_caveat(aims: list[dict], settings: tuple[str, ...] = ("v1 baseline", "v2 baseline"), data: str = "shapes") -> str:
-    """Which of the calibrated baselines FT is paired with miss the issue's aims at the tables' budget
-    (:func:`ftcl_core.experiments.baseline_aims` rows), as generated Markdown, and whether MoCo v2 reads out below
-    v1: a comparison with FT is only as firm as its baseline."""
+    """Which of the calibrated baselines FT is paired with miss the bar this book sets for a baseline
+    (:data:`ftcl_core.experiments.BASELINE_AIMS`) at the tables' budget (:func:`ftcl_core.experiments.baseline_aims`
+    rows), as generated Markdown, and whether MoCo v2 reads out below v1: a comparison with FT is only as firm as its
+    baseline."""
     parts = []
     for a in (a for a in aims if a["data"] == data and a["setting"] in settings):
         misses = ([f"a gain of {a['gain']:+.1f} points over the random-init encoder, short of "
@@ -487,133 +489,15 @@ def baseline_caveat(aims: list[dict], settings: tuple[str, ...] = ("v1 baseline"
                    if a["spread_met"] is False else [])
         if misses:
             parts.append(f"{a['setting']} ({plus_minus(a['mean'], a['ci95'])} %, {X._count(a['n_seeds'], 'seed')}) misses the "
-                         f"issue's aims with {' and '.join(misses)}")
+                         f"bar this book sets for a baseline with {' and '.join(misses)}")
     order = X.v2_against_v1([a for a in aims if a["data"] == data]).get(data)
     if not parts and not (order and order[1] < order[0]):
-        return "Both baselines meet the issue's aims at the tables' budget (chapter 9)." if aims else ""
+        return "Both baselines meet the bar this book sets for a baseline at the tables' budget (chapter 9)." if aims else ""
     text = ("; ".join(parts) + ": its comparison with FT rests on that baseline. ") if parts else ""
     if order and order[1] < order[0]:
         text += (f"MoCo v2's baseline reads out below v1's ({order[1]:.1f} % against {order[0]:.1f} %), the reverse of "
                  "the literature's order (chapter 9).")
     return text.strip()
-
-
-def _concentration_clause(first_peaks: dict[str, float], real: list[str]) -> str:
-    """The end of :func:`conclusion`'s sentence on FT from the first step, where real photographs give an
-    inconclusive comparison (``real``): whether FT concentrated them as far as the shapes (``first_peaks``: the
-    highest seed-mean Mean(neg) after FT from the first step, per phase-diagram row; rows named "shapes..." are the
-    shapes), and so whether early concentration alone can set the cost."""
-    shapes = [v for k, v in first_peaks.items() if k.startswith("shapes")]
-    photos = [v for k, v in first_peaks.items() if not k.startswith("shapes")]
-    verdict = f"the same comparison is inconclusive on real photographs ({'; '.join(real)})"
-    if not (shapes and photos):
-        return f", but {verdict}."
-    peaks = (f"Mean(neg) of the raw cosines peaks at {max(photos):.2f} there against {max(shapes):.2f} on the shapes, "
-             "the highest seed-means")
-    if round(max(shapes) - max(photos), 2) <= 0.05:  # as concentrated, within the spread of seed means
-        return (f", but not how much readout that costs: {verdict}, although FT from the first step concentrates "
-                f"those features as far ({peaks}). What turns the early concentration into a loss of readout on the "
-                "shapes and not on the photographs is undecided.")
-    return f"; {verdict}, where FT from the first step concentrates the features less ({peaks})."
-
-
-def conclusion(phase: dict[str, dict[float, dict]], phase_knn: dict[str, dict[float, dict]],
-               switch: dict[str, dict[float, dict]], band: tuple[float, float], from_start: dict[str, dict],
-               lengths: dict[str, list[dict]] | None = None) -> str:
-    """Chapter 7's answer, generated from the stored comparisons so that it cannot drift from them.
-
-    ``phase`` / ``phase_knn``: per row of the phase diagram (data and length), :func:`start_fraction_rows` for the
-    linear and the kNN readout; ``switch``: the same cells' :func:`switch_on_state`; ``band``: the attraction
-    threshold band (:func:`threshold_band`); ``from_start``: named :func:`paired_comparison` rows of FT from the
-    first step (``"oracle"``, ``"classes"``, ``"recipe"``, ``"init"``, ``"shards"`` on the shapes are read by
-    name); ``lengths``: per data set, :func:`length_rows` (question 1). A verdict needs 3 seeds; fewer, and a cell
-    counts as undecided."""
-    def knn(label, f):  # the kNN readout of the same cell: a gain on the linear probe may be a loss here
-        r = phase_knn.get(label, {}).get(f)
-        return f", kNN {plus_minus(r['diff'], r['ci95'], signed=True)}" if r and r["n_seeds"] else ""
-
-    def where(cells, with_knn=False):
-        return "; ".join(f"{label}, from {f:.0%} of the run: {plus_minus(r['diff'], r['ci95'], signed=True)}"
-                         + (knn(label, f) if with_knn else "") for label, f, r in cells)
-
-    cells = [(label, f, r) for label, rows in phase.items() for f, r in sorted(rows.items())]
-    helps = [(lb, f, r) for lb, f, r in cells if _decided(r, 1)]
-    hurts_late = [(lb, f, r) for lb, f, r in cells if f and _decided(r, -1)]
-    knn_late = [(lb, f, r) for lb, rows in phase_knn.items() for f, r in sorted(rows.items())
-                if f and _decided(r, -1)]
-    decided_first = {key: r for key, r in from_start.items() if r["n_seeds"] >= MIN_SEEDS}
-    start_rows = list(decided_first.values())
-    losses = [FIRST_STEP_NAMES.get(k, k) for k, r in decided_first.items() if verdicts.side(r["verdict"]) < 0]
-    wins = [FIRST_STEP_NAMES.get(k, k) for k, r in decided_first.items() if verdicts.side(r["verdict"]) > 0]
-    late = [st for rows in switch.values() for f, st in rows.items() if f and st["n_seeds"]]
-    first = [st for rows in switch.values() for f, st in rows.items() if not f and st["n_seeds"]]
-    rho = [st["rho_before"] for st in late if math.isfinite(st["rho_before"])]
-    first_peaks = {label: rows[0.0]["peak_neg_mean_after"] for label, rows in switch.items()
-                   if 0.0 in rows and rows[0.0]["n_seeds"]}
-    out = ["**The answer at this scale.**"]
-    mixed = [f"{lb}, from {f:.0%}: {_seeds(r['mixed_devices'])}" for lb, f, r in helps if r.get("mixed_devices")]
-    decided_cells = sum(r["n_seeds"] >= 3 for _, _, r in cells)
-    chance = (f" Each cell is judged on its own 95 % interval: of {decided_cells} cells where FT did nothing, about "
-              f"{decided_cells * 0.025:.1f} would pass on the paper's side by chance alone.") if helps else ""
-    out.append((f"FT helps in {len(helps)} of the {decided_cells} phase-diagram cells "
-                f"with 3 seeds, all with a late start, by little ({where(helps, with_knn=True)} points; linear readout "
-                "first)" + (f"; in {'; '.join(mixed)}, the FT run and its baseline trained on different devices (CPU and "
-                            "GPU), so float rounding stands in that pair beside FT." if mixed else ".")
-                if helps and all(f for _, f, _ in helps) else
-                f"FT helps in these cells: {where(helps)} points of linear readout." if helps else
-                "FT helps in no setting tried here with 3 seeds.") + chance)
-    knn_first = any(_decided(r, -1) for rows in phase_knn.values() for f, r in rows.items() if not f)
-    if start_rows:
-        named_losses = f" ({'; '.join(losses)})" if losses else ""
-        named_wins = f" ({'; '.join(wins)})" if wins else ""
-        shapes = sum(k != "recipe v2" and FIRST_STEP_NAMES.get(k, k).startswith("shapes") for k in decided_first)
-        out.append(f"Switched on from the first step it loses in {len(losses)} of {len(start_rows)} comparisons with "
-                   f"3 seeds{named_losses} and wins in {len(wins)}{named_wins}"
-                   + (f" ({shapes} of them change one part each of the same MoCo v1 recipe on the shapes, so they are "
-                      "not independent tests)" if shapes > 1 else "")
-                   + (", and on real photographs, where the linear probe undoes most of its cost, it still costs the "
-                      "kNN readout." if knn_first else "."))
-    if rho:
-        peak_late = max(st["peak_neg_mean_after"] for st in late)
-        peak_first = max((st["peak_neg_mean_after"] for st in first), default=math.nan)
-        above = sum(r > band[1] for r in rho)
-        out.append(f"Switched on later, the views' correlation ρ stands at {min(rho):.2f} to {max(rho):.2f} when FT "
-                   f"switches on, above the attraction threshold band ({band[0]:.2f} to {band[1]:.2f}) in {above} of "
-                   f"{len(rho)} cells, and FT concentrates the features less: Mean(neg) of the raw cosines peaks at "
-                   f"{peak_late:.2f} at most after a late switch, against {peak_first:.2f} from the first step (the "
-                   "highest seed-mean over the cells, no interval).")
-    if hurts_late:
-        out.append(f"A late start does not always pay: it still costs linear readout in {where(hurts_late)} points.")
-    if knn_late:
-        out.append(f"Its kNN readout still loses in {where(knn_late)} points, so even a late start leaves the "
-                   "features a little less usable as they are.")
-    phrases = {"oracle": "without a single same-class negative", "classes": "with a third as many (30 classes)",
-               "recipe": "on the recipe calibrated without FT",
-               "init": "with Kaiming initialisation", "shards": "with one λ per shard of 32 queries"}
-    survives = [text for key, text in phrases.items() if key in from_start and _decided(from_start[key], -1)]
-    if survives:
-        real = [FIRST_STEP_NAMES.get(k, k) for k in ("real", "real, longer")
-                if k in decided_first and verdicts.side(decided_first[k]["verdict"]) == 0]
-        out.append("From the first step FT still loses on the shapes " + "; ".join(survives) + ": the cost does not "
-                   "come from the parts of the recipe varied here (the network, the crop size and the queue length "
-                   "stayed those of the shapes' recipe). The algebra explains why the features concentrate early "
-                   "(while ρ is below the threshold, positive extrapolation makes a concentrated state attract)"
-                   + (_concentration_clause(first_peaks, real) if real else ", not yet how much readout that costs."))
-    out += [length_sentence(label, rows) for label, rows in (lengths or {}).items()]
-    help_at = sorted({f for _, f, _ in helps})
-    not_everywhere = any(f in help_at and not _decided(r, 1) for _, f, r in cells if r["n_seeds"])
-    longest = max((r["steps"] for rows in (lengths or {}).values() for r in rows
-                   if r["kind"] == "length" and r["n_seeds"] >= MIN_SEEDS), default=None)
-    paper = f"{min(PAPER_TABLE7_STEPS.values()):,} to {max(PAPER_TABLE7_STEPS.values()):,}".replace(",", " ")
-    out.append(f"Whether the paper's far longer runs ({paper} steps in its Table 7) outgrow the early cost is not "
-               "decided here" + (f" (the longest pair with 3 seeds here has {longest} steps)" if longest else "")
-               + ". What a reader "
-               "can act on: at a small budget, do not switch FT on from the first step; a late start mostly avoids "
-               "that cost, but what it gains is small and not consistent" +
-               (f" (the cells where it helped here switch it on after {' or '.join(f'{f:.0%}' for f in help_at)} of the "
-                f"run{'; the same start does not help in every cell' if not_everywhere else ''})" if helps else "") +
-               ". Judge it with a kNN readout beside the linear probe.")
-    return " ".join(out)
 
 
 # The paper's Table 7 runs in SGD steps: ImageNet-100 (CMC's 100 classes, data/imagenet100.txt) has 126 689 training
@@ -637,29 +521,91 @@ FIRST_STEP_NAMES = {  # how the answer names each comparison of FT from the firs
     "real": "Fashion-MNIST, 10 epochs", "real, longer": "Fashion-MNIST, 30 epochs"}
 
 
-def stored_answer(profile: str = "cpu") -> str:
-    """:func:`conclusion` from the stored runs of :data:`START_EXPERIMENTS`, :data:`FIRST_STEP_EXPERIMENTS`
-    (FT's "+both" against "baseline") and :data:`LENGTH_EXPERIMENTS`, for readers who want the answer without
-    chapter 7's figures."""
-    phase, knn, switch = {}, {}, {}
-    for label, path in START_EXPERIMENTS.items():
-        records = X.load_records(path, profile)
-        phase[label] = start_fraction_rows(path, records, profile)
-        knn[label] = start_fraction_rows(path, records, profile, "knn_top1")
-        switch[label] = {f: switch_on_state(records, row["comparison"]) for f, row in phase[label].items()}
-    from_start = {name: paired_comparison(name, X.load_records(path, profile), "baseline", "+both",
-                                          effect=claim_effect(path, "+both", "baseline"))
-                  for name, path in FIRST_STEP_EXPERIMENTS.items()}
-    lengths = {label: length_rows(path, X.load_records(path, profile), profile) for label, path in LENGTH_EXPERIMENTS.items()}
-    return conclusion(phase, knn, switch, threshold_band(), from_start, lengths)
+def smoke_settings(path: str | Path) -> list[str]:
+    """The settings of a start experiment (Table 7-style) that the smoke profile trains: "never" and its first late
+    start (two tiny runs, FT from epoch 1 of 2)."""
+    exp = X.Experiment.load(path)
+    return ["never", next(s for s in exp.settings if s not in ("never", "start 0"))]
 
 
-def readme_findings_block(summary: Path, profile: str = "cpu") -> str:
-    """The README's findings block as ``python -m ftcl_core summary`` writes it: :func:`ftcl_core.experiments.readme_findings`
-    of the rows of the summary CSV at ``summary`` and :func:`stored_answer`. One function for the writer and the test
-    that keeps the README current, so the two cannot disagree on how the block is built."""
-    with open(summary) as fh:
-        return X.readme_findings(list(csv.DictReader(fh)), stored_answer(profile), X.tables_without_runs(profile))
+def chapter_records(path: str | Path, profile: str, settings: list[str] | None = None,
+                    root: str | Path | None = None) -> list[dict]:
+    """The runs chapter 7 shows of one experiment: on ``smoke``, seed 0 of ``settings`` trained if missing (CI's
+    tiny runs; none on Fashion-MNIST where its files are not installed); otherwise the stored runs (never trained
+    here), under ``root`` when given, of ``settings`` (all when None)."""
+    from ftcl_core.data import fashion_mnist_root
+
+    if profile == "smoke":
+        if X.data_set(X.Experiment.load(path), profile) == "fashion_mnist" and fashion_mnist_root(None) is None:
+            return []
+        return X.collect(path, profile, [0], settings)
+    return [r for r in X.load_records(path, profile, root) if settings is None or r["setting"] in settings]
+
+
+def comparison_table(rows: list[dict], caption: str,
+                     columns: tuple[str, str, str] = ("baseline", "FT (+pos +neg)", "Δ (FT - baseline)")):
+    """:func:`paired_comparison` rows as one HTML table (:func:`comparison_cells`), the way chapter 7 shows them."""
+    from ftcl_core.plotting import html_table
+
+    return html_table(["comparison", *columns, "seeds", "verdict"], [comparison_cells(r) for r in rows], caption=caption)
+
+
+def switch_on_rows(phase: dict[float, dict], switch: dict[float, dict]) -> list[tuple[str, dict, dict]]:
+    """``(setting, row, switch_on_state)`` per start of one phase-diagram row (:func:`start_fraction_rows` and the
+    same cells' :func:`switch_on_state`, as :class:`ftcl_core.findings.Evidence` holds them), earliest first; starts
+    without stored runs are left out."""
+    return [(phase[f]["comparison"], phase[f], switch[f]) for f in sorted(phase) if phase[f]["n_seeds"]]
+
+
+def switch_on_table(starts: list[tuple[str, dict, dict]], caption: str):
+    """:func:`switch_on_rows` as an HTML table: where the runs stood when FT switched on, and the readout."""
+    from ftcl_core.plotting import html_table
+
+    return html_table(["FT from", "ρ before", "Mean(neg) before", "highest Mean(neg) after",
+                       "steps until Mean(neg) > 0.9, per seed", "linear readout vs never (points)"],
+                      [[setting, fixed(st["rho_before"], 2), fixed(st["neg_mean_before"], 2),
+                        fixed(st["peak_neg_mean_after"], 2),
+                        ", ".join("never" if f is None else str(f) for f in st["steps_to_collapse"]),
+                        f"{plus_minus(row['diff'], row['ci95'], signed=True)} ({row['verdict']}, {row['n_seeds']} seeds)"]
+                       for setting, row, st in starts], caption=caption)
+
+
+# What each comparison of chapter 7 means, on each side of zero: (below, above). A comparison that cannot be told
+# from zero, or has fewer than 3 seeds, says so instead (:func:`comparison_sentence`).
+READINGS = {
+    "calibrated": ("Calibrating the baseline without FT does not remove the cost: at this scale it is not an artefact "
+                   "of the knobs the calibration varied.",
+                   "With the calibrated recipe the paper's claim holds here: the cost belonged to the original recipe."),
+    "init": ("Kaiming fan-out initialisation, the released code's, does not spare the encoder either.",
+             "With Kaiming fan-out initialisation, the released code's, FT helps: the default init was the cause."),
+    "oracle": ("FT still loses without a single same-class negative: false negatives are not what makes FT cost "
+               "readout here.",
+               "Without same-class negatives FT helps, as the paper says: false negatives turned it into a loss."),
+    "oracle, FT": ("Removing the same-class negatives makes the FT run worse still.",
+                   "Removing the same-class negatives recovers part of what FT loses."),
+    "classes": ("With a third as many same-class negatives (30 classes), FT still loses.",
+                "With a third as many same-class negatives (30 classes), FT helps: false negatives drove its cost."),
+    "classes, gain": ("Its cost is larger at 30 classes than at 10.",
+                      "Its cost is smaller at 30 classes than at 10: fewer false negatives soften it."),
+    "shards": ("One λ per shard of 32 queries, as the released run draws it, loses as well: sharing one λ across the "
+               "batch is not the cause.",
+               "With one λ per shard of 32 queries FT helps: drawing one λ for the whole batch was the cause."),
+    "real": ("On real photographs FT loses too: the reversal is not a property of the synthetic shapes.",
+             "On real photographs FT helps, as the paper says: the reversal belongs to the synthetic shapes."),
+    "real, longer": ("At the longer budget FT still loses on real photographs.",
+                     "At the longer budget FT helps on real photographs, as the paper says."),
+    "real, kNN": ("Its kNN readout, which reads the features' geometry without training a classifier, loses.",
+                  "Its kNN readout gains too."),
+    "real, gain": ("The longer run widens FT's cost.", "The longer run narrows FT's cost."),
+}
+
+
+def reading(row: dict, key: str):
+    """What ``row`` (a :func:`paired_comparison`) means in one sentence, from :data:`READINGS` ``[key]``, as HTML."""
+    from ftcl_core.plotting import markdown_html
+
+    below, above = READINGS[key]
+    return markdown_html(comparison_sentence(row, {"below": below, "above": above}).removeprefix("* "))
 
 
 DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
@@ -729,13 +675,13 @@ def encoder_parameters(name: str) -> int:
     return sum(p.numel() for p in build_encoder(name).parameters())
 
 
-def capacity_rows(profile: str = "cpu", key: str = "linear_top1") -> list[dict]:
+def capacity_rows(profile: str = "cpu", key: str = "linear_top1", root: str | Path | None = None) -> list[dict]:
     """One :func:`paired_comparison` row per encoder of :data:`CAPACITY` (FT from the first step against the
     baseline of the same seeds), with the backbone's parameters, each arm's spread and each arm's final effective
     rank and peak Mean(neg) (:func:`representation_signature`)."""
     rows = []
     for encoder, (path, baseline, treated) in CAPACITY.items():
-        records = X.load_records(path, profile)
+        records = X.load_records(path, profile, root)
         row = paired_comparison(encoder, records, baseline, treated, key, claim_effect(path, treated, baseline))
         row["parameters"] = encoder_parameters(encoder)
         for arm, setting in (("baseline", baseline), ("ft", treated)):
@@ -771,3 +717,165 @@ def capacity_answer(rows: list[dict]) -> str:
     else:
         text += "One encoder decided is not enough to say whether the network matters."
     return text
+
+
+# --- chapter 7's tables and sentences, so that the chapter holds narrative and calls --------------------------------
+
+def zero_crossing(x: np.ndarray, y: np.ndarray) -> float:
+    """Where ``y`` first crosses zero upwards along ``x``, linearly interpolated (NaN if it never does): the
+    measured attraction threshold of :func:`contraction_rate` curves."""
+    sign = np.flatnonzero(np.diff(np.sign(y)) > 0)
+    if not sign.size:
+        return math.nan
+    i = sign[0]
+    return float(np.interp(0, y[i:i + 2], x[i:i + 2]))
+
+
+def same_class_share(records: list[dict]) -> float | None:
+    """The queue's share of the query's own class, averaged over every step and run that recorded it
+    (``stats.same_class=true``); None when none did."""
+    shares = []
+    for r in records:
+        m = RunDir(r["dir"]).load_metrics()
+        if "same_class" in m:
+            shares.append(float(np.nanmean(m["same_class"])))
+    return float(np.mean(shares)) if shares else None
+
+
+def signature_table(arms: dict[str, tuple[list[dict], str]]):
+    """How far each named arm ``(records, setting)`` concentrates its features (:func:`representation_signature`),
+    as an HTML table."""
+    from ftcl_core.plotting import html_table
+
+    sigs = {name: representation_signature(recs, setting) for name, (recs, setting) in arms.items()}
+    return html_table(["runs (MoCo v1, calibrated)", "seeds", "highest Mean(neg)", "final effective rank", "final ρ"],
+                      [[name, str(s["n_seeds"]), fixed(s["peak_neg_mean"], 2), fixed(s["final_erank"]),
+                        fixed(s["final_rho"], 2)] for name, s in sigs.items() if s["n_seeds"]],
+                      caption="How far the features concentrate, mean over seeds: Mean(neg) of the raw cosines at its "
+                              "highest, and the effective rank and views' correlation at the last step")
+
+
+def reference_table(records: list[dict]):
+    """The references a readout on real images stands against, averaged over ``records``' runs: the raw-pixel
+    linear probe, the random-init encoder and each arm's readout, as an HTML table (one row per setting)."""
+    from ftcl_core.plotting import html_table
+
+    def mean(recs: list[dict], key: str) -> str:
+        return fixed(float(np.mean([r[key] for r in recs]))) if all(key in r for r in recs) else ""
+
+    rows = []
+    for setting in dict.fromkeys(r["setting"] for r in records):
+        recs = [r for r in records if r["setting"] == setting]
+        rows.append([setting, *(mean(recs, k) for k in ("raw_pixels_linear_top1", "random_init_linear_top1", "linear_top1"))])
+    if not rows:
+        return html_table(["setting"], [], caption="No runs on real images stored.")
+    return html_table(["setting", "raw pixels, linear %", "random-init encoder, linear %", "encoder, linear %"], rows,
+                      caption="The room an effect has on Fashion-MNIST: the encoder's readout beside the raw-pixel "
+                              "probe and the random-init encoder, on the same test images, mean over seeds")
+
+
+def error_ratio_table(rows: list[dict]):
+    """For each training length of :func:`length_rows` with runs, how many times as many test images FT gets
+    wrong as its baseline ((100 - FT) / (100 - baseline)), as an HTML table: a gap in points shrinks near the
+    ceiling even when the relative damage grows."""
+    from ftcl_core.plotting import html_table
+
+    runs = [r for r in rows if r["kind"] == "length" and r["n_seeds"]]
+    return html_table(["steps", "baseline %", "FT %", "errors, FT / baseline"],
+                      [[str(r["steps"]), fixed(r["baseline"]), fixed(r["ft"]),
+                        fixed((100 - r["ft"]) / (100 - r["baseline"]))] for r in runs],
+                      caption="FT's error rate relative to its baseline's at each length (linear readout, means over "
+                              "seeds)")
+
+
+def length_arms(records: list[dict], rows: list[dict]) -> tuple[list[int], dict[str, list[list[float]]], float]:
+    """The inputs of :func:`ftcl_core.plotting.readout_by_length` from a length experiment's records and its
+    :func:`length_rows`: the steps of each length, each arm's readouts per length, the random-init readout."""
+    lengths = [r for r in rows if r["kind"] == "length"]
+    arms = {name: [[r["linear_top1"] for r in records if r["setting"] == f"{setting} {row['epochs']}"]
+                   for row in lengths] for name, setting in (("baseline", "baseline"), ("FT (+pos +neg)", "+both"))}
+    random_init = [r["random_init_linear_top1"] for r in records if "random_init_linear_top1" in r]
+    return [r["steps"] for r in lengths], arms, float(np.mean(random_init)) if random_init else math.nan
+
+
+def device_gap_sentence(length_records: list[dict], cpu_records: list[dict]) -> str:
+    """How far float rounding alone moves a run: the 30-epoch arms of the length experiment (mostly GPU) against
+    the same configs and seeds of the recipe comparison (CPU), as one sentence ("" when no pair differs by device)."""
+    gaps = (same_run_gaps(length_records, "baseline 30", cpu_records, "baseline")
+            + same_run_gaps(length_records, "+both 30", cpu_records, "+both"))
+    if not gaps:
+        return ""
+    return (f"The same config and seed trained once on the GPU and once on the CPU: {len(gaps)} pairs of 30-epoch runs "
+            f"differ by {fixed(min(gaps), 2)} to {fixed(max(gaps), 2)} points of linear readout (mean "
+            f"{fixed(float(np.mean(gaps)), 2)}). A pair whose two arms trained on different devices carries that much "
+            "besides the effect it measures; the tables name such pairs.")
+
+
+NEGATIVE_TABLES = {"plain": ("experiments/table5_ft_v1.yaml", ["v1 baseline", "v1 +neg"]),
+                   "renorm": ("experiments/supp_f_renorm.yaml", ["baseline", "renorm neg"]),
+                   "harder": ("experiments/supp_g_negatives.yaml",
+                              ["baseline", "neg extrapolation", "hard Beta(2,1)", "hard Beta(5,2)"])}
+
+
+def negative_comparisons(profile: str) -> tuple[list[dict], str, str]:
+    """Supp F and Supp G read through what each does to the negatives the loss sees (:func:`negative_rows`), and
+    the two sentences that say what the rows show (:func:`renorm_sentence`, :func:`harder_negatives_sentence`)."""
+    recs = {key: chapter_records(path, profile, names) for key, (path, names) in NEGATIVE_TABLES.items()}
+    rows = negative_rows([
+        ("mixed negatives (Table 5 +neg)", recs["plain"], "v1 baseline", "v1 +neg"),
+        ("mixed, re-normalised (Supp F)", recs["renorm"], "baseline", "renorm neg"),
+        ("extrapolated negatives (Supp G)", recs["harder"], "baseline", "neg extrapolation"),
+        ("hard negatives Beta(2,1) (Supp G)", recs["harder"], "baseline", "hard Beta(2,1)"),
+        ("hard negatives Beta(5,2) (Supp G)", recs["harder"], "baseline", "hard Beta(5,2)")])
+    against = paired_comparison("re-normalised against plain mixed negatives",
+                                relabel(recs["plain"], {"v1 +neg": "plain"})
+                                + relabel(recs["renorm"], {"renorm neg": "re-normalised"}), "plain", "re-normalised")
+    return rows, renorm_sentence(rows[0], rows[1], against), harder_negatives_sentence(rows[2:])
+
+
+def negative_table(rows: list[dict]):
+    """:func:`negative_rows` as an HTML table."""
+    from ftcl_core.plotting import html_table
+
+    return html_table(
+        ["comparison", "baseline", "FT", "Δ (FT - baseline)", "seeds", "verdict", "Mean(neg) shift by FT",
+         "Var(neg) after FT / raw", "final raw Mean(neg) (baseline)"], [negative_cells(r) for r in rows],
+        caption="Linear top-1 (%), mean over seeds, Δ paired by seed; then, over the FT runs' seeds (± 95 % interval), "
+                "how FT changes the negatives the loss sees, and the raw Mean(neg) of the baseline's last "
+                f"{NEGATIVE_WINDOW} steps")
+
+
+def volatility_rows(records: list[dict]) -> list[dict]:
+    """Per setting of a momentum sweep (in the records' order), the mean over its seeds of the two swing numbers of
+    :func:`ftcl_core.stats.volatility`: the step-to-step change of Mean(neg) and the epoch-to-epoch change of the
+    summed gradient norm (Figs 3-4's reading of collapse)."""
+    from ftcl_core.stats import volatility
+
+    out = []
+    for setting in dict.fromkeys(r["setting"] for r in records):
+        runs = [RunDir(r["dir"]) for r in records if r["setting"] == setting]
+        pairs = [volatility(run.load_metrics()["neg_mean"], run.load_grad_norms()["per_epoch"]) for run in runs]
+        out.append({"setting": setting, "n_seeds": len(pairs), "neg": float(np.mean([p[0] for p in pairs])),
+                    "grad": float(np.mean([p[1] for p in pairs]))})
+    return out
+
+
+def volatility_sentence(rows: list[dict]) -> str:
+    """Which momentum swings most and least (:func:`volatility_rows`), against the paper's reading that the small
+    momenta swing most; where the frozen key encoder (m = 1) swings most, what that means."""
+    if not rows:
+        return "No stored runs of the momentum sweep."
+    order = sorted(rows, key=lambda r: r["neg"])
+    most, least = order[-1], order[0]
+    momentum = (lambda r: float(r["setting"].removeprefix("m=")))  # noqa: E731
+    text = (f"Mean(neg) swings most at {most['setting']} and least at {least['setting']}. The paper's reading has the "
+            "small momenta swing most")
+    if momentum(most) <= 0.5:
+        return text + ", and so they do here."
+    text += ": here they do not"
+    if momentum(most) == 1.0:
+        text += (". At m = 1 the key encoder never leaves its random initialisation, so each batch's keys score the "
+                 "queries by how the batch happens to fall, a noise that training cannot smooth out; the small momenta, "
+                 "whose keys follow the query encoder closely, swing less. So this statistic does not mark the small "
+                 "momenta's failure to learn here (section above), and a swing is not by itself a collapse")
+    return text + "."

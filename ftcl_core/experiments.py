@@ -189,6 +189,9 @@ def profile_root(profile: str) -> Path:
     return ROOT / ("results" if profile == "cpu" else "runs") / profile
 
 
+STORED = ROOT / "results" / "cpu"  # the committed runs of the cpu profile, the evidence the book's findings rest on
+
+
 def resolve(base: str, overrides: list[str] | dict, profile: str) -> RunConfig:
     """The full config of a setting under a profile (smoke shrinks everything for CI).
 
@@ -236,9 +239,10 @@ def _yaml_scalar(v) -> str:
     return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
 
 
-def run_dir(exp: Experiment, setting: str, seed: int, profile: str) -> Path:
+def run_dir(exp: Experiment, setting: str, seed: int, profile: str, root: str | os.PathLike | None = None) -> Path:
+    """The folder of one run: ``<root>/<table>/<setting>/seed<N>``, under :func:`profile_root` unless ``root``."""
     safe = setting.replace("/", "_").replace(" ", "_")
-    return profile_root(profile) / exp.table / safe / f"seed{seed}"
+    return (Path(root) if root else profile_root(profile)) / exp.table / safe / f"seed{seed}"
 
 
 def base_for(exp: Experiment, profile: str) -> str:
@@ -318,6 +322,8 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
                 print(f"[{exp.table}] {name} seed {seed}: same config as {twin}, copied", flush=True)
 
     jobs = planned_runs(exp, profile, seeds, names, execution)
+    for _, _, cfg, out in jobs:  # a complete run whose damaged config.yaml was deleted (RunDir.load_config's
+        RunDir(out).restore_config(cfg)  # recovery) gets it back before find_identical_run reads every stored run
     for job in jobs:  # the copies first, so that the compile choice counts only the runs left to train
         copy_twin(*job)
     compiled = sweep_compiles([(cfg, out) for _, _, cfg, out in jobs])
@@ -564,16 +570,23 @@ def find_identical_run(cfg: RunConfig, profile: str) -> Path | None:
 def copy_run(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     """Copy a complete run's stored files (not its checkpoint) to ``dst``; provenance records the source.
 
-    The evaluation is written last, so an interrupted copy is never taken for a complete run."""
+    The evaluation is written last, so an interrupted copy is never taken for a complete run.  Every file is read
+    before any is copied: a damaged one stops the copy with its :class:`~ftcl_core.runs.RunFileError` (naming it
+    and the recovery) instead of spreading to the copy."""
     src_run, dst_run = RunDir(src), RunDir(dst)
+    src_run.load_config()
+    for path, load in ((src_run.metrics, src_run.load_metrics), (src_run.grad_norms, src_run.load_grad_norms),
+                       (src_run.histograms, src_run.load_histograms)):
+        if path.is_file():
+            load()
+    prov, result = src_run.load_provenance(), src_run.load_eval()
     dst_run.path.mkdir(parents=True, exist_ok=True)
     for name in ("config.yaml", "metrics.npz", "grad_norms.npz", "histograms.npz"):
         if (src_run.path / name).is_file():
             atomic_write_bytes(dst_run.path / name, (src_run.path / name).read_bytes())
-    prov = src_run.load_provenance()
     rel = os.path.relpath(src_run.path, dst_run.path)
     write_json(dst_run.provenance, {**prov, "copied_from": rel})
-    write_json(dst_run.eval, src_run.load_eval())
+    write_json(dst_run.eval, result)
 
 
 def stored_runs(profile: str) -> dict[str, RunDir]:
@@ -606,13 +619,14 @@ def one_seed_per_setting(labels: list[str]) -> list[str]:
     return list(first.values())
 
 
-def load_records(path: str | os.PathLike, profile: str = "cpu") -> list[dict]:
-    """Records of the complete runs of an experiment (missing runs are skipped, not trained)."""
+def load_records(path: str | os.PathLike, profile: str = "cpu", root: str | os.PathLike | None = None) -> list[dict]:
+    """Records of the complete runs of an experiment (missing runs are skipped, not trained), under the profile's
+    root or ``root`` (:data:`STORED`: the committed runs, wherever ``FTCL_RUNS_ROOT`` points)."""
     exp = Experiment.load(path)
     out = []
     for name in exp.settings:
         for seed in exp.seeds:
-            d = RunDir(run_dir(exp, name, seed, profile))
+            d = RunDir(run_dir(exp, name, seed, profile, root))
             if d.is_complete():
                 out.append(run_records.record(exp.table, name, seed, d))
     return out
@@ -834,7 +848,7 @@ BASELINE_AIMS = {"gain": 25.0, "spread": 5.0}  # issue "fair baselines": >= rand
 
 
 def baseline_aims(rows: list[dict]) -> list[dict]:
-    """The issue's aims for each method's baseline, judged at the tables' budget (Table 5's ``<method> baseline``
+    """The bar this book sets for each method's baseline, judged at the tables' budget (Table 5's ``<method> baseline``
     rows of ``rows``, :func:`write_summary`'s CSV, on a calibrated recipe): linear readout at least
     ``BASELINE_AIMS["gain"]`` points above the random-init encoder, and a run-to-run spread (95 % CI over seeds)
     of at most ``BASELINE_AIMS["spread"]`` points.  Calibration chose the recipes at a shorter, shared budget
@@ -1196,10 +1210,6 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
     return "\n".join(out)
 
 
-README_MARKERS = ("<!-- findings: written by `python -m ftcl_core summary` from results/summary.csv and the diagnosis "
-                  "runs; edit the code, not this block -->", "<!-- /findings -->")
-
-
 def tables_without_runs(profile: str = "cpu", folder: str | os.PathLike | None = None) -> list[str]:
     """The experiment files with no stored run on their current recipe (a table just switched to a calibrated recipe,
     say), as ``"T5 (table5_byol, cpu_cal_byol)"``: :func:`write_summary` has no row for them, so a reader is told."""
@@ -1224,77 +1234,3 @@ def distinct_claims(claims: list[dict]) -> list[dict]:
     for r in claims:
         seen.setdefault(comparison_key(r) + (r.get("kind", ""), r.get("verdict", "")), r)
     return list(seen.values())
-
-
-def readme_findings(rows: list[dict], answer: str, waiting: list[str] | tuple[str, ...] = ()) -> str:
-    """The README's findings, generated so that no number in it is typed by hand: one bullet per table, data set and
-    recipe of ``rows`` (:func:`write_summary`'s CSV, as read by ``csv.DictReader``) with each claim's paired
-    difference and verdict, a count of the verdicts, the tables with no run yet on their recipe (``waiting``,
-    :func:`tables_without_runs`), and ``answer`` (:func:`ftcl_core.diagnosis.stored_answer`)."""
-    kinds = {"calibrated": "recipe calibrated without FT", "original": "original recipe", "": "recipe"}
-    groups: dict[tuple[str, str, str], list[dict]] = {}
-    for r in rows:
-        groups.setdefault((r["table"], r["data"], r.get("base", "")), []).append(r)
-    lines = []
-    for (table, data, base), group in groups.items():
-        seeds = sorted({int(r["n_seeds"]) for r in group})
-        n = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
-        cells = []
-        for r in group:
-            if r["verdict"] == BASELINE:
-                cells.append(f"{r['setting']} {pm_cell(r['mean'], r['ci95'])} %")
-            elif not r["diff_mean"]:  # the setting and its reference share no seed
-                cells.append(f"{r['setting']} {pm_cell(r['mean'], r['ci95'])} % (no seed paired with {r['reference']})")
-            else:
-                paper = f", paper {pm_cell(r['effect'], None, 2, signed=True)}" if r.get("effect") else ""
-                cells.append(f"{r['setting']} {pm_cell(r['diff_mean'], r['diff_ci95'], signed=True)} vs "
-                             f"{r['reference']}{paper}, *{r['verdict']}*")
-        lines.append(f"- **{table}**, {DATA_NAMES.get(data, data)}, {kinds[recipe_kind(base)]} `{base}`, "
-                     f"{n} seed{'s' if n != '1' else ''}: " + "; ".join(cells) + ".")
-    claims = [r for r in rows if r["verdict"] != BASELINE]
-    distinct = distinct_claims(claims)
-    counts = tally(rows)["all"]
-
-    def said(kind: str) -> str:
-        return ", ".join(f"{w}: {n}" for w, n in counts[kind].items() if n) or "none"
-    original = [f"{table} ({Path(base).stem})" for table, _, base in groups if recipe_kind(base) == "original"]
-    head = (f"Linear top-1 % (mean ± 95 % CI over seeds); a claim's Δ is its paired difference in points against the "
-            f"row named, and its verdict needs {MIN_SEEDS} seeds. Claims: {_count(len(claims), 'row')}, "
-            f"{_count(len(distinct), 'distinct comparison')} (a comparison that several tables share, the same runs, "
-            "is one); "
-            f"of the paper's claims (differences, orderings, equivalences), {said('ft')}; after Benjamini-Hochberg "
-            f"over them (q < 0.05), {said('ft_bh')}; sanity checks (Table 1 against the random-init encoder, counted "
-            f"apart): {said('sanity')}. A claim is replicated when its interval excludes 0 on the paper's side and "
-            "reaches the paper's effect, smaller than the paper when it excludes 0 but lies wholly below that effect."
-            + (f" Still on the original, uncalibrated recipes: {', '.join(original)} (to be rerun: "
-               "`python -m ftcl_core plan --calibrated --seeds 0 1 2`)." if original else "")
-            + (f" No run stored yet on the current recipe (its earlier runs are in the dated record, "
-               f"`results/cpu-2026-11/`): {', '.join(waiting)}." if waiting else ""))
-    aims = baseline_aims(rows)
-    if aims:
-        def said(a: dict) -> str:
-            missed = [k for k, v in (("gain", a["gain_met"]), ("spread", a["spread_met"])) if v is False]
-            spread = "no spread yet" if math.isnan(a["ci95"]) else f"spread ± {a['ci95']:.1f}"
-            gain = "no random-init readout stored" if math.isnan(a["gain"]) else f"{a['gain']:+.1f} points" + (
-                " over random init (the bar there is the raw-pixel probe)" if a["gain_met"] is None else "")
-            return (f"{a['setting']} ({DATA_NAMES.get(a['data'], a['data'])}) {gain}, {spread} "
-                    f"({a['n_seeds']} seeds)" + (f", misses {' and '.join(missed)}" if missed else ""))
-
-        order = [f"{'met' if v2 >= v1 else 'missed'} on {DATA_NAMES.get(d, d)} (v2 {v2:.1f} %, v1 {v1:.1f} %)"
-                 for d, (v1, v2) in v2_against_v1(aims).items()]
-
-        lines += ["", f"Calibrated baselines of Table 5 at the tables' budget against the issue's aims (linear readout "
-                      f"≥ {BASELINE_AIMS['gain']:.0f} points above the random-init encoder on the shapes, spread ≤ "
-                      f"{BASELINE_AIMS['spread']:.0f}; chapter 9): " + "; ".join(said(a) for a in aims) + "."
-                  + (f" MoCo v2 ≥ v1: {'; '.join(order)}." if order else "")]
-    return "\n".join([README_MARKERS[0], "", head, "", *lines, "", answer, "", README_MARKERS[1]])
-
-
-def replace_readme_findings(readme: str, block: str) -> str:
-    """``readme`` with the text between :data:`README_MARKERS` (markers included) replaced by ``block``."""
-    start = readme.find(README_MARKERS[0])
-    end = readme.find(README_MARKERS[1], start) if start >= 0 else -1
-    if end < 0:
-        raise ConfigError(f"README has no findings block: put the two lines {README_MARKERS[0]!r} and "
-                          f"{README_MARKERS[1]!r} where the generated findings belong.")
-    return readme[:start] + block + readme[end + len(README_MARKERS[1]):]

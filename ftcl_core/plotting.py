@@ -6,9 +6,21 @@ the eq. 4 score bound, and accuracy tables.  Every function takes arrays from a 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # annotations only: matplotlib and the experiments load when a figure is drawn
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.colors import SymLogNorm
+    from matplotlib.figure import Figure
+    from matplotlib.legend import Legend
+    from matplotlib.path import Path
+    from matplotlib.transforms import Bbox
+
+    from ftcl_core.experiments import Experiment
 
 STAT_LABELS = {
     "pos_mean": "Mean(pos)", "neg_mean": "Mean(neg)", "neg_var": "Var(neg)",
@@ -26,27 +38,253 @@ def smooth(y: np.ndarray, window: int) -> np.ndarray:
     return num / den
 
 
+# ---------------------------------------------------------------------------------------------------
+# Checks of a drawn figure, as the book shows it: how large its text comes out in the page's column, and
+# whether a legend sits on plotted data.  The tests run them on every figure function below.
+# ---------------------------------------------------------------------------------------------------
+
+BOOK_COLUMN_PX = 784
+"""Width (CSS px) of a cell output in the built book at a 1400 px window (sphinx-book-theme 1.3, measured in
+Chromium): a PNG narrower than this is shown at its own size, a wider one scaled down to it."""
+MIN_TEXT_PX = 10.0
+"""The smallest text height (font size in px, as shown in that column) a figure may carry."""
+SAVE_PAD_INCHES = 0.1
+"""Padding the inline backend adds around the tight bounding box (``bbox_inches='tight'``, savefig.pad_inches)."""
+
+
+def _draw_noting_text(fig: Figure) -> list[tuple[float, str]]:
+    """Draw ``fig`` on its canvas's renderer (layout engine, 3-D projections and all), noting each piece of text
+    as ``(font size in points, text)`` instead of painting it: the checks need where things are and how large the
+    text is, not its glyphs (which cost most of a draw)."""
+    renderer = fig.canvas.get_renderer()
+    noted: list[tuple[float, str]] = []
+
+    def note(gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if str(s).strip():
+            noted.append((prop.get_size_in_points(), str(s)))
+
+    renderer.draw_text = note
+    try:
+        fig.draw(renderer)
+    finally:
+        del renderer.draw_text  # back to the class's method
+    return noted
+
+
+def _png_width_px(fig: Figure) -> float:
+    """:func:`rendered_width_px` of a figure just drawn."""
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer())  # inches
+    return (bbox.width + 2 * SAVE_PAD_INCHES) * fig.dpi
+
+
+def rendered_width_px(fig: Figure) -> float:
+    """Width in px of the PNG a notebook embeds for ``fig``: the inline backend saves the figure's tight bounding
+    box (everything drawn, legends placed outside the figure included) plus a 0.1-inch pad, at the figure's dpi."""
+    _draw_noting_text(fig)
+    return _png_width_px(fig)
+
+
+def text_sizes_px(fig: Figure, column_px: float = BOOK_COLUMN_PX) -> list[tuple[float, str]]:
+    """Every piece of text the figure draws (tick labels, titles, axis labels, legend, annotations, colour bar),
+    as ``(height in px as shown in a column column_px wide, text)``: a font of S points at dpi D comes out at
+    S * D / 72 px in the PNG, scaled by min(1, column / PNG width) on the page.  Read off the renderer while the
+    figure draws, so only text that is really drawn counts (not the labels of ticks outside the view)."""
+    noted = _draw_noting_text(fig)
+    scale = min(1.0, column_px / _png_width_px(fig))
+    return [(pt * fig.dpi / 72 * scale, text) for pt, text in noted]
+
+
+def smallest_text_px(fig: Figure, column_px: float = BOOK_COLUMN_PX) -> float:
+    """The height in px of the smallest text ``fig`` draws, as shown in the book's column (:func:`text_sizes_px`);
+    infinity for a figure without text."""
+    sizes = text_sizes_px(fig, column_px)
+    return min(px for px, _ in sizes) if sizes else float("inf")
+
+
+def _split_finite(xy: np.ndarray) -> list[np.ndarray]:
+    """The runs of consecutive finite points of an (n, 2) array: a NaN breaks a line, as matplotlib draws it."""
+    ok = np.isfinite(xy).all(axis=1)
+    if ok.all():
+        return [xy]
+    edges = np.flatnonzero(np.diff(np.r_[0, ok.astype(int), 0]))
+    return [xy[a:b] for a, b in zip(edges[::2], edges[1::2])]
+
+
+def _path_hits(path: Path, region: Bbox, filled: bool) -> bool:
+    """Whether a path in display coordinates crosses (or, ``filled``, covers part of) the box ``region``."""
+    from matplotlib.path import Path
+
+    for part in _split_finite(np.asarray(path.vertices, dtype=float)):
+        if len(part) == 1 and region.contains(*part[0]):
+            return True
+        if len(part) > 1 and Path(part).intersects_bbox(region, filled=filled):
+            return True
+    return False
+
+
+def _points_hit(xy: np.ndarray, region: Bbox, radius_px: float) -> bool:
+    """Whether any point (display coordinates) lies inside ``region`` grown by a marker's radius."""
+    xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+    xy = xy[np.isfinite(xy).all(axis=1)]
+    r = radius_px
+    return bool(np.any((xy[:, 0] > region.x0 - r) & (xy[:, 0] < region.x1 + r)
+                       & (xy[:, 1] > region.y0 - r) & (xy[:, 1] < region.y1 + r)))
+
+
+def _artist_hits(artist: Artist, box: Bbox, renderer) -> bool:
+    """Whether a plotted artist (line, bar, collection, image, text) draws inside the display box ``box``; only the
+    part of ``box`` inside the artist's clip box counts (a curve cut at the frame draws nothing beyond it)."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.image import AxesImage
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+
+    region = box
+    clip = artist.get_clip_box() if artist.get_clip_on() else None
+    if clip is not None:
+        region = Bbox.intersection(box, clip)
+        if region is None or region.width < 1 or region.height < 1:
+            return False
+    to_px = artist.figure.dpi / 72
+    if isinstance(artist, Line2D):
+        path = artist.get_transform().transform_path(artist.get_path())
+        if artist.get_linestyle() not in ("None", "", " ", "none") and _path_hits(path, region, filled=False):
+            return True
+        return artist.get_marker() not in (None, "None", "", " ", "none") and _points_hit(
+            path.vertices, region, artist.get_markersize() * to_px / 2)
+    if isinstance(artist, PathCollection):  # scatter: markers at the offsets
+        sizes = artist.get_sizes()
+        radius = float(np.sqrt(np.max(sizes)) * to_px / 2) if len(sizes) else 0.0
+        return _points_hit(artist.get_offset_transform().transform(artist.get_offsets()), region, radius)
+    if isinstance(artist, Patch):
+        path = artist.get_transform().transform_path(artist.get_path())
+        return _path_hits(path, region, filled=artist.get_fill())
+    if hasattr(artist, "get_paths"):  # error bars, filled bands, surfaces
+        transform = artist.get_transform()
+        filled = len(artist.get_facecolor()) > 0 and np.any(np.asarray(artist.get_facecolor())[:, 3] > 0)
+        return any(_path_hits(transform.transform_path(p), region, filled=bool(filled)) for p in artist.get_paths())
+    if isinstance(artist, (AxesImage, Text)):
+        if isinstance(artist, Text) and not artist.get_text().strip():
+            return False
+        hit = Bbox.intersection(artist.get_window_extent(renderer), region)
+        return hit is not None and hit.width >= 1 and hit.height >= 1
+    return False
+
+
+def legend_overlaps_data(fig: Figure) -> list[str]:
+    """What each legend of ``fig`` covers: after drawing, every legend's box (the axes' legends and the figure's)
+    is tested against every plotted artist of every visible axes (lines and their markers, bars and other patches,
+    scatter points, error bars, filled bands, images, annotations); one line per legend and artist it lies on.
+    An empty list: no legend hides data."""
+    _draw_noting_text(fig)  # lays the figure out: every position below is the drawn one
+    renderer = fig.canvas.get_renderer()
+    legends = [(f"legend of axes {i}", ax.get_legend()) for i, ax in enumerate(fig.axes) if ax.get_legend()]
+    figures, k = [fig], 0
+    while k < len(figures):  # the figure and its subfigures, nested
+        figures += figures[k].subfigs
+        k += 1
+    legends += [(f"figure legend {i}", leg) for i, leg in enumerate(leg for f in figures for leg in f.legends)]
+    found = []
+    for name, legend in legends:
+        if not legend.get_visible():
+            continue
+        box = legend.get_window_extent(renderer)
+        for i, ax in enumerate(fig.axes):
+            if not ax.get_visible():
+                continue
+            artists = [*ax.lines, *ax.patches, *ax.collections, *ax.images, *ax.texts]
+            for artist in artists:
+                if artist.get_visible() and artist.get_alpha() != 0 and _artist_hits(artist, box, renderer):
+                    what = artist.get_label() if not str(artist.get_label()).startswith("_") else ""
+                    found.append(f"{name} covers {type(artist).__name__} {what!r} in axes {i} "
+                                 f"({ax.get_title() or 'untitled'})".replace(" ''", ""))
+    return found
+
+
+BOOK_WIDTH_IN = 7.6
+"""Width (inches) of the figures drawn here: with the 0.1-inch pad at 100 dpi their PNG stays within the column's
+784 px, so the page shows them at their own size and a font of S points comes out at S * 100 / 72 px (9 pt: 12.5)."""
+TEXT_PT = 9.0
+"""Tick labels, legends, cell labels."""
+TITLE_PT = 10.0
+
+
+def _legend_columns(labels: list[str], width_in: float, fontsize: float = TEXT_PT) -> int:
+    """How many legend entries fit side by side in ``width_in``: each takes its longest label (about 0.6 em a
+    character) plus its handle and the spacing between columns (about 5 em)."""
+    if not labels:
+        return 1
+    per_entry = (0.6 * max(len(s) for s in labels) + 5) * fontsize / 72
+    return max(1, min(len(labels), int(width_in // per_entry)))
+
+
+def _legend_beside(ax: Axes, **kwargs) -> Legend:
+    """A legend to the right of ``ax``, outside its frame and aligned with its top: it covers no data, and a layout
+    engine (tight or constrained) makes room for it."""
+    kwargs = {"fontsize": TEXT_PT, "frameon": False, **kwargs}
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, **kwargs)
+
+
+def _legend_outside(fig: Figure, handles: list, labels: list[str], where: str = "lower") -> Legend:
+    """One legend for the whole figure, under (``where='lower'``) or above its axes, in as many columns as fit; the
+    figure's constrained layout reserves its room, so it covers no panel."""
+    return fig.legend(handles, labels, loc=f"outside {where} center", ncol=_legend_columns(labels, fig.get_figwidth()),
+                      fontsize=TEXT_PT, frameon=False)
+
+
+def _unique_handles(axes: Iterable[Axes]) -> tuple[list, list[str]]:
+    """The legend entries of several axes, each label once (panels of one figure share one legend)."""
+    seen: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, handle)
+    return list(seen.values()), list(seen)
+
+
+def _wrap(text: str, ax: Axes, fontsize: float = TITLE_PT) -> str:
+    """``text`` wrapped to the width of ``ax`` (about 0.6 em a character), so a title never runs into a neighbour."""
+    width_in = ax.get_position().width * ax.figure.get_figwidth()
+    return "\n".join(textwrap.wrap(text, max(18, int(width_in / (0.6 * fontsize / 72))))) if text else ""
+
+
+def _finish(fig: Figure) -> None:
+    """Lay out a figure a chapter made and passed an axes of (tight, as before); leave one with the constrained
+    layout (every figure made here) to its engine."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    if not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+        fig.tight_layout()
+
+
 def score_statistics(runs: Mapping[str, Mapping[str, np.ndarray]], columns=("pos_mean", "neg_mean", "neg_var"),
                      window: int = 10, x: str = "epoch"):
     """Fig 3 / Supp A: one panel per statistic, one curve per run, against training progress.
 
     ``runs`` maps a label to a run's metrics (:meth:`RunDir.load_metrics`).  ``x='epoch'`` uses the
-    fractional epoch (step / steps per epoch) so runs of different lengths line up.
+    fractional epoch (step / steps per epoch) so runs of different lengths line up.  The figure is the book
+    column's width (text >= 10 px on the page), with one legend for all panels under them, in as many columns as
+    fit (ten momenta: two rows), so no legend covers a curve.
     """
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(columns), figsize=(4.2 * len(columns), 3.2), squeeze=False)
+    labels = list(runs)
+    legend_rows = -(-len(labels) // _legend_columns(labels, BOOK_WIDTH_IN)) if labels else 0
+    fig, axes = plt.subplots(1, len(columns), figsize=(BOOK_WIDTH_IN, 2.7 + 0.22 * legend_rows), squeeze=False,
+                             layout="constrained")
     for label, m in runs.items():
         xs = _progress(m) if x == "epoch" else m["step"]
         for ax, col in zip(axes[0], columns):
             ax.plot(xs, smooth(m[col], window), label=label, lw=1.4)
     for ax, col in zip(axes[0], columns):
-        ax.set_title(STAT_LABELS.get(col, col))
-        ax.set_xlabel("epoch" if x == "epoch" else "step")
+        ax.set_title(STAT_LABELS.get(col, col), fontsize=TITLE_PT)
+        ax.set_xlabel("epoch" if x == "epoch" else "step", fontsize=TEXT_PT)
+        ax.tick_params(labelsize=TEXT_PT)
         ax.grid(alpha=0.3)
-    handles, labels = axes[0][0].get_legend_handles_labels()  # one legend under the panels, covering no curve
-    fig.tight_layout(rect=(0, 0.12 if len(labels) <= 6 else 0.2, 1, 1))
-    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6), fontsize=8, frameon=False)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        _legend_outside(fig, handles, labels, "lower")
     return fig
 
 
@@ -69,7 +307,7 @@ def score_trajectory_3d(runs: Mapping[str, Mapping[str, np.ndarray]], window: in
     ax.set_xlabel("Mean(pos)")
     ax.set_ylabel("Mean(neg)")
     ax.set_zlabel("Var(neg)")
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.18, 0.5), frameon=False)  # beside the axes, not on them
+    ax.legend(fontsize=TEXT_PT, loc="center left", bbox_to_anchor=(1.18, 0.5), frameon=False)  # beside the axes
     fig.tight_layout()
     return fig
 
@@ -101,7 +339,7 @@ def score_bound(s: np.ndarray | None = None):
     from ftcl_core.transforms import score_range, transformed_positive_score
 
     s = np.linspace(-1, 1, 201) if s is None else s
-    fig, ax = plt.subplots(figsize=(5, 4))
+    fig, ax = plt.subplots(figsize=(6.4, 4), layout="constrained")
     lo, hi = score_range(s)
     ax.fill_between(s, lo, hi, alpha=0.15, label="range for λ in [1, 2]")
     for lam in (0.5, 1.0, 1.25, 1.5, 1.75, 2.0):
@@ -110,19 +348,19 @@ def score_bound(s: np.ndarray | None = None):
     ax.set_xlabel("S = z_q · z_k")
     ax.set_ylabel("S' after FT")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    _legend_beside(ax)  # beside the axes: inside, it sat on the shaded range
     return fig
 
 
-def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None):
-    """:func:`accuracy_bars` of an experiment's summary (:func:`ftcl_core.experiments.summarize`)."""
+def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None, legend: bool = True):
+    """:func:`accuracy_bars` of an experiment's summary (:func:`ftcl_core.experiments.summarize`); ``legend=False``
+    leaves the key to the caller (:func:`experiment_grid` draws one for all its panels)."""
     if not summary:  # a table switched to a new recipe before its first run landed: an empty, labelled panel
         import matplotlib.pyplot as plt
 
-        ax = ax if ax is not None else plt.subplots(figsize=(4, 3.4))[1]
+        ax = ax if ax is not None else plt.subplots(figsize=(4, 3.4), layout="constrained")[1]
         ax.text(0.5, 0.5, "no stored run yet", ha="center", va="center", transform=ax.transAxes)
-        ax.set_title(exp.title, fontsize=9)
+        ax.set_title(_wrap(exp.title, ax), fontsize=TITLE_PT)
         ax.set_xticks([])
         ax.set_yticks([])
         return ax.figure
@@ -132,19 +370,60 @@ def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None):
                          baseline=float(np.mean([v["random_init_mean"] for v in summary.values()])),
                          paper=[exp.paper_number(k) for k in summary], title=exp.title, ax=ax,
                          pixels=None if np.all(np.isnan(pixels)) else float(np.nanmean(pixels)),
-                         paper_label="paper (ImageNet-1K)" if "IN-1K" in exp.title else "paper (ImageNet-100)")
+                         paper_label="paper (ImageNet-1K)" if "IN-1K" in exp.title else "paper (ImageNet-100)",
+                         legend=legend)
+
+
+def experiment_grid(panels: list[tuple[Experiment, Mapping[str, Mapping[str, float]]]], cols: int = 2,
+                    titles: list[str] | None = None) -> Figure:
+    """Several experiments' :func:`experiment_bars` in one figure the book column's width, ``cols`` panels a row,
+    with one legend for every panel above them (the panels share their entries): the chapters' grids of tables
+    (chapters 6 and 10).  ``panels`` holds ``(Experiment, summary)`` pairs; ``titles`` replaces the experiments'
+    titles (shorter ones read better in a narrow panel)."""
+    import matplotlib.pyplot as plt
+
+    n_rows = max(1, -(-len(panels) // cols))
+    fig, axes = plt.subplots(n_rows, cols, figsize=(BOOK_WIDTH_IN, 3.4 * n_rows + 0.4), squeeze=False,
+                             layout="constrained")
+    for i, (ax, (exp, summary)) in enumerate(zip(axes.flat, panels)):
+        experiment_bars(exp, summary, ax=ax, legend=False)
+        if titles is not None:
+            ax.set_title(_wrap(titles[i], ax), fontsize=TITLE_PT)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    handles, labels = _bars_first(*_unique_handles(axes.flat))
+    papers = [i for i, label in enumerate(labels) if label.startswith("paper (")]
+    if len(papers) > 1:  # one diamond for all: "paper (ImageNet-100, ImageNet-1K)"
+        merged = "paper (" + ", ".join(labels[i][len("paper ("):-1] for i in papers) + ")"
+        handles = [h for i, h in enumerate(handles) if i not in papers[1:]]
+        labels = [merged if i == papers[0] else s for i, s in enumerate(labels) if i not in papers[1:]]
+    if handles:
+        _legend_outside(fig, handles, labels, "upper")
+    return fig
+
+
+def _bars_first(handles: list, labels: list[str]) -> tuple[list, list[str]]:
+    """:func:`accuracy_bars`' legend entries in reading order: the bars, the reference lines, the paper's marks."""
+    rank = {"ours (linear top-1)": 0, "random-init encoder": 1, "raw pixels (linear)": 2}
+    order = sorted(range(len(labels)), key=lambda i: (rank.get(labels[i], 3), i))
+    return [handles[i] for i in order], [labels[i] for i in order]
 
 
 def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], baseline: float | None = None,
                   paper: list[float] | None = None, title: str = "", ax=None, pixels: float | None = None,
-                  paper_label: str = "paper (ImageNet-100)"):
+                  paper_label: str = "paper (ImageNet-100)", legend: bool = True):
     """Bar chart of readout accuracy (mean +- 95 % CI), the random-init baseline as a line, and the paper's
     numbers as markers on the same 0-100 axis when given (ImageNet-100 against the embedded data: compare the
-    pattern across settings, not the levels; one axis, so no marker sits misleadingly above or below a bar)."""
+    pattern across settings, not the levels; one axis, so no marker sits misleadingly above or below a bar).
+
+    The legend never sits in the frame, where bars reach 100 % and the diamonds lie above them: under the axes in
+    a figure of its own, beside the axes in a caller's (``ax``), none with ``legend=False``."""
     import matplotlib.pyplot as plt
 
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(max(4, 0.9 * len(labels) + 1.5), 3.4))
+    own = ax is None
+    if own:
+        fig, ax = plt.subplots(figsize=(min(BOOK_WIDTH_IN, max(4.6, 0.45 * len(labels) + 2.6)), 3.9),
+                               layout="constrained")
     fig = ax.figure
     xs = np.arange(len(labels))
     ax.bar(xs, means, yerr=ci95, capsize=3, color="#4c72b0", label="ours (linear top-1)")
@@ -153,24 +432,29 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
     if pixels is not None:  # real images: the encoder must beat a linear probe on the pixels themselves
         ax.axhline(pixels, color="dimgray", ls=":", lw=1.2, label="raw pixels (linear)")
     ax.set_xticks(xs, labels, rotation=30, ha="right")
-    ax.set_ylabel("linear top-1 (%)")
+    ax.tick_params(labelsize=TEXT_PT)
+    ax.set_ylabel("linear top-1 (%)", fontsize=TEXT_PT)
     ax.set_ylim(0, 100)  # an accuracy; a two-seed interval may reach past it and is cut at the frame
-    ax.set_title("\n".join(textwrap.wrap(title, 60)), fontsize=10)
+    ax.set_title(_wrap(title, ax), fontsize=TITLE_PT)
     if paper is not None:
         ax.plot(xs, np.asarray(paper, dtype=float), "D", color="darkorange", label=paper_label)
-    ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
+    if legend and own:
+        _legend_outside(fig, *_bars_first(*ax.get_legend_handles_labels()), "lower")
+    elif legend:
+        _legend_beside(ax)
+    _finish(fig)
     return fig
 
 
 def readout_by_length(steps: list[int], arms: Mapping[str, list[list[float]]], random_init: float | None = None,
                       ylabel: str = "linear top-1 (%)", title: str = "", ax=None):
     """Readout against training steps, one line per arm (its mean over seeds) with every seed as a dot:
-    ``arms[name][i]`` holds the per-seed readouts at ``steps[i]`` (empty where that length was not run)."""
+    ``arms[name][i]`` holds the per-seed readouts at ``steps[i]`` (empty where that length was not run).  The
+    legend sits beside the axes: inside, wherever it went, a seed's dot or the random-init line ran under it."""
     import matplotlib.pyplot as plt
 
     if ax is None:
-        fig, ax = plt.subplots(figsize=(5, 3.4))
+        fig, ax = plt.subplots(figsize=(6.6, 3.6), layout="constrained")
     fig = ax.figure
     for (name, per_step), color in zip(arms.items(), ("#4c72b0", "#dd8452", "#55a868", "#c44e52")):
         xs = [x for x, v in zip(steps, per_step) if len(v)]
@@ -186,9 +470,9 @@ def readout_by_length(steps: list[int], arms: Mapping[str, list[list[float]]], r
     ax.set_xlabel("training steps (log scale)")
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 100)
-    ax.set_title("\n".join(textwrap.wrap(title, 60)), fontsize=10)
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
+    ax.set_title(_wrap(title, ax), fontsize=TITLE_PT)
+    _legend_beside(ax)
+    _finish(fig)
     return fig
 
 
@@ -198,11 +482,22 @@ VERDICT_COLORS = {  # one colour per verdict word of ftcl_core.results.claims
     "not equivalent": "#9467bd", "undecided": "#c7c7c7"}
 
 
-def verdict_forest(rows: list[Mapping[str, str]], ax=None):
-    """Every claim of ``results/summary.csv`` at a glance: the paired difference against its reference
+def _forest_claims(rows: list[Mapping[str, str]], tables: set[str] | None = None) -> list[Mapping[str, str]]:
+    """The rows of ``results/summary.csv`` that are claims (a difference against a reference), of ``tables`` only
+    when given."""
+    return [r for r in rows if r["verdict"] != "baseline" and r["diff_mean"] not in ("", None)
+            and (tables is None or r["table"] in tables)]
+
+
+def verdict_forest(rows: list[Mapping[str, str]], ax=None, table: str | Collection[str] | None = None) -> Figure:
+    """The claims of ``results/summary.csv`` at a glance: the paired difference against its reference
     (mean ± 95 % CI over seeds, coloured by verdict), and the paper's difference between the same two
     settings as an orange diamond (ImageNet-100 points, so only its sign and rough size compare).  Table 1's
-    claims are against the random-init encoder, for which the paper gives no number."""
+    claims are against the random-init encoder, for which the paper gives no number.
+
+    ``table`` (a table's name, or several) draws only those tables' claims, so a figure stays under a screen tall
+    (:func:`verdict_forests` draws every table that way); without it, every claim in one figure, as before.  The
+    legend names the verdicts drawn and sits above the rows (beside the axes when the caller gives ``ax``)."""
     import matplotlib.pyplot as plt
 
     def num(v) -> float:  # "" (no number) and "collapse" (Table 1) are not numbers
@@ -211,39 +506,106 @@ def verdict_forest(rows: list[Mapping[str, str]], ax=None):
         except (TypeError, ValueError):
             return np.nan
 
-    claims = [r for r in rows if r["verdict"] != "baseline" and r["diff_mean"] not in ("", None)]
+    tables = None if table is None else ({table} if isinstance(table, str) else set(table))
+    claims = _forest_claims(rows, tables)
+    unknown = sorted({r["verdict"] for r in claims} - set(VERDICT_COLORS))
+    if unknown:  # a new verdict word of results.claims: give it a colour rather than drop its claims
+        raise KeyError(f"verdict(s) without a colour in VERDICT_COLORS: {unknown}")
     paper = {(r["table"], r["setting"]): num(r["paper"]) for r in rows}
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 0.26 * len(claims) + 1.2))
+    own = ax is None
+    if own:
+        _, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 0.24 * len(claims) + 1.7), layout="constrained")
     ys = np.arange(len(claims))[::-1]
-    for y, r in zip(ys, claims):
-        ci = num(r["diff_ci95"])
-        ax.errorbar(num(r["diff_mean"]), y, xerr=0 if np.isnan(ci) else ci, fmt="o", ms=4, capsize=2,
-                    color=VERDICT_COLORS[r["verdict"]])
-        claimed = paper[(r["table"], r["setting"])] - paper.get((r["table"], r["reference"]), np.nan)
-        if not np.isnan(claimed):
-            ax.plot(claimed, y, "D", ms=4, color="darkorange")
+    means = np.array([num(r["diff_mean"]) for r in claims], dtype=float)
+    cis = np.nan_to_num(np.array([num(r["diff_ci95"]) for r in claims], dtype=float))
+    for verdict, colour in VERDICT_COLORS.items():  # one errorbar call per verdict: a 90-claim forest draws fast
+        pick = np.array([r["verdict"] == verdict for r in claims], dtype=bool)
+        if pick.any():
+            ax.errorbar(means[pick], ys[pick], xerr=cis[pick], fmt="o", ms=5, capsize=2, color=colour)
+    claimed = np.array([paper[(r["table"], r["setting"])] - paper.get((r["table"], r["reference"]), np.nan)
+                        for r in claims], dtype=float)
+    diamonds = bool(np.isfinite(claimed).any())
+    if diamonds:
+        ax.plot(claimed[np.isfinite(claimed)], ys[np.isfinite(claimed)], "D", ls="", ms=5, color="darkorange")
     ax.axvline(0, color="black", lw=0.8)
-    ax.set_yticks(ys, [f"{r['table']} {r['setting']}  (vs {r['reference']})" for r in claims], fontsize=7)
-    ax.set_xlabel("difference in linear top-1 (points)")
-    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=v) for v, c in VERDICT_COLORS.items()]
-    handles.append(plt.Line2D([], [], marker="D", ls="", color="darkorange", label="paper (ImageNet scale)"))
-    ax.legend(handles=handles, fontsize=7, loc="lower right")
-    ax.figure.tight_layout()
+    one_table = len({r["table"] for r in claims}) == 1
+    ax.set_yticks(ys, [(f"{r['setting']}" if one_table else f"{r['table']} {r['setting']}") + f"  (vs {r['reference']})"
+                       for r in claims], fontsize=TEXT_PT)
+    ax.set_ylim(-0.7, len(claims) - 0.3)
+    ax.tick_params(axis="x", labelsize=TEXT_PT)
+    ax.set_xlabel("difference in linear top-1 (points)", fontsize=TEXT_PT)
+    if tables is not None:
+        ax.set_title(", ".join(t for t in dict.fromkeys(r["table"] for r in rows) if t in tables), fontsize=TITLE_PT)
+    drawn = [v for v in VERDICT_COLORS if any(r["verdict"] == v for r in claims)]
+    handles = [plt.Line2D([], [], marker="o", ls="", color=VERDICT_COLORS[v], label=v) for v in drawn]
+    if diamonds:
+        handles.append(plt.Line2D([], [], marker="D", ls="", color="darkorange", label="paper (ImageNet scale)"))
+    if handles and own:
+        _legend_outside(ax.figure, handles, [h.get_label() for h in handles], "upper")
+    elif handles:
+        _legend_beside(ax, handles=handles)
+    _finish(ax.figure)
     return ax.figure
+
+
+def forest_groups(rows: list[Mapping[str, str]], max_claims: int = 20) -> list[list[str]]:
+    """The tables of ``results/summary.csv`` in their order, packed into groups of at most ``max_claims`` claims
+    (a table with more stays whole, alone): one :func:`verdict_forest` figure each, about 600 px tall at most."""
+    counts: dict[str, int] = {}
+    for r in _forest_claims(rows):
+        counts[r["table"]] = counts.get(r["table"], 0) + 1
+    groups: list[list[str]] = []
+    size = 0
+    for t, n in counts.items():
+        if groups and size + n <= max_claims:
+            groups[-1].append(t)
+            size += n
+        else:
+            groups.append([t])
+            size = n
+    return groups
+
+
+def verdict_forests(rows: list[Mapping[str, str]], max_claims: int = 20) -> list[Figure]:
+    """Every claim of ``results/summary.csv`` as :func:`verdict_forest` figures of a few tables each
+    (:func:`forest_groups`), none taller than a screen; in a notebook, ``plt.show()`` after it shows them in order."""
+    return [verdict_forest(rows, table=group) for group in forest_groups(rows, max_claims)]
+
+
+def plain_number(v: float) -> str:
+    """A colour-bar or axis label as a reader writes it: 0, +1, −10, +0.5 (no powers of ten, a true minus)."""
+    return "0" if v == 0 else f"{v:+g}".replace("-", "\N{MINUS SIGN}")
+
+
+def symlog_ticks(norm: SymLogNorm, candidates: tuple[float, ...] = (1, 10, 100, 40, 3, 30, 2, 20, 5, 50, 0.5),
+                 min_gap: float = 0.08) -> list[float]:
+    """Round ticks for a colour bar on a symmetric-log ``norm``: zero, then each of ``candidates`` (and its
+    negative) inside the norm's range, in that order of preference, kept where it lies at least ``min_gap`` of the
+    bar's length from every tick kept (so no two labels collide where the scale compresses)."""
+    kept = [0.0]
+    for c in candidates:
+        for v in (c, -c):
+            if abs(v) <= norm.vmax and all(abs(float(norm(v)) - float(norm(k))) >= min_gap for k in kept):
+                kept.append(float(v))
+    return sorted(kept)
 
 
 def difference_grid(rows: list[str], cols: list[str], diff: np.ndarray, ci: np.ndarray, verdicts: list[list[str]],
                     title: str = "", ax=None):
     """A phase diagram over two factors: each cell the FT-minus-baseline difference (points), coloured on a
-    diverging symmetric-log scale centred at zero, annotated with its 95 % interval and verdict; empty cells: not run."""
+    diverging symmetric-log scale centred at zero, annotated with its 95 % interval and verdict; empty cells: not run.
+
+    Drawn for the book's column: cell labels at 9 pt (12.5 px on the page; a long verdict wraps inside its cell),
+    row and column names wrapped, and the colour bar ticked at round points written plainly (−40, −10, −3, −1,
+    0, +1, ...: a symmetric-log bar otherwise reads −10⁰, 10¹)."""
     import matplotlib.pyplot as plt
+    from matplotlib.colors import SymLogNorm
+    from matplotlib.ticker import FixedLocator, FuncFormatter
 
     diff, ci = np.asarray(diff, dtype=float), np.asarray(ci, dtype=float)
     if ax is None:
-        _, ax = plt.subplots(figsize=(1.9 * len(cols) + 2.5, 0.9 * len(rows) + 1.4))
-    from matplotlib.colors import SymLogNorm
-
+        _, ax = plt.subplots(figsize=(min(BOOK_WIDTH_IN, 1.25 * len(cols) + 2.9), 0.72 * len(rows) + 1.6),
+                             layout="constrained")
     bound = max(1.0, float(np.nanmax(np.abs(diff)))) if np.isfinite(diff).any() else 1.0
     # linear within +-1 point, logarithmic beyond: a 1-point effect stays visible beside a 40-point collapse
     norm = SymLogNorm(linthresh=1.0, vmin=-bound, vmax=bound, base=10)
@@ -251,17 +613,65 @@ def difference_grid(rows: list[str], cols: list[str], diff: np.ndarray, ci: np.n
     for i in range(len(rows)):
         for j in range(len(cols)):
             if np.isnan(diff[i, j]):
-                ax.text(j, i, "not run", ha="center", va="center", fontsize=8, color="gray")
+                ax.text(j, i, "not run", ha="center", va="center", fontsize=TEXT_PT, color="gray")
                 continue
             band = "" if np.isnan(ci[i, j]) else f" ± {ci[i, j]:.1f}"
             ink = "white" if abs(norm(diff[i, j]) - 0.5) > 0.3 else "black"  # legible on the dark ends of the scale
-            ax.text(j, i, f"{diff[i, j]:+.1f}{band}\n{verdicts[i][j]}", ha="center", va="center", fontsize=8, color=ink)
-    ax.set_xticks(range(len(cols)), cols, fontsize=8)
-    ax.set_yticks(range(len(rows)), rows, fontsize=8)
-    ax.figure.colorbar(im, ax=ax, label="FT minus baseline (points)")
-    ax.set_title(title, fontsize=10)
-    ax.figure.tight_layout()
+            verdict = textwrap.fill(verdicts[i][j], 14)
+            ax.text(j, i, f"{diff[i, j]:+.1f}{band}\n{verdict}", ha="center", va="center", fontsize=TEXT_PT,
+                    color=ink)
+    ax.set_xticks(range(len(cols)), [textwrap.fill(c, 12) for c in cols], fontsize=TEXT_PT)
+    ax.set_yticks(range(len(rows)), [textwrap.fill(r, 24) for r in rows], fontsize=TEXT_PT)
+    bar = ax.figure.colorbar(im, ax=ax)
+    bar.minorticks_off()
+    bar_in = ax.get_position().height * ax.figure.get_figheight()  # labels a quarter inch apart at least
+    bar.ax.yaxis.set_major_locator(FixedLocator(symlog_ticks(norm, min_gap=max(0.08, 0.25 / bar_in))))
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: plain_number(v)))
+    bar.ax.tick_params(labelsize=TEXT_PT)
+    bar.set_label("FT minus baseline (points)", fontsize=TEXT_PT)
+    ax.set_title(_wrap(title, ax), fontsize=TITLE_PT)
+    _finish(ax.figure)
     return ax.figure
+
+
+def contraction_figure(rhos: np.ndarray, rates: Mapping[float, np.ndarray], thresholds: Mapping[float, float]):
+    """Chapter 7's test of the attraction threshold: per λ, the relative change of a concentrated state's spread after
+    one SGD step (:func:`ftcl_core.diagnosis.contraction_rate`) against ρ, with the predicted threshold
+    ``1 - λ/A`` dotted (below zero the state contracts)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 3.6), layout="constrained")
+    for (lam, rate), color in zip(rates.items(), plt.cm.viridis(np.linspace(0, 0.9, len(rates)))):
+        ax.plot(rhos, rate, color=color, label=f"λ = {lam:g}" + (" (no FT)" if lam == 1 else ""))
+        ax.axvline(thresholds[lam], color=color, ls=":", lw=1)
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xlabel("ρ: correlation of the two views' deviations", fontsize=TEXT_PT)
+    ax.set_ylabel("relative change of the spread\nafter one step", fontsize=TEXT_PT)
+    ax.set_title("Concentrated states contract left of the threshold", fontsize=TITLE_PT)
+    ax.tick_params(labelsize=TEXT_PT)
+    _legend_beside(ax)
+    return fig
+
+
+def early_training(runs: Mapping[str, Mapping[str, np.ndarray]], band: tuple[float, float], steps: int = 400,
+                   window: int = 5):
+    """ρ and Mean(neg) of the raw cosines over the first ``steps`` steps of each run (baselines solid, the others
+    dashed), with the band of attraction thresholds ``1 - λ/A`` shaded: where training sits against the algebra."""
+    import matplotlib.pyplot as plt
+
+    steps = min([steps, *(len(m["rho"]) for m in runs.values())])
+    fig, axes = plt.subplots(1, 2, figsize=(BOOK_WIDTH_IN, 3.4), layout="constrained")
+    for name, m in runs.items():
+        for ax, column in zip(axes, ("rho", "neg_mean")):
+            ax.plot(m["step"][:steps], smooth(m[column][:steps], window), "-" if "baseline" in name else "--", label=name)
+    axes[0].axhspan(*sorted(band), color="orange", alpha=0.2, label="threshold 1 - λ/A (FT)")
+    axes[0].axhline(0, color="black", lw=0.8)
+    for ax, label in zip(axes, ("ρ (views' deviation correlation)", "Mean(neg), raw cosines")):
+        ax.set_xlabel("step", fontsize=TEXT_PT)
+        ax.set_ylabel(label, fontsize=TEXT_PT)
+        ax.tick_params(labelsize=TEXT_PT)
+    _legend_outside(fig, *axes[0].get_legend_handles_labels())
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -273,10 +683,11 @@ def difference_grid(rows: list[str], cols: list[str], diff: np.ndarray, ci: np.n
 def capacity_figure(rows: list[Mapping], readout: str = "linear top-1"):
     """Is it the network? (:func:`ftcl_core.diagnosis.capacity_rows`): left, each encoder's readout for the baseline
     and for FT from the first step (seed mean, 95 % interval) against its parameters; right, each arm's final
-    effective rank of the features. Encoders without stored runs are named on the axis but left empty."""
+    effective rank of the features. Encoders without stored runs are named on the axis but left empty.  The book
+    column's width, one legend for both panels under them."""
     import matplotlib.pyplot as plt
 
-    fig, (ax, axr) = plt.subplots(1, 2, figsize=(11, 3.6))
+    fig, (ax, axr) = plt.subplots(1, 2, figsize=(BOOK_WIDTH_IN, 3.9), layout="constrained")
     x = np.array([r["parameters"] for r in rows], float)
     for arm, label, colour in (("baseline", "baseline", "tab:blue"), ("ft", "FT from the first step", "tab:red")):
         mean = np.array([r[arm] for r in rows], float)
@@ -285,25 +696,32 @@ def capacity_figure(rows: list[Mapping], readout: str = "linear top-1"):
         axr.plot(x, [r[f"{arm}_erank"] for r in rows], marker="o", color=colour, label=label)
     for a in (ax, axr):
         a.set_xscale("log")
-        a.set_xticks(x, [f"{r['comparison']}\n{r['parameters'] / 1e6:.1f} M" for r in rows], fontsize=8)
+        # three short lines: the two middle encoders sit 0.6 inch apart on the log axis
+        a.set_xticks(x, [f"{r['comparison'].replace('_', chr(10))}\n{r['parameters'] / 1e6:.1f} M" for r in rows],
+                     fontsize=8)
         a.minorticks_off()
-    ax.set_ylabel(f"{readout} (%)")
-    axr.set_ylabel("final effective rank of the features")
-    ax.legend(loc="center right", fontsize=8, frameon=False)  # clear of the smallest encoder's points
-    ax.set_title("readout against the encoder's parameters", fontsize=9)
-    axr.set_title("how many directions the features keep", fontsize=9)
-    fig.tight_layout()
+        a.tick_params(axis="y", labelsize=TEXT_PT)
+    ax.set_ylabel(f"{readout} (%)", fontsize=TEXT_PT)
+    axr.set_ylabel("final effective rank\nof the features", fontsize=TEXT_PT)
+    _legend_outside(fig, *ax.get_legend_handles_labels(), "lower")
+    ax.set_title("readout against the\nencoder's parameters", fontsize=TITLE_PT)
+    axr.set_title("how many directions\nthe features keep", fontsize=TITLE_PT)
     return fig
 
 
 def predictor_figure(report: Mapping, features: tuple[str, ...] | None = None):
-    """The FT-outcome predictor (``results/predictor.json``, :func:`ftcl_core.predict.write_report`): left, each
-    stored FT run's held-out P(loses) against its paired difference, one colour per data set; right, the weights of
-    the model fitted on every run (standardised features: how much one standard deviation moves the log-odds)."""
+    """The FT-outcome predictor (``results/predictor.json``, :func:`ftcl_core.predict.write_report`): above, each
+    stored FT run's held-out P(loses) against its paired difference, one colour per data set (the legend beside the
+    axes); below, the weights of the model fitted on every run (standardised features: how much one standard
+    deviation moves the log-odds).  One above the other, each the book column's width, so the feature names and
+    the titles keep a readable size."""
     import matplotlib.pyplot as plt
 
     ex = report["examples"]
-    fig, (ax, axw) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.4, 1]})
+    names = list(features or report["features"])
+    fig = plt.figure(figsize=(BOOK_WIDTH_IN, 3.4 + 0.28 * len(names) + 1.0), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[3.4, 0.28 * len(names) + 1.0])  # each panel its own width
+    ax, axw = top.subplots(), bottom.subplots()
     for data, colour in (("shapes", "tab:blue"), ("fashion_mnist", "tab:orange")):
         pts = [(e["diff"], e["p_loss_held_out"]) for e in ex
                if e["data"] == data and np.isfinite(e["p_loss_held_out"])]
@@ -313,19 +731,20 @@ def predictor_figure(report: Mapping, features: tuple[str, ...] | None = None):
             ax.scatter(d, p, s=14, alpha=0.7, color=colour, label=label)
     ax.axvline(0, color="grey", lw=0.8)
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
-    ax.set_xlabel("paired difference, FT minus baseline (linear top-1 points)")
-    ax.set_ylabel("held-out P(FT loses)")
-    ax.legend(loc="lower left", fontsize=8, frameon=False)
-    ax.set_title("each run predicted by a model that never saw its experiment", fontsize=9)
-    names = list(features or report["features"])
+    ax.set_xlabel("paired difference, FT minus baseline (linear top-1 points)", fontsize=TEXT_PT)
+    ax.set_ylabel("held-out P(FT loses)", fontsize=TEXT_PT)
+    ax.tick_params(labelsize=TEXT_PT)
+    if ax.get_legend_handles_labels()[0]:
+        _legend_beside(ax)
+    ax.set_title("each run predicted by a model that never saw its experiment", fontsize=TITLE_PT)
     weights = report["model"]["sign_weights"][1:] if report.get("model") else [0.0] * len(names)
     axw.barh(range(len(names)), weights, color=["tab:red" if w > 0 else "tab:green" for w in weights])
-    axw.set_yticks(range(len(names)), names, fontsize=8)
+    axw.set_yticks(range(len(names)), names, fontsize=TEXT_PT)
+    axw.tick_params(axis="x", labelsize=TEXT_PT)
     axw.axvline(0, color="grey", lw=0.8)
     axw.invert_yaxis()
-    axw.set_xlabel("weight on the log-odds of losing (per s.d.)")
-    axw.set_title("the model fitted on every run", fontsize=9)
-    fig.tight_layout()
+    axw.set_xlabel("weight on the log-odds of losing (per s.d.)", fontsize=TEXT_PT)
+    axw.set_title("the model fitted on every run", fontsize=TITLE_PT)
     return fig
 
 
@@ -410,37 +829,80 @@ def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in r
     return fig
 
 
-def runs_explorer(runs: Mapping[str, Mapping[str, np.ndarray]], window: int = 10, points: int = 300):
-    """Plotly figure with a dropdown over runs: Mean(pos), Mean(neg), Var(neg) (raw cosines, solid; after
-    FT, dotted) against the fractional epoch; the static-HTML run explorer.  Each smoothed curve keeps
-    ``points`` evenly spaced steps, so a page with a hundred runs stays a few MB."""
+def runs_explorer(runs: Mapping[str, Mapping[str, np.ndarray]], groups: Mapping[str, list[tuple[str, str]]] | None = None,
+                  window: int = 10, points: int = 300, include_js: bool = True):
+    """The static-HTML run explorer: Mean(pos), Mean(neg), Var(neg) of one run against the fractional epoch, raw
+    cosines (solid) and after FT (dotted), chosen with two menus, a table or experiment and then one of its settings.
+
+    ``runs`` maps a run label (``T7/start_9/seed0``) to its metrics; ``groups`` maps a menu entry to its
+    ``(run label, setting name)`` pairs (:func:`run_groups`: one entry per experiment file), by default one entry
+    holding every run.  Plotly's own menus cannot depend on one another, so the menus are HTML ``<select>``
+    elements and a short script (:data:`RUNS_EXPLORER_JS`) swaps the chosen run's curves into the figure: the
+    page needs no kernel.  Each smoothed curve keeps ``points`` evenly spaced steps, stored as 16-bit steps of its
+    own range (:func:`_pack`, a 65535th of the range: finer than a pixel), so the cpu profile's 170 settings
+    weigh about 1 MB beside plotly.js's 5.  Returns an IPython HTML object; embed plotly.js once per page
+    (``include_js``)."""
+    import hashlib
+    import json
+    from html import escape
+
     import plotly.graph_objects as go
+    from IPython.display import HTML
     from plotly.subplots import make_subplots
 
     cols = ("pos_mean", "neg_mean", "neg_var")
-    fig = make_subplots(rows=1, cols=3, subplot_titles=[STAT_LABELS[c] for c in cols])
-    labels = list(runs)
-    per_run = 6
-    for i, label in enumerate(labels):
-        m = runs[label]
+    menu = {g: [(k, name) for k, name in rows if k in runs]
+            for g, rows in (groups if groups is not None else {"every run": [(k, k) for k in runs]}).items()}
+    menu = {g: rows for g, rows in menu.items() if rows}
+    if not menu:
+        raise ValueError("runs_explorer: no run of `runs` is in `groups`")
+
+    def curves(m: Mapping[str, np.ndarray]) -> list[list]:
         x = _progress(m)
         keep = np.unique(np.linspace(0, len(x) - 1, min(points, len(x))).round().astype(int))
-        for j, c in enumerate(cols):
-            fig.add_trace(go.Scatter(x=x[keep], y=smooth(m[c], window)[keep], name=f"{label}: {c}", visible=i == 0,
-                                     line=dict(color="#4c72b0")), 1, j + 1)
-            fig.add_trace(go.Scatter(x=x[keep], y=smooth(m["ft_" + c], window)[keep], name=f"{label}: {c} after FT",
-                                     visible=i == 0, line=dict(color="#dd8452", dash="dot")), 1, j + 1)
-    buttons = []
-    for i, label in enumerate(labels):
-        vis = [False] * (per_run * len(labels))
-        vis[i * per_run : (i + 1) * per_run] = [True] * per_run
-        buttons.append(dict(method="update", args=[{"visible": vis}], label=label))
-    fig.update_layout(updatemenus=[dict(buttons=buttons, direction="down", x=0, y=1.32, xanchor="left", yanchor="bottom")],
-                      height=420, showlegend=False, margin=dict(t=110, b=10, l=50, r=10))
-    fig.update_xaxes(title_text="epoch")
-    for j, c in enumerate(cols):
-        fig.update_yaxes(title_text=STAT_LABELS[c], row=1, col=j + 1)
-    return fig
+        out = [_pack(x[keep])]
+        for c in cols:  # the trace order: raw then after FT, panel by panel
+            out += [_pack(smooth(m[c], window)[keep]), _pack(smooth(m["ft_" + c], window)[keep])]
+        return out
+
+    packed = {k: curves(runs[k]) for rows in menu.values() for k, _ in rows}
+    first = next(iter(menu.values()))[0][0]
+    shown = [_unpack(a) for a in packed[first]]  # the first run, as the script would show it
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[STAT_LABELS[c] for c in cols], horizontal_spacing=0.11)
+    styles = (("raw cosines (solid)", dict(color="#4c72b0", width=2)),
+              ("after FT (dotted; on the solid line where a run has FT off)", dict(color="#dd8452", width=2, dash="dot")))
+    for j in range(len(cols)):
+        for k, (name, line) in enumerate(styles):
+            fig.add_trace(go.Scatter(x=shown[0], y=shown[1 + 2 * j + k], name=name, legendgroup=name,
+                                     showlegend=j == 0, line=line, mode="lines",
+                                     hovertemplate="%{y:.4g}<extra>" + ("raw" if k == 0 else "after FT") + "</extra>"), 1, j + 1)
+    fig.update_layout(height=430, font=dict(size=12), margin=dict(t=40, b=40, l=64, r=12), hovermode="x",
+                      legend=dict(orientation="h", x=0, xanchor="left", y=-0.2, yanchor="top", font=dict(size=12)))
+    fig.update_xaxes(title_text="epoch", title_standoff=6)
+    for j, title in enumerate(("mean cosine", "mean cosine", "variance of the cosines")):
+        fig.update_yaxes(title_text=title, title_standoff=4, row=1, col=j + 1)
+    fig.update_annotations(font_size=14)  # the panel titles
+    uid = "ftcl-runs-" + hashlib.sha1(json.dumps(list(packed)).encode()).hexdigest()[:10]
+    plot = fig.to_html(full_html=False, include_plotlyjs=bool(include_js), div_id=uid,
+                       config={"displaylogo": False, "responsive": True})
+
+    def short(text: str, n: int = 80) -> str:
+        return text if len(text) <= n else text[: n - 1] + "…"
+
+    group_options = "".join(f'<option value="{i}" title="{escape(g)}">{escape(short(g))}</option>' for i, g in enumerate(menu))
+    first_settings = "".join(f'<option value="{escape(k)}">{escape(name)}</option>' for k, name in menu[next(iter(menu))])
+    n_runs = len(packed)
+    controls = (
+        f'<div class="ftcl-runs-explorer" style="font-size: 14px; line-height: 1.5">'
+        f'<label style="display: block">table or experiment ({len(menu)}) '
+        f'<select id="{uid}-group" style="max-width: 100%">{group_options}</select></label>'
+        f'<label style="display: block">setting <select id="{uid}-setting" style="max-width: 100%">{first_settings}</select>'
+        f"</label>"
+        f'<p style="margin: 0.3em 0 0 0">showing <code id="{uid}-shown">{escape(first)}</code> '
+        f"(one of {n_runs} settings, its lowest seed)</p>")
+    payload = json.dumps({"id": uid, "groups": [[g, [list(r) for r in rows]] for g, rows in menu.items()], "data": packed},
+                         separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return HTML(controls + plot + f"<script>({RUNS_EXPLORER_JS})({payload});</script></div>")
 
 
 def plotly_html(fig, include_js: bool = True):
@@ -455,7 +917,8 @@ def live_widget(make_widget):
     """The widget ``make_widget()`` builds, in a live kernel; in the static book build (``FTCL_BOOK_BUILD=1``,
     set by ``make book``) a note instead, and the widget is never built: ipywidgets need a kernel, the static
     explorers above already respond, and building one during the build froze the executing client at random
-    (jupyter/nbclient#312: a widget's comm messages while a cell executes)."""
+    (jupyter/nbclient#312: a widget's comm messages while a cell executes).  ``tests/test_jupyterlab.py`` runs
+    chapters 3 and 8 in a headless JupyterLab and moves their widgets' sliders."""
     import os
 
     if os.environ.get("FTCL_BOOK_BUILD") == "1":
@@ -513,3 +976,151 @@ def source_code(*objects, caption: str | None = None):
                      + highlight("".join(lines), PythonLexer(), HtmlFormatter(noclasses=True)))
     cap = f"<p>{escape(caption)}</p>" if caption else ""
     return HTML(cap + "".join(parts))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The run explorer's plumbing (chapter 8): its menus' groups, its script, and the live-kernel widget.
+# ---------------------------------------------------------------------------------------------------
+
+PACK_LEVELS = 65535  # 16-bit codes: 0..65534 span a curve's range, 65535 marks a missing value (NaN, inf)
+
+
+def _pack(a: np.ndarray) -> list:
+    """A curve as ``[lowest value, step, base64 of little-endian uint16 codes]``, value = lowest + code * step
+    (code 65535: missing, a gap in the line): 2.7 characters a point where a JSON number takes 7 to 10, which keeps
+    :func:`runs_explorer`'s page a few MB for every stored setting.  :func:`_unpack` and the explorer's script
+    (:data:`RUNS_EXPLORER_JS`) decode it."""
+    import base64
+
+    a = np.asarray(a, dtype=float)
+    ok = np.isfinite(a)
+    lo, hi = (float(a[ok].min()), float(a[ok].max())) if ok.any() else (0.0, 0.0)
+    step = (hi - lo) / (PACK_LEVELS - 1) if hi > lo else 1.0
+    codes = np.full(len(a), PACK_LEVELS, dtype="<u2")
+    codes[ok] = np.round((a[ok] - lo) / step).astype("<u2")
+    return [lo, step, base64.b64encode(codes.tobytes()).decode("ascii")]
+
+
+def _unpack(packed: list) -> list[float | None]:
+    """The values :func:`_pack` stored (within half a step of the originals), None where one was missing."""
+    import base64
+
+    lo, step, b64 = packed
+    codes = np.frombuffer(base64.b64decode(b64), dtype="<u2")
+    return [None if c == PACK_LEVELS else lo + int(c) * step for c in codes]
+
+
+def _group_order(exp) -> tuple:
+    """Menu order of an experiment file: the paper's tables (T1..T7, each data set after the shapes; MoCo first
+    inside Table 5), then the supplement's (S-F, S-G), the diagnoses (D-), the calibrations (CAL-)."""
+    rank = next((i for i, p in enumerate(("T", "S-", "D-", "CAL-")) if exp.table.startswith(p)), 4)
+    return rank, exp.table, "moco" not in exp.title.lower(), exp.path.name
+
+
+def run_groups(labels: list[str], profile: str) -> dict[str, list[tuple[str, str]]]:
+    """Stored runs (:func:`ftcl_core.experiments.stored_runs` labels, ``table/setting/seedN``) grouped for the run
+    explorer's menus: one group per experiment file (``experiments/**/*.yaml``) that lists one of their settings,
+    named ``"<table> · <the file's title>"``, in :func:`_group_order`, each holding ``(run label, setting name)``
+    for the lowest stored seed of each of its settings, in the file's order.  Several files share a table (Table 5's
+    MoCo v1, MoCo v2, SimCLR, ...), hence files rather than tables; a run no file lists (a setting since renamed)
+    lands in a last ``"<table> · runs no experiment file lists"`` group, so every stored setting is reachable."""
+    from ftcl_core import experiments as X
+
+    first = {}  # "T5/v1_+pos" -> its lowest-seed label; one_seed_per_setting keeps the first of each
+    for label in X.one_seed_per_setting(sorted(labels, key=lambda s: (s.rsplit("/", 1)[0], int(s.rsplit("seed", 1)[1])))):
+        first[label.rsplit("/", 1)[0]] = label
+    n_seeds = {folder: sum(s.rsplit("/", 1)[0] == folder for s in labels) for folder in first}
+    root = X.profile_root(profile)
+    exps = sorted((X.Experiment.load(p) for p in sorted((X.ROOT / "experiments").rglob("*.yaml"))), key=_group_order)
+    groups: dict[str, list[tuple[str, str]]] = {}
+    listed: set[str] = set()
+    for exp in exps:
+        rows = []
+        for setting in exp.settings:
+            folder = X.run_dir(exp, setting, 0, profile).parent.relative_to(root).as_posix()
+            if folder in first:
+                seed = first[folder].rsplit("seed", 1)[1]
+                rows.append((first[folder], f"{setting}  (seed {seed}; {n_seeds[folder]} stored)"))
+                listed.add(folder)
+        if rows:
+            groups.setdefault(f"{exp.table} · {exp.title}", []).extend(rows)
+    for folder in sorted(set(first) - listed):
+        table, setting = folder.split("/", 1)
+        groups.setdefault(f"{table} · runs no experiment file lists", []).append(
+            (first[folder], f"{setting}  ({n_seeds[folder]} stored)"))
+    return groups
+
+
+RUNS_EXPLORER_JS = """function (cfg) {
+  var fig = document.getElementById(cfg.id), group = document.getElementById(cfg.id + "-group"),
+      setting = document.getElementById(cfg.id + "-setting"), shown = document.getElementById(cfg.id + "-shown");
+  function fill(g) {  // the setting menu of group g
+    setting.innerHTML = "";
+    cfg.groups[g][1].forEach(function (row) {
+      var o = document.createElement("option");
+      o.value = row[0]; o.textContent = row[1]; setting.appendChild(o);
+    });
+  }
+  function unpack(p) {  // plotting._pack's [lowest, step, base64 of uint16 codes] -> values (null: missing)
+    var bin = atob(p[2]), out = new Array(bin.length / 2);
+    for (var i = 0; i < out.length; i++) {
+      var c = bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8);
+      out[i] = c === 65535 ? null : p[0] + c * p[1];
+    }
+    return out;
+  }
+  function show(label) {  // the run's six curves into the six traces, axes rescaled
+    var d = cfg.data[label].map(unpack), x = [d[0], d[0], d[0], d[0], d[0], d[0]];
+    window.Plotly.update(fig, {x: x, y: d.slice(1)}, {"xaxis.autorange": true, "yaxis.autorange": true,
+      "xaxis2.autorange": true, "yaxis2.autorange": true, "xaxis3.autorange": true, "yaxis3.autorange": true},
+      [0, 1, 2, 3, 4, 5]);
+    shown.textContent = label;
+  }
+  group.addEventListener("change", function () { fill(+group.value); show(setting.value); });
+  setting.addEventListener("change", function () { show(setting.value); });
+}"""
+"""The run explorer's script: fills the setting menu from the chosen group and shows the chosen run."""
+
+
+def runs_widget(runs: Mapping, selected: list[str] | None = None, window: int = 10):
+    """The live-kernel run explorer (chapter 8; build it through :func:`live_widget`): a multiple choice over
+    ``runs`` (a label -> :class:`ftcl_core.runs.RunDir` mapping, every seed) and a smoothing slider; shows the
+    chosen runs' score statistics overlaid (:func:`score_statistics`, a moving average over the slider's number of
+    steps) and each run's gradient landscape (:func:`grad_landscape`).  The slider redraws the statistics only:
+    the landscapes do not depend on it and take the longer to draw."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    options = list(runs)
+    pick = widgets.SelectMultiple(options=options, value=tuple(selected if selected is not None else options[:2]),
+                                  rows=8, description="runs", layout=widgets.Layout(width="95%"))
+    smoothing = widgets.IntSlider(value=window, min=1, max=200, description="smoothing", continuous_update=False,
+                                  tooltip="moving-average window, in steps")
+    stats, landscapes = widgets.Output(), widgets.Output()
+    metrics: dict[str, Mapping[str, np.ndarray]] = {}
+
+    def draw_statistics(*_) -> None:
+        with stats:
+            stats.clear_output(wait=True)
+            if pick.value:
+                for s in pick.value:
+                    metrics.setdefault(s, runs[s].load_metrics())
+                score_statistics({s: metrics[s] for s in pick.value}, window=smoothing.value)
+                plt.show()
+
+    def draw_landscapes(*_) -> None:
+        with landscapes:
+            landscapes.clear_output(wait=True)
+            if pick.value:
+                fig = plt.figure(figsize=(4.2 * len(pick.value), 3.6))
+                for i, s in enumerate(pick.value):
+                    ax = fig.add_subplot(1, len(pick.value), i + 1, projection="3d")
+                    grad_landscape(runs[s].load_grad_norms()["per_epoch"], title=s, ax=ax)
+                plt.show()
+
+    pick.observe(draw_statistics, "value")
+    pick.observe(draw_landscapes, "value")
+    smoothing.observe(draw_statistics, "value")
+    draw_statistics()
+    draw_landscapes()
+    return widgets.VBox([pick, smoothing, stats, landscapes])

@@ -10,8 +10,14 @@ A run is a folder::
     eval.json        linear_top1, knn_top1, random_init_linear_top1, ... and wall_s
     provenance.json  commit, versions, device, seed, wall time, status
 
+Beside them a run folder may hold ``.lock`` (the pid of the process training it, :func:`run_lock`),
+``status.json`` (written when the loss diverged; nothing reads it back) and, after a ``kill -9`` mid-write,
+``.<name>.<random>.tmp`` files (never read).
+
 Every file is written to a temporary name and renamed into place, so a crash never leaves a file that
-loads wrong; a run is complete when ``eval.json`` exists.
+loads wrong; a run is complete when ``eval.json`` exists.  A file damaged all the same (a disk fault, a bad
+copy, an editor) is a :class:`RunFileError` from its loader: one line naming the file, what is wrong with it
+and how to recover, which the command line prints as its ``error:`` line.
 """
 
 from __future__ import annotations
@@ -35,6 +41,26 @@ from ftcl_core.config import DEFAULTS, ConfigError, RunConfig
 
 class RunFileError(ValueError):
     """A run folder's file cannot be read or written; the message names the file and how to recover."""
+
+
+def one_line(err: BaseException, limit: int = 160) -> str:
+    """``err`` as ``Type: message``, its first sentence only, on one line of at most ``limit`` characters: the
+    cause an error message quotes (loaders' messages run over several lines and go on to advice that does not
+    fit a damaged file, and an ``error:`` line is one line)."""
+    text = " ".join(f"{type(err).__name__}: {err}".split()).split(". ", 1)[0]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _rerun(folder: Path) -> str:
+    """The command that made the run in ``folder``, as a recovery names it."""
+    return (f"the command that made it (python -m ftcl_core train CONFIG --out {folder}, or the sweep of its "
+            "experiment file)")
+
+
+def _retrain(path: Path) -> str:
+    """The recovery from a damaged file that only training the run again rebuilds (the training log)."""
+    return (f"It cannot be rebuilt from the checkpoint: move the folder {path.parent} away (or delete it) and run "
+            f"{_rerun(path.parent)} again; the run is trained anew.")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -165,51 +191,132 @@ class RunDir:
         return self.eval.is_file()
 
     def load_config(self) -> RunConfig:
-        """The run's config, parsed (keys added since the run take their defaults; old keys map onto new ones)."""
-        try:
-            cfg = yaml.safe_load(self.config.read_text())
-        except yaml.YAMLError as err:
-            cfg = err
-        if not isinstance(cfg, dict) or not set(cfg) <= set(DEFAULTS):
-            what = (f"sections {sorted(set(cfg) - set(DEFAULTS))} that no config has" if isinstance(cfg, dict)
-                    else f"not a YAML mapping: {str(cfg).splitlines()[0][:120]}")
+        """The run's config, parsed (keys added since the run take their defaults; old keys map onto new ones).
+
+        A missing or damaged file is a :class:`RunFileError`: one that is empty, not text, not YAML, not a mapping
+        of config sections, not a valid config, or cut short (every written config ends with a newline; a config
+        cut at the end of a value would otherwise parse, as another config)."""
+        if not self.config.is_file():
+            raise RunFileError(
+                f"{self.config} is missing: the folder {self.path} holds no config. Run {_rerun(self.path)} again: "
+                "it writes the file from that command's config and keeps the run's other files; if you do not know "
+                "that command, move the folder away."
+            )
+        cfg, what = _parse_yaml(self.config.read_bytes())
+        if what:
+            pass  # unreadable: said below
+        elif not isinstance(cfg, dict):
+            what = f"not a YAML mapping: {' '.join(str(cfg).split())[:120]}"
+        elif not set(cfg) <= set(DEFAULTS):
+            what = f"sections {sorted(set(cfg) - set(DEFAULTS))} that no config has"
         else:
             try:
                 return RunConfig.from_dict(cfg)
             except ConfigError as err:
-                what = str(err)
+                what = " ".join(str(err).split())
         raise RunFileError(
-            f"{self.config} is damaged ({what}). If the folder holds "
-            "a run of the config you are asking for, delete this file and run the same command: it is rewritten "
-            "and training resumes from the checkpoint; otherwise move the folder away or use another --out."
+            f"{self.config} is damaged ({what}). Delete this file and run {_rerun(self.path)} again: it writes the "
+            "file from that command's config, keeps the run's other files and resumes an unfinished run from its "
+            "checkpoint (if the folder may hold a run of another config, move it away or use another --out instead)."
         )
 
+    def restore_config(self, cfg: RunConfig) -> None:
+        """Write ``cfg`` as the config of a complete run whose ``config.yaml`` is missing.
+
+        The recovery :meth:`load_config` gives for a damaged config is to delete it and run the command that made
+        the run again; that command's config is ``cfg``.  An unfinished run writes its config as it resumes, but a
+        complete one is only loaded, so without this it would stay without a config (and every reader of the
+        stored runs would stop at it)."""
+        if self.is_complete() and not self.config.is_file():
+            write_yaml(self.config, cfg.to_dict())
+
     def load_eval(self) -> dict:
-        try:
-            result = json.loads(self.eval.read_text())
-        except json.JSONDecodeError as err:
-            result = err
-        if not isinstance(result, dict):
-            raise RunFileError(
-                f"{self.eval} is damaged (not a JSON object: {result}). Delete it and run the same command: the run "
-                "is evaluated again from its final checkpoint."
-            )
-        return result
+        """The run's readouts (``eval.json``); a damaged file is a :class:`RunFileError` that says how to
+        evaluate the run again."""
+        how = ("the run is evaluated again from its final checkpoint" if self.checkpoint.is_file() else
+               "this folder holds no checkpoint (a run copied from an identical one), so its sweep copies it again "
+               "and a train command trains it anew")
+        return _load_json(self.eval, f"Delete it and run {_rerun(self.path)} again: {how}.")
 
     def load_provenance(self) -> dict:
-        return json.loads(self.provenance.read_text()) if self.provenance.is_file() else {}
+        """The run's provenance (commit, versions, device, ...; ``{}`` for runs stored before it was recorded);
+        a damaged file is a :class:`RunFileError`."""
+        if not self.provenance.is_file():
+            return {}
+        return _load_json(self.provenance, (
+            "Delete it to keep the run without its record of commit, versions and device (readers then take the "
+            f"device from config.yaml), or move the folder {self.path} away and run {_rerun(self.path)} again to "
+            "train the run anew, with a new record."
+        ))
 
     def load_metrics(self) -> dict:
-        import numpy as np
-
-        with np.load(self.metrics) as z:
-            return {k: z[k] for k in z.files}
+        """The per-step columns (``metrics.npz``); a missing or damaged file is a :class:`RunFileError`."""
+        return _load_npz(self.metrics)
 
     def load_grad_norms(self) -> dict:
-        import numpy as np
+        """The layers' gradient norms (``grad_norms.npz``); a missing or damaged file is a :class:`RunFileError`."""
+        return _load_npz(self.grad_norms)
 
-        with np.load(self.grad_norms, allow_pickle=False) as z:
+    def load_histograms(self) -> dict:
+        """The per-step score histograms (``histograms.npz``, runs with ``stats.histograms=true`` only); a missing
+        or damaged file is a :class:`RunFileError`."""
+        return _load_npz(self.histograms)
+
+
+def _parse_yaml(data: bytes) -> tuple[Any, str]:
+    """The YAML document in a run file's bytes, and what is wrong with them ("" when nothing is): empty, not text,
+    cut short (no final newline, which every written file has) or not YAML."""
+    if not data:
+        return None, "empty"
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as err:
+        return None, f"not text: {one_line(err)}"
+    if not text.endswith("\n"):
+        return None, "cut short: it does not end with a newline, as every written config does"
+    try:
+        return yaml.safe_load(text), ""
+    except yaml.YAMLError as err:
+        return None, f"not YAML: {one_line(err)}"
+
+
+def _load_json(path: Path, recovery: str) -> dict:
+    """The JSON object in the run file ``path``; anything else (empty, cut short, not text, not an object) is a
+    :class:`RunFileError` that names the file and ends in ``recovery``."""
+    data = path.read_bytes()
+    try:
+        obj = json.loads(data.decode())
+        what = "" if isinstance(obj, dict) else f"a JSON {type(obj).__name__}, not an object"
+    except ValueError as err:  # JSONDecodeError (cut short, garbage) or UnicodeDecodeError (not text)
+        what = "empty" if not data else ("not text: " if isinstance(err, UnicodeDecodeError) else "not JSON: ") + one_line(err)
+    if what:
+        raise RunFileError(f"{path} is damaged ({what}). {recovery}")
+    return obj
+
+
+def _load_npz(path: Path) -> dict:
+    """Every array of the run's ``.npz`` archive ``path``, read in full (a damaged member fails here, not later
+    in a reader); a missing or damaged archive is a :class:`RunFileError` that names it and says to retrain."""
+    import numpy as np
+
+    if not path.is_file():
+        raise RunFileError(f"{path} is missing. {_retrain(path)}")
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head != b"PK\x03\x04":  # numpy would try it as a pickle and say so, which misleads
+        what = "empty" if not head else "not an .npz archive: it does not begin as a zip file does"
+        raise RunFileError(f"{path} is damaged ({what}). {_retrain(path)}")
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise ValueError("one array, not an archive of them")
+        with loaded as z:
             return {k: z[k] for k in z.files}
+    except PermissionError:
+        raise
+    except Exception as err:  # a damaged archive fails in many ways: BadZipFile, EOFError, ValueError, zlib.error, ...
+        what = f"not a readable .npz archive, cut short or overwritten: {one_line(err)}"
+        raise RunFileError(f"{path} is damaged ({what}). {_retrain(path)}") from err
 
 
 @contextlib.contextmanager
@@ -221,7 +328,7 @@ def run_lock(path: Path):
     """
     import fcntl
 
-    with open(path / ".lock", "a+") as fh:
+    with open(path / ".lock", "a+", errors="replace") as fh:  # damaged bytes only garble the pid shown
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -228,6 +228,7 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
         raise ConfigError(f"--out {run.path} is a file, not a folder: name a new or existing run folder instead.")
     _check_compatible(run, cfg)
     if run.is_complete():
+        run.restore_config(cfg)  # its damaged config.yaml was deleted: the recovery RunDir.load_config gives
         return run.load_eval()
     device = D.init_from_env(resolve_device(cfg))
     exact_float32(cfg, device)

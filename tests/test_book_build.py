@@ -101,7 +101,7 @@ def test_every_page_loads_clean_with_its_figures(browser, server, html):
     pages = ["index.html"] + [f"book/{p.name}" for p in sorted((html / "book").glob("*.html"))]
     min_figures = {"01_introduction": 1, "02_scores": 3, "03_score_bound": 1, "04_training": 3, "05_momentum": 4,
                    "06_feature_transformations": 4}
-    problems = []
+    problems, printed = [], {}
     for rel in pages:
         page, errors = open_page(browser, f"{server}/{rel}")
         assert not errors, f"{rel}: {errors}"
@@ -113,8 +113,38 @@ def test_every_page_loads_clean_with_its_figures(browser, server, html):
         assert n_img >= min_figures.get(stem, 0), f"{rel}: {n_img} figures, expected >= {min_figures.get(stem)}"
         for defect in page_defects(page):
             problems.append(f"{rel}: {defect}")
+        printed[rel] = page.evaluate("(document.querySelector('main') || document.body).innerText")
         page.close()
+    problems += printed_two_ways(printed)
     assert not problems, "\n".join(problems)
+
+
+PLUS_MINUS = re.compile(r"(?<![\d.])([+\-−]?\d+\.\d) ± (\d+\.\d)(?![\d])")
+
+
+def printed_two_ways(pages: dict[str, str], least: float = 5.0) -> list[str]:
+    """Differences "a ± b" of at least ``least`` points that appear on the built pages in two versions one rounding
+    step apart (-23.5 ± 4.0 here, -23.6 ± 4.0 there): one quantity formatted two ways, or two runs of one
+    comparison. Exact repeats are fine: the findings are quoted on several pages."""
+    seen: dict[tuple[float, float], set[str]] = {}
+    for rel, text in pages.items():
+        for a, b in PLUS_MINUS.findall(text):
+            seen.setdefault((float(a.replace("−", "-")), float(b)), set()).add(rel)
+    out = []
+    values = sorted(seen)
+    for i, (a, b) in enumerate(values):
+        for a2, b2 in values[i + 1:]:
+            if abs(a) >= least and 0 < abs(a2 - a) + abs(b2 - b) and abs(a2 - a) < 0.11 and abs(b2 - b) < 0.11:
+                out.append(f"printed two ways: {a:+.1f} ± {b:.1f} ({', '.join(sorted(seen[a, b]))}) and "
+                           f"{a2:+.1f} ± {b2:.1f} ({', '.join(sorted(seen[a2, b2]))})")
+    return out
+
+
+def test_the_same_quantity_printed_two_ways_is_found():
+    pages = {"a.html": "T5 v2 +pos -23.5 ± 13.6 points; m=0 +1.1 ± 3.4",
+             "b.html": "v2 +pos: -23.6 ± 13.6, and -23.5 ± 13.6"}
+    assert printed_two_ways(pages) == ["printed two ways: -23.6 ± 13.6 (b.html) and -23.5 ± 13.6 (a.html, b.html)"]
+    assert printed_two_ways({"a.html": "+1.1 ± 3.4", "b.html": "+1.2 ± 3.4"}) == []  # small effects: coincidences
 
 
 # Each kind of rendering defect a reader met once, looked for on every page.
@@ -140,7 +170,28 @@ DEFECTS_JS = r"""async () => {
       out.push('text output wider than its column: ' + pre.textContent.split('\n')[0].slice(0, 80));
     }
   }
-  // 4. interactive figures whose axes have no title
+  // 4. a table wider than the text column (its right part clipped), or a code line cut off on the right
+  const column = main.getBoundingClientRect();
+  for (const table of main.querySelectorAll('table')) {
+    const box = table.getBoundingClientRect();
+    if (box.width > 0 && box.right > column.right + 2) {
+      out.push('table wider than its column: ' + table.textContent.trim().slice(0, 60));
+    }
+  }
+  for (const pre of main.querySelectorAll('.cell_input pre, .highlight pre')) {
+    if (pre.offsetParent !== null && pre.scrollWidth > pre.clientWidth + 2) {
+      out.push('code line cut off: ' + pre.textContent.split('\n').find(l => l.length > 0).slice(0, 80));
+    }
+  }
+  // 5. a set-up cell (Colab, parameters, imports) whose code a reader sees without asking for it
+  for (const input of main.querySelectorAll('.cell_input')) {
+    if (input.offsetParent === null) continue;  // folded away (hide-input / hide-cell)
+    const code = input.textContent;
+    if (/google\.colab|FTCL_PROFILE|^\s*(import|from) \w+/m.test(code)) {
+      out.push('visible set-up cell: ' + code.trim().split('\n')[0].slice(0, 80));
+    }
+  }
+  // 6. interactive figures whose axes have no title
   for (const fig of main.querySelectorAll('.js-plotly-plot')) {
     const layout = fig.layout || {};
     for (const key of Object.keys(layout).filter(k => /^[xy]axis\d*$/.test(k))) {
@@ -166,11 +217,15 @@ def test_the_defect_finder_finds_each_kind_it_looks_for(browser):
       <ul><li>the loss is: $ <span class="math">L</span> $</li></ul>
       <div class="cell_output"><pre style="width: 120px; overflow: auto">setting   ours   seeds   paper   verdict</pre></div>
       <div class="js-plotly-plot" id="fig"></div>
+      <table style="width: 3000px"><tr><td>a very wide table</td></tr></table>
+      <div class="cell_input"><pre style="width: 120px; overflow: hidden; white-space: pre">import torch; x = torch.zeros(
+        1000, 1000).sum()</pre></div>
     </main>
     <script>document.getElementById('fig').layout = {xaxis: {title: {text: 'step'}}, yaxis: {}};</script>""")
     found = page_defects(page)
     page.close()
-    kinds = ("Markdown table as text", "untypeset math", "text output wider than its column", "plotly axis without a title")
+    kinds = ("Markdown table as text", "untypeset math", "text output wider than its column", "plotly axis without a title",
+             "table wider than its column", "code line cut off", "visible set-up cell")
     for kind in kinds:
         assert any(f.startswith(kind) for f in found), f"{kind} not found in {found}"
     assert any(f.startswith("untypeset math") and "$" in f for f in found), found  # a lone $ around typeset math
@@ -196,20 +251,105 @@ def test_score_bound_explorer_responds_without_a_kernel(browser, server):
     page.close()
 
 
-def click_center(page, locator):
-    """Click an SVG element at its centre (plotly's menus are SVG groups that Playwright cannot click)."""
-    box = locator.bounding_box()
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+# The run explorer's layout, read off the drawn SVG: every piece of text (tick labels, axis and panel titles,
+# legend) at 10 px or more, no two overlapping, none inside a panel's plotting area (a y title running into the
+# panel on its left, say), and every panel titled.
+EXPLORER_LAYOUT_JS = r"""(fig) => {
+  const out = [], svg = fig.querySelector('svg.main-svg').getBoundingClientRect(), L = fig._fullLayout;
+  const texts = [...fig.querySelectorAll('svg text')].filter(t => t.textContent.trim())
+    .map(t => ({t: t.textContent.trim(), r: t.getBoundingClientRect(), px: parseFloat(getComputedStyle(t).fontSize)}))
+    .filter(x => x.r.width > 0 && x.r.height > 0);
+  const hit = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const panels = Object.keys(L).filter(k => /^xaxis\d*$/.test(k)).map(k => {
+    const x = L[k], y = L[x.anchor.replace('y', 'yaxis')];
+    return {left: svg.left + x._offset, right: svg.left + x._offset + x._length, top: svg.top + y._offset,
+            bottom: svg.top + y._offset + y._length};
+  });
+  texts.forEach((a, i) => {
+    if (a.px < 10) out.push(`text under 10 px (${a.px}): ${a.t}`);
+    texts.slice(i + 1).forEach(b => { if (hit(a.r, b.r)) out.push(`texts overlap: "${a.t}" and "${b.t}"`); });
+    panels.forEach((p, j) => { if (hit(a.r, p)) out.push(`text inside panel ${j + 1}: "${a.t}"`); });
+  });
+  return {problems: out, texts: texts.map(x => x.t), panels: panels.length};
+}"""
+
+
+def explorer_y(page) -> list:
+    """The first panel's raw curve in the run explorer (the first plotly figure of the page)."""
+    return page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot')[0].data[0].y)")
+
+
+def pick_setting(page, group_prefix: str, index: int) -> str:
+    """Choose, in the run explorer's menus, the first group whose name starts with ``group_prefix`` and its
+    ``index``-th setting; the run label the explorer says it shows."""
+    groups = page.locator("select[id$='-group'] option")
+    names = groups.all_text_contents()
+    match = [i for i, n in enumerate(names) if n.startswith(group_prefix)]
+    assert match, f"no {group_prefix!r} group among the explorer's {names}"
+    page.locator("select[id$='-group']").select_option(groups.nth(match[0]).get_attribute("value"))
+    page.locator("select[id$='-setting']").select_option(index=index)
+    page.wait_for_timeout(300)
+    return page.locator("code[id$='-shown']").text_content()
 
 
 def test_run_explorer_menu_responds_without_a_kernel(browser, server):
     page, errors = open_page(browser, f"{server}/book/08_run_explorer.html")
     assert not errors
-    before = visible_traces(page, 0)
-    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
-    click_center(page, page.locator(".js-plotly-plot .updatemenu-header-group").first)
-    page.wait_for_timeout(300)
-    click_center(page, page.locator(".js-plotly-plot .updatemenu-dropdown-button").nth(1))
-    page.wait_for_timeout(300)
-    assert visible_traces(page, 0) != before
+    page.set_viewport_size({"width": 1400, "height": 1000})  # the review's window, the book's 784 px column
+    page.wait_for_timeout(500)  # plotly redraws at the new width
+    fig = page.locator(".js-plotly-plot").first
+    fig.scroll_into_view_if_needed()
+    layout = fig.evaluate(EXPLORER_LAYOUT_JS)
+    assert layout["panels"] == 3 and not layout["problems"], layout
+    assert any(t.startswith("raw cosines (solid)") for t in layout["texts"]), layout["texts"]  # the legend explains
+    assert any(t.startswith("after FT (dotted") for t in layout["texts"]), layout["texts"]  # the line styles
+    before = explorer_y(page)
+    shown = pick_setting(page, "T5 ", 1)  # another setting of the first group
+    assert shown.startswith("T5/") and explorer_y(page) != before, shown
+    before = explorer_y(page)
+    shown = pick_setting(page, "T7", 0)  # a late table's run (chapter 7 trains Table 7's in the smoke book)
+    assert shown.startswith("T7") and explorer_y(page) != before, shown
+    page.close()
+
+
+def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatch):
+    """The committed cpu runs: every setting's lowest seed is behind the explorer's two menus, a Fashion-MNIST
+    Table 7 run among them, and choosing one shows its own curves (to the packing's 16-bit precision)."""
+    import numpy as np
+
+    from ftcl_core import experiments as X
+    from ftcl_core import plotting as P
+
+    monkeypatch.delenv("FTCL_RUNS_ROOT", raising=False)  # the committed results/cpu
+    stored = X.stored_runs("cpu")
+    settings = X.one_seed_per_setting(list(stored))
+    assert len(settings) > 150, len(settings)
+    groups = P.run_groups(list(stored), "cpu")
+    metrics = {run: stored[run].load_metrics() for rows in groups.values() for run, _ in rows}
+    page_html = P.runs_explorer(metrics, groups).data
+    (tmp_path / "explorer.html").write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{page_html}</body>")
+    assert len(page_html) < 8e6, f"{len(page_html) / 1e6:.1f} MB"  # plotly.js (about 5 MB) and every curve
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((tmp_path / "explorer.html").as_uri(), wait_until="load")
+    reachable = page.evaluate("""() => {
+      const group = document.querySelector("select[id$='-group']"), setting = document.querySelector("select[id$='-setting']");
+      const seen = [];
+      for (const o of [...group.options]) {
+        group.value = o.value; group.dispatchEvent(new Event('change'));
+        seen.push(...[...setting.options].map(s => s.value));
+      }
+      return seen;
+    }""")
+    assert not errors, errors
+    assert sorted(set(reachable)) == sorted(settings)
+    shown = pick_setting(page, "T7-fmnist", 2)
+    assert shown.startswith("T7-fmnist/"), shown
+    m = stored[shown].load_metrics()
+    x = P._progress(m)
+    keep = np.unique(np.linspace(0, len(x) - 1, min(300, len(x))).round().astype(int))
+    want = P.smooth(m["pos_mean"], 10)[keep]
+    got = np.array(explorer_y(page), dtype=float)
+    assert got.shape == want.shape and np.allclose(got, want, atol=np.ptp(want) / 65534 + 1e-12)
     page.close()

@@ -81,19 +81,9 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     assert any(line.startswith("Regenerate: `python -m ftcl_core sweep experiments/") for line in md)
     text = X.format_table(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke")).splitlines()
     assert text[2].endswith("baseline") and text[3].endswith(rows[1]["verdict"]) and " baseline " in text[3]
-    block = X.readme_findings(list(csv.DictReader(out.open())), "the answer")
-    assert block.startswith(X.README_MARKERS[0]) and block.endswith(X.README_MARKERS[1]) and "the answer" in block
-    assert (f"alpha_ex=2.0 {rows[1]['diff_mean']:+.1f} ± {rows[1]['diff_ci95']:.1f} vs baseline, paper +1.70, "
-            f"*{rows[1]['verdict']}*") in block
-    assert "Claims: 1 row, 1 distinct comparison (a" in block and "2 seeds" in block and "embedded shapes" in block
     said = X.pattern_paragraph([(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke"))], "smoke")
     assert "decide: none yet" in said and "T2 (embedded shapes, smoke_moco_v2)" in said
     assert "the 1 rows that make a pair harder from the first step" in said and "Negative interpolation" not in said
-    readme = f"intro\n{X.README_MARKERS[0]}\nold\n{X.README_MARKERS[1]}\nrest\n"
-    assert X.replace_readme_findings(readme, block) == f"intro\n{block}\nrest\n"
-    assert X.replace_readme_findings(X.replace_readme_findings(readme, block), block) == f"intro\n{block}\nrest\n"
-    with pytest.raises(X.ConfigError, match="no findings block"):
-        X.replace_readme_findings("intro\n", block)
 
     # A second table whose baseline is the same config reuses the finished run instead of training it.
     other = tmp_path / "other.yaml"
@@ -257,9 +247,6 @@ def test_baseline_aims_judge_table5_baselines_on_calibrated_recipes_only():
                    ("fashion_mnist", "v1 baseline"): (None, True)}  # real images: the bar is the raw-pixel probe
     assert [a["gain"] for a in X.baseline_aims(rows[:1])] == [59.0]
     assert X.v2_against_v1(X.baseline_aims(rows)) == {"shapes": (79.0, 55.0)}  # no v2 on Fashion-MNIST here
-    readme = X.readme_findings([{**r, "diff_mean": "", "diff_ci95": "", "reference": "", "claim": ""} for r in rows], "")
-    assert "byol baseline (embedded shapes) +18.0 points, spread ± 1.0 (3 seeds), misses gain;" in readme
-    assert "MoCo v2 ≥ v1: missed on embedded shapes (v2 55.0 %, v1 79.0 %)." in readme
 
 
 def test_the_dated_record_of_the_original_recipes_names_each_tables_recipe():
@@ -580,7 +567,7 @@ def test_each_setting_is_sorted_by_what_its_ft_does_to_the_pairs():
     assert t5["v1 +neg"] == "negatives mixed" and {t5[s] for s in ("v1 +pos", "v1 +both", "v1 +both_dim")} == {"harder"}
 
 
-def test_readme_findings_handle_blank_cells_and_several_recipes_in_one_table(tmp_path):
+def test_distinct_claims_and_chapter_tables_handle_blank_cells_and_several_recipes_in_one_table(tmp_path):
     def row(setting, base, verdict="inconclusive", diff="-1.0", ci="", n="1", ref="b"):
         return {"table": "T5", "data": "shapes", "setting": setting, "mean": "50.0", "ci95": ci, "n_seeds": n,
                 "verdict": verdict, "reference": ref if verdict != "baseline" else "", "diff_mean": diff,
@@ -589,18 +576,7 @@ def test_readme_findings_handle_blank_cells_and_several_recipes_in_one_table(tmp
     rows = [row("b", "configs/cpu_cal_moco_v1.yaml", "baseline", diff=""),
             row("x", "configs/cpu_cal_moco_v1.yaml", diff=""),  # no seed shared with its reference
             row("y", "configs/cpu_byol.yaml", "contradicted", diff="-3.0", ci="1.0", n="3")]
-    block = X.readme_findings(rows, "A.", ["T5 (table5_byol, cpu_cal_byol)"])
-    assert "No run stored yet on the current recipe" in block and "T5 (table5_byol, cpu_cal_byol)." in block
-    assert "No run stored yet" not in X.readme_findings(rows, "A.")
-    assert "x 50.0 % (no seed paired with b)" in block and "b 50.0 %;" in block
-    assert "y -3.0 ± 1.0 vs b, *contradicted*" in block and "3 seeds" in block and "1 seed:" in block
-    assert "Still on the original, uncalibrated recipes: T5 (cpu_byol)" in block
-    assert ("Claims: 2 rows, 2 distinct comparisons (a comparison that several tables share, the same runs, is one); "
-            "of the paper's claims (differences, orderings, equivalences), contradicted: 1, inconclusive: 1; after "
-            "Benjamini-Hochberg over them (q < 0.05), contradicted: 1, inconclusive: 1; sanity checks (Table 1 against "
-            "the random-init encoder, counted apart): none.") in block
     shared = {**rows[2], "table": "T2", "setting": "alpha_ex=2.0"}  # the same runs under another table's name
-    assert "Claims: 3 rows, 2 distinct comparisons" in X.readme_findings([*rows, shared], "A.")
     assert X.distinct_claims([rows[2], shared, {**shared, "diff_mean": "-3.1"}]) == [rows[2], {**shared, "diff_mean": "-3.1"}]
     out = tmp_path / "summary.csv"  # chapter 9's tables: one per table and recipe, each headed by its recipe
     with out.open("w", newline="") as fh:

@@ -127,14 +127,19 @@ def test_a_setting_value_can_depend_on_the_profile():
 
 @pytest.mark.skipif(not (ROOT / "results" / "summary.csv").is_file(), reason="no summary yet")
 def test_summary_and_readme_findings_are_regenerated_from_the_stored_runs(tmp_path, monkeypatch):
-    """results/summary.csv is what the stored runs give today, and the README's findings block is what
-    ``python -m ftcl_core summary`` writes from it, so no number of either can go stale or be typed by hand."""
+    """results/summary.csv is what the stored runs give today, and the findings of the README and of the book's
+    index are what ``python -m ftcl_core summary`` writes from them, so no number of either can go stale."""
     from ftcl_core import experiments as X
-    from ftcl_core.diagnosis import readme_findings_block
+    from ftcl_core import findings
 
     monkeypatch.delenv("FTCL_RUNS_ROOT", raising=False)  # the committed runs, wherever a user keeps theirs
     fresh = X.write_summary("cpu", out=tmp_path / "summary.csv")
     stored = ROOT / "results" / "summary.csv"
     assert fresh.read_text() == stored.read_text(), "results/summary.csv is stale: run `python -m ftcl_core summary`"
-    block = readme_findings_block(stored, "cpu")
+    ev = findings.Evidence.load("cpu")
+    block = findings.block(ev, findings.github_link, findings.FIGURE)
     assert block in (ROOT / "README.md").read_text(), "README's findings are stale: run `python -m ftcl_core summary`"
+    index = findings.block(ev, findings.index_link, findings.FIGURE.removeprefix("book/"))
+    stale = "the index's findings are stale: run `python -m ftcl_core summary`"
+    assert index in (ROOT / "book" / "index.md").read_text(), stale
+    assert (ROOT / findings.FIGURE).is_file()

@@ -7,6 +7,11 @@ jupytext cannot do is share a cell between files: a lone ``# %% colab-setup`` li
 cell that, in Colab only, fetches the repository named in ``_config.yml`` (``repository.url``) and installs
 ``ftcl_core`` (:data:`COLAB_SETUP`, one copy for all chapters; it stops with a clear message when the clone
 fails).  ``python tools/notebooks.py --check`` fails when an .ipynb is stale.
+
+What the rendered book shows of the code (:func:`visibility`): a chapter is read for its prose, figures and tables,
+so every code cell's source starts hidden behind a toggle (``hide-input``), the Colab and parameters cells fold
+away whole (``hide-cell``), and a cell shows its source only when its author tags it ``show-input``: the code the
+chapter is about.
 """
 
 from __future__ import annotations
@@ -45,6 +50,20 @@ def repository() -> tuple[str, str]:
     return repo["url"], repo.get("branch", "main")
 
 
+VISIBILITY_TAGS = {"show-input", "hide-input", "hide-cell", "hide-output", "remove-input", "remove-cell", "remove-output"}
+
+
+def visibility(cell: nbformat.NotebookNode, colab: bool) -> None:
+    """Set how the built book shows a code cell (module docstring): an author's own visibility tag wins, else the
+    set-up cells (Colab, parameters) fold away and every other cell hides its source."""
+    tags = list(cell.metadata.get("tags", []))
+    if not VISIBILITY_TAGS & set(tags):
+        tags.append("hide-cell" if colab or "parameters" in tags else "hide-input")
+    cell.metadata["tags"] = [t for t in tags if t != "show-input"]
+    if not cell.metadata["tags"]:
+        del cell.metadata["tags"]
+
+
 def to_notebook(source: str) -> nbformat.NotebookNode:
     """A percent-format source as a notebook: jupytext reads it (cells, Markdown, tags); this tool only expands
     the ``# %% colab-setup`` line into the one shared set-up cell, which jupytext has no way to include."""
@@ -60,6 +79,7 @@ def to_notebook(source: str) -> nbformat.NotebookNode:
         cell.metadata.pop("lines_to_next_cell", None)
         if cell.cell_type == "code":
             cell.execution_count, cell.outputs = None, []
+            visibility(cell, colab="google.colab" in cell.source)
     return nb
 
 

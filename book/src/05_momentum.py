@@ -27,6 +27,7 @@ landscape_momenta = [0, 0.5, 0.9, 0.99, 1.0]  # gradient landscapes drawn (those
 import matplotlib.pyplot as plt
 from IPython.display import display
 
+from ftcl_core import diagnosis as G
 from ftcl_core import experiments as X
 from ftcl_core import plotting as P
 from ftcl_core.runs import RunDir
@@ -42,6 +43,7 @@ summary = X.summarize(records)
 metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["seed"] == seeds[0]}
 
 # %% [markdown]
+# (momentum-figure)=
 # ## Readout against the random-init baseline (Table 1)
 #
 # Every table of this book gives each setting a **verdict** on the paper's claim about it. We take the
@@ -118,19 +120,13 @@ plt.show()
 # %% [markdown]
 # ## Volatility
 #
-# The paper reads collapse off the swings of the statistics. One number for it: the standard deviation
-# of the step-to-step change of Mean(neg) and of the epoch-to-epoch change of the summed gradient norm.
+# The paper reads collapse off the swings of the statistics (Figs 3-4). One number for each: the standard
+# deviation of the step-to-step change of Mean(neg), and of the epoch-to-epoch change of the summed gradient norm,
+# averaged over the stored seeds of each momentum.
 
 # %%
-from ftcl_core.stats import volatility
-
-vol_rows = []
-for r in [r for r in records if r["seed"] == seeds[0]]:
-    neg, grad = volatility(metrics[r["setting"]]["neg_mean"], RunDir(r["dir"]).load_grad_norms()["per_epoch"])
-    vol_rows.append([r["setting"], f"{neg:.4f}", f"{grad:.4f}"])
-P.html_table(["setting", "sd of step change in Mean(neg)", "sd of epoch change in total grad norm"], vol_rows,
-             caption=f"Seed {seeds[0]} of each momentum on the embedded shapes")
-if vol_rows:
-    swings = sorted(vol_rows, key=lambda row: float(row[1]))
-    display(P.markdown_html(f"Mean(neg) swings most at {swings[-1][0]} and least at {swings[0][0]} (seed {seeds[0]}); the "
-                            "paper's reading has the small momenta swing most."))
+volatility = G.volatility_rows(records)
+display(P.html_table(["setting", "seeds", "sd of step change in Mean(neg)", "sd of epoch change in total grad norm"],
+                     [[v["setting"], str(v["n_seeds"]), f"{v['neg']:.4f}", f"{v['grad']:.4f}"] for v in volatility],
+                     caption="Each momentum on the embedded shapes, mean over seeds"))
+P.markdown_html(G.volatility_sentence(volatility))

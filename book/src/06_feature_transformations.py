@@ -10,8 +10,9 @@
 # mixed key, clean keys enqueued.
 #
 # Each table is an experiment file under `experiments/`; `python -m ftcl_core sweep FILE` trains it.
-# This chapter trains the `train` list below if runs are missing, and shows every other table for which
-# stored runs exist.
+# This chapter trains the `train` list below if runs are missing and draws every other table for which
+# stored runs exist. It shows what the numbers look like and what FT does to the scores; the tables themselves,
+# each claim with its interval and verdict, are in chapter 9, and why FT costs what it costs here is chapter 7.
 
 # %% colab-setup
 
@@ -46,14 +47,7 @@ for path in show:  # every stored run, never trained here
         records[path] = found
 
 
-def table(path, recs):
-    exp = X.Experiment.load(path)
-    _, header, cells = X.table_cells(exp, recs)
-    display(P.html_table(header, cells, caption=X.table_caption(exp, profile, recs)))
-    return X.summarize(recs)
-
-
-summaries = {path: table(path, recs) for path, recs in records.items()}
+summaries = {path: X.summarize(recs) for path, recs in records.items()}
 
 # %% [markdown]
 # ## FT inside the loss, in code
@@ -87,55 +81,17 @@ plt.show()
 # %%
 others = [p for p in records if p != train[0]]
 if others:
-    cols = 2
-    fig, axes = plt.subplots((len(others) + cols - 1) // cols, cols, figsize=(12, 3.9 * ((len(others) + cols - 1) // cols)),
-                             squeeze=False)
-    for ax, path in zip(axes.flat, others):
-        P.experiment_bars(X.Experiment.load(path), summaries[path], ax=ax)
-    for ax in axes.flat[len(others):]:
-        ax.set_visible(False)
+    P.experiment_grid([(X.Experiment.load(path), summaries[path]) for path in others])
     plt.show()
 
 # %% [markdown]
-# ## What the runs say, and what FT does to the scores
-#
-# Verdicts as defined in chapter 5, against the paper's own effect size: *replicated*, *smaller than the paper*,
-# *contradicted* (the interval excludes zero on the other side), *no effect of the paper's size*, *inconclusive*,
-# and *undecided* with fewer than three seeds. The findings below are generated from the stored runs (chapter 9 gives every
-# verdict with its interval), so a rerun updates them.
-
-# %%
-from collections import Counter
-
-lines, tally = [], {}
-for path, recs in records.items():
-    exp = X.Experiment.load(path)
-    lines.append(f"**{exp.title}** ({X.recipe_label(exp, profile)})\n")
-    lines += [f"* {t}" for t in X.findings(exp, recs)]
-    lines.append("")
-    data = X.data_label(exp, profile)
-    tally.setdefault(data, Counter()).update(r["verdict"] for r in X.table_rows(exp, recs) if r["verdict"] != "baseline")
-losses = sorted((r for path, recs in records.items() for r in X.table_rows(X.Experiment.load(path), recs)
-                 if r["verdict"] == "contradicted" and r["kind"] == "difference"), key=lambda r: r["diff_mean"])
-head = "Over these tables, " + "; ".join(
-    f"on the {data}: " + ", ".join(f"{n} {word}" for word, n in c.items()) for data, c in tally.items()) + "."
-if losses:
-    head += (" The largest losses against the reference: " + "; ".join(
-        f"{r['table']} {r['setting']} ({X.plus_minus(r['diff_mean'], r['diff_ci95'])} points)" for r in losses[:4]) + ".")
-display(P.markdown_html(head + "\n\n" + "\n".join(lines)))
-
-# %% [markdown]
-# **Reading the pattern.** Two kinds of transformation are worth telling apart in the tables above: those that
+# **Reading the pattern.** Two kinds of transformation are worth telling apart in the figures above: those that
 # make a pair harder, by moving the query away from its key (positive extrapolation, at any $\alpha_{ex}$, with or
 # without re-normalisation) or a negative towards the query (negative extrapolation, hard negatives), and negative
 # interpolation alone, which mixes two negatives and leaves the positive pair as it is. Re-normalising after FT
 # (Supp F) tests whether the growth of $\|\hat z_q\|$ beyond one (sharper logits) is what costs readout; for mixed
-# negatives it undoes their shrinking, and chapter 7 measures what that does to the scores the loss sees. Generated
-# from the runs: which tables decide their claims, and how far each kind moves readout on each data set (chapter 7
-# asks why the two data sets differ):
-
-# %%
-display(P.markdown_html(X.pattern_paragraph([(X.Experiment.load(path), recs) for path, recs in records.items()], profile)))
+# negatives it undoes their shrinking, and chapter 7 measures what that does to the scores the loss sees. Chapter 9
+# gives every claim of these tables with its interval and verdict.
 
 # %% [markdown]
 # The statistics show the mechanism. Below, the raw cosines (what the encoder really produces) for the
@@ -147,18 +103,6 @@ display(P.markdown_html(X.pattern_paragraph([(X.Experiment.load(path), recs) for
 # up). The table of collapse signatures further down gives, for every setting, the step at which Mean(neg)
 # passes 0.9 and where it ends. Chapter 7 derives what positive extrapolation does to the gradient, tests whether
 # the collapse survives baselines calibrated without FT, and maps when a later start helps.
-#
-# **When FT starts (Table 7, MoCo v1 with both transformations)**, generated from its runs:
-
-# %%
-t7s = [p for p in records if "table7_start_epoch" in p]
-for path in t7s:
-    exp = X.Experiment.load(path)
-    data = X.data_label(exp, profile)
-    display(P.markdown_html(f"**{data[:1].upper() + data[1:]}.** "
-                            + X.start_epoch_paragraph(exp, records[path])))
-if not t7s:
-    display(P.markdown_html("Table 7 has no stored runs in this profile."))
 
 # %%
 recs = records[train[0]]

@@ -1,10 +1,15 @@
 # %% [markdown]
 # # Run explorer
 #
-# Every stored run of the chosen profile, in one place. The first figure responds in the static page:
-# pick a setting from the menu to see its three statistics (its lowest seed), as raw cosines (solid) and
-# after FT (dotted). In a live kernel, the widget below it overlays any runs you select, every seed
-# included, with their gradient landscapes and readout.
+# Every stored run of the chosen profile, in one place. The first figure responds in the static page, with no
+# kernel: pick a table or experiment (one entry per experiment file under `experiments/`: the paper's Tables 1-7
+# on the shapes and on Fashion-MNIST, the supplement's, the diagnoses, the calibrations), then one of its
+# settings, and the three panels show that setting's score statistics (its lowest seed) against the epoch:
+# Mean(pos), the mean cosine of a query with its positive key; Mean(neg), the mean cosine with the queue's
+# negatives; Var(neg), their variance. Solid lines are the raw cosines, dotted lines the same statistics after
+# the setting's feature transformation; where a run trains with FT off the dotted line lies on the solid one.
+# In a live kernel (JupyterLab, Colab), the widget below overlays any runs you select, every seed included,
+# with a smoothing slider, and draws their gradient landscapes.
 
 # %% colab-setup
 
@@ -12,11 +17,8 @@
 import os
 
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
-max_runs = 120  # settings in the static menu (one seed each)
 
-# %%
-import matplotlib.pyplot as plt
-
+# %% tags=["hide-input"]
 from ftcl_core import experiments as X
 from ftcl_core import plotting as P
 
@@ -28,26 +30,10 @@ P.html_table(["run", "linear top-1 %", "kNN top-1 %", "random init linear %"],
              [[name, f"{e['linear_top1']:.1f}", f"{e['knn_top1']:.1f}", f"{e['random_init_linear_top1']:.1f}"]
               for name, e in evals.items()], collapsed=f"{len(labels)} complete runs of the {profile} profile (click to list)")
 
-# %%
-shown = X.one_seed_per_setting(list(labels))[:max_runs]  # the lowest seed of each setting in the static menu
-metrics = {name: labels[name].load_metrics() for name in shown}
-P.plotly_html(P.runs_explorer(metrics), include_js=True) if metrics else print("no runs yet")
+# %% tags=["hide-input"]
+groups = P.run_groups(list(labels), profile)  # every stored setting (its lowest seed), by the experiment file listing it
+metrics = {run: labels[run].load_metrics() for rows in groups.values() for run, _ in rows}
+P.runs_explorer(metrics, groups) if metrics else print("no runs yet")
 
-# %%
-import ipywidgets as widgets
-
-
-def compare(selected=tuple(list(labels)[:2])):
-    if not selected:
-        return
-    P.score_statistics({s: labels[s].load_metrics() for s in selected})
-    plt.show()
-    fig = plt.figure(figsize=(4.2 * len(selected), 3.6))
-    for i, s in enumerate(selected):
-        ax = fig.add_subplot(1, len(selected), i + 1, projection="3d")
-        P.grad_landscape(labels[s].load_grad_norms()["per_epoch"], title=s, ax=ax)
-    plt.show()
-
-
-P.live_widget(lambda: widgets.interactive(
-    compare, selected=widgets.SelectMultiple(options=list(labels), value=tuple(list(labels)[:2]), rows=8, description="runs")))
+# %% tags=["hide-input"]
+P.live_widget(lambda: P.runs_widget(labels))

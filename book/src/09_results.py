@@ -50,6 +50,7 @@ from ftcl_core.plotting import markdown_html
 markdown_html(X.summary_markdown(path, heading="**{table}**"))  # ours: linear top-1, mean ± 95 % CI over seeds
 
 # %% [markdown]
+# (forest-plot)=
 # ## Every claim at a glance
 #
 # Each row is one claim: our paired difference against its reference with its 95 % interval, coloured by
@@ -60,9 +61,9 @@ markdown_html(X.summary_markdown(path, heading="**{table}**"))  # ours: linear t
 # %%
 import matplotlib.pyplot as plt
 
-from ftcl_core.plotting import verdict_forest
+from ftcl_core.plotting import verdict_forests
 
-verdict_forest(rows)
+verdict_forests(rows)  # a few whole tables a figure, none taller than a screen
 plt.show()
 
 # %% [markdown]
@@ -192,11 +193,11 @@ else:
 # ### The same baselines at the tables' budget
 #
 # Calibration compared trials at one short budget shared by every method; the tables train each chosen recipe for
-# longer (`train.epochs` of its config). The issue's aims are judged here on Table 5's baseline rows, the runs every FT
+# longer (`train.epochs` of its config). The bar this book sets for a baseline is judged here on Table 5's baseline rows, the runs every FT
 # number is paired with: linear readout at least 25 points above the random-init encoder (on Fashion-MNIST the bar is
 # the raw-pixel probe of the calibration above, so this column is left to it), a spread (95 % CI over seeds) of at
-# most 5 points, and MoCo v2 at or above MoCo v1. A method that learns slowly can miss the aims at the calibration
-# budget and meet them here, or the other way round; an aim a method misses is named, not hidden.
+# most 5 points, and MoCo v2 at or above MoCo v1. A method that learns slowly can miss the bar at the calibration
+# budget and meet it here, or the other way round; a bar a method misses is named, not hidden.
 
 # %%
 aims = X.baseline_aims(rows)
@@ -212,7 +213,7 @@ if aims:
                        [[a["table"], a["setting"], a["base"].removeprefix("configs/"), X.plus_minus(a["mean"], a["ci95"]),
                          str(a["n_seeds"]), f"{a['random_init']:.1f}", f"{a['gain']:+.1f}", met(a["gain_met"]),
                          met(a["spread_met"])] for a in aims],
-                       caption="Calibrated baselines of Table 5 at the tables' budget, against the issue's aims"))
+                       caption="Calibrated baselines of Table 5 at the tables' budget, against the bar this book sets for a baseline"))
     display(markdown_html("\n".join(
         f"* {X.DATA_NAMES.get(d, d)}: MoCo v2 {v2:.1f} % against MoCo v1 {v1:.1f} %, so the aim v2 ≥ v1 is "
         f"{'met' if v2 >= v1 else '**not met**'}." for d, (v1, v2) in X.v2_against_v1(aims).items())))

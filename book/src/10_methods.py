@@ -104,11 +104,8 @@ for path, recs in records.items():
     summaries[path] = X.summarize(recs)
 
 # %%
-fig, axes = plt.subplots(1, 4, figsize=(16, 3.8), gridspec_kw={"width_ratios": [5, 2, 2, 2]})
-for ax, path in zip(axes, experiments):
-    P.experiment_bars(X.Experiment.load(path), summaries[path], ax=ax)
-    ax.set_title(X.Experiment.load(path).title.split(":")[0])
-fig.tight_layout()
+P.experiment_grid([(X.Experiment.load(path), summaries[path]) for path in experiments],
+                  titles=[X.Experiment.load(path).title.split(":")[0] for path in experiments])
 plt.show()
 
 # %% [markdown]
@@ -164,9 +161,9 @@ display(P.markdown_html("\n".join(lines)))
 # constant encoder. For BYOL and SimSiam the loss is the positive score itself, which eq. 4 lowers, so
 # extrapolation rescales what these methods already maximise rather than crowding the features together. At the
 # calibration's short, shared budget the baselines of BYOL, SimSiam and SwAV learned far less than SimCLR's and
-# MoCo's, and no knob searched without FT on a validation split lifted them to the aim there: the trials
+# MoCo's, and no knob searched without FT on a validation split lifted them to the bar this book sets for a baseline there: the trials
 # are in `results/calibration.csv`, and each `configs/cpu_cal_*.yaml` says in its header which trial it keeps and
-# why. Chapter 9's last table judges the same aims at the tables' longer budget, where a slow starter can catch up.
+# why. Chapter 9's last table judges the same bar at the tables' longer budget, where a slow starter can catch up.
 #
 # ## Several processes and the GPU path
 #

@@ -1,0 +1,287 @@
+"""Every matplotlib figure of ``ftcl_core.plotting`` as the book shows it: text at least 10 px tall in the page's
+column (:func:`plotting.smallest_text_px`) and no legend on plotted data (:func:`plotting.legend_overlaps_data`).
+
+Each figure is built from small fake inputs shaped like the stored runs' (ten momenta, 69 claims of the summary,
+the seven-by-five phase diagram), at the size the chapter calls it with; the checks themselves are shown to fail
+on a figure made to fail them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from ftcl_core import experiments as X  # noqa: E402
+from ftcl_core import plotting as P  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def fake_metrics(steps: int = 240, steps_per_epoch: int = 8, seed: int = 0) -> dict[str, np.ndarray]:
+    """A run's per-step statistics, as :meth:`RunDir.load_metrics` returns them (noisy curves in [-1, 1])."""
+    rng = np.random.default_rng(seed)
+    step = np.arange(steps)
+    t = step / steps
+    m = {"step": step, "epoch": step // steps_per_epoch}
+    for prefix in ("", "ft_"):
+        m[prefix + "pos_mean"] = 0.9 - 0.3 * t + 0.05 * rng.standard_normal(steps)
+        m[prefix + "neg_mean"] = 0.5 * np.exp(-3 * t) * (1 + seed / 10) + 0.05 * rng.standard_normal(steps)
+        m[prefix + "neg_var"] = 0.02 + 0.05 * t + 0.005 * rng.standard_normal(steps)
+    return m
+
+
+def fake_summary(exp: X.Experiment, pixels: bool = False) -> dict[str, dict[str, float]]:
+    """:func:`experiments.summarize` of an experiment with every setting stored (readouts near the top of the axis,
+    where a legend inside the frame would sit on them)."""
+    out = {}
+    for i, s in enumerate(exp.settings):
+        out[s] = {"mean": 88.0 - 3 * (i % 4), "ci95": 2.5, "random_init_mean": 21.0}
+        if pixels:
+            out[s]["raw_pixels_mean"] = 70.0
+    return out
+
+
+def fake_forest_rows(n_claims: int = 69) -> list[dict[str, str]]:
+    """Rows of ``results/summary.csv``: per table a baseline row and claims against it, every verdict word."""
+    tables = {"T1": 16, "T1-fmnist": 9, "T2": 4, "T3": 4, "T4": 2, "T5": 16, "T5-fmnist": 8, "T6": 4, "T7": 8,
+              "S-F": 9, "S-G": 3}
+    verdicts = list(P.VERDICT_COLORS)
+    rows, k = [], 0
+    for table, n in tables.items():
+        rows.append({"table": table, "setting": "baseline", "reference": "", "verdict": "baseline", "diff_mean": "",
+                     "diff_ci95": "", "paper": "71.1"})
+        for i in range(n):
+            if k == n_claims:
+                break
+            rows.append({"table": table, "setting": f"setting {i} of {table}", "reference": "baseline",
+                         "verdict": verdicts[k % len(verdicts)], "diff_mean": f"{RNG.normal(-5, 15):.3f}",
+                         "diff_ci95": f"{abs(RNG.normal(3, 1)):.3f}", "paper": "collapse" if table == "T1" else "73.0"})
+            k += 1
+    return rows
+
+
+def phase_inputs(n_rows: int = 7, n_cols: int = 5):
+    """Chapter 7's phase diagram: four lengths and three encoders against five starts, one cell not run."""
+    rows = ["shapes, 30 epochs", "shapes, 120 epochs", "Fashion-MNIST, 10 epochs", "Fashion-MNIST, 30 epochs",
+            "shapes, 30 epochs, resnet10_w32", "shapes, 30 epochs, resnet18_w32", "shapes, 30 epochs, resnet18_w64"]
+    cols = ["FT from the start", "FT from 3% of the run", "FT from 30% of the run", "FT from 50% of the run",
+            "FT from 80% of the run"][:n_cols]
+    diff = RNG.normal(-5, 12, size=(n_rows, n_cols))
+    diff[0, 0], diff[1, 1], diff[-1, -1] = -42.4, 0.6, np.nan
+    ci = np.abs(RNG.normal(2, 1, size=diff.shape))
+    words = ["contradicted", "no effect of the paper's size", "2 seed(s): undecided", "inconclusive", "replicated"]
+    verdicts = [[words[(i + j) % len(words)] for j in range(n_cols)] for i in range(n_rows)]
+    return rows[:n_rows], cols, diff, ci, verdicts
+
+
+def capacity_rows() -> list[dict]:
+    """:func:`diagnosis.capacity_rows` for the four encoders, the largest without stored runs."""
+    out = []
+    for name, params, base, ft in (("resnet10_w16", 0.3e6, 92.0, 40.0), ("resnet10_w32", 1.2e6, 92.2, 40.1),
+                                   ("resnet18_w32", 2.8e6, 93.0, 55.0), ("resnet18_w64", 11.2e6, np.nan, np.nan)):
+        out.append({"comparison": name, "parameters": params, "baseline": base, "ft": ft, "baseline_ci95": 1.0,
+                    "ft_ci95": 5.0, "baseline_erank": 40.0, "ft_erank": 3.0})
+    return out
+
+
+def predictor_report() -> dict:
+    """``results/predictor.json``: 60 held-out predictions over both data sets and the fitted model's weights."""
+    features = ["peak Mean(neg)", "Mean(neg) at the end", "effective rank, end / switch", "rho at the end",
+                "Mean(pos) at the end", "slope of Mean(neg), 2nd half"]
+    ex = [{"data": ("shapes", "fashion_mnist")[i % 2], "diff": float(RNG.normal(-10, 15)),
+           "p_loss_held_out": float(RNG.uniform(0, 1))} for i in range(60)]
+    return {"examples": ex, "features": features, "model": {"sign_weights": [0.1, 1.2, -0.4, 0.8, -1.1, 0.3, 0.05]}}
+
+
+def landscape(n_epochs: int = 30, n_layers: int = 12) -> np.ndarray:
+    """A per-epoch, per-layer gradient norm array (:meth:`RunDir.load_grad_norms`'s ``per_epoch``)."""
+    return np.abs(RNG.normal(1, 0.3, size=(n_epochs, n_layers))) * np.linspace(2, 0.5, n_epochs)[:, None]
+
+
+def chapter_landscapes(n: int, figsize: tuple[float, float], cols: int = 2):
+    """Chapters 5 and 6: a grid of gradient landscapes in the chapter's own figure."""
+    fig = plt.figure(figsize=figsize)
+    for i in range(n):
+        ax = fig.add_subplot((n + cols - 1) // cols, cols, i + 1, projection="3d")
+        P.grad_landscape(landscape(), title=f"m={[0, 0.5, 0.9, 0.99, 1.0][i % 5]}", ax=ax)
+    plt.tight_layout()
+    return fig
+
+
+def chapter_score_statistics_with_title():
+    """Chapter 10: the score statistics of one method, titled by the chapter with ``plt.suptitle``."""
+    fig = P.score_statistics(TABLE5, columns=("pos_mean", "neg_mean", "neg_var"))
+    plt.suptitle("SimCLR", y=1.02)
+    return fig
+
+
+MOMENTA = {f"m={m}": fake_metrics(seed=i) for i, m in enumerate((0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 0.999, 1.0))}
+TABLE5 = {s: fake_metrics(seed=i) for i, s in enumerate(("v1 baseline", "v1 +pos", "v1 +neg", "v1 +both",
+                                                         "v1 +both_dim"))}
+EXPERIMENT = {name: X.Experiment.load(f"experiments/{name}.yaml") for name in (
+    "table1_momentum", "table1_momentum_fmnist", "table5_ft_v1", "supp_f_renorm", "supp_g_negatives",
+    "table2_alpha_ex", "table6_queue", "table5_simclr", "table5_byol", "table5_simsiam", "table5_swav")}
+CHAPTER6_GRID = ["table2_alpha_ex", "supp_f_renorm", "supp_g_negatives", "table6_queue", "table5_ft_v1"]
+CHAPTER10_GRID = ["table5_simclr", "table5_byol", "table5_simsiam", "table5_swav"]
+
+# name -> the figure (or figures) as its chapter draws it
+BOOK_FIGURES: dict[str, Callable[[], object]] = {
+    "score_statistics, one run (ch 2, 4)": lambda: P.score_statistics({"MoCo v2": MOMENTA["m=0.99"]}),
+    "score_statistics, ten momenta (ch 5)": lambda: P.score_statistics(MOMENTA),
+    "score_statistics, titled by the chapter (ch 10)": chapter_score_statistics_with_title,
+    "score_trajectory_3d, ten momenta (ch 5)": lambda: P.score_trajectory_3d(MOMENTA),
+    "grad_landscape (ch 4)": lambda: P.grad_landscape(landscape(), title="MoCo v2, query encoder"),
+    "grad_landscape, two in a row (ch 5, 6: the chapters' 10-inch figures)": lambda: chapter_landscapes(2, (10, 3.8)),
+    "score_bound (ch 3)": lambda: P.score_bound(),
+    "experiment_bars, ten momenta (ch 5)": lambda: P.experiment_bars(
+        EXPERIMENT["table1_momentum"], fake_summary(EXPERIMENT["table1_momentum"])),
+    "experiment_bars, Fashion-MNIST with pixels (ch 5)": lambda: P.experiment_bars(
+        EXPERIMENT["table1_momentum_fmnist"], fake_summary(EXPERIMENT["table1_momentum_fmnist"], pixels=True)),
+    "experiment_bars, no run yet": lambda: P.experiment_bars(EXPERIMENT["table5_ft_v1"], {}),
+    "experiment_grid, the other tables (ch 6)": lambda: P.experiment_grid(
+        [(EXPERIMENT[n], fake_summary(EXPERIMENT[n], pixels=n == "table6_queue")) for n in CHAPTER6_GRID]),
+    "experiment_grid, the methods (ch 10)": lambda: P.experiment_grid(
+        [(EXPERIMENT[n], fake_summary(EXPERIMENT[n])) for n in CHAPTER10_GRID],
+        titles=[EXPERIMENT[n].title.split(":")[0] for n in CHAPTER10_GRID]),
+    "readout_by_length (ch 7)": lambda: P.readout_by_length(
+        [1170, 4680, 9360], {"baseline": [[80, 78, 77], [97, 96, 97], []], "FT (+pos +neg)": [[34, 38, 36],
+                                                                                           [72, 81, 77], []]},
+        random_init=21.0, title="Shapes, calibrated MoCo v1: linear top-1 against the length of the run"),
+    "verdict_forests, a few tables a figure (ch 9)": lambda: P.verdict_forests(fake_forest_rows()),
+    "difference_grid, 2 x 2 (ch 7)": lambda: P.difference_grid(
+        ["MoCo v1", "MoCo v2"], ["original recipe", "calibrated recipe"], np.array([[-30.2, -3.1], [0.4, np.nan]]),
+        np.array([[3.0, 1.2], [0.8, np.nan]]), [["contradicted", "no effect of the paper's size"],
+                                                 ["inconclusive", ""]],
+        title="FT (+pos +neg) minus its baseline, by method and recipe"),
+    "difference_grid, phase diagram 7 x 5 (ch 7)": lambda: P.difference_grid(
+        *phase_inputs(), title="MoCo v1: FT minus the same run without FT (linear top-1, points)"),
+    "capacity_figure (ch 7)": lambda: P.capacity_figure(capacity_rows()),
+    "predictor_figure (ch 7)": lambda: P.predictor_figure(predictor_report()),
+}
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Every figure a test opens is closed after it (the pyplot interface keeps them otherwise)."""
+    yield
+    plt.close("all")
+
+
+def figures_of(name: str) -> list:
+    """The figures ``BOOK_FIGURES[name]`` draws (one, or a list)."""
+    out = BOOK_FIGURES[name]()
+    return list(out) if isinstance(out, list) else [out]
+
+
+@pytest.mark.parametrize("name", list(BOOK_FIGURES))
+def test_figure_text_is_10_px_or_more_and_no_legend_covers_data(name):
+    figs = figures_of(name)
+    for fig in figs:
+        sizes = P.text_sizes_px(fig)
+        assert sizes, "no text measured: the check would pass on anything"
+        px, text = min(sizes)
+        assert px >= P.MIN_TEXT_PX, f"{text!r} is {px:.1f} px tall in the book's {P.BOOK_COLUMN_PX}-px column"
+        assert P.legend_overlaps_data(fig) == []
+
+
+def test_the_overlap_check_reports_a_legend_placed_on_data():
+    fig, (ax, axb) = plt.subplots(1, 2, figsize=(7, 3))
+    ax.plot([0, 1], [0, 1], label="diagonal")
+    ax.legend(loc="center")  # right on the line's middle
+    axb.bar([0, 1, 2], [95, 90, 97], label="bars")
+    axb.set_ylim(0, 100)
+    axb.legend(loc="upper left")  # the old accuracy_bars placement: on the bars that reach the top
+    found = P.legend_overlaps_data(fig)
+    assert any("axes 0" in f and "Line2D 'diagonal'" in f for f in found)
+    assert any("Rectangle" in f and "axes 1" in f for f in found)
+    ax.get_legend().remove()
+    axb.get_legend().remove()
+    axb.legend(loc="upper left", bbox_to_anchor=(1.02, 1))  # beside the axes: clear
+    assert P.legend_overlaps_data(fig) == []
+    scatter_fig, sax = plt.subplots()
+    sax.scatter([0.5], [0.5], label="one point")
+    sax.legend(loc="center")
+    assert any("PathCollection" in f for f in P.legend_overlaps_data(scatter_fig))
+
+
+def test_text_size_is_what_the_page_shows():
+    small, ax = plt.subplots(figsize=(5, 3))
+    ax.set_title("ten points", fontsize=10)
+    ax.tick_params(labelsize=10)
+    assert P.smallest_text_px(small) == pytest.approx(10 * 100 / 72)  # narrower than the column: its own size
+    wide, ax = plt.subplots(figsize=(20, 3))
+    ax.tick_params(labelsize=10)
+    width = P.rendered_width_px(wide)
+    assert 1500 < width < 2020  # the tight box: the axes and their labels, not the empty margins
+    assert P.smallest_text_px(wide) == pytest.approx(10 * 100 / 72 * P.BOOK_COLUMN_PX / width)  # scaled down
+    assert P.smallest_text_px(wide, column_px=4000) == pytest.approx(10 * 100 / 72)
+    ax.set_xticks([0.5], ["a tick"])
+    ax.tick_params(labelsize=5)
+    assert P.smallest_text_px(wide) < 5 * 100 / 72
+
+
+def test_the_phase_diagram_colour_bar_reads_plain_numbers():
+    (fig,) = figures_of("difference_grid, phase diagram 7 x 5 (ch 7)")
+    fig.canvas.draw()  # the colour bar's tick labels are set when it draws
+    bar = fig.axes[-1]
+    labels = [t.get_text() for t in bar.get_yticklabels()]
+    assert labels and not any(c in "".join(labels) for c in "$^⁰¹²³e")  # no powers of ten
+    assert {"0", "+1", "\N{MINUS SIGN}1", "+10", "\N{MINUS SIGN}10", "\N{MINUS SIGN}40"} <= set(labels)
+    assert not bar.yaxis.get_minorticklocs().size
+    cells = [t for t in fig.axes[0].texts if "±" in t.get_text()]
+    assert cells and all(t.get_fontsize() * fig.dpi / 72 >= P.MIN_TEXT_PX for t in cells)
+    assert P.plain_number(-40.0) == "\N{MINUS SIGN}40" and P.plain_number(0.5) == "+0.5" and P.plain_number(0) == "0"
+
+
+def test_the_forest_splits_by_table_and_keeps_every_claim():
+    rows = fake_forest_rows()
+    claims = [r for r in rows if r["verdict"] != "baseline"]
+    figs = P.verdict_forests(rows)
+    assert len(figs) > 1
+    drawn = []
+    for fig, group in zip(figs, P.forest_groups(rows)):
+        ax = fig.axes[0]
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        drawn += labels
+        assert len(labels) <= 20 or len(group) == 1
+        assert fig.get_figheight() * fig.dpi <= 700  # under a screen
+        assert ax.get_title() == ", ".join(group)
+    assert len(drawn) == len(claims)
+    t5 = P.verdict_forest(rows, table="T5")
+    assert len(t5.axes[0].get_yticklabels()) == sum(r["table"] == "T5" for r in claims)
+    everything = P.verdict_forest(rows)  # the old call: every claim in one figure, still drawn
+    assert len(everything.axes[0].get_yticklabels()) == len(claims)
+    assert P.legend_overlaps_data(everything) == []
+
+
+def test_the_grid_of_tables_has_one_legend_outside_its_panels():
+    (fig,) = figures_of("experiment_grid, the other tables (ch 6)")
+    assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "raw pixels (linear)" in labels and len(labels) == len(set(labels))
+    assert sum(ax.get_visible() for ax in fig.axes) == len(CHAPTER6_GRID)
+    (methods,) = figures_of("experiment_grid, the methods (ch 10)")  # BYOL's numbers are ImageNet-1K's
+    assert "paper (ImageNet-100, ImageNet-1K)" in [t.get_text() for t in methods.legends[0].get_texts()]
+
+
+def test_chapter_sevens_own_figures_read_at_page_width():
+    """The contraction test and the early-training figure: text of at least 10 px, legends off the data."""
+    from ftcl_core import diagnosis as G
+
+    rhos = np.linspace(-0.5, 1.0, 7)
+    lams = (1.0, 1.5, 2.0)
+    rates = {lam: rhos - G.attraction_threshold(lam) for lam in lams}
+    steps = np.arange(200)
+    runs = {f"v1 {arm}": {"step": steps, "rho": np.linspace(0, 0.8, 200) * (0.5 if arm == "+both" else 1),
+                          "neg_mean": np.linspace(0, 0.9 if arm == "+both" else 0.3, 200)} for arm in ("baseline", "+both")}
+    for fig in (P.contraction_figure(rhos, rates, {lam: G.attraction_threshold(lam) for lam in lams}),
+                P.early_training(runs, (0.13, 0.56))):
+        assert P.smallest_text_px(fig) >= 10 and P.legend_overlaps_data(fig) == []
+        plt.close(fig)

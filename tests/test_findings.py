@@ -1,0 +1,73 @@
+"""The book's findings: every sentence holds on the stored runs, and each fails when a verdict it rests on flips."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from ftcl_core import experiments as X
+from ftcl_core import findings as F
+from ftcl_core.results.numbers import plus_minus
+
+pytestmark = pytest.mark.skipif(not (X.STORED / "T5").is_dir(), reason="no stored cpu runs")
+
+
+@pytest.fixture(scope="module")
+def ev() -> F.Evidence:
+    return F.Evidence.load("cpu")
+
+
+def test_every_finding_holds_on_the_stored_runs(ev):
+    F.expect(ev)  # raises FindingsDisagree naming the sentence otherwise
+    bullets = F.bullets(ev, F.github_link)
+    assert len(bullets) == 5 and all(b.startswith("- **") for b in bullets)
+    assert "{" not in "".join(bullets)  # every field filled
+    facts = F.facts(ev)
+    assert facts["first_recipe"] == plus_minus(ev.first_step["recipe"]["diff"], ev.first_step["recipe"]["ci95"], signed=True)
+    assert len(F.ABSTRACT.split(". ")) <= 4  # three sentences (one holds a colon list)
+
+
+def test_a_flipped_verdict_fails_the_sentence_that_rests_on_it(ev):
+    oracle = {**ev.first_step["oracle"], "verdict": "replicated", "diff": 3.0}
+    flipped = dataclasses.replace(ev, first_step={**ev.first_step, "oracle": oracle})
+    with pytest.raises(F.FindingsDisagree, match="'first step'.*oracle|'first step'.*no same-class"):
+        F.expect(flipped)
+    F.expect(flipped, "photographs", "late start")  # the other sentences still hold
+    label = next(iter(ev.phase))
+    helps_first = {**ev.phase[label][0.0], "verdict": "smaller than the paper", "diff": 1.0}
+    early = dataclasses.replace(ev, phase={**ev.phase, label: {**ev.phase[label], 0.0: helps_first}})
+    with pytest.raises(F.FindingsDisagree, match="'late start'"):
+        F.expect(early, "late start")
+    long = [{**r, "ft": 99.0} if r["kind"] == "length" and r is ev.length[1] else r for r in ev.length]
+    with pytest.raises(F.FindingsDisagree, match="'length'.*reaches the shorter baseline"):
+        F.expect(dataclasses.replace(ev, length=tuple(long)), "length")
+    real = {**ev.first_step["real"], "verdict": "contradicted"}
+    with pytest.raises(F.FindingsDisagree, match="'photographs'"):
+        F.expect(dataclasses.replace(ev, first_step={**ev.first_step, "real": real}), "photographs")
+    with pytest.raises(KeyError, match="no checks for the sentence"):
+        F.expect(ev, "nonsense")
+
+
+def test_no_runs_decide_nothing_and_the_findings_say_so(tmp_path):
+    empty = F.Evidence.load("cpu", root=tmp_path)
+    assert all(r["n_seeds"] == 0 for r in empty.first_step.values())
+    with pytest.raises(F.FindingsDisagree, match="undecided"):
+        F.expect(empty, "first step")
+
+
+def test_the_findings_block_replaces_only_its_markers(ev):
+    text = f"intro\n{F.MARKERS[0]}\nold\n{F.MARKERS[1]}\nrest\n"
+    block = F.block(ev, F.index_link, "x.png")
+    assert F.replace_block(text, block, "X.md") == f"intro\n{block}\nrest\n"
+    assert F.replace_block(F.replace_block(text, block, "X.md"), block, "X.md") == f"intro\n{block}\nrest\n"
+    assert "(#phase-diagram)" in block and "![" in block
+    with pytest.raises(X.ConfigError, match="X.md has no findings block"):
+        F.replace_block("intro\n", block, "X.md")
+
+
+def test_the_index_links_name_labels_the_chapters_define(ev):
+    labels = {m for src in (X.ROOT / "book" / "src").glob("*.py") for m in re.findall(r"^# \(([\w-]+)\)=$",
+                                                                                     src.read_text(), re.M)}
+    assert {anchor for _, (_, anchor), _ in F.BULLETS} <= labels
