@@ -1234,3 +1234,16 @@ def distinct_claims(claims: list[dict]) -> list[dict]:
     for r in claims:
         seen.setdefault(comparison_key(r) + (r.get("kind", ""), r.get("verdict", "")), r)
     return list(seen.values())
+
+
+def recipe_rows(cfg: RunConfig, keys: tuple[str, ...]) -> list[list[str]]:
+    """``[key, value]`` rows of a run's config for the dotted ``keys`` (``"moco.tau"``), the few settings a reader
+    needs to read a recipe; a key the config does not hold is a clear error."""
+    flat = cfg.to_dict()
+    rows = []
+    for key in keys:
+        section, _, name = key.partition(".")
+        if section not in flat or name not in flat[section]:
+            raise ConfigError(f"the config has no key {key!r}; see ftcl_core/config.py for its sections and fields.")
+        rows.append([key, str(flat[section][name])])
+    return rows

@@ -227,3 +227,21 @@ def book_summary(reports: list[dict]) -> str:
                       "where the FT arm again ends below its baseline; a verdict needs three seeds, paired."
                       if f["linear_top1"] < b["linear_top1"] else ""))
     return " ".join(out)
+
+
+def ft_overhead_sentence(reports: list[dict]) -> str:
+    """Why FT's share of a GPU step differs between the throughput settings (and from the CPU's): per setting, the
+    step's time and what FT adds to it in milliseconds, generated from the newest stored throughput part ("" when
+    none), with the likely cause: FT's per-step draws on a CPU generator make the host wait for the device."""
+    settings = latest_parts(reports).get("throughput", {}).get("settings", {})
+    measured = {name: t for name, t in settings.items() if "ft_overhead" in t and "step_ms" in t}
+    if len(measured) < 2:
+        return ""
+    parts = [f"{name}: {fmt(t['step_ms'] * t['ft_overhead'], 3)} ms on a {fmt(t['step_ms'], 3)} ms step "
+             f"({_percent(t['ft_overhead'])} %)" for name, t in measured.items()]
+    return ("What FT adds to a GPU step: " + "; ".join(parts) + ". FT draws its λ and the queue's permutation with a "
+            "CPU random generator (a run draws the same numbers on any device) and copies them to the GPU every step, "
+            "so the host waits for the device there instead of queuing the next step's work ahead of it; a long step "
+            "(a large network at 224 px) hides that wait, a short one does not, and a compute-bound CPU step hardly "
+            "notices it (the README's benchmark). This is a reading of the code, not yet a measurement: drawing on the "
+            "device would test it.")

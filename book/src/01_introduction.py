@@ -98,6 +98,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from ftcl_core import augment as A
+from ftcl_core import plotting as P
 from ftcl_core.data import SHAPE_CLASSES, make_shapes
 
 sample = make_shapes(10 * 6, seed=0)
@@ -107,17 +108,17 @@ gen = torch.Generator().manual_seed(0)
 views = [A.augment(images, A.moco_v2(24), gen) for _ in range(2)]
 std, mean = torch.tensor(A.moco_v2().std).view(1, 3, 1, 1), torch.tensor(A.moco_v2().mean).view(1, 3, 1, 1)
 
-fig, axes = plt.subplots(3, 10, figsize=(12, 4))
+fig, axes = plt.subplots(3, 10, figsize=(P.BOOK_WIDTH_IN, 2.9))
 for c in range(10):
     i = c * 6
     axes[0, c].imshow(images[i].permute(1, 2, 0))
-    axes[0, c].set_title(SHAPE_CLASSES[c], fontsize=8)
+    axes[0, c].set_title(SHAPE_CLASSES[c], fontsize=9)
     for r in (0, 1):
         axes[r + 1, c].imshow((views[r][i : i + 1] * std + mean).clamp(0, 1)[0].permute(1, 2, 0))
 for ax in axes.flat:
     ax.axis("off")
-axes[1, 0].set_title("view 1", fontsize=8, loc="left")
-axes[2, 0].set_title("view 2", fontsize=8, loc="left")
+axes[1, 0].set_title("view 1", fontsize=9, loc="left")
+axes[2, 0].set_title("view 2", fontsize=9, loc="left")
 plt.tight_layout()
 plt.show()
 

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 from ftcl_core import augment as A
 from ftcl_core import experiments as X
+from ftcl_core import plotting as P
 from ftcl_core.data import load_data
 from ftcl_core.losses import info_nce, logits_from_scores, moco_logits
 from ftcl_core.methods import build_model
@@ -62,12 +63,11 @@ l_neg = (q @ k.T)[~torch.eye(len(q), dtype=torch.bool)].view(len(q), -1)
 stats = score_statistics(l_pos, l_neg, n=64)
 print(f"Mean(pos) {stats[0]:.3f}   Mean(neg) {stats[1]:.3f}   Var(neg) {stats[2]:.4f}")
 
-fig, ax = plt.subplots(figsize=(6, 3))
+fig, ax = plt.subplots(figsize=(P.BOOK_WIDTH_IN, 3), layout="constrained")
 ax.hist(l_neg.flatten().numpy(), bins=80, density=True, alpha=0.6, label="negative scores")
 ax.hist(l_pos.numpy(), bins=40, density=True, alpha=0.6, label="positive scores")
 ax.set_xlabel("cosine score")
-ax.legend()
-plt.tight_layout()
+ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
 plt.show()
 
 # %% [markdown]
@@ -78,7 +78,6 @@ plt.show()
 # while Mean(neg) falls toward zero: the features spread over the sphere.
 
 # %%
-from ftcl_core import plotting as P
 from ftcl_core.runs import RunDir
 
 rec = X.sweep(exp.path, profile, seeds=[0], settings=["v2 baseline"], progress=False)[0]
@@ -105,7 +104,7 @@ t_neg = (last["neg_mean"] + last["neg_var"] ** 0.5 * torch.randn(256, n_neg, gen
 t_pos = torch.full((256,), last["pos_mean"])
 print(f"from the stored run's last {n_last} steps: Mean(pos) {last['pos_mean']:.3f}, Mean(neg) {last['neg_mean']:.3f}, "
       f"Var(neg) {last['neg_var']:.4f}; {n_neg} negatives per query")
-fig, ax = plt.subplots(figsize=(6, 3))
+fig, ax = plt.subplots(figsize=(P.BOOK_WIDTH_IN, 3), layout="constrained")
 for tau in (0.07, 0.2, 0.5, 1.0):
     logits = logits_from_scores(t_pos, t_neg, tau)
     p = torch.softmax(logits, dim=1)[:, 1:]
@@ -114,6 +113,5 @@ for tau in (0.07, 0.2, 0.5, 1.0):
 ax.set_xscale("log")
 ax.set_xlabel("negatives, by rank of their score")
 ax.set_ylabel("share of the negatives' softmax mass")
-ax.legend(fontsize=8)
-plt.tight_layout()
+ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
 plt.show()

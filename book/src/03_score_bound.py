@@ -78,7 +78,7 @@ err = (s2 - T.transformed_positive_score(s, lam_ex.squeeze(1))).abs().max()
 lo, hi = T.score_range(s)
 print(f"{n} pairs; max |measured - eq. 4| = {err:.2e}; inside [-4+5S, S]: {bool(((s2 >= lo - 1e-12) & (s2 <= hi + 1e-12)).all())}")
 
-fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+fig, ax = plt.subplots(1, 2, figsize=(P.BOOK_WIDTH_IN, 4.0), layout="constrained")
 sel = slice(0, 3000)
 ax[0].scatter(s[sel], s2[sel], s=2, alpha=0.4, label="measured (λ ~ Beta(2,2)+1)")
 grid = np.linspace(-1, 1, 100)
@@ -86,15 +86,14 @@ ax[0].plot(grid, grid, "k-", lw=1, label="S (upper bound)")
 ax[0].plot(grid, -4 + 5 * grid, "k--", lw=1, label="5S - 4 (lower bound)")
 ax[0].set_xlabel("S")
 ax[0].set_ylabel("S' after extrapolation")
-ax[0].legend(fontsize=8)
+ax[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=9, frameon=False)
 lam_in = T.sample_lambda(2.0, "sample", n, 128, gen).double()
 q3, k3 = T.extrapolate_positive(zq, zk, lam_in)
 ax[1].scatter(s[sel], (q3 * k3).sum(1)[sel], s=2, alpha=0.4, color="darkorange", label="interpolation, λ ~ Beta(2,2)")
 ax[1].plot(grid, grid, "k-", lw=1, label="S")
 ax[1].set_xlabel("S")
 ax[1].set_ylabel("S' after interpolation")
-ax[1].legend(fontsize=8)
-plt.tight_layout()
+ax[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=9, frameon=False)
 plt.show()
 
 # %% [markdown]
@@ -169,7 +168,7 @@ import ipywidgets as widgets
 
 
 def explore(alpha=2.0, lam=1.5, S=0.6):
-    fig, ax = plt.subplots(1, 2, figsize=(10, 3.2))
+    fig, ax = plt.subplots(1, 2, figsize=(P.BOOK_WIDTH_IN, 3.4), layout="constrained")
     u = np.linspace(0.001, 0.999, 300)
     ax[0].plot(1 + u, P.beta_density(u, alpha))
     ax[0].axvline(lam, color="crimson")
@@ -179,7 +178,7 @@ def explore(alpha=2.0, lam=1.5, S=0.6):
     ax[1].axvline(T.transformed_positive_score(S, lam), color="crimson", label=f"S' at λ={lam}")
     ax[1].axvspan(*T.score_range(S), alpha=0.1)
     ax[1].set_title(f"S' for S = {S}")
-    ax[1].legend()
+    ax[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=9, frameon=False)
     plt.show()
 
 

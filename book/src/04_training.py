@@ -25,8 +25,6 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 seed = 0
 
 # %%
-import json
-
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -38,7 +36,12 @@ exp = X.Experiment.load("experiments/table5_ft_v2.yaml")
 rec = X.sweep(exp.path, profile, seeds=[seed], settings=["v2 baseline"], progress=False)[0]
 run = RunDir(rec["dir"])
 cfg = run.load_config()
-print(json.dumps({k: cfg.to_dict()[k] for k in ("data", "augment", "model", "moco", "optim", "train")}, indent=1))
+recipe = X.recipe_rows(cfg, ("data.name", "data.n_train", "data.image_size", "augment.preset", "augment.out_size",
+                             "model.encoder", "model.mlp", "model.bn_splits", "moco.queue_size", "moco.momentum",
+                             "moco.tau", "optim.lr", "optim.weight_decay", "optim.schedule", "train.batch_size",
+                             "train.epochs"))
+P.html_table(["setting", "value"], recipe, caption=f"The run's recipe ({X.base_for(exp, profile)}; the whole config "
+                                                   "is the run folder's config.yaml)")
 
 # %% [markdown]
 # ## The method, in code
@@ -67,18 +70,17 @@ display(P.source_code(train_step))
 # %%
 m = run.load_metrics()
 epoch = m["step"] / max(1, int(np.sum(m["epoch"] == 0)))
-fig, ax = plt.subplots(1, 3, figsize=(12, 3))
-ax[0].plot(epoch, P.smooth(m["loss"], 10))
+fig, ax = plt.subplots(1, 3, figsize=(P.BOOK_WIDTH_IN, 2.9), layout="constrained")
+ax[0].plot(epoch, P.smooth(m["loss"], 10), label="loss (10-step mean)")
 ax[0].axhline(np.log(cfg.moco.queue_size + 1), ls="--", color="gray", lw=1, label="ln(K+1)")
 ax[0].set_title("InfoNCE loss")
-ax[0].legend(fontsize=8)
+fig.legend(loc="outside lower center", ncol=2, frameon=False)
 ax[1].plot(epoch, P.smooth(m["top1"], 10))
 ax[1].set_title("contrastive top-1 (%)")
 ax[2].plot(epoch, m["lr"])
 ax[2].set_title("learning rate")
 for a in ax:
     a.set_xlabel("epoch")
-plt.tight_layout()
 plt.show()
 
 # %% [markdown]

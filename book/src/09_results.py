@@ -95,13 +95,21 @@ from ftcl_core.plotting import html_table
 across = X.data_set_verdicts(rows)
 data_sets = sorted({d for r in across for d in r["per_data"]})
 if across:
+    # seeds and recipe in the caption when every cell shares them, in the cell only where one differs
+    shared = {(r["per_data"][d][1], r["recipes"][d] or "own") for r in across for d in r["per_data"]}
+    common = next(iter(shared)) if len(shared) == 1 else None
+
+    def verdict_cell(r, d):
+        if d not in r["per_data"]:
+            return ""
+        verdict, n = r["per_data"][d][:2]
+        return verdict if common else f"{verdict} ({n} seeds, {r['recipes'][d] or 'own'} recipe)"
+
     display(html_table(["table", "setting", "claim", *(X.DATA_NAMES.get(d, d) for d in data_sets), "holds on"],
-                       [[r["table"], r["setting"], r["claim"],
-                         *(f"{r['per_data'][d][0]} ({r['per_data'][d][1]} seeds, {r['recipes'][d] or 'own'} recipe)"
-                           if d in r["per_data"] else ""
-                           for d in data_sets),
+                       [[r["table"], r["setting"], r["claim"], *(verdict_cell(r, d) for d in data_sets),
                          ", ".join(X.DATA_NAMES.get(d, d) for d in r["holds_on"].split(", "))] for r in across],
-                       caption="Claims tested on more than one data set; verdicts as above, per data set"))
+                       caption="Claims tested on more than one data set; verdicts as above, per data set"
+                               + (f", each over {common[0]} seeds on the {common[1]} recipe" if common else "")))
 else:
     display(markdown_html("No table has runs on more than one data set yet (the `experiments/*_fmnist.yaml` files)."))
 
@@ -117,9 +125,11 @@ else:
 before_rows = list(csv.DictReader(X.RECIPE_RECORD.open())) if X.RECIPE_RECORD.is_file() else []
 moved = X.recipe_sensitivity(before_rows, rows)
 if moved:
+    uniform = len({r[side][3] for r in moved for side in ("before", "after")}) == 1  # one seed count throughout
+
     def cell(v):
         verdict, diff, ci, n = v
-        return f"{verdict}: {X.plus_minus(float(diff), float(ci) if ci else float('nan'))} ({n} seeds)"
+        return f"{verdict}: {X.plus_minus(float(diff), float(ci) if ci else float('nan'))}" + ("" if uniform else f" ({n} seeds)")
 
     def changed(r):  # a verdict that changed only because the record had too few seeds to decide says so
         if not r["changed"]:
@@ -129,7 +139,8 @@ if moved:
     display(html_table(["table", "setting", "claim", "original recipe", "calibrated recipe", "verdict changed"],
                        [[r["table"], r["setting"], r["claim"], cell(r["before"]), cell(r["after"]),
                          changed(r)] for r in moved],
-                       caption="Paired difference against the reference (points) and verdict, on each recipe"))
+                       caption="Paired difference against the reference (points) and verdict, on each recipe"
+                               + (f", each over {moved[0]['after'][3]} seeds" if uniform else "")))
 else:
     display(markdown_html(f"No table has been rerun on a calibrated recipe yet: all {len(before_rows)} rows of the "
                           "dated record still stand as the tables above."))

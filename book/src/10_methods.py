@@ -232,6 +232,8 @@ gpu_titles = {"agreement": "The GPU path against the CPU", "throughput": "Throug
 for part, (header, rows) in gpu_report.book_tables(gpu_reports).items():
     display(Markdown(f"**{gpu_titles[part]}**"))
     display(P.html_table(header, rows))
+    if part == "throughput":
+        display(P.markdown_html(gpu_report.ft_overhead_sentence(gpu_reports)))
 
 # %% [markdown]
 # Stored runs can be trained on a GPU too: where a run executes is not part of its recipe
