@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHAPTERS = sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -56,3 +57,18 @@ def smoke_book(tmp_path_factory) -> SmokeBook:
             else:
                 os.environ[k] = v
     return SmokeBook(root, errors)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (Debian's, through playwright) for the browser tests of the built book and of JupyterLab;
+    skipped, with the fix, where it is missing."""
+    if CHROMIUM is None:
+        pytest.skip("Chromium not found: install Debian's chromium (apt-get install chromium) to run the browser tests")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install playwright)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        yield b
+        b.close()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -29,7 +28,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 START_S = 90  # JupyterLab's start on two busy cores takes 5-20 s: generous, as is every wait below
 RUN_S = 90  # a chapter's cells under the smoke profile, or chapter 8 reading the committed runs: 10-30 s
 
@@ -115,19 +113,6 @@ def lab(tmp_path_factory) -> Iterator[Lab]:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
         log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("Chromium not found: install Debian's chromium (apt-get install chromium) to run the JupyterLab test")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install playwright)")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        yield b
-        b.close()
 
 
 # JupyterLab's notebook panel of one file, through the app it exposes (--LabApp.expose_app_in_browser); by its
