@@ -49,7 +49,7 @@ def _main(argv: list[str] | None = None) -> int:
     sw.add_argument("--settings", nargs="*", help="only these settings (default: all)")
     sw.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", dest="execution",
                     help="how every run executes, e.g. device=cuda (only the execution keys: "
-                         "device, train.compile, train.channels_last)")
+                         "device, train.compile, train.channels_last, train.ft_draws)")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
     sw.add_argument("--calibrated", action="store_true",
                     help="first move the file's runs of another recipe to the dated record (results/cpu-2026-11/) "

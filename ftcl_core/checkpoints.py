@@ -3,10 +3,14 @@ score histograms (:class:`TrainingLog`) and the checkpoint (model, optimiser, ep
 
 Each epoch's save writes the metrics first and the checkpoint last (each file atomically), so on resume the
 metrics are cut back to the checkpoint's step; resuming after a ``kill -9`` reproduces the uninterrupted run
-exactly on CPU, because every random draw comes from one ``torch.Generator`` whose state is checkpointed.
+exactly on CPU, because every random draw comes from one ``torch.Generator`` whose state is checkpointed.  A run
+whose FT draws on the device (``train.ft_draws``, :class:`~ftcl_core.transforms.DeviceDraws`) checkpoints that
+generator's state too (``rng.ft_gen``), so it resumes exactly as well; a checkpoint without it drew on the host.
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 import torch
@@ -14,6 +18,7 @@ import torch
 from ftcl_core import distributed as D
 from ftcl_core.runs import RunDir, one_line, write_npz, write_torch
 from ftcl_core.stats import REPRESENTATION_COLUMNS, SCORE_COLUMNS, StepRecorder
+from ftcl_core.transforms import DeviceDraws
 
 METRIC_COLUMNS = ("epoch", "lr", "loss", "top1") + SCORE_COLUMNS + REPRESENTATION_COLUMNS
 CHECKPOINT_FORMAT = 1
@@ -75,23 +80,36 @@ class TrainingLog:
 
 
 def save(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, gen: torch.Generator, epoch: int,
-         train_s: float, log: TrainingLog) -> None:
-    """The log first, the checkpoint last: on resume, the log is cut back to the checkpoint's step."""
+         train_s: float, log: TrainingLog, device_draws: DeviceDraws | None = None) -> None:
+    """The log first, the checkpoint last: on resume, the log is cut back to the checkpoint's step.
+
+    ``rng`` holds the host generator's state and torch's global one; with ``device_draws`` also FT's device
+    generator's, as ``ft_gen: {device: its type, state: its get_state()}`` (a host-drawn run's checkpoint has no
+    ``ft_gen``: byte for byte what it held before device draws existed)."""
     log.save(run)
+    rng = {"gen": gen.get_state(), "torch": torch.get_rng_state()}
+    if device_draws is not None:
+        rng["ft_gen"] = {"device": device_draws.device.type, "state": device_draws.gen.get_state()}
     write_torch(run.checkpoint, {
         "format": CHECKPOINT_FORMAT, "epoch": epoch, "train_s": train_s,
         "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-        "rng": {"gen": gen.get_state(), "torch": torch.get_rng_state()},
+        "rng": rng,
         "world_size": D.world_size(),
     })
 
 
 def resume(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, gen: torch.Generator,
-           log: TrainingLog, steps_per_epoch: int, device: str) -> tuple[int, float]:
+           log: TrainingLog, steps_per_epoch: int, device: str, device_draws: DeviceDraws | None = None
+           ) -> tuple[int, float, DeviceDraws | None]:
     """Restore model, optimiser, RNG states and log from ``run``'s checkpoint, if it has one; returns the epoch
-    to start from and the training seconds so far (0, 0.0 for a new run)."""
+    to start from, the training seconds so far and where FT draws from now (0, 0.0 and ``device_draws``, the new
+    run's choice, when there is no checkpoint).
+
+    A resumed run keeps the draws it started with, whatever ``train.ft_draws`` says now (:func:`resume_draws`):
+    a checkpoint without a device generator's state (every one written before device draws existed, or with
+    ``train.ft_draws=host``) continues on the host generator, so the run stays one stream and resumes exactly."""
     if not run.checkpoint.is_file():
-        return 0, 0.0
+        return 0, 0.0, device_draws
     state = load(run, model, optimizer, device)
     if state.get("world_size", 1) != D.world_size():
         raise IncompatibleCheckpoint(
@@ -99,10 +117,37 @@ def resume(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer
             f"{D.world_size()}: batch-norm groups, sharding and random draws would change. Resume with "
             f"--nproc_per_node={state.get('world_size', 1)}, or use another --out."
         )
-    gen.set_state(state["rng"]["gen"])
-    torch.set_rng_state(state["rng"]["torch"])
+    gen.set_state(state["rng"]["gen"].cpu())  # a CPU state (loaded onto the run's device: back to the CPU)
+    torch.set_rng_state(state["rng"]["torch"].cpu())
+    draws = resume_draws(run, state["rng"].get("ft_gen"), device_draws, device)
     log.load(run, state["epoch"], steps_per_epoch)
-    return state["epoch"], state["train_s"]
+    return state["epoch"], state["train_s"], draws
+
+
+def resume_draws(run: RunDir, stored: dict | None, wanted: DeviceDraws | None, device: str) -> DeviceDraws | None:
+    """Where a resumed run's FT draws come from: its checkpoint's device generator (``stored``, restored), or
+    the host generator where the checkpoint has none.  ``wanted`` is what a new run would draw from; where the
+    two differ, a line on stderr says which the run keeps.  A CUDA generator's state cannot resume off CUDA:
+    :class:`IncompatibleCheckpoint`."""
+    if stored is None:
+        if wanted is not None:
+            print(f"ftcl_core: {run.checkpoint} was written with FT's draws on the host (train.ft_draws=host, or before "
+                  "device draws existed): the run resumes with them, as it started; its provenance says ft_draws: host.",
+                  file=sys.stderr)
+        return None
+    kind = stored["device"]
+    if kind == "cuda" and not device.startswith("cuda"):
+        raise IncompatibleCheckpoint(
+            f"{run.checkpoint} drew FT's lambdas and permutations from a CUDA generator (train.ft_draws=device or "
+            f"auto on CUDA); on {device} that stream cannot continue. Resume it on CUDA (device=cuda), or use another --out."
+        )
+    if wanted is None:
+        print(f"ftcl_core: {run.checkpoint} was written with FT's draws on the device ({kind}): the run resumes with "
+              "them, as it started; its provenance says ft_draws: device.", file=sys.stderr)
+    draws = wanted if wanted is not None and wanted.device.type == kind else DeviceDraws(
+        torch.Generator(device=device if kind == "cuda" else "cpu"))
+    draws.gen.set_state(stored["state"].cpu())
+    return draws
 
 
 def load(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: str) -> dict:

@@ -365,6 +365,11 @@ class TrainConfig(Section):
     # ftcl_core.execution.compile_backend) | true (inductor) | false | a backend name. Like channels_last it
     # changes float rounding only, so it is not part of a run's identity.
     compile: bool | str = "auto"
+    # Where FT draws its lambdas and queue permutations: auto (device on CUDA, host on CPU) | host (a CPU generator,
+    # copied to the device each step: every run stored before this key) | device (a generator on the device,
+    # seeded from the seed, checkpointed; ftcl_core.execution.ft_device_draws). The same distributions, so not part
+    # of a run's identity; but device draws are another random stream: not the numbers of a host-drawn run.
+    ft_draws: Literal["auto", "host", "device"] = "auto"
 
     def check(self) -> None:
         self._positive("epochs", "checkpoint_every")
@@ -452,9 +457,10 @@ METHOD_SECTIONS = {"moco": "moco", "simclr": "simclr", "byol": "byol", "swav": "
 # Keys that choose how a run executes, not what it computes: two configs that differ only in these describe the same
 # run (a stored run made with another memory format, compiled, or on a GPU still counts).  One step agrees to float32
 # rounding; over a whole run that rounding grows as any change of float kernels does (another CPU model, the compiler),
-# so a run and its re-execution agree in distribution over seeds, not bit for bit.  Each run's provenance.json
-# records where and how it ran.
-EXECUTION_KEYS = ("device", "train.channels_last", "train.compile")
+# so a run and its re-execution agree in distribution over seeds, not bit for bit.  train.ft_draws (FT's draws on the
+# device, the CUDA default) changes FT's random stream, not its distributions: a like claim, from its first step.
+# Each run's provenance.json records where and how it ran.
+EXECUTION_KEYS = ("device", "train.channels_last", "train.compile", "train.ft_draws")
 
 
 @dataclass(frozen=True)

@@ -861,21 +861,21 @@ def volatility_rows(records: list[dict]) -> list[dict]:
 
 
 def volatility_sentence(rows: list[dict]) -> str:
-    """Which momentum swings most and least (:func:`volatility_rows`), against the paper's reading that the small
-    momenta swing most; where the frozen key encoder (m = 1) swings most, what that means."""
+    """Which momentum swings most and least on each of :func:`volatility_rows`' two numbers, against the paper's
+    reading that the small momenta swing most (Figs 3-4); where the frozen key encoder (m = 1) swings most in
+    Mean(neg), what that means."""
     if not rows:
         return "No stored runs of the momentum sweep."
-    order = sorted(rows, key=lambda r: r["neg"])
-    most, least = order[-1], order[0]
     momentum = (lambda r: float(r["setting"].removeprefix("m=")))  # noqa: E731
-    text = (f"Mean(neg) swings most at {most['setting']} and least at {least['setting']}. The paper's reading has the "
-            "small momenta swing most")
-    if momentum(most) <= 0.5:
-        return text + ", and so they do here."
-    text += ": here they do not"
-    if momentum(most) == 1.0:
-        text += (". At m = 1 the key encoder never leaves its random initialisation, so each batch's keys score the "
-                 "queries by how the batch happens to fall, a noise that training cannot smooth out; the small momenta, "
-                 "whose keys follow the query encoder closely, swing less. So this statistic does not mark the small "
-                 "momenta's failure to learn here (section above), and a swing is not by itself a collapse")
-    return text + "."
+    parts = []
+    for key, what in (("neg", "Mean(neg)"), ("grad", "the summed gradient norm")):
+        order = sorted(rows, key=lambda r: r[key])
+        small = momentum(order[-1]) <= 0.9
+        parts.append(f"{what} swings most at {order[-1]['setting']} and least at {order[0]['setting']}"
+                     + (", as the paper's reading has it" if small else ", against the paper's reading"))
+    text = "; ".join(parts) + "."
+    if momentum(max(rows, key=lambda r: r["neg"])) == 1.0:
+        text += (" At m = 1 the key encoder never leaves its random initialisation, so each batch's keys score the "
+                 "queries by how the batch happens to fall, a noise no training smooths out: Mean(neg)'s swing does "
+                 "not mark the small momenta's failure to learn here, while the gradient norms' does.")
+    return text

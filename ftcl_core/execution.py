@@ -3,9 +3,12 @@ and split batch-norm layout, ``torch.compile``, and the model's wrapped forms (S
 
 The keys that choose the device, the memory format and the compiler (:data:`ftcl_core.config.EXECUTION_KEYS`)
 are not part of a run's identity: two executions of one config that differ only in them compute the same maths
-and differ by floating-point rounding.  What a run chose is recorded in its ``provenance.json``
-(:func:`execution_path`), so that a replay runs it the same way.  The training loop, the step-time profile, the
-benchmarks and the GPU check all read the policy from here.
+and differ by floating-point rounding.  One of them, ``train.ft_draws`` (:func:`ft_draws_mode`), changes more:
+where FT draws its lambdas and permutations, on the host (every CPU run, and every run stored before the key) or
+on the device (the CUDA default), so a GPU run's lambdas and permutations differ from those of a CPU run of its
+seed (the same distributions, another random stream).  What a run chose is recorded in its
+``provenance.json`` (:func:`execution_path`, and ``ft_draws``), so that a replay runs it the same way.  The
+training loop, the step-time profile, the benchmarks and the GPU check all read the policy from here.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ftcl_core import distributed
 from ftcl_core.config import ConfigError, RunConfig
 from ftcl_core.methods import build_model
 from ftcl_core.models import Encoder, group_major
+from ftcl_core.transforms import DeviceDraws
 
 # Measured on an Intel Xeon (AVX-512, 2 threads; `python -m benchmarks.bench compile`,
 # results/bench_compile_intel-xeon-avx512.txt): compiling the MoCo v2 networks with inductor costs about 90 s with
@@ -87,6 +91,31 @@ def compile_backend(cfg: RunConfig, device: str, steps: int | None = None) -> bo
     if not device.startswith("cpu") or steps is None or steps < COMPILE_AUTO_MIN_STEPS:
         return False
     return bool(shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++") or shutil.which("clang++"))
+
+
+def ft_draws_mode(cfg: RunConfig, device: str) -> str:
+    """Where FT draws its lambdas and permutations in a new run: ``host`` or ``device`` (``train.ft_draws``;
+    ``auto`` reads as ``device`` on CUDA and ``host`` on the CPU).
+
+    Host draws (a CPU ``torch.Generator``, Marsaglia-Tsang Beta, CPU ``randperm``, copied to the device) are
+    what every stored run did; on the CPU ``auto`` keeps them, so CPU runs stay bit-identical.  On a GPU the
+    copies and the rejection loop's host checks cost 41 % of a ResNet-18/64 px MoCo step with a 65 536-entry
+    queue (H200), so ``auto`` draws there on the device.  Device draws have the same distributions but are another
+    random stream: a GPU run's lambda sequence is not that of a CPU run of its seed."""
+    value = cfg.train.ft_draws
+    if value == "auto":
+        return "device" if device.startswith("cuda") else "host"
+    return value
+
+
+def ft_device_draws(cfg: RunConfig, device: str) -> DeviceDraws | None:
+    """The device generator FT draws from in a new run of ``cfg`` on ``device`` (:func:`ft_draws_mode`), seeded
+    with :meth:`~ftcl_core.transforms.DeviceDraws.seed_for` ``(cfg.seed)`` alike on every rank; ``None`` for host
+    draws (FT then draws from the run's host generator, as every stored run did).  A resumed run takes its
+    device generator's state, or its host draws, from the checkpoint (:func:`ftcl_core.checkpoints.resume`)."""
+    if ft_draws_mode(cfg, device) == "host":
+        return None
+    return DeviceDraws.seeded(cfg.seed, device)
 
 
 def execution_path(cfg: RunConfig, device: str = "cpu", steps: int | None = None) -> dict:

@@ -1027,7 +1027,7 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
                         at["not replicated"] and f"It is not reproduced at {named(at['not replicated'])}: readout stays "
                                                  "above the random-init encoder, so small momenta stall learning there "
                                                  "rather than destroy the features.",
-                        at["inconclusive"] and f"Undecided at {named(at['inconclusive'])} "
+                        at["inconclusive"] and f"Inconclusive at {named(at['inconclusive'])} "
                                                f"({why_undecided(at['inconclusive'])})."])))
     def sides(gaps_of) -> str:  # the tables' rule (verdict) on paired gaps, with "above" as the claim
         side: dict[str, list[str]] = {"above it": [], "undecided": [], "below it": []}

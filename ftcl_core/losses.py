@@ -4,6 +4,10 @@ Released-code semantics (shared/paper/NOTES.md), reproduced by :func:`moco_ft_lo
 FT acts on the L2-normalised features inside the loss, just before the logits; the extrapolated query is
 also used against the negatives; gradient flows through the mixed key (it holds ``(1-l) z_q``); the
 queue is transformed only for this step, the clean keys are what gets enqueued (by the caller).
+
+Every random draw of FT comes from the ``gen`` the caller passes (:data:`ftcl_core.transforms.Draws`): a host
+``torch.Generator``, whose draws are then moved to the features' device (every stored run), or a
+:class:`~ftcl_core.transforms.DeviceDraws`, whose draws are made on the device (no copy, no wait).
 """
 
 from __future__ import annotations
@@ -30,11 +34,12 @@ def moco_logits(q: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor) -> tu
 
 
 def _mine(lam: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
-    """This rank's rows of a per-sample lambda drawn for the global batch (unchanged otherwise)."""
-    return lam[rows.cpu()] if rows is not None and lam.dim() and lam.shape[0] > 1 else lam
+    """This rank's rows of a per-sample lambda drawn for the global batch (unchanged otherwise); the rows are
+    moved to lambda's device (a host lambda: to the CPU, as ever; a device lambda: no copy, no wait)."""
+    return lam[rows.to(lam.device)] if rows is not None and lam.dim() and lam.shape[0] > 1 else lam
 
 
-def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: torch.Generator,
+def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: T.Draws,
                 rows: torch.Tensor | None = None, n_global: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """eq. 3 (extrapolation) or Table 4 (interpolation) on a batch of positive pairs, then Supp F if asked.
 
@@ -65,7 +70,7 @@ class FTLogits(NamedTuple):
 
 
 def moco_ft_logits(
-    q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: torch.Generator, active: bool = True,
+    q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: T.Draws, active: bool = True,
     rows: torch.Tensor | None = None, n_global: int | None = None,
 ) -> FTLogits:
     """Positive ``(N,)`` and negative ``(N, K')`` scores after FT (before the temperature), as the released
@@ -73,7 +78,8 @@ def moco_ft_logits(
     queue, Supp G.2's hard negatives, Supp F's re-normalisation.
 
     ``active=False`` (before ``ft.start_epoch``) gives the plain MoCo scores.  Random draws come from
-    ``gen`` on the CPU and are moved to the features' device; ``rows``/``n_global`` as in :func:`positive_ft`.
+    ``gen``: a host generator's are made on the CPU and moved to the features' device, a
+    :class:`~ftcl_core.transforms.DeviceDraws`' on its device; ``rows``/``n_global`` as in :func:`positive_ft`.
     One lambda per shard of queries against the queue (``ft.shards > 1`` with ``ft.neg``) is
     :func:`sharded_ft_logits`.
     """
@@ -101,7 +107,7 @@ def moco_ft_logits(
     return FTLogits(l_pos, l_neg, partners)
 
 
-def sharded_ft_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: torch.Generator
+def sharded_ft_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: T.Draws
                       ) -> tuple[torch.Tensor, torch.Tensor]:
     """The released run's 8 processes imitated in one (not in the paper): eq. 3 with one lambda per shard of
     ``N / ft.shards`` pairs, and each shard of queries against its own mixture of the queue (Sec 4.2)."""
@@ -111,9 +117,10 @@ def sharded_ft_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
     return l_pos, l_neg
 
 
-def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: T.Draws) -> tuple[torch.Tensor, torch.Tensor]:
     """Sec 4.2 (interpolation) or Supp G.1 (extrapolation) of the queue with a random partner per row, then
-    Supp F if asked: the transformed negatives and the partners' rows."""
+    Supp F if asked: the transformed negatives and the partners' rows.  Lambda first, then the permutation,
+    both from ``gen`` (on the host or on the device, :data:`ftcl_core.transforms.Draws`)."""
     shift = 1.0 if ft.neg_mode == "extrapolate" else 0.0
     lam_n = T.sample_lambda(ft.alpha_in, ft.granularity, queue.shape[0], queue.shape[1], gen, shift=shift)
     perm = T.sample_permutation(queue.shape[0], gen).to(queue.device)
@@ -151,7 +158,7 @@ def other_sample_mask(rows: torch.Tensor, n_global: int) -> torch.Tensor:
 
 def simclr_ft_logits(
     z1: torch.Tensor, z2: torch.Tensor, bank1: torch.Tensor, bank2: torch.Tensor, rows: torch.Tensor,
-    ft: FTConfig, gen: torch.Generator, active: bool = True,
+    ft: FTConfig, gen: T.Draws, active: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """SimCLR's symmetric NT-Xent scores with FT: positives ``(2N,)`` and in-batch negatives ``(2N, 2M-2)``.
 

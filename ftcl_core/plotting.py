@@ -259,13 +259,14 @@ def _finish(fig: Figure) -> None:
 
 
 def score_statistics(runs: Mapping[str, Mapping[str, np.ndarray]], columns=("pos_mean", "neg_mean", "neg_var"),
-                     window: int = 10, x: str = "epoch"):
+                     window: int = 10, x: str = "epoch", title: str | None = None):
     """Fig 3 / Supp A: one panel per statistic, one curve per run, against training progress.
 
     ``runs`` maps a label to a run's metrics (:meth:`RunDir.load_metrics`).  ``x='epoch'`` uses the
     fractional epoch (step / steps per epoch) so runs of different lengths line up.  The figure is the book
     column's width (text >= 10 px on the page), with one legend for all panels under them, in as many columns as
-    fit (ten momenta: two rows), so no legend covers a curve.
+    fit (ten momenta: two rows), so no legend covers a curve; ``title`` heads the whole figure, above the panels'
+    own titles (the layout keeps them apart).
     """
     import matplotlib.pyplot as plt
 
@@ -285,6 +286,8 @@ def score_statistics(runs: Mapping[str, Mapping[str, np.ndarray]], columns=("pos
     handles, labels = axes[0][0].get_legend_handles_labels()
     if handles:
         _legend_outside(fig, handles, labels, "lower")
+    if title:
+        fig.suptitle(title, fontsize=TITLE_PT)
     return fig
 
 

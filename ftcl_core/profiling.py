@@ -15,7 +15,14 @@ import torch
 
 from ftcl_core.config import load_config
 from ftcl_core.data import ImageSet, load_data
-from ftcl_core.execution import channels_last, execution_path, host_to_device, prepare_model, resolve_device
+from ftcl_core.execution import (
+    channels_last,
+    execution_path,
+    ft_device_draws,
+    host_to_device,
+    prepare_model,
+    resolve_device,
+)
 from ftcl_core.methods import StepContext
 from ftcl_core.runs import cpu_model
 from ftcl_core.training import augment_config, build_optimizer, make_views, phase_listener, train_step
@@ -66,7 +73,8 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
     model, net = prepare_model(cfg, device)
     opt = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(cfg.seed)
-    ctx = StepContext(gen, cfg.ft, n_stats=cfg.stats.n_queries, amp=cfg.train.amp, wrapped=net)
+    ctx = StepContext(gen, cfg.ft, n_stats=cfg.stats.n_queries, amp=cfg.train.amp, wrapped=net,
+                      device_draws=ft_device_draws(cfg, device))  # FT draws where training draws (on CUDA: there)
     bs = cfg.train.batch_size
     timer = PhaseTimer(device)
     model.train()

@@ -7,7 +7,8 @@ metrics log live in :mod:`ftcl_core.checkpoints`, the data loaders in :mod:`ftcl
 files and lock in :mod:`ftcl_core.runs`, how a run executes (device, memory format, compile, the wrapped model)
 in :mod:`ftcl_core.execution`.  Resuming after a ``kill -9`` reproduces the uninterrupted run's
 metrics exactly on CPU, because every random draw comes from one ``torch.Generator`` whose state is
-checkpointed.
+checkpointed.  On CUDA FT draws from a second generator, on the device (``train.ft_draws``,
+:func:`ftcl_core.execution.ft_device_draws`), whose state the checkpoint holds too.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ftcl_core.execution import (
     channels_last,
     exact_float32,
     execution_path,
+    ft_device_draws,
     host_to_device,
     memory_format,
     prepare_model,
@@ -50,6 +52,7 @@ from ftcl_core.stats import (
     score_histogram,
     score_statistics,
 )
+from ftcl_core.transforms import DeviceDraws
 
 
 class TrainingDiverged(RuntimeError):
@@ -268,9 +271,10 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
     with_labels = isinstance(model, LabelledMoCo)  # the diagnosis' queue that knows classes reads the labels
     optimizer = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(cfg.seed)  # the same stream on every rank
-    ctx = StepContext.from_config(cfg, gen, net if net is not model else None)
+    draws = ft_device_draws(cfg, device)  # FT's generator on the device (CUDA), or None: FT draws from gen
     log = TrainingLog(layer_names(model.online), cfg.stats.sync_every, cfg.stats.grad_norms_per_step)
-    start_epoch, train_s = checkpoints.resume(run, model, optimizer, gen, log, steps_per_epoch, device)
+    start_epoch, train_s, draws = checkpoints.resume(run, model, optimizer, gen, log, steps_per_epoch, device, draws)
+    ctx = StepContext.from_config(cfg, gen, net if net is not model else None, draws)
     bar = _progress(total=epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch, enabled=progress and main)
     stop = step_callback(stop_before(max_steps)) if max_steps is not None else contextlib.nullcontext()
     try:
@@ -299,14 +303,14 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                 if (epoch + 1) % cfg.train.checkpoint_every == 0 or epoch + 1 == epochs:
                     D.average_batchnorm_buffers(model)  # what one process with split-BN holds
                     if main:
-                        checkpoints.save(run, model, optimizer, gen, epoch + 1, train_s, log)
+                        checkpoints.save(run, model, optimizer, gen, epoch + 1, train_s, log, draws)
     except StopTraining:  # a step callback ended the loop (train(max_steps=...)): no checkpoint, no evaluation
         return {"metrics": log.recorder.as_arrays()}
     finally:
         bar.close()
     if not main:  # rank 0 evaluates and writes eval.json; no collective waits on that
         return {}
-    return _finish(run, cfg, model, train_set, test_set, aug, device, train_s, steps)
+    return _finish(run, cfg, model, train_set, test_set, aug, device, train_s, steps, draws)
 
 
 def _check_trainable(cfg: RunConfig, n_train: int) -> None:
@@ -351,8 +355,9 @@ def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
     """Re-run the first ``n_steps`` of a stored run from its config and return the per-step metrics, so
     that stored results can be checked against the code that claims to have made them.
 
-    The run's own thread count, memory format and compiler are used: CPU reductions split over another number
-    of threads, or run in another layout or compiled, round differently (about 1e-4 relative after a dozen steps)."""
+    The run's own thread count, memory format, compiler and FT draws (host or device) are used: CPU reductions
+    split over another number of threads, or run in another layout or compiled, round differently (about 1e-4
+    relative after a dozen steps), and FT's draws on the device are another random stream."""
     import tempfile
 
     run = RunDir(run_path)
@@ -361,8 +366,10 @@ def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
     execution = prov.get("execution", {})
     cl = execution.get("memory_format") == "channels_last"
     compiled = {None: False, "inductor": True}.get(execution.get("compile"), execution.get("compile"))
-    # keys added since the run take their defaults
-    cfg = run.load_config().updated({"train.channels_last": cl, "train.compile": compiled})
+    # FT's draws as the run made them (runs stored before it was recorded drew on the host); keys added since the
+    # run take their defaults
+    ft_draws = execution.get("ft_draws", "host")
+    cfg = run.load_config().updated({"train.channels_last": cl, "train.compile": compiled, "train.ft_draws": ft_draws})
     threads = torch.get_num_threads()
     torch.set_num_threads(prov.get("threads", threads))
     try:
@@ -386,7 +393,8 @@ def _stop_if_diverged(run: RunDir, recorder: StepRecorder, epoch: int) -> None:
         )
 
 
-def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_s, steps: int) -> dict:
+def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_s, steps: int,
+            draws: DeviceDraws | None = None) -> dict:
     e = cfg.eval
     kw = dict(device=device, knn_k=e.knn_k, knn_t=e.knn_t, linear_epochs=e.linear_epochs,
               linear_lr=e.linear_lr, seed=cfg.seed)
@@ -401,7 +409,9 @@ def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_
     eval_s = time.perf_counter() - t0
     result.update({"train_s": train_s, "eval_s": eval_s, "wall_s": train_s + eval_s})
     write_json(run.provenance, {**provenance(device, cfg.seed), "status": "complete", "world_size": D.world_size(),
-                                "execution": execution_path(cfg, device, steps), "train_s": train_s, "eval_s": eval_s})
+                                "execution": {**execution_path(cfg, device, steps),
+                                              "ft_draws": "host" if draws is None else "device"},
+                                "train_s": train_s, "eval_s": eval_s})
     write_json(run.eval, result)  # last: its presence marks the run complete
     return result
 

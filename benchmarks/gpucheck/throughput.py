@@ -4,6 +4,9 @@ Per setting: images/s of the unsynchronised step (what training gets), the step 
 (:func:`ftcl_core.profiling.breakdown`, synchronised), peak memory, FLOPs a step and achieved TFLOP/s against the
 chip's bf16 peak, the FT and statistics overheads (interleaved, :func:`benchmarks.timing.interleaved`), and the
 anchor: the same model step fed by per-sample torchvision transforms in a DataLoader.
+
+FT draws as training does (:func:`ftcl_core.execution.ft_device_draws`: on a GPU from a generator on the device);
+``ft_overhead_host_draws`` is the same FT step with the host draws of the stored runs, for comparison.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from benchmarks import timing
 from benchmarks.gpucheck.environment import bf16_peak
 from benchmarks.gpucheck.setting import Budget, Setting
 from ftcl_core.config import FTConfig, load_config
-from ftcl_core.execution import host_to_device, memory_format, prepare_model
+from ftcl_core.execution import ft_device_draws, ft_draws_mode, host_to_device, memory_format, prepare_model
 from ftcl_core.methods import StepContext
 from ftcl_core.profiling import breakdown
 from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
@@ -25,9 +28,10 @@ from ftcl_core.training import augment_config, build_optimizer, make_views, trai
 
 def _throughput_settings(s: Setting) -> dict[str, list[str]]:
     """The settings measured: ``{name: overrides of configs/gpu_in100_moco_v2.yaml}``."""
-    if s.dry:
+    if s.dry:  # FT's draws as on a GPU (a CPU generator for the device's), so the dry run runs the GPU's code
         return {"r10_16px (dry run)": ["model.encoder=resnet10_w16", "data.image_size=20", "augment.out_size=16",
-                                       "train.batch_size=16", "moco.queue_size=64", "model.bn_splits=2"]}
+                                       "train.batch_size=16", "moco.queue_size=64", "model.bn_splits=2",
+                                       "train.ft_draws=device"]}
     return {
         "resnet50_224px": ["model.encoder=resnet50", "data.image_size=256", "augment.out_size=224"],
         "resnet18_64px": ["model.encoder=resnet18", "data.image_size=72", "augment.out_size=64"],
@@ -100,10 +104,16 @@ def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> d
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
 
-    def step(ft: FTConfig = FTConfig(), stats: bool = True, views=None):  # noqa: B008 (a frozen dataclass)
+    # FT's draws as a training run of this config makes them: on a GPU from a generator on the device
+    draws = ft_device_draws(cfg, s.device)
+    r["ft_draws"] = ft_draws_mode(cfg, s.device)
+
+    def step(ft: FTConfig = FTConfig(), stats: bool = True, views=None, host_draws: bool = False):  # noqa: B008
         x = on_device[torch.randint(n_img, (bs,), generator=gen).to(s.device)]
         views = memory_format(views, True) if views is not None else make_views(x, aug, gen, True)
-        return train_step(model, opt, views, StepContext(gen, ft, record_stats=stats, amp="bf16", wrapped=net))
+        ctx = StepContext(gen, ft, record_stats=stats, amp="bf16", wrapped=net,
+                          device_draws=None if host_draws else draws)
+        return train_step(model, opt, views, ctx)
 
     step_s = timing.timed(step, steps, warmup, s.device)
     r["step_ms"] = 1e3 * step_s
@@ -116,10 +126,15 @@ def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> d
     peak = bf16_peak(torch.cuda.get_device_name()) if s.device.startswith("cuda") else None
     r["fraction_of_bf16_peak"] = r["achieved_tflops"] / peak if peak else None
     # FT and statistics overhead, interleaved so that drift hits every variant alike
-    variants = {"plain": (FTConfig(), False), "ft": (FTConfig(pos=True, neg=True), False), "stats": (FTConfig(), True)}
+    # (ft_host: the same FT step drawing on the host, as every stored run did: what device draws save)
+    ft = FTConfig(pos=True, neg=True)
+    variants = {"plain": (FTConfig(), False), "ft": (ft, False), "stats": (FTConfig(), True)}
     runs = {k: (lambda v=v: step(*v)) for k, v in variants.items()}
+    if draws is not None:
+        runs["ft_host"] = lambda: step(ft, False, host_draws=True)
     med = timing.medians(timing.interleaved(runs, 1 if s.dry else 3, max(2, steps // 2), 1, s.device))
     r["ft_overhead"] = med["ft"] / med["plain"] - 1
+    r["ft_overhead_host_draws"] = med["ft_host"] / med["plain"] - 1 if "ft_host" in med else r["ft_overhead"]
     r["stats_overhead"] = med["stats"] / med["plain"] - 1
     # the anchor: the same model step fed by per-sample torchvision transforms in a DataLoader
     if not budget.fits(3 if s.dry else 40):

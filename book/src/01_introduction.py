@@ -81,7 +81,8 @@ for name in chapters:
 #
 # * `smoke`: every chapter in seconds to a minute on tiny data (what CI runs);
 # * `cpu` (default): the embedded data at the scale stated in chapter 4; runs already stored under
-#   `results/cpu` are loaded, missing ones are trained;
+#   `results/cpu` are loaded; chapters 2, 4, 5 and 6 train the few runs they show if one is missing, the others
+#   only read stored runs (`python -m ftcl_core sweep FILE` trains an experiment's);
 # * `gpu`: ImageNet-100 at the paper's recipe (set `data.root` in `configs/gpu_in100_*.yaml`).
 #
 # ## The embedded data

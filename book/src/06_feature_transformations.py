@@ -109,8 +109,7 @@ recs = records[train[0]]
 pick = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in recs if r["seed"] == seeds[0]}
 P.score_statistics(pick, columns=("pos_mean", "neg_mean", "neg_var"))
 plt.show()
-P.score_statistics({k: v for k, v in pick.items() if k != next(iter(pick))},
-                   columns=("ft_pos_mean", "ft_neg_mean", "ft_neg_var"))
+P.score_statistics(pick, columns=("ft_pos_mean", "ft_neg_mean", "ft_neg_var"))  # the baseline too: same colours
 plt.show()
 
 # %% [markdown]

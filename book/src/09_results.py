@@ -187,9 +187,9 @@ if trials:
         gain = b["val_linear"] - b["random_init_val_linear"]
         pixels = b.get("raw_pixels_val_linear", math.nan)
         if math.isnan(pixels):
-            return (f"{gain:+.1f} points; the aim is +{X.BASELINE_AIMS['gain']:.0f}, "
+            return (f"{gain:+.1f} points; the bar is +{X.BASELINE_AIMS['gain']:.0f}, "
                     f"{'met' if gain >= X.BASELINE_AIMS['gain'] else 'not met at this budget'}")
-        return (f"{gain:+.1f} points; on real images the aim is the raw-pixel probe's {pixels:.1f} % on the same "
+        return (f"{gain:+.1f} points; on real images the bar is the raw-pixel probe's {pixels:.1f} % on the same "
                 f"validation images, {'met' if b['val_linear'] > pixels else 'not met at this budget'}")
 
     display(markdown_html("\n".join(
@@ -226,7 +226,7 @@ if aims:
                          met(a["spread_met"])] for a in aims],
                        caption="Calibrated baselines of Table 5 at the tables' budget, against the bar this book sets for a baseline"))
     display(markdown_html("\n".join(
-        f"* {X.DATA_NAMES.get(d, d)}: MoCo v2 {v2:.1f} % against MoCo v1 {v1:.1f} %, so the aim v2 ≥ v1 is "
+        f"* {X.DATA_NAMES.get(d, d)}: MoCo v2 {v2:.1f} % against MoCo v1 {v1:.1f} %, so the bar v2 ≥ v1 is "
         f"{'met' if v2 >= v1 else '**not met**'}." for d, (v1, v2) in X.v2_against_v1(aims).items())))
 else:
     display(markdown_html("No Table 5 baseline runs on a calibrated recipe yet."))

@@ -27,6 +27,7 @@ from ftcl_core.losses import (
     symmetric_rows,
 )
 from ftcl_core.models import build_encoder, kaiming_init
+from ftcl_core.transforms import DeviceDraws, Draws
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class StepContext:
     """What one training step computes with, besides the method and its networks: frozen, built once per run
     (:meth:`from_config`) and re-made per step only where the step changes it (``ft_active``, ``labels``)."""
 
-    gen: torch.Generator            # every random draw of the step (augmentation, FT's lambdas, shuffle-BN)
+    gen: torch.Generator            # the step's host draws (augmentation, shuffle-BN; FT's too without device_draws)
     ft: FTConfig = FTConfig()       # the feature transformations (the ``ft.*`` keys)
     ft_active: bool = True          # ``ft.start_epoch`` is reached: FT is on in this step
     n_stats: int = 64               # anchors whose Supp A score statistics are recorded
@@ -43,12 +44,22 @@ class StepContext:
     amp: str | None = None          # bf16: the networks under autocast (FT, scores and loss stay fp32)
     wrapped: nn.Module | None = None  # what runs the networks when it is not the model (its DDP / compiled form)
     labels: torch.Tensor | None = None  # the batch's classes: only a queue that keeps labels reads them
+    device_draws: DeviceDraws | None = None  # FT's draws on the device (train.ft_draws); None: from ``gen``
 
     @classmethod
-    def from_config(cls, cfg: RunConfig, gen: torch.Generator, wrapped: nn.Module | None = None) -> StepContext:
-        """The run's context: its ``ft.*``, ``stats.*`` and ``train.amp`` settings, its generator and network."""
+    def from_config(cls, cfg: RunConfig, gen: torch.Generator, wrapped: nn.Module | None = None,
+                    device_draws: DeviceDraws | None = None) -> StepContext:
+        """The run's context: its ``ft.*``, ``stats.*`` and ``train.amp`` settings, its generators and network
+        (``device_draws``: :func:`ftcl_core.execution.ft_device_draws`, or what the checkpoint resumed)."""
         s = cfg.stats
-        return cls(gen, cfg.ft, True, s.n_queries, True, 50 if s.histograms else 0, cfg.train.amp, wrapped)
+        return cls(gen, cfg.ft, True, s.n_queries, True, 50 if s.histograms else 0, cfg.train.amp, wrapped,
+                   device_draws=device_draws)
+
+    @property
+    def ft_draws(self) -> Draws:
+        """What FT draws its lambdas and permutations from: ``device_draws`` where the run has them (on CUDA by
+        default, ``train.ft_draws``), else the host generator ``gen``, in the order the stored runs drew them."""
+        return self.gen if self.device_draws is None else self.device_draws
 
     @property
     def ft_on(self) -> bool:
@@ -92,7 +103,7 @@ class Method(nn.Module):
 
     def scores(self, out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores:
         """Score the outputs of :meth:`forward` (run by the step, in float32), FT inside the loss where
-        ``ctx.ft_on``; random draws from ``ctx.gen``."""
+        ``ctx.ft_on``; FT's random draws from ``ctx.ft_draws``, any other from ``ctx.gen``."""
         raise NotImplementedError
 
     def loss(self, scores: Scores) -> tuple[torch.Tensor, torch.Tensor]:
@@ -137,7 +148,7 @@ def predictive_scores(out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores
     n_global = p1.shape[0] * D.world_size()
     rows = symmetric_rows(D.global_rows(p1.shape[0]), n_global)
     if ctx.ft_active:  # eq. 3
-        a, b = positive_ft(anchors, positives, ctx.ft, ctx.gen, rows, 2 * n_global)
+        a, b = positive_ft(anchors, positives, ctx.ft, ctx.ft_draws, rows, 2 * n_global)
     else:
         a, b = anchors, positives
     pos = (a * b).sum(1)

@@ -89,7 +89,7 @@ class ShardedMoCo(MoCo):
     def ft_logits(self, q: torch.Tensor, k: torch.Tensor, ctx: StepContext) -> FTLogits:
         if not ctx.ft_on:
             return super().ft_logits(q, k, ctx)
-        return FTLogits(*sharded_ft_logits(q, k, self.queue, ctx.ft, ctx.gen), None)
+        return FTLogits(*sharded_ft_logits(q, k, self.queue, ctx.ft, ctx.ft_draws), None)
 
 
 class LabelledShardedMoCo(ShardedMoCo, LabelledMoCo):

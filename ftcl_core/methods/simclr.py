@@ -37,7 +37,7 @@ class SimCLR(Method):
         z1, z2 = out
         bank1, bank2 = D.gather_rows(z1, grad=True), D.gather_rows(z2, grad=True)
         rows = D.global_rows(z1.shape[0], z1.device)
-        pos, neg = simclr_ft_logits(z1, z2, bank1, bank2, rows, ctx.ft, ctx.gen, active=ctx.ft_active)
+        pos, neg = simclr_ft_logits(z1, z2, bank1, bank2, rows, ctx.ft, ctx.ft_draws, active=ctx.ft_active)
         n_raw = ctx.n_stats
         if ctx.ft_on:
             anchors, positives = symmetric_pairs(z1.detach(), z2.detach(), z1.detach(), z2.detach())

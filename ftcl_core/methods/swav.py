@@ -53,7 +53,7 @@ class SwAV(Method):
         z1, z2 = out
         rows = D.global_rows(z1.shape[0])
         n_global, n_raw = z1.shape[0] * D.world_size(), ctx.n_stats
-        a, b = positive_ft(z1, z2, ctx.ft, ctx.gen, rows, n_global) if ctx.ft_active else (z1, z2)  # eq. 3
+        a, b = positive_ft(z1, z2, ctx.ft, ctx.ft_draws, rows, n_global) if ctx.ft_active else (z1, z2)  # eq. 3
         anchors, positives = symmetric_pairs(z1.detach(), z2.detach(), z1.detach(), z2.detach())
         raw_neg = in_batch_negative_scores(anchors, positives)[:n_raw]
         return Scores((a * b).sum(1), None, (anchors * positives).sum(1)[:n_raw], raw_neg,
