@@ -999,6 +999,9 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
         return " and ".join(filter(None, [few and f"fewer than {MIN_SEEDS} seeds at {named(sorted(few))}",
                                           len(few) < len(settings) and "an interval that includes zero"]))
 
+    def undecided_word(settings: list[str]) -> str:  # undecided: too few seeds; inconclusive: 3 seeds, zero inside
+        return "Undecided" if all(rows[s]["n_seeds"] < MIN_SEEDS for s in settings) else "Inconclusive"
+
     peak = max(rows, key=lambda s: rows[s]["mean"])
     rand = float(np.mean([r["random_init_mean"] for r in rows.values()]))
     said_learn = [s for s, r in rows.items() if r["claim"].startswith("learns")]
@@ -1027,7 +1030,7 @@ def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
                         at["not replicated"] and f"It is not reproduced at {named(at['not replicated'])}: readout stays "
                                                  "above the random-init encoder, so small momenta stall learning there "
                                                  "rather than destroy the features.",
-                        at["inconclusive"] and f"Inconclusive at {named(at['inconclusive'])} "
+                        at["inconclusive"] and f"{undecided_word(at['inconclusive'])} at {named(at['inconclusive'])} "
                                                f"({why_undecided(at['inconclusive'])})."])))
     def sides(gaps_of) -> str:  # the tables' rule (verdict) on paired gaps, with "above" as the claim
         side: dict[str, list[str]] = {"above it": [], "undecided": [], "below it": []}

@@ -881,7 +881,9 @@ def runs_explorer(runs: Mapping[str, Mapping[str, np.ndarray]], groups: Mapping[
                                      hovertemplate="%{y:.4g}<extra>" + ("raw" if k == 0 else "after FT") + "</extra>"), 1, j + 1)
     fig.update_layout(height=430, font=dict(size=12), margin=dict(t=40, b=40, l=64, r=12), hovermode="x",
                       legend=dict(orientation="h", x=0, xanchor="left", y=-0.2, yanchor="top", font=dict(size=12)))
-    fig.update_xaxes(title_text="epoch", title_standoff=6)
+    # tick labels kept off the panel's corner: a y label at the bottom edge never meets the first x label
+    fig.update_xaxes(title_text="epoch", title_standoff=6, nticks=5, ticklabelstandoff=8)
+    fig.update_yaxes(nticks=6, ticklabelstandoff=4)
     for j, title in enumerate(("mean cosine", "mean cosine", "variance of the cosines")):
         fig.update_yaxes(title_text=title, title_standoff=4, row=1, col=j + 1)
     fig.update_annotations(font_size=14)  # the panel titles

@@ -170,7 +170,8 @@ DEFECTS_JS = r"""async () => {
   }
   // 5. a set-up cell (Colab, parameters, imports) whose code a reader sees without asking for it
   for (const input of main.querySelectorAll('.cell_input')) {
-    if (input.offsetParent === null) continue;  // folded away (hide-input / hide-cell)
+    // folded away (hide-input / hide-cell: inside a closed <details>, which Chromium hides by content-visibility)
+    if (input.offsetParent === null || input.closest('details:not([open])')) continue;
     const code = input.textContent;
     if (/google\.colab|FTCL_PROFILE|^\s*(import|from) \w+/m.test(code)) {
       out.push('visible set-up cell: ' + code.trim().split('\n')[0].slice(0, 80));
