@@ -163,12 +163,8 @@ def facts(ev: Evidence) -> dict[str, str]:
     if first_states:
         out["rho_first"] = fixed(max(st["rho_before"] for st in first_states), 2)
         out["peak_first"] = fixed(max(st["peak_neg_mean_after"] for st in first_states), 2)
-        shapes_peaks = [rows[0.0]["peak_neg_mean_after"] for lb, rows in ev.switch.items() if lb.startswith("shapes")
-                        and 0.0 in rows and rows[0.0]["n_seeds"]]
-        photo_peaks = [rows[0.0]["peak_neg_mean_after"] for lb, rows in ev.switch.items()
-                       if not lb.startswith("shapes") and 0.0 in rows and rows[0.0]["n_seeds"]]
-        out["peak_first_shapes"] = fixed(max(shapes_peaks, default=math.nan), 2)
-        out["peak_first_photos"] = fixed(max(photo_peaks, default=math.nan), 2)
+        shapes_peak, photos_peak = _first_step_peaks(ev)
+        out["peak_first_shapes"], out["peak_first_photos"] = fixed(shapes_peak, 2), fixed(photos_peak, 2)
     for key, name in (("recipe", "shapes"), ("real", "photos")):
         records = ev.records.get(G.FIRST_STEP_EXPERIMENTS[key], [])
         out[f"peak_base_{name}"] = fixed(G.representation_signature(records, "baseline")["peak_neg_mean"], 2)
@@ -282,11 +278,18 @@ def _rho_above_band_late(ev: Evidence) -> str | None:
     return None if late and above > len(late) / 2 else f"ρ above the band in {above} of {len(late)} late cells"
 
 
+def _first_step_peaks(ev: Evidence) -> tuple[float, float]:
+    """The highest seed-mean Mean(neg) after FT from the first step, on the shapes' rows and on the photographs'."""
+    peaks: dict[bool, list[float]] = {True: [], False: []}
+    for label, rows in ev.switch.items():
+        if 0.0 in rows and rows[0.0]["n_seeds"]:
+            peaks[label.startswith("shapes")].append(rows[0.0]["peak_neg_mean_after"])
+    return max(peaks[True], default=math.nan), max(peaks[False], default=math.nan)
+
+
 def _photos_as_concentrated(ev: Evidence) -> str | None:
-    f = facts(ev)
-    gap = float(f["peak_first_shapes"]) - float(f["peak_first_photos"])
-    return None if gap <= 0.05 else (f"Mean(neg) peaks {f['peak_first_photos']} on the photographs, "
-                                     f"{f['peak_first_shapes']} on the shapes")
+    shapes, photos = (float(fixed(p, 2)) for p in _first_step_peaks(ev))  # as printed, to 2 decimals
+    return None if shapes - photos <= 0.05 else f"Mean(neg) peaks {photos:.2f} on the photographs, {shapes:.2f} on the shapes"
 
 
 def _length_narrows_but_ratio_grows(ev: Evidence) -> str | None:
