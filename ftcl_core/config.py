@@ -370,6 +370,11 @@ class TrainConfig(Section):
     # seeded from the seed, checkpointed; ftcl_core.execution.ft_device_draws). The same distributions, so not part
     # of a run's identity; but device draws are another random stream: not the numbers of a host-drawn run.
     ft_draws: Literal["auto", "host", "device"] = "auto"
+    # How split batch-norm computes its groups in the channels-last (blocks) layout: auto (one batch-norm per group
+    # written into one output on the CPU; one pass over a view of the batch on CUDA, under autocast and compiled) |
+    # per_group (one batch-norm per group everywhere: off the CPU a concatenation, as every run stored before this
+    # key) | view (ftcl_core.models.grouped_batch_norm everywhere). The same groups and maths: float rounding only.
+    split_bn: Literal["auto", "per_group", "view"] = "auto"
 
     def check(self) -> None:
         self._positive("epochs", "checkpoint_every")
@@ -460,7 +465,7 @@ METHOD_SECTIONS = {"moco": "moco", "simclr": "simclr", "byol": "byol", "swav": "
 # so a run and its re-execution agree in distribution over seeds, not bit for bit.  train.ft_draws (FT's draws on the
 # device, the CUDA default) changes FT's random stream, not its distributions: a like claim, from its first step.
 # Each run's provenance.json records where and how it ran.
-EXECUTION_KEYS = ("device", "train.channels_last", "train.compile", "train.ft_draws")
+EXECUTION_KEYS = ("device", "train.channels_last", "train.compile", "train.ft_draws", "train.split_bn")
 
 
 @dataclass(frozen=True)

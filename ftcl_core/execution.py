@@ -81,6 +81,22 @@ def split_bn_layout(cfg: RunConfig) -> str | None:
     return "blocks" if channels_last(cfg) else "interleaved"
 
 
+def split_bn_kernel(cfg: RunConfig, device: str, steps: int | None = None) -> str | None:
+    """How the ``blocks`` layout's split batch-norm computes its groups (``train.split_bn``), resolved:
+    ``per_group`` (one batch-norm per group) or ``view`` (one pass over a view of the batch,
+    :func:`ftcl_core.models.grouped_batch_norm`); ``None`` without the blocks layout.  ``auto`` keeps the CPU's
+    :class:`~ftcl_core.models.BlockBatchNorm` where it applies (eager, float32) and takes the view elsewhere (CUDA,
+    bf16 autocast, compiled), where the per-group path launches one kernel per group and copies every activation
+    into a concatenation."""
+    if split_bn_layout(cfg) != "blocks":
+        return None
+    value = cfg.train.split_bn
+    if value != "auto":
+        return value
+    block = device.startswith("cpu") and cfg.train.amp is None and not compile_backend(cfg, device, steps)
+    return "per_group" if block else "view"
+
+
 def compile_backend(cfg: RunConfig, device: str, steps: int | None = None) -> bool | str:
     """What ``torch.compile`` backend the run's networks get: ``False`` (eager), ``True`` (inductor) or a
     backend name.  ``train.compile=auto`` compiles with inductor on CPU when the run takes at least
@@ -120,10 +136,10 @@ def ft_device_draws(cfg: RunConfig, device: str) -> DeviceDraws | None:
 
 def execution_path(cfg: RunConfig, device: str = "cpu", steps: int | None = None) -> dict:
     """How a run executes (recorded in ``provenance.json``): memory format, split batch-norm layout and the
-    ``torch.compile`` backend (``None``: eager)."""
+    kernel (:func:`split_bn_kernel`) and the ``torch.compile`` backend (``None``: eager)."""
     backend = compile_backend(cfg, device, steps)
     return {"memory_format": "channels_last" if channels_last(cfg) else "contiguous",
-            "split_bn_layout": split_bn_layout(cfg),
+            "split_bn_layout": split_bn_layout(cfg), "split_bn_kernel": split_bn_kernel(cfg, device, steps),
             "compile": "inductor" if backend is True else (backend or None)}
 
 
@@ -151,7 +167,7 @@ def prepare_model(cfg: RunConfig, device: str, steps: int | None = None) -> tupl
         model = model.to(memory_format=torch.channels_last)
         for module in list(model.modules()):  # each backbone keeps its split batch-norm groups contiguous
             if isinstance(module, Encoder):
-                group_major(module.backbone)
+                group_major(module.backbone, cfg.train.split_bn)
     net: torch.nn.Module = model
     if distributed.world_size() > 1:  # the queue stays identical by the maths; BN statistics are averaged at checkpoints
         ddp = torch.nn.parallel.DistributedDataParallel

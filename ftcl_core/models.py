@@ -70,6 +70,82 @@ class BlockBatchNorm(torch.autograd.Function):
         return grad_x, grad_w.sum(0), grad_b.sum(0), None, None, None, None
 
 
+class _GroupedBatchNorm(torch.autograd.Function):
+    """The normalisation of :func:`grouped_batch_norm` and its closed-form gradient (Ioffe & Szegedy 2015, sec. 3):
+    one read and one write of the activation forward, two reductions and three writes backward (autograd's own
+    formulas for the same ops take eight).  Returns the output and the groups' float32 mean and biased variance
+    (not differentiated).  Differentiable once (no double backward)."""
+
+    @staticmethod
+    def forward(ctx, v: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float):
+        dims = (1, *range(3, v.dim()))
+        var, mean = torch.var_mean(v, dim=dims, correction=0, keepdim=True)  # one pass, every group at once
+        var, mean = var.float(), mean.float()
+        shape = (1, 1, v.shape[2]) + (1,) * (v.dim() - 3)
+        invstd = torch.rsqrt(var + eps)
+        w = invstd if weight is None else invstd * weight.float().view(shape)
+        shift = -mean * w if bias is None else bias.float().view(shape) - mean * w
+        y = torch.addcmul(shift.to(v.dtype), v, w.to(v.dtype))  # (x - mean) * invstd * weight + bias
+        ctx.save_for_backward(v, weight, mean, invstd)
+        ctx.mark_non_differentiable(mean, var)
+        return y, mean, var
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dy: torch.Tensor, _dmean, _dvar):
+        v, weight, mean, invstd = ctx.saved_tensors
+        dims = (1, *range(3, v.dim()))
+        count = v.numel() // (v.shape[0] * v.shape[2])
+        shape = (1, 1, v.shape[2]) + (1,) * (v.dim() - 3)
+        sum_dy = dy.sum(dims, keepdim=True, dtype=torch.float32)
+        sum_dy_x = (dy * v).sum(dims, keepdim=True, dtype=torch.float32)
+        sum_dy_xhat = invstd * (sum_dy_x - mean * sum_dy)      # sum of dy * (x - mean) * invstd
+        wr = invstd if weight is None else invstd * weight.float().view(shape)
+        # dx = w invstd (dy - mean(dy) - xhat mean(dy xhat)) = a dy + b x + c, per group and channel
+        b = -wr * invstd * sum_dy_xhat / count
+        c = -wr * sum_dy / count - b * mean
+        dx = torch.addcmul(c.to(v.dtype), v, b.to(v.dtype)).addcmul_(dy, wr.to(v.dtype))
+        if weight is None:
+            return dx, None, None, None
+        return dx, sum_dy_xhat.sum(0).flatten(), sum_dy.sum(0).flatten(), None
+
+
+def grouped_batch_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None,
+                       running_mean: torch.Tensor, running_var: torch.Tensor, groups: int, momentum: float,
+                       eps: float) -> torch.Tensor:
+    """Training-mode batch-norm (Ioffe & Szegedy 2015, Alg. 1) of each of ``groups`` equal, contiguous chunks of
+    the batch with its own statistics, over a free view of ``x``: no chunk, no copy, no concatenation.
+
+    ``x`` (N, C, ...) is batch-major in any memory format, so ``x.unflatten(0, (groups, N // groups))`` is a view
+    in every format (channels-last included) and one reduction pass (``torch.var_mean``) gives every group's
+    statistics; the normalisation and affine fold into one multiply-add with per-(group, channel) scale and
+    shift, written in ``x``'s dtype and memory format (:class:`_GroupedBatchNorm`, which also gives the gradient
+    in closed form).  This is what split batch-norm computes wherever :class:`BlockBatchNorm` does not apply
+    (CUDA, autocast, ``torch.compile``): there the per-group path runs ``groups`` batch-norm kernels and copies
+    the whole activation into a concatenation, forward and backward.  Statistics are float32 (mean and biased
+    variance, as batch-norm normalises with); ``running_mean`` and ``running_var`` (shape (C,)) move by
+    ``momentum`` toward the groups' average mean and unbiased variance, as the average of ``groups``
+    :func:`~torch.nn.functional.batch_norm` calls from one shared buffer moves them."""
+    n, c = x.shape[:2]
+    if n % groups:
+        raise ValueError(f"batch {n} is not divisible by bn_splits={groups}; choose a batch size that is.")
+    v = x.unflatten(0, (groups, n // groups))  # (g, n/g, C, ...): a view whatever the strides
+    y, mean, var = _GroupedBatchNorm.apply(v, weight, bias, eps)
+    with torch.no_grad():
+        count = v.numel() // (groups * c)
+        unbiased = var.flatten(1).mean(0) * (count / max(count - 1, 1))
+        running_mean.mul_(1 - momentum).add_(mean.flatten(1).mean(0), alpha=momentum)
+        running_var.mul_(1 - momentum).add_(unbiased, alpha=momentum)
+    return y.flatten(0, 1)
+
+
+# How split batch-norm's blocks layout computes its groups (train.split_bn): "per_group" runs one batch-norm per
+# group (BlockBatchNorm on the CPU; elsewhere one F.batch_norm per chunk and a concatenation, what every run stored
+# before the key did), "view" runs grouped_batch_norm; "auto" is per_group where BlockBatchNorm applies (the CPU
+# in one dtype, eager: measured fastest there), view elsewhere.
+SPLIT_BN_KERNELS = ("auto", "per_group", "view")
+
+
 class SplitBatchNorm2d(nn.BatchNorm2d):
     """Batch-norm over ``num_splits`` groups of the batch (sample i in group i % num_splits), each with its own statistics.
 
@@ -88,6 +164,7 @@ class SplitBatchNorm2d(nn.BatchNorm2d):
         super().__init__(num_features, **kwargs)
         self.num_splits = num_splits
         self.layout = "interleaved"
+        self.kernel = "auto"  # for the blocks layout: SPLIT_BN_KERNELS
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n, c, h, w = x.shape
@@ -97,11 +174,19 @@ class SplitBatchNorm2d(nn.BatchNorm2d):
         if n % g:
             raise ValueError(f"batch {n} is not divisible by bn_splits={g}; choose a batch size that is.")
         if self.layout == "blocks":
+            # BlockBatchNorm on the CPU in one dtype, eager; elsewhere (CUDA, autocast, the compiler) one pass over
+            # a view (grouped_batch_norm) unless the per-group reference is asked for
+            block = not (torch.compiler.is_compiling() or x.device.type != "cpu" or x.dtype != self.running_mean.dtype)
+            if self.kernel == "view" or (self.kernel == "auto" and not block):
+                if self.momentum is None:
+                    raise ValueError("split batch-norm's view kernel needs a float momentum, not None "
+                                     "(cumulative averaging); set momentum or train.split_bn=per_group.")
+                self.num_batches_tracked.add_(1)
+                return grouped_batch_norm(x, self.weight, self.bias, self.running_mean, self.running_var, g,
+                                          self.momentum, self.eps)
             means = [self.running_mean.clone() for _ in range(g)]
             variances = [self.running_var.clone() for _ in range(g)]
-            # BlockBatchNorm on the CPU in one dtype; the compiler fuses the concatenation away itself, and on a
-            # GPU (or under autocast) F.batch_norm picks its own kernels (cuDNN, mixed precision)
-            if torch.compiler.is_compiling() or x.device.type != "cpu" or x.dtype != self.running_mean.dtype:
+            if not block:  # the per-group reference off the CPU: F.batch_norm per chunk (cuDNN), concatenated
                 y = torch.cat([F.batch_norm(chunk, m, v, self.weight, self.bias, True, self.momentum, self.eps)
                                for chunk, m, v in zip(x.chunk(g), means, variances)])
             else:
@@ -122,12 +207,17 @@ class SplitBatchNorm2d(nn.BatchNorm2d):
         return y
 
 
-def group_major(backbone: nn.Module) -> bool:
+def group_major(backbone: nn.Module, kernel: str = "auto") -> bool:
     """Switch ``backbone``'s split batch-norms to the ``blocks`` layout: in training, the backbone reorders its
     input batch group-major (samples 0, g, 2g, ... first) and restores the order of its output features, so every
     layer sees each group as one contiguous chunk.  The groups, and so the maths, are those of the interleaved
-    layout.  Returns whether anything was switched (False without split batch-norm)."""
+    layout; ``kernel`` (:data:`SPLIT_BN_KERNELS`) how each layer computes them.  Returns whether anything was
+    switched (False without split batch-norm)."""
+    if kernel not in SPLIT_BN_KERNELS:
+        raise ValueError(f"unknown split batch-norm kernel {kernel!r}; choose one of {SPLIT_BN_KERNELS}.")
     norms = [m for m in backbone.modules() if type(m) is SplitBatchNorm2d and m.num_splits > 1]
+    for m in norms:
+        m.kernel = kernel
     if not norms or getattr(backbone, "_group_major", False):
         return bool(norms)
     g = norms[0].num_splits

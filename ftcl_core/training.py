@@ -369,7 +369,10 @@ def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
     # FT's draws as the run made them (runs stored before it was recorded drew on the host); keys added since the
     # run take their defaults
     ft_draws = execution.get("ft_draws", "host")
-    cfg = run.load_config().updated({"train.channels_last": cl, "train.compile": compiled, "train.ft_draws": ft_draws})
+    # split batch-norm as the run computed it (before the key: one batch-norm per group everywhere)
+    split_bn = execution.get("split_bn_kernel") or "per_group"
+    cfg = run.load_config().updated({"train.channels_last": cl, "train.compile": compiled, "train.ft_draws": ft_draws,
+                                     "train.split_bn": split_bn})
     threads = torch.get_num_threads()
     torch.set_num_threads(prov.get("threads", threads))
     try:

@@ -24,12 +24,13 @@ def test_lightly_worker_runs_one_epoch():
     assert len(r["rates"]) == 1 and r["peak_rss_mib"] > 0
 
 
-def test_paths_benchmark_times_the_nchw_and_the_default_path():
+def test_paths_benchmark_times_the_nchw_the_default_and_the_view_path():
     from benchmarks import bench
 
     r = bench.paths("configs/smoke_moco_v2.yaml", rounds=2, steps=1)
-    assert set(r["median_s"]) == {"contiguous/interleaved", "channels_last/blocks"}
-    assert r["old"] == "contiguous/interleaved" and r["new"] == "channels_last/blocks" and r["speedup"] > 0
+    assert set(r["median_s"]) == {"contiguous/interleaved", "channels_last/blocks/per_group", "channels_last/blocks/view"}
+    assert r["old"] == "contiguous/interleaved" and r["new"] == "channels_last/blocks/per_group" and r["speedup"] > 0
+    assert r["view"] == "channels_last/blocks/view" and r["view_ratio"] > 0
 
 
 def test_compile_benchmark_child_times_the_first_and_the_steady_steps():

@@ -74,7 +74,7 @@ def test_one_step_on_the_default_cpu_path_matches_the_nchw_path(config, extra):
     still catch."""
     cfg = load_config(config, [*extra, "model.bn_splits=4"])
     assert channels_last(cfg) and execution_path(cfg) == {"memory_format": "channels_last", "split_bn_layout": "blocks",
-                                                     "compile": None}
+                                                     "split_bn_kernel": "per_group", "compile": None}
     views = random_views(cfg)
     loss_ref, g_ref = one_step(cfg, "cpu", views, dtype=torch.float64)
     loss_old, g_old = one_step(cfg, "cpu", views, channels_last=False)
@@ -87,7 +87,8 @@ def test_one_step_on_the_default_cpu_path_matches_the_nchw_path(config, extra):
 def test_the_memory_format_is_not_part_of_a_runs_identity():
     old = load_config("configs/cpu_moco_v2.yaml", ["train.channels_last=false"])
     assert config_diff(old, load_config("configs/cpu_moco_v2.yaml")) == []
-    assert execution_path(old) == {"memory_format": "contiguous", "split_bn_layout": "interleaved", "compile": None}
+    assert execution_path(old) == {"memory_format": "contiguous", "split_bn_layout": "interleaved",
+                                   "split_bn_kernel": None, "compile": None}
 
 
 def test_compile_auto_compiles_only_cpu_runs_long_enough_to_pay_for_it(monkeypatch):
