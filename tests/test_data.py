@@ -106,14 +106,45 @@ def test_image_folder_decodes_in_workers_and_caches(tmp_path, monkeypatch):
     serial = load_image_folder(tmp_path / "tree", 8)
     parallel = load_image_folder(tmp_path / "tree", 8, workers=2, cache=tmp_path / "cache")
     assert torch.equal(serial.images, parallel.images) and torch.equal(serial.labels, parallel.labels)
-    assert len(list((tmp_path / "cache").glob("*.pt"))) == 1
+    assert [f.suffix for f in sorted((tmp_path / "cache").iterdir())] == [".json", ".npy"]
 
     def no_decoding(*args, **kwargs):
         raise AssertionError("decoded again although cached")
 
     monkeypatch.setattr(data, "_resize_center", no_decoding)
+    opened = []
+    load = np.load
+    monkeypatch.setattr(np, "load", lambda *a, **k: opened.append(load(*a, **k)) or opened[-1])
     again = load_image_folder(tmp_path / "tree", 8, cache=tmp_path / "cache")
     assert torch.equal(again.images, serial.images) and again.classes == ("a", "b")
+    assert torch.equal(again.labels, serial.labels)
+    assert [type(a) for a in opened] == [np.memmap]  # read from disk as indexed, not loaded whole
+
+
+def test_an_interrupted_cache_build_leaves_no_cache_and_a_full_disk_is_refused(tmp_path, monkeypatch):
+    from PIL import Image
+
+    from ftcl_core import data
+
+    for c in ("a", "b"):
+        (tmp_path / "tree" / c).mkdir(parents=True)
+        for i in range(2):
+            Image.new("RGB", (30, 20), (60 * i, 10, 99)).save(tmp_path / "tree" / c / f"{i}.jpg")
+
+    def interrupted(out, *args):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(data, "_decode_into", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            load_image_folder(tmp_path / "tree", 8, cache=tmp_path / "cache")
+    assert not list((tmp_path / "cache").glob("*px_4_????????????.npy"))  # only the partial file, never used
+    assert len(load_image_folder(tmp_path / "tree", 8, cache=tmp_path / "cache")) == 4  # rebuilt, whole
+    assert data.cache_bytes(126_689, 256) == 126_689 * 256 * 256 * 3  # ImageNet-100's training set at the paper's size
+    monkeypatch.setattr("shutil.disk_usage", lambda p: type("Usage", (), {"free": 100})())
+    with pytest.raises(OSError, match=r"needs 0.0 GB in .* which has 0.0 GB free.*lower data.image_size"):
+        load_image_folder(tmp_path / "tree", 16, cache=tmp_path / "cache2")
+    assert not (tmp_path / "cache2").exists() or not list((tmp_path / "cache2").iterdir())
 
 
 def test_a_class_folder_without_images_is_named(tmp_path):
@@ -175,3 +206,19 @@ def test_data_classes_reaches_the_shapes_and_nothing_else():
         load_config("configs/smoke_moco_v2.yaml", ["data.classes=40"])
     with pytest.raises(ConfigError, match="applies to the embedded shapes only"):
         load_config("configs/cpu_fmnist_moco_v1.yaml", ["data.classes=30"])
+
+
+def test_the_imagenet_100_recipes_train_at_the_papers_resolution_unless_named_otherwise():
+    """224-px crops from a 256-px cache (the paper's), or 128 px in a file that says so in its name; every one of
+    them states its resolution and what its cache takes."""
+    from pathlib import Path
+
+    from ftcl_core.config import load_config
+
+    files = sorted(Path("configs").glob("gpu_in100_*.yaml"))
+    assert len(files) >= 8
+    for f in files:
+        cfg, text = load_config(f), f.read_text()
+        want = (160, 128) if f.stem.endswith("_128px") else (256, 224)
+        assert (cfg.data.image_size, cfg.augment.out_size) == want, f
+        assert "# Resolution:" in text and " GB" in text, f
