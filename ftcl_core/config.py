@@ -375,9 +375,16 @@ class TrainConfig(Section):
     # per_group (one batch-norm per group everywhere: off the CPU a concatenation, as every run stored before this
     # key) | view (ftcl_core.models.grouped_batch_norm everywhere). The same groups and maths: float rounding only.
     split_bn: Literal["auto", "per_group", "view"] = "auto"
+    # A captured step on CUDA: the networks compiled by inductor with CUDA graphs (torch.compile mode
+    # "reduce-overhead"), so a small network's hundreds of kernel launches a step replay as one graph. CUDA only,
+    # one process; the same maths as eager to float32 rounding (the GPU check compares them).
+    cuda_graph: bool = False
 
     def check(self) -> None:
         self._positive("epochs", "checkpoint_every")
+        if self.cuda_graph and self.compile not in (True, "auto", "inductor"):
+            raise ConfigError(f"train.cuda_graph=true compiles the networks with inductor's CUDA graphs; "
+                              f"train.compile={self.compile!r} asks for another compiler. Drop one of the two.")
         if self.batch_size < 2:
             raise ConfigError(f"train.batch_size={self.batch_size} must be an integer >= 2.")
 
@@ -465,7 +472,8 @@ METHOD_SECTIONS = {"moco": "moco", "simclr": "simclr", "byol": "byol", "swav": "
 # so a run and its re-execution agree in distribution over seeds, not bit for bit.  train.ft_draws (FT's draws on the
 # device, the CUDA default) changes FT's random stream, not its distributions: a like claim, from its first step.
 # Each run's provenance.json records where and how it ran.
-EXECUTION_KEYS = ("device", "train.channels_last", "train.compile", "train.ft_draws", "train.split_bn")
+EXECUTION_KEYS = ("device", "train.channels_last", "train.compile", "train.ft_draws", "train.split_bn",
+                  "train.cuda_graph")
 
 
 @dataclass(frozen=True)
@@ -491,6 +499,10 @@ class RunConfig(Section):
     def check(self) -> None:
         """The checks that need two sections, all before anything is written to a run folder."""
         ft, method = self.ft, self.method
+        if self.train.cuda_graph and self.device == "cpu":
+            raise ConfigError("train.cuda_graph=true captures the step in CUDA graphs; device=cpu has none. Set "
+                              "device=cuda (or auto on a GPU machine), or train.cuda_graph=false (on the CPU "
+                              "train.compile=true is the compiled path).")
         k, bs = self.moco.queue_size, self.train.batch_size
         if self.moco.drop_same_class and (method != "moco" or ft.hard):
             raise ConfigError("moco.drop_same_class=true (the false-negative oracle) is for method=moco without "

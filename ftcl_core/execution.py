@@ -137,7 +137,7 @@ def ft_device_draws(cfg: RunConfig, device: str) -> DeviceDraws | None:
 def execution_path(cfg: RunConfig, device: str = "cpu", steps: int | None = None) -> dict:
     """How a run executes (recorded in ``provenance.json``): memory format, split batch-norm layout and the
     kernel (:func:`split_bn_kernel`) and the ``torch.compile`` backend (``None``: eager)."""
-    backend = compile_backend(cfg, device, steps)
+    backend = "inductor+cudagraphs" if cfg.train.cuda_graph else compile_backend(cfg, device, steps)
     return {"memory_format": "channels_last" if channels_last(cfg) else "contiguous",
             "split_bn_layout": split_bn_layout(cfg), "split_bn_kernel": split_bn_kernel(cfg, device, steps),
             "compile": "inductor" if backend is True else (backend or None)}
@@ -175,7 +175,21 @@ def prepare_model(cfg: RunConfig, device: str, steps: int | None = None) -> tupl
         no_sync = ("forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(ddp).parameters
                    else "broadcast_buffers")
         net = ddp(net, **{no_sync: False})
+    if cfg.train.cuda_graph:
+        captured_step_possible(device)
+        return model, torch.compile(net, mode="reduce-overhead")  # inductor + CUDA graphs (cudagraph trees)
     compile_with = compile_backend(cfg, device, steps)
     if compile_with:  # true: inductor; a string names another torch.compile backend (tests use "eager")
         net = torch.compile(net, **({"backend": compile_with} if isinstance(compile_with, str) else {}))
     return model, net
+
+
+def captured_step_possible(device: str) -> None:
+    """Raise :class:`ConfigError` where ``train.cuda_graph=true`` cannot apply: off CUDA (no graphs to capture) and
+    under torchrun (a DistributedDataParallel step's gradient all-reduce is not captured here)."""
+    if not device.startswith("cuda"):
+        raise ConfigError(f"train.cuda_graph=true captures the step in CUDA graphs, but the run trains on {device}. "
+                          "Train on a GPU (device=cuda), or set train.cuda_graph=false.")
+    if distributed.world_size() > 1:
+        raise ConfigError("train.cuda_graph=true runs in one process; under torchrun set train.cuda_graph=false "
+                          "(train.compile=true still compiles each rank's networks).")

@@ -160,6 +160,8 @@ def train_step(model: Method, optimizer: torch.optim.Optimizer, views: tuple[tor
     """
     network = ctx.wrapped if ctx.wrapped is not None else model
     inputs = (*views, ctx.gen) if model.forward_takes_gen else views
+    if ctx.captured:  # a new step: the graphs' outputs of the last one may be overwritten
+        torch.compiler.cudagraph_mark_step_begin()
     with phase("forward"):  # the networks under autocast; FT, scores, loss and statistics in fp32
         with _autocast(views[0].device, ctx.amp):
             out = network(*inputs)
@@ -365,7 +367,9 @@ def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
     # the memory format and compiler the run ran with (runs stored before they were recorded ran NCHW, eager)
     execution = prov.get("execution", {})
     cl = execution.get("memory_format") == "channels_last"
-    compiled = {None: False, "inductor": True}.get(execution.get("compile"), execution.get("compile"))
+    # (a captured GPU step, inductor+cudagraphs, replays as its inductor graphs: CUDA graphs change no maths)
+    compiled = {None: False, "inductor": True, "inductor+cudagraphs": True}.get(execution.get("compile"),
+                                                                                execution.get("compile"))
     # FT's draws as the run made them (runs stored before it was recorded drew on the host); keys added since the
     # run take their defaults
     ft_draws = execution.get("ft_draws", "host")

@@ -102,3 +102,23 @@ def test_every_gpu_config_takes_a_step_on_cpu(config):
     out = train_step(model, opt, make_views(x, aug, gen, channels_last=True), ctx)
     known = [i for i, c in enumerate(METRIC_COLUMNS[2:]) if c != "same_class"]  # NaN unless stats.same_class
     assert torch.isfinite(out.loss) and torch.all(torch.isfinite(out.values[known]))
+
+
+def test_a_captured_step_is_refused_where_it_cannot_apply_with_the_fix():
+    """train.cuda_graph=true (CUDA graphs through inductor) is an execution key; on the CPU, or with another
+    compiler asked for, the error says what to change."""
+    from ftcl_core.config import config_diff
+    from ftcl_core.execution import captured_step_possible, execution_path
+
+    with pytest.raises(ConfigError, match="device=cpu has none. Set device=cuda"):
+        load_config("configs/smoke_moco_v2.yaml", ["train.cuda_graph=true"])
+    with pytest.raises(ConfigError, match="train.compile='eager' asks for another compiler"):
+        load_config("configs/smoke_moco_v2.yaml", ["device=auto", "train.cuda_graph=true", "train.compile=eager"])
+    cfg = load_config("configs/smoke_moco_v2.yaml", ["device=auto", "train.cuda_graph=true"])
+    assert config_diff(cfg, load_config("configs/smoke_moco_v2.yaml", ["device=auto"])) == []
+    assert execution_path(cfg, "cuda")["compile"] == "inductor+cudagraphs"
+    with pytest.raises(ConfigError, match="trains on cpu. Train on a GPU"):
+        prepare_model(cfg, "cpu")
+    with pytest.raises(ConfigError, match="trains on cpu"):
+        captured_step_possible("cpu")
+    assert StepContext.from_config(cfg, torch.Generator()).captured

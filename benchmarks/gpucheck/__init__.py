@@ -14,7 +14,14 @@ leaves what it measured).  Parts, each skipped, and said so, when the time left 
    channels_last on synthetic images: images/s, the step split into phases, peak memory, achieved TFLOP/s, FT
    and statistics overhead, and the same model step fed by a per-sample torchvision-transforms DataLoader (the
    pipeline of lightly and of the released code) as the anchor;
-4. **scale** (:mod:`.scale`): one pair beyond the CPU's scale (embedded shapes at 64 px, ResNet-18, MoCo v1
+4. **kernels** (:mod:`.kernels`): split batch-norm per group against one pass over a view of the batch, the layer
+   alone (bf16, fp16, with the GPU kernels a profile names) and the MoCo v2 step at both sizes;
+   **captured** (:mod:`.captured`): the CPU profile's small network eager, compiled and captured in CUDA graphs
+   (``train.cuda_graph``), with FT's overhead and the losses' agreement; **loader** (:mod:`.loader`): where the
+   per-sample anchor's time goes (each transform, one process, the DataLoader's busy cores); **imagenet**
+   (:mod:`.imagenet`): an ImageNet-100-shaped tree of JPEGs made on the machine, then the user's own training
+   command for one epoch: cache build rate, training images/s, readout seconds;
+5. **scale** (:mod:`.scale`): one pair beyond the CPU's scale (embedded shapes at 64 px, ResNet-18, MoCo v1
    against MoCo v1 + ``ft.pos ft.neg``, one seed, the same short budget): linear readout, random-init readout
    and the first step at which Mean(neg) of the raw cosines exceeds 0.9.
 

@@ -95,9 +95,82 @@ def scale_table(parts: dict[str, dict]) -> Table | None:
     return (header, rows) if rows else None
 
 
+def kernels_table(parts: dict[str, dict]) -> Table | None:
+    """Split batch-norm: the layer alone per kernel and dtype (ms forward + backward, the top GPU kernels), then the
+    MoCo v2 step per kernel (ms, images/s) and the view kernel's speed-up."""
+    k = parts.get("kernels", {})
+    header = ["what", "kernel", "ms", "images/s", "top kernels (calls a step)"]
+    rows = [[f"layer {k.get('layer_shape')}, {k.get('groups')} groups", name, fmt(v["ms"], 3), "",
+             "; ".join(v["kernels"][:4])] for name, v in k.get("layer", {}).items()]
+    for name, st in k.get("step", {}).items():
+        if "skipped" in st:
+            rows.append(_skipped(f"step {name}", st["skipped"], len(header)))
+            continue
+        for kernel in ("per_group", "view"):
+            rows.append([f"step {name}", kernel, fmt(st[kernel]["step_ms"], 4), fmt(st[kernel]["images_per_s"], 4),
+                         f"view speed-up {fmt(st['view_speedup'], 3)}" if kernel == "view" else ""])
+    return (header, rows) if rows else None
+
+
+def captured_table(parts: dict[str, dict]) -> Table | None:
+    """The small network per execution (eager, compiled, captured): step ms, images/s, a 30-epoch run's seconds,
+    FT's overhead, the losses' agreement with eager, or why it was refused."""
+    c = parts.get("captured", {})
+    header = ["execution", "step ms", "images/s", "30-epoch run s", "FT overhead %", "loss rel. diff vs eager", "pass"]
+    rows = []
+    for name, e in c.get("executions", {}).items():
+        if "refused" in e or "skipped" in e:
+            rows.append([name, f"{'refused' if 'refused' in e else 'skipped'}: {e.get('refused') or e['skipped']}"]
+                        + [""] * (len(header) - 2))
+            continue
+        rows.append([name, fmt(e["step_ms"], 3), fmt(e["images_per_s"], 4), fmt(e["run_30_epochs_s"], 3),
+                     _percent(e["ft_overhead"]), f"first {fmt(e['first_loss_rel_vs_eager'])}, worst "
+                     f"{fmt(e['loss_rel_vs_eager'])}", fmt(e["pass"])])
+    return (header, rows) if rows else None
+
+
+def loader_table(parts: dict[str, dict]) -> Table | None:
+    """The per-sample anchor: ms per view of each transform, one process's rate, the DataLoader's rate and busy
+    cores per worker count."""
+    lo = parts.get("loader", {})
+    if "per_transform_ms_per_view" not in lo:
+        return None
+    header = ["what", "value"]
+    rows = [[f"{name} (ms a view)", fmt(ms, 3)] for name, ms in lo["per_transform_ms_per_view"].items()]
+    rows.append(["one process (images/s, two views each)", fmt(lo["one_process_images_per_s"], 3)])
+    for d in lo.get("dataloader", []):
+        if "skipped" in d:
+            rows.append([f"DataLoader, {d['workers']} workers", f"skipped: {d['skipped']}"])
+            continue
+        rows.append([f"DataLoader, {d['workers']} workers (images/s; busy cores; images/s a busy core)",
+                     f"{fmt(d['images_per_s'], 4)}; {fmt(d['busy_cores'], 3)}; {fmt(d['images_per_s_per_busy_core'], 3)}"])
+    return header, rows
+
+
+def imagenet_table(parts: dict[str, dict]) -> Table | None:
+    """The ImageNet-100-shaped run: the tree made, the cache build, training and the readout."""
+    im = parts.get("imagenet", {})
+    if "cache" not in im:
+        return None
+    header = ["stage", "value"]
+    ft, c = im["fabricate_train"], im["cache"]
+    rows = [["fabricated training tree", f"{ft['images']} JPEGs, {fmt(ft['mean_kib'], 3)} KiB each"],
+            ["cache build (images/s; busy cores; GB)", f"{fmt(c['images_per_s'], 4)}; {fmt(c['busy_cores'], 3)}; "
+                                                      f"{fmt(c['bytes'] / 1e9, 3)} at {c['image_size']} px"]]
+    if "train" in im:
+        rows += [["training, one epoch (images/s; s)", f"{fmt(im['train']['images_per_s'], 4)}; "
+                                                      f"{fmt(im['train']['seconds'], 3)}"],
+                 [f"readout ({im['readout']['linear_epochs']} linear epochs, kNN; s)", fmt(im["readout"]["seconds"], 3)],
+                 ["the command", f"`python {im['command']}`"]]
+    return header, rows
+
+
 def tables(parts: dict[str, dict]) -> dict[str, Table]:
-    """The result tables of ``parts`` (``{part: result}``) that have rows: ``agreement``, ``throughput``, ``scale``."""
-    found = {"agreement": agreement_table(parts), "throughput": throughput_table(parts), "scale": scale_table(parts)}
+    """The result tables of ``parts`` (``{part: result}``) that have rows: ``agreement``, ``throughput``,
+    ``kernels``, ``captured``, ``loader``, ``imagenet``, ``scale``."""
+    found = {"agreement": agreement_table(parts), "throughput": throughput_table(parts),
+             "kernels": kernels_table(parts), "captured": captured_table(parts), "loader": loader_table(parts),
+             "imagenet": imagenet_table(parts), "scale": scale_table(parts)}
     return {name: table for name, table in found.items() if table is not None}
 
 
@@ -132,6 +205,13 @@ def report_markdown(report: dict) -> str:
         for name, t in parts["throughput"]["settings"].items():
             if "phases_ms_synchronised" in t:
                 lines.append(f"- {name}: " + ", ".join(f"{k} {fmt(v)}" for k, v in t["phases_ms_synchronised"].items()))
+    headings = {"kernels": "## 3a. Split batch-norm on the device: per-group against one pass over a view",
+                "captured": "## 3b. The CPU profile's small network: eager, compiled, captured (CUDA graphs)",
+                "loader": "## 3c. Where the per-sample torchvision anchor spends its time",
+                "imagenet": "## 3d. An ImageNet-100-shaped run end to end (fabricated JPEGs, the user's command)"}
+    for name, heading in headings.items():
+        if name in found:
+            lines += ["", heading, "", *markdown_table(*found[name])]
     if "scale" in found:
         scale = parts["scale"]
         lines += ["", f"## 4. The scale question, one pair ({fmt(scale.get('epochs'))} epochs, {fmt(scale.get('steps'))} "

@@ -22,8 +22,12 @@ from pathlib import Path
 import torch
 
 from benchmarks import timing
+from benchmarks.gpucheck.captured import captured
 from benchmarks.gpucheck.checks import TOL, agreement, compile_agreement
 from benchmarks.gpucheck.environment import environment
+from benchmarks.gpucheck.imagenet import imagenet_end_to_end
+from benchmarks.gpucheck.kernels import kernels
+from benchmarks.gpucheck.loader import loader_profile
 from benchmarks.gpucheck.report import COMMAND, write
 from benchmarks.gpucheck.scale import scale_pair
 from benchmarks.gpucheck.setting import PARTS, Budget, Setting
@@ -73,6 +77,10 @@ def run_check(out: str | os.PathLike, budget_s: float = 420.0, dry_run: bool = F
         "environment": (10, lambda: environment(s)),
         "agreement": (25, lambda: agreement(s)),
         "throughput": (90, lambda: throughput(s, budget)),
+        "kernels": (60, lambda: kernels(s, budget)),
+        "captured": (60, lambda: captured(s, budget)),
+        "loader": (40, lambda: loader_profile(s, budget)),
+        "imagenet": (120, lambda: imagenet_end_to_end(s, budget)),
         "scale": (160, lambda: scale_pair(s, budget, arm_s=min(90.0, max(20.0, (budget.left() - 100) / 2.6)))),
         "compile": (60, (lambda: compile_agreement(s)) if child else (lambda: compile_in_subprocess(s, budget.left() - 5))),
     }

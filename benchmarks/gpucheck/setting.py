@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 # The parts in the order a check runs them and its report lists them.
-PARTS = ("environment", "agreement", "throughput", "scale", "compile")
+PARTS = ("environment", "agreement", "throughput", "kernels", "captured", "loader", "imagenet", "scale", "compile")
 
 
 @dataclass

@@ -64,7 +64,9 @@ def _torchvision_loader(images: torch.Tensor, out_size: int, batch: int, workers
         def __getitem__(self, i: int):
             return tf(pil[i]), tf(pil[i])
 
-    return torch.utils.data.DataLoader(TwoViews(), batch_size=batch, shuffle=True, drop_last=True, num_workers=workers,
+    dataset = TwoViews()
+    dataset.tf, dataset.pil = tf, pil  # the loader part times each transform of the same pipeline
+    return torch.utils.data.DataLoader(dataset, batch_size=batch, shuffle=True, drop_last=True, num_workers=workers,
                                        pin_memory=torch.cuda.is_available(), persistent_workers=workers > 0)
 
 

@@ -45,6 +45,7 @@ class StepContext:
     wrapped: nn.Module | None = None  # what runs the networks when it is not the model (its DDP / compiled form)
     labels: torch.Tensor | None = None  # the batch's classes: only a queue that keeps labels reads them
     device_draws: DeviceDraws | None = None  # FT's draws on the device (train.ft_draws); None: from ``gen``
+    captured: bool = False          # the networks replay CUDA graphs (train.cuda_graph): each step marks its start
 
     @classmethod
     def from_config(cls, cfg: RunConfig, gen: torch.Generator, wrapped: nn.Module | None = None,
@@ -53,7 +54,7 @@ class StepContext:
         (``device_draws``: :func:`ftcl_core.execution.ft_device_draws`, or what the checkpoint resumed)."""
         s = cfg.stats
         return cls(gen, cfg.ft, True, s.n_queries, True, 50 if s.histograms else 0, cfg.train.amp, wrapped,
-                   device_draws=device_draws)
+                   device_draws=device_draws, captured=cfg.train.cuda_graph)
 
     @property
     def ft_draws(self) -> Draws:
