@@ -349,7 +349,8 @@ def lightly(config: str = "configs/cpu_moco_v2.yaml", epochs: int = 3, workers: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench")
-    parser.add_argument("what", choices=["overhead", "lightly", "breakdown", "paths", "compile", "_worker", "_compile_child"])
+    parser.add_argument("what", choices=["overhead", "lightly", "breakdown", "paths", "compile", "anchor", "_worker",
+                                         "_compile_child"])
     parser.add_argument("which", nargs="*", help="breakdown: key=value overrides of --config")
     parser.add_argument("--steps", type=int, default=20, help="breakdown: timed steps")
     parser.add_argument("--synthetic", type=int, default=0, help="breakdown: N random images instead of the data")
@@ -387,6 +388,18 @@ def main(argv: list[str] | None = None) -> int:
               f"compile {r['path']['compile']}")
         print(f"step {r['step_ms']:.1f} ms, {r['images_per_s']:.0f} images/s; "
               + ", ".join(f"{k} {v:.1f} ms" for k, v in r["phases_ms"].items()))
+        return 0
+    if args.what == "anchor":  # the GPU check's per-sample anchor, per transform, one thread (as a DataLoader worker)
+        from benchmarks.gpucheck.loader import _per_transform
+        from ftcl_core.runs import cpu_model
+
+        torch.set_num_threads(1)
+        images = torch.randint(0, 256, (32, 3, 256, 256), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+        print(f"cpu={cpu_model()} threads=1, 224-px views of 256-px images, ms a view (RandomApply: averaged over views)")
+        for blur in ("pil", "torchvision"):
+            per = _per_transform(images, 224, 32, blur)
+            print(f"blur={blur}: " + ", ".join(f"{k} {v:.2f}" for k, v in per.items())
+                  + f"; total {sum(per.values()):.1f} ms a view, {1e3 / (2 * sum(per.values())):.1f} images/s a core")
         return 0
     if args.what == "paths":
         r = paths(args.config)

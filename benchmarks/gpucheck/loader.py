@@ -2,7 +2,9 @@
 
 The throughput part's anchor (MoCo v2's transforms per sample on PIL images, two views, in a DataLoader) reached
 50 images/s at 224 px with 16 workers on the H200 machine, far below what published setups sustain per worker.
-This part measures, on the same images: each transform's time per view in one process (where a sample's time
+Its blur was torchvision's ``T.GaussianBlur`` (a tensor convolution, 39x the released code's PIL blur a view on a
+CPU core); the anchor now blurs as the released code does (:class:`~benchmarks.gpucheck.throughput.PilGaussianBlur`),
+and this part measures both.  It measures, on the same images: each transform's time per view in one process (where a sample's time
 goes), the rate one process sustains, and the DataLoader's rate with 1 and with all workers alone (no training
 step beside it), with the CPU seconds its workers used per wall second (how many cores were busy).  A rate per
 busy core near the single-process rate means the anchor is CPU-bound as a per-sample pipeline must be; a much
@@ -32,9 +34,9 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def _per_transform(images: torch.Tensor, out_size: int, n: int) -> dict[str, float]:
+def _per_transform(images: torch.Tensor, out_size: int, n: int, blur: str = "pil") -> dict[str, float]:
     """Milliseconds per view of each transform of the anchor's pipeline, in this process, over ``n`` images."""
-    loader = _torchvision_loader(images[:n], out_size, 1, 0)
+    loader = _torchvision_loader(images[:n], out_size, 1, 0, blur)
     tf, pil = loader.dataset.tf, loader.dataset.pil
     def name(t) -> str:  # RandomApply names what it applies (two of them: colour jitter, blur)
         inner = getattr(t, "transforms", None)
@@ -75,10 +77,13 @@ def loader_profile(s: Setting, budget: Budget) -> dict:
     n = 4 * batch
     images = torch.randint(0, 256, (n, 3, size, size), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
     per = _per_transform(images, out, 8 if s.dry else 64)
+    old_blur = _per_transform(images, out, 4 if s.dry else 16, "torchvision")
     view_ms = sum(per.values())
     r = {"status": "measured", "image_size": size, "crop": out, "cores": os.cpu_count(),
          "torch_threads": torch.get_num_threads(), "per_transform_ms_per_view": per, "ms_per_view": view_ms,
-         "one_process_images_per_s": 1e3 / (2 * view_ms)}  # an image is two views
+         "one_process_images_per_s": 1e3 / (2 * view_ms),  # an image is two views
+         "torchvision_blur_ms_per_view": old_blur["RandomApply(GaussianBlur)"],
+         "one_process_images_per_s_torchvision_blur": 1e3 / (2 * sum(old_blur.values()))}
     rates = []
     for workers in ((0,) if s.dry else (1, min(16, os.cpu_count() or 1))):
         if not budget.fits(2 if s.dry else 25):

@@ -138,6 +138,10 @@ def loader_table(parts: dict[str, dict]) -> Table | None:
     header = ["what", "value"]
     rows = [[f"{name} (ms a view)", fmt(ms, 3)] for name, ms in lo["per_transform_ms_per_view"].items()]
     rows.append(["one process (images/s, two views each)", fmt(lo["one_process_images_per_s"], 3)])
+    if "torchvision_blur_ms_per_view" in lo:
+        rows.append(["torchvision's GaussianBlur instead (ms a view; one process images/s)",
+                     f"{fmt(lo['torchvision_blur_ms_per_view'], 3)}; "
+                     f"{fmt(lo['one_process_images_per_s_torchvision_blur'], 3)}"])
     for d in lo.get("dataloader", []):
         if "skipped" in d:
             rows.append([f"DataLoader, {d['workers']} workers", f"skipped: {d['skipped']}"])
@@ -292,7 +296,13 @@ def book_summary(reports: list[dict]) -> str:
                        f"({fmt(100 * (t.get('fraction_of_bf16_peak') or 0))} % of the bf16 peak), "
                        f"{fmt(t['speedup_vs_anchor'])} times the same step fed by per-sample torchvision transforms "
                        f"in a {t['anchor']['workers']}-worker DataLoader (whose own rate, "
-                       f"{fmt(t['anchor']['images_per_s'], 4)} images/s, is not yet explained: not a library comparison).")
+                       f"{fmt(t['anchor']['images_per_s'], 4)} images/s, "
+                       + ("is the released code's pipeline with its PIL blur)."
+                          if "PIL blur" in t["anchor"].get("pipeline", "") else
+                          "came with torchvision's tensor blur, 39 times the released code's PIL blur a view on a CPU "
+                          "core, which makes the pipeline 6.4 times slower a core "
+                          "(results/bench_anchor_blur_intel-xeon-avx512.txt): an anchor slower than either library's "
+                          "pipeline, not a library comparison)."))
     sc = parts.get("scale", {})
     arms = sc.get("arms", {})
     if "linear_top1" in arms.get("baseline", {}) and "linear_top1" in arms.get("ft_pos_neg", {}):
