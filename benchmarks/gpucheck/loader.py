@@ -3,12 +3,13 @@
 The throughput part's anchor (MoCo v2's transforms per sample on PIL images, two views, in a DataLoader) reached
 50 images/s at 224 px with 16 workers on the H200 machine, far below what published setups sustain per worker.
 Its blur was torchvision's ``T.GaussianBlur`` (a tensor convolution, 39x the released code's PIL blur a view on a
-CPU core); the anchor now blurs as the released code does (:class:`~benchmarks.gpucheck.throughput.PilGaussianBlur`),
-and this part measures both.  It measures, on the same images: each transform's time per view in one process
-(where a sample's time goes), the rate one process sustains, and the DataLoader's rate with 1 and with all workers alone (no training
-step beside it), with the CPU seconds its workers used per wall second (how many cores were busy).  A rate per
-busy core near the single-process rate means the anchor is CPU-bound as a per-sample pipeline must be; a much
-lower one means the machine (threads, memory, the training process) held the workers back.
+CPU core); the anchor now blurs as the released code does
+(:class:`~benchmarks.gpucheck.throughput.PilGaussianBlur`), and this part measures both.  It measures, on the same
+images: each transform's time per view in one process (where a sample's time goes), the rate one process
+sustains, and the DataLoader's rate with 1 and with all workers alone (no training step beside it), with the CPU
+seconds its workers used per wall second (how many cores were busy).  A rate per busy core near the
+single-process rate means the anchor is CPU-bound as a per-sample pipeline must be; a much lower one means the
+machine (threads, memory, the training process) held the workers back.
 """
 
 from __future__ import annotations
