@@ -44,6 +44,7 @@ from ftcl_core.methods import StepContext
 from ftcl_core.profiling import breakdown
 from ftcl_core.stats import StepRecorder
 from ftcl_core.training import augment_config, make_views, train_step
+from ftcl_core.transforms import DeviceDraws
 
 
 def statistics_cost(config: str = "configs/cpu_moco_v2.yaml", steps: int = 30, reps: int = 200) -> dict:
@@ -75,16 +76,19 @@ def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: 
         "plain": (FTConfig(), False),
         "ft": (FTConfig(pos=True, neg=True), False),
         "stats": (FTConfig(), True),
+        "ft_device_draws": (FTConfig(pos=True, neg=True), False, True),  # train.ft_draws=device on the CPU
     }
     x = train_set.images[:bs]
 
-    def step_of(ft: FTConfig, record_stats: bool):
+    def step_of(ft: FTConfig, record_stats: bool, device_draws: bool = False):
         model = prepare_model(cfg, "cpu")[0]
         opt = torch.optim.SGD(model.encoder_q.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
         gen, recorder = torch.Generator().manual_seed(0), StepRecorder(METRIC_COLUMNS[2:], steps)
+        draws = DeviceDraws.seeded(0, "cpu") if device_draws else None
 
         def step() -> None:
-            out = train_step(model, opt, make_views(x, aug, gen, nhwc), StepContext(gen, ft, record_stats=record_stats))
+            out = train_step(model, opt, make_views(x, aug, gen, nhwc),
+                             StepContext(gen, ft, record_stats=record_stats, device_draws=draws))
             if record_stats:
                 recorder.record(0, torch.cat([out.values, out.grad_norms]))
         return step
@@ -94,6 +98,7 @@ def overhead(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 15, steps: 
     return {
         "plain_step_s": med["plain"], "ft_step_s": med["ft"], "stats_step_s": med["stats"],
         "ft_overhead": med["ft"] / med["plain"] - 1, "stats_overhead": med["stats"] / med["plain"] - 1,
+        "ft_device_draws_overhead": med["ft_device_draws"] / med["plain"] - 1,
         "spread_plain_s": (min(times["plain"]), max(times["plain"])), "batch_size": bs,
         "threads": torch.get_num_threads(),
     }
@@ -416,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"median step: plain {r['plain_step_s'] * 1e3:.1f} ms, +FT {r['ft_step_s'] * 1e3:.1f} ms, "
           f"+stats {r['stats_step_s'] * 1e3:.1f} ms (plain range {r['spread_plain_s'][0] * 1e3:.1f}-"
           f"{r['spread_plain_s'][1] * 1e3:.1f} ms)")
-    print(f"ft_overhead={r['ft_overhead']:.4f} stats_overhead={r['stats_overhead']:.4f}")
+    print(f"ft_overhead={r['ft_overhead']:.4f} stats_overhead={r['stats_overhead']:.4f} "
+          f"ft_device_draws_overhead={r['ft_device_draws_overhead']:.4f}")
     c = statistics_cost(args.config)
     print(f"inside one run ({c['cpu']}): step {c['step_ms']:.1f} ms, statistics phase {c['statistics_ms']:.2f} ms, "
           f"of which the representation statistics (align, uniform, rho, erank) {c['representation_ms']:.2f} ms")

@@ -9,7 +9,7 @@ from benchmarks import bench
 
 def test_overhead_benchmark_reports_its_ratios():
     r = bench.overhead("configs/smoke_moco_v2.yaml", rounds=1, steps=1, warmup=1)
-    assert {"ft_overhead", "stats_overhead", "plain_step_s"} <= set(r) and r["plain_step_s"] > 0
+    assert {"ft_overhead", "stats_overhead", "ft_device_draws_overhead", "plain_step_s"} <= set(r) and r["plain_step_s"] > 0
 
 
 def test_flop_count_and_profile_cover_the_step():
