@@ -382,9 +382,10 @@ class TrainConfig(Section):
 
     def check(self) -> None:
         self._positive("epochs", "checkpoint_every")
-        if self.cuda_graph and self.compile not in (True, "auto", "inductor"):
-            raise ConfigError(f"train.cuda_graph=true compiles the networks with inductor's CUDA graphs; "
-                              f"train.compile={self.compile!r} asks for another compiler. Drop one of the two.")
+        if self.cuda_graph and isinstance(self.compile, str) and self.compile not in ("auto", "inductor"):
+            raise ConfigError(f"train.cuda_graph=true compiles the networks with inductor's CUDA graphs (it compiles "
+                              f"whatever train.compile says); train.compile={self.compile!r} names another compiler "
+                              "backend. Set train.compile=auto, or train.cuda_graph=false.")
         if self.batch_size < 2:
             raise ConfigError(f"train.batch_size={self.batch_size} must be an integer >= 2.")
 
@@ -499,6 +500,11 @@ class RunConfig(Section):
     def check(self) -> None:
         """The checks that need two sections, all before anything is written to a run folder."""
         ft, method = self.ft, self.method
+        if self.train.split_bn != "auto" and (self.model.bn_splits <= 1 or self.train.channels_last is False):
+            raise ConfigError(f"train.split_bn={self.train.split_bn} chooses how split batch-norm's channels-last "
+                              f"(blocks) layout computes its groups; this config has model.bn_splits="
+                              f"{self.model.bn_splits} and train.channels_last={self.train.channels_last}, so it "
+                              "would be ignored. Set train.split_bn=auto, or bn_splits > 1 with channels_last auto/true.")
         if self.train.cuda_graph and self.device == "cpu":
             raise ConfigError("train.cuda_graph=true captures the step in CUDA graphs; device=cpu has none. Set "
                               "device=cuda (or auto on a GPU machine), or train.cuda_graph=false (on the CPU "

@@ -294,8 +294,9 @@ def _decode_into(out, files: list[Path], size: int, workers: int) -> None:
 def _build_cache(path: Path, files: list[Path], labels: list[int], names: list[str], size: int, workers: int) -> None:
     """Decode the tree once into a memory-mapped ``.npy`` array at ``path`` (written batch by batch, never held in
     memory whole), its labels and class names beside it (``.json``).  The array is written under a partial name
-    and renamed when complete, so an interrupted build leaves no cache that looks whole; a disk without the room
-    is refused before anything is written."""
+    of this process and renamed when complete, so an interrupted build leaves no cache that looks whole (its
+    partial file is removed by the next build); a disk without the room is refused before anything is written.
+    Caches of the ``.pt`` format of earlier versions are not read: delete them to free their space."""
     import shutil
 
     import numpy as np
@@ -303,18 +304,32 @@ def _build_cache(path: Path, files: list[Path], labels: list[int], names: list[s
     from ftcl_core.runs import write_json
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f"{path.stem}.partial-*.npy"):  # left by an interrupted build whose process is gone
+        if not _alive(stale.stem.rsplit("-", 1)[-1]):
+            stale.unlink(missing_ok=True)
     need, free = cache_bytes(len(files), size), shutil.disk_usage(path.parent).free
     if need > free:
         raise OSError(f"the decoded cache of {len(files)} images at {size} px needs {need / 1e9:.1f} GB in "
                       f"{path.parent}, which has {free / 1e9:.1f} GB free. Free the space, point data.cache at a "
                       "larger disk, or lower data.image_size (configs/gpu_in100_moco_v2_128px.yaml: 160 px).")
-    partial = path.with_name(path.stem + ".partial.npy")
+    partial = path.with_name(f"{path.stem}.partial-{os.getpid()}.npy")  # one per process: two builds never share one
     images = np.lib.format.open_memmap(partial, mode="w+", dtype=np.uint8, shape=(len(files), 3, size, size))
     _decode_into(images, files, size, workers)
     images.flush()
     del images
     write_json(path.with_suffix(".json"), {"labels": labels, "classes": names, "size": size})
     os.replace(partial, path)  # last: the array's presence marks the cache complete
+
+
+def _alive(pid: str) -> bool:
+    """Whether the process ``pid`` (a partial cache's writer) still runs on this machine."""
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def open_cache(path: str | os.PathLike) -> ImageSet:

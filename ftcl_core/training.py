@@ -374,9 +374,10 @@ def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
     # run take their defaults
     ft_draws = execution.get("ft_draws", "host")
     # split batch-norm as the run computed it (before the key: one batch-norm per group everywhere)
-    split_bn = execution.get("split_bn_kernel") or "per_group"
-    cfg = run.load_config().updated({"train.channels_last": cl, "train.compile": compiled, "train.ft_draws": ft_draws,
-                                     "train.split_bn": split_bn})
+    stored = run.load_config()
+    split_bn = execution.get("split_bn_kernel") or ("per_group" if cl and stored.model.bn_splits > 1 else "auto")
+    cfg = stored.updated({"train.channels_last": cl, "train.compile": compiled, "train.ft_draws": ft_draws,
+                                     "train.split_bn": split_bn, "train.cuda_graph": False})
     threads = torch.get_num_threads()
     torch.set_num_threads(prov.get("threads", threads))
     try:

@@ -1,5 +1,7 @@
 """The embedded shapes data and the offline loaders on fabricated files."""
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -139,7 +141,10 @@ def test_an_interrupted_cache_build_leaves_no_cache_and_a_full_disk_is_refused(t
         with pytest.raises(KeyboardInterrupt):
             load_image_folder(tmp_path / "tree", 8, cache=tmp_path / "cache")
     assert not list((tmp_path / "cache").glob("*px_4_????????????.npy"))  # only the partial file, never used
+    partial = next((tmp_path / "cache").glob("*.partial-*.npy"))
+    partial.rename(partial.with_name(partial.name.replace(f"-{os.getpid()}.", "-999999999.")))  # a dead writer's
     assert len(load_image_folder(tmp_path / "tree", 8, cache=tmp_path / "cache")) == 4  # rebuilt, whole
+    assert not list((tmp_path / "cache").glob("*.partial-*"))  # the dead build's partial file is gone
     assert data.cache_bytes(126_689, 256) == 126_689 * 256 * 256 * 3  # ImageNet-100's training set at the paper's size
     monkeypatch.setattr("shutil.disk_usage", lambda p: type("Usage", (), {"free": 100})())
     with pytest.raises(OSError, match=r"needs 0.0 GB in .* which has 0.0 GB free.*lower data.image_size"):
@@ -222,3 +227,4 @@ def test_the_imagenet_100_recipes_train_at_the_papers_resolution_unless_named_ot
         want = (160, 128) if f.stem.endswith("_128px") else (256, 224)
         assert (cfg.data.image_size, cfg.augment.out_size) == want, f
         assert "# Resolution:" in text and " GB" in text, f
+        assert cfg.eval.raw_pixels is False, f  # a raw-pixel readout of ImageNet-100 would need ~76 GB of float32

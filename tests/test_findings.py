@@ -22,7 +22,7 @@ def ev() -> F.Evidence:
 def test_every_finding_holds_on_the_stored_runs(ev):
     F.expect(ev)  # raises FindingsDisagree naming the sentence otherwise
     bullets = F.bullets(ev, F.github_link)
-    assert len(bullets) == 5 and all(b.startswith("- **") for b in bullets)
+    assert len(bullets) == 6 and all(b.startswith("- **") for b in bullets)
     assert "{" not in "".join(bullets)  # every field filled
     facts = F.facts(ev)
     assert facts["first_recipe"] == plus_minus(ev.first_step["recipe"]["diff"], ev.first_step["recipe"]["ci95"], signed=True)
@@ -48,6 +48,17 @@ def test_a_flipped_verdict_fails_the_sentence_that_rests_on_it(ev):
         F.expect(dataclasses.replace(ev, first_step={**ev.first_step, "real": real}), "photographs")
     with pytest.raises(KeyError, match="no checks for the sentence"):
         F.expect(ev, "nonsense")
+
+
+def test_the_network_bullet_stands_on_the_capacity_pairs(ev):
+    """Shown once a larger encoder has 3 paired seeds, and it fails when one of them stops costing readout."""
+    assert any("**A larger encoder does not remove it either.**" in b for b in F.bullets(ev))
+    wider = next(r for r in ev.capacity[1:] if r["n_seeds"] >= 3)
+    helps = tuple({**r, "verdict": "replicated", "diff": 6.0} if r is wider else r for r in ev.capacity)
+    with pytest.raises(F.FindingsDisagree, match="'network'.*replicated"):
+        F.bullets(dataclasses.replace(ev, capacity=helps))
+    none_yet = tuple({**r, "n_seeds": 2} if i else r for i, r in enumerate(ev.capacity))
+    assert not any("larger encoder" in b for b in F.bullets(dataclasses.replace(ev, capacity=none_yet)))
 
 
 def test_no_runs_decide_nothing_and_the_findings_say_so(tmp_path):

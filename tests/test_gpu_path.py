@@ -112,8 +112,9 @@ def test_a_captured_step_is_refused_where_it_cannot_apply_with_the_fix():
 
     with pytest.raises(ConfigError, match="device=cpu has none. Set device=cuda"):
         load_config("configs/smoke_moco_v2.yaml", ["train.cuda_graph=true"])
-    with pytest.raises(ConfigError, match="train.compile='eager' asks for another compiler"):
+    with pytest.raises(ConfigError, match="train.compile='eager' names another compiler backend"):
         load_config("configs/smoke_moco_v2.yaml", ["device=auto", "train.cuda_graph=true", "train.compile=eager"])
+    load_config("configs/smoke_moco_v2.yaml", ["device=auto", "train.cuda_graph=true", "train.compile=false"])  # implied
     cfg = load_config("configs/smoke_moco_v2.yaml", ["device=auto", "train.cuda_graph=true"])
     assert config_diff(cfg, load_config("configs/smoke_moco_v2.yaml", ["device=auto"])) == []
     assert execution_path(cfg, "cuda")["compile"] == "inductor+cudagraphs"

@@ -164,3 +164,45 @@ def test_the_kernel_is_an_execution_key_resolved_per_device_and_recorded():
     assert kernels == {"view"}
     with pytest.raises(ConfigError, match="train.split_bn"):
         load_config("configs/smoke_moco_v2.yaml", ["train.split_bn=fused"])
+    with pytest.raises(ConfigError, match="would be ignored. Set train.split_bn=auto"):  # no blocks layout to choose for
+        load_config("configs/smoke_moco_v2.yaml", ["model.bn_splits=4", "train.split_bn=view", "train.channels_last=false"])
+
+
+def test_the_view_kernels_gradient_passes_gradcheck_in_float64():
+    torch.manual_seed(0)
+    x = torch.randn(8, 3, 3, 2, dtype=torch.float64, requires_grad=True)
+    w = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(3, dtype=torch.float64, requires_grad=True)
+
+    def f(x, w, b):
+        return grouped_batch_norm(x, w, b, torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64),
+                                  2, 0.1, 1e-5)
+
+    assert torch.autograd.gradcheck(f, (x, w, b))
+    # a weight without a bias (an affine layer with bias=None): no gradient for the missing bias
+    y = grouped_batch_norm(x, w, None, torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64), 2,
+                           0.1, 1e-5)
+    y.sum().backward()
+    assert w.grad is not None
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        grouped_batch_norm(torch.randn(4, 3), None, None, torch.zeros(3), torch.ones(3), 4, 0.1, 1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_low_precision_activation_is_normalised_in_float32(dtype):
+    """Where a channel's mean is 16 standard deviations, the view kernel's bf16/fp16 output and gradient are as close
+    to a float64 batch-norm of the same (rounded) input as the input's own precision allows."""
+    torch.manual_seed(0)
+    x = (torch.randn(16, 4, 6, 6) + 16).to(dtype)
+    up = torch.randn(16, 4, 6, 6).to(dtype)
+    ref_x = x.double().requires_grad_()
+    ref = per_group_reference(ref_x, None, None, torch.zeros(4, dtype=torch.float64),
+                              torch.ones(4, dtype=torch.float64), 4, 0.1, 1e-5)
+    (ref_dx,) = torch.autograd.grad((ref * up.double()).sum(), ref_x)
+    lx = x.clone().requires_grad_()
+    y = grouped_batch_norm(lx, None, None, torch.zeros(4), torch.ones(4), 4, 0.1, 1e-5)
+    (dx,) = torch.autograd.grad((y * up).sum(), lx)
+    assert y.dtype == dtype and dx.dtype == dtype
+    rounding = 2 ** -8 if dtype == torch.bfloat16 else 2 ** -11
+    assert float((y.detach().double() - ref.detach()).abs().max()) <= 2 * rounding * float(ref.detach().abs().max())
+    assert float((dx.double() - ref_dx).abs().max()) <= 2 * rounding * float(ref_dx.abs().max())

@@ -22,20 +22,22 @@ if [ -n "${FTCL_LEASE_DRY:-}" ]; then
   PY=${PYTHON:-.venv/bin/python}
   $PY tools/ft_draws_check.py --device cpu --out "$OUT/ft_draws" > "$OUT/ft_draws.log" 2>&1; A=$?
   $PY -m benchmarks.gpucheck --dry-run --out "$OUT/gpucheck" --budget-s 300 \
-      --parts environment,throughput,kernels,captured,loader,imagenet > "$OUT/gpucheck.log" 2>&1; B=$?
+      --parts environment,throughput,kernels,captured,imagenet,loader > "$OUT/gpucheck.log" 2>&1; B=$?
   echo "lease (dry run): ft_draws_check rc=$A, gpucheck rc=$B; wrote $OUT"
   exit $(( A || B ))
 fi
 PY=${PYTHON:-python3}
-timeout 100 $PY tools/ft_draws_check.py --out "$OUT/ft_draws" > "$OUT/ft_draws.log" 2>&1
+timeout 90 $PY tools/ft_draws_check.py --out "$OUT/ft_draws" > "$OUT/ft_draws.log" 2>&1
 echo "ft_draws_check rc=$? ($(left) s left)"
-BUDGET=$(( $(left) - 200 ))   # keep ~200 s for the pairs
-[ "$BUDGET" -gt 330 ] && BUDGET=330
+# the check's parts first (their estimates: ~440 s), in this order; the compiled parts stop at the budget in
+# their own processes, and the report is rewritten after every part
+BUDGET=$(( $(left) - 40 ))
+[ "$BUDGET" -gt 450 ] && BUDGET=450
 timeout $(( BUDGET + 30 )) $PY -m benchmarks.gpucheck --out "$OUT/gpucheck" --budget-s "$BUDGET" \
-    --parts environment,throughput,kernels,captured,loader,imagenet > "$OUT/gpucheck.log" 2>&1
+    --parts environment,throughput,kernels,captured,imagenet,loader > "$OUT/gpucheck.log" 2>&1
 echo "gpucheck rc=$? ($(left) s left)"
 DEADLINE=$(( $(left) - 25 ))  # packing the runs takes seconds
-if [ "$DEADLINE" -gt 60 ]; then
+if [ "$DEADLINE" -gt 60 ]; then  # what is left goes to the largest pairs
   $PY tools/device_sweep.py --out "$OUT/sweep" --deadline-s "$DEADLINE" --parallel 6 --set device=cuda \
       --jobs-file tools/device_jobs.tsv > "$OUT/sweep.log" 2>&1
   echo "device_sweep rc=$? ($(left) s left)"

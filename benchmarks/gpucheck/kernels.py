@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from benchmarks import timing
 from benchmarks.gpucheck.setting import Budget, Setting
 from ftcl_core.config import FTConfig, load_config
-from ftcl_core.execution import memory_format, prepare_model
+from ftcl_core.execution import exact_float32, ft_device_draws, memory_format, prepare_model
 from ftcl_core.methods import StepContext
 from ftcl_core.models import SplitBatchNorm2d
 from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
@@ -26,13 +26,15 @@ def step_runner(s: Setting, base: str, over: list[str], ft: FTConfig = FTConfig(
     """A function running one unsynchronised training step of ``base`` + ``over`` on synthetic uint8 images held on
     the device (what training gets after the cache), and the config."""
     cfg = load_config(base, [*over, f"device={s.device}"])
+    exact_float32(cfg, s.device)  # as training does: a float32 recipe stays float32 on CUDA (TF32 off)
     model, net = prepare_model(cfg, s.device)
     opt = build_optimizer(cfg, model, s.device)
     gen = torch.Generator().manual_seed(0)
     n_img, size, bs = 2 * cfg.train.batch_size, cfg.data.image_size, cfg.train.batch_size
     images = torch.randint(0, 256, (n_img, 3, size, size), dtype=torch.uint8, generator=gen).to(s.device)
     aug = augment_config(cfg)
-    ctx = StepContext(gen, ft, record_stats=False, amp=cfg.train.amp, wrapped=net, captured=cfg.train.cuda_graph)
+    ctx = StepContext(gen, ft, record_stats=False, amp=cfg.train.amp, wrapped=net, captured=cfg.train.cuda_graph,
+                      device_draws=ft_device_draws(cfg, s.device))  # FT draws as training does (on a GPU: there)
 
     def step():
         x = images[torch.randint(n_img, (bs,), generator=gen).to(s.device)]

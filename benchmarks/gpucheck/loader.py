@@ -2,6 +2,8 @@
 
 The throughput part's anchor (MoCo v2's transforms per sample on PIL images, two views, in a DataLoader) reached
 50 images/s at 224 px with 16 workers on the H200 machine, far below what published setups sustain per worker.
+Its epoch held only 4 batches, so at most 4 workers were ever busy (4 x 17 images/s a core with its blur: 68);
+it now samples with replacement, many batches per worker.
 Its blur was torchvision's ``T.GaussianBlur`` (a tensor convolution, 39x the released code's PIL blur a view on a
 CPU core); the anchor now blurs as the released code does
 (:class:`~benchmarks.gpucheck.throughput.PilGaussianBlur`), and this part measures both.  It measures, on the same

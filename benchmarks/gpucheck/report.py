@@ -119,9 +119,9 @@ def captured_table(parts: dict[str, dict]) -> Table | None:
     header = ["execution", "step ms", "images/s", "30-epoch run s", "FT overhead %", "loss rel. diff vs eager", "pass"]
     rows = []
     for name, e in c.get("executions", {}).items():
-        if "refused" in e or "skipped" in e:
-            rows.append([name, f"{'refused' if 'refused' in e else 'skipped'}: {e.get('refused') or e['skipped']}"]
-                        + [""] * (len(header) - 2))
+        why = next((k for k in ("refused", "skipped", "error") if k in e), None)
+        if why:
+            rows.append([name, f"{why}: {e[why]}"] + [""] * (len(header) - 2))
             continue
         rows.append([name, fmt(e["step_ms"], 3), fmt(e["images_per_s"], 4), fmt(e["run_30_epochs_s"], 3),
                      _percent(e["ft_overhead"]), f"first {fmt(e['first_loss_rel_vs_eager'])}, worst "
@@ -299,9 +299,10 @@ def book_summary(reports: list[dict]) -> str:
                        f"{fmt(t['anchor']['images_per_s'], 4)} images/s, "
                        + ("is the released code's pipeline with its PIL blur)."
                           if "PIL blur" in t["anchor"].get("pipeline", "") else
-                          "came with torchvision's tensor blur, 39 times the released code's PIL blur a view on a CPU "
-                          "core, which makes the pipeline 6.4 times slower a core "
-                          "(results/bench_anchor_blur_intel-xeon-avx512.txt): an anchor slower than either library's "
+                          "came with two faults of the anchor, since mended: torchvision's tensor blur, 39 times the "
+                          "released code's PIL blur a view on a CPU core, which makes the pipeline 6.4 times slower a "
+                          "core (results/bench_anchor_blur_intel-xeon-avx512.txt), and an epoch of only 4 batches, so "
+                          "that at most 4 of its workers were ever busy: an anchor slower than either library's "
                           "pipeline, not a library comparison)."))
     sc = parts.get("scale", {})
     arms = sc.get("arms", {})

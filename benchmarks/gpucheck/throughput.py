@@ -88,7 +88,10 @@ def _torchvision_loader(images: torch.Tensor, out_size: int, batch: int, workers
 
     dataset = TwoViews()
     dataset.tf, dataset.pil = tf, pil  # the loader part times each transform of the same pipeline
-    return torch.utils.data.DataLoader(dataset, batch_size=batch, shuffle=True, drop_last=True, num_workers=workers,
+    # samples drawn with replacement, an "epoch" of 64 batches per worker: with shuffle=True over the few batches the
+    # images make (4 before 2026-12-01), at most that many workers were ever busy and every epoch restarted them
+    sampler = torch.utils.data.RandomSampler(dataset, replacement=True, num_samples=batch * 64 * max(1, workers))
+    return torch.utils.data.DataLoader(dataset, batch_size=batch, sampler=sampler, drop_last=True, num_workers=workers,
                                        pin_memory=torch.cuda.is_available(), persistent_workers=workers > 0)
 
 

@@ -282,6 +282,7 @@ if any(arms["baseline"]):
 P.markdown_html(G.device_gap_sentence(runs_of["length"], plain))
 
 # %% [markdown]
+# (is-it-the-network)=
 # ## Is it the network? Wider and deeper encoders
 #
 # Every run above uses one small encoder (a CIFAR-stem ResNet-10 of width 16 on 24-px crops), against the paper's
