@@ -104,6 +104,10 @@ def test_the_markdown_report_and_the_book_show_the_same_tables_of_the_stored_rep
     book = report.book_tables(stored)
     assert set(book) == {"agreement", "throughput", "scale"}
     assert "H200" in report.book_summary(stored)
+    # the stored anchors blurred with torchvision's tensor blur: the book says so once, not per setting
+    old = any("PIL blur" not in t.get("anchor", {}).get("pipeline", "PIL blur")
+              for t in report.latest_parts(stored).get("throughput", {}).get("settings", {}).values())
+    assert report.book_summary(stored).count("two faults of the anchor") == int(old)
 
 
 def test_the_one_prepared_device_command_is_valid_and_its_jobs_resolve():
