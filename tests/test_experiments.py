@@ -320,16 +320,21 @@ def test_device_sweep_trains_a_priority_list_and_packs_the_finished_runs(tmp_pat
     exp_file.write_text("table: TINY\ntitle: tiny\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0]\n"
                         "common: {data.n_train: 256, data.n_test: 64, train.batch_size: 64, moco.queue_size: 128, "
                         "train.epochs: 1, eval.linear_epochs: 1}\nsettings:\n  baseline: {}\n  +pos: {ft.pos: true}\n")
-    out = tmp_path / "out"
+    out, stored = tmp_path / "out", tmp_path / "stored"
+    (stored / "TINY" / "baseline" / "seed1").mkdir(parents=True)  # a run trained elsewhere: not trained again
+    for name in ("eval.json", "provenance.json", "metrics.npz", "config.yaml"):
+        (stored / "TINY" / "baseline" / "seed1" / name).write_text("{}")
     cmd = [sys.executable, "tools/device_sweep.py", "--out", str(out), "--runs-root", str(tmp_path / "runs"),
-           "--deadline-s", "240", "--parallel", "2", "--set", "device=cpu", "--poll-s", "0.5",
-           "--job", str(exp_file), "baseline", "0", "--job", str(exp_file), "+pos", "0"]
+           "--deadline-s", "240", "--parallel", "2", "--set", "device=cpu", "--poll-s", "0.5", "--stored-root", str(stored),
+           "--job", str(exp_file), "baseline", "0", "--job", str(exp_file), "+pos", "0",
+           "--job", str(exp_file), "baseline", "1"]
     done = subprocess.run(cmd, cwd=X.ROOT, capture_output=True, text=True, timeout=300,
                           env={**__import__("os").environ, "PYTHONPATH": str(X.ROOT)})
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((out / "jobs.json").read_text())
-    assert [j["state"] for j in report["jobs"]] == ["complete", "complete"]
+    assert [j["state"] for j in report["jobs"]] == ["complete", "complete", "stored"]
     names = tarfile.open(out / "runs.tar.gz").getnames()
+    assert not any("seed1" in n for n in names)
     assert "cpu/TINY/baseline/seed0/eval.json" in names and "cpu/TINY/+pos/seed0/provenance.json" in names
     assert not any(n.endswith("checkpoint.pt") for n in names)
 

@@ -43,7 +43,7 @@ class Job:
     proc: subprocess.Popen | None = None
     started: float | None = None
     ended: float | None = None
-    state: str = "waiting"  # waiting | running | complete | failed | stopped | skipped
+    state: str = "waiting"  # waiting | running | complete | failed | stopped | skipped | stored
     why: str = ""
     epochs_done: int = 0
     epochs: int = 0
@@ -80,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", nargs="*", default=["device=cuda"], dest="execution")
     ap.add_argument("--runs-root", default=os.environ.get("FTCL_RUNS_ROOT", "/tmp/ftcl_runs"))
     ap.add_argument("--poll-s", type=float, default=5.0)
+    ap.add_argument("--stored-root", default=str(X.ROOT / "results" / "cpu"),
+                    help="the committed runs: a job whose run is complete there is not trained again (state 'stored')")
     ap.add_argument("--group-size", type=int, default=2,
                     help="consecutive jobs that only count together (a baseline and its FT arm): stopped together")
     args = ap.parse_args(argv)
@@ -100,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         cfg = X.resolve(X.base_for(exp, "cpu"), exp.overrides(setting, int(seed)), "cpu")
         job = Job(i, path, setting, int(seed), folder=X.run_dir(exp, setting, int(seed), "cpu"), epochs=cfg.train.epochs,
                   steps=X.planned_steps(cfg))
+        if RunDir(X.run_dir(exp, setting, int(seed), "cpu", root=args.stored_root)).is_complete():
+            job.state, job.why = "stored", f"complete under {args.stored_root} (trained elsewhere, e.g. on a CPU)"
+            print(f"job {i}: {setting} seed {seed} is stored already; not trained", flush=True)
         jobs.append(job)
     threads = max(1, (os.cpu_count() or 2) // max(1, args.parallel))
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}

@@ -22,25 +22,40 @@ from ftcl_core.models import SplitBatchNorm2d
 from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
 
 
-def step_runner(s: Setting, base: str, over: list[str], ft: FTConfig = FTConfig()):  # noqa: B008
+def step_runner(s: Setting, base: str, over: list[str], ft: FTConfig = FTConfig(), n_images: int | None = None):  # noqa: B008
     """A function running one unsynchronised training step of ``base`` + ``over`` on synthetic uint8 images held on
-    the device (what training gets after the cache), and the config."""
+    the device (what training gets after the cache), and the config.
+
+    The step takes, per call: ``ft`` (default: the runner's), ``stats`` (record the statistics, as training does),
+    ``views`` (a batch of views made elsewhere, e.g. by the DataLoader anchor, instead of the device's images) and
+    ``host_draws`` (FT's draws on the host, as every stored run made them, instead of where training of this config
+    makes them: :func:`ftcl_core.execution.ft_device_draws`).  ``n_images``: how many synthetic images (default two
+    batches)."""
     cfg = load_config(base, [*over, f"device={s.device}"])
     exact_float32(cfg, s.device)  # as training does: a float32 recipe stays float32 on CUDA (TF32 off)
     model, net = prepare_model(cfg, s.device)
     opt = build_optimizer(cfg, model, s.device)
     gen = torch.Generator().manual_seed(0)
-    n_img, size, bs = 2 * cfg.train.batch_size, cfg.data.image_size, cfg.train.batch_size
-    images = torch.randint(0, 256, (n_img, 3, size, size), dtype=torch.uint8, generator=gen).to(s.device)
+    size, bs = cfg.data.image_size, cfg.train.batch_size
+    n_img = n_images or 2 * bs
+    images = synthetic_images(n_img, size).to(s.device)
     aug = augment_config(cfg)
-    ctx = StepContext(gen, ft, record_stats=False, amp=cfg.train.amp, wrapped=net, captured=cfg.train.cuda_graph,
-                      device_draws=ft_device_draws(cfg, s.device))  # FT draws as training does (on a GPU: there)
+    draws = ft_device_draws(cfg, s.device)  # FT draws as training does (on a GPU: there)
 
-    def step():
-        x = images[torch.randint(n_img, (bs,), generator=gen).to(s.device)]
-        return train_step(model, opt, memory_format(make_views(x, aug, gen, True), True), ctx)
+    def step(ft_now: FTConfig | None = None, stats: bool = False, views=None, host_draws: bool = False):
+        if views is None:
+            views = make_views(images[torch.randint(n_img, (bs,), generator=gen).to(s.device)], aug, gen, True)
+        ctx = StepContext(gen, ft if ft_now is None else ft_now, record_stats=stats, amp=cfg.train.amp, wrapped=net,
+                          captured=cfg.train.cuda_graph, device_draws=None if host_draws else draws)
+        return train_step(model, opt, memory_format(views, True), ctx)
 
     return step, cfg
+
+
+def synthetic_images(n: int, size: int) -> torch.Tensor:
+    """``n`` random uint8 RGB images of ``size`` x ``size`` on the host, the same for every caller (seed 0)."""
+    gen = torch.Generator().manual_seed(0)
+    return torch.randint(0, 256, (n, 3, size, size), dtype=torch.uint8, generator=gen)
 
 
 def _layer(s: Setting, kernel: str | None, dtype: torch.dtype, shape: tuple[int, ...], groups: int):

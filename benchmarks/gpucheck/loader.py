@@ -21,8 +21,9 @@ import time
 
 import torch
 
+from benchmarks.gpucheck.kernels import synthetic_images
 from benchmarks.gpucheck.setting import Budget, Setting
-from benchmarks.gpucheck.throughput import _torchvision_loader
+from benchmarks.gpucheck.throughput import anchor_pipeline, torchvision_loader
 
 
 def _cpu_seconds(pids: list[int]) -> float:
@@ -39,8 +40,8 @@ def _cpu_seconds(pids: list[int]) -> float:
 
 def _per_transform(images: torch.Tensor, out_size: int, n: int, blur: str = "pil") -> dict[str, float]:
     """Milliseconds per view of each transform of the anchor's pipeline, in this process, over ``n`` images."""
-    loader = _torchvision_loader(images[:n], out_size, 1, 0, blur)
-    tf, pil = loader.dataset.tf, loader.dataset.pil
+    tf, pil = anchor_pipeline(images[:n], out_size, blur)
+
     def name(t) -> str:  # RandomApply names what it applies (two of them: colour jitter, blur)
         inner = getattr(t, "transforms", None)
         return f"{type(t).__name__}({', '.join(type(i).__name__ for i in inner)})" if inner else type(t).__name__
@@ -57,7 +58,7 @@ def _per_transform(images: torch.Tensor, out_size: int, n: int, blur: str = "pil
 
 def _loader_rate(images: torch.Tensor, out_size: int, batch: int, workers: int, batches: int) -> dict:
     """Images/s of the DataLoader alone over ``batches`` batches after one, and its workers' busy cores."""
-    loader = _torchvision_loader(images, out_size, batch, workers)
+    loader = torchvision_loader(images, out_size, batch, workers)
     it = iter(loader)
     next(it)
     pids = [w.pid for w in getattr(it, "_workers", [])] or [os.getpid()]
@@ -78,7 +79,7 @@ def loader_profile(s: Setting, budget: Budget) -> dict:
     """The anchor's time per transform, one process's rate, and the DataLoader's rate and busy cores."""
     size, out, batch = (20, 16, 8) if s.dry else (256, 224, 64)
     n = 4 * batch
-    images = torch.randint(0, 256, (n, 3, size, size), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    images = synthetic_images(n, size)
     per = _per_transform(images, out, 8 if s.dry else 64)
     old_blur = _per_transform(images, out, 4 if s.dry else 16, "torchvision")
     view_ms = sum(per.values())

@@ -18,12 +18,11 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks import timing
 from benchmarks.gpucheck.environment import bf16_peak
+from benchmarks.gpucheck.kernels import step_runner, synthetic_images
 from benchmarks.gpucheck.setting import Budget, Setting
 from ftcl_core.config import FTConfig, load_config
-from ftcl_core.execution import ft_device_draws, ft_draws_mode, host_to_device, memory_format, prepare_model
-from ftcl_core.methods import StepContext
+from ftcl_core.execution import ft_device_draws, ft_draws_mode, host_to_device
 from ftcl_core.profiling import breakdown
-from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
 
 
 def _throughput_settings(s: Setting) -> dict[str, list[str]]:
@@ -56,10 +55,10 @@ class PilGaussianBlur:
         return im.filter(ImageFilter.GaussianBlur(radius=random.uniform(*self.sigma)))
 
 
-def _torchvision_loader(images: torch.Tensor, out_size: int, batch: int, workers: int, blur: str = "pil"):
-    """The anchor: per-sample torchvision transforms of MoCo v2 (as the released code and lightly build them,
-    with their PIL blur; ``blur="torchvision"``: torchvision's tensor blur, the anchor of the reports before
-    2026-12-01) on PIL images, two views, in a DataLoader with ``workers`` processes and pinned memory."""
+def anchor_pipeline(images: torch.Tensor, out_size: int, blur: str = "pil"):
+    """The anchor's per-sample torchvision transforms of MoCo v2 (as the released code and lightly build them, with
+    their PIL blur; ``blur="torchvision"``: torchvision's tensor blur, the anchor of the reports before 2026-12-01)
+    and ``images`` as PIL images: ``(transform, pil_images)``."""
     import numpy as np
     from PIL import Image
     from torchvision import transforms as T
@@ -77,7 +76,13 @@ def _torchvision_loader(images: torch.Tensor, out_size: int, batch: int, workers
         T.ToTensor(),
         T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
     ])
-    pil = [Image.fromarray(np.ascontiguousarray(im.permute(1, 2, 0).numpy())) for im in images]
+    return tf, [Image.fromarray(np.ascontiguousarray(im.permute(1, 2, 0).numpy())) for im in images]
+
+
+def torchvision_loader(images: torch.Tensor, out_size: int, batch: int, workers: int, blur: str = "pil"):
+    """The anchor: :func:`anchor_pipeline` on ``images``, two views, in a DataLoader with ``workers`` processes and
+    pinned memory."""
+    tf, pil = anchor_pipeline(images, out_size, blur)
 
     class TwoViews(torch.utils.data.Dataset):
         def __len__(self) -> int:
@@ -87,7 +92,6 @@ def _torchvision_loader(images: torch.Tensor, out_size: int, batch: int, workers
             return tf(pil[i]), tf(pil[i])
 
     dataset = TwoViews()
-    dataset.tf, dataset.pil = tf, pil  # the loader part times each transform of the same pipeline
     # samples drawn with replacement, an "epoch" of 64 batches per worker: with shuffle=True over the few batches the
     # images make (4 before 2026-12-01), at most that many workers were ever busy and every epoch restarted them
     sampler = torch.utils.data.RandomSampler(dataset, replacement=True, num_samples=batch * 64 * max(1, workers))
@@ -120,27 +124,18 @@ def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> d
     br = breakdown(base, over, steps=steps, warmup=warmup, synthetic=n_img)
     r["phases_ms_synchronised"] = br["phases_ms"]
     r["step_ms_synchronised"] = br["step_ms"]
-    # the same step without a synchronisation between phases: what training gets
-    model, net = prepare_model(cfg, s.device)
-    opt = build_optimizer(cfg, model, s.device)
-    gen = torch.Generator().manual_seed(0)
-    images = torch.randint(0, 256, (n_img, 3, size, size), dtype=torch.uint8, generator=gen)
-    aug = augment_config(cfg)
-    on_device = images.to(s.device)
-    if s.device.startswith("cuda"):  # the peak of this model's steps alone (the breakdown's model is gone)
+    # the same step without a synchronisation between phases: what training gets (the statistics recorded, as in
+    # training); FT's draws as a training run of this config makes them: on a GPU from a generator on the device
+    if s.device.startswith("cuda"):
         torch.cuda.empty_cache()
+    run, _ = step_runner(s, base, over, n_images=n_img)
+    if s.device.startswith("cuda"):  # the peak of this model's steps alone (the breakdown's model is gone)
         torch.cuda.reset_peak_memory_stats()
-
-    # FT's draws as a training run of this config makes them: on a GPU from a generator on the device
-    draws = ft_device_draws(cfg, s.device)
     r["ft_draws"] = ft_draws_mode(cfg, s.device)
+    host_draws_differ = ft_device_draws(cfg, s.device) is not None
 
     def step(ft: FTConfig = FTConfig(), stats: bool = True, views=None, host_draws: bool = False):  # noqa: B008
-        x = on_device[torch.randint(n_img, (bs,), generator=gen).to(s.device)]
-        views = memory_format(views, True) if views is not None else make_views(x, aug, gen, True)
-        ctx = StepContext(gen, ft, record_stats=stats, amp="bf16", wrapped=net,
-                          device_draws=None if host_draws else draws)
-        return train_step(model, opt, views, ctx)
+        return run(ft, stats, views, host_draws)
 
     step_s = timing.timed(step, steps, warmup, s.device)
     r["step_ms"] = 1e3 * step_s
@@ -157,7 +152,7 @@ def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> d
     ft = FTConfig(pos=True, neg=True)
     variants = {"plain": (FTConfig(), False), "ft": (ft, False), "stats": (FTConfig(), True)}
     runs = {k: (lambda v=v: step(*v)) for k, v in variants.items()}
-    if draws is not None:
+    if host_draws_differ:
         runs["ft_host"] = lambda: step(ft, False, host_draws=True)
     med = timing.medians(timing.interleaved(runs, 1 if s.dry else 3, max(2, steps // 2), 1, s.device))
     r["ft_overhead"] = med["ft"] / med["plain"] - 1
@@ -168,7 +163,7 @@ def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> d
         r["anchor"] = {"skipped": f"{budget.left():.0f} s left"}
         return r
     workers = 0 if s.dry else min(16, os.cpu_count() or 1)
-    loader = _torchvision_loader(images, out, bs, workers)
+    loader = torchvision_loader(synthetic_images(n_img, size), out, bs, workers)
     batches = iter(loader)
 
     def anchor_step():
