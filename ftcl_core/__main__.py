@@ -176,7 +176,7 @@ def _plan(args) -> int:
     steps, seconds = sum(r["steps"] for r in rows), sum(r["seconds"] for r in rows)
     n = sum(len(v) for v in rates.values())
     cost = (f", about {seconds / 3600:.1f} h of one training process on this CPU (from the seconds a step of the {n} "
-            "runs trained on it, per method, data set and encoder)") if n and steps else ""
+            "runs trained on it, per method, data set and encoder, scaled by the crops' pixels)") if n and steps else ""
     print(f"\n{sum(r['train'] for r in rows)} runs to train: {steps} steps{cost}. "
           f"{sum(r['copy'] for r in rows)} to copy from identical runs; {sum(r['stale'] for r in rows)} stored runs hold "
           "another recipe (move them to a dated record, e.g. results/cpu-2026-11/, before the rerun).")

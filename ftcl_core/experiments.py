@@ -477,9 +477,12 @@ def _rate_key(cfg: RunConfig) -> tuple:
 
 
 def step_rates_here(profile: str = "cpu") -> dict[tuple, list[float]]:
-    """Training seconds per optimiser step of the profile's stored runs trained on this machine's CPU model (copies
-    left out), by :func:`_rate_key`: what a plan's steps cost here. CPUs differ threefold, so only this machine's
-    own runs say it, and methods differ twofold (SimCLR, BYOL), so each counts its own."""
+    """Training seconds per optimiser step and crop pixel (``augment.out_size`` squared) of the profile's stored
+    runs trained on this machine's CPU model (copies left out), by :func:`_rate_key`: what a plan's steps cost
+    here. CPUs differ threefold, so only this machine's own runs say it; methods differ twofold (SimCLR, BYOL), so
+    each counts its own; a convolutional network's work grows with its input's pixels, so a plan at larger crops
+    scales the rate (measured on an AMD EPYC: 56-px crops took 4.6-5x the 24-px steps' time, 5.4x the pixels;
+    ``results/screens/2026-12-02_resolution.md``)."""
     here = cpu_model()
     rates: dict[tuple, list[float]] = {}
     for run in stored_runs(profile).values():
@@ -488,15 +491,20 @@ def step_rates_here(profile: str = "cpu") -> dict[tuple, list[float]]:
             continue
         cfg = run.load_config()
         if planned_steps(cfg) and prov.get("train_s"):
-            rates.setdefault(_rate_key(cfg), []).append(float(prov["train_s"]) / planned_steps(cfg))
+            rates.setdefault(_rate_key(cfg), []).append(float(prov["train_s"]) / planned_steps(cfg) / _pixels(cfg))
     return rates
 
 
 def seconds_a_step(cfg: RunConfig, rates: dict[tuple, list[float]]) -> float:
-    """The median of ``rates`` (:func:`step_rates_here`) for ``cfg``'s key, else of every rate (a method not yet
-    trained here), else NaN (nothing trained here)."""
+    """The median of ``rates`` (:func:`step_rates_here`, per crop pixel) for ``cfg``'s key, else of every rate (a
+    method not yet trained here), times ``cfg``'s crop pixels; NaN when nothing was trained here."""
     own = rates.get(_rate_key(cfg)) or [r for v in rates.values() for r in v]
-    return float(np.median(own)) if own else math.nan
+    return float(np.median(own)) * _pixels(cfg) if own else math.nan
+
+
+def _pixels(cfg: RunConfig) -> int:
+    """The pixels of one augmented view (``augment.out_size`` squared): what a step's cost scales with."""
+    return cfg.augment.out_size ** 2
 
 
 def _network_key(cfg: RunConfig) -> tuple:

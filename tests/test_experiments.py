@@ -117,7 +117,7 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     (row,) = X.plan_rows([fourth], "smoke")  # without "third" in the plan, seed 2 is trained
     assert (row["copy"], row["train"], row["to_train"]) == (1, 1, ["alpha_ex=2.0 seed 2"])
     rate_cfg = X.resolve("configs/smoke_moco_v2.yaml", {}, "smoke")
-    (row,) = X.plan_rows([fourth], "smoke", rates={X._rate_key(rate_cfg): [0.5]})
+    (row,) = X.plan_rows([fourth], "smoke", rates={X._rate_key(rate_cfg): [0.5 / rate_cfg.augment.out_size ** 2]})
     assert row["seconds"] == pytest.approx(0.5 * row["steps"])
     assert sorted(p.name for p in (tmp_path / "smoke").glob("*/*/seed*")) == ["seed0", "seed0", "seed1", "seed1", "seed1"]
 
@@ -494,12 +494,16 @@ def test_step_rates_count_only_runs_trained_on_this_cpu_by_method(tmp_path, monk
         (d / "provenance.json").write_text(json.dumps({"device": "cpu", **prov}))
         (d / "eval.json").write_text("{}")
     rates = X.step_rates_here("smoke")
-    assert list(rates) == [X._rate_key(cfg)] and sorted(rates[X._rate_key(cfg)]) == pytest.approx([0.1, 0.2, 0.3])
+    pixels = cfg.augment.out_size ** 2  # rates are per crop pixel: a plan at larger crops costs more a step
+    assert list(rates) == [X._rate_key(cfg)]
+    assert sorted(rates[X._rate_key(cfg)]) == pytest.approx([0.1 / pixels, 0.2 / pixels, 0.3 / pixels])
     assert X.seconds_a_step(cfg, rates) == pytest.approx(0.2)
+    larger = cfg.updated({"data.image_size": 4 * cfg.augment.out_size, "augment.out_size": 2 * cfg.augment.out_size})
+    assert X.seconds_a_step(larger, rates) == pytest.approx(0.8)
     simclr = X.resolve("configs/smoke_simclr.yaml", {}, "smoke") if (X.ROOT / "configs/smoke_simclr.yaml").is_file() else \
         cfg.updated({"method": "simclr"})
     assert X.seconds_a_step(simclr, rates) == pytest.approx(0.2)  # no SimCLR run here: every rate's median
-    assert X.seconds_a_step(simclr, {**rates, X._rate_key(simclr): [0.7]}) == pytest.approx(0.7)
+    assert X.seconds_a_step(simclr, {**rates, X._rate_key(simclr): [0.7 / pixels]}) == pytest.approx(0.7)
 
 
 def test_the_plan_command_prints_a_row_per_file_and_the_totals(tmp_path, monkeypatch, capsys):
