@@ -36,7 +36,7 @@ from ftcl_core.results import records as run_records
 from ftcl_core.results.claims import BASELINE, KINDS, MIN_SEEDS, Claim
 from ftcl_core.results.numbers import csv_number, fixed, plus_minus, pm_cell
 from ftcl_core.results.paired import by_seed, mean_ci95, pair
-from ftcl_core.runs import RunDir, atomic_write_bytes, cpu_model, write_json
+from ftcl_core.runs import RunDir, atomic_write_bytes, cpu_isa, cpu_model, write_json
 
 PROFILES = ("smoke", "cpu", "gpu")
 ROOT = Path(__file__).resolve().parent.parent
@@ -478,21 +478,27 @@ def _rate_key(cfg: RunConfig) -> tuple:
 
 def step_rates_here(profile: str = "cpu") -> dict[tuple, list[float]]:
     """Training seconds per optimiser step and crop pixel (``augment.out_size`` squared) of the profile's stored
-    runs trained on this machine's CPU model (copies left out), by :func:`_rate_key`: what a plan's steps cost
-    here. CPUs differ threefold, so only this machine's own runs say it; methods differ twofold (SimCLR, BYOL), so
-    each counts its own; a convolutional network's work grows with its input's pixels, so a plan at larger crops
-    scales the rate (measured on an AMD EPYC: 56-px crops took 4.6-5x the 24-px steps' time, 5.4x the pixels;
+    runs trained on this machine's kind of CPU (copies left out), by :func:`_rate_key`: what a plan's steps cost
+    here. CPUs differ threefold, so only this kind's own runs say it: the same model name and vector extension
+    (:func:`ftcl_core.runs.cpu_isa`; for a key without such runs, those of the same model name that did not record
+    the extension, as runs before 2026-12-02). Methods differ twofold (SimCLR, BYOL), so each counts its own; a
+    convolutional network's work grows with its input's pixels, so a plan at larger crops scales the rate
+    (measured on an AMD EPYC: 56-px crops took 4.6-5x the 24-px steps' time, 5.4x the pixels;
     ``results/screens/2026-12-02_resolution.md``)."""
-    here = cpu_model()
-    rates: dict[tuple, list[float]] = {}
+    model, isa = cpu_model(), cpu_isa()
+    exact: dict[tuple, list[float]] = {}
+    unrecorded: dict[tuple, list[float]] = {}
     for run in stored_runs(profile).values():
         prov = run.load_provenance()
-        if "copied_from" in prov or prov.get("device", "cpu") != "cpu" or prov.get("cpu_model") != here:
+        if "copied_from" in prov or prov.get("device", "cpu") != "cpu" or prov.get("cpu_model") != model:
+            continue
+        if prov.get("cpu_isa", isa) != isa:
             continue
         cfg = run.load_config()
         if planned_steps(cfg) and prov.get("train_s"):
-            rates.setdefault(_rate_key(cfg), []).append(float(prov["train_s"]) / planned_steps(cfg) / _pixels(cfg))
-    return rates
+            into = exact if "cpu_isa" in prov else unrecorded
+            into.setdefault(_rate_key(cfg), []).append(float(prov["train_s"]) / planned_steps(cfg) / _pixels(cfg))
+    return {**unrecorded, **exact}
 
 
 def seconds_a_step(cfg: RunConfig, rates: dict[tuple, list[float]]) -> float:

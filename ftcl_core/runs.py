@@ -151,6 +151,21 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_isa() -> str:
+    """The widest vector extension the CPU reports (``/proc/cpuinfo`` flags): ``amx``, ``avx512``, ``avx2`` or
+    ``other``.  One model name covers CPUs of different speed ("AMD EPYC" is an AVX-512 and an AVX2-only part, at
+    about half the sgemm speed), so the speed of a step is told by the two together."""
+    try:
+        flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    for isa, flag in (("amx", "amx_tile"), ("avx512", "avx512f"), ("avx2", "avx2")):
+        if flag in flags:
+            return isa
+    return "other"
+
+
 def provenance(device: str, seed: int) -> dict:
     """Commit (of the code this process imported), package versions, device and seed of a run."""
     import numpy
@@ -168,7 +183,8 @@ def provenance(device: str, seed: int) -> dict:
             "python": platform.python_version(), "torch": torch.__version__,
             "torchvision": torchvision.__version__, "numpy": numpy.__version__, "ftcl_core": ftcl_core.__version__,
         },
-        "device": device, "device_name": dev_name, "cpu_model": cpu_model(), "threads": torch.get_num_threads(),
+        "device": device, "device_name": dev_name, "cpu_model": cpu_model(), "cpu_isa": cpu_isa(),
+        "threads": torch.get_num_threads(),
         "platform": platform.platform(), "seed": seed,
     }
 

@@ -476,7 +476,7 @@ def test_step_rates_count_only_runs_trained_on_this_cpu_by_method(tmp_path, monk
 
     import yaml
 
-    from ftcl_core.runs import cpu_model
+    from ftcl_core.runs import cpu_isa, cpu_model
 
     monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path))
     cfg = X.resolve("configs/smoke_moco_v2.yaml", {}, "smoke")
@@ -486,7 +486,8 @@ def test_step_rates_count_only_runs_trained_on_this_cpu_by_method(tmp_path, monk
              "c": {"cpu_model": cpu_model(), "train_s": 0.2 * steps},
              "copy": {"cpu_model": cpu_model(), "train_s": 9.0 * steps, "copied_from": "../a"},
              "elsewhere": {"cpu_model": "another CPU", "train_s": 9.0 * steps},
-             "gpu": {"device": "cuda", "cpu_model": cpu_model(), "train_s": 9.0 * steps}}
+             "gpu": {"device": "cuda", "cpu_model": cpu_model(), "train_s": 9.0 * steps},
+             "other_isa": {"cpu_model": cpu_model(), "cpu_isa": "not " + cpu_isa(), "train_s": 9.0 * steps}}
     for name, prov in provs.items():
         d = tmp_path / "smoke" / "T" / name / "seed0"
         d.mkdir(parents=True)
@@ -504,6 +505,14 @@ def test_step_rates_count_only_runs_trained_on_this_cpu_by_method(tmp_path, monk
         cfg.updated({"method": "simclr"})
     assert X.seconds_a_step(simclr, rates) == pytest.approx(0.2)  # no SimCLR run here: every rate's median
     assert X.seconds_a_step(simclr, {**rates, X._rate_key(simclr): [0.7 / pixels]}) == pytest.approx(0.7)
+    # runs that recorded this CPU's vector extension replace those of the same model name that did not
+    d = tmp_path / "smoke" / "T" / "same_isa" / "seed0"
+    d.mkdir(parents=True)
+    (d / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict()))
+    (d / "provenance.json").write_text(json.dumps({"device": "cpu", "cpu_model": cpu_model(), "cpu_isa": cpu_isa(),
+                                                   "train_s": 0.5 * steps}))
+    (d / "eval.json").write_text("{}")
+    assert X.seconds_a_step(cfg, X.step_rates_here("smoke")) == pytest.approx(0.5)
 
 
 def test_the_plan_command_prints_a_row_per_file_and_the_totals(tmp_path, monkeypatch, capsys):
