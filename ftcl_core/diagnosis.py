@@ -716,7 +716,24 @@ def capacity_answer(rows: list[dict]) -> str:
         text += "The encoders decided here disagree on the sign: the network matters at this budget."
     else:
         text += "One encoder decided is not enough to say whether the network matters."
-    return text
+    return text + _rank_sentence(decided)
+
+
+def _rank_sentence(decided: list[dict]) -> str:
+    """What the decided encoders' final effective ranks say (the issue's question: does width keep the rank FT
+    takes away?): FT's range against the baselines', and whether the largest encoder keeps more than the smallest
+    (by more than a fifth) — empty below two decided encoders."""
+    if len(decided) < 2:
+        return ""
+    ft, base = [r["ft_erank"] for r in decided], [r["baseline_erank"] for r in decided]
+    small, large = min(decided, key=lambda r: r["parameters"]), max(decided, key=lambda r: r["parameters"])
+    text = (f" FT's features end with an effective rank of {fixed(min(ft))} to {fixed(max(ft))} at these encoders, "
+            f"their baselines' {fixed(min(base))} to {fixed(max(base))}: ")
+    if large["ft_erank"] > 1.2 * small["ft_erank"]:
+        return text + (f"the largest keeps more ({fixed(large['ft_erank'])} against {fixed(small['ft_erank'])} at "
+                       f"{small['comparison']}), still below its baseline.")
+    return text + (f"{large['parameters'] / small['parameters']:.0f}x the parameters do not keep more directions "
+                   "of the features once FT has taken them.")
 
 
 # --- chapter 7's tables and sentences, so that the chapter holds narrative and calls --------------------------------

@@ -404,3 +404,23 @@ def test_negative_readings_and_the_supp_f_sentence_follow_the_stored_statistics(
     assert "do not tell the two kinds of mixes apart" in G.renorm_sentence(rows[0], row_same, against)
     assert G.harder_negatives_sentence(rows).startswith("Harder than the queue they come from: hard (mean +0.18;")
     assert G.harder_negatives_sentence(rows[:2]).startswith("No stored setting")
+
+
+def test_the_capacity_answer_says_what_the_decided_encoders_show():
+    """Chapter 7's "is it the network?" answer follows the rows: every decided encoder losing, the undecided ones
+    named, and the final effective ranks' sentence turning when the largest encoder keeps more of its rank."""
+    def row(name, params, diff, verdict, n, ft_rank, base_rank=40.0):
+        return {"comparison": name, "parameters": params, "diff": diff, "ci95": 5.0, "verdict": verdict,
+                "n_seeds": n, "ft_erank": ft_rank, "baseline_erank": base_rank}
+
+    rows = [row("small", 1e5, -40.0, "contradicted", 3, 10.0), row("large", 1e6, -45.0, "contradicted", 3, 10.5),
+            row("huge", 1e7, float("nan"), "undecided", 1, float("nan"))]
+    text = G.capacity_answer(rows)
+    assert "costs readout at every encoder decided here, from small to large" in text
+    assert "undecided: huge (1 of 3)" in text
+    assert "10x the parameters do not keep more directions" in text
+    kept = G.capacity_answer([rows[0], {**rows[1], "ft_erank": 20.0}])
+    assert "the largest keeps more (20.0 against 10.0 at small)" in kept
+    mixed = G.capacity_answer([rows[0], {**rows[1], "diff": 6.0, "verdict": "replicated"}])
+    assert "disagree on the sign" in mixed and "every encoder" not in mixed
+    assert "effective rank" not in G.capacity_answer(rows[:1])
