@@ -22,23 +22,24 @@ from ftcl_core.models import SplitBatchNorm2d
 from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
 
 
-def step_runner(s: Setting, base: str, over: list[str], ft: FTConfig = FTConfig(), n_images: int | None = None):  # noqa: B008
+def step_runner(s: Setting, base: str, over: list[str], ft: FTConfig = FTConfig(),  # noqa: B008
+                images: torch.Tensor | None = None):
     """A function running one unsynchronised training step of ``base`` + ``over`` on synthetic uint8 images held on
     the device (what training gets after the cache), and the config.
 
     The step takes, per call: ``ft`` (default: the runner's), ``stats`` (record the statistics, as training does),
     ``views`` (a batch of views made elsewhere, e.g. by the DataLoader anchor, instead of the device's images) and
     ``host_draws`` (FT's draws on the host, as every stored run made them, instead of where training of this config
-    makes them: :func:`ftcl_core.execution.ft_device_draws`).  ``n_images``: how many synthetic images (default two
-    batches)."""
+    makes them: :func:`ftcl_core.execution.ft_device_draws`).  ``images``: the host images to draw batches from
+    (default two batches of :func:`synthetic_images`), copied to the device."""
     cfg = load_config(base, [*over, f"device={s.device}"])
     exact_float32(cfg, s.device)  # as training does: a float32 recipe stays float32 on CUDA (TF32 off)
     model, net = prepare_model(cfg, s.device)
     opt = build_optimizer(cfg, model, s.device)
     gen = torch.Generator().manual_seed(0)
-    size, bs = cfg.data.image_size, cfg.train.batch_size
-    n_img = n_images or 2 * bs
-    images = synthetic_images(n_img, size).to(s.device)
+    bs = cfg.train.batch_size
+    images = (synthetic_images(2 * bs, cfg.data.image_size) if images is None else images).to(s.device)
+    n_img = len(images)
     aug = augment_config(cfg)
     draws = ft_device_draws(cfg, s.device)  # FT draws as training does (on a GPU: there)
 

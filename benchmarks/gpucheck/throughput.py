@@ -21,7 +21,7 @@ from benchmarks.gpucheck.environment import bf16_peak
 from benchmarks.gpucheck.kernels import step_runner, synthetic_images
 from benchmarks.gpucheck.setting import Budget, Setting
 from ftcl_core.config import FTConfig, load_config
-from ftcl_core.execution import ft_device_draws, ft_draws_mode, host_to_device
+from ftcl_core.execution import ft_draws_mode, host_to_device
 from ftcl_core.profiling import breakdown
 
 
@@ -128,11 +128,11 @@ def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> d
     # training); FT's draws as a training run of this config makes them: on a GPU from a generator on the device
     if s.device.startswith("cuda"):
         torch.cuda.empty_cache()
-    run, _ = step_runner(s, base, over, n_images=n_img)
+    images = synthetic_images(n_img, size)  # the model step's and the anchor's
+    run, _ = step_runner(s, base, over, images=images)
     if s.device.startswith("cuda"):  # the peak of this model's steps alone (the breakdown's model is gone)
         torch.cuda.reset_peak_memory_stats()
     r["ft_draws"] = ft_draws_mode(cfg, s.device)
-    host_draws_differ = ft_device_draws(cfg, s.device) is not None
 
     def step(ft: FTConfig = FTConfig(), stats: bool = True, views=None, host_draws: bool = False):  # noqa: B008
         return run(ft, stats, views, host_draws)
@@ -152,7 +152,7 @@ def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> d
     ft = FTConfig(pos=True, neg=True)
     variants = {"plain": (FTConfig(), False), "ft": (ft, False), "stats": (FTConfig(), True)}
     runs = {k: (lambda v=v: step(*v)) for k, v in variants.items()}
-    if host_draws_differ:
+    if r["ft_draws"] == "device":
         runs["ft_host"] = lambda: step(ft, False, host_draws=True)
     med = timing.medians(timing.interleaved(runs, 1 if s.dry else 3, max(2, steps // 2), 1, s.device))
     r["ft_overhead"] = med["ft"] / med["plain"] - 1
@@ -163,7 +163,7 @@ def _throughput_one(s: Setting, budget: Budget, base: str, over: list[str]) -> d
         r["anchor"] = {"skipped": f"{budget.left():.0f} s left"}
         return r
     workers = 0 if s.dry else min(16, os.cpu_count() or 1)
-    loader = torchvision_loader(synthetic_images(n_img, size), out, bs, workers)
+    loader = torchvision_loader(images, out, bs, workers)
     batches = iter(loader)
 
     def anchor_step():
