@@ -716,7 +716,8 @@ def capacity_answer(rows: list[dict]) -> str:
         text += "The encoders decided here disagree on the sign: the network matters at this budget."
     else:
         text += "One encoder decided is not enough to say whether the network matters."
-    return text + _rank_sentence(decided)
+    rank = _rank_sentence(decided)
+    return text + ("\n\n" + rank if rank else "")
 
 
 def _rank_sentence(decided: list[dict]) -> str:
@@ -727,13 +728,44 @@ def _rank_sentence(decided: list[dict]) -> str:
         return ""
     ft, base = [r["ft_erank"] for r in decided], [r["baseline_erank"] for r in decided]
     small, large = min(decided, key=lambda r: r["parameters"]), max(decided, key=lambda r: r["parameters"])
-    text = (f" FT's features end with an effective rank of {fixed(min(ft))} to {fixed(max(ft))} at these encoders, "
+    text = (f"FT's features end with an effective rank of {fixed(min(ft))} to {fixed(max(ft))} at these encoders, "
             f"their baselines' {fixed(min(base))} to {fixed(max(base))}: ")
     if large["ft_erank"] > 1.2 * small["ft_erank"]:
         return text + (f"the largest keeps more ({fixed(large['ft_erank'])} against {fixed(small['ft_erank'])} at "
                        f"{small['comparison']}), still below its baseline.")
     return text + (f"{large['parameters'] / small['parameters']:.0f}x the parameters do not keep more directions "
                    "of the features once FT has taken them.")
+
+
+# Do larger images recover? The width-16 pair again, on the shapes drawn at 64 px with 56-px crops (against 24-px
+# crops of 32-px shapes everywhere else): only the resolution changes.
+RESOLUTION = ("resnet10_w16, 56-px crops", "experiments/diagnosis/resolution_v1.yaml", "baseline 56px", "+both 56px")
+
+
+def resolution_row(profile: str = "cpu", key: str = "linear_top1", root: str | Path | None = None) -> dict:
+    """The :func:`paired_comparison` of :data:`RESOLUTION` (FT from the first step against the baseline of the same
+    seeds at 56-px crops), judged with the paper's effect; "not run" while nothing is stored."""
+    label, path, baseline, treated = RESOLUTION
+    records = X.load_records(path, profile, root)
+    return paired_comparison(label, records, baseline, treated, key, claim_effect(path, treated, baseline))
+
+
+def resolution_sentence(row: dict, at_24: dict) -> str:
+    """Chapter 7's sentence on the resolution point: ``row`` (:func:`resolution_row`) beside ``at_24``, the same
+    encoder's pair at 24-px crops (the first :func:`capacity_rows` row); undecided below 3 paired seeds."""
+    where = f"`{RESOLUTION[1]}`"
+    if not row["n_seeds"]:
+        return (f"Larger images are not tested yet: the same width-16 pair at 56-px crops of 64-px shapes ({where}; "
+                "a step costs about 5x the 24-px step) has no stored runs.")
+    so_far = f"FT minus baseline {plus_minus(row['diff'], row['ci95'])} points"
+    if row["n_seeds"] < MIN_SEEDS:
+        return (f"At 56-px crops of 64-px shapes ({where}), {row['n_seeds']} of 3 paired seeds are stored "
+                f"({so_far} so far): undecided.")
+    text = (f"At 56-px crops of 64-px shapes ({where}), the same encoder's pair reads {so_far}, {row['verdict']}, "
+            f"against {plus_minus(at_24['diff'], at_24['ci95'])} at 24-px crops")
+    if verdicts.side(row["verdict"]) < 0 and verdicts.side(at_24["verdict"]) < 0:
+        return text + ": larger images do not remove the cost at this budget and network."
+    return text + ": the resolution changes the verdict at this budget and network."
 
 
 # --- chapter 7's tables and sentences, so that the chapter holds narrative and calls --------------------------------

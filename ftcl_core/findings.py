@@ -47,7 +47,8 @@ class Evidence:
     and start fraction, FT against the same run without FT (linear / kNN readout); ``switch``: where those runs
     stood when FT switched on; ``first_step`` / ``first_step_knn``: FT from the first step against its baseline,
     one named comparison per change of the recipe (:data:`diagnosis.FIRST_STEP_EXPERIMENTS`); ``length``: the
-    shapes at two lengths (:func:`diagnosis.length_rows`); ``capacity`` / ``capacity_knn``: one row per encoder; ``pixels`` /
+    shapes at two lengths (:func:`diagnosis.length_rows`); ``capacity`` / ``capacity_knn``: one row per encoder;
+    ``resolution``: the width-16 pair at 56-px crops (:func:`diagnosis.resolution_row`); ``pixels`` /
     ``random_init``: Fashion-MNIST's raw-pixel and random-init linear probes; ``summary``: results/summary.csv."""
 
     phase: Mapping[str, Mapping[float, dict]]
@@ -58,6 +59,7 @@ class Evidence:
     length: tuple[dict, ...]
     capacity: tuple[dict, ...]
     capacity_knn: tuple[dict, ...]
+    resolution: dict
     pixels: float
     random_init: float
     summary: tuple[dict, ...]
@@ -99,7 +101,7 @@ class Evidence:
         mean = (lambda key: float(np.mean([r[key] for r in real if key in r])) if any(key in r for r in real)  # noqa: E731
                 else math.nan)
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(G.capacity_rows(profile, root=root)),
-                   tuple(G.capacity_rows(profile, "knn_top1", root=root)),
+                   tuple(G.capacity_rows(profile, "knn_top1", root=root)), G.resolution_row(profile, root=root),
                    mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(_summary(summary, profile)),
                    G.threshold_band(), loaded)
 

@@ -424,3 +424,25 @@ def test_the_capacity_answer_says_what_the_decided_encoders_show():
     mixed = G.capacity_answer([rows[0], {**rows[1], "diff": 6.0, "verdict": "replicated"}])
     assert "disagree on the sign" in mixed and "every encoder" not in mixed
     assert "effective rank" not in G.capacity_answer(rows[:1])
+    verdict_part, rank_part = text.split("\n\n")  # the verdicts and the ranks are two paragraphs
+    assert "contradicted" in verdict_part and rank_part.startswith("FT's features end with an effective rank")
+
+
+def test_the_resolution_sentence_follows_the_stored_pairs():
+    """The 56-px point reads "not tested" with no runs, undecided below 3 seeds, and says whether the verdict turns
+    against the same encoder's 24-px pair once decided."""
+    at_24 = {"diff": -42.4, "ci95": 9.2, "verdict": "contradicted", "n_seeds": 3}
+    none = {"diff": float("nan"), "ci95": float("nan"), "verdict": "not run", "n_seeds": 0}
+    assert G.resolution_sentence(none, at_24).startswith("Larger images are not tested yet")
+    two = G.resolution_sentence({"diff": -30.0, "ci95": 12.0, "verdict": "undecided", "n_seeds": 2}, at_24)
+    assert "2 of 3 paired seeds" in two and "undecided" in two
+    lost = G.resolution_sentence({"diff": -20.0, "ci95": 5.0, "verdict": "contradicted", "n_seeds": 3}, at_24)
+    assert "-20.0 ± 5.0 points, contradicted, against -42.4 ± 9.2" in lost and "do not remove the cost" in lost
+    turned = G.resolution_sentence({"diff": 6.0, "ci95": 2.0, "verdict": "replicated", "n_seeds": 3}, at_24)
+    assert "changes the verdict" in turned
+
+
+def test_the_resolution_row_reads_the_stored_pair(tmp_path):
+    """With no runs under ``root`` the resolution row is "not run" (no training, no error)."""
+    row = G.resolution_row("cpu", root=tmp_path)
+    assert row["n_seeds"] == 0 and row["verdict"] == "not run"

@@ -289,14 +289,16 @@ P.markdown_html(G.device_gap_sentence(runs_of["length"], plain))
 # ResNet-18 and ResNet-50 at ImageNet resolution. The same pair at larger encoders on the shapes at the recipe's 30
 # epochs (`experiments/diagnosis/capacity_v1.yaml`; the width-16 pair is the recipe comparison above). Left: the
 # readout of both arms against the encoder's parameters; right: the effective rank each arm's features end with. An
-# encoder without 3 stored seeds is undecided.
+# encoder without 3 stored seeds is undecided. The last sentence is the other half of "the network": the width-16
+# pair on larger images (the shapes drawn at 64 px, 56-px crops; `experiments/diagnosis/resolution_v1.yaml`).
 
 # %%
 P.capacity_figure(list(ev.capacity))
 plt.show()
-display(G.comparison_table(list(ev.capacity), "Linear top-1 (%) on the shapes' test images, mean over seeds; Δ paired "
-                                              "by seed; FT (+pos +neg) from the first step"))
-P.markdown_html(G.capacity_answer(list(ev.capacity)))
+display(G.comparison_table([*ev.capacity, *[ev.resolution] * bool(ev.resolution["n_seeds"])],
+                           "Linear top-1 (%) on the shapes' test images, mean over seeds; Δ paired by seed; FT (+pos "
+                           "+neg) from the first step"))
+P.markdown_html(G.capacity_answer(list(ev.capacity)) + "\n\n" + G.resolution_sentence(ev.resolution, ev.capacity[0]))
 
 # %% [markdown]
 # ### Can the first 100 steps tell?
