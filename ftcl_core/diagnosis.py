@@ -217,6 +217,32 @@ def length_rows(path: str | Path, records: list[dict], profile: str = "cpu", key
     return rows
 
 
+def longest_length_sentence(rows: list[dict], beyond: int) -> str:
+    """Chapter 7's generated sentence on the longest length of :func:`length_rows` past ``beyond`` epochs: its
+    paired difference and verdict, how many times as many test images FT gets wrong as its baseline, and FT's gain
+    there against the shortest length; undecided below 3 paired seeds; empty when no such length is planned."""
+    pairs = [r for r in rows if r["kind"] == "length" and r["epochs"] > beyond]
+    if not pairs:
+        return ""
+    r = pairs[-1]
+    at = f"At {r['epochs']} epochs ({r['steps']} steps)"
+    if not r["n_seeds"]:
+        return f"{at} the pair has no stored runs yet."
+    if r["n_seeds"] < MIN_SEEDS:
+        return (f"{at}, {r['n_seeds']} of 3 paired seeds are stored (FT minus baseline "
+                f"{plus_minus(r['diff'], r['ci95'], signed=True)} points so far): undecided.")
+    ratio = (100 - r["ft"]) / (100 - r["baseline"])
+    text = (f"{at}, FT minus its baseline reads {plus_minus(r['diff'], r['ci95'], signed=True)} points "
+            f"({r['verdict']}), and FT gets {ratio:.1f} times as many test images wrong as its baseline")
+    gain = next((g for g in rows if g["kind"] == "gain" and g["epochs"] == r["epochs"] and g["n_seeds"] >= MIN_SEEDS),
+                None)
+    shortest = min(g["epochs"] for g in rows if g["kind"] == "length")
+    if gain:
+        text += (f"; FT's gain over its baseline there against at {shortest} epochs, paired by seed: "
+                 f"{plus_minus(gain['diff'], gain['ci95'], signed=True)} points ({gain['verdict']})")
+    return text + "."
+
+
 def length_sentence(label: str, rows: list[dict], readout: str = "linear readout") -> str:
     """What :func:`length_rows` says in one sentence: FT's paired difference at each length with 3 seeds, and
     whether the longer run narrows it (a verdict on the gain needs 3 seeds)."""

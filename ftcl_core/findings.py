@@ -191,15 +191,14 @@ def facts(ev: Evidence) -> dict[str, str]:
     out["knn_late_lose_most"] = fixed(min((r["diff"] for r in knn_lose), default=math.nan), signed=True)
     out["knn_late_gain"] = str(len(knn_gain))
     out["knn_late_gain_where"] = "; ".join(f"{lb}, FT from {f:.0%} of the run: {_pm(r)}" for lb, f, r in knn_gain)
-    lengths = [r for r in ev.length if r["kind"] == "length" and r["n_seeds"] >= MIN_SEEDS]
-    gains = [r for r in ev.length if r["kind"] == "gain" and r["n_seeds"] >= MIN_SEEDS]
-    if len(lengths) >= 2:
-        short, long = lengths[0], lengths[-1]
+    short, long, gain = _prose_lengths(ev)
+    if short and long:
         out.update(short_steps=str(short["steps"]), long_steps=str(long["steps"]), short_cost=_pm(short),
                    long_cost=_pm(long), short_ratio=fixed(_error_ratio(short)), long_ratio=fixed(_error_ratio(long)),
                    long_ft=fixed(long["ft"]), short_base=fixed(short["baseline"]))
-    if gains:
-        out["length_gain"] = _pm(gains[0])
+    if gain:
+        out["length_gain"] = _pm(gain)
+    out["length_longest"] = G.longest_length_sentence(list(ev.length), PROSE_LENGTHS[1])
     unrun = [str(r["steps"]) for r in ev.length if r["kind"] == "length" and not r["n_seeds"]]
     out["length_unrun"] = " and ".join(unrun) or "none"
     wider = [r for r in ev.capacity[1:] if r["n_seeds"] >= MIN_SEEDS]  # the larger encoders decided
@@ -299,13 +298,26 @@ def _photos_as_concentrated(ev: Evidence) -> str | None:
     return None if shapes - photos <= 0.05 else f"Mean(neg) peaks {photos:.2f} on the photographs, {shapes:.2f} on the shapes"
 
 
+PROSE_LENGTHS = (30, 120)  # epochs: the two lengths chapter 7's authored length paragraph speaks of ("four times")
+
+
+def _prose_lengths(ev: Evidence) -> tuple[dict | None, dict | None, dict | None]:
+    """The rows the authored length paragraph rests on, each only with 3 seeds: the pair at the shorter and at the
+    longer of :data:`PROSE_LENGTHS`, and FT's gain at the longer against the shorter. A still longer length has its
+    own generated sentence (:func:`diagnosis.longest_length_sentence`), so its landing cannot falsify the words."""
+    def row(kind: str, epochs: int) -> dict | None:
+        return next((r for r in ev.length if r["kind"] == kind and r["epochs"] == epochs
+                     and r["n_seeds"] >= MIN_SEEDS), None)
+
+    short, long = PROSE_LENGTHS
+    return row("length", short), row("length", long), row("gain", long)
+
+
 def _length_narrows_but_ratio_grows(ev: Evidence) -> str | None:
-    lengths = [r for r in ev.length if r["kind"] == "length" and r["n_seeds"] >= MIN_SEEDS]
-    gains = [r for r in ev.length if r["kind"] == "gain" and r["n_seeds"] >= MIN_SEEDS]
-    if len(lengths) < 2 or not gains:
-        return "fewer than two lengths with 3 seeds"
-    short, long = lengths[0], lengths[-1]
-    problems = [] if verdicts.side(gains[0]["verdict"]) > 0 else [f"gain: {gains[0]['verdict']}"]
+    short, long, gain = _prose_lengths(ev)
+    if not (short and long and gain):
+        return f"the {PROSE_LENGTHS[0]}- and {PROSE_LENGTHS[1]}-epoch pairs lack 3 seeds"
+    problems = [] if verdicts.side(gain["verdict"]) > 0 else [f"gain: {gain['verdict']}"]
     problems += [] if verdicts.side(long["verdict"]) < 0 else [f"longer run: {long['verdict']}"]
     problems += [] if _error_ratio(long) > _error_ratio(short) else ["FT's relative error rate does not grow"]
     problems += [] if long["ft"] < short["baseline"] else ["FT at the longer length reaches the shorter baseline"]

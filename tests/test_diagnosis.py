@@ -446,3 +446,22 @@ def test_the_resolution_row_reads_the_stored_pair(tmp_path):
     """With no runs under ``root`` the resolution row is "not run" (no training, no error)."""
     row = G.resolution_row("cpu", root=tmp_path)
     assert row["n_seeds"] == 0 and row["verdict"] == "not run"
+
+
+def test_the_longest_length_sentence_follows_its_pair():
+    """The 240-epoch sentence: empty when no length past 120 epochs is planned, "no stored runs", undecided below
+    3 seeds, and once decided the paired difference, the error ratio and the gain against the shortest length."""
+    def row(kind, epochs, n, diff=float("nan"), ci=float("nan"), verdict="undecided", ft=90.0, base=98.0):
+        return {"kind": kind, "epochs": epochs, "steps": 39 * epochs, "n_seeds": n, "diff": diff, "ci95": ci,
+                "verdict": verdict, "ft": ft, "baseline": base}
+
+    rows = [row("length", 30, 3, -42.8, 9.1, "contradicted"), row("length", 120, 3, -22.5, 15.1, "contradicted")]
+    assert G.longest_length_sentence(rows, 120) == ""
+    assert "no stored runs" in G.longest_length_sentence(rows + [row("length", 240, 0)], 120)
+    one = G.longest_length_sentence(rows + [row("length", 240, 1, -5.9)], 120)
+    assert "1 of 3 paired seeds" in one and one.endswith("undecided.")
+    done = rows + [row("length", 240, 3, -6.0, 2.0, "contradicted", 92.0, 98.0),
+                   row("gain", 240, 3, 36.8, 9.0, "replicated")]
+    text = G.longest_length_sentence(done, 120)
+    assert text.startswith("At 240 epochs (9360 steps), FT minus its baseline reads -6.0 ± 2.0 points (contradicted)")
+    assert "4.0 times as many test images wrong" in text and "against at 30 epochs" in text and "+36.8 ± 9.0" in text

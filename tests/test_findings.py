@@ -40,7 +40,7 @@ def test_a_flipped_verdict_fails_the_sentence_that_rests_on_it(ev):
     early = dataclasses.replace(ev, phase={**ev.phase, label: {**ev.phase[label], 0.0: helps_first}})
     with pytest.raises(F.FindingsDisagree, match="'late start'"):
         F.expect(early, "late start")
-    long = [{**r, "ft": 99.0} if r["kind"] == "length" and r is ev.length[1] else r for r in ev.length]
+    long = [{**r, "ft": 99.0} if r["kind"] == "length" and r["epochs"] == 120 else r for r in ev.length]
     with pytest.raises(F.FindingsDisagree, match="'length'.*reaches the shorter baseline"):
         F.expect(dataclasses.replace(ev, length=tuple(long)), "length")
     real = {**ev.first_step["real"], "verdict": "contradicted"}
@@ -82,3 +82,13 @@ def test_the_index_links_name_labels_the_chapters_define(ev):
     labels = {m for src in (X.ROOT / "book" / "src").glob("*.py") for m in re.findall(r"^# \(([\w-]+)\)=$",
                                                                                      src.read_text(), re.M)}
     assert {anchor for _, (_, anchor), _ in F.BULLETS} <= labels
+
+
+def test_a_longer_length_landing_cannot_falsify_the_authored_length_paragraph(ev):
+    """The authored paragraph speaks of 30 and 120 epochs only; a decided 240-epoch pair that reads otherwise (FT
+    above the 30-epoch baseline, a smaller error ratio) leaves its check standing and enters through its own
+    generated sentence."""
+    longer = [{**r, "n_seeds": 3, "diff": -1.0, "ci95": 1.0, "verdict": "no effect of the paper's size", "ft": 97.0,
+               "baseline": 98.0} if r["kind"] == "length" and r["epochs"] == 240 else r for r in ev.length]
+    F.expect(dataclasses.replace(ev, length=tuple(longer)), "length")
+    assert "no effect of the paper's size" in F.facts(dataclasses.replace(ev, length=tuple(longer)))["length_longest"]

@@ -401,6 +401,7 @@ findings.expect(stored)
 # steps and {glue:md}`long_ratio` times at {glue:md}`long_steps`, and FT at {glue:md}`long_steps` steps
 # ({glue:md}`long_ft` %) stays below the baseline at {glue:md}`short_steps` ({glue:md}`short_base` %). The paper's
 # Table 7 runs take {glue:md}`paper_steps` steps; whether such runs outgrow the early cost is not decided here.
+# {glue:md}`length_longest`
 #
 # **What a reader can act on, at this budget and network:** do not switch FT on from the first step; a start after
 # 30 % of the run avoids most of the cost, but what it gains is small and not consistent; judge FT with a kNN readout
