@@ -217,30 +217,50 @@ def length_rows(path: str | Path, records: list[dict], profile: str = "cpu", key
     return rows
 
 
-def longest_length_sentence(rows: list[dict], beyond: int) -> str:
-    """Chapter 7's generated sentence on the longest length of :func:`length_rows` past ``beyond`` epochs: its
-    paired difference and verdict, how many times as many test images FT gets wrong as its baseline, and FT's gain
-    there against the shortest length; undecided below 3 paired seeds; empty when no such length is planned."""
-    pairs = [r for r in rows if r["kind"] == "length" and r["epochs"] > beyond]
-    if not pairs:
-        return ""
-    r = pairs[-1]
-    at = f"At {r['epochs']} epochs ({r['steps']} steps)"
-    if not r["n_seeds"]:
-        return f"{at} the pair has no stored runs yet."
-    if r["n_seeds"] < MIN_SEEDS:
-        return (f"{at}, {r['n_seeds']} of 3 paired seeds are stored (FT minus baseline "
-                f"{plus_minus(r['diff'], r['ci95'], signed=True)} points so far): undecided.")
-    ratio = (100 - r["ft"]) / (100 - r["baseline"])
-    text = (f"{at}, FT minus its baseline reads {plus_minus(r['diff'], r['ci95'], signed=True)} points "
-            f"({r['verdict']}), and FT gets {ratio:.1f} times as many test images wrong as its baseline")
-    gain = next((g for g in rows if g["kind"] == "gain" and g["epochs"] == r["epochs"] and g["n_seeds"] >= MIN_SEEDS),
-                None)
-    shortest = min(g["epochs"] for g in rows if g["kind"] == "length")
-    if gain:
-        text += (f"; FT's gain over its baseline there against at {shortest} epochs, paired by seed: "
-                 f"{plus_minus(gain['diff'], gain['ci95'], signed=True)} points ({gain['verdict']})")
-    return text + "."
+def error_ratio(row: dict) -> float:
+    """How many times as many test images FT gets wrong as its baseline, (100 - FT) / (100 - baseline), from a
+    :func:`paired_comparison` row's means: a gap in points shrinks near the ceiling even when this ratio grows. NaN
+    when the baseline reads 100 % (no error to compare with)."""
+    base_error = 100 - row["baseline"]
+    return (100 - row["ft"]) / base_error if base_error > 0 else math.nan
+
+
+def _paired_so_far(n: int) -> str:
+    return f"{n} of {MIN_SEEDS} paired seeds {'is' if n == 1 else 'are'} stored"
+
+
+def longer_length_sentence(rows: list[dict], beyond: int) -> str:
+    """Chapter 7's generated sentences on each length of :func:`length_rows` past ``beyond`` epochs (the authored
+    paragraph speaks of the lengths up to ``beyond``): the paired difference and its verdict, FT's error ratio
+    (:func:`error_ratio`) against the one at ``beyond`` epochs, and whether the longer run narrows FT's cost against
+    the shortest length; undecided below 3 paired seeds; empty when no such length is planned."""
+    at_beyond = next((r for r in rows if r["kind"] == "length" and r["epochs"] == beyond), None)
+    shortest = min((r["epochs"] for r in rows if r["kind"] == "length"), default=None)
+    out = []
+    for r in (r for r in rows if r["kind"] == "length" and r["epochs"] > beyond):
+        at = f"At {r['epochs']} epochs ({r['steps']} steps)"
+        if not r["n_seeds"]:
+            out.append(f"{at} no paired seed is stored yet.")
+            continue
+        diff = f"{plus_minus(r['diff'], r['ci95'], signed=True)} points"
+        if r["n_seeds"] < MIN_SEEDS:
+            out.append(f"{at}, {_paired_so_far(r['n_seeds'])} (FT minus baseline {diff} so far): undecided.")
+            continue
+        ratio, text = error_ratio(r), f"{at}, FT minus its baseline reads {diff} ({r['verdict']})"
+        if at_beyond and at_beyond["n_seeds"] >= MIN_SEEDS and math.isfinite(ratio):
+            before = error_ratio(at_beyond)
+            trend = "fewer" if ratio < before else "more"
+            text += (f", and FT gets {ratio:.1f} times as many test images wrong as its baseline, {trend} than the "
+                     f"{before:.1f} times at {at_beyond['steps']} steps")
+        gain = next((g for g in rows if g["kind"] == "gain" and g["epochs"] == r["epochs"]
+                     and g["n_seeds"] >= MIN_SEEDS), None)
+        if gain:
+            side = verdicts.side(gain["verdict"])
+            what = ("narrows" if side > 0 else "widens") if side else "cannot be told to change"
+            text += (f"; against {shortest} epochs the longer run {what} FT's cost "
+                     f"({plus_minus(gain['diff'], gain['ci95'], signed=True)} points, paired by seed)")
+        out.append(text + ".")
+    return " ".join(out)
 
 
 def length_sentence(label: str, rows: list[dict], readout: str = "linear readout") -> str:
@@ -781,17 +801,18 @@ def resolution_sentence(row: dict, at_24: dict) -> str:
     encoder's pair at 24-px crops (the first :func:`capacity_rows` row); undecided below 3 paired seeds."""
     where = f"`{RESOLUTION[1]}`"
     if not row["n_seeds"]:
-        return (f"Larger images are not tested yet: the same width-16 pair at 56-px crops of 64-px shapes ({where}; "
-                "a step costs about 5x the 24-px step) has no stored runs.")
-    so_far = f"FT minus baseline {plus_minus(row['diff'], row['ci95'])} points"
+        return (f"Larger images are not tested yet: the same width-16 pair at 56-px crops of 64-px shapes ({where}) "
+                "has no paired seed stored.")
+    diff = f"FT minus baseline {plus_minus(row['diff'], row['ci95'], signed=True)} points"
     if row["n_seeds"] < MIN_SEEDS:
-        return (f"At 56-px crops of 64-px shapes ({where}), {row['n_seeds']} of 3 paired seeds are stored "
-                f"({so_far} so far): undecided.")
-    text = (f"At 56-px crops of 64-px shapes ({where}), the same encoder's pair reads {so_far}, {row['verdict']}, "
-            f"against {plus_minus(at_24['diff'], at_24['ci95'])} at 24-px crops")
-    if verdicts.side(row["verdict"]) < 0 and verdicts.side(at_24["verdict"]) < 0:
-        return text + ": larger images do not remove the cost at this budget and network."
-    return text + ": the resolution changes the verdict at this budget and network."
+        return f"At 56-px crops of 64-px shapes ({where}), {_paired_so_far(row['n_seeds'])} ({diff} so far): undecided."
+    text = (f"At 56-px crops of 64-px shapes ({where}), the same encoder's pair reads {diff}, {row['verdict']}, "
+            f"against {plus_minus(at_24['diff'], at_24['ci95'], signed=True)} at 24-px crops ({at_24['verdict']})")
+    side = verdicts.side(row["verdict"])
+    reading = ("FT still costs readout on larger images" if side < 0 else "FT helps on larger images" if side > 0
+               else "on larger images FT's cost can no longer be told from zero")
+    turned = "" if side == verdicts.side(at_24["verdict"]) else ", a different verdict from the 24-px pair"
+    return text + f": {reading}{turned}, at this budget and network."
 
 
 # --- chapter 7's tables and sentences, so that the chapter holds narrative and calls --------------------------------
@@ -858,7 +879,7 @@ def error_ratio_table(rows: list[dict]):
     runs = [r for r in rows if r["kind"] == "length" and r["n_seeds"]]
     return html_table(["steps", "baseline %", "FT %", "errors, FT / baseline"],
                       [[str(r["steps"]), fixed(r["baseline"]), fixed(r["ft"]),
-                        fixed((100 - r["ft"]) / (100 - r["baseline"]))] for r in runs],
+                        fixed(error_ratio(r))] for r in runs],
                       caption="FT's error rate relative to its baseline's at each length (linear readout, means over "
                               "seeds)")
 

@@ -136,11 +136,6 @@ def _pm(row: Mapping, signed: bool = True) -> str:
     return plus_minus(float(diff), float(ci) if ci not in (None, "") else math.nan, signed=signed)
 
 
-def _error_ratio(row: dict) -> float:
-    """FT's error rate (100 - top-1) relative to its baseline's: how many times as many test images FT gets wrong."""
-    return (100 - row["ft"]) / (100 - row["baseline"])
-
-
 def facts(ev: Evidence) -> dict[str, str]:
     """Every number the findings print, formatted once: the names chapter 7 glues and :func:`bullets` fills in."""
     out: dict[str, str] = {}
@@ -194,11 +189,11 @@ def facts(ev: Evidence) -> dict[str, str]:
     short, long, gain = _prose_lengths(ev)
     if short and long:
         out.update(short_steps=str(short["steps"]), long_steps=str(long["steps"]), short_cost=_pm(short),
-                   long_cost=_pm(long), short_ratio=fixed(_error_ratio(short)), long_ratio=fixed(_error_ratio(long)),
+                   long_cost=_pm(long), short_ratio=fixed(G.error_ratio(short)), long_ratio=fixed(G.error_ratio(long)),
                    long_ft=fixed(long["ft"]), short_base=fixed(short["baseline"]))
     if gain:
         out["length_gain"] = _pm(gain)
-    out["length_longest"] = G.longest_length_sentence(list(ev.length), PROSE_LENGTHS[1])
+    out["length_longer"] = G.longer_length_sentence(list(ev.length), PROSE_LENGTHS[1])
     unrun = [str(r["steps"]) for r in ev.length if r["kind"] == "length" and not r["n_seeds"]]
     out["length_unrun"] = " and ".join(unrun) or "none"
     wider = [r for r in ev.capacity[1:] if r["n_seeds"] >= MIN_SEEDS]  # the larger encoders decided
@@ -304,7 +299,7 @@ PROSE_LENGTHS = (30, 120)  # epochs: the two lengths chapter 7's authored length
 def _prose_lengths(ev: Evidence) -> tuple[dict | None, dict | None, dict | None]:
     """The rows the authored length paragraph rests on, each only with 3 seeds: the pair at the shorter and at the
     longer of :data:`PROSE_LENGTHS`, and FT's gain at the longer against the shorter. A still longer length has its
-    own generated sentence (:func:`diagnosis.longest_length_sentence`), so its landing cannot falsify the words."""
+    own generated sentence (:func:`diagnosis.longer_length_sentence`), so its landing cannot falsify the words."""
     def row(kind: str, epochs: int) -> dict | None:
         return next((r for r in ev.length if r["kind"] == kind and r["epochs"] == epochs
                      and r["n_seeds"] >= MIN_SEEDS), None)
@@ -319,7 +314,7 @@ def _length_narrows_but_ratio_grows(ev: Evidence) -> str | None:
         return f"the {PROSE_LENGTHS[0]}- and {PROSE_LENGTHS[1]}-epoch pairs lack 3 seeds"
     problems = [] if verdicts.side(gain["verdict"]) > 0 else [f"gain: {gain['verdict']}"]
     problems += [] if verdicts.side(long["verdict"]) < 0 else [f"longer run: {long['verdict']}"]
-    problems += [] if _error_ratio(long) > _error_ratio(short) else ["FT's relative error rate does not grow"]
+    problems += [] if G.error_ratio(long) > G.error_ratio(short) else ["FT's relative error rate does not grow"]
     problems += [] if long["ft"] < short["baseline"] else ["FT at the longer length reaches the shorter baseline"]
     return "; ".join(problems) or None
 
@@ -350,8 +345,9 @@ def _t5_headline(ev: Evidence) -> str | None:
 
 
 def _capacity_open_or_costs(ev: Evidence) -> str | None:
-    """The network sentence: every encoder decided so far costs readout with FT from the first step."""
-    bad = [f"{r['comparison']}: {r['verdict']}" for r in ev.capacity
+    """The network sentence: every encoder decided so far, and the 56-px resolution point once decided, costs
+    readout with FT from the first step."""
+    bad = [f"{r['comparison']}: {r['verdict']}" for r in (*ev.capacity, ev.resolution)
            if r["n_seeds"] >= MIN_SEEDS and verdicts.side(r["verdict"]) >= 0]
     return "; ".join(bad) or None
 

@@ -429,39 +429,59 @@ def test_the_capacity_answer_says_what_the_decided_encoders_show():
 
 
 def test_the_resolution_sentence_follows_the_stored_pairs():
-    """The 56-px point reads "not tested" with no runs, undecided below 3 seeds, and says whether the verdict turns
-    against the same encoder's 24-px pair once decided."""
+    """The 56-px point reads "not tested" with no runs, undecided below 3 seeds, and once decided what its verdict
+    says, noting when it differs from the same encoder's 24-px pair."""
     at_24 = {"diff": -42.4, "ci95": 9.2, "verdict": "contradicted", "n_seeds": 3}
     none = {"diff": float("nan"), "ci95": float("nan"), "verdict": "not run", "n_seeds": 0}
     assert G.resolution_sentence(none, at_24).startswith("Larger images are not tested yet")
     two = G.resolution_sentence({"diff": -30.0, "ci95": 12.0, "verdict": "undecided", "n_seeds": 2}, at_24)
-    assert "2 of 3 paired seeds" in two and "undecided" in two
+    assert "2 of 3 paired seeds are stored" in two and two.endswith("undecided.")
     lost = G.resolution_sentence({"diff": -20.0, "ci95": 5.0, "verdict": "contradicted", "n_seeds": 3}, at_24)
-    assert "-20.0 ± 5.0 points, contradicted, against -42.4 ± 9.2" in lost and "do not remove the cost" in lost
+    assert "-20.0 ± 5.0 points, contradicted, against -42.4 ± 9.2 at 24-px crops (contradicted)" in lost
+    assert "FT still costs readout on larger images, at this budget" in lost and "different verdict" not in lost
     turned = G.resolution_sentence({"diff": 6.0, "ci95": 2.0, "verdict": "replicated", "n_seeds": 3}, at_24)
-    assert "changes the verdict" in turned
+    assert "+6.0 ± 2.0" in turned and "FT helps on larger images, a different verdict" in turned
+    flat = G.resolution_sentence({"diff": -1.0, "ci95": 3.0, "verdict": "no effect of the paper's size", "n_seeds": 3},
+                                 at_24)
+    assert "can no longer be told from zero, a different verdict" in flat
 
 
-def test_the_resolution_row_reads_the_stored_pair(tmp_path):
+def test_the_resolution_row_is_not_run_without_stored_runs(tmp_path):
     """With no runs under ``root`` the resolution row is "not run" (no training, no error)."""
     row = G.resolution_row("cpu", root=tmp_path)
     assert row["n_seeds"] == 0 and row["verdict"] == "not run"
 
 
-def test_the_longest_length_sentence_follows_its_pair():
-    """The 240-epoch sentence: empty when no length past 120 epochs is planned, "no stored runs", undecided below
-    3 seeds, and once decided the paired difference, the error ratio and the gain against the shortest length."""
+def test_the_longer_length_sentence_follows_its_pairs():
+    """The 240-epoch sentence: empty when no length past 120 epochs is planned, "no paired seed" (even with one arm
+    stored), undecided below 3 seeds, and once decided the paired difference, the error ratio against 120 epochs'
+    and, with a decided gain, whether the longer run narrows FT's cost; every length past 120 gets its sentence."""
     def row(kind, epochs, n, diff=float("nan"), ci=float("nan"), verdict="undecided", ft=90.0, base=98.0):
         return {"kind": kind, "epochs": epochs, "steps": 39 * epochs, "n_seeds": n, "diff": diff, "ci95": ci,
                 "verdict": verdict, "ft": ft, "baseline": base}
 
-    rows = [row("length", 30, 3, -42.8, 9.1, "contradicted"), row("length", 120, 3, -22.5, 15.1, "contradicted")]
-    assert G.longest_length_sentence(rows, 120) == ""
-    assert "no stored runs" in G.longest_length_sentence(rows + [row("length", 240, 0)], 120)
-    one = G.longest_length_sentence(rows + [row("length", 240, 1, -5.9)], 120)
-    assert "1 of 3 paired seeds" in one and one.endswith("undecided.")
-    done = rows + [row("length", 240, 3, -6.0, 2.0, "contradicted", 92.0, 98.0),
-                   row("gain", 240, 3, 36.8, 9.0, "replicated")]
-    text = G.longest_length_sentence(done, 120)
+    rows = [row("length", 30, 3, -42.8, 9.1, "contradicted", 36.3, 79.0),
+            row("length", 120, 3, -22.5, 15.1, "contradicted", 74.6, 97.15)]
+    assert G.longer_length_sentence(rows, 120) == ""
+    one_arm = row("length", 240, 0, ft=float("nan"))  # the baseline stored, its FT arm not yet
+    assert G.longer_length_sentence(rows + [one_arm], 120) == "At 240 epochs (9360 steps) no paired seed is stored yet."
+    one = G.longer_length_sentence(rows + [row("length", 240, 1, -5.9)], 120)
+    assert "1 of 3 paired seeds is stored (FT minus baseline -5.9 points so far): undecided." in one
+    decided = row("length", 240, 3, -6.0, 2.0, "contradicted", 92.0, 98.0)
+    text = G.longer_length_sentence(rows + [decided], 120)
     assert text.startswith("At 240 epochs (9360 steps), FT minus its baseline reads -6.0 ± 2.0 points (contradicted)")
-    assert "4.0 times as many test images wrong" in text and "against at 30 epochs" in text and "+36.8 ± 9.0" in text
+    assert "4.0 times as many test images wrong as its baseline, fewer than the 8.9 times at 4680 steps" in text
+    assert "narrows" not in text  # no decided gain row: nothing said of it
+    gained = G.longer_length_sentence(rows + [decided, row("gain", 240, 3, 36.8, 9.0, "replicated")], 120)
+    assert gained.endswith("against 30 epochs the longer run narrows FT's cost (+36.8 ± 9.0 points, paired by seed).")
+    flat = G.longer_length_sentence(rows + [decided, row("gain", 240, 3, 1.0, 9.0, "inconclusive")], 120)
+    assert "cannot be told to change" in flat
+    worse = {**decided, "ft": 60.0}
+    assert "more than the 8.9 times" in G.longer_length_sentence(rows + [worse], 120)
+    both = G.longer_length_sentence(rows + [decided, row("length", 480, 2, -1.0, 3.0)], 120)
+    assert both.count("At ") == 2 and "At 480 epochs" in both
+
+
+def test_the_error_ratio_is_nan_without_baseline_errors():
+    assert G.error_ratio({"ft": 90.0, "baseline": 98.0}) == pytest.approx(5.0)
+    assert math.isnan(G.error_ratio({"ft": 90.0, "baseline": 100.0}))

@@ -91,4 +91,11 @@ def test_a_longer_length_landing_cannot_falsify_the_authored_length_paragraph(ev
     longer = [{**r, "n_seeds": 3, "diff": -1.0, "ci95": 1.0, "verdict": "no effect of the paper's size", "ft": 97.0,
                "baseline": 98.0} if r["kind"] == "length" and r["epochs"] == 240 else r for r in ev.length]
     F.expect(dataclasses.replace(ev, length=tuple(longer)), "length")
-    assert "no effect of the paper's size" in F.facts(dataclasses.replace(ev, length=tuple(longer)))["length_longest"]
+    assert "no effect of the paper's size" in F.facts(dataclasses.replace(ev, length=tuple(longer)))["length_longer"]
+
+
+def test_a_resolution_point_where_ft_helps_fails_the_network_sentences(ev):
+    """The "first step" and "network" sentences rest on the 56-px pair too once it is decided."""
+    helps = {**ev.resolution, "n_seeds": 3, "diff": 6.0, "ci95": 2.0, "verdict": "replicated"}
+    with pytest.raises(F.FindingsDisagree, match="'first step'.*56-px crops: replicated"):
+        F.expect(dataclasses.replace(ev, resolution=helps), "first step", "network")
