@@ -291,7 +291,7 @@ P.markdown_html(G.device_gap_sentence(runs_of["length"], plain))
 # epochs (`experiments/diagnosis/capacity_v1.yaml`; the width-16 pair is the recipe comparison above). Left: the
 # readout of both arms against the encoder's parameters; right: the effective rank each arm's features end with. An
 # encoder without 3 stored seeds is undecided. The last sentence is the other half of "the network": the width-16
-# pair on larger images (the shapes drawn at 64 px, 56-px crops; `experiments/diagnosis/resolution_v1.yaml`).
+# pair on larger images (the shapes drawn at 64 px and cropped accordingly; `experiments/diagnosis/resolution_v1.yaml`).
 
 # %%
 P.capacity_figure(list(ev.capacity))
