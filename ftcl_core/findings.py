@@ -47,7 +47,7 @@ class Evidence:
     and start fraction, FT against the same run without FT (linear / kNN readout); ``switch``: where those runs
     stood when FT switched on; ``first_step`` / ``first_step_knn``: FT from the first step against its baseline,
     one named comparison per change of the recipe (:data:`diagnosis.FIRST_STEP_EXPERIMENTS`); ``length``: the
-    shapes at two lengths (:func:`diagnosis.length_rows`); ``capacity`` / ``capacity_knn``: one row per encoder;
+    shapes at each planned length (:func:`diagnosis.length_rows`); ``capacity`` / ``capacity_knn``: one row per encoder;
     ``resolution``: the width-16 pair at 56-px crops (:func:`diagnosis.resolution_row`); ``pixels`` /
     ``random_init``: Fashion-MNIST's raw-pixel and random-init linear probes; ``summary``: results/summary.csv."""
 
