@@ -229,6 +229,13 @@ def _paired_so_far(n: int) -> str:
     return f"{n} of {MIN_SEEDS} paired seeds {'is' if n == 1 else 'are'} stored"
 
 
+def _gain_word(gain: dict) -> str:
+    """How a longer run changes FT's cost, read from a :func:`length_rows` "gain" row's verdict (the claim: the
+    longer run narrows it): "narrows", "widens", or "cannot be told to change" while the verdict takes no side."""
+    side = verdicts.side(gain["verdict"])
+    return ("narrows" if side > 0 else "widens") if side else "cannot be told to change"
+
+
 def longer_length_sentence(rows: list[dict], beyond: int) -> str:
     """Chapter 7's generated sentences on each length of :func:`length_rows` past ``beyond`` epochs (the authored
     paragraph speaks of the lengths up to ``beyond``): the paired difference and its verdict, FT's error ratio
@@ -255,9 +262,7 @@ def longer_length_sentence(rows: list[dict], beyond: int) -> str:
         gain = next((g for g in rows if g["kind"] == "gain" and g["epochs"] == r["epochs"]
                      and g["n_seeds"] >= MIN_SEEDS), None)
         if gain:
-            side = verdicts.side(gain["verdict"])
-            what = ("narrows" if side > 0 else "widens") if side else "cannot be told to change"
-            text += (f"; against {shortest} epochs the longer run {what} FT's cost "
+            text += (f"; against {shortest} epochs the longer run {_gain_word(gain)} FT's cost "
                      f"({plus_minus(gain['diff'], gain['ci95'], signed=True)} points, paired by seed)")
         out.append(text + ".")
     return " ".join(out)
@@ -278,7 +283,7 @@ def length_sentence(label: str, rows: list[dict], readout: str = "linear readout
     decided = [r for r in gains if r["n_seeds"] >= MIN_SEEDS and verdicts.side(r["verdict"]) != 0]
     if decided:
         g = decided[-1]
-        text += (f": the longer run {'narrows' if g['diff'] > 0 else 'widens'} FT's cost by {abs(g['diff']):.1f} ± "
+        text += (f": the longer run {_gain_word(g)} FT's cost by {abs(g['diff']):.1f} ± "
                  f"{g['ci95']:.1f} points ({g['steps']} steps, paired by seed)")
         if g["diff"] > 0 and verdicts.side(per_length[-1]["verdict"]) < 0:
             text += ", yet FT is still below its baseline there"
