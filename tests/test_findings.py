@@ -22,7 +22,7 @@ def ev() -> F.Evidence:
 def test_every_finding_holds_on_the_stored_runs(ev):
     F.expect(ev)  # raises FindingsDisagree naming the sentence otherwise
     bullets = F.bullets(ev, F.github_link)
-    assert len(bullets) == 6 and all(b.startswith("- **") for b in bullets)
+    assert len(bullets) == 7 and all(b.startswith("- **") for b in bullets)
     assert "{" not in "".join(bullets)  # every field filled
     facts = F.facts(ev)
     assert facts["first_recipe"] == plus_minus(ev.first_step["recipe"]["diff"], ev.first_step["recipe"]["ci95"], signed=True)
@@ -92,6 +92,24 @@ def test_a_longer_length_landing_cannot_falsify_the_authored_length_paragraph(ev
                "baseline": 98.0} if r["kind"] == "length" and r["epochs"] == 240 else r for r in ev.length]
     F.expect(dataclasses.replace(ev, length=tuple(longer)), "length")
     assert "no effect of the paper's size" in F.facts(dataclasses.replace(ev, length=tuple(longer)))["length_longer"]
+
+
+def test_the_longer_run_sentences_fail_when_the_longest_pair_reads_otherwise(ev):
+    """The abstract's and the bullet's "shrink ... can no longer be told from zero ... no gain" rest on the longest
+    decided pair (240 epochs): a cost told from zero, a gain, or too few seeds each fail them."""
+    F.expect(ev, "longer run")
+    assert any("**Longer runs shrink the cost but show no gain.**" in b for b in F.bullets(ev))
+
+    def longest(**change) -> F.Evidence:
+        return dataclasses.replace(ev, length=tuple({**r, **change} if r["kind"] == "length" and r["epochs"] == 240
+                                                    else r for r in ev.length))
+
+    with pytest.raises(F.FindingsDisagree, match="'longer run'.*contradicted.*told from zero"):
+        F.expect(longest(diff=-12.0, ci95=3.0, verdict="contradicted"), "longer run")
+    with pytest.raises(F.FindingsDisagree, match="'longer run'.*longest run: replicated"):
+        F.abstract(longest(diff=6.0, ci95=2.0, verdict="replicated"))
+    with pytest.raises(F.FindingsDisagree, match="'longer run'.*no length past 120 epochs"):
+        F.expect(longest(n_seeds=2, verdict="undecided"), "longer run")
 
 
 def test_a_resolution_point_where_ft_helps_fails_the_network_sentences(ev):

@@ -258,6 +258,7 @@ display(G.signature_table({"shapes, baseline": (plain, "baseline"), "shapes, FT"
 display(G.reference_table(runs_of["real"] + runs_of["real, longer"]))
 
 # %% [markdown]
+# (training-length)=
 # ## Is it the training length? On the shapes, four and eight times as long
 #
 # The calibrated MoCo v1 pair at the recipe's length and at four and eight times that length (lr steps at 60 % and
@@ -400,10 +401,12 @@ findings.expect(stored)
 # these pairs trained mostly on a GPU, so their 30-epoch arms are not the CPU runs above), but the baseline nears the
 # ceiling: FT gets {glue:md}`short_ratio` times as many test images wrong as its baseline at {glue:md}`short_steps`
 # steps and {glue:md}`long_ratio` times at {glue:md}`long_steps`, and FT at {glue:md}`long_steps` steps
-# ({glue:md}`long_ft` %) stays below the baseline at {glue:md}`short_steps` ({glue:md}`short_base` %). The paper's
-# Table 7 runs take {glue:md}`paper_steps` steps; whether such runs outgrow the early cost is not decided here.
-# {glue:md}`length_longer`
+# ({glue:md}`long_ft` %) stays below the baseline at {glue:md}`short_steps` ({glue:md}`short_base` %).
+#
+# **Eight times the steps shrink the cost until it cannot be told from zero, but show no gain.**
+# {glue:md}`length_longer` The paper's Table 7 runs take {glue:md}`paper_steps` steps; whether such runs turn the
+# cost into a gain is not decided here.
 #
 # **What a reader can act on, at this budget and network:** do not switch FT on from the first step; a start after
 # 30 % of the run avoids most of the cost, but what it gains is small and not consistent; judge FT with a kNN readout
-# beside the linear probe. The index and chapter 1 give these findings in five bullets.
+# beside the linear probe. The index and chapter 1 give these findings as bullets.
