@@ -9,7 +9,7 @@ running job when a higher one would otherwise miss it.  At the end every complet
 why) and each job's log tail in ``jobs.log``.
 
     PYTHONPATH=. python3 tools/device_sweep.py --out "$OUT" --deadline-s 470 --parallel 12 --set device=cuda \\
-        --job experiments/diagnosis/length_long_v1.yaml "+both 240" 0 ...
+        --job experiments/diagnosis/resolution_v1.yaml "baseline 56px" 0 ...
 
 Unpack the tarball at the repository root's ``results/`` (its members are ``cpu/TABLE/SETTING/seedN/...``).
 """
