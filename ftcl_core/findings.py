@@ -424,8 +424,9 @@ ABSTRACT = (
     "This book re-runs Zhu et al.'s feature transformations (FT) for MoCo at the scale of a laptop CPU: a small ResNet "
     "on procedurally drawn shapes and on Fashion-MNIST's photographs, every run stored with its config, seed and "
     "commit, every claim judged over 3 seeds against the paper's own effect size. The paper's tools and part of its "
-    "momentum study reproduce; its headline does not: switched on at the first step, FT costs readout here under "
-    "every single change of the recipe tried, and a start after 30 % of the run avoids most of that cost but gains "
+    "momentum study reproduce; its headline does not: switched on at the first step, FT costs readout on the shapes "
+    "under every single change of the recipe or the encoder tried at the recipe's length, and a start after 30 % of "
+    "the run avoids most of that cost but gains "
     "far less than the paper reports. Longer runs shrink that cost, at the longest tried until it can no longer be told "
     "from zero, yet show no gain; whether the paper's far longer ImageNet runs turn it into one is not decided here.")
 ONLY_WHEN: dict[str, Check] = {"network": _capacity_decided}  # bullet -> None when its evidence exists
