@@ -304,12 +304,15 @@ def _prose_lengths(ev: Evidence) -> tuple[dict | None, dict | None, dict | None]
     """The rows the authored length paragraph rests on, each only with 3 seeds: the pair at the shorter and at the
     longer of :data:`PROSE_LENGTHS`, and FT's gain at the longer against the shorter. A still longer length has its
     own generated sentence (:func:`diagnosis.longer_length_sentence`), so its landing cannot falsify the words."""
-    def row(kind: str, epochs: int) -> dict | None:
-        return next((r for r in ev.length if r["kind"] == kind and r["epochs"] == epochs
-                     and r["n_seeds"] >= MIN_SEEDS), None)
-
     short, long = PROSE_LENGTHS
-    return row("length", short), row("length", long), row("gain", long)
+    return _decided_length(ev, "length", short), _decided_length(ev, "length", long), _decided_length(ev, "gain", long)
+
+
+def _decided_length(ev: Evidence, kind: str, epochs: int) -> dict | None:
+    """The :func:`diagnosis.length_rows` row of ``kind`` ("length" or "gain") at ``epochs``, only with 3 paired
+    seeds."""
+    return next((r for r in ev.length if r["kind"] == kind and r["epochs"] == epochs and r["n_seeds"] >= MIN_SEEDS),
+                None)
 
 
 def _length_narrows_but_ratio_grows(ev: Evidence) -> str | None:
@@ -331,9 +334,7 @@ def _longest_length(ev: Evidence) -> tuple[dict | None, dict | None]:
     if not rows:
         return None, None
     longest = max(rows, key=lambda r: r["epochs"])
-    gain = next((g for g in ev.length if g["kind"] == "gain" and g["epochs"] == longest["epochs"]
-                 and g["n_seeds"] >= MIN_SEEDS), None)
-    return longest, gain
+    return longest, _decided_length(ev, "gain", longest["epochs"])
 
 
 def _longest_shrinks_without_gain(ev: Evidence) -> str | None:
@@ -426,9 +427,9 @@ ABSTRACT = (
     "commit, every claim judged over 3 seeds against the paper's own effect size. The paper's tools and part of its "
     "momentum study reproduce; its headline does not: switched on at the first step, FT costs readout on the shapes "
     "under every single change of the recipe or the encoder tried at the recipe's length, and a start after 30 % of "
-    "the run avoids most of that cost but gains "
-    "far less than the paper reports. Longer runs shrink that cost, at the longest tried until it can no longer be told "
-    "from zero, yet show no gain; whether the paper's far longer ImageNet runs turn it into one is not decided here.")
+    "the run avoids most of that cost but gains far less than the paper reports. Longer runs shrink that cost, at the "
+    "longest tried until it can no longer be told from zero, yet show no gain; whether the paper's far longer "
+    "ImageNet runs turn it into one is not decided here.")
 ONLY_WHEN: dict[str, Check] = {"network": _capacity_decided}  # bullet -> None when its evidence exists
 
 ABSTRACT_CHECKS = ("headline", "first step", "late start", "longer run")
