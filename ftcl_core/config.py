@@ -184,6 +184,7 @@ class DataConfig(Section):
     n_train: int = 10000                 # shapes: drawn; fashion_mnist: a class-balanced subset of the 60 000
     n_test: int = 2000                   # shapes: drawn; fashion_mnist: a class-balanced subset of the 10 000
     classes: int = 10                    # shapes: 10 (the shapes) | 20 | 30 (shape x fill: solid, outline, striped)
+    clutter: int = 0                     # shapes: smaller unlabelled distractor shapes behind the labelled one (0-8)
     max_per_class: int | None = None     # imagefolder: cap per class (quick runs)
     download: bool = False               # torchvision sets: download only when asked
     workers: int = 0                     # imagefolder: processes that decode the images (once, before training)
@@ -198,6 +199,11 @@ class DataConfig(Section):
         if self.classes != 10 and self.name != "shapes":
             raise ConfigError(f"data.classes={self.classes} applies to the embedded shapes only; data.name="
                               f"{self.name} has its own classes. Remove data.classes.")
+        if self.clutter and self.name != "shapes":
+            raise ConfigError(f"data.clutter={self.clutter} applies to the embedded shapes only; remove it for "
+                              f"data.name={self.name}.")
+        if not 0 <= self.clutter <= 8:
+            raise ConfigError(f"data.clutter={self.clutter} must lie in [0, 8] (distractor shapes per image).")
         if self.classes not in (10, 20, 30):
             raise ConfigError(f"data.classes={self.classes}: the shapes set has 10 shapes x 3 fills; choose 10, "
                               "20 or 30.")

@@ -126,6 +126,34 @@ def _shape_sdf(kind: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Te
     return all_sdf.gather(1, kind.view(-1, 1, 1, 1).expand(-1, 1, *x.shape[1:])).squeeze(1)
 
 
+MAX_CLUTTER = 8
+CLUTTER_SEED_OFFSET = 3_000_017  # the distractors' own generator: the labelled shapes do not depend on them
+CLUTTER_SCALE = (0.4, 0.7)  # a distractor's radius as a fraction of the labelled shape's smallest and largest
+
+
+def _draw_clutter(bg: torch.Tensor, k: int, gx: torch.Tensor, gy: torch.Tensor, scale: tuple[float, float],
+                  gen: torch.Generator) -> torch.Tensor:
+    """``bg`` ``(m, 3, H, W)`` with ``k`` distractor shapes painted over it, each of a random kind (any of the ten,
+    the labelled one's too), solid, in a palette colour, rotated, with a radius of :data:`CLUTTER_SCALE` times the
+    labelled shapes' ``scale`` range and its centre anywhere in the image (so a crop may hold a distractor and miss
+    the labelled shape). They carry no label: the class stays the largest shape's, which lies on top of them."""
+    m = len(bg)
+    for _ in range(k):
+        u = torch.rand(m, 4, generator=gen)
+        kind = torch.randint(len(SHAPE_CLASSES), (m,), generator=gen)
+        colour = PALETTE[torch.randint(len(PALETTE), (m,), generator=gen)].view(m, 3, 1, 1)
+        radius = (scale[0] * CLUTTER_SCALE[0] + (scale[1] * CLUTTER_SCALE[1] - scale[0] * CLUTTER_SCALE[0]) * u[:, 0])
+        angle = u[:, 1] * 2 * math.pi
+        cx, cy = (u[:, 2] - 0.5) * 0.9, (u[:, 3] - 0.5) * 0.9
+        dx, dy = gx - cx.view(-1, 1, 1), gy - cy.view(-1, 1, 1)
+        cos, sin = torch.cos(angle).view(-1, 1, 1), torch.sin(angle).view(-1, 1, 1)
+        rad = radius.view(-1, 1, 1)
+        sdf = _shape_sdf(kind, (cos * dx + sin * dy) / rad, (-sin * dx + cos * dy) / rad)
+        alpha = (0.5 - sdf * (gx.shape[-1] * rad)).clamp(0, 1).unsqueeze(1)
+        bg = alpha * colour + (1 - alpha) * bg
+    return bg
+
+
 def make_shapes(
     n: int,
     size: int = 32,
@@ -134,6 +162,7 @@ def make_shapes(
     jitter: float = 0.15,
     noise: float = 0.04,
     classes: int = 10,
+    clutter: int = 0,
 ) -> ImageSet:
     """Draw ``n`` class-balanced shape images deterministically from ``seed`` (no download).
 
@@ -141,11 +170,17 @@ def make_shapes(
     centre from the image centre (same unit); ``noise`` the std of additive pixel noise.  ``classes``: 10
     (the shapes) or 20 / 30 (label = shape + 10 * fill, :data:`FILLS`); the random draws do not depend on it,
     so the 10-class set is unchanged and a 30-class image differs from its 10-class twin only in its fill.
+    ``clutter``: how many smaller distractor shapes (:func:`_draw_clutter`) lie behind the labelled one; they are
+    drawn from a generator of their own, so ``clutter=0`` gives the same images as before it existed and an image
+    with clutter differs from its twin without only by the distractors.
     """
     names = shape_class_names(classes)
     if n <= 0 or size < 8:
         raise ValueError(f"make_shapes needs n > 0 and size >= 8; got n={n}, size={size}.")
+    if not 0 <= clutter <= MAX_CLUTTER:
+        raise ValueError(f"make_shapes: clutter={clutter} must lie in [0, {MAX_CLUTTER}].")
     gen = torch.Generator().manual_seed(seed)
+    clutter_gen = torch.Generator().manual_seed(seed + CLUTTER_SEED_OFFSET)
     n_cls = len(names)
     labels = torch.arange(n) % n_cls
     labels = labels[torch.randperm(n, generator=gen)]
@@ -183,6 +218,8 @@ def make_shapes(
         g_angle = u[:, 4] * 2 * math.pi
         ramp = (torch.cos(g_angle).view(-1, 1, 1) * gx + torch.sin(g_angle).view(-1, 1, 1) * gy)
         bg_img = bg * (1.0 + 0.35 * u[:, 5].view(-1, 1, 1, 1) * ramp.unsqueeze(1))
+        if clutter:
+            bg_img = _draw_clutter(bg_img, clutter, gx, gy, scale, clutter_gen)
         img = alpha * fg + (1 - alpha) * bg_img
         img = img + noise * torch.randn(img.shape, generator=gen)
         images[start : start + m] = (img.clamp(0, 1) * 255).round().to(torch.uint8)
@@ -574,7 +611,8 @@ def load_data(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
     d = cfg.data
     if d.eval_split == "val":
         if d.name == "shapes":
-            return shapes_validation(d.n_train, d.n_val, size=d.image_size, seed=cfg.seed, classes=d.classes)
+            return shapes_validation(d.n_train, d.n_val, size=d.image_size, seed=cfg.seed, classes=d.classes,
+                                     clutter=d.clutter)
         if d.name == "fashion_mnist":
             full = load_fashion_mnist(d.root, True, d.image_size, d.download)
             return fashion_mnist_validation(full, d.n_train, d.n_val)
@@ -585,7 +623,7 @@ def load_data(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
 def _load_train_test(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
     d = cfg.data
     if d.name == "shapes":
-        return shapes_splits(d.n_train, d.n_test, size=d.image_size, seed=cfg.seed, classes=d.classes)
+        return shapes_splits(d.n_train, d.n_test, size=d.image_size, seed=cfg.seed, classes=d.classes, clutter=d.clutter)
     if d.name == "imagefolder":
         classes = read_class_list(d.class_list) if d.class_list else None  # root, test_root: checked by the config
         kw = dict(max_per_class=d.max_per_class, workers=d.workers, cache=d.cache)

@@ -228,3 +228,24 @@ def test_the_imagenet_100_recipes_train_at_the_papers_resolution_unless_named_ot
         assert (cfg.data.image_size, cfg.augment.out_size) == want, f
         assert "# Resolution:" in text and " GB" in text, f
         assert cfg.eval.raw_pixels is False, f  # a raw-pixel readout of ImageNet-100 would need ~76 GB of float32
+
+
+def test_clutter_adds_unlabelled_distractors_and_leaves_the_set_without_it_unchanged():
+    from ftcl_core.config import ConfigError, load_config
+    from ftcl_core.data import load_data
+
+    plain, cluttered = make_shapes(200, seed=3, classes=30), make_shapes(200, seed=3, classes=30, clutter=2)
+    assert torch.equal(plain.labels, cluttered.labels) and plain.classes == cluttered.classes
+    assert torch.equal(make_shapes(200, seed=3, classes=30, clutter=0).images, plain.images)
+    changed = (plain.images != cluttered.images).flatten(1).any(1).float().mean()
+    assert changed > 0.9  # nearly every image holds a visible distractor
+    assert torch.equal(make_shapes(200, seed=3, classes=30, clutter=2).images, cluttered.images)  # deterministic
+    with pytest.raises(ValueError, match="clutter"):
+        make_shapes(10, clutter=9)
+    cfg = load_config("configs/smoke_moco_v2.yaml", ["data.clutter=2", "data.n_train=300", "data.n_test=30"])
+    train, _ = load_data(cfg)
+    assert torch.equal(train.images, make_shapes(300, size=cfg.data.image_size, seed=0, clutter=2).images)
+    with pytest.raises(ConfigError, match="data.clutter"):
+        load_config("configs/smoke_moco_v2.yaml", ["data.clutter=-1"])
+    with pytest.raises(ConfigError, match="embedded shapes only"):
+        load_config("configs/cpu_fmnist_moco_v1.yaml", ["data.clutter=1"])
