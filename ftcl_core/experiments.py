@@ -21,6 +21,7 @@ resumes where it stopped, and a complete run is loaded, never retrained.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -304,7 +305,7 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
     one network add up to the steps that pay for a cold compile (:func:`sweep_compiles`): the first run
     compiles, the others find the compiler's cache warm.  Compiling changes float rounding only, not a
     run's identity; each run records how it ran."""
-    from ftcl_core.training import train
+    from ftcl_core.training import epoch_callback, train
 
     exp = Experiment.load(path)
     names = settings or list(exp.settings)
@@ -322,6 +323,7 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
                 print(f"[{exp.table}] {name} seed {seed}: same config as {twin}, copied", flush=True)
 
     jobs = planned_runs(exp, profile, seeds, names, execution)
+    forks = late_start_forks([(cfg, out) for _, _, cfg, out in jobs])
     for _, _, cfg, out in jobs:  # a complete run whose damaged config.yaml was deleted (RunDir.load_config's
         RunDir(out).restore_config(cfg)  # recovery) gets it back before find_identical_run reads every stored run
     for job in jobs:  # the copies first, so that the compile choice counts only the runs left to train
@@ -332,11 +334,81 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
         copy_twin(name, seed, cfg, out)  # a run this sweep trained may be the twin of a later one
         if out in compiled:
             cfg = cfg.updated({"train.compile": True})
+        forked = fork_from_prefix(out, *forks[out]) if out in forks else None
         if progress and not RunDir(out).is_complete():
-            print(f"[{exp.table}] {name} seed {seed} -> {out}" + (" (compiled)" if out in compiled else ""), flush=True)
-        result = train(cfg, out, progress=progress)
+            print(f"[{exp.table}] {name} seed {seed} -> {out}" + (" (compiled)" if out in compiled else "")
+                  + (f" (from {forked}, epoch {forks[out][1]})" if forked else ""), flush=True)
+        keep = sorted(e for src, e in forks.values() if src == out)
+        with epoch_callback(keep_prefix(keep)) if keep else contextlib.nullcontext():
+            result = train(cfg, out, progress=progress)
+        if forked:
+            note_fork(out, forked, forks[out][1])
         records.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(out), **result})
     return records
+
+
+PREFIX_FOLDER = "prefix-epoch{}"  # inside a run folder: its checkpoint and log after that many epochs
+
+
+def late_start_forks(jobs: list[tuple[RunConfig, Path]]) -> dict[Path, tuple[Path, int]]:
+    """For each job that switches FT on at ``ft.start_epoch`` = s > 0, the job of the same list that is the same run
+    with FT off (its baseline: every key but ``ft.*`` equal, the seed too) and s: ``{late arm's folder: (baseline's
+    folder, s)}``. Before s FT is inactive (Tab. 7's start epoch), so the two runs compute the same steps; the
+    baseline keeps its state at s (:func:`keep_prefix`) and the late arm starts from it (:func:`fork_from_prefix`),
+    saving s epochs of training. Only a baseline that comes first in the list can serve."""
+    from ftcl_core.config import FTConfig
+
+    first: dict[tuple, Path] = {}
+    out: dict[Path, tuple[Path, int]] = {}
+    for cfg, folder in jobs:
+        if cfg.ft.any:
+            base = first.get(config_identity(dataclasses.replace(cfg, ft=FTConfig())))
+            if base is not None and cfg.ft.start_epoch > 0:
+                out[folder] = (base, cfg.ft.start_epoch)
+        else:
+            first.setdefault(config_identity(cfg), folder)
+    return out
+
+
+def keep_prefix(epochs: list[int]):
+    """An epoch callback (:func:`ftcl_core.training.epoch_callback`) that copies the run's checkpoint and log into
+    ``PREFIX_FOLDER`` after each of ``epochs`` (written to a temporary name and renamed, so a copy is whole or absent)."""
+    import shutil
+
+    def keep(run: RunDir, epoch: int) -> None:
+        if epoch not in epochs or (run.path / PREFIX_FOLDER.format(epoch)).is_dir():
+            return
+        tmp = run.path / (PREFIX_FOLDER.format(epoch) + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        for f in (run.checkpoint, run.metrics, run.grad_norms):
+            shutil.copy2(f, tmp / f.name)
+        tmp.rename(run.path / PREFIX_FOLDER.format(epoch))
+    return keep
+
+
+def fork_from_prefix(out: Path, base: Path, epoch: int) -> Path | None:
+    """Start the late-start run ``out`` from its baseline's state after ``epoch`` epochs (:func:`late_start_forks`):
+    copy the baseline's kept checkpoint and log into ``out``, where training resumes from them. Returns ``base``
+    when it forked, None when ``out`` already holds a checkpoint (it resumes its own) or the baseline kept no state
+    at ``epoch`` (then ``out`` trains from the start, as without forks)."""
+    import shutil
+
+    prefix, run = Path(base) / PREFIX_FOLDER.format(epoch), RunDir(out)
+    if run.is_complete() or run.checkpoint.exists() or not prefix.is_dir():
+        return None
+    run.path.mkdir(parents=True, exist_ok=True)
+    for f in (run.checkpoint, run.metrics, run.grad_norms):
+        shutil.copy2(prefix / f.name, f)
+    return Path(base)
+
+
+def note_fork(out: Path, base: Path, epoch: int) -> None:
+    """Record in ``out``'s provenance that its first ``epoch`` epochs are its baseline's (``forked_from``)."""
+    run = RunDir(out)
+    if run.is_complete():
+        rel = str(Path(base).resolve().relative_to(ROOT)) if Path(base).resolve().is_relative_to(ROOT) else str(base)
+        write_json(run.provenance, {**run.load_provenance(), "forked_from": {"run": rel, "epochs": epoch}})
 
 
 def planned_runs(exp: Experiment, profile: str, seeds: list[int] | None = None, settings: list[str] | None = None,

@@ -92,6 +92,18 @@ class StepOutput:
 
 _PHASE_LISTENERS: list[Callable[[str], None]] = []
 _STEP_CALLBACKS: list[Callable[[int], None]] = []
+_EPOCH_CALLBACKS: list[Callable[[RunDir, int], None]] = []
+
+
+@contextlib.contextmanager
+def epoch_callback(callback: Callable[[RunDir, int], None]):
+    """Call ``callback(run, epoch)`` right after each checkpoint is written (``epoch`` epochs done) while the block
+    runs (rank 0 only): what :func:`ftcl_core.experiments.sweep` uses to keep a run's state at a later arm's switch."""
+    _EPOCH_CALLBACKS.append(callback)
+    try:
+        yield
+    finally:
+        _EPOCH_CALLBACKS.remove(callback)
 
 
 class StopTraining(Exception):
@@ -306,6 +318,8 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                     D.average_batchnorm_buffers(model)  # what one process with split-BN holds
                     if main:
                         checkpoints.save(run, model, optimizer, gen, epoch + 1, train_s, log, draws)
+                        for on_epoch in _EPOCH_CALLBACKS:
+                            on_epoch(run, epoch + 1)
     except StopTraining:  # a step callback ended the loop (train(max_steps=...)): no checkpoint, no evaluation
         return {"metrics": log.recorder.as_arrays()}
     finally:

@@ -661,3 +661,37 @@ def test_switching_a_table_to_its_calibrated_recipe_moves_only_other_recipes_run
     exp_file.write_text("table: T9\ntitle: t\nbase: {cpu: configs/smoke_moco_v2.yaml}\nsettings:\n  a: {}\n")
     with pytest.raises(X.ConfigError, match="no calibrated recipe"):
         X.switch_to_calibrated(exp_file, record=record)
+
+
+def test_a_late_start_arm_forks_from_its_baseline_and_equals_the_run_trained_whole(tmp_path, monkeypatch):
+    """The late-start arm of a sweep starts from its baseline's kept state at the switch (FT is inactive before it,
+    so the two runs compute the same steps) and ends bit-identical to the same arm trained from the first step."""
+    import numpy as np
+
+    from ftcl_core.runs import RunDir
+
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
+    exp_file = tmp_path / "late.yaml"
+    exp_file.write_text(
+        "table: T7\ntitle: late\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0]\n"
+        "common: {data.n_train: 256, data.n_test: 64, eval.linear_epochs: 1}\n"
+        "settings:\n  never: {}\n  start 2: {ft.pos: true, ft.neg: true, ft.start_epoch: 1}\n"
+    )
+    records = X.sweep(exp_file, "smoke", progress=False)
+    late = RunDir(next(r["dir"] for r in records if r["setting"] == "start 2"))
+    never = RunDir(next(r["dir"] for r in records if r["setting"] == "never"))
+    assert late.load_provenance()["forked_from"]["epochs"] == 1
+    assert (never.path / X.PREFIX_FOLDER.format(1)).is_dir()
+    whole = tmp_path / "whole"
+    from ftcl_core.training import train
+
+    train(late.load_config(), whole, progress=False)
+    for key, col in RunDir(whole).load_metrics().items():
+        assert np.array_equal(col, late.load_metrics()[key], equal_nan=True), key
+    assert RunDir(whole).load_eval()["linear_top1"] == late.load_eval()["linear_top1"]
+    ahead = tmp_path / "ahead.yaml"  # a late arm listed before its baseline trains whole
+    ahead.write_text(exp_file.read_text().replace("seeds: [0]", "seeds: [1]").replace(
+        "  never: {}\n  start 2: {ft.pos: true, ft.neg: true, ft.start_epoch: 1}\n",
+        "  start 2: {ft.pos: true, ft.neg: true, ft.start_epoch: 1}\n  never: {}\n"))
+    records = X.sweep(ahead, "smoke", progress=False)
+    assert all("forked_from" not in RunDir(r["dir"]).load_provenance() for r in records)

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Trains the length x start map on the task with headroom (experiments/headroom/map_v1.yaml; issue 50, item 3), one
+# training process at a time, in the order that lands whole comparisons first: the shortest length first, and at
+# each length seed by seed, the five arms of a seed together. Resumable: run it again and it trains what is missing
+# (a run interrupted mid-way resumes from its last epoch). Optional arguments: the lengths to train (default 30 120 240).
+#
+#   bash tools/headroom_map.sh              # all of it (~20 h on 2 CPU cores)
+#   bash tools/headroom_map.sh 30           # the 30-epoch map only
+#   FTCL_COMMIT=1 bash tools/headroom_map.sh  # also commit each seed's runs as they land (results/cpu/H-map-v1 only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+LENGTHS=${*:-30 120 240}
+for L in $LENGTHS; do
+  S=$(( L * 3 / 10 ))
+  for SEED in 0 1 2 3 4; do
+    "$PY" -m ftcl_core sweep experiments/headroom/map_v1.yaml --seeds "$SEED" \
+      --settings "baseline $L" "+both $L" "+both from $S of $L" "+neg $L" "+pos from $S of $L"
+    if [ -n "${FTCL_COMMIT:-}" ]; then
+      git add results/cpu/H-map-v1 && git commit -q -m "Issue 50: H-map-v1 at $L epochs, seed $SEED (tools/headroom_map.sh)" \
+        -- results/cpu/H-map-v1 || true
+    fi
+  done
+done
