@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             return 128 + err.signal
         except KeyboardInterrupt as err:  # outside a run's steps: nothing half-done to say
             sig = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
-            print(f"interrupted ({sig.name}) before any training step; nothing was lost: run the same command again.",
-                  file=sys.stderr)
+            print(f"interrupted ({sig.name}) outside a run's training steps; nothing was lost: run the same command "
+                  "again.", file=sys.stderr)
             return 128 + int(sig)
 
 

@@ -375,8 +375,8 @@ def interrupted(err: KeyboardInterrupt, run: RunDir, step: int, total: int, save
     sig = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
     what = "evaluates it again (training is complete)" if saved == epochs else (
         f"resumes from epoch {saved}" if saved else "starts it again from epoch 0 (no epoch was checkpointed yet)")
-    return TrainingInterrupted(
-        f"interrupted ({sig.name}) at step {step} of {total}; the same command {what}, in {run.path}.", int(sig))
+    return TrainingInterrupted(f"interrupted at step {step} of {total} ({sig.name}); the same command {what} "
+                               f"(run folder {run.path}).", int(sig))
 
 
 def _check_trainable(cfg: RunConfig, n_train: int) -> None:
@@ -489,7 +489,7 @@ class DivergenceWatch:
         return TrainingDiverged(
             f"training diverged at step {step} of {self.total} (epoch {epoch}): the {quantity} became NaN or infinite, "
             f"most likely a learning rate too high for this run (optim.lr={cfg.optim.lr:g}); {kept}. Lower optim.lr "
-            f"(e.g. optim.lr={cfg.optim.lr / 10:g}){tau} and train into a new --out."
+            f"(the configs/ recipes train at 0.03 to 0.6){tau} and train into a new --out."
         )
 
 
