@@ -272,6 +272,8 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
     run = RunDir(out)
     if run.path.exists() and not run.path.is_dir():
         raise ConfigError(f"--out {run.path} is a file, not a folder: name a new or existing run folder instead.")
+    if blocked := next((p for p in run.path.parents if p.exists() and not p.is_dir()), None):
+        raise ConfigError(f"--out {run.path} lies under {blocked}, a file, not a folder: name a run folder elsewhere.")
     _check_compatible(run, cfg)
     if run.is_complete():
         run.restore_config(cfg)  # its damaged config.yaml was deleted: the recovery RunDir.load_config gives
