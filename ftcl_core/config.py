@@ -461,8 +461,6 @@ class FTConfig(Section):
             if not lo <= getattr(self, name) <= hi:
                 raise ConfigError(f"ft.{name}={getattr(self, name)} must lie in [{lo:g}, {hi:g}] (a Beta parameter; the "
                                   "paper uses 0.2 to 2.0): beyond that a draw of lambda is a constant or a NaN.")
-        if self.start_epoch < 0:
-            raise ConfigError(f"ft.start_epoch={self.start_epoch} must be >= 0 (the epoch FT switches on).")
         self._positive("shards")
         if self.shards > 1 and (self.granularity != "step" or self.hard or self.union_queue):
             raise ConfigError("ft.shards > 1 draws one lambda per shard: it needs ft.granularity=step and neither "
