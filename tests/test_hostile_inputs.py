@@ -306,15 +306,21 @@ def test_a_run_beside_others_takes_the_threads_they_leave():
 
 
 def test_the_registry_counts_live_runs_and_forgets_dead_ones(monkeypatch, capsys):
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    cores = os.cpu_count() or 1
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # no explicit choice: the registry decides
     folder = T.registry()
     folder.mkdir(parents=True)
     (folder / f"999999-0{T.SUFFIX}").write_text("7")  # a run killed by -9: its file left, unlocked
-    before = torch.get_num_threads()
-    with T.training_threads(say=False) as first:
-        assert T.others_threads(folder) == [first] and not (folder / f"999999-0{T.SUFFIX}").exists()
-        with T.training_threads(say=True) as second:
-            assert second == max(1, min(before, cores - first)) == torch.get_num_threads()
-        assert "other training process" in capsys.readouterr().out
-    assert torch.get_num_threads() == before and T.others_threads(folder) == []
+    saved = torch.get_num_threads()
+    before = max(2, os.cpu_count() or 1)  # a run alone takes every core
+    torch.set_num_threads(before)
+    try:
+        with T.training_threads(say=False) as first:
+            assert first == before and T.others_threads(folder) == [first]
+            assert not (folder / f"999999-0{T.SUFFIX}").exists()
+            with T.training_threads(say=False) as second:  # started beside it: lowered, and it says so
+                assert second == 1 == torch.get_num_threads()
+            assert f"takes 1 instead of {before}" in capsys.readouterr().out
+            assert torch.get_num_threads() == before
+        assert torch.get_num_threads() == before and T.others_threads(folder) == []
+    finally:
+        torch.set_num_threads(saved)
