@@ -484,7 +484,9 @@ class DivergenceWatch:
     def diverged(self, step: int, epoch: int, quantity: str, saved: int) -> TrainingDiverged:
         """The one-line error of a divergence (and its record, ``status.json``, in the run folder)."""
         cfg, run = self.cfg, self.run
-        write_json(run.path / "status.json", {"status": "diverged", "step": step, "epoch": epoch, "quantity": quantity})
+        if D.is_main():
+            write_json(run.path / "status.json", {"status": "diverged", "step": step, "epoch": epoch,
+                                                  "quantity": quantity})
         tau = f" or raise {cfg.method}.tau (now {cfg.tau:g})" if cfg.tau is not None else ""
         kept = (f"the last good checkpoint (epoch {saved}) is kept in {run.path}" if saved else
                 f"no epoch was checkpointed yet in {run.path}")
