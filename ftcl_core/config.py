@@ -366,9 +366,10 @@ class OptimConfig(Section):
             raise ConfigError(f"optim.momentum={self.momentum} must lie in [0, 1) (SGD's momentum; the recipes use 0.9).")
         if self.weight_decay < 0:
             raise ConfigError(f"optim.weight_decay={self.weight_decay} must be >= 0 (the recipes use 5e-4 or 1e-4).")
-        if self.warmup_epochs < 0 or any(m < 1 for m in self.milestones):
-            raise ConfigError(f"optim.warmup_epochs={self.warmup_epochs} must be >= 0 and optim.milestones="
-                              f"{list(self.milestones)} epochs >= 1.")
+        if self.warmup_epochs < 0:
+            raise ConfigError(f"optim.warmup_epochs={self.warmup_epochs} must be >= 0 (0: no warm-up).")
+        if any(m < 0 for m in self.milestones):
+            raise ConfigError(f"optim.milestones={list(self.milestones)} must be epochs >= 0.")
 
 
 @dataclass(frozen=True)

@@ -184,11 +184,20 @@ def test_without_a_root_the_fallback_is_read_and_named(capsys, tmp_path, monkeyp
 # ---- divergence: one line, exit 3, the last good checkpoint kept; the statistics never raise ----
 
 
-def test_a_learning_rate_that_diverges_is_one_line(capsys, tmp_path):
+@pytest.mark.parametrize("method", ["moco", "simclr", "byol", "simsiam", "swav"])
+def test_a_learning_rate_that_diverges_is_one_line(capsys, tmp_path, method):
     out = tmp_path / "run"
-    code, err = cli(capsys, "train", SMOKE, *TINY, "optim.lr=1e6", "--out", str(out), "--no-progress")
+    tiny = TINY if method == "moco" else TINY[:2]
+    code, err = cli(capsys, "train", f"configs/smoke_{method}.yaml", *tiny, "optim.lr=1e6", "stats.histograms=true",
+                    "--out", str(out), "--no-progress")
     line = assert_one_line(code, err, EXIT_DIVERGED, "error:", "diverged at step", "optim.lr")
     assert "NaN or infinite" in line and not RunDir(out).checkpoint.exists()
+    assert (out / "status.json").is_file()
+
+
+def test_a_screen_that_diverges_is_one_line(capsys):
+    code, err = cli(capsys, "screen", SMOKE, *TINY, "optim.lr=1e6", "--steps", "8")
+    assert_one_line(code, err, EXIT_DIVERGED, "error:", "diverged at step")
 
 
 def poison_views_at(monkeypatch, step: int) -> None:
