@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import gzip
+import json
 import math
 import os
 import subprocess
@@ -187,12 +188,14 @@ def test_without_a_root_the_fallback_is_read_and_named(capsys, tmp_path, monkeyp
 @pytest.mark.parametrize("method", ["moco", "simclr", "byol", "simsiam", "swav"])
 def test_a_learning_rate_that_diverges_is_one_line(capsys, tmp_path, method):
     out = tmp_path / "run"
-    tiny = TINY if method == "moco" else TINY[:2]
-    code, err = cli(capsys, "train", f"configs/smoke_{method}.yaml", *tiny, "optim.lr=1e6", "stats.histograms=true",
-                    "--out", str(out), "--no-progress")
-    line = assert_one_line(code, err, EXIT_DIVERGED, "error:", "diverged at step", "optim.lr")
-    assert "NaN or infinite" in line and not RunDir(out).checkpoint.exists()
-    assert (out / "status.json").is_file()
+    config, tiny = ("configs/smoke_moco_v2.yaml", TINY) if method == "moco" else (f"configs/smoke_{method}.yaml", TINY[:2])
+    code, err = cli(capsys, "train", config, *tiny, "optim.lr=1e6", "stats.histograms=true", "--out", str(out),
+                    "--no-progress")
+    line = assert_one_line(code, err, EXIT_DIVERGED, "error:", "diverged at step", "optim.lr", "NaN or infinite")
+    status = json.loads((out / "status.json").read_text())
+    assert f"step {status['step']} of {STEPS} (epoch {status['epoch']})" in line and not RunDir(out).is_complete()
+    if RunDir(out).checkpoint.exists():  # a checkpoint of an epoch before the divergence, none after it
+        assert torch.load(RunDir(out).checkpoint, weights_only=True)["epoch"] == status["epoch"]
 
 
 def test_a_screen_that_diverges_is_one_line(capsys):
