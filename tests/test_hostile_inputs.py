@@ -14,6 +14,7 @@ import gzip
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,37 @@ def test_a_bad_config_value_is_one_line_and_writes_nothing(capsys, tmp_path, ove
     code, err = cli(capsys, "train", SMOKE, "ft.pos=true", override, "--out", str(out), "--no-progress")
     assert_one_line(code, err, EXIT_ERROR, "error:", key)
     assert not out.exists()
+
+
+def float_keys() -> list[str]:
+    """Every dotted config key whose value is a number or a list of numbers (float-annotated)."""
+    import dataclasses
+    import typing
+
+    from ftcl_core.config import SECTIONS
+
+    keys = []
+    for name, section in SECTIONS.items():
+        hints = typing.get_type_hints(section)
+        for f in dataclasses.fields(section):
+            if "float" in str(hints[f.name]):
+                keys.append(f"{name}.{f.name}")
+    return keys
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
+def test_every_float_key_refuses_what_is_not_finite(bad):
+    from ftcl_core.config import DEFAULTS, ConfigError
+
+    keys = float_keys()
+    assert len(keys) >= 15  # the sections' numbers: augment, moco, simclr, byol, swav, optim, ft, eval
+    for key in keys:
+        section, field = key.split(".")
+        default = DEFAULTS[section][field]
+        width = len(default) if isinstance(default, list) else {"blur_sigma": 2, "jitter": 4}.get(field, 0)
+        value = f"[{', '.join([bad] * width)}]" if width else bad
+        with pytest.raises(ConfigError, match=re.escape(key)):
+            load_config(SMOKE, [f"{key}={value}"])
 
 
 @pytest.mark.parametrize("method, override", [("simclr", "simclr.tau=inf"), ("swav", "swav.epsilon=inf"),
@@ -302,6 +334,26 @@ def test_ctrl_c_in_process_is_one_line_and_130(capsys, tmp_path):
     with step_callback(press):
         code, err = cli(capsys, "train", SMOKE, *TINY, "--out", str(tmp_path / "run"), "--no-progress")
     assert_one_line(code, err, 130, "interrupted at step 2 of 8", "starts it again from epoch 0")
+    with open(tmp_path / "run" / ".lock") as fh:  # released in this process too (a notebook's kernel lives on)
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_ctrl_c_during_the_evaluation_evaluates_again(capsys, tmp_path, monkeypatch):
+    from ftcl_core import training
+
+    out, real = tmp_path / "run", training.evaluate_backbone
+
+    def pressed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "evaluate_backbone", pressed)
+    code, err = cli(capsys, "train", SMOKE, *TINY, "--out", str(out), "--no-progress")
+    assert_one_line(code, err, 130, f"interrupted at step {STEPS} of {STEPS}", "evaluates it again")
+    assert not RunDir(out).is_complete()
+    monkeypatch.setattr(training, "evaluate_backbone", real)
+    with step_callback(lambda step: pytest.fail(f"step {step} trained again")):
+        code, err = cli(capsys, "train", SMOKE, *TINY, "--out", str(out), "--no-progress")
+    assert code == 0 and RunDir(out).is_complete(), err
 
 
 # ---- threads: said, and shared with the other training processes of the machine ----
