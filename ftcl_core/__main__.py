@@ -235,7 +235,7 @@ def _screen(args) -> int:
     import time
 
     from ftcl_core.stats import collapse_signature
-    from ftcl_core.training import train
+    from ftcl_core.training import TrainingInterrupted, train
 
     if args.steps < 1:
         print(f"error: --steps {args.steps} must be >= 1", file=sys.stderr)
@@ -249,6 +249,9 @@ def _screen(args) -> int:
     except (ConfigError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except TrainingInterrupted as err:  # its temporary folder is gone: nothing to resume
+        print(f"{str(err).split(';')[0]}; a screen keeps nothing: run the same command again.", file=sys.stderr)
+        return 128 + err.signal
     sig = collapse_signature(m["neg_mean"], m["neg_var"], early_steps=len(m["loss"]))
     first = sig["first_step_above"]
     print(f"{args.config} {' '.join(args.overrides)}: {len(m['loss'])} steps in {took:.1f} s "

@@ -338,6 +338,16 @@ def test_ctrl_c_in_process_is_one_line_and_130(capsys, tmp_path):
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
+def test_ctrl_c_in_a_screen_says_it_keeps_nothing(capsys):
+    def press(step: int) -> None:
+        if step == 3:
+            raise KeyboardInterrupt
+
+    with step_callback(press):
+        code, err = cli(capsys, "screen", SMOKE, *TINY, "--steps", "6")
+    assert_one_line(code, err, 130, "interrupted at step 3 of 8", "keeps nothing")
+
+
 def test_ctrl_c_during_the_evaluation_evaluates_again(capsys, tmp_path, monkeypatch):
     from ftcl_core import training
 
