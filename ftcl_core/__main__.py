@@ -11,27 +11,72 @@ the run is complete.  ``python -m ftcl_core sweep FILE`` trains an experiment fi
 ``python -m ftcl_core summary`` writes ``results/summary.csv`` (and the findings of the README and the book's
 index) and prints it as one Markdown table per paper table.  Any config key can be overridden, e.g.
 ``ft.pos=true ft.neg=true moco.momentum=0.9``.
+
+Every failure is one line on stderr and an exit status: 2 for a wrong input (``error: ...``, naming the problem and
+the fix), 3 for a run that diverged (``error: training diverged at step ...``, its last good checkpoint kept), 130
+for Ctrl-C and 143 for SIGTERM (``interrupted at step N of M; the same command resumes from epoch E``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import threading
 
 from ftcl_core.config import ConfigError, load_config
+
+EXIT_ERROR = 2  # a wrong input: config, command line, files, data
+EXIT_DIVERGED = 3  # a run's features, loss or gradient became NaN or infinite (training.TrainingDiverged)
 
 
 def main(argv: list[str] | None = None) -> int:
     """The command line (see the module).  A damaged run file that any command meets (``summary`` reading the
-    stored runs, say) is its one ``error:`` line, naming the file and the recovery, as every other fault is."""
+    stored runs, say) is its one ``error:`` line, naming the file and the recovery, as every other fault is; a
+    diverged run is its one line and :data:`EXIT_DIVERGED`; Ctrl-C and SIGTERM are one line and 128 + the signal's
+    number (130, 143), wherever they come."""
     from ftcl_core.runs import RunFileError
+    from ftcl_core.training import Terminated, TrainingDiverged, TrainingInterrupted
 
+    with _sigterm_interrupts():
+        try:
+            return _main(argv)
+        except RunFileError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_ERROR
+        except TrainingDiverged as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_DIVERGED
+        except TrainingInterrupted as err:
+            print(err, file=sys.stderr)
+            return 128 + err.signal
+        except KeyboardInterrupt as err:  # outside a run's steps: nothing half-done to say
+            sig = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
+            print(f"interrupted ({sig.name}) outside a run's training steps; nothing was lost: run the same command "
+                  "again.", file=sys.stderr)
+            return 128 + int(sig)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """While the block runs, SIGTERM raises :class:`ftcl_core.training.Terminated` (a ``KeyboardInterrupt``), so a
+    run stops as on Ctrl-C: its one line, its lock released (only where signals can be handled: the main thread)."""
+    from ftcl_core.training import Terminated
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        return _main(argv)
-    except RunFileError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _main(argv: list[str] | None = None) -> int:
@@ -137,12 +182,12 @@ def _main(argv: list[str] | None = None) -> int:
 
     from ftcl_core import distributed as D
     from ftcl_core.checkpoints import IncompatibleCheckpoint
-    from ftcl_core.training import TrainingDiverged, train
+    from ftcl_core.training import train
 
     try:
         cfg = load_config(args.config, args.overrides)
         result = train(cfg, args.out, progress=not args.no_progress)
-    except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, TrainingDiverged, ValueError) as err:
+    except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
@@ -190,7 +235,7 @@ def _screen(args) -> int:
     import time
 
     from ftcl_core.stats import collapse_signature
-    from ftcl_core.training import train
+    from ftcl_core.training import TrainingInterrupted, train
 
     if args.steps < 1:
         print(f"error: --steps {args.steps} must be >= 1", file=sys.stderr)
@@ -204,6 +249,9 @@ def _screen(args) -> int:
     except (ConfigError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except TrainingInterrupted as err:  # its temporary folder is gone: nothing to resume
+        print(f"{str(err).split(';')[0]}; a screen keeps nothing: run the same command again.", file=sys.stderr)
+        return 128 + err.signal
     sig = collapse_signature(m["neg_mean"], m["neg_var"], early_steps=len(m["loss"]))
     first = sig["first_step_above"]
     print(f"{args.config} {' '.join(args.overrides)}: {len(m['loss'])} steps in {took:.1f} s "
@@ -248,7 +296,6 @@ def _screen_prediction(cfg, metrics: dict) -> str:
 def _sweep(args) -> int:
     from ftcl_core.checkpoints import IncompatibleCheckpoint
     from ftcl_core.experiments import summarize, sweep, switch_to_calibrated
-    from ftcl_core.training import TrainingDiverged
 
     try:
         for moved in switch_to_calibrated(args.experiment, args.profile) if args.calibrated else ():
@@ -256,7 +303,7 @@ def _sweep(args) -> int:
         execution = dict(_key_value(e) for e in args.execution)
         records = sweep(args.experiment, args.profile, args.seeds, args.settings, progress=not args.no_progress,
                         execution=execution)
-    except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, TrainingDiverged, ValueError) as err:
+    except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for setting, s in summarize(records).items():

@@ -22,6 +22,7 @@ import copy
 import dataclasses
 import difflib
 import functools
+import math
 import os
 import types
 import typing
@@ -138,6 +139,13 @@ def _type_error(key: str, value: Any, tp: Any, default: Any) -> ConfigError:
     return ConfigError(f"{key}={value!r}: choose one of {choices}{hint}")
 
 
+def _floats(value: Any) -> list[float]:
+    """The floats in a conformed value (a number, or a tuple of them)."""
+    if isinstance(value, float):
+        return [value]
+    return [x for v in value for x in _floats(v)] if isinstance(value, tuple) else []
+
+
 def _yaml(value: Any) -> str:
     return "null" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
 
@@ -156,6 +164,10 @@ class Section:
             if not ok:
                 default = f.default if f.default is not dataclasses.MISSING else None
                 raise _type_error(f"{self.key(f.name)}", value, hints[f.name], default)
+            if not all(math.isfinite(x) for x in _floats(conformed)):
+                default = _yaml(_plain(f.default)) if f.default is not dataclasses.MISSING else "none"
+                raise ConfigError(f"{self.key(f.name)}={_yaml(_plain(conformed))} must be finite (no nan or inf); "
+                                  f"the default is {default}.")
             object.__setattr__(self, f.name, conformed)  # frozen: set once, here
         self.check()
 
@@ -229,6 +241,9 @@ class AugmentationConfig(Section):
 
     def check(self) -> None:
         self._positive("out_size")
+        if self.blur_sigma is not None and not 0 < self.blur_sigma[0] <= self.blur_sigma[1]:
+            raise ConfigError(f"augment.blur_sigma={list(self.blur_sigma)} must be [low, high] with 0 < low <= high "
+                              "(MoCo v2: [0.1, 2.0]), or null for the recipe's.")
         lo, hi = self.crop_scale
         if not 0 < lo <= hi <= 1:
             raise ConfigError(f"augment.crop_scale={list(self.crop_scale)} must be [low, high] with 0 < low <= high <= 1.")
@@ -352,7 +367,15 @@ class OptimConfig(Section):
 
     def check(self) -> None:
         if self.lr <= 0:
-            raise ConfigError(f"optim.lr={self.lr} must be > 0.")
+            raise ConfigError(f"optim.lr={self.lr} must be > 0 (the CPU recipes use 0.06 to 0.12).")
+        if not 0 <= self.momentum < 1:
+            raise ConfigError(f"optim.momentum={self.momentum} must lie in [0, 1) (SGD's momentum; the recipes use 0.9).")
+        if self.weight_decay < 0:
+            raise ConfigError(f"optim.weight_decay={self.weight_decay} must be >= 0 (the recipes use 5e-4 or 1e-4).")
+        if self.warmup_epochs < 0:
+            raise ConfigError(f"optim.warmup_epochs={self.warmup_epochs} must be >= 0 (0: no warm-up).")
+        if any(m < 0 for m in self.milestones):
+            raise ConfigError(f"optim.milestones={list(self.milestones)} must be epochs >= 0.")
 
 
 @dataclass(frozen=True)
@@ -411,6 +434,11 @@ class StatsConfig(Section):
         self._positive("n_queries", "sync_every")
 
 
+# The Beta parameters FT may draw lambda with (ft.alpha_ex, ft.alpha_in, ft.hard_a, ft.hard_b): within it every draw
+# terminates and is a number in (0, 1) (ftcl_core.transforms.sample_gamma's rejection loop never ends at inf).
+BETA_RANGE = (0.05, 100.0)
+
+
 @dataclass(frozen=True)
 class FTConfig(Section):
     """Which feature transformations to apply, and how (the ``ft.*`` keys of a run config)."""
@@ -435,9 +463,11 @@ class FTConfig(Section):
     shards: int = 1
 
     def check(self) -> None:
+        lo, hi = BETA_RANGE
         for name in ("alpha_ex", "alpha_in", "hard_a", "hard_b"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"ft.{name}={getattr(self, name)} must be > 0 (a Beta parameter).")
+            if not lo <= getattr(self, name) <= hi:
+                raise ConfigError(f"ft.{name}={getattr(self, name)} must lie in [{lo:g}, {hi:g}] (a Beta parameter; the "
+                                  "paper uses 0.2 to 2.0): beyond that a draw of lambda is a constant or a NaN.")
         self._positive("shards")
         if self.shards > 1 and (self.granularity != "step" or self.hard or self.union_queue):
             raise ConfigError("ft.shards > 1 draws one lambda per shard: it needs ft.granularity=step and neither "
@@ -464,6 +494,9 @@ class EvalConfig(Section):
 
     def check(self) -> None:
         self._positive("knn_k", "linear_epochs")
+        for key in ("knn_t", "linear_lr"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"eval.{key}={getattr(self, key)} must be > 0 (default {getattr(EvalConfig, key)}).")
 
 
 # The sections of a run config, by YAML key; the method sections are stored only for their method.
@@ -705,7 +738,12 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
             raise ConfigError(
                 f"config file {p} not found; the default CPU runs are configs/cpu_moco_v2.yaml and configs/cpu_moco_v1.yaml."
             )
-        raw = _migrate(yaml.safe_load(p.read_text()) or {})
+        try:
+            raw = _migrate(yaml.safe_load(p.read_text()) or {})
+        except (yaml.YAMLError, UnicodeDecodeError) as err:
+            first = " ".join(str(err).split())[:160]
+            raise ConfigError(f"config file {p} is not a YAML mapping of config sections ({first}); "
+                              "compare it with configs/cpu_moco_v2.yaml.") from err
     raw = merge(raw, parse_overrides(overrides or []))
     return RunConfig.from_dict(raw)
 

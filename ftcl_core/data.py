@@ -523,10 +523,13 @@ def read_idx(path: str | os.PathLike) -> torch.Tensor:
 
 
 def fashion_mnist_root(root: str | os.PathLike | None) -> Path | None:
-    """Where the IDX files are: ``root`` (the files themselves, or torchvision's ``FashionMNIST/raw`` under it),
-    else the Debian package's folder; None when none holds them."""
-    candidates = [Path(root), Path(root) / "FashionMNIST" / "raw"] if root else []
-    candidates += [DEBIAN_FASHION_MNIST, Path("datasets") / "FashionMNIST" / "raw"]
+    """Where the IDX files are: a given ``root`` is taken at its word (the files themselves, or torchvision's
+    ``FashionMNIST/raw`` under it, and nowhere else); without one, the Debian package's folder, else
+    ``datasets/FashionMNIST/raw``.  None when none of those holds all four files."""
+    if root:
+        candidates = [Path(root), Path(root) / "FashionMNIST" / "raw"]
+    else:
+        candidates = [DEBIAN_FASHION_MNIST, Path("datasets") / "FashionMNIST" / "raw"]
     for c in candidates:
         if all((c / f).is_file() or (c / f.removesuffix(".gz")).is_file() for f in (*_IDX_FILES[True], *_IDX_FILES[False])):
             return c
@@ -546,11 +549,19 @@ def load_fashion_mnist(root: str | os.PathLike | None, train: bool, size: int = 
         target = Path(root or "datasets")
         torchvision.datasets.FashionMNIST(target, train=train, download=True)
         found = fashion_mnist_root(target)
+    files = ", ".join(f for f in (*_IDX_FILES[True], *_IDX_FILES[False]))
+    if found is None and root:
+        raise FileNotFoundError(
+            f"data.root={root} holds no Fashion-MNIST: expected its four IDX files ({files}; gzipped or not) in "
+            f"{root} or {Path(root) / 'FashionMNIST' / 'raw'}. Point data.root at the folder that holds them, remove "
+            "data.root to read an installed copy (apt-get install dataset-fashion-mnist), or pass data.download=true "
+            "to fetch them into it.")
     if found is None:
         raise FileNotFoundError(
-            f"Fashion-MNIST not found (looked in {root or '-'}, {DEBIAN_FASHION_MNIST} and datasets/FashionMNIST/raw). "
-            "On Debian: `apt-get install dataset-fashion-mnist`; elsewhere pass data.download=true to fetch it "
-            "(torchvision), or point data.root at a folder holding the four IDX files.")
+            f"Fashion-MNIST not found (data.root not given; looked in {DEBIAN_FASHION_MNIST} and "
+            "datasets/FashionMNIST/raw). On Debian: `apt-get install dataset-fashion-mnist`; elsewhere pass "
+            f"data.download=true to fetch it (torchvision), or point data.root at a folder holding {files}.")
+    _say_once(f"ftcl_core: Fashion-MNIST read from {found.resolve()}" + ("" if root else " (data.root not given)"))
 
     def one(name: str) -> torch.Tensor:
         p = found / name
@@ -565,6 +576,16 @@ def load_fashion_mnist(root: str | os.PathLike | None, train: bool, size: int = 
         x = torch.nn.functional.interpolate(x.float(), size=(size, size), mode="bilinear", antialias=True,
                                             align_corners=False).round().clamp(0, 255).to(torch.uint8)
     return ImageSet(x.expand(-1, 3, -1, -1).contiguous(), labels, FASHION_MNIST_CLASSES)
+
+
+_SAID: set[str] = set()
+
+
+def _say_once(line: str) -> None:
+    """Print ``line`` (stdout) the first time this process meets it: which copy of a data set a run reads."""
+    if line not in _SAID:
+        _SAID.add(line)
+        print(line, flush=True)
 
 
 def balanced_indices(labels: torch.Tensor, n: int, seed: int = 0) -> torch.Tensor:

@@ -11,8 +11,8 @@ A run is a folder::
     provenance.json  commit, versions, device, seed, wall time, status
 
 Beside them a run folder may hold ``.lock`` (the pid of the process training it, :func:`run_lock`),
-``status.json`` (written when the loss diverged; nothing reads it back) and, after a ``kill -9`` mid-write,
-``.<name>.<random>.tmp`` files (never read).
+``status.json`` (written when a step's features, loss or gradient diverged; nothing reads it back) and, after a
+``kill -9`` mid-write, ``.<name>.<random>.tmp`` files (never read).
 
 Every file is written to a temporary name and renamed into place, so a crash never leaves a file that
 loads wrong; a run is complete when ``eval.json`` exists.  A file damaged all the same (a disk fault, a bad

@@ -38,6 +38,8 @@ def representation_statistics(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tenso
       attracts when rho < 1 - lambda / A;
     * erank: the effective rank of the centred z1, exp of the entropy of its normalised singular values (Roy &
       Vetterli 2007); 1 = every image on one line (dimensional collapse), d = isotropic.
+
+    Never raises on non-finite features (a diverged step): each statistic they reach is NaN.
     """
     a, b = F.normalize(z1.detach().float(), dim=1), F.normalize(z2.detach().float(), dim=1)
     n = a.shape[0]
@@ -49,11 +51,16 @@ def representation_statistics(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tenso
     rho = (da * db).sum() / (da.norm() * db.norm()).clamp_min(1e-12)
     # singular values of da from the eigenvalues of its smaller Gram matrix, in float64 so that squaring does not
     # lift rounding noise into the small ones (half the time of an SVD; the recorder runs this every step)
-    d64 = da.double()
+    # A diverged step's features are NaN or infinite: the rank is then NaN (recorded as such; the training loop
+    # stops the run on it), computed on zeros so that the solver never sees them (it fails to converge on them).
+    # No host check: on a GPU nothing waits.
+    finite = torch.isfinite(da).all()
+    d64 = torch.where(finite, da.double(), torch.zeros((), dtype=torch.float64, device=da.device))
     gram = d64.T @ d64 if n >= d64.shape[1] else d64 @ d64.T
     s = torch.linalg.eigvalsh(gram).clamp_min(0).sqrt()
     p = s / s.sum().clamp_min(1e-12)
     erank = torch.exp(-(p * torch.log(p.clamp_min(1e-300))).sum()).float()
+    erank = torch.where(finite, erank, torch.full_like(erank, math.nan))
     return torch.stack([align, uniform, rho, erank])
 
 

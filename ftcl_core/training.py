@@ -27,7 +27,7 @@ import torch
 from ftcl_core import augment as A
 from ftcl_core import checkpoints
 from ftcl_core import distributed as D
-from ftcl_core.checkpoints import METRIC_COLUMNS, IncompatibleCheckpoint, TrainingLog
+from ftcl_core.checkpoints import IncompatibleCheckpoint, TrainingLog
 from ftcl_core.config import ConfigError, RunConfig, as_config, config_diff
 from ftcl_core.data import ImageSet, load_data_rank0_first
 from ftcl_core.evaluation import evaluate_backbone, raw_pixel_readout
@@ -45,18 +45,39 @@ from ftcl_core.methods import Method, Scores, StepContext, build_model
 from ftcl_core.methods.moco_diagnosis import LabelledMoCo, LabelledScores
 from ftcl_core.runs import RunDir, provenance, run_lock, write_json, write_yaml
 from ftcl_core.stats import (
-    StepRecorder,
     layer_grad_norms,
     layer_names,
     representation_statistics,
     score_histogram,
     score_statistics,
 )
+from ftcl_core.threads import pinned, training_threads
 from ftcl_core.transforms import DeviceDraws
 
 
 class TrainingDiverged(RuntimeError):
-    """The loss became NaN or infinite; the last good checkpoint is kept."""
+    """A step's features, loss or gradient became NaN or infinite: the run stopped there, before its next checkpoint,
+    so the last good checkpoint is kept.  The message is one line: the step, the quantity, the likely cause and the
+    fix.  The command line exits with its own status for it (:data:`ftcl_core.__main__.EXIT_DIVERGED`)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, as the command line's handler raises it: the loop stops as on Ctrl-C (:class:`TrainingInterrupted`)."""
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM, :class:`Terminated`) during a run: the message is one line, the step it stopped at and
+    the epoch the same command resumes from (its last checkpoint; the run folder's lock is released).  A
+    ``KeyboardInterrupt``, so a notebook's interrupt still stops a chapter; ``signal`` is the signal's number."""
+
+    def __init__(self, message: str, signal: int) -> None:
+        super().__init__(message)
+        self.signal = signal
+
+
+# What a step's health flags say is finite, in the order a divergence spreads through a step (the features feed
+# the loss, the loss the gradient): the first that is not finite is the one a divergence message names.
+HEALTH = ("features", "loss", "gradient")
 
 
 def augment_config(cfg: RunConfig) -> A.AugmentConfig:
@@ -88,6 +109,7 @@ class StepOutput:
     values: torch.Tensor | None  # METRIC_COLUMNS[2:] on the device (None without statistics)
     grad_norms: torch.Tensor | None  # per-layer gradient L2 norms (None without statistics)
     histogram: torch.Tensor | None = None  # (2, bins) positive / negative score histograms
+    health: torch.Tensor | None = None  # (3,) bool on the device: features, loss, gradient finite (HEALTH)
 
 
 _PHASE_LISTENERS: list[Callable[[str], None]] = []
@@ -186,11 +208,24 @@ def train_step(model: Method, optimizer: torch.optim.Optimizer, views: tuple[tor
         loss.backward()
     with phase("statistics"):
         values, norms, hist = _statistics(model, scores, loss, top1, ctx)
+        health = step_health(out, loss, model, norms)
     with phase("optimizer"):
         model.before_optimizer_step()
         optimizer.step()
         model.after_step(scores)
-    return StepOutput(loss.detach(), values, norms, hist)
+    return StepOutput(loss.detach(), values, norms, hist, health)
+
+
+def step_health(features: tuple[torch.Tensor, ...], loss: torch.Tensor, model: torch.nn.Module,
+                grad_norms: torch.Tensor | None = None) -> torch.Tensor:
+    """Whether a step's features (the networks' outputs), loss and gradient are finite: ``(3,)`` bool on the device,
+    in the order of :data:`HEALTH`; nothing is synchronised.  The gradient is judged by its per-layer norms (NaN or
+    infinite exactly when a gradient entry is), the recorded ones (``grad_norms``) when the step has them."""
+    if grad_norms is None:
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        grad_norms = torch.stack(torch._foreach_norm(grads)) if grads else loss.detach().new_zeros(1)
+    feats = torch.stack([torch.isfinite(f.detach()).all() for f in features]).all()
+    return torch.stack([feats, torch.isfinite(loss.detach()), torch.isfinite(grad_norms).all()])
 
 
 def _statistics(model: Method, scores: Scores, loss: torch.Tensor, top1: torch.Tensor, opts: StepContext
@@ -238,11 +273,19 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
     Launched by ``torchrun``, every rank trains its share of each batch; rank 0 alone holds the lock,
     decides (complete, or train), writes the run folder and evaluates; the other ranks return ``{}``
     when training ends.
+
+    A run takes the threads other training processes on the machine leave (:mod:`ftcl_core.threads`; it says so
+    in one line, always with ``progress``).  A step whose features, loss or gradient is not finite stops the run:
+    :class:`TrainingDiverged`, the last good checkpoint kept.  Ctrl-C (or SIGTERM turned into :class:`Terminated`)
+    is :class:`TrainingInterrupted`: the lock is released and the same call resumes from the last checkpoint,
+    reproducing the uninterrupted run exactly on CPU.
     """
     cfg = as_config(cfg)  # a dict (a stored config, say) is parsed and checked here
     run = RunDir(out)
     if run.path.exists() and not run.path.is_dir():
         raise ConfigError(f"--out {run.path} is a file, not a folder: name a new or existing run folder instead.")
+    if blocked := next((p for p in run.path.parents if p.exists() and not p.is_dir()), None):
+        raise ConfigError(f"--out {run.path} lies under {blocked}, a file, not a folder: name a run folder elsewhere.")
     _check_compatible(run, cfg)
     if run.is_complete():
         run.restore_config(cfg)  # its damaged config.yaml was deleted: the recovery RunDir.load_config gives
@@ -257,7 +300,8 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
             _check_compatible(run, cfg)
         if D.broadcast_flag(run.is_complete() if main else False):  # the others wait here for rank 0's lock
             return run.load_eval() if main else {}
-        return _train_locked(cfg, run, device, progress, max_steps)
+        with training_threads(say=progress and main):  # beside other runs on this machine, fewer threads
+            return _train_locked(cfg, run, device, progress, max_steps)
 
 
 def build_optimizer(cfg: RunConfig, model: torch.nn.Module, device: str) -> torch.optim.Optimizer:
@@ -289,8 +333,12 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
     log = TrainingLog(layer_names(model.online), cfg.stats.sync_every, cfg.stats.grad_norms_per_step)
     start_epoch, train_s, draws = checkpoints.resume(run, model, optimizer, gen, log, steps_per_epoch, device, draws)
     ctx = StepContext.from_config(cfg, gen, net if net is not model else None, draws)
-    bar = _progress(total=epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch, enabled=progress and main)
+    total = epochs * steps_per_epoch
+    bar = _progress(total=total, initial=start_epoch * steps_per_epoch, enabled=progress and main)
     stop = step_callback(stop_before(max_steps)) if max_steps is not None else contextlib.nullcontext()
+    # on the CPU every step is checked as it ends (nothing to wait for); on a GPU at each flush, before a checkpoint
+    watch = DivergenceWatch(run, cfg, total, every_step=not str(device).startswith("cuda"))
+    step, saved = start_epoch * steps_per_epoch, start_epoch  # the step running; the epoch a resume starts from
     try:
         with stop:
             for epoch in range(start_epoch, epochs):
@@ -307,10 +355,12 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                     step_ctx = dataclasses.replace(ctx, ft_active=epoch >= cfg.ft.start_epoch, labels=labels)
                     out = train_step(model, optimizer, views, step_ctx)
                     log.record(step, epoch, lr, out.values, out.grad_norms, out.histogram)
+                    watch.add(step, epoch, out.health, saved)
                     bar.update(1)
                     if (i + 1) % cfg.stats.sync_every == 0 or i + 1 == steps_per_epoch:
                         log.recorder.flush()
-                        _stop_if_diverged(run, log.recorder, epoch)
+                        watch.check(saved)
+                step = (epoch + 1) * steps_per_epoch
                 loss = log.end_epoch(steps_per_epoch)
                 train_s += time.perf_counter() - t_epoch
                 bar.set_postfix(loss=f"{loss:.3f}", epoch=epoch + 1)
@@ -320,13 +370,29 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                         checkpoints.save(run, model, optimizer, gen, epoch + 1, train_s, log, draws)
                         for on_epoch in _EPOCH_CALLBACKS:
                             on_epoch(run, epoch + 1)
+                    saved = epoch + 1
+        if not main:  # rank 0 evaluates and writes eval.json; no collective waits on that
+            return {}
+        return _finish(run, cfg, model, train_set, test_set, aug, device, train_s, steps, draws)
     except StopTraining:  # a step callback ended the loop (train(max_steps=...)): no checkpoint, no evaluation
         return {"metrics": log.recorder.as_arrays()}
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (Terminated) from the command line's handler
+        raise interrupted(err, run, step, total, saved, epochs) from None
     finally:
         bar.close()
-    if not main:  # rank 0 evaluates and writes eval.json; no collective waits on that
-        return {}
-    return _finish(run, cfg, model, train_set, test_set, aug, device, train_s, steps, draws)
+
+
+def interrupted(err: KeyboardInterrupt, run: RunDir, step: int, total: int, saved: int, epochs: int
+                ) -> TrainingInterrupted:
+    """The one-line :class:`TrainingInterrupted` of a run stopped by ``err`` at ``step`` of ``total``, whose last
+    checkpoint resumes from epoch ``saved`` (the loop's count: a checkpoint is counted once written)."""
+    import signal
+
+    sig = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
+    what = "evaluates it again (training is complete)" if saved == epochs else (
+        f"resumes from epoch {saved}" if saved else "starts it again from epoch 0 (no epoch was checkpointed yet)")
+    return TrainingInterrupted(f"interrupted at step {step} of {total} ({sig.name}); the same command {what} "
+                               f"(run folder {run.path}).", int(sig))
 
 
 def _check_trainable(cfg: RunConfig, n_train: int) -> None:
@@ -395,23 +461,53 @@ def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(prov.get("threads", threads))
     try:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, pinned():  # the run's own count, whoever else trains here
             return train(cfg, tmp, progress=False, max_steps=n_steps)["metrics"]
     finally:
         torch.set_num_threads(threads)
 
 
-def _stop_if_diverged(run: RunDir, recorder: StepRecorder, epoch: int) -> None:
-    """Raise :class:`TrainingDiverged` if a recorded loss is not finite (no checkpoint is written)."""
-    rows = np.asarray(recorder.rows[-recorder.sync_every :])
-    bad = ~np.isfinite(rows[:, 1 + METRIC_COLUMNS.index("loss")])
-    if bad.any():
-        step = int(rows[np.argmax(bad), 0])
-        write_json(run.path / "status.json", {"status": "diverged", "step": step, "epoch": epoch})
-        raise TrainingDiverged(
-            f"loss became NaN/inf at step {step} (epoch {epoch}); training stopped and the last good "
-            f"checkpoint (after {epoch} completed epochs) is kept in {run.path}. Lower optim.lr or raise "
-            "the method's temperature (moco.tau, simclr.tau, swav.tau), then train into a new --out."
+class DivergenceWatch:
+    """The steps' health flags (:func:`step_health`), checked as each step ends (``every_step``, the CPU) or when
+    :meth:`check` is called (a GPU's flush, so that no step waits on the device): the first step whose features,
+    loss or gradient is not finite stops the run with :class:`TrainingDiverged`, before any later checkpoint."""
+
+    def __init__(self, run: RunDir, cfg: RunConfig, total: int, every_step: bool) -> None:
+        self.run, self.cfg, self.total, self.every_step = run, cfg, total, every_step
+        self._pending: list[tuple[int, int, torch.Tensor]] = []
+
+    def add(self, step: int, epoch: int, health: torch.Tensor | None, saved: int) -> None:
+        """Record one step's flags (``saved``: the epoch the last checkpoint resumes from)."""
+        if health is not None:
+            self._pending.append((step, epoch, health))
+        if self.every_step:
+            self.check(saved)
+
+    def check(self, saved: int) -> None:
+        """Raise :class:`TrainingDiverged` for the first pending step that is not finite; forget the others."""
+        if not self._pending:
+            return
+        flags = torch.stack([h for _, _, h in self._pending]).cpu().numpy()
+        pending, self._pending = self._pending, []
+        bad = ~flags.all(axis=1)
+        if bad.any():
+            first = int(np.argmax(bad))
+            step, epoch, _ = pending[first]
+            raise self.diverged(step, epoch, HEALTH[int(np.argmin(flags[first]))], saved)
+
+    def diverged(self, step: int, epoch: int, quantity: str, saved: int) -> TrainingDiverged:
+        """The one-line error of a divergence (and its record, ``status.json``, in the run folder)."""
+        cfg, run = self.cfg, self.run
+        if D.is_main():
+            write_json(run.path / "status.json", {"status": "diverged", "step": step, "epoch": epoch,
+                                                  "quantity": quantity})
+        tau = f" or raise {cfg.method}.tau (now {cfg.tau:g})" if cfg.tau is not None else ""
+        kept = (f"the last good checkpoint (epoch {saved}) is kept in {run.path}" if saved else
+                f"no epoch was checkpointed yet in {run.path}")
+        return TrainingDiverged(
+            f"training diverged at step {step} of {self.total} (epoch {epoch}): the {quantity} became NaN or infinite, "
+            f"most likely a learning rate too high for this run (optim.lr={cfg.optim.lr:g}); {kept}. Lower optim.lr "
+            f"(the configs/ recipes train at 0.03 to 0.6){tau} and train into a new --out."
         )
 
 

@@ -135,7 +135,8 @@ Draws = torch.Generator | DeviceDraws  # a host generator (the stored runs' draw
 
 def sample_gamma(alpha: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """Gamma(alpha, 1) draws by Marsaglia and Tsang's method, from ``gen`` only (torch's own Gamma
-    sampler takes no generator).  For alpha < 1 uses ``Gamma(a) = Gamma(a+1) * U^(1/a)``."""
+    sampler takes no generator).  For alpha < 1 uses ``Gamma(a) = Gamma(a+1) * U^(1/a)``.  The loop ends for every
+    finite alpha > 0 (at an infinite one it never would: the config bounds FT's, ``config.BETA_RANGE``)."""
     alpha = alpha.double()
     boost = alpha < 1
     a = torch.where(boost, alpha + 1, alpha)
@@ -152,7 +153,9 @@ def sample_gamma(alpha: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
         out = torch.where(take, d * v, out)
         todo = todo & ~ok
     u = torch.rand(a.shape, generator=gen, dtype=torch.float64)
-    return torch.where(boost, out * u ** (1.0 / alpha), out)
+    # at least the smallest normal float64, as torch.distributions.Gamma does, so that a Beta's X + Y is never 0 (a
+    # draw of Gamma(0.05) underflows with probability about 1e-15; a nonzero draw is unchanged)
+    return torch.where(boost, out * u ** (1.0 / alpha), out).clamp_min(torch.finfo(torch.float64).tiny)
 
 
 def sample_beta(a: float, b: float, shape: tuple[int, ...], gen: Draws) -> torch.Tensor:
