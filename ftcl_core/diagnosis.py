@@ -22,6 +22,7 @@ FT the threshold is 0: a concentrated state repels as soon as the views agree at
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
 import math
@@ -131,26 +132,33 @@ def contraction_rate(rho: float, lam: float, tau: float = 0.2, n: int = 512, dim
     return float(size(step) / size(z) - 1)
 
 
+NOT_RUN = "not run"  # a comparison with no paired seed stored: never trained, not undecided
+
+
 def paired_comparison(label: str, records: list[dict], baseline: str, treated: str, key: str = "linear_top1",
-                      effect: float | None = None) -> dict:
+                      claim: Claim | None = None) -> dict:
     """One row of the diagnosis: ``treated`` (FT) against ``baseline`` over the seeds both have, with the paired
-    95 % interval and the verdict (:func:`ftcl_core.results.claims.judge`) on the paper's claim that FT helps (above
-    ``baseline``, by the paper's ``effect`` in points where given); ``key``: the readout compared (``knn_top1`` for
-    the kNN readout)."""
+    95 % interval and the verdict (:func:`ftcl_core.results.claims.judge`) on the paper's claim that FT helps:
+    ``claim`` (:func:`stated_claim`: the paper's effect in points and its two readouts, so that the verdict sees
+    the ceiling), else above ``baseline`` by no stated size; ``key``: the readout compared (``knn_top1`` for the
+    kNN readout). The row carries both scales (``log_error_ratio``/``_ci95``, ``verdict_points``,
+    ``verdict_errors``, ``scale``); :data:`NOT_RUN` while no seed is paired."""
     base, ft = ([r[key] for r in records if r["setting"] == s] for s in (baseline, treated))
     paired = paired_records(records, treated, baseline, key, device=run_device)  # each run's provenance read once
-    judged = verdicts.judge(Claim(treated, baseline, effect=effect, direction=1), paired)
+    claim = claim or Claim(treated, baseline, direction=1)
+    judged = verdicts.judge(dataclasses.replace(claim, arm=treated, reference=baseline), paired)
     return {"comparison": label, "baseline": mean_ci95(base)[0], "ft": mean_ci95(ft)[0], "diff": paired.mean,
-            "ci95": paired.ci95, "n_seeds": paired.n, "verdict": judged.word if paired.n else "not run",
-            "mixed_devices": paired.mixed_seeds, "devices": sorted({d for pair_ in paired.devices for d in pair_} - {""})}
+            "ci95": paired.ci95, "n_seeds": paired.n, "verdict": judged.word if paired.n else NOT_RUN,
+            "mixed_devices": paired.mixed_seeds, "devices": sorted({d for pair_ in paired.devices for d in pair_} - {""}),
+            **X.scale_cells(judged)}
 
 
-def claim_effect(path: str | Path, arm: str, reference: str) -> float | None:
-    """The paper's effect (points) that the experiment file at ``path`` states for ``arm`` against ``reference``
-    (its ``claims``; None where it states none), so that a chapter's comparison is judged with the paper's size."""
+def stated_claim(path: str | Path, arm: str, reference: str) -> Claim | None:
+    """The claim that the experiment file at ``path`` makes of ``arm`` against ``reference`` (its ``claims``, else
+    the one its ``paper:`` numbers make), with the paper's effect and two readouts, so that a chapter's comparison is
+    judged with the paper's size on both scales; None where it states none."""
     exp = X.Experiment.load(path)
-    stated = next((c.effect for c in exp.claims if c.arm == arm and c.reference == reference), None)
-    return stated if stated is not None else exp.paper_effect(arm, reference)
+    return next((c for c in exp.claims_of(arm) if c.reference == reference and c.kind != "sanity"), None)
 
 
 def run_device(record: dict) -> str:
@@ -206,7 +214,7 @@ def length_rows(path: str | Path, records: list[dict], profile: str = "cpu", key
                                           profile)) for n in lengths}
     prefix = f"{label}, " if label else ""
     rows = [{**paired_comparison(f"{prefix}{steps[n]} steps: FT against its baseline", records, f"baseline {n}",
-                                 f"+both {n}", key, claim_effect(path, f"+both {n}", f"baseline {n}")),
+                                 f"+both {n}", key, stated_claim(path, f"+both {n}", f"baseline {n}")),
              "steps": steps[n], "epochs": n, "kind": "length"} for n in lengths]
     short = lengths[0]
     gap = [(n, gap_records(records, f"baseline {n}", f"+both {n}", f"gap {n}", key)) for n in lengths]
@@ -452,7 +460,7 @@ def start_fraction_rows(path: str | Path, records: list[dict], profile: str = "c
     for setting, reference in exp.compare.items():
         cfg = X.resolve(X.base_for(exp, profile), exp.overrides(setting, exp.seeds[0]), profile)
         rows[round(cfg.ft.start_epoch / cfg.train.epochs, 2)] = paired_comparison(
-            setting, records, reference, setting, key, claim_effect(path, setting, reference))
+            setting, records, reference, setting, key, stated_claim(path, setting, reference))
     return rows
 
 
@@ -661,7 +669,8 @@ def reading(row: dict, key: str):
 
 DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
                      "verdict", "first_step_neg_mean_above_0.9", "command", "claim", "effect", "ratio", "p_value",
-                     "q_value", "verdict_bh", "reference_shared_by", "knn_diff_mean", "knn_diff_ci95", "knn_verdict")
+                     "q_value", "verdict_bh", "reference_shared_by", "knn_diff_mean", "knn_diff_ci95", "knn_verdict",
+                     *X.SCALE_COLUMNS)
 _P_COLUMNS = ("p_value", "q_value")  # written at 6 decimals (the others at 3)
 
 
@@ -733,7 +742,7 @@ def capacity_rows(profile: str = "cpu", key: str = "linear_top1", root: str | Pa
     rows = []
     for encoder, (path, baseline, treated) in CAPACITY.items():
         records = X.load_records(path, profile, root)
-        row = paired_comparison(encoder, records, baseline, treated, key, claim_effect(path, treated, baseline))
+        row = paired_comparison(encoder, records, baseline, treated, key, stated_claim(path, treated, baseline))
         row["parameters"] = encoder_parameters(encoder)
         for arm, setting in (("baseline", baseline), ("ft", treated)):
             row[f"{arm}_ci95"] = mean_ci95(list(by_seed(records, setting, key).values()))[1]
@@ -798,7 +807,7 @@ def resolution_row(profile: str = "cpu", key: str = "linear_top1", root: str | P
     seeds at 56-px crops), judged with the paper's effect; "not run" while nothing is stored."""
     label, path, baseline, treated = RESOLUTION
     records = X.load_records(path, profile, root)
-    return paired_comparison(label, records, baseline, treated, key, claim_effect(path, treated, baseline))
+    return paired_comparison(label, records, baseline, treated, key, stated_claim(path, treated, baseline))
 
 
 def resolution_sentence(row: dict, at_24: dict) -> str:

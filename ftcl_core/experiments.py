@@ -112,12 +112,21 @@ class Experiment:
         a, b = self.paper_number(arm), self.paper_number(reference)
         return None if math.isnan(a) or math.isnan(b) else round(a - b, 2)
 
+    def paper_pair(self, arm: str, reference: str) -> tuple[float, float] | None:
+        """The paper's two readouts (reference, arm) in % top-1; None without both numbers."""
+        a, b = self.paper_number(arm), self.paper_number(reference)
+        return None if math.isnan(a) or math.isnan(b) else (b, a)
+
     def with_paper_effect(self, claim: Claim) -> Claim:
-        """``claim`` with the paper's effect read off its numbers where the file states none."""
-        if claim.effect is not None or claim.kind == "sanity":
+        """``claim`` with the paper's effect and two readouts read off the file's ``paper:`` numbers where the
+        claim states none (the effect from a claim's own two numbers where it gives them)."""
+        if claim.kind == "sanity":
             return claim
-        effect = self.paper_effect(claim.arm, claim.reference)
-        return claim if effect is None else dataclasses.replace(claim, effect=effect)
+        numbers = claim.paper or self.paper_pair(claim.arm, claim.reference)
+        effect = claim.effect
+        if effect is None and numbers is not None:
+            effect = round(numbers[1] - numbers[0], 2)
+        return dataclasses.replace(claim, effect=effect, paper=numbers)
 
     def paper_claim(self, setting: str) -> Claim | None:
         """The claim the paper's numbers make for ``setting``: Table 1's sanity checks against the random-init
@@ -131,7 +140,8 @@ class Experiment:
                          text="collapses (below random init)" if collapse else "learns (above random init)")
         ref = self.compare.get(setting)
         effect = self.paper_effect(setting, ref) if ref else None
-        return None if effect is None else Claim(setting, ref, "difference", effect, source=f"Tab. {self.table}")
+        return None if effect is None else Claim(setting, ref, "difference", effect, source=f"Tab. {self.table}",
+                                                 paper=self.paper_pair(setting, ref))
 
     def claims_of(self, setting: str) -> list[Claim]:
         """Every claim on ``setting`` as arm: first its primary claim (against ``compare[setting]``, or Table 1's
@@ -143,7 +153,7 @@ class Experiment:
         return ([primary] if primary is not None else []) + [c for c in declared if c is not primary]
 
 
-CLAIM_KEYS = ("arm", "vs", "kind", "effect", "margin", "direction", "source", "text")
+CLAIM_KEYS = ("arm", "vs", "kind", "effect", "margin", "direction", "source", "text", "paper")
 
 
 def parse_claims(raw, compare: dict[str, str], path: Path) -> list[Claim]:
@@ -151,7 +161,9 @@ def parse_claims(raw, compare: dict[str, str], path: Path) -> list[Claim]:
     against ``compare[setting]`` whose size the paper does not state), or ``{setting: {vs, kind, effect, margin,
     source}}``; or a list of such mappings, each with its ``arm``. ``kind`` (default ``difference``) is one of
     :data:`~ftcl_core.results.claims.KINDS`; ``effect`` is the paper's ``arm - vs`` in points (default: read off
-    the file's ``paper:`` numbers); ``margin`` is an equivalence claim's ± points."""
+    ``paper``, else the file's ``paper:`` numbers); ``margin`` is an equivalence claim's ± points; ``paper`` the
+    paper's two readouts ``[reference, arm]`` in % where the file's ``paper:`` lacks them (a diagnosis quoting
+    Table 5), from which the claim's size on the error scale is read."""
     if not raw:
         return []
     items = [{"arm": k, **(v if isinstance(v, dict) else {"direction": v})} for k, v in raw.items()] \
@@ -169,12 +181,15 @@ def parse_claims(raw, compare: dict[str, str], path: Path) -> list[Claim]:
         if ref is None:
             raise ConfigError(f"experiment file {path}: claim {item!r} names no reference (`vs`) and its arm has "
                               "no `compare` entry.")
+        numbers = item.get("paper")
         try:
+            if numbers is not None and not (isinstance(numbers, list) and len(numbers) == 2):
+                raise ValueError(f"claim {item!r}: `paper` is the paper's two readouts [reference, arm]")
             out.append(Claim(item["arm"], ref, item.get("kind", "difference"),
                              None if item.get("effect") is None else float(item["effect"]),
                              1 if direction == "above" else -1, item.get("margin"), item.get("source", ""),
-                             item.get("text", "")))
-        except ValueError as e:
+                             item.get("text", ""), None if numbers is None else (float(numbers[0]), float(numbers[1]))))
+        except (ValueError, TypeError) as e:
             raise ConfigError(f"experiment file {path}: {e}.") from None
     return out
 
@@ -717,21 +732,28 @@ def table_order(table: str) -> tuple[int, str]:
     return (0 if table.startswith("T") else 1, table)
 
 
+# the columns of the error scale (claims.judge): the paired log error ratio, the paper's, the verdict on each scale,
+# the scale that decided, and the seeds whose two runs trained on different devices (such a pair leaves the BH family)
+SCALE_COLUMNS = ("verdict_points", "log_error_ratio", "log_error_ratio_ci95", "paper_log_error_ratio",
+                 "verdict_errors", "scale", "mixed_seeds")
 SUMMARY_COLUMNS = ("table", "data", "setting", "mean", "ci95", "n_seeds", "paper", "verdict", "reference", "diff_mean",
                    "diff_ci95", "random_init_mean", "claim", "base", "kind", "effect", "margin", "ratio", "p_value",
-                   "q_value", "verdict_bh", "reference_shared_by", "knn_diff_mean", "knn_diff_ci95", "knn_verdict")
+                   "q_value", "verdict_bh", "reference_shared_by", "knn_diff_mean", "knn_diff_ci95", "knn_verdict",
+                   *SCALE_COLUMNS)
 KNN = "knn_top1"  # the kNN readout, judged beside the linear one where the runs hold it
 
 
 def claim_row(exp: Experiment, records: list[dict], claim: Claim, key: str = "linear_top1") -> dict:
     """The paired comparison of one claim on ``records`` and its verdict, as row fields: the reference, the
     paired difference, the claim's kind, the paper's effect and margin, our effect over the paper's, the p-value
-    and the verdict (:func:`ftcl_core.results.claims.judge`), and the same verdict on the kNN readout. A sanity
-    check against ``random init`` pairs each run with its own random-init encoder's readout."""
+    and the verdict (:func:`ftcl_core.results.claims.judge`) with both of its scales (:data:`SCALE_COLUMNS`), and
+    the same verdict on the kNN readout. A sanity check against ``random init`` pairs each run with its own
+    random-init encoder's readout."""
     def paired_on(readout: str):
         if claim.kind == "sanity":
             return pair(by_seed(records, claim.arm, readout), by_seed(records, claim.arm, f"random_init_{readout}"))
-        return pair(by_seed(records, claim.arm, readout), by_seed(records, claim.reference, readout))
+        return pair(by_seed(records, claim.arm, readout), by_seed(records, claim.reference, readout),
+                    record_devices(records, claim.arm, claim.reference))
 
     judged = verdicts.judge(claim, paired_on(key))
     knn = verdicts.judge(claim, paired_on(KNN)) if any(KNN in r for r in records if r["setting"] == claim.arm) else None
@@ -740,7 +762,31 @@ def claim_row(exp: Experiment, records: list[dict], claim: Claim, key: str = "li
             "margin": claim.margin, "ratio": judged.ratio, "p_value": judged.p, "q_value": math.nan,
             "verdict_bh": judged.word, "knn_diff_mean": knn.paired.mean if knn else math.nan,
             "knn_diff_ci95": knn.paired.ci95 if knn else math.nan, "knn_verdict": knn.word if knn else "",
-            "_verdict": judged}
+            **scale_cells(judged), "_verdict": judged}
+
+
+def scale_cells(judged: verdicts.Verdict) -> dict:
+    """The :data:`SCALE_COLUMNS` of one verdict: the word on points, the paired log error ratio (mean and 95 %
+    half-width, NaN where the claim is not judged on errors), the paper's, the word on errors, the scale that
+    decided, and the seeds whose arms trained on different devices (space-separated)."""
+    errors = judged.errors
+    return {"verdict_points": judged.points, "log_error_ratio": errors.mean if errors else math.nan,
+            "log_error_ratio_ci95": errors.ci95 if errors else math.nan,
+            "paper_log_error_ratio": judged.claim.paper_log_error_ratio if errors else math.nan,
+            "verdict_errors": judged.error_word, "scale": judged.scale,
+            "mixed_seeds": " ".join(map(str, judged.paired.mixed_seeds))}
+
+
+def record_devices(records: list[dict], arm: str, reference: str) -> dict[int, tuple[str, str]]:
+    """Per seed both settings hold, the kinds of device their runs trained on (:func:`trained_on`; "" for a record
+    without a run folder), for :func:`ftcl_core.results.paired.pair`."""
+    runs = {(r["setting"], r["seed"]): r for r in records if r["setting"] in (arm, reference)}
+
+    def device(r: dict) -> str:
+        return trained_on(RunDir(r["dir"])) if r.get("dir") else ""
+
+    return {s: (device(runs[arm, s]), device(runs[reference, s])) for (name, s) in runs
+            if name == arm and (reference, s) in runs}
 
 
 def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
@@ -756,7 +802,9 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
                 "diff_mean": math.nan, "diff_ci95": math.nan, "random_init_mean": v["random_init_mean"], "claim": "",
                 "kind": "", "effect": None, "margin": None, "ratio": math.nan, "p_value": math.nan,
                 "q_value": math.nan, "verdict_bh": BASELINE, "reference_shared_by": "", "knn_diff_mean": math.nan,
-                "knn_diff_ci95": math.nan, "knn_verdict": ""}
+                "knn_diff_ci95": math.nan, "knn_verdict": "", "verdict_points": "", "log_error_ratio": math.nan,
+                "log_error_ratio_ci95": math.nan, "paper_log_error_ratio": math.nan, "verdict_errors": "",
+                "scale": "", "mixed_seeds": ""}
         claims = [c for c in exp.claims_of(setting) if c.kind == "sanity" or c.reference in summary]
         primary = bool(claims) and (claims[0].kind == "sanity" or claims[0].reference == exp.compare.get(setting))
         if not primary:
@@ -1126,16 +1174,22 @@ def apply_bh(rows: list[dict]) -> None:
     """Fill ``q_value`` and ``verdict_bh`` of ``rows`` (:func:`table_rows`' rows, holding their ``_verdict``) in
     place: Benjamini-Hochberg over the family of the rows' claims that are not sanity checks
     (:attr:`~ftcl_core.results.claims.Claim.in_family`: differences, orderings, equivalences), each distinct
-    comparison (:func:`comparison_key`) counted once; the linear readout only (the kNN verdicts are not adjusted)."""
+    comparison (:func:`comparison_key`) counted once; the linear readout only (the kNN verdicts are not adjusted).
+    A pair with a seed whose two runs trained on different devices (a CPU run against a GPU run: float rounding
+    besides the effect) leaves the family: its q-value stays blank and its verdict is not adjusted."""
     family: dict[tuple, float] = {}
+
+    def member(v) -> bool:
+        return v is not None and v.claim.in_family and not v.paired.mixed_seeds
+
     for r in rows:
         v = r.get("_verdict")
-        if v is not None and v.claim.in_family and not math.isnan(v.p):
+        if member(v) and not math.isnan(v.p):
             family.setdefault(comparison_key(r) + (v.claim.kind, v.claim.margin), v.p)
     q = dict(zip(family, verdicts.benjamini_hochberg(list(family.values()))))
     for r in rows:
         v = r.get("_verdict")
-        if v is not None and v.claim.in_family:
+        if member(v):
             r["q_value"] = q.get(comparison_key(r) + (v.claim.kind, v.claim.margin), math.nan)
             r["verdict_bh"] = verdicts.after_bh(v, r["q_value"])
 

@@ -85,10 +85,10 @@ class Evidence:
         first, first_knn, real = {}, {}, []
         for name, path in G.FIRST_STEP_EXPERIMENTS.items():
             records = loaded[path] = G.chapter_records(path, profile, ["baseline", "+both"] if smoke else None, root)
-            effect = G.claim_effect(path, "+both", "baseline")
-            first[name] = G.paired_comparison(G.FIRST_STEP_NAMES[name], records, "baseline", "+both", effect=effect)
+            stated = G.stated_claim(path, "+both", "baseline")
+            first[name] = G.paired_comparison(G.FIRST_STEP_NAMES[name], records, "baseline", "+both", claim=stated)
             first_knn[name] = G.paired_comparison(G.FIRST_STEP_NAMES[name], records, "baseline", "+both", "knn_top1",
-                                                  effect)
+                                                  stated)
             real += records if name in REAL_FIRST_STEP else []
         path = G.LENGTH_EXPERIMENTS["the shapes"]
         records = loaded[path] = G.chapter_records(path, profile, ["baseline 30", "+both 30"] if smoke else None, root)

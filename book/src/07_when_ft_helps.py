@@ -158,7 +158,7 @@ for version, key, path in (("v1", "recipe", "experiments/table5_ft_v1.yaml"),
                            ("v2", "recipe v2", "experiments/table5_ft_v2.yaml")):
     original = X.original_recipe_records(path, profile) if profile != "smoke" else []
     rows.append(G.paired_comparison(f"MoCo {version}, original recipe", original, f"{version} baseline",
-                                    f"{version} +both", effect=G.claim_effect(path, f"{version} +both", f"{version} baseline")))
+                                    f"{version} +both", claim=G.stated_claim(path, f"{version} +both", f"{version} baseline")))
     rows.append({**ev.first_step[key], "comparison": f"MoCo {version}, calibrated recipe"})
 display(G.comparison_table(rows, "Linear top-1 (%), mean over seeds; Δ paired by seed with its 95 % interval; the "
                                  "verdict is on the paper's claim that FT helps"))
