@@ -261,7 +261,8 @@ def longer_length_sentence(rows: list[dict], beyond: int) -> str:
         if r["n_seeds"] < MIN_SEEDS:
             out.append(f"{at}, {_paired_so_far(r['n_seeds'])} (FT minus baseline {diff} so far): undecided.")
             continue
-        ratio, text = error_ratio(r), f"{at}, FT minus its baseline reads {diff} ({r['verdict']})"
+        ratio = error_ratio(r)
+        text = f"{at}, FT minus its baseline reads {diff} ({verdicts.labelled(r['verdict'], r.get('scale', ''))})"
         if at_beyond and at_beyond["n_seeds"] >= MIN_SEEDS and math.isfinite(ratio):
             before = error_ratio(at_beyond)
             trend = "fewer" if ratio < before else "more"
@@ -469,7 +470,8 @@ def comparison_cells(row: dict) -> list[str]:
     mixed = row.get("mixed_devices") or []
     seeds = str(row["n_seeds"]) + (f" ({_seeds(mixed)}: CPU against GPU)" if mixed else "")
     return [row["comparison"], cell(row["baseline"]), cell(row["ft"]),
-            " ± ".join(filter(None, [cell(row["diff"]), cell(row["ci95"])])), seeds, row["verdict"]]
+            " ± ".join(filter(None, [cell(row["diff"]), cell(row["ci95"])])), seeds,
+            verdicts.labelled(row["verdict"], row.get("scale", verdicts.POINTS))]
 
 
 def comparison_sentence(row: dict, meaning: dict[str, str]) -> str:
@@ -625,7 +627,8 @@ def switch_on_table(starts: list[tuple[str, dict, dict]], caption: str):
                       [[setting, fixed(st["rho_before"], 2), fixed(st["neg_mean_before"], 2),
                         fixed(st["peak_neg_mean_after"], 2),
                         ", ".join("never" if f is None else str(f) for f in st["steps_to_collapse"]),
-                        f"{plus_minus(row['diff'], row['ci95'], signed=True)} ({row['verdict']}, {row['n_seeds']} seeds)"]
+                        f"{plus_minus(row['diff'], row['ci95'], signed=True)} "
+                        f"({verdicts.labelled(row['verdict'], row.get('scale', ''))}, {row['n_seeds']} seeds)"]
                        for setting, row, st in starts], caption=caption)
 
 
@@ -757,7 +760,8 @@ def capacity_answer(rows: list[dict]) -> str:
     of FT from the first step and its verdict, and what the stored pairs decide (nothing beyond the encoders tried,
     at this budget and recipe)."""
     decided = [r for r in rows if r["n_seeds"] >= MIN_SEEDS]
-    open_ = [r for r in rows if r["n_seeds"] < MIN_SEEDS]
+    open_ = [r for r in rows if 0 < r["n_seeds"] < MIN_SEEDS]
+    unrun = [r for r in rows if not r["n_seeds"]]
     parts = []
     for r in decided:
         parts.append(f"{r['comparison']} ({r['parameters'] / 1e6:.2f} M parameters): FT minus baseline "
@@ -765,8 +769,10 @@ def capacity_answer(rows: list[dict]) -> str:
     text = ("FT (+pos +neg, the paper's settings) switched on at the first step, paired by seed, on the shapes at 30 "
             "epochs of the calibrated MoCo v1 recipe. " + ("; ".join(parts) + ". " if parts else ""))
     if open_:
-        text += ("Fewer than 3 seeds stored, so undecided: " + ", ".join(
-            f"{r['comparison']} ({r['n_seeds']} of 3)" for r in open_) + ". ")
+        text += (f"Fewer than {MIN_SEEDS} seeds stored, so undecided: " + ", ".join(
+            f"{r['comparison']} ({r['n_seeds']} of {MIN_SEEDS})" for r in open_) + ". ")
+    if unrun:
+        text += f"Planned but {NOT_RUN}: " + ", ".join(r["comparison"] for r in unrun) + ". "
     losing = [r for r in decided if verdicts.side(r["verdict"]) < 0]
     if len(decided) >= 2 and len(losing) == len(decided):
         text += (f"FT from the first step costs readout at every encoder decided here, from {decided[0]['comparison']} "

@@ -1197,14 +1197,18 @@ def apply_bh(rows: list[dict]) -> None:
 def tally(rows: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
     """Per table (and ``all``), the distinct claims (:func:`distinct_claims`) of ``rows`` by verdict word, the
     paper's claims (``ft``: every kind but sanity) apart from the ``sanity`` checks, before BH (``verdict``) and after
-    it (``verdict_bh``): ``{table: {"ft": {word: n}, "ft_bh": {...}, "sanity": {...}}}``."""
+    it (``verdict_bh``), and the paper's claims that the error scale decided (``ft_errors``: ``scale`` is
+    ``errors``, where the ceiling forbids the paper's point effect; their word is in ``ft`` too):
+    ``{table: {"ft": {word: n}, "ft_bh": {...}, "ft_errors": {...}, "sanity": {...}}}``."""
     out: dict[str, dict[str, dict[str, int]]] = {}
     for table in ["all", *dict.fromkeys(r["table"] for r in rows)]:
         group = distinct_claims([r for r in rows if r["verdict"] != BASELINE and table in ("all", r["table"])])
         ft = [r for r in group if r.get("kind") != "sanity" and r.get("reference") != "random init"]
         sanity = [r for r in group if r not in ft]
+        on_errors = [r for r in ft if r.get("scale") == verdicts.ERRORS]
         out[table] = {"ft": {w: sum(r["verdict"] == w for r in ft) for w in verdicts.TALLY_WORDS},
                       "ft_bh": {w: sum(r.get("verdict_bh", r["verdict"]) == w for r in ft) for w in verdicts.TALLY_WORDS},
+                      "ft_errors": {w: sum(r["verdict"] == w for r in on_errors) for w in verdicts.TALLY_WORDS},
                       "sanity": {w: sum(r["verdict"] == w for r in sanity) for w in verdicts.TALLY_WORDS}}
     return out
 
@@ -1213,7 +1217,8 @@ def tally_text(rows: list[dict]) -> str:
     """:func:`tally` as plain text, one line per table and kind (the words no claim reads left out)."""
     lines = []
     for table, t in tally(rows).items():
-        for kind, label in (("ft", "paper's claims"), ("ft_bh", "paper's claims after BH"), ("sanity", "sanity checks")):
+        for kind, label in (("ft", "paper's claims"), ("ft_bh", "paper's claims after BH"),
+                            ("ft_errors", "decided on error scale"), ("sanity", "sanity checks")):
             if sum(t[kind].values()):
                 said = ", ".join(f"{w}: {n}" for w, n in t[kind].items() if n)
                 lines.append(f"{table:10s} {label:24s} {said}")

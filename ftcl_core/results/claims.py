@@ -216,6 +216,12 @@ def verdict_word(claim: Claim, lo: float, hi: float, n: int) -> str:
     return NO_EFFECT if hi < d else INCONCLUSIVE
 
 
+def labelled(word: str, scale: str = POINTS) -> str:
+    """A verdict word as a reader sees it: the word, and " on the error scale" where the error scale decided it
+    (:attr:`Verdict.scale`), so that a verdict the ceiling moved off points says so."""
+    return f"{word} on the error scale" if scale == ERRORS else word
+
+
 def side(word: str) -> int:
     """+1 for a verdict that sees the paper's direction (replicated, smaller than the paper), -1 for contradicted,
     0 for the rest."""
