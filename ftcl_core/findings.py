@@ -187,7 +187,7 @@ def facts(ev: Evidence) -> dict[str, str]:
     out["knn_late_lose_least"] = fixed(max((r["diff"] for r in knn_lose), default=math.nan), signed=True)
     out["knn_late_lose_most"] = fixed(min((r["diff"] for r in knn_lose), default=math.nan), signed=True)
     out["knn_late_gain"] = str(len(knn_gain))
-    out["knn_late_gain_where"] = "; ".join(f"{lb}, FT from {f:.0%} of the run: {_pm(r)}" for lb, f, r in knn_gain)
+    out["knn_late_gain_where"] = "; ".join(f"{lb}, FT from {fixed(100 * f, 0)} % of the run: {_pm(r)}" for lb, f, r in knn_gain)
     short, long, gain = _prose_lengths(ev)
     if short and long:
         out.update(short_steps=str(short["steps"]), long_steps=str(long["steps"]), short_cost=_pm(short),
