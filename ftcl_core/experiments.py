@@ -99,7 +99,10 @@ class Experiment:
             raise ConfigError(f"experiment file {p}: `common` must map config keys to values, e.g. {{train.epochs: 10}}.")
         exp = cls(d["table"], d.get("title", d["table"]), d["base"], list(d.get("seeds", [0])),
                   settings, paper, p, compare, (), common)
-        exp.claims = tuple(exp.with_paper_effect(c) for c in claims)
+        try:
+            exp.claims = tuple(exp.with_paper_effect(c) for c in claims)
+        except ValueError as e:  # a claim's stated effect against the file's own numbers
+            raise ConfigError(f"experiment file {p}: {e}.") from None
         return exp
 
     def paper_number(self, setting: str) -> float:
