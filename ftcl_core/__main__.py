@@ -150,6 +150,7 @@ def _main(argv: list[str] | None = None) -> int:
     if args.command == "summary":
         from ftcl_core.diagnosis import diagnosis_rows, write_diagnosis_csv
         from ftcl_core.experiments import summary_markdown, tally_text, write_summary
+        from ftcl_core.results.claims import labelled
         from ftcl_core.results.numbers import pm_cell
 
         path = write_summary(args.profile)
@@ -168,7 +169,7 @@ def _main(argv: list[str] | None = None) -> int:
                 diff = "" if r["reference"] == "" else f"{pm_cell(r['diff_mean'], r['diff_ci95'])} vs {r['reference']}"
                 print(f"| {r['question']} | {r['table']} | {r['setting']} | {r['n_seeds']} | "
                       f"{pm_cell(r['mean'], None)} | {diff} | "
-                      f"{r['verdict']} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
+                      f"{labelled(r['verdict'], r['scale'])} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
         if args.profile == "cpu":  # the findings of the README and the book's index, from the same runs
             from ftcl_core import findings
 

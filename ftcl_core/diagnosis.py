@@ -22,6 +22,7 @@ FT the threshold is 0: a concentrated state repels as soon as the views agree at
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
 import math
@@ -131,26 +132,33 @@ def contraction_rate(rho: float, lam: float, tau: float = 0.2, n: int = 512, dim
     return float(size(step) / size(z) - 1)
 
 
+NOT_RUN = "not run"  # a comparison with no paired seed stored: never trained, not undecided
+
+
 def paired_comparison(label: str, records: list[dict], baseline: str, treated: str, key: str = "linear_top1",
-                      effect: float | None = None) -> dict:
+                      claim: Claim | None = None) -> dict:
     """One row of the diagnosis: ``treated`` (FT) against ``baseline`` over the seeds both have, with the paired
-    95 % interval and the verdict (:func:`ftcl_core.results.claims.judge`) on the paper's claim that FT helps (above
-    ``baseline``, by the paper's ``effect`` in points where given); ``key``: the readout compared (``knn_top1`` for
-    the kNN readout)."""
+    95 % interval and the verdict (:func:`ftcl_core.results.claims.judge`) on the paper's claim that FT helps:
+    ``claim`` (:func:`stated_claim`: the paper's effect in points and its two readouts, so that the verdict sees
+    the ceiling), else above ``baseline`` by no stated size; ``key``: the readout compared (``knn_top1`` for the
+    kNN readout). The row carries both scales (``log_error_ratio``/``_ci95``, ``verdict_points``,
+    ``verdict_errors``, ``scale``); :data:`NOT_RUN` while no seed is paired."""
     base, ft = ([r[key] for r in records if r["setting"] == s] for s in (baseline, treated))
     paired = paired_records(records, treated, baseline, key, device=run_device)  # each run's provenance read once
-    judged = verdicts.judge(Claim(treated, baseline, effect=effect, direction=1), paired)
+    claim = claim or Claim(treated, baseline, direction=1)
+    judged = verdicts.judge(dataclasses.replace(claim, arm=treated, reference=baseline), paired)
     return {"comparison": label, "baseline": mean_ci95(base)[0], "ft": mean_ci95(ft)[0], "diff": paired.mean,
-            "ci95": paired.ci95, "n_seeds": paired.n, "verdict": judged.word if paired.n else "not run",
-            "mixed_devices": paired.mixed_seeds, "devices": sorted({d for pair_ in paired.devices for d in pair_} - {""})}
+            "ci95": paired.ci95, "n_seeds": paired.n, "verdict": judged.word if paired.n else NOT_RUN,
+            "mixed_devices": paired.mixed_seeds, "devices": sorted({d for pair_ in paired.devices for d in pair_} - {""}),
+            **X.scale_cells(judged)}
 
 
-def claim_effect(path: str | Path, arm: str, reference: str) -> float | None:
-    """The paper's effect (points) that the experiment file at ``path`` states for ``arm`` against ``reference``
-    (its ``claims``; None where it states none), so that a chapter's comparison is judged with the paper's size."""
+def stated_claim(path: str | Path, arm: str, reference: str) -> Claim | None:
+    """The claim that the experiment file at ``path`` makes of ``arm`` against ``reference`` (its ``claims``, else
+    the one its ``paper:`` numbers make), with the paper's effect and two readouts, so that a chapter's comparison is
+    judged with the paper's size on both scales; None where it states none."""
     exp = X.Experiment.load(path)
-    stated = next((c.effect for c in exp.claims if c.arm == arm and c.reference == reference), None)
-    return stated if stated is not None else exp.paper_effect(arm, reference)
+    return next((c for c in exp.claims_of(arm) if c.reference == reference and c.kind != "sanity"), None)
 
 
 def run_device(record: dict) -> str:
@@ -206,7 +214,7 @@ def length_rows(path: str | Path, records: list[dict], profile: str = "cpu", key
                                           profile)) for n in lengths}
     prefix = f"{label}, " if label else ""
     rows = [{**paired_comparison(f"{prefix}{steps[n]} steps: FT against its baseline", records, f"baseline {n}",
-                                 f"+both {n}", key, claim_effect(path, f"+both {n}", f"baseline {n}")),
+                                 f"+both {n}", key, stated_claim(path, f"+both {n}", f"baseline {n}")),
              "steps": steps[n], "epochs": n, "kind": "length"} for n in lengths]
     short = lengths[0]
     gap = [(n, gap_records(records, f"baseline {n}", f"+both {n}", f"gap {n}", key)) for n in lengths]
@@ -253,7 +261,8 @@ def longer_length_sentence(rows: list[dict], beyond: int) -> str:
         if r["n_seeds"] < MIN_SEEDS:
             out.append(f"{at}, {_paired_so_far(r['n_seeds'])} (FT minus baseline {diff} so far): undecided.")
             continue
-        ratio, text = error_ratio(r), f"{at}, FT minus its baseline reads {diff} ({r['verdict']})"
+        ratio = error_ratio(r)
+        text = f"{at}, FT minus its baseline reads {diff} ({verdicts.labelled(r['verdict'], r.get('scale', ''))})"
         if at_beyond and at_beyond["n_seeds"] >= MIN_SEEDS and math.isfinite(ratio):
             before = error_ratio(at_beyond)
             trend = "fewer" if ratio < before else "more"
@@ -452,7 +461,7 @@ def start_fraction_rows(path: str | Path, records: list[dict], profile: str = "c
     for setting, reference in exp.compare.items():
         cfg = X.resolve(X.base_for(exp, profile), exp.overrides(setting, exp.seeds[0]), profile)
         rows[round(cfg.ft.start_epoch / cfg.train.epochs, 2)] = paired_comparison(
-            setting, records, reference, setting, key, claim_effect(path, setting, reference))
+            setting, records, reference, setting, key, stated_claim(path, setting, reference))
     return rows
 
 
@@ -461,7 +470,8 @@ def comparison_cells(row: dict) -> list[str]:
     mixed = row.get("mixed_devices") or []
     seeds = str(row["n_seeds"]) + (f" ({_seeds(mixed)}: CPU against GPU)" if mixed else "")
     return [row["comparison"], cell(row["baseline"]), cell(row["ft"]),
-            " ± ".join(filter(None, [cell(row["diff"]), cell(row["ci95"])])), seeds, row["verdict"]]
+            " ± ".join(filter(None, [cell(row["diff"]), cell(row["ci95"])])), seeds,
+            verdicts.labelled(row["verdict"], row.get("scale", verdicts.POINTS))]
 
 
 def comparison_sentence(row: dict, meaning: dict[str, str]) -> str:
@@ -617,7 +627,8 @@ def switch_on_table(starts: list[tuple[str, dict, dict]], caption: str):
                       [[setting, fixed(st["rho_before"], 2), fixed(st["neg_mean_before"], 2),
                         fixed(st["peak_neg_mean_after"], 2),
                         ", ".join("never" if f is None else str(f) for f in st["steps_to_collapse"]),
-                        f"{plus_minus(row['diff'], row['ci95'], signed=True)} ({row['verdict']}, {row['n_seeds']} seeds)"]
+                        f"{plus_minus(row['diff'], row['ci95'], signed=True)} "
+                        f"({verdicts.labelled(row['verdict'], row.get('scale', ''))}, {row['n_seeds']} seeds)"]
                        for setting, row, st in starts], caption=caption)
 
 
@@ -661,7 +672,8 @@ def reading(row: dict, key: str):
 
 DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
                      "verdict", "first_step_neg_mean_above_0.9", "command", "claim", "effect", "ratio", "p_value",
-                     "q_value", "verdict_bh", "reference_shared_by", "knn_diff_mean", "knn_diff_ci95", "knn_verdict")
+                     "q_value", "verdict_bh", "reference_shared_by", "knn_diff_mean", "knn_diff_ci95", "knn_verdict",
+                     *X.SCALE_COLUMNS)
 _P_COLUMNS = ("p_value", "q_value")  # written at 6 decimals (the others at 3)
 
 
@@ -733,7 +745,7 @@ def capacity_rows(profile: str = "cpu", key: str = "linear_top1", root: str | Pa
     rows = []
     for encoder, (path, baseline, treated) in CAPACITY.items():
         records = X.load_records(path, profile, root)
-        row = paired_comparison(encoder, records, baseline, treated, key, claim_effect(path, treated, baseline))
+        row = paired_comparison(encoder, records, baseline, treated, key, stated_claim(path, treated, baseline))
         row["parameters"] = encoder_parameters(encoder)
         for arm, setting in (("baseline", baseline), ("ft", treated)):
             row[f"{arm}_ci95"] = mean_ci95(list(by_seed(records, setting, key).values()))[1]
@@ -748,7 +760,8 @@ def capacity_answer(rows: list[dict]) -> str:
     of FT from the first step and its verdict, and what the stored pairs decide (nothing beyond the encoders tried,
     at this budget and recipe)."""
     decided = [r for r in rows if r["n_seeds"] >= MIN_SEEDS]
-    open_ = [r for r in rows if r["n_seeds"] < MIN_SEEDS]
+    open_ = [r for r in rows if 0 < r["n_seeds"] < MIN_SEEDS]
+    unrun = [r for r in rows if not r["n_seeds"]]
     parts = []
     for r in decided:
         parts.append(f"{r['comparison']} ({r['parameters'] / 1e6:.2f} M parameters): FT minus baseline "
@@ -756,8 +769,10 @@ def capacity_answer(rows: list[dict]) -> str:
     text = ("FT (+pos +neg, the paper's settings) switched on at the first step, paired by seed, on the shapes at 30 "
             "epochs of the calibrated MoCo v1 recipe. " + ("; ".join(parts) + ". " if parts else ""))
     if open_:
-        text += ("Fewer than 3 seeds stored, so undecided: " + ", ".join(
-            f"{r['comparison']} ({r['n_seeds']} of 3)" for r in open_) + ". ")
+        text += (f"Fewer than {MIN_SEEDS} seeds stored, so undecided: " + ", ".join(
+            f"{r['comparison']} ({r['n_seeds']} of {MIN_SEEDS})" for r in open_) + ". ")
+    if unrun:
+        text += f"Planned but {NOT_RUN}: " + ", ".join(r["comparison"] for r in unrun) + ". "
     losing = [r for r in decided if verdicts.side(r["verdict"]) < 0]
     if len(decided) >= 2 and len(losing) == len(decided):
         text += (f"FT from the first step costs readout at every encoder decided here, from {decided[0]['comparison']} "
@@ -798,7 +813,7 @@ def resolution_row(profile: str = "cpu", key: str = "linear_top1", root: str | P
     seeds at 56-px crops), judged with the paper's effect; "not run" while nothing is stored."""
     label, path, baseline, treated = RESOLUTION
     records = X.load_records(path, profile, root)
-    return paired_comparison(label, records, baseline, treated, key, claim_effect(path, treated, baseline))
+    return paired_comparison(label, records, baseline, treated, key, stated_claim(path, treated, baseline))
 
 
 def resolution_sentence(row: dict, at_24: dict) -> str:

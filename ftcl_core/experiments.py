@@ -100,7 +100,10 @@ class Experiment:
             raise ConfigError(f"experiment file {p}: `common` must map config keys to values, e.g. {{train.epochs: 10}}.")
         exp = cls(d["table"], d.get("title", d["table"]), d["base"], list(d.get("seeds", [0])),
                   settings, paper, p, compare, (), common)
-        exp.claims = tuple(exp.with_paper_effect(c) for c in claims)
+        try:
+            exp.claims = tuple(exp.with_paper_effect(c) for c in claims)
+        except ValueError as e:  # a claim's stated effect against the file's own numbers
+            raise ConfigError(f"experiment file {p}: {e}.") from None
         return exp
 
     def paper_number(self, setting: str) -> float:
@@ -113,12 +116,21 @@ class Experiment:
         a, b = self.paper_number(arm), self.paper_number(reference)
         return None if math.isnan(a) or math.isnan(b) else round(a - b, 2)
 
+    def paper_pair(self, arm: str, reference: str) -> tuple[float, float] | None:
+        """The paper's two readouts (reference, arm) in % top-1; None without both numbers."""
+        a, b = self.paper_number(arm), self.paper_number(reference)
+        return None if math.isnan(a) or math.isnan(b) else (b, a)
+
     def with_paper_effect(self, claim: Claim) -> Claim:
-        """``claim`` with the paper's effect read off its numbers where the file states none."""
-        if claim.effect is not None or claim.kind == "sanity":
+        """``claim`` with the paper's effect and two readouts read off the file's ``paper:`` numbers where the
+        claim states none (the effect from a claim's own two numbers where it gives them)."""
+        if claim.kind == "sanity":
             return claim
-        effect = self.paper_effect(claim.arm, claim.reference)
-        return claim if effect is None else dataclasses.replace(claim, effect=effect)
+        numbers = claim.paper or self.paper_pair(claim.arm, claim.reference)
+        effect = claim.effect
+        if effect is None and numbers is not None:
+            effect = round(numbers[1] - numbers[0], 2)
+        return dataclasses.replace(claim, effect=effect, paper=numbers)
 
     def paper_claim(self, setting: str) -> Claim | None:
         """The claim the paper's numbers make for ``setting``: Table 1's sanity checks against the random-init
@@ -132,7 +144,8 @@ class Experiment:
                          text="collapses (below random init)" if collapse else "learns (above random init)")
         ref = self.compare.get(setting)
         effect = self.paper_effect(setting, ref) if ref else None
-        return None if effect is None else Claim(setting, ref, "difference", effect, source=f"Tab. {self.table}")
+        return None if effect is None else Claim(setting, ref, "difference", effect, source=f"Tab. {self.table}",
+                                                 paper=self.paper_pair(setting, ref))
 
     def claims_of(self, setting: str) -> list[Claim]:
         """Every claim on ``setting`` as arm: first its primary claim (against ``compare[setting]``, or Table 1's
@@ -144,7 +157,7 @@ class Experiment:
         return ([primary] if primary is not None else []) + [c for c in declared if c is not primary]
 
 
-CLAIM_KEYS = ("arm", "vs", "kind", "effect", "margin", "direction", "source", "text")
+CLAIM_KEYS = ("arm", "vs", "kind", "effect", "margin", "direction", "source", "text", "paper")
 
 
 def parse_claims(raw, compare: dict[str, str], path: Path) -> list[Claim]:
@@ -152,7 +165,9 @@ def parse_claims(raw, compare: dict[str, str], path: Path) -> list[Claim]:
     against ``compare[setting]`` whose size the paper does not state), or ``{setting: {vs, kind, effect, margin,
     source}}``; or a list of such mappings, each with its ``arm``. ``kind`` (default ``difference``) is one of
     :data:`~ftcl_core.results.claims.KINDS`; ``effect`` is the paper's ``arm - vs`` in points (default: read off
-    the file's ``paper:`` numbers); ``margin`` is an equivalence claim's ± points."""
+    ``paper``, else the file's ``paper:`` numbers); ``margin`` is an equivalence claim's ± points; ``paper`` the
+    paper's two readouts ``[reference, arm]`` in % where the file's ``paper:`` lacks them (a diagnosis quoting
+    Table 5), from which the claim's size on the error scale is read."""
     if not raw:
         return []
     items = [{"arm": k, **(v if isinstance(v, dict) else {"direction": v})} for k, v in raw.items()] \
@@ -170,12 +185,15 @@ def parse_claims(raw, compare: dict[str, str], path: Path) -> list[Claim]:
         if ref is None:
             raise ConfigError(f"experiment file {path}: claim {item!r} names no reference (`vs`) and its arm has "
                               "no `compare` entry.")
+        numbers = item.get("paper")
         try:
+            if numbers is not None and not (isinstance(numbers, list) and len(numbers) == 2):
+                raise ValueError(f"claim {item!r}: `paper` is the paper's two readouts [reference, arm]")
             out.append(Claim(item["arm"], ref, item.get("kind", "difference"),
                              None if item.get("effect") is None else float(item["effect"]),
                              1 if direction == "above" else -1, item.get("margin"), item.get("source", ""),
-                             item.get("text", "")))
-        except ValueError as e:
+                             item.get("text", ""), None if numbers is None else (float(numbers[0]), float(numbers[1]))))
+        except (ValueError, TypeError) as e:
             raise ConfigError(f"experiment file {path}: {e}.") from None
     return out
 
@@ -733,9 +751,10 @@ def load_recorded(path: str | os.PathLike, root: str | os.PathLike | None = None
     not moved there (its runs are still the current ones: :func:`load_records`)."""
     exp = Experiment.load(path)
     root = Path(root) if root is not None else RECIPE_RECORD.parent
+    filed = dataclasses.replace(exp, table=recorded_table(exp.table, next(iter(exp.settings))))
     out = []
     for name in exp.settings:
-        folder = run_dir(exp, name, 0, "cpu").parent.relative_to(profile_root("cpu"))
+        folder = run_dir(filed, name, 0, "cpu").parent.relative_to(profile_root("cpu"))
         for seed, d in run_records.seed_folders(root / folder):
             run = RunDir(d)
             if run.is_complete():
@@ -789,21 +808,28 @@ def table_order(table: str) -> tuple[int, str]:
     return (0 if table.startswith("T") else 1, table)
 
 
+# the columns of the error scale (claims.judge): the paired log error ratio, the paper's, the verdict on each scale,
+# the scale that decided, and the seeds whose two runs trained on different devices (such a pair leaves the BH family)
+SCALE_COLUMNS = ("verdict_points", "log_error_ratio", "log_error_ratio_ci95", "paper_log_error_ratio",
+                 "verdict_errors", "scale", "mixed_seeds")
 SUMMARY_COLUMNS = ("table", "data", "setting", "mean", "ci95", "n_seeds", "paper", "verdict", "reference", "diff_mean",
                    "diff_ci95", "random_init_mean", "claim", "base", "kind", "effect", "margin", "ratio", "p_value",
-                   "q_value", "verdict_bh", "reference_shared_by", "knn_diff_mean", "knn_diff_ci95", "knn_verdict")
+                   "q_value", "verdict_bh", "reference_shared_by", "knn_diff_mean", "knn_diff_ci95", "knn_verdict",
+                   *SCALE_COLUMNS)
 KNN = "knn_top1"  # the kNN readout, judged beside the linear one where the runs hold it
 
 
 def claim_row(exp: Experiment, records: list[dict], claim: Claim, key: str = "linear_top1") -> dict:
     """The paired comparison of one claim on ``records`` and its verdict, as row fields: the reference, the
     paired difference, the claim's kind, the paper's effect and margin, our effect over the paper's, the p-value
-    and the verdict (:func:`ftcl_core.results.claims.judge`), and the same verdict on the kNN readout. A sanity
-    check against ``random init`` pairs each run with its own random-init encoder's readout."""
+    and the verdict (:func:`ftcl_core.results.claims.judge`) with both of its scales (:data:`SCALE_COLUMNS`), and
+    the same verdict on the kNN readout. A sanity check against ``random init`` pairs each run with its own
+    random-init encoder's readout."""
     def paired_on(readout: str):
         if claim.kind == "sanity":
             return pair(by_seed(records, claim.arm, readout), by_seed(records, claim.arm, f"random_init_{readout}"))
-        return pair(by_seed(records, claim.arm, readout), by_seed(records, claim.reference, readout))
+        return pair(by_seed(records, claim.arm, readout), by_seed(records, claim.reference, readout),
+                    record_devices(records, claim.arm, claim.reference))
 
     judged = verdicts.judge(claim, paired_on(key))
     knn = verdicts.judge(claim, paired_on(KNN)) if any(KNN in r for r in records if r["setting"] == claim.arm) else None
@@ -812,7 +838,31 @@ def claim_row(exp: Experiment, records: list[dict], claim: Claim, key: str = "li
             "margin": claim.margin, "ratio": judged.ratio, "p_value": judged.p, "q_value": math.nan,
             "verdict_bh": judged.word, "knn_diff_mean": knn.paired.mean if knn else math.nan,
             "knn_diff_ci95": knn.paired.ci95 if knn else math.nan, "knn_verdict": knn.word if knn else "",
-            "_verdict": judged}
+            **scale_cells(judged), "_verdict": judged}
+
+
+def scale_cells(judged: verdicts.Verdict) -> dict:
+    """The :data:`SCALE_COLUMNS` of one verdict: the word on points, the paired log error ratio (mean and 95 %
+    half-width, NaN where the claim is not judged on errors), the paper's, the word on errors, the scale that
+    decided, and the seeds whose arms trained on different devices (space-separated)."""
+    errors = judged.errors
+    return {"verdict_points": judged.points, "log_error_ratio": errors.mean if errors else math.nan,
+            "log_error_ratio_ci95": errors.ci95 if errors else math.nan,
+            "paper_log_error_ratio": judged.claim.paper_log_error_ratio if errors else math.nan,
+            "verdict_errors": judged.error_word, "scale": judged.scale,
+            "mixed_seeds": " ".join(map(str, judged.paired.mixed_seeds))}
+
+
+def record_devices(records: list[dict], arm: str, reference: str) -> dict[int, tuple[str, str]]:
+    """Per seed both settings hold, the kinds of device their runs trained on (:func:`trained_on`; "" for a record
+    without a run folder), for :func:`ftcl_core.results.paired.pair`."""
+    runs = {(r["setting"], r["seed"]): r for r in records if r["setting"] in (arm, reference)}
+
+    def device(r: dict) -> str:
+        return trained_on(RunDir(r["dir"])) if r.get("dir") else ""
+
+    return {s: (device(runs[arm, s]), device(runs[reference, s])) for (name, s) in runs
+            if name == arm and (reference, s) in runs}
 
 
 def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
@@ -828,7 +878,9 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
                 "diff_mean": math.nan, "diff_ci95": math.nan, "random_init_mean": v["random_init_mean"], "claim": "",
                 "kind": "", "effect": None, "margin": None, "ratio": math.nan, "p_value": math.nan,
                 "q_value": math.nan, "verdict_bh": BASELINE, "reference_shared_by": "", "knn_diff_mean": math.nan,
-                "knn_diff_ci95": math.nan, "knn_verdict": ""}
+                "knn_diff_ci95": math.nan, "knn_verdict": "", "verdict_points": "", "log_error_ratio": math.nan,
+                "log_error_ratio_ci95": math.nan, "paper_log_error_ratio": math.nan, "verdict_errors": "",
+                "scale": "", "mixed_seeds": ""}
         claims = [c for c in exp.claims_of(setting) if c.kind == "sanity" or c.reference in summary]
         primary = bool(claims) and (claims[0].kind == "sanity" or claims[0].reference == exp.compare.get(setting))
         if not primary:
@@ -907,35 +959,49 @@ def judge_cells(row: dict, diff_mean, diff_ci95, n_seeds) -> str:
 
 
 RECIPE_RECORD = ROOT / "results" / "cpu-2026-11" / "summary.csv"  # the tables on the profile's original recipes
+# Rows filed under another table since the dated record was written: (table now, a setting) -> its table there.
+# BYOL's rows are the supplement's IN-1K table (Supp E), not Table 5, where the record still has them (issue 50).
+REFILED = {("S-E", "byol baseline"): "T5", ("S-E", "byol +pos"): "T5"}
+
+
+def recorded_table(table: str, setting: str) -> str:
+    """The table under which the dated record (:data:`RECIPE_RECORD`) holds ``setting`` of ``table``
+    (:data:`REFILED`; the same table for every row not refiled)."""
+    return REFILED.get((table, setting), table)
 
 
 def recipe_sensitivity(before: list[dict], after: list[dict]) -> list[dict]:
     """Each claim whose table now runs on another recipe (another ``base`` config) than in the dated record
     ``before`` (e.g. :data:`RECIPE_RECORD`): both verdicts, both paired differences and seeds, and whether the
-    verdict changed. ``before``/``after``: summary rows (:func:`write_summary`'s CSV)."""
+    verdict changed. ``before``/``after``: summary rows (:func:`write_summary`'s CSV). Both verdicts are the ones
+    on points (``verdict_points``, where ``after`` has it): the record holds no reference readouts per seed to judge
+    its pairs on the error scale. A row refiled under another table since the record (:data:`REFILED`) is matched
+    with its row there."""
     old = {(r["table"], r["data"], r["setting"], r.get("reference", "")): r for r in before if r["verdict"] != BASELINE}
     out = []
     for r in after:
-        o = old.get((r["table"], r["data"], r["setting"], r.get("reference", "")))
+        o = old.get((recorded_table(r["table"], r["setting"]), r["data"], r["setting"], r.get("reference", "")))
         if o is None or r["verdict"] == BASELINE or o.get("base") == r.get("base"):
             continue
         # the record's paired interval judged by today's verdict on today's claim (the record was written under
         # earlier rules: a sign-only verdict, two seeds deciding a claim)
-        was = judge_cells(r, o["diff_mean"], o["diff_ci95"], o["n_seeds"])
+        was, now = judge_cells(r, o["diff_mean"], o["diff_ci95"], o["n_seeds"]), r.get("verdict_points") or r["verdict"]
         out.append({"table": r["table"], "data": r["data"], "setting": r["setting"], "claim": r["claim"],
                     "base_before": o.get("base", ""), "base_after": r["base"],
                     "before": (was, o["diff_mean"], o["diff_ci95"], int(o["n_seeds"])),
-                    "after": (r["verdict"], r["diff_mean"], r["diff_ci95"], int(r["n_seeds"])),
-                    "changed": was != r["verdict"]})
+                    "after": (now, r["diff_mean"], r["diff_ci95"], int(r["n_seeds"])),
+                    "changed": was != now})
     return out
 
 
+METHOD_TABLES = ("T5", "T5-fmnist", "S-E")  # the tables holding each method's baseline: Table 5 (each data set), Supp E
 BASELINE_AIMS = {"gain": 25.0, "spread": 5.0}  # issue "fair baselines": >= random init + 25 points, 95 % CI <= 5
 
 
 def baseline_aims(rows: list[dict]) -> list[dict]:
-    """The bar this book sets for each method's baseline, judged at the tables' budget (Table 5's ``<method> baseline``
-    rows of ``rows``, :func:`write_summary`'s CSV, on a calibrated recipe): linear readout at least
+    """The bar this book sets for each method's baseline, judged at the tables' budget (the ``<method> baseline``
+    rows of Table 5 and of Supp E's BYOL table, :data:`METHOD_TABLES`, in ``rows``, :func:`write_summary`'s CSV, on a
+    calibrated recipe): linear readout at least
     ``BASELINE_AIMS["gain"]`` points above the random-init encoder, and a run-to-run spread (95 % CI over seeds)
     of at most ``BASELINE_AIMS["spread"]`` points.  Calibration chose the recipes at a shorter, shared budget
     (:mod:`ftcl_core.calibration`); these rows say where the tables' longer runs stand.  On data where the
@@ -943,8 +1009,8 @@ def baseline_aims(rows: list[dict]) -> list[dict]:
     ``gain_met`` is None.  ``spread_met`` is None below :data:`MIN_SEEDS` seeds."""
     out = []
     for r in rows:
-        if not (r["table"].split("-")[0] == "T5" and r["verdict"] == "baseline" and recipe_kind(r.get("base", ""))
-                == "calibrated"):
+        if not (r["table"] in METHOD_TABLES and r["verdict"] == "baseline"
+                and recipe_kind(r.get("base", "")) == "calibrated"):
             continue
         mean, ci, n = float(r["mean"]), float(r["ci95"] or "nan"), int(r["n_seeds"])
         rand = float(r.get("random_init_mean") or "nan")  # a run stored before the random-init readout has none
@@ -1198,16 +1264,22 @@ def apply_bh(rows: list[dict]) -> None:
     """Fill ``q_value`` and ``verdict_bh`` of ``rows`` (:func:`table_rows`' rows, holding their ``_verdict``) in
     place: Benjamini-Hochberg over the family of the rows' claims that are not sanity checks
     (:attr:`~ftcl_core.results.claims.Claim.in_family`: differences, orderings, equivalences), each distinct
-    comparison (:func:`comparison_key`) counted once; the linear readout only (the kNN verdicts are not adjusted)."""
+    comparison (:func:`comparison_key`) counted once; the linear readout only (the kNN verdicts are not adjusted).
+    A pair with a seed whose two runs trained on different devices (a CPU run against a GPU run: float rounding
+    besides the effect) leaves the family: its q-value stays blank and its verdict is not adjusted."""
     family: dict[tuple, float] = {}
+
+    def member(v) -> bool:
+        return v is not None and v.claim.in_family and not v.paired.mixed_seeds
+
     for r in rows:
         v = r.get("_verdict")
-        if v is not None and v.claim.in_family and not math.isnan(v.p):
+        if member(v) and not math.isnan(v.p):
             family.setdefault(comparison_key(r) + (v.claim.kind, v.claim.margin), v.p)
     q = dict(zip(family, verdicts.benjamini_hochberg(list(family.values()))))
     for r in rows:
         v = r.get("_verdict")
-        if v is not None and v.claim.in_family:
+        if member(v):
             r["q_value"] = q.get(comparison_key(r) + (v.claim.kind, v.claim.margin), math.nan)
             r["verdict_bh"] = verdicts.after_bh(v, r["q_value"])
 
@@ -1215,14 +1287,18 @@ def apply_bh(rows: list[dict]) -> None:
 def tally(rows: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
     """Per table (and ``all``), the distinct claims (:func:`distinct_claims`) of ``rows`` by verdict word, the
     paper's claims (``ft``: every kind but sanity) apart from the ``sanity`` checks, before BH (``verdict``) and after
-    it (``verdict_bh``): ``{table: {"ft": {word: n}, "ft_bh": {...}, "sanity": {...}}}``."""
+    it (``verdict_bh``), and the paper's claims that the error scale decided (``ft_errors``: ``scale`` is
+    ``errors``, where the ceiling forbids the paper's point effect; their word is in ``ft`` too):
+    ``{table: {"ft": {word: n}, "ft_bh": {...}, "ft_errors": {...}, "sanity": {...}}}``."""
     out: dict[str, dict[str, dict[str, int]]] = {}
     for table in ["all", *dict.fromkeys(r["table"] for r in rows)]:
         group = distinct_claims([r for r in rows if r["verdict"] != BASELINE and table in ("all", r["table"])])
         ft = [r for r in group if r.get("kind") != "sanity" and r.get("reference") != "random init"]
         sanity = [r for r in group if r not in ft]
+        on_errors = [r for r in ft if r.get("scale") == verdicts.ERRORS]
         out[table] = {"ft": {w: sum(r["verdict"] == w for r in ft) for w in verdicts.TALLY_WORDS},
                       "ft_bh": {w: sum(r.get("verdict_bh", r["verdict"]) == w for r in ft) for w in verdicts.TALLY_WORDS},
+                      "ft_errors": {w: sum(r["verdict"] == w for r in on_errors) for w in verdicts.TALLY_WORDS},
                       "sanity": {w: sum(r["verdict"] == w for r in sanity) for w in verdicts.TALLY_WORDS}}
     return out
 
@@ -1231,7 +1307,8 @@ def tally_text(rows: list[dict]) -> str:
     """:func:`tally` as plain text, one line per table and kind (the words no claim reads left out)."""
     lines = []
     for table, t in tally(rows).items():
-        for kind, label in (("ft", "paper's claims"), ("ft_bh", "paper's claims after BH"), ("sanity", "sanity checks")):
+        for kind, label in (("ft", "paper's claims"), ("ft_bh", "paper's claims after BH"),
+                            ("ft_errors", "decided on error scale"), ("sanity", "sanity checks")):
             if sum(t[kind].values()):
                 said = ", ".join(f"{w}: {n}" for w, n in t[kind].items() if n)
                 lines.append(f"{table:10s} {label:24s} {said}")
@@ -1293,7 +1370,7 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
             out.append(f"| {r['setting']} | {pm_cell(r['mean'], r['ci95'])} | {r['n_seeds']} | {paper} | {r['claim']} | "
                        f"{pm_cell(r['diff_mean'], r['diff_ci95'])} | {pm_cell(r.get('effect'), None, 2, signed=True)} | "
                        f"{pm_cell(r.get('ratio'), None, 2)} | {pm_cell(r.get('q_value'), None, 3)} | "
-                       f"{r.get('verdict_bh', '')} | {r['verdict']} |")
+                       f"{r.get('verdict_bh', '')} | {verdicts.labelled(r['verdict'], r.get('scale', ''))} |")
         cmds = ", ".join(f"`python -m ftcl_core sweep {f}`" for f in files.get((table, base)) or files.get((table, ""), []))
         out += ["", f"Regenerate: {cmds}", ""]
     return "\n".join(out)

@@ -90,3 +90,78 @@ def test_verdict_pairing_and_formatting_are_defined_once(pattern, owner):
     found = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))
              if p.name not in OWNED_ELSEWHERE and re.search(pattern, p.read_text(), re.M)]
     assert found == [f"results/{owner}"], found
+
+
+# ---- the error scale and the ceiling (issue 50) -----------------------------------------------------------------
+
+TABLE5_V1_BOTH = C.Claim("ft", "base", "difference", effect=5.77, paper=(71.10, 76.87))  # errors 28.90 -> 23.13 %
+
+
+def halved_errors(base: dict[int, float]) -> dict[int, float]:
+    """An FT arm that gets half as many test images wrong as ``base``, seed by seed."""
+    return {s: 100 - (100 - v) / 2 for s, v in base.items()}
+
+
+def test_the_papers_relative_change_is_read_off_its_two_numbers():
+    assert TABLE5_V1_BOTH.paper_log_error_ratio == pytest.approx(math.log(23.13 / 28.90))
+    assert 1 - math.exp(TABLE5_V1_BOTH.paper_log_error_ratio) == pytest.approx(0.20, abs=0.005)  # a fifth fewer errors
+    assert math.isnan(GAIN.paper_log_error_ratio) and GAIN.on_errors is None  # no numbers: judged on points only
+    with pytest.raises(ValueError, match="not its two"):
+        C.Claim("ft", "base", effect=3.0, paper=(71.10, 76.87))  # an effect that is not the numbers' difference
+
+
+def test_a_pair_at_98_percent_whose_ft_halves_the_errors_reads_as_a_gain_of_the_papers_relative_size():
+    base = {0: 98.0, 1: 98.2, 2: 97.8}
+    v = C.judge(TABLE5_V1_BOTH, pair(halved_errors(base), base))
+    assert C.ceiling_binds(TABLE5_V1_BOTH, v.paired)  # 2 points of headroom, the paper's effect 5.77
+    assert v.points == C.SMALLER  # on points the ceiling forces "smaller than the paper"
+    assert v.errors.mean == pytest.approx(math.log(0.5)) and v.errors.ci95 == pytest.approx(0.0, abs=1e-9)
+    assert v.scale == C.ERRORS and v.word == v.error_word == C.REPLICATED  # halving beats the paper's fifth
+    assert C.labelled(v.word, v.scale) == "replicated on the error scale"
+    assert v.p == pytest.approx(v.errors.p_against(0.0))  # the deciding scale's test
+
+
+def test_near_the_ceiling_no_effect_is_not_issued_where_ft_costs_errors():
+    base = {0: 98.0, 1: 98.4, 2: 97.9}
+    ft = {0: 95.0, 1: 99.0, 2: 93.5}  # points: -2.3 +- 8.8, holds 0 and lies below 5.77 (forced)
+    v = C.judge(TABLE5_V1_BOTH, pair(ft, base))
+    assert v.points == C.NO_EFFECT and v.scale == C.ERRORS and v.word == v.error_word != C.NO_EFFECT
+
+
+def test_a_pair_at_60_percent_is_judged_as_before_on_points():
+    base = {0: 60.0, 1: 60.5, 2: 59.5}
+    for ft in (halved_errors(base), {0: 64.0, 1: 63.0, 2: 64.5}, {0: 55.0, 1: 58.0, 2: 57.0}):
+        paired = pair(ft, base)
+        v = C.judge(TABLE5_V1_BOTH, paired)
+        assert not C.ceiling_binds(TABLE5_V1_BOTH, paired)
+        assert v.scale == C.POINTS and v.word == v.points == C.verdict_word(TABLE5_V1_BOTH, paired.lo, paired.hi, 3)
+        assert v.p == pytest.approx(paired.p_against(0.0)) and v.error_word in C.DIFFERENCE_WORDS
+    assert C.judge(TABLE5_V1_BOTH, pair(halved_errors(base), base)).word == C.REPLICATED  # +20 points: as today
+
+
+@pytest.mark.parametrize("reference, claim, binds", [
+    (95.0, TABLE5_V1_BOTH, True),  # 5 points of headroom < 5.77
+    (94.0, TABLE5_V1_BOTH, False),  # 6 points >= 5.77: points decide
+    (3.0, C.Claim("ft", "base", effect=-3.7, paper=(71.1, 67.4)), True),  # a loss: at most the reference itself
+    (50.0, C.Claim("ft", "base", effect=-3.7, paper=(71.1, 67.4)), False),
+    (99.0, C.Claim("ft", "base", effect=5.77), False),  # without the paper's numbers: no error scale to decide
+    (99.0, C.Claim("ft", "base", "equivalence", effect=0.1, margin=1.0, paper=(74.64, 74.73)), False),
+])
+def test_the_ceiling_binds_where_the_references_room_is_below_the_papers_effect(reference, claim, binds):
+    base = {0: reference - 0.1, 1: reference, 2: reference + 0.1}
+    assert C.ceiling_binds(claim, pair({s: v for s, v in base.items()}, base)) is binds
+
+
+def test_after_bh_reads_the_deciding_scale():
+    base = {0: 98.0, 1: 98.2, 2: 97.8}
+    v = C.judge(TABLE5_V1_BOTH, pair({0: 99.0, 1: 99.3, 2: 98.7}, base))  # errors cut by 40-50 %: above the paper's 20
+    assert v.scale == C.ERRORS and v.word == C.REPLICATED
+    assert C.after_bh(v, 0.01) == C.REPLICATED and C.after_bh(v, 0.5) == C.INCONCLUSIVE  # reaches d on errors
+
+
+def test_log_error_ratios_pair_by_seed_and_floor_a_perfect_readout():
+    paired = pair({0: 100.0, 1: 90.0}, {0: 99.0, 1: 80.0, 2: 70.0})
+    errors = paired.log_error_ratios()
+    assert paired.references == (99.0, 80.0) and errors.seeds == (0, 1)
+    assert errors.values == pytest.approx((math.log(0.01 / 1.0), math.log(10 / 20)))
+    assert pair({}, {}).log_error_ratios().n == 0

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from ftcl_core import experiments as X
 from ftcl_core.results.claims import Claim, verdict_word
 
+ROOT = X.ROOT
+
 
 def test_mean_ci95_matches_the_t_interval():
     m, ci = X.mean_ci95([1.0, 2.0, 3.0])
@@ -44,7 +46,7 @@ def test_verdicts_of_a_claim_without_a_stated_size(diff, ci, sign, n, want):
 def test_every_experiment_file_resolves_for_every_profile():
     for path in sorted((X.ROOT / "experiments").glob("*.yaml")):
         exp = X.Experiment.load(path)
-        assert re.fullmatch(r"(T[1-7]|S-F|S-G)(-fmnist)?", exp.table), exp.table  # a paper table, on its data
+        assert re.fullmatch(r"(T[1-7]|S-[EFG])(-fmnist)?", exp.table), exp.table  # a paper table, on its data
         for overrides in exp.settings.values():
             for profile in ("smoke", "cpu", "gpu") if "gpu" in exp.base else ("smoke", "cpu"):
                 X.resolve(X.base_for(exp, profile), {**overrides, "seed": 0}, profile)
@@ -227,13 +229,14 @@ def test_recipe_sensitivity_pairs_a_claim_across_recipes_only_where_the_recipe_c
     assert again["before"][0] == "undecided" and again["changed"]  # judged by today's rule: two seeds decide nothing
 
 
-def test_baseline_aims_judge_table5_baselines_on_calibrated_recipes_only():
+def test_baseline_aims_judge_each_methods_baselines_on_calibrated_recipes_only():
     def row(table, setting, mean, ci, n, base, data="shapes", verdict="baseline"):
         return {"table": table, "data": data, "setting": setting, "verdict": verdict, "mean": mean, "ci95": ci,
                 "n_seeds": n, "random_init_mean": "20.0", "base": base}
 
     rows = [row("T5", "v1 baseline", "79.0", "4.0", "3", "configs/cpu_cal_moco_v1.yaml"),
-            row("T5", "byol baseline", "38.0", "1.0", "3", "configs/cpu_cal_byol.yaml"),
+            row("S-E", "byol baseline", "38.0", "1.0", "3", "configs/cpu_cal_byol.yaml"),  # Supp E's IN-1K table
+            row("S-F", "baseline", "79.0", "4.0", "3", "configs/cpu_cal_moco_v1.yaml"),  # a reference, not a method's
             row("T5", "swav baseline", "70.0", "", "1", "configs/cpu_cal_swav.yaml"),  # one seed: no interval
             row("T5", "v2 baseline", "55.0", "13.0", "3", "configs/cpu_cal_moco_v2.yaml"),
             row("T5", "simclr baseline", "86.0", "1.0", "3", "configs/cpu_simclr.yaml"),  # original recipe
@@ -695,3 +698,76 @@ def test_a_late_start_arm_forks_from_its_baseline_and_equals_the_run_trained_who
         "  start 2: {ft.pos: true, ft.neg: true, ft.start_epoch: 1}\n  never: {}\n"))
     records = X.sweep(ahead, "smoke", progress=False)
     assert all("forked_from" not in RunDir(r["dir"]).load_provenance() for r in records)
+
+
+def test_a_claims_entry_gives_the_papers_two_readouts_and_is_judged_on_both_scales(tmp_path):
+    f = tmp_path / "d.yaml"
+    f.write_text("table: D-x\nbase: {cpu: configs/cpu_moco_v1.yaml}\nsettings:\n  base: {}\n  ft: {}\n"
+                 "claims:\n  - {arm: ft, vs: base, effect: 5.77, paper: [71.10, 76.87]}\n")
+    exp = X.Experiment.load(f)
+    assert exp.claims[0].paper == (71.10, 76.87)
+    near = {r["setting"]: r for r in X.table_rows(exp, _records({"base": [98.0, 98.2, 97.8], "ft": [99.0, 99.1, 98.9]}))}
+    assert (near["ft"]["verdict_points"], near["ft"]["scale"], near["ft"]["verdict"]) == (
+        "smaller than the paper", "errors", "replicated")  # FT halves the errors at 98 %: the paper's fifth and more
+    assert near["ft"]["log_error_ratio"] == pytest.approx(math.log(0.5))
+    far = {r["setting"]: r for r in X.table_rows(exp, _records({"base": [60.0, 60.5, 59.5], "ft": [64.0, 63.0, 64.5]}))}
+    assert far["ft"]["scale"] == "points" and far["ft"]["verdict"] == far["ft"]["verdict_points"]
+    for bad in ("paper: [71.10]", "paper: [71.10, 80.0]"):  # not two numbers; numbers that are not the effect
+        f.write_text(f.read_text().replace("paper: [71.10, 76.87]", bad))
+        with pytest.raises(X.ConfigError):
+            X.Experiment.load(f)
+        f.write_text(f.read_text().replace(bad, "paper: [71.10, 76.87]"))
+
+
+def test_a_pair_trained_on_two_devices_leaves_the_bh_family():
+    from ftcl_core.results import claims as C
+    from ftcl_core.results.paired import pair
+
+    claim = C.Claim("ft", "base", effect=2.0)
+
+    def row(mean, devices):
+        paired = pair({0: mean, 1: mean + 1, 2: mean + 2}, {0: 50.0, 1: 50.5, 2: 50.2}, devices)
+        judged = C.judge(claim, paired)  # as table_rows leaves a row: unadjusted until apply_bh
+        return {"data": "shapes", "base": "c.yaml", "mean": mean, "ci95": 1.0, "n_seeds": 3, "diff_mean": paired.mean,
+                "diff_ci95": paired.ci95, "q_value": math.nan, "verdict_bh": judged.word, "_verdict": judged}
+
+    same, mixed = row(53.0, {s: ("cpu", "cpu") for s in range(3)}), row(54.0, {0: ("cuda", "cpu"), 1: ("cuda", "cpu")})
+    X.apply_bh([same, mixed])
+    assert same["q_value"] == pytest.approx(same["_verdict"].p)  # a family of one: q = p
+    assert math.isnan(mixed["q_value"]) and mixed["verdict_bh"] == mixed["_verdict"].word
+    assert X.scale_cells(mixed["_verdict"])["mixed_seeds"] == "0 1"
+
+
+def test_the_tally_counts_the_claims_the_error_scale_decided():
+    def row(setting, verdict, scale):
+        return {"table": "D", "data": "shapes", "setting": setting, "verdict": verdict, "verdict_bh": verdict,
+                "kind": "difference", "reference": "never", "scale": scale, "mean": setting}
+
+    t = X.tally([row("a", "replicated", "errors"), row("b", "contradicted", "points"), row("c", "contradicted", "errors")])
+    assert t["all"]["ft_errors"]["replicated"] == 1 and t["all"]["ft_errors"]["contradicted"] == 1
+    assert sum(t["all"]["ft"].values()) == 3 and sum(t["all"]["ft_errors"].values()) == 2
+    assert "decided on error scale" in X.tally_text([row("a", "replicated", "errors")])
+
+
+def test_the_tables_claims_are_the_ones_the_paper_makes():
+    t4 = X.Experiment.load(ROOT / "experiments" / "table4_interp_vs_extrap.yaml")
+    interpolation = {s: t4.claims_of(s)[0] for s in ("interpolate a=0.2", "interpolate a=2.0")}
+    assert {s: (c.reference, c.effect, c.sign) for s, c in interpolation.items()} == {
+        "interpolate a=0.2": ("baseline", -2.0, -1), "interpolate a=2.0": ("baseline", -3.7, -1)}  # below the baseline
+    t6 = X.Experiment.load(ROOT / "experiments" / "table6_queue.yaml")
+    two_k = t6.claims_of("2K")
+    assert [(c.kind, c.reference, c.effect) for c in two_k] == [("difference", "K", 0.3)]  # what Table 6 reports
+    assert X.Experiment.load(ROOT / "experiments" / "table5_byol.yaml").table == "S-E"  # the supplement's IN-1K table
+    simsiam = X.Experiment.load(ROOT / "experiments" / "table5_simsiam.yaml")
+    assert simsiam.table == "T5"  # SimSiam's numbers are Table 5's own (IN-100)
+
+
+def test_a_refiled_row_is_matched_with_its_dated_record_under_its_old_table():
+    def row(table, verdict, base, diff):
+        return {"table": table, "data": "shapes", "setting": "byol +pos", "verdict": verdict, "base": base,
+                "claim": "above byol baseline", "reference": "byol baseline", "diff_mean": diff, "diff_ci95": "1.0",
+                "n_seeds": "3", "effect": "0.7"}
+
+    got = X.recipe_sensitivity([row("T5", "contradicted", "configs/cpu_byol.yaml", "-5.0")],
+                               [row("S-E", "inconclusive", "configs/cpu_cal_byol.yaml", "0.5")])
+    assert [(r["table"], r["before"][0], r["after"][0]) for r in got] == [("S-E", "contradicted", "inconclusive")]

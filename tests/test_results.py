@@ -83,8 +83,15 @@ def test_summary_has_the_promised_columns_and_verdicts():
     assert {r["verdict"] for r in rows} <= {*TALLY_WORDS, BASELINE}
     assert {r["verdict_bh"] for r in rows} <= {*TALLY_WORDS, BASELINE}
     for r in rows:  # a paper table, on the data it names (T7-fmnist: Table 7 on Fashion-MNIST)
-        assert re.fullmatch(r"(T[1-7]|S-F|S-G)(-fmnist)?", r["table"]) and r["data"], r
+        assert re.fullmatch(r"(T[1-7]|S-[EFG])(-fmnist)?", r["table"]) and r["data"], r
         assert (r["data"] == "fashion_mnist") == r["table"].endswith("-fmnist"), r
+    from ftcl_core.results.claims import ERRORS, POINTS
+
+    for r in (r for r in rows if r["kind"] in ("difference", "ordering")):  # both scales, the deciding one named
+        assert r["scale"] in (POINTS, ERRORS) and r["verdict_points"] in TALLY_WORDS, r
+        assert r["verdict"] == r["verdict_errors" if r["scale"] == ERRORS else "verdict_points"], r
+        if r["effect"] and r["paper"]:  # a claim with the paper's numbers is judged on errors too
+            assert r["verdict_errors"] in TALLY_WORDS and r["log_error_ratio"] != "", r
 
 
 def test_every_stored_run_is_what_its_experiment_file_asks_for():

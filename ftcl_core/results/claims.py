@@ -3,11 +3,11 @@
 A :class:`Claim` names its arm, its reference arm, its kind and the paper's own effect size ``effect`` (the
 paper's ``arm - reference`` in points of top-1; ``None`` where the paper gives no number):
 
-- ``difference``: the paper's gain or loss of one arm over another (Tables 2-5, 7, Supp G);
+- ``difference``: the paper's gain or loss of one arm over another (Tables 2-7, Supp E and G);
 - ``ordering``: one arm of a sweep above (or below) its neighbour, paired by seed (Table 1's rise to m = 0.99 and
   fall at 0.999 and 1; Table 7's "the earlier FT starts, the more it helps"); judged as a difference;
 - ``equivalence``: the paper's "no real difference" within ``margin`` points (Table 6's union queue against the
-  FT queue and 2K against K; Supp F's re-normalised FT against the same FT without it);
+  FT queue; Supp F's re-normalised FT against the same FT without it);
 - ``sanity``: a check the method must pass before any FT claim means anything (Table 1's "learns above a random
   encoder", "collapses below it"); reported, and counted apart from the FT claims.
 
@@ -26,6 +26,17 @@ paper's ``arm - reference`` in points of top-1; ``None`` where the paper gives n
 Intervals are closed: an end that touches 0 or d contains it. A claim without a stated size is judged on its
 sign alone (``replicated`` / ``contradicted`` / ``inconclusive``). :func:`benjamini_hochberg` adjusts the
 p-values of a family of claims, and :func:`after_bh` says what a verdict reads at the adjusted level.
+
+**Two scales.** A difference or ordering claim whose paper gives both numbers (:attr:`Claim.paper`) is judged
+twice by the same rule: on points (above) and on the error scale, the paired log error ratio
+``log(e_arm / e_ref)`` per seed (``e = 100 - top-1``; :meth:`~ftcl_core.results.paired.Paired.log_error_ratios`)
+against the paper's own ``log`` of its two numbers' error ratio (Table 5, MoCo v1 +both: 23.13 / 28.90, i.e.
+20 % fewer errors). Points decide, as the paper states its effects in points, except where the ceiling forbids
+the paper's point effect (:func:`ceiling_binds`): then a verdict on points could only read "smaller than the paper"
+or "no effect of the paper's size" whatever FT did, and the error scale decides (:attr:`Verdict.scale`). The rule
+is the plain bound rather than a tuned threshold: the arm's mean gain over the paired seeds can never exceed the
+reference's mean headroom, so below the paper's effect a point verdict is forced; above it both verdicts are
+possible and the paper's own scale (points) keeps deciding, so verdicts far from the ceiling read as before.
 """
 
 from __future__ import annotations
@@ -50,6 +61,7 @@ EQUIVALENT = "equivalent"
 NOT_EQUIVALENT = "not equivalent"
 UNDECIDED = "undecided"
 BASELINE = "baseline"  # a row that claims nothing (a reference arm)
+POINTS, ERRORS = "points", "errors"  # the two scales a difference is judged on (Verdict.scale)
 
 DIFFERENCE_WORDS = (REPLICATED, SMALLER, CONTRADICTED, NO_EFFECT, INCONCLUSIVE)
 EQUIVALENCE_WORDS = (EQUIVALENT, NOT_EQUIVALENT, INCONCLUSIVE)
@@ -61,7 +73,9 @@ class Claim:
     """One claim of the paper: ``arm`` against ``reference`` (a setting, or ``random init`` for Table 1's sanity
     checks), of kind ``kind`` (:data:`KINDS`). ``effect``: the paper's ``arm - reference`` in points (None: not
     stated); ``direction``: +1 (above) or -1 (below) where no effect is stated; ``margin``: an equivalence claim's
-    ± points; ``source``: where the paper says it; ``text``: how the claim reads (default from the fields)."""
+    ± points; ``source``: where the paper says it; ``text``: how the claim reads (default from the fields);
+    ``paper``: the paper's own two readouts (reference, arm) in % top-1, where it gives both (None: not stated),
+    from which the claim's size on the error scale is read (:attr:`paper_log_error_ratio`)."""
 
     arm: str
     reference: str
@@ -71,12 +85,40 @@ class Claim:
     margin: float | None = None
     source: str = ""
     text: str = ""
+    paper: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"claim kind {self.kind!r} is none of {KINDS}")
         if self.kind == "equivalence" and not (self.margin and self.margin > 0):
             raise ValueError(f"an equivalence claim ({self.arm} vs {self.reference}) needs a margin > 0")
+        if self.paper is not None:
+            ref, arm = self.paper
+            if not (0 <= ref < 100 and 0 <= arm < 100):
+                raise ValueError(f"the paper's readouts {self.paper} of {self.arm} vs {self.reference} must lie in "
+                                 "[0, 100) %")
+            if self.effect is not None and abs(self.effect - (arm - ref)) > 0.011:
+                raise ValueError(f"{self.arm} vs {self.reference}: the paper's effect {self.effect} is not its two "
+                                 f"readouts' difference {arm} - {ref}")
+
+    @property
+    def paper_log_error_ratio(self) -> float:
+        """The paper's effect on the error scale: ``log((100 - arm) / (100 - reference))`` of its two readouts
+        (< 0: the arm gets fewer test images wrong; Table 5, MoCo v1 +both: log(23.13 / 28.90) = -0.223); NaN
+        where the paper does not give both."""
+        if self.paper is None:
+            return math.nan
+        ref, arm = self.paper
+        return math.log((100 - arm) / (100 - ref))
+
+    @property
+    def on_errors(self) -> Claim | None:
+        """The same claim on the error scale, where it is judged there (a difference or an ordering with the
+        paper's two numbers): its effect is :attr:`paper_log_error_ratio`, and its side the opposite of the points'
+        (a gain in readout is a fall in error). None for other claims."""
+        if self.kind not in ("difference", "ordering") or self.paper is None:
+            return None
+        return Claim(self.arm, self.reference, self.kind, self.paper_log_error_ratio, -self.sign, source=self.source)
 
     @property
     def sign(self) -> int:
@@ -102,23 +144,59 @@ class Claim:
 
 @dataclass(frozen=True)
 class Verdict:
-    """:func:`judge`'s reading of a claim: ``word`` (see the module), ``ratio`` (our effect over the paper's;
-    NaN where the paper states none or for an equivalence claim) and ``p`` (two-sided paired t-test against 0;
-    for an equivalence claim the TOST p-value of lying within the margin; NaN below two seeds)."""
+    """:func:`judge`'s reading of a claim: ``word`` (see the module; the deciding scale's), ``ratio`` (our effect
+    over the paper's in points; NaN where the paper states none or for an equivalence claim) and ``p`` (two-sided
+    paired t-test against 0 on the deciding scale; for an equivalence claim the TOST p-value of lying within the
+    margin; NaN below two seeds). ``points``: the word on points; ``errors`` / ``error_word``: the paired log
+    error ratio and the word on it (None / "" where the claim is not judged on errors); ``scale``: which of the
+    two decided (:data:`POINTS` or :data:`ERRORS`)."""
 
     claim: Claim
     paired: Paired
     word: str
     ratio: float
     p: float
+    points: str = ""
+    errors: Paired | None = None
+    error_word: str = ""
+    scale: str = POINTS
+
+    @property
+    def deciding(self) -> tuple[Claim, Paired]:
+        """The claim and the paired values of the scale that decided (the error-scale claim where errors did)."""
+        if self.scale == ERRORS and self.errors is not None and self.claim.on_errors is not None:
+            return self.claim.on_errors, self.errors
+        return self.claim, self.paired
+
+
+def ceiling_binds(claim: Claim, paired: Paired) -> bool:
+    """Whether the ceiling forbids the paper's point effect ``d``: the arm cannot read above 100 %, so over the
+    paired seeds its mean gain can be at most the reference's headroom, ``100 - mean(reference)`` (and its mean
+    loss at most the reference's mean itself). Where that room is below ``|d|`` an interval centred on the paper's
+    effect is out of reach, and "smaller than the paper" or "no effect of the paper's size" on points would be
+    forced by the ceiling rather than found. Only claims judged on both scales (:attr:`Claim.on_errors`), with a
+    stated effect and the reference's readouts, can bind."""
+    if claim.on_errors is None or claim.effect is None or not paired.references:
+        return False
+    room = 100 - paired.reference_mean if claim.sign > 0 else paired.reference_mean
+    return room < abs(claim.effect)
 
 
 def judge(claim: Claim, paired: Paired) -> Verdict:
-    """The one verdict function: ``claim`` judged on ``paired`` (``arm - reference`` by seed)."""
+    """The one verdict function: ``claim`` judged on ``paired`` (``arm - reference`` by seed), on points and, for a
+    claim with the paper's two numbers, on the error scale (:meth:`Paired.log_error_ratios` against
+    :attr:`Claim.paper_log_error_ratio`); the error scale decides where :func:`ceiling_binds`, points elsewhere."""
     ratio = paired.mean / claim.effect if claim.effect and claim.kind != "equivalence" else math.nan
     p = paired.p_equivalent(claim.margin) if claim.kind == "equivalence" else paired.p_against(0.0)
-    return Verdict(claim, paired, verdict_word(claim, paired.mean - paired.ci95, paired.mean + paired.ci95, paired.n),
-                   ratio, p)
+    points = verdict_word(claim, paired.lo, paired.hi, paired.n)
+    on_errors = claim.on_errors
+    if on_errors is None or len(paired.references) != paired.n:
+        return Verdict(claim, paired, points, ratio, p, points)
+    errors = paired.log_error_ratios()
+    error_word = verdict_word(on_errors, errors.lo, errors.hi, errors.n)
+    if ceiling_binds(claim, paired):
+        return Verdict(claim, paired, error_word, ratio, errors.p_against(0.0), points, errors, error_word, ERRORS)
+    return Verdict(claim, paired, points, ratio, p, points, errors, error_word, POINTS)
 
 
 def verdict_word(claim: Claim, lo: float, hi: float, n: int) -> str:
@@ -139,6 +217,12 @@ def verdict_word(claim: Claim, lo: float, hi: float, n: int) -> str:
     if hi < 0:
         return CONTRADICTED
     return NO_EFFECT if hi < d else INCONCLUSIVE
+
+
+def labelled(word: str, scale: str = POINTS) -> str:
+    """A verdict word as a reader sees it: the word, and " on the error scale" where the error scale decided it
+    (:attr:`Verdict.scale`), so that a verdict the ceiling moved off points says so."""
+    return f"{word} on the error scale" if scale == ERRORS else word
 
 
 def side(word: str) -> int:
@@ -167,15 +251,15 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
 def after_bh(verdict: Verdict, q: float, alpha: float = ALPHA) -> str:
     """The verdict read at the Benjamini-Hochberg level: a verdict that rests on excluding 0 (replicated, smaller,
     contradicted) or on lying within the margin (equivalent) and whose ``q`` is not below ``alpha`` no longer
-    excludes it; it reads ``no effect of the paper's size`` where the interval still lies wholly below the
-    paper's effect, else ``inconclusive``. Other verdicts, and NaN ``q``, are unchanged."""
+    excludes it; it reads ``no effect of the paper's size`` where the interval (on the scale that decided) still
+    lies wholly below the paper's effect, else ``inconclusive``. Other verdicts, and NaN ``q``, are unchanged."""
     word = verdict.word
     if math.isnan(q) or q < alpha:
         return word
     if word == EQUIVALENT:
         return INCONCLUSIVE
     if word in (REPLICATED, SMALLER, CONTRADICTED):
-        c, p = verdict.claim, verdict.paired
+        c, p = verdict.deciding
         hi = max(c.sign * p.lo, c.sign * p.hi)
         return NO_EFFECT if c.effect is not None and hi < abs(c.effect) else INCONCLUSIVE
     return word

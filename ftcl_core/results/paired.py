@@ -1,7 +1,10 @@
 """Paired comparisons by seed: the one pairing function (:func:`pair`) and the 95 % t-interval it reports.
 
 Two arms of an experiment that share a seed share their initialisation and data order, so their readouts are
-compared seed by seed: the difference per shared seed, its mean and the half-width of its 95 % t-interval.
+compared seed by seed: the difference per shared seed, its mean and the half-width of its 95 % t-interval. The
+same pairs read on the error scale (:meth:`Paired.log_error_ratios`) give the log of the arm's test error over
+the reference's, seed by seed: near the ceiling a difference in points is bounded by the reference's headroom,
+the ratio of errors is not.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 # t quantiles (two-sided 95 %) for small samples; beyond 30 the normal value is close enough.
+ERROR_FLOOR = 0.01  # points of test error: a readout of 100 % is read as this much error, so its log stays finite
+
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
        15: 2.131, 20: 2.086, 30: 2.042}
 
@@ -66,8 +71,9 @@ def t_sf(t: float, df: int) -> float:
 @dataclass(frozen=True)
 class Paired:
     """``arm - reference`` over the seeds both arms hold: per-seed differences (``values``, in ``seeds`` order),
-    their mean and 95 % half-width ``ci95`` (NaN below two seeds), and the device each arm's run trained on per seed
-    (``devices``: (arm, reference) pairs, ``("", "")`` where unknown)."""
+    their mean and 95 % half-width ``ci95`` (NaN below two seeds), the device each arm's run trained on per seed
+    (``devices``: (arm, reference) pairs, ``("", "")`` where unknown) and the reference arm's own readout per seed
+    (``references``, in % top-1; empty where the pairs are not of readouts, e.g. of gaps)."""
 
     mean: float
     ci95: float
@@ -75,6 +81,7 @@ class Paired:
     seeds: tuple[int, ...] = ()
     values: tuple[float, ...] = ()
     devices: tuple[tuple[str, str], ...] = ()
+    references: tuple[float, ...] = ()
 
     @property
     def lo(self) -> float:
@@ -110,6 +117,22 @@ class Paired:
         return max(self.p_against(-margin, +1), self.p_against(margin, -1))
 
     @property
+    def reference_mean(self) -> float:
+        """The reference arm's mean readout over the paired seeds (NaN without :attr:`references`)."""
+        return sum(self.references) / len(self.references) if self.references else math.nan
+
+    def log_error_ratios(self) -> Paired:
+        """The same pairs on the error scale: per seed ``log(e_arm / e_ref)`` with ``e = 100 - readout`` (the test
+        error in points, floored at :data:`ERROR_FLOOR`), their mean and 95 % half-width; < 0 where the arm gets
+        fewer test images wrong. Empty (n = 0, NaN mean) without :attr:`references`."""
+        if len(self.references) != self.n:
+            return Paired(math.nan, math.nan, 0)
+        values = tuple(math.log(max(100 - (r + d), ERROR_FLOOR) / max(100 - r, ERROR_FLOOR))
+                       for d, r in zip(self.values, self.references))
+        mean, ci = mean_ci95(values)
+        return Paired(mean, ci, self.n, self.seeds, values, self.devices)
+
+    @property
     def mixed_seeds(self) -> list[int]:
         """Seeds whose two runs trained on different kinds of device (a CPU run paired with a GPU run)."""
         return [s for s, (a, b) in zip(self.seeds, self.devices) if a != b]
@@ -118,12 +141,12 @@ class Paired:
 def pair(arm: Mapping[int, float], reference: Mapping[int, float],
          devices: Mapping[int, tuple[str, str]] | None = None) -> Paired:
     """The one pairing function: ``arm[seed] - reference[seed]`` over the seeds both hold (sorted), as a
-    :class:`Paired`. ``devices``: per seed, the devices of the two runs."""
+    :class:`Paired` that keeps ``reference[seed]`` too. ``devices``: per seed, the devices of the two runs."""
     seeds = tuple(sorted(set(arm) & set(reference)))
     values = tuple(arm[s] - reference[s] for s in seeds)
     mean, ci = mean_ci95(values)
     dev = tuple((devices or {}).get(s, ("", "")) for s in seeds)
-    return Paired(mean, ci, len(seeds), seeds, values, dev)
+    return Paired(mean, ci, len(seeds), seeds, values, dev, tuple(reference[s] for s in seeds))
 
 
 def by_seed(records: Sequence[Mapping], setting: str, key: str = "linear_top1") -> dict[int, float]:
