@@ -126,6 +126,15 @@ def _shape_sdf(kind: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Te
     return all_sdf.gather(1, kind.view(-1, 1, 1, 1).expand(-1, 1, *x.shape[1:])).squeeze(1)
 
 
+def _shape_frame(gx: torch.Tensor, gy: torch.Tensor, cx: torch.Tensor, cy: torch.Tensor, angle: torch.Tensor,
+                 rad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Image coordinates ``gx``, ``gy`` ``(H, W)`` -> each shape's own frame ``(m, H, W)``: centred on ``(cx, cy)``
+    ``(m,)``, turned by ``angle`` ``(m,)`` and scaled to unit radius (``rad`` ``(m, 1, 1)``)."""
+    dx, dy = gx - cx.view(-1, 1, 1), gy - cy.view(-1, 1, 1)
+    cos, sin = torch.cos(angle).view(-1, 1, 1), torch.sin(angle).view(-1, 1, 1)
+    return (cos * dx + sin * dy) / rad, (-sin * dx + cos * dy) / rad
+
+
 MAX_CLUTTER = 8
 CLUTTER_SEED_OFFSET = 3_000_017  # the distractors' own generator: the labelled shapes do not depend on them
 CLUTTER_SCALE = (0.4, 0.7)  # a distractor's radius as a fraction of the labelled shape's smallest and largest
@@ -145,10 +154,8 @@ def _draw_clutter(bg: torch.Tensor, k: int, gx: torch.Tensor, gy: torch.Tensor, 
         radius = (scale[0] * CLUTTER_SCALE[0] + (scale[1] * CLUTTER_SCALE[1] - scale[0] * CLUTTER_SCALE[0]) * u[:, 0])
         angle = u[:, 1] * 2 * math.pi
         cx, cy = (u[:, 2] - 0.5) * 0.9, (u[:, 3] - 0.5) * 0.9
-        dx, dy = gx - cx.view(-1, 1, 1), gy - cy.view(-1, 1, 1)
-        cos, sin = torch.cos(angle).view(-1, 1, 1), torch.sin(angle).view(-1, 1, 1)
         rad = radius.view(-1, 1, 1)
-        sdf = _shape_sdf(kind, (cos * dx + sin * dy) / rad, (-sin * dx + cos * dy) / rad)
+        sdf = _shape_sdf(kind, *_shape_frame(gx, gy, cx, cy, angle, rad))
         alpha = (0.5 - sdf * (gx.shape[-1] * rad)).clamp(0, 1).unsqueeze(1)
         bg = alpha * colour + (1 - alpha) * bg
     return bg
@@ -195,11 +202,8 @@ def make_shapes(
         angle = u[:, 0] * 2 * math.pi
         radius = scale[0] + (scale[1] - scale[0]) * u[:, 1]
         cx, cy = (u[:, 2] - 0.5) * 2 * jitter, (u[:, 3] - 0.5) * 2 * jitter
-        # Image coordinates -> the shape's frame (rotate, scale to unit radius).
-        dx, dy = gx - cx.view(-1, 1, 1), gy - cy.view(-1, 1, 1)
-        cos, sin = torch.cos(angle).view(-1, 1, 1), torch.sin(angle).view(-1, 1, 1)
         rad = radius.view(-1, 1, 1)
-        lx, ly = (cos * dx + sin * dy) / rad, (-sin * dx + cos * dy) / rad
+        lx, ly = _shape_frame(gx, gy, cx, cy, angle, rad)
         sdf = _shape_sdf(kind, lx, ly)
         pixel = 1.0 / (size * rad)  # one pixel in shape units: anti-aliased edge
         if classes > 10:  # outline: the band -width < sdf < 0; striped: the shape times stripes

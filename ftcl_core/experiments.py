@@ -368,6 +368,11 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
 PREFIX_FOLDER = "prefix-epoch{}"  # inside a run folder: its checkpoint and log after that many epochs
 
 
+def _resume_files(run: RunDir) -> tuple[Path, ...]:
+    """The files a run resumes from (:func:`ftcl_core.checkpoints.resume`): what a kept prefix holds."""
+    return run.checkpoint, run.metrics, run.grad_norms
+
+
 def late_start_forks(jobs: list[tuple[RunConfig, Path]]) -> dict[Path, tuple[Path, int]]:
     """For each job that switches FT on at ``ft.start_epoch`` = s > 0, the job of the same list that is the same run
     with FT off (its baseline: every key but ``ft.*`` equal, the seed too) and s: ``{late arm's folder: (baseline's
@@ -399,7 +404,7 @@ def keep_prefix(epochs: list[int]):
         tmp = run.path / (PREFIX_FOLDER.format(epoch) + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
-        for f in (run.checkpoint, run.metrics, run.grad_norms):
+        for f in _resume_files(run):
             shutil.copy2(f, tmp / f.name)
         tmp.rename(run.path / PREFIX_FOLDER.format(epoch))
     return keep
@@ -416,7 +421,7 @@ def fork_from_prefix(out: Path, base: Path, epoch: int) -> Path | None:
     if run.is_complete() or run.checkpoint.exists() or not prefix.is_dir():
         return None
     run.path.mkdir(parents=True, exist_ok=True)
-    for f in (run.checkpoint, run.metrics, run.grad_norms):
+    for f in _resume_files(run):
         shutil.copy2(prefix / f.name, f)
     return Path(base)
 
