@@ -112,7 +112,7 @@ def test_the_markdown_report_and_the_book_show_the_same_tables_of_the_stored_rep
 
 def test_the_one_prepared_device_command_is_valid_and_its_jobs_resolve():
     """tools/device_lease.sh parses, asks the GPU check only for parts it has, and every job of tools/device_jobs.tsv
-    names a stored experiment's setting and seed, in baseline/FT pairs (device_sweep stops a pair together)."""
+    names a stored experiment's setting and seed, in groups of a baseline and its arms (stopped together)."""
     from benchmarks.gpucheck.setting import PARTS
     from ftcl_core import experiments as X
 
@@ -122,8 +122,14 @@ def test_the_one_prepared_device_command_is_valid_and_its_jobs_resolve():
     assert asked and asked <= set(PARTS), asked - set(PARTS)
     jobs = [line.split("\t") for line in (ROOT / "tools/device_jobs.tsv").read_text().splitlines()
             if line.strip() and not line.startswith("#")]
-    assert len(jobs) % 2 == 0 and jobs[0][1] == "baseline r18-w64"
-    for (path, setting, seed), (path2, setting2, seed2) in zip(jobs[::2], jobs[1::2]):
+    assert jobs[0][:2] == ["experiments/headroom/map_v1.yaml", "baseline 120"]  # the map first (issue 50)
+    groups: dict[str, list[list[str]]] = {}
+    for job in jobs:
+        assert len(job) == 4, job
+        groups.setdefault(job[3], []).append(job[:3])
+    assert sum(len(g) for g in groups.values()) == len(jobs)
+    for (path, base, seed), *arms in groups.values():  # a baseline, then the arms compared with it
         exp = X.Experiment.load(ROOT / path)
-        assert setting in exp.settings and setting2 in exp.settings and int(seed) in exp.seeds
-        assert (path, seed) == (path2, seed2) and exp.compare[setting2] == setting  # FT arm after its baseline
+        assert base in exp.settings and int(seed) in exp.seeds and arms
+        for path2, setting2, seed2 in arms:
+            assert (path2, seed2) == (path, seed) and exp.compare[setting2] == base

@@ -8,8 +8,9 @@
 # 2. the GPU check's measuring parts (environment, throughput with FT overhead per size, split batch-norm kernels,
 #    the captured small-network step, the DataLoader anchor's profile, the ImageNet-100-shaped run end to end),
 #    within a hard budget;
-# 3. with the time left, the largest pairs of "Is it the network?" (tools/device_jobs.tsv) through
-#    tools/device_sweep.py, whose finished run folders come back as runs.tar.gz (unpack it in results/).
+# 3. with the time left, the runs of tools/device_jobs.tsv (the headroom map's 120/240-epoch groups first, then the
+#    largest pairs of "Is it the network?") through tools/device_sweep.py, whose finished run folders come back as
+#    runs.tar.gz (unpack it in results/).
 # Everything lands under OUT; each step's log beside its results. Needs only the GPU machine's packages.
 set -u
 OUT=${1:?usage: bash tools/device_lease.sh OUT_DIR}
@@ -37,8 +38,8 @@ timeout $(( BUDGET + 30 )) $PY -m benchmarks.gpucheck --out "$OUT/gpucheck" --bu
     --parts environment,throughput,kernels,captured,imagenet,loader > "$OUT/gpucheck.log" 2>&1
 echo "gpucheck rc=$? ($(left) s left)"
 DEADLINE=$(( $(left) - 25 ))  # packing the runs takes seconds
-if [ "$DEADLINE" -gt 60 ]; then  # what is left goes to the largest pairs
-  $PY tools/device_sweep.py --out "$OUT/sweep" --deadline-s "$DEADLINE" --parallel 6 --set device=cuda \
+if [ "$DEADLINE" -gt 60 ]; then  # what is left goes to the job list, two map groups at a time
+  $PY tools/device_sweep.py --out "$OUT/sweep" --deadline-s "$DEADLINE" --parallel 10 --set device=cuda \
       --jobs-file tools/device_jobs.tsv > "$OUT/sweep.log" 2>&1
   echo "device_sweep rc=$? ($(left) s left)"
 fi

@@ -38,6 +38,7 @@ class Job:
     experiment: str
     setting: str
     seed: int
+    group: str = ""  # jobs that only count together (a baseline and the arms compared with it): stopped together
     steps: int = 0
     folder: Path | None = None
     proc: subprocess.Popen | None = None
@@ -73,7 +74,8 @@ def checkpoint_epoch(folder: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--job", nargs=3, action="append", default=[], metavar=("EXPERIMENT", "SETTING", "SEED"))
-    ap.add_argument("--jobs-file", help="more jobs, one per line: EXPERIMENT<TAB>SETTING<TAB>SEED, in priority order")
+    ap.add_argument("--jobs-file", help="more jobs, one per line: EXPERIMENT<TAB>SETTING<TAB>SEED[<TAB>GROUP], in "
+                    "priority order; consecutive lines with the same GROUP count only together (without it, --group-size)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--deadline-s", type=float, default=470.0, help="wall seconds from start until every job stops")
     ap.add_argument("--parallel", type=int, default=8)
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stored-root", default=str(X.ROOT / "results" / "cpu"),
                     help="the committed runs: a job whose run is complete there is not trained again (state 'stored')")
     ap.add_argument("--group-size", type=int, default=2,
-                    help="consecutive jobs that only count together (a baseline and its FT arm): stopped together")
+                    help="consecutive jobs without a GROUP that only count together (a baseline and its FT arm)")
     args = ap.parse_args(argv)
     if args.jobs_file:
         lines = Path(args.jobs_file).read_text().splitlines()
@@ -97,15 +99,20 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     os.environ["FTCL_RUNS_ROOT"] = args.runs_root
     jobs = []
-    for i, (path, setting, seed) in enumerate(args.job):
+    for i, (path, setting, seed, *group) in enumerate(args.job):
         exp = X.Experiment.load(path)
         cfg = X.resolve(X.base_for(exp, "cpu"), exp.overrides(setting, int(seed)), "cpu")
-        job = Job(i, path, setting, int(seed), folder=X.run_dir(exp, setting, int(seed), "cpu"), epochs=cfg.train.epochs,
-                  steps=X.planned_steps(cfg))
+        job = Job(i, path, setting, int(seed), group=group[0] if group else f"#{i // args.group_size}",
+                  folder=X.run_dir(exp, setting, int(seed), "cpu"), epochs=cfg.train.epochs, steps=X.planned_steps(cfg))
         if RunDir(X.run_dir(exp, setting, int(seed), "cpu", root=args.stored_root)).is_complete():
             job.state, job.why = "stored", f"complete under {args.stored_root} (trained elsewhere, e.g. on a CPU)"
             print(f"job {i}: {setting} seed {seed} is stored already; not trained", flush=True)
         jobs.append(job)
+    # a comparison stays on one device: a group with a member stored from elsewhere is left to that device
+    for j in jobs:
+        if j.state == "waiting" and any(p.state == "stored" for p in jobs if p.group == j.group):
+            j.state, j.why = "skipped", "its group is stored in part from another device (a pair stays on one device)"
+            print(f"job {j.priority}: {j.setting} seed {j.seed} skipped: {j.why}", flush=True)
     threads = max(1, (os.cpu_count() or 2) // max(1, args.parallel))
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
     last_stop = 0.0
@@ -150,9 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         # stop the lowest-priority job while a higher one would miss the deadline (one stop, then measure again)
         late = [j for j in running if len(j.history) >= 3 and (j.epochs - j.epochs_done) * j.rate() > left()]
         if late and now - last_stop > 20:
-            group = max(running, key=lambda j: j.priority).priority // args.group_size
+            group = max(running, key=lambda j: j.priority).group
             first = min(late, key=lambda j: j.priority).priority
-            for victim in [j for j in jobs if j.priority // args.group_size == group and j.state in ("running", "waiting")]:
+            for victim in [j for j in jobs if j.group == group and j.state in ("running", "waiting")]:
                 if victim.proc is not None:
                     victim.proc.kill()
                     victim.proc.wait()
@@ -169,9 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             if sps is not None and j.steps * sps * 1.1 + 20 > left():
                 j.state, j.why = "skipped", f"needs ~{j.steps * sps:.0f}s at {sps * 1000:.1f} ms/step, {left():.0f}s left"
                 continue
-            group = j.priority // args.group_size
-            if any(p.state in ("stopped", "skipped") for p in jobs if p.priority // args.group_size == group):
-                j.state, j.why = "skipped", "its pair was stopped or skipped"
+            if any(p.state in ("stopped", "skipped") for p in jobs if p.group == j.group):
+                j.state, j.why = "skipped", "its group was stopped or skipped"
                 continue
             start(j)
         if not [j for j in jobs if j.state in ("running", "waiting")]:
@@ -187,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             for f in sorted(j.folder.iterdir()):
                 if f.name not in ("checkpoint.pt", ".lock"):
                     tar.add(f, arcname=str(f.relative_to(Path(args.runs_root))))
-    report = [{"priority": j.priority, "experiment": j.experiment, "setting": j.setting, "seed": j.seed,
+    report = [{"priority": j.priority, "group": j.group, "experiment": j.experiment, "setting": j.setting, "seed": j.seed,
                "state": j.state, "why": j.why, "steps": j.steps, "epochs_done": j.epochs_done, "epochs": j.epochs,
                "wall_s": None if j.started is None else round((j.ended or time.time()) - j.started, 1),
                "s_per_epoch": j.rate()} for j in jobs]
