@@ -9,15 +9,18 @@ at the switch).  A few named features of that window go into two small models a 
   baseline of the same seed";
 - the *size*: ridge regression of the paired difference in linear top-1 points.
 
-Both are judged held out by experiment (leave one experiment file out: a setting's seeds are never split between
-training and test), against two references: the majority outcome of the training folds, and the rule "Mean(neg)
-of the raw cosines passes 0.9 within 20 steps of the switch => loses".  Accuracy carries a Wilson 95 % interval
-and the mean absolute error a bootstrap one; runs of one setting share a recipe, so both intervals assume an
-independence the seeds only approximate.
+Each distinct FT/baseline pair of runs counts once: a run copied between tables (``copied_from`` in its
+provenance) is the run it was copied from, and experiments that share a run are held out together.  Both models are
+judged held out by such a group of linked experiments (a setting's seeds are never split between training and test,
+nor a run between an experiment and its copy), against two references: the majority outcome of the training
+folds, and the rule "Mean(neg) of the raw cosines passes 0.9 within 20 steps of the switch => loses".  Accuracy
+carries a Wilson 95 % interval and the mean absolute error a bootstrap one; runs of one setting share a recipe, so
+both intervals assume an independence the seeds only approximate.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -72,6 +75,12 @@ class Example:
     data: str         # the data set, e.g. "shapes", "fashion_mnist"
     stats: WindowStats
     diff: float       # linear top-1 of the FT run minus its baseline's, in points
+    unit: str = ""    # the linked experiments held out together (:func:`link_experiments`); "" = the experiment
+    runs: tuple[str, str] = ("", "")  # the origins of the FT run and of its baseline (:func:`origin`)
+
+    @property
+    def held_out_unit(self) -> str:
+        return self.unit or self.experiment
 
 
 def rule_predicts_loss(stats: WindowStats) -> bool:
@@ -166,7 +175,7 @@ def leave_one_experiment_out(examples: Sequence[Example]) -> dict[str, object]:
     x = np.array([e.stats.features for e in examples])
     loses = np.array([e.diff < 0 for e in examples])
     diff = np.array([e.diff for e in examples])
-    groups = np.array([e.experiment for e in examples])
+    groups = np.array([e.held_out_unit for e in examples])
     p_loss, size, majority = np.full(len(examples), np.nan), np.full(len(examples), np.nan), np.zeros(len(examples), bool)
     constant = np.full(len(examples), np.nan)
     for g in sorted(set(groups)):
@@ -200,7 +209,8 @@ def leave_one_experiment_out(examples: Sequence[Example]) -> dict[str, object]:
             "model": fit(x, loses, diff) if len(set(loses)) > 1 else None}
 
 
-def ft_pairs(profile: str = "cpu", folders: Sequence[str] = ("experiments", "experiments/diagnosis")
+def ft_pairs(profile: str = "cpu", folders: Sequence[str] = ("experiments", "experiments/diagnosis",
+                                                              "experiments/headroom")
              ) -> list[tuple[str, str, str, str]]:
     """(experiment file, table, FT arm, its baseline) of every comparison in the experiment files whose reference
     trains without FT and whose arm differs from it only in ``ft.*`` keys (FT's own effect, nothing else)."""
@@ -220,9 +230,56 @@ def ft_pairs(profile: str = "cpu", folders: Sequence[str] = ("experiments", "exp
     return out
 
 
-def stored_examples(profile: str = "cpu", window: int = WINDOW) -> list[Example]:
+def origin(run_dir: str | Path) -> Path:
+    """The run a stored run folder holds: the folder its ``provenance.json`` says it was ``copied_from``
+    (followed to the first run, relative to the copy's folder), else the folder itself."""
+    d, seen = Path(run_dir).resolve(), set()
+    while d not in seen:
+        seen.add(d)
+        prov = d / "provenance.json"
+        src = json.loads(prov.read_text()).get("copied_from") if prov.is_file() else None
+        if not src:
+            return d
+        d = (d / src).resolve()
+    raise ValueError(f"{run_dir}: its provenance's copied_from links form a loop; repair provenance.json there.")
+
+
+def distinct(examples: Sequence[Example]) -> tuple[list[Example], int]:
+    """One example per distinct pair of runs (FT run, baseline), the first in order; and how many were dropped."""
+    kept, seen = [], set()
+    for e in examples:
+        if e.runs == ("", "") or e.runs not in seen:
+            kept.append(e)
+            seen.add(e.runs)
+    return kept, len(examples) - len(kept)
+
+
+def link_experiments(examples: Sequence[Example]) -> list[Example]:
+    """Each example's held-out unit: the experiments connected through a shared run (FT run or baseline), joined
+    with "+" in sorted order, so that no run is ever both trained on and predicted."""
+    parent: dict[str, str] = {}
+
+    def find(a: str) -> str:
+        while parent.setdefault(a, a) != a:
+            a = parent[a]
+        return a
+
+    owner: dict[str, str] = {}
+    for e in examples:
+        for run in e.runs:
+            if run:
+                parent[find(e.experiment)] = find(owner.setdefault(run, e.experiment))
+    members: dict[str, set[str]] = {}
+    for e in examples:
+        members.setdefault(find(e.experiment), set()).add(e.experiment)
+    return [dataclasses.replace(e, unit="+".join(sorted(members[find(e.experiment)]))) for e in examples]
+
+
+def stored_examples(profile: str = "cpu", window: int = WINDOW, dedupe: bool = True) -> list[Example]:
     """Every stored FT run of :func:`ft_pairs` whose baseline of the same seed is stored, with its window
-    statistics and its paired difference in linear top-1 (:func:`ftcl_core.results.paired.pair`)."""
+    statistics and its paired difference in linear top-1 (:func:`ftcl_core.results.paired.pair`); with ``dedupe``,
+    one example per distinct pair of runs (:func:`distinct`), held out by linked experiments
+    (:func:`link_experiments`)."""
     from ftcl_core import experiments
     from ftcl_core.results.paired import by_seed, pair
     from ftcl_core.runs import RunDir
@@ -231,6 +288,7 @@ def stored_examples(profile: str = "cpu", window: int = WINDOW) -> list[Example]
     for path, table, arm, ref in ft_pairs(profile):
         records = experiments.load_records(path, profile)
         runs = {r["seed"]: r for r in records if r["setting"] == arm}
+        refs = {r["seed"]: r for r in records if r["setting"] == ref}
         paired = pair(by_seed(records, arm), by_seed(records, ref))
         for seed, diff in zip(paired.seeds, paired.values):
             run = RunDir(runs[seed]["dir"])
@@ -238,8 +296,9 @@ def stored_examples(profile: str = "cpu", window: int = WINDOW) -> list[Example]
             switch = int(np.searchsorted(metrics["epoch"], cfg.ft.start_epoch))
             if switch + window > len(metrics["neg_mean"]):
                 continue
-            out.append(Example(table, arm, seed, cfg.data.name, window_stats(metrics, switch, window), float(diff)))
-    return out
+            out.append(Example(table, arm, seed, cfg.data.name, window_stats(metrics, switch, window), float(diff),
+                               runs=(str(origin(runs[seed]["dir"])), str(origin(refs[seed]["dir"])))))
+    return link_experiments(distinct(out)[0]) if dedupe else out
 
 
 REPORT = "results/predictor.json"
@@ -253,7 +312,8 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
     from ftcl_core import experiments
     from ftcl_core.runs import atomic_write_bytes
 
-    examples = stored_examples(profile)
+    every = stored_examples(profile, dedupe=False)
+    examples = link_experiments(distinct(every)[0])
     res = leave_one_experiment_out(examples)
     model: Model | None = res["model"]
 
@@ -264,12 +324,15 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
     report = {
         "command": COMMAND, "window": WINDOW, "features": list(FEATURES),
         "rule": {"threshold": RULE_THRESHOLD, "steps": RULE_STEPS},
-        "held_out": "leave one experiment out",
+        "held_out": "leave one group of linked experiments out (experiments that share a run, held out together)",
+        "examples_stored": len(every), "examples_distinct": len(examples),
+        "held_out_units": sorted({e.held_out_unit for e in examples}),
         "scores": {k: [score(s) for s in v] for k, v in res.items() if isinstance(v, list)},
         "model": None if model is None else {"mean": model.mean.tolist(), "std": model.std.tolist(),
                                              "sign_weights": model.sign_weights.tolist(),
                                              "size_weights": model.size_weights.tolist()},
-        "examples": [{"experiment": e.experiment, "setting": e.setting, "seed": e.seed, "data": e.data,
+        "examples": [{"experiment": e.experiment, "unit": e.held_out_unit, "setting": e.setting, "seed": e.seed,
+                      "data": e.data,
                       "features": e.stats.features.tolist(), "first_above": e.stats.first_above, "diff": e.diff,
                       "p_loss_held_out": float(res["p_loss"][i]), "size_held_out": float(res["size"][i]),
                       "majority_held_out": bool(res["majority"][i]), "rule": bool(res["rule"][i])}
@@ -294,7 +357,7 @@ def readme_block(report: dict) -> str:
     model, majority, _ = report["scores"]["all"]
     verdict = ("better" if p < 0.05 and model["correct"] > majority["correct"] else
                "not clearly better" if p >= 0.05 else "worse")
-    text = (f"Held out by experiment it is right about the sign in {model['correct']} of {model['n']} stored FT runs "
+    text = (f"Held out by linked experiments, it is right about the sign in {model['correct']} of {model['n']} distinct FT runs "
             f"({model['accuracy']:.2f}, 95 % CI {model['ci95'][0]:.2f} to {model['ci95'][1]:.2f}), against "
             f"{majority['correct']} for always guessing the majority outcome ({majority['accuracy']:.2f}, "
             f"{majority['ci95'][0]:.2f} to {majority['ci95'][1]:.2f}), so on the same runs {verdict} (exact McNemar "
@@ -375,7 +438,7 @@ def report_sentence(report: dict) -> str:
                          for name, scores in report["scores"].items() if name != "all")
     flagged = [y for e, y in zip(ex, loses) if e["rule"]]
     unflagged = [y for e, y in zip(ex, loses) if not e["rule"]]
-    return (f"Held out by experiment, the predictor gets the sign right in {acc(model)} of the stored FT runs; "
+    return (f"Held out by linked experiments, the predictor gets the sign right in {acc(model)} of the stored FT runs; "
             f"always guessing the majority outcome gets {acc(majority)}, and the Mean(neg) rule {acc(rule)}. "
             f"On the same runs it {better} the majority outcome (exact McNemar test, p = {p:.2g}; runs of one "
             f"setting share a recipe, so the runs are not independent). Per data set: {per_data}. The size model's "

@@ -83,7 +83,7 @@ def test_the_readmes_predictor_figures_are_the_stored_reports():
         "the README's predictor block is stale: run python -m ftcl_core predict"
     model, majority, _ = report["scores"]["all"]
     block = predict.readme_block(report)
-    assert f"in {model['correct']} of {model['n']} stored FT runs" in block
+    assert f"in {model['correct']} of {model['n']} distinct FT runs" in block
     assert f"against {majority['correct']} for always guessing the majority outcome" in block
     # "not clearly better" exactly when the exact McNemar test on the same runs does not reject at 5 %
     assert ("not clearly better" in block) == ("does not clearly beat" in predict.report_sentence(report))

@@ -308,9 +308,10 @@ P.markdown_html(G.capacity_answer(list(ev.capacity)) + "\n\n" + G.resolution_sen
 # From six named statistics of the 100 steps after FT switches on (the peak and final Mean(neg), the effective rank
 # relative to the switch, $\rho$, Mean(pos), and the late slope of Mean(neg)), a logistic model predicts whether the
 # full run loses readout against its baseline, and a ridge model by how much (`ftcl_core/predict.py`;
-# `python -m ftcl_core predict` refits it). Each experiment's runs are predicted by models fitted on the other
-# experiments' runs only, beside two references: always guessing the majority outcome, and the rule "Mean(neg) passes
-# 0.9 within 20 steps ⇒ FT loses".
+# `python -m ftcl_core predict` refits it). Each pair of runs counts once (a run copied into another table is the
+# run it was copied from), and experiments that share a run are held out together: each such group's runs are
+# predicted by models fitted on the other groups' runs only, beside two references: always guessing the majority
+# outcome, and the rule "Mean(neg) passes 0.9 within 20 steps ⇒ FT loses".
 
 # %%
 predictor = json.loads((X.ROOT / predict.REPORT).read_text())
