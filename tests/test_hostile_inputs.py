@@ -326,6 +326,12 @@ def test_an_interrupted_run_resumes_to_the_same_numbers(tmp_path, uninterrupted,
     assert ea["linear_top1"] == eb["linear_top1"] and ea["knn_top1"] == eb["knn_top1"]
 
 
+def test_the_kill_helper_cannot_pass_without_its_signal(tmp_path):
+    """A step the run never reaches is status 99 and a line, not a clean exit (tests/kill_at_step.py)."""
+    missed = run_cli(tmp_path / "run", "99:SIGINT")
+    assert missed.returncode == 99 and "without reaching step 99" in missed.stderr, (missed.returncode, missed.stderr)
+
+
 def test_ctrl_c_in_process_is_one_line_and_130(capsys, tmp_path):
     def press(step: int) -> None:
         if step == 2:
