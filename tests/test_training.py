@@ -70,6 +70,7 @@ def test_other_config_in_the_same_folder_is_refused(smoke_run):
         train(cfg2, out, progress=False)
 
 
+@pytest.mark.slow  # runs in subprocesses, one killed
 def test_resume_after_kill9_reproduces_the_uninterrupted_run(tmp_path):
     args = ("train.epochs=3", "ft.pos=true", "ft.neg=true")
     full = cli(tmp_path / "full", *args)
