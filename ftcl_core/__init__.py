@@ -1,6 +1,9 @@
 """ftcl_core: feature transformations for contrastive learning (Zhu et al., ICCV 2021), MoCo on a CPU,
 the score-statistics visualization tool, and resumable runs.
 
+To lift FT into a MoCo of your own: ``from ftcl_core import ft`` (``ft.FTConfig``, ``ft.logits``,
+``ft.info_nce``; the six lines are in :mod:`ftcl_core.ft` and the README).
+
 Modules, one concern each: ``config`` (defaults, overrides, validation; imports nothing else of the package),
 ``transforms`` (FT, eq. 3-4, Sec 4.2, Supp G), ``losses`` (InfoNCE, eq. 1, FT inside the loss), ``models``
 (encoders, heads, split-BN), ``methods`` (one file per method: MoCo, eq. 2, SimCLR, BYOL, SimSiam, SwAV),

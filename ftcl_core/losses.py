@@ -13,7 +13,8 @@ Every random draw of FT comes from the ``gen`` the caller passes (:data:`ftcl_co
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -31,6 +32,65 @@ def info_nce(logits: torch.Tensor) -> torch.Tensor:
 def moco_logits(q: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Positive scores ``(N,)`` and negative scores ``(N, K)``: cosines for unit inputs (the scores of eq. 1)."""
     return (q * k).sum(1), q @ negatives.T
+
+
+QueueLayout = Literal["auto", "KC"]
+
+# |row norm^2 - 1| below which a square queue's rows count as unit-norm keys (:func:`check_moco_inputs`): keys
+# normalised in bf16 are off by at most 2 * 2^-8 ~ 0.008, in fp16 by 2 * 2^-11.
+UNIT_NORM_TOL = 0.02
+
+
+def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: object,
+                      queue_layout: QueueLayout = "auto") -> None:
+    """The errors a MoCo that lifts FT meets first, named with their fix (:func:`moco_ft_logits` runs this).
+
+    * ``ft`` must be an :class:`~ftcl_core.config.FTConfig` (a dict: ``FTConfig(**d)``).
+    * ``q`` and ``k`` are ``N x C``; ``queue`` is ``K x C``, one stored key per row (what :class:`MoCo` keeps).
+      facebookresearch/moco's ``builder.py`` keeps its queue ``C x K`` (one key per column, ``l_neg =
+      einsum('nc,ck->nk', q, queue)``): that layout is refused with the fix, ``queue.T``.
+    * ``K = C`` (a square queue) cannot be told apart by its shape, so it is told by its data, as MoCo stores
+      keys: L2-normalised.  Rows of unit norm (``|norm^2 - 1| <= UNIT_NORM_TOL``) are read as ``K x C``: a
+      legitimate queue of normalised keys always passes.  Otherwise unit-norm columns are ``builder.py``'s
+      ``C x K`` (refused, ``queue.T``), and neither is refused as ambiguous: pass ``queue_layout="KC"`` to
+      state it.  A ``C x K`` buffer passes for ``K x C`` only if its C rows are unit-norm by chance as well:
+      5 % of random unit-column buffers at C = 2, 0.1 % at C = 3, none in 200 000 from C = 6.
+
+    Cost: for ``K != C``, or ``queue_layout="KC"``, a few comparisons of shapes on the host (about a
+    microsecond, no work on the device, no synchronisation).  For a square queue with ``queue_layout="auto"``,
+    one pass over the ``K x K`` queue and one device-to-host read (a synchronisation on a GPU), every call.
+    """
+    if not isinstance(ft, FTConfig):
+        fix = "FTConfig(**d)" if isinstance(ft, Mapping) else "FTConfig(pos=..., neg=...)"
+        raise TypeError(f"ft must be an FTConfig (from ftcl_core.ft import FTConfig), got {type(ft).__name__}: "
+                        f"build it with {fix}; FTConfig() is FT off.")
+    if q.dim() != 2 or k.shape != q.shape:
+        raise ValueError(f"q and k must both be N x C (normalised query and key features), got q {tuple(q.shape)} "
+                         f"and k {tuple(k.shape)}.")
+    n, c = q.shape
+    if queue.dim() != 2:
+        raise ValueError(f"queue must be K x C = (K, {c}), one stored key per row, got shape {tuple(queue.shape)}.")
+    rows, cols = queue.shape
+    builder = (f"queue is {rows} x {cols}: C x K = ({c}, K={cols}), facebookresearch/moco builder.py's layout "
+               f"(one key per column); ftcl_core takes K x C = ({cols}, {c}), one stored key per row: pass queue.T "
+               "(queue.t(), a view, no copy)")
+    if cols != c:
+        if rows == c:
+            raise ValueError(builder + ".")
+        raise ValueError(f"queue must be K x C = (K, {c}) (C = q.shape[1], one stored key per row), got shape "
+                         f"{tuple(queue.shape)}.")
+    if rows != c or queue_layout == "KC":
+        return
+    if queue_layout != "auto":
+        raise ValueError(f"queue_layout={queue_layout!r}: 'auto' (the default) or 'KC' (a stated K x C queue).")
+    sq = queue.detach().float().square()
+    if bool(((sq.sum(1) - 1).abs() <= UNIT_NORM_TOL).all()):  # rows of unit norm: normalised keys, K x C
+        return
+    if bool(((sq.sum(0) - 1).abs() <= UNIT_NORM_TOL).all()):
+        raise ValueError(builder + f" (K = C = {c}: its columns are unit-norm keys, its rows are not).")
+    raise ValueError(f"queue is square (K = C = {c}) and its rows are not unit-norm keys, nor are its columns: "
+                     "the layout cannot be told. MoCo stores normalised keys; if this queue is K x C (one key per "
+                     "row), pass queue_layout='KC'; if it is builder.py's C x K, pass queue.T.")
 
 
 def _mine(lam: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
@@ -71,7 +131,7 @@ class FTLogits(NamedTuple):
 
 def moco_ft_logits(
     q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: T.Draws, active: bool = True,
-    rows: torch.Tensor | None = None, n_global: int | None = None,
+    rows: torch.Tensor | None = None, n_global: int | None = None, queue_layout: QueueLayout = "auto",
 ) -> FTLogits:
     """Positive ``(N,)`` and negative ``(N, K')`` scores after FT (before the temperature), as the released
     code computes them: eq. 3 (or Table 4) on the pair, Sec 4.2 (or Supp G.1) on the queue, Table 6's union
@@ -82,13 +142,21 @@ def moco_ft_logits(
     :class:`~ftcl_core.transforms.DeviceDraws`' on its device; ``rows``/``n_global`` as in :func:`positive_ft`.
     One lambda per shard of queries against the queue (``ft.shards > 1`` with ``ft.neg``) is
     :func:`sharded_ft_logits`.
+
+    ``q, k`` are ``N x C``, ``queue`` is ``K x C`` (one stored key per row; facebookresearch/moco's
+    ``builder.py`` keeps ``C x K``: pass ``queue.T``), checked by :func:`check_moco_inputs` (``queue_layout``
+    as there: ``"KC"`` states the layout of a square queue and skips its data check).
     """
+    check_moco_inputs(q, k, queue, ft, queue_layout)
     own_rows = torch.arange(queue.shape[0], device=queue.device)
     if not (active and ft.any):
         pos, neg = moco_logits(q, k, queue)
         return FTLogits(pos, neg, own_rows)
     if ft.neg and ft.shards > 1:
         raise ValueError("ft.shards > 1 with ft.neg mixes one queue per shard of queries: call sharded_ft_logits.")
+    if not isinstance(gen, torch.Generator | T.DeviceDraws):
+        raise TypeError(f"gen must be a torch.Generator (or ftcl_core.transforms.DeviceDraws) for FT's draws, got "
+                        f"{type(gen).__name__}: pass torch.Generator().manual_seed(seed).")
     n, d = q.shape
     q_clean = q
     q, k = positive_ft(q, k, ft, gen, rows, n_global)
@@ -171,7 +239,8 @@ def simclr_ft_logits(
     anchors, positives = symmetric_pairs(z1, z2, z1, z2)
     bank = torch.cat([bank1, bank2])
     m = bank1.shape[0]
-    l_pos, l_neg, _ = moco_ft_logits(anchors, positives, bank, ft, gen, active, symmetric_rows(rows, m), 2 * m)
+    l_pos, l_neg, _ = moco_ft_logits(anchors, positives, bank, ft, gen, active, symmetric_rows(rows, m), 2 * m,
+                                  queue_layout="KC")
     keep = other_sample_mask(rows, bank1.shape[0])
     keep = keep.repeat(1, l_neg.shape[1] // bank.shape[0])  # the union queue holds the bank twice
     return l_pos, l_neg[keep].view(anchors.shape[0], -1)

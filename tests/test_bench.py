@@ -33,6 +33,7 @@ def test_paths_benchmark_times_the_nchw_the_default_and_the_view_path():
     assert r["view"] == "channels_last/blocks/view" and r["view_ratio"] > 0
 
 
+@pytest.mark.slow  # torch.compile of the MoCo v2 networks
 def test_compile_benchmark_child_times_the_first_and_the_steady_steps():
     r = bench._compile_child("configs/smoke_moco_v2.yaml", rounds=1, backend="eager")
     assert r["first_step_s"] > 0 and r["eager_s"] > 0 and r["compiled_s"] > 0

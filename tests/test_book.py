@@ -38,6 +38,7 @@ def test_papermill_parses_every_parameters_cell(caplog):
     assert not [r.message for r in caplog.records if "Unable to parse" in r.message]
 
 
+@pytest.mark.slow  # every chapter executed under papermill (minutes)
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_runs_under_papermill_smoke(chapter, smoke_book):
     """Each chapter executes headless under papermill with ``-p profile smoke`` (once per session: tests/conftest.py)."""

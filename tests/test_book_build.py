@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # the book built from the executed chapters, and opened in Chromium
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or shutil.which("torchrun")
-pytestmark = pytest.mark.skipif(TORCHRUN is None, reason="torchrun not installed")
+pytestmark = [pytest.mark.slow,  # every test spawns torchrun
+              pytest.mark.skipif(TORCHRUN is None, reason="torchrun not installed")]
 
 
 def _env(**extra) -> dict:

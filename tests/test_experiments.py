@@ -312,6 +312,7 @@ def test_a_sweep_may_set_only_how_runs_execute(tmp_path, monkeypatch):
     assert main(["sweep", "experiments/table1_momentum.yaml", "--profile", "smoke", "--set", "device"]) == 2
 
 
+@pytest.mark.slow  # tools/device_sweep.py trains runs in subprocesses
 def test_device_sweep_trains_a_priority_list_and_packs_the_finished_runs(tmp_path):
     """``tools/device_sweep.py``, the one command a lent GPU runs: jobs in order, a deadline, one tarball."""
     import json

@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from benchmarks.gpucheck import checks, environment, report, run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,6 +25,7 @@ raise SystemExit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow  # the whole GPU check, dry, in a subprocess
 def test_dry_run_passes_with_only_the_gpu_machines_packages_and_writes_both_reports(tmp_path):
     script = BLOCKER.format(blocked=NOT_ON_THE_GPU_MACHINE)
     t0 = time.perf_counter()

@@ -307,6 +307,7 @@ def uninterrupted(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow  # three runs in subprocesses, one killed
 @pytest.mark.parametrize("sig, status", [("SIGINT", 130), ("SIGTERM", 143)])
 def test_an_interrupted_run_resumes_to_the_same_numbers(tmp_path, uninterrupted, sig, status):
     out = tmp_path / "run"
@@ -324,6 +325,13 @@ def test_an_interrupted_run_resumes_to_the_same_numbers(tmp_path, uninterrupted,
         np.testing.assert_array_equal(a[key], b[key], err_msg=key)
     ea, eb = RunDir(uninterrupted).load_eval(), RunDir(out).load_eval()
     assert ea["linear_top1"] == eb["linear_top1"] and ea["knn_top1"] == eb["knn_top1"]
+
+
+@pytest.mark.slow  # a run in a subprocess
+def test_the_kill_helper_cannot_pass_without_its_signal(tmp_path):
+    """A step the run never reaches is status 99 and a line, not a clean exit (tests/kill_at_step.py)."""
+    missed = run_cli(tmp_path / "run", "99:SIGINT")
+    assert missed.returncode == 99 and "without reaching step 99" in missed.stderr, (missed.returncode, missed.stderr)
 
 
 def test_ctrl_c_in_process_is_one_line_and_130(capsys, tmp_path):

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # a JupyterLab server, and its chapters run in Chromium
 START_S = 90  # JupyterLab's start on two busy cores takes 5-20 s: generous, as is every wait below
 RUN_S = 90  # a chapter's cells under the smoke profile, or chapter 8 reading the committed runs: 10-30 s
 

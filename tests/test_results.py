@@ -36,6 +36,7 @@ def same_machine(prov: dict) -> bool:
             and prov.get("threads") == torch.get_num_threads() and not prov.get("execution", {}).get("compile"))
 
 
+@pytest.mark.slow  # retrains 12 steps of a stored run
 @pytest.mark.skipif(not (STORED / "eval.json").is_file(), reason="reference run not stored")
 def test_replaying_a_stored_run_matches_its_metrics():
     stored = RunDir(STORED).load_metrics()

@@ -70,6 +70,7 @@ def test_other_config_in_the_same_folder_is_refused(smoke_run):
         train(cfg2, out, progress=False)
 
 
+@pytest.mark.slow  # runs in subprocesses, one killed
 def test_resume_after_kill9_reproduces_the_uninterrupted_run(tmp_path):
     args = ("train.epochs=3", "ft.pos=true", "ft.neg=true")
     full = cli(tmp_path / "full", *args)
@@ -111,6 +112,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch
     assert json.loads((out / "status.json").read_text())["status"] == "diverged"
 
 
+@pytest.mark.slow  # one subprocess per bad input
 def test_cli_reports_bad_input_without_traceback(tmp_path):
     res = cli(tmp_path / "x", "moco.tau=-1")
     assert res.returncode == 2 and "moco.tau" in res.stderr and "Traceback" not in res.stderr

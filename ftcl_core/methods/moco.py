@@ -63,7 +63,8 @@ class MoCo(Method):
         """The pair's and the queue's scores with FT inside the loss: eq. 3 on the pair, Sec 4.2 on the queue
         (:func:`ftcl_core.losses.moco_ft_logits`)."""
         rows, n_global = (D.global_rows(q.shape[0]), D.world_size() * q.shape[0]) if D.world_size() > 1 else (None, None)
-        return moco_ft_logits(q, k, self.queue, ctx.ft, ctx.ft_draws, ctx.ft_active, rows, n_global)
+        return moco_ft_logits(q, k, self.queue, ctx.ft, ctx.ft_draws, ctx.ft_active, rows, n_global,
+                              queue_layout="KC")  # K x C by construction
 
     def raw_scores(self, q: torch.Tensor, k: torch.Tensor, pos: torch.Tensor, neg: torch.Tensor, ctx: StepContext
                    ) -> tuple[torch.Tensor, torch.Tensor]:
