@@ -33,9 +33,13 @@ def test_bf16_autocast_and_channels_last_track_fp32(config):
 
 def test_channels_last_alone_changes_nothing_but_rounding():
     """Channels-last with split-BN in blocks (the default) against NCHW with interleaved split-BN: three steps agree
-    to float32 rounding."""
-    np.testing.assert_allclose(first_losses("configs/smoke_moco_v2.yaml", "train.channels_last=true"),
-                               first_losses("configs/smoke_moco_v2.yaml", "train.channels_last=false"), rtol=1e-4)
+    to float32 rounding: the first loss (no update yet) to 1e-5, the later ones to 1e-3, since each SGD step carries
+    the rounding forward (measured 1.5e-4 at step 3 on an AVX2 EPYC, 1 thread; a wrong split of the batch-norm
+    groups moves the first loss itself)."""
+    last = first_losses("configs/smoke_moco_v2.yaml", "train.channels_last=true")
+    nchw = first_losses("configs/smoke_moco_v2.yaml", "train.channels_last=false")
+    np.testing.assert_allclose(last[0], nchw[0], rtol=1e-5)
+    np.testing.assert_allclose(last, nchw, rtol=1e-3)
 
 
 def test_torch_compile_gives_the_same_steps():
