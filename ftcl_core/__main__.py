@@ -8,8 +8,8 @@ the run is complete.  ``python -m ftcl_core sweep FILE`` trains an experiment fi
 ``python -m ftcl_core screen CONFIG [key=value ...] --steps N`` trains N steps and prints the collapse signature;
 ``python -m ftcl_core calibration`` writes ``results/calibration.csv`` from the baseline calibration runs;
 ``python -m ftcl_core plan [--calibrated --seeds 0 1 2]`` says which runs are left to train;
-``python -m ftcl_core summary`` writes ``results/summary.csv`` (and the findings of the README and the book's
-index) and prints it as one Markdown table per paper table.  Any config key can be overridden, e.g.
+``python -m ftcl_core summary`` writes ``results/summary.csv`` (and, through ``tools/readme_findings.py``, the README's
+copy of the findings) and prints it as one Markdown table per paper table.  Any config key can be overridden, e.g.
 ``ft.pos=true ft.neg=true moco.momentum=0.9``.
 
 Every failure is one line on stderr and an exit status: 2 for a wrong input (``error: ...``, naming the problem and
@@ -148,6 +148,7 @@ def _main(argv: list[str] | None = None) -> int:
         print((f"<!-- written: {path} -->\n" if path else "") + markdown(rows))
         return 0
     if args.command == "summary":
+        from ftcl_core import experiments as X
         from ftcl_core.diagnosis import diagnosis_rows, write_diagnosis_csv
         from ftcl_core.experiments import summary_markdown, tally_text, write_summary
         from ftcl_core.results.claims import labelled
@@ -170,15 +171,16 @@ def _main(argv: list[str] | None = None) -> int:
                 print(f"| {r['question']} | {r['table']} | {r['setting']} | {r['n_seeds']} | "
                       f"{pm_cell(r['mean'], None)} | {diff} | "
                       f"{labelled(r['verdict'], r['scale'])} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
-        if args.profile == "cpu":  # the findings of the README and the book's index, from the same runs
-            from ftcl_core import findings
+        tool = X.ROOT / "tools" / "readme_findings.py"
+        if args.profile == "cpu" and tool.is_file():  # the README's copy of the findings, from the same runs
+            import importlib.util
 
-            try:
-                for target in findings.write_blocks():
-                    print(f"<!-- findings block rewritten: {target} -->")
-            except (ConfigError, findings.FindingsDisagree) as err:
-                print(f"error: {err}", file=sys.stderr)
-                return 2
+            spec = importlib.util.spec_from_file_location("readme_findings", tool)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            status = module.main([])
+            if status:
+                return status
         return 0
 
     from ftcl_core import distributed as D

@@ -1,17 +1,27 @@
-"""The book's findings: every sentence holds on the stored runs, and each fails when a verdict it rests on flips."""
+"""The book's findings: every check holds on the stored runs and fails when a verdict it rests on flips; the authored
+Markdown names only known checks and facts; the README's copy is what tools/readme_findings.py writes.
+
+No assert here reads the findings' words: they may be rewritten freely while the checks they name hold."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
 
 import pytest
 
 from ftcl_core import experiments as X
 from ftcl_core import findings as F
+from ftcl_core.results import claims as V
 from ftcl_core.results.numbers import plus_minus
 
 pytestmark = pytest.mark.skipif(not (X.STORED / "T5").is_dir(), reason="no stored cpu runs")
+
+BOOK = X.ROOT / "book"
+FINDINGS_MD = BOOK / "findings.md"
+CHECKS_COMMENT = re.compile(r"<!-- checks: ([^>]*?) -->")
+GLUE = re.compile(r"\{glue:text\}`(?:([\w.]+)::)?(\w+)(?::s)?`")
 
 
 @pytest.fixture(scope="module")
@@ -19,130 +29,247 @@ def ev() -> F.Evidence:
     return F.Evidence.load("cpu")
 
 
-def test_every_finding_holds_on_the_stored_runs(ev):
-    F.expect(ev)  # raises FindingsDisagree naming the sentence otherwise
-    bullets = F.bullets(ev, F.github_link)
-    assert len(bullets) == 7 and all(b.startswith("- **") for b in bullets)
-    assert "{" not in "".join(bullets)  # every field filled
-    facts = F.facts(ev)
-    assert facts["first_recipe"] == plus_minus(ev.first_step["recipe"]["diff"], ev.first_step["recipe"]["ci95"], signed=True)
-    assert len(F.ABSTRACT.split(". ")) <= 4  # three sentences (one holds a colon list)
+def answer_markdown() -> str:
+    """Chapter 7's answer section as authored: its Markdown cells (book/src, jupytext percent format) from the
+    ``(answer)=`` label on, comment marks stripped."""
+    src = (BOOK / "src" / "07_when_ft_helps.py").read_text()
+    cells = re.split(r"^# %%", src[src.index("# (answer)="):], flags=re.M)
+    markdown = [cells[0]] + [c.split("\n", 1)[1] for c in cells[1:] if c.startswith(" [markdown]")]
+    return "\n".join(line[2:] if line.startswith("# ") else line.lstrip("#") for text in markdown
+                     for line in text.splitlines())
 
 
-def test_a_flipped_verdict_fails_the_sentence_that_rests_on_it(ev):
-    oracle = {**ev.first_step["oracle"], "verdict": "replicated", "diff": 3.0}
-    flipped = dataclasses.replace(ev, first_step={**ev.first_step, "oracle": oracle})
-    with pytest.raises(F.FindingsDisagree, match="'first step'.*oracle|'first step'.*no same-class"):
-        F.expect(flipped)
-    F.expect(flipped, "photographs", "late start")  # the other sentences still hold
-    label = next(iter(ev.phase))
-    helps_first = {**ev.phase[label][0.0], "verdict": "smaller than the paper", "diff": 1.0}
-    early = dataclasses.replace(ev, phase={**ev.phase, label: {**ev.phase[label], 0.0: helps_first}})
-    with pytest.raises(F.FindingsDisagree, match="'late start'"):
-        F.expect(early, "late start")
-    long = [{**r, "ft": 99.0} if r["kind"] == "length" and r["epochs"] == 120 else r for r in ev.length]
-    with pytest.raises(F.FindingsDisagree, match="'length'.*reaches the shorter baseline"):
-        F.expect(dataclasses.replace(ev, length=tuple(long)), "length")
-    real = {**ev.first_step["real"], "verdict": "contradicted"}
-    with pytest.raises(F.FindingsDisagree, match="'photographs'"):
-        F.expect(dataclasses.replace(ev, first_step={**ev.first_step, "real": real}), "photographs")
-    with pytest.raises(KeyError, match="no checks for the sentence"):
+def tool():
+    spec = importlib.util.spec_from_file_location("readme_findings", X.ROOT / "tools" / "readme_findings.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- the checks ---------------------------------------------------------------------------------------------------
+
+def test_every_check_holds_on_the_stored_runs(ev):
+    F.expect(ev)  # raises FindingsDisagree naming the check otherwise
+    assert all(check(ev) is None for check in F.CHECKS.values())
+    with pytest.raises(KeyError, match="no check named"):
         F.expect(ev, "nonsense")
 
 
-def test_the_network_bullet_stands_on_the_capacity_pairs(ev):
-    """Shown once a larger encoder has 3 paired seeds, and it fails when one of them stops costing readout."""
-    assert any("**A larger encoder does not remove it either.**" in b for b in F.bullets(ev))
-    wider = next(r for r in ev.capacity[1:] if r["n_seeds"] >= 3)
-    helps = tuple({**r, "verdict": "replicated", "diff": 6.0} if r is wider else r for r in ev.capacity)
-    with pytest.raises(F.FindingsDisagree, match="'network'.*replicated"):
-        F.bullets(dataclasses.replace(ev, capacity=helps))
-    none_yet = tuple({**r, "n_seeds": 2} if i else r for i, r in enumerate(ev.capacity))
-    assert not any("larger encoder" in b for b in F.bullets(dataclasses.replace(ev, capacity=none_yet)))
+def _summary(ev: F.Evidence, pick, **change) -> F.Evidence:
+    """``ev`` with the summary rows ``pick`` selects changed."""
+    return dataclasses.replace(ev, summary=tuple({**r, **change} if pick(r) else r for r in ev.summary))
 
 
-def test_no_runs_decide_nothing_and_the_findings_say_so(tmp_path):
-    empty = F.Evidence.load("cpu", root=tmp_path)
-    assert all(r["n_seeds"] == 0 for r in empty.first_step.values())
-    with pytest.raises(F.FindingsDisagree, match="undecided"):
-        F.expect(empty, "first step")
+def _row(table: str, setting: str, reference: str):
+    return lambda r: r["table"] == table and r["setting"] == setting and r["reference"] == reference
 
 
-def test_the_findings_block_replaces_only_its_markers(ev):
-    text = f"intro\n{F.MARKERS[0]}\nold\n{F.MARKERS[1]}\nrest\n"
-    block = F.block(ev, F.index_link, "x.png")
-    assert F.replace_block(text, block, "X.md") == f"intro\n{block}\nrest\n"
-    assert F.replace_block(F.replace_block(text, block, "X.md"), block, "X.md") == f"intro\n{block}\nrest\n"
-    assert "(#phase-diagram)" in block and "![" in block
-    with pytest.raises(X.ConfigError, match="X.md has no findings block"):
-        F.replace_block("intro\n", block, "X.md")
+def _cell(ev: F.Evidence, label: str, f: float, knn: bool = False, **change) -> F.Evidence:
+    grid = ev.phase_knn if knn else ev.phase
+    new = {**grid, label: {**grid[label], f: {**grid[label][f], **change}}}
+    return dataclasses.replace(ev, **{"phase_knn" if knn else "phase": new})
 
 
-def test_the_index_links_name_labels_the_chapters_define(ev):
-    labels = {m for src in (X.ROOT / "book" / "src").glob("*.py") for m in re.findall(r"^# \(([\w-]+)\)=$",
-                                                                                     src.read_text(), re.M)}
-    assert {anchor for _, (_, anchor), _ in F.BULLETS} <= labels
+def _first(ev: F.Evidence, key: str, knn: bool = False, **change) -> F.Evidence:
+    rows = ev.first_step_knn if knn else ev.first_step
+    return dataclasses.replace(ev, **{"first_step_knn" if knn else "first_step": {**rows, key: {**rows[key], **change}}})
 
 
-def test_a_longer_length_landing_cannot_falsify_the_authored_length_paragraph(ev):
-    """The authored paragraph speaks of 30 and 120 epochs only; a decided 240-epoch pair that reads otherwise (FT
-    above the 30-epoch baseline, a smaller error ratio) leaves its check standing and enters through its own
-    generated sentence."""
-    longer = [{**r, "n_seeds": 3, "diff": -1.0, "ci95": 1.0, "verdict": "no effect of the paper's size", "ft": 97.0,
-               "baseline": 98.0} if r["kind"] == "length" and r["epochs"] == 240 else r for r in ev.length]
-    F.expect(dataclasses.replace(ev, length=tuple(longer)), "length")
-    assert "no effect of the paper's size" in F.facts(dataclasses.replace(ev, length=tuple(longer)))["length_longer"]
+def _length(ev: F.Evidence, epochs: int, **change) -> F.Evidence:
+    return dataclasses.replace(ev, length=tuple({**r, **change} if r["kind"] == "length" and r["epochs"] == epochs
+                                                else r for r in ev.length))
 
 
-def test_the_longer_run_sentences_fail_when_the_longest_pair_reads_otherwise(ev):
-    """The abstract's and the bullet's "shrink the cost in points, not in errors" rest on the longest decided pair
-    (240 epochs): a verdict that no longer costs, a share of errors below the shortest length's, or too few seeds
-    each fail them."""
-    F.expect(ev, "longer run")
-    assert any("**Longer runs shrink the cost in points, not in errors.**" in b for b in F.bullets(ev))
-
-    def longest(**change) -> F.Evidence:
-        return dataclasses.replace(ev, length=tuple({**r, **change} if r["kind"] == "length" and r["epochs"] == 240
-                                                    else r for r in ev.length))
-
-    with pytest.raises(F.FindingsDisagree, match="'longer run'.*longest run: no effect"):
-        F.expect(longest(verdict="no effect of the paper's size"), "longer run")
-    with pytest.raises(F.FindingsDisagree, match="'longer run'.*share of its baseline's errors shrinks"):
-        F.expect(longest(ft=97.9, baseline=98.0), "longer run")
-    with pytest.raises(F.FindingsDisagree, match="'longer run'.*longest run: replicated"):
-        F.abstract(longest(diff=6.0, ci95=2.0, verdict="replicated"))
-    with pytest.raises(F.FindingsDisagree, match="'longer run'.*no length past 120 epochs"):
-        F.expect(longest(n_seeds=2, verdict="undecided"), "longer run")
+def _switch(ev: F.Evidence, pick, **change) -> F.Evidence:
+    return dataclasses.replace(ev, switch={lb: {f: {**st, **change} if pick(lb, f) else st for f, st in rows.items()}
+                                           for lb, rows in ev.switch.items()})
 
 
-def test_late_cells_start_at_30_percent_of_the_run(ev):
-    """Table 7's epoch 1 (3 % of the run) is not a late start: it neither counts among the late cells nor may help
-    under the late-start sentence."""
-    assert ev.late_cells() and all(f >= F.LATE_FROM for _, f, _ in ev.late_cells())
+def _capacity(ev: F.Evidence, name: str, **change) -> F.Evidence:
+    return dataclasses.replace(ev, capacity=tuple({**r, **change} if r["comparison"] == name else r
+                                                  for r in ev.capacity))
+
+
+LONGEST = 240  # the longest decided length today (the longer-run checks rest on it)
+
+# One fabricated change of the stored rows per check, under which its verdict flips: the check must fail.
+FLIPS = {
+    "headline-reversed": lambda ev: _summary(ev, _row("T5", "v1 +both", "v1 baseline"), verdict=V.REPLICATED),
+    "claims-tally-as-stated": lambda ev: _summary(ev, lambda r: r["verdict"] == V.NOT_EQUIVALENT,
+                                                  verdict=V.INCONCLUSIVE, verdict_bh=V.INCONCLUSIVE),
+    "claims-on-points": lambda ev: _summary(ev, _row("T5", "v1 +both", "v1 baseline"), scale=V.ERRORS),
+    "first-step-costs": lambda ev: _first(ev, "oracle", verdict=V.REPLICATED, diff=3.0),
+    "network-costs": lambda ev: _capacity(ev, "resnet10_w32", verdict=V.REPLICATED, diff=6.0),
+    "encoders-as-stated": lambda ev: _capacity(ev, "resnet18_w64", n_seeds=1),
+    "photos-no-gain": lambda ev: _first(ev, "real", verdict=V.CONTRADICTED),
+    "photos-knn-costs": lambda ev: _first(ev, "real, longer", knn=True, verdict=V.NO_EFFECT),
+    "photos-little-room": lambda ev: dataclasses.replace(ev, pixels=50.0),
+    "rho-below-band-first": lambda ev: _switch(ev, lambda lb, f: f == 0.0 and lb.startswith("shapes"), rho_before=0.9),
+    "rho-above-band-late": lambda ev: _switch(ev, lambda lb, f: f >= F.LATE_FROM, rho_before=0.1),
+    "photos-concentrate-as-far": lambda ev: _switch(ev, lambda lb, f: f == 0.0 and not lb.startswith("shapes"),
+                                                    peak_neg_mean_after=0.3),
+    "late-helps-where-stated": lambda ev: _cell(ev, "Fashion-MNIST, 30 epochs", 0.8, verdict=V.NO_EFFECT),
+    "late-avoids-most": lambda ev: _cell(ev, "shapes, 30 epochs", 0.5, diff=-40.0),
+    "epoch-one-too-early": lambda ev: _cell(ev, "shapes, 30 epochs", 0.03, verdict=V.NO_EFFECT),
+    "knn-late-mixed": lambda ev: _cell(ev, "shapes, 120 epochs", 0.3, knn=True, verdict=V.NO_EFFECT),
+    "length-narrows-not-damage": lambda ev: _length(ev, 120, ft=99.0),
+    "longest-shrinks-points-not-errors": lambda ev: _length(ev, LONGEST, verdict=V.NO_EFFECT),
+    "longest-contradicted-on-errors": lambda ev: _length(ev, LONGEST, scale=V.POINTS),
+    "longest-fewer-errors-than-long": lambda ev: _length(ev, LONGEST, ft=60.0, baseline=98.0),
+    "paper-runs-longer": lambda ev: _length(ev, LONGEST, steps=10**6),
+    "momentum-falls": lambda ev: _summary(ev, _row("T1", "m=0.999", "m=0.99"), verdict=V.NO_EFFECT),
+    "momentum-no-collapse": lambda ev: _summary(ev, _row("T1", "m=0", "random init"), verdict=V.REPLICATED),
+    "momentum-rise-inconclusive": lambda ev: _summary(
+        ev, lambda r: r["table"] == "T1" and r["reference"].startswith("m=") and float(r["effect"] or 0) > 0,
+        verdict=V.REPLICATED),
+}
+
+
+def test_every_check_has_a_flip():
+    assert set(FLIPS) == set(F.CHECKS)
+
+
+@pytest.mark.parametrize("name", list(FLIPS))
+def test_a_flipped_verdict_fails_the_check_that_rests_on_it(ev, name):
+    flipped = FLIPS[name](ev)
+    assert F.CHECKS[name](flipped), f"{name} still holds after its verdict flipped"
+    with pytest.raises(F.FindingsDisagree, match=re.escape(repr(name))):
+        F.expect(flipped)
+
+
+def test_a_flip_fails_only_the_checks_that_rest_on_it(ev):
+    flipped = FLIPS["first-step-costs"](ev)
+    with pytest.raises(F.FindingsDisagree, match="'first-step-costs'.*replicated"):
+        F.expect(flipped)
+    F.expect(flipped, *(name for name in F.CHECKS if name != "first-step-costs"))
+
+
+def test_a_cell_where_ft_helps_early_or_unstated_fails_the_late_start_words(ev):
+    """FT helping from the first step, or at Table 7's epoch 1 (3 % of the run, not a late start), contradicts the
+    words "all late starts"; so does a late cell that starts to help where the text names none."""
     label = next(lb for lb, rows in ev.phase.items() if any(0 < f < F.LATE_FROM for f in rows))
     early_f = next(f for f in ev.phase[label] if 0 < f < F.LATE_FROM)
     assert (label, early_f) not in {(lb, f) for lb, f, _ in ev.late_cells()}
-    helps = {**ev.phase[label][early_f], "verdict": "replicated", "scale": "points", "diff": 7.0, "n_seeds": 3}
-    with pytest.raises(F.FindingsDisagree, match="'late start'.*from 3%"):
-        F.expect(dataclasses.replace(ev, phase={**ev.phase, label: {**ev.phase[label], early_f: helps}}), "late start")
+    assert ev.late_cells() and all(f >= F.LATE_FROM for _, f, _ in ev.late_cells())
+    assert all(f >= F.LATE_FROM for _, f in F.STATED_HELPS)
+    for f in (0.0, early_f):
+        helps = _cell(ev, label, f, verdict=V.REPLICATED, scale=V.POINTS, diff=7.0, n_seeds=3)
+        with pytest.raises(F.FindingsDisagree, match="'late-helps-where-stated'"):
+            F.expect(helps, "late-helps-where-stated")
+    with pytest.raises(F.FindingsDisagree, match="'late-helps-where-stated'"):
+        F.expect(_cell(ev, "shapes, 30 epochs", 0.8, verdict=V.SMALLER), "late-helps-where-stated")
 
 
-def test_a_cell_the_error_scale_decided_names_both_shares_of_fewer_errors(ev):
-    row = {"diff": 2.5, "ci95": 1.6, "verdict": "replicated", "scale": "errors", "log_error_ratio": -1.609,
-           "paper_log_error_ratio": -0.223}
-    text = F._help_cell("shapes, 120 epochs", 0.3, row)
-    assert "replicated on the error scale" in text and "80 % fewer test errors" in text and "has 20 % fewer" in text
-    assert "error scale" not in F._help_cell("x", 0.3, {**row, "scale": "points"})
+def test_a_resolution_point_where_ft_helps_fails_the_network_words(ev):
+    """The "first step" and "network" words rest on the 56-px pair too once it is decided."""
+    helps = {**ev.resolution, "n_seeds": 3, "diff": 6.0, "ci95": 2.0, "verdict": V.REPLICATED}
+    with pytest.raises(F.FindingsDisagree, match="'network-costs'.*56-px crops: replicated"):
+        F.expect(dataclasses.replace(ev, resolution=helps), "network-costs")
 
 
-def test_an_encoder_never_trained_reads_not_run(ev):
-    rows = [{"comparison": "w64", "n_seeds": 0}, {"comparison": "w32", "n_seeds": 2}, {"comparison": "w16", "n_seeds": 3}]
-    assert F._capacity_open(rows) == "w64 (not run), w32 (2 of 3 seeds, undecided)"
-    assert F._capacity_open(rows[2:]) == "none"
+def test_a_longer_length_landing_cannot_falsify_the_words_on_30_and_120_epochs(ev):
+    """The length paragraph speaks of 30 and 120 epochs only: a decided 240-epoch pair that reads otherwise leaves
+    its check standing (the longer-run checks are the ones that fail)."""
+    longer = _length(ev, LONGEST, n_seeds=3, diff=-1.0, ci95=1.0, verdict=V.NO_EFFECT, ft=97.0, baseline=98.0)
+    F.expect(longer, "length-narrows-not-damage")
+    with pytest.raises(F.FindingsDisagree, match="'longest-shrinks-points-not-errors'"):
+        F.expect(longer, "longest-shrinks-points-not-errors")
 
 
-def test_a_resolution_point_where_ft_helps_fails_the_network_sentences(ev):
-    """The "first step" and "network" sentences rest on the 56-px pair too once it is decided."""
-    helps = {**ev.resolution, "n_seeds": 3, "diff": 6.0, "ci95": 2.0, "verdict": "replicated"}
-    with pytest.raises(F.FindingsDisagree, match="'first step'.*56-px crops: replicated"):
-        F.expect(dataclasses.replace(ev, resolution=helps), "first step", "network")
+def test_no_runs_decide_nothing_and_the_checks_say_so(tmp_path):
+    empty = F.Evidence.load("cpu", root=tmp_path)
+    assert all(r["n_seeds"] == 0 for r in empty.first_step.values())
+    with pytest.raises(F.FindingsDisagree, match="undecided"):
+        F.expect(empty, "first-step-costs")
+
+
+# ---- the facts ----------------------------------------------------------------------------------------------------
+
+def test_facts_are_the_stored_numbers_formatted_once(ev):
+    facts = F.facts(ev)
+    assert facts["first_recipe"] == plus_minus(ev.first_step["recipe"]["diff"], ev.first_step["recipe"]["ci95"], signed=True)
+    cell = ev.phase["shapes, 120 epochs"][0.3]
+    assert facts[F.cell_key("shapes, 120 epochs", 0.3)] == plus_minus(cell["diff"], cell["ci95"], signed=True)
+    assert F.cell_key("Fashion-MNIST, 30 epochs", 0.8, knn=True) == "phase_knn_fmnist_30_80"
+    counts = X.tally(list(ev.summary))["all"]["ft"]
+    assert sum(int(facts[f"claims_{k}"]) for k in F.TALLY_KEYS.values()) == int(facts["claims"]) == sum(counts.values())
+    assert all(isinstance(v, str) for v in facts.values())
+
+
+# ---- the authored Markdown ----------------------------------------------------------------------------------------
+
+def test_the_markdown_names_known_checks_and_every_check_guards_some_words():
+    named = {}
+    for where, text in (("book/findings.md", FINDINGS_MD.read_text()), ("chapter 7's answer", answer_markdown())):
+        for m in CHECKS_COMMENT.finditer(text):
+            for name in (n.strip() for n in m.group(1).split(",")):
+                named.setdefault(name, set()).add(where)
+    assert set(named) - set(F.CHECKS) == set(), "a <!-- checks: --> comment names an unknown check"
+    assert set(F.CHECKS) - set(named) == set(), "a check that guards no words"
+
+
+def test_every_finding_names_its_checks():
+    """Each bullet of book/findings.md and each bold-led paragraph of chapter 7's answer carries a checks comment."""
+    bullets = [line for line in FINDINGS_MD.read_text().splitlines() if line.startswith("- ")]
+    assert len(bullets) >= 5 and all(CHECKS_COMMENT.search(b) for b in bullets)
+    paragraphs = [p for p in answer_markdown().split("\n\n") if p.startswith("**")]
+    assert len(paragraphs) >= 5 and all(CHECKS_COMMENT.search(p) for p in paragraphs)
+
+
+def test_every_glued_name_is_a_fact_chapter_7_glues(ev):
+    facts = F.facts(ev)
+    pasted = GLUE.findall(FINDINGS_MD.read_text())
+    assert pasted and {doc for doc, _ in pasted} == {"07_when_ft_helps.ipynb"}  # the chapter that glues every fact
+    glued = GLUE.findall(answer_markdown())
+    assert glued and all(doc == "" for doc, _ in glued)
+    assert {key for _, key in pasted + glued} - set(facts) == set()
+    assert "findings.facts(stored)" in (BOOK / "src" / "07_when_ft_helps.py").read_text()
+
+
+def test_the_index_and_chapter_1_include_the_findings_and_their_links_name_chapter_labels():
+    assert "```{include} findings.md" in (BOOK / "index.md").read_text()
+    intro = (BOOK / "src" / "01_introduction.py").read_text()
+    assert "# ```{include} findings.md" in intro
+    for marker in ("<!-- bullets -->", "<!-- /bullets -->"):
+        assert f"# :{'end-before' if '/' in marker else 'start-after'}: {marker}" in intro
+        assert FINDINGS_MD.read_text().count(marker) == 1
+    links = set(re.findall(r"\]\(#([\w-]+)\)", FINDINGS_MD.read_text()))
+    assert links and links <= set(tool().labels())
+
+
+# ---- the README's copy --------------------------------------------------------------------------------------------
+
+def test_the_readmes_findings_are_what_the_script_writes(ev):
+    """README.md holds book/findings.md with the stored runs' numbers filled in: stale, this fails (run
+    ``python tools/readme_findings.py`` or ``python -m ftcl_core summary``)."""
+    readme = (X.ROOT / "README.md").read_text()
+    block = tool().block(ev)
+    assert block in readme, "README's findings are stale: run `python tools/readme_findings.py`"
+    assert "{glue" not in block and "](#" not in block
+    assert (X.ROOT / F.FIGURE).is_file()
+
+
+def test_the_script_finds_a_stale_readme_and_rewrites_only_its_block(tmp_path):
+    readme = tmp_path / "README.md"
+    current = (X.ROOT / "README.md").read_text()
+    readme.write_text(current)
+    script = tool()
+    assert script.main(["--check", "--readme", str(readme)]) == 0
+    stale = current.replace(F.facts(F.Evidence.load("cpu"))["t5_v1_both"], "-1.0 ± 0.1", 1)
+    readme.write_text(stale)
+    assert script.main(["--check", "--readme", str(readme)]) == 1
+    text = "intro\n" + script.MARKERS[0] + "\nold\n" + script.MARKERS[1] + "\nrest\n"
+    assert script.replace_block(text, "NEW") == "intro\nNEW\nrest\n"
+    with pytest.raises(ValueError, match="no findings block"):
+        script.replace_block("intro\n", "NEW")
+
+
+def test_the_script_fills_glue_and_links_and_refuses_unknown_names():
+    script = tool()
+    md = "reads {glue:text}`07_when_ft_helps.ipynb::x:s` ([chapter 7](#lab)) ![f](_static/p.png)"
+    assert script.render(md, {"x": "+1.0 ± 0.5"}, {"lab": "book/07.ipynb"}) == \
+        "reads +1.0 ± 0.5 ([chapter 7](book/07.ipynb)) ![f](book/_static/p.png)"
+    with pytest.raises(KeyError, match="glues 'x'"):
+        script.render(md, {}, {"lab": "book/07.ipynb"})
+    with pytest.raises(KeyError, match="label 'lab'"):
+        script.render(md, {"x": "1"}, {})

@@ -52,14 +52,12 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # The paper's machinery reproduces (chapters 2-4), and so do parts of its momentum study (chapter 5). Its headline,
 # that feature transformation improves contrastive learning, comes out reversed at this scale when FT runs from the
 # first step (chapter 6). Chapter 7 asks why and gives [the answer](answer); in brief, from the stored runs:
-
-# %% tags=["remove-input"]
-from ftcl_core import findings
-from ftcl_core.plotting import markdown_html
-
-markdown_html("\n".join(findings.bullets(findings.Evidence.load("cpu"), findings.book_link)))
-
-# %% [markdown]
+#
+# ```{include} findings.md
+# :start-after: <!-- bullets -->
+# :end-before: <!-- /bullets -->
+# ```
+#
 # ## How to read and run it
 #
 # Read the rendered HTML: figures are static, and the two explorers (chapters 3 and 8) respond to
