@@ -963,6 +963,24 @@ def _cells(row: list, width: int) -> str:
     return "".join(f"<td>{c}</td>" for c in cells)
 
 
+SMOKE_NOTICE = "smoke run: tiny data and steps, numbers mean nothing"
+
+
+def smoke_notice(profile: str):
+    """The admonition a chapter run with the ``smoke`` profile shows at its top (under its title; where scripts do
+    not run, where the cell stands): its figures and numbers only show that the code runs.  ``None`` (nothing shown)
+    for every other profile."""
+    from IPython.display import HTML
+
+    if profile != "smoke":
+        return None
+    return HTML('<div class="admonition warning ftcl-smoke"><p class="admonition-title">Smoke run</p>'
+                f"<p>{SMOKE_NOTICE}: this page ran with <code>profile = \"smoke\"</code>, a few steps on a few images "
+                "so that every cell runs in seconds. Run it with the <code>cpu</code> profile (the book's) for results."
+                "</p></div><script>(() => { const notice = document.currentScript.previousElementSibling; "
+                "const title = document.querySelector('main h1'); if (notice && title) title.after(notice); })();</script>")
+
+
 def html_table(header: list[str], rows: list[list[str]], caption: str | None = None, collapsed: str | None = None):
     """An IPython HTML table (escaped), which renders the same in Jupyter and in the static book; a long
     table can start ``collapsed`` behind a summary line.  A ``verdict`` column shows second (:func:`verdict_second`)."""

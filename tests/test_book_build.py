@@ -341,6 +341,29 @@ def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatc
     page.close()
 
 
+def test_no_button_sends_a_reader_to_the_placeholder_repository(html):
+    """_config.yml names a placeholder repository: no launch (Colab, Binder) or repository button is built from it
+    (book/_ext/repository_guard.py)."""
+    links = re.compile(r'href="(https://(?:colab\.research\.google\.com|mybinder\.org)/[^"]*|https://github\.com/ftcl/ftcl[^"]*)"')
+    found = {p.name: links.findall(p.read_text()) for p in (html / "book").glob("*.html")}
+    assert not {k: v for k, v in found.items() if v}
+
+
+def test_a_smoke_page_says_under_its_title_that_its_numbers_mean_nothing(browser, server, html):
+    from ftcl_core.plotting import SMOKE_NOTICE
+
+    for p in sorted((html / "book").glob("[0-9][0-9]_*.html")):
+        page, _ = open_page(browser, f"{server}/book/{p.name}")
+        shown = page.evaluate("""() => {
+          const notices = [...document.querySelectorAll('main .ftcl-smoke')];
+          const title = document.querySelector('main h1');
+          return {n: notices.length, text: notices.map(n => n.textContent).join(' '),
+                  under_title: !!(title && title.nextElementSibling && title.nextElementSibling.matches('.ftcl-smoke'))};
+        }""")
+        page.close()
+        assert shown["n"] == 1 and SMOKE_NOTICE in shown["text"] and shown["under_title"], (p.name, shown)
+
+
 # Every table cell readable at the review's 1400-px window: no cell whose text overflows it, no table wider than the
 # box that shows it (its right columns hidden behind a scroll bar: chapter 9's verdicts once read "con" and "rep"),
 # with every folded table opened first.
