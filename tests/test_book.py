@@ -165,3 +165,8 @@ def test_every_chapter_shows_the_smoke_notice_only_under_the_smoke_profile():
         cells = nbformat.read(ROOT / "book" / f"{name}.ipynb", as_version=4).cells
         at = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
         assert "smoke_notice(profile)" in cells[at + 1].source, name
+
+
+def test_the_authors_released_code_is_linked_where_a_reader_starts():
+    url = "https://github.com/DTennant/CL-Visualizing-Feature-Transformation"  # the URL the paper's abstract gives
+    assert url in (ROOT / "README.md").read_text() and url in (ROOT / "book" / "index.md").read_text()
