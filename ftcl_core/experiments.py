@@ -1371,9 +1371,12 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
             tally = Counter(r["verdict"] for r in group if r["verdict"] != BASELINE)
             title = (f"<details><summary>{title}: " + (", ".join(f"{n} {v}" for v, n in tally.most_common()) or
                                                        "no claim") + "</summary>")
+        def term(word: str, anchor: str) -> str:  # in the book, a header links its word to the glossary
+            return f"[{word}](glossary.html#term-{anchor})" if fold else word
+
         out += [title, "",
-                "| setting | verdict | after BH | ours | seeds | paper | claim | Δ vs ref. | paper Δ | ours/paper "
-                "| q (BH) |",
+                f"| setting | {term('verdict', 'verdict')} | {term('after BH', 'BH')} | ours | seeds | paper | claim | "
+                f"Δ vs ref. | {term('paper Δ', 'paper')} | ours/paper | {term('q (BH)', 'BH')} |",
                 "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in group:
             try:

@@ -341,6 +341,15 @@ def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatc
     page.close()
 
 
+def test_every_link_into_the_glossary_lands_on_a_term(html):
+    """Links to a glossary term from outputs built in code (chapter 9's table headers) name an anchor the glossary
+    page has; the {term} roles of the Markdown are checked by the build itself."""
+    ids = set(re.findall(r'id="([^"]+)"', (html / "book" / "glossary.html").read_text()))
+    linked = re.compile(r'href="glossary\.html#([^"]+)"')
+    links = {(p.name, a) for p in (html / "book").glob("*.html") for a in linked.findall(p.read_text())}
+    assert links and not [(page, a) for page, a in links if a not in ids]
+
+
 def test_no_button_sends_a_reader_to_the_placeholder_repository(html):
     """_config.yml names a placeholder repository: no launch (Colab, Binder) or repository button is built from it
     (book/_ext/repository_guard.py)."""

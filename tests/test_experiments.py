@@ -82,7 +82,8 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     assert md[5].startswith(f"| alpha_ex=2.0 | {rows[1]['verdict']} |")  # the verdict second, where a reader looks
     folded = X.summary_markdown(out, folder=tmp_path, heading="<b>{table}</b>", fold=True).splitlines()
     assert folded[0] == f"<details><summary><b>T2 (shapes, smoke_moco_v2)</b>: 1 {rows[1]['verdict']}</summary>"
-    assert folded[1] == "" and folded[2].startswith("| setting | verdict |") and "</details>" in folded
+    assert folded[1] == "" and folded[2].startswith("| setting | [verdict](glossary.html#term-verdict) |")
+    assert "</details>" in folded
     assert any(line.startswith("Regenerate: `python -m ftcl_core sweep experiments/") for line in md)
     text = X.format_table(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke")).splitlines()
     assert text[2].endswith("baseline") and text[3].endswith(rows[1]["verdict"]) and " baseline " in text[3]
