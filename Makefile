@@ -1,12 +1,13 @@
 # Two commands do all the set-up on a fresh machine:
 #   make book   builds the HTML book into _build/html (creates .venv, installs everything)
 #   make test   runs the test suite (creates .venv, installs everything)
+#   make lab    opens the chapters in JupyterLab (creates .venv, installs everything)
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test lint bench clean-book
+.PHONY: book test lint bench lab clean-book
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,6 +19,9 @@ $(STAMP): pyproject.toml
 
 book: $(STAMP)
 	FTCL_BOOK_BUILD=1 $(BIN)/jupyter-book build . --warningiserror --keep-going
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab book/
 
 test: $(STAMP)
 	$(BIN)/ruff check .

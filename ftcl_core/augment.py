@@ -1,6 +1,6 @@
 """Batched image augmentations with per-sample random parameters (MoCo v1 and v2 pipelines).
 
-A per-sample torchvision loop took 60-65 % of a CPU MoCo step here (shared/notes); these functions
+A per-sample torchvision loop took 60-65 % of a CPU MoCo step here (the first CPU calibration); these functions
 augment a whole uint8 batch at once with tensor ops, on whatever device the batch lives on.  Random
 parameters are drawn from a CPU ``torch.Generator`` owned by the run and then moved to the batch's
 device, so a run is reproducible and resumable on CPU and GPU alike.

@@ -5,7 +5,7 @@ labels.  Augmentation happens afterwards, batched on tensors (:mod:`ftcl_core.au
 code path serves the CPU and a GPU.
 
 The embedded default, :func:`make_shapes`, is drawn deterministically by code from a seed.  Its design
-follows the CPU calibration in ``shared/notes/cpu-calibration.md``:
+follows the project's first CPU calibration (freely coloured shapes taught MoCo colour, not shape):
 
 * the class is the *shape* (10 kinds), which survives cropping, flipping and colour jitter; with
   ``data.classes`` 20 or 30 it is the shape and its *fill* (solid, outline, striped), a second factor that

@@ -562,7 +562,7 @@ def baseline_caveat(aims: list[dict], settings: tuple[str, ...] = ("v1 baseline"
 
 
 # The paper's Table 7 runs in SGD steps: ImageNet-100 (CMC's 100 classes, data/imagenet100.txt) has 126 689 training
-# images, at batch 256 (the released recipes, NOTES.md) for 100 epochs (ResNet-18) and 200 epochs (ResNet-50; Table 7).
+# images, at batch 256 (the released code's recipes) for 100 epochs (ResNet-18) and 200 epochs (ResNet-50; Table 7).
 PAPER_TABLE7_STEPS = {"ResNet-18": 100 * (126_689 // 256), "ResNet-50": 200 * (126_689 // 256)}
 
 # The stored experiments chapter 7's answer rests on (chapter 1 and the README quote it through stored_answer).

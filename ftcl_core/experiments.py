@@ -911,7 +911,7 @@ DATA_SUFFIXES = {"fashion_mnist": "-fmnist"}  # a table's name on another data s
 def data_set_verdicts(rows: list[dict]) -> list[dict]:
     """Each claim tested on more than one data set (a table and its ``-fmnist`` twin, same setting), with the
     verdict per data set and where the claim holds: on every data set, on some (named), on ``none`` (contradicted
-    on every data set), or ``undecided`` (no data set replicates it and not every one contradicts it, or one data
+    on every data set), or ``open`` (no data set replicates it and not every one contradicts it, or one data
     set's runs are on the original recipe and another's on a calibrated one: ``recipes``, per data set).
     ``rows``: summary rows (:func:`write_summary`'s CSV)."""
     claims: dict[tuple[str, str], dict[str, dict]] = {}
@@ -930,7 +930,7 @@ def data_set_verdicts(rows: list[dict]) -> list[dict]:
         holds = sorted(d for d, v in decided.items() if v in (verdicts.REPLICATED, verdicts.EQUIVALENT))
         recipes = {d: recipe_kind(r.get("base", "")) for d, r in per.items()}
         if len(set(recipes.values())) > 1:  # one data set still on the original recipe: not yet comparable
-            where = "undecided (recipes differ)"
+            where = "open (recipes differ)"  # "open", not "undecided": that verdict means fewer than 3 seeds
         elif len(holds) == len(per):
             where = "every data set"
         elif holds:
@@ -939,7 +939,7 @@ def data_set_verdicts(rows: list[dict]) -> list[dict]:
                                               for v in decided.values()):
             where = "none"
         else:  # no data set replicates it, and one has < 3 seeds or an interval that includes zero
-            where = "undecided"
+            where = "open"
         out.append({"table": table, "setting": setting, "reference": reference, "claim": next(iter(per.values()))["claim"],
                     "per_data": {d: (r["verdict"], int(r["n_seeds"])) for d, r in sorted(per.items())},
                     "recipes": dict(sorted(recipes.items())), "holds_on": where})
@@ -1340,13 +1340,16 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
 
 
 def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None = None,
-                     heading: str = "### {table}") -> str:
+                     heading: str = "### {table}", fold: bool = False) -> str:
     """``summary.csv`` as one Markdown table per paper table, each with the commands that regenerate it.
 
-    Columns: ours (linear top-1, mean ± 95 % CI over seeds), seeds, the paper's number, the claim, the
-    paired difference against the reference, and the verdict (see :func:`verdict`).
+    Columns: the setting, its verdict (see :func:`verdict`) and the verdict after Benjamini-Hochberg first, then ours
+    (linear top-1, mean ± 95 % CI over seeds), seeds, the paper's number, the claim, and the paired difference
+    against the reference.  ``fold``: each table behind its heading and its count of verdicts (an HTML
+    ``<details>``, opened on demand; ``heading`` is then HTML, not Markdown).
     """
     import csv
+    from collections import Counter
 
     folder = Path(folder) if folder else ROOT / "experiments"
     files: dict[tuple[str, str], list[str]] = {}
@@ -1363,21 +1366,30 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
         group = [r for r in rows if r["table"] == table and r.get("base", "") == base]
         data = group[0].get("data")  # summaries before the column: None
         label = ", ".join(x for x in (data, Path(base).stem if base else "") if x)
-        out += [heading.format(table=f"{table} ({label})" if label else table), "",
-                "| setting | ours | seeds | paper | claim | Δ vs reference | paper Δ | ours/paper | q (BH) | after BH "
-                "| verdict |",
+        title = heading.format(table=f"{table} ({label})" if label else table)
+        if fold:  # the table opens on demand; its heading says what it holds
+            tally = Counter(r["verdict"] for r in group if r["verdict"] != BASELINE)
+            title = (f"<details><summary>{title}: " + (", ".join(f"{n} {v}" for v, n in tally.most_common()) or
+                                                       "no claim") + "</summary>")
+        def term(word: str, anchor: str) -> str:  # in the book, a header links its word to the glossary
+            return f"[{word}](glossary.html#term-{anchor})" if fold else word
+
+        out += [title, "",
+                f"| setting | {term('verdict', 'verdict')} | {term('after BH', 'BH')} | ours | seeds | paper | claim | "
+                f"Δ vs ref. | {term('paper Δ', 'paper')} | ours/paper | {term('q (BH)', 'BH')} |",
                 "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in group:
             try:
                 paper = f"{float(r['paper']):g}"
             except ValueError:  # "" or "collapse"
                 paper = r["paper"]
-            out.append(f"| {r['setting']} | {pm_cell(r['mean'], r['ci95'])} | {r['n_seeds']} | {paper} | {r['claim']} | "
-                       f"{pm_cell(r['diff_mean'], r['diff_ci95'])} | {pm_cell(r.get('effect'), None, 2, signed=True)} | "
-                       f"{pm_cell(r.get('ratio'), None, 2)} | {pm_cell(r.get('q_value'), None, 3)} | "
-                       f"{r.get('verdict_bh', '')} | {verdicts.labelled(r['verdict'], r.get('scale', ''))} |")
+            out.append(f"| {r['setting']} | {verdicts.labelled(r['verdict'], r.get('scale', ''))} | "
+                       f"{r.get('verdict_bh', '')} | {pm_cell(r['mean'], r['ci95'])} | {r['n_seeds']} | {paper} | "
+                       f"{r['claim']} | {pm_cell(r['diff_mean'], r['diff_ci95'])} | "
+                       f"{pm_cell(r.get('effect'), None, 2, signed=True)} | {pm_cell(r.get('ratio'), None, 2)} | "
+                       f"{pm_cell(r.get('q_value'), None, 3)} |")
         cmds = ", ".join(f"`python -m ftcl_core sweep {f}`" for f in files.get((table, base)) or files.get((table, ""), []))
-        out += ["", f"Regenerate: {cmds}", ""]
+        out += ["", f"Regenerate: {cmds}", ""] + (["</details>", ""] if fold else [])
     return "\n".join(out)
 
 

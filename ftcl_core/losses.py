@@ -1,6 +1,7 @@
 """InfoNCE (eq. 1) and the MoCo loss with the feature transformations, as the released code runs them.
 
-Released-code semantics (shared/paper/NOTES.md), reproduced by :func:`moco_ft_logits`:
+Released-code semantics (the authors' code, https://github.com/DTennant/CL-Visualizing-Feature-Transformation),
+reproduced by :func:`moco_ft_logits`:
 FT acts on the L2-normalised features inside the loss, just before the logits; the extrapolated query is
 also used against the negatives; gradient flows through the mixed key (it holds ``(1-l) z_q``); the
 queue is transformed only for this step, the clean keys are what gets enqueued (by the caller).

@@ -933,15 +933,64 @@ def live_widget(make_widget):
     return make_widget()
 
 
+NBSP_PM = "\u00a0±\u00a0"  # "33.8 ± 2.6" never breaks at its "±" (a narrow column used to stack it on three lines)
+
+
+def verdict_second(header: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """``header`` and ``rows`` with a ``verdict`` column moved to the second place, where a reader looks first
+    (what a row is, then what it says); the other columns keep their order.  Only the display: CSV files keep theirs."""
+    at = next((i for i, h in enumerate(header) if str(h).strip().lower() == "verdict"), None)
+    if at is None or at <= 1:
+        return header, rows
+    order = [0, at, *(i for i in range(1, len(header)) if i != at)]
+    return [header[i] for i in order], [[r[i] for i in order] if len(r) == len(header) and not _is_note(r) else r
+                                        for r in rows]
+
+
+def _is_note(row: list) -> bool:
+    """A note row: a name, then one text ("skipped: ...", "did not finish: ..."), every later cell empty."""
+    return len(row) > 3 and str(row[1]) != "" and not any(str(c) for c in row[2:])
+
+
+def _cells(row: list, width: int) -> str:
+    """One table row's cells; a note row (:func:`_is_note`) spans its text over the empty columns instead of
+    stacking it in one narrow column."""
+    from html import escape
+
+    cells = [escape(str(c)).replace(" ± ", NBSP_PM) for c in row]
+    if len(cells) == width and _is_note(row):
+        return f"<td>{cells[0]}</td><td colspan=\"{width - 1}\">{cells[1]}</td>"
+    return "".join(f"<td>{c}</td>" for c in cells)
+
+
+SMOKE_NOTICE = "smoke run: tiny data and steps, numbers mean nothing"
+
+
+def smoke_notice(profile: str):
+    """The admonition a chapter run with the ``smoke`` profile shows at its top (under its title; where scripts do
+    not run, where the cell stands): its figures and numbers only show that the code runs.  ``None`` (nothing shown)
+    for every other profile."""
+    from IPython.display import HTML
+
+    if profile != "smoke":
+        return None
+    return HTML('<div class="admonition warning ftcl-smoke"><p class="admonition-title">Smoke run</p>'
+                f"<p>{SMOKE_NOTICE}: this page ran with <code>profile = \"smoke\"</code>, a few steps on a few images "
+                "so that every cell runs in seconds. Run it with the <code>cpu</code> profile (the book's) for results."
+                "</p></div><script>(() => { const notice = document.currentScript.previousElementSibling; "
+                "const title = document.querySelector('main h1'); if (notice && title) title.after(notice); })();</script>")
+
+
 def html_table(header: list[str], rows: list[list[str]], caption: str | None = None, collapsed: str | None = None):
     """An IPython HTML table (escaped), which renders the same in Jupyter and in the static book; a long
-    table can start ``collapsed`` behind a summary line."""
+    table can start ``collapsed`` behind a summary line.  A ``verdict`` column shows second (:func:`verdict_second`)."""
     from html import escape
 
     from IPython.display import HTML
 
+    header, rows = verdict_second(header, rows)
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + _cells(r, len(header)) + "</tr>" for r in rows)
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
     table = f'<table class="table">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
     if collapsed:
@@ -955,7 +1004,7 @@ def markdown_html(text: str):
     from IPython.display import HTML
     from markdown_it import MarkdownIt
 
-    html = MarkdownIt("commonmark").enable("table").render(text)
+    html = MarkdownIt("commonmark").enable("table").render(text.replace(" ± ", NBSP_PM))
     return HTML(html.replace("<table>", '<table class="table">'))
 
 

@@ -95,3 +95,82 @@ def test_no_new_number_is_typed_into_the_books_prose():
     assert not new, f"numbers typed into prose (use myst-nb glue or generated text from the runs): {new}"
     gone = {k: sorted(v - typed.get(k, set())) for k, v in TYPED_BY_HAND.items() if v - typed.get(k, set())}
     assert not gone, f"no longer typed by hand, remove them from TYPED_BY_HAND: {gone}"
+
+
+# ---- the glossary: every term the issue "A book that teaches" lists, and every {term} link resolves ---------------
+
+GLOSSARY_TERMS = ["readout", "linear readout", "kNN readout", "random-init baseline", "paired", "calibrated",
+                  "no effect of the paper's size", "undecided", "open", "BH", "ρ", "rho", "error scale", "ceiling",
+                  "+pos", "+neg", "+both", "+both_dim", "Mean(pos)", "Mean(neg)", "Var(neg)", "momentum collapse",
+                  "late start", "Supp A", "Supp F", "Supp G", "S-F", "D-capacity-v1", "table name", "smoke", "cpu", "gpu",
+                  "profile"]
+
+
+def glossary_terms() -> set[str]:
+    """The terms of ``book/glossary.md``'s glossary directives: the unindented lines of their bodies."""
+    text = (ROOT / "book" / "glossary.md").read_text()
+    terms = set()
+    for body in re.findall(r"```\{glossary\}\n(.*?)```", text, flags=re.S):
+        terms |= {line.strip() for line in body.splitlines() if line.strip() and not line.startswith((" ", "\t"))}
+    return terms
+
+
+def test_the_glossary_holds_every_term_a_reader_meets():
+    terms = glossary_terms()
+    assert not [t for t in GLOSSARY_TERMS if t not in terms]
+    assert "file: book/glossary" in (ROOT / "_toc.yml").read_text()
+
+
+def test_every_term_link_names_a_glossary_term():
+    """``{term}`x``` (or ``{term}`text <x>```) anywhere in the book's sources names a term of the glossary; the build
+    (``--warningiserror``) fails on the same, this finds it without building."""
+    terms = {t.lower() for t in glossary_terms()}
+    sources = [*(ROOT / "book").glob("*.md"), *(ROOT / "book" / "src").glob("*.py")]
+    used = {(p.name, m.group(2) or m.group(1)) for p in sources
+            for m in re.finditer(r"\{term\}`([^`<]*?)\s*(?:<([^>]+)>)?`", p.read_text())}
+    assert used, "no {term} link at all"
+    assert not [(name, t) for name, t in used if t.strip().lower() not in terms]
+
+
+def test_nothing_points_outside_the_repository():
+    """No file of the package, book, configs, experiments, tools or README names a file outside the repository (the
+    project's working notes): a reader of the repository cannot open them; the paper's own references stand instead."""
+    outside = re.compile(r"\.\./shared|shared/notes|shared/paper|NOTES\.md|\(NOTES|/work/")
+    files = [ROOT / "README.md", ROOT / "Makefile", ROOT / "_config.yml",
+             *[p for d in ("ftcl_core", "book", "configs", "experiments", "tools", "benchmarks", "tests")
+               for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".md", ".yaml", ".yml", ".sh", ".tsv", ".css")]]
+    found = [f"{p.relative_to(ROOT)}:{i}" for p in files if p.is_file() and p.name != "test_book.py"
+             for i, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if outside.search(line)]
+    assert not found, found
+
+
+def test_launch_buttons_need_a_real_repository(monkeypatch):
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from repository_guard import guard
+
+    placeholder = {"repository_url": "https://github.com/ftcl/ftcl", "use_repository_button": True,
+                   "launch_buttons": {"colab_url": "https://colab.research.google.com"}}
+    said = guard(placeholder, {})
+    assert said and "placeholder" in said and placeholder["launch_buttons"] == {}
+    assert not placeholder["use_repository_button"]
+    named = {**placeholder, "use_repository_button": True, "launch_buttons": {"colab_url": "x"}}
+    assert guard(named, {"FTCL_REPOSITORY_URL": "https://github.com/someone/ftcl/"}) is None
+    assert named["repository_url"] == "https://github.com/someone/ftcl" and named["launch_buttons"] == {"colab_url": "x"}
+
+
+def test_every_chapter_shows_the_smoke_notice_only_under_the_smoke_profile():
+    import nbformat
+
+    from ftcl_core.plotting import SMOKE_NOTICE, smoke_notice
+
+    assert smoke_notice("cpu") is None and smoke_notice("gpu") is None
+    assert SMOKE_NOTICE in smoke_notice("smoke").data
+    for name in CHAPTERS:
+        cells = nbformat.read(ROOT / "book" / f"{name}.ipynb", as_version=4).cells
+        at = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+        assert "smoke_notice(profile)" in cells[at + 1].source, name
+
+
+def test_the_authors_released_code_is_linked_where_a_reader_starts():
+    url = "https://github.com/DTennant/CL-Visualizing-Feature-Transformation"  # the URL the paper's abstract gives
+    assert url in (ROOT / "README.md").read_text() and url in (ROOT / "book" / "index.md").read_text()

@@ -79,7 +79,11 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     md = X.summary_markdown(out, folder=tmp_path).splitlines()
     assert md[0].startswith("### ") and md[2].startswith("| setting |")
     assert md[4].startswith("| baseline |") and md[5].startswith("| alpha_ex=2.0 |")
-    assert md[5].endswith(f"| {rows[1]['verdict']} |")
+    assert md[5].startswith(f"| alpha_ex=2.0 | {rows[1]['verdict']} |")  # the verdict second, where a reader looks
+    folded = X.summary_markdown(out, folder=tmp_path, heading="<b>{table}</b>", fold=True).splitlines()
+    assert folded[0] == f"<details><summary><b>T2 (shapes, smoke_moco_v2)</b>: 1 {rows[1]['verdict']}</summary>"
+    assert folded[1] == "" and folded[2].startswith("| setting | [verdict](glossary.html#term-verdict) |")
+    assert "</details>" in folded
     assert any(line.startswith("Regenerate: `python -m ftcl_core sweep experiments/") for line in md)
     text = X.format_table(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke")).splitlines()
     assert text[2].endswith("baseline") and text[3].endswith(rows[1]["verdict"]) and " baseline " in text[3]
@@ -200,12 +204,12 @@ def test_a_claim_on_two_data_sets_holds_where_both_have_three_seeds():
             row("T7-fmnist", "fashion_mnist", "start 24", "inconclusive", 3),
             row("T2", "shapes", "alpha_ex=2.0", "replicated", 3)]  # one data set only: not a cross-data claim
     got = {r["setting"]: r["holds_on"] for r in X.data_set_verdicts(rows)}
-    assert got == {"start 9": "fashion_mnist", "start 1": "every data set", "start 0": "none", "start 15": "undecided",
-                   "start 24": "undecided"}  # "none" only where every data set contradicts the claim
+    assert got == {"start 9": "fashion_mnist", "start 1": "every data set", "start 0": "none", "start 15": "open",
+                   "start 24": "open"}  # "none" only where every data set contradicts the claim
     first = X.data_set_verdicts(rows)[0]
     assert first["table"] == "T7" and first["per_data"] == {"fashion_mnist": ("replicated", 3), "shapes": ("contradicted", 3)}
     rows[2]["base"], rows[3]["base"] = "configs/cpu_moco_v1.yaml", "configs/cpu_cal_fmnist_moco_v1.yaml"
-    assert X.data_set_verdicts(rows)[0]["holds_on"] == "undecided (recipes differ)"  # not comparable yet
+    assert X.data_set_verdicts(rows)[0]["holds_on"] == "open (recipes differ)"  # not comparable yet
 
 
 def test_recipe_sensitivity_pairs_a_claim_across_recipes_only_where_the_recipe_changed():

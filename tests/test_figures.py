@@ -285,3 +285,13 @@ def test_chapter_sevens_own_figures_read_at_page_width():
                 P.early_training(runs, (0.13, 0.56))):
         assert P.smallest_text_px(fig) >= 10 and P.legend_overlaps_data(fig) == []
         plt.close(fig)
+
+
+def test_a_table_shows_its_verdict_second_and_a_note_row_across_the_table():
+    from ftcl_core.plotting import html_table
+
+    html = html_table(["setting", "ours", "seeds", "verdict"],
+                      [["+pos", "33.8 ± 2.6", "3", "contradicted"], ["+neg", "skipped: no GPU", "", ""]]).data
+    assert "<th>setting</th><th>verdict</th><th>ours</th><th>seeds</th>" in html  # only the display: CSVs keep theirs
+    assert "<td>+pos</td><td>contradicted</td><td>33.8\u00a0±\u00a02.6</td>" in html  # a number never splits at ±
+    assert '<td>+neg</td><td colspan="3">skipped: no GPU</td>' in html  # not one narrow column a screen tall

@@ -136,3 +136,25 @@ def test_the_one_prepared_device_command_is_valid_and_its_jobs_resolve():
         assert base in exp.settings and int(seed) in exp.seeds and arms
         for path2, setting2, seed2 in arms:
             assert (path2, seed2) == (path, seed) and exp.compare[setting2] == base
+
+
+def test_the_readmes_imagenet_command_loads_and_its_hours_come_from_the_stored_measurement():
+    """README's one ImageNet-100 command is a valid config, and the hours it quotes are its steps at the step time (plus
+    FT's overhead) stored in results/gpu/ for that very step."""
+    import re
+    import shlex
+
+    from ftcl_core.config import load_config
+
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("**ImageNet-100 on one GPU, one command.**")[1].split("```bash\n")[1].split("```")[0]
+    argv = shlex.split(block.replace("\\\n", " "))
+    assert argv[:4] == [".venv/bin/python", "-m", "ftcl_core", "train"] and "--out" in argv
+    cfg = load_config(argv[4], argv[5:argv.index("--out")])
+    steps = cfg.train.epochs * (126_689 // cfg.train.batch_size)  # ImageNet-100's training images, whole batches
+    assert steps == 98_800 and f"{steps:,}".replace(",", " ") in readme
+    stored = json.loads((ROOT / "results/gpu/2026-11-26_NVIDIA-H200_run1_full.json").read_text())
+    measured = stored["parts"]["throughput"]["settings"]["resnet50_224px"]
+    hours = steps * measured["step_ms"] * (1 + measured["ft_overhead"]) / 3.6e6
+    assert f"about {hours:.1f} hours of training on one H200" in readme
+    assert f"{measured['step_ms']:.1f} ms" in readme and re.search(rf"{measured['ft_overhead'] * 100:.1f} % FT adds", readme)

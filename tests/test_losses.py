@@ -1,4 +1,4 @@
-"""The MoCo loss with FT, checked against the released code's semantics (NOTES.md)."""
+"""The MoCo loss with FT, checked against the released code's semantics (https://github.com/DTennant/CL-Visualizing-Feature-Transformation)."""
 
 import pytest
 import torch

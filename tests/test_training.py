@@ -75,12 +75,19 @@ def test_resume_after_kill9_reproduces_the_uninterrupted_run(tmp_path):
     args = ("train.epochs=3", "ft.pos=true", "ft.neg=true")
     full = cli(tmp_path / "full", *args)
     assert full.returncode == 0, full.stderr
+    # the command says at once where it writes and how to resume, and at the end where the readouts are
+    first, last = full.stdout.splitlines()[0], full.stdout.splitlines()[-1]
+    assert first.startswith(f"training into {tmp_path / 'full'}:") and "the same command resumes" in first, first
+    assert last.startswith(f"readouts: {tmp_path / 'full' / 'eval.json'}"), last
     killed = cli(tmp_path / "resumed", *args, kill_at=13)
     assert killed.returncode == -9
     assert not RunDir(tmp_path / "resumed").is_complete()
     assert torch.load(RunDir(tmp_path / "resumed").checkpoint, weights_only=True)["epoch"] == 1
     resumed = cli(tmp_path / "resumed", *args)
     assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.startswith(f"resuming the run in {tmp_path / 'resumed'} from its checkpoint"), resumed.stdout
+    again = cli(tmp_path / "full", *args)
+    assert again.stdout.startswith(f"{tmp_path / 'full'} holds a complete run"), again.stdout
     a, b = RunDir(tmp_path / "full").load_metrics(), RunDir(tmp_path / "resumed").load_metrics()
     assert set(a) == set(b)
     for key in a:

@@ -6,7 +6,9 @@ code cell whose marker line reads ``# %% tags=["parameters"]`` is papermill's pa
 jupytext cannot do is share a cell between files: a lone ``# %% colab-setup`` line becomes the standard first
 cell that, in Colab only, fetches the repository named in ``_config.yml`` (``repository.url``) and installs
 ``ftcl_core`` (:data:`COLAB_SETUP`, one copy for all chapters; it stops with a clear message when the clone
-fails).  ``python tools/notebooks.py --check`` fails when an .ipynb is stale.
+fails).  After the parameters cell every chapter gets one more shared cell, :data:`SMOKE_CELL`: under the ``smoke``
+profile it shows, at the top of the page, that the page's numbers mean nothing.  ``python tools/notebooks.py --check``
+fails when an .ipynb is stale.
 
 What the rendered book shows of the code (:func:`visibility`): a chapter is read for its prose, figures and tables,
 so every code cell's source starts hidden behind a toggle (``hide-input``), the Colab and parameters cells fold
@@ -39,6 +41,11 @@ if "google.colab" in sys.modules:  # Colab: fetch the repository (configs, store
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "/content/ftcl[book]"], check=True)
     sys.path.insert(0, "/content/ftcl")
     os.chdir("/content/ftcl/book")"""
+
+
+SMOKE_CELL = """from ftcl_core.plotting import smoke_notice
+
+smoke_notice(profile)  # the smoke profile's pages say their numbers mean nothing"""
 
 
 def repository() -> tuple[str, str]:
@@ -74,6 +81,9 @@ def to_notebook(source: str) -> nbformat.NotebookNode:
     nb = jupytext.reads(text, fmt="py:percent")
     nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
                    "language_info": {"name": "python"}}
+    at = next((i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])), None)
+    if at is not None:  # after papermill's parameters (and its injected ones): the smoke profile's notice
+        nb.cells.insert(at + 1, nbformat.v4.new_code_cell(SMOKE_CELL, metadata={"tags": ["remove-input"]}))
     for i, cell in enumerate(nb.cells):  # stable ids and no jupytext bookkeeping keep the .ipynb diff-free
         cell["id"] = f"cell-{i}"
         cell.metadata.pop("lines_to_next_cell", None)

@@ -54,7 +54,7 @@ def agreement_table(parts: dict[str, dict]) -> Table | None:
                      fmt(c["grad"]["cosine"], 6), ", ".join(f"{k} {fmt(v)}" for k, v in to64.items()), tolerance,
                      fmt(c["pass"])])
     if parts.get("compile", {}).get("status") == "did not finish":
-        rows.append(["train.compile vs eager"] + [""] * (len(header) - 2) + [f"did not finish: {parts['compile']['why']}"])
+        rows.append(["train.compile vs eager", f"did not finish: {parts['compile']['why']}"] + [""] * (len(header) - 2))
     return (header, rows) if rows else None
 
 

@@ -56,7 +56,7 @@ print(f"{len(rows)} rows in {path.parent.name}/{path.name}")
 # %%
 from ftcl_core.plotting import markdown_html
 
-markdown_html(X.summary_markdown(path, heading="**{table}**"))  # ours: linear top-1, mean ± 95 % CI over seeds
+markdown_html(X.summary_markdown(path, heading="<b>{table}</b>", fold=True))  # ours: linear top-1, mean ± 95 % CI over seeds; each table opens on demand
 
 # %% [markdown]
 # (forest-plot)=
@@ -95,7 +95,7 @@ for t, c in by_table.items():
 # A verdict on procedurally drawn shapes alone invites the objection that it belongs to the synthetic data. Where a
 # table was also run on Fashion-MNIST's real photographs (the `-fmnist` tables, same settings), each claim below
 # has a verdict per data set, and the last column says where it holds: on every data set, on one (named), on
-# none (contradicted on every data set), or *undecided* (replicated nowhere, and inconclusive somewhere; or one data
+# none (contradicted on every data set), or {term}`open` (replicated nowhere, and inconclusive somewhere; or one data
 # set's runs still on the original recipe while another's are calibrated, which are not compared).
 
 # %%
