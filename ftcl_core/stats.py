@@ -64,16 +64,6 @@ def representation_statistics(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tenso
     return torch.stack([align, uniform, rho, erank])
 
 
-def same_class_share(labels: torch.Tensor, queue_labels: torch.Tensor, n: int = 64) -> torch.Tensor:
-    """The share of a queue's keys that belong to the query's own class (the false negatives a label-free loss
-    pushes away), over the first ``n`` queries; ``queue_labels`` is -1 where no key was written yet. NaN while the
-    queue holds no key. About 1 / classes for a class-balanced set; chapter 7's false-negative question."""
-    written = queue_labels >= 0
-    same = (labels[:n, None] == queue_labels[None, :]) & written
-    count = written.sum() * min(n, labels.shape[0])
-    return torch.where(count > 0, same.sum() / count.clamp_min(1), torch.full((), math.nan, device=labels.device))
-
-
 def score_statistics(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64) -> torch.Tensor:
     """Supp A statistics of the first ``n`` queries: ``[Mean(pos), Mean(neg), Var(neg)]`` as a tensor.
 

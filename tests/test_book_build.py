@@ -303,8 +303,8 @@ def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatc
     Table 7 run among them, and choosing one shows its own curves (to the packing's 16-bit precision)."""
     import numpy as np
 
-    from ftcl_core import experiments as X
-    from ftcl_core import plotting as P
+    from ftcl_core.pages import plotting as P
+    from ftcl_core.study import experiments as X
 
     monkeypatch.delenv("FTCL_RUNS_ROOT", raising=False)  # the committed results/cpu
     stored = X.stored_runs("cpu")

@@ -6,11 +6,11 @@ import math
 import pytest
 import torch
 
-from ftcl_core import calibration as C
-from ftcl_core import experiments as X
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.data import hold_out, load_data, make_shapes, shapes_splits, shapes_validation
 from ftcl_core.methods import build_model
+from ftcl_core.study import calibration as C
+from ftcl_core.study import experiments as X
 from ftcl_core.training import augment_config
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ftcl_core.results import claims as C
-from ftcl_core.results.paired import pair
+from ftcl_core.study.results import claims as C
+from ftcl_core.study.results.paired import pair
 
 GAIN = C.Claim("ft", "base", "difference", effect=2.0)  # the paper: ft is 2 points above base
 LOSS = C.Claim("ft", "base", "difference", effect=-2.0)  # the paper: ft is 2 points below base

@@ -1,11 +1,11 @@
-"""The FT-outcome predictor (ftcl_core.predict): its window, its models, its held-out protocol and intervals."""
+"""The FT-outcome predictor (ftcl_core.study.predict): its window, its models, its held-out protocol and intervals."""
 
 import math
 
 import numpy as np
 import pytest
 
-from ftcl_core import predict
+from ftcl_core.study import predict
 
 
 def metrics(n=150, peak_at=None, level=0.95):

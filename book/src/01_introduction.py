@@ -54,8 +54,8 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # first step (chapter 6). Chapter 7 asks why and gives [the answer](answer); in brief, from the stored runs:
 
 # %% tags=["remove-input"]
-from ftcl_core import findings
-from ftcl_core.plotting import markdown_html
+from ftcl_core.pages.plotting import markdown_html
+from ftcl_core.study import findings
 
 markdown_html("\n".join(findings.bullets(findings.Evidence.load("cpu"), findings.book_link)))
 
@@ -99,8 +99,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from ftcl_core import augment as A
-from ftcl_core import plotting as P
 from ftcl_core.data import SHAPE_CLASSES, make_shapes
+from ftcl_core.pages import plotting as P
 
 sample = make_shapes(10 * 6, seed=0)
 order = torch.argsort(sample.labels, stable=True)

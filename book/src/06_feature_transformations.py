@@ -34,9 +34,9 @@ show = ["experiments/table2_alpha_ex.yaml", "experiments/table3_alpha_in.yaml",
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core import experiments as X
-from ftcl_core import plotting as P
+from ftcl_core.pages import plotting as P
 from ftcl_core.runs import RunDir
+from ftcl_core.study import experiments as X
 
 records = {}
 for path in train:  # the seeds asked for are trained when missing; other stored seeds are shown too

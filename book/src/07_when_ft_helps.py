@@ -33,12 +33,12 @@ import torch.nn.functional as F
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from ftcl_core import calibration as C
-from ftcl_core import diagnosis as G
-from ftcl_core import experiments as X
-from ftcl_core import findings, predict
-from ftcl_core import plotting as P
+from ftcl_core.pages import plotting as P
 from ftcl_core.runs import RunDir
+from ftcl_core.study import calibration as C
+from ftcl_core.study import diagnosis as G
+from ftcl_core.study import experiments as X
+from ftcl_core.study import findings, predict
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 paths = {**G.FIRST_STEP_EXPERIMENTS, "length": G.LENGTH_EXPERIMENTS["the shapes"]}
@@ -94,7 +94,7 @@ P.markdown_html(
 # FT it rises (0.4 at $\lambda = 1.5$, up to 0.6 at $\lambda = 2$): concentration attracts until the views agree
 # well. This is a local statement about a state that is already concentrated, not a model of training. The figure
 # checks it without the linearisation: one SGD step, in float64, of the real loss on a concentrated state built
-# with a chosen $\rho$ (`ftcl_core.diagnosis.contraction_rate`; 4 096 unrelated negatives, $\tau = 0.2$). Below
+# with a chosen $\rho$ (`ftcl_core.study.diagnosis.contraction_rate`; 4 096 unrelated negatives, $\tau = 0.2$). Below
 # zero the state contracts; dotted lines mark the predicted thresholds.
 
 # %%
@@ -181,7 +181,7 @@ display(G.reading(ev.first_step["init"], "init"))
 # With 10 classes, about a tenth of the queue holds keys of the query's own class. If FT costs readout by pushing
 # those apart harder, it should not when they are gone. `moco.drop_same_class=true` is an oracle (not in the paper;
 # it reads the training labels, which no self-supervised method may): the loss ignores every queue negative made of
-# a key of the query's class (`ftcl_core.methods.moco_diagnosis.same_class_negatives`). The statistics still
+# a key of the query's class (`ftcl_core.study.moco_diagnosis.same_class_negatives`). The statistics still
 # describe all negatives. The second and third rows compare a run without same-class negatives with the same seed's
 # run with them.
 
@@ -307,7 +307,7 @@ P.markdown_html(G.capacity_answer(list(ev.capacity)) + "\n\n" + G.resolution_sen
 #
 # From six named statistics of the 100 steps after FT switches on (the peak and final Mean(neg), the effective rank
 # relative to the switch, $\rho$, Mean(pos), and the late slope of Mean(neg)), a logistic model predicts whether the
-# full run loses readout against its baseline, and a ridge model by how much (`ftcl_core/predict.py`;
+# full run loses readout against its baseline, and a ridge model by how much (`ftcl_core/study/predict.py`;
 # `python -m ftcl_core predict` refits it). Each experiment's runs are predicted by models fitted on the other
 # experiments' runs only, beside two references: always guessing the majority outcome, and the rule "Mean(neg) passes
 # 0.9 within 20 steps ⇒ FT loses".

@@ -84,9 +84,9 @@ print(inspect.getsource(losses.other_sample_mask))
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core import experiments as X
-from ftcl_core import plotting as P
+from ftcl_core.pages import plotting as P
 from ftcl_core.runs import RunDir
+from ftcl_core.study import experiments as X
 
 
 def shown_records(path):
@@ -183,7 +183,7 @@ display(P.markdown_html("\n".join(lines)))
 # come from `python -m benchmarks.bench breakdown` on a GPU machine):
 
 # %%
-from ftcl_core import profiling
+from benchmarks import profiling
 from ftcl_core.config import load_config
 
 # the recipes the tables above run (MoCo: Table 5's v2 rows); the smoke profile times its own tiny configs

@@ -2,11 +2,11 @@
 
 Chapter 7 states the answer in short authored paragraphs; the README, the book's index and chapter 1 quote its five
 bullets (:func:`bullets`).  Numbers never enter the prose typed: they come from :func:`facts`, formatted once by
-:mod:`ftcl_core.results.numbers` (so a number reads alike on every page), and reach chapter 7 through myst-nb's
+:mod:`ftcl_core.study.results.numbers` (so a number reads alike on every page), and reach chapter 7 through myst-nb's
 ``glue``.  Every qualitative word is bound to a check (:data:`CHECKS`, run by :func:`expect`): when the stored
 verdicts change, :class:`FindingsDisagree` names the sentence to rewrite, and the book build fails.
 
-The evidence is the committed runs of the ``cpu`` profile (``results/cpu``, :data:`ftcl_core.experiments.STORED`),
+The evidence is the committed runs of the ``cpu`` profile (``results/cpu``, :data:`ftcl_core.study.experiments.STORED`),
 read by :meth:`Evidence.load`; nothing here trains, except on the ``smoke`` profile, where chapter 7 trains the
 tiny versions of its pairs.
 """
@@ -21,11 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ftcl_core import diagnosis as G
-from ftcl_core import experiments as X
-from ftcl_core.results import claims as verdicts
-from ftcl_core.results.claims import MIN_SEEDS
-from ftcl_core.results.numbers import fixed, plus_minus
+from ftcl_core.runs import atomic_write_bytes
+from ftcl_core.study import diagnosis as G
+from ftcl_core.study import experiments as X
+from ftcl_core.study.results import claims as verdicts
+from ftcl_core.study.results.claims import MIN_SEEDS
+from ftcl_core.study.results.numbers import fixed, plus_minus
 
 SHAPES_FIRST_STEP = ("recipe", "recipe v2", "init", "oracle", "classes", "shards")  # one change each, on the shapes
 REAL_FIRST_STEP = ("real", "real, longer")  # Fashion-MNIST at 10 and 30 epochs
@@ -42,7 +43,7 @@ class FindingsDisagree(AssertionError):
 
 @dataclass(frozen=True)
 class Evidence:
-    """The stored comparisons the findings rest on, each a :func:`ftcl_core.diagnosis.paired_comparison` row.
+    """The stored comparisons the findings rest on, each a :func:`ftcl_core.study.diagnosis.paired_comparison` row.
 
     ``phase`` / ``phase_knn``: per row of the phase diagram (data and length, :data:`diagnosis.START_EXPERIMENTS`)
     and start fraction, FT against the same run without FT (linear / kNN readout); ``switch``: where those runs
@@ -113,7 +114,7 @@ class Evidence:
             if r["table"] == table and r["setting"] == setting and r["reference"] == reference:
                 return r
         raise FindingsDisagree(f"results/summary.csv has no row {table} {setting!r} against {reference!r}: a finding "
-                               "names a comparison the tables no longer make; rewrite it in ftcl_core/findings.py.")
+                               "names a comparison the tables no longer make; rewrite it in ftcl_core/study/findings.py.")
 
     def late_cells(self, knn: bool = False) -> list[tuple[str, float, dict]]:
         """The phase diagram's decided cells with a late start (FT switched on at :data:`LATE_FROM` of the run or
@@ -232,7 +233,7 @@ TALLY_ORDER = (verdicts.CONTRADICTED, verdicts.REPLICATED, verdicts.SMALLER, ver
 
 
 def _tally_words(counts: Mapping[str, int]) -> str:
-    """A tally (:func:`ftcl_core.experiments.tally`'s counts by word) in words: ``26 contradicted, 2 replicated``."""
+    """A tally (:func:`ftcl_core.study.experiments.tally`'s counts by word) in words: ``26 contradicted, 2 replicated``."""
     return ", ".join(f"{counts[w]} {TALLY_PHRASES.get(w, w)}" for w in TALLY_ORDER if counts.get(w)) or "none"
 
 
@@ -244,7 +245,7 @@ def _late_states(ev: Evidence) -> list[dict]:
 def _help_cell(label: str, f: float, row: Mapping) -> str:
     """One phase-diagram cell where FT helps, in words: where, the paired difference and its verdict, and on the
     error scale FT's share of fewer test errors against the paper's (from the geometric mean of the per-seed error
-    ratios, :meth:`~ftcl_core.results.paired.Paired.log_error_ratios`) where that scale decided."""
+    ratios, :meth:`~ftcl_core.study.results.paired.Paired.log_error_ratios`) where that scale decided."""
     text = (f"{label}, FT from {fixed(100 * f, 0)} % of the run: {_pm(row)} points, "
             f"{verdicts.labelled(row['verdict'], row['scale'])}")
     if row["scale"] == verdicts.ERRORS:
@@ -455,7 +456,7 @@ def expect(ev: Evidence, *sentences: str) -> None:
             failed[sentence] = "; ".join(problems)
     if failed:
         raise FindingsDisagree("the stored verdicts disagree with the book's findings; rewrite these sentences "
-                               "(ftcl_core/findings.py and chapter 7's answer): "
+                               "(ftcl_core/study/findings.py and chapter 7's answer): "
                                + " | ".join(f"{s!r}: {p}" for s, p in failed.items()))
 
 
@@ -550,9 +551,9 @@ def index_link(chapter: str, anchor: str) -> str:
     return f"#{anchor}"
 
 
-FIGURE = "book/_static/phase_diagram.png"  # the one figure that says it, written by :func:`write_figure`
+FIGURE = "book/_static/phase_diagram.png"  # the one figure that says it, written by :func:`ftcl_core.pages.findings.write_figure`
 
-MARKERS = ("<!-- findings: written by `python -m ftcl_core summary` from the stored runs (ftcl_core/findings.py); "
+MARKERS = ("<!-- findings: written by `python -m ftcl_core summary` from the stored runs (ftcl_core/study/findings.py); "
            "edit the code, not this block -->", "<!-- /findings -->")
 
 
@@ -604,44 +605,12 @@ def phase_grid(ev: Evidence, knn: bool = False) -> tuple[list[str], list[float],
             [[cell(lb, f, "verdict") for f in fractions] for lb in labels])
 
 
-def draw_phase_diagram(ev: Evidence, knn: bool = False, title: str | None = None):
-    """The phase diagram (:func:`ftcl_core.plotting.difference_grid` of :func:`phase_grid`)."""
-    from ftcl_core import plotting as P
-
-    labels, fractions, diff, ci, words = phase_grid(ev, knn)
-    readout = "kNN" if knn else "linear"
-    return P.difference_grid(labels, [f"FT from {f:.0%} of the run" if f else "FT from the start" for f in fractions],
-                             diff, ci, words,
-                             title=title or f"MoCo v1: FT minus the same run without FT ({readout} top-1, points)")
-
-
-def write_figure(ev: Evidence, out: str | Path | None = None) -> Path:
-    """The phase diagram as a PNG for the README and the index (:data:`FIGURE`)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    from ftcl_core.runs import atomic_write_bytes
-
-    target = Path(out) if out else X.ROOT / FIGURE
-    draw_phase_diagram(ev)
-    import io
-
-    buf = io.BytesIO()
-    plt.gcf().savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})
-    plt.close("all")
-    atomic_write_bytes(target, buf.getvalue())
-    return target
-
-
 def write_blocks(ev: Evidence | None = None) -> list[Path]:
-    """Rewrite the findings blocks of README.md and book/index.md and the phase-diagram figure they show, from
-    the stored runs (``python -m ftcl_core summary``); returns the files written."""
-    from ftcl_core.runs import atomic_write_bytes
-
+    """Rewrite the findings blocks of README.md and book/index.md from the stored runs (``python -m ftcl_core
+    summary``, which also redraws the figure they show: :func:`ftcl_core.pages.findings.write_figure`); returns the
+    files written."""
     ev = ev or Evidence.load("cpu")
-    written = [write_figure(ev)]
+    written = []
     for path, link, figure in ((X.ROOT / "README.md", github_link, FIGURE),
                                (X.ROOT / "book" / "index.md", index_link, FIGURE.removeprefix("book/"))):
         atomic_write_bytes(path, replace_block(path.read_text(), block(ev, link, figure), path.name).encode())

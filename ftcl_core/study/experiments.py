@@ -32,12 +32,12 @@ import numpy as np
 import yaml
 
 from ftcl_core.config import EXECUTION_KEYS, ConfigError, RunConfig, config_diff, config_identity, load_config
-from ftcl_core.results import claims as verdicts
-from ftcl_core.results import records as run_records
-from ftcl_core.results.claims import BASELINE, KINDS, MIN_SEEDS, Claim
-from ftcl_core.results.numbers import csv_number, fixed, plus_minus, pm_cell
-from ftcl_core.results.paired import by_seed, mean_ci95, pair
 from ftcl_core.runs import RunDir, atomic_write_bytes, cpu_isa, cpu_model, write_json
+from ftcl_core.study.results import claims as verdicts
+from ftcl_core.study.results import records as run_records
+from ftcl_core.study.results.claims import BASELINE, KINDS, MIN_SEEDS, Claim
+from ftcl_core.study.results.numbers import csv_number, fixed, plus_minus, pm_cell
+from ftcl_core.study.results.paired import by_seed, mean_ci95, pair
 
 PROFILES = ("smoke", "cpu", "gpu")
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,7 +164,7 @@ def parse_claims(raw, compare: dict[str, str], path: Path) -> list[Claim]:
     """An experiment file's ``claims:``, in one of two forms: a mapping ``{setting: above | below}`` (a difference
     against ``compare[setting]`` whose size the paper does not state), or ``{setting: {vs, kind, effect, margin,
     source}}``; or a list of such mappings, each with its ``arm``. ``kind`` (default ``difference``) is one of
-    :data:`~ftcl_core.results.claims.KINDS`; ``effect`` is the paper's ``arm - vs`` in points (default: read off
+    :data:`~ftcl_core.study.results.claims.KINDS`; ``effect`` is the paper's ``arm - vs`` in points (default: read off
     ``paper``, else the file's ``paper:`` numbers); ``margin`` is an equivalence claim's ± points; ``paper`` the
     paper's two readouts ``[reference, arm]`` in % where the file's ``paper:`` lacks them (a diagnosis quoting
     Table 5), from which the claim's size on the error scale is read."""
@@ -827,7 +827,7 @@ KNN = "knn_top1"  # the kNN readout, judged beside the linear one where the runs
 def claim_row(exp: Experiment, records: list[dict], claim: Claim, key: str = "linear_top1") -> dict:
     """The paired comparison of one claim on ``records`` and its verdict, as row fields: the reference, the
     paired difference, the claim's kind, the paper's effect and margin, our effect over the paper's, the p-value
-    and the verdict (:func:`ftcl_core.results.claims.judge`) with both of its scales (:data:`SCALE_COLUMNS`), and
+    and the verdict (:func:`ftcl_core.study.results.claims.judge`) with both of its scales (:data:`SCALE_COLUMNS`), and
     the same verdict on the kNN readout. A sanity check against ``random init`` pairs each run with its own
     random-init encoder's readout."""
     def paired_on(readout: str):
@@ -860,7 +860,7 @@ def scale_cells(judged: verdicts.Verdict) -> dict:
 
 def record_devices(records: list[dict], arm: str, reference: str) -> dict[int, tuple[str, str]]:
     """Per seed both settings hold, the kinds of device their runs trained on (:func:`trained_on`; "" for a record
-    without a run folder), for :func:`ftcl_core.results.paired.pair`."""
+    without a run folder), for :func:`ftcl_core.study.results.paired.pair`."""
     runs = {(r["setting"], r["seed"]): r for r in records if r["setting"] in (arm, reference)}
 
     def device(r: dict) -> str:
@@ -1009,7 +1009,7 @@ def baseline_aims(rows: list[dict]) -> list[dict]:
     calibrated recipe): linear readout at least
     ``BASELINE_AIMS["gain"]`` points above the random-init encoder, and a run-to-run spread (95 % CI over seeds)
     of at most ``BASELINE_AIMS["spread"]`` points.  Calibration chose the recipes at a shorter, shared budget
-    (:mod:`ftcl_core.calibration`); these rows say where the tables' longer runs stand.  On data where the
+    (:mod:`ftcl_core.study.calibration`); these rows say where the tables' longer runs stand.  On data where the
     random-init encoder is not the bar (Fashion-MNIST: the raw-pixel probe, which the summary does not hold)
     ``gain_met`` is None.  ``spread_met`` is None below :data:`MIN_SEEDS` seeds."""
     out = []
@@ -1130,7 +1130,7 @@ def _sign_word(word: str) -> str:
 
 
 def word_counts(rows: list[dict], key: str = "verdict") -> str:
-    """How many of ``rows`` read each verdict word, in :data:`ftcl_core.results.claims.TALLY_WORDS` order, the
+    """How many of ``rows`` read each verdict word, in :data:`ftcl_core.study.results.claims.TALLY_WORDS` order, the
     words no row reads left out: ``contradicted: 9, inconclusive: 1``."""
     counts = {w: sum(r[key] == w for r in rows) for w in verdicts.TALLY_WORDS}
     return ", ".join(f"{w}: {n}" for w, n in counts.items() if n) or "none"
@@ -1268,7 +1268,7 @@ def comparison_key(row: dict) -> tuple:
 def apply_bh(rows: list[dict]) -> None:
     """Fill ``q_value`` and ``verdict_bh`` of ``rows`` (:func:`table_rows`' rows, holding their ``_verdict``) in
     place: Benjamini-Hochberg over the family of the rows' claims that are not sanity checks
-    (:attr:`~ftcl_core.results.claims.Claim.in_family`: differences, orderings, equivalences), each distinct
+    (:attr:`~ftcl_core.study.results.claims.Claim.in_family`: differences, orderings, equivalences), each distinct
     comparison (:func:`comparison_key`) counted once; the linear readout only (the kNN verdicts are not adjusted).
     A pair with a seed whose two runs trained on different devices (a CPU run against a GPU run: float rounding
     besides the effect) leaves the family: its q-value stays blank and its verdict is not adjusted."""

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # annotations only: matplotlib and the experiments load when 
     from matplotlib.path import Path
     from matplotlib.transforms import Bbox
 
-    from ftcl_core.experiments import Experiment
+    from ftcl_core.study.experiments import Experiment
 
 STAT_LABELS = {
     "pos_mean": "Mean(pos)", "neg_mean": "Mean(neg)", "neg_var": "Var(neg)",
@@ -356,7 +356,7 @@ def score_bound(s: np.ndarray | None = None):
 
 
 def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None, legend: bool = True):
-    """:func:`accuracy_bars` of an experiment's summary (:func:`ftcl_core.experiments.summarize`); ``legend=False``
+    """:func:`accuracy_bars` of an experiment's summary (:func:`ftcl_core.study.experiments.summarize`); ``legend=False``
     leaves the key to the caller (:func:`experiment_grid` draws one for all its panels)."""
     if not summary:  # a table switched to a new recipe before its first run landed: an empty, labelled panel
         import matplotlib.pyplot as plt
@@ -479,7 +479,7 @@ def readout_by_length(steps: list[int], arms: Mapping[str, list[list[float]]], r
     return fig
 
 
-VERDICT_COLORS = {  # one colour per verdict word of ftcl_core.results.claims
+VERDICT_COLORS = {  # one colour per verdict word of ftcl_core.study.results.claims
     "replicated": "#2ca02c", "smaller than the paper": "#98df8a", "contradicted": "#d62728",
     "no effect of the paper's size": "#ff9896", "inconclusive": "#7f7f7f", "equivalent": "#1f77b4",
     "not equivalent": "#9467bd", "undecided": "#c7c7c7"}
@@ -639,7 +639,7 @@ def difference_grid(rows: list[str], cols: list[str], diff: np.ndarray, ci: np.n
 
 def contraction_figure(rhos: np.ndarray, rates: Mapping[float, np.ndarray], thresholds: Mapping[float, float]):
     """Chapter 7's test of the attraction threshold: per λ, the relative change of a concentrated state's spread after
-    one SGD step (:func:`ftcl_core.diagnosis.contraction_rate`) against ρ, with the predicted threshold
+    one SGD step (:func:`ftcl_core.study.diagnosis.contraction_rate`) against ρ, with the predicted threshold
     ``1 - λ/A`` dotted (below zero the state contracts)."""
     import matplotlib.pyplot as plt
 
@@ -684,7 +684,7 @@ def early_training(runs: Mapping[str, Mapping[str, np.ndarray]], band: tuple[flo
 
 
 def capacity_figure(rows: list[Mapping], readout: str = "linear top-1"):
-    """Is it the network? (:func:`ftcl_core.diagnosis.capacity_rows`): left, each encoder's readout for the baseline
+    """Is it the network? (:func:`ftcl_core.study.diagnosis.capacity_rows`): left, each encoder's readout for the baseline
     and for FT from the first step (seed mean, 95 % interval) against its parameters; right, each arm's final
     effective rank of the features. Encoders without stored runs are named on the axis but left empty.  The book
     column's width, one legend for both panels under them."""
@@ -713,7 +713,7 @@ def capacity_figure(rows: list[Mapping], readout: str = "linear top-1"):
 
 
 def predictor_figure(report: Mapping, features: tuple[str, ...] | None = None):
-    """The FT-outcome predictor (``results/predictor.json``, :func:`ftcl_core.predict.write_report`): above, each
+    """The FT-outcome predictor (``results/predictor.json``, :func:`ftcl_core.study.predict.write_report`): above, each
     stored FT run's held-out P(loses) against its paired difference, one colour per data set (the legend beside the
     axes); below, the weights of the model fitted on every run (standardised features: how much one standard
     deviation moves the log-odds).  One above the other, each the book column's width, so the feature names and
@@ -1023,13 +1023,13 @@ def _group_order(exp) -> tuple:
 
 
 def run_groups(labels: list[str], profile: str) -> dict[str, list[tuple[str, str]]]:
-    """Stored runs (:func:`ftcl_core.experiments.stored_runs` labels, ``table/setting/seedN``) grouped for the run
+    """Stored runs (:func:`ftcl_core.study.experiments.stored_runs` labels, ``table/setting/seedN``) grouped for the run
     explorer's menus: one group per experiment file (``experiments/**/*.yaml``) that lists one of their settings,
     named ``"<table> · <the file's title>"``, in :func:`_group_order`, each holding ``(run label, setting name)``
     for the lowest stored seed of each of its settings, in the file's order.  Several files share a table (Table 5's
     MoCo v1, MoCo v2, SimCLR, ...), hence files rather than tables; a run no file lists (a setting since renamed)
     lands in a last ``"<table> · runs no experiment file lists"`` group, so every stored setting is reachable."""
-    from ftcl_core import experiments as X
+    from ftcl_core.study import experiments as X
 
     first = {}  # "T5/v1_+pos" -> its lowest-seed label; one_seed_per_setting keeps the first of each
     for label in X.one_seed_per_setting(sorted(labels, key=lambda s: (s.rsplit("/", 1)[0], int(s.rsplit("seed", 1)[1])))):

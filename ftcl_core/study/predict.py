@@ -204,8 +204,8 @@ def ft_pairs(profile: str = "cpu", folders: Sequence[str] = ("experiments", "exp
              ) -> list[tuple[str, str, str, str]]:
     """(experiment file, table, FT arm, its baseline) of every comparison in the experiment files whose reference
     trains without FT and whose arm differs from it only in ``ft.*`` keys (FT's own effect, nothing else)."""
-    from ftcl_core import experiments
     from ftcl_core.config import config_diff
+    from ftcl_core.study import experiments
 
     out = []
     for folder in folders:
@@ -222,10 +222,10 @@ def ft_pairs(profile: str = "cpu", folders: Sequence[str] = ("experiments", "exp
 
 def stored_examples(profile: str = "cpu", window: int = WINDOW) -> list[Example]:
     """Every stored FT run of :func:`ft_pairs` whose baseline of the same seed is stored, with its window
-    statistics and its paired difference in linear top-1 (:func:`ftcl_core.results.paired.pair`)."""
-    from ftcl_core import experiments
-    from ftcl_core.results.paired import by_seed, pair
+    statistics and its paired difference in linear top-1 (:func:`ftcl_core.study.results.paired.pair`)."""
     from ftcl_core.runs import RunDir
+    from ftcl_core.study import experiments
+    from ftcl_core.study.results.paired import by_seed, pair
 
     out = []
     for path, table, arm, ref in ft_pairs(profile):
@@ -250,8 +250,8 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
     """Fit and judge the predictor on every stored FT run (:func:`stored_examples`,
     :func:`leave_one_experiment_out`) and write ``results/predictor.json``: the examples, their held-out
     predictions, the scores with their intervals, and the model fitted on all runs (what ``screen`` applies)."""
-    from ftcl_core import experiments
     from ftcl_core.runs import atomic_write_bytes
+    from ftcl_core.study import experiments
 
     examples = stored_examples(profile)
     res = leave_one_experiment_out(examples)
@@ -281,7 +281,7 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
 
 
 README_MARKERS = ("<!-- predictor: written by `python -m ftcl_core predict` from results/predictor.json "
-                  "(ftcl_core/predict.py); edit the code, not this block -->", "<!-- /predictor -->")
+                  "(ftcl_core/study/predict.py); edit the code, not this block -->", "<!-- /predictor -->")
 
 
 def readme_block(report: dict) -> str:
@@ -304,8 +304,8 @@ def readme_block(report: dict) -> str:
 
 def write_readme_block(report: dict) -> Path:
     """Rewrite the README's predictor block from ``report`` (``python -m ftcl_core predict``)."""
-    from ftcl_core import experiments
     from ftcl_core.runs import atomic_write_bytes
+    from ftcl_core.study import experiments
 
     path = experiments.ROOT / "README.md"
     text = path.read_text()
@@ -319,7 +319,7 @@ def write_readme_block(report: dict) -> Path:
 
 def load_model(path: str | None = None) -> Model:
     """The model fitted on every stored FT run, from ``results/predictor.json`` (:func:`write_report`)."""
-    from ftcl_core import experiments
+    from ftcl_core.study import experiments
 
     target = experiments.ROOT / (path or REPORT)
     if not target.is_file():

@@ -18,8 +18,8 @@ import io
 import math
 from pathlib import Path
 
-from ftcl_core.experiments import ROOT, Experiment, _count, _yaml_scalar, mean_ci95, run_dir
 from ftcl_core.runs import RunDir, atomic_write_bytes
+from ftcl_core.study.experiments import ROOT, Experiment, _count, _yaml_scalar, mean_ci95, run_dir
 
 FOLDER = ROOT / "experiments" / "calibration"
 COLUMNS = ("method", "trial", "knobs", "budget", "seed", "val_knn", "val_linear", "random_init_val_knn",
