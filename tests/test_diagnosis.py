@@ -122,7 +122,8 @@ def test_the_oracle_step_is_infonce_over_the_other_classes_negatives(ft):
     row of the query's class is marked (with interpolation, also the mixtures that contain one); the queue then
     records the keys' labels."""
     from ftcl_core.config import load_config
-    from ftcl_core.methods import LabelledMoCo, StepContext, build_model
+    from ftcl_core.methods import StepContext, build_model
+    from ftcl_core.study.moco_diagnosis import LabelledMoCo  # importing the study registers its variants
 
     cfg = load_config("configs/smoke_moco_v2.yaml", ["moco.drop_same_class=true", "model.bn_splits=1", *ft])
     model = build_model(cfg)
@@ -154,7 +155,7 @@ def test_the_oracle_is_refused_where_it_cannot_apply():
 
 
 def test_the_same_class_share_counts_written_keys_of_the_querys_class():
-    from ftcl_core.stats import same_class_share
+    from ftcl_core.study.moco_diagnosis import same_class_share
 
     queue = torch.tensor([0, 1, 2, 0, -1, -1])  # four keys written, two slots empty
     labels = torch.tensor([0, 1, 3])

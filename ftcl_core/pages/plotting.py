@@ -5,13 +5,24 @@ the eq. 4 score bound, and accuracy tables.  Every function takes arrays from a 
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import inspect
+import json
+import os
+import pathlib
 import textwrap
 from collections.abc import Collection, Iterable, Mapping
+from html import escape
+from math import lgamma
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # annotations only: matplotlib and the experiments load when a figure is drawn
+from ftcl_core.study import experiments as X
+from ftcl_core.transforms import score_range, transformed_positive_score
+
+if TYPE_CHECKING:  # annotations only: matplotlib loads when a figure is drawn
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.colors import SymLogNorm
@@ -20,7 +31,6 @@ if TYPE_CHECKING:  # annotations only: matplotlib and the experiments load when 
     from matplotlib.path import Path
     from matplotlib.transforms import Bbox
 
-    from ftcl_core.study.experiments import Experiment
 
 STAT_LABELS = {
     "pos_mean": "Mean(pos)", "neg_mean": "Mean(neg)", "neg_var": "Var(neg)",
@@ -339,8 +349,6 @@ def score_bound(s: np.ndarray | None = None):
     """eq. 4: transformed positive score S' against S for several lambda, with the range [-4+5S, S]."""
     import matplotlib.pyplot as plt
 
-    from ftcl_core.transforms import score_range, transformed_positive_score
-
     s = np.linspace(-1, 1, 201) if s is None else s
     fig, ax = plt.subplots(figsize=(6.4, 4), layout="constrained")
     lo, hi = score_range(s)
@@ -377,7 +385,7 @@ def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None, le
                          legend=legend)
 
 
-def experiment_grid(panels: list[tuple[Experiment, Mapping[str, Mapping[str, float]]]], cols: int = 2,
+def experiment_grid(panels: list[tuple[X.Experiment, Mapping[str, Mapping[str, float]]]], cols: int = 2,
                     titles: list[str] | None = None) -> Figure:
     """Several experiments' :func:`experiment_bars` in one figure the book column's width, ``cols`` panels a row,
     with one legend for every panel above them (the panels share their entries): the chapters' grids of tables
@@ -753,8 +761,6 @@ def predictor_figure(report: Mapping, features: tuple[str, ...] | None = None):
 
 def beta_density(x: np.ndarray, a: float) -> np.ndarray:
     """Beta(a, a) density on (0, 1)."""
-    from math import lgamma
-
     x = np.clip(x, 1e-6, 1 - 1e-6)
     log_b = 2 * lgamma(a) - lgamma(2 * a)
     return np.exp((a - 1) * (np.log(x) + np.log1p(-x)) - log_b)
@@ -811,8 +817,6 @@ def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in r
     """Plotly figure with a lambda slider: S' against S (eq. 4) with the extrapolation range shaded."""
     import plotly.graph_objects as go
 
-    from ftcl_core.transforms import score_range, transformed_positive_score
-
     s = np.linspace(-1, 1, 201)
     lo, hi = score_range(s)
     fig = go.Figure()
@@ -845,9 +849,6 @@ def runs_explorer(runs: Mapping[str, Mapping[str, np.ndarray]], groups: Mapping[
     own range (:func:`_pack`, a 65535th of the range: finer than a pixel), so the cpu profile's 170 settings
     weigh about 1 MB beside plotly.js's 5.  Returns an IPython HTML object; embed plotly.js once per page
     (``include_js``)."""
-    import hashlib
-    import json
-    from html import escape
 
     import plotly.graph_objects as go
     from IPython.display import HTML
@@ -924,8 +925,6 @@ def live_widget(make_widget):
     explorers above already respond, and building one during the build froze the executing client at random
     (jupyter/nbclient#312: a widget's comm messages while a cell executes).  ``tests/test_jupyterlab.py`` runs
     chapters 3 and 8 in a headless JupyterLab and moves their widgets' sliders."""
-    import os
-
     if os.environ.get("FTCL_BOOK_BUILD") == "1":
         from IPython.display import Markdown
 
@@ -936,8 +935,6 @@ def live_widget(make_widget):
 def html_table(header: list[str], rows: list[list[str]], caption: str | None = None, collapsed: str | None = None):
     """An IPython HTML table (escaped), which renders the same in Jupyter and in the static book; a long
     table can start ``collapsed`` behind a summary line."""
-    from html import escape
-
     from IPython.display import HTML
 
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
@@ -962,20 +959,17 @@ def markdown_html(text: str):
 def source_code(*objects, caption: str | None = None):
     """The source of functions or classes (``inspect.getsource``), highlighted, as an IPython HTML object with
     the file and lines it comes from: a chapter shows the code it is about, as it runs today."""
-    import inspect
-    from html import escape
-    from pathlib import Path
 
     from IPython.display import HTML
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import PythonLexer
 
-    root = Path(__file__).resolve().parent.parent
+    root = pathlib.Path(__file__).resolve().parents[2]  # the repository
     parts = []
     for obj in objects:
         lines, first = inspect.getsourcelines(obj)
-        path = Path(inspect.getsourcefile(obj)).resolve()
+        path = pathlib.Path(inspect.getsourcefile(obj)).resolve()
         where = path.relative_to(root) if path.is_relative_to(root) else path.name
         parts.append(f"<p><code>{escape(str(where))}</code>, lines {first}-{first + len(lines) - 1}</p>"
                      + highlight("".join(lines), PythonLexer(), HtmlFormatter(noclasses=True)))
@@ -995,8 +989,6 @@ def _pack(a: np.ndarray) -> list:
     (code 65535: missing, a gap in the line): 2.7 characters a point where a JSON number takes 7 to 10, which keeps
     :func:`runs_explorer`'s page a few MB for every stored setting.  :func:`_unpack` and the explorer's script
     (:data:`RUNS_EXPLORER_JS`) decode it."""
-    import base64
-
     a = np.asarray(a, dtype=float)
     ok = np.isfinite(a)
     lo, hi = (float(a[ok].min()), float(a[ok].max())) if ok.any() else (0.0, 0.0)
@@ -1008,8 +1000,6 @@ def _pack(a: np.ndarray) -> list:
 
 def _unpack(packed: list) -> list[float | None]:
     """The values :func:`_pack` stored (within half a step of the originals), None where one was missing."""
-    import base64
-
     lo, step, b64 = packed
     codes = np.frombuffer(base64.b64decode(b64), dtype="<u2")
     return [None if c == PACK_LEVELS else lo + int(c) * step for c in codes]
@@ -1029,8 +1019,6 @@ def run_groups(labels: list[str], profile: str) -> dict[str, list[tuple[str, str
     for the lowest stored seed of each of its settings, in the file's order.  Several files share a table (Table 5's
     MoCo v1, MoCo v2, SimCLR, ...), hence files rather than tables; a run no file lists (a setting since renamed)
     lands in a last ``"<table> · runs no experiment file lists"`` group, so every stored setting is reachable."""
-    from ftcl_core.study import experiments as X
-
     first = {}  # "T5/v1_+pos" -> its lowest-seed label; one_seed_per_setting keeps the first of each
     for label in X.one_seed_per_setting(sorted(labels, key=lambda s: (s.rsplit("/", 1)[0], int(s.rsplit("seed", 1)[1])))):
         first[label.rsplit("/", 1)[0]] = label

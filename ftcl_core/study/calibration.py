@@ -18,6 +18,7 @@ import io
 import math
 from pathlib import Path
 
+from ftcl_core.models import init_norm_ratio
 from ftcl_core.runs import RunDir, atomic_write_bytes
 from ftcl_core.study.experiments import ROOT, Experiment, _count, _yaml_scalar, mean_ci95, run_dir
 
@@ -113,8 +114,6 @@ def init_sentence(rows: list[dict], method: str, encoder: str, trial: str = "kai
     Kaiming fan-out makes ``encoder``'s weights (:func:`ftcl_core.models.init_norm_ratio`), its trial's validation
     kNN against the trial it changes (``against``, the config's recipe with the default init) with the seeds behind
     each, and the trial the calibration chose. A one-seed difference of a point decides nothing."""
-    from ftcl_core.models import init_norm_ratio
-
     text = (f"Kaiming fan-out (torchvision's and PyContrast's initialisation) starts `{encoder}` with "
             f"{init_norm_ratio(encoder):.1f} times the convolution weight norm of PyTorch's default.")
     scores = trial_scores(rows, method)

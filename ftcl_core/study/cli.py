@@ -1,5 +1,4 @@
-"""Command line: ``python -m ftcl_core train CONFIG [key=value ...] --out DIR`` (its entry point, ``ftcl_core/__main__.py``,
-calls :func:`main`).
+"""Command line: ``python -m ftcl_core train CONFIG [key=value ...] --out DIR``.
 
 Several processes: ``torchrun --nproc_per_node=N -m ftcl_core train CONFIG --out DIR`` (gloo on CPU, nccl
 on CUDA); each process takes ``batch_size / N`` images of every batch.
@@ -16,6 +15,8 @@ index) and prints it as one Markdown table per paper table.  Any config key can 
 Every failure is one line on stderr and an exit status: 2 for a wrong input (``error: ...``, naming the problem and
 the fix), 3 for a run that diverged (``error: training diverged at step ...``, its last good checkpoint kept), 130
 for Ctrl-C and 143 for SIGTERM (``interrupted at step N of M; the same command resumes from epoch E``).
+
+Its entry point, ``ftcl_core/__main__.py``, calls :func:`main`.
 """
 
 from __future__ import annotations

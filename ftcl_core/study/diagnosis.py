@@ -34,9 +34,11 @@ import torch.nn.functional as F
 import yaml
 
 from ftcl_core import transforms as T
+from ftcl_core.data import fashion_mnist_root
 from ftcl_core.losses import info_nce, logits_from_scores
+from ftcl_core.models import build_encoder
 from ftcl_core.runs import RunDir, atomic_write_bytes
-from ftcl_core.stats import collapse_signature, first_step_above
+from ftcl_core.stats import collapse_signature, first_step_above, volatility
 from ftcl_core.study import experiments as X
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import MIN_SEEDS, Claim
@@ -594,8 +596,6 @@ def chapter_records(path: str | Path, profile: str, settings: list[str] | None =
     """The runs chapter 7 shows of one experiment: on ``smoke``, seed 0 of ``settings`` trained if missing (CI's
     tiny runs; none on Fashion-MNIST where its files are not installed); otherwise the stored runs (never trained
     here), under ``root`` when given, of ``settings`` (all when None)."""
-    from ftcl_core.data import fashion_mnist_root
-
     if profile == "smoke":
         if X.data_set(X.Experiment.load(path), profile) == "fashion_mnist" and fashion_mnist_root(None) is None:
             return []
@@ -641,11 +641,9 @@ READINGS = {
 
 
 def reading(row: dict, key: str):
-    """What ``row`` (a :func:`paired_comparison`) means in one sentence, from :data:`READINGS` ``[key]``, as HTML."""
-    from ftcl_core.pages.plotting import markdown_html
-
+    """What ``row`` (a :func:`paired_comparison`) means in one sentence, from :data:`READINGS` ``[key]``, as Markdown."""
     below, above = READINGS[key]
-    return markdown_html(comparison_sentence(row, {"below": below, "above": above}).removeprefix("* "))
+    return comparison_sentence(row, {"below": below, "above": above}).removeprefix("* ")
 
 
 DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
@@ -711,8 +709,6 @@ CAPACITY = {"resnet10_w16": ("experiments/diagnosis/recipe_v1.yaml", "baseline",
 @functools.cache
 def encoder_parameters(name: str) -> int:
     """The number of parameters of the backbone ``name`` (:func:`ftcl_core.models.build_encoder`)."""
-    from ftcl_core.models import build_encoder
-
     return sum(p.numel() for p in build_encoder(name).parameters())
 
 
@@ -885,8 +881,6 @@ def volatility_rows(records: list[dict]) -> list[dict]:
     """Per setting of a momentum sweep (in the records' order), the mean over its seeds of the two swing numbers of
     :func:`ftcl_core.stats.volatility`: the step-to-step change of Mean(neg) and the epoch-to-epoch change of the
     summed gradient norm (Figs 3-4's reading of collapse)."""
-    from ftcl_core.stats import volatility
-
     out = []
     for setting in dict.fromkeys(r["setting"] for r in records):
         runs = [RunDir(r["dir"]) for r in records if r["setting"] == setting]

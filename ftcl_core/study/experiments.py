@@ -22,16 +22,20 @@ resumes where it stopped, and a complete run is loaded, never retrained.
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
+import io
 import math
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from ftcl_core.config import EXECUTION_KEYS, ConfigError, RunConfig, config_diff, config_identity, load_config
+from ftcl_core.config import EXECUTION_KEYS, ConfigError, FTConfig, RunConfig, config_diff, config_identity, load_config
+from ftcl_core.execution import COMPILE_AUTO_MIN_STEPS, compile_backend
 from ftcl_core.runs import RunDir, atomic_write_bytes, cpu_isa, cpu_model, write_json
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results import records as run_records
@@ -40,7 +44,7 @@ from ftcl_core.study.results.numbers import csv_number, fixed, plus_minus, pm_ce
 from ftcl_core.study.results.paired import by_seed, mean_ci95, pair
 
 PROFILES = ("smoke", "cpu", "gpu")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository: ftcl_core/study/ is two below
 SMOKE_OVERRIDES = [
     "data.n_train=512", "data.n_test=256", "data.n_val=256", "augment.out_size=16", "model.dim=32", "model.bn_splits=2",
     "moco.queue_size=128", "train.epochs=2", "train.batch_size=64", "stats.sync_every=4",
@@ -323,7 +327,7 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
     one network add up to the steps that pay for a cold compile (:func:`sweep_compiles`): the first run
     compiles, the others find the compiler's cache warm.  Compiling changes float rounding only, not a
     run's identity; each run records how it ran."""
-    from ftcl_core.training import epoch_callback, train
+    from ftcl_core.training import epoch_callback, train  # lazily: reading records (the pages) never loads the loop
 
     exp = Experiment.load(path)
     names = settings or list(exp.settings)
@@ -379,8 +383,6 @@ def late_start_forks(jobs: list[tuple[RunConfig, Path]]) -> dict[Path, tuple[Pat
     folder, s)}``. Before s FT is inactive (Tab. 7's start epoch), so the two runs compute the same steps; the
     baseline keeps its state at s (:func:`keep_prefix`) and the late arm starts from it (:func:`fork_from_prefix`),
     saving s epochs of training. Only a baseline that comes first in the list can serve."""
-    from ftcl_core.config import FTConfig
-
     first: dict[tuple, Path] = {}
     out: dict[Path, tuple[Path, int]] = {}
     for cfg, folder in jobs:
@@ -396,8 +398,6 @@ def late_start_forks(jobs: list[tuple[RunConfig, Path]]) -> dict[Path, tuple[Pat
 def keep_prefix(epochs: list[int]):
     """An epoch callback (:func:`ftcl_core.training.epoch_callback`) that copies the run's checkpoint and log into
     ``PREFIX_FOLDER`` after each of ``epochs`` (written to a temporary name and renamed, so a copy is whole or absent)."""
-    import shutil
-
     def keep(run: RunDir, epoch: int) -> None:
         if epoch not in epochs or (run.path / PREFIX_FOLDER.format(epoch)).is_dir():
             return
@@ -415,8 +415,6 @@ def fork_from_prefix(out: Path, base: Path, epoch: int) -> Path | None:
     copy the baseline's kept checkpoint and log into ``out``, where training resumes from them. Returns ``base``
     when it forked, None when ``out`` already holds a checkpoint (it resumes its own) or the baseline kept no state
     at ``epoch`` (then ``out`` trains from the start, as without forks)."""
-    import shutil
-
     prefix, run = Path(base) / PREFIX_FOLDER.format(epoch), RunDir(out)
     if run.is_complete() or run.checkpoint.exists() or not prefix.is_dir():
         return None
@@ -467,8 +465,6 @@ def switch_to_calibrated(path: str | os.PathLike, profile: str = "cpu", record: 
     run that holds neither recipe's config, or a base line that cannot be rewritten stops it with an error that
     names them. A second call on a switched file moves nothing, so an interrupted rerun resumes with the same
     command."""
-    import shutil
-
     if profile != "cpu":
         raise ConfigError(f"only the cpu profile's tables have calibrated recipes (configs/cpu_cal_*.yaml), not {profile!r}.")
     exp = Experiment.load(path)
@@ -627,8 +623,6 @@ def sweep_compiles(jobs: list[tuple[RunConfig, Path]]) -> set[Path]:
     :data:`ftcl_core.execution.COMPILE_AUTO_MIN_STEPS` steps (one cold compile, then warm ones, pay for
     themselves), where a C++ compiler is installed.  A run begun compiled resumes compiled, and one begun
     eager resumes eager, whatever is left."""
-    from ftcl_core.execution import COMPILE_AUTO_MIN_STEPS, compile_backend
-
     groups: dict[tuple, list[tuple[RunConfig, Path, int]]] = {}
     chosen: set[Path] = set()
     for cfg, out in jobs:
@@ -1323,9 +1317,6 @@ def tally_text(rows: list[dict]) -> str:
 def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
                   out: str | os.PathLike | None = None) -> Path:
     """Summarise every experiment file's stored runs into one CSV (``results/summary.csv`` for cpu)."""
-    import csv
-    import io
-
     default = ROOT / "results" / "summary.csv" if profile == "cpu" else profile_root(profile) / "summary.csv"
     target = Path(out) if out else default
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -1333,8 +1324,6 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
     writer = csv.DictWriter(buf, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
     writer.writeheader()
     writer.writerows(summary_rows(profile, folder))
-    from ftcl_core.runs import atomic_write_bytes
-
     atomic_write_bytes(target, buf.getvalue().encode())
     return target
 
@@ -1346,8 +1335,6 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
     Columns: ours (linear top-1, mean ± 95 % CI over seeds), seeds, the paper's number, the claim, the
     paired difference against the reference, and the verdict (see :func:`verdict`).
     """
-    import csv
-
     folder = Path(folder) if folder else ROOT / "experiments"
     files: dict[tuple[str, str], list[str]] = {}
     for f in sorted(folder.glob("*.yaml")):
