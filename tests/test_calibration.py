@@ -101,7 +101,8 @@ def test_calibration_csv_from_stored_trials(tmp_path, monkeypatch):
 
 
 def test_the_init_sentence_compares_kaiming_with_the_recipe_it_changes():
-    from ftcl_core.models import build_encoder, init_norm_ratio, kaiming_init
+    from ftcl_core.models import build_encoder, kaiming_init
+    from ftcl_core.study.calibration import init_norm_ratio
 
     ratio = init_norm_ratio("resnet10_w16")
     assert ratio > 1 and init_norm_ratio("resnet10_w16") == ratio  # Kaiming fan-out is larger; seeded, so repeatable

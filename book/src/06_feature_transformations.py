@@ -116,12 +116,12 @@ plt.show()
 # ## The collapse signature of every setting
 #
 # The same reading for every stored setting (its lowest seed), in numbers from
-# `ftcl_core.stats.collapse_signature`: the first step at which Mean(neg) of the raw cosines exceeds 0.9
+# `ftcl_core.study.signatures.collapse_signature`: the first step at which Mean(neg) of the raw cosines exceeds 0.9
 # (the negatives nearly as close to the query as its positive: every image mapped near one point), the
 # smallest Var(neg) of the first 100 steps, and where Mean(neg) and Var(neg) end after 30 epochs.
 
 # %%
-from ftcl_core.stats import collapse_signature
+from ftcl_core.study.signatures import collapse_signature
 
 sig_rows = []
 for runs in records.values():

@@ -40,7 +40,6 @@ from ftcl_core import distributed as D
 from ftcl_core.checkpoints import IncompatibleCheckpoint
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.runs import RunFileError
-from ftcl_core.stats import collapse_signature
 from ftcl_core.study import findings, predict
 from ftcl_core.study.calibration import markdown, trials, write_csv
 from ftcl_core.study.diagnosis import diagnosis_rows, write_diagnosis_csv
@@ -57,6 +56,7 @@ from ftcl_core.study.experiments import (
 )
 from ftcl_core.study.results.claims import labelled
 from ftcl_core.study.results.numbers import pm_cell
+from ftcl_core.study.signatures import collapse_signature
 from ftcl_core.training import Terminated, TrainingDiverged, TrainingInterrupted, train
 
 EXIT_ERROR = 2  # a wrong input: config, command line, files, data
@@ -239,7 +239,7 @@ def _plan(args) -> int:
 
 def _screen(args) -> int:
     """A screen: the first ``--steps`` steps of a config in a temporary folder, then
-    the collapse signature of the raw cosines (:func:`ftcl_core.stats.collapse_signature`) and the time per step."""
+    the collapse signature of the raw cosines (:func:`ftcl_core.study.signatures.collapse_signature`) and the time per step."""
     if args.steps < 1:
         print(f"error: --steps {args.steps} must be >= 1", file=sys.stderr)
         return 2

@@ -38,12 +38,12 @@ from ftcl_core.data import fashion_mnist_root
 from ftcl_core.losses import info_nce, logits_from_scores
 from ftcl_core.models import build_encoder
 from ftcl_core.runs import RunDir, atomic_write_bytes
-from ftcl_core.stats import collapse_signature, first_step_above, volatility
 from ftcl_core.study import experiments as X
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import MIN_SEEDS, Claim
 from ftcl_core.study.results.numbers import cell, fixed, plus_minus
 from ftcl_core.study.results.paired import by_seed, mean_ci95, pair, paired_records
+from ftcl_core.study.signatures import collapse_signature, first_step_above, volatility
 
 COLLAPSE_LEVEL = 0.9  # Mean(neg) of the raw cosines above this: every image mapped near one point (chapter 6)
 
@@ -879,7 +879,7 @@ def negative_comparisons(profile: str) -> tuple[list[dict], str, str]:
 
 def volatility_rows(records: list[dict]) -> list[dict]:
     """Per setting of a momentum sweep (in the records' order), the mean over its seeds of the two swing numbers of
-    :func:`ftcl_core.stats.volatility`: the step-to-step change of Mean(neg) and the epoch-to-epoch change of the
+    :func:`ftcl_core.study.signatures.volatility`: the step-to-step change of Mean(neg) and the epoch-to-epoch change of the
     summed gradient norm (Figs 3-4's reading of collapse)."""
     out = []
     for setting in dict.fromkeys(r["setting"] for r in records):

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ftcl_core.config import EXECUTION_KEYS, ConfigError, FTConfig, RunConfig, config_diff, config_identity, load_config
+from ftcl_core.config import EXECUTION_KEYS, ConfigError, FTConfig, RunConfig, _flatten, as_config, config_diff, load_config
 from ftcl_core.execution import COMPILE_AUTO_MIN_STEPS, compile_backend
 from ftcl_core.runs import RunDir, atomic_write_bytes, cpu_isa, cpu_model, write_json
 from ftcl_core.study.results import claims as verdicts
@@ -50,6 +50,14 @@ SMOKE_OVERRIDES = [
     "moco.queue_size=128", "train.epochs=2", "train.batch_size=64", "stats.sync_every=4",
     "eval.linear_epochs=5", "eval.knn_k=20",
 ]
+
+
+def config_identity(cfg: RunConfig | dict) -> tuple:
+    """A hashable key that two configs share exactly when :func:`config_diff` finds no difference between them
+    (what a run computes; the execution keys left out): an index of stored runs by what they computed. Values
+    compare by ``repr``, so here NaN equals NaN and -0.0 differs from 0.0 (no config holds either)."""
+    flat = _flatten(as_config(cfg).to_dict())
+    return tuple(sorted((k, repr(v)) for k, v in flat.items() if k not in EXECUTION_KEYS))
 
 
 @dataclass
