@@ -17,6 +17,8 @@ import contextlib
 import dataclasses
 import math
 import os
+import signal
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -385,8 +387,6 @@ def interrupted(err: KeyboardInterrupt, run: RunDir, step: int, total: int, save
                 ) -> TrainingInterrupted:
     """The one-line :class:`TrainingInterrupted` of a run stopped by ``err`` at ``step`` of ``total``, whose last
     checkpoint resumes from epoch ``saved`` (the loop's count: a checkpoint is counted once written)."""
-    import signal
-
     sig = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
     what = "evaluates it again (training is complete)" if saved == epochs else (
         f"resumes from epoch {saved}" if saved else "starts it again from epoch 0 (no epoch was checkpointed yet)")
@@ -439,8 +439,6 @@ def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
     The run's own thread count, memory format, compiler and FT draws (host or device) are used: CPU reductions
     split over another number of threads, or run in another layout or compiled, round differently (about 1e-4
     relative after a dozen steps), and FT's draws on the device are another random stream."""
-    import tempfile
-
     run = RunDir(run_path)
     prov = run.load_provenance()
     # the memory format and compiler the run ran with (runs stored before they were recorded ran NCHW, eager)
