@@ -149,12 +149,16 @@ class StopTraining(Exception):
 
 def step_callback(callback: Callable[[int], None]):
     """:func:`observe` with ``callback(step)`` before every training step (it may raise :class:`StopTraining`)."""
-    return observe(type("StepCallback", (Observer,), {"step": staticmethod(callback)})())
+    observer = Observer()
+    observer.step = callback  # the instance's own function, called as callback(step)
+    return observe(observer)
 
 
 def epoch_callback(callback: Callable[[RunDir, int], None]):
     """:func:`observe` with ``callback(run, epoch)`` right after each checkpoint (rank 0 only)."""
-    return observe(type("EpochCallback", (Observer,), {"checkpoint": staticmethod(callback)})())
+    observer = Observer()
+    observer.checkpoint = callback
+    return observe(observer)
 
 
 def stop_before(max_steps: int) -> Callable[[int], None]:
