@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from ftcl_core import execution
 from ftcl_core.config import EXECUTION_KEYS, ConfigError, FTConfig, RunConfig, _flatten, as_config, config_diff, load_config
-from ftcl_core.execution import COMPILE_AUTO_MIN_STEPS, compile_backend
 from ftcl_core.runs import RunDir, atomic_write_bytes, cpu_isa, cpu_model, write_json
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results import records as run_records
@@ -645,7 +645,7 @@ def sweep_compiles(jobs: list[tuple[RunConfig, Path]]) -> set[Path]:
         groups.setdefault(_network_key(cfg), []).append((cfg, out, steps))
     for members in groups.values():
         total = sum(steps for _, _, steps in members)
-        if total >= COMPILE_AUTO_MIN_STEPS and compile_backend(members[0][0], "cpu", total):
+        if total >= execution.COMPILE_AUTO_MIN_STEPS and execution.compile_backend(members[0][0], "cpu", total):
             chosen |= {out for _, out, _ in members}
     return chosen
 
