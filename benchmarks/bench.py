@@ -3,7 +3,7 @@
 ``breakdown --config C [key=value ...] [--synthetic N]`` prints images/s and where a step's time goes
 (data, augment, forward, ft_loss, backward, statistics, optimizer) for any method and any GPU setting
 (``device=cuda train.amp=bf16 train.channels_last=true train.compile=true``); it is
-:func:`ftcl_core.profiling.breakdown`, which the GPU check and the book use too.
+:func:`benchmarks.profiling.breakdown`, which the GPU check and the book use too.
 
 ``paths`` times the model step on the NCHW path (``train.channels_last=false``) and on the default CPU path
 (channels-last, split batch-norm in blocks), interleaved, and prints the speed-up.
@@ -35,13 +35,13 @@ import time
 import torch
 
 from benchmarks import timing
+from benchmarks.profiling import breakdown
 from ftcl_core.augment import augment
 from ftcl_core.checkpoints import METRIC_COLUMNS
 from ftcl_core.config import FTConfig, RunConfig, load_config
 from ftcl_core.data import load_data
 from ftcl_core.execution import channels_last, memory_format, prepare_model
 from ftcl_core.methods import StepContext
-from ftcl_core.profiling import breakdown
 from ftcl_core.stats import StepRecorder
 from ftcl_core.training import augment_config, make_views, train_step
 from ftcl_core.transforms import DeviceDraws
@@ -50,7 +50,7 @@ from ftcl_core.transforms import DeviceDraws
 def statistics_cost(config: str = "configs/cpu_moco_v2.yaml", steps: int = 30, reps: int = 200) -> dict:
     """What the recorder costs a step, measured inside one run rather than as a difference of two noisy step times:
     the share of the step spent in its ``statistics`` phase (Supp A scores raw and after FT, the representation
-    statistics, Supp C layer gradient norms; :func:`ftcl_core.profiling.breakdown`), and the median time of the
+    statistics, Supp C layer gradient norms; :func:`benchmarks.profiling.breakdown`), and the median time of the
     representation statistics alone (alignment, uniformity, rho, effective rank) on a batch of the config's shape."""
     from ftcl_core.stats import representation_statistics
 

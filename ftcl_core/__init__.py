@@ -10,8 +10,8 @@ Modules, one concern each: ``config`` (defaults, overrides, validation; imports 
 ``augment`` (batched MoCo v1/v2 views), ``data`` (embedded shapes set, real-data loaders), ``stats`` (Supp A
 statistics, Supp C gradient norms), ``training``, ``execution`` (device, float32 on CUDA, memory format,
 split-BN layout, compile, the wrapped model), ``evaluation`` (kNN, linear readout), ``runs`` (run folders,
-provenance), ``results`` (run records, paired comparisons, the paper's claims and their verdicts, number
-formatting), ``predict`` (an FT run's outcome from its first 100 steps with FT on), ``plotting``.
+provenance).  That is the library; it imports neither :mod:`ftcl_core.study` (this repository's experiments,
+records, claims, diagnosis and command line) nor :mod:`ftcl_core.pages` (the book's figures and tables).
 """
 
 __version__ = "0.1.0"

@@ -761,14 +761,6 @@ def config_diff(a: RunConfig | dict, b: RunConfig | dict) -> list[str]:
     return sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k) and k not in EXECUTION_KEYS)
 
 
-def config_identity(cfg: RunConfig | dict) -> tuple:
-    """A hashable key that two configs share exactly when :func:`config_diff` finds no difference between them
-    (what a run computes; the execution keys left out): an index of stored runs by what they computed. Values
-    compare by ``repr``, so here NaN equals NaN and -0.0 differs from 0.0 (no config holds either)."""
-    flat = _flatten(as_config(cfg).to_dict())
-    return tuple(sorted((k, repr(v)) for k, v in flat.items() if k not in EXECUTION_KEYS))
-
-
 # Every key with its default, as a nested dict (all method sections): the reference of what a config may say.
 DEFAULTS: dict[str, Any] = {"method": "moco", "seed": 0, "device": "cpu",
                             **{name: _section_dict(section()) for name, section in SECTIONS.items()}}

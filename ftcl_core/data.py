@@ -18,15 +18,21 @@ follows the project's first CPU calibration (freely coloured shapes taught MoCo 
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import json
 import math
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ftcl_core import distributed as D
 from ftcl_core.config import RunConfig
+from ftcl_core.runs import write_json
 
 SHAPE_CLASSES = (
     "disc", "square", "triangle", "star", "cross", "ring", "bar", "half_disc", "corner", "two_dots",
@@ -338,12 +344,6 @@ def _build_cache(path: Path, files: list[Path], labels: list[int], names: list[s
     of this process and renamed when complete, so an interrupted build leaves no cache that looks whole (its
     partial file is removed by the next build); a disk without the room is refused before anything is written.
     Caches of the ``.pt`` format of earlier versions are not read: delete them to free their space."""
-    import shutil
-
-    import numpy as np
-
-    from ftcl_core.runs import write_json
-
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in path.parent.glob(f"{path.stem}.partial-*.npy"):  # left by an interrupted build whose process is gone
         if not _alive(stale.stem.rsplit("-", 1)[-1]):
@@ -376,10 +376,6 @@ def _alive(pid: str) -> bool:
 def open_cache(path: str | os.PathLike) -> ImageSet:
     """A cache written by :func:`load_image_folder`, memory-mapped copy-on-write: batches are read from disk (or
     the page cache) as training indexes them, so a set larger than the machine's memory still trains."""
-    import json
-
-    import numpy as np
-
     path = Path(path)
     meta = json.loads(path.with_suffix(".json").read_text())
     images = torch.from_numpy(np.load(path, mmap_mode="c"))
@@ -409,8 +405,6 @@ class _DecodedImages(torch.utils.data.Dataset):
 
 def _cache_path(cache: str | os.PathLike, root: str | os.PathLike, size: int, files: list[Path]) -> Path:
     """A cache file named by the tree, the size and a hash of the file list (a changed tree gets a new file)."""
-    import hashlib
-
     h = hashlib.sha1(f"{size}\n".encode())
     for f in files:
         h.update(f"{f}\n".encode())
@@ -456,7 +450,6 @@ def _list_image_folder(root: str | os.PathLike, classes: list[str] | None) -> tu
 
 def _resize_center(im, size: int) -> torch.Tensor:
     """PIL image -> uint8 (3, size, size): shorter side resized to ``size``, then centre crop."""
-    import numpy as np
     from PIL import Image
 
     w, h = im.size
@@ -473,7 +466,6 @@ def load_torchvision(name: str, root: str | os.PathLike, train: bool, download: 
 
     Downloads only when ``download=True``; otherwise a missing dataset is a clear error.
     """
-    import numpy as np
     import torchvision
 
     makers = {
@@ -512,8 +504,6 @@ _IDX_FILES = {True: ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")
 
 def read_idx(path: str | os.PathLike) -> torch.Tensor:
     """An IDX file (LeCun's MNIST format, gzipped or not) as a uint8 tensor of its stated shape."""
-    import gzip
-
     p = Path(path)
     raw = (gzip.open if p.suffix == ".gz" else open)(p, "rb").read()
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:

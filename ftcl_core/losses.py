@@ -176,16 +176,6 @@ def moco_ft_logits(
     return FTLogits(l_pos, l_neg, partners)
 
 
-def sharded_ft_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: T.Draws
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The released run's 8 processes imitated in one (not in the paper): eq. 3 with one lambda per shard of
-    ``N / ft.shards`` pairs, and each shard of queries against its own mixture of the queue (Sec 4.2)."""
-    q, k = positive_ft(q, k, ft, gen)
-    l_pos = (q * k).sum(1)
-    l_neg = torch.cat([qs @ mixed_queue(queue, ft, gen)[0].T for qs in q.chunk(ft.shards)])
-    return l_pos, l_neg
-
-
 def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: T.Draws) -> tuple[torch.Tensor, torch.Tensor]:
     """Sec 4.2 (interpolation) or Supp G.1 (extrapolation) of the queue with a random partner per row, then
     Supp F if asked: the transformed negatives and the partners' rows.  Lambda first, then the permutation,

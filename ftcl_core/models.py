@@ -338,8 +338,7 @@ assert tuple(SMALL) == SMALL_ENCODERS, "ftcl_core.config.SMALL_ENCODERS lists th
 
 def kaiming_init(backbone: nn.Module) -> nn.Module:
     """Kaiming-normal fan-out convolutions and unit/zero batch-norm affines, as torchvision's and PyContrast's
-    ResNets start (He et al. 2015); PyTorch's default conv init gives smaller weight norms (:func:`init_norm_ratio`
-    measures by how much for a given encoder)."""
+    ResNets start (He et al. 2015); PyTorch's default conv init gives smaller weight norms."""
     for mod in backbone.modules():
         if isinstance(mod, nn.Conv2d):
             nn.init.kaiming_normal_(mod.weight, mode="fan_out", nonlinearity="relu")
@@ -347,18 +346,6 @@ def kaiming_init(backbone: nn.Module) -> nn.Module:
             nn.init.ones_(mod.weight)
             nn.init.zeros_(mod.bias)
     return backbone
-
-
-def init_norm_ratio(name: str, seed: int = 0) -> float:
-    """How much larger :func:`kaiming_init` makes the encoder ``name``'s convolution weights than PyTorch's default
-    initialisation: the ratio of the two L2 norms over every conv weight, each encoder built from ``seed``."""
-    def conv_norm(net: nn.Module) -> float:
-        return float(torch.sqrt(sum((m.weight.detach() ** 2).sum() for m in net.modules() if isinstance(m, nn.Conv2d))))
-
-    torch.manual_seed(seed)
-    default = conv_norm(build_encoder(name))
-    torch.manual_seed(seed)
-    return conv_norm(kaiming_init(build_encoder(name))) / default
 
 
 def encoder_names() -> list[str]:

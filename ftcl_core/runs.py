@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import io
 import json
 import os
@@ -34,6 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from ftcl_core.config import DEFAULTS, ConfigError, RunConfig
@@ -100,8 +102,6 @@ def write_yaml(path: str | os.PathLike, obj: Any) -> None:
 
 
 def write_npz(path: str | os.PathLike, arrays: dict) -> None:
-    import numpy as np
-
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     atomic_write_bytes(path, buf.getvalue())
@@ -313,8 +313,6 @@ def _load_json(path: Path, recovery: str) -> dict:
 def _load_npz(path: Path) -> dict:
     """Every array of the run's ``.npz`` archive ``path``, read in full (a damaged member fails here, not later
     in a reader); a missing or damaged archive is a :class:`RunFileError` that names it and says to retrain."""
-    import numpy as np
-
     if not path.is_file():
         raise RunFileError(f"{path} is missing. {_retrain(path)}")
     with open(path, "rb") as fh:
@@ -342,8 +340,6 @@ def run_lock(path: Path):
     The holder writes its pid into the lock file; a process that has to wait says which pid it waits for,
     so a build that seems to hang names the process that holds the run.
     """
-    import fcntl
-
     with open(path / ".lock", "a+", errors="replace") as fh:  # damaged bytes only garble the pid shown
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)

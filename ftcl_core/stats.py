@@ -64,16 +64,6 @@ def representation_statistics(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tenso
     return torch.stack([align, uniform, rho, erank])
 
 
-def same_class_share(labels: torch.Tensor, queue_labels: torch.Tensor, n: int = 64) -> torch.Tensor:
-    """The share of a queue's keys that belong to the query's own class (the false negatives a label-free loss
-    pushes away), over the first ``n`` queries; ``queue_labels`` is -1 where no key was written yet. NaN while the
-    queue holds no key. About 1 / classes for a class-balanced set; chapter 7's false-negative question."""
-    written = queue_labels >= 0
-    same = (labels[:n, None] == queue_labels[None, :]) & written
-    count = written.sum() * min(n, labels.shape[0])
-    return torch.where(count > 0, same.sum() / count.clamp_min(1), torch.full((), math.nan, device=labels.device))
-
-
 def score_statistics(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64) -> torch.Tensor:
     """Supp A statistics of the first ``n`` queries: ``[Mean(pos), Mean(neg), Var(neg)]`` as a tensor.
 
@@ -97,31 +87,6 @@ def score_histogram(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64, bins:
         return torch.histc(x.detach().float().clamp(lo, hi), bins, lo, hi)
 
     return torch.stack([hist(l_pos[:n]), hist(l_neg[:n].flatten())])
-
-
-def volatility(neg_mean: np.ndarray, grad_norms_per_epoch: np.ndarray) -> tuple[float, float]:
-    """How much a run's training swings, in two numbers: the standard deviation of the step-to-step change of
-    Mean(neg) (Supp A's statistic), and of the epoch-to-epoch change of the summed layer gradient norms
-    (Supp C's landscape).  The paper reads collapse off these swings (Sec 3.3, Figs 3-4)."""
-    total = np.asarray(grad_norms_per_epoch).sum(1)
-    return float(np.std(np.diff(np.asarray(neg_mean)))), float(np.std(np.diff(total)))
-
-
-def first_step_above(neg_mean: np.ndarray, threshold: float = 0.9) -> int | None:
-    """The first step at which Mean(neg) of the raw cosines passes ``threshold`` (None: never)."""
-    above = np.flatnonzero(np.asarray(neg_mean) > threshold)
-    return int(above[0]) if above.size else None
-
-
-def collapse_signature(neg_mean: np.ndarray, neg_var: np.ndarray, threshold: float = 0.9,
-                       early_steps: int = 100) -> dict[str, float | int | None]:
-    """The Supp A reading of collapse in a few numbers: the first step at which Mean(neg) exceeds
-    ``threshold`` (None if never: the negatives are almost the positives, every image maps near one point),
-    the smallest Var(neg) of the first ``early_steps`` steps, and Mean(neg), Var(neg) at the end."""
-    neg_mean, neg_var = np.asarray(neg_mean), np.asarray(neg_var)
-    return {"first_step_above": first_step_above(neg_mean, threshold),
-            "early_min_var": float(neg_var[:early_steps].min()),
-            "final_neg_mean": float(neg_mean[-1]), "final_neg_var": float(neg_var[-1])}
 
 
 class StepRecorder:
@@ -151,7 +116,6 @@ class StepRecorder:
         self._pending, self._steps = [], []
 
     def as_arrays(self) -> dict:
-        import numpy as np
 
         self.flush()
         table = np.asarray(self.rows, dtype=np.float64).reshape(-1, len(self.columns))
@@ -160,7 +124,6 @@ class StepRecorder:
     def load(self, arrays: dict, upto_step: int) -> None:
         """Restore rows from :meth:`as_arrays` output, keeping steps ``< upto_step`` (for resume); a column
         that a run stored before it existed is NaN for those steps."""
-        import numpy as np
 
         keep = np.asarray(arrays["step"]) < upto_step
         cols = [np.asarray(arrays[c])[keep] if c in arrays else np.full(int(keep.sum()), np.nan) for c in self.columns]

@@ -17,6 +17,8 @@ import contextlib
 import dataclasses
 import math
 import os
+import signal
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -42,7 +44,6 @@ from ftcl_core.execution import (
     resolve_device,
 )
 from ftcl_core.methods import Method, Scores, StepContext, build_model
-from ftcl_core.methods.moco_diagnosis import LabelledMoCo, LabelledScores
 from ftcl_core.runs import RunDir, provenance, run_lock, write_json, write_yaml
 from ftcl_core.stats import (
     layer_grad_norms,
@@ -58,7 +59,7 @@ from ftcl_core.transforms import DeviceDraws
 class TrainingDiverged(RuntimeError):
     """A step's features, loss or gradient became NaN or infinite: the run stopped there, before its next checkpoint,
     so the last good checkpoint is kept.  The message is one line: the step, the quantity, the likely cause and the
-    fix.  The command line exits with its own status for it (:data:`ftcl_core.__main__.EXIT_DIVERGED`)."""
+    fix.  The command line exits with its own status for it (:data:`ftcl_core.study.cli.EXIT_DIVERGED`)."""
 
 
 class Terminated(KeyboardInterrupt):
@@ -112,36 +113,52 @@ class StepOutput:
     health: torch.Tensor | None = None  # (3,) bool on the device: features, loss, gradient finite (HEALTH)
 
 
-_PHASE_LISTENERS: list[Callable[[str], None]] = []
-_STEP_CALLBACKS: list[Callable[[int], None]] = []
-_EPOCH_CALLBACKS: list[Callable[[RunDir, int], None]] = []
+class Observer:
+    """The loop's one seam for code outside it: what a run tells whoever listens (:func:`observe`).  Every method is
+    a no-op here; a subclass overrides the ones it needs.  The benchmarks time the phases
+    (``benchmarks/profiling.py``), the study keeps a run's state at a checkpoint (its sweeps' late starts), a test
+    stops or kills a run at a step.  An observer changes nothing the run computes."""
+
+    def step(self, step: int) -> None:
+        """Before each training step; raising :class:`StopTraining` (or anything else) stops the loop there."""
+
+    def phase(self, name: str) -> None:
+        """At the end of each :func:`phase` of a step (augment, forward, ft_loss, backward, statistics, optimizer)."""
+
+    def checkpoint(self, run: RunDir, epoch: int) -> None:
+        """Right after a checkpoint is written, ``epoch`` epochs done (rank 0 only)."""
+
+
+_OBSERVERS: list[Observer] = []
 
 
 @contextlib.contextmanager
-def epoch_callback(callback: Callable[[RunDir, int], None]):
-    """Call ``callback(run, epoch)`` right after each checkpoint is written (``epoch`` epochs done) while the block
-    runs (rank 0 only): what :func:`ftcl_core.experiments.sweep` uses to keep a run's state at a later arm's switch."""
-    _EPOCH_CALLBACKS.append(callback)
+def observe(observer: Observer):
+    """Tell ``observer`` what every run does while the block runs."""
+    _OBSERVERS.append(observer)
     try:
-        yield
+        yield observer
     finally:
-        _EPOCH_CALLBACKS.remove(callback)
+        _OBSERVERS.remove(observer)
 
 
 class StopTraining(Exception):
-    """Raised by a :func:`step_callback` to end the loop before a step: :func:`train` then returns the metrics
+    """Raised before a step (:meth:`Observer.step`) to end the loop there: :func:`train` then returns the metrics
     recorded so far, without checkpointing or evaluating."""
 
 
-@contextlib.contextmanager
 def step_callback(callback: Callable[[int], None]):
-    """Call ``callback(step)`` before every training step while the block runs; it may raise
-    :class:`StopTraining` (what ``train(max_steps=...)`` does), or anything else, to stop the loop there."""
-    _STEP_CALLBACKS.append(callback)
-    try:
-        yield
-    finally:
-        _STEP_CALLBACKS.remove(callback)
+    """:func:`observe` with ``callback(step)`` before every training step (it may raise :class:`StopTraining`)."""
+    observer = Observer()
+    observer.step = callback  # the instance's own function, called as callback(step)
+    return observe(observer)
+
+
+def epoch_callback(callback: Callable[[RunDir, int], None]):
+    """:func:`observe` with ``callback(run, epoch)`` right after each checkpoint (rank 0 only)."""
+    observer = Observer()
+    observer.checkpoint = callback
+    return observe(observer)
 
 
 def stop_before(max_steps: int) -> Callable[[int], None]:
@@ -154,23 +171,11 @@ def stop_before(max_steps: int) -> Callable[[int], None]:
 
 @contextlib.contextmanager
 def phase(name: str):
-    """One phase of a step (augment, forward, ft_loss, backward, statistics, optimizer): a range named in
-    ``torch.profiler`` traces; at its end each listener of :func:`phase_listener` is told its name (a phase's
-    time, for the step-time benchmark, runs from the end of the phase before)."""
+    """One phase of a step: a range named in ``torch.profiler`` traces; at its end each observer is told its name."""
     with torch.profiler.record_function(name):
         yield
-    for listener in _PHASE_LISTENERS:
-        listener(name)
-
-
-@contextlib.contextmanager
-def phase_listener(listener: Callable[[str], None]):
-    """Call ``listener(name)`` at the end of every :func:`phase` while the block runs (the step-time benchmark)."""
-    _PHASE_LISTENERS.append(listener)
-    try:
-        yield
-    finally:
-        _PHASE_LISTENERS.remove(listener)
+    for observer in _OBSERVERS:
+        observer.phase(name)
 
 
 def make_views(x: torch.Tensor, aug: A.AugmentConfig, gen: torch.Generator, channels_last: bool = False,
@@ -240,7 +245,7 @@ def _statistics(model: Method, scores: Scores, loss: torch.Tensor, top1: torch.T
     if opts.record_stats:
         ft_stats = score_statistics(scores.pos, neg_for_stats, opts.n_stats)
         raw_stats = score_statistics(scores.raw_pos, scores.raw_neg, opts.n_stats)
-        share = scores.same_class_share if isinstance(scores, LabelledScores) else None
+        share = scores.same_class_share  # only a method that reads labels has it
         share = torch.full((1,), math.nan, device=loss.device) if share is None else share.view(1).float()
         rep_stats = torch.cat([representation_statistics(*scores.views), share])
         values = D.mean_over_ranks(torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats, rep_stats]))
@@ -326,7 +331,7 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
     steps_per_epoch, n_total = len(train_set) // bs, (bs if D.world_size() > 1 else None)
     steps = epochs * steps_per_epoch if max_steps is None else min(max_steps, epochs * steps_per_epoch)
     model, net = prepare_model(cfg, device, steps)
-    with_labels = isinstance(model, LabelledMoCo)  # the diagnosis' queue that knows classes reads the labels
+    with_labels = model.needs_labels  # a method that reads the batch's classes says so
     optimizer = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(cfg.seed)  # the same stream on every rank
     draws = ft_device_draws(cfg, device)  # FT's generator on the device (CUDA), or None: FT draws from gen
@@ -347,8 +352,8 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                 order = torch.randperm(len(train_set), generator=gen)
                 for i, (x, labels) in enumerate(batches(train_set, order, bs, device, with_labels)):
                     step = epoch * steps_per_epoch + i
-                    for callback in _STEP_CALLBACKS:
-                        callback(step)
+                    for observer in _OBSERVERS:
+                        observer.step(step)
                     lr = set_learning_rate(optimizer, cfg, step, steps_per_epoch)
                     model.start_step(epoch, step, epochs * steps_per_epoch)  # BYOL's target momentum, SwAV's prototypes
                     views = make_views(x, aug, gen, nhwc, n_total)
@@ -368,8 +373,8 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                     D.average_batchnorm_buffers(model)  # what one process with split-BN holds
                     if main:
                         checkpoints.save(run, model, optimizer, gen, epoch + 1, train_s, log, draws)
-                        for on_epoch in _EPOCH_CALLBACKS:
-                            on_epoch(run, epoch + 1)
+                        for observer in _OBSERVERS:
+                            observer.checkpoint(run, epoch + 1)
                     saved = epoch + 1
         if not main:  # rank 0 evaluates and writes eval.json; no collective waits on that
             return {}
@@ -386,8 +391,6 @@ def interrupted(err: KeyboardInterrupt, run: RunDir, step: int, total: int, save
                 ) -> TrainingInterrupted:
     """The one-line :class:`TrainingInterrupted` of a run stopped by ``err`` at ``step`` of ``total``, whose last
     checkpoint resumes from epoch ``saved`` (the loop's count: a checkpoint is counted once written)."""
-    import signal
-
     sig = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
     what = "evaluates it again (training is complete)" if saved == epochs else (
         f"resumes from epoch {saved}" if saved else "starts it again from epoch 0 (no epoch was checkpointed yet)")
@@ -440,8 +443,6 @@ def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
     The run's own thread count, memory format, compiler and FT draws (host or device) are used: CPU reductions
     split over another number of threads, or run in another layout or compiled, round differently (about 1e-4
     relative after a dozen steps), and FT's draws on the device are another random stream."""
-    import tempfile
-
     run = RunDir(run_path)
     prov = run.load_provenance()
     # the memory format and compiler the run ran with (runs stored before they were recorded ran NCHW, eager)

@@ -161,7 +161,7 @@ def test_launch_buttons_need_a_real_repository(monkeypatch):
 def test_every_chapter_shows_the_smoke_notice_only_under_the_smoke_profile():
     import nbformat
 
-    from ftcl_core.plotting import SMOKE_NOTICE, smoke_notice
+    from ftcl_core.pages.plotting import SMOKE_NOTICE, smoke_notice
 
     assert smoke_notice("cpu") is None and smoke_notice("gpu") is None
     assert SMOKE_NOTICE in smoke_notice("smoke").data

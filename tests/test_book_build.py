@@ -304,8 +304,8 @@ def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatc
     Table 7 run among them, and choosing one shows its own curves (to the packing's 16-bit precision)."""
     import numpy as np
 
-    from ftcl_core import experiments as X
-    from ftcl_core import plotting as P
+    from ftcl_core.pages import plotting as P
+    from ftcl_core.study import experiments as X
 
     monkeypatch.delenv("FTCL_RUNS_ROOT", raising=False)  # the committed results/cpu
     stored = X.stored_runs("cpu")
@@ -360,7 +360,7 @@ def test_no_button_sends_a_reader_to_the_placeholder_repository(html):
 
 
 def test_a_smoke_page_says_under_its_title_that_its_numbers_mean_nothing(browser, server, html):
-    from ftcl_core.plotting import SMOKE_NOTICE
+    from ftcl_core.pages.plotting import SMOKE_NOTICE
 
     for p in sorted((html / "book").glob("[0-9][0-9]_*.html")):
         page, _ = open_page(browser, f"{server}/book/{p.name}")

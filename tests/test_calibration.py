@@ -6,11 +6,11 @@ import math
 import pytest
 import torch
 
-from ftcl_core import calibration as C
-from ftcl_core import experiments as X
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.data import hold_out, load_data, make_shapes, shapes_splits, shapes_validation
 from ftcl_core.methods import build_model
+from ftcl_core.study import calibration as C
+from ftcl_core.study import experiments as X
 from ftcl_core.training import augment_config
 
 
@@ -101,7 +101,8 @@ def test_calibration_csv_from_stored_trials(tmp_path, monkeypatch):
 
 
 def test_the_init_sentence_compares_kaiming_with_the_recipe_it_changes():
-    from ftcl_core.models import build_encoder, init_norm_ratio, kaiming_init
+    from ftcl_core.models import build_encoder, kaiming_init
+    from ftcl_core.study.calibration import init_norm_ratio
 
     ratio = init_norm_ratio("resnet10_w16")
     assert ratio > 1 and init_norm_ratio("resnet10_w16") == ratio  # Kaiming fan-out is larger; seeded, so repeatable

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ftcl_core.results import claims as C
-from ftcl_core.results.paired import pair
+from ftcl_core.study.results import claims as C
+from ftcl_core.study.results.paired import pair
 
 GAIN = C.Claim("ft", "base", "difference", effect=2.0)  # the paper: ft is 2 points above base
 LOSS = C.Claim("ft", "base", "difference", effect=-2.0)  # the paper: ft is 2 points below base
@@ -75,7 +75,7 @@ def test_benjamini_hochberg_against_a_hand_computation():
 
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ftcl_core"
-RESULTS = PACKAGE / "results"
+RESULTS = PACKAGE / "study" / "results"
 OWNED_ELSEWHERE: set[str] = set()
 
 
@@ -89,7 +89,7 @@ OWNED_ELSEWHERE: set[str] = set()
 def test_verdict_pairing_and_formatting_are_defined_once(pattern, owner):
     found = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))
              if p.name not in OWNED_ELSEWHERE and re.search(pattern, p.read_text(), re.M)]
-    assert found == [f"results/{owner}"], found
+    assert found == [f"study/results/{owner}"], found
 
 
 # ---- the error scale and the ceiling (issue 50) -----------------------------------------------------------------

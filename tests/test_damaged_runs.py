@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from ftcl_core import experiments as X
 from ftcl_core.config import RunConfig
 from ftcl_core.runs import RunDir, RunFileError, run_lock, write_json, write_yaml
+from ftcl_core.study import experiments as X
 from ftcl_core.training import step_callback, stop_before, train
 
 DAMAGES = ("truncated", "garbage", "empty")

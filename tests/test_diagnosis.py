@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ftcl_core import diagnosis as G
-from ftcl_core import experiments as X
+from ftcl_core.study import diagnosis as G
+from ftcl_core.study import experiments as X
 
 
 @settings(max_examples=25, deadline=None)
@@ -41,7 +41,7 @@ def test_a_concentrated_state_contracts_below_the_threshold_and_spreads_above(la
 
 
 def test_every_diagnosis_file_resolves_and_pairs_ft_with_a_baseline_of_the_same_recipe():
-    from ftcl_core import experiments as X
+    from ftcl_core.study import experiments as X
 
     files = sorted((X.ROOT / "experiments" / "diagnosis").glob("*.yaml"))
     assert files
@@ -82,7 +82,7 @@ def test_a_comparison_near_the_ceiling_is_judged_on_the_error_scale_with_the_pap
 def test_diagnosis_csv_from_stored_runs(tmp_path, monkeypatch):
     import csv
 
-    from ftcl_core import experiments as X
+    from ftcl_core.study import experiments as X
 
     monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
     folder = tmp_path / "diag"
@@ -104,7 +104,7 @@ def test_diagnosis_csv_from_stored_runs(tmp_path, monkeypatch):
 
 
 def test_the_oracle_marks_negatives_made_of_a_same_class_key():
-    from ftcl_core.methods.moco_diagnosis import same_class_negatives
+    from ftcl_core.study.moco_diagnosis import same_class_negatives
 
     labels = torch.tensor([0, 1])
     queue_labels = torch.tensor([0, 1, 2, -1])
@@ -122,7 +122,8 @@ def test_the_oracle_step_is_infonce_over_the_other_classes_negatives(ft):
     row of the query's class is marked (with interpolation, also the mixtures that contain one); the queue then
     records the keys' labels."""
     from ftcl_core.config import load_config
-    from ftcl_core.methods import LabelledMoCo, StepContext, build_model
+    from ftcl_core.methods import StepContext, build_model
+    from ftcl_core.study.moco_diagnosis import LabelledMoCo  # importing the study registers its variants
 
     cfg = load_config("configs/smoke_moco_v2.yaml", ["moco.drop_same_class=true", "model.bn_splits=1", *ft])
     model = build_model(cfg)
@@ -154,7 +155,7 @@ def test_the_oracle_is_refused_where_it_cannot_apply():
 
 
 def test_the_same_class_share_counts_written_keys_of_the_querys_class():
-    from ftcl_core.stats import same_class_share
+    from ftcl_core.study.moco_diagnosis import same_class_share
 
     queue = torch.tensor([0, 1, 2, 0, -1, -1])  # four keys written, two slots empty
     labels = torch.tensor([0, 1, 3])
@@ -212,8 +213,8 @@ def test_gap_records_compare_ft_s_gain_at_two_lengths_by_seed():
 
 
 def test_switch_on_state_and_start_fractions_read_table7_style_runs(tmp_path, monkeypatch):
-    from ftcl_core import experiments as X
     from ftcl_core.runs import RunDir
+    from ftcl_core.study import experiments as X
 
     monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
     path = tmp_path / "start.yaml"
@@ -263,7 +264,7 @@ def test_the_switch_on_sentence_says_whether_the_collapse_level_marks_the_starts
 
 
 def test_the_baseline_caveat_names_the_aims_a_paired_baseline_misses():
-    from ftcl_core import experiments as X
+    from ftcl_core.study import experiments as X
 
     def aim(setting, mean, ci, gain, n=3, data="shapes"):
         return {"data": data, "setting": setting, "mean": mean, "ci95": ci, "n_seeds": n, "gain": gain,
@@ -303,7 +304,7 @@ def test_the_random_queue_sentence_tests_the_papers_account_of_an_early_start():
 
 
 def test_a_calibration_is_said_to_rule_out_only_the_knobs_it_varied(tmp_path):
-    from ftcl_core import calibration as C
+    from ftcl_core.study import calibration as C
 
     (tmp_path / "m.yaml").write_text("table: CAL-m\ntitle: t\nbase: {cpu: configs/cpu_moco_v1.yaml}\nseeds: [0]\n"
                                      "settings:\n  recipe: {}\n  a: {optim.lr: 0.1, optim.weight_decay: 0.0}\n"
@@ -318,7 +319,7 @@ def test_the_phase_diagram_labels_every_cell_and_keeps_small_effects_visible():
     import matplotlib
 
     matplotlib.use("Agg")
-    from ftcl_core import plotting as P
+    from ftcl_core.pages import plotting as P
 
     diff = np.array([[-42.4, np.nan], [0.8, -0.1]])
     fig = P.difference_grid(["a", "b"], ["x", "y"], diff, np.full_like(diff, 0.5),

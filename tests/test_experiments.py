@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ftcl_core import experiments as X
-from ftcl_core.results.claims import Claim, verdict_word
+from ftcl_core.study import experiments as X
+from ftcl_core.study.results.claims import Claim, verdict_word
 
 ROOT = X.ROOT
 
@@ -726,8 +726,8 @@ def test_a_claims_entry_gives_the_papers_two_readouts_and_is_judged_on_both_scal
 
 
 def test_a_pair_trained_on_two_devices_leaves_the_bh_family():
-    from ftcl_core.results import claims as C
-    from ftcl_core.results.paired import pair
+    from ftcl_core.study.results import claims as C
+    from ftcl_core.study.results.paired import pair
 
     claim = C.Claim("ft", "base", effect=2.0)
 

@@ -1,4 +1,4 @@
-"""Every matplotlib figure of ``ftcl_core.plotting`` as the book shows it: text at least 10 px tall in the page's
+"""Every matplotlib figure of ``ftcl_core.pages.plotting`` as the book shows it: text at least 10 px tall in the page's
 column (:func:`plotting.smallest_text_px`) and no legend on plotted data (:func:`plotting.legend_overlaps_data`).
 
 Each figure is built from small fake inputs shaped like the stored runs' (ten momenta, 69 claims of the summary,
@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from ftcl_core import experiments as X  # noqa: E402
-from ftcl_core import plotting as P  # noqa: E402
+from ftcl_core.pages import plotting as P  # noqa: E402
+from ftcl_core.study import experiments as X  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
@@ -273,7 +273,7 @@ def test_the_grid_of_tables_has_one_legend_outside_its_panels():
 
 def test_chapter_sevens_own_figures_read_at_page_width():
     """The contraction test and the early-training figure: text of at least 10 px, legends off the data."""
-    from ftcl_core import diagnosis as G
+    from ftcl_core.study import diagnosis as G
 
     rhos = np.linspace(-0.5, 1.0, 7)
     lams = (1.0, 1.5, 2.0)
@@ -288,7 +288,7 @@ def test_chapter_sevens_own_figures_read_at_page_width():
 
 
 def test_a_table_shows_its_verdict_second_and_a_note_row_across_the_table():
-    from ftcl_core.plotting import html_table
+    from ftcl_core.pages.plotting import html_table
 
     html = html_table(["setting", "ours", "seeds", "verdict"],
                       [["+pos", "33.8 ± 2.6", "3", "contradicted"], ["+neg", "skipped: no GPU", "", ""]]).data

@@ -11,10 +11,10 @@ import re
 
 import pytest
 
-from ftcl_core import experiments as X
-from ftcl_core import findings as F
-from ftcl_core.results import claims as V
-from ftcl_core.results.numbers import plus_minus
+from ftcl_core.study import experiments as X
+from ftcl_core.study import findings as F
+from ftcl_core.study.results import claims as V
+from ftcl_core.study.results.numbers import plus_minus
 
 pytestmark = pytest.mark.skipif(not (X.STORED / "T5").is_dir(), reason="no stored cpu runs")
 

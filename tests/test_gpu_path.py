@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from ftcl_core import profiling as bench
+from benchmarks import profiling as bench
 from ftcl_core.checkpoints import METRIC_COLUMNS
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.execution import prepare_model

@@ -117,7 +117,7 @@ def test_the_one_prepared_device_command_is_valid_and_its_jobs_resolve():
     """tools/device_lease.sh parses, asks the GPU check only for parts it has, and every job of tools/device_jobs.tsv
     names a stored experiment's setting and seed, in groups of a baseline and its arms (stopped together)."""
     from benchmarks.gpucheck.setting import PARTS
-    from ftcl_core import experiments as X
+    from ftcl_core.study import experiments as X
 
     script = (ROOT / "tools/device_lease.sh").read_text()
     assert subprocess.run(["bash", "-n", str(ROOT / "tools/device_lease.sh")]).returncode == 0

@@ -105,7 +105,8 @@ def test_one_lambda_per_shard_is_one_per_sample_when_every_query_is_a_shard():
 
 
 def test_each_shard_scores_its_queries_against_its_own_mixture_of_the_queue():
-    from ftcl_core.losses import mixed_queue, sharded_ft_logits
+    from ftcl_core.losses import mixed_queue
+    from ftcl_core.study.moco_diagnosis import sharded_ft_logits
 
     g = torch.Generator().manual_seed(0)
     q, k, queue = (F.normalize(torch.randn(n, 16, generator=g), dim=1) for n in (8, 8, 32))

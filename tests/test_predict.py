@@ -1,11 +1,11 @@
-"""The FT-outcome predictor (ftcl_core.predict): its window, its models, its held-out protocol and intervals."""
+"""The FT-outcome predictor (ftcl_core.study.predict): its window, its models, its held-out protocol and intervals."""
 
 import math
 
 import numpy as np
 import pytest
 
-from ftcl_core import predict
+from ftcl_core.study import predict
 
 
 def metrics(n=150, peak_at=None, level=0.95):
@@ -90,8 +90,8 @@ def test_the_readmes_predictor_figures_are_the_stored_reports():
 
 
 def test_a_screen_prints_the_predicted_outcome_once_it_has_a_window():
-    from ftcl_core.__main__ import _screen_prediction
     from ftcl_core.config import load_config
+    from ftcl_core.study.cli import _screen_prediction
 
     cfg = load_config("configs/cpu_cal_moco_v1.yaml", ["ft.pos=true", "ft.neg=true"])
     m = {**metrics(n=120, peak_at=17), "epoch": np.zeros(120)}

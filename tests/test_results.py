@@ -79,14 +79,14 @@ def test_summary_has_the_promised_columns_and_verdicts():
     assert rows
     for col in ("table", "data", "setting", "mean", "ci95", "n_seeds", "paper", "verdict"):
         assert col in rows[0]
-    from ftcl_core.results.claims import BASELINE, TALLY_WORDS
+    from ftcl_core.study.results.claims import BASELINE, TALLY_WORDS
 
     assert {r["verdict"] for r in rows} <= {*TALLY_WORDS, BASELINE}
     assert {r["verdict_bh"] for r in rows} <= {*TALLY_WORDS, BASELINE}
     for r in rows:  # a paper table, on the data it names (T7-fmnist: Table 7 on Fashion-MNIST)
         assert re.fullmatch(r"(T[1-7]|S-[EFG])(-fmnist)?", r["table"]) and r["data"], r
         assert (r["data"] == "fashion_mnist") == r["table"].endswith("-fmnist"), r
-    from ftcl_core.results.claims import ERRORS, POINTS
+    from ftcl_core.study.results.claims import ERRORS, POINTS
 
     for r in (r for r in rows if r["kind"] in ("difference", "ordering")):  # both scales, the deciding one named
         assert r["scale"] in (POINTS, ERRORS) and r["verdict_points"] in TALLY_WORDS, r
@@ -100,8 +100,8 @@ def test_every_stored_run_is_what_its_experiment_file_asks_for():
     edited experiment file or base config cannot silently relabel old results."""
     import yaml
 
-    from ftcl_core import experiments as X
     from ftcl_core.config import config_diff
+    from ftcl_core.study import experiments as X
 
     checked = 0
     for path in sorted((ROOT / "experiments").glob("*.yaml")):
@@ -120,8 +120,8 @@ def test_every_stored_run_is_what_its_experiment_file_asks_for():
 
 
 def test_a_setting_value_can_depend_on_the_profile():
-    from ftcl_core import experiments as X
     from ftcl_core.config import ConfigError
+    from ftcl_core.study import experiments as X
 
     two_k = {"moco.queue_size": {"cpu": 8192, "gpu": 131072}}
     assert X.resolve("configs/cpu_moco_v1.yaml", two_k, "cpu").moco.queue_size == 8192
@@ -137,7 +137,7 @@ def test_a_setting_value_can_depend_on_the_profile():
 def test_summary_is_regenerated_from_the_stored_runs(tmp_path, monkeypatch):
     """results/summary.csv is what the stored runs give today, so no number of it can go stale (the README's copy of
     the findings: tests/test_findings.py)."""
-    from ftcl_core import experiments as X
+    from ftcl_core.study import experiments as X
 
     monkeypatch.delenv("FTCL_RUNS_ROOT", raising=False)  # the committed runs, wherever a user keeps theirs
     fresh = X.write_summary("cpu", out=tmp_path / "summary.csv")

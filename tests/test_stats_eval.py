@@ -76,7 +76,7 @@ def test_histograms_keep_scores_outside_minus_one_one():
 def test_volatility_is_the_spread_of_the_changes():
     import numpy as np
 
-    from ftcl_core.stats import volatility
+    from ftcl_core.study.signatures import volatility
 
     steady = volatility(np.linspace(0, 1, 50), np.ones((5, 3)))
     assert steady == pytest.approx((0.0, 0.0), abs=1e-12)
@@ -87,7 +87,7 @@ def test_volatility_is_the_spread_of_the_changes():
 def test_collapse_signature_finds_the_jump_of_the_negatives():
     import numpy as np
 
-    from ftcl_core.stats import collapse_signature
+    from ftcl_core.study.signatures import collapse_signature
 
     neg_mean = np.r_[np.zeros(10), np.full(90, 0.97), np.linspace(0.97, 0.5, 100)]
     neg_var = np.r_[np.full(10, 0.01), np.full(90, 1e-4), np.linspace(1e-4, 0.05, 100)]

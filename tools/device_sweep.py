@@ -28,8 +28,8 @@ from pathlib import Path
 
 import torch
 
-from ftcl_core import experiments as X
 from ftcl_core.runs import RunDir
+from ftcl_core.study import experiments as X
 
 
 @dataclass

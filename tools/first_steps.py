@@ -30,6 +30,7 @@ CASES: dict[str, tuple[str, list[str]]] = {
 
 def record(out: str, steps: int = 12) -> None:
     """Train ``steps`` steps of every case (one thread) and save every per-step metric."""
+    import ftcl_core.study  # noqa: F401  (registers the diagnosis' MoCo variants: moco_oracle, moco_shards, ...)
     from ftcl_core.config import load_config
     from ftcl_core.training import train
 

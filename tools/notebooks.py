@@ -43,7 +43,7 @@ if "google.colab" in sys.modules:  # Colab: fetch the repository (configs, store
     os.chdir("/content/ftcl/book")"""
 
 
-SMOKE_CELL = """from ftcl_core.plotting import smoke_notice
+SMOKE_CELL = """from ftcl_core.pages.plotting import smoke_notice
 
 smoke_notice(profile)  # the smoke profile's pages say their numbers mean nothing"""
 

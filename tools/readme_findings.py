@@ -3,8 +3,8 @@
 ``book/findings.md`` is the one authored text of the findings: the book's index includes it whole and chapter 1 its
 bullets, with their numbers glued from chapter 7 (``{glue:text}`07_when_ft_helps.ipynb::name:s```) and their links
 naming the chapters' labels (``[chapter 7](#phase-diagram)``). GitHub renders neither, so this script writes the same
-Markdown into the README with each glued name replaced by its value from :func:`ftcl_core.findings.facts` and each
-label by the chapter's notebook, after every check of :data:`ftcl_core.findings.CHECKS` has passed, and draws the
+Markdown into the README with each glued name replaced by its value from :func:`ftcl_core.study.findings.facts` and each
+label by the chapter's notebook, after every check of :data:`ftcl_core.study.findings.CHECKS` has passed, and draws the
 phase diagram the block shows. ``python -m ftcl_core summary`` runs it; ``tests/test_findings.py`` fails while the
 README's block is stale.
 
@@ -40,7 +40,7 @@ def render(markdown: str, facts: Mapping[str, str], anchors: Mapping[str, str]) 
     the chapters' notebooks (``anchors``), the book-relative figure path made repository-relative."""
     def fact(m: re.Match) -> str:
         if m.group(1) not in facts:
-            raise KeyError(f"book/findings.md glues {m.group(1)!r}, which ftcl_core.findings.facts does not give")
+            raise KeyError(f"book/findings.md glues {m.group(1)!r}, which ftcl_core.study.findings.facts does not give")
         return facts[m.group(1)]
 
     def link(m: re.Match) -> str:
@@ -54,7 +54,7 @@ def render(markdown: str, facts: Mapping[str, str], anchors: Mapping[str, str]) 
 
 def block(ev=None) -> str:
     """README.md's findings block, markers included, once every check holds on the stored runs (``ev``)."""
-    from ftcl_core import findings
+    from ftcl_core.study import findings
 
     ev = ev or findings.Evidence.load("cpu")
     findings.expect(ev)
@@ -73,11 +73,11 @@ def replace_block(text: str, new: str) -> str:
 
 
 def write_figure(ev) -> Path:
-    """The phase diagram the README and the index show (:data:`ftcl_core.findings.FIGURE`)."""
-    from ftcl_core import findings
+    """The phase diagram the README and the index show (:data:`ftcl_core.study.findings.FIGURE`)."""
+    from ftcl_core.pages.findings import write_figure as draw
 
-    return findings.write_figure(ev, title="MoCo v1: FT minus the same run without FT (linear top-1, points)",
-                                 column=lambda f: f"FT from {f:.0%} of the run" if f else "FT from the start")
+    return draw(ev, title="MoCo v1: FT minus the same run without FT (linear top-1, points)",
+                column=lambda f: f"FT from {f:.0%} of the run" if f else "FT from the start")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when README.md's block is stale; write nothing")
     parser.add_argument("--readme", type=Path, default=README, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    from ftcl_core import findings
+    from ftcl_core.study import findings
 
     ev = findings.Evidence.load("cpu")
     text = args.readme.read_text()

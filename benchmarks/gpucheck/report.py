@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from benchmarks.gpucheck.setting import PARTS
-from ftcl_core.results.numbers import significant as fmt
+from ftcl_core.study.results.numbers import significant as fmt
 
 Table = tuple[list[str], list[list[str]]]  # (header, rows of formatted cells)
 

@@ -1,7 +1,7 @@
 """Part 3 of the GPU check: MoCo v2's training throughput at GPU sizes (bf16 + channels_last, synthetic images).
 
 Per setting: images/s of the unsynchronised step (what training gets), the step split into phases
-(:func:`ftcl_core.profiling.breakdown`, synchronised), peak memory, FLOPs a step and achieved TFLOP/s against the
+(:func:`benchmarks.profiling.breakdown`, synchronised), peak memory, FLOPs a step and achieved TFLOP/s against the
 chip's bf16 peak, the FT and statistics overheads (interleaved, :func:`benchmarks.timing.interleaved`), and the
 anchor: the same model step fed by per-sample torchvision transforms in a DataLoader.
 
@@ -20,9 +20,9 @@ from benchmarks import timing
 from benchmarks.gpucheck.environment import bf16_peak
 from benchmarks.gpucheck.kernels import step_runner, synthetic_images
 from benchmarks.gpucheck.setting import Budget, Setting
+from benchmarks.profiling import breakdown
 from ftcl_core.config import FTConfig, load_config
 from ftcl_core.execution import ft_draws_mode, host_to_device
-from ftcl_core.profiling import breakdown
 
 
 def _throughput_settings(s: Setting) -> dict[str, list[str]]:

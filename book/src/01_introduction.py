@@ -97,8 +97,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from ftcl_core import augment as A
-from ftcl_core import plotting as P
 from ftcl_core.data import SHAPE_CLASSES, make_shapes
+from ftcl_core.pages import plotting as P
 
 sample = make_shapes(10 * 6, seed=0)
 order = torch.argsort(sample.labels, stable=True)

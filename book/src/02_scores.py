@@ -31,12 +31,12 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import augment as A
-from ftcl_core import experiments as X
-from ftcl_core import plotting as P
 from ftcl_core.data import load_data
 from ftcl_core.losses import info_nce, logits_from_scores, moco_logits
 from ftcl_core.methods import build_model
+from ftcl_core.pages import plotting as P
 from ftcl_core.stats import score_statistics
+from ftcl_core.study import experiments as X
 from ftcl_core.training import augment_config
 
 exp = X.Experiment.load("experiments/table5_ft_v2.yaml")

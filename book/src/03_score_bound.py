@@ -39,13 +39,13 @@ print("S' at l = 1:", sp.simplify(closed.subs(lam, 1)), "  at l = 2:", sp.expand
 print("d S'/d l =", sp.factor(sp.diff(closed, lam)), " -> negative on (1, 2]: S' falls monotonically from S to 5S - 4")
 
 # %% [markdown]
-# The family of curves $\hat S(S)$ for several $\lambda$ (`ftcl_core.plotting.score_bound`): for
+# The family of curves $\hat S(S)$ for several $\lambda$ (`ftcl_core.pages.plotting.score_bound`): for
 # $\lambda<1$ (dashed) every curve lies above the diagonal, for $\lambda\in[1,2]$ inside the shaded range.
 
 # %%
 import matplotlib.pyplot as plt
 
-from ftcl_core import plotting as P
+from ftcl_core.pages import plotting as P
 
 P.score_bound()
 plt.show()
@@ -64,8 +64,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ftcl_core import plotting as P
 from ftcl_core import transforms as T
+from ftcl_core.pages import plotting as P
 
 n = 10_000 if profile == "smoke" else 100_000
 gen = torch.Generator().manual_seed(0)

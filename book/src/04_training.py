@@ -28,9 +28,9 @@ seed = 0
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ftcl_core import experiments as X
-from ftcl_core import plotting as P
+from ftcl_core.pages import plotting as P
 from ftcl_core.runs import RunDir
+from ftcl_core.study import experiments as X
 
 exp = X.Experiment.load("experiments/table5_ft_v2.yaml")
 rec = X.sweep(exp.path, profile, seeds=[seed], settings=["v2 baseline"], progress=False)[0]

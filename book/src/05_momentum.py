@@ -27,10 +27,10 @@ landscape_momenta = [0, 0.5, 0.9, 0.99, 1.0]  # gradient landscapes drawn (those
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core import diagnosis as G
-from ftcl_core import experiments as X
-from ftcl_core import plotting as P
+from ftcl_core.pages import plotting as P
 from ftcl_core.runs import RunDir
+from ftcl_core.study import diagnosis as G
+from ftcl_core.study import experiments as X
 
 # the experiment file's setting names ("m=0.9"); kept out of the parameters cell, whose lines papermill parses
 settings, shown_if_stored, landscapes = ([f"m={m}" for m in ms] for ms in (momenta, momenta_if_stored, landscape_momenta))
@@ -49,7 +49,7 @@ metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["
 # Every table of this book gives each setting a **verdict** on the paper's claim about it. We take the
 # paired difference over seeds against the setting's reference (here: the same seed's random-init encoder)
 # and its 95 % t-interval [lo, hi], judged against the paper's own effect d where it states one
-# (ftcl_core.results.claims): **replicated** when the interval excludes zero on the paper's side and reaches d,
+# (ftcl_core.study.results.claims): **replicated** when the interval excludes zero on the paper's side and reaches d,
 # **smaller than the paper** when it excludes zero but lies wholly below d, **contradicted** when it excludes zero
 # on the other side, **no effect of the paper's size** when it includes zero but excludes d, **inconclusive**
 # when it includes both, and **undecided** with fewer than three seeds. Equivalence claims (Table 6, Supp F) read

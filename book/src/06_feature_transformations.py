@@ -34,9 +34,9 @@ show = ["experiments/table2_alpha_ex.yaml", "experiments/table3_alpha_in.yaml",
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core import experiments as X
-from ftcl_core import plotting as P
+from ftcl_core.pages import plotting as P
 from ftcl_core.runs import RunDir
+from ftcl_core.study import experiments as X
 
 records = {}
 for path in train:  # the seeds asked for are trained when missing; other stored seeds are shown too
@@ -116,12 +116,12 @@ plt.show()
 # ## The collapse signature of every setting
 #
 # The same reading for every stored setting (its lowest seed), in numbers from
-# `ftcl_core.stats.collapse_signature`: the first step at which Mean(neg) of the raw cosines exceeds 0.9
+# `ftcl_core.study.signatures.collapse_signature`: the first step at which Mean(neg) of the raw cosines exceeds 0.9
 # (the negatives nearly as close to the query as its positive: every image mapped near one point), the
 # smallest Var(neg) of the first 100 steps, and where Mean(neg) and Var(neg) end after 30 epochs.
 
 # %%
-from ftcl_core.stats import collapse_signature
+from ftcl_core.study.signatures import collapse_signature
 
 sig_rows = []
 for runs in records.values():

@@ -33,12 +33,14 @@ import torch.nn.functional as F
 from IPython.display import display
 from myst_nb import glue
 
-from ftcl_core import calibration as C
-from ftcl_core import diagnosis as G
-from ftcl_core import experiments as X
-from ftcl_core import findings, predict
-from ftcl_core import plotting as P
+from ftcl_core.pages import findings as findings_figure
+from ftcl_core.pages import plotting as P
+from ftcl_core.pages import tables
 from ftcl_core.runs import RunDir
+from ftcl_core.study import calibration as C
+from ftcl_core.study import diagnosis as G
+from ftcl_core.study import experiments as X
+from ftcl_core.study import findings, predict
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 paths = {**G.FIRST_STEP_EXPERIMENTS, "length": G.LENGTH_EXPERIMENTS["the shapes"]}
@@ -94,7 +96,7 @@ P.markdown_html(
 # FT it rises (0.4 at $\lambda = 1.5$, up to 0.6 at $\lambda = 2$): concentration attracts until the views agree
 # well. This is a local statement about a state that is already concentrated, not a model of training. The figure
 # checks it without the linearisation: one SGD step, in float64, of the real loss on a concentrated state built
-# with a chosen $\rho$ (`ftcl_core.diagnosis.contraction_rate`; 4 096 unrelated negatives, $\tau = 0.2$). Below
+# with a chosen $\rho$ (`ftcl_core.study.diagnosis.contraction_rate`; 4 096 unrelated negatives, $\tau = 0.2$). Below
 # zero the state contracts; dotted lines mark the predicted thresholds.
 
 # %%
@@ -136,7 +138,7 @@ if early:
 # %%
 t7 = "shapes, 30 epochs"  # Table 7's runs
 later = G.switch_on_rows(ev.phase[t7], ev.switch[t7])
-display(G.switch_on_table(later, "Table 7's runs (MoCo v1, +pos +neg), seeds averaged; ρ and Mean(neg) over the 5 "
+display(tables.switch_on_table(later, "Table 7's runs (MoCo v1, +pos +neg), seeds averaged; ρ and Mean(neg) over the 5 "
                                  "steps before FT switches on (the first step for FT from the start)"))
 P.markdown_html(G.switch_on_sentence(later))
 t7_exp = X.Experiment.load(G.START_EXPERIMENTS[t7])
@@ -160,9 +162,9 @@ for version, key, path in (("v1", "recipe", "experiments/table5_ft_v1.yaml"),
     rows.append(G.paired_comparison(f"MoCo {version}, original recipe", original, f"{version} baseline",
                                     f"{version} +both", claim=G.stated_claim(path, f"{version} +both", f"{version} baseline")))
     rows.append({**ev.first_step[key], "comparison": f"MoCo {version}, calibrated recipe"})
-display(G.comparison_table(rows, "Linear top-1 (%), mean over seeds; Δ paired by seed with its 95 % interval; the "
+display(tables.comparison_table(rows, "Linear top-1 (%), mean over seeds; Δ paired by seed with its 95 % interval; the "
                                  "verdict is on the paper's claim that FT helps"))
-display(G.reading(ev.first_step["recipe"], "calibrated"))
+display(P.markdown_html(G.reading(ev.first_step["recipe"], "calibrated")))
 display(P.markdown_html(G.baseline_caveat(X.baseline_aims(X.summary_rows(profile) if profile != "smoke" else []))))
 
 # %% [markdown]
@@ -172,8 +174,8 @@ display(P.markdown_html(G.baseline_caveat(X.baseline_aims(X.summary_rows(profile
 # %%
 init_encoder = X.resolve(X.base_for(X.Experiment.load(paths["init"]), profile), {}, profile).model.encoder
 P.markdown_html(C.init_sentence(C.trials(profile="cpu") if profile != "smoke" else [], "moco_v1", init_encoder))
-display(G.comparison_table([ev.first_step["init"]], "Linear top-1 (%), mean over seeds; Δ paired by seed"))
-display(G.reading(ev.first_step["init"], "init"))
+display(tables.comparison_table([ev.first_step["init"]], "Linear top-1 (%), mean over seeds; Δ paired by seed"))
+display(P.markdown_html(G.reading(ev.first_step["init"], "init")))
 
 # %% [markdown]
 # ## Is it the false negatives?
@@ -181,7 +183,7 @@ display(G.reading(ev.first_step["init"], "init"))
 # With 10 classes, about a tenth of the queue holds keys of the query's own class. If FT costs readout by pushing
 # those apart harder, it should not when they are gone. `moco.drop_same_class=true` is an oracle (not in the paper;
 # it reads the training labels, which no self-supervised method may): the loss ignores every queue negative made of
-# a key of the query's class (`ftcl_core.methods.moco_diagnosis.same_class_negatives`). The statistics still
+# a key of the query's class (`ftcl_core.study.moco_diagnosis.same_class_negatives`). The statistics still
 # describe all negatives. The second and third rows compare a run without same-class negatives with the same seed's
 # run with them.
 
@@ -193,10 +195,10 @@ oracle_rows = [ev.first_step["oracle"],
                G.paired_comparison("FT: without against with same-class negatives", both, "FT", "FT, no same-class"),
                G.paired_comparison("baseline: without against with same-class negatives", both, "base",
                                    "base, no same-class")]
-display(G.comparison_table(oracle_rows, "Linear top-1 (%), mean over seeds; Δ paired by seed (rows 2-3: right minus "
+display(tables.comparison_table(oracle_rows, "Linear top-1 (%), mean over seeds; Δ paired by seed (rows 2-3: right minus "
                                         "left, 'replicated' when removing them helps)", ("left", "right", "Δ (right - left)")))
-display(G.reading(oracle_rows[0], "oracle"))
-display(G.reading(oracle_rows[1], "oracle, FT"))
+display(P.markdown_html(G.reading(oracle_rows[0], "oracle")))
+display(P.markdown_html(G.reading(oracle_rows[1], "oracle, FT")))
 
 # %% [markdown]
 # Fewer false negatives the other way: `data.classes=30` draws the same shapes with a second class-defining factor,
@@ -209,11 +211,11 @@ classes = runs_of["classes"]
 class_rows = [ev.first_step["classes"], G.paired_comparison(
     "FT's gain over its baseline: 30 against 10 classes", G.gap_records(plain, "baseline", "+both", "10 classes")
     + G.gap_records(classes, "baseline", "+both", "30 classes"), "10 classes", "30 classes")]
-display(G.comparison_table(class_rows[:1], "Linear top-1 (%) on 30 classes, mean over seeds; Δ paired by seed"))
-display(G.comparison_table(class_rows[1:], "FT's gain over its baseline (points) at 10 and 30 classes; Δ paired by seed",
+display(tables.comparison_table(class_rows[:1], "Linear top-1 (%) on 30 classes, mean over seeds; Δ paired by seed"))
+display(tables.comparison_table(class_rows[1:], "FT's gain over its baseline (points) at 10 and 30 classes; Δ paired by seed",
                            ("10 classes", "30 classes", "Δ (30 - 10)")))
-display(G.reading(class_rows[0], "classes"))
-display(G.reading(class_rows[1], "classes, gain"))
+display(P.markdown_html(G.reading(class_rows[0], "classes")))
+display(P.markdown_html(G.reading(class_rows[1], "classes, gain")))
 shares = G.same_class_share(classes)
 if shares is not None:
     P.markdown_html(f"The queue's same-class share, averaged over every step and run: **{shares:.3f}** (1/30 = "
@@ -226,8 +228,8 @@ if shares is not None:
 # per step for the whole batch. `ft.shards=8` does what the 8 processes do, in one process.
 
 # %%
-display(G.comparison_table([ev.first_step["shards"]], "Linear top-1 (%), mean over seeds; Δ paired by seed"))
-display(G.reading(ev.first_step["shards"], "shards"))
+display(tables.comparison_table([ev.first_step["shards"]], "Linear top-1 (%), mean over seeds; Δ paired by seed"))
+display(P.markdown_html(G.reading(ev.first_step["shards"], "shards")))
 
 # %% [markdown]
 # (real-photographs)=
@@ -245,17 +247,17 @@ real_rows[2] = {**real_rows[2], "comparison": f"{real_rows[2]['comparison']}, kN
 gain = G.paired_comparison("FT's gain over its baseline: 30 against 10 epochs",
                            G.gap_records(runs_of["real"], "baseline", "+both", "short")
                            + G.gap_records(runs_of["real, longer"], "baseline", "+both", "long"), "short", "long")
-display(G.comparison_table(real_rows, "Top-1 (%) on Fashion-MNIST's test images, mean over seeds (linear readout; the "
+display(tables.comparison_table(real_rows, "Top-1 (%) on Fashion-MNIST's test images, mean over seeds (linear readout; the "
                                       "last row kNN); Δ paired by seed"))
-display(G.comparison_table([gain], "FT's gain over its baseline (points) at the two lengths; Δ paired by seed",
+display(tables.comparison_table([gain], "FT's gain over its baseline (points) at the two lengths; Δ paired by seed",
                            ("10 epochs", "30 epochs", "Δ (30 - 10 epochs)")))
 for row, key in ((real_rows[0], "real"), (real_rows[1], "real, longer"), (real_rows[2], "real, kNN"), (gain, "real, gain")):
-    display(G.reading(row, key))
-display(G.signature_table({"shapes, baseline": (plain, "baseline"), "shapes, FT": (plain, "+both"),
+    display(P.markdown_html(G.reading(row, key)))
+display(tables.signature_table({"shapes, baseline": (plain, "baseline"), "shapes, FT": (plain, "+both"),
                            "shapes, FT, no same-class negatives": (oracle, "+both"),
                            "Fashion-MNIST, baseline": (runs_of["real"], "baseline"),
                            "Fashion-MNIST, FT": (runs_of["real"], "+both")}))
-display(G.reference_table(runs_of["real"] + runs_of["real, longer"]))
+display(tables.reference_table(runs_of["real"] + runs_of["real, longer"]))
 
 # %% [markdown]
 # (training-length)=
@@ -270,12 +272,12 @@ display(G.reference_table(runs_of["real"] + runs_of["real, longer"]))
 # times as many test images FT gets wrong as its baseline.
 
 # %%
-display(G.comparison_table([r for r in ev.length if r["n_seeds"] and r["kind"] == "length"],
+display(tables.comparison_table([r for r in ev.length if r["n_seeds"] and r["kind"] == "length"],
                            "Shapes, linear top-1 (%) at each training length, mean over seeds; Δ paired by seed"))
-display(G.comparison_table([r for r in ev.length if r["n_seeds"] and r["kind"] == "gain"],
+display(tables.comparison_table([r for r in ev.length if r["n_seeds"] and r["kind"] == "gain"],
                            "FT's gain over its baseline (points) at the longer length against 30 epochs",
                            ("gain at 30 epochs", "gain when longer", "Δ (longer - 30 epochs)")))
-display(G.error_ratio_table(ev.length))
+display(tables.error_ratio_table(ev.length))
 steps, arms, random_init = G.length_arms(runs_of["length"], ev.length)
 if any(arms["baseline"]):
     P.readout_by_length(steps, arms, random_init=random_init,
@@ -297,7 +299,7 @@ P.markdown_html(G.device_gap_sentence(runs_of["length"], plain))
 # %%
 P.capacity_figure(list(ev.capacity))
 plt.show()
-display(G.comparison_table([*ev.capacity, *([ev.resolution] if ev.resolution["n_seeds"] else [])],
+display(tables.comparison_table([*ev.capacity, *([ev.resolution] if ev.resolution["n_seeds"] else [])],
                            "Linear top-1 (%) on the shapes' test images, mean over seeds; Δ paired by seed; FT (+pos "
                            "+neg) from the first step"))
 P.markdown_html(G.capacity_answer(list(ev.capacity)) + "\n\n" + G.resolution_sentence(ev.resolution, ev.capacity[0]))
@@ -307,7 +309,7 @@ P.markdown_html(G.capacity_answer(list(ev.capacity)) + "\n\n" + G.resolution_sen
 #
 # From six named statistics of the 100 steps after FT switches on (the peak and final Mean(neg), the effective rank
 # relative to the switch, $\rho$, Mean(pos), and the late slope of Mean(neg)), a logistic model predicts whether the
-# full run loses readout against its baseline, and a ridge model by how much (`ftcl_core/predict.py`;
+# full run loses readout against its baseline, and a ridge model by how much (`ftcl_core/study/predict.py`;
 # `python -m ftcl_core predict` refits it). Each pair of runs counts once (a run copied into another table is the
 # run it was copied from), and experiments that share a run are held out together: each such group's runs are
 # predicted by models fitted on the other groups' runs only, beside two references: always guessing the majority
@@ -333,11 +335,11 @@ P.markdown_html(predict.report_markdown(predictor) + "\n\n" + predict.report_sen
 
 # %%
 for knn, readout in ((False, "linear"), (True, "kNN")):
-    findings.draw_phase_diagram(ev, knn, title=f"MoCo v1: FT minus the same run without FT ({readout} top-1, points)",
-                                column=lambda f: f"FT from {f:.0%} of the run" if f else "FT from the start")
+    findings_figure.draw_phase_diagram(ev, knn, title=f"MoCo v1: FT minus the same run without FT ({readout} top-1, points)",
+                                       column=lambda f: f"FT from {f:.0%} of the run" if f else "FT from the start")
     plt.show()
 for label in G.START_EXPERIMENTS:
-    display(G.switch_on_table(G.switch_on_rows(ev.phase[label], ev.switch[label]),
+    display(tables.switch_on_table(G.switch_on_rows(ev.phase[label], ev.switch[label]),
                               f"{label}: where the runs stood when FT switched on (seeds averaged)"))
 
 # %% [markdown]
@@ -351,7 +353,7 @@ for label in G.START_EXPERIMENTS:
 
 # %%
 neg_rows, renorm_text, harder_text = G.negative_comparisons(profile)
-display(G.negative_table(neg_rows))
+display(tables.negative_table(neg_rows))
 P.markdown_html(renorm_text + "\n\n" + harder_text)
 
 # %% [markdown]

@@ -19,8 +19,8 @@ import os
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
 
 # %% tags=["hide-input"]
-from ftcl_core import experiments as X
-from ftcl_core import plotting as P
+from ftcl_core.pages import plotting as P
+from ftcl_core.study import experiments as X
 
 if profile == "smoke":  # make sure a few runs exist
     X.sweep("experiments/table5_ft_v2.yaml", profile, seeds=[0], settings=["v2 baseline", "v2 +both"], progress=False)

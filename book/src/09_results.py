@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Results against the paper
 #
-# Every reproduced number, generated from the stored runs by `ftcl_core.experiments.write_summary`
+# Every reproduced number, generated from the stored runs by `ftcl_core.study.experiments.write_summary`
 # into `results/summary.csv` (one row per table and setting) and shown here. No result in this chapter is
 # typed by hand; the prose states only the rules and aims the code applies.
 #
@@ -45,7 +45,7 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 import csv
 import math
 
-from ftcl_core import experiments as X
+from ftcl_core.study import experiments as X
 
 if profile == "smoke":
     X.sweep("experiments/table5_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
@@ -54,7 +54,7 @@ rows = list(csv.DictReader(path.open()))
 print(f"{len(rows)} rows in {path.parent.name}/{path.name}")
 
 # %%
-from ftcl_core.plotting import markdown_html
+from ftcl_core.pages.plotting import markdown_html
 
 markdown_html(X.summary_markdown(path, heading="<b>{table}</b>", fold=True))  # ours: linear top-1, mean ± 95 % CI over seeds; each table opens on demand
 
@@ -70,7 +70,7 @@ markdown_html(X.summary_markdown(path, heading="<b>{table}</b>", fold=True))  # 
 # %%
 import matplotlib.pyplot as plt
 
-from ftcl_core.plotting import verdict_forests
+from ftcl_core.pages.plotting import verdict_forests
 
 verdict_forests(rows)  # a few whole tables a figure, none taller than a screen
 plt.show()
@@ -81,7 +81,7 @@ plt.show()
 # %%
 from collections import Counter
 
-from ftcl_core.results.claims import labelled
+from ftcl_core.study.results.claims import labelled
 
 by_table = {}
 for r in rows:
@@ -101,7 +101,7 @@ for t, c in by_table.items():
 # %%
 from IPython.display import display
 
-from ftcl_core.plotting import html_table
+from ftcl_core.pages.plotting import html_table
 
 across = X.data_set_verdicts(rows)
 data_sets = sorted({d for r in across for d in r["per_data"]})
@@ -178,7 +178,7 @@ else:
 # finished learning at this budget, whichever knob it is given; compare it with the methods that meet the aim.
 
 # %%
-from ftcl_core import calibration as C
+from ftcl_core.study import calibration as C
 
 trials = C.trials(profile="cpu") if profile != "smoke" else []
 if profile == "smoke":  # CI: two tiny trials, so the code path runs

@@ -84,9 +84,9 @@ print(inspect.getsource(losses.other_sample_mask))
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core import experiments as X
-from ftcl_core import plotting as P
+from ftcl_core.pages import plotting as P
 from ftcl_core.runs import RunDir
+from ftcl_core.study import experiments as X
 
 
 def shown_records(path):
@@ -183,8 +183,12 @@ display(P.markdown_html("\n".join(lines)))
 # come from `python -m benchmarks.bench breakdown` on a GPU machine):
 
 # %%
-from ftcl_core import profiling
+import sys
+
 from ftcl_core.config import load_config
+
+sys.path.insert(0, str(X.ROOT))  # the step-time profile lives beside the package, in the repository's benchmarks/
+from benchmarks import profiling
 
 # the recipes the tables above run (MoCo: Table 5's v2 rows); the smoke profile times its own tiny configs
 configs = {}
@@ -216,11 +220,8 @@ P.html_table(["method", "step (ms)", "images/s"] + phases, rows)
 # none exists yet.
 
 # %%
-import sys
-
 from IPython.display import Markdown
 
-sys.path.insert(0, str(X.ROOT))  # the GPU check lives beside the package, in the repository's benchmarks/
 from benchmarks.gpucheck import report as gpu_report
 
 gpu_reports = gpu_report.stored_reports(X.ROOT / "results" / "gpu")

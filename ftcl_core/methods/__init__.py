@@ -7,20 +7,23 @@ interpolation (and every other option of :class:`ftcl_core.config.FTConfig`); BY
 negatives, get positive extrapolation only, on the normalised prediction and target, inside the loss; SwAV gets
 positive extrapolation of its two views' features before the prototype scores.
 
-:data:`METHODS` maps the config's ``method:`` names to the classes; :func:`method_class` adds the MoCo variants of
-the diagnosis (:mod:`ftcl_core.methods.moco_diagnosis`), and :func:`build_model` builds one.
+:data:`METHODS` maps the config's ``method:`` names to the classes and :func:`build_model` builds one.  Variants of a
+method that a config picks by its other keys come from whoever registers a picker (:func:`register_variants`): the
+study's MoCo of the diagnosis (``moco.drop_same_class``, ``stats.same_class``, ``ft.shards``) registers itself when
+:mod:`ftcl_core.study` is imported; the library names none.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ftcl_core import config
-from ftcl_core.config import RunConfig, as_config
+from ftcl_core.config import ConfigError, RunConfig, as_config
 from ftcl_core.methods.base import Method, Scores, StepContext, build_backbone
 from ftcl_core.methods.byol import BYOL
 from ftcl_core.methods.moco import MoCo
-from ftcl_core.methods.moco_diagnosis import LabelledMoCo, ShardedMoCo, moco_class
 from ftcl_core.methods.simclr import SimCLR
 from ftcl_core.methods.simsiam import SimSiam
 from ftcl_core.methods.swav import SwAV
@@ -28,14 +31,33 @@ from ftcl_core.methods.swav import SwAV
 METHODS: dict[str, type[Method]] = {"moco": MoCo, "simclr": SimCLR, "byol": BYOL, "simsiam": SimSiam, "swav": SwAV}
 assert tuple(METHODS) == config.METHODS, "ftcl_core.config.METHODS lists the names of METHODS"
 
-__all__ = ["BYOL", "METHODS", "LabelledMoCo", "Method", "MoCo", "Scores", "ShardedMoCo", "SimCLR", "SimSiam",
-           "StepContext", "SwAV", "build_model", "method_class"]
+__all__ = ["BYOL", "METHODS", "Method", "MoCo", "Scores", "SimCLR", "SimSiam", "StepContext", "SwAV", "build_model",
+           "method_class", "register_variants"]
+
+# Pickers of variants: ``pick(cfg)`` is the class that trains ``cfg``, or None where it has no say (another method).
+VARIANTS: list[Callable[[RunConfig], type[Method] | None]] = []
+
+
+def register_variants(pick: Callable[[RunConfig], type[Method] | None]) -> Callable[[RunConfig], type[Method] | None]:
+    """Let ``pick`` choose the class of the configs it knows (once per picker; the first that answers wins)."""
+    if pick not in VARIANTS:
+        VARIANTS.append(pick)
+    return pick
 
 
 def method_class(cfg: RunConfig) -> type[Method]:
-    """The class that trains ``cfg``: :data:`METHODS`'s for ``cfg.method``; for MoCo, the diagnosis variant the
-    config asks for (:func:`ftcl_core.methods.moco_diagnosis.moco_class`)."""
-    return moco_class(cfg) if cfg.method == "moco" else METHODS[cfg.method]
+    """The class that trains ``cfg``: a registered picker's (:func:`register_variants`), else :data:`METHODS`'s for
+    ``cfg.method``.  A config whose keys only a variant reads, with no picker to build it, is refused, never trained
+    as the plain method."""
+    for pick in VARIANTS:
+        if (cls := pick(cfg)) is not None:
+            return cls
+    asked = [key for key, on in (("moco.drop_same_class", cfg.moco.drop_same_class),
+                                 ("stats.same_class", cfg.stats.same_class), ("ft.shards", cfg.ft.shards > 1)) if on]
+    if asked:
+        raise ConfigError(f"{', '.join(asked)} asks for a variant of {cfg.method} that no registered picker builds: "
+                          "import ftcl_core.study first (python -m ftcl_core does), which registers the diagnosis' MoCo.")
+    return METHODS[cfg.method]
 
 
 def build_model(cfg: RunConfig | dict) -> Method:

@@ -79,6 +79,7 @@ class Scores:
     keys: torch.Tensor | None = None  # MoCo: the clean keys of the whole batch, to enqueue
     prototype_scores: tuple[torch.Tensor, torch.Tensor] | None = None  # SwAV: both views against the prototypes
     views: tuple[torch.Tensor, torch.Tensor] | None = None  # the pair the loss aligns, detached, one row per image
+    same_class_share: torch.Tensor | None = None  # () a method that reads labels: the stats column ``same_class``
 
 
 class Method(nn.Module):
@@ -88,6 +89,7 @@ class Method(nn.Module):
     encoder_q: nn.Module
     has_negatives = False  # whether FT may transform negatives (ftcl_core.config.CONTRASTIVE lists these methods)
     forward_takes_gen = False  # forward(x1, x2, gen): it draws at random (MoCo's shuffle-BN permutation)
+    needs_labels = False  # the step hands it the batch's classes (StepContext.labels); none of the paper's methods
 
     @property
     def online(self) -> nn.Module:

@@ -2,7 +2,8 @@
 ft_loss, backward, statistics, optimizer), for any method, device, amp, channels_last or compile setting.
 
 The step marks its phases itself (:func:`ftcl_core.training.phase`, a ``torch.profiler.record_function``
-range each, so they also show in profiler traces); :class:`PhaseTimer` listens to their ends.  The
+range each, so they also show in profiler traces); :class:`PhaseTimer`, an observer of the loop
+(:class:`ftcl_core.training.Observer`, the loop's one seam), listens to their ends.  The
 benchmarks (``python -m benchmarks.bench breakdown``), the GPU check and the book's last chapter use
 :func:`breakdown`.
 """
@@ -25,10 +26,10 @@ from ftcl_core.execution import (
 )
 from ftcl_core.methods import StepContext
 from ftcl_core.runs import cpu_model
-from ftcl_core.training import augment_config, build_optimizer, make_views, phase_listener, train_step
+from ftcl_core.training import Observer, augment_config, build_optimizer, make_views, observe, train_step
 
 
-class PhaseTimer:
+class PhaseTimer(Observer):
     """Wall time per phase of a step: ``mark(name)`` closes the phase that started at the previous mark.
 
     On CUDA it synchronises at every mark, so each phase is charged its own kernels (the price: phases no
@@ -51,6 +52,9 @@ class PhaseTimer:
         now = self._now()
         self.totals[name] = self.totals.get(name, 0.0) + now - self.last
         self.last = now
+
+    def phase(self, name: str) -> None:  # the loop's Observer: a phase of the step ended
+        self.mark(name)
 
 
 def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, warmup: int = 3,
@@ -78,7 +82,7 @@ def breakdown(config: str, overrides: list[str] | tuple = (), steps: int = 20, w
     bs = cfg.train.batch_size
     timer = PhaseTimer(device)
     model.train()
-    with phase_listener(timer.mark):
+    with observe(timer):
         timer.start()
         for i in range(warmup + steps):
             if i == warmup:  # phases follow each other without gaps, so they add up to the step time

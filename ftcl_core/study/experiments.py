@@ -22,30 +22,43 @@ resumes where it stopped, and a complete run is loaded, never retrained.
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
+import io
 import math
 import os
+import shutil
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from ftcl_core.config import EXECUTION_KEYS, ConfigError, RunConfig, config_diff, config_identity, load_config
-from ftcl_core.results import claims as verdicts
-from ftcl_core.results import records as run_records
-from ftcl_core.results.claims import BASELINE, KINDS, MIN_SEEDS, Claim
-from ftcl_core.results.numbers import csv_number, fixed, plus_minus, pm_cell
-from ftcl_core.results.paired import by_seed, mean_ci95, pair
+from ftcl_core import execution
+from ftcl_core.config import EXECUTION_KEYS, ConfigError, FTConfig, RunConfig, _flatten, as_config, config_diff, load_config
 from ftcl_core.runs import RunDir, atomic_write_bytes, cpu_isa, cpu_model, write_json
+from ftcl_core.study.results import claims as verdicts
+from ftcl_core.study.results import records as run_records
+from ftcl_core.study.results.claims import BASELINE, KINDS, MIN_SEEDS, Claim
+from ftcl_core.study.results.numbers import csv_number, fixed, plus_minus, pm_cell
+from ftcl_core.study.results.paired import by_seed, mean_ci95, pair
 
 PROFILES = ("smoke", "cpu", "gpu")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository: ftcl_core/study/ is two below
 SMOKE_OVERRIDES = [
     "data.n_train=512", "data.n_test=256", "data.n_val=256", "augment.out_size=16", "model.dim=32", "model.bn_splits=2",
     "moco.queue_size=128", "train.epochs=2", "train.batch_size=64", "stats.sync_every=4",
     "eval.linear_epochs=5", "eval.knn_k=20",
 ]
+
+
+def config_identity(cfg: RunConfig | dict) -> tuple:
+    """A hashable key that two configs share exactly when :func:`config_diff` finds no difference between them
+    (what a run computes; the execution keys left out): an index of stored runs by what they computed. Values
+    compare by ``repr``, so here NaN equals NaN and -0.0 differs from 0.0 (no config holds either)."""
+    flat = _flatten(as_config(cfg).to_dict())
+    return tuple(sorted((k, repr(v)) for k, v in flat.items() if k not in EXECUTION_KEYS))
 
 
 @dataclass
@@ -164,7 +177,7 @@ def parse_claims(raw, compare: dict[str, str], path: Path) -> list[Claim]:
     """An experiment file's ``claims:``, in one of two forms: a mapping ``{setting: above | below}`` (a difference
     against ``compare[setting]`` whose size the paper does not state), or ``{setting: {vs, kind, effect, margin,
     source}}``; or a list of such mappings, each with its ``arm``. ``kind`` (default ``difference``) is one of
-    :data:`~ftcl_core.results.claims.KINDS`; ``effect`` is the paper's ``arm - vs`` in points (default: read off
+    :data:`~ftcl_core.study.results.claims.KINDS`; ``effect`` is the paper's ``arm - vs`` in points (default: read off
     ``paper``, else the file's ``paper:`` numbers); ``margin`` is an equivalence claim's ± points; ``paper`` the
     paper's two readouts ``[reference, arm]`` in % where the file's ``paper:`` lacks them (a diagnosis quoting
     Table 5), from which the claim's size on the error scale is read."""
@@ -323,7 +336,7 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
     one network add up to the steps that pay for a cold compile (:func:`sweep_compiles`): the first run
     compiles, the others find the compiler's cache warm.  Compiling changes float rounding only, not a
     run's identity; each run records how it ran."""
-    from ftcl_core.training import epoch_callback, train
+    from ftcl_core.training import epoch_callback, train  # lazily: reading records (the pages) never loads the loop
 
     exp = Experiment.load(path)
     names = settings or list(exp.settings)
@@ -379,8 +392,6 @@ def late_start_forks(jobs: list[tuple[RunConfig, Path]]) -> dict[Path, tuple[Pat
     folder, s)}``. Before s FT is inactive (Tab. 7's start epoch), so the two runs compute the same steps; the
     baseline keeps its state at s (:func:`keep_prefix`) and the late arm starts from it (:func:`fork_from_prefix`),
     saving s epochs of training. Only a baseline that comes first in the list can serve."""
-    from ftcl_core.config import FTConfig
-
     first: dict[tuple, Path] = {}
     out: dict[Path, tuple[Path, int]] = {}
     for cfg, folder in jobs:
@@ -396,8 +407,6 @@ def late_start_forks(jobs: list[tuple[RunConfig, Path]]) -> dict[Path, tuple[Pat
 def keep_prefix(epochs: list[int]):
     """An epoch callback (:func:`ftcl_core.training.epoch_callback`) that copies the run's checkpoint and log into
     ``PREFIX_FOLDER`` after each of ``epochs`` (written to a temporary name and renamed, so a copy is whole or absent)."""
-    import shutil
-
     def keep(run: RunDir, epoch: int) -> None:
         if epoch not in epochs or (run.path / PREFIX_FOLDER.format(epoch)).is_dir():
             return
@@ -415,8 +424,6 @@ def fork_from_prefix(out: Path, base: Path, epoch: int) -> Path | None:
     copy the baseline's kept checkpoint and log into ``out``, where training resumes from them. Returns ``base``
     when it forked, None when ``out`` already holds a checkpoint (it resumes its own) or the baseline kept no state
     at ``epoch`` (then ``out`` trains from the start, as without forks)."""
-    import shutil
-
     prefix, run = Path(base) / PREFIX_FOLDER.format(epoch), RunDir(out)
     if run.is_complete() or run.checkpoint.exists() or not prefix.is_dir():
         return None
@@ -467,8 +474,6 @@ def switch_to_calibrated(path: str | os.PathLike, profile: str = "cpu", record: 
     run that holds neither recipe's config, or a base line that cannot be rewritten stops it with an error that
     names them. A second call on a switched file moves nothing, so an interrupted rerun resumes with the same
     command."""
-    import shutil
-
     if profile != "cpu":
         raise ConfigError(f"only the cpu profile's tables have calibrated recipes (configs/cpu_cal_*.yaml), not {profile!r}.")
     exp = Experiment.load(path)
@@ -627,8 +632,6 @@ def sweep_compiles(jobs: list[tuple[RunConfig, Path]]) -> set[Path]:
     :data:`ftcl_core.execution.COMPILE_AUTO_MIN_STEPS` steps (one cold compile, then warm ones, pay for
     themselves), where a C++ compiler is installed.  A run begun compiled resumes compiled, and one begun
     eager resumes eager, whatever is left."""
-    from ftcl_core.execution import COMPILE_AUTO_MIN_STEPS, compile_backend
-
     groups: dict[tuple, list[tuple[RunConfig, Path, int]]] = {}
     chosen: set[Path] = set()
     for cfg, out in jobs:
@@ -643,7 +646,7 @@ def sweep_compiles(jobs: list[tuple[RunConfig, Path]]) -> set[Path]:
         groups.setdefault(_network_key(cfg), []).append((cfg, out, steps))
     for members in groups.values():
         total = sum(steps for _, _, steps in members)
-        if total >= COMPILE_AUTO_MIN_STEPS and compile_backend(members[0][0], "cpu", total):
+        if total >= execution.COMPILE_AUTO_MIN_STEPS and execution.compile_backend(members[0][0], "cpu", total):
             chosen |= {out for _, out, _ in members}
     return chosen
 
@@ -827,7 +830,7 @@ KNN = "knn_top1"  # the kNN readout, judged beside the linear one where the runs
 def claim_row(exp: Experiment, records: list[dict], claim: Claim, key: str = "linear_top1") -> dict:
     """The paired comparison of one claim on ``records`` and its verdict, as row fields: the reference, the
     paired difference, the claim's kind, the paper's effect and margin, our effect over the paper's, the p-value
-    and the verdict (:func:`ftcl_core.results.claims.judge`) with both of its scales (:data:`SCALE_COLUMNS`), and
+    and the verdict (:func:`ftcl_core.study.results.claims.judge`) with both of its scales (:data:`SCALE_COLUMNS`), and
     the same verdict on the kNN readout. A sanity check against ``random init`` pairs each run with its own
     random-init encoder's readout."""
     def paired_on(readout: str):
@@ -860,7 +863,7 @@ def scale_cells(judged: verdicts.Verdict) -> dict:
 
 def record_devices(records: list[dict], arm: str, reference: str) -> dict[int, tuple[str, str]]:
     """Per seed both settings hold, the kinds of device their runs trained on (:func:`trained_on`; "" for a record
-    without a run folder), for :func:`ftcl_core.results.paired.pair`."""
+    without a run folder), for :func:`ftcl_core.study.results.paired.pair`."""
     runs = {(r["setting"], r["seed"]): r for r in records if r["setting"] in (arm, reference)}
 
     def device(r: dict) -> str:
@@ -1009,7 +1012,7 @@ def baseline_aims(rows: list[dict]) -> list[dict]:
     calibrated recipe): linear readout at least
     ``BASELINE_AIMS["gain"]`` points above the random-init encoder, and a run-to-run spread (95 % CI over seeds)
     of at most ``BASELINE_AIMS["spread"]`` points.  Calibration chose the recipes at a shorter, shared budget
-    (:mod:`ftcl_core.calibration`); these rows say where the tables' longer runs stand.  On data where the
+    (:mod:`ftcl_core.study.calibration`); these rows say where the tables' longer runs stand.  On data where the
     random-init encoder is not the bar (Fashion-MNIST: the raw-pixel probe, which the summary does not hold)
     ``gain_met`` is None.  ``spread_met`` is None below :data:`MIN_SEEDS` seeds."""
     out = []
@@ -1130,7 +1133,7 @@ def _sign_word(word: str) -> str:
 
 
 def word_counts(rows: list[dict], key: str = "verdict") -> str:
-    """How many of ``rows`` read each verdict word, in :data:`ftcl_core.results.claims.TALLY_WORDS` order, the
+    """How many of ``rows`` read each verdict word, in :data:`ftcl_core.study.results.claims.TALLY_WORDS` order, the
     words no row reads left out: ``contradicted: 9, inconclusive: 1``."""
     counts = {w: sum(r[key] == w for r in rows) for w in verdicts.TALLY_WORDS}
     return ", ".join(f"{w}: {n}" for w, n in counts.items() if n) or "none"
@@ -1268,7 +1271,7 @@ def comparison_key(row: dict) -> tuple:
 def apply_bh(rows: list[dict]) -> None:
     """Fill ``q_value`` and ``verdict_bh`` of ``rows`` (:func:`table_rows`' rows, holding their ``_verdict``) in
     place: Benjamini-Hochberg over the family of the rows' claims that are not sanity checks
-    (:attr:`~ftcl_core.results.claims.Claim.in_family`: differences, orderings, equivalences), each distinct
+    (:attr:`~ftcl_core.study.results.claims.Claim.in_family`: differences, orderings, equivalences), each distinct
     comparison (:func:`comparison_key`) counted once; the linear readout only (the kNN verdicts are not adjusted).
     A pair with a seed whose two runs trained on different devices (a CPU run against a GPU run: float rounding
     besides the effect) leaves the family: its q-value stays blank and its verdict is not adjusted."""
@@ -1323,9 +1326,6 @@ def tally_text(rows: list[dict]) -> str:
 def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
                   out: str | os.PathLike | None = None) -> Path:
     """Summarise every experiment file's stored runs into one CSV (``results/summary.csv`` for cpu)."""
-    import csv
-    import io
-
     default = ROOT / "results" / "summary.csv" if profile == "cpu" else profile_root(profile) / "summary.csv"
     target = Path(out) if out else default
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -1333,8 +1333,6 @@ def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
     writer = csv.DictWriter(buf, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
     writer.writeheader()
     writer.writerows(summary_rows(profile, folder))
-    from ftcl_core.runs import atomic_write_bytes
-
     atomic_write_bytes(target, buf.getvalue().encode())
     return target
 
@@ -1348,9 +1346,6 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
     against the reference.  ``fold``: each table behind its heading and its count of verdicts (an HTML
     ``<details>``, opened on demand; ``heading`` is then HTML, not Markdown).
     """
-    import csv
-    from collections import Counter
-
     folder = Path(folder) if folder else ROOT / "experiments"
     files: dict[tuple[str, str], list[str]] = {}
     for f in sorted(folder.glob("*.yaml")):

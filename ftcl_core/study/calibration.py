@@ -18,12 +18,28 @@ import io
 import math
 from pathlib import Path
 
-from ftcl_core.experiments import ROOT, Experiment, _count, _yaml_scalar, mean_ci95, run_dir
+import torch
+from torch import nn
+
+from ftcl_core.models import build_encoder, kaiming_init
 from ftcl_core.runs import RunDir, atomic_write_bytes
+from ftcl_core.study.experiments import ROOT, Experiment, _count, _yaml_scalar, mean_ci95, run_dir
 
 FOLDER = ROOT / "experiments" / "calibration"
 COLUMNS = ("method", "trial", "knobs", "budget", "seed", "val_knn", "val_linear", "random_init_val_knn",
            "random_init_val_linear", "raw_pixels_val_linear", "train_s", "cpu_model", "dir")
+
+
+def init_norm_ratio(name: str, seed: int = 0) -> float:
+    """How much larger :func:`kaiming_init` makes the encoder ``name``'s convolution weights than PyTorch's default
+    initialisation: the ratio of the two L2 norms over every conv weight, each encoder built from ``seed``."""
+    def conv_norm(net: nn.Module) -> float:
+        return float(torch.sqrt(sum((m.weight.detach() ** 2).sum() for m in net.modules() if isinstance(m, nn.Conv2d))))
+
+    torch.manual_seed(seed)
+    default = conv_norm(build_encoder(name))
+    torch.manual_seed(seed)
+    return conv_norm(kaiming_init(build_encoder(name))) / default
 
 
 def _knobs(overrides: dict) -> str:
@@ -110,11 +126,9 @@ def trial_scores(rows: list[dict], method: str) -> dict[str, dict]:
 
 def init_sentence(rows: list[dict], method: str, encoder: str, trial: str = "kaiming", against: str = "recipe") -> str:
     """What a method's calibration says about Kaiming initialisation, as generated Markdown: how much larger
-    Kaiming fan-out makes ``encoder``'s weights (:func:`ftcl_core.models.init_norm_ratio`), its trial's validation
+    Kaiming fan-out makes ``encoder``'s weights (:func:`init_norm_ratio`), its trial's validation
     kNN against the trial it changes (``against``, the config's recipe with the default init) with the seeds behind
     each, and the trial the calibration chose. A one-seed difference of a point decides nothing."""
-    from ftcl_core.models import init_norm_ratio
-
     text = (f"Kaiming fan-out (torchvision's and PyContrast's initialisation) starts `{encoder}` with "
             f"{init_norm_ratio(encoder):.1f} times the convolution weight norm of PyTorch's default.")
     scores = trial_scores(rows, method)

@@ -8,20 +8,23 @@ equations (:class:`ftcl_core.methods.moco.MoCo`) and changes one thing.
 - :class:`ShardedMoCo`: one FT lambda per shard of queries (``ft.shards``), the released run's 8 processes
   imitated in one.
 
-:func:`moco_class` picks the class a config asks for (the registry, :func:`ftcl_core.methods.build_model`).
+:func:`moco_class` picks the class a config asks for; :mod:`ftcl_core.study` registers it with the library's
+registry (:func:`ftcl_core.methods.register_variants`), so :func:`ftcl_core.methods.build_model` builds these by
+the config's keys while the library names none of them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 
-from ftcl_core.config import RunConfig
-from ftcl_core.losses import FTLogits, sharded_ft_logits
+from ftcl_core import transforms as T
+from ftcl_core.config import FTConfig, RunConfig
+from ftcl_core.losses import FTLogits, mixed_queue, positive_ft
 from ftcl_core.methods.base import Scores, StepContext, contrastive_loss
 from ftcl_core.methods.moco import MoCo
-from ftcl_core.stats import same_class_share
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,17 @@ class LabelledScores(Scores):
 
     key_labels: torch.Tensor | None = None        # (N,) the keys' classes, to enqueue beside them
     neg_mask: torch.Tensor | None = None          # (N, K') True: a same-class negative the oracle drops
-    same_class_share: torch.Tensor | None = None  # () the queue's share of the query's class (first n queries)
+    # (and Scores.same_class_share: the queue's share of the query's class, first n queries)
+
+
+def same_class_share(labels: torch.Tensor, queue_labels: torch.Tensor, n: int = 64) -> torch.Tensor:
+    """The share of a queue's keys that belong to the query's own class (the false negatives a label-free loss
+    pushes away), over the first ``n`` queries; ``queue_labels`` is -1 where no key was written yet. NaN while the
+    queue holds no key. About 1 / classes for a class-balanced set; chapter 7's false-negative question."""
+    written = queue_labels >= 0
+    same = (labels[:n, None] == queue_labels[None, :]) & written
+    count = written.sum() * min(n, labels.shape[0])
+    return torch.where(count > 0, same.sum() / count.clamp_min(1), torch.full((), math.nan, device=labels.device))
 
 
 def same_class_negatives(labels: torch.Tensor, queue_labels: torch.Tensor, sources: torch.Tensor) -> torch.Tensor:
@@ -43,6 +56,8 @@ def same_class_negatives(labels: torch.Tensor, queue_labels: torch.Tensor, sourc
 class LabelledMoCo(MoCo):
     """MoCo whose queue keeps each key's class: it records the same-class share and, with ``drop_same_class``
     (the oracle), leaves same-class negatives out of the loss (eq. 1 over the other negatives)."""
+
+    needs_labels = True  # the loop hands the step the batch's classes
 
     def __init__(self, *args, drop_same_class: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -82,9 +97,19 @@ class LabelledMoCo(MoCo):
         self.queue_labels.index_copy_(0, rows, scores.key_labels.to(self.queue_labels.device))
 
 
+def sharded_ft_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: T.Draws
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The released run's 8 processes imitated in one (not in the paper): eq. 3 with one lambda per shard of
+    ``N / ft.shards`` pairs, and each shard of queries against its own mixture of the queue (Sec 4.2)."""
+    q, k = positive_ft(q, k, ft, gen)
+    l_pos = (q * k).sum(1)
+    l_neg = torch.cat([qs @ mixed_queue(queue, ft, gen)[0].T for qs in q.chunk(ft.shards)])
+    return l_pos, l_neg
+
+
 class ShardedMoCo(MoCo):
     """MoCo with one lambda per shard of ``ft.shards`` queries, each shard against its own mixture of the queue
-    (:func:`ftcl_core.losses.sharded_ft_logits`): the released run's per-process draws, in one process."""
+    (:func:`sharded_ft_logits`): the released run's per-process draws, in one process."""
 
     def ft_logits(self, q: torch.Tensor, k: torch.Tensor, ctx: StepContext) -> FTLogits:
         if not ctx.ft_on:
@@ -103,3 +128,9 @@ def moco_class(cfg: RunConfig) -> type[MoCo]:
     sharded = cfg.ft.shards > 1 and cfg.ft.neg
     return {(False, False): MoCo, (True, False): LabelledMoCo, (False, True): ShardedMoCo,
             (True, True): LabelledShardedMoCo}[(labelled, sharded)]
+
+
+def pick_variant(cfg: RunConfig) -> type[MoCo] | None:
+    """The picker :mod:`ftcl_core.study` registers (:func:`ftcl_core.methods.register_variants`): MoCo's configs
+    get :func:`moco_class`; the other methods are not this picker's."""
+    return moco_class(cfg) if cfg.method == "moco" else None

@@ -29,6 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ftcl_core.config import config_diff
+from ftcl_core.runs import RunDir, atomic_write_bytes
+from ftcl_core.study import experiments
+from ftcl_core.study.results.paired import by_seed, pair
+
 WINDOW = 100  # steps after the switch
 RULE_THRESHOLD, RULE_STEPS = 0.9, 20  # the reference rule: Mean(neg) > 0.9 within 20 steps => loses
 
@@ -214,9 +219,6 @@ def ft_pairs(profile: str = "cpu", folders: Sequence[str] = ("experiments", "exp
              ) -> list[tuple[str, str, str, str]]:
     """(experiment file, table, FT arm, its baseline) of every comparison in the experiment files whose reference
     trains without FT and whose arm differs from it only in ``ft.*`` keys (FT's own effect, nothing else)."""
-    from ftcl_core import experiments
-    from ftcl_core.config import config_diff
-
     out = []
     for folder in folders:
         for path in sorted((experiments.ROOT / folder).glob("*.yaml")):
@@ -277,13 +279,9 @@ def link_experiments(examples: Sequence[Example]) -> list[Example]:
 
 def stored_examples(profile: str = "cpu", window: int = WINDOW, dedupe: bool = True) -> list[Example]:
     """Every stored FT run of :func:`ft_pairs` whose baseline of the same seed is stored, with its window
-    statistics and its paired difference in linear top-1 (:func:`ftcl_core.results.paired.pair`); with ``dedupe``,
+    statistics and its paired difference in linear top-1 (:func:`ftcl_core.study.results.paired.pair`); with ``dedupe``,
     one example per distinct pair of runs (:func:`distinct`), held out by linked experiments
     (:func:`link_experiments`)."""
-    from ftcl_core import experiments
-    from ftcl_core.results.paired import by_seed, pair
-    from ftcl_core.runs import RunDir
-
     out = []
     for path, table, arm, ref in ft_pairs(profile):
         records = experiments.load_records(path, profile)
@@ -309,9 +307,6 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
     """Fit and judge the predictor on every stored FT run (:func:`stored_examples`,
     :func:`leave_one_experiment_out`) and write ``results/predictor.json``: the examples, their held-out
     predictions, the scores with their intervals, and the model fitted on all runs (what ``screen`` applies)."""
-    from ftcl_core import experiments
-    from ftcl_core.runs import atomic_write_bytes
-
     every = stored_examples(profile, dedupe=False)
     examples = link_experiments(distinct(every)[0])
     res = leave_one_experiment_out(examples)
@@ -344,7 +339,7 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
 
 
 README_MARKERS = ("<!-- predictor: written by `python -m ftcl_core predict` from results/predictor.json "
-                  "(ftcl_core/predict.py); edit the code, not this block -->", "<!-- /predictor -->")
+                  "(ftcl_core/study/predict.py); edit the code, not this block -->", "<!-- /predictor -->")
 
 
 def readme_block(report: dict) -> str:
@@ -367,9 +362,6 @@ def readme_block(report: dict) -> str:
 
 def write_readme_block(report: dict) -> Path:
     """Rewrite the README's predictor block from ``report`` (``python -m ftcl_core predict``)."""
-    from ftcl_core import experiments
-    from ftcl_core.runs import atomic_write_bytes
-
     path = experiments.ROOT / "README.md"
     text = path.read_text()
     start, end = text.find(README_MARKERS[0]), text.find(README_MARKERS[1])
@@ -382,8 +374,6 @@ def write_readme_block(report: dict) -> Path:
 
 def load_model(path: str | None = None) -> Model:
     """The model fitted on every stored FT run, from ``results/predictor.json`` (:func:`write_report`)."""
-    from ftcl_core import experiments
-
     target = experiments.ROOT / (path or REPORT)
     if not target.is_file():
         raise FileNotFoundError(f"{target} not found: run `{COMMAND}` to fit the predictor on the stored runs.")

@@ -11,7 +11,7 @@ paper's ``arm - reference`` in points of top-1; ``None`` where the paper gives n
 - ``sanity``: a check the method must pass before any FT claim means anything (Table 1's "learns above a random
   encoder", "collapses below it"); reported, and counted apart from the FT claims.
 
-:func:`judge` turns a claim and its :class:`~ftcl_core.results.paired.Paired` interval [lo, hi] into a
+:func:`judge` turns a claim and its :class:`~ftcl_core.study.results.paired.Paired` interval [lo, hi] into a
 :class:`Verdict`. With the paper's effect d (signs taken on the paper's side, so d > 0):
 
 - ``replicated``: the interval excludes 0 on the paper's side and does not lie wholly below d;
@@ -29,7 +29,7 @@ p-values of a family of claims, and :func:`after_bh` says what a verdict reads a
 
 **Two scales.** A difference or ordering claim whose paper gives both numbers (:attr:`Claim.paper`) is judged
 twice by the same rule: on points (above) and on the error scale, the paired log error ratio
-``log(e_arm / e_ref)`` per seed (``e = 100 - top-1``; :meth:`~ftcl_core.results.paired.Paired.log_error_ratios`)
+``log(e_arm / e_ref)`` per seed (``e = 100 - top-1``; :meth:`~ftcl_core.study.results.paired.Paired.log_error_ratios`)
 against the paper's own ``log`` of its two numbers' error ratio (Table 5, MoCo v1 +both: 23.13 / 28.90, i.e.
 20 % fewer errors). Points decide, as the paper states its effects in points, except where the ceiling forbids
 the paper's point effect (:func:`ceiling_binds`): then a verdict on points could only read "smaller than the paper"
@@ -45,7 +45,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ftcl_core.results.paired import Paired
+from ftcl_core.study.results.paired import Paired
 
 MIN_SEEDS = 3  # the project's standard: a verdict needs >= 3 seeds and a paired 95 % interval
 ALPHA = 0.05  # the level of the 95 % intervals, and of the Benjamini-Hochberg false discovery rate

@@ -5,13 +5,24 @@ the eq. 4 score bound, and accuracy tables.  Every function takes arrays from a 
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import inspect
+import json
+import os
+import pathlib
 import textwrap
 from collections.abc import Collection, Iterable, Mapping
+from html import escape
+from math import lgamma
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # annotations only: matplotlib and the experiments load when a figure is drawn
+from ftcl_core.study import experiments as X
+from ftcl_core.transforms import score_range, transformed_positive_score
+
+if TYPE_CHECKING:  # annotations only: matplotlib loads when a figure is drawn
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.colors import SymLogNorm
@@ -20,7 +31,6 @@ if TYPE_CHECKING:  # annotations only: matplotlib and the experiments load when 
     from matplotlib.path import Path
     from matplotlib.transforms import Bbox
 
-    from ftcl_core.experiments import Experiment
 
 STAT_LABELS = {
     "pos_mean": "Mean(pos)", "neg_mean": "Mean(neg)", "neg_var": "Var(neg)",
@@ -339,8 +349,6 @@ def score_bound(s: np.ndarray | None = None):
     """eq. 4: transformed positive score S' against S for several lambda, with the range [-4+5S, S]."""
     import matplotlib.pyplot as plt
 
-    from ftcl_core.transforms import score_range, transformed_positive_score
-
     s = np.linspace(-1, 1, 201) if s is None else s
     fig, ax = plt.subplots(figsize=(6.4, 4), layout="constrained")
     lo, hi = score_range(s)
@@ -356,7 +364,7 @@ def score_bound(s: np.ndarray | None = None):
 
 
 def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None, legend: bool = True):
-    """:func:`accuracy_bars` of an experiment's summary (:func:`ftcl_core.experiments.summarize`); ``legend=False``
+    """:func:`accuracy_bars` of an experiment's summary (:func:`ftcl_core.study.experiments.summarize`); ``legend=False``
     leaves the key to the caller (:func:`experiment_grid` draws one for all its panels)."""
     if not summary:  # a table switched to a new recipe before its first run landed: an empty, labelled panel
         import matplotlib.pyplot as plt
@@ -377,7 +385,7 @@ def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None, le
                          legend=legend)
 
 
-def experiment_grid(panels: list[tuple[Experiment, Mapping[str, Mapping[str, float]]]], cols: int = 2,
+def experiment_grid(panels: list[tuple[X.Experiment, Mapping[str, Mapping[str, float]]]], cols: int = 2,
                     titles: list[str] | None = None) -> Figure:
     """Several experiments' :func:`experiment_bars` in one figure the book column's width, ``cols`` panels a row,
     with one legend for every panel above them (the panels share their entries): the chapters' grids of tables
@@ -479,7 +487,7 @@ def readout_by_length(steps: list[int], arms: Mapping[str, list[list[float]]], r
     return fig
 
 
-VERDICT_COLORS = {  # one colour per verdict word of ftcl_core.results.claims
+VERDICT_COLORS = {  # one colour per verdict word of ftcl_core.study.results.claims
     "replicated": "#2ca02c", "smaller than the paper": "#98df8a", "contradicted": "#d62728",
     "no effect of the paper's size": "#ff9896", "inconclusive": "#7f7f7f", "equivalent": "#1f77b4",
     "not equivalent": "#9467bd", "undecided": "#c7c7c7"}
@@ -639,7 +647,7 @@ def difference_grid(rows: list[str], cols: list[str], diff: np.ndarray, ci: np.n
 
 def contraction_figure(rhos: np.ndarray, rates: Mapping[float, np.ndarray], thresholds: Mapping[float, float]):
     """Chapter 7's test of the attraction threshold: per λ, the relative change of a concentrated state's spread after
-    one SGD step (:func:`ftcl_core.diagnosis.contraction_rate`) against ρ, with the predicted threshold
+    one SGD step (:func:`ftcl_core.study.diagnosis.contraction_rate`) against ρ, with the predicted threshold
     ``1 - λ/A`` dotted (below zero the state contracts)."""
     import matplotlib.pyplot as plt
 
@@ -684,7 +692,7 @@ def early_training(runs: Mapping[str, Mapping[str, np.ndarray]], band: tuple[flo
 
 
 def capacity_figure(rows: list[Mapping], readout: str = "linear top-1"):
-    """Is it the network? (:func:`ftcl_core.diagnosis.capacity_rows`): left, each encoder's readout for the baseline
+    """Is it the network? (:func:`ftcl_core.study.diagnosis.capacity_rows`): left, each encoder's readout for the baseline
     and for FT from the first step (seed mean, 95 % interval) against its parameters; right, each arm's final
     effective rank of the features. Encoders without stored runs are named on the axis but left empty.  The book
     column's width, one legend for both panels under them."""
@@ -713,7 +721,7 @@ def capacity_figure(rows: list[Mapping], readout: str = "linear top-1"):
 
 
 def predictor_figure(report: Mapping, features: tuple[str, ...] | None = None):
-    """The FT-outcome predictor (``results/predictor.json``, :func:`ftcl_core.predict.write_report`): above, each
+    """The FT-outcome predictor (``results/predictor.json``, :func:`ftcl_core.study.predict.write_report`): above, each
     stored FT run's held-out P(loses) against its paired difference, one colour per data set (the legend beside the
     axes); below, the weights of the model fitted on every run (standardised features: how much one standard
     deviation moves the log-odds).  One above the other, each the book column's width, so the feature names and
@@ -753,8 +761,6 @@ def predictor_figure(report: Mapping, features: tuple[str, ...] | None = None):
 
 def beta_density(x: np.ndarray, a: float) -> np.ndarray:
     """Beta(a, a) density on (0, 1)."""
-    from math import lgamma
-
     x = np.clip(x, 1e-6, 1 - 1e-6)
     log_b = 2 * lgamma(a) - lgamma(2 * a)
     return np.exp((a - 1) * (np.log(x) + np.log1p(-x)) - log_b)
@@ -811,8 +817,6 @@ def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in r
     """Plotly figure with a lambda slider: S' against S (eq. 4) with the extrapolation range shaded."""
     import plotly.graph_objects as go
 
-    from ftcl_core.transforms import score_range, transformed_positive_score
-
     s = np.linspace(-1, 1, 201)
     lo, hi = score_range(s)
     fig = go.Figure()
@@ -845,9 +849,6 @@ def runs_explorer(runs: Mapping[str, Mapping[str, np.ndarray]], groups: Mapping[
     own range (:func:`_pack`, a 65535th of the range: finer than a pixel), so the cpu profile's 170 settings
     weigh about 1 MB beside plotly.js's 5.  Returns an IPython HTML object; embed plotly.js once per page
     (``include_js``)."""
-    import hashlib
-    import json
-    from html import escape
 
     import plotly.graph_objects as go
     from IPython.display import HTML
@@ -924,8 +925,6 @@ def live_widget(make_widget):
     explorers above already respond, and building one during the build froze the executing client at random
     (jupyter/nbclient#312: a widget's comm messages while a cell executes).  ``tests/test_jupyterlab.py`` runs
     chapters 3 and 8 in a headless JupyterLab and moves their widgets' sliders."""
-    import os
-
     if os.environ.get("FTCL_BOOK_BUILD") == "1":
         from IPython.display import Markdown
 
@@ -984,8 +983,6 @@ def smoke_notice(profile: str):
 def html_table(header: list[str], rows: list[list[str]], caption: str | None = None, collapsed: str | None = None):
     """An IPython HTML table (escaped), which renders the same in Jupyter and in the static book; a long
     table can start ``collapsed`` behind a summary line.  A ``verdict`` column shows second (:func:`verdict_second`)."""
-    from html import escape
-
     from IPython.display import HTML
 
     header, rows = verdict_second(header, rows)
@@ -1011,20 +1008,17 @@ def markdown_html(text: str):
 def source_code(*objects, caption: str | None = None):
     """The source of functions or classes (``inspect.getsource``), highlighted, as an IPython HTML object with
     the file and lines it comes from: a chapter shows the code it is about, as it runs today."""
-    import inspect
-    from html import escape
-    from pathlib import Path
 
     from IPython.display import HTML
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import PythonLexer
 
-    root = Path(__file__).resolve().parent.parent
+    root = pathlib.Path(__file__).resolve().parents[2]  # the repository
     parts = []
     for obj in objects:
         lines, first = inspect.getsourcelines(obj)
-        path = Path(inspect.getsourcefile(obj)).resolve()
+        path = pathlib.Path(inspect.getsourcefile(obj)).resolve()
         where = path.relative_to(root) if path.is_relative_to(root) else path.name
         parts.append(f"<p><code>{escape(str(where))}</code>, lines {first}-{first + len(lines) - 1}</p>"
                      + highlight("".join(lines), PythonLexer(), HtmlFormatter(noclasses=True)))
@@ -1044,8 +1038,6 @@ def _pack(a: np.ndarray) -> list:
     (code 65535: missing, a gap in the line): 2.7 characters a point where a JSON number takes 7 to 10, which keeps
     :func:`runs_explorer`'s page a few MB for every stored setting.  :func:`_unpack` and the explorer's script
     (:data:`RUNS_EXPLORER_JS`) decode it."""
-    import base64
-
     a = np.asarray(a, dtype=float)
     ok = np.isfinite(a)
     lo, hi = (float(a[ok].min()), float(a[ok].max())) if ok.any() else (0.0, 0.0)
@@ -1057,8 +1049,6 @@ def _pack(a: np.ndarray) -> list:
 
 def _unpack(packed: list) -> list[float | None]:
     """The values :func:`_pack` stored (within half a step of the originals), None where one was missing."""
-    import base64
-
     lo, step, b64 = packed
     codes = np.frombuffer(base64.b64decode(b64), dtype="<u2")
     return [None if c == PACK_LEVELS else lo + int(c) * step for c in codes]
@@ -1072,14 +1062,12 @@ def _group_order(exp) -> tuple:
 
 
 def run_groups(labels: list[str], profile: str) -> dict[str, list[tuple[str, str]]]:
-    """Stored runs (:func:`ftcl_core.experiments.stored_runs` labels, ``table/setting/seedN``) grouped for the run
+    """Stored runs (:func:`ftcl_core.study.experiments.stored_runs` labels, ``table/setting/seedN``) grouped for the run
     explorer's menus: one group per experiment file (``experiments/**/*.yaml``) that lists one of their settings,
     named ``"<table> · <the file's title>"``, in :func:`_group_order`, each holding ``(run label, setting name)``
     for the lowest stored seed of each of its settings, in the file's order.  Several files share a table (Table 5's
     MoCo v1, MoCo v2, SimCLR, ...), hence files rather than tables; a run no file lists (a setting since renamed)
     lands in a last ``"<table> · runs no experiment file lists"`` group, so every stored setting is reachable."""
-    from ftcl_core import experiments as X
-
     first = {}  # "T5/v1_+pos" -> its lowest-seed label; one_seed_per_setting keeps the first of each
     for label in X.one_seed_per_setting(sorted(labels, key=lambda s: (s.rsplit("/", 1)[0], int(s.rsplit("seed", 1)[1])))):
         first[label.rsplit("/", 1)[0]] = label

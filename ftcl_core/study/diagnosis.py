@@ -33,15 +33,17 @@ import torch
 import torch.nn.functional as F
 import yaml
 
-from ftcl_core import experiments as X
 from ftcl_core import transforms as T
+from ftcl_core.data import fashion_mnist_root
 from ftcl_core.losses import info_nce, logits_from_scores
-from ftcl_core.results import claims as verdicts
-from ftcl_core.results.claims import MIN_SEEDS, Claim
-from ftcl_core.results.numbers import cell, fixed, plus_minus
-from ftcl_core.results.paired import by_seed, mean_ci95, pair, paired_records
+from ftcl_core.models import build_encoder
 from ftcl_core.runs import RunDir, atomic_write_bytes
-from ftcl_core.stats import collapse_signature, first_step_above
+from ftcl_core.study import experiments as X
+from ftcl_core.study.results import claims as verdicts
+from ftcl_core.study.results.claims import MIN_SEEDS, Claim
+from ftcl_core.study.results.numbers import cell, fixed, plus_minus
+from ftcl_core.study.results.paired import by_seed, mean_ci95, pair, paired_records
+from ftcl_core.study.signatures import collapse_signature, first_step_above, volatility
 
 COLLAPSE_LEVEL = 0.9  # Mean(neg) of the raw cosines above this: every image mapped near one point (chapter 6)
 
@@ -138,7 +140,7 @@ NOT_RUN = "not run"  # a comparison with no paired seed stored: never trained, n
 def paired_comparison(label: str, records: list[dict], baseline: str, treated: str, key: str = "linear_top1",
                       claim: Claim | None = None) -> dict:
     """One row of the diagnosis: ``treated`` (FT) against ``baseline`` over the seeds both have, with the paired
-    95 % interval and the verdict (:func:`ftcl_core.results.claims.judge`) on the paper's claim that FT helps:
+    95 % interval and the verdict (:func:`ftcl_core.study.results.claims.judge`) on the paper's claim that FT helps:
     ``claim`` (:func:`stated_claim`: the paper's effect in points and its two readouts, so that the verdict sees
     the ceiling), else above ``baseline`` by no stated size; ``key``: the readout compared (``knn_top1`` for the
     kNN readout). The row carries both scales (``log_error_ratio``/``_ci95``, ``verdict_points``,
@@ -539,7 +541,7 @@ def random_queue_sentence(cfg, start: str, row: dict) -> str:
 
 def baseline_caveat(aims: list[dict], settings: tuple[str, ...] = ("v1 baseline", "v2 baseline"), data: str = "shapes") -> str:
     """Which of the calibrated baselines FT is paired with miss the bar this book sets for a baseline
-    (:data:`ftcl_core.experiments.BASELINE_AIMS`) at the tables' budget (:func:`ftcl_core.experiments.baseline_aims`
+    (:data:`ftcl_core.study.experiments.BASELINE_AIMS`) at the tables' budget (:func:`ftcl_core.study.experiments.baseline_aims`
     rows), as generated Markdown, and whether MoCo v2 reads out below v1: a comparison with FT is only as firm as its
     baseline."""
     parts = []
@@ -594,8 +596,6 @@ def chapter_records(path: str | Path, profile: str, settings: list[str] | None =
     """The runs chapter 7 shows of one experiment: on ``smoke``, seed 0 of ``settings`` trained if missing (CI's
     tiny runs; none on Fashion-MNIST where its files are not installed); otherwise the stored runs (never trained
     here), under ``root`` when given, of ``settings`` (all when None)."""
-    from ftcl_core.data import fashion_mnist_root
-
     if profile == "smoke":
         if X.data_set(X.Experiment.load(path), profile) == "fashion_mnist" and fashion_mnist_root(None) is None:
             return []
@@ -603,33 +603,11 @@ def chapter_records(path: str | Path, profile: str, settings: list[str] | None =
     return [r for r in X.load_records(path, profile, root) if settings is None or r["setting"] in settings]
 
 
-def comparison_table(rows: list[dict], caption: str,
-                     columns: tuple[str, str, str] = ("baseline", "FT (+pos +neg)", "Δ (FT - baseline)")):
-    """:func:`paired_comparison` rows as one HTML table (:func:`comparison_cells`), the way chapter 7 shows them."""
-    from ftcl_core.plotting import html_table
-
-    return html_table(["comparison", *columns, "seeds", "verdict"], [comparison_cells(r) for r in rows], caption=caption)
-
-
 def switch_on_rows(phase: dict[float, dict], switch: dict[float, dict]) -> list[tuple[str, dict, dict]]:
     """``(setting, row, switch_on_state)`` per start of one phase-diagram row (:func:`start_fraction_rows` and the
-    same cells' :func:`switch_on_state`, as :class:`ftcl_core.findings.Evidence` holds them), earliest first; starts
+    same cells' :func:`switch_on_state`, as :class:`ftcl_core.study.findings.Evidence` holds them), earliest first; starts
     without stored runs are left out."""
     return [(phase[f]["comparison"], phase[f], switch[f]) for f in sorted(phase) if phase[f]["n_seeds"]]
-
-
-def switch_on_table(starts: list[tuple[str, dict, dict]], caption: str):
-    """:func:`switch_on_rows` as an HTML table: where the runs stood when FT switched on, and the readout."""
-    from ftcl_core.plotting import html_table
-
-    return html_table(["FT from", "ρ before", "Mean(neg) before", "highest Mean(neg) after",
-                       "steps until Mean(neg) > 0.9, per seed", "linear readout vs never (points)"],
-                      [[setting, fixed(st["rho_before"], 2), fixed(st["neg_mean_before"], 2),
-                        fixed(st["peak_neg_mean_after"], 2),
-                        ", ".join("never" if f is None else str(f) for f in st["steps_to_collapse"]),
-                        f"{plus_minus(row['diff'], row['ci95'], signed=True)} "
-                        f"({verdicts.labelled(row['verdict'], row.get('scale', ''))}, {row['n_seeds']} seeds)"]
-                       for setting, row, st in starts], caption=caption)
 
 
 # What each comparison of chapter 7 means, on each side of zero: (below, above). A comparison that cannot be told
@@ -663,11 +641,9 @@ READINGS = {
 
 
 def reading(row: dict, key: str):
-    """What ``row`` (a :func:`paired_comparison`) means in one sentence, from :data:`READINGS` ``[key]``, as HTML."""
-    from ftcl_core.plotting import markdown_html
-
+    """What ``row`` (a :func:`paired_comparison`) means in one sentence, from :data:`READINGS` ``[key]``, as Markdown."""
     below, above = READINGS[key]
-    return markdown_html(comparison_sentence(row, {"below": below, "above": above}).removeprefix("* "))
+    return comparison_sentence(row, {"below": below, "above": above}).removeprefix("* ")
 
 
 DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
@@ -733,8 +709,6 @@ CAPACITY = {"resnet10_w16": ("experiments/diagnosis/recipe_v1.yaml", "baseline",
 @functools.cache
 def encoder_parameters(name: str) -> int:
     """The number of parameters of the backbone ``name`` (:func:`ftcl_core.models.build_encoder`)."""
-    from ftcl_core.models import build_encoder
-
     return sum(p.numel() for p in build_encoder(name).parameters())
 
 
@@ -858,54 +832,8 @@ def same_class_share(records: list[dict]) -> float | None:
     return float(np.mean(shares)) if shares else None
 
 
-def signature_table(arms: dict[str, tuple[list[dict], str]]):
-    """How far each named arm ``(records, setting)`` concentrates its features (:func:`representation_signature`),
-    as an HTML table."""
-    from ftcl_core.plotting import html_table
-
-    sigs = {name: representation_signature(recs, setting) for name, (recs, setting) in arms.items()}
-    return html_table(["runs (MoCo v1, calibrated)", "seeds", "highest Mean(neg)", "final effective rank", "final ρ"],
-                      [[name, str(s["n_seeds"]), fixed(s["peak_neg_mean"], 2), fixed(s["final_erank"]),
-                        fixed(s["final_rho"], 2)] for name, s in sigs.items() if s["n_seeds"]],
-                      caption="How far the features concentrate, mean over seeds: Mean(neg) of the raw cosines at its "
-                              "highest, and the effective rank and views' correlation at the last step")
-
-
-def reference_table(records: list[dict]):
-    """The references a readout on real images stands against, averaged over ``records``' runs: the raw-pixel
-    linear probe, the random-init encoder and each arm's readout, as an HTML table (one row per setting)."""
-    from ftcl_core.plotting import html_table
-
-    def mean(recs: list[dict], key: str) -> str:
-        return fixed(float(np.mean([r[key] for r in recs]))) if all(key in r for r in recs) else ""
-
-    rows = []
-    for setting in dict.fromkeys(r["setting"] for r in records):
-        recs = [r for r in records if r["setting"] == setting]
-        rows.append([setting, *(mean(recs, k) for k in ("raw_pixels_linear_top1", "random_init_linear_top1", "linear_top1"))])
-    if not rows:
-        return html_table(["setting"], [], caption="No runs on real images stored.")
-    return html_table(["setting", "raw pixels, linear %", "random-init encoder, linear %", "encoder, linear %"], rows,
-                      caption="The room an effect has on Fashion-MNIST: the encoder's readout beside the raw-pixel "
-                              "probe and the random-init encoder, on the same test images, mean over seeds")
-
-
-def error_ratio_table(rows: list[dict]):
-    """For each training length of :func:`length_rows` with runs, how many times as many test images FT gets
-    wrong as its baseline ((100 - FT) / (100 - baseline)), as an HTML table: a gap in points shrinks near the
-    ceiling even when the relative damage grows."""
-    from ftcl_core.plotting import html_table
-
-    runs = [r for r in rows if r["kind"] == "length" and r["n_seeds"]]
-    return html_table(["steps", "baseline %", "FT %", "errors, FT / baseline"],
-                      [[str(r["steps"]), fixed(r["baseline"]), fixed(r["ft"]),
-                        fixed(error_ratio(r))] for r in runs],
-                      caption="FT's error rate relative to its baseline's at each length (linear readout, means over "
-                              "seeds)")
-
-
 def length_arms(records: list[dict], rows: list[dict]) -> tuple[list[int], dict[str, list[list[float]]], float]:
-    """The inputs of :func:`ftcl_core.plotting.readout_by_length` from a length experiment's records and its
+    """The inputs of :func:`ftcl_core.pages.plotting.readout_by_length` from a length experiment's records and its
     :func:`length_rows`: the steps of each length, each arm's readouts per length, the random-init readout."""
     lengths = [r for r in rows if r["kind"] == "length"]
     arms = {name: [[r["linear_top1"] for r in records if r["setting"] == f"{setting} {row['epochs']}"]
@@ -949,24 +877,10 @@ def negative_comparisons(profile: str) -> tuple[list[dict], str, str]:
     return rows, renorm_sentence(rows[0], rows[1], against), harder_negatives_sentence(rows[2:])
 
 
-def negative_table(rows: list[dict]):
-    """:func:`negative_rows` as an HTML table."""
-    from ftcl_core.plotting import html_table
-
-    return html_table(
-        ["comparison", "baseline", "FT", "Δ (FT - baseline)", "seeds", "verdict", "Mean(neg) shift by FT",
-         "Var(neg) after FT / raw", "final raw Mean(neg) (baseline)"], [negative_cells(r) for r in rows],
-        caption="Linear top-1 (%), mean over seeds, Δ paired by seed; then, over the FT runs' seeds (± 95 % interval), "
-                "how FT changes the negatives the loss sees, and the raw Mean(neg) of the baseline's last "
-                f"{NEGATIVE_WINDOW} steps")
-
-
 def volatility_rows(records: list[dict]) -> list[dict]:
     """Per setting of a momentum sweep (in the records' order), the mean over its seeds of the two swing numbers of
-    :func:`ftcl_core.stats.volatility`: the step-to-step change of Mean(neg) and the epoch-to-epoch change of the
+    :func:`ftcl_core.study.signatures.volatility`: the step-to-step change of Mean(neg) and the epoch-to-epoch change of the
     summed gradient norm (Figs 3-4's reading of collapse)."""
-    from ftcl_core.stats import volatility
-
     out = []
     for setting in dict.fromkeys(r["setting"] for r in records):
         runs = [RunDir(r["dir"]) for r in records if r["setting"] == setting]

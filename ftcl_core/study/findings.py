@@ -3,12 +3,12 @@
 The findings are written once, by hand, in ``book/findings.md`` (the book's index includes it, chapter 1 its
 bullets, ``tools/readme_findings.py`` copies it into the README) and in chapter 7's answer; this module writes no
 sentence. Numbers enter that Markdown by myst-nb's ``glue`` from :func:`facts` (formatted once by
-:mod:`ftcl_core.results.numbers`, so a number reads alike on every page), and every qualitative claim names the
+:mod:`ftcl_core.study.results.numbers`, so a number reads alike on every page), and every qualitative claim names the
 check it rests on (``<!-- checks: name, ... -->``): each check of :data:`CHECKS` returns None while the stored
 verdicts agree with the words, else what disagrees, and :func:`expect` raises :class:`FindingsDisagree` naming the
 checks whose sentences to rewrite, which fails the book build and ``python -m ftcl_core summary``.
 
-The evidence is the committed runs of the ``cpu`` profile (``results/cpu``, :data:`ftcl_core.experiments.STORED`),
+The evidence is the committed runs of the ``cpu`` profile (``results/cpu``, :data:`ftcl_core.study.experiments.STORED`),
 read by :meth:`Evidence.load`; nothing here trains, except on the ``smoke`` profile, where chapter 7 trains the
 tiny versions of its pairs.
 """
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ftcl_core import diagnosis as G
-from ftcl_core import experiments as X
-from ftcl_core.results import claims as verdicts
-from ftcl_core.results.claims import MIN_SEEDS
-from ftcl_core.results.numbers import fixed, plus_minus
+from ftcl_core.study import diagnosis as G
+from ftcl_core.study import experiments as X
+from ftcl_core.study.results import claims as verdicts
+from ftcl_core.study.results.claims import MIN_SEEDS
+from ftcl_core.study.results.numbers import fixed, plus_minus
 
 SHAPES_FIRST_STEP = ("recipe", "recipe v2", "init", "oracle", "classes", "shards")  # one change each, on the shapes
 REAL_FIRST_STEP = ("real", "real, longer")  # Fashion-MNIST at 10 and 30 epochs
@@ -42,7 +42,7 @@ class FindingsDisagree(AssertionError):
 
 @dataclass(frozen=True)
 class Evidence:
-    """The stored comparisons the findings rest on, each a :func:`ftcl_core.diagnosis.paired_comparison` row.
+    """The stored comparisons the findings rest on, each a :func:`ftcl_core.study.diagnosis.paired_comparison` row.
 
     ``phase`` / ``phase_knn``: per row of the phase diagram (data and length, :data:`diagnosis.START_EXPERIMENTS`)
     and start fraction, FT against the same run without FT (linear / kNN readout); ``switch``: where those runs
@@ -579,33 +579,3 @@ def phase_grid(ev: Evidence, knn: bool = False) -> tuple[list[str], list[float],
     return (labels, fractions, np.array([[cell(lb, f, "diff") for f in fractions] for lb in labels]),
             np.array([[cell(lb, f, "ci95") for f in fractions] for lb in labels]),
             [[cell(lb, f, "verdict") for f in fractions] for lb in labels])
-
-
-def draw_phase_diagram(ev: Evidence, knn: bool = False, *, title: str, column: Callable[[float], str]):
-    """The phase diagram (:func:`ftcl_core.plotting.difference_grid` of :func:`phase_grid`), titled ``title``, each
-    column labelled ``column(start fraction)``."""
-    from ftcl_core import plotting as P
-
-    labels, fractions, diff, ci, words = phase_grid(ev, knn)
-    return P.difference_grid(labels, [column(f) for f in fractions], diff, ci, words, title=title)
-
-
-def write_figure(ev: Evidence, out: str | Path | None = None, **labels) -> Path:
-    """The phase diagram (``labels``: :func:`draw_phase_diagram`'s title and column) as a PNG for the README and the
-    index (:data:`FIGURE`)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    from ftcl_core.runs import atomic_write_bytes
-
-    target = Path(out) if out else X.ROOT / FIGURE
-    draw_phase_diagram(ev, **labels)
-    import io
-
-    buf = io.BytesIO()
-    plt.gcf().savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})
-    plt.close("all")
-    atomic_write_bytes(target, buf.getvalue())
-    return target

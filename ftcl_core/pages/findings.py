@@ -1,0 +1,38 @@
+"""The findings' figure: the phase diagram of :func:`ftcl_core.study.findings.phase_grid`, drawn, and written as the
+PNG that the README and the book's index show (``tools/readme_findings.py``, run by ``python -m ftcl_core summary``,
+rewrites it). Titles and column labels come from the caller: the words are the page's."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+from ftcl_core.pages import plotting as P
+from ftcl_core.runs import atomic_write_bytes
+from ftcl_core.study import experiments as X
+from ftcl_core.study import findings as F
+
+
+def draw_phase_diagram(ev: F.Evidence, knn: bool = False, *, title: str, column: Callable[[float], str]):
+    """The phase diagram (:func:`ftcl_core.pages.plotting.difference_grid` of
+    :func:`ftcl_core.study.findings.phase_grid`), titled ``title``, each column labelled ``column(start fraction)``."""
+    labels, fractions, diff, ci, words = F.phase_grid(ev, knn)
+    return P.difference_grid(labels, [column(f) for f in fractions], diff, ci, words, title=title)
+
+
+def write_figure(ev: F.Evidence, out: str | Path | None = None, **labels) -> Path:
+    """The phase diagram (``labels``: :func:`draw_phase_diagram`'s title and column) as a PNG for the README and the
+    index (:data:`ftcl_core.study.findings.FIGURE`)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    target = Path(out) if out else X.ROOT / F.FIGURE
+    draw_phase_diagram(ev, **labels)
+    buf = io.BytesIO()
+    plt.gcf().savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})
+    plt.close("all")
+    atomic_write_bytes(target, buf.getvalue())
+    return target

@@ -1,0 +1,17 @@
+"""The study: what this repository asks of the library (:mod:`ftcl_core`) and the data it gets back.
+
+Experiment files, profiles, sweeps and plans (:mod:`.experiments`); run records, paired comparisons and the
+paper's claims (:mod:`.results`); the diagnosis rows and the gradient algebra (:mod:`.diagnosis`); calibration
+(:mod:`.calibration`); the outcome predictor (:mod:`.predict`); what the book finds (:mod:`.findings`); the MoCo
+variants of the diagnosis (:mod:`.moco_diagnosis`); the command line (:mod:`.cli`).  Data out: nothing here draws
+a figure (the pages do, :mod:`ftcl_core.pages`).
+
+Importing the study registers its MoCo variants with the library's method registry
+(:func:`ftcl_core.methods.register_variants`), so a config with ``moco.drop_same_class``, ``stats.same_class`` or
+``ft.shards`` builds them by name.
+"""
+
+from ftcl_core.methods import register_variants
+from ftcl_core.study.moco_diagnosis import pick_variant
+
+register_variants(pick_variant)

@@ -1,0 +1,339 @@
+"""Command line: ``python -m ftcl_core train CONFIG [key=value ...] --out DIR``.
+
+Several processes: ``torchrun --nproc_per_node=N -m ftcl_core train CONFIG --out DIR`` (gloo on CPU, nccl
+on CUDA); each process takes ``batch_size / N`` images of every batch.
+
+Trains into DIR, or resumes from DIR's checkpoint with the same command, or prints DIR's results when
+the run is complete.  ``python -m ftcl_core sweep FILE`` trains an experiment file's missing runs;
+``python -m ftcl_core screen CONFIG [key=value ...] --steps N`` trains N steps and prints the collapse signature;
+``python -m ftcl_core calibration`` writes ``results/calibration.csv`` from the baseline calibration runs;
+``python -m ftcl_core plan [--calibrated --seeds 0 1 2]`` says which runs are left to train;
+``python -m ftcl_core summary`` writes ``results/summary.csv`` (and, through ``tools/readme_findings.py``, the README's
+copy of the findings and its figure) and prints it as one Markdown table per paper table.  Any config key can be overridden, e.g.
+``ft.pos=true ft.neg=true moco.momentum=0.9``.
+
+Every failure is one line on stderr and an exit status: 2 for a wrong input (``error: ...``, naming the problem and
+the fix), 3 for a run that diverged (``error: training diverged at step ...``, its last good checkpoint kept), 130
+for Ctrl-C and 143 for SIGTERM (``interrupted at step N of M; the same command resumes from epoch E``).
+
+Its entry point, ``ftcl_core/__main__.py``, calls :func:`main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import json
+import shlex
+import signal
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from ftcl_core import distributed as D
+from ftcl_core.checkpoints import IncompatibleCheckpoint
+from ftcl_core.config import ConfigError, load_config
+from ftcl_core.runs import RunDir, RunFileError
+from ftcl_core.study import predict
+from ftcl_core.study.calibration import markdown, trials, write_csv
+from ftcl_core.study.diagnosis import diagnosis_rows, write_diagnosis_csv
+from ftcl_core.study.experiments import (
+    ROOT,
+    plan_rows,
+    step_rates_here,
+    summarize,
+    summary_markdown,
+    sweep,
+    switch_to_calibrated,
+    tally_text,
+    write_summary,
+)
+from ftcl_core.study.results.claims import labelled
+from ftcl_core.study.results.numbers import pm_cell
+from ftcl_core.study.signatures import collapse_signature
+from ftcl_core.training import Terminated, TrainingDiverged, TrainingInterrupted, train
+
+EXIT_ERROR = 2  # a wrong input: config, command line, files, data
+EXIT_DIVERGED = 3  # a run's features, loss or gradient became NaN or infinite (training.TrainingDiverged)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line (see the module).  A damaged run file that any command meets (``summary`` reading the
+    stored runs, say) is its one ``error:`` line, naming the file and the recovery, as every other fault is; a
+    diverged run is its one line and :data:`EXIT_DIVERGED`; Ctrl-C and SIGTERM are one line and 128 + the signal's
+    number (130, 143), wherever they come."""
+    with _sigterm_interrupts():
+        try:
+            return _main(argv)
+        except RunFileError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_ERROR
+        except TrainingDiverged as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_DIVERGED
+        except TrainingInterrupted as err:
+            print(err, file=sys.stderr)
+            return 128 + err.signal
+        except KeyboardInterrupt as err:  # outside a run's steps: nothing half-done to say
+            sig = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
+            print(f"interrupted ({sig.name}) outside a run's training steps; nothing was lost: run the same command "
+                  "again.", file=sys.stderr)
+            return 128 + int(sig)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """While the block runs, SIGTERM raises :class:`ftcl_core.training.Terminated` (a ``KeyboardInterrupt``), so a
+    run stops as on Ctrl-C: its one line, its lock released (only where signals can be handled: the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ftcl_core", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    tr = sub.add_parser("train", help="train or resume a run into --out")
+    tr.add_argument("config", help="YAML config, e.g. configs/cpu_moco_v2.yaml")
+    tr.add_argument("overrides", nargs="*", help="key=value overrides, e.g. ft.pos=true")
+    tr.add_argument("--out", required=True, help="run folder (created, or resumed if it holds a checkpoint)")
+    tr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sw = sub.add_parser("sweep", help="train every missing run of an experiment file (resumable)")
+    sw.add_argument("experiment", help="experiment file, e.g. experiments/table1_momentum.yaml")
+    sw.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
+    sw.add_argument("--seeds", type=int, nargs="*", help="only these seeds (default: the file's)")
+    sw.add_argument("--settings", nargs="*", help="only these settings (default: all)")
+    sw.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", dest="execution",
+                    help="how every run executes, e.g. device=cuda (only the execution keys: "
+                         "device, train.compile, train.channels_last, train.ft_draws)")
+    sw.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sw.add_argument("--calibrated", action="store_true",
+                    help="first move the file's runs of another recipe to the dated record (results/cpu-2026-11/) "
+                         "and point the file at its calibrated recipe (configs/cpu_cal_*.yaml); resumable")
+    sc = sub.add_parser("screen", help="train N steps of a config (nothing stored) and print the collapse signature")
+    sc.add_argument("config", help="YAML config, e.g. configs/cpu_moco_v1.yaml")
+    sc.add_argument("overrides", nargs="*", help="key=value overrides, e.g. ft.pos=true")
+    sc.add_argument("--steps", type=int, default=120, help="steps to train (default 120)")
+    pr = sub.add_parser("predict", help="fit the FT-outcome predictor on the stored runs, judge it held out by "
+                                        "experiment, write results/predictor.json; print its scores")
+    pr.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
+    sm = sub.add_parser("summary", help="write results/summary.csv from the stored runs; print it as Markdown")
+    sm.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
+    cal = sub.add_parser("calibration", help="write results/calibration.csv from the calibration runs; print it")
+    cal.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
+    pl = sub.add_parser("plan", help="what is left to run: per experiment file, stored / stale / copied / to-train runs")
+    pl.add_argument("experiments", nargs="*", help="experiment files (default: the tables, experiments/*.yaml)")
+    pl.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
+    pl.add_argument("--seeds", type=int, nargs="+", help="plan these seeds (default: each file's)")
+    pl.add_argument("--calibrated", action="store_true",
+                    help="plan each table on its calibrated recipe (configs/cpu_cal_*.yaml), as a rerun would")
+    pl.add_argument("--list", action="store_true", help="also name each run to train and each stale run")
+    args, extra = parser.parse_known_args(argv)
+    # key=value overrides may also come after --out (argparse stops collecting positionals at an option)
+    stray = [e for e in extra if args.command not in ("train", "screen") or "=" not in e or e.startswith("-")]
+    if stray:
+        parser.error(f"unrecognized arguments: {' '.join(stray)}")
+    if args.command in ("train", "screen"):
+        args.overrides = [*args.overrides, *extra]
+    if args.command == "sweep":
+        return _sweep(args)
+    if args.command == "screen":
+        return _screen(args)
+    if args.command == "predict":
+        report = predict.write_report(args.profile)
+        if args.profile == "cpu":  # the README quotes the stored runs' predictor
+            predict.write_readme_block(report)
+        print(f"{len(report['examples'])} stored FT runs, each against the baseline of its seed; held out: "
+              f"{report['held_out']}; written to {predict.REPORT}" + (" and README.md" if args.profile == "cpu" else ""))
+        print(predict.report_markdown(report))
+        return 0
+    if args.command == "plan":
+        return _plan(args)
+    if args.command == "calibration":
+        rows = trials(profile=args.profile)
+        path = write_csv(rows) if args.profile == "cpu" else None
+        print((f"<!-- written: {path} -->\n" if path else "") + markdown(rows))
+        return 0
+    if args.command == "summary":
+        path = write_summary(args.profile)
+        print(f"<!-- written: {path} -->\n" + summary_markdown(path))
+        with open(path) as fh:
+            print("\nVerdicts by table (distinct comparisons):\n" + tally_text(list(csv.DictReader(fh))))
+        rows = diagnosis_rows(profile=args.profile)
+        if rows:
+            out = write_diagnosis_csv(rows) if args.profile == "cpu" else None
+            print("\n### Diagnosis: when does FT help?" + (f" <!-- written: {out} -->" if out else "") + "\n")
+            print("| question | table | setting | seeds | mean | Δ vs reference | verdict | first step Mean(neg) > 0.9 |")
+            print("|---|---|---|---|---|---|---|---|")
+            for r in rows:
+                diff = "" if r["reference"] == "" else f"{pm_cell(r['diff_mean'], r['diff_ci95'])} vs {r['reference']}"
+                print(f"| {r['question']} | {r['table']} | {r['setting']} | {r['n_seeds']} | "
+                      f"{pm_cell(r['mean'], None)} | {diff} | "
+                      f"{labelled(r['verdict'], r['scale'])} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
+        tool = ROOT / "tools" / "readme_findings.py"
+        if args.profile == "cpu" and tool.is_file():  # the README's copy of the findings, from the same runs
+            import importlib.util  # a script of the repository, not a module of the package
+
+            spec = importlib.util.spec_from_file_location("readme_findings", tool)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            status = module.main([])
+            if status:
+                return status
+        return 0
+
+    try:  # the config is checked, and the banner printed, before training starts
+        cfg = load_config(args.config, args.overrides)
+    except (ConfigError, FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if D.rank_from_env() == 0:
+        print(_train_banner(args, cfg.train.checkpoint_every), flush=True)
+    try:
+        result = train(cfg, args.out, progress=not args.no_progress)
+    except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    finally:
+        D.shutdown()
+    if D.rank_from_env() == 0:
+        print(json.dumps(result, indent=2, sort_keys=True))
+        if RunDir(args.out).is_complete():
+            print(f"readouts: {RunDir(args.out).eval} (the run folder {args.out} holds its config, metrics and "
+                  "checkpoint)", flush=True)
+    return 0
+
+
+def _train_banner(args, every: int = 1) -> str:
+    """What ``train`` says at once: where the run goes, and how to resume it (or that it is complete already)."""
+    out = Path(args.out)
+    again = shlex.join(["python", "-m", "ftcl_core", "train", args.config, *args.overrides, "--out", args.out])
+    if (out / "eval.json").is_file():
+        return f"{out} holds a complete run: its readouts ({out / 'eval.json'}) follow, nothing is trained."
+    if (out / "checkpoint.pt").is_file():
+        return (f"resuming the run in {out} from its checkpoint ({out / 'checkpoint.pt'}); interrupted again, "
+                f"the same command resumes: {again}")
+    when = "each epoch" if every == 1 else f"every {every} epochs"
+    return (f"training into {out}: config.yaml now, metrics and checkpoint.pt after {when}, eval.json at the end. "
+            f"Interrupted (Ctrl-C), the same command resumes from the last checkpoint: {again}")
+
+
+def _plan(args) -> int:
+    """``plan``: one Markdown row per experiment file (:func:`ftcl_core.study.experiments.plan_rows`), then the totals
+    and what they cost on this CPU (:func:`ftcl_core.study.experiments.step_rates_here`)."""
+    paths = args.experiments or sorted(str(p.relative_to(ROOT)) for p in (ROOT / "experiments").glob("*.yaml"))
+    try:
+        rates = step_rates_here(args.profile)
+        rows = plan_rows(paths, args.profile, seeds=args.seeds, calibrated=args.calibrated, rates=rates)
+    except (ConfigError, FileNotFoundError, RunFileError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print("| file | table | recipe | runs | stored | stale | copy | train | steps to train |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['file']} | {r['table']} | {r['base']} | {r['runs']} | {r['stored']} | {r['stale']} | {r['copy']} "
+              f"| {r['train']} | {r['steps']} |")
+        for what in ("to_train", "stale_runs") if args.list else ():
+            if r[what]:
+                print(f"|  | {what.replace('_', ' ')}: " + ", ".join(r[what]) + " |" + " |" * 7)
+    steps, seconds = sum(r["steps"] for r in rows), sum(r["seconds"] for r in rows)
+    n = sum(len(v) for v in rates.values())
+    cost = (f", about {seconds / 3600:.1f} h of one training process on this CPU (from the seconds a step of the {n} "
+            "runs trained on it, per method, data set and encoder, scaled by the crops' pixels)") if n and steps else ""
+    print(f"\n{sum(r['train'] for r in rows)} runs to train: {steps} steps{cost}. "
+          f"{sum(r['copy'] for r in rows)} to copy from identical runs; {sum(r['stale'] for r in rows)} stored runs hold "
+          "another recipe (move them to a dated record, e.g. results/cpu-2026-11/, before the rerun).")
+    return 0
+
+
+def _screen(args) -> int:
+    """A screen: the first ``--steps`` steps of a config in a temporary folder, then
+    the collapse signature of the raw cosines (:func:`ftcl_core.study.signatures.collapse_signature`) and the time per step."""
+    if args.steps < 1:
+        print(f"error: --steps {args.steps} must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        cfg = load_config(args.config, args.overrides)
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory() as tmp:
+            m = train(cfg, tmp, progress=False, max_steps=args.steps)["metrics"]
+        took = time.perf_counter() - t0
+    except (ConfigError, FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except TrainingInterrupted as err:  # its temporary folder is gone: nothing to resume
+        print(f"{str(err).split(';')[0]}; a screen keeps nothing: run the same command again.", file=sys.stderr)
+        return 128 + err.signal
+    sig = collapse_signature(m["neg_mean"], m["neg_var"], early_steps=len(m["loss"]))
+    first = sig["first_step_above"]
+    print(f"{args.config} {' '.join(args.overrides)}: {len(m['loss'])} steps in {took:.1f} s "
+          f"({took / len(m['loss']):.3f} s a step, data and set-up included)")
+    print(f"Mean(neg) > 0.9 first at step {first if first is not None else 'never'}; "
+          f"max Mean(neg) {float(m['neg_mean'].max()):.3f}; min Var(neg) {sig['early_min_var']:.4f}; "
+          f"final Mean(pos) {float(m['pos_mean'][-1]):.3f}, Mean(neg) {sig['final_neg_mean']:.3f}, "
+          f"Var(neg) {sig['final_neg_var']:.4f}, loss {float(m['loss'][-1]):.3f}")
+    picks = sorted({0, len(m["loss"]) // 4, len(m["loss"]) // 2, len(m["loss"]) - 1})
+    print("step " + " ".join(f"{s:>7d}" for s in picks))
+    shown = ("neg_mean", "rho", "align", "uniform", "erank") + (("same_class",) if cfg.stats.same_class else ())
+    for col in shown:
+        print(f"{col:<8} " + " ".join(f"{float(m[col][s]):7.3f}" for s in picks))
+    print(_screen_prediction(cfg, m))
+    return 0
+
+
+def _screen_prediction(cfg, metrics: dict) -> str:
+    """What the predictor fitted on the stored runs (results/predictor.json) says of this screen's FT run."""
+    if not cfg.ft.any:
+        return "predicted outcome: none (no FT in this config)"
+    switch = int(np.searchsorted(metrics["epoch"], cfg.ft.start_epoch))
+    if switch + predict.WINDOW > len(metrics["neg_mean"]):
+        return (f"predicted outcome: needs --steps {switch + predict.WINDOW} ({predict.WINDOW} steps after FT switches "
+                f"on at step {switch})")
+    try:
+        model = predict.load_model()
+    except (FileNotFoundError, ValueError) as err:
+        return f"predicted outcome: {err}"
+    stats = predict.window_stats(metrics, switch)
+    p_loss, size = (float(v[0]) for v in model.predict(stats.features))
+    rule = "loses" if predict.rule_predicts_loss(stats) else "does not lose"
+    return (f"predicted outcome against the baseline of the same seed (results/predictor.json, fitted on the stored "
+            f"runs): P(loses readout) {p_loss:.2f}, paired difference {size:+.1f} points; the Mean(neg) > "
+            f"{predict.RULE_THRESHOLD} by step {predict.RULE_STEPS} rule says it {rule}")
+
+
+def _sweep(args) -> int:
+    try:
+        for moved in switch_to_calibrated(args.experiment, args.profile) if args.calibrated else ():
+            print(f"moved to the dated record: {moved}", flush=True)
+        execution = dict(_key_value(e) for e in args.execution)
+        records = sweep(args.experiment, args.profile, args.seeds, args.settings, progress=not args.no_progress,
+                        execution=execution)
+    except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for setting, s in summarize(records).items():
+        print(f"{setting:>24}: linear {s['mean']:6.2f} +- {s['ci95']:.2f} (n={s['n_seeds']}), "
+              f"random init {s['random_init_mean']:6.2f}")
+    return 0
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"--set {text!r}: write KEY=VALUE, e.g. --set device=cuda.")
+    return key, yaml.safe_load(value)

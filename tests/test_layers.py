@@ -1,0 +1,150 @@
+"""Three layers, imports pointing one way (issue 51).
+
+- the library: ``ftcl_core``'s top level and ``ftcl_core/methods/`` (what a user lifts into their own code); it
+  imports neither the study nor the pages;
+- the study, ``ftcl_core/study/``: experiments, records, claims, diagnosis, calibration, the predictor, the MoCo
+  variants of the diagnosis, the command line; data out: it imports no figure (no pages, matplotlib, plotly, IPython);
+- the pages, ``ftcl_core/pages/``: figures and tables for the book; importing them does not load the training loop.
+
+``ftcl_core/__main__.py`` is the entry point (``python -m ftcl_core``) and sits above the three: it alone may import
+the study and the pages from the top level.  The benchmarks' hooks reach the loop through its one seam,
+:class:`ftcl_core.training.Observer`.
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_imports import PACKAGE, imported_modules
+
+ENTRY_POINT = PACKAGE / "__main__.py"
+LIBRARY = sorted([*(p for p in PACKAGE.glob("*.py") if p != ENTRY_POINT), *(PACKAGE / "methods").glob("*.py")])
+STUDY = sorted((PACKAGE / "study").rglob("*.py"))
+PAGES = sorted((PACKAGE / "pages").rglob("*.py"))
+# The issue asks for about 4 500 lines; this is where the moves of issue 51 left the library (4 913 lines), plus the
+# lift's face and input checks (ft.py, losses.check_moco_inputs: 5 004), with a little room: a guard against growth,
+# not the aim.  What could still leave it: threads.py (the thread policy beside other runs on the machine) and
+# training.replay (the stored runs' compatibility), both behind the loop today.
+LIBRARY_LINES = 5_010
+FIGURES = ("matplotlib", "plotly", "IPython", "ipywidgets")
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    name = _name(path)
+    return imported_modules(path, name if path.name == "__init__.py" else name.rsplit(".", 1)[0])
+
+
+def _under(modules: set[str], *roots: str) -> list[str]:
+    return sorted(m for m in modules if any(m == r or m.startswith(r + ".") for r in roots))
+
+
+def test_the_layers_hold_the_files_they_should():
+    names = {_name(p) for p in LIBRARY}
+    assert {"ftcl_core.training", "ftcl_core.config", "ftcl_core.methods", "ftcl_core.methods.moco"} <= names
+    assert not names & {"ftcl_core.experiments", "ftcl_core.plotting", "ftcl_core.profiling", "ftcl_core.results",
+                        "ftcl_core.methods.moco_diagnosis", "ftcl_core.diagnosis"}
+    assert {"ftcl_core.study.experiments", "ftcl_core.study.moco_diagnosis", "ftcl_core.study.cli"} <= {_name(p) for p in STUDY}
+    assert "ftcl_core.pages.plotting" in {_name(p) for p in PAGES}
+    assert (PACKAGE.parent / "benchmarks" / "profiling.py").is_file() and not (PACKAGE / "profiling.py").exists()
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: _name(p))
+def test_the_library_imports_neither_the_study_nor_the_pages(path):
+    """Module level or inside a function, and no import by a string (``importlib``, ``__import__``) either."""
+    assert not _under(_imports(path), "ftcl_core.study", "ftcl_core.pages"), path.name
+    calls = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+             for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call)}
+    assert not calls & {"import_module", "__import__"}, path.name
+
+
+@pytest.mark.parametrize("path", STUDY, ids=lambda p: _name(p))
+def test_the_study_imports_no_figure(path):
+    assert not _under(_imports(path), "ftcl_core.pages", *FIGURES), path.name
+
+
+@pytest.mark.parametrize("module", sorted(_name(p) for p in PAGES))
+def test_importing_the_pages_does_not_load_the_training_loop(module):
+    code = (f"import sys, {module}; print(sorted(m for m in sys.modules if m in ('ftcl_core.training', "
+            "'ftcl_core.study.cli', 'ftcl_core.checkpoints', 'ftcl_core.evaluation')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=PACKAGE.parent).stdout
+    assert out.strip() == "[]", f"importing {module} loads {out.strip()}"
+
+
+def _study_classes() -> set[str]:
+    return {n.name for p in STUDY for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, ast.ClassDef)}
+
+
+def test_the_loop_names_no_study_variant():
+    """``training.py`` asks what a method needs (``Method.needs_labels``), never which study class it is."""
+    tree = ast.parse((PACKAGE / "training.py").read_text())
+    named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
+            {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    classes = _study_classes()
+    assert {"LabelledMoCo", "LabelledScores", "ShardedMoCo"} <= classes
+    assert not named & classes, sorted(named & classes)
+
+
+def test_the_library_is_small():
+    lines = sum(len(p.read_text().splitlines()) for p in LIBRARY)
+    assert lines <= LIBRARY_LINES, f"the library holds {lines} lines (at most {LIBRARY_LINES})"
+
+
+def test_the_study_registers_its_moco_variants_and_the_library_refuses_them_without_it():
+    refuse = ("from ftcl_core.config import ConfigError, load_config\nfrom ftcl_core.methods import method_class\n"
+              "cfg = load_config('configs/smoke_moco_v2.yaml', ['stats.same_class=true'])\n"
+              "try:\n    method_class(cfg)\nexcept ConfigError as err:\n    print('refused', 'ftcl_core.study' in str(err))\n")
+    out = subprocess.run([sys.executable, "-c", refuse], capture_output=True, text=True, check=True, cwd=PACKAGE.parent)
+    assert out.stdout.strip() == "refused True"
+
+    import ftcl_core.study  # noqa: F401  (registers the variants)
+    from ftcl_core.config import load_config
+    from ftcl_core.methods import MoCo, method_class
+    from ftcl_core.study.moco_diagnosis import LabelledMoCo, LabelledShardedMoCo, ShardedMoCo
+
+    def built(*overrides):
+        return method_class(load_config("configs/smoke_moco_v2.yaml", list(overrides)))
+
+    assert built() is MoCo and built("ft.pos=true") is MoCo
+    assert built("moco.drop_same_class=true") is LabelledMoCo and LabelledMoCo.needs_labels and not MoCo.needs_labels
+    assert built("ft.shards=2", "ft.pos=true", "ft.neg=true") is ShardedMoCo
+    assert built("ft.shards=2", "ft.pos=true", "ft.neg=true", "stats.same_class=true") is LabelledShardedMoCo
+    assert method_class(load_config("configs/smoke_simclr.yaml")).__name__ == "SimCLR"
+
+
+def test_an_observer_hears_the_steps_phases_and_checkpoints(tmp_path):
+    """The loop's one seam: every method of :class:`Observer` is called, in order, and changes nothing."""
+    from ftcl_core.config import load_config
+    from ftcl_core.training import Observer, epoch_callback, observe, train
+
+    class Log(Observer):
+        def __init__(self):
+            self.events = []
+
+        def step(self, step):
+            self.events.append(("step", step))
+
+        def phase(self, name):
+            self.events.append(("phase", name))
+
+        def checkpoint(self, run, epoch):
+            self.events.append(("checkpoint", epoch))
+
+    cfg = load_config("configs/smoke_moco_v2.yaml", ["train.epochs=1", "data.n_train=128", "moco.queue_size=64",
+                                                     "train.batch_size=64", "eval.linear_epochs=1",
+                                                     "eval.random_init=false"])
+    kept = []
+    with observe(Log()) as log, epoch_callback(lambda run, epoch: kept.append(epoch)):
+        train(cfg, tmp_path / "run", progress=False)
+    steps = [e[1] for e in log.events if e[0] == "step"]
+    assert steps == [0, 1] and kept == [1] and log.events[-1] == ("checkpoint", 1)
+    first = log.events[: log.events.index(("step", 1))]
+    assert [e[1] for e in first if e[0] == "phase"] == ["augment", "forward", "ft_loss", "backward", "statistics",
+                                                        "optimizer"]
