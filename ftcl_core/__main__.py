@@ -149,7 +149,7 @@ def _main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "summary":
         from ftcl_core.diagnosis import diagnosis_rows, write_diagnosis_csv
-        from ftcl_core.experiments import summary_markdown, tally_text, write_summary
+        from ftcl_core.experiments import summary_markdown, tally, write_summary
         from ftcl_core.results.claims import labelled
         from ftcl_core.results.numbers import pm_cell
 
@@ -158,7 +158,12 @@ def _main(argv: list[str] | None = None) -> int:
         import csv
 
         with open(path) as fh:
-            print("\nVerdicts by table (distinct comparisons):\n" + tally_text(list(csv.DictReader(fh))))
+            print("\nVerdicts by table (distinct comparisons):")
+            for table, t in tally(list(csv.DictReader(fh))).items():  # one line per table and kind, no empty words
+                for kind, label in (("ft", "paper's claims"), ("ft_bh", "paper's claims after BH"),
+                                    ("ft_errors", "decided on error scale"), ("sanity", "sanity checks")):
+                    if sum(t[kind].values()):
+                        print(f"{table:10s} {label:24s} " + ", ".join(f"{w}: {n}" for w, n in t[kind].items() if n))
         rows = diagnosis_rows(profile=args.profile)
         if rows:
             out = write_diagnosis_csv(rows) if args.profile == "cpu" else None
