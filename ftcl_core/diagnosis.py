@@ -732,7 +732,7 @@ def _row_side(direction: int):
 
 def switch_on_facts(starts: list[tuple[str, dict, dict]], level: float = 0.9) -> dict:
     """Table 7's starts (``(setting, table row, switch_on_state)`` triples, :func:`switch_on_rows`): per start
-    (``passed_<i>`` of ``n_<i>``, in order) how many seeds pass chapter 5's collapse level (Mean(neg) above
+    (``start_<i>``: ``passed_<i>`` of ``n_<i>``, in order) how many seeds pass chapter 5's collapse level (Mean(neg) above
     ``level``) after FT switches on; the starts that cost linear readout (the row's verdict, 3 seeds: ``costly``)
     and those of them where some seed never passes the level (``partial``)."""
     passed = {s: sum(f is not None for f in st["steps_to_collapse"]) for s, _, st in starts}
@@ -741,7 +741,7 @@ def switch_on_facts(starts: list[tuple[str, dict, dict]], level: float = 0.9) ->
     out = {"level": fixed(level, 1), "costly": ", ".join(s for s, _ in costly), "partial": ", ".join(partial),
            "starts": [s for s, _, _ in starts], "costly_starts": [s for s, _ in costly], "partial_starts": partial}
     for i, (s, _, st) in enumerate(starts):
-        out[f"passed_{i}"], out[f"n_{i}"] = str(passed[s]), str(st["n_seeds"])
+        out[f"start_{i}"], out[f"passed_{i}"], out[f"n_{i}"] = s, str(passed[s]), str(st["n_seeds"])
     return out
 
 
@@ -753,7 +753,7 @@ def random_queue_facts(cfg, row: dict) -> dict:
     fill = math.ceil(cfg.moco.queue_size / cfg.train.batch_size)
     switch = cfg.ft.start_epoch * (cfg.data.n_train // cfg.train.batch_size)
     return {"queue": str(cfg.moco.queue_size), "fill": str(fill), "switch": str(switch),
-            **({k: v for k, v in comparison_facts(row).items()} if row["n_seeds"] else {"n": 0, "side": 0, "name": ""}),
+            **(comparison_facts(row) if row["n_seeds"] else {"n": 0, "side": 0, "name": ""}),
             "seeds": X._count(row["n_seeds"], "seed"), "real_keys": switch >= fill}
 
 
@@ -885,13 +885,14 @@ HARDER_NEGATIVES = ("extrapolated negatives (Supp G)", "hard negatives Beta(2,1)
 def harder_facts(rows: list[dict]) -> dict:
     """Supp G's settings (:func:`negative_rows` rows, in :data:`HARDER_NEGATIVES`' order) as facts: per row
     (``_<i>``) how FT made the negatives harder than their queue (:func:`harder_by`: the mean raised, ``mean_<i>``;
-    the spread widened, ``spread_<i>``), the readout ± interval and verdict, and where the raw Mean(neg) ends; the
-    baseline's raw Mean(neg) at the end (``base_final``); ``how``, per row, which of the two (the checks')."""
+    the spread widened, ``spread_<i>``, as ``x<ratio>``), the readout ± interval and verdict, and where the raw
+    Mean(neg) ends; the baseline's raw Mean(neg) at the end (``base_final``); ``how``, per row, which of the two (the
+    checks')."""
     out: dict = {"names": [r["comparison"] for r in rows],
                  "how": [tuple(h.split()[0] for h in harder_by(r)) for r in rows]}
     for i, r in enumerate(rows):
         if r["n_seeds"]:
-            out.update({f"mean_{i}": f"{r['neg_shift']:+.2f}", f"spread_{i}": f"{r['neg_var_ratio']:.2f}",
+            out.update({f"mean_{i}": f"{r['neg_shift']:+.2f}", f"spread_{i}": f"x{r['neg_var_ratio']:.2f}",
                         f"diff_{i}": _pm(r), f"verdict_{i}": r["verdict"], f"final_{i}": f"{r['final_neg_mean']:.2f}"})
     if rows and rows[0]["n_seeds"]:
         out["base_final"] = f"{rows[0]['baseline_final_neg_mean']:.2f}"
