@@ -866,15 +866,15 @@ def _renorm_wider_not_harder(f: dict) -> str | None:
     if f["n"] < MIN_SEEDS:
         return "undecided"
     if not f["wider"]:
-        return "the spreads do not tell the two kinds of mixes apart"
-    return "the re-normalised mixes are harder than the raw queue" if f["harder"] else None
+        return "the spreads do not differ"
+    return "harder than the raw queue" if f["harder"] else None
 
 
 def _renorm_costs_yet_baseline_as_plain(f: dict) -> str | None:
     if f["n"] < MIN_SEEDS:
         return "undecided"
-    bad = [] if f["against_side"] < 0 else ["re-normalised mixes do not cost against plain ones"]
-    bad += [] if f["plain_side"] == 0 else ["plain mixing against the baseline takes a side"]
+    bad = [] if f["against_side"] < 0 else ["re-normalised: no cost"]
+    bad += [] if f["plain_side"] == 0 else ["plain mixing takes a side"]
     return "; ".join(bad) or None
 
 

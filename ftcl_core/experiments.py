@@ -293,23 +293,16 @@ def recipe_kind(base: str) -> str:
     return "calibrated" if name.startswith("cpu_cal_") else "original" if name.startswith("cpu_") else ""
 
 
-def recipe_label(exp: Experiment, profile: str) -> str:
-    """Which images and which recipe a table's runs use, for a caption: a table on the profile's original recipe
-    and one on a recipe calibrated without FT (``cpu_cal_*``) are not comparable row by row."""
-    base = base_for(exp, profile)
-    kind = {"calibrated": " (calibrated without FT)", "original": " (original recipe, not calibrated)"}.get(recipe_kind(base), "")
-    return f"{data_label(exp, profile)}; recipe {base}{kind}"
-
-
-def table_caption(exp: Experiment, profile: str, records: list[dict] | None = None) -> str:
-    """A table's caption for the book: its name and title, the images and recipe its runs use, the units of
-    :func:`table_cells`' columns and, given the table's ``records``, the settings that have no stored run yet."""
+def table_facts(exp: Experiment, profile: str, records: list[dict] | None = None) -> dict:
+    """What a table's caption in the book names: its name and title, the images (:func:`data_label`) and recipe
+    (``recipe``: the base config; ``recipe_kind``: :func:`recipe_kind`, since a table on the profile's original
+    recipe and one on a recipe calibrated without FT are not comparable row by row) its runs use and, given the
+    table's ``records``, the settings that have no stored run yet (``missing``, comma-separated; "" for none)."""
     stored = {r["setting"] for r in records or []}
     missing = [s for s in exp.settings if s not in stored] if records is not None else []
-    return (f"{exp.table}: {exp.title}. {recipe_label(exp, profile)}. ours: linear top-1 % (mean ± 95 % CI over n seeds); "
-            "Δ: the paired difference against the row or reference named under 'vs', in points; paper: the paper's "
-            "top-1 % (ImageNet-100 unless the title names another data set)"
-            + (f". Not run yet: {', '.join(missing)}" if missing else ""))
+    base = base_for(exp, profile)
+    return {"table": exp.table, "title": exp.title, "data": data_label(exp, profile), "recipe": base,
+            "recipe_kind": recipe_kind(base), "missing": ", ".join(missing)}
 
 
 def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None = None,

@@ -42,6 +42,16 @@ if profile != "smoke":
 records.sort(key=lambda r: (list(exp.settings).index(r["setting"]), r["seed"]))
 summary = X.summarize(records)
 metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["seed"] == seeds[0]}
+
+
+def caption(exp, records):
+    """A table's caption: what :func:`ftcl_core.experiments.table_facts` names, and how to read its columns."""
+    t = X.table_facts(exp, profile, records)
+    kind = {"calibrated": " (calibrated without FT)", "original": " (original recipe, not calibrated)"}
+    return (f"{t['table']}: {t['title']}. {t['data']}; recipe {t['recipe']}{kind.get(t['recipe_kind'], '')}. ours: "
+            "linear top-1 % (mean ± 95 % CI over n seeds); Δ: the paired difference against the row or reference named "
+            "under 'vs', in points; paper: the paper's top-1 % (ImageNet-100 unless the title names another data set)"
+            + (f". Not run yet: {t['missing']}" if t["missing"] else ""))
 # the runs the chapter's authored reading rests on: the stored runs of the cpu profile, whatever profile this page ran with
 stored = records if profile == "cpu" else sorted(
     (r for r in X.load_records(exp.path, "cpu") if r["setting"] in settings + shown_if_stored and r["seed"] in seeds),
@@ -64,7 +74,7 @@ stored = records if profile == "cpu" else sorted(
 # %%
 # Δ: readout minus the same seed's random-init encoder; verdicts as in chapter 9
 _, header, cells = X.table_cells(exp, records)
-display(P.html_table(header, cells, caption=X.table_caption(exp, profile, records)))
+display(P.html_table(header, cells, caption=caption(exp, records)))
 P.experiment_bars(exp, summary)
 plt.show()
 
@@ -131,7 +141,7 @@ fm_exp = X.Experiment.load("experiments/table1_momentum_fmnist.yaml")
 fm_records = X.load_records(fm_exp.path, profile) if profile != "smoke" else []
 if fm_records:
     _, header, cells = X.table_cells(fm_exp, fm_records)
-    display(P.html_table(header, cells, caption=X.table_caption(fm_exp, profile, fm_records)))
+    display(P.html_table(header, cells, caption=caption(fm_exp, fm_records)))
     P.experiment_bars(fm_exp, X.summarize(fm_records))
     plt.show()
 else:
