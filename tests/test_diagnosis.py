@@ -376,6 +376,34 @@ def test_a_pair_whose_arms_trained_on_different_devices_is_named(tmp_path):
     assert row["mixed_devices"] == [0, 1] and G.comparison_cells(row)[4] == "3 (seeds 0, 1: CPU against GPU)"
     assert G.same_run_gaps(records, "never", records, "start 9") == [1.0, 1.0]  # seed 2: both on the CPU
     assert G.mixed_device_seeds([{**r, "dir": ""} for r in records], "never", "start 9") == []  # no folders: no claim
+    # the device-gap facts: the 30-epoch arms of two stored experiments, paired by seed across devices
+    length = G.relabel(records, {"never": "baseline 30", "start 9": "+both 30"})
+    cpu = G.relabel(records, {"start 9": "baseline", "never": "+both"})
+    gap = G.device_gap_facts(length, cpu)
+    assert (gap["pairs"], gap["least"], gap["most"], gap["mean"]) == ("4", "1.00", "1.00", "1.00")
+    assert not failures(G.CHECKS, gap, "some pair trained on two devices")
+    one_device = G.device_gap_facts(G.relabel(records, {"start 9": "baseline 30"}), G.relabel(records, {"start 9": "baseline"}))
+    assert one_device["n"] == 0 and failures(G.CHECKS, one_device, "some pair trained on two devices")
+
+
+def test_the_volatility_checks_follow_which_momentum_swings_most():
+    """Chapter 5's volatility words: Mean(neg) swings most at a large momentum (the frozen key encoder's), against
+    the paper's reading, and the gradient norm at a small one, as the paper reads it; each flips with the rows."""
+    claims = ("Mean(neg) swings most at a large momentum", "the gradient norm swings most at a small momentum",
+              "the frozen key encoder swings most in Mean(neg)")
+
+    def rows(neg, grad):
+        return [{"setting": s, "n_seeds": 3, "neg": n, "grad": g} for s, n, g in zip(("m=0.5", "m=0.99", "m=1.0"), neg, grad)]
+
+    stored = G.volatility_facts(rows((0.02, 0.01, 0.05), (3.0, 1.0, 2.0)))
+    assert (stored["neg_most"], stored["neg_least"], stored["grad_most"], stored["grad_least"]) == (
+        "m=1.0", "m=0.99", "m=0.5", "m=0.99")
+    assert not failures(G.CHECKS, stored, *claims)
+    papers = G.volatility_facts(rows((0.05, 0.01, 0.02), (3.0, 1.0, 2.0)))  # Mean(neg) swings most at m = 0.5
+    assert list(failures(G.CHECKS, papers, *claims)) == [claims[0], claims[2]]
+    calm = G.volatility_facts(rows((0.02, 0.01, 0.05), (1.0, 3.0, 2.0)))  # the gradient norm swings most at m = 0.99
+    assert list(failures(G.CHECKS, calm, *claims)) == [claims[1]]
+    assert list(failures(G.CHECKS, G.volatility_facts([]), *claims)) == list(claims)
 
 
 def test_mixing_narrows_the_negative_scores_and_renormalising_widens_them_again():
