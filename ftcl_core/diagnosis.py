@@ -823,8 +823,13 @@ def _capacity_every_decided_costs(f: dict) -> str | None:
 
 
 def resolution_facts(row: dict) -> dict:
-    """The width-16 pair at 56-px crops (:func:`resolution_row`) as facts, with the seeds paired so far."""
-    return {**comparison_facts(row), "min_seeds": str(MIN_SEEDS), "where": RESOLUTION[1]}
+    """The width-16 pair at larger crops (:func:`resolution_row`) as facts, with the seeds paired so far, the
+    experiment file (``where``) and its image and crop sizes in px (``image``, ``crop``)."""
+    _, path, _, treated = RESOLUTION
+    exp = X.Experiment.load(path)
+    cfg = X.resolve(X.base_for(exp, "cpu"), exp.overrides(treated, exp.seeds[0]), "cpu")
+    return {**comparison_facts(row), "min_seeds": str(MIN_SEEDS), "where": path, "image": str(cfg.data.image_size),
+            "crop": str(cfg.augment.out_size)}
 
 
 def device_gap_facts(length_records: list[dict], cpu_records: list[dict]) -> dict:

@@ -509,6 +509,7 @@ def test_the_resolution_check_holds_while_the_56px_point_is_undecided():
 
     two = G.resolution_facts(row(-30.0, 12.0, "undecided", 2))
     assert (two["n_seeds"], two["min_seeds"], two["diff"], two["where"]) == ("2", "3", "-30.0 ± 12.0", G.RESOLUTION[1])
+    assert (two["crop"], two["image"]) == ("56", "64")
     assert not failures(G.CHECKS, two, "undecided")
     for flipped in (row(float("nan"), float("nan"), "not run", 0), row(-20.0, 5.0, "contradicted", 3)):
         assert failures(G.CHECKS, G.resolution_facts(flipped), "undecided")

@@ -462,8 +462,9 @@ checks.expect(G.CHECKS, resolution, "undecided")
 # encoders, their baselines' {glue:md}`cap_base_erank_lo` to {glue:md}`cap_base_erank_hi`: {glue:md}`cap_param_ratio`x
 # the parameters do not keep more directions of the features once FT has taken them.
 #
-# At 56-px crops of 64-px shapes ({glue:md}`res_where`), {glue:md}`res_n_seeds` of {glue:md}`res_min_seeds` paired
-# seeds are stored (FT minus baseline {glue:md}`res_diff` points so far): undecided.
+# At {glue:md}`res_crop`-px crops of {glue:md}`res_image`-px shapes ({glue:md}`res_where`),
+# {glue:md}`res_n_seeds` of {glue:md}`res_min_seeds` paired seeds are stored (FT minus baseline {glue:md}`res_diff`
+# points so far): undecided.
 
 # %% [markdown]
 # ### Can the first 100 steps tell?
