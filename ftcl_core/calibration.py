@@ -30,12 +30,13 @@ def _knobs(overrides: dict) -> str:
     return " ".join(f"{k}={_yaml_scalar(v)}" for k, v in overrides.items()) or "(the config's recipe)"
 
 
-def trials(folder: str | Path | None = None, profile: str = "cpu") -> list[dict]:
-    """One row per stored trial run of every calibration file (missing runs are skipped, not trained)."""
+def trials(folder: str | Path | None = None, profile: str = "cpu", root: str | Path | None = None) -> list[dict]:
+    """One row per stored trial run of every calibration file (missing runs are skipped, not trained), under the
+    profile's root or ``root`` (:data:`ftcl_core.experiments.STORED`: the committed runs)."""
     rows = []
     for path in sorted(Path(folder or FOLDER).glob("*.yaml")):
         exp = Experiment.load(path)
-        for r in stored_trials(exp, profile):
+        for r in stored_trials(exp, profile, root):
             run = RunDir(r["dir"])
             rows.append({
                 "method": exp.table.removeprefix("CAL-"), "trial": r["setting"],
@@ -69,12 +70,12 @@ def varied(method: str, folder: str | Path | None = None) -> list[str]:
     return list(dict.fromkeys(KNOB_WORDS.get(k, k) for k in keys))
 
 
-def stored_trials(exp: Experiment, profile: str) -> list[dict]:
+def stored_trials(exp: Experiment, profile: str, root: str | Path | None = None) -> list[dict]:
     """Every complete run of a calibration file, whatever its seed (the file lists the first round's seeds; a
     second round adds seeds to the trials worth them, ``sweep --seeds 1 2 --settings ...``)."""
     out = []
     for name in exp.settings:
-        folder = run_dir(exp, name, 0, profile).parent
+        folder = run_dir(exp, name, 0, profile, root).parent
         seeds = sorted(int(p.name.removeprefix("seed")) for p in folder.glob("seed*") if p.name[4:].isdigit())
         for seed in seeds:
             d = RunDir(folder / f"seed{seed}")

@@ -661,11 +661,11 @@ NEGATIVE_TABLES = {"plain": ("experiments/table5_ft_v1.yaml", ["v1 baseline", "v
                               ["baseline", "neg extrapolation", "hard Beta(2,1)", "hard Beta(5,2)"])}
 
 
-def negative_comparisons(profile: str) -> tuple[list[dict], dict]:
+def negative_comparisons(profile: str, root: str | Path | None = None) -> tuple[list[dict], dict]:
     """Supp F and Supp G read through what each does to the negatives the loss sees (:func:`negative_rows`), and
     the readout of re-normalised against plain mixed negatives, paired by seed (what :func:`renorm_facts` and
-    :func:`harder_facts` read)."""
-    recs = {key: chapter_records(path, profile, names) for key, (path, names) in NEGATIVE_TABLES.items()}
+    :func:`harder_facts` read); ``root`` as in :func:`chapter_records`."""
+    recs = {key: chapter_records(path, profile, names, root) for key, (path, names) in NEGATIVE_TABLES.items()}
     rows = negative_rows([
         ("mixed negatives (Table 5 +neg)", recs["plain"], "v1 baseline", "v1 +neg"),
         ("mixed, re-normalised (Supp F)", recs["renorm"], "baseline", "renorm neg"),

@@ -54,7 +54,7 @@ def caption(exp, records):
             + (f". Not run yet: {t['missing']}" if t["missing"] else ""))
 # the runs the chapter's authored reading rests on: the stored runs of the cpu profile, whatever profile this page ran with
 stored = records if profile == "cpu" else sorted(
-    (r for r in X.load_records(exp.path, "cpu") if r["setting"] in settings + shown_if_stored and r["seed"] in seeds),
+    (r for r in X.load_records(exp.path, "cpu", X.STORED) if r["setting"] in settings + shown_if_stored and r["seed"] in seeds),
     key=lambda r: (list(exp.settings).index(r["setting"]), r["seed"]))
 
 # %% [markdown]
@@ -148,7 +148,7 @@ else:
     display(P.markdown_html("No stored runs of `experiments/table1_momentum_fmnist.yaml` for this profile yet."))
 
 # %% tags=["remove-cell"]
-fm_momentum = X.momentum_facts(fm_exp, fm_records if profile == "cpu" else X.load_records(fm_exp.path, "cpu"))
+fm_momentum = X.momentum_facts(fm_exp, fm_records if profile == "cpu" else X.load_records(fm_exp.path, "cpu", X.STORED))
 checks.glue("fm_", fm_momentum)
 checks.expect(X.CHECKS, fm_momentum, "every learning momentum is replicated", "the collapse is inconclusive",
               "every learning momentum is above the collapse edge", "the collapsing momenta are below the raw pixels")

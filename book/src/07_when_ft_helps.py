@@ -216,7 +216,7 @@ checks.expect(G.CHECKS, baselines, "v1 meets the bar", "v2 misses the spread onl
 # %%
 # %% tags=["remove-cell"]
 init_encoder = X.resolve(X.base_for(X.Experiment.load(paths["init"]), "cpu"), {}, "cpu").model.encoder
-init = C.init_facts(C.trials(profile="cpu"), "moco_v1", init_encoder)
+init = C.init_facts(C.trials(profile="cpu", root=X.STORED), "moco_v1", init_encoder)
 checks.glue("init_", {**init, "encoder": f"`{init['encoder']}`", "pick": f"`{init.get('pick')}`"})
 checks.expect(C.CHECKS, init, "both trials are stored", "the calibration chose another trial")
 
@@ -542,7 +542,7 @@ neg_rows, against = G.negative_comparisons(profile)
 display(G.negative_table(neg_rows))
 
 # %% tags=["remove-cell"]
-stored_neg, stored_against = (neg_rows, against) if profile == "cpu" else G.negative_comparisons("cpu")
+stored_neg, stored_against = (neg_rows, against) if profile == "cpu" else G.negative_comparisons("cpu", X.STORED)
 renorm = G.renorm_facts(stored_neg[0], stored_neg[1], stored_against)
 checks.glue("renorm_", renorm)
 checks.expect(G.CHECKS, renorm, "Supp F decided", "re-normalised mixes are wider, not harder than the queue",
