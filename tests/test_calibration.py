@@ -11,6 +11,7 @@ from ftcl_core.data import hold_out, load_data, make_shapes, shapes_splits, shap
 from ftcl_core.methods import build_model
 from ftcl_core.study import calibration as C
 from ftcl_core.study import experiments as X
+from ftcl_core.study.checks import failures
 from ftcl_core.training import augment_config
 
 
@@ -100,7 +101,7 @@ def test_calibration_csv_from_stored_trials(tmp_path, monkeypatch):
     assert math.isnan(C.final_erank(again, "moco_v2", "no such trial"))
 
 
-def test_the_init_sentence_compares_kaiming_with_the_recipe_it_changes():
+def test_the_init_facts_compare_kaiming_with_the_recipe_it_changes():
     from ftcl_core.models import build_encoder, kaiming_init
     from ftcl_core.study.calibration import init_norm_ratio
 
@@ -117,9 +118,13 @@ def test_the_init_sentence_compares_kaiming_with_the_recipe_it_changes():
                 "random_init_val_linear": 20.0}
 
     rows = [trial("recipe", 33.0), trial("recipe", 34.0, 1), trial("kaiming", 33.6), trial("lr", 40.4)]
-    text = C.init_sentence(rows, "m", "resnet10_w16")
-    assert f"with {ratio:.1f} times the convolution weight norm" in text
-    assert "it read out 33.6 % validation kNN (1 seed) against 33.5 % for the same recipe with the default (2 seeds)" in text
-    assert text.endswith("The calibration chose `lr` (40.4 %, 1 seed), with the default init; Kaiming was not tried on it.")
-    assert C.init_sentence([*rows, trial("kaiming", 50.0, 1)], "m", "resnet10_w16").endswith("The calibration chose it.")
-    assert "No stored `kaiming` and `recipe` trials" in C.init_sentence([], "m", "resnet10_w16")
+    facts = C.init_facts(rows, "m", "resnet10_w16")
+    assert facts["ratio"] == f"{ratio:.1f}"
+    assert (facts["trial_knn"], facts["trial_seeds"], facts["against_knn"], facts["against_seeds"]) == (
+        "33.6", "1 seed", "33.5", "2 seeds")
+    assert (facts["pick"], facts["pick_knn"], facts["pick_seeds"]) == ("lr", "40.4", "1 seed")
+    claims = ("both trials are stored", "the calibration chose another trial")
+    assert not failures(C.CHECKS, facts, *claims)
+    chosen = C.init_facts([*rows, trial("kaiming", 50.0, 1)], "m", "resnet10_w16")  # the calibration chose Kaiming
+    assert list(failures(C.CHECKS, chosen, *claims)) == [claims[1]]
+    assert list(failures(C.CHECKS, C.init_facts([], "m", "resnet10_w16"), *claims)) == list(claims)

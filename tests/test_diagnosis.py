@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from ftcl_core.study import diagnosis as G
 from ftcl_core.study import experiments as X
+from ftcl_core.study.checks import failures
+from ftcl_core.study.results import claims as verdicts
 
 
 @settings(max_examples=25, deadline=None)
@@ -184,16 +186,28 @@ def test_a_run_records_the_queues_same_class_share_only_where_asked(tmp_path):
         load_config("configs/smoke_simclr.yaml", ["stats.same_class=true"])
 
 
-def test_comparison_sentences_follow_the_numbers():
-    meaning = {"above": "helps.", "below": "hurts."}
+def test_a_comparisons_checks_bind_its_reading_to_the_side_of_its_verdict():
+    """The checks chapter 7's readings rest on: "costs" holds for a decided loss and fails when the verdict flips
+    to a gain, an interval holding zero or fewer than 3 seeds; "cannot be told from zero" the other way."""
+    from ftcl_core.study.checks import TextDisagrees, expect
+
     row = {"comparison": "x", "baseline": 50.0, "ft": 40.0, "diff": -10.0, "ci95": 2.0, "n_seeds": 3,
            "verdict": "contradicted"}
-    assert G.comparison_sentence(row, meaning).endswith("-10.0 ± 2.0 points (3 seeds). hurts.")
-    assert G.comparison_sentence({**row, "diff": 10.0, "verdict": "replicated"}, meaning).endswith("helps.")
-    assert "inconclusive" in G.comparison_sentence({**row, "ci95": 12.0, "verdict": "inconclusive"}, meaning)
-    assert "cannot be told from zero (no effect of the paper's size)." in G.comparison_sentence(
-        {**row, "ci95": 12.0, "verdict": "no effect of the paper's size"}, meaning)
-    assert "undecided" in G.comparison_sentence({**row, "n_seeds": 2}, meaning)
+    facts = G.comparison_facts(row)
+    assert (facts["diff"], facts["cost"], facts["n_seeds"], facts["verdict"]) == ("-10.0 ± 2.0", "10.0 ± 2.0", "3",
+                                                                                  "contradicted")
+    expect(G.CHECKS, facts, "costs")
+    for flipped in ({**row, "diff": 10.0, "verdict": "replicated"}, {**row, "ci95": 12.0, "verdict": "inconclusive"},
+                    {**row, "n_seeds": 2}):
+        with pytest.raises(TextDisagrees, match="costs"):
+            expect(G.CHECKS, G.comparison_facts(flipped), "costs")
+    expect(G.CHECKS, G.comparison_facts({**row, "diff": 10.0, "verdict": "replicated"}), "helps")
+    flat = G.comparison_facts({**row, "ci95": 12.0, "verdict": "no effect of the paper's size"})
+    expect(G.CHECKS, flat, "cannot be told from zero")
+    with pytest.raises(TextDisagrees, match="cannot be told from zero"):
+        expect(G.CHECKS, facts, "cannot be told from zero")
+    with pytest.raises(KeyError, match="no check named"):
+        expect(G.CHECKS, facts, "no such claim")
     assert G.comparison_cells(row)[3] == "-10.0 ± 2.0"
     recs = [{"setting": "a", "seed": 0}, {"setting": "b", "seed": 0}]
     assert G.relabel(recs, {"a": "c"}) == [{"setting": "c", "seed": 0}]
@@ -242,65 +256,66 @@ def test_switch_on_state_and_start_fractions_read_table7_style_runs(tmp_path, mo
     assert G.switch_on_state([], "start 1")["n_seeds"] == 0
 
 
-def test_the_switch_on_sentence_says_whether_the_collapse_level_marks_the_starts_that_lose():
+def test_the_switch_on_checks_say_whether_the_collapse_level_marks_the_starts_that_lose():
+
     def row(verdict, n=3):
         return {"verdict": verdict, "n_seeds": n}
 
     def state(*steps):
         return {"n_seeds": len(steps), "steps_to_collapse": list(steps)}
 
+    claims = ("an early start costs", "the collapse level does not separate the starts that lose")
     starts = [("start 0", row("contradicted"), state(20, None, None)),
               ("start 15", row("inconclusive"), state(None, None, None))]
-    text = G.switch_on_sentence(starts)
-    assert text.startswith("Seeds whose Mean(neg) passes 0.9 after FT switches on: start 0: 1 of 3; start 15: 0 of 3.")
-    assert "significantly from start 0; at start 0 not every seed passes 0.9, so passing chapter 5's" in text
-    both = G.switch_on_sentence([starts[0], ("start 1", row("contradicted"), state(None, None, None))])
-    assert "significantly from start 0, start 1; at start 0 and start 1 not every seed passes 0.9" in both
-    every = G.switch_on_sentence([("start 0", row("contradicted"), state(20, 30, 40))])
-    assert every.endswith("significantly from start 0, where every seed passes 0.9.")
-    two_seeds = G.switch_on_sentence([("start 0", row("contradicted", 2), state(20, None))])
-    assert two_seeds.endswith("No start costs linear readout significantly.")  # 2 seeds decide nothing
-    assert G.switch_on_sentence([]) == "No stored runs of Table 7."
+    facts = G.switch_on_facts(starts)
+    assert (facts["level"], facts["start_0"], facts["passed_0"], facts["n_0"], facts["passed_1"]) == (
+        "0.9", "start 0", "1", "3", "0")
+    assert (facts["costly"], facts["partial"]) == ("start 0", "start 0")
+    assert not failures(G.CHECKS, facts, *claims)
+    every = G.switch_on_facts([("start 0", row("contradicted"), state(20, 30, 40))])  # every seed passes: flips
+    assert list(failures(G.CHECKS, every, *claims)) == [claims[1]]
+    two_seeds = G.switch_on_facts([("start 0", row("contradicted", 2), state(20, None))])  # 2 seeds decide nothing
+    assert list(failures(G.CHECKS, two_seeds, *claims)) == list(claims)
 
 
-def test_the_baseline_caveat_names_the_aims_a_paired_baseline_misses():
+def test_the_baseline_checks_name_the_aims_a_paired_baseline_misses():
     from ftcl_core.study import experiments as X
 
     def aim(setting, mean, ci, gain, n=3, data="shapes"):
         return {"data": data, "setting": setting, "mean": mean, "ci95": ci, "n_seeds": n, "gain": gain,
                 "gain_met": gain >= X.BASELINE_AIMS["gain"], "spread_met": ci <= X.BASELINE_AIMS["spread"]}
 
-    good = [aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 81.0, 2.0, 61.0)]
-    assert G.baseline_caveat(good) == ("Both baselines meet the bar this book sets for a baseline at the tables' budget "
-                                       "(chapter 9).")
-    bad = [aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 35.7, 13.6, 15.5)]
-    text = G.baseline_caveat(bad)
-    assert text.startswith("v2 baseline (35.7 ± 13.6 %, 3 seeds) misses the bar this book sets for a baseline with a "
-                           "gain of +15.5 points over the random-init encoder, short of +25 and a spread of ± 13.6, "
-                           "wider than ± 5")
-    assert text.endswith("MoCo v2's baseline reads out below v1's (35.7 % against 79.4 %), the reverse of the literature's "
-                         "order (chapter 9).")
-    assert G.baseline_caveat([aim("v2 baseline", 35.7, 13.6, 15.5, data="fmnist")]) == (
-        "Both baselines meet the bar this book sets for a baseline at the tables' budget (chapter 9).")  # other data: not read
-    assert G.baseline_caveat([]) == ""
+    claims = ("v1 meets the bar", "v2 misses the spread only", "v2 reads out below v1")
+    stored = G.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 55.7, 13.6, 35.5)])
+    assert (stored["v2_readout"], stored["v2_seeds"], stored["v2_spread"], stored["spread_aim"], stored["v1_mean"]) == (
+        "55.7 ± 13.6", "3 seeds", "13.6", "5", "79.4")
+    assert not failures(G.CHECKS, stored, *claims)
+    good = G.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 81.0, 2.0, 61.0)])
+    assert list(failures(G.CHECKS, good, *claims)) == list(claims[1:])
+    both = G.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 35.7, 13.6, 15.5)])
+    assert list(failures(G.CHECKS, both, *claims)) == [claims[1]]  # v2 misses the gain too
+    other = G.baseline_facts([aim("v2 baseline", 35.7, 13.6, 15.5, data="fmnist")])  # other data: not read
+    assert list(failures(G.CHECKS, other, *claims)) == list(claims)
 
 
-def test_the_random_queue_sentence_tests_the_papers_account_of_an_early_start():
+def test_the_random_queue_checks_test_the_papers_account_of_an_early_start():
     from types import SimpleNamespace as NS
+
 
     def cfg(start_epoch, queue=4096):
         return NS(moco=NS(queue_size=queue), train=NS(batch_size=256), data=NS(n_train=10000), ft=NS(start_epoch=start_epoch))
 
-    loses = {"diff": -35.6, "ci95": 21.8, "verdict": "contradicted", "n_seeds": 3}
-    text = G.random_queue_sentence(cfg(1), "start 1", loses)
-    assert "the queue of 4096 keys holds real keys only after 16 steps; start 1 switches FT on after 39 steps, with" in text
-    assert text.endswith("-35.6 ± 21.8 points against never (contradicted, 3 seeds): the random queue is not what "
-                         "makes an early start costly here.")
-    early = G.random_queue_sentence(cfg(1, queue=65536), "start 1", loses)  # 256 steps to fill: still random keys
-    assert "before the queue is full" in early and early.endswith("(contradicted, 3 seeds).")
-    unclear = G.random_queue_sentence(cfg(1), "start 1", {**loses, "diff": -5.0, "verdict": "inconclusive"})
-    assert unclear.endswith("(inconclusive, 3 seeds).")
-    assert G.random_queue_sentence(cfg(1), "start 1", {"n_seeds": 0}).endswith("and has no stored runs.")
+    claims = ("the start sees real keys only", "costs")
+    loses = {"comparison": "start 1", "diff": -35.6, "ci95": 21.8, "verdict": "contradicted", "n_seeds": 3}
+    facts = G.random_queue_facts(cfg(1), loses)
+    assert (facts["queue"], facts["fill"], facts["switch"], facts["diff"], facts["seeds"]) == (
+        "4096", "16", "39", "-35.6 ± 21.8", "3 seeds")
+    assert not failures(G.CHECKS, facts, *claims)
+    early = G.random_queue_facts(cfg(1, queue=65536), loses)  # 256 steps to fill: still random keys
+    assert list(failures(G.CHECKS, early, *claims)) == [claims[0]]
+    unclear = G.random_queue_facts(cfg(1), {**loses, "diff": -5.0, "verdict": "inconclusive"})
+    assert list(failures(G.CHECKS, unclear, *claims)) == [claims[1]]
+    assert list(failures(G.CHECKS, G.random_queue_facts(cfg(1), {"n_seeds": 0}), *claims)) == [claims[1]]
 
 
 def test_a_calibration_is_said_to_rule_out_only_the_knobs_it_varied(tmp_path):
@@ -342,9 +357,9 @@ def test_length_rows_pair_each_length_then_the_gain_by_seed():
     assert gain["kind"] == "gain" and gain["diff"] == pytest.approx(np.mean([(72 - 97) - (34 - 80), (81 - 96) - (38 - 78),
                                                                             (77 - 97) - (36 - 77)]))
     assert rows[2]["verdict"] == "not run" and rows[4]["n_seeds"] == 0
-    text = G.length_sentence("the shapes", rows)
-    assert "narrows FT's cost" in text and "still below its baseline" in text and "4680 steps (3 seeds)" in text
-    assert "undecided" in G.length_sentence("the shapes", G.length_rows(path, recs[:2] + recs[3:5] + recs[6:8] + recs[9:11]))
+    assert verdicts.side(gain["verdict"]) > 0 and long_["n_seeds"] == 3  # the longer run narrows FT's cost
+    two = G.length_rows(path, recs[:2] + recs[3:5] + recs[6:8] + recs[9:11])
+    assert two[3]["n_seeds"] == 2 and two[3]["verdict"] == "undecided"
 
 
 def test_a_pair_whose_arms_trained_on_different_devices_is_named(tmp_path):
@@ -362,6 +377,34 @@ def test_a_pair_whose_arms_trained_on_different_devices_is_named(tmp_path):
     assert row["mixed_devices"] == [0, 1] and G.comparison_cells(row)[4] == "3 (seeds 0, 1: CPU against GPU)"
     assert G.same_run_gaps(records, "never", records, "start 9") == [1.0, 1.0]  # seed 2: both on the CPU
     assert G.mixed_device_seeds([{**r, "dir": ""} for r in records], "never", "start 9") == []  # no folders: no claim
+    # the device-gap facts: the 30-epoch arms of two stored experiments, paired by seed across devices
+    length = G.relabel(records, {"never": "baseline 30", "start 9": "+both 30"})
+    cpu = G.relabel(records, {"start 9": "baseline", "never": "+both"})
+    gap = G.device_gap_facts(length, cpu)
+    assert (gap["pairs"], gap["least"], gap["most"], gap["mean"]) == ("4", "1.00", "1.00", "1.00")
+    assert not failures(G.CHECKS, gap, "some pair trained on two devices")
+    one_device = G.device_gap_facts(G.relabel(records, {"start 9": "baseline 30"}), G.relabel(records, {"start 9": "baseline"}))
+    assert one_device["n"] == 0 and failures(G.CHECKS, one_device, "some pair trained on two devices")
+
+
+def test_the_volatility_checks_follow_which_momentum_swings_most():
+    """Chapter 5's volatility words: Mean(neg) swings most at a large momentum (the frozen key encoder's), against
+    the paper's reading, and the gradient norm at a small one, as the paper reads it; each flips with the rows."""
+    claims = ("Mean(neg) swings most at a large momentum", "the gradient norm swings most at a small momentum",
+              "the frozen key encoder swings most in Mean(neg)")
+
+    def rows(neg, grad):
+        return [{"setting": s, "n_seeds": 3, "neg": n, "grad": g} for s, n, g in zip(("m=0.5", "m=0.99", "m=1.0"), neg, grad)]
+
+    stored = G.volatility_facts(rows((0.02, 0.01, 0.05), (3.0, 1.0, 2.0)))
+    assert (stored["neg_most"], stored["neg_least"], stored["grad_most"], stored["grad_least"]) == (
+        "m=1.0", "m=0.99", "m=0.5", "m=0.99")
+    assert not failures(G.CHECKS, stored, *claims)
+    papers = G.volatility_facts(rows((0.05, 0.01, 0.02), (3.0, 1.0, 2.0)))  # Mean(neg) swings most at m = 0.5
+    assert list(failures(G.CHECKS, papers, *claims)) == [claims[0], claims[2]]
+    calm = G.volatility_facts(rows((0.02, 0.01, 0.05), (1.0, 3.0, 2.0)))  # the gradient norm swings most at m = 0.99
+    assert list(failures(G.CHECKS, calm, *claims)) == [claims[1]]
+    assert list(failures(G.CHECKS, G.volatility_facts([]), *claims)) == list(claims)
 
 
 def test_mixing_narrows_the_negative_scores_and_renormalising_widens_them_again():
@@ -412,93 +455,71 @@ def test_negative_readings_and_the_supp_f_sentence_follow_the_stored_statistics(
     assert rows[2]["diff"] == pytest.approx(-49.67, abs=0.01) and rows[2]["neg_shift"] == pytest.approx(0.18)
     assert G.negative_cells(rows[1])[-2] == "0.88 ± 0.02"
     against = G.paired_comparison("renorm against plain", plain + renorm, "plain", "renorm")
-    text = G.renorm_sentence(rows[0], rows[1], against)
-    assert "harder than plain ones, as Supp F's reading predicts" in text and "stays undecided" in text
-    assert "cost 16.3 ± " in text
-    assert "undecided: it needs" in G.renorm_sentence({**rows[0], "n_seeds": 2}, rows[1], against)
+    claims = ("Supp F decided", "re-normalised mixes are wider, not harder than the queue",
+              "re-normalised mixes cost, plain ones do not")
+    facts = G.renorm_facts(rows[0], rows[1], against)
+    assert facts["cost"].startswith("16.3 ± ") and (facts["plain_spread"], facts["renorm_spread"]) == ("0.61", "0.88")
+    assert not failures(G.CHECKS, facts, *claims)
+    assert list(failures(G.CHECKS, G.renorm_facts({**rows[0], "n_seeds": 2}, rows[1], against), *claims)) == list(claims)
     same = runs("same", 0.0, [0.61, 0.60, 0.62], [64, 63, 66])
     row_same = G.negative_rows([("same", base + same, "baseline", "same")])[0]
-    assert "do not tell the two kinds of mixes apart" in G.renorm_sentence(rows[0], row_same, against)
-    assert G.harder_negatives_sentence(rows).startswith("Harder than the queue they come from: hard (mean +0.18;")
-    assert G.harder_negatives_sentence(rows[:2]).startswith("No stored setting")
+    assert list(failures(G.CHECKS, G.renorm_facts(rows[0], row_same, against), *claims)) == [claims[1]]
+    assert list(failures(G.CHECKS, G.renorm_facts(rows[0], rows[2], against), *claims)) == [claims[1]]  # harder
+    no_cost = {**against, "verdict": "inconclusive"}  # re-normalised mixes read out as plain ones
+    assert list(failures(G.CHECKS, G.renorm_facts(rows[0], rows[1], no_cost), *claims)) == [claims[2]]
+    named = [{**r, "comparison": name} for r, name in zip((rows[1], rows[2], rows[2]), G.HARDER_NEGATIVES)]
+    harder = G.harder_facts(named)
+    assert (harder["mean_1"], harder["spread_0"]) == ("+0.18", "x0.88")
+    assert harder["base_final"] == f"{rows[1]['baseline_final_neg_mean']:.2f}"
+    assert list(failures(G.CHECKS, harder, "harder as written")) == ["harder as written"]  # row 0 is harder by neither
+    wide = {**rows[1], "comparison": G.HARDER_NEGATIVES[0], "neg_var_ratio": 2.5}
+    assert not failures(G.CHECKS, G.harder_facts([wide, *named[1:]]), "harder as written")
 
 
-def test_the_capacity_answer_says_what_the_decided_encoders_show():
-    """Chapter 7's "is it the network?" answer follows the rows: every decided encoder losing, the undecided ones
-    named, and the final effective ranks' sentence turning when the largest encoder keeps more of its rank."""
+def test_the_capacity_checks_say_what_the_decided_encoders_show():
+    """Chapter 7's "is it the network?" text rests on four checks: every decided encoder losing, none undecided, one
+    planned but not run, and the largest encoder keeping no more rank; each flips with the rows."""
+
     def row(name, params, diff, verdict, n, ft_rank, base_rank=40.0):
         return {"comparison": name, "parameters": params, "diff": diff, "ci95": 5.0, "verdict": verdict,
                 "n_seeds": n, "ft_erank": ft_rank, "baseline_erank": base_rank}
 
+    claims = ("every decided encoder costs", "no encoder is undecided", "an encoder is planned but not run",
+              "the largest encoder keeps no more rank")
     rows = [row("small", 1e5, -40.0, "contradicted", 3, 10.0), row("large", 1e6, -45.0, "contradicted", 3, 10.5),
-            row("huge", 1e7, float("nan"), "undecided", 1, float("nan")),
             row("giant", 1e8, float("nan"), "not run", 0, float("nan"))]
-    text = G.capacity_answer(rows)
-    assert "costs readout at every encoder decided here, from small to large" in text
-    assert "undecided: huge (1 of 3)" in text and "giant" not in text.split("undecided")[1].split(".")[0]
-    assert "not run: giant" in text  # never trained: not run, not undecided
-    assert "10x the parameters do not keep more directions" in text
-    kept = G.capacity_answer([rows[0], {**rows[1], "ft_erank": 20.0}])
-    assert "the largest keeps more (20.0 against 10.0 at small)" in kept
-    mixed = G.capacity_answer([rows[0], {**rows[1], "diff": 6.0, "verdict": "replicated"}])
-    assert "disagree on the sign" in mixed and "every encoder" not in mixed
-    assert "effective rank" not in G.capacity_answer(rows[:1])
-    verdict_part, rank_part = text.split("\n\n")  # the verdicts and the ranks are two paragraphs
-    assert "contradicted" in verdict_part and rank_part.startswith("FT's features end with an effective rank")
+    facts = G.capacity_facts(rows)
+    assert (facts["name_1"], facts["params_1"], facts["diff_1"], facts["unrun"], facts["param_ratio"]) == (
+        "large", "1.00", "-45.0 ± 5.0", "giant", "10")
+    assert (facts["first"], facts["last"], facts["ft_erank_lo"], facts["base_erank_hi"]) == ("small", "large", "10.0", "40.0")
+    assert not failures(G.CHECKS, facts, *claims)
+    huge = row("huge", 1e7, float("nan"), "undecided", 1, float("nan"))
+    assert list(failures(G.CHECKS, G.capacity_facts([*rows, huge]), *claims)) == [claims[1]]
+    assert list(failures(G.CHECKS, G.capacity_facts(rows[:2]), *claims)) == [claims[2]]
+    kept = G.capacity_facts([rows[0], {**rows[1], "ft_erank": 20.0}, rows[2]])
+    assert list(failures(G.CHECKS, kept, *claims)) == [claims[3]]
+    mixed = G.capacity_facts([rows[0], {**rows[1], "diff": 6.0, "verdict": "replicated"}, rows[2]])
+    assert list(failures(G.CHECKS, mixed, *claims)) == [claims[0]]
+    assert claims[0] in failures(G.CHECKS, G.capacity_facts(rows[:1] + rows[2:]), *claims)  # one encoder decided
 
 
-def test_the_resolution_sentence_follows_the_stored_pairs():
-    """The 56-px point reads "not tested" with no runs, undecided below 3 seeds, and once decided what its verdict
-    says, noting when it differs from the same encoder's 24-px pair."""
-    at_24 = {"diff": -42.4, "ci95": 9.2, "verdict": "contradicted", "n_seeds": 3}
-    none = {"diff": float("nan"), "ci95": float("nan"), "verdict": "not run", "n_seeds": 0}
-    assert G.resolution_sentence(none, at_24).startswith("Larger images are not tested yet")
-    two = G.resolution_sentence({"diff": -30.0, "ci95": 12.0, "verdict": "undecided", "n_seeds": 2}, at_24)
-    assert "2 of 3 paired seeds are stored" in two and two.endswith("undecided.")
-    lost = G.resolution_sentence({"diff": -20.0, "ci95": 5.0, "verdict": "contradicted", "n_seeds": 3}, at_24)
-    assert "-20.0 ± 5.0 points, contradicted, against -42.4 ± 9.2 at 24-px crops (contradicted)" in lost
-    assert "FT still costs readout on larger images, at this budget" in lost and "different verdict" not in lost
-    turned = G.resolution_sentence({"diff": 6.0, "ci95": 2.0, "verdict": "replicated", "n_seeds": 3}, at_24)
-    assert "+6.0 ± 2.0" in turned and "FT helps on larger images, a different verdict" in turned
-    flat = G.resolution_sentence({"diff": -1.0, "ci95": 3.0, "verdict": "no effect of the paper's size", "n_seeds": 3},
-                                 at_24)
-    assert "can no longer be told from zero, a different verdict" in flat
+def test_the_resolution_check_holds_while_the_56px_point_is_undecided():
+
+    def row(diff, ci, verdict, n):
+        return {"comparison": "56 px", "diff": diff, "ci95": ci, "verdict": verdict, "n_seeds": n}
+
+    two = G.resolution_facts(row(-30.0, 12.0, "undecided", 2))
+    assert (two["n_seeds"], two["min_seeds"], two["diff"], two["where"]) == ("2", "3", "-30.0 ± 12.0", G.RESOLUTION[1])
+    assert (two["crop"], two["image"]) == ("56", "64")
+    assert not failures(G.CHECKS, two, "undecided")
+    for flipped in (row(float("nan"), float("nan"), "not run", 0), row(-20.0, 5.0, "contradicted", 3)):
+        assert failures(G.CHECKS, G.resolution_facts(flipped), "undecided")
 
 
 def test_the_resolution_row_is_not_run_without_stored_runs(tmp_path):
     """With no runs under ``root`` the resolution row is "not run" (no training, no error)."""
     row = G.resolution_row("cpu", root=tmp_path)
     assert row["n_seeds"] == 0 and row["verdict"] == "not run"
-
-
-def test_the_longer_length_sentence_follows_its_pairs():
-    """The 240-epoch sentence: empty when no length past 120 epochs is planned, "no paired seed" (even with one arm
-    stored), undecided below 3 seeds, and once decided the paired difference, the error ratio against 120 epochs'
-    and, with a decided gain, whether the longer run narrows FT's cost; every length past 120 gets its sentence."""
-    def row(kind, epochs, n, diff=float("nan"), ci=float("nan"), verdict="undecided", ft=90.0, base=98.0):
-        return {"kind": kind, "epochs": epochs, "steps": 39 * epochs, "n_seeds": n, "diff": diff, "ci95": ci,
-                "verdict": verdict, "ft": ft, "baseline": base}
-
-    rows = [row("length", 30, 3, -42.8, 9.1, "contradicted", 36.3, 79.0),
-            row("length", 120, 3, -22.5, 15.1, "contradicted", 74.6, 97.15)]
-    assert G.longer_length_sentence(rows, 120) == ""
-    one_arm = row("length", 240, 0, ft=float("nan"))  # the baseline stored, its FT arm not yet
-    assert G.longer_length_sentence(rows + [one_arm], 120) == "At 240 epochs (9360 steps) no paired seed is stored yet."
-    one = G.longer_length_sentence(rows + [row("length", 240, 1, -5.9)], 120)
-    assert "1 of 3 paired seeds is stored (FT minus baseline -5.9 points so far): undecided." in one
-    decided = row("length", 240, 3, -6.0, 2.0, "contradicted", 92.0, 98.0)
-    text = G.longer_length_sentence(rows + [decided], 120)
-    assert text.startswith("At 240 epochs (9360 steps), FT minus its baseline reads -6.0 ± 2.0 points (contradicted)")
-    assert "4.0 times as many test images wrong as its baseline, fewer than the 8.9 times at 4680 steps" in text
-    assert "narrows" not in text  # no decided gain row: nothing said of it
-    gained = G.longer_length_sentence(rows + [decided, row("gain", 240, 3, 36.8, 9.0, "replicated")], 120)
-    assert gained.endswith("against 30 epochs the longer run narrows FT's cost (+36.8 ± 9.0 points, paired by seed).")
-    flat = G.longer_length_sentence(rows + [decided, row("gain", 240, 3, 1.0, 9.0, "inconclusive")], 120)
-    assert "cannot be told to change" in flat
-    worse = {**decided, "ft": 60.0}
-    assert "more than the 8.9 times" in G.longer_length_sentence(rows + [worse], 120)
-    both = G.longer_length_sentence(rows + [decided, row("length", 480, 2, -1.0, 3.0)], 120)
-    assert both.count("At ") == 2 and "At 480 epochs" in both
 
 
 def test_the_error_ratio_is_nan_without_baseline_errors():

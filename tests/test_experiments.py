@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ftcl_core.study import experiments as X
+from ftcl_core.study.checks import failures
 from ftcl_core.study.results.claims import Claim, verdict_word
 
 ROOT = X.ROOT
@@ -87,9 +88,6 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     assert any(line.startswith("Regenerate: `python -m ftcl_core sweep experiments/") for line in md)
     text = X.format_table(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke")).splitlines()
     assert text[2].endswith("baseline") and text[3].endswith(rows[1]["verdict"]) and " baseline " in text[3]
-    said = X.pattern_paragraph([(X.Experiment.load(exp_file), X.load_records(exp_file, "smoke"))], "smoke")
-    assert "decide: none yet" in said and "T2 (embedded shapes, smoke_moco_v2)" in said
-    assert "the 1 rows that make a pair harder from the first step" in said and "Negative interpolation" not in said
 
     # A second table whose baseline is the same config reuses the finished run instead of training it.
     other = tmp_path / "other.yaml"
@@ -407,7 +405,7 @@ def test_the_calibrated_base_of_a_table_is_its_cpu_cal_config_where_one_exists(t
     assert cal(str(tmp_path / "my_cpu_new.yaml")) == str(tmp_path / "my_cpu_new.yaml")  # cpu_ only as a prefix
 
 
-def test_the_momentum_paragraph_names_each_momentum_by_its_verdict(tmp_path):
+def test_the_momentum_facts_group_each_momentum_by_its_verdict(tmp_path):
     f = tmp_path / "t1.yaml"
     f.write_text("table: T1-fmnist\ntitle: t\nbase: {cpu: configs/cpu_moco_v1.yaml}\nseeds: [0, 1, 2]\n"
                  "settings:\n  m=0: {}\n  m=0.9: {}\n  m=1.0: {}\npaper: {m=0: collapse, m=0.9: 46.5, m=1.0: 31.2}\n")
@@ -415,36 +413,45 @@ def test_the_momentum_paragraph_names_each_momentum_by_its_verdict(tmp_path):
     top1 = {"m=0": (5.0, 6.0, 7.0), "m=0.9": (60.0, 61.0, 62.0), "m=1.0": (20.0, 30.0, 10.0)}  # random init: 20
     records = [{"setting": s, "seed": i, "linear_top1": v, "random_init_linear_top1": 20.0}
                for s, vals in top1.items() for i, v in enumerate(vals)]
-    text = X.momentum_paragraph(exp, records)
-    assert "Seeds per momentum: 3." in text and "peaks at m = 0.9 (61.0 ± 2.5 %, against 20.0 %" in text
-    assert "(replicated): 0.9; undecided: 1.0 (an interval that includes zero); below it: none." in text
-    assert "m = 0: 6.0 ± 2.5 %, -14.0 ± 2.5 points against random init, replicated" in text
-    assert text.endswith("The collapse is reproduced at 0. Against m = 0, the largest momentum the paper says "
-                         "collapses, paired by seed: above it: 0.9; undecided: 1.0; below it: none.")
-    two_seeds = X.momentum_paragraph(exp, [r for r in records if r["seed"] < 2])  # as clear, but only two seeds
-    assert "Undecided at 0 (fewer than 3 seeds at 0). Against m = 0" in two_seeds
-    assert two_seeds.endswith("above it: none; undecided: 0.9, 1.0; below it: none.")  # no step claimed on 2 seeds
-    assert X.momentum_paragraph(exp, []) == "No stored runs."
+    facts = X.momentum_facts(exp, records)
+    assert (facts["seeds"], facts["peak"], facts["peak_readout"], facts["random"]) == ("3", "0.9", "61.0 ± 2.5", "20.0")
+    assert (facts["learn_replicated"], facts["learn_inconclusive"], facts["learn_not"]) == ("0.9", "1.0", "")
+    assert (facts["collapse_m_0"], facts["collapse_readout_0"], facts["collapse_diff_0"], facts["collapse_verdict_0"]) == (
+        "0", "6.0 ± 2.5", "-14.0 ± 2.5", "replicated")
+    assert (facts["edge"], facts["edge_above"], facts["edge_undecided"], facts["edge_below"]) == ("0", "0.9", "1.0", "")
+    # the checks chapter 5's words on the shapes rest on, each flipped by these runs or by two seeds
+    fails = failures(X.CHECKS, facts)
+    assert "every learning momentum is replicated" in fails  # m = 1.0 is inconclusive
+    assert "the collapse is not reproduced" in fails and "the collapse is inconclusive" in fails  # it is reproduced
+    assert "no learning momentum is below the collapse edge" not in fails
+    two_seeds = X.momentum_facts(exp, [r for r in records if r["seed"] < 2])  # as clear, but only two seeds
+    assert two_seeds["seeds"] == "2" and "the collapse is inconclusive" in failures(X.CHECKS, two_seeds)
+    assert "every momentum has 3 seeds" in failures(X.CHECKS, two_seeds)
+    assert X.momentum_facts(exp, []) == {"n": 0}
 
 
-def test_the_momentum_paragraph_says_when_readout_does_not_step_up_where_the_papers_collapse_ends(tmp_path):
+def test_the_step_check_says_when_readout_does_not_step_up_where_the_papers_collapse_ends(tmp_path):
     f = tmp_path / "t1.yaml"
     f.write_text("table: T1\ntitle: t\nbase: {cpu: configs/cpu_moco_v1.yaml}\nseeds: [0, 1, 2]\n"
                  "settings:\n  m=0.5: {}\n  m=0.6: {}\n  m=0.99: {}\npaper: {m=0.5: collapse, m=0.6: 21.2, m=0.99: 56.2}\n")
     top1 = {"m=0.5": (30.0, 32.0, 34.0), "m=0.6": (31.0, 35.0, 33.0), "m=0.99": (80.0, 79.0, 81.0)}  # random init: 20
     records = [{"setting": s, "seed": i, "linear_top1": v, "random_init_linear_top1": 20.0}
                for s, vals in top1.items() for i, v in enumerate(vals)]
-    text = X.momentum_paragraph(X.Experiment.load(f), records)
-    assert "paired by seed: above it: 0.99; undecided: 0.6; below it: none." in text
-    assert text.endswith("The step from collapse to learning that the paper reports above m = 0.5 is not seen at "
-                         "m = 0.6 here (+1.0 ± 5.0 points, 3 seeds, an interval that holds zero).")
-    top1["m=0.6"] = (50.0, 52.0, 54.0)  # a clear step: nothing to say beyond the sides
+    claims = ("every learning momentum is replicated", "the collapse is not reproduced",
+              "no learning momentum is below the collapse edge", "the step from collapse to learning is not seen")
+    facts = X.momentum_facts(X.Experiment.load(f), records)
+    assert (facts["edge_above"], facts["edge_undecided"], facts["first"], facts["step_diff"], facts["step_seeds"]) == (
+        "0.99", "0.6", "0.6", "+1.0 ± 5.0", "3")
+    assert not failures(X.CHECKS, facts, *claims)  # the shapes' words hold
+    top1["m=0.6"] = (50.0, 52.0, 54.0)  # a clear step: the words flip
     records = [{"setting": s, "seed": i, "linear_top1": v, "random_init_linear_top1": 20.0}
                for s, vals in top1.items() for i, v in enumerate(vals)]
-    assert X.momentum_paragraph(X.Experiment.load(f), records).endswith("above it: 0.6, 0.99; undecided: none; below it: none.")
+    stepped = X.momentum_facts(X.Experiment.load(f), records)
+    assert list(failures(X.CHECKS, stepped, *claims)) == [claims[3]]
+    assert "every learning momentum is above the collapse edge" not in failures(X.CHECKS, stepped)
 
 
-def test_the_score_ends_paragraph_reads_the_last_steps_of_each_momentum():
+def test_the_score_ends_facts_read_the_last_steps_of_each_momentum():
     import numpy as np
 
     steps = 200
@@ -452,14 +459,16 @@ def test_the_score_ends_paragraph_reads_the_last_steps_of_each_momentum():
     metrics = {"m=0": {"pos_mean": 0.95 + 0 * ramp, "neg_mean": np.where(ramp < 0.5, 0.1, 0.7)},
                "m=0.99": {"pos_mean": 0.85 + 0 * ramp, "neg_mean": np.where(ramp < 0.5, 0.9, 0.2)},
                "m=1.0": {"pos_mean": 0.15 + 0 * ramp, "neg_mean": 0.03 + 0 * ramp}}
-    text = X.score_ends_paragraph(metrics, seed=0)
-    assert text.startswith("Over the last 100 steps of seed 0, Mean(neg) ends highest at m = 0 (0.70) and lowest at "
-                           "m = 1.0 (0.03).")
-    assert "(m = 1) Mean(pos) ends at 0.15, against 0.85 to 0.95 at the other momenta; the key encoder never" in text
-    metrics["m=1.0"]["pos_mean"] = 0.9 + 0 * ramp  # a frozen key encoder that agrees: no such explanation
-    assert X.score_ends_paragraph(metrics, seed=0).endswith("against 0.85 to 0.95 at the other momenta.")
-    assert "frozen" not in X.score_ends_paragraph({k: metrics[k] for k in ("m=0", "m=0.99")}, seed=0)
-    assert X.score_ends_paragraph({}, seed=0) == "No stored runs."
+    facts = X.score_ends_facts(metrics, seed=0)
+    assert (facts["window"], facts["seed"], facts["hi"], facts["hi_neg"], facts["lo"], facts["lo_neg"]) == (
+        "100", "0", "0", "0.70", "1.0", "0.03")
+    assert (facts["frozen_pos"], facts["others_pos_lo"], facts["others_pos_hi"]) == ("0.15", "0.85", "0.95")
+    claim = "the frozen key encoder's views agree least"
+    assert not failures(X.CHECKS, facts, claim)
+    metrics["m=1.0"]["pos_mean"] = 0.9 + 0 * ramp  # a frozen key encoder that agrees: the words flip
+    assert failures(X.CHECKS, X.score_ends_facts(metrics, seed=0), claim)
+    assert failures(X.CHECKS, X.score_ends_facts({k: metrics[k] for k in ("m=0", "m=0.99")}, seed=0), claim)
+    assert X.score_ends_facts({}, seed=0)["n"] == 0
 
 
 def test_an_identical_run_trained_on_the_same_kind_of_device_is_copied_first(tmp_path, monkeypatch):
@@ -537,42 +546,24 @@ def test_the_plan_command_prints_a_row_per_file_and_the_totals(tmp_path, monkeyp
     assert "to train: a seed 0, b seed 0, a seed 1, b seed 1" in out and "\n4 runs to train:" in out
 
 
-def test_on_real_images_the_momentum_paragraph_sets_each_momentum_against_the_raw_pixel_probe(tmp_path):
+def test_on_real_images_the_momentum_facts_set_each_momentum_against_the_raw_pixel_probe(tmp_path):
     f = tmp_path / "t1.yaml"
     f.write_text("table: T1-fmnist\ntitle: t\nbase: {cpu: configs/cpu_moco_v1.yaml}\nseeds: [0, 1, 2]\n"
                  "settings:\n  m=0: {}\n  m=0.9: {}\n  m=0.99: {}\npaper: {m=0: collapse, m=0.9: 46.5, m=0.99: 56.2}\n")
     top1 = {"m=0": (70.0, 71.0, 72.0), "m=0.9": (80.0, 90.0, 70.0), "m=0.99": (85.0, 86.0, 87.0)}  # probe: 82
     records = [{"setting": s, "seed": i, "linear_top1": v, "random_init_linear_top1": 20.0, "raw_pixels_linear_top1": 82.0}
                for s, vals in top1.items() for i, v in enumerate(vals)]
-    text = X.momentum_paragraph(X.Experiment.load(f), records)
-    assert text.endswith("Against the linear probe on the raw pixels (82.0 %), paired by run: above it: 0.99; "
-                         "undecided: 0.9; below it: 0.")
-    assert "+51.0 ± 2.5 points against random init, contradicted" in text
-    assert "It is not reproduced at 0: readout stays above the random-init encoder" in text
-    assert "Undecided at" not in text
-
-
-def test_the_start_epoch_paragraph_counts_costly_starts_and_names_those_that_beat_never(tmp_path):
-    f = tmp_path / "t7.yaml"
-    f.write_text("table: T7\ntitle: t\nbase: {cpu: configs/cpu_moco_v1.yaml}\nseeds: [0, 1, 2]\n"
-                 "settings:\n  start 0: {}\n  start 9: {}\n  never: {}\n"
-                 "paper: {start 0: 62.6, start 9: 62.9, never: 56.2}\ncompare: {start 0: never, start 9: never}\n")
-    exp = X.Experiment.load(f)
-
-    def records(top1):
-        return [{"setting": s, "seed": i, "linear_top1": v} for s, vals in top1.items() for i, v in enumerate(vals)]
-
-    text = X.start_epoch_paragraph(exp, records({"start 0": (30.0, 31.0, 32.0), "start 9": (79.0, 80.0, 81.0),
-                                                 "never": (70.0, 71.0, 72.0)}))
-    assert text.startswith("start 0: 31.0 ± 2.5 % (-40.0 ± 0.0 points against never, contradicted, 3 seeds)")
-    assert "1 of 2 starts are significantly below training without FT, and the later FT starts, the less it costs." in text
-    assert text.endswith("start 9 beats training without FT, as every start does in the paper's Table 7; FT from the "
-                         "start does not.")
-    worse = X.start_epoch_paragraph(exp, records({"start 0": (30.0, 31.0, 32.0), "start 9": (60.0, 61.0, 62.0),
-                                                  "never": (70.0, 71.0, 72.0)}))
-    assert worse.endswith("No start beats training without FT, so the paper's Table 7 (an early start best, every "
-                          "start above 'never') is not reproduced here.")
-    assert X.start_epoch_paragraph(exp, []) == "No stored runs."
+    facts = X.momentum_facts(X.Experiment.load(f), records)
+    assert (facts["probe"], facts["pixels_above"], facts["pixels_undecided"], facts["pixels_below"]) == (
+        "82.0", "0.99", "0.9", "0")
+    assert (facts["collapse_diff_0"], facts["collapse_verdict_0"], facts["collapse_not"]) == (
+        "+51.0 ± 2.5", "contradicted", "0")
+    fails = failures(X.CHECKS, facts)
+    assert "the collapsing momenta are below the raw pixels" in fails  # m = 0.9 is undecided against the pixels
+    assert "the collapse is not reproduced" not in fails and "the collapse is inconclusive" in fails
+    clear = [{**r, "raw_pixels_linear_top1": 40.0 if r["setting"] != "m=0" else 82.0} for r in records]
+    assert "the collapsing momenta are below the raw pixels" not in failures(X.CHECKS, X.momentum_facts(
+        X.Experiment.load(f), clear))
 
 
 def test_each_setting_is_sorted_by_what_its_ft_does_to_the_pairs():
@@ -752,7 +743,6 @@ def test_the_tally_counts_the_claims_the_error_scale_decided():
     t = X.tally([row("a", "replicated", "errors"), row("b", "contradicted", "points"), row("c", "contradicted", "errors")])
     assert t["all"]["ft_errors"]["replicated"] == 1 and t["all"]["ft_errors"]["contradicted"] == 1
     assert sum(t["all"]["ft"].values()) == 3 and sum(t["all"]["ft_errors"].values()) == 2
-    assert "decided on error scale" in X.tally_text([row("a", "replicated", "errors")])
 
 
 def test_the_tables_claims_are_the_ones_the_paper_makes():

@@ -86,7 +86,10 @@ def test_the_readmes_predictor_figures_are_the_stored_reports():
     assert f"in {model['correct']} of {model['n']} distinct FT runs" in block
     assert f"against {majority['correct']} for always guessing the majority outcome" in block
     # "not clearly better" exactly when the exact McNemar test on the same runs does not reject at 5 %
-    assert ("not clearly better" in block) == ("does not clearly beat" in predict.report_sentence(report))
+    facts = predict.report_facts(report)
+    assert ("not clearly better" in block) == (facts["beats"] == 0)
+    assert (facts["model_right"], facts["model_of"], facts["majority_right"]) == (
+        str(model["correct"]), str(model["n"]), str(majority["correct"]))
 
 
 def test_a_screen_prints_the_predicted_outcome_once_it_has_a_window():
@@ -99,3 +102,28 @@ def test_a_screen_prints_the_predicted_outcome_once_it_has_a_window():
     short = {k: v[:60] for k, v in m.items()}
     assert "needs --steps 100" in _screen_prediction(cfg, short)
     assert "no FT" in _screen_prediction(load_config("configs/cpu_cal_moco_v1.yaml"), m)
+
+
+def test_the_predictor_checks_flip_with_the_held_out_outcomes():
+    """Chapter 7's words on the predictor: it does not clearly beat the majority outcome (McNemar p >= 0.05), and
+    the Mean(neg) rule misses runs that lose; each check fails when the held-out outcomes say otherwise."""
+    from ftcl_core.study.checks import failures
+
+    def score(correct, n=20):
+        return {"correct": correct, "n": n, "accuracy": correct / n, "ci95": [0.1, 0.9], "mae": 5.0, "mae_ci95": [4.0, 6.0]}
+
+    def report(model_right, rule_flags_all):
+        # 20 runs, 10 lose; the majority guesses "loses" every time (right on 10); the model is right on model_right
+        ex = [{"diff": -1.0 if i < 10 else 1.0, "majority_held_out": True, "rule": i < (10 if rule_flags_all else 5),
+               "p_loss_held_out": 0.0 if 10 <= i < model_right else 1.0} for i in range(20)]
+        return {"examples": ex, "rule": {"threshold": 0.9, "steps": 20},
+                "scores": {"all": [score(model_right), score(10), score(15)],
+                           "fashion_mnist": [score(5, 10), score(5, 10)], "shapes": [score(5, 10), score(5, 10)]}}
+
+    claims = ("the model does not clearly beat the majority outcome", "the rule misses runs that lose",
+              "the data sets are as written")
+    close = predict.report_facts(report(11, rule_flags_all=False))
+    assert (close["model_right"], close["majority_right"], close["data_0"]) == ("11", "10", "fashion_mnist")
+    assert not failures(predict.CHECKS, close, *claims)
+    better = predict.report_facts(report(20, rule_flags_all=True))  # right on every run: McNemar p < 0.05
+    assert better["beats"] == 1 and list(failures(predict.CHECKS, better, *claims)) == list(claims[:2])

@@ -28,7 +28,9 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ftcl_core.pages import plotting as P
+from ftcl_core.pages.glue import glue_facts
 from ftcl_core.runs import RunDir
+from ftcl_core.study import checks
 from ftcl_core.study import diagnosis as G
 from ftcl_core.study import experiments as X
 
@@ -41,6 +43,20 @@ if profile != "smoke":
 records.sort(key=lambda r: (list(exp.settings).index(r["setting"]), r["seed"]))
 summary = X.summarize(records)
 metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["seed"] == seeds[0]}
+
+
+def caption(exp, records):
+    """A table's caption: what :func:`ftcl_core.experiments.table_facts` names, and how to read its columns."""
+    t = X.table_facts(exp, profile, records)
+    kind = {"calibrated": " (calibrated without FT)", "original": " (original recipe, not calibrated)"}
+    return (f"{t['table']}: {t['title']}. {t['data']}; recipe {t['recipe']}{kind.get(t['recipe_kind'], '')}. ours: "
+            "linear top-1 % (mean ± 95 % CI over n seeds); Δ: the paired difference against the row or reference named "
+            "under 'vs', in points; paper: the paper's top-1 % (ImageNet-100 unless the title names another data set)"
+            + (f". Not run yet: {t['missing']}" if t["missing"] else ""))
+# the runs the chapter's authored reading rests on: the stored runs of the cpu profile, whatever profile this page ran with
+stored = records if profile == "cpu" else sorted(
+    (r for r in X.load_records(exp.path, "cpu", X.STORED) if r["setting"] in settings + shown_if_stored and r["seed"] in seeds),
+    key=lambda r: (list(exp.settings).index(r["setting"]), r["seed"]))
 
 # %% [markdown]
 # (momentum-figure)=
@@ -59,7 +75,7 @@ metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["
 # %%
 # Δ: readout minus the same seed's random-init encoder; verdicts as in chapter 9
 _, header, cells = X.table_cells(exp, records)
-display(P.html_table(header, cells, caption=X.table_caption(exp, profile, records)))
+display(P.html_table(header, cells, caption=caption(exp, records)))
 P.experiment_bars(exp, summary)
 plt.show()
 
@@ -77,11 +93,41 @@ plt.show()
 # collapse off a Mean(neg) that stays high (the negatives far from uniformly spread) and swings from step to step.
 # The volatility table at the end of the chapter puts a number on the swings of every momentum.
 #
-# **What the runs say.** The paragraphs below are generated from the stored runs above, so a rerun updates them.
+# **What the runs say.** The paragraphs below read the stored runs of the `cpu` profile: their numbers are glued
+# from those runs, and a hidden cell checks each of their claims against them, so a rerun that changes a verdict
+# stops the book's build until the words are rewritten.
 
-# %%
-display(P.markdown_html(X.score_ends_paragraph(metrics, seeds[0])))
-display(P.markdown_html(X.momentum_paragraph(exp, records)))
+# %% tags=["remove-cell"]
+ends = X.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in stored if r["seed"] == seeds[0]},
+                          seeds[0])
+glue_facts("ends_", ends)
+checks.expect(X.CHECKS, ends, "the frozen key encoder's views agree least")
+momentum = X.momentum_facts(exp, stored)
+glue_facts("mom_", momentum)
+checks.expect(X.CHECKS, momentum, "every learning momentum is replicated", "the collapse is not reproduced",
+              "no learning momentum is below the collapse edge", "the step from collapse to learning is not seen")
+
+# %% [markdown]
+# Over the last {glue:md}`ends_window` steps of seed {glue:md}`ends_seed`, Mean(neg) ends highest at
+# m = {glue:md}`ends_hi` ({glue:md}`ends_hi_neg`) and lowest at m = {glue:md}`ends_lo` ({glue:md}`ends_lo_neg`). With
+# a frozen key encoder (m = 1) Mean(pos) ends at {glue:md}`ends_frozen_pos`, against {glue:md}`ends_others_pos_lo` to
+# {glue:md}`ends_others_pos_hi` at the other momenta; the key encoder never learns to agree with the query encoder.
+#
+# Seeds per momentum: {glue:md}`mom_seeds`. Readout peaks at m = {glue:md}`mom_peak` ({glue:md}`mom_peak_readout` %,
+# against {glue:md}`mom_random` % for the random-init encoder); a frozen key encoder (m = 1) reads out
+# {glue:md}`mom_frozen_readout` %. Of the momenta the paper says learn, these read out above the random-init encoder
+# (replicated): {glue:md}`mom_learn_replicated`; undecided: none; below it: none. Where the paper reports a collapse
+# (readout below the random-init encoder): m = {glue:md}`mom_collapse_m_0`: {glue:md}`mom_collapse_readout_0` %,
+# {glue:md}`mom_collapse_diff_0` points against random init, {glue:md}`mom_collapse_verdict_0`;
+# m = {glue:md}`mom_collapse_m_1`: {glue:md}`mom_collapse_readout_1` %, {glue:md}`mom_collapse_diff_1` points against
+# random init, {glue:md}`mom_collapse_verdict_1`; m = {glue:md}`mom_collapse_m_2`: {glue:md}`mom_collapse_readout_2` %,
+# {glue:md}`mom_collapse_diff_2` points against random init, {glue:md}`mom_collapse_verdict_2`. It is not reproduced
+# at {glue:md}`mom_collapse_not`: readout stays above the random-init encoder, so small momenta stall learning there
+# rather than destroy the features. Against m = {glue:md}`mom_edge`, the largest momentum the paper says collapses,
+# paired by seed: above it: {glue:md}`mom_edge_above`; undecided: {glue:md}`mom_edge_undecided`; below it: none. The
+# step from collapse to learning that the paper reports above m = {glue:md}`mom_edge` is not seen at
+# m = {glue:md}`mom_first` here ({glue:md}`mom_step_diff` points, {glue:md}`mom_step_seeds` seeds, an interval that
+# holds zero).
 
 # %% [markdown]
 # ## The same sweep on real images (Fashion-MNIST)
@@ -96,12 +142,31 @@ fm_exp = X.Experiment.load("experiments/table1_momentum_fmnist.yaml")
 fm_records = X.load_records(fm_exp.path, profile) if profile != "smoke" else []
 if fm_records:
     _, header, cells = X.table_cells(fm_exp, fm_records)
-    display(P.html_table(header, cells, caption=X.table_caption(fm_exp, profile, fm_records)))
+    display(P.html_table(header, cells, caption=caption(fm_exp, fm_records)))
     P.experiment_bars(fm_exp, X.summarize(fm_records))
     plt.show()
-    display(P.markdown_html(X.momentum_paragraph(fm_exp, fm_records)))
 else:
     display(P.markdown_html("No stored runs of `experiments/table1_momentum_fmnist.yaml` for this profile yet."))
+
+# %% tags=["remove-cell"]
+fm_momentum = X.momentum_facts(fm_exp, fm_records if profile == "cpu" else X.load_records(fm_exp.path, "cpu", X.STORED))
+glue_facts("fm_", fm_momentum)
+checks.expect(X.CHECKS, fm_momentum, "every learning momentum is replicated", "the collapse is inconclusive",
+              "every learning momentum is above the collapse edge", "the collapsing momenta are below the raw pixels")
+
+# %% [markdown]
+# Seeds per momentum: {glue:md}`fm_seeds`. Readout peaks at
+# m = {glue:md}`fm_peak` ({glue:md}`fm_peak_readout` %, against {glue:md}`fm_random` % for the random-init encoder); a
+# frozen key encoder (m = 1) reads out {glue:md}`fm_frozen_readout` %. Of the momenta the paper says learn, these
+# read out above the random-init encoder (replicated): {glue:md}`fm_learn_replicated`; undecided: none; below it:
+# none. Where the paper reports a collapse (readout below the random-init encoder): m = {glue:md}`fm_collapse_m_0`:
+# {glue:md}`fm_collapse_readout_0` %, {glue:md}`fm_collapse_diff_0` points against random init,
+# {glue:md}`fm_collapse_verdict_0`; m = {glue:md}`fm_collapse_m_1`: {glue:md}`fm_collapse_readout_1` %,
+# {glue:md}`fm_collapse_diff_1` points against random init, {glue:md}`fm_collapse_verdict_1`. Inconclusive at
+# {glue:md}`fm_collapse_inconclusive` (an interval that includes zero). Against m = {glue:md}`fm_edge`, the largest
+# momentum the paper says collapses, paired by seed: above it: {glue:md}`fm_edge_above`; undecided: none; below it:
+# none. Against the linear probe on the raw pixels ({glue:md}`fm_probe` %), paired by run: above it:
+# {glue:md}`fm_pixels_above`; undecided: none; below it: {glue:md}`fm_pixels_below`.
 
 # %% [markdown]
 # ## Gradient landscapes (Fig 4, Supp C)
@@ -129,4 +194,16 @@ volatility = G.volatility_rows(records)
 display(P.html_table(["setting", "seeds", "sd of step change in Mean(neg)", "sd of epoch change in total grad norm"],
                      [[v["setting"], str(v["n_seeds"]), f"{v['neg']:.4f}", f"{v['grad']:.4f}"] for v in volatility],
                      caption="Each momentum on the embedded shapes, mean over seeds"))
-P.markdown_html(G.volatility_sentence(volatility))
+
+# %% tags=["remove-cell"]
+swings = G.volatility_facts(volatility if profile == "cpu" else G.volatility_rows(stored))
+glue_facts("vol_", swings)
+checks.expect(G.CHECKS, swings, "Mean(neg) swings most at a large momentum",
+              "the gradient norm swings most at a small momentum", "the frozen key encoder swings most in Mean(neg)")
+
+# %% [markdown]
+# Mean(neg) swings most at {glue:md}`vol_neg_most` and least at {glue:md}`vol_neg_least`, against the paper's
+# reading; the summed gradient norm swings most at {glue:md}`vol_grad_most` and least at {glue:md}`vol_grad_least`,
+# as the paper's reading has it. At m = 1 the key encoder never leaves its random initialisation, so each batch's
+# keys score the queries by how the batch happens to fall, a noise no training smooths out: Mean(neg)'s swing does
+# not mark the small momenta's failure to learn here, while the gradient norms' does.

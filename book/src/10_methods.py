@@ -95,11 +95,21 @@ def shown_records(path):
     return X.load_records(path, profile)  # every stored setting: the tables match chapter 9's
 
 
+def caption(exp, records):
+    """A table's caption: what :func:`ftcl_core.experiments.table_facts` names, and how to read its columns."""
+    t = X.table_facts(exp, profile, records)
+    kind = {"calibrated": " (calibrated without FT)", "original": " (original recipe, not calibrated)"}
+    return (f"{t['table']}: {t['title']}. {t['data']}; recipe {t['recipe']}{kind.get(t['recipe_kind'], '')}. ours: "
+            "linear top-1 % (mean ± 95 % CI over n seeds); Δ: the paired difference against the row or reference named "
+            "under 'vs', in points; paper: the paper's top-1 % (ImageNet-100 unless the title names another data set)"
+            + (f". Not run yet: {t['missing']}" if t["missing"] else ""))
+
+
 records = {path: shown_records(path) for path in experiments}
 summaries = {}
 for path, recs in records.items():
     _, header, cells = X.table_cells(X.Experiment.load(path), recs)
-    display(P.html_table(header, cells, caption=X.table_caption(X.Experiment.load(path), profile, recs)))
+    display(P.html_table(header, cells, caption=caption(X.Experiment.load(path), recs)))
     summaries[path] = X.summarize(recs)
 
 # %%

@@ -46,12 +46,13 @@ def _knobs(overrides: dict) -> str:
     return " ".join(f"{k}={_yaml_scalar(v)}" for k, v in overrides.items()) or "(the config's recipe)"
 
 
-def trials(folder: str | Path | None = None, profile: str = "cpu") -> list[dict]:
-    """One row per stored trial run of every calibration file (missing runs are skipped, not trained)."""
+def trials(folder: str | Path | None = None, profile: str = "cpu", root: str | Path | None = None) -> list[dict]:
+    """One row per stored trial run of every calibration file (missing runs are skipped, not trained), under the
+    profile's root or ``root`` (:data:`ftcl_core.experiments.STORED`: the committed runs)."""
     rows = []
     for path in sorted(Path(folder or FOLDER).glob("*.yaml")):
         exp = Experiment.load(path)
-        for r in stored_trials(exp, profile):
+        for r in stored_trials(exp, profile, root):
             run = RunDir(r["dir"])
             rows.append({
                 "method": exp.table.removeprefix("CAL-"), "trial": r["setting"],
@@ -85,12 +86,12 @@ def varied(method: str, folder: str | Path | None = None) -> list[str]:
     return list(dict.fromkeys(KNOB_WORDS.get(k, k) for k in keys))
 
 
-def stored_trials(exp: Experiment, profile: str) -> list[dict]:
+def stored_trials(exp: Experiment, profile: str, root: str | Path | None = None) -> list[dict]:
     """Every complete run of a calibration file, whatever its seed (the file lists the first round's seeds; a
     second round adds seeds to the trials worth them, ``sweep --seeds 1 2 --settings ...``)."""
     out = []
     for name in exp.settings:
-        folder = run_dir(exp, name, 0, profile).parent
+        folder = run_dir(exp, name, 0, profile, root).parent
         seeds = sorted(int(p.name.removeprefix("seed")) for p in folder.glob("seed*") if p.name[4:].isdigit())
         for seed in seeds:
             d = RunDir(folder / f"seed{seed}")
@@ -124,25 +125,31 @@ def trial_scores(rows: list[dict], method: str) -> dict[str, dict]:
     return scored
 
 
-def init_sentence(rows: list[dict], method: str, encoder: str, trial: str = "kaiming", against: str = "recipe") -> str:
-    """What a method's calibration says about Kaiming initialisation, as generated Markdown: how much larger
-    Kaiming fan-out makes ``encoder``'s weights (:func:`init_norm_ratio`), its trial's validation
-    kNN against the trial it changes (``against``, the config's recipe with the default init) with the seeds behind
-    each, and the trial the calibration chose. A one-seed difference of a point decides nothing."""
-    text = (f"Kaiming fan-out (torchvision's and PyContrast's initialisation) starts `{encoder}` with "
-            f"{init_norm_ratio(encoder):.1f} times the convolution weight norm of PyTorch's default.")
+def init_facts(rows: list[dict], method: str, encoder: str, trial: str = "kaiming", against: str = "recipe") -> dict:
+    """What a method's calibration says about Kaiming initialisation, as facts for chapter 7: how many times the
+    convolution weight norm of PyTorch's default Kaiming fan-out gives ``encoder`` (``ratio``,
+    :func:`init_norm_ratio`), the validation kNN of its trial and of the trial it changes
+    (``against``, the config's recipe with the default init) with the seeds behind each, and the trial the
+    calibration chose (``pick``). ``stored`` and ``chose_trial`` are the checks'. A one-seed difference of a point
+    decides nothing."""
+    out: dict = {"encoder": encoder, "method": method, "trial": trial, "against": against,
+                 "ratio": f"{init_norm_ratio(encoder):.1f}"}
     scores = trial_scores(rows, method)
-    if trial not in scores or against not in scores:
-        return text + f" No stored `{trial}` and `{against}` trials of the {method} calibration here."
-    kaiming, base, pick = scores[trial], scores[against], choose(rows)[method]
-    text += (f" In the {method} calibration it read out {kaiming['val_knn']:.1f} % validation kNN "
-             f"({_count(kaiming['n_seeds'], 'seed')}) against {base['val_knn']:.1f} % for the same recipe with the default "
-             f"({_count(base['n_seeds'], 'seed')}).")
-    if pick["trial"] == trial:
-        return text + " The calibration chose it."
-    return text + (f" The calibration chose `{pick['trial']}` ({pick['val_knn']:.1f} %, {_count(pick['n_seeds'], 'seed')}), "
-                   "with the default init; Kaiming was not tried on it.")
+    out["stored"] = trial in scores and against in scores
+    if out["stored"]:
+        kaiming, base, pick = scores[trial], scores[against], choose(rows)[method]
+        out.update({"trial_knn": f"{kaiming['val_knn']:.1f}", "trial_seeds": _count(kaiming["n_seeds"], "seed"),
+                    "against_knn": f"{base['val_knn']:.1f}", "against_seeds": _count(base["n_seeds"], "seed"),
+                    "pick": pick["trial"], "pick_knn": f"{pick['val_knn']:.1f}",
+                    "pick_seeds": _count(pick["n_seeds"], "seed"), "chose_trial": pick["trial"] == trial})
+    return out
 
+
+CHECKS = {
+    "both trials are stored": lambda f: None if f["stored"] else f"no stored {f['trial']} and {f['against']} trials",
+    "the calibration chose another trial": (
+        lambda f: None if f["stored"] and not f["chose_trial"] else f"the calibration chose {f.get('pick')}"),
+}
 
 
 def final_erank(rows: list[dict], method: str, trial: str) -> float:

@@ -51,7 +51,7 @@ from ftcl_core.study.experiments import (
     summary_markdown,
     sweep,
     switch_to_calibrated,
-    tally_text,
+    tally,
     write_summary,
 )
 from ftcl_core.study.results.claims import labelled
@@ -173,7 +173,12 @@ def _main(argv: list[str] | None = None) -> int:
         path = write_summary(args.profile)
         print(f"<!-- written: {path} -->\n" + summary_markdown(path))
         with open(path) as fh:
-            print("\nVerdicts by table (distinct comparisons):\n" + tally_text(list(csv.DictReader(fh))))
+            print("\nVerdicts by table (distinct comparisons):")
+            for table, t in tally(list(csv.DictReader(fh))).items():  # one line per table and kind, no empty words
+                for kind, label in (("ft", "paper's claims"), ("ft_bh", "paper's claims after BH"),
+                                    ("ft_errors", "decided on error scale"), ("sanity", "sanity checks")):
+                    if sum(t[kind].values()):
+                        print(f"{table:10s} {label:24s} " + ", ".join(f"{w}: {n}" for w, n in t[kind].items() if n))
         rows = diagnosis_rows(profile=args.profile)
         if rows:
             out = write_diagnosis_csv(rows) if args.profile == "cpu" else None

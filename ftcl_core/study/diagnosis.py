@@ -235,75 +235,6 @@ def error_ratio(row: dict) -> float:
     return (100 - row["ft"]) / base_error if base_error > 0 else math.nan
 
 
-def _paired_so_far(n: int) -> str:
-    return f"{n} of {MIN_SEEDS} paired seeds {'is' if n == 1 else 'are'} stored"
-
-
-def _gain_word(gain: dict) -> str:
-    """How a longer run changes FT's cost, read from a :func:`length_rows` "gain" row's verdict (the claim: the
-    longer run narrows it): "narrows", "widens", or "cannot be told to change" while the verdict takes no side."""
-    side = verdicts.side(gain["verdict"])
-    return ("narrows" if side > 0 else "widens") if side else "cannot be told to change"
-
-
-def longer_length_sentence(rows: list[dict], beyond: int) -> str:
-    """Chapter 7's generated sentences on each length of :func:`length_rows` past ``beyond`` epochs (the authored
-    paragraph speaks of the lengths up to ``beyond``): the paired difference and its verdict, FT's error ratio
-    (:func:`error_ratio`) against the one at ``beyond`` epochs, and whether the longer run narrows FT's cost against
-    the shortest length; undecided below 3 paired seeds; empty when no such length is planned."""
-    at_beyond = next((r for r in rows if r["kind"] == "length" and r["epochs"] == beyond), None)
-    shortest = min((r["epochs"] for r in rows if r["kind"] == "length"), default=None)
-    out = []
-    for r in (r for r in rows if r["kind"] == "length" and r["epochs"] > beyond):
-        at = f"At {r['epochs']} epochs ({r['steps']} steps)"
-        if not r["n_seeds"]:
-            out.append(f"{at} no paired seed is stored yet.")
-            continue
-        diff = f"{plus_minus(r['diff'], r['ci95'], signed=True)} points"
-        if r["n_seeds"] < MIN_SEEDS:
-            out.append(f"{at}, {_paired_so_far(r['n_seeds'])} (FT minus baseline {diff} so far): undecided.")
-            continue
-        ratio = error_ratio(r)
-        text = f"{at}, FT minus its baseline reads {diff} ({verdicts.labelled(r['verdict'], r.get('scale', ''))})"
-        if at_beyond and at_beyond["n_seeds"] >= MIN_SEEDS and math.isfinite(ratio):
-            before = error_ratio(at_beyond)
-            trend = "fewer" if ratio < before else "more"
-            text += (f", and FT gets {ratio:.1f} times as many test images wrong as its baseline, {trend} than the "
-                     f"{before:.1f} times at {at_beyond['steps']} steps")
-        gain = next((g for g in rows if g["kind"] == "gain" and g["epochs"] == r["epochs"]
-                     and g["n_seeds"] >= MIN_SEEDS), None)
-        if gain:
-            text += (f"; against {shortest} epochs the longer run {_gain_word(gain)} FT's cost "
-                     f"({plus_minus(gain['diff'], gain['ci95'], signed=True)} points, paired by seed)")
-        out.append(text + ".")
-    return " ".join(out)
-
-
-def length_sentence(label: str, rows: list[dict], readout: str = "linear readout") -> str:
-    """What :func:`length_rows` says in one sentence: FT's paired difference at each length with 3 seeds, and
-    whether the longer run narrows it (a verdict on the gain needs 3 seeds)."""
-    per_length = [r for r in rows if r["kind"] == "length" and r["n_seeds"]]
-    gains = [r for r in rows if r["kind"] == "gain" and r["n_seeds"]]
-    if not per_length:
-        return f"On {label} no training length was run."
-    text = (f"On {label}, FT from the first step minus its baseline ({readout}, points): " +
-            ", ".join(f"{plus_minus(r['diff'], r['ci95'], signed=True)} at {r['steps']} steps ({r['n_seeds']} seeds"
-                      + (f", trained on {' and '.join(d.upper() if d == 'cpu' else 'GPU' for d in r['devices'])}"
-                         if set(r.get("devices") or ["cpu"]) != {"cpu"} else "") + ")"
-                      for r in per_length))
-    decided = [r for r in gains if r["n_seeds"] >= MIN_SEEDS and verdicts.side(r["verdict"]) != 0]
-    if decided:
-        g = decided[-1]
-        text += (f": the longer run {_gain_word(g)} FT's cost by {abs(g['diff']):.1f} ± "
-                 f"{g['ci95']:.1f} points ({g['steps']} steps, paired by seed)")
-        if g["diff"] > 0 and verdicts.side(per_length[-1]["verdict"]) < 0:
-            text += ", yet FT is still below its baseline there"
-    elif gains:
-        text += "; whether the longer run narrows that cost is undecided (fewer than 3 seeds, or an interval holding zero)"
-    missing = [f"{r['steps']}" for r in rows if r["kind"] == "length" and not r["n_seeds"]]
-    return text + "." + (f" Written but not run: the pair at {' and '.join(missing)} steps." if missing else "")
-
-
 def representation_signature(records: list[dict], setting: str) -> dict[str, float]:
     """How far a setting's runs concentrate their features, averaged over seeds: the highest Mean(neg) of the raw
     cosines (Supp A; near 1: every image maps near one point), the final effective rank of the features and the
@@ -385,53 +316,6 @@ def harder_negatives(row: dict) -> bool | None:
     return bool(harder_by(row)) if row["n_seeds"] else None
 
 
-def renorm_sentence(plain: dict, renorm: dict, against: dict) -> str:
-    """Supp F's re-normalisation reading tested on stored runs, as generated Markdown: ``plain`` and ``renorm`` are
-    :func:`negative_rows` rows of interpolated negatives without and with re-normalisation against the same
-    baseline; ``against`` a :func:`paired_comparison` of the readout, re-normalised against plain (the same seeds)."""
-    if min(plain["n_seeds"], renorm["n_seeds"], against["n_seeds"]) < MIN_SEEDS:
-        return ("Supp F's reading (re-normalising a mixed negative makes it harder) is undecided: it needs both kinds "
-                f"of mixed negatives at {MIN_SEEDS} seeds of one recipe.")
-    wider = renorm["neg_var_ratio"] - renorm["neg_var_ratio_ci95"] > plain["neg_var_ratio"] + plain["neg_var_ratio_ci95"]
-    text = (f"Without re-normalisation, mixing leaves the mean score of the negatives where it was (shift "
-            f"{plus_minus(plain['neg_shift'], plain['neg_shift_ci95'], 3, signed=True)}) and narrows their spread to "
-            f"{plain['neg_var_ratio']:.2f} of the raw queue's: fewer negatives lie near the query. "
-            f"Re-normalised, the spread is {renorm['neg_var_ratio']:.2f} of the queue's and the mean shifts by "
-            f"{plus_minus(renorm['neg_shift'], renorm['neg_shift_ci95'], 3, signed=True)}: ")
-    hard = harder_negatives(renorm)  # harder than the raw queue, not just than plain mixes
-    text += ("the re-normalised mixes are harder than plain ones, as Supp F's reading predicts"
-             + (", though still narrower than the raw queue. " if not hard else ". ")
-             if wider else "these statistics do not tell the two kinds of mixes apart, against Supp F's reading. ")
-    lost = verdicts.side(against["verdict"]) < 0
-    change = (f"cost {plus_minus(-against['diff'], against['ci95'])}" if lost
-              else f"differ by {plus_minus(against['diff'], against['ci95'], signed=True)}")
-    text += (f"Readout: re-normalised mixes {change} points against plain ones (paired, {against['n_seeds']} seeds"
-             f"{'' if lost else ', an interval that holds zero'}).")
-    if lost and wider and not hard and verdicts.side(plain["verdict"]) == 0:
-        text += (" The direction fits the reading, but hardness alone cannot explain the cost: were harder negatives the "
-                 "cause, the baseline, whose loss sees the raw queue at its full spread, would lose more than the "
-                 "re-normalised mixes; it reads out as well as plain mixing (plain against baseline "
-                 f"{plus_minus(plain['diff'], plain['ci95'], signed=True)}). What else re-normalisation changes (each "
-                 "mix is a point between two keys lifted back onto the sphere, where no image lies) is not tested here; "
-                 "the cause of Supp F's loss stays undecided.")
-    return text
-
-
-def harder_negatives_sentence(rows: list[dict]) -> str:
-    """Generated Markdown over :func:`negative_rows` rows: which settings made the negatives harder than their queue
-    (:func:`harder_negatives`), with each one's readout change and where its raw Mean(neg) ends."""
-    def part(r: dict) -> str:
-        return (f"{r['comparison']} ({', '.join(harder_by(r))}; readout {plus_minus(r['diff'], r['ci95'], signed=True)}, "
-                f"{r['verdict']}; raw Mean(neg) ends at {r['final_neg_mean']:.2f})")
-
-    harder = [r for r in rows if harder_negatives(r)]
-    if not harder:
-        return "No stored setting makes the negatives harder than the queue they come from."
-    return ("Harder than the queue they come from: " + "; ".join(part(r) for r in harder) + f". The baseline's raw "
-            f"Mean(neg) ends at {harder[0]['baseline_final_neg_mean']:.2f}; near 1, every image maps near one point "
-            "(chapter 6's collapse signature).")
-
-
 def switch_on_state(records: list[dict], setting: str, window: int = 5) -> dict:
     """Where a setting's runs stand when FT switches on (``ft.start_epoch``; Table 7), averaged over seeds: the
     views' deviation correlation rho and Mean(neg) of the raw cosines over the ``window`` steps before (the first
@@ -476,91 +360,9 @@ def comparison_cells(row: dict) -> list[str]:
             verdicts.labelled(row["verdict"], row.get("scale", verdicts.POINTS))]
 
 
-def comparison_sentence(row: dict, meaning: dict[str, str]) -> str:
-    """One Markdown bullet for a :func:`paired_comparison` row, generated from its numbers: undecided below 3 seeds,
-    "cannot be told from zero" when the 95 % interval holds zero, else the paired difference and
-    ``meaning['above' | 'below']`` (the side of zero it lies on)."""
-    if row["n_seeds"] < MIN_SEEDS:
-        return (f"* **{row['comparison']}**: {row['n_seeds']} seed(s) stored, fewer than the {MIN_SEEDS} a verdict "
-                "needs: undecided.")
-    diff = plus_minus(row["diff"], row["ci95"], signed=True)
-    if verdicts.side(row["verdict"]) == 0:
-        return (f"* **{row['comparison']}**: {diff} points over {row['n_seeds']} seeds, which cannot be told from "
-                f"zero ({row['verdict']}).")
-    side = "above" if row["diff"] > 0 else "below"
-    return f"* **{row['comparison']}**: {diff} points ({row['n_seeds']} seeds). " + meaning[side]
-
-
 def _decided(row: dict, direction: int) -> bool:
     """Whether ``row``'s verdict decides its comparison on ``direction``'s side (+1: FT helps, -1: it costs)."""
     return row["n_seeds"] >= MIN_SEEDS and verdicts.side(row["verdict"]) == direction
-
-
-def switch_on_sentence(starts: list[tuple[str, dict, dict]], level: float = 0.9) -> str:
-    """Table 7's starts in words, for ``(setting, table row, switch_on_state)`` triples: per start, how many seeds
-    pass chapter 5's collapse level (Mean(neg) above ``level``) after FT switches on, and which starts cost linear
-    readout (the row's verdict, 3 seeds). A start that costs readout although some of its seeds never pass the level
-    shows that passing it is not what separates the starts that lose."""
-    if not starts:
-        return "No stored runs of Table 7."
-    passed = {s: sum(f is not None for f in st["steps_to_collapse"]) for s, _, st in starts}
-    text = (f"Seeds whose Mean(neg) passes {level} after FT switches on: "
-            + "; ".join(f"{s}: {passed[s]} of {st['n_seeds']}" for s, _, st in starts) + ".")
-    costly = [(s, st) for s, row, st in starts if _decided(row, -1)]
-    if not costly:
-        return text + " No start costs linear readout significantly."
-    partial = [s for s, st in costly if passed[s] < st["n_seeds"]]
-    text += f" FT costs linear readout significantly from {', '.join(s for s, _ in costly)}"
-    if partial:
-        return text + (f"; at {' and '.join(partial)} not every seed passes {level}, so passing chapter 5's collapse level "
-                       "is not what separates the starts that lose from those that do not.")
-    return text + f", where every seed passes {level}."
-
-
-def random_queue_sentence(cfg, start: str, row: dict) -> str:
-    """The paper's own account of an early FT start tested on Table 7's runs, as generated Markdown. The supplement
-    ("FT in the Early Training Stage") blames FT from epoch 0 on a queue still initialised with random vectors and
-    starts FT at epoch 2, once the queue holds real keys. ``cfg`` is the runs' config (queue size, batch, steps per
-    epoch), ``start`` the setting that switches FT on at ``cfg.ft.start_epoch`` and ``row`` its Table 7 row against
-    training without FT. If that start, with a queue of real keys only, still costs readout, the random queue is not
-    the cause here."""
-    fill = math.ceil(cfg.moco.queue_size / cfg.train.batch_size)
-    switch = cfg.ft.start_epoch * (cfg.data.n_train // cfg.train.batch_size)
-    text = (f"The paper's supplement blames FT's trouble in the first epoch on a queue that still holds its random "
-            f"initial vectors, and starts FT at epoch 2. Here the queue of {cfg.moco.queue_size} keys holds real keys "
-            f"only after {fill} steps; {start} switches FT on after {switch} steps, "
-            + ("with a queue of real keys, " if switch >= fill else "before the queue is full, "))
-    if not row["n_seeds"]:
-        return text + "and has no stored runs."
-    text += (f"and reads out {plus_minus(row['diff'], row['ci95'], signed=True)} points against never "
-             f"({row['verdict']}, {X._count(row['n_seeds'], 'seed')})")
-    if switch >= fill and _decided(row, -1):
-        return text + ": the random queue is not what makes an early start costly here."
-    return text + "."
-
-
-def baseline_caveat(aims: list[dict], settings: tuple[str, ...] = ("v1 baseline", "v2 baseline"), data: str = "shapes") -> str:
-    """Which of the calibrated baselines FT is paired with miss the bar this book sets for a baseline
-    (:data:`ftcl_core.study.experiments.BASELINE_AIMS`) at the tables' budget (:func:`ftcl_core.study.experiments.baseline_aims`
-    rows), as generated Markdown, and whether MoCo v2 reads out below v1: a comparison with FT is only as firm as its
-    baseline."""
-    parts = []
-    for a in (a for a in aims if a["data"] == data and a["setting"] in settings):
-        misses = ([f"a gain of {a['gain']:+.1f} points over the random-init encoder, short of "
-                   f"+{X.BASELINE_AIMS['gain']:.0f}"] if a["gain_met"] is False else [])
-        misses += ([f"a spread of ± {a['ci95']:.1f}, wider than ± {X.BASELINE_AIMS['spread']:.0f}"]
-                   if a["spread_met"] is False else [])
-        if misses:
-            parts.append(f"{a['setting']} ({plus_minus(a['mean'], a['ci95'])} %, {X._count(a['n_seeds'], 'seed')}) misses the "
-                         f"bar this book sets for a baseline with {' and '.join(misses)}")
-    order = X.v2_against_v1([a for a in aims if a["data"] == data]).get(data)
-    if not parts and not (order and order[1] < order[0]):
-        return "Both baselines meet the bar this book sets for a baseline at the tables' budget (chapter 9)." if aims else ""
-    text = ("; ".join(parts) + ": its comparison with FT rests on that baseline. ") if parts else ""
-    if order and order[1] < order[0]:
-        text += (f"MoCo v2's baseline reads out below v1's ({order[1]:.1f} % against {order[0]:.1f} %), the reverse of "
-                 "the literature's order (chapter 9).")
-    return text.strip()
 
 
 # The paper's Table 7 runs in SGD steps: ImageNet-100 (CMC's 100 classes, data/imagenet100.txt) has 126 689 training
@@ -608,42 +410,6 @@ def switch_on_rows(phase: dict[float, dict], switch: dict[float, dict]) -> list[
     same cells' :func:`switch_on_state`, as :class:`ftcl_core.study.findings.Evidence` holds them), earliest first; starts
     without stored runs are left out."""
     return [(phase[f]["comparison"], phase[f], switch[f]) for f in sorted(phase) if phase[f]["n_seeds"]]
-
-
-# What each comparison of chapter 7 means, on each side of zero: (below, above). A comparison that cannot be told
-# from zero, or has fewer than 3 seeds, says so instead (:func:`comparison_sentence`).
-READINGS = {
-    "calibrated": ("Calibrating the baseline without FT does not remove the cost: at this scale it is not an artefact "
-                   "of the knobs the calibration varied.",
-                   "With the calibrated recipe the paper's claim holds here: the cost belonged to the original recipe."),
-    "init": ("Kaiming fan-out initialisation, the released code's, does not spare the encoder either.",
-             "With Kaiming fan-out initialisation, the released code's, FT helps: the default init was the cause."),
-    "oracle": ("FT still loses without a single same-class negative: false negatives are not what makes FT cost "
-               "readout here.",
-               "Without same-class negatives FT helps, as the paper says: false negatives turned it into a loss."),
-    "oracle, FT": ("Removing the same-class negatives makes the FT run worse still.",
-                   "Removing the same-class negatives recovers part of what FT loses."),
-    "classes": ("With a third as many same-class negatives (30 classes), FT still loses.",
-                "With a third as many same-class negatives (30 classes), FT helps: false negatives drove its cost."),
-    "classes, gain": ("Its cost is larger at 30 classes than at 10.",
-                      "Its cost is smaller at 30 classes than at 10: fewer false negatives soften it."),
-    "shards": ("One λ per shard of 32 queries, as the released run draws it, loses as well: sharing one λ across the "
-               "batch is not the cause.",
-               "With one λ per shard of 32 queries FT helps: drawing one λ for the whole batch was the cause."),
-    "real": ("On real photographs FT loses too: the reversal is not a property of the synthetic shapes.",
-             "On real photographs FT helps, as the paper says: the reversal belongs to the synthetic shapes."),
-    "real, longer": ("At the longer budget FT still loses on real photographs.",
-                     "At the longer budget FT helps on real photographs, as the paper says."),
-    "real, kNN": ("Its kNN readout, which reads the features' geometry without training a classifier, loses.",
-                  "Its kNN readout gains too."),
-    "real, gain": ("The longer run widens FT's cost.", "The longer run narrows FT's cost."),
-}
-
-
-def reading(row: dict, key: str):
-    """What ``row`` (a :func:`paired_comparison`) means in one sentence, from :data:`READINGS` ``[key]``, as Markdown."""
-    below, above = READINGS[key]
-    return comparison_sentence(row, {"below": below, "above": above}).removeprefix("* ")
 
 
 DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
@@ -729,54 +495,6 @@ def capacity_rows(profile: str = "cpu", key: str = "linear_top1", root: str | Pa
     return rows
 
 
-def capacity_answer(rows: list[dict]) -> str:
-    """Chapter 7's answer to "is it the network?", generated from :func:`capacity_rows`: per encoder the paired cost
-    of FT from the first step and its verdict, and what the stored pairs decide (nothing beyond the encoders tried,
-    at this budget and recipe)."""
-    decided = [r for r in rows if r["n_seeds"] >= MIN_SEEDS]
-    open_ = [r for r in rows if 0 < r["n_seeds"] < MIN_SEEDS]
-    unrun = [r for r in rows if not r["n_seeds"]]
-    parts = []
-    for r in decided:
-        parts.append(f"{r['comparison']} ({r['parameters'] / 1e6:.2f} M parameters): FT minus baseline "
-                     f"{plus_minus(r['diff'], r['ci95'])} points, {r['verdict']}")
-    text = ("FT (+pos +neg, the paper's settings) switched on at the first step, paired by seed, on the shapes at 30 "
-            "epochs of the calibrated MoCo v1 recipe. " + ("; ".join(parts) + ". " if parts else ""))
-    if open_:
-        text += (f"Fewer than {MIN_SEEDS} seeds stored, so undecided: " + ", ".join(
-            f"{r['comparison']} ({r['n_seeds']} of {MIN_SEEDS})" for r in open_) + ". ")
-    if unrun:
-        text += f"Planned but {NOT_RUN}: " + ", ".join(r["comparison"] for r in unrun) + ". "
-    losing = [r for r in decided if verdicts.side(r["verdict"]) < 0]
-    if len(decided) >= 2 and len(losing) == len(decided):
-        text += (f"FT from the first step costs readout at every encoder decided here, from {decided[0]['comparison']} "
-                 f"to {decided[-1]['comparison']}: at this budget and recipe the cost is not an artefact of the "
-                 "smallest network; whether a still larger network or the paper's 224-px crops recover is not tested.")
-    elif len(decided) >= 2:
-        text += "The encoders decided here disagree on the sign: the network matters at this budget."
-    else:
-        text += "One encoder decided is not enough to say whether the network matters."
-    rank = _rank_sentence(decided)
-    return text + ("\n\n" + rank if rank else "")
-
-
-def _rank_sentence(decided: list[dict]) -> str:
-    """What the decided encoders' final effective ranks say (the issue's question: does width keep the rank FT
-    takes away?): FT's range against the baselines', and whether the largest encoder keeps more than the smallest
-    (by more than a fifth) — empty below two decided encoders."""
-    if len(decided) < 2:
-        return ""
-    ft, base = [r["ft_erank"] for r in decided], [r["baseline_erank"] for r in decided]
-    small, large = min(decided, key=lambda r: r["parameters"]), max(decided, key=lambda r: r["parameters"])
-    text = (f"FT's features end with an effective rank of {fixed(min(ft))} to {fixed(max(ft))} at these encoders, "
-            f"their baselines' {fixed(min(base))} to {fixed(max(base))}: ")
-    if large["ft_erank"] > 1.2 * small["ft_erank"]:
-        return text + (f"the largest keeps more ({fixed(large['ft_erank'])} against {fixed(small['ft_erank'])} at "
-                       f"{small['comparison']}), still below its baseline.")
-    return text + (f"{large['parameters'] / small['parameters']:.0f}x the parameters do not keep more directions "
-                   "of the features once FT has taken them.")
-
-
 # Do larger images recover? The width-16 pair again, on the shapes drawn at 64 px with 56-px crops (against 24-px
 # crops of 32-px shapes everywhere else): only the resolution changes.
 RESOLUTION = ("resnet10_w16, 56-px crops", "experiments/diagnosis/resolution_v1.yaml", "baseline 56px", "+both 56px")
@@ -788,25 +506,6 @@ def resolution_row(profile: str = "cpu", key: str = "linear_top1", root: str | P
     label, path, baseline, treated = RESOLUTION
     records = X.load_records(path, profile, root)
     return paired_comparison(label, records, baseline, treated, key, stated_claim(path, treated, baseline))
-
-
-def resolution_sentence(row: dict, at_24: dict) -> str:
-    """Chapter 7's sentence on the resolution point: ``row`` (:func:`resolution_row`) beside ``at_24``, the same
-    encoder's pair at 24-px crops (the first :func:`capacity_rows` row); undecided below 3 paired seeds."""
-    where = f"`{RESOLUTION[1]}`"
-    if not row["n_seeds"]:
-        return (f"Larger images are not tested yet: the same width-16 pair at 56-px crops of 64-px shapes ({where}) "
-                "has no paired seed stored.")
-    diff = f"FT minus baseline {plus_minus(row['diff'], row['ci95'], signed=True)} points"
-    if row["n_seeds"] < MIN_SEEDS:
-        return f"At 56-px crops of 64-px shapes ({where}), {_paired_so_far(row['n_seeds'])} ({diff} so far): undecided."
-    text = (f"At 56-px crops of 64-px shapes ({where}), the same encoder's pair reads {diff}, {row['verdict']}, "
-            f"against {plus_minus(at_24['diff'], at_24['ci95'], signed=True)} at 24-px crops ({at_24['verdict']})")
-    side = verdicts.side(row["verdict"])
-    reading = ("FT still costs readout on larger images" if side < 0 else "FT helps on larger images" if side > 0
-               else "on larger images FT's cost can no longer be told from zero")
-    turned = "" if side == verdicts.side(at_24["verdict"]) else ", a different verdict from the 24-px pair"
-    return text + f": {reading}{turned}, at this budget and network."
 
 
 # --- chapter 7's tables and sentences, so that the chapter holds narrative and calls --------------------------------
@@ -842,29 +541,17 @@ def length_arms(records: list[dict], rows: list[dict]) -> tuple[list[int], dict[
     return [r["steps"] for r in lengths], arms, float(np.mean(random_init)) if random_init else math.nan
 
 
-def device_gap_sentence(length_records: list[dict], cpu_records: list[dict]) -> str:
-    """How far float rounding alone moves a run: the 30-epoch arms of the length experiment (mostly GPU) against
-    the same configs and seeds of the recipe comparison (CPU), as one sentence ("" when no pair differs by device)."""
-    gaps = (same_run_gaps(length_records, "baseline 30", cpu_records, "baseline")
-            + same_run_gaps(length_records, "+both 30", cpu_records, "+both"))
-    if not gaps:
-        return ""
-    return (f"The same config and seed trained once on the GPU and once on the CPU: {len(gaps)} pairs of 30-epoch runs "
-            f"differ by {fixed(min(gaps), 2)} to {fixed(max(gaps), 2)} points of linear readout (mean "
-            f"{fixed(float(np.mean(gaps)), 2)}). A pair whose two arms trained on different devices carries that much "
-            "besides the effect it measures; the tables name such pairs.")
-
-
 NEGATIVE_TABLES = {"plain": ("experiments/table5_ft_v1.yaml", ["v1 baseline", "v1 +neg"]),
                    "renorm": ("experiments/supp_f_renorm.yaml", ["baseline", "renorm neg"]),
                    "harder": ("experiments/supp_g_negatives.yaml",
                               ["baseline", "neg extrapolation", "hard Beta(2,1)", "hard Beta(5,2)"])}
 
 
-def negative_comparisons(profile: str) -> tuple[list[dict], str, str]:
+def negative_comparisons(profile: str, root: str | Path | None = None) -> tuple[list[dict], dict]:
     """Supp F and Supp G read through what each does to the negatives the loss sees (:func:`negative_rows`), and
-    the two sentences that say what the rows show (:func:`renorm_sentence`, :func:`harder_negatives_sentence`)."""
-    recs = {key: chapter_records(path, profile, names) for key, (path, names) in NEGATIVE_TABLES.items()}
+    the readout of re-normalised against plain mixed negatives, paired by seed (what :func:`renorm_facts` and
+    :func:`harder_facts` read); ``root`` as in :func:`chapter_records`."""
+    recs = {key: chapter_records(path, profile, names, root) for key, (path, names) in NEGATIVE_TABLES.items()}
     rows = negative_rows([
         ("mixed negatives (Table 5 +neg)", recs["plain"], "v1 baseline", "v1 +neg"),
         ("mixed, re-normalised (Supp F)", recs["renorm"], "baseline", "renorm neg"),
@@ -874,7 +561,7 @@ def negative_comparisons(profile: str) -> tuple[list[dict], str, str]:
     against = paired_comparison("re-normalised against plain mixed negatives",
                                 relabel(recs["plain"], {"v1 +neg": "plain"})
                                 + relabel(recs["renorm"], {"renorm neg": "re-normalised"}), "plain", "re-normalised")
-    return rows, renorm_sentence(rows[0], rows[1], against), harder_negatives_sentence(rows[2:])
+    return rows, against
 
 
 def volatility_rows(records: list[dict]) -> list[dict]:
@@ -890,22 +577,272 @@ def volatility_rows(records: list[dict]) -> list[dict]:
     return out
 
 
-def volatility_sentence(rows: list[dict]) -> str:
-    """Which momentum swings most and least on each of :func:`volatility_rows`' two numbers, against the paper's
-    reading that the small momenta swing most (Figs 3-4); where the frozen key encoder (m = 1) swings most in
-    Mean(neg), what that means."""
-    if not rows:
-        return "No stored runs of the momentum sweep."
-    momentum = (lambda r: float(r["setting"].removeprefix("m=")))  # noqa: E731
-    parts = []
-    for key, what in (("neg", "Mean(neg)"), ("grad", "the summed gradient norm")):
+# --- facts and checks: what chapters 5 and 7 say of these rows, as named numbers and verdicts -------------------------
+# Each *_facts function returns the strings a chapter glues into its authored Markdown (numbers formatted once) and,
+# under names the glue skips (values that are not strings), the raw values :data:`CHECKS` read. A chapter runs the
+# checks its words rest on with :func:`ftcl_core.study.checks.expect`.
+
+def _pm(row: dict, digits: int = 1) -> str:
+    return plus_minus(row["diff"], row["ci95"], digits, signed=True)
+
+
+def comparison_facts(row: dict) -> dict:
+    """A :func:`paired_comparison` row as facts: its paired difference ± 95 % interval (``diff``), its cost as a
+    positive number (``cost``), seeds and verdict; ``n`` and ``side`` (the verdict's side of zero) for the checks."""
+    return {"name": row["comparison"], "diff": _pm(row), "cost": plus_minus(-row["diff"], row["ci95"]),
+            "n_seeds": str(row["n_seeds"]), "verdict": verdicts.labelled(row["verdict"], row.get("scale", "")),
+            "n": row["n_seeds"], "side": verdicts.side(row["verdict"]) if row["n_seeds"] else 0}
+
+
+def _row_side(direction: int):
+    def check(f: dict) -> str | None:
+        if f["n"] < MIN_SEEDS:
+            return f"{f['name']}: {f['n']} seed(s), undecided"
+        return None if f["side"] == direction else f"{f['name']}: {f['verdict']}"
+    return check
+
+
+def switch_on_facts(starts: list[tuple[str, dict, dict]], level: float = 0.9) -> dict:
+    """Table 7's starts (``(setting, table row, switch_on_state)`` triples, :func:`switch_on_rows`): per start
+    (``start_<i>``: ``passed_<i>`` of ``n_<i>``, in order) how many seeds pass chapter 5's collapse level (Mean(neg) above
+    ``level``) after FT switches on; the starts that cost linear readout (the row's verdict, 3 seeds: ``costly``)
+    and those of them where some seed never passes the level (``partial``)."""
+    passed = {s: sum(f is not None for f in st["steps_to_collapse"]) for s, _, st in starts}
+    costly = [(s, st) for s, row, st in starts if _decided(row, -1)]
+    partial = [s for s, st in costly if passed[s] < st["n_seeds"]]
+    out = {"level": fixed(level, 1), "costly": ", ".join(s for s, _ in costly), "partial": ", ".join(partial),
+           "starts": [s for s, _, _ in starts], "costly_starts": [s for s, _ in costly], "partial_starts": partial}
+    for i, (s, _, st) in enumerate(starts):
+        out[f"start_{i}"], out[f"passed_{i}"], out[f"n_{i}"] = s, str(passed[s]), str(st["n_seeds"])
+    return out
+
+
+def random_queue_facts(cfg, row: dict) -> dict:
+    """The supplement's account of an early FT start ("FT in the Early Training Stage": a queue still holding its
+    random initial vectors) against Table 7's runs: ``cfg`` is the config of the start tested (queue size, batch,
+    steps per epoch, ``ft.start_epoch``) and ``row`` its Table 7 row against training without FT. ``fill``: the
+    steps until the queue holds real keys only; ``switch``: the steps before FT switches on."""
+    fill = math.ceil(cfg.moco.queue_size / cfg.train.batch_size)
+    switch = cfg.ft.start_epoch * (cfg.data.n_train // cfg.train.batch_size)
+    return {"queue": str(cfg.moco.queue_size), "fill": str(fill), "switch": str(switch),
+            **(comparison_facts(row) if row["n_seeds"] else {"n": 0, "side": 0, "name": ""}),
+            "seeds": X._count(row["n_seeds"], "seed"), "real_keys": switch >= fill}
+
+
+def baseline_facts(aims: list[dict], data: str = "shapes") -> dict:
+    """The calibrated MoCo baselines FT is paired with against the bar this book sets for a baseline
+    (:data:`ftcl_core.experiments.BASELINE_AIMS`; :func:`ftcl_core.experiments.baseline_aims` rows): per version
+    (``v1_``, ``v2_``) the readout ± interval, seeds, gain over the random-init encoder and spread, and whether each
+    aim is met; ``gain_aim``/``spread_aim`` the bar."""
+    out: dict = {"gain_aim": fixed(X.BASELINE_AIMS["gain"], 0), "spread_aim": fixed(X.BASELINE_AIMS["spread"], 0)}
+    for a in (a for a in aims if a["data"] == data and a["setting"] in ("v1 baseline", "v2 baseline")):
+        v = a["setting"].split()[0]
+        out.update({f"{v}_readout": plus_minus(a["mean"], a["ci95"]), f"{v}_mean": fixed(a["mean"]),
+                    f"{v}_seeds": X._count(a["n_seeds"], "seed"), f"{v}_gain": fixed(a["gain"], signed=True),
+                    f"{v}_spread": fixed(a["ci95"]), f"{v}_gain_met": a["gain_met"], f"{v}_spread_met": a["spread_met"]})
+    order = X.v2_against_v1([a for a in aims if a["data"] == data]).get(data)
+    out["v2_below_v1"] = bool(order and order[1] < order[0])
+    return out
+
+
+def _baseline_met(v: str):
+    def check(f: dict) -> str | None:
+        if f"{v}_gain_met" not in f:
+            return f"no {v} baseline stored"
+        misses = [k for k in ("gain", "spread") if f[f"{v}_{k}_met"] is False]
+        return f"{v} baseline misses the {' and '.join(misses)} aim" if misses else None
+    return check
+
+
+def _v2_misses_the_spread_only(f: dict) -> str | None:
+    if "v2_gain_met" not in f:
+        return "no v2 baseline stored"
+    if f["v2_gain_met"] is False:
+        return "v2 baseline misses the gain aim"
+    return None if f["v2_spread_met"] is False else "v2 baseline meets the spread aim"
+
+
+def capacity_facts(rows: list[dict]) -> dict:
+    """The encoders of :func:`capacity_rows` as facts: per encoder with 3 paired seeds, in order (``name_<i>``,
+    ``params_<i>`` in millions, ``diff_<i>``, ``verdict_<i>``); those with fewer (``open``) and none (``unrun``);
+    the decided encoders' final effective ranks (FT's and the baselines' ranges), the smallest and largest of them
+    and the largest's parameters as a multiple of the smallest's."""
+    decided = [r for r in rows if r["n_seeds"] >= MIN_SEEDS]
+    out: dict = {"n_decided": len(decided), "sides": [verdicts.side(r["verdict"]) for r in decided],
+                 "open": ", ".join(f"{r['comparison']} ({r['n_seeds']} of {MIN_SEEDS})"
+                                   for r in rows if 0 < r["n_seeds"] < MIN_SEEDS),
+                 "unrun": ", ".join(r["comparison"] for r in rows if not r["n_seeds"]),
+                 "n_open": sum(0 < r["n_seeds"] < MIN_SEEDS for r in rows), "n_unrun": sum(not r["n_seeds"] for r in rows)}
+    for i, r in enumerate(decided):
+        out.update({f"name_{i}": r["comparison"], f"params_{i}": f"{r['parameters'] / 1e6:.2f}",
+                    f"diff_{i}": plus_minus(r["diff"], r["ci95"]), f"verdict_{i}": r["verdict"]})
+    if decided:
+        ft, base = [r["ft_erank"] for r in decided], [r["baseline_erank"] for r in decided]
+        small, large = min(decided, key=lambda r: r["parameters"]), max(decided, key=lambda r: r["parameters"])
+        out.update({"first": decided[0]["comparison"], "last": decided[-1]["comparison"],
+                    "ft_erank_lo": fixed(min(ft)), "ft_erank_hi": fixed(max(ft)), "base_erank_lo": fixed(min(base)),
+                    "base_erank_hi": fixed(max(base)), "small": small["comparison"], "large": large["comparison"],
+                    "small_erank": fixed(small["ft_erank"]), "large_erank": fixed(large["ft_erank"]),
+                    "param_ratio": f"{large['parameters'] / small['parameters']:.0f}",
+                    "large_keeps_rank": large["ft_erank"] > 1.2 * small["ft_erank"]})
+    return out
+
+
+def _capacity_every_decided_costs(f: dict) -> str | None:
+    if f["n_decided"] < 2:
+        return f"{f['n_decided']} encoder(s) decided"
+    return None if all(s < 0 for s in f["sides"]) else "a decided encoder does not cost readout"
+
+
+def resolution_facts(row: dict) -> dict:
+    """The width-16 pair at larger crops (:func:`resolution_row`) as facts, with the seeds paired so far, the
+    experiment file (``where``) and its image and crop sizes in px (``image``, ``crop``)."""
+    _, path, _, treated = RESOLUTION
+    exp = X.Experiment.load(path)
+    cfg = X.resolve(X.base_for(exp, "cpu"), exp.overrides(treated, exp.seeds[0]), "cpu")
+    return {**comparison_facts(row), "min_seeds": str(MIN_SEEDS), "where": path, "image": str(cfg.data.image_size),
+            "crop": str(cfg.augment.out_size)}
+
+
+def device_gap_facts(length_records: list[dict], cpu_records: list[dict]) -> dict:
+    """How far float rounding alone moves a run: the 30-epoch arms of the length experiment (mostly GPU) against
+    the same configs and seeds of the recipe comparison (CPU), per pair whose two runs trained on different devices:
+    how many pairs (``n``) and their absolute readout differences (``least``, ``most``, ``mean``)."""
+    gaps = (same_run_gaps(length_records, "baseline 30", cpu_records, "baseline")
+            + same_run_gaps(length_records, "+both 30", cpu_records, "+both"))
+    return {"pairs": str(len(gaps)), "n": len(gaps), **({"least": fixed(min(gaps), 2), "most": fixed(max(gaps), 2),
+                                                          "mean": fixed(float(np.mean(gaps)), 2)} if gaps else {})}
+
+
+def renorm_facts(plain: dict, renorm: dict, against: dict) -> dict:
+    """Supp F's re-normalisation reading on stored runs: ``plain`` and ``renorm`` are :func:`negative_rows` rows of
+    interpolated negatives without and with re-normalisation against the same baseline, ``against`` the
+    :func:`paired_comparison` of the readout, re-normalised against plain (the same seeds). ``wider``: the
+    re-normalised mixes' spread beyond the plain ones' (each outside the other's 95 % interval); ``harder``:
+    re-normalised mixes harder than the raw queue itself (:func:`harder_negatives`)."""
+    n = min(plain["n_seeds"], renorm["n_seeds"], against["n_seeds"])
+    out: dict = {"n": n}
+    if n:
+        out.update({"plain_shift": plus_minus(plain["neg_shift"], plain["neg_shift_ci95"], 3, signed=True),
+                    "plain_spread": fixed(plain["neg_var_ratio"], 2), "renorm_spread": fixed(renorm["neg_var_ratio"], 2),
+                    "renorm_shift": plus_minus(renorm["neg_shift"], renorm["neg_shift_ci95"], 3, signed=True),
+                    "cost": plus_minus(-against["diff"], against["ci95"]), "against_diff": _pm(against),
+                    "n_seeds": str(against["n_seeds"]), "plain_diff": _pm(plain),
+                    "wider": renorm["neg_var_ratio"] - renorm["neg_var_ratio_ci95"]
+                    > plain["neg_var_ratio"] + plain["neg_var_ratio_ci95"],
+                    "harder": bool(harder_negatives(renorm)), "against_side": verdicts.side(against["verdict"]),
+                    "plain_side": verdicts.side(plain["verdict"])})
+    return out
+
+
+def _renorm_decided(f: dict) -> str | None:
+    return None if f["n"] >= MIN_SEEDS else f"{f['n']} seed(s) of the two kinds of mixed negatives"
+
+
+def _renorm_wider_not_harder(f: dict) -> str | None:
+    if f["n"] < MIN_SEEDS:
+        return "undecided"
+    if not f["wider"]:
+        return "the spreads do not differ"
+    return "harder than the raw queue" if f["harder"] else None
+
+
+def _renorm_costs_yet_baseline_as_plain(f: dict) -> str | None:
+    if f["n"] < MIN_SEEDS:
+        return "undecided"
+    bad = [] if f["against_side"] < 0 else ["re-normalised: no cost"]
+    bad += [] if f["plain_side"] == 0 else ["plain mixing takes a side"]
+    return "; ".join(bad) or None
+
+
+HARDER_NEGATIVES = ("extrapolated negatives (Supp G)", "hard negatives Beta(2,1) (Supp G)",
+                    "hard negatives Beta(5,2) (Supp G)")  # the rows of :func:`negative_comparisons` chapter 7 reads
+
+
+def harder_facts(rows: list[dict]) -> dict:
+    """Supp G's settings (:func:`negative_rows` rows, in :data:`HARDER_NEGATIVES`' order) as facts: per row
+    (``_<i>``) how FT made the negatives harder than their queue (:func:`harder_by`: the mean raised, ``mean_<i>``;
+    the spread widened, ``spread_<i>``, as ``x<ratio>``), the readout ± interval and verdict, and where the raw
+    Mean(neg) ends; the baseline's raw Mean(neg) at the end (``base_final``); ``how``, per row, which of the two (the
+    checks')."""
+    out: dict = {"names": [r["comparison"] for r in rows],
+                 "how": [tuple(h.split()[0] for h in harder_by(r)) for r in rows]}
+    for i, r in enumerate(rows):
+        if r["n_seeds"]:
+            out.update({f"mean_{i}": f"{r['neg_shift']:+.2f}", f"spread_{i}": f"x{r['neg_var_ratio']:.2f}",
+                        f"diff_{i}": _pm(r), f"verdict_{i}": r["verdict"], f"final_{i}": f"{r['final_neg_mean']:.2f}"})
+    if rows and rows[0]["n_seeds"]:
+        out["base_final"] = f"{rows[0]['baseline_final_neg_mean']:.2f}"
+    return out
+
+
+def _harder_as_written(f: dict) -> str | None:
+    """Chapter 7's words: extrapolated negatives are harder by their spread alone, both hard-negative settings by
+    their mean alone."""
+    want = {HARDER_NEGATIVES[0]: ("spread",), HARDER_NEGATIVES[1]: ("mean",), HARDER_NEGATIVES[2]: ("mean",)}
+    got = dict(zip(f["names"], f["how"]))
+    bad = [f"{name}: harder by {', '.join(got.get(name, ())) or 'neither'}" for name, how in want.items()
+           if got.get(name) != how]
+    return "; ".join(bad) or None
+
+
+def volatility_facts(rows: list[dict]) -> dict:
+    """Which momentum swings most and least on each of :func:`volatility_rows`' two numbers (``neg_most``,
+    ``neg_least``, ``grad_most``, ``grad_least``; settings such as ``m=0.9``), and the momenta behind them for the
+    checks (the paper's reading: the small momenta, m <= 0.9, swing most)."""
+    out: dict = {"n": len(rows)}
+    for key in ("neg", "grad"):
         order = sorted(rows, key=lambda r: r[key])
-        small = momentum(order[-1]) <= 0.9
-        parts.append(f"{what} swings most at {order[-1]['setting']} and least at {order[0]['setting']}"
-                     + (", as the paper's reading has it" if small else ", against the paper's reading"))
-    text = "; ".join(parts) + "."
-    if momentum(max(rows, key=lambda r: r["neg"])) == 1.0:
-        text += (" At m = 1 the key encoder never leaves its random initialisation, so each batch's keys score the "
-                 "queries by how the batch happens to fall, a noise no training smooths out: Mean(neg)'s swing does "
-                 "not mark the small momenta's failure to learn here, while the gradient norms' does.")
-    return text
+        if order:
+            out[f"{key}_most"], out[f"{key}_least"] = order[-1]["setting"], order[0]["setting"]
+            out[f"{key}_most_m"] = float(order[-1]["setting"].removeprefix("m="))
+    return out
+
+
+def _swings_most(key: str, small: bool):
+    def check(f: dict) -> str | None:
+        if not f["n"]:
+            return "no stored runs of the momentum sweep"
+        return None if (f[f"{key}_most_m"] <= 0.9) == small else f"{key} swings most at {f[f'{key}_most']}"
+    return check
+
+
+def _frozen_swings_most(f: dict) -> str | None:
+    return None if f["n"] and f["neg_most_m"] == 1.0 else "Mean(neg) does not swing most at m = 1"
+
+
+CHECKS = {
+    # the verdict of one paired_comparison row (comparison_facts): chapter 7's readings of its tables
+    "costs": _row_side(-1),
+    "helps": _row_side(1),
+    "cannot be told from zero": _row_side(0),
+    # Table 7's starts (switch_on_facts)
+    "an early start costs": lambda f: None if f["costly_starts"] else "no start costs linear readout significantly",
+    "the collapse level does not separate the starts that lose": (
+        lambda f: None if f["partial_starts"] else "every seed of every costly start passes the collapse level"),
+    # the supplement's random queue (random_queue_facts)
+    "the start sees real keys only": lambda f: None if f["real_keys"] else "FT switches on before the queue is full",
+    # the baselines (baseline_facts)
+    "v1 meets the bar": _baseline_met("v1"),
+    "v2 misses the spread only": _v2_misses_the_spread_only,
+    "v2 reads out below v1": lambda f: None if f["v2_below_v1"] else "MoCo v2's baseline does not read below v1's",
+    # the network (capacity_facts)
+    "every decided encoder costs": _capacity_every_decided_costs,
+    "no encoder is undecided": lambda f: None if not f["n_open"] else f"undecided: {f['open']}",
+    "an encoder is planned but not run": lambda f: None if f["n_unrun"] else "every planned encoder has run",
+    "the largest encoder keeps no more rank": (
+        lambda f: "the largest encoder keeps more rank" if f.get("large_keeps_rank", True) else None),
+    # the resolution point (resolution_facts)
+    "undecided": lambda f: None if 0 < f["n"] < MIN_SEEDS else f"{f['n']} paired seeds",
+    # device rounding (device_gap_facts)
+    "some pair trained on two devices": lambda f: None if f["n"] else "no pair differs by device",
+    # Supp F and G (renorm_facts, harder_facts)
+    "Supp F decided": _renorm_decided,
+    "re-normalised mixes are wider, not harder than the queue": _renorm_wider_not_harder,
+    "re-normalised mixes cost, plain ones do not": _renorm_costs_yet_baseline_as_plain,
+    "harder as written": _harder_as_written,
+    # chapter 5's volatility (volatility_facts)
+    "Mean(neg) swings most at a large momentum": _swings_most("neg", small=False),
+    "the gradient norm swings most at a small momentum": _swings_most("grad", small=True),
+    "the frozen key encoder swings most in Mean(neg)": _frozen_swings_most,
+}

@@ -306,23 +306,16 @@ def recipe_kind(base: str) -> str:
     return "calibrated" if name.startswith("cpu_cal_") else "original" if name.startswith("cpu_") else ""
 
 
-def recipe_label(exp: Experiment, profile: str) -> str:
-    """Which images and which recipe a table's runs use, for a caption: a table on the profile's original recipe
-    and one on a recipe calibrated without FT (``cpu_cal_*``) are not comparable row by row."""
-    base = base_for(exp, profile)
-    kind = {"calibrated": " (calibrated without FT)", "original": " (original recipe, not calibrated)"}.get(recipe_kind(base), "")
-    return f"{data_label(exp, profile)}; recipe {base}{kind}"
-
-
-def table_caption(exp: Experiment, profile: str, records: list[dict] | None = None) -> str:
-    """A table's caption for the book: its name and title, the images and recipe its runs use, the units of
-    :func:`table_cells`' columns and, given the table's ``records``, the settings that have no stored run yet."""
+def table_facts(exp: Experiment, profile: str, records: list[dict] | None = None) -> dict:
+    """What a table's caption in the book names: its name and title, the images (:func:`data_label`) and recipe
+    (``recipe``: the base config; ``recipe_kind``: :func:`recipe_kind`, since a table on the profile's original
+    recipe and one on a recipe calibrated without FT are not comparable row by row) its runs use and, given the
+    table's ``records``, the settings that have no stored run yet (``missing``, comma-separated; "" for none)."""
     stored = {r["setting"] for r in records or []}
     missing = [s for s in exp.settings if s not in stored] if records is not None else []
-    return (f"{exp.table}: {exp.title}. {recipe_label(exp, profile)}. ours: linear top-1 % (mean ± 95 % CI over n seeds); "
-            "Δ: the paired difference against the row or reference named under 'vs', in points; paper: the paper's "
-            "top-1 % (ImageNet-100 unless the title names another data set)"
-            + (f". Not run yet: {', '.join(missing)}" if missing else ""))
+    base = base_for(exp, profile)
+    return {"table": exp.table, "title": exp.title, "data": data_label(exp, profile), "recipe": base,
+            "recipe_kind": recipe_kind(base), "missing": ", ".join(missing)}
 
 
 def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None = None,
@@ -1069,180 +1062,133 @@ def ft_kind(exp: Experiment, setting: str, profile: str) -> str:
     return "negatives mixed" if ft.neg and not ft.pos else "other"
 
 
-def pattern_paragraph(tables: list[tuple[Experiment, list[dict]]], profile: str) -> str:
-    """Chapter 6's reading of its tables, generated so that it tracks the reruns: which tables decide every claim
-    (:data:`MIN_SEEDS` seeds) and which do not yet, then per data set the paired differences of the
-    transformations that make a pair harder from the first step (:func:`ft_kind`) and of negative interpolation
-    alone."""
-    decided, pending = [], []
-    by_data: dict[str, dict[str, list[dict]]] = {}
-    for exp, records in tables:
-        rows = [r for r in table_rows(exp, records) if r["kind"] == "difference"]
-        if not rows:
-            continue
-        label = f"{exp.table} ({data_label(exp, profile)}, {Path(base_for(exp, profile)).stem})"
-        (decided if min(r["n_seeds"] for r in rows) >= MIN_SEEDS else pending).append(label)
-        for r in rows:
-            if not math.isnan(r["diff_mean"]):
-                kind = ft_kind(exp, r["setting"], profile)
-                by_data.setdefault(data_label(exp, profile), {}).setdefault(kind, []).append({**r, "label": label})
-    text = (f"Tables whose every claim has {MIN_SEEDS} seeds or more, so that their verdicts decide: "
-            f"{', '.join(decided) or 'none yet'}. Short of that: {', '.join(pending) or 'none'}.")
-    for data, kinds in by_data.items():
-        if harder := kinds.get("harder"):
-            text += (f" {data}: the {len(harder)} rows that make a pair harder from the first step differ from their "
-                     "reference by "
-                     f"{fixed(min(r['diff_mean'] for r in harder), signed=True)} to "
-                     f"{fixed(max(r['diff_mean'] for r in harder), signed=True)} points ({word_counts(harder)}).")
-        if mixed := kinds.get("negatives mixed"):
-            text += f" {data}, negative interpolation alone: " + "; ".join(
-                f"{r['label']} {r['setting']} {plus_minus(r['diff_mean'], r['diff_ci95'], signed=True)} points against "
-                f"{r['reference']} ({r['verdict']}, {r['n_seeds']} seed{'s' if r['n_seeds'] != 1 else ''})"
-                for r in mixed) + "."
-    return text
-
-
-def start_epoch_paragraph(exp: Experiment, records: list[dict]) -> str:
-    """Table 7's runs in words: each FT start against training without FT (paired by seed, with its verdict),
-    how many starts cost readout, and whether any beats "never" as every start does in the paper. Generated, so
-    a rerun or another data set updates it."""
-    starts = [r for r in table_rows(exp, records) if r["reference"] and r["reference"] == exp.compare.get(r["setting"])]
-    if not starts:
-        return "No stored runs."
-    worse = [r for r in starts if verdicts.side(r["verdict"]) < 0]
-    better = [r for r in starts if verdicts.side(r["verdict"]) > 0]
-    text = "; ".join(f"{r['setting']}: {plus_minus(r['mean'], r['ci95'])} % ({plus_minus(r['diff_mean'], r['diff_ci95'])} "
-                     f"points against {r['reference']}, {r['verdict']}, {r['n_seeds']} seeds)" for r in starts)
-    monotone = all(a["diff_mean"] <= b["diff_mean"] for a, b in zip(starts, starts[1:]))
-    said = (f"{len(worse)} of {len(starts)} starts are significantly below training without FT"
-            + (", and the later FT starts, the less it costs" if monotone and worse else "") + ". ")
-    if not better:
-        said += ("No start beats training without FT, so the paper's Table 7 (an early start best, every start above "
-                 "'never') is not reproduced here.")
-    else:
-        said += (f"{', '.join(r['setting'] for r in better)} beat{'s' if len(better) == 1 else ''} training without FT, "
-                 "as every start does in the paper's Table 7" + ("; FT from the start does not." if starts[0] not in better
-                                                                 else "."))
-    return f"{text}. {said}"
-
-
 def _sign_word(word: str) -> str:
     """A sign-only verdict's word in the momentum paragraph's three groups: seen (``replicated``), ``not
     replicated`` (the other side), or ``inconclusive`` (an interval that holds zero, or too few seeds)."""
     return {1: "replicated", -1: "not replicated"}.get(verdicts.side(word), "inconclusive")
 
 
-def word_counts(rows: list[dict], key: str = "verdict") -> str:
-    """How many of ``rows`` read each verdict word, in :data:`ftcl_core.study.results.claims.TALLY_WORDS` order, the
-    words no row reads left out: ``contradicted: 9, inconclusive: 1``."""
-    counts = {w: sum(r[key] == w for r in rows) for w in verdicts.TALLY_WORDS}
-    return ", ".join(f"{w}: {n}" for w, n in counts.items() if n) or "none"
-
-
-def momentum_paragraph(exp: Experiment, records: list[dict]) -> str:
-    """Table 1's runs in words (eq. 2's momentum sweep): where readout peaks against the random-init encoder, which
-    of the momenta the paper says learn do so (by verdict), whether its collapse at small momenta (readout below
-    the random-init encoder) is reproduced, whether readout steps up where the paper's collapse ends (each learning
-    momentum against the largest collapsing one, paired by seed), and on real images which momenta clear the raw-pixel
-    probe (paired 95 % interval). Generated, so a rerun or another data set updates it."""
+def momentum_facts(exp: Experiment, records: list[dict]) -> dict:
+    """Table 1's runs (eq. 2's momentum sweep) as facts for chapter 5's authored reading: the seeds per momentum;
+    where readout peaks against the random-init encoder, and the frozen key encoder's (m = 1) readout; the momenta
+    the paper says learn, grouped by their sign-only verdict against the random-init encoder (``learn_replicated``,
+    ``learn_inconclusive``, ``learn_not``: momenta, comma-separated); per momentum the paper says collapses (in order,
+    ``collapse_m_<i>``, ``collapse_readout_<i>``, ``collapse_diff_<i>``, ``collapse_verdict_<i>``) and grouped
+    (``collapse_replicated`` ...); each learning momentum against the largest collapsing one (``edge``), paired by
+    seed (``edge_above``, ``edge_undecided``, ``edge_below``), with the first learner's gap (``first``,
+    ``step_diff``, ``step_seeds``, ``step``: its sign word); on real images, each momentum against the raw-pixel
+    probe, paired by run (``probe``, ``pixels_above`` ...). Entries that are not strings are the checks' (:data:`CHECKS`)."""
     rows: dict[str, dict] = {}
     for r in table_rows(exp, records):  # each momentum's own row (its sanity check), not its ordering claims
         rows.setdefault(r["setting"], r)
+    out: dict = {"n": len(rows)}
     if not rows:
-        return "No stored runs."
+        return out
 
     def named(settings: list[str]) -> str:
-        return ", ".join(s.removeprefix("m=") for s in settings) or "none"
+        return ", ".join(s.removeprefix("m=") for s in settings)
 
-    def why_undecided(settings: list[str]) -> str:
-        few = {s for s in settings if rows[s]["n_seeds"] < MIN_SEEDS}
-        return " and ".join(filter(None, [few and f"fewer than {MIN_SEEDS} seeds at {named(sorted(few))}",
-                                          len(few) < len(settings) and "an interval that includes zero"]))
+    def momentum(s: str) -> float:
+        return float(s.removeprefix("m="))
 
-    def undecided_word(settings: list[str]) -> str:  # undecided: too few seeds; inconclusive: 3 seeds, zero inside
-        return "Undecided" if all(rows[s]["n_seeds"] < MIN_SEEDS for s in settings) else "Inconclusive"
+    def sides(gaps_of) -> dict[str, list[str]]:  # the tables' rule (verdict) on paired gaps, with "above" as the claim
+        side: dict[str, list[str]] = {"replicated": [], "inconclusive": [], "not replicated": []}
+        for s, gap in gaps_of.items():
+            side[_sign_word(verdicts.judge(Claim(s, "reference", direction=1), gap).word)].append(s)
+        return side
 
     peak = max(rows, key=lambda s: rows[s]["mean"])
-    rand = float(np.mean([r["random_init_mean"] for r in rows.values()]))
     said_learn = [s for s, r in rows.items() if r["claim"].startswith("learns")]
     said_collapse = [s for s, r in rows.items() if r["claim"].startswith("collapses")]
-    by = {v: [s for s in said_learn if _sign_word(rows[s]["verdict"]) == v]
-          for v in ("replicated", "inconclusive", "not replicated")}
     n_seeds = sorted({r["n_seeds"] for r in rows.values()})
-    text = [f"Seeds per momentum: {' to '.join(map(str, n_seeds[::max(1, len(n_seeds) - 1)]))}. "
-            f"Readout peaks at m = {peak.removeprefix('m=')} ({plus_minus(rows[peak]['mean'], rows[peak]['ci95'])} %, "
-            f"against {rand:.1f} % for the random-init encoder)"
-            + (f"; a frozen key encoder (m = 1) reads out {plus_minus(rows['m=1.0']['mean'], rows['m=1.0']['ci95'])} %"
-               if "m=1.0" in rows else "") + "."]
-    text.append(f"Of the momenta the paper says learn, these read out above the random-init encoder (replicated): "
-                f"{named(by['replicated'])}; undecided: {named(by['inconclusive'])}"
-                + (f" ({why_undecided(by['inconclusive'])})" if by["inconclusive"] else "")
-                + f"; below it: {named(by['not replicated'])}.")
-    if said_collapse:
-        parts = [f"m = {s.removeprefix('m=')}: {plus_minus(rows[s]['mean'], rows[s]['ci95'])} %, "
-                 f"{plus_minus(rows[s]['diff_mean'], rows[s]['diff_ci95'], signed=True)}"
-                 f" points against random init, {rows[s]['verdict']}" for s in said_collapse]
-        at = {v: [s for s in said_collapse if _sign_word(rows[s]["verdict"]) == v]
-              for v in ("replicated", "not replicated", "inconclusive")}
-        text.append("Where the paper reports a collapse (readout below the random-init encoder): " + "; ".join(parts) + ". "
-                    + " ".join(filter(None, [
-                        at["replicated"] and f"The collapse is reproduced at {named(at['replicated'])}.",
-                        at["not replicated"] and f"It is not reproduced at {named(at['not replicated'])}: readout stays "
-                                                 "above the random-init encoder, so small momenta stall learning there "
-                                                 "rather than destroy the features.",
-                        at["inconclusive"] and f"{undecided_word(at['inconclusive'])} at {named(at['inconclusive'])} "
-                                               f"({why_undecided(at['inconclusive'])})."])))
-    def sides(gaps_of) -> str:  # the tables' rule (verdict) on paired gaps, with "above" as the claim
-        side: dict[str, list[str]] = {"above it": [], "undecided": [], "below it": []}
-        where = {"replicated": "above it", "inconclusive": "undecided", "not replicated": "below it"}
-        for s, gap in gaps_of.items():
-            above = verdicts.judge(Claim(s, "reference", direction=1), gap)
-            side[where[_sign_word(above.word)]].append(s)
-        return "; ".join(f"{k}: {named(v)}" for k, v in side.items())
-
+    out.update({"seeds": " to ".join(map(str, n_seeds[::max(1, len(n_seeds) - 1)])), "min_seeds": min(n_seeds),
+                "peak": peak.removeprefix("m="), "peak_readout": plus_minus(rows[peak]["mean"], rows[peak]["ci95"]),
+                "random": fixed(float(np.mean([r["random_init_mean"] for r in rows.values()])))})
+    if "m=1.0" in rows:
+        out["frozen_readout"] = plus_minus(rows["m=1.0"]["mean"], rows["m=1.0"]["ci95"])
+    for word in ("replicated", "inconclusive", "not replicated"):
+        key = word.replace(" ", "_").replace("not_replicated", "not")
+        out[f"learn_{key}"] = named([s for s in said_learn if _sign_word(rows[s]["verdict"]) == word])
+        out[f"collapse_{key}"] = named([s for s in said_collapse if _sign_word(rows[s]["verdict"]) == word])
+    out["collapse_few_seeds"] = named([s for s in said_collapse if rows[s]["n_seeds"] < MIN_SEEDS])
+    for i, s in enumerate(said_collapse):
+        out.update({f"collapse_m_{i}": s.removeprefix("m="),
+                    f"collapse_readout_{i}": plus_minus(rows[s]["mean"], rows[s]["ci95"]),
+                    f"collapse_diff_{i}": plus_minus(rows[s]["diff_mean"], rows[s]["diff_ci95"], signed=True),
+                    f"collapse_verdict_{i}": rows[s]["verdict"]})
     if said_collapse and said_learn:  # the paper's boundary: readout steps up between its last collapse and first learner
-        def momentum(s: str) -> float:
-            return float(s.removeprefix("m="))
-
         edge, first = max(said_collapse, key=momentum), min(said_learn, key=momentum)
         gaps = {s: pair(by_seed(records, s), by_seed(records, edge)) for s in sorted(said_learn, key=momentum)}
-        text.append(f"Against m = {named([edge])}, the largest momentum the paper says collapses, paired by "
-                    f"seed: {sides(gaps)}.")
+        side = sides(gaps)
         gap = gaps[first]
-        step = _sign_word(verdicts.judge(Claim(first, edge, direction=1), gap).word)
-        if gap.n >= MIN_SEEDS and step != "replicated":
-            text.append(f"The step from collapse to learning that the paper reports above m = {named([edge])} "
-                        f"is not seen at m = {named([first])} here ({plus_minus(gap.mean, gap.ci95, signed=True)} "
-                        f"points, {gap.n} seeds, "
-                        + ("an interval that holds zero)." if step == "inconclusive" else "below it)."))
+        out.update({"edge": named([edge]), "first": named([first]), "edge_above": named(side["replicated"]),
+                    "edge_undecided": named(side["inconclusive"]), "edge_below": named(side["not replicated"]),
+                    "step_diff": plus_minus(gap.mean, gap.ci95, signed=True), "step_seeds": str(gap.n),
+                    "step_n": gap.n, "step": _sign_word(verdicts.judge(Claim(first, edge, direction=1), gap).word)})
     pixels = [r for r in records if "raw_pixels_linear_top1" in r]
     if pixels:  # real images: the probe on the raw pixels is the bar an encoder must clear (paired by run)
-        probe = float(np.mean([r["raw_pixels_linear_top1"] for r in pixels]))
-        text.append(f"Against the linear probe on the raw pixels ({fixed(probe)} %), paired by run: " + sides(
-            {s: pair(by_seed(pixels, s), by_seed(pixels, s, "raw_pixels_linear_top1")) for s in rows}) + ".")
-    return " ".join(text)
+        side = sides({s: pair(by_seed(pixels, s), by_seed(pixels, s, "raw_pixels_linear_top1")) for s in rows})
+        out.update({"probe": fixed(float(np.mean([r["raw_pixels_linear_top1"] for r in pixels]))),
+                    "pixels_above": named(side["replicated"]), "pixels_undecided": named(side["inconclusive"]),
+                    "pixels_below": named(side["not replicated"])})
+    return out
 
 
-def score_ends_paragraph(metrics: dict[str, dict], seed: int, window: int = 100) -> str:
-    """Where Supp A's statistics end in each momentum's run, in words (one seed; means over the last ``window``
-    steps of the raw cosines): which momentum ends with the highest and which with the lowest Mean(neg) (the paper
-    reads collapse off a Mean(neg) that stays high, Figs 3 and 5), and Mean(pos) of a frozen key encoder (m = 1)
-    against the other momenta. ``metrics`` maps a setting ("m=0.9") to its run's metrics. Generated, so that the
-    reading under the figures follows the stored runs."""
+def _empty(*keys: str):
+    """A check that the comma-separated momenta of each of ``keys`` are none (the authored text names none)."""
+    def check(f: dict) -> str | None:
+        bad = [f"{k}: {f.get(k)}" for k in keys if f.get(k, "")]
+        return "; ".join(bad) or None
+    return check
+
+
+def _all_three_seeds(f: dict) -> str | None:
+    return None if f["n"] and f["min_seeds"] >= MIN_SEEDS else "a momentum has fewer than 3 seeds"
+
+
+def _step_not_seen(f: dict) -> str | None:
+    if "step" not in f or f["step_n"] < MIN_SEEDS:
+        return "the step from collapse to learning is undecided"
+    return None if f["step"] == "inconclusive" else f"the step at m = {f['first']}: {f['step']}"
+
+
+def score_ends_facts(metrics: dict[str, dict], seed: int, window: int = 100) -> dict:
+    """Where Supp A's statistics end in each momentum's run (one seed; means over the last ``window`` steps of the
+    raw cosines), for chapter 5: the momenta whose Mean(neg) ends highest (``hi``) and lowest (``lo``) with those
+    values, and Mean(pos) of a frozen key encoder (m = 1, ``frozen``) against the other momenta's range.
+    ``metrics`` maps a setting ("m=0.9") to its run's metrics."""
+    out: dict = {"window": str(window), "seed": str(seed), "n": len(metrics)}
     if not metrics:
-        return "No stored runs."
+        return out
     ends = {s: {k: float(np.mean(np.asarray(m[k])[-window:])) for k in ("pos_mean", "neg_mean")} for s, m in metrics.items()}
     hi = max(ends, key=lambda s: ends[s]["neg_mean"])
     lo = min(ends, key=lambda s: ends[s]["neg_mean"])
-    text = (f"Over the last {window} steps of seed {seed}, Mean(neg) ends highest at m = {hi.removeprefix('m=')} "
-            f"({ends[hi]['neg_mean']:.2f}) and lowest at m = {lo.removeprefix('m=')} ({ends[lo]['neg_mean']:.2f}).")
+    out.update({"hi": hi.removeprefix("m="), "hi_neg": f"{ends[hi]['neg_mean']:.2f}", "lo": lo.removeprefix("m="),
+                "lo_neg": f"{ends[lo]['neg_mean']:.2f}"})
     others = [e["pos_mean"] for s, e in ends.items() if s != "m=1.0"]
     if "m=1.0" in ends and others:
         frozen = ends["m=1.0"]["pos_mean"]
-        text += (f" With a frozen key encoder (m = 1) Mean(pos) ends at {frozen:.2f}, against {min(others):.2f} to "
-                 f"{max(others):.2f} at the other momenta"
-                 + ("; the key encoder never learns to agree with the query encoder." if frozen < min(others) else "."))
-    return text
+        out.update({"frozen_pos": f"{frozen:.2f}", "others_pos_lo": f"{min(others):.2f}",
+                    "others_pos_hi": f"{max(others):.2f}", "frozen_agrees_least": frozen < min(others)})
+    return out
+
+
+CHECKS = {
+    # chapter 5's reading of Table 1 (momentum_facts), on the shapes and on Fashion-MNIST
+    "every momentum has 3 seeds": _all_three_seeds,
+    "every learning momentum is replicated": _empty("learn_inconclusive", "learn_not"),
+    "the collapse is not reproduced": _empty("collapse_replicated", "collapse_inconclusive"),
+    "the collapse is inconclusive": _empty("collapse_replicated", "collapse_not", "collapse_few_seeds"),
+    "no learning momentum is below the collapse edge": _empty("edge_below"),
+    "every learning momentum is above the collapse edge": _empty("edge_undecided", "edge_below"),
+    "the step from collapse to learning is not seen": _step_not_seen,
+    "the collapsing momenta are below the raw pixels": (
+        lambda f: None if f.get("pixels_below") and not f.get("pixels_undecided") else
+        f"below the pixels: {f.get('pixels_below')}; undecided: {f.get('pixels_undecided')}"),
+    # chapter 5's score statistics (score_ends_facts)
+    "the frozen key encoder's views agree least": (
+        lambda f: None if f.get("frozen_agrees_least") else "m = 1 does not end with the lowest Mean(pos)"),
+}
 
 
 def summary_rows(profile: str = "cpu", folder: str | os.PathLike | None = None) -> list[dict[str, str]]:
@@ -1309,18 +1255,6 @@ def tally(rows: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
                       "ft_errors": {w: sum(r["verdict"] == w for r in on_errors) for w in verdicts.TALLY_WORDS},
                       "sanity": {w: sum(r["verdict"] == w for r in sanity) for w in verdicts.TALLY_WORDS}}
     return out
-
-
-def tally_text(rows: list[dict]) -> str:
-    """:func:`tally` as plain text, one line per table and kind (the words no claim reads left out)."""
-    lines = []
-    for table, t in tally(rows).items():
-        for kind, label in (("ft", "paper's claims"), ("ft_bh", "paper's claims after BH"),
-                            ("ft_errors", "decided on error scale"), ("sanity", "sanity checks")):
-            if sum(t[kind].values()):
-                said = ", ".join(f"{w}: {n}" for w, n in t[kind].items() if n)
-                lines.append(f"{table:10s} {label:24s} {said}")
-    return "\n".join(lines)
 
 
 def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,

@@ -345,7 +345,7 @@ def _photos_little_room(ev: Evidence) -> str | None:
     """"Little room": Fashion-MNIST's baselines read less above the raw-pixel probe than the paper's headline effect
     (Table 5, MoCo v1 +both)."""
     room, effect = max(_fm_baselines(ev)) - ev.pixels, float(ev.table_row("T5", "v1 +both", "v1 baseline")["effect"])
-    return None if room < effect else f"the baselines read {room:.1f} points above raw pixels, the paper's effect {effect:.1f}"
+    return None if room < effect else f"room {room:.1f} >= effect {effect:.1f}"
 
 
 def _rho_below_band_first(ev: Evidence) -> str | None:
@@ -370,7 +370,7 @@ def _first_step_peaks(ev: Evidence) -> tuple[float, float]:
 
 def _photos_concentrate_as_far(ev: Evidence) -> str | None:
     shapes, photos = (float(fixed(p, 2)) for p in _first_step_peaks(ev))  # as printed, to 2 decimals
-    return None if shapes - photos <= 0.05 else f"Mean(neg) peaks {photos:.2f} on the photographs, {shapes:.2f} on the shapes"
+    return None if shapes - photos <= 0.05 else f"peaks: photos {photos:.2f}, shapes {shapes:.2f}"
 
 
 def _late_helps_where_stated(ev: Evidence) -> str | None:

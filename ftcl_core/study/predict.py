@@ -408,33 +408,42 @@ def mcnemar_p(a_right: Sequence[bool], b_right: Sequence[bool]) -> float:
     return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
 
 
-def report_sentence(report: dict) -> str:
-    """The predictor's held-out result in words, generated from ``results/predictor.json``: its sign accuracy
-    against both references, the McNemar p-value against the majority outcome, and the size model's error."""
+def report_facts(report: dict) -> dict:
+    """The predictor's held-out result (``results/predictor.json``) as facts for chapter 7's authored reading: each
+    reference's sign accuracy (``model_``, ``majority_``, ``rule_``: right, of, accuracy and its 95 % interval), the
+    exact McNemar p-value of the model against the majority outcome on the same runs, per data set (``data_<i>``)
+    the model's accuracy against the majority's count, the size model's mean absolute error against predicting the
+    other experiments' mean, and how many runs the Mean(neg) rule flags and misses. ``beats``: +1 when the model is
+    better than the majority outcome at p < 0.05, 0 when p >= 0.05, -1 when worse (the checks')."""
     ex = [e for e in report["examples"] if e["p_loss_held_out"] == e["p_loss_held_out"]]
     loses = [e["diff"] < 0 for e in ex]
     model_right = [(e["p_loss_held_out"] >= 0.5) == y for e, y in zip(ex, loses)]
     majority_right = [e["majority_held_out"] == y for e, y in zip(ex, loses)]
     p = mcnemar_p(model_right, majority_right)
     model, majority, rule = report["scores"]["all"]
-
-    def acc(s: dict) -> str:
-        return f"{s['correct']} of {s['n']} ({s['accuracy']:.2f}, 95 % CI {s['ci95'][0]:.2f} to {s['ci95'][1]:.2f})"
-
-    better = ("beats" if p < 0.05 and model["correct"] > majority["correct"] else
-              "does not clearly beat" if p >= 0.05 else "is worse than")
-    per_data = "; ".join(f"{name.replace('fashion_mnist', 'Fashion-MNIST')}: {acc(scores[0])} against "
-                         f"{scores[1]['correct']} for the majority outcome"
-                         for name, scores in report["scores"].items() if name != "all")
+    out: dict = {"p": f"{p:.2g}", "beats": 1 if p < 0.05 and model["correct"] > majority["correct"] else 0 if p >= 0.05 else -1}
+    for name, s in (("model", model), ("majority", majority), ("rule", rule)):
+        out.update({f"{name}_right": str(s["correct"]), f"{name}_of": str(s["n"]), f"{name}_acc": f"{s['accuracy']:.2f}",
+                    f"{name}_lo": f"{s['ci95'][0]:.2f}", f"{name}_hi": f"{s['ci95'][1]:.2f}"})
+    for i, (name, scores) in enumerate((n, sc) for n, sc in report["scores"].items() if n != "all"):
+        out.update({f"data_{i}": name, f"data_{i}_right": str(scores[0]["correct"]), f"data_{i}_of": str(scores[0]["n"]),
+                    f"data_{i}_acc": f"{scores[0]['accuracy']:.2f}", f"data_{i}_lo": f"{scores[0]['ci95'][0]:.2f}",
+                    f"data_{i}_hi": f"{scores[0]['ci95'][1]:.2f}", f"data_{i}_majority": str(scores[1]["correct"])})
+    out["data"] = [n for n in report["scores"] if n != "all"]
     flagged = [y for e, y in zip(ex, loses) if e["rule"]]
     unflagged = [y for e, y in zip(ex, loses) if not e["rule"]]
-    return (f"Held out by linked experiments, the predictor gets the sign right in {acc(model)} of the stored FT runs; "
-            f"always guessing the majority outcome gets {acc(majority)}, and the Mean(neg) rule {acc(rule)}. "
-            f"On the same runs it {better} the majority outcome (exact McNemar test, p = {p:.2g}; runs of one "
-            f"setting share a recipe, so the runs are not independent). Per data set: {per_data}. The size model's "
-            f"mean absolute error is {model['mae']:.1f} points (95 % CI {model['mae_ci95'][0]:.1f} to "
-            f"{model['mae_ci95'][1]:.1f}) against {majority['mae']:.1f} for predicting the other experiments' mean "
-            f"difference. Of the runs whose Mean(neg) passes {report['rule']['threshold']} within "
-            f"{report['rule']['steps']} steps of the switch, {sum(flagged)} of {len(flagged)} lose readout, but so do "
-            f"{sum(unflagged)} of the {len(unflagged)} others: the rule misses {sum(unflagged)} of the {sum(loses)} "
-            "runs that lose.")
+    out.update({"mae": f"{model['mae']:.1f}", "mae_lo": f"{model['mae_ci95'][0]:.1f}",
+                "mae_hi": f"{model['mae_ci95'][1]:.1f}", "majority_mae": f"{majority['mae']:.1f}",
+                "threshold": str(report["rule"]["threshold"]), "steps": str(report["rule"]["steps"]),
+                "flagged_lose": str(sum(flagged)), "flagged": str(len(flagged)), "unflagged_lose": str(sum(unflagged)),
+                "unflagged": str(len(unflagged)), "lose": str(sum(loses)), "n_unflagged_lose": sum(unflagged)})
+    return out
+
+
+CHECKS = {
+    "the model does not clearly beat the majority outcome": (
+        lambda f: None if f["beats"] == 0 else f"McNemar p = {f['p']}: {'better' if f['beats'] > 0 else 'worse'}"),
+    "the rule misses runs that lose": lambda f: None if f["n_unflagged_lose"] else "every run that loses is flagged",
+    "the data sets are as written": (
+        lambda f: None if f["data"] == ["fashion_mnist", "shapes"] else f"data sets: {', '.join(f['data'])}"),
+}
