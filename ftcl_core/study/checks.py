@@ -6,8 +6,8 @@ checks read), the chapter carries the words as authored Markdown, numbers enteri
 (:func:`ftcl_core.pages.glue.glue_facts`), and each qualitative word of the text is bound to a named check. A
 check takes the facts and returns ``None`` when they agree with the authored words, else the reason they do not;
 :func:`expect` runs the named ones and raises :class:`TextDisagrees`, so that a rerun whose verdict flips fails the
-book's build instead of leaving the text stale. Each module holding facts functions keeps its checks in a ``CHECKS`` dict (name -> check), the way
-:data:`ftcl_core.study.findings.CHECKS` holds the findings'.
+book's build instead of leaving the text stale. Each module holding facts functions keeps its checks in a
+``CHECKS`` dict (name -> check), the way :data:`ftcl_core.study.findings.CHECKS` holds the findings'.
 """
 
 from __future__ import annotations
