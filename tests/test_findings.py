@@ -95,6 +95,8 @@ LONGEST = 240  # the longest decided length today (the longer-run checks rest on
 # One fabricated change of the stored rows per check, under which its verdict flips: the check must fail.
 FLIPS = {
     "headline-reversed": lambda ev: _summary(ev, _row("T5", "v1 +both", "v1 baseline"), verdict=V.REPLICATED),
+    "positive-mixing-costs": lambda ev: _summary(ev, _row("T5", "v1 +neg", "v1 baseline"), diff_mean=-9.0,
+                                                 diff_ci95=3.0),
     "claims-tally-as-stated": lambda ev: _summary(ev, lambda r: r["verdict"] == V.NOT_EQUIVALENT,
                                                   verdict=V.INCONCLUSIVE, verdict_bh=V.INCONCLUSIVE),
     "claims-on-points": lambda ev: _summary(ev, _row("T5", "v1 +both", "v1 baseline"), scale=V.ERRORS),

@@ -73,14 +73,14 @@ def test_held_out_by_experiment_never_fits_on_the_experiment_it_predicts(monkeyp
 
 
 def test_the_readmes_predictor_figures_are_the_stored_reports():
-    """The README quotes results/predictor.json through a generated block; a refit rewrites it (``predict``)."""
+    """The guide quotes results/predictor.json through a generated block; a refit rewrites it (``predict``)."""
     import json
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     report = json.loads((root / predict.REPORT).read_text())
-    assert predict.readme_block(report) in (root / "README.md").read_text(), \
-        "the README's predictor block is stale: run python -m ftcl_core predict"
+    assert predict.readme_block(report) in (root / predict.PREDICTOR_PAGE).read_text(), \
+        f"{predict.PREDICTOR_PAGE}'s predictor block is stale: run python -m ftcl_core predict"
     model, majority, _ = report["scores"]["all"]
     block = predict.readme_block(report)
     assert f"in {model['correct']} of {model['n']} distinct FT runs" in block

@@ -232,6 +232,9 @@ def facts(ev: Evidence) -> dict[str, str]:
                                                                                         max(steps.values())))
     v1 = ev.table_row("T5", "v1 +both", "v1 baseline")
     out["t5_v1_both"], out["t5_v1_both_paper"] = _pm(v1), fixed(float(v1["effect"]), 2, signed=True)
+    for part in ("pos", "neg"):  # the components alone (Table 5's +pos and +neg rows)
+        row = ev.table_row("T5", f"v1 +{part}", "v1 baseline")
+        out[f"t5_v1_{part}"], out[f"t5_v1_{part}_paper"] = _pm(row), fixed(float(row["effect"]), 2, signed=True)
     for key, setting, ref in (("t1_fall_999", "m=0.999", "m=0.99"), ("t1_fall_1", "m=1.0", "m=0.999"),
                               ("t1_m0", "m=0", "random init")):
         out[key] = _pm(ev.table_row("T1", setting, ref))
@@ -290,6 +293,19 @@ def _headline_reversed(ev: Evidence) -> str | None:
     if counts.get(verdicts.CONTRADICTED, 0) <= counts.get(verdicts.REPLICATED, 0):
         bad = (bad or "") + " more claims replicated than contradicted"
     return bad
+
+
+def _positive_mixing_costs(ev: Evidence) -> str | None:
+    """The mechanism: on the shapes, MoCo v1's positive extrapolation alone costs (its paired interval lies below
+    zero) and negative interpolation alone cannot be told from zero (its interval holds zero)."""
+    pos, neg = (ev.table_row("T5", f"v1 +{p}", "v1 baseline") for p in ("pos", "neg"))
+    problems = []
+    if float(pos["diff_mean"]) + float(pos["diff_ci95"]) >= 0:
+        problems.append(f"v1 +pos's interval reaches zero ({_pm(pos)})")
+    lo, hi = float(neg["diff_mean"]) - float(neg["diff_ci95"]), float(neg["diff_mean"]) + float(neg["diff_ci95"])
+    if not lo <= 0 <= hi:
+        problems.append(f"v1 +neg alone has an interval without zero ({_pm(neg)})")
+    return _joined(problems)
 
 
 def _claims_tally_as_stated(ev: Evidence) -> str | None:
@@ -513,6 +529,7 @@ def _momentum_rise_inconclusive(ev: Evidence) -> str | None:
 CHECKS: dict[str, Check] = {
     # name (as the Markdown's <!-- checks: ... --> comments cite it) -> the check
     "headline-reversed": _headline_reversed,
+    "positive-mixing-costs": _positive_mixing_costs,
     "claims-tally-as-stated": _claims_tally_as_stated,
     "claims-on-points": _claims_on_points,
     "first-step-costs": _first_step_costs,

@@ -338,6 +338,7 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
     return report
 
 
+PREDICTOR_PAGE = "book/guide.md"  # the page that quotes the predictor's held-out result (the guide's "Train")
 README_MARKERS = ("<!-- predictor: written by `python -m ftcl_core predict` from results/predictor.json "
                   "(ftcl_core/study/predict.py); edit the code, not this block -->", "<!-- /predictor -->")
 
@@ -361,12 +362,12 @@ def readme_block(report: dict) -> str:
 
 
 def write_readme_block(report: dict) -> Path:
-    """Rewrite the README's predictor block from ``report`` (``python -m ftcl_core predict``)."""
-    path = experiments.ROOT / "README.md"
+    """Rewrite the predictor block of :data:`PREDICTOR_PAGE` from ``report`` (``python -m ftcl_core predict``)."""
+    path = experiments.ROOT / PREDICTOR_PAGE
     text = path.read_text()
     start, end = text.find(README_MARKERS[0]), text.find(README_MARKERS[1])
     if start < 0 or end < start:
-        raise experiments.ConfigError(f"README.md has no predictor block: put the lines {README_MARKERS[0]!r} and "
+        raise experiments.ConfigError(f"{PREDICTOR_PAGE} has no predictor block: put the lines {README_MARKERS[0]!r} and "
                                       f"{README_MARKERS[1]!r} where the predictor's held-out result belongs.")
     atomic_write_bytes(path, (text[:start] + readme_block(report) + text[end + len(README_MARKERS[1]):]).encode())
     return path
