@@ -21,8 +21,6 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "ftcl_core"
 MAX_WORDS = 8
@@ -39,8 +37,6 @@ ALLOWED = {"_rerun": "error message: the command a damaged run's recovery names 
            "plan_threads": "log line: the thread count a training run prints (threads.py)",
            "recipe_note": "CLI output: the comment `switch_to_calibrated` writes into an experiment file",
            "_draw_noting_text": "returns the text a figure draws, for the legibility checks (plotting.py)"}
-# Left for a later part of issue 51: the README's generated sentence on the predictor (the README cannot glue).
-PENDING = {"readme_block"}
 
 
 def _local_sources(fn: ast.FunctionDef) -> dict[str, list[ast.AST]]:
@@ -142,16 +138,9 @@ def _shown(rows) -> str:
 
 
 def test_no_function_of_the_package_returns_prose():
-    rows = [r for r in prose_functions() if r[1] not in set(ALLOWED) | PENDING]
+    rows = [r for r in prose_functions() if r[1] not in set(ALLOWED)]
     assert not rows, ("functions that return English prose; return facts and author the words in the chapter "
                       "(ftcl_core/study/checks.py):\n" + _shown(rows))
-
-
-@pytest.mark.xfail(reason="the README's predictor sentence is left for a later part of issue 51", strict=False)
-def test_the_readme_predictor_block_returns_no_prose():
-    rows = [r for r in prose_functions() if r[1] in PENDING]
-    assert not rows, _shown(rows)
-
 
 
 def test_the_scan_finds_a_generated_sentence(tmp_path):

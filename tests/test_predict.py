@@ -71,27 +71,6 @@ def test_held_out_by_experiment_never_fits_on_the_experiment_it_predicts(monkeyp
     assert rule.correct == 18 and majority.correct == 9
 
 
-
-def test_the_readmes_predictor_figures_are_the_stored_reports():
-    """The guide quotes results/predictor.json through a generated block; a refit rewrites it (``predict``)."""
-    import json
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    report = json.loads((root / predict.REPORT).read_text())
-    assert predict.readme_block(report) in (root / predict.PREDICTOR_PAGE).read_text(), \
-        f"{predict.PREDICTOR_PAGE}'s predictor block is stale: run python -m ftcl_core predict"
-    model, majority, _ = report["scores"]["all"]
-    block = predict.readme_block(report)
-    assert f"in {model['correct']} of {model['n']} distinct FT runs" in block
-    assert f"against {majority['correct']} for always guessing the majority outcome" in block
-    # "not clearly better" exactly when the exact McNemar test on the same runs does not reject at 5 %
-    facts = predict.report_facts(report)
-    assert ("not clearly better" in block) == (facts["beats"] == 0)
-    assert (facts["model_right"], facts["model_of"], facts["majority_right"]) == (
-        str(model["correct"]), str(model["n"]), str(majority["correct"]))
-
-
 def test_a_screen_prints_the_predicted_outcome_once_it_has_a_window():
     from ftcl_core.config import load_config
     from ftcl_core.study.cli import _screen_prediction

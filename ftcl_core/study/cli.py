@@ -156,11 +156,8 @@ def _main(argv: list[str] | None = None) -> int:
         return _screen(args)
     if args.command == "predict":
         report = predict.write_report(args.profile)
-        if args.profile == "cpu":  # the guide quotes the stored runs' predictor
-            predict.write_readme_block(report)
-        also = f" and {predict.PREDICTOR_PAGE}" if args.profile == "cpu" else ""
         print(f"{len(report['examples'])} distinct FT runs, each against the baseline of its seed; held out: "
-              f"{report['held_out']}; written to {predict.REPORT}{also}")
+              f"{report['held_out']}; written to {predict.REPORT}")
         print(predict.report_markdown(report))
         return 0
     if args.command == "plan":

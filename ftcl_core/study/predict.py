@@ -338,41 +338,6 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
     return report
 
 
-PREDICTOR_PAGE = "book/guide.md"  # the page that quotes the predictor's held-out result (the guide's "Train")
-README_MARKERS = ("<!-- predictor: written by `python -m ftcl_core predict` from results/predictor.json "
-                  "(ftcl_core/study/predict.py); edit the code, not this block -->", "<!-- /predictor -->")
-
-
-def readme_block(report: dict) -> str:
-    """The README's sentence on the predictor's held-out sign accuracy against the majority outcome, between
-    :data:`README_MARKERS`, generated from ``report`` (``results/predictor.json``), so a refit rewrites it."""
-    ex = [e for e in report["examples"] if e["p_loss_held_out"] == e["p_loss_held_out"]]
-    loses = [e["diff"] < 0 for e in ex]
-    p = mcnemar_p([(e["p_loss_held_out"] >= 0.5) == y for e, y in zip(ex, loses)],
-                  [e["majority_held_out"] == y for e, y in zip(ex, loses)])
-    model, majority, _ = report["scores"]["all"]
-    verdict = ("better" if p < 0.05 and model["correct"] > majority["correct"] else
-               "not clearly better" if p >= 0.05 else "worse")
-    text = (f"Held out by linked experiments, it is right about the sign in {model['correct']} of {model['n']} distinct FT runs "
-            f"({model['accuracy']:.2f}, 95 % CI {model['ci95'][0]:.2f} to {model['ci95'][1]:.2f}), against "
-            f"{majority['correct']} for always guessing the majority outcome ({majority['accuracy']:.2f}, "
-            f"{majority['ci95'][0]:.2f} to {majority['ci95'][1]:.2f}), so on the same runs {verdict} (exact McNemar "
-            f"test, p = {p:.2g}; chapter 7; `results/predictor.json`): a screen does not replace the run.")
-    return "\n".join([README_MARKERS[0], text, README_MARKERS[1]])
-
-
-def write_readme_block(report: dict) -> Path:
-    """Rewrite the predictor block of :data:`PREDICTOR_PAGE` from ``report`` (``python -m ftcl_core predict``)."""
-    path = experiments.ROOT / PREDICTOR_PAGE
-    text = path.read_text()
-    start, end = text.find(README_MARKERS[0]), text.find(README_MARKERS[1])
-    if start < 0 or end < start:
-        raise experiments.ConfigError(f"{PREDICTOR_PAGE} has no predictor block: put the lines {README_MARKERS[0]!r} and "
-                                      f"{README_MARKERS[1]!r} where the predictor's held-out result belongs.")
-    atomic_write_bytes(path, (text[:start] + readme_block(report) + text[end + len(README_MARKERS[1]):]).encode())
-    return path
-
-
 def load_model(path: str | None = None) -> Model:
     """The model fitted on every stored FT run, from ``results/predictor.json`` (:func:`write_report`)."""
     target = experiments.ROOT / (path or REPORT)
