@@ -26,6 +26,7 @@ import numpy as np
 
 from ftcl_core.study import diagnosis as G
 from ftcl_core.study import experiments as X
+from ftcl_core.study.checks import failures
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import MIN_SEEDS
 from ftcl_core.study.results.numbers import fixed, plus_minus
@@ -559,13 +560,7 @@ CHECKS: dict[str, Check] = {
 def expect(ev: Evidence, *names: str) -> None:
     """Raise :class:`FindingsDisagree` naming every check of ``names`` (all of :data:`CHECKS` when none is given)
     that fails on ``ev``: the Markdown bound to it says something the stored verdicts no longer do."""
-    failed = {}
-    for name in names or tuple(CHECKS):
-        if name not in CHECKS:
-            raise KeyError(f"no check named {name!r}; known: {', '.join(CHECKS)}")
-        problem = CHECKS[name](ev)
-        if problem:
-            failed[name] = problem
+    failed = failures(CHECKS, ev, *names)
     if failed:
         raise FindingsDisagree("the stored verdicts disagree with the findings; rewrite the sentences bound to these "
                                "checks (<!-- checks: ... --> in book/findings.md and chapter 7's answer): "
