@@ -1,14 +1,63 @@
 """``python -m ftcl_core``: the entry point of the command line (:mod:`ftcl_core.study.cli`, which documents it).
 
 It sits above the three layers (the library, :mod:`ftcl_core.study`, :mod:`ftcl_core.pages`); ``tests/test_layers.py``
-exempts it from the layers' import rules.
+exempts it from the layers' import rules. Run as a program, ``train`` says where it writes before the command line's
+imports load torch (seconds).
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
+from pathlib import Path
 
-from ftcl_core.study.cli import EXIT_DIVERGED, EXIT_ERROR, main  # noqa: F401  (the exit statuses, for callers of main)
+
+def __getattr__(name: str):
+    """``main`` and the exit statuses (``EXIT_ERROR``, ``EXIT_DIVERGED``) of :mod:`ftcl_core.study.cli`, loaded on
+    first use, so that running the module prints ``train``'s first line before torch loads."""
+    if name in ("main", "EXIT_ERROR", "EXIT_DIVERGED"):
+        from ftcl_core.study import cli
+
+        return getattr(cli, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _announce(argv: list[str]) -> bool:
+    """Print ``train``'s first line (:func:`train_banner`) from the config alone; False where it
+    cannot (another command, a config that does not load: the command line then says why)."""
+    if argv[:1] != ["train"] or "--out" not in argv or os.environ.get("RANK", "0") != "0":
+        return False
+    from ftcl_core.config import load_config
+
+    at = argv.index("--out")
+    overrides = [a for a in argv[2:at] if not a.startswith("-")]
+    try:
+        cfg = load_config(argv[1], overrides)
+    except Exception:  # noqa: BLE001  (the command line reports it, in its one line)
+        return False
+    print(train_banner(argv[1], overrides, argv[at + 1], cfg.train.checkpoint_every), flush=True)
+    return True
+
+
+def train_banner(config: str, overrides: list[str], out: str | os.PathLike, every: int = 1) -> str:
+    """What ``python -m ftcl_core train`` says at once (before torch loads; the
+    command line's words, so they live here): where the run goes and the command that
+    resumes it, or that ``out`` holds a complete run already."""
+    out = Path(out)
+    again = shlex.join(["python", "-m", "ftcl_core", "train", config, *overrides, "--out", str(out)])
+    if (out / "eval.json").is_file():
+        return f"{out} holds a complete run: its readouts ({out / 'eval.json'}) follow, nothing is trained."
+    if (out / "checkpoint.pt").is_file():
+        return (f"resuming the run in {out} from its checkpoint ({out / 'checkpoint.pt'}); interrupted again, "
+                f"the same command resumes: {again}")
+    when = "each epoch" if every == 1 else f"every {every} epochs"
+    return (f"training into {out}: config.yaml now, metrics and checkpoint.pt after {when}, eval.json at the end. "
+            f"Interrupted (Ctrl-C), the same command resumes from the last checkpoint: {again}")
+
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _announce(sys.argv[1:])
+    from ftcl_core.study.cli import main as cli_main
+
+    sys.exit(cli_main())

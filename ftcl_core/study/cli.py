@@ -25,13 +25,11 @@ import argparse
 import contextlib
 import csv
 import json
-import shlex
 import signal
 import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import yaml
@@ -200,13 +198,11 @@ def _main(argv: list[str] | None = None) -> int:
                 return status
         return 0
 
-    try:  # the config is checked, and the banner printed, before training starts
+    try:  # the config is checked before training starts (the entry point has said where the run goes)
         cfg = load_config(args.config, args.overrides)
     except (ConfigError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if D.rank_from_env() == 0:
-        print(_train_banner(args, cfg.train.checkpoint_every), flush=True)
     try:
         result = train(cfg, args.out, progress=not args.no_progress)
     except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:
@@ -220,20 +216,6 @@ def _main(argv: list[str] | None = None) -> int:
             print(f"readouts: {RunDir(args.out).eval} (the run folder {args.out} holds its config, metrics and "
                   "checkpoint)", flush=True)
     return 0
-
-
-def _train_banner(args, every: int = 1) -> str:
-    """What ``train`` says at once: where the run goes, and how to resume it (or that it is complete already)."""
-    out = Path(args.out)
-    again = shlex.join(["python", "-m", "ftcl_core", "train", args.config, *args.overrides, "--out", args.out])
-    if (out / "eval.json").is_file():
-        return f"{out} holds a complete run: its readouts ({out / 'eval.json'}) follow, nothing is trained."
-    if (out / "checkpoint.pt").is_file():
-        return (f"resuming the run in {out} from its checkpoint ({out / 'checkpoint.pt'}); interrupted again, "
-                f"the same command resumes: {again}")
-    when = "each epoch" if every == 1 else f"every {every} epochs"
-    return (f"training into {out}: config.yaml now, metrics and checkpoint.pt after {when}, eval.json at the end. "
-            f"Interrupted (Ctrl-C), the same command resumes from the last checkpoint: {again}")
 
 
 def _plan(args) -> int:
