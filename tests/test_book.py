@@ -64,8 +64,10 @@ def recipe_numbers() -> set[str]:
 
 
 def prose_numbers(markdown: str) -> set[str]:
-    """Numbers in Markdown outside equations, code, citations and references to equations, tables and chapters."""
-    t = re.sub(r"\$\$.*?\$\$", "", markdown, flags=re.S)
+    """Numbers in Markdown outside equations, code, citations, MyST labels (``(try-it-04)=``) and references to
+    equations, tables and chapters."""
+    t = re.sub(r"^\([\w-]+\)=[ \t]*$", "", markdown, flags=re.M)
+    t = re.sub(r"\$\$.*?\$\$", "", t, flags=re.S)
     t = re.sub(r"\$[^$]*\$", "", t)
     t = re.sub(r"```.*?```", "", t, flags=re.S)
     t = re.sub(r"`[^`]*`", "", t)
@@ -174,3 +176,63 @@ def test_every_chapter_shows_the_smoke_notice_only_under_the_smoke_profile():
 def test_the_authors_released_code_is_linked_where_a_reader_starts():
     url = "https://github.com/DTennant/CL-Visualizing-Feature-Transformation"  # the URL the paper's abstract gives
     assert url in (ROOT / "README.md").read_text() and url in (ROOT / "book" / "index.md").read_text()
+
+
+# ---- "Try it": every chapter 1-6 ends with changes a reader can make (issue 52, item 1) ---------------------------
+
+TRY_IT_CHAPTERS = ["01_introduction", "02_scores", "03_score_bound", "04_training", "05_momentum",
+                   "06_feature_transformations"]
+
+
+def source_cells(name: str) -> list[tuple[str, str]]:
+    """A chapter source's cells as (header line, body), in order (jupytext percent format)."""
+    text = (ROOT / "book" / "src" / f"{name}.py").read_text()
+    parts = re.split(r"^(# %%.*)$", text, flags=re.M)
+    return [(parts[i], parts[i + 1]) for i in range(1, len(parts), 2)]
+
+
+def parameter_names(name: str) -> set[str]:
+    """The names the chapter's papermill parameters cell assigns."""
+    import ast
+
+    cell = next(body for head, body in source_cells(name) if 'tags=["parameters"]' in head)
+    return {t.id for node in ast.parse(cell).body if isinstance(node, ast.Assign)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+def try_it_bullets(markdown: str) -> list[str]:
+    """The bullets of a Markdown cell's list, each joined onto one line."""
+    bullets: list[str] = []
+    for line in markdown.splitlines():
+        if line.startswith("* "):
+            bullets.append(line[2:])
+        elif line.startswith("  ") and bullets:
+            bullets[-1] += " " + line.strip()
+    return bullets
+
+
+@pytest.mark.parametrize("name", TRY_IT_CHAPTERS)
+def test_every_chapter_ends_with_a_try_it_section(name):
+    """The last Markdown cell is a labelled ``## Try it`` with 2-3 bullets; each names a papermill parameter of the
+    chapter's parameters cell, a config key ``load_config`` accepts, or a widget (slider); a ``-p NAME`` or
+    ``-y "NAME: ..."`` that the parameters cell does not assign fails, so does a config key the configs reject."""
+    from ftcl_core.config import load_config
+
+    cells = source_cells(name)
+    md = [re.sub(r"^# ?", "", body, flags=re.M) for head, body in cells if head.startswith("# %% [markdown]")]
+    assert "In this chapter you will learn" in md[0], f"{name}: no opening 'In this chapter you will learn ...'"
+    last = md[-1].strip().splitlines()
+    assert last[:2] == [f"(try-it-{name[:2]})=", "## Try it"], f"{name}: its last Markdown cell is not a labelled Try it"
+    bullets = try_it_bullets(md[-1])
+    assert 2 <= len(bullets) <= 3, f"{name}: {len(bullets)} bullets"
+    params = parameter_names(name)
+    for bullet in bullets:
+        named = re.findall(r"-p\s+(\w+)", bullet) + re.findall(r"-y\s+\"(\w+):", bullet)
+        assert set(named) <= params, f"{name}: -p/-y names {sorted(set(named) - params)}, not in {sorted(params)}"
+        for notebook in re.findall(r"papermill\s+book/(\w+)\.ipynb", bullet):
+            assert notebook == name, f"{name}: a Try it bullet runs {notebook}"
+        keys = [kv for cmd in re.findall(r"ftcl_core train\s+\S+((?:\s+[\w.]+=[^\s`]+)+)", bullet) for kv in cmd.split()]
+        for kv in keys:
+            load_config(ROOT / "configs" / "cpu_cal_moco_v1.yaml", [kv])  # raises ConfigError on an unknown key
+        widget = re.search(r"\b(slider|widget)\b", bullet)
+        assert named or keys or widget, f"{name}: a bullet names no parameter, config key or widget: {bullet[:80]}"

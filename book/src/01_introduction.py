@@ -1,6 +1,9 @@
 # %% [markdown]
 # # Introduction
 #
+# In this chapter you will learn what the paper claims, what this book reproduces of it at laptop scale, and how to
+# run the chapters yourself.
+#
 # **The paper in one page.** {cite}`zhu2021improving` studies contrastive methods such as MoCo
 # {cite}`he2020momentum,chen2020improved`, which learn by pulling two views of one image
 # together (the *positive* pair, score $S_{q\cdot k^+} = z_q\cdot z_{k^+}$ on the unit sphere) and pushing
@@ -137,3 +140,14 @@ print("book sources:", Path.cwd().name)
 #
 # ```{bibliography}
 # ```
+
+# %% [markdown]
+# (try-it-01)=
+# ## Try it
+#
+# * **The `profile` parameter.** Run this chapter headless with `.venv/bin/papermill book/01_introduction.ipynb
+#   /tmp/01_introduction.ipynb -p profile smoke --cwd book`: it finishes in seconds, and the commands printed above
+#   now carry `-p profile smoke`. What each profile trades for its speed is in *How to read and run it* above.
+# * **A config key, `seed`.** Train a MoCo v2 run of your own with `.venv/bin/python -m ftcl_core train
+#   configs/cpu_cal_moco_v2.yaml seed=1 --out runs/try-seed`: on two cores it takes minutes, as said above. Chapter 4
+#   reads a run like it, and its section *Readout* prints how long the stored one took.

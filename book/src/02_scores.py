@@ -1,6 +1,9 @@
 # %% [markdown]
 # # Scores on the unit sphere
 #
+# In this chapter you will learn what a score is, how InfoNCE and its temperature turn scores into a loss, and which
+# three statistics of the scores the paper's visualization tool records.
+#
 # MoCo's encoder maps an image to a 128-d vector that is then L2-normalised, so every feature lies on the
 # unit sphere and a *score* is a cosine: $S = z_q\cdot z_k \in [-1, 1]$. For a query $q$ with its
 # positive key $k^+$ (another view of the same image) and $K$ negatives from the queue, InfoNCE (eq. 1) is
@@ -115,3 +118,16 @@ ax.set_xlabel("negatives, by rank of their score")
 ax.set_ylabel("share of the negatives' softmax mass")
 ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
 plt.show()
+
+# %% [markdown]
+# (try-it-02)=
+# ## Try it
+#
+# * **The `profile` parameter.** `.venv/bin/papermill book/02_scores.ipynb /tmp/02_scores.ipynb -p profile smoke --cwd
+#   book` draws the histogram from the smoke profile's small model and data. Expect the positive scores still above
+#   the negative ones, for the reason *Scores of a randomly initialised encoder* gives: a random network maps similar
+#   inputs to similar outputs.
+# * **A config key, `moco.tau`.** `.venv/bin/python -m ftcl_core train configs/cpu_cal_moco_v1.yaml moco.tau=0.2 --out
+#   runs/try-tau` trains MoCo v1 at MoCo v2's temperature, so its loss spreads its softmax over more of the negatives
+#   instead of the few hardest. The figure of *Temperature* shows how far, and chapter 8's explorer holds the stored
+#   MoCo v1 runs to compare with.

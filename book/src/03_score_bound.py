@@ -1,6 +1,9 @@
 # %% [markdown]
 # # The extrapolation score bound
 #
+# In this chapter you will learn why positive extrapolation lowers the positive score (eq. 4), how to check it by
+# algebra and on random vectors, and how $\alpha$ and $\lambda$ shape the transformed score.
+#
 # Positive extrapolation (eq. 3) mixes a query and its key beyond their segment:
 #
 # $$\hat z_q = \lambda z_q + (1-\lambda) z_{k^+},\qquad \hat z_{k^+} = \lambda z_{k^+} + (1-\lambda) z_q,\qquad \lambda\sim\mathrm{Beta}(\alpha,\alpha)+1 .$$
@@ -183,3 +186,18 @@ def explore(alpha=2.0, lam=1.5, S=0.6):
 
 
 P.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1), lam=(0.0, 2.0, 0.05), S=(-1.0, 1.0, 0.05)))
+
+# %% [markdown]
+# (try-it-03)=
+# ## Try it
+#
+# * **The α slider** of *Explorer: α, λ and S*: below one, the draws of $\lambda$ pile up at the two ends (no change,
+#   and the extreme $5S-4$); above one they gather around $\lambda=1.5$. Whether that makes $\alpha_{ex}=2$ the best
+#   choice in training is Table 2, drawn in chapter 6's *The other tables as figures*, with its verdict in chapter 9's
+#   *Verdicts by table*.
+# * **The λ slider** of the second figure: below one the transformed score lies above $S$, so interpolation makes the
+#   pair easier (the right panel of *Numerical check on random unit vectors*). Table 4 in chapter 6 tests what that
+#   does to training, and chapter 9 gives its verdict.
+# * **The `profile` parameter.** `.venv/bin/papermill book/03_score_bound.ipynb /tmp/03_score_bound.ipynb -p profile
+#   smoke --cwd book` runs the numerical check on fewer pairs. Expect the same outcome as in *Numerical check on
+#   random unit vectors*: every measured score on eq. 4 and inside its range.

@@ -1,6 +1,9 @@
 # %% [markdown]
 # # Training MoCo and watching the scores
 #
+# In this chapter you will learn how one MoCo run is built and trained, and how to read its loss, its score
+# statistics, its gradient landscape and its readout.
+#
 # A real MoCo v2 run: query encoder, momentum key encoder (eq. 2, $\theta_k \leftarrow m\theta_k +
 # (1-m)\theta_q$), a queue of $K$ clean keys, InfoNCE at $\tau=0.2$, and single-process shuffle-BN
 # emulated with split batch-norm over 4 groups and a shuffled key batch (as the MoCo CIFAR demo does).
@@ -118,3 +121,15 @@ n_steps = len(run.load_metrics()["loss"])
 print(f"train {ev['train_s']:.0f} s for {n_steps} steps ({n_steps / ev['train_s']:.1f} steps per second) + eval "
       f"{ev['eval_s']:.0f} s on {prov.get('cpu_model') or prov.get('device_name')} ({prov.get('threads')} threads); "
       f"commit {str(prov.get('commit'))[:10]}, torch {prov['versions']['torch']}")
+
+# %% [markdown]
+# (try-it-04)=
+# ## Try it
+#
+# * **The `seed` parameter.** `.venv/bin/papermill book/04_training.ipynb /tmp/04_training.ipynb -p seed 1 --cwd book`
+#   loads (or trains, if it is missing) another seed of the same recipe. Expect the same shapes, the loss starting
+#   near $\ln(K+1)$ and falling (*Loss and contrastive accuracy*); how far the readout moves from seed to seed is what
+#   the intervals of chapter 9's *Verdicts by table* measure.
+# * **The `profile` parameter.** `.venv/bin/papermill book/04_training.ipynb /tmp/04_training.ipynb -p profile smoke
+#   --cwd book` trains a run in seconds, and the recipe table at the top then lists the smoke profile's own settings,
+#   so you can see what it shrinks. Chapter 1's *How to read and run it* says what each profile is for.

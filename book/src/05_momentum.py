@@ -1,6 +1,9 @@
 # %% [markdown]
 # # Momentum and collapse
 #
+# In this chapter you will learn how MoCo's momentum shapes training, and how the paper's signs of collapse in the
+# score statistics and the gradient landscape hold up at this scale.
+#
 # MoCo's key encoder follows the query encoder slowly, $\theta_k \leftarrow m\theta_k + (1-m)\theta_q$
 # (eq. 2). The paper sweeps $m$ for MoCo v1 (ResNet-18, ImageNet-100, 100 epochs, $\tau=0.07$) and
 # finds (Table 1): $m\le 0.5$ collapses (readout below a randomly initialised encoder), accuracy rises
@@ -207,3 +210,20 @@ checks.expect(G.CHECKS, swings, "Mean(neg) swings most at a large momentum",
 # as the paper's reading has it. At m = 1 the key encoder never leaves its random initialisation, so each batch's
 # keys score the queries by how the batch happens to fall, a noise no training smooths out: Mean(neg)'s swing does
 # not mark the small momenta's failure to learn here, while the gradient norms' does.
+
+# %% [markdown]
+# (try-it-05)=
+# ## Try it
+#
+# * **The `landscape_momenta` parameter.** `.venv/bin/papermill book/05_momentum.ipynb /tmp/05_momentum.ipynb -y
+#   "landscape_momenta: [0.5, 0.99]" --cwd book` draws only those two gradient landscapes, side by side. The paper
+#   expects the smaller momentum's to be the spikier; the table of *Volatility* says whether the summed gradient norm
+#   bears that out here.
+# * **The `profile` parameter.** `.venv/bin/papermill book/05_momentum.ipynb /tmp/05_momentum.ipynb -p profile smoke
+#   --cwd book` trains the sweep at smoke scale in seconds to a minute, while the paragraphs with numbers still read
+#   the stored `cpu` runs (as *Score statistics (Fig 3) and their trajectories (Fig 5)* says). Compare the smoke
+#   figures with the stored ones: the reading of the text belongs to the `cpu` runs only.
+# * **A config key, `moco.momentum`.** `.venv/bin/python -m ftcl_core train configs/cpu_cal_moco_v1.yaml
+#   moco.momentum=0.95 --out runs/try-m` trains a momentum the sweep leaves out, and writes its readout to the run
+#   folder's `eval.json`. Place it on the Table 1 figure of {ref}`momentum-figure`, whose text says where readout
+#   peaks here.

@@ -1,6 +1,9 @@
 # %% [markdown]
 # # Feature transformations in training
 #
+# In this chapter you will learn how the feature transformations act inside MoCo's loss, what they do to the readout
+# and to the score statistics here, and how to recognise a collapse in those statistics.
+#
 # The paper's central claim (Sec 4, Table 5): on ImageNet-100, positive extrapolation and negative
 # interpolation each improve MoCo's linear readout, together more than either alone, for MoCo v1 and v2, and
 # more still with one $\lambda$ per dimension (the paper's numbers: the orange diamonds below). Here the same switches run on the embedded data,
@@ -148,3 +151,21 @@ for i, name in enumerate([next(iter(pick)), [k for k in pick if k.endswith("+bot
     P.grad_landscape(RunDir(r["dir"]).load_grad_norms()["per_epoch"], title=name, ax=ax)
 plt.tight_layout()
 plt.show()
+
+# %% [markdown]
+# (try-it-06)=
+# ## Try it
+#
+# * **The `seeds` parameter.** `.venv/bin/papermill book/06_feature_transformations.ipynb
+#   /tmp/06_feature_transformations.ipynb -y "seeds: [1]" --cwd book` draws the statistics and the gradient landscapes
+#   of seed 1 (trained if missing). The text reads the collapse in seed 0: see whether Mean(neg) of the raw cosines
+#   again rises towards one under positive extrapolation from the first step, and read why in chapter 7's *A
+#   concentrated state: does it attract or repel?*.
+# * **A config key, `ft.pos`.** `.venv/bin/python -m ftcl_core train configs/cpu_cal_moco_v1.yaml ft.pos=true --out
+#   runs/try-pos` adds positive extrapolation to the calibrated MoCo v1 baseline. Expect the collapse signature of
+#   *The collapse signature of every setting*, and find whether it survives the calibrated baselines in
+#   {ref}`recipe-changes`.
+# * **A config key, `ft.start_epoch`.** `.venv/bin/python -m ftcl_core train configs/cpu_cal_moco_v1.yaml ft.pos=true
+#   ft.neg=true ft.start_epoch=15 --out runs/try-late` switches FT on only at epoch 15, after the randomly filled
+#   queue of the first steps that Supp D blames is gone. Chapter 7's *Starting later: where the runs stand when FT
+#   switches on* and {ref}`phase-diagram` say when a later start helps.
