@@ -127,9 +127,9 @@ print(f"train {ev['train_s']:.0f} s for {n_steps} steps ({n_steps / ev['train_s'
 # ## Try it
 #
 # * **The `seed` parameter.** `.venv/bin/papermill book/04_training.ipynb /tmp/04_training.ipynb -p seed 1 --cwd book`
-#   loads (or trains, if it is missing) another seed of the same recipe. Expect the same shapes, the loss starting
-#   near $\ln(K+1)$ and falling (*Loss and contrastive accuracy*); how far the readout moves from seed to seed is what
-#   the intervals of chapter 9's *Verdicts by table* measure.
+#   loads (or trains, if it is missing) another seed of the same recipe. Compare its loss and contrastive accuracy
+#   with this seed's, against the dashed $\ln(K+1)$ line (*Loss and contrastive accuracy*); how far the readout moves
+#   from seed to seed is what the intervals of chapter 9's *Verdicts by table* measure.
 # * **The `profile` parameter.** `.venv/bin/papermill book/04_training.ipynb /tmp/04_training.ipynb -p profile smoke
 #   --cwd book` trains a run in seconds, and the recipe table at the top then lists the smoke profile's own settings,
 #   so you can see what it shrinks. Chapter 1's *How to read and run it* says what each profile is for.
