@@ -6,7 +6,7 @@
 #
 #   bash tools/headroom_map.sh              # all of it (~20 h on 2 CPU cores)
 #   bash tools/headroom_map.sh 30           # the 30-epoch map only
-#   FTCL_COMMIT=1 bash tools/headroom_map.sh  # also commit each seed's runs as they land (that seed's folders only)
+#   FTCL_COMMIT=1 bash tools/headroom_map.sh  # also commit each run as it lands (its folder only)
 #   SEEDS="3" bash tools/headroom_map.sh 30 & SEEDS="4" bash tools/headroom_map.sh 30 &   # two processes of one
 #       thread each: about 10 % more runs an hour on 2 cores (results/screens/2026-12-03_parallel-threads.md)
 set -euo pipefail
@@ -16,11 +16,17 @@ LENGTHS=${*:-30 120 240}
 for L in $LENGTHS; do
   S=$(( L * 3 / 10 ))
   for SEED in ${SEEDS:-0 1 2 3 4}; do
-    "$PY" -m ftcl_core sweep experiments/headroom/map_v1.yaml --seeds "$SEED" \
-      --settings "baseline $L" "+both $L" "+both from $S of $L" "+neg $L" "+pos from $S of $L"
-    if [ -n "${FTCL_COMMIT:-}" ]; then
-      git add results/cpu/H-map-v1/*/seed"$SEED" && git commit -q -m "Issue 50: H-map-v1 at $L epochs, seed $SEED (tools/headroom_map.sh)" \
-        -- results/cpu/H-map-v1/*/seed"$SEED" || true
-    fi
+    for ARM in "baseline $L" "+both $L" "+both from $S of $L" "+neg $L" "+pos from $S of $L"; do
+      "$PY" -m ftcl_core sweep experiments/headroom/map_v1.yaml --seeds "$SEED" --settings "$ARM"
+      if [ -n "${FTCL_COMMIT:-}" ]; then   # each run as it lands: a session that stops mid-seed loses at most one run
+        DIR="results/cpu/H-map-v1/${ARM// /_}/seed$SEED"
+        for TRY in 1 2 3; do   # the index may be locked by a commit in the foreground: wait and try again
+          if git add "$DIR" && git commit -q -m "Issue 50: H-map-v1 $ARM, seed $SEED (tools/headroom_map.sh)" -- "$DIR"; then
+            break
+          fi
+          sleep 20
+        done
+      fi
+    done
   done
 done
