@@ -525,3 +525,23 @@ def test_the_resolution_row_is_not_run_without_stored_runs(tmp_path):
 def test_the_error_ratio_is_nan_without_baseline_errors():
     assert G.error_ratio({"ft": 90.0, "baseline": 98.0}) == pytest.approx(5.0)
     assert math.isnan(G.error_ratio({"ft": 90.0, "baseline": 100.0}))
+
+
+def test_headroom_csv_is_what_the_stored_map_gives(tmp_path):
+    """results/headroom.csv lists every planned setting of the map (experiments/headroom/map_v1.yaml) once, reads
+    "not run" where nothing is stored, judges stored claims on both scales, and is what the runs give today."""
+    from ftcl_core.study import experiments as X
+
+    rows = G.headroom_rows()
+    exp = X.Experiment.load(X.ROOT / "experiments" / "headroom" / "map_v1.yaml")
+    assert [r["setting"] for r in rows if r["table"] == exp.table] != [] and \
+        sorted(r["setting"] for r in rows) == sorted(exp.settings)
+    for r in rows:
+        if not r["n_seeds"]:
+            assert r["verdict"] == G.NOT_RUN
+        elif r["claim"] and r["n_seeds"] >= 3:
+            assert r["verdict_points"] and r["verdict_errors"] and r["scale"] in ("points", "errors")
+        elif r["reference"] and not r["claim"]:
+            assert r["verdict"] == G.COMPARED
+    fresh = G.write_diagnosis_csv(rows, tmp_path / "headroom.csv")
+    assert fresh.read_text() == G.HEADROOM_CSV.read_text(), "results/headroom.csv is stale: run `python -m ftcl_core summary`"

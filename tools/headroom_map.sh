@@ -20,8 +20,11 @@ for L in $LENGTHS; do
       "$PY" -m ftcl_core sweep experiments/headroom/map_v1.yaml --seeds "$SEED" --settings "$ARM"
       if [ -n "${FTCL_COMMIT:-}" ]; then   # each run as it lands: a session that stops mid-seed loses at most one run
         DIR="results/cpu/H-map-v1/${ARM// /_}/seed$SEED"
+        # results/headroom.csv follows the runs in the same commit (a test compares it with them)
+        "$PY" -c "from ftcl_core.study.diagnosis import HEADROOM_CSV, headroom_rows, write_diagnosis_csv as w
+w(headroom_rows(), HEADROOM_CSV)" || echo "results/headroom.csv not rewritten: run python -m ftcl_core summary" >&2
         for TRY in 1 2 3; do   # the index may be locked by a commit in the foreground: wait and try again
-          if git add "$DIR" && git commit -q -m "Issue 50: H-map-v1 $ARM, seed $SEED (tools/headroom_map.sh)" -- "$DIR"; then
+          if git add "$DIR" results/headroom.csv && git commit -q -m "Issue 50: H-map-v1 $ARM, seed $SEED (tools/headroom_map.sh)" -- "$DIR" results/headroom.csv; then
             break
           fi
           sleep 20

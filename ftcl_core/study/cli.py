@@ -40,7 +40,7 @@ from ftcl_core.config import ConfigError, load_config
 from ftcl_core.runs import RunDir, RunFileError
 from ftcl_core.study import predict
 from ftcl_core.study.calibration import markdown, trials, write_csv
-from ftcl_core.study.diagnosis import diagnosis_rows, write_diagnosis_csv
+from ftcl_core.study.diagnosis import HEADROOM_CSV, diagnosis_rows, headroom_rows, write_diagnosis_csv
 from ftcl_core.study.experiments import (
     ROOT,
     plan_rows,
@@ -186,6 +186,15 @@ def _main(argv: list[str] | None = None) -> int:
                 print(f"| {r['question']} | {r['table']} | {r['setting']} | {r['n_seeds']} | "
                       f"{pm_cell(r['mean'], None)} | {diff} | "
                       f"{labelled(r['verdict'], r['scale'])} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
+        rows = headroom_rows(profile=args.profile)
+        if args.profile == "cpu" and any(r["n_seeds"] for r in rows):
+            print(f"\n### The task with headroom <!-- written: {write_diagnosis_csv(rows, HEADROOM_CSV)} -->\n")
+            print("| setting | seeds | mean | Δ vs reference | verdict |\n|---|---|---|---|---|")
+            for r in rows:
+                diff = "" if r["diff_mean"] in ("", None) or r["reference"] == "" or not r["n_seeds"] else (
+                    f"{pm_cell(r['diff_mean'], r['diff_ci95'])} vs {r['reference']}")
+                mean = pm_cell(r["mean"], None) if r["n_seeds"] else ""
+                print(f"| {r['setting']} | {r['n_seeds']} | {mean} | {diff} | {labelled(r['verdict'], r['scale'])} |")
         tool = ROOT / "tools" / "readme_findings.py"
         if args.profile == "cpu" and tool.is_file():  # the README's copy of the findings, from the same runs
             import importlib.util  # a script of the repository, not a module of the package

@@ -40,7 +40,7 @@ from ftcl_core.models import build_encoder
 from ftcl_core.runs import RunDir, atomic_write_bytes
 from ftcl_core.study import experiments as X
 from ftcl_core.study.results import claims as verdicts
-from ftcl_core.study.results.claims import MIN_SEEDS, Claim
+from ftcl_core.study.results.claims import BASELINE, MIN_SEEDS, Claim
 from ftcl_core.study.results.numbers import cell, fixed, plus_minus
 from ftcl_core.study.results.paired import by_seed, mean_ci95, pair, paired_records
 from ftcl_core.study.signatures import collapse_signature, first_step_above, volatility
@@ -135,6 +135,7 @@ def contraction_rate(rho: float, lam: float, tau: float = 0.2, n: int = 512, dim
 
 
 NOT_RUN = "not run"  # a comparison with no paired seed stored: never trained, not undecided
+COMPARED = "compared"  # an arm set against its reference of which the paper claims nothing (no verdict on a claim)
 
 
 def paired_comparison(label: str, records: list[dict], baseline: str, treated: str, key: str = "linear_top1",
@@ -419,12 +420,14 @@ DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", 
 _P_COLUMNS = ("p_value", "q_value")  # written at 6 decimals (the others at 3)
 
 
-def diagnosis_rows(folder=None, profile: str = "cpu") -> list[dict]:
+def diagnosis_rows(folder=None, profile: str = "cpu", pattern: str = "*.yaml", planned: bool = False) -> list[dict]:
     """One row per (question, setting) of the diagnosis files' stored runs: readout mean and CI, the paired
     difference against the setting's reference and its verdict (on the paper's claim that FT helps), and the
-    median over seeds of the first step at which Mean(neg) of the raw cosines passes 0.9 (blank: never)."""
+    median over seeds of the first step at which Mean(neg) of the raw cosines passes 0.9 (blank: never).
+    ``pattern``: the experiment files of ``folder`` read; ``planned``: also a row for each setting of a file that has
+    no stored run, its verdict :data:`NOT_RUN` (a map still training reads "not run", not "undecided")."""
     rows = []
-    for path in sorted(Path(folder or X.ROOT / "experiments" / "diagnosis").glob("*.yaml")):
+    for path in sorted(Path(folder or X.ROOT / "experiments" / "diagnosis").glob(pattern)):
         exp = X.Experiment.load(path)
         question = (yaml.safe_load(path.read_text()) or {}).get("question", "")
         records = X.load_records(path, profile)
@@ -443,8 +446,25 @@ def diagnosis_rows(folder=None, profile: str = "cpu") -> list[dict]:
                          "first_step_neg_mean_above_0.9": "" if not np.isfinite(median) else int(median),
                          "command": f"python -m ftcl_core sweep {_shown(path)}",
                          **{k: row[k] for k in DIAGNOSIS_COLUMNS[13:]}, "_verdict": row.get("_verdict")})
+            if row["verdict"] == BASELINE and row["reference"]:  # compared, but the paper claims nothing of it
+                rows[-1].update(verdict=COMPARED, verdict_bh=COMPARED)
+        stored = {r["setting"] for r in records}
+        for setting in (s for s in exp.settings if planned and s not in stored):
+            rows.append({**dict.fromkeys(DIAGNOSIS_COLUMNS, ""), "question": question, "data": data,
+                         "table": exp.table, "setting": setting, "n_seeds": 0,
+                         "reference": exp.compare.get(setting, ""), "verdict": NOT_RUN, "verdict_bh": NOT_RUN,
+                         "command": f"python -m ftcl_core sweep {_shown(path)} --settings '{setting}'"})
     X.apply_bh(rows)
     return rows
+
+
+HEADROOM_CSV = X.ROOT / "results" / "headroom.csv"  # written by ``summary`` from :func:`headroom_rows`
+
+
+def headroom_rows(profile: str = "cpu") -> list[dict]:
+    """:func:`diagnosis_rows` of the length x start map on the task with headroom (``experiments/headroom/map_*.yaml``;
+    issue 50), every planned setting listed: its stored comparisons judged on both scales, the rest "not run"."""
+    return diagnosis_rows(X.ROOT / "experiments" / "headroom", profile, pattern="map_*.yaml", planned=True)
 
 
 def _shown(path: Path) -> str:
