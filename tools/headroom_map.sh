@@ -6,30 +6,42 @@
 #
 #   bash tools/headroom_map.sh              # all of it (~20 h on 2 CPU cores)
 #   bash tools/headroom_map.sh 30           # the 30-epoch map only
-#   FTCL_COMMIT=1 bash tools/headroom_map.sh  # also commit each run as it lands (its folder only)
+#   FTCL_COMMIT=1 bash tools/headroom_map.sh  # also commit each run as it lands (its folder and results/headroom.csv)
 #   SEEDS="3" bash tools/headroom_map.sh 30 & SEEDS="4" bash tools/headroom_map.sh 30 &   # two processes of one
 #       thread each: about 10 % more runs an hour on 2 cores (results/screens/2026-12-03_parallel-threads.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 LENGTHS=${*:-30 120 240}
+
+commit_landed() {  # every finished run of the map not yet in git, each in its own commit with results/headroom.csv
+  [ -n "${FTCL_COMMIT:-}" ] || return 0
+  for EVAL in results/cpu/H-map-v1/*/seed*/eval.json; do
+    [ -e "$EVAL" ] || continue
+    git ls-files --error-unmatch "$EVAL" >/dev/null 2>&1 && continue
+    DIR=$(dirname "$EVAL")
+    "$PY" -c "from ftcl_core.study.diagnosis import HEADROOM_CSV, headroom_rows, write_diagnosis_csv as w
+w(headroom_rows(), HEADROOM_CSV)" || echo "results/headroom.csv not rewritten: run python -m ftcl_core summary" >&2
+    for TRY in 1 2 3; do  # the index may be locked by a commit in the foreground: wait and try again
+      if git add "$DIR" results/headroom.csv \
+         && git commit -q -m "Issue 50: H-map-v1 ${DIR#results/cpu/H-map-v1/} (tools/headroom_map.sh)" -- "$DIR" results/headroom.csv; then
+        break
+      fi
+      sleep 20
+    done
+  done
+}
+
 for L in $LENGTHS; do
   S=$(( L * 3 / 10 ))
   for SEED in ${SEEDS:-0 1 2 3 4}; do
-    for ARM in "baseline $L" "+both $L" "+both from $S of $L" "+neg $L" "+pos from $S of $L"; do
-      "$PY" -m ftcl_core sweep experiments/headroom/map_v1.yaml --seeds "$SEED" --settings "$ARM"
-      if [ -n "${FTCL_COMMIT:-}" ]; then   # each run as it lands: a session that stops mid-seed loses at most one run
-        DIR="results/cpu/H-map-v1/${ARM// /_}/seed$SEED"
-        # results/headroom.csv follows the runs in the same commit (a test compares it with them)
-        "$PY" -c "from ftcl_core.study.diagnosis import HEADROOM_CSV, headroom_rows, write_diagnosis_csv as w
-w(headroom_rows(), HEADROOM_CSV)" || echo "results/headroom.csv not rewritten: run python -m ftcl_core summary" >&2
-        for TRY in 1 2 3; do   # the index may be locked by a commit in the foreground: wait and try again
-          if git add "$DIR" results/headroom.csv && git commit -q -m "Issue 50: H-map-v1 $ARM, seed $SEED (tools/headroom_map.sh)" -- "$DIR" results/headroom.csv; then
-            break
-          fi
-          sleep 20
-        done
-      fi
-    done
+    # the five arms in one sweep, so that the late starts fork from the baseline's state at epoch S (~15 % saved);
+    # each run is committed as it lands: a session that stops mid-seed loses at most the run in training
+    "$PY" -m ftcl_core sweep experiments/headroom/map_v1.yaml --seeds "$SEED" \
+      --settings "baseline $L" "+both $L" "+both from $S of $L" "+neg $L" "+pos from $S of $L" &
+    SWEEP=$!
+    while kill -0 "$SWEEP" 2>/dev/null; do sleep 60; commit_landed; done
+    wait "$SWEEP"
+    commit_landed
   done
 done
