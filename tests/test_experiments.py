@@ -2,6 +2,7 @@
 
 import csv
 import math
+import os
 import re
 
 import pytest
@@ -767,3 +768,23 @@ def test_a_refiled_row_is_matched_with_its_dated_record_under_its_old_table():
     got = X.recipe_sensitivity([row("T5", "contradicted", "configs/cpu_byol.yaml", "-5.0")],
                                [row("S-E", "inconclusive", "configs/cpu_cal_byol.yaml", "0.5")])
     assert [(r["table"], r["before"][0], r["after"][0]) for r in got] == [("S-E", "contradicted", "inconclusive")]
+
+
+def test_sweep_parallel_deals_the_seeds_to_processes_of_fewer_threads(tmp_path, monkeypatch, capfd):
+    """``sweep --parallel 2``: two child sweeps, seeds dealt round-robin, each with cores // 2 threads; every run
+    lands once, and a run again trains nothing; ``--parallel 0`` is refused with the fix."""
+    from ftcl_core.study.cli import main
+
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    exp_file = tmp_path / "tiny.yaml"
+    exp_file.write_text("table: T-par\ntitle: tiny\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0, 1, 2]\n"
+                        "common: {train.epochs: 1}\nsettings:\n  baseline: {}\n")
+    assert main(["sweep", str(exp_file), "--profile", "smoke", "--parallel", "2"]) == 0
+    out = capfd.readouterr().out
+    threads = max(1, (os.cpu_count() or 1) // 2)
+    assert f"2 processes of {threads} thread(s), seeds [[0, 2], [1]]" in out
+    records = X.load_records(exp_file, "smoke")
+    assert sorted(r["seed"] for r in records) == [0, 1, 2]
+    assert main(["sweep", str(exp_file), "--profile", "smoke", "--parallel", "0"]) == 2
+    assert "--parallel 0" in capfd.readouterr().err

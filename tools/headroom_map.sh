@@ -7,8 +7,8 @@
 #   bash tools/headroom_map.sh              # all of it (~20 h on 2 CPU cores)
 #   bash tools/headroom_map.sh 30           # the 30-epoch map only
 #   FTCL_COMMIT=1 bash tools/headroom_map.sh  # also commit each run as it lands (its folder and results/headroom.csv)
-#   SEEDS="3" bash tools/headroom_map.sh 30 & SEEDS="4" bash tools/headroom_map.sh 30 &   # two processes of one
-#       thread each: about 10 % more runs an hour on 2 cores (results/screens/2026-12-03_parallel-threads.md)
+#   PARALLEL=2 bash tools/headroom_map.sh 120   # two processes of one thread each (sweep --parallel 2): about 10 %
+#       more runs an hour on 2 cores (results/screens/2026-12-03_parallel-threads.md), both cores busy
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -34,11 +34,13 @@ w(headroom_rows(), HEADROOM_CSV)" || echo "results/headroom.csv not rewritten: r
 
 for L in $LENGTHS; do
   S=$(( L * 3 / 10 ))
-  for SEED in ${SEEDS:-0 1 2 3 4}; do
+  # PARALLEL=2: one sweep of every seed, two processes of one thread (sweep --parallel), else seed by seed
+  for SEED_SET in $( [ "${PARALLEL:-1}" -gt 1 ] && echo "${SEEDS:-0 1 2 3 4}" | tr ' ' , || echo "${SEEDS:-0 1 2 3 4}" ); do
     # the five arms in one sweep, so that the late starts fork from the baseline's state at epoch S (~15 % saved);
     # each run is committed as it lands: a session that stops mid-seed loses at most the run in training
-    "$PY" -m ftcl_core sweep experiments/headroom/map_v1.yaml --seeds "$SEED" \
-      --settings "baseline $L" "+both $L" "+both from $S of $L" "+neg $L" "+pos from $S of $L" &
+    # shellcheck disable=SC2046
+    "$PY" -m ftcl_core sweep experiments/headroom/map_v1.yaml --seeds $(echo "$SEED_SET" | tr , ' ') \
+      --parallel "${PARALLEL:-1}" --settings "baseline $L" "+both $L" "+both from $S of $L" "+neg $L" "+pos from $S of $L" &
     SWEEP=$!
     while kill -0 "$SWEEP" 2>/dev/null; do sleep 60; commit_landed; done
     wait "$SWEEP"
