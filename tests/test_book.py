@@ -181,7 +181,7 @@ def test_the_authors_released_code_is_linked_where_a_reader_starts():
 # ---- "Try it": every chapter 1-6 ends with changes a reader can make (issue 52, item 1) ---------------------------
 
 TRY_IT_CHAPTERS = ["01_introduction", "02_scores", "03_score_bound", "04_training", "05_momentum",
-                   "06_feature_transformations"]
+                   "06_feature_transformations", "11_headroom"]
 
 
 def source_cells(name: str) -> list[tuple[str, str]]:

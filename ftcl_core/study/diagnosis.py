@@ -420,17 +420,19 @@ DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", 
 _P_COLUMNS = ("p_value", "q_value")  # written at 6 decimals (the others at 3)
 
 
-def diagnosis_rows(folder=None, profile: str = "cpu", pattern: str = "*.yaml", planned: bool = False) -> list[dict]:
+def diagnosis_rows(folder=None, profile: str = "cpu", pattern: str = "*.yaml", planned: bool = False,
+                   root=None) -> list[dict]:
     """One row per (question, setting) of the diagnosis files' stored runs: readout mean and CI, the paired
     difference against the setting's reference and its verdict (on the paper's claim that FT helps), and the
     median over seeds of the first step at which Mean(neg) of the raw cosines passes 0.9 (blank: never).
     ``pattern``: the experiment files of ``folder`` read; ``planned``: also a row for each setting of a file that has
-    no stored run, its verdict :data:`NOT_RUN` (a map still training reads "not run", not "undecided")."""
+    no stored run, its verdict :data:`NOT_RUN` (a map still training reads "not run", not "undecided"); ``root``: where
+    the runs are (default: the profile's root; :data:`ftcl_core.study.experiments.STORED`, the committed ones)."""
     rows = []
     for path in sorted(Path(folder or X.ROOT / "experiments" / "diagnosis").glob(pattern)):
         exp = X.Experiment.load(path)
         question = (yaml.safe_load(path.read_text()) or {}).get("question", "")
-        records = X.load_records(path, profile)
+        records = X.load_records(path, profile, root)
         data = X.data_set(exp, profile)  # shapes | fashion_mnist | ...
         for row in X.table_rows(exp, records):
             firsts = []
@@ -461,10 +463,10 @@ def diagnosis_rows(folder=None, profile: str = "cpu", pattern: str = "*.yaml", p
 HEADROOM_CSV = X.ROOT / "results" / "headroom.csv"  # written by ``summary`` from :func:`headroom_rows`
 
 
-def headroom_rows(profile: str = "cpu") -> list[dict]:
+def headroom_rows(profile: str = "cpu", root=None) -> list[dict]:
     """:func:`diagnosis_rows` of the length x start map on the task with headroom (``experiments/headroom/map_*.yaml``;
     issue 50), every planned setting listed: its stored comparisons judged on both scales, the rest "not run"."""
-    return diagnosis_rows(X.ROOT / "experiments" / "headroom", profile, pattern="map_*.yaml", planned=True)
+    return diagnosis_rows(X.ROOT / "experiments" / "headroom", profile, pattern="map_*.yaml", planned=True, root=root)
 
 
 def _shown(path: Path) -> str:

@@ -1,0 +1,85 @@
+"""The length x start map on the task with headroom at a glance (chapter 11): each arm against its baseline, in
+points and in test errors, the paper's own effect beside it, every planned comparison shown (the ones not trained
+yet marked so)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from ftcl_core.pages import plotting as P
+from ftcl_core.study import headroom as H
+
+ARM_LABELS = {"both": "+pos +neg from step 0", "both_late": "+pos +neg from 30 %", "neg": "+neg alone",
+              "pos_late": "+pos alone from 30 %"}
+COLORS = {**P.VERDICT_COLORS, "compared": "#4c72b0"}  # "compared": the paper claims nothing of that arm
+
+
+def _num(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def map_figure(rows: list[Mapping]):
+    """Two panels sharing one row per (length, arm) of :data:`ftcl_core.study.headroom.ARMS`: left, the paired
+    difference in linear top-1 (points, mean ± 95 % CI over seeds); right, the ratio of test errors (FT's over the
+    baseline's, log scale, 1 = no change); dots coloured by verdict, the paper's effect as an orange diamond on each
+    scale (its two numbers' difference, and their error ratio), "n seeds" or "not run" written where a comparison
+    holds fewer than 3 paired seeds. ``rows``: :func:`ftcl_core.study.diagnosis.headroom_rows`."""
+    import matplotlib.pyplot as plt
+
+    by_setting = {r["setting"]: r for r in rows}
+    labels, cells = [], []
+    for length in H.LENGTHS:
+        for arm in H.ARMS:
+            labels.append(f"{length} ep.  {ARM_LABELS[arm]}")
+            cells.append(by_setting.get(H.setting(arm, length), {}))
+    ys = np.arange(len(cells))[::-1]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(P.BOOK_WIDTH_IN, 0.3 * len(cells) + 1.6), sharey=True,
+                                      layout="constrained", width_ratios=(1.2, 1))
+    for y, r in zip(ys, cells):
+        n = int(_num(r.get("n_seeds")) or 0) if r else 0
+        if n == 0 or not math.isfinite(_num(r.get("diff_mean"))):
+            left.annotate("not run", (0, y), xycoords=("axes fraction", "data"), xytext=(4, 0), va="center",
+                          textcoords="offset points", fontsize=P.TEXT_PT, color="dimgray")
+            continue
+        colour = COLORS.get(r["verdict"], "#7f7f7f")
+        diff, ci = _num(r["diff_mean"]), _num(r["diff_ci95"])
+        left.errorbar(diff, y, xerr=np.nan_to_num(ci), fmt="o", ms=5, capsize=2, color=colour)
+        ler, ler_ci = _num(r.get("log_error_ratio")), _num(r.get("log_error_ratio_ci95"))
+        if math.isfinite(ler):
+            lo, hi = math.exp(ler - np.nan_to_num(ler_ci)), math.exp(ler + np.nan_to_num(ler_ci))
+            right.errorbar(math.exp(ler), y, xerr=[[math.exp(ler) - lo], [hi - math.exp(ler)]], fmt="o", ms=5,
+                           capsize=2, color=colour)
+        if math.isfinite(effect := _num(r.get("effect"))):
+            left.plot(effect, y, "D", ms=5, color="darkorange")
+        if math.isfinite(paper := _num(r.get("paper_log_error_ratio"))):
+            right.plot(math.exp(paper), y, "D", ms=5, color="darkorange")
+        if n < 3:
+            left.annotate(f"{n} seed{'s' if n > 1 else ''}", (1, y), xycoords=("axes fraction", "data"),
+                          xytext=(-4, 0), textcoords="offset points", ha="right", va="center", fontsize=P.TEXT_PT,
+                          color="dimgray")
+    left.axvline(0, color="black", lw=0.8)
+    right.axvline(1, color="black", lw=0.8)
+    right.set_xscale("log")
+    lo, hi = right.get_xlim()
+    right.set_xticks([t for t in (0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 4) if lo <= t <= hi])
+    right.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}×"))
+    right.xaxis.set_minor_formatter(plt.NullFormatter())
+    for ax in (left, right):
+        ax.tick_params(labelsize=P.TEXT_PT)
+        for y in ys[4::4] + 0.5:  # a rule between lengths
+            ax.axhline(y, color="lightgray", lw=0.8)
+    left.set_yticks(ys, labels, fontsize=P.TEXT_PT)
+    left.set_ylim(-0.7, len(cells) - 0.3)
+    left.set_xlabel("difference in linear top-1 (points)", fontsize=P.TEXT_PT)
+    right.set_xlabel("test errors, FT / baseline (log)", fontsize=P.TEXT_PT)
+    drawn = [v for v in COLORS if any(c and c.get("verdict") == v for c in cells)]
+    handles = [plt.Line2D([], [], marker="o", ls="", color=COLORS[v], label=v) for v in drawn]
+    handles.append(plt.Line2D([], [], marker="D", ls="", color="darkorange", label="paper (ImageNet-100)"))
+    P._legend_outside(fig, handles, [h.get_label() for h in handles], "upper")
+    return fig

@@ -1,0 +1,174 @@
+"""The task with headroom and the length x start map on it (issue 50): facts and checks for chapter 11.
+
+The shapes of chapters 4-9 saturate (97-98 % linear at 120-240 epochs), so a gain of the paper's size (5.8-6.7
+points) cannot show there. The task here is the same recipe on 30 classes of shapes with one distractor shape an
+image (``configs/cpu_headroom_moco_v1.yaml``), chosen without FT on the validation split
+(``experiments/headroom/task_screen_v1.yaml``), then frozen; the map (``experiments/headroom/map_v1.yaml``) trains
+five arms at 30, 120 and 240 epochs, five seeds each, paired by seed. :func:`task_facts` says whether the task meets
+the aims set before it was chosen; :func:`map_facts` gives each arm's paired difference on both scales; the chapter's
+words are bound to :data:`CHECKS`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from ftcl_core.study import experiments as X
+from ftcl_core.study.diagnosis import COMPARED, NOT_RUN, headroom_rows
+from ftcl_core.study.results import claims as verdicts
+from ftcl_core.study.results.claims import MIN_SEEDS
+from ftcl_core.study.results.numbers import fixed, plus_minus
+from ftcl_core.study.results.paired import mean_ci95
+
+MAP = X.ROOT / "experiments" / "headroom" / "map_v1.yaml"
+LENGTHS = (30, 120, 240)  # epochs; the late starts switch FT on after 30 % of the run (Tab. 7's start 30 of 100)
+ARMS = ("both", "both_late", "neg", "pos_late")  # the four arms set against the baseline of the same length and seed
+AIMS = {"gain": 20.0, "spread": 3.0, "images_per_half_point": 10, "longest": 90.0}  # issue 50, item 2
+
+
+def setting(arm: str, length: int) -> str:
+    """The map's setting of ``arm`` (:data:`ARMS`, or ``baseline``) at ``length`` epochs."""
+    start = length * 3 // 10
+    return {"baseline": f"baseline {length}", "both": f"+both {length}", "both_late": f"+both from {start} of {length}",
+            "neg": f"+neg {length}", "pos_late": f"+pos from {start} of {length}"}[arm]
+
+
+def load() -> tuple[list[dict], list[dict]]:
+    """The map's rows (:func:`ftcl_core.study.diagnosis.headroom_rows`) and its runs' records: the committed runs
+    (:data:`ftcl_core.study.experiments.STORED`, wherever ``FTCL_RUNS_ROOT`` points; nothing here trains)."""
+    return headroom_rows("cpu", X.STORED), X.load_records(MAP, "cpu", X.STORED)
+
+
+def task_facts(records: list[dict], test_images: int = 2000) -> dict:
+    """Whether the task meets the aims set before it was chosen, from the map's baselines: at 30 epochs the mean
+    linear readout ± 95 % interval (``baseline``), its seed-to-seed SD (``spread``), the random-init encoder's readout
+    and the margin over it (``gain``); how many test images 0.5 point is; the longest length's baseline (``longest``,
+    "not run" until stored). Raw values for the checks: ``gain_value``, ``spread_value``, ``images``,
+    ``longest_value`` (NaN until stored)."""
+    base = [r for r in records if r["setting"] == setting("baseline", 30)]
+    top1 = np.array([r["linear_top1"] for r in base], dtype=float)
+    init = np.array([r["random_init_linear_top1"] for r in base], dtype=float)
+    mean, ci = mean_ci95(list(top1)) if len(top1) else (math.nan, math.nan)
+    spread = float(np.std(top1, ddof=1)) if len(top1) > 1 else math.nan
+    gain = float(np.mean(top1 - init)) if len(top1) else math.nan
+    longest = [r["linear_top1"] for r in records if r["setting"] == setting("baseline", LENGTHS[-1])]
+    return {"baseline": plus_minus(mean, ci), "n_seeds": str(len(top1)), "spread": fixed(spread),
+            "random_init": fixed(float(np.mean(init)) if len(init) else math.nan), "gain": fixed(gain, signed=True),
+            "test_images": f"{test_images:,}".replace(",", " "), "half_point": str(int(test_images * 0.005)),
+            "longest": fixed(float(np.mean(longest))) if longest else NOT_RUN,
+            "gain_value": gain, "spread_value": spread, "images": test_images * 0.005,
+            "longest_value": float(np.mean(longest)) if longest else math.nan}
+
+
+def map_facts(rows: list[dict]) -> dict:
+    """Each arm's paired comparison with its baseline at each length (``<arm>_<length>_...``): the difference in
+    points ± 95 % interval (``diff``), the ratio of test errors (``errors``: FT's errors over the baseline's, the
+    exponentiated mean paired log error ratio, with its interval), seeds (``n``) and verdict (``verdict``: on the
+    paper's claim, on the scale that decided; "compared" where the paper claims nothing; "not run"). Raw values for
+    the checks under the same names with ``_value``/``_ci``/``_word``."""
+    by_setting = {r["setting"]: r for r in rows}
+    out: dict = {}
+    for length in LENGTHS:
+        for arm in ARMS:
+            r, key = by_setting.get(setting(arm, length)), f"{arm}_{length}"
+            n = int(r["n_seeds"]) if r and r["n_seeds"] not in ("", None) else 0
+            word = r["verdict"] if r and n else NOT_RUN
+            diff, ci = (float(r["diff_mean"]), float(r["diff_ci95"])) if n else (math.nan, math.nan)
+            ler, ler_ci = (_float(r.get("log_error_ratio")), _float(r.get("log_error_ratio_ci95"))) if n else (
+                math.nan, math.nan)
+            out[f"{key}_diff"] = plus_minus(diff, ci, signed=True) if n else NOT_RUN
+            out[f"{key}_errors"] = (f"{math.exp(ler):.2f}× ({math.exp(ler - ler_ci):.2f}–{math.exp(ler + ler_ci):.2f})"
+                                    if n and math.isfinite(ler) and math.isfinite(ler_ci) else "")
+            out[f"{key}_n"] = str(n)
+            out[f"{key}_verdict"] = verdicts.labelled(word, r.get("scale", "") if r else "")
+            out[f"{key}_value"], out[f"{key}_ci"], out[f"{key}_word"], out[f"{key}_seeds"] = diff, ci, word, n
+    return out
+
+
+def paper_facts(example_baseline: float = 98.0) -> dict:
+    """The paper's effects the map's claims carry (:func:`ftcl_core.study.experiments.Experiment.claims_of`), as the
+    chapter quotes them: per arm the effect in points (``<arm>_paper``), its two readouts and their errors and error
+    ratio (``<arm>_paper_ref``, ``_arm``, ``_err_ref``, ``_err_arm``, ``_ratio``); the steps of a 30-epoch run
+    (``steps_30``); and the ceiling on an example baseline (eq.: ``e = 100 - top-1``): a baseline at
+    ``example_baseline`` % with the paper's +both error ratio reads ``example_ft`` %, a gain of ``example_gain``
+    points where the paper's is ``both_paper``."""
+    exp = X.Experiment.load(MAP)
+    out: dict = {}
+    for arm in ("both", "both_late", "neg"):
+        claim = next(c for c in exp.claims_of(setting(arm, 30)) if c.reference == setting("baseline", 30))
+        ref, top = claim.paper
+        out |= {f"{arm}_paper": fixed(claim.effect, signed=True), f"{arm}_paper_ref": f"{ref:.2f}",
+                f"{arm}_paper_arm": f"{top:.2f}", f"{arm}_paper_err_ref": f"{100 - ref:.2f}",
+                f"{arm}_paper_err_arm": f"{100 - top:.2f}",
+                f"{arm}_paper_ratio": f"{math.exp(claim.paper_log_error_ratio):.2f}×"}
+    cfg = X.resolve(exp.base["cpu"], exp.settings[setting("baseline", 30)], "cpu")
+    ratio = math.exp(next(c for c in exp.claims_of(setting("both", 30))).paper_log_error_ratio)
+    ft = 100 - (100 - example_baseline) * ratio
+    return {**out, "steps_30": f"{cfg.data.n_train // cfg.train.batch_size * cfg.train.epochs:,}".replace(",", " "),
+            "example_baseline": fixed(example_baseline, 0), "example_ft": fixed(ft, 1),
+            "example_gain": fixed(ft - example_baseline, 1, signed=True)}
+
+
+def _float(x) -> float:
+    return math.nan if x in ("", None) else float(x)
+
+
+def _costs(key: str):
+    """The arm ``key`` (``<arm>_<length>``) costs readout: 3 or more paired seeds and an interval wholly below 0."""
+    def check(f: Mapping) -> str | None:
+        if f[f"{key}_seeds"] < MIN_SEEDS:
+            return f"{key}: {f[f'{key}_seeds']} paired seed(s), undecided"
+        if f[f"{key}_word"] == COMPARED:
+            return None if f[f"{key}_value"] + f[f"{key}_ci"] < 0 else f"{key}: {f[f'{key}_diff']} does not exclude 0"
+        return None if verdicts.side(f[f"{key}_word"]) == -1 else f"{key}: {f[f'{key}_word']}"
+    return check
+
+
+def _same_cost(a: str, b: str):
+    """Arms ``a`` and ``b`` cost alike: each interval holds the other's mean."""
+    def check(f: Mapping) -> str | None:
+        va, ca, vb, cb = (f[f"{a}_value"], f[f"{a}_ci"], f[f"{b}_value"], f[f"{b}_ci"])
+        if not all(math.isfinite(v) for v in (va, ca, vb, cb)):
+            return f"{a} or {b} not stored"
+        return None if abs(va - vb) <= min(ca, cb) else f"{a} {f[f'{a}_diff']} and {b} {f[f'{b}_diff']} differ"
+    return check
+
+
+def _word(key: str, *words: str):
+    def check(f: Mapping) -> str | None:
+        return None if f[f"{key}_word"] in words else f"{key}: {f[f'{key}_word']}, not {' or '.join(words)}"
+    return check
+
+
+def _pending(length: int):
+    """No arm at ``length`` epochs has the seeds a verdict needs yet: the text says that length is still training."""
+    def check(f: Mapping) -> str | None:
+        done = [a for a in ARMS if f[f"{a}_{length}_seeds"] >= MIN_SEEDS]
+        return f"{', '.join(done)} at {length} epochs now hold {MIN_SEEDS}+ seeds: report them" if done else None
+    return check
+
+
+def _aim(name: str):
+    def check(f: Mapping) -> str | None:
+        ok = {"gain": f["gain_value"] >= AIMS["gain"], "spread": f["spread_value"] <= AIMS["spread"],
+              "images": f["images"] >= AIMS["images_per_half_point"]}[name]
+        return None if ok else f"the aim on {name} is missed"
+    return check
+
+
+CHECKS = {
+    "aim-gain-met": _aim("gain"),
+    "aim-spread-met": _aim("spread"),
+    "aim-images-met": _aim("images"),
+    "longest-not-measured": lambda f: None if not math.isfinite(f["longest_value"]) else "the 240-epoch baseline is stored",
+    "first-step-costs-at-30": _costs("both_30"),
+    "late-start-costs-at-30": _costs("both_late_30"),
+    "late-positive-alone-costs-at-30": _costs("pos_late_30"),
+    "positive-mixing-carries-the-late-cost": _same_cost("pos_late_30", "both_late_30"),
+    "negatives-alone-not-the-papers-size-at-30": _word("neg_30", verdicts.NO_EFFECT, verdicts.CONTRADICTED),
+    "120-pending": _pending(120),
+    "240-pending": _pending(240),
+}

@@ -1,0 +1,74 @@
+"""The task with headroom's facts and checks (chapter 11): the checks bind the chapter's words and fail when the
+verdicts they rest on flip; the map figure shows every planned comparison with readable text."""
+
+import math
+
+import pytest
+
+from ftcl_core.study import checks
+from ftcl_core.study import headroom as H
+
+
+def row(arm: str, length: int, n: int, diff: float, ci: float, verdict: str, ler: float = math.nan) -> dict:
+    return {"setting": H.setting(arm, length), "n_seeds": n, "diff_mean": diff, "diff_ci95": ci, "verdict": verdict,
+            "scale": "points", "log_error_ratio": ler, "log_error_ratio_ci95": 0.05}
+
+
+def stored_like() -> list[dict]:
+    """Rows shaped like today's map: every arm costs at 30 epochs, the longer lengths not run."""
+    return [row("both", 30, 5, -20.3, 4.2, "contradicted", 0.28), row("both_late", 30, 5, -5.9, 2.1, "contradicted", 0.09),
+            row("neg", 30, 5, -2.8, 4.0, "no effect of the paper's size", 0.04),
+            row("pos_late", 30, 5, -6.7, 2.1, "compared")]
+
+
+def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
+    facts = H.map_facts(stored_like())
+    on_map = [n for n in H.CHECKS if not n.startswith("aim") and n != "longest-not-measured"]
+    assert checks.failures(H.CHECKS, facts, *on_map) == {}
+    assert facts["both_30_diff"] == "-20.3 ± 4.2" and facts["both_120_diff"] == "not run"
+    assert facts["both_30_errors"].startswith(f"{math.exp(0.28):.2f}×")
+
+
+@pytest.mark.parametrize("name, flip", [
+    ("late-start-costs-at-30", row("both_late", 30, 5, 7.0, 2.0, "replicated")),
+    ("late-positive-alone-costs-at-30", row("pos_late", 30, 5, -1.0, 2.1, "compared")),
+    ("positive-mixing-carries-the-late-cost", row("pos_late", 30, 5, -15.0, 2.1, "compared")),
+    ("negatives-alone-not-the-papers-size-at-30", row("neg", 30, 5, 3.0, 2.0, "replicated")),
+    ("first-step-costs-at-30", row("both", 30, 2, -20.3, 40.0, "undecided")),
+    ("120-pending", row("both", 120, 3, -3.0, 2.0, "contradicted")),
+])
+def test_a_flipped_verdict_fails_the_check_bound_to_it(name, flip):
+    rows = [r for r in stored_like() if r["setting"] != flip["setting"]] + [flip]
+    assert name in checks.failures(H.CHECKS, H.map_facts(rows), name)
+
+
+def test_the_aims_and_the_longest_length_read_from_the_baselines():
+    records = [{"setting": "baseline 30", "linear_top1": v, "random_init_linear_top1": 9.0} for v in (35, 37, 39)]
+    facts = H.task_facts(records)
+    assert facts["n_seeds"] == "3" and facts["gain"] == "+28.0" and facts["half_point"] == "10"
+    assert checks.failures(H.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met", "longest-not-measured") == {}
+    noisy = [{**r, "linear_top1": v} for r, v in zip(records, (20, 37, 50))]
+    assert "aim-spread-met" in checks.failures(H.CHECKS, H.task_facts(noisy), "aim-spread-met")
+    longest = records + [{"setting": "baseline 240", "linear_top1": 80.0, "random_init_linear_top1": 9.0}]
+    assert "longest-not-measured" in checks.failures(H.CHECKS, H.task_facts(longest), "longest-not-measured")
+
+
+def test_the_map_figure_lists_every_planned_comparison_in_readable_text():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from ftcl_core.pages import headroom as PH
+    from ftcl_core.pages import plotting as P
+
+    fig = PH.map_figure(stored_like())
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(labels) == len(H.LENGTHS) * len(H.ARMS)
+    assert sum(t.get_text() == "not run" for t in fig.axes[0].texts) == 8
+    assert P.smallest_text_px(fig) >= 11
+
+
+def test_the_papers_effects_come_from_the_map_file_and_the_ceiling_example_is_below_them():
+    facts = H.paper_facts(example_baseline=98.0)
+    assert facts["both_paper"] == "+5.8" and facts["both_paper_ratio"] == "0.80×"  # Tab. 5: 28.90 -> 23.13 % errors
+    assert float(facts["example_gain"]) < 2 < float(facts["both_paper"])  # a 98 % baseline cannot show +5.8
+    assert facts["steps_30"] == "1 170"
