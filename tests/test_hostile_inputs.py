@@ -23,11 +23,11 @@ import numpy as np
 import pytest
 import torch
 
-from ftcl_core import threads as T
 from ftcl_core.__main__ import EXIT_DIVERGED, EXIT_ERROR, main
 from ftcl_core.config import load_config
 from ftcl_core.runs import RunDir
 from ftcl_core.stats import representation_statistics
+from ftcl_core.study import threads as T
 from ftcl_core.training import DivergenceWatch, step_callback
 
 ROOT = Path(__file__).resolve().parent.parent
