@@ -500,20 +500,20 @@ def load_torchvision(name: str, root: str | os.PathLike, train: bool, download: 
 # Data sets whose loader comes from whoever registers it (:func:`register_data_set`): the study's Fashion-MNIST
 # (``data.name=fashion_mnist``) registers itself when :mod:`ftcl_core.study` is imported; the library reads the shapes,
 # image folders and torchvision's sets.
-DATA_SETS: dict[str, Callable[[RunConfig], tuple[ImageSet, ImageSet]]] = {}
+LOADERS: dict[str, Callable[[RunConfig], tuple[ImageSet, ImageSet]]] = {}
 
 
 def register_data_set(name: str, load: Callable[[RunConfig], tuple[ImageSet, ImageSet]]) -> None:
     """Let ``load(cfg)`` give the train and held-out sets (both ``data.eval_split`` s) of ``data.name=name``."""
-    DATA_SETS[name] = load
+    LOADERS[name] = load
 
 
 def load_data(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
     """Train and held-out :class:`ImageSet` s for ``cfg.data``: the test set, or with ``data.eval_split=val``
     a validation set that is neither (for calibration, so that the test set never chooses a recipe)."""
     d = cfg.data
-    if d.name in DATA_SETS:
-        return DATA_SETS[d.name](cfg)
+    if d.name in LOADERS:
+        return LOADERS[d.name](cfg)
     if d.name == "fashion_mnist":
         raise ConfigError("data.name=fashion_mnist is read by the study: import ftcl_core.study first (python -m "
                           "ftcl_core does), which registers its loader.")

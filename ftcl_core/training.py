@@ -398,22 +398,14 @@ def interrupted(err: KeyboardInterrupt, run: RunDir, step: int, total: int, save
 
 
 def _check_trainable(cfg: RunConfig, n_train: int) -> None:
-    """What the config checks cannot know: the size of the loaded set, and the number of processes."""
+    """What the config checks cannot know: the size of the loaded set, and the number of processes (the study's
+    MoCo variants refuse several processes themselves, :func:`ftcl_core.study.moco_diagnosis.pick_variant`)."""
     bs, splits, world = cfg.train.batch_size, cfg.model.bn_splits, D.world_size()
     if n_train < bs:
         raise ConfigError(f"the training set holds {n_train} images, fewer than train.batch_size={bs}.")
     if bs % (splits * world):
         raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={splits} x {world} "
                           "processes; each process takes batch_size / processes images, split into bn_splits groups.")
-    if cfg.ft.shards > 1 and world > 1:
-        raise ConfigError("ft.shards > 1 (the released run's per-process draws, imitated in one process) runs in "
-                          "one process only: launch without torchrun.")
-    if cfg.moco.drop_same_class and world > 1:
-        raise ConfigError("moco.drop_same_class=true (the false-negative oracle) runs in one process only: "
-                          "launch without torchrun.")
-    if cfg.stats.same_class and world > 1:
-        raise ConfigError("stats.same_class=true (the queue's same-class share) runs in one process only: "
-                          "launch without torchrun.")
 
 
 def batches(train_set: ImageSet, order: torch.Tensor, batch_size: int, device: str, with_labels: bool = False

@@ -114,4 +114,4 @@ def test_the_study_registers_the_loader_and_the_library_refuses_the_set_without_
     from ftcl_core import data
     from ftcl_core.study.fashion_mnist import load_splits
 
-    assert data.DATA_SETS["fashion_mnist"] is load_splits
+    assert data.LOADERS["fashion_mnist"] is load_splits
