@@ -39,7 +39,6 @@ SMALL_ENCODERS = ("resnet10_w16", "resnet10_w32", "resnet18_w16", "resnet18_w32"
 TORCHVISION_ENCODERS = ("resnet18", "resnet50", "resnet18_cifar", "resnet50_cifar")  # ftcl_core.models.TORCHVISION
 AUGMENT_PRESETS = ("v1", "v2", "simclr")  # ftcl_core.augment.PRESETS
 GRANULARITIES = ("step", "sample", "dim")  # ftcl_core.transforms.lambda_shape
-DATA_SETS = ("shapes", "fashion_mnist", "imagefolder", "cifar10", "cifar100", "stl10")
 
 Method = Literal["moco", "simclr", "byol", "simsiam", "swav"]
 DataSet = Literal["shapes", "fashion_mnist", "imagefolder", "cifar10", "cifar100", "stl10"]

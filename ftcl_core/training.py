@@ -18,7 +18,6 @@ import dataclasses
 import math
 import os
 import signal
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -52,7 +51,6 @@ from ftcl_core.stats import (
     score_histogram,
     score_statistics,
 )
-from ftcl_core.threads import pinned, training_threads
 from ftcl_core.transforms import DeviceDraws
 
 
@@ -274,13 +272,15 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
 
     A second process asking for the same folder (a sweep and a book build, say) waits on the folder's
     lock and then loads the finished run instead of training it twice.  ``max_steps`` stops after that
-    many steps without checkpointing or evaluating and returns ``{"metrics": ...}`` (see :func:`replay`).
+    many steps without checkpointing or evaluating and returns ``{"metrics": ...}``
+    (:func:`ftcl_core.study.replay.replay` re-runs a stored run's first steps so).
     Launched by ``torchrun``, every rank trains its share of each batch; rank 0 alone holds the lock,
     decides (complete, or train), writes the run folder and evaluates; the other ranks return ``{}``
     when training ends.
 
-    A run takes the threads other training processes on the machine leave (:mod:`ftcl_core.threads`; it says so
-    in one line, always with ``progress``).  A step whose features, loss or gradient is not finite stops the run:
+    A run uses the threads it finds (``torch.get_num_threads()``; the study's commands set them beside the machine's
+    other training processes, :mod:`ftcl_core.study.threads`).  A step whose features, loss or gradient is not
+    finite stops the run:
     :class:`TrainingDiverged`, the last good checkpoint kept.  Ctrl-C (or SIGTERM turned into :class:`Terminated`)
     is :class:`TrainingInterrupted`: the lock is released and the same call resumes from the last checkpoint,
     reproducing the uninterrupted run exactly on CPU.
@@ -305,8 +305,7 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
             _check_compatible(run, cfg)
         if D.broadcast_flag(run.is_complete() if main else False):  # the others wait here for rank 0's lock
             return run.load_eval() if main else {}
-        with training_threads(say=progress and main):  # beside other runs on this machine, fewer threads
-            return _train_locked(cfg, run, device, progress, max_steps)
+        return _train_locked(cfg, run, device, progress, max_steps)
 
 
 def build_optimizer(cfg: RunConfig, model: torch.nn.Module, device: str) -> torch.optim.Optimizer:
@@ -399,22 +398,14 @@ def interrupted(err: KeyboardInterrupt, run: RunDir, step: int, total: int, save
 
 
 def _check_trainable(cfg: RunConfig, n_train: int) -> None:
-    """What the config checks cannot know: the size of the loaded set, and the number of processes."""
+    """What the config checks cannot know: the size of the loaded set, and the number of processes (the study's
+    MoCo variants refuse several processes themselves, :func:`ftcl_core.study.moco_diagnosis.pick_variant`)."""
     bs, splits, world = cfg.train.batch_size, cfg.model.bn_splits, D.world_size()
     if n_train < bs:
         raise ConfigError(f"the training set holds {n_train} images, fewer than train.batch_size={bs}.")
     if bs % (splits * world):
         raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={splits} x {world} "
                           "processes; each process takes batch_size / processes images, split into bn_splits groups.")
-    if cfg.ft.shards > 1 and world > 1:
-        raise ConfigError("ft.shards > 1 (the released run's per-process draws, imitated in one process) runs in "
-                          "one process only: launch without torchrun.")
-    if cfg.moco.drop_same_class and world > 1:
-        raise ConfigError("moco.drop_same_class=true (the false-negative oracle) runs in one process only: "
-                          "launch without torchrun.")
-    if cfg.stats.same_class and world > 1:
-        raise ConfigError("stats.same_class=true (the queue's same-class share) runs in one process only: "
-                          "launch without torchrun.")
 
 
 def batches(train_set: ImageSet, order: torch.Tensor, batch_size: int, device: str, with_labels: bool = False
@@ -434,38 +425,6 @@ def set_learning_rate(optimizer: torch.optim.Optimizer, cfg: RunConfig, step: in
     for group in optimizer.param_groups:
         group["lr"] = lr
     return lr
-
-
-def replay(run_path: str | os.PathLike, n_steps: int) -> dict:
-    """Re-run the first ``n_steps`` of a stored run from its config and return the per-step metrics, so
-    that stored results can be checked against the code that claims to have made them.
-
-    The run's own thread count, memory format, compiler and FT draws (host or device) are used: CPU reductions
-    split over another number of threads, or run in another layout or compiled, round differently (about 1e-4
-    relative after a dozen steps), and FT's draws on the device are another random stream."""
-    run = RunDir(run_path)
-    prov = run.load_provenance()
-    # the memory format and compiler the run ran with (runs stored before they were recorded ran NCHW, eager)
-    execution = prov.get("execution", {})
-    cl = execution.get("memory_format") == "channels_last"
-    # (a captured GPU step, inductor+cudagraphs, replays as its inductor graphs: CUDA graphs change no maths)
-    compiled = {None: False, "inductor": True, "inductor+cudagraphs": True}.get(execution.get("compile"),
-                                                                                execution.get("compile"))
-    # FT's draws as the run made them (runs stored before it was recorded drew on the host); keys added since the
-    # run take their defaults
-    ft_draws = execution.get("ft_draws", "host")
-    # split batch-norm as the run computed it (before the key: one batch-norm per group everywhere)
-    stored = run.load_config()
-    split_bn = execution.get("split_bn_kernel") or ("per_group" if cl and stored.model.bn_splits > 1 else "auto")
-    cfg = stored.updated({"train.channels_last": cl, "train.compile": compiled, "train.ft_draws": ft_draws,
-                                     "train.split_bn": split_bn, "train.cuda_graph": False})
-    threads = torch.get_num_threads()
-    torch.set_num_threads(prov.get("threads", threads))
-    try:
-        with tempfile.TemporaryDirectory() as tmp, pinned():  # the run's own count, whoever else trains here
-            return train(cfg, tmp, progress=False, max_steps=n_steps)["metrics"]
-    finally:
-        torch.set_num_threads(threads)
 
 
 class DivergenceWatch:

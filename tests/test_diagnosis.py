@@ -156,6 +156,19 @@ def test_the_oracle_is_refused_where_it_cannot_apply():
             load_config("configs/smoke_moco_v2.yaml", bad)
 
 
+def test_the_diagnosis_variants_refuse_several_processes(monkeypatch):
+    from ftcl_core import distributed
+    from ftcl_core.config import ConfigError, load_config
+    from ftcl_core.methods import MoCo
+    from ftcl_core.study.moco_diagnosis import pick_variant
+
+    monkeypatch.setattr(distributed, "world_size", lambda: 2)
+    assert pick_variant(load_config("configs/smoke_moco_v2.yaml", ["ft.pos=true"])) is MoCo  # the paper's MoCo: any
+    for key in ("ft.shards=2", "moco.drop_same_class=true", "stats.same_class=true"):
+        with pytest.raises(ConfigError, match="one process only: launch without torchrun"):
+            pick_variant(load_config("configs/smoke_moco_v2.yaml", ["ft.pos=true", "ft.neg=true", key]))
+
+
 def test_the_same_class_share_counts_written_keys_of_the_querys_class():
     from ftcl_core.study.moco_diagnosis import same_class_share
 

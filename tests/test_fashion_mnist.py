@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ftcl_core.config import load_config
-from ftcl_core.data import (
+from ftcl_core.study.fashion_mnist import (
     DEBIAN_FASHION_MNIST,
     balanced_indices,
     fashion_mnist_validation,
@@ -47,9 +47,9 @@ def test_torchvision_layout_under_the_root_is_found(tmp_path):
 
 
 def test_missing_and_damaged_files_are_clear_errors(tmp_path, monkeypatch):
-    from ftcl_core import data
+    from ftcl_core.study import fashion_mnist
 
-    monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "nowhere")
+    monkeypatch.setattr(fashion_mnist, "DEBIAN_FASHION_MNIST", tmp_path / "nowhere")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match="apt-get install dataset-fashion-mnist.*data.download=true"):
         load_fashion_mnist(tmp_path / "empty", True)
@@ -87,9 +87,31 @@ def test_the_fmnist_configs_validate():
 
 @pytest.mark.skipif(not DEBIAN_FASHION_MNIST.is_dir(), reason="dataset-fashion-mnist is not installed")
 def test_real_fashion_mnist_through_the_training_loader():
+    import ftcl_core.study  # noqa: F401  (registers the loader of data.name=fashion_mnist)
     from ftcl_core.data import load_data
 
     cfg = load_config("configs/cpu_fmnist_moco_v1.yaml", ["data.n_train=300", "data.n_test=200", "moco.queue_size=256"])
     train, test = load_data(cfg)
     assert len(train) == 300 and len(test) == 200 and train.labels.bincount().tolist() == [30] * 10
     assert 40 < float(train.images.float().mean()) < 110  # real photos: mostly dark background, bright garments
+
+
+def test_the_study_registers_the_loader_and_the_library_refuses_the_set_without_it():
+    """Like the MoCo variants: the library names ``fashion_mnist`` in its config but reads it only through the loader
+    the study registers (:func:`ftcl_core.data.register_data_set`)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    refuse = ("from ftcl_core.config import ConfigError, load_config\nfrom ftcl_core.data import load_data\n"
+              "try:\n    load_data(load_config('configs/cpu_fmnist_moco_v2.yaml'))\n"
+              "except ConfigError as err:\n    print('refused', 'ftcl_core.study' in str(err))\n")
+    out = subprocess.run([sys.executable, "-c", refuse], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "refused True"
+
+    import ftcl_core.study  # noqa: F401
+    from ftcl_core import data
+    from ftcl_core.study.fashion_mnist import load_splits
+
+    assert data.LOADERS["fashion_mnist"] is load_splits

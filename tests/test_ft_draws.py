@@ -140,7 +140,8 @@ class Interrupted(Exception):
 def test_a_run_drawing_on_the_device_resumes_bit_exactly_and_replays(tmp_path):
     import numpy as np
 
-    from ftcl_core.training import replay, step_callback, train
+    from ftcl_core.study.replay import replay
+    from ftcl_core.training import step_callback, train
 
     cfg = load_config(SMOKE, ["ft.pos=true", "ft.neg=true", "ft.granularity=sample", "train.ft_draws=device",
                               "data.n_train=128", "train.batch_size=32", "moco.queue_size=64", "eval.linear_epochs=1",

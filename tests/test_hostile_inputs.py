@@ -23,11 +23,11 @@ import numpy as np
 import pytest
 import torch
 
-from ftcl_core import threads as T
 from ftcl_core.__main__ import EXIT_DIVERGED, EXIT_ERROR, main
 from ftcl_core.config import load_config
 from ftcl_core.runs import RunDir
 from ftcl_core.stats import representation_statistics
+from ftcl_core.study import threads as T
 from ftcl_core.training import DivergenceWatch, step_callback
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -191,7 +191,7 @@ def write_fashion_mnist(folder: Path, n: int = 40) -> None:
 
 @pytest.mark.parametrize("where", ["empty", "missing"])
 def test_a_data_root_without_the_data_is_an_error_naming_it(capsys, tmp_path, monkeypatch, where):
-    from ftcl_core import data
+    from ftcl_core.study import fashion_mnist as data
 
     monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "installed")  # another copy, which must not be read
     write_fashion_mnist(tmp_path / "installed")
@@ -204,7 +204,7 @@ def test_a_data_root_without_the_data_is_an_error_naming_it(capsys, tmp_path, mo
 
 
 def test_without_a_root_the_fallback_is_read_and_named(capsys, tmp_path, monkeypatch):
-    from ftcl_core import data
+    from ftcl_core.study import fashion_mnist as data
 
     monkeypatch.setattr(data, "DEBIAN_FASHION_MNIST", tmp_path / "installed")
     write_fashion_mnist(tmp_path / "installed")

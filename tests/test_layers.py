@@ -23,11 +23,10 @@ ENTRY_POINT = PACKAGE / "__main__.py"
 LIBRARY = sorted([*(p for p in PACKAGE.glob("*.py") if p != ENTRY_POINT), *(PACKAGE / "methods").glob("*.py")])
 STUDY = sorted((PACKAGE / "study").rglob("*.py"))
 PAGES = sorted((PACKAGE / "pages").rglob("*.py"))
-# The issue asks for about 4 500 lines; this is where the moves of issue 51 left the library (4 913 lines), plus the
-# lift's face and input checks (ft.py, losses.check_moco_inputs: 5 004), with a little room: a guard against growth,
-# not the aim.  What could still leave it: threads.py (the thread policy beside other runs on the machine) and
-# training.replay (the stored runs' compatibility), both behind the loop today.
-LIBRARY_LINES = 5_010
+# The aim (issue 51): a library of about 4 500 lines.  It stands at 4 733, after the thread policy, the replay of
+# stored runs, Fashion-MNIST and the diagnosis variants' one-process rule moved to the study; what is left is the
+# lifted code and the runner it needs (config, data, run store, loop).  A guard against growth, a little above.
+LIBRARY_LINES = 4_750
 FIGURES = ("matplotlib", "plotly", "IPython", "ipywidgets")
 
 
@@ -49,8 +48,9 @@ def test_the_layers_hold_the_files_they_should():
     names = {_name(p) for p in LIBRARY}
     assert {"ftcl_core.training", "ftcl_core.config", "ftcl_core.methods", "ftcl_core.methods.moco"} <= names
     assert not names & {"ftcl_core.experiments", "ftcl_core.plotting", "ftcl_core.profiling", "ftcl_core.results",
-                        "ftcl_core.methods.moco_diagnosis", "ftcl_core.diagnosis"}
-    assert {"ftcl_core.study.experiments", "ftcl_core.study.moco_diagnosis", "ftcl_core.study.cli"} <= {_name(p) for p in STUDY}
+                        "ftcl_core.methods.moco_diagnosis", "ftcl_core.diagnosis", "ftcl_core.threads"}
+    assert {"ftcl_core.study.experiments", "ftcl_core.study.moco_diagnosis", "ftcl_core.study.cli", "ftcl_core.study.threads",
+            "ftcl_core.study.replay", "ftcl_core.study.fashion_mnist"} <= {_name(p) for p in STUDY}
     assert "ftcl_core.pages.plotting" in {_name(p) for p in PAGES}
     assert (PACKAGE.parent / "benchmarks" / "profiling.py").is_file() and not (PACKAGE / "profiling.py").exists()
 

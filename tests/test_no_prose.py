@@ -34,7 +34,7 @@ CLI = {"__main__.py"}
 # Not prose, though they return words: each with the reason.
 ALLOWED = {"_rerun": "error message: the command a damaged run's recovery names (runs.py)",
            "_parse_yaml": "error message: what is wrong with a damaged run file (runs.py)",
-           "plan_threads": "log line: the thread count a training run prints (threads.py)",
+           "plan_threads": "log line: the thread count a training run prints (study/threads.py)",
            "recipe_note": "CLI output: the comment `switch_to_calibrated` writes into an experiment file",
            "_draw_noting_text": "returns the text a figure draws, for the legibility checks (plotting.py)"}
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ftcl_core.runs import RunDir
-from ftcl_core.training import replay
+from ftcl_core.study.replay import replay
 
 ROOT = Path(__file__).resolve().parent.parent
 STORED = ROOT / "results" / "cpu" / "T5" / "v2_baseline" / "seed0"

@@ -8,10 +8,14 @@ a figure (the pages do, :mod:`ftcl_core.pages`).
 
 Importing the study registers its MoCo variants with the library's method registry
 (:func:`ftcl_core.methods.register_variants`), so a config with ``moco.drop_same_class``, ``stats.same_class`` or
-``ft.shards`` builds them by name.
+``ft.shards`` builds them by name, and its Fashion-MNIST loader (:mod:`.fashion_mnist`) with the library's data
+sets (:func:`ftcl_core.data.register_data_set`), so ``data.name=fashion_mnist`` loads.
 """
 
+from ftcl_core.data import register_data_set
 from ftcl_core.methods import register_variants
+from ftcl_core.study import fashion_mnist
 from ftcl_core.study.moco_diagnosis import pick_variant
 
 register_variants(pick_variant)
+register_data_set("fashion_mnist", fashion_mnist.load_splits)

@@ -58,6 +58,7 @@ from ftcl_core.study.experiments import (
 from ftcl_core.study.results.claims import labelled
 from ftcl_core.study.results.numbers import pm_cell
 from ftcl_core.study.signatures import collapse_signature
+from ftcl_core.study.threads import threads_to_train, training_threads
 from ftcl_core.training import Terminated, TrainingDiverged, TrainingInterrupted, train
 
 EXIT_ERROR = 2  # a wrong input: config, command line, files, data
@@ -220,7 +221,8 @@ def _main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
-        result = train(cfg, args.out, progress=not args.no_progress)
+        with threads_to_train(args.out, say=not args.no_progress and D.rank_from_env() == 0):
+            result = train(cfg, args.out, progress=not args.no_progress)
     except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -271,7 +273,7 @@ def _screen(args) -> int:
     try:
         cfg = load_config(args.config, args.overrides)
         t0 = time.perf_counter()
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, training_threads(say=False):
             m = train(cfg, tmp, progress=False, max_steps=args.steps)["metrics"]
         took = time.perf_counter() - t0
     except (ConfigError, FileNotFoundError, ValueError) as err:

@@ -34,11 +34,11 @@ import torch.nn.functional as F
 import yaml
 
 from ftcl_core import transforms as T
-from ftcl_core.data import fashion_mnist_root
 from ftcl_core.losses import info_nce, logits_from_scores
 from ftcl_core.models import build_encoder
 from ftcl_core.runs import RunDir, atomic_write_bytes
 from ftcl_core.study import experiments as X
+from ftcl_core.study.fashion_mnist import fashion_mnist_root
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import BASELINE, MIN_SEEDS, Claim
 from ftcl_core.study.results.numbers import cell, fixed, plus_minus

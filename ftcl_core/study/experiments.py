@@ -43,6 +43,7 @@ from ftcl_core.study.results import records as run_records
 from ftcl_core.study.results.claims import BASELINE, KINDS, MIN_SEEDS, Claim
 from ftcl_core.study.results.numbers import csv_number, fixed, plus_minus, pm_cell
 from ftcl_core.study.results.paired import by_seed, mean_ci95, pair
+from ftcl_core.study.threads import threads_to_train
 
 PROFILES = ("smoke", "cpu", "gpu")
 ROOT = Path(__file__).resolve().parents[2]  # the repository: ftcl_core/study/ is two below
@@ -363,7 +364,7 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
             print(f"[{exp.table}] {name} seed {seed} -> {out}" + (" (compiled)" if out in compiled else "")
                   + (f" (from {forked}, epoch {forks[out][1]})" if forked else ""), flush=True)
         keep = sorted(e for src, e in forks.values() if src == out)
-        with epoch_callback(keep_prefix(keep)) if keep else contextlib.nullcontext():
+        with epoch_callback(keep_prefix(keep)) if keep else contextlib.nullcontext(), threads_to_train(out, progress):
             result = train(cfg, out, progress=progress)
         if forked:
             note_fork(out, forked, forks[out][1])

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ftcl_core import distributed as D
 from ftcl_core import transforms as T
-from ftcl_core.config import FTConfig, RunConfig
+from ftcl_core.config import ConfigError, FTConfig, RunConfig
 from ftcl_core.losses import FTLogits, mixed_queue, positive_ft
 from ftcl_core.methods.base import Scores, StepContext, contrastive_loss
 from ftcl_core.methods.moco import MoCo
@@ -132,5 +133,11 @@ def moco_class(cfg: RunConfig) -> type[MoCo]:
 
 def pick_variant(cfg: RunConfig) -> type[MoCo] | None:
     """The picker :mod:`ftcl_core.study` registers (:func:`ftcl_core.methods.register_variants`): MoCo's configs
-    get :func:`moco_class`; the other methods are not this picker's."""
+    get :func:`moco_class`; the other methods are not this picker's.  The diagnosis' keys run in one process only
+    (the oracle's labels, the released run's per-process draws imitated in one): under torchrun, a
+    :class:`~ftcl_core.config.ConfigError`."""
+    asked = [key for key, on in (("ft.shards > 1", cfg.ft.shards > 1), ("moco.drop_same_class=true",
+             cfg.moco.drop_same_class), ("stats.same_class=true", cfg.stats.same_class)) if on]
+    if asked and D.world_size() > 1:
+        raise ConfigError(f"{', '.join(asked)} (the diagnosis' MoCo) runs in one process only: launch without torchrun.")
     return moco_class(cfg) if cfg.method == "moco" else None

@@ -1,12 +1,15 @@
 """How many threads a training process uses, given the machine's other training processes.
 
-Every training process registers in a folder of the system's temporary directory (``ftcl_core-trainers``, or
-``$FTCL_TRAINERS_DIR``): one file per run, holding its thread count and locked (``flock``) while the run lives, so
-the file of a killed process is known to be stale (nobody holds its lock) and is removed.  A run that starts while
-others train takes the threads they leave of ``os.cpu_count()``, at least one: OpenMP threads spin-wait, and two
-processes of two threads each on two cores ran about ten times slower each.  An explicit ``OMP_NUM_THREADS`` (or a
-caller's :func:`pinned` block: :func:`ftcl_core.training.replay` runs a stored run's own count) is kept, with a
-warning where it oversubscribes the machine.  Every run says in one line how many threads it uses.
+A policy of the runner, not of the loop: the study's commands and sweeps (:mod:`ftcl_core.study.cli`,
+:func:`ftcl_core.study.experiments.sweep`) train each run inside :func:`threads_to_train`; the library's
+:func:`ftcl_core.training.train` uses the threads it finds.  Every training process so wrapped registers in a folder
+of the system's temporary directory (``ftcl_core-trainers``, or ``$FTCL_TRAINERS_DIR``): one file per run, holding
+its thread count and locked (``flock``) while the run lives, so the file of a killed process is known to be stale
+(nobody holds its lock) and is removed.  A run that starts while others train takes the threads they leave of
+``os.cpu_count()``, at least one: OpenMP threads spin-wait, and two processes of two threads each on two cores ran
+about ten times slower each.  An explicit ``OMP_NUM_THREADS`` (or a caller's :func:`pinned` block:
+:func:`ftcl_core.study.replay.replay` runs a stored run's own count) is kept, with a warning where it
+oversubscribes the machine.  Every run says in one line how many threads it uses.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import torch
+
+from ftcl_core.runs import RunDir
 
 ENV_DIR = "FTCL_TRAINERS_DIR"  # where the runs register (default: <temp dir>/ftcl_core-trainers)
 SUFFIX = ".trainer"
@@ -113,3 +118,9 @@ def training_threads(say: bool = True) -> Iterator[int]:
         if entry is not None:
             Path(entry.name).unlink(missing_ok=True)
             entry.close()
+
+
+def threads_to_train(out: str | os.PathLike, say: bool = True) -> contextlib.AbstractContextManager:
+    """:func:`training_threads` around the training of the run in folder ``out``; nothing around a complete run,
+    which :func:`ftcl_core.training.train` only loads."""
+    return contextlib.nullcontext() if RunDir(out).is_complete() else training_threads(say)
