@@ -1005,9 +1005,10 @@ def markdown_html(text: str):
     return HTML(html.replace("<table>", '<table class="table">'))
 
 
-def source_code(*objects, caption: str | None = None):
-    """The source of functions or classes (``inspect.getsource``), highlighted, as an IPython HTML object with
-    the file and lines it comes from: a chapter shows the code it is about, as it runs today."""
+def source_code(*objects, caption: str | None = None, collapsed: str | None = None):
+    """The source of functions, classes or whole modules (``inspect.getsource``), highlighted, as an IPython HTML
+    object with the file and lines it comes from: a chapter shows the code it is about, as it runs today.
+    ``collapsed``: the summary line of a fold (``<details>``) that holds it, for a long listing."""
 
     from IPython.display import HTML
     from pygments import highlight
@@ -1018,12 +1019,16 @@ def source_code(*objects, caption: str | None = None):
     parts = []
     for obj in objects:
         lines, first = inspect.getsourcelines(obj)
+        first = max(first, 1)  # a module's source starts at its line 1 (inspect says 0)
         path = pathlib.Path(inspect.getsourcefile(obj)).resolve()
         where = path.relative_to(root) if path.is_relative_to(root) else path.name
         parts.append(f"<p><code>{escape(str(where))}</code>, lines {first}-{first + len(lines) - 1}</p>"
                      + highlight("".join(lines), PythonLexer(), HtmlFormatter(noclasses=True)))
     cap = f"<p>{escape(caption)}</p>" if caption else ""
-    return HTML(cap + "".join(parts))
+    body = cap + "".join(parts)
+    if collapsed:
+        body = f"<details><summary>{escape(collapsed)}</summary>{body}</details>"
+    return HTML(body)
 
 
 # ---------------------------------------------------------------------------------------------------
