@@ -26,8 +26,11 @@ PAGES = sorted((PACKAGE / "pages").rglob("*.py"))
 # The issue asks for about 4 500 lines; this is where the moves of issue 51 left the library (4 913 lines), plus the
 # lift's face and input checks (ft.py, losses.check_moco_inputs: 5 004), with a little room: a guard against growth,
 # not the aim.  What could still leave it: threads.py (the thread policy beside other runs on the machine) and
-# training.replay (the stored runs' compatibility), both behind the loop today.
-LIBRARY_LINES = 5_010
+# training.replay (the stored runs' compatibility), both behind the loop today.  Issue 52's teaching path added 88
+# lines (5 092): the step chapter 4 shows (methods/moco.moco_ft_step, 31 lines) and the code the chapters show
+# re-wrapped to the book's column (88 characters, tests/test_book.py's SHOWN_WIDTH), which the 130-character lines
+# of the rest do not need.
+LIBRARY_LINES = 5_100
 FIGURES = ("matplotlib", "plotly", "IPython", "ipywidgets")
 
 

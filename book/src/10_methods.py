@@ -62,14 +62,14 @@ settings = {"experiments/table5_simclr.yaml": ["simclr baseline", "simclr +pos",
 from IPython.display import display
 
 from ftcl_core import losses
-from ftcl_core.methods import base, byol, simclr, simsiam, swav
+from ftcl_core.methods import BYOL, SimCLR, SimSiam, SwAV, base, byol
 from ftcl_core.pages import plotting as P
 
 display(P.source_code(losses.simclr_ft_logits, losses.other_sample_mask))
-display(P.source_code(simclr, collapsed="SimCLR: ftcl_core/methods/simclr.py"))
-display(P.source_code(byol, collapsed="BYOL: ftcl_core/methods/byol.py"))
-display(P.source_code(simsiam, collapsed="SimSiam: ftcl_core/methods/simsiam.py"))
-display(P.source_code(swav, collapsed="SwAV: ftcl_core/methods/swav.py"))
+display(P.source_code(SimCLR, collapsed="SimCLR (ftcl_core/methods/simclr.py)"))
+display(P.source_code(byol.cosine_momentum, BYOL, collapsed="BYOL (ftcl_core/methods/byol.py)"))
+display(P.source_code(SimSiam, collapsed="SimSiam (ftcl_core/methods/simsiam.py)"))
+display(P.source_code(SwAV, collapsed="SwAV (ftcl_core/methods/swav.py)"))
 display(P.source_code(base.predictive_scores, collapsed="BYOL's and SimSiam's scores with FT (eq. 3)"))
 
 # %% [markdown]
