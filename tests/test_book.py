@@ -295,3 +295,17 @@ def test_shown_code_fits_the_column(name):
     long = [f"{qualified(o)}: {line.rstrip()[:60]}... ({len(line.rstrip())})" for o in shown_objects(name)
             for line in inspect.getsource(o).splitlines() if len(line.rstrip()) > SHOWN_WIDTH]
     assert not long, long
+
+
+def test_source_code_names_the_lines_it_shows_and_folds_on_request():
+    from ftcl_core import models
+    from ftcl_core.methods import simsiam
+    from ftcl_core.pages.plotting import source_code
+
+    lines, first = inspect.getsourcelines(models.ema_update)
+    shown = source_code(models.ema_update).data
+    assert f"ftcl_core/models.py</code>, lines {first}-{first + len(lines) - 1}" in shown
+    assert "<details>" not in shown and "_foreach_mul_" in shown
+    folded = source_code(simsiam, collapsed="SimSiam").data  # a whole module: from its line 1
+    n = len(inspect.getsource(simsiam).splitlines())
+    assert folded.startswith("<details><summary>SimSiam</summary>") and f"lines 1-{n}<" in folded

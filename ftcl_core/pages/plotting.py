@@ -1020,7 +1020,8 @@ def source_code(*objects, caption: str | None = None, collapsed: str | None = No
     for obj in objects:
         lines, first = inspect.getsourcelines(obj)
         first = max(first, 1)  # a module's source starts at its line 1 (inspect says 0)
-        path = pathlib.Path(inspect.getsourcefile(obj)).resolve()
+        # a decorated function's own file (torch.no_grad's wrapper lives in torch)
+        path = pathlib.Path(inspect.getsourcefile(inspect.unwrap(obj))).resolve()
         where = path.relative_to(root) if path.is_relative_to(root) else path.name
         parts.append(f"<p><code>{escape(str(where))}</code>, lines {first}-{first + len(lines) - 1}</p>"
                      + highlight("".join(lines), PythonLexer(), HtmlFormatter(noclasses=True)))
