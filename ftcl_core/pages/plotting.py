@@ -11,6 +11,7 @@ import inspect
 import json
 import os
 import pathlib
+import re
 import textwrap
 from collections.abc import Collection, Iterable, Mapping
 from html import escape
@@ -1008,7 +1009,10 @@ def markdown_html(text: str):
 def source_code(*objects, caption: str | None = None, collapsed: str | None = None):
     """The source of functions, classes or whole modules (``inspect.getsource``), highlighted, as an IPython HTML
     object with the file and lines it comes from: a chapter shows the code it is about, as it runs today.
-    ``collapsed``: the summary line of a fold (``<details>``) that holds it, for a long listing."""
+    ``collapsed``: the summary line of a fold (``<details>``) that holds it, for a long listing.
+
+    The shown functions' lines fit the book's column (tests/test_book.py's ``SHOWN_WIDTH``); on a narrower screen
+    a long line wraps under its own indent plus four (:func:`_hanging_lines`), never back at the left edge."""
 
     from IPython.display import HTML
     from pygments import highlight
@@ -1023,13 +1027,26 @@ def source_code(*objects, caption: str | None = None, collapsed: str | None = No
         # a decorated function's own file (torch.no_grad's wrapper lives in torch)
         path = pathlib.Path(inspect.getsourcefile(inspect.unwrap(obj))).resolve()
         where = path.relative_to(root) if path.is_relative_to(root) else path.name
+        prefix = f"src-{path.stem}-{first}"
+        html = highlight("".join(lines), PythonLexer(), HtmlFormatter(noclasses=True, linespans=prefix))
         parts.append(f"<p><code>{escape(str(where))}</code>, lines {first}-{first + len(lines) - 1}</p>"
-                     + highlight("".join(lines), PythonLexer(), HtmlFormatter(noclasses=True)))
+                     + _hanging_lines(html, prefix, lines))
     cap = f"<p>{escape(caption)}</p>" if caption else ""
     body = cap + "".join(parts)
     if collapsed:
         body = f"<details><summary>{escape(collapsed)}</summary>{body}</details>"
     return HTML(body)
+
+
+def _hanging_lines(html: str, prefix: str, lines: list[str]) -> str:
+    """Pygments' line spans (``linespans=prefix``) as blocks with a hanging indent: a line that wraps goes on
+    four characters right of its own indent."""
+    def block(m: re.Match) -> str:
+        line = lines[int(m.group(1)) - 1]
+        hang = len(line) - len(line.lstrip(" ")) + 4
+        return f'<span id="{prefix}-{m.group(1)}" style="display: block; padding-left: {hang}ch; text-indent: -{hang}ch">'
+
+    return re.sub(rf'<span id="{re.escape(prefix)}-(\d+)">', block, html)
 
 
 # ---------------------------------------------------------------------------------------------------
