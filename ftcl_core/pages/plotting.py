@@ -1039,12 +1039,12 @@ def source_code(*objects, caption: str | None = None, collapsed: str | None = No
 
 
 def _hanging_lines(html: str, prefix: str, lines: list[str]) -> str:
-    """Pygments' line spans (``linespans=prefix``) as blocks with a hanging indent: a line that wraps goes on
-    four characters right of its own indent."""
+    """Pygments' line spans (``linespans=prefix``), each with its hanging indent ``--hang``: a line that wraps
+    goes on four characters right of its own indent (``book/_static/ftcl.css`` lays the spans out)."""
     def block(m: re.Match) -> str:
         line = lines[int(m.group(1)) - 1]
         hang = len(line) - len(line.lstrip(" ")) + 4
-        return f'<span id="{prefix}-{m.group(1)}" style="display: block; padding-left: {hang}ch; text-indent: -{hang}ch">'
+        return f'<span id="{prefix}-{m.group(1)}" style="--hang: {hang}ch">'
 
     return re.sub(rf'<span id="{re.escape(prefix)}-(\d+)">', block, html)
 
