@@ -51,7 +51,7 @@ model = build_model(cfg).eval()
 # %% [markdown]
 # ## The tool, in code
 #
-# The three statistics, on the scores of the first $n$ queries of a step ($n=64$ in Supp A): look at `var_mean`,
+# The three statistics, computed on the scores of the first $n$ queries of a step ($n=64$ in Supp A): look at `var_mean`,
 # which takes each query's mean and variance over its row of $K$ negatives before they are averaged over the
 # queries. The training loop calls it every step, on the plain cosines and on the scores after FT.
 
