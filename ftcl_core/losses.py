@@ -131,22 +131,25 @@ class FTLogits(NamedTuple):
 
 
 def moco_ft_logits(
-    q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: T.Draws, active: bool = True,
-    rows: torch.Tensor | None = None, n_global: int | None = None, queue_layout: QueueLayout = "auto",
+    q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: T.Draws,
+    active: bool = True, rows: torch.Tensor | None = None, n_global: int | None = None,
+    queue_layout: QueueLayout = "auto",
 ) -> FTLogits:
-    """Positive ``(N,)`` and negative ``(N, K')`` scores after FT (before the temperature), as the released
-    code computes them: eq. 3 (or Table 4) on the pair, Sec 4.2 (or Supp G.1) on the queue, Table 6's union
-    queue, Supp G.2's hard negatives, Supp F's re-normalisation.
+    """Positive ``(N,)`` and negative ``(N, K')`` scores after FT (before the
+    temperature), as the released code computes them: eq. 3 (or Table 4) on the pair,
+    Sec 4.2 (or Supp G.1) on the queue, Table 6's union queue, Supp G.2's hard
+    negatives, Supp F's re-normalisation.
 
-    ``active=False`` (before ``ft.start_epoch``) gives the plain MoCo scores.  Random draws come from
-    ``gen``: a host generator's are made on the CPU and moved to the features' device, a
-    :class:`~ftcl_core.transforms.DeviceDraws`' on its device; ``rows``/``n_global`` as in :func:`positive_ft`.
-    One lambda per shard of queries against the queue (``ft.shards > 1`` with ``ft.neg``) is
-    :func:`sharded_ft_logits`.
+    ``active=False`` (before ``ft.start_epoch``) gives the plain MoCo scores.  Random
+    draws come from ``gen``: a host generator's are made on the CPU and moved to the
+    features' device, a :class:`~ftcl_core.transforms.DeviceDraws`' on its device;
+    ``rows``/``n_global`` as in :func:`positive_ft`.  One lambda per shard of queries
+    against the queue (``ft.shards > 1`` with ``ft.neg``) is :func:`sharded_ft_logits`.
 
-    ``q, k`` are ``N x C``, ``queue`` is ``K x C`` (one stored key per row; facebookresearch/moco's
-    ``builder.py`` keeps ``C x K``: pass ``queue.T``), checked by :func:`check_moco_inputs` (``queue_layout``
-    as there: ``"KC"`` states the layout of a square queue and skips its data check).
+    ``q, k`` are ``N x C``, ``queue`` is ``K x C`` (one stored key per row;
+    facebookresearch/moco's ``builder.py`` keeps ``C x K``: pass ``queue.T``), checked
+    by :func:`check_moco_inputs` (``queue_layout`` as there: ``"KC"`` states the layout
+    of a square queue and skips its data check).
     """
     check_moco_inputs(q, k, queue, ft, queue_layout)
     own_rows = torch.arange(queue.shape[0], device=queue.device)
@@ -154,10 +157,13 @@ def moco_ft_logits(
         pos, neg = moco_logits(q, k, queue)
         return FTLogits(pos, neg, own_rows)
     if ft.neg and ft.shards > 1:
-        raise ValueError("ft.shards > 1 with ft.neg mixes one queue per shard of queries: call sharded_ft_logits.")
+        raise ValueError("ft.shards > 1 with ft.neg mixes one queue per shard of "
+                         "queries: call sharded_ft_logits.")
     if not isinstance(gen, torch.Generator | T.DeviceDraws):
-        raise TypeError(f"gen must be a torch.Generator (or ftcl_core.transforms.DeviceDraws) for FT's draws, got "
-                        f"{type(gen).__name__}: pass torch.Generator().manual_seed(seed).")
+        raise TypeError("gen must be a torch.Generator (or "
+                        "ftcl_core.transforms.DeviceDraws) for FT's draws, got "
+                        f"{type(gen).__name__}: "
+                        "pass torch.Generator().manual_seed(seed).")
     n, d = q.shape
     q_clean = q
     q, k = positive_ft(q, k, ft, gen, rows, n_global)
@@ -165,11 +171,13 @@ def moco_ft_logits(
     if ft.neg:  # Sec 4.2 (interpolation) or Supp G.1 (extrapolation)
         negatives, partners = mixed_queue(queue, ft, gen)
         if ft.union_queue:  # Table 6: Z' U Z_neg
-            negatives, partners = torch.cat([negatives, queue], 0), torch.cat([partners, own_rows])
+            negatives = torch.cat([negatives, queue], 0)
+            partners = torch.cat([partners, own_rows])
     l_pos = (q * k).sum(1)
     if ft.hard:  # Supp G.2, one hard queue per query, never materialised
         shape = T.lambda_shape(ft.granularity, n if n_global is None else n_global, d)
-        lam_h = _mine(T.sample_beta(ft.hard_a, ft.hard_b, shape, gen), rows).to(q.device)
+        lam_h = T.sample_beta(ft.hard_a, ft.hard_b, shape, gen)
+        lam_h = _mine(lam_h, rows).to(q.device)
         l_neg = T.hard_negative_logits(q, negatives, lam_h, z_anchor=q_clean)
     else:
         l_neg = q @ negatives.T
@@ -201,10 +209,12 @@ def symmetric_rows(rows: torch.Tensor, n_global: int) -> torch.Tensor:
 
 
 def other_sample_mask(rows: torch.Tensor, n_global: int) -> torch.Tensor:
-    """``(2N, 2M)`` mask of the in-batch negatives of anchors ``[view 1; view 2]`` against ``[bank 1; bank 2]``.
+    """``(2N, 2M)`` mask of the in-batch negatives of anchors ``[view 1; view 2]``
+    against ``[bank 1; bank 2]``.
 
-    ``rows`` are the global indices (in ``0..M-1``) of this process's N samples; an anchor's own column
-    and its positive's column are excluded, every other sample of either view is a negative."""
+    ``rows`` are the global indices (in ``0..M-1``) of this process's N samples; an
+    anchor's own column and its positive's column are excluded, every other sample of
+    either view is a negative."""
     n = rows.shape[0]
     own = symmetric_rows(rows, n_global)
     pos = torch.cat([rows + n_global, rows])
@@ -216,24 +226,27 @@ def other_sample_mask(rows: torch.Tensor, n_global: int) -> torch.Tensor:
 
 
 def simclr_ft_logits(
-    z1: torch.Tensor, z2: torch.Tensor, bank1: torch.Tensor, bank2: torch.Tensor, rows: torch.Tensor,
-    ft: FTConfig, gen: T.Draws, active: bool = True,
+    z1: torch.Tensor, z2: torch.Tensor, bank1: torch.Tensor, bank2: torch.Tensor,
+    rows: torch.Tensor, ft: FTConfig, gen: T.Draws, active: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """SimCLR's symmetric NT-Xent scores with FT: positives ``(2N,)`` and in-batch negatives ``(2N, 2M-2)``.
+    """SimCLR's symmetric NT-Xent scores with FT: positives ``(2N,)`` and in-batch
+    negatives ``(2N, 2M-2)``.
 
-    ``z1, z2`` are this process's normalised views, ``bank1, bank2`` both views of the whole (all-rank) batch
-    of M samples (``z1, z2`` themselves in one process), ``rows`` the global indices of the local samples.
-    FT is MoCo's with the in-batch bank in place of the queue (Supp E.1, Table 5's SimCLR row): the positive pair
-    is extrapolated (eq. 3), the bank interpolated (Sec 4.2); a mixed negative is excluded by the index of
-    the sample it was drawn from, so it may hold a share of the anchor, as a mixed queue entry can in MoCo.
+    ``z1, z2`` are this process's normalised views, ``bank1, bank2`` both views of
+    the whole (all-rank) batch of M samples (``z1, z2`` themselves in one process),
+    ``rows`` the global indices of the local samples.  FT is MoCo's with the in-batch
+    bank in place of the queue (Supp E.1, Table 5's SimCLR row): the positive pair is
+    extrapolated (eq. 3), the bank interpolated (Sec 4.2); a mixed negative is excluded
+    by the index of the sample it was drawn from, so it may hold a share of the anchor,
+    as a mixed queue entry can in MoCo.
     """
     anchors, positives = symmetric_pairs(z1, z2, z1, z2)
     bank = torch.cat([bank1, bank2])
     m = bank1.shape[0]
-    l_pos, l_neg, _ = moco_ft_logits(anchors, positives, bank, ft, gen, active, symmetric_rows(rows, m), 2 * m,
-                                  queue_layout="KC")
+    l_pos, l_neg, _ = moco_ft_logits(anchors, positives, bank, ft, gen, active,
+                                     symmetric_rows(rows, m), 2 * m, queue_layout="KC")
     keep = other_sample_mask(rows, bank1.shape[0])
-    keep = keep.repeat(1, l_neg.shape[1] // bank.shape[0])  # the union queue holds the bank twice
+    keep = keep.repeat(1, l_neg.shape[1] // bank.shape[0])  # union queue: bank twice
     return l_pos, l_neg[keep].view(anchors.shape[0], -1)
 
 

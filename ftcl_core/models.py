@@ -417,7 +417,8 @@ def mlp(in_dim: int, hidden: int, out_dim: int, layers: int = 2, last_bn: bool =
 
 @torch.no_grad()
 def ema_update(target: nn.Module, online: nn.Module, m: float) -> None:
-    """eq. 2 (and BYOL's target update): theta_t <- m theta_t + (1 - m) theta_o; BN statistics stay separate."""
+    """eq. 2 (and BYOL's target update): theta_t <- m theta_t + (1 - m) theta_o; BN
+    statistics stay separate."""
     t_params = list(target.parameters())
     o_params = list(online.parameters())
     torch._foreach_mul_(t_params, m)

@@ -64,10 +64,12 @@ def representation_statistics(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tenso
     return torch.stack([align, uniform, rho, erank])
 
 
-def score_statistics(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64) -> torch.Tensor:
-    """Supp A statistics of the first ``n`` queries: ``[Mean(pos), Mean(neg), Var(neg)]`` as a tensor.
+def score_statistics(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64
+                     ) -> torch.Tensor:
+    """Supp A statistics of the first ``n`` queries: Mean(pos), Mean(neg), Var(neg).
 
-    ``l_pos`` is ``(N,)``, ``l_neg`` ``(N, K)``; Var is the population variance over the K negatives.
+    ``l_pos`` is ``(N,)``, ``l_neg`` ``(N, K)``; Var is the population variance over
+    the K negatives.
     """
     p, g = l_pos[:n].detach().float(), l_neg[:n].detach().float()
     var, mean = torch.var_mean(g, dim=1, correction=0)

@@ -31,21 +31,27 @@ from ftcl_core.config import Granularity  # "step" | "sample" | "dim": one defin
 Lam = float | torch.Tensor
 
 
-def extrapolate_positive(z_q: torch.Tensor, z_k: torch.Tensor, lam: Lam) -> tuple[torch.Tensor, torch.Tensor]:
-    """Positive extrapolation, eq. 3: ``z_q' = l z_q + (1-l) z_k``, ``z_k' = l z_k + (1-l) z_q``.
+def extrapolate_positive(z_q: torch.Tensor, z_k: torch.Tensor, lam: Lam
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positive extrapolation, eq. 3:
+    ``z_q' = l z_q + (1-l) z_k``, ``z_k' = l z_k + (1-l) z_q``.
 
-    With ``l`` in [1, 2] (``Beta(a, a) + 1``) the positive score drops (eq. 4, :func:`transformed_positive_score`);
-    with ``l`` in (0, 1) the same formula is positive *interpolation*, the Table 4 ablation.
-    Gradient flows through both outputs (the released code has no stop-gradient on the mixed key).
+    With ``l`` in [1, 2] (``Beta(a, a) + 1``) the positive score drops (eq. 4,
+    :func:`transformed_positive_score`); with ``l`` in (0, 1) the same formula is
+    positive *interpolation*, the Table 4 ablation.  Gradient flows through both
+    outputs (the released code has no stop-gradient on the mixed key).
     """
     return lam * z_q + (1 - lam) * z_k, lam * z_k + (1 - lam) * z_q
 
 
-def interpolate_negatives(queue: torch.Tensor, lam: Lam, perm: torch.Tensor) -> torch.Tensor:
-    """Negative interpolation, Sec 4.2: ``Z' = l Z_neg + (1-l) Z_perm`` with ``Z_perm = queue[perm]``.
+def interpolate_negatives(queue: torch.Tensor, lam: Lam, perm: torch.Tensor
+                          ) -> torch.Tensor:
+    """Negative interpolation, Sec 4.2:
+    ``Z' = l Z_neg + (1-l) Z_perm`` with ``Z_perm = queue[perm]``.
 
-    ``lam`` in (0, 1) keeps every new negative in the convex hull of two queue entries; ``lam`` in (1, 2)
-    is negative extrapolation (Supp G.1, eq. of Sec G.1).  ``queue`` is ``(K, D)``.
+    ``lam`` in (0, 1) keeps every new negative in the convex hull of two queue
+    entries; ``lam`` in (1, 2) is negative extrapolation (Supp G.1, eq. of Sec G.1).
+    ``queue`` is ``(K, D)``.
     """
     return lam * queue + (1 - lam) * queue[perm]
 

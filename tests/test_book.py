@@ -1,5 +1,6 @@
 """Every chapter executes headless under papermill with the smoke profile; notebooks match their sources."""
 
+import inspect
 import re
 import subprocess
 import sys
@@ -236,3 +237,75 @@ def test_every_chapter_ends_with_a_try_it_section(name):
             load_config(ROOT / "configs" / "cpu_cal_moco_v1.yaml", [kv])  # raises ConfigError on an unknown key
         widget = re.search(r"\b(slider|widget)\b", bullet)
         assert named or keys or widget, f"{name}: a bullet names no parameter, config key or widget: {bullet[:80]}"
+
+
+# ---- shown code: each chapter displays the code it is about, in lines the column holds (issue 52, item 1) ---------
+
+# Characters of code a line of the book's 784-px column holds at the code's 14 px (8.43 px a character, 16 px of
+# padding a side, measured in Chromium at the review's 1400-px window): a longer line wraps and breaks its indent.
+SHOWN_WIDTH = 88
+# What a reader was promised to see, chapter by chapter (module or function, by its qualified name).
+SHOWN = {"02_scores": {"ftcl_core.stats.score_statistics"},
+         "04_training": {"ftcl_core.methods.moco.moco_ft_step"},
+         "05_momentum": {"ftcl_core.models.ema_update"},
+         "10_methods": {"ftcl_core.methods.simclr.SimCLR", "ftcl_core.methods.byol.BYOL",
+                        "ftcl_core.methods.simsiam.SimSiam", "ftcl_core.methods.swav.SwAV",
+                        "ftcl_core.methods.base.predictive_scores", "ftcl_core.losses.simclr_ft_logits"}}
+
+
+def shown_objects(name: str) -> list:
+    """What the chapter passes to ``source_code``, resolved with the chapter's own imports from ``ftcl_core``."""
+    import ast
+
+    tree = ast.parse((ROOT / "book" / "src" / f"{name}.py").read_text())
+    namespace: dict = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ftcl_core") or (
+                isinstance(node, ast.Import) and all(a.name.startswith("ftcl_core") for a in node.names)):
+            exec(compile(ast.Module([node], []), name, "exec"), namespace)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and getattr(n.func, "attr", getattr(n.func, "id", None)) == "source_code"]
+    return [eval(compile(ast.Expression(arg), name, "eval"), namespace) for call in calls for arg in call.args]
+
+
+def qualified(obj) -> str:
+    return obj.__name__ if inspect.ismodule(obj) else f"{obj.__module__}.{obj.__qualname__}"
+
+
+def test_each_chapter_shows_the_code_it_is_about():
+    for name, expected in SHOWN.items():
+        shown = {qualified(o) for o in shown_objects(name)}
+        assert expected <= shown, f"{name} does not show {sorted(expected - shown)}"
+
+
+def test_the_shown_moco_step_is_short_and_holds_no_plumbing():
+    """Chapter 4's step reads in about twenty lines: the paper's path, no ranks, shards or step context."""
+    (step,) = shown_objects("04_training")
+    source = inspect.getsource(step)
+    body = inspect.getsource(step).split('"""')[-1].strip().splitlines()
+    assert len(body) <= 22, len(body)
+    assert not [w for w in ("gather_rows", "shard_rows", "StepContext", "world_size", "ctx.") if w in source]
+    for call in ("extrapolate_positive", "interpolate_negatives", "info_nce", "ema_update", "enqueue", "no_grad"):
+        assert call in source, call
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_shown_code_fits_the_column(name):
+    """No displayed line is wider than the column (it would wrap mid-indent): SHOWN_WIDTH characters at most."""
+    long = [f"{qualified(o)}: {line.rstrip()[:60]}... ({len(line.rstrip())})" for o in shown_objects(name)
+            for line in inspect.getsource(o).splitlines() if len(line.rstrip()) > SHOWN_WIDTH]
+    assert not long, long
+
+
+def test_source_code_names_the_lines_it_shows_and_folds_on_request():
+    from ftcl_core import models
+    from ftcl_core.methods import simsiam
+    from ftcl_core.pages.plotting import source_code
+
+    lines, first = inspect.getsourcelines(models.ema_update)
+    shown = source_code(models.ema_update).data
+    assert f"ftcl_core/models.py</code>, lines {first}-{first + len(lines) - 1}" in shown
+    assert "<details>" not in shown and "_foreach_mul_" in shown
+    folded = source_code(simsiam, collapsed="SimSiam").data  # a whole module: from its line 1
+    n = len(inspect.getsource(simsiam).splitlines())
+    assert folded.startswith("<details><summary>SimSiam</summary>") and f"lines 1-{n}<" in folded

@@ -23,10 +23,12 @@ ENTRY_POINT = PACKAGE / "__main__.py"
 LIBRARY = sorted([*(p for p in PACKAGE.glob("*.py") if p != ENTRY_POINT), *(PACKAGE / "methods").glob("*.py")])
 STUDY = sorted((PACKAGE / "study").rglob("*.py"))
 PAGES = sorted((PACKAGE / "pages").rglob("*.py"))
-# The aim (issue 51): a library of about 4 500 lines.  It stands at 4 733, after the thread policy, the replay of
-# stored runs, Fashion-MNIST and the diagnosis variants' one-process rule moved to the study; what is left is the
-# lifted code and the runner it needs (config, data, run store, loop).  A guard against growth, a little above.
-LIBRARY_LINES = 4_750
+# The aim (issue 51): a library of about 4 500 lines.  It stands at 4 821: 4 733 after the thread policy, the replay
+# of stored runs, Fashion-MNIST and the diagnosis variants' one-process rule moved to the study, plus issue 52's
+# teaching path (88 lines: methods/moco.moco_ft_step, the step chapter 4 shows, and the shown code re-wrapped to the
+# book's 88-character column).  What is left is the lifted code and the runner it needs (config, data, run store,
+# loop).  A guard against growth, a little above.
+LIBRARY_LINES = 4_840
 FIGURES = ("matplotlib", "plotly", "IPython", "ipywidgets")
 
 

@@ -49,6 +49,18 @@ aug = augment_config(cfg)
 model = build_model(cfg).eval()
 
 # %% [markdown]
+# ## The tool, in code
+#
+# The three statistics, computed on the scores of the first $n$ queries of a step ($n=64$ in Supp A): look at `var_mean`,
+# which takes each query's mean and variance over its row of $K$ negatives before they are averaged over the
+# queries. The training loop calls it every step, on the plain cosines and on the scores after FT.
+
+# %%
+from IPython.display import display
+
+display(P.source_code(score_statistics))
+
+# %% [markdown]
 # ## Scores of a randomly initialised encoder
 #
 # Two augmented views of 256 images give 256 positive pairs; the other images' keys serve as negatives.

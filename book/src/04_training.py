@@ -7,8 +7,8 @@
 # A real MoCo v2 run: query encoder, momentum key encoder (eq. 2, $\theta_k \leftarrow m\theta_k +
 # (1-m)\theta_q$), a queue of $K$ clean keys, InfoNCE at $\tau=0.2$, and single-process shuffle-BN
 # emulated with split batch-norm over 4 groups and a shuffled key batch (as the MoCo CIFAR demo does).
-# The whole method is one class, `ftcl_core.methods.MoCo`, shown below with the training step that calls it;
-# the run goes through the run store, so a complete run is loaded, not retrained, and an interrupted one
+# The whole method is one class, `ftcl_core.methods.MoCo`; one of its steps is shown below in the paper's terms.
+# The run goes through the run store, so a complete run is loaded, not retrained, and an interrupted one
 # resumes from its last epoch.
 #
 # **Scale of the `cpu` profile, and why.** On two CPU cores the constraint is the number of useful
@@ -47,21 +47,21 @@ P.html_table(["setting", "value"], recipe, caption=f"The run's recipe ({X.base_f
                                                    "is the run folder's config.yaml)")
 
 # %% [markdown]
-# ## The method, in code
+# ## One step, in code
 #
-# MoCo reads top to bottom in one file: its networks (the query encoder; the key encoder, the eq. 2 moving
-# average of the query encoder, fed a shuffled key batch for shuffle-BN; the queue), its scores with FT inside
-# the loss, its loss (eq. 1) and what it does after the optimiser step (enqueue the clean keys). One training
-# step calls only these: the method's scores and loss, backward, the statistics, SGD, the method's after-step.
+# One MoCo step with FT, in the paper's terms: the queries from the query encoder; the key encoder moved towards
+# it (eq. 2) and the keys, without gradient, from a shuffled batch (shuffle-BN); positive extrapolation (eq. 3) and
+# negative interpolation of the queue (Sec 4.2); the logits, InfoNCE (eq. 1) and SGD; then the clean keys into the
+# queue. Look at the two lines that do FT, `extrapolate_positive` and `interpolate_negatives`: without them this
+# is plain MoCo. The library's `MoCo` (`ftcl_core/methods/moco.py`) takes the same step on several processes and
+# with every option of the tables; a test checks that both give the same loss, gradients, weights and queue.
 
 # %%
 from IPython.display import display
 
-from ftcl_core.methods import MoCo
-from ftcl_core.training import train_step
+from ftcl_core.methods.moco import moco_ft_step
 
-display(P.source_code(MoCo))
-display(P.source_code(train_step))
+display(P.source_code(moco_ft_step))
 
 # %% [markdown]
 # ## Loss and contrastive accuracy

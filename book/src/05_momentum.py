@@ -62,6 +62,18 @@ stored = records if profile == "cpu" else sorted(
     key=lambda r: (list(exp.settings).index(r["setting"]), r["seed"]))
 
 # %% [markdown]
+# ## The momentum update, in code
+#
+# Eq. 2 is two in-place operations over the key encoder's parameters: scale them by $m$, then add $1-m$ times the
+# query encoder's. Look at what it leaves out: the batch-norm statistics, which each encoder keeps for itself. At
+# $m=1$ the key encoder keeps its random initialisation; at $m=0$ it is a copy of the query encoder.
+
+# %%
+from ftcl_core.models import ema_update
+
+display(P.source_code(ema_update))
+
+# %% [markdown]
 # (momentum-figure)=
 # ## Readout against the random-init baseline (Table 1)
 #

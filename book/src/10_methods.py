@@ -43,7 +43,8 @@
 #   Here with two crops only: multi-crop, SwAV's other ingredient, has no counterpart in a two-view
 #   batched augmentation, so our SwAV numbers are two-crop SwAV's.
 #
-# The code of SimCLR's scores, as the library runs it:
+# The code of SimCLR's scores, as the library runs it; look at the one call of `moco_ft_logits`, with the bank in
+# place of the queue. Below it, folded, each method's own file, and the scores BYOL and SimSiam share.
 
 # %% colab-setup
 
@@ -58,12 +59,18 @@ experiments = ["experiments/table5_simclr.yaml", "experiments/table5_byol.yaml",
 settings = {"experiments/table5_simclr.yaml": ["simclr baseline", "simclr +pos", "simclr +neg", "simclr +both"]}
 
 # %%
-import inspect
+from IPython.display import display
 
 from ftcl_core import losses
+from ftcl_core.methods import BYOL, SimCLR, SimSiam, SwAV, base, byol
+from ftcl_core.pages import plotting as P
 
-print(inspect.getsource(losses.simclr_ft_logits))
-print(inspect.getsource(losses.other_sample_mask))
+display(P.source_code(losses.simclr_ft_logits, losses.other_sample_mask))
+display(P.source_code(SimCLR, collapsed="SimCLR (ftcl_core/methods/simclr.py)"))
+display(P.source_code(byol.cosine_momentum, BYOL, collapsed="BYOL (ftcl_core/methods/byol.py)"))
+display(P.source_code(SimSiam, collapsed="SimSiam (ftcl_core/methods/simsiam.py)"))
+display(P.source_code(SwAV, collapsed="SwAV (ftcl_core/methods/swav.py)"))
+display(P.source_code(base.predictive_scores, collapsed="BYOL's and SimSiam's scores with FT (eq. 3)"))
 
 # %% [markdown]
 # `moco_ft_logits` is MoCo's FT, unchanged: SimCLR reuses it with the bank for the queue and then drops

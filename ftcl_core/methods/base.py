@@ -143,9 +143,9 @@ def raw_top1(scores: Scores) -> torch.Tensor:
 
 
 def predictive_scores(out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores:
-    """BYOL's and SimSiam's scores: predictions ``p1, p2`` against the other view's targets ``t2, t1`` (both
-    directions at once), with eq. 3 on each pair inside the loss; no negatives, so the statistics' negatives
-    are in-batch cosines."""
+    """BYOL's and SimSiam's scores: predictions ``p1, p2`` against the other view's
+    targets ``t2, t1`` (both directions at once), with eq. 3 on each pair inside the
+    loss; no negatives, so the statistics' negatives are in-batch cosines."""
     p1, p2, t1, t2 = out
     anchors, positives = symmetric_pairs(p1, p2, t1, t2)
     n_global = p1.shape[0] * D.world_size()

@@ -15,16 +15,18 @@ from ftcl_core.models import Encoder, ema_update, frozen_copy, mlp
 
 
 def cosine_momentum(base: float, step: int, total_steps: int) -> float:
-    """BYOL's target momentum: from ``base`` at step 0 to 1 at the last step, on a cosine."""
+    """BYOL's target momentum: from ``base`` at step 0 to 1 at the last step, on a
+    cosine."""
     return 1 - (1 - base) * (math.cos(math.pi * step / max(1, total_steps)) + 1) / 2
 
 
 class BYOL(Method):
     """BYOL: online encoder + predictor, momentum target encoder (no negatives).
 
-    ``forward`` returns the normalised online predictions of both views and the target projections of
-    both views (no gradient).  The target follows eq. 2 with momentum ``self.momentum``, which
-    :meth:`start_step` raises from its base value to 1 on a cosine (BYOL's schedule).
+    ``forward`` returns the normalised online predictions of both views and the target
+    projections of both views (no gradient).  The target follows eq. 2 with momentum
+    ``self.momentum``, which :meth:`start_step` raises from its base value to 1 on a
+    cosine (BYOL's schedule).
     """
 
     def __init__(self, encoder: Encoder, predictor: nn.Module, momentum: float) -> None:
@@ -36,23 +38,27 @@ class BYOL(Method):
 
     @classmethod
     def from_config(cls, cfg: RunConfig, backbone: nn.Module) -> BYOL:
-        """Projector and predictor Linear-BN-ReLU-Linear; base target momentum ``byol.momentum``."""
+        """Projector and predictor Linear-BN-ReLU-Linear; base target momentum
+        ``byol.momentum``."""
         m, width = cfg.model, backbone.out_dim
         hidden, dim, splits = m.hidden or width, m.dim, m.bn_splits
-        return cls(Encoder(backbone, mlp(width, hidden, dim, bn_splits=splits)), mlp(dim, hidden, dim, bn_splits=splits),
-                   cfg.byol.momentum)
+        projector = mlp(width, hidden, dim, bn_splits=splits)
+        predictor = mlp(dim, hidden, dim, bn_splits=splits)
+        return cls(Encoder(backbone, projector), predictor, cfg.byol.momentum)
 
     def start_step(self, epoch: int, step: int, total_steps: int) -> None:
         """The target momentum of this step (eq. 2's m on BYOL's cosine schedule)."""
         self.momentum = cosine_momentum(self.base_momentum, step, total_steps)
 
-    @torch.compiler.disable  # m is read here, outside a compiled graph, which would otherwise be rebuilt per m
+    # m is read here, outside a compiled graph, which would otherwise be rebuilt per m
+    @torch.compiler.disable
     def update_target(self) -> None:
         """eq. 2 on the target network, at this step's momentum."""
         ema_update(self.target, self.encoder_q, self.momentum)
 
     def forward(self, x1: torch.Tensor, x2: torch.Tensor):
-        p1, p2 = (F.normalize(self.predictor(self.encoder_q(x)), dim=1) for x in (x1, x2))
+        p1, p2 = (F.normalize(self.predictor(self.encoder_q(x)), dim=1)
+                  for x in (x1, x2))
         with torch.no_grad():
             self.update_target()
             t1, t2 = (F.normalize(self.target(x), dim=1) for x in (x1, x2))

@@ -6,8 +6,9 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import distributed as D
+from ftcl_core import transforms as T
 from ftcl_core.config import RunConfig
-from ftcl_core.losses import FTLogits, moco_ft_logits, moco_logits
+from ftcl_core.losses import FTLogits, info_nce, moco_ft_logits, moco_logits
 from ftcl_core.methods.base import Method, Scores, StepContext, contrastive_loss
 from ftcl_core.models import Encoder, ema_update, frozen_copy, projection_head
 
@@ -98,3 +99,32 @@ class MoCo(Method):
         self.queue.index_copy_(0, rows, keys.detach().to(self.queue.dtype))
         self.queue_ptr.fill_((ptr + n) % k_size)
         return rows
+
+
+def moco_ft_step(model: MoCo, optimizer: torch.optim.Optimizer, x_q: torch.Tensor,
+                 x_k: torch.Tensor, gen: torch.Generator, alpha_ex: float = 2.0,
+                 alpha_in: float = 1.6) -> torch.Tensor:
+    """One MoCo step with FT (eq. 3 on the pair, Sec 4.2 on the queue) in one process:
+    the paper's path only, to read beside facebookresearch/moco's builder.py.  MoCo with
+    ``FTConfig(pos=True, neg=True)`` in the training loop takes the same step
+    (tests/test_moco_step.py compares loss, gradients, weights and queue)."""
+    q = F.normalize(model.encoder_q(x_q), dim=1)                  # queries: N×C
+    with torch.no_grad():                                         # no gradient to keys
+        ema_update(model.encoder_k, model.encoder_q, model.momentum)  # eq. 2
+        perm = torch.randperm(len(x_k), generator=gen)            # shuffle-BN
+        k = F.normalize(model.encoder_k(x_k[perm]), dim=1)[perm.argsort()]  # keys: N×C
+    (n, c), size = q.shape, len(model.queue)
+    lam_ex = T.sample_lambda(alpha_ex, "step", n, c, gen, shift=1.0)  # in (1, 2)
+    q_ft, k_ft = T.extrapolate_positive(q, k, lam_ex)             # eq. 3
+    lam_in = T.sample_lambda(alpha_in, "step", size, c, gen)      # in (0, 1)
+    partners = T.sample_permutation(size, gen)
+    negatives = T.interpolate_negatives(model.queue, lam_in, partners)  # Sec 4.2: K×C
+    l_pos = (q_ft * k_ft).sum(1, keepdim=True)                    # N×1
+    l_neg = q_ft @ negatives.T                                    # N×K
+    logits = torch.cat([l_pos, l_neg], dim=1) / model.tau         # N×(1+K)
+    loss = info_nce(logits)                                       # eq. 1
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    model.enqueue(k)                                              # the clean keys
+    return loss.detach()

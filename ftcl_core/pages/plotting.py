@@ -11,6 +11,7 @@ import inspect
 import json
 import os
 import pathlib
+import re
 import textwrap
 from collections.abc import Collection, Iterable, Mapping
 from html import escape
@@ -1005,9 +1006,13 @@ def markdown_html(text: str):
     return HTML(html.replace("<table>", '<table class="table">'))
 
 
-def source_code(*objects, caption: str | None = None):
-    """The source of functions or classes (``inspect.getsource``), highlighted, as an IPython HTML object with
-    the file and lines it comes from: a chapter shows the code it is about, as it runs today."""
+def source_code(*objects, caption: str | None = None, collapsed: str | None = None):
+    """The source of functions, classes or whole modules (``inspect.getsource``), highlighted, as an IPython HTML
+    object with the file and lines it comes from: a chapter shows the code it is about, as it runs today.
+    ``collapsed``: the summary line of a fold (``<details>``) that holds it, for a long listing.
+
+    The shown functions' lines fit the book's column (tests/test_book.py's ``SHOWN_WIDTH``); on a narrower screen
+    a long line wraps under its own indent plus four (:func:`_hanging_lines`), never back at the left edge."""
 
     from IPython.display import HTML
     from pygments import highlight
@@ -1018,12 +1023,30 @@ def source_code(*objects, caption: str | None = None):
     parts = []
     for obj in objects:
         lines, first = inspect.getsourcelines(obj)
-        path = pathlib.Path(inspect.getsourcefile(obj)).resolve()
+        first = max(first, 1)  # a module's source starts at its line 1 (inspect says 0)
+        # a decorated function's own file (torch.no_grad's wrapper lives in torch)
+        path = pathlib.Path(inspect.getsourcefile(inspect.unwrap(obj))).resolve()
         where = path.relative_to(root) if path.is_relative_to(root) else path.name
+        prefix = f"src-{path.stem}-{first}"
+        html = highlight("".join(lines), PythonLexer(), HtmlFormatter(noclasses=True, linespans=prefix))
         parts.append(f"<p><code>{escape(str(where))}</code>, lines {first}-{first + len(lines) - 1}</p>"
-                     + highlight("".join(lines), PythonLexer(), HtmlFormatter(noclasses=True)))
+                     + _hanging_lines(html, prefix, lines))
     cap = f"<p>{escape(caption)}</p>" if caption else ""
-    return HTML(cap + "".join(parts))
+    body = cap + "".join(parts)
+    if collapsed:
+        body = f"<details><summary>{escape(collapsed)}</summary>{body}</details>"
+    return HTML(body)
+
+
+def _hanging_lines(html: str, prefix: str, lines: list[str]) -> str:
+    """Pygments' line spans (``linespans=prefix``), each with its hanging indent ``--hang``: a line that wraps
+    goes on four characters right of its own indent (``book/_static/ftcl.css`` lays the spans out)."""
+    def block(m: re.Match) -> str:
+        line = lines[int(m.group(1)) - 1]
+        hang = len(line) - len(line.lstrip(" ")) + 4
+        return f'<span id="{prefix}-{m.group(1)}" style="--hang: {hang}ch">'
+
+    return re.sub(rf'<span id="{re.escape(prefix)}-(\d+)">', block, html)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -78,18 +78,22 @@ def threshold_band(alpha: float = 2.0, lo: float = 0.05, hi: float = 0.95, point
     return float(attraction_threshold(1 + quantile[0])), float(attraction_threshold(1 + quantile[1]))
 
 
-def analytic_gradient(z: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor, lam: float, tau: float) -> torch.Tensor:
-    """``dL/dz`` of the InfoNCE loss (eq. 1) after positive extrapolation (eq. 3), from the formula above.
+def analytic_gradient(z: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor,
+                      lam: float, tau: float) -> torch.Tensor:
+    """``dL/dz`` of the InfoNCE loss (eq. 1) after positive extrapolation (eq. 3),
+    from the formula above.
 
-    ``z`` ``(N, D)``: the query network's outputs before the normaliser; ``k`` ``(N, D)`` unit keys (detached);
-    ``negatives`` ``(K, D)`` unit queue entries; the loss is the mean over the N queries.
+    ``z`` ``(N, D)``: the query network's outputs before the normaliser; ``k``
+    ``(N, D)`` unit keys (detached); ``negatives`` ``(K, D)`` unit queue entries; the
+    loss is the mean over the N queries.
     """
     norm = z.norm(dim=1, keepdim=True)
     q = z / norm
     q_ft, k_ft = T.extrapolate_positive(q, k, lam)
     logits = logits_from_scores((q_ft * k_ft).sum(1), q_ft @ negatives.T, tau)
     p = logits.softmax(1)
-    pull = (1 - p[:, :1]) * alignment_weight(lam) * k - lam * p[:, 1:] @ negatives  # (1 - p0)(A k - l n_bar)
+    pull = (1 - p[:, :1]) * alignment_weight(lam) * k - lam * p[:, 1:] @ negatives
+    # pull = (1 - p0)(A k - l n_bar)
     tangent = pull - (pull * q).sum(1, keepdim=True) * q
     return -tangent / (tau * norm) / z.shape[0]
 
