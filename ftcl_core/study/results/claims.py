@@ -170,12 +170,16 @@ class Verdict:
 
 
 def ceiling_binds(claim: Claim, paired: Paired) -> bool:
-    """Whether the ceiling forbids the paper's point effect ``d``: the arm cannot read above 100 %, so over the
-    paired seeds its mean gain can be at most the reference's headroom, ``100 - mean(reference)`` (and its mean
-    loss at most the reference's mean itself). Where that room is below ``|d|`` an interval centred on the paper's
-    effect is out of reach, and "smaller than the paper" or "no effect of the paper's size" on points would be
-    forced by the ceiling rather than found. Only claims judged on both scales (:attr:`Claim.on_errors`), with a
-    stated effect and the reference's readouts, can bind."""
+    """Whether the ceiling forbids the paper's point effect ``d``.
+
+    The arm cannot read above 100 %, so over the paired seeds its mean gain can be
+    at most the reference's headroom, ``100 - mean(reference)`` (and its mean loss
+    at most the reference's mean itself). Where that room is below ``|d|``, an
+    interval centred on the paper's effect is out of reach, and "smaller than the
+    paper" or "no effect of the paper's size" on points would be forced by the
+    ceiling rather than found. Only claims judged on both scales
+    (:attr:`Claim.on_errors`), with a stated effect and the reference's readouts,
+    can bind."""
     if claim.on_errors is None or claim.effect is None or not paired.references:
         return False
     room = 100 - paired.reference_mean if claim.sign > 0 else paired.reference_mean
