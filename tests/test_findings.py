@@ -85,6 +85,11 @@ def _switch(ev: F.Evidence, pick, **change) -> F.Evidence:
                                            for lb, rows in ev.switch.items()})
 
 
+def _headroom(ev: F.Evidence, setting: str, **change) -> F.Evidence:
+    return dataclasses.replace(ev, headroom=tuple({**r, **change} if r["setting"] == setting else r
+                                                  for r in ev.headroom))
+
+
 def _capacity(ev: F.Evidence, name: str, **change) -> F.Evidence:
     return dataclasses.replace(ev, capacity=tuple({**r, **change} if r["comparison"] == name else r
                                                   for r in ev.capacity))
@@ -124,6 +129,9 @@ FLIPS = {
     "momentum-rise-inconclusive": lambda ev: _summary(
         ev, lambda r: r["table"] == "T1" and r["reference"].startswith("m=") and float(r["effect"] or 0) > 0,
         verdict=V.REPLICATED),
+    "headroom-costs-at-30": lambda ev: _headroom(ev, "+both from 9 of 30", verdict=V.REPLICATED, diff_mean=6.0),
+    "headroom-longer-pending": lambda ev: _headroom(ev, "+both 120", n_seeds=3, verdict=V.CONTRADICTED,
+                                                    diff_mean=-3.0, diff_ci95=1.0),
 }
 
 

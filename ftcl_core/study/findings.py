@@ -26,6 +26,7 @@ import numpy as np
 
 from ftcl_core.study import diagnosis as G
 from ftcl_core.study import experiments as X
+from ftcl_core.study import headroom as H
 from ftcl_core.study.checks import failures
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import MIN_SEEDS
@@ -67,6 +68,7 @@ class Evidence:
     summary: tuple[dict, ...]
     band: tuple[float, float]
     records: Mapping[str, list[dict]]  # per experiment file, the records the rows above were computed from
+    headroom: tuple[dict, ...] = ()  # the map on the task with headroom (:func:`ftcl_core.study.headroom.load`)
 
     @classmethod
     def load(cls, profile: str = "cpu", root: str | Path | None = None, summary: str | Path | None = None) -> Evidence:
@@ -105,7 +107,7 @@ class Evidence:
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(G.capacity_rows(profile, root=root)),
                    tuple(G.capacity_rows(profile, "knn_top1", root=root)), G.resolution_row(profile, root=root),
                    mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(_summary(summary, profile)),
-                   G.threshold_band(), loaded)
+                   G.threshold_band(), loaded, tuple(G.headroom_rows(profile, root)))
 
     def table_row(self, table: str, setting: str, reference: str) -> dict:
         """The results/summary.csv row of ``setting`` against ``reference`` in ``table`` (e.g. "T5", "v1 +both",
@@ -244,6 +246,8 @@ def facts(ev: Evidence) -> dict[str, str]:
     out["claims_on_errors"] = str(sum(counts["ft_errors"].values()))
     for word, key in TALLY_KEYS.items():
         out[f"claims_{key}"], out[f"claims_bh_{key}"] = str(counts["ft"].get(word, 0)), str(counts["ft_bh"].get(word, 0))
+    # the task with headroom (chapter 11), its map's comparisons under hr_<arm>_<length>_...
+    out |= {f"hr_{k}": v for k, v in H.map_facts(list(ev.headroom)).items() if isinstance(v, str)}
     return out
 
 
@@ -527,6 +531,13 @@ def _momentum_rise_inconclusive(ev: Evidence) -> str | None:
     return "; ".join(bad) or (None if rows else "no step up in T1")
 
 
+def _headroom(*names: str) -> Check:
+    """Chapter 11's checks of ``names`` (:data:`ftcl_core.study.headroom.CHECKS`) on the evidence's map."""
+    def check(ev: Evidence) -> str | None:
+        return _joined(list(failures(H.CHECKS, H.map_facts(list(ev.headroom)), *names).values()))
+    return check
+
+
 CHECKS: dict[str, Check] = {
     # name (as the Markdown's <!-- checks: ... --> comments cite it) -> the check
     "headline-reversed": _headline_reversed,
@@ -554,6 +565,9 @@ CHECKS: dict[str, Check] = {
     "momentum-falls": _momentum_falls,
     "momentum-no-collapse": _momentum_no_collapse,
     "momentum-rise-inconclusive": _momentum_rise_inconclusive,
+    "headroom-costs-at-30": _headroom("first-step-costs-at-30", "late-start-costs-at-30",
+                                      "late-positive-alone-costs-at-30", "positive-mixing-carries-the-late-cost"),
+    "headroom-longer-pending": _headroom("120-pending", "240-pending"),
 }
 
 
