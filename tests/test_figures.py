@@ -1,5 +1,6 @@
-"""Every matplotlib figure of ``ftcl_core.pages.plotting`` as the book shows it: text at least 10 px tall in the page's
-column (:func:`plotting.smallest_text_px`) and no legend on plotted data (:func:`plotting.legend_overlaps_data`).
+"""Every matplotlib figure of ``ftcl_core.pages.plotting`` as the book shows it: text at least 11 px tall in the page's
+column at its narrowest (:func:`plotting.smallest_text_px` at :data:`plotting.NARROWEST_COLUMN_PX`: font size in pt x
+dpi / 72 x displayed width / PNG width) and no legend on plotted data (:func:`plotting.legend_overlaps_data`).
 
 Each figure is built from small fake inputs shaped like the stored runs' (ten momenta, 69 claims of the summary,
 the seven-by-five phase diagram), at the size the chapter calls it with; the checks themselves are shown to fail
@@ -105,16 +106,6 @@ def landscape(n_epochs: int = 30, n_layers: int = 12) -> np.ndarray:
     return np.abs(RNG.normal(1, 0.3, size=(n_epochs, n_layers))) * np.linspace(2, 0.5, n_epochs)[:, None]
 
 
-def chapter_landscapes(n: int, figsize: tuple[float, float], cols: int = 2):
-    """Chapters 5 and 6: a grid of gradient landscapes in the chapter's own figure."""
-    fig = plt.figure(figsize=figsize)
-    for i in range(n):
-        ax = fig.add_subplot((n + cols - 1) // cols, cols, i + 1, projection="3d")
-        P.grad_landscape(landscape(), title=f"m={[0, 0.5, 0.9, 0.99, 1.0][i % 5]}", ax=ax)
-    plt.tight_layout()
-    return fig
-
-
 def chapter_score_statistics_with_title():
     """Chapter 10: the score statistics of one method, titled by the chapter with ``plt.suptitle``."""
     fig = P.score_statistics(TABLE5, columns=("pos_mean", "neg_mean", "neg_var"))
@@ -122,6 +113,8 @@ def chapter_score_statistics_with_title():
     return fig
 
 
+LAYERS = ["backbone.stem.0", "backbone.stem.1", *(f"backbone.layers.{i}.{part}" for i in range(4) for part in (
+    "conv1", "bn1", "conv2", "bn2", "shortcut.0", "shortcut.1"))][:24] + ["head.0", "head.2"]
 MOMENTA = {f"m={m}": fake_metrics(seed=i) for i, m in enumerate((0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 0.999, 1.0))}
 TABLE5 = {s: fake_metrics(seed=i) for i, s in enumerate(("v1 baseline", "v1 +pos", "v1 +neg", "v1 +both",
                                                          "v1 +both_dim"))}
@@ -136,9 +129,15 @@ BOOK_FIGURES: dict[str, Callable[[], object]] = {
     "score_statistics, one run (ch 2, 4)": lambda: P.score_statistics({"MoCo v2": MOMENTA["m=0.99"]}),
     "score_statistics, ten momenta (ch 5)": lambda: P.score_statistics(MOMENTA),
     "score_statistics, titled by the chapter (ch 10)": chapter_score_statistics_with_title,
-    "score_trajectory_3d, ten momenta (ch 5)": lambda: P.score_trajectory_3d(MOMENTA),
-    "grad_landscape (ch 4)": lambda: P.grad_landscape(landscape(), title="MoCo v2, query encoder"),
-    "grad_landscape, two in a row (ch 5, 6: the chapters' 10-inch figures)": lambda: chapter_landscapes(2, (10, 3.8)),
+    "score_statistics, ten momenta, four highlighted (ch 5)": lambda: P.score_statistics(
+        MOMENTA, highlight=["m=0", "m=0.5", "m=0.99", "m=1.0"], others="the other momenta"),
+    "score_trajectory_3d, ten momenta (ch 5)": lambda: P.score_trajectory_3d(
+        MOMENTA, highlight=["m=0", "m=0.5", "m=0.99", "m=1.0"], others="the other momenta"),
+    "grad_heatmap (ch 4)": lambda: P.grad_heatmap(landscape(n_layers=26), LAYERS, title="MoCo v2, query encoder"),
+    "grad_norm_epochs, five momenta (ch 5)": lambda: P.grad_norm_epochs(
+        {f"m={m}": landscape() for m in (0, 0.5, 0.9, 0.99, 1.0)}),
+    "grad_norm_epochs, baseline and +both (ch 6)": lambda: P.grad_norm_epochs(
+        {"v1 baseline": landscape(), "v1 +both": landscape()}),
     "score_bound (ch 3)": lambda: P.score_bound(),
     "experiment_bars, ten momenta (ch 5)": lambda: P.experiment_bars(
         EXPERIMENT["table1_momentum"], fake_summary(EXPERIMENT["table1_momentum"])),
@@ -181,13 +180,13 @@ def figures_of(name: str) -> list:
 
 
 @pytest.mark.parametrize("name", list(BOOK_FIGURES))
-def test_figure_text_is_10_px_or_more_and_no_legend_covers_data(name):
+def test_figure_text_is_11_px_or_more_and_no_legend_covers_data(name):
     figs = figures_of(name)
     for fig in figs:
-        sizes = P.text_sizes_px(fig)
+        sizes = P.text_sizes_px(fig, P.NARROWEST_COLUMN_PX)
         assert sizes, "no text measured: the check would pass on anything"
         px, text = min(sizes)
-        assert px >= P.MIN_TEXT_PX, f"{text!r} is {px:.1f} px tall in the book's {P.BOOK_COLUMN_PX}-px column"
+        assert px >= P.MIN_TEXT_PX, f"{text!r} is {px:.1f} px tall in the book's {P.NARROWEST_COLUMN_PX}-px column"
         assert P.legend_overlaps_data(fig) == []
 
 
@@ -266,13 +265,14 @@ def test_the_grid_of_tables_has_one_legend_outside_its_panels():
     assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "raw pixels (linear)" in labels and len(labels) == len(set(labels))
-    assert sum(ax.get_visible() for ax in fig.axes) == len(CHAPTER6_GRID)
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_ylabel() != "paper top-1 (%)"]
+    assert len(panels) == len(CHAPTER6_GRID)
     (methods,) = figures_of("experiment_grid, the methods (ch 10)")  # BYOL's numbers are ImageNet-1K's
     assert "paper (ImageNet-100, ImageNet-1K)" in [t.get_text() for t in methods.legends[0].get_texts()]
 
 
 def test_chapter_sevens_own_figures_read_at_page_width():
-    """The contraction test and the early-training figure: text of at least 10 px, legends off the data."""
+    """The contraction test and the early-training figure: text of at least 11 px, legends off the data."""
     from ftcl_core.study import diagnosis as G
 
     rhos = np.linspace(-0.5, 1.0, 7)
@@ -283,7 +283,7 @@ def test_chapter_sevens_own_figures_read_at_page_width():
                           "neg_mean": np.linspace(0, 0.9 if arm == "+both" else 0.3, 200)} for arm in ("baseline", "+both")}
     for fig in (P.contraction_figure(rhos, rates, {lam: G.attraction_threshold(lam) for lam in lams}),
                 P.early_training(runs, (0.13, 0.56))):
-        assert P.smallest_text_px(fig) >= 10 and P.legend_overlaps_data(fig) == []
+        assert P.smallest_text_px(fig, P.NARROWEST_COLUMN_PX) >= P.MIN_TEXT_PX and P.legend_overlaps_data(fig) == []
         plt.close(fig)
 
 
