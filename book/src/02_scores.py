@@ -73,6 +73,33 @@ ax.set_xlabel("cosine score")
 ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
 plt.show()
 
+# %% tags=["remove-cell"]
+from ftcl_core.pages.glue import glue_facts
+from ftcl_core.runs import RunDir
+from ftcl_core.study import checks
+from ftcl_core.study import curves as C
+
+# the trained run the reading compares with: the stored cpu run of chapter 4, whatever profile this page ran with
+init = C.init_score_facts(q.numpy(), k.numpy(), RunDir(X.run_dir(exp, "v2 baseline", 0, "cpu", X.STORED)).load_metrics())
+glue_facts("init_", init)
+checks.expect(C.CHECKS, init, "a random encoder's positives score above its negatives",
+              "a random encoder's cosines sit above the collapse level", "the shared direction carries the level",
+              "the queue's random keys score near zero", "the trained run ends with a wide gap below the collapse level")
+
+# %% [markdown]
+# **High cosines are not a collapse here.** Every score of this random encoder is close to one (mean positive
+# {glue:md}`init_pos`, mean negative {glue:md}`init_neg`), above the level {glue:md}`init_level` at which chapters 6
+# and 7 call Mean(neg) a collapse. Nothing has gone wrong: the features of a network that was never trained share one
+# large common direction (its pooled activations come out of ReLUs, so they are all non-negative), and any two images
+# point almost the same way. Take that direction away, by subtracting each view's batch mean before the cosine, and
+# the positives still agree ({glue:md}`init_centred_pos`) while the negatives do not ({glue:md}`init_centred_neg`).
+# That is why the collapse criterion is read on the encoder *being trained*, and on the gap between Mean(pos) and
+# Mean(neg) rather than on their level: training starts from a queue of random keys (Mean(neg)
+# {glue:md}`init_queue_neg` at the first step of chapter 4's run) and spreads the features within its first epoch,
+# and the trained run ends at Mean(pos) {glue:md}`init_end_pos` against Mean(neg) {glue:md}`init_end_neg` (its last
+# {glue:md}`init_window` steps). A collapse, in chapters 6 and 7, is Mean(neg) of a run climbing back above that
+# level *during* training, the gap to Mean(pos) gone.
+
 # %% [markdown]
 # ## The statistics during a real training run
 #

@@ -9,7 +9,7 @@ Each ``*_facts`` function returns strings the chapter glues (numbers formatted o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -94,11 +94,19 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
             "window": str(window), "values": v}
 
 
-def grad_swing_facts(per_epoch: Mapping[str, np.ndarray]) -> dict:
+def _batch_norm(name: str) -> bool:
+    """A ResNet parameter group of :mod:`ftcl_core.models` that is a batch-norm layer (``bn1``, ``stem.1``,
+    ``shortcut.1``): the convolution before it is ``.0``."""
+    return ".bn" in name or name.endswith(("stem.1", "shortcut.1"))
+
+
+def grad_swing_facts(per_epoch: Mapping[str, np.ndarray], layers: Sequence[str] | None = None) -> dict:
     """Chapters 4-6: each run's gradient landscape (:meth:`RunDir.load_grad_norms`' ``per_epoch``, epochs x layers)
     summed over its layers, the curve the figures draw. Facts: per run the standard deviation of its epoch-to-epoch
     change (``sd``: how much it swings, :func:`ftcl_core.study.signatures.volatility`'s second number), the runs
-    that swing most and least, and for the first run its first and last epoch's sum and their ratio (``growth``)."""
+    that swing most and least, and for the first run its first and last epoch's sum and their ratio (``growth``);
+    with its ``layers`` (parameter names), the largest mean norm of a batch-norm layer and the smallest of the others
+    (convolutions and head: ``bn_max``, ``other_min``)."""
     totals = {name: np.asarray(p, dtype=float).sum(1) for name, p in per_epoch.items()}
     sd = {name: float(np.std(np.diff(t))) if len(t) > 1 else 0.0 for name, t in totals.items()}
     out: dict = {"n": len(totals), "sd": sd}
@@ -110,6 +118,11 @@ def grad_swing_facts(per_epoch: Mapping[str, np.ndarray]) -> dict:
     first = next(iter(totals.values()))
     out.update({"first": fixed(float(first[0]), 1), "last": fixed(float(first[-1]), 1),
                 "growth": float(first[-1] / first[0])})
+    if layers is not None:
+        mean = np.asarray(next(iter(per_epoch.values())), dtype=float).mean(0)
+        bn = [float(v) for name, v in zip(layers, mean) if _batch_norm(str(name))]
+        other = [float(v) for name, v in zip(layers, mean) if not _batch_norm(str(name))]
+        out.update({"bn_max": max(bn, default=np.nan), "other_min": min(other, default=np.nan)})
     return out
 
 
@@ -174,6 +187,9 @@ CHECKS = {
     # chapters 4-6 (grad_swing_facts)
     "the summed gradient norm grows over the run": (
         lambda f: None if f.get("growth", 0) > 1.5 else "the summed gradient norm does not grow by half"),
+    "the batch-norm layers carry the smallest gradients": (
+        lambda f: None if f.get("bn_max", np.nan) < f.get("other_min", np.nan)
+        else "a batch-norm layer's gradient is not the smallest"),
     "every small momentum swings more than every large one": _small_swing_more,
     "FT swings more than its baseline": _ft_swings_more,
 }
