@@ -86,13 +86,17 @@ plt.show()
 # ## Score statistics (Fig 3) and their trajectories (Fig 5)
 
 # %%
-P.score_statistics(metrics)
+# one row per momentum of landscape_momenta, in colour over the other momenta in grey
+close_up = [s for s in landscapes if s in metrics]
+P.score_statistics(metrics, highlight=close_up, others="the other momenta")
 plt.show()
-P.score_trajectory_3d(metrics)
+P.score_trajectory_3d(metrics, highlight=close_up, others="the other momenta")
 plt.show()
 
 # %% [markdown]
-# In the figures above (the embedded shapes), compare Mean(neg) at the small momenta with m = 0.99: the paper reads
+# Each row of the first figure is one momentum in colour, every other momentum of the sweep in grey behind it; the
+# second draws the same runs as paths through the three statistics. In the figures above (the embedded shapes),
+# compare Mean(neg) at the small momenta with m = 0.99: the paper reads
 # collapse off a Mean(neg) that stays high (the negatives far from uniformly spread) and swings from step to step.
 # The volatility table at the end of the chapter puts a number on the swings of every momentum.
 #
@@ -173,17 +177,29 @@ checks.expect(X.CHECKS, fm_momentum, "every learning momentum is replicated", "t
 
 # %% [markdown]
 # ## Gradient landscapes (Fig 4, Supp C)
+#
+# The paper draws each momentum's landscape (every layer's gradient norm in every epoch, chapter 4) as a 3-D surface
+# and calls the small momenta's spiky. The spikes are what changes from epoch to epoch, so below each landscape is
+# summed over its layers into one curve: one panel per momentum, in colour, the other momenta in grey.
 
 # %%
 drawn = [r for r in records if r["seed"] == seeds[0] and r["setting"] in landscapes]
-n_cols = 2  # two landscapes a row: large enough to read in the page's column
-n_rows = (len(drawn) + n_cols - 1) // n_cols
-fig = plt.figure(figsize=(10, 4.4 * n_rows))
-for i, r in enumerate(drawn):
-    ax = fig.add_subplot(n_rows, n_cols, i + 1, projection="3d")
-    P.grad_landscape(RunDir(r["dir"]).load_grad_norms()["per_epoch"], title=r["setting"], ax=ax)
-plt.tight_layout()
+P.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in drawn})
 plt.show()
+
+# %% tags=["remove-cell"]
+from ftcl_core.study import curves as C
+
+drawn_stored = [r for r in stored if r["seed"] == seeds[0] and r["setting"] in landscapes]
+spikes = C.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in drawn_stored})
+glue_facts("spikes_", spikes)
+checks.expect(C.CHECKS, spikes, "every small momentum swings more than every large one")
+
+# %% [markdown]
+# In seed {glue:md}`ends_seed`, every momentum up to 0.9 jumps from epoch to epoch more than m = 0.99 and m = 1 do
+# (the largest swing, the standard deviation of the epoch-to-epoch change, at m = {glue:md}`spikes_most`:
+# {glue:md}`spikes_most_sd`; the smallest at m = {glue:md}`spikes_least`: {glue:md}`spikes_least_sd`): the spiky
+# landscape of the paper's small momenta, which the table below measures over every seed.
 
 # %% [markdown]
 # ## Volatility
@@ -216,9 +232,9 @@ checks.expect(G.CHECKS, swings, "Mean(neg) swings most at a large momentum",
 # ## Try it
 #
 # * **The `landscape_momenta` parameter.** `.venv/bin/papermill book/05_momentum.ipynb /tmp/05_momentum.ipynb -y
-#   "landscape_momenta: [0.5, 0.99]" --cwd book` draws only those two gradient landscapes, side by side. The paper
-#   expects the smaller momentum's to be the spikier; the table of *Volatility* says whether the summed gradient norm
-#   bears that out here.
+#   "landscape_momenta: [0.5, 0.99]" --cwd book` draws only those two momenta in colour, and their summed gradient
+#   norms in one panel. The paper expects the smaller momentum's to be the spikier; the table of *Volatility* says
+#   whether the summed gradient norm bears that out here.
 # * **The `profile` parameter.** `.venv/bin/papermill book/05_momentum.ipynb /tmp/05_momentum.ipynb -p profile smoke
 #   --cwd book` trains the sweep at smoke scale in seconds to a minute, while the paragraphs with numbers still read
 #   the stored `cpu` runs (as *Score statistics (Fig 3) and their trajectories (Fig 5)* says). Compare the smoke

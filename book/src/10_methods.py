@@ -118,7 +118,7 @@ P.experiment_grid([(X.Experiment.load(path), summaries[path]) for path in experi
 plt.show()
 
 # %% [markdown]
-# The paper's numbers (orange diamonds, same axis) are ImageNet scale (SimCLR and SimSiam: IN-100, 200 epochs;
+# The paper's numbers (orange diamonds, on their own axis at the right) are ImageNet scale (SimCLR and SimSiam: IN-100, 200 epochs;
 # BYOL: IN-1K, 100 epochs; SwAV: IN-100 with multi-crop); compare directions, not levels. The red line is the randomly initialised
 # encoder under the same linear readout.
 #
