@@ -14,9 +14,9 @@
 # (`ftcl_core.losses.info_nce`). The temperature $\tau$ decides how sharply the loss looks at the hardest
 # negatives: MoCo v1 uses 0.07, MoCo v2 0.2.
 #
-# The paper's visualization tool (Sec 3.2, Supp A) summarises the $64\times K$ scores of each step with
-# three numbers over 64 queries: **Mean(pos)**, the mean positive score; **Mean(neg)**, per query the mean
-# of its $K$ negative scores, averaged; **Var(neg)**, per query the variance of its $K$ negative scores,
+# The paper's visualization tool (Sec 3.2, {term}`Supp A`) summarises the $64\times K$ scores of each step with
+# three numbers over 64 queries: **{term}`Mean(pos)`**, the mean positive score; **{term}`Mean(neg)`**, per query the mean
+# of its $K$ negative scores, averaged; **{term}`Var(neg)`**, per query the variance of its $K$ negative scores,
 # averaged (`ftcl_core.stats.score_statistics`). Below they are computed on real features: two views of
 # real images from the embedded data, through an encoder that is first random and then trained.
 
@@ -88,8 +88,8 @@ checks.expect(C.CHECKS, init, "a random encoder's positives score above its nega
 
 # %% [markdown]
 # **High cosines are not a collapse here.** Every score of this random encoder is close to one (mean positive
-# {glue:md}`init_pos`, mean negative {glue:md}`init_neg`), above the level {glue:md}`init_level` at which chapters 6
-# and 7 call Mean(neg) a collapse. Nothing has gone wrong: the features of a network that was never trained share one
+# {glue:md}`init_pos`, mean negative {glue:md}`init_neg`), above the {term}`collapse level` ({glue:md}`init_level`) at
+# which chapters 6 and 7 call Mean(neg) a collapse. Nothing has gone wrong: the features of a network that was never trained share one
 # large common direction (its pooled activations come out of ReLUs, so they are all non-negative), and any two images
 # point almost the same way. Take that direction away, by subtracting each view's batch mean before the cosine, and
 # the positives still agree ({glue:md}`init_centred_pos`) while the negatives do not ({glue:md}`init_centred_neg`).

@@ -2,7 +2,7 @@
 # # Training MoCo and watching the scores
 #
 # In this chapter you will learn how one MoCo run is built and trained, and how to read its loss, its score
-# statistics, its gradient landscape and its readout.
+# statistics, its gradient landscape and its {term}`readout`.
 #
 # A real MoCo v2 run: query encoder, momentum key encoder (eq. 2, $\theta_k \leftarrow m\theta_k +
 # (1-m)\theta_q$), a queue of $K$ clean keys, InfoNCE at $\tau=0.2$, and single-process shuffle-BN
@@ -50,7 +50,7 @@ P.html_table(["setting", "value"], recipe, caption=f"The run's recipe ({X.base_f
 # ## The method, in code
 #
 # MoCo reads top to bottom in one file: its networks (the query encoder; the key encoder, the eq. 2 moving
-# average of the query encoder, fed a shuffled key batch for shuffle-BN; the queue), its scores with FT inside
+# average of the query encoder, fed a shuffled key batch for shuffle-BN; the queue), its scores with {term}`FT` inside
 # the loss, its loss (eq. 1) and what it does after the optimiser step (enqueue the clean keys). One training
 # step calls only these: the method's scores and loss, backward, the statistics, SGD, the method's after-step.
 
@@ -66,7 +66,7 @@ display(P.source_code(train_step))
 # %% [markdown]
 # ## Loss and contrastive accuracy
 #
-# Two curves of the same run below: the InfoNCE loss and the *contrastive top-1*, the share of queries whose
+# Two curves of the same run below: the InfoNCE loss and the *{term}`contrastive top-1`*, the share of queries whose
 # positive is the top logit among the $K+1$ (a training signal, not the {term}`linear readout <linear readout>` at the
 # end of the chapter). The dotted line marks the step at which the queue holds only real keys. A hidden cell checks
 # every sentence of the next two paragraphs against the stored `cpu` run.
@@ -108,7 +108,7 @@ checks.expect(C.CHECKS, curve, "the loss starts below ln(K+1)", "the loss rises 
 # %% [markdown]
 # **Why the loss rises first.** The loss does not start near $\ln(K+1)$ = {glue:md}`curve_ln_k`, the loss of a
 # guess among $K+1$ keys: it starts at {glue:md}`curve_loss_start` (a {glue:md}`curve_window`-step mean). MoCo fills
-# its queue with random unit vectors, which score near zero against every query (Mean(neg) {glue:md}`curve_neg_start`
+# its queue with random unit vectors, which score near zero against every query ({term}`Mean(neg)` {glue:md}`curve_neg_start`
 # at the first step), while the positive, another view of the same image, already scores high (chapter 2): an easy
 # task. Each step replaces a batch of those random keys with the key encoder's keys of real images, and after
 # {glue:md}`curve_fill` steps (epoch {glue:md}`curve_fill_epoch`, the dotted line) the queue holds nothing else. A
@@ -118,7 +118,7 @@ checks.expect(C.CHECKS, curve, "the loss starts below ln(K+1)", "the loss rises 
 # the loss falls, to {glue:md}`curve_loss_end` over the last {glue:md}`curve_tail` steps.
 #
 # **Why the contrastive top-1 spikes and sinks.** Past the first steps (whose random keys make it trivially high),
-# the top-1 peaks at {glue:md}`curve_top1_peak` % at epoch {glue:md}`curve_top1_epoch`, while Var(neg) is still low
+# the top-1 peaks at {glue:md}`curve_top1_peak` % at epoch {glue:md}`curve_top1_epoch`, while {term}`Var(neg)` is still low
 # ({glue:md}`curve_var_at_top1`: the negatives spread evenly), then sinks to {glue:md}`curve_top1_end` % over the last
 # {glue:md}`curve_tail` steps as Var(neg) grows to {glue:md}`curve_var_end`. That is what an encoder does that learns
 # what images of one shape share: the shapes repeat, so the queue holds many other images of the same shape in the

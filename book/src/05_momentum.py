@@ -6,10 +6,10 @@
 #
 # MoCo's key encoder follows the query encoder slowly, $\theta_k \leftarrow m\theta_k + (1-m)\theta_q$
 # (eq. 2). The paper sweeps $m$ for MoCo v1 (ResNet-18, ImageNet-100, 100 epochs, $\tau=0.07$) and
-# finds (Table 1): $m\le 0.5$ collapses (readout below a randomly initialised encoder), accuracy rises
+# finds (Table 1): $m\le 0.5$ collapses ({term}`readout` below a randomly initialised encoder), accuracy rises
 # with $m$ to 56.2 % at $m=0.99$, and $m=1$ (a frozen key encoder) falls back to 31.2 %. With the
-# visualization tool (Figs 3-5) they tie collapse to the score statistics: small $m$ makes Mean(neg) and
-# Var(neg) swing and the gradient landscape spiky.
+# visualization tool (Figs 3-5) they tie collapse to the score statistics: small $m$ makes {term}`Mean(neg)` and
+# {term}`Var(neg)` swing and the gradient landscape spiky.
 #
 # Here the same sweep runs on the embedded data with MoCo v1 at the `cpu` scale of chapter 4. Each
 # setting is an entry of `experiments/table1_momentum.yaml`; the chapter trains what is missing and
@@ -66,12 +66,12 @@ stored = records if profile == "cpu" else sorted(
 # ## Readout against the random-init baseline (Table 1)
 #
 # Every table of this book gives each setting a **verdict** on the paper's claim about it. We take the
-# paired difference over seeds against the setting's reference (here: the same seed's random-init encoder)
+# {term}`paired` difference over seeds against the setting's reference (here: the same seed's random-init encoder)
 # and its 95 % t-interval [lo, hi], judged against the paper's own effect d where it states one
 # (ftcl_core.study.results.claims): **replicated** when the interval excludes zero on the paper's side and reaches d,
 # **smaller than the paper** when it excludes zero but lies wholly below d, **contradicted** when it excludes zero
-# on the other side, **no effect of the paper's size** when it includes zero but excludes d, **inconclusive**
-# when it includes both, and **undecided** with fewer than three seeds. Equivalence claims (Table 6, Supp F) read
+# on the other side, **{term}`no effect of the paper's size`** when it includes zero but excludes d, **inconclusive**
+# when it includes both, and **{term}`undecided`** with fewer than three seeds. Equivalence claims (Table 6, {term}`Supp F`) read
 # **equivalent** / **not equivalent** / **inconclusive** against a stated margin. Table 1's checks against the
 # random-init encoder state no size, and are read on their sign. Chapter 9 collects the verdicts of every table.
 
@@ -117,7 +117,7 @@ checks.expect(X.CHECKS, momentum, "every learning momentum is replicated", "the 
 # %% [markdown]
 # Over the last {glue:md}`ends_window` steps of seed {glue:md}`ends_seed`, Mean(neg) ends highest at
 # m = {glue:md}`ends_hi` ({glue:md}`ends_hi_neg`) and lowest at m = {glue:md}`ends_lo` ({glue:md}`ends_lo_neg`). With
-# a frozen key encoder (m = 1) Mean(pos) ends at {glue:md}`ends_frozen_pos`, against {glue:md}`ends_others_pos_lo` to
+# a frozen key encoder (m = 1) {term}`Mean(pos)` ends at {glue:md}`ends_frozen_pos`, against {glue:md}`ends_others_pos_lo` to
 # {glue:md}`ends_others_pos_hi` at the other momenta; the key encoder never learns to agree with the query encoder.
 #
 # Seeds per momentum: {glue:md}`mom_seeds`. Readout peaks at m = {glue:md}`mom_peak` ({glue:md}`mom_peak_readout` %,
@@ -140,7 +140,7 @@ checks.expect(X.CHECKS, momentum, "every learning momentum is replicated", "the 
 # ## The same sweep on real images (Fashion-MNIST)
 #
 # `experiments/table1_momentum_fmnist.yaml` runs six of the momenta (0, 0.5, 0.9, 0.99, 0.999, 1) on
-# Fashion-MNIST's photographs, on the MoCo v1 recipe calibrated there without FT (its m = 0.99). On this data a third reference matters: the linear
+# Fashion-MNIST's photographs, on the MoCo v1 recipe {term}`calibrated` there without {term}`FT` (its m = 0.99). On this data a third reference matters: the linear
 # probe on the raw pixels, drawn beside the random-init encoder; an encoder is worth something only above it.
 # Stored runs only (never trained here; `python -m ftcl_core sweep experiments/table1_momentum_fmnist.yaml`).
 
