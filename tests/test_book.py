@@ -251,7 +251,8 @@ TERM_USES = {
     "+pos": r"\+pos", "+neg": r"\+neg", "+both": r"\+both", "+both_dim": r"\+both_dim",
     "Mean(pos)": r"Mean\(pos\)", "Mean(neg)": r"Mean\(neg\)", "Var(neg)": r"Var\(neg\)",
     "momentum collapse": r"(?i:momentum collapse)", "late start": r"(?i:late start)",
-    "contrastive top-1": r"(?i:contrastive top-1)", "collapse level": r"(?i:collapse level)", "Supp A": r"Supp A", "Supp E": r"Supp E", "Supp F": r"Supp F", "Supp G": r"Supp G", "S-E": r"S-E", "S-F": r"S-F",
+    "contrastive top-1": r"(?i:contrastive top-1)", "collapse level": r"(?i:collapse level)",
+    "Supp A": r"Supp A", "Supp E": r"Supp E", "Supp F": r"Supp F", "Supp G": r"Supp G", "S-E": r"S-E", "S-F": r"S-F",
     "S-G": r"S-G", "D-capacity-v1": r"D-capacity-v1", "H-map-v1": r"H-map-v1",
 }
 LINK_COUNTS_FOR = {"linear readout": {"readout"}, "knn readout": {"readout"}, "supp e": {"s-e"}, "s-e": {"supp e"},

@@ -86,6 +86,9 @@ filled = np.ceil(cfg.moco.queue_size / cfg.train.batch_size) / max(1, int(np.sum
 for a in ax:
     a.axvline(filled, ls=":", color="black", lw=1, label="queue filled with real keys" if a is ax[0] else None)
     a.set_xscale("symlog", linthresh=1)  # the first epoch stretched: the queue fills within it
+    a.set_xlim(0, epoch[-1])
+    ticks = [t for t in (0, 0.5, 1, 3, 10, 30) if t <= epoch[-1]]
+    a.set_xticks(ticks, [f"{t:g}" for t in ticks])
     a.set_xlabel("epoch (linear to 1, log after)", fontsize=P.TEXT_PT)
     a.tick_params(labelsize=P.TEXT_PT)
 fig.legend(loc="outside lower center", ncol=3, frameon=False, fontsize=P.TEXT_PT)
@@ -102,7 +105,7 @@ stored_cfg = stored.load_config()
 curve = C.training_curve_facts(stored.load_metrics(), stored_cfg.moco.queue_size, stored_cfg.train.batch_size)
 glue_facts("curve_", curve)
 checks.expect(C.CHECKS, curve, "the loss starts below ln(K+1)", "the loss rises before it falls",
-              "the loss peaks as the queue fills", "Mean(neg) climbs from the random keys",
+              "the loss peaks as the queue fills", "Mean(neg) climbs from the random keys", "the loss climbs a second, smaller hump",
               "the contrastive top-1 spikes and sinks", "Var(neg) grows as the top-1 sinks")
 
 # %% [markdown]
@@ -114,8 +117,11 @@ checks.expect(C.CHECKS, curve, "the loss starts below ln(K+1)", "the loss rises 
 # {glue:md}`curve_fill` steps (epoch {glue:md}`curve_fill_epoch`, the dotted line) the queue holds nothing else. A
 # barely trained encoder maps every image to nearly the same direction (chapter 2), so these keys score almost as high
 # as the positive: Mean(neg) climbs to {glue:md}`curve_neg_peak` and the loss to {glue:md}`curve_loss_peak` at step
-# {glue:md}`curve_peak_step`, close to the guess. Only then does training spread the features over the sphere, and
-# the loss falls, to {glue:md}`curve_loss_end` over the last {glue:md}`curve_tail` steps.
+# {glue:md}`curve_peak_step`, close to the guess. Only then does training spread the features over the sphere and
+# the loss falls, to {glue:md}`curve_loss_dip` by epoch {glue:md}`curve_dip_epoch`. It climbs once more, a smaller
+# hump to {glue:md}`curve_loss_hump` around epoch {glue:md}`curve_hump_epoch`, in the epochs in which the contrastive
+# top-1 sinks (the next paragraph gives the reason), and falls for the rest of the run, to {glue:md}`curve_loss_end`
+# over its last {glue:md}`curve_tail` steps.
 #
 # **Why the contrastive top-1 spikes and sinks.** Past the first steps (whose random keys make it trivially high),
 # the top-1 peaks at {glue:md}`curve_top1_peak` % at epoch {glue:md}`curve_top1_epoch`, while {term}`Var(neg)` is still low

@@ -67,9 +67,10 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
     The queue starts as ``queue_size`` random unit vectors; each step replaces ``batch_size`` of them by the key
     encoder's keys, so after ``fill`` = ceil(K / B) steps it holds only real keys. Facts: ln(K+1); the loss at the
     first step (``loss_start``), its peak over the first fifth of the run and where (``loss_peak``, ``peak_step``),
-    its mean over the last ``tail`` steps (``loss_end``); Mean(neg) at the first step (random keys) and at the peak;
-    the top-1's peak after the queue has filled (``top1_peak``, at ``top1_epoch``) and over the last ``tail`` steps,
-    with Var(neg) at both."""
+    its mean over the last ``tail`` steps (``loss_end``), its lowest point between that peak and the top-1's
+    (``loss_dip``) and the top of a second rise after it, in the run's first half (``loss_hump``); Mean(neg) at the
+    first step (random keys) and at the peak; the top-1's peak after the queue has filled (``top1_peak``, at
+    ``top1_epoch``) and over the last ``tail`` steps, with Var(neg) at both."""
     per_epoch = max(1, int(np.sum(np.asarray(metrics["epoch"]) == np.asarray(metrics["epoch"])[0])))
     loss, top1 = smooth(metrics["loss"], window), smooth(metrics["top1"], window)
     neg, var = np.asarray(metrics["neg_mean"], dtype=float), smooth(metrics["neg_var"], window)
@@ -79,19 +80,23 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
     peak = int(np.argmax(loss[:early]))
     after = min(n - 1, 2 * fill)  # past the filling (and past the first steps' random keys)
     t_peak = after + int(np.argmax(top1[after:]))
+    half = max(t_peak + 2, n // 2)
+    dip = peak + int(np.argmin(loss[peak:max(peak + 1, t_peak)]))  # the first fall's low, before the top-1 peaks
+    hump = dip + int(np.argmax(loss[dip:half]))  # the second rise's top, in the run's first half
     ln_k = float(np.log(queue_size + 1))
     v = {"ln_k": ln_k, "fill": fill, "loss_start": float(loss[0]), "loss_peak": float(loss[peak]), "peak_step": peak,
          "loss_end": float(np.mean(loss[-tail:])), "neg_start": float(neg[0]), "neg_peak": float(neg[peak]),
          "top1_peak": float(top1[t_peak]), "top1_step": t_peak, "top1_end": float(np.mean(top1[-tail:])),
          "var_at_top1": float(var[t_peak]), "var_end": float(np.mean(var[-tail:])), "steps": n,
-         "per_epoch": per_epoch}
+         "per_epoch": per_epoch, "loss_dip": float(loss[dip]), "loss_hump": float(loss[hump]), "hump_step": hump}
     return {"ln_k": fixed(ln_k, 2), "fill": str(fill), "fill_epoch": fixed(fill / per_epoch, 1),
             "loss_start": fixed(v["loss_start"], 1), "loss_peak": fixed(v["loss_peak"], 1), "peak_step": str(peak),
             "loss_end": fixed(v["loss_end"], 1), "neg_start": fixed(v["neg_start"], 2),
             "neg_peak": fixed(v["neg_peak"], 2), "top1_peak": fixed(v["top1_peak"], 0),
             "top1_epoch": fixed(t_peak / per_epoch, 1), "top1_end": fixed(v["top1_end"], 0),
             "var_at_top1": fixed(v["var_at_top1"], 2), "var_end": fixed(v["var_end"], 2), "tail": str(tail),
-            "window": str(window), "values": v}
+            "window": str(window), "loss_dip": fixed(v["loss_dip"], 1), "dip_epoch": fixed(dip / per_epoch, 1),
+            "loss_hump": fixed(v["loss_hump"], 1), "hump_epoch": fixed(hump / per_epoch, 0), "values": v}
 
 
 def _batch_norm(name: str) -> bool:
@@ -177,6 +182,9 @@ CHECKS = {
     "the loss peaks as the queue fills": (
         lambda f: None if f["values"]["fill"] / 2 <= f["values"]["peak_step"] <= 2 * f["values"]["fill"]
         else f"the loss peaks at step {f['values']['peak_step']}, the queue fills at {f['values']['fill']}"),
+    "the loss climbs a second, smaller hump": (
+        lambda f: None if _v(f, "loss_dip") + 0.2 < _v(f, "loss_hump") < _v(f, "loss_peak")
+        else "no second rise of the loss after its first fall, or one above the first peak"),
     "Mean(neg) climbs from the random keys": (
         lambda f: None if abs(_v(f, "neg_start")) < 0.1 and _v(f, "neg_peak") > 0.3 else "Mean(neg) does not climb"),
     "the contrastive top-1 spikes and sinks": (
