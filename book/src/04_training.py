@@ -86,8 +86,8 @@ filled = np.ceil(cfg.moco.queue_size / cfg.train.batch_size) / max(1, int(np.sum
 for a in ax:
     a.axvline(filled, ls=":", color="black", lw=1, label="queue filled with real keys" if a is ax[0] else None)
     a.set_xscale("symlog", linthresh=1)  # the first epoch stretched: the queue fills within it
-    a.set_xlim(0, epoch[-1])
-    ticks = [t for t in (0, 0.5, 1, 3, 10, 30) if t <= epoch[-1]]
+    a.set_xlim(0, np.ceil(epoch[-1]))
+    ticks = [t for t in (0, 0.5, 1, 3, 10, 30) if t <= np.ceil(epoch[-1])]
     a.set_xticks(ticks, [f"{t:g}" for t in ticks])
     a.set_xlabel("epoch (linear to 1, log after)", fontsize=P.TEXT_PT)
     a.tick_params(labelsize=P.TEXT_PT)
