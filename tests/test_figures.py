@@ -295,3 +295,48 @@ def test_a_table_shows_its_verdict_second_and_a_note_row_across_the_table():
     assert "<th>setting</th><th>verdict</th><th>ours</th><th>seeds</th>" in html  # only the display: CSVs keep theirs
     assert "<td>+pos</td><td>contradicted</td><td>33.8\u00a0±\u00a02.6</td>" in html  # a number never splits at ±
     assert '<td>+neg</td><td colspan="3">skipped: no GPU</td>' in html  # not one narrow column a screen tall
+
+
+def test_the_phase_diagram_cells_are_11_px_at_the_narrowest_column():
+    (fig,) = figures_of("difference_grid, phase diagram 7 x 5 (ch 7)")
+    scale = min(1.0, P.NARROWEST_COLUMN_PX / P.rendered_width_px(fig))
+    cells = [t for t in fig.axes[0].texts if t.get_text().strip()]
+    assert cells and min(t.get_fontsize() * fig.dpi / 72 * scale for t in cells) >= P.MIN_TEXT_PX
+
+
+def test_a_highlighted_figure_draws_one_run_in_colour_and_the_rest_grey():
+    fig = P.score_statistics(MOMENTA, highlight=["m=0", "m=0.99", "not a run"], others="the other momenta")
+    assert len(fig.axes) == 2 * 3  # a row per highlighted run that exists, a column per statistic
+    for ax in fig.axes:
+        colours = [line.get_color() for line in ax.lines]
+        assert len(colours) == len(MOMENTA) and colours.count(P.GREY) == len(MOMENTA) - 1
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["the other momenta"]
+    grads = P.grad_norm_epochs({f"m={m}": landscape() for m in (0, 0.5, 0.9, 0.99, 1.0)})
+    drawn = [ax for ax in grads.axes if ax.get_visible()]
+    assert len(drawn) == 5 and all(sum(line.get_color() != P.GREY for line in ax.lines) == 1 for ax in drawn)
+
+
+def test_the_readout_axis_is_zoomed_to_the_data_and_its_references():
+    exp = EXPERIMENT["table1_momentum_fmnist"]
+    summary = {s: {"mean": 84.0 + 0.2 * i, "ci95": 0.8, "random_init_mean": 77.6, "raw_pixels_mean": 80.3}
+               for i, s in enumerate(exp.settings)}
+    fig = P.experiment_bars(exp, summary)
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    assert 70 < lo < 77.6 and 85 < hi < 92  # not 0-100: readouts a point apart stay apart
+    refs = sorted(line.get_ydata()[0] for line in ax.lines if line.get_linestyle() in ("--", ":"))
+    assert refs == pytest.approx([77.6, 80.3])  # the random-init encoder and the raw pixels drawn as lines
+    paper_axes = [a for a in fig.axes if a.get_ylabel() == "paper top-1 (%)"]
+    assert len(paper_axes) == 1  # the paper's ImageNet numbers on an axis of their own
+    marks = np.asarray(paper_axes[0].lines[0].get_ydata(), dtype=float)
+    plo, phi = paper_axes[0].get_ylim()
+    assert plo <= np.nanmin(marks) and np.nanmax(marks) <= phi
+    assert P._zoomed([]) == (0.0, 100.0) and P._zoomed([50.0]) == (48.0, 52.0)
+
+
+def test_the_chapters_draw_no_3d_gradient_landscape():
+    """The landscapes are read at page width: flat (grad_heatmap) or summed over the layers (grad_norm_epochs)."""
+    from pathlib import Path
+
+    sources = (Path(__file__).resolve().parent.parent / "book" / "src").glob("*.py")
+    assert not [p.name for p in sources if "grad_landscape(" in p.read_text() or "projection=\"3d\"" in p.read_text()]
