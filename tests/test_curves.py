@@ -42,7 +42,7 @@ CH4 = ("the loss starts below ln(K+1)", "the loss rises before it falls", "the l
 def test_the_training_curve_facts_read_the_stored_runs_shape():
     f = C.training_curve_facts(run_like_the_stored_one(), K, B)
     expect(C.CHECKS, f, *CH4)
-    assert f["fill"] == "16" and f["ln_k"] == "8.32" and 12 <= int(f["peak_step"]) <= 20 and f["top1_epoch"] == "1.5"
+    assert f["fill"] == "16" and f["ln_k"] == "8.32" and 12 <= int(f["peak_step"]) <= 20 and 1.2 <= float(f["top1_epoch"]) <= 1.8
     assert all(isinstance(v, str) for k, v in f.items() if k != "values")
 
 
