@@ -168,7 +168,7 @@ checks.expect(C.CHECKS, swing, "the summed gradient norm grows over the run", "t
 #
 # Linear readout on the frozen backbone (train split features, standardised; softmax classifier; test
 # split top-1) and the weighted kNN monitor (k=200, t=0.1), against the same readout of the randomly
-# initialised encoder, the baseline that defines collapse (Table 1's footnote).
+# initialised encoder, the {term}`random-init baseline` that defines a {term}`momentum collapse` (Table 1's footnote).
 
 # %%
 ev = run.load_eval()
