@@ -67,7 +67,7 @@ display(P.source_code(train_step))
 # ## Loss and contrastive accuracy
 #
 # Two curves of the same run below: the InfoNCE loss and the *{term}`contrastive top-1`*, the share of queries whose
-# positive is the top logit among the $K+1$ (a training signal, not the {term}`linear readout <linear readout>` at the
+# positive is the top logit among the $K+1$ (a training signal, not the {term}`linear readout` at the
 # end of the chapter). The dotted line marks the step at which the queue holds only real keys. A hidden cell checks
 # every sentence of the next two paragraphs against the stored `cpu` run.
 
@@ -115,10 +115,11 @@ checks.expect(C.CHECKS, curve, "the loss starts below ln(K+1)", "the loss rises 
 # at the first step), while the positive, another view of the same image, already scores high (chapter 2): an easy
 # task. Each step replaces a batch of those random keys with the key encoder's keys of real images, and after
 # {glue:md}`curve_fill` steps (epoch {glue:md}`curve_fill_epoch`, the dotted line) the queue holds nothing else. A
-# barely trained encoder maps every image to nearly the same direction (chapter 2), so these keys score almost as high
-# as the positive: Mean(neg) climbs to {glue:md}`curve_neg_peak` and the loss to {glue:md}`curve_loss_peak` at step
-# {glue:md}`curve_peak_step`, close to the guess. Only then does training spread the features over the sphere and
-# the loss falls, to {glue:md}`curve_loss_dip` by epoch {glue:md}`curve_dip_epoch`. It climbs once more, a smaller
+# barely trained encoder maps all images to similar directions (chapter 2), so these keys score almost as high as
+# the positive: Mean(neg) climbs to {glue:md}`curve_neg_peak` and the loss to {glue:md}`curve_loss_peak` at step
+# {glue:md}`curve_peak_step`, close to the guess. Only then does training spread the features over the sphere
+# (Mean(neg) back to {glue:md}`curve_neg_dip`) and the loss falls, to {glue:md}`curve_loss_dip` by epoch
+# {glue:md}`curve_dip_epoch`. It climbs once more, a smaller
 # hump to {glue:md}`curve_loss_hump` around epoch {glue:md}`curve_hump_epoch`, in the epochs in which the contrastive
 # top-1 sinks (the next paragraph gives the reason), and falls for the rest of the run, to {glue:md}`curve_loss_end`
 # over its last {glue:md}`curve_tail` steps.
@@ -158,7 +159,7 @@ glue_facts("grad_", swing)
 checks.expect(C.CHECKS, swing, "the summed gradient norm grows over the run", "the batch-norm layers carry the smallest gradients")
 
 # %% [markdown]
-# Read along a row: every layer's gradient grows as training goes on, and summed over the layers it goes from
+# Read along the rows: the gradients grow as training goes on; summed over the layers they go from
 # {glue:md}`grad_first` in the first epoch to {glue:md}`grad_last` in the last. Read down a column: every batch-norm
 # layer (`bn`, `stem.1`, `shortcut.1`) carries a smaller gradient, on average over the run, than every convolution
 # and the head.

@@ -69,7 +69,7 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
     first step (``loss_start``), its peak over the first fifth of the run and where (``loss_peak``, ``peak_step``),
     its mean over the last ``tail`` steps (``loss_end``), its lowest point between that peak and the top-1's
     (``loss_dip``) and the top of a second rise after it, in the run's first half (``loss_hump``); Mean(neg) at the
-    first step (random keys) and at the peak; the top-1's peak after the queue has filled (``top1_peak``, at
+    first step (random keys), at the peak and at the low; the top-1's peak after the queue has filled (``top1_peak``, at
     ``top1_epoch``) and over the last ``tail`` steps, with Var(neg) at both."""
     per_epoch = max(1, int(np.sum(np.asarray(metrics["epoch"]) == np.asarray(metrics["epoch"])[0])))
     loss, top1 = smooth(metrics["loss"], window), smooth(metrics["top1"], window)
@@ -88,7 +88,8 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
          "loss_end": float(np.mean(loss[-tail:])), "neg_start": float(neg[0]), "neg_peak": float(neg[peak]),
          "top1_peak": float(top1[t_peak]), "top1_step": t_peak, "top1_end": float(np.mean(top1[-tail:])),
          "var_at_top1": float(var[t_peak]), "var_end": float(np.mean(var[-tail:])), "steps": n,
-         "per_epoch": per_epoch, "loss_dip": float(loss[dip]), "loss_hump": float(loss[hump]), "hump_step": hump}
+         "per_epoch": per_epoch, "loss_dip": float(loss[dip]), "loss_hump": float(loss[hump]), "hump_step": hump,
+         "neg_dip": float(neg[dip])}
     return {"ln_k": fixed(ln_k, 2), "fill": str(fill), "fill_epoch": fixed(fill / per_epoch, 1),
             "loss_start": fixed(v["loss_start"], 1), "loss_peak": fixed(v["loss_peak"], 1), "peak_step": str(peak),
             "loss_end": fixed(v["loss_end"], 1), "neg_start": fixed(v["neg_start"], 2),
@@ -96,7 +97,8 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
             "top1_epoch": fixed(t_peak / per_epoch, 1), "top1_end": fixed(v["top1_end"], 0),
             "var_at_top1": fixed(v["var_at_top1"], 2), "var_end": fixed(v["var_end"], 2), "tail": str(tail),
             "window": str(window), "loss_dip": fixed(v["loss_dip"], 1), "dip_epoch": fixed(dip / per_epoch, 1),
-            "loss_hump": fixed(v["loss_hump"], 1), "hump_epoch": fixed(hump / per_epoch, 0), "values": v}
+            "loss_hump": fixed(v["loss_hump"], 1), "hump_epoch": fixed(hump / per_epoch, 0),
+            "neg_dip": fixed(v["neg_dip"], 2), "values": v}
 
 
 def _batch_norm(name: str) -> bool:
@@ -186,7 +188,8 @@ CHECKS = {
         lambda f: None if _v(f, "loss_dip") + 0.2 < _v(f, "loss_hump") < _v(f, "loss_peak")
         else "no second rise of the loss after its first fall, or one above the first peak"),
     "Mean(neg) climbs from the random keys": (
-        lambda f: None if abs(_v(f, "neg_start")) < 0.1 and _v(f, "neg_peak") > 0.3 else "Mean(neg) does not climb"),
+        lambda f: None if abs(_v(f, "neg_start")) < 0.1 and _v(f, "neg_peak") > 0.3 and _v(f, "neg_dip") < 0.2
+        else "Mean(neg) does not climb from near zero and fall back"),
     "the contrastive top-1 spikes and sinks": (
         lambda f: None if _v(f, "top1_peak") > 3 * _v(f, "top1_end") and _v(f, "top1_step") < _v(f, "steps") / 5
         else "the contrastive top-1 has no early peak three times its end"),
