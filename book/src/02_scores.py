@@ -87,8 +87,8 @@ checks.expect(C.CHECKS, init, "a random encoder's positives score above its nega
               "the queue's random keys score near zero", "the trained run ends with a wide gap below the collapse level")
 
 # %% [markdown]
-# **High cosines are not a collapse here.** Every score of this random encoder is close to one (mean positive
-# {glue:md}`init_pos`, mean negative {glue:md}`init_neg`), above the {term}`collapse level` ({glue:md}`init_level`) at
+# **High cosines are not a collapse here.** Every score of this random encoder is close to one (Mean(pos)
+# {glue:md}`init_pos`, Mean(neg) {glue:md}`init_neg`, as printed above), above the {term}`collapse level` ({glue:md}`init_level`) at
 # which chapters 6 and 7 call Mean(neg) a collapse. Nothing has gone wrong: the features of a network that was never trained share one
 # large common direction (its pooled activations come out of ReLUs, so they are all non-negative), and any two images
 # point almost the same way. Take that direction away, by subtracting each view's batch mean before the cosine, and

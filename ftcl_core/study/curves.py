@@ -29,13 +29,20 @@ def smooth(y: np.ndarray, window: int) -> np.ndarray:
     return num / den
 
 
-def _cos(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """Mean cosine of each row of ``a`` with the same row of ``b`` (positives) and with every other row (negatives)."""
+def _num(x: float, digits: int) -> str:
+    """:func:`fixed`, with a value that rounds to zero written without a sign ("0.00", never "-0.00")."""
+    return fixed(round(x, digits) + 0.0, digits)
+
+
+def _cos(a: np.ndarray, b: np.ndarray, n: int = 64) -> tuple[float, float]:
+    """Supp A's Mean(pos) and Mean(neg) of the first ``n`` queries (rows of ``a``), as
+    :func:`ftcl_core.stats.score_statistics` computes them: the cosine of each with the same row of ``b`` (its
+    positive), and the mean of its cosines with every other row (its negatives), averaged."""
     a = a / np.linalg.norm(a, axis=1, keepdims=True)
     b = b / np.linalg.norm(b, axis=1, keepdims=True)
-    s = a @ b.T
-    off = ~np.eye(len(a), dtype=bool)
-    return float(np.mean(np.diag(s))), float(np.mean(s[off]))
+    s = (a @ b.T)[:n]
+    off = ~np.eye(len(a), dtype=bool)[:n]
+    return float(np.mean(np.diag(s))), float(np.mean([row[keep].mean() for row, keep in zip(s, off)]))
 
 
 def init_score_facts(q: np.ndarray, k: np.ndarray, trained: Mapping[str, np.ndarray], window: int = 100,
@@ -43,19 +50,20 @@ def init_score_facts(q: np.ndarray, k: np.ndarray, trained: Mapping[str, np.ndar
     """Chapter 2: the scores of a randomly initialised encoder against the collapse level and against a trained run.
 
     ``q`` and ``k`` are the random encoder's features of two views of the same images (rows paired); ``trained`` a
-    stored run's metrics (:meth:`RunDir.load_metrics`). Facts: the mean positive and negative cosine (``pos``,
-    ``neg``), the same after removing each view's batch-mean direction (``centred_pos``, ``centred_neg``: what is
-    left once the direction every feature shares is gone), the collapse level, the trained run's Mean(neg) at its
-    first step (the queue's random keys, ``queue_neg``) and Mean(pos), Mean(neg) over its last ``window`` steps."""
+    stored run's metrics (:meth:`RunDir.load_metrics`). Facts: Mean(pos) and Mean(neg) of the first 64 queries
+    (``pos``, ``neg``: the numbers :func:`ftcl_core.stats.score_statistics` prints), the same after removing each
+    view's batch-mean direction (``centred_pos``, ``centred_neg``: what is left once the direction every feature
+    shares is gone), the collapse level, the trained run's Mean(neg) at its first step (the queue's random keys,
+    ``queue_neg``) and Mean(pos), Mean(neg) over its last ``window`` steps."""
     q, k = np.asarray(q, dtype=float), np.asarray(k, dtype=float)
     pos, neg = _cos(q, k)
     cpos, cneg = _cos(q - q.mean(0), k - k.mean(0))
     end_pos = float(np.mean(np.asarray(trained["pos_mean"])[-window:]))
     end_neg = float(np.mean(np.asarray(trained["neg_mean"])[-window:]))
     queue_neg = float(np.asarray(trained["neg_mean"])[0])
-    return {"pos": fixed(pos, 3), "neg": fixed(neg, 3), "centred_pos": fixed(cpos, 2), "centred_neg": fixed(cneg, 2),
-            "level": fixed(level, 1), "queue_neg": fixed(queue_neg, 2), "window": str(window),
-            "end_pos": fixed(end_pos, 2), "end_neg": fixed(end_neg, 2),
+    return {"pos": _num(pos, 3), "neg": _num(neg, 3), "centred_pos": _num(cpos, 2), "centred_neg": _num(cneg, 2),
+            "level": fixed(level, 1), "queue_neg": _num(queue_neg, 2), "window": str(window),
+            "end_pos": _num(end_pos, 2), "end_neg": _num(end_neg, 2),
             "values": {"pos": pos, "neg": neg, "centred_pos": cpos, "centred_neg": cneg, "level": level,
                        "queue_neg": queue_neg, "end_pos": end_pos, "end_neg": end_neg}}
 
@@ -92,13 +100,13 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
          "neg_dip": float(neg[dip])}
     return {"ln_k": fixed(ln_k, 2), "fill": str(fill), "fill_epoch": fixed(fill / per_epoch, 1),
             "loss_start": fixed(v["loss_start"], 1), "loss_peak": fixed(v["loss_peak"], 1), "peak_step": str(peak),
-            "loss_end": fixed(v["loss_end"], 1), "neg_start": fixed(v["neg_start"], 2),
+            "loss_end": fixed(v["loss_end"], 1), "neg_start": _num(v["neg_start"], 2),
             "neg_peak": fixed(v["neg_peak"], 2), "top1_peak": fixed(v["top1_peak"], 0),
             "top1_epoch": fixed(t_peak / per_epoch, 1), "top1_end": fixed(v["top1_end"], 0),
             "var_at_top1": fixed(v["var_at_top1"], 2), "var_end": fixed(v["var_end"], 2), "tail": str(tail),
             "window": str(window), "loss_dip": fixed(v["loss_dip"], 1), "dip_epoch": fixed(dip / per_epoch, 1),
             "loss_hump": fixed(v["loss_hump"], 1), "hump_epoch": fixed(hump / per_epoch, 0),
-            "neg_dip": fixed(v["neg_dip"], 2), "values": v}
+            "neg_dip": _num(v["neg_dip"], 2), "values": v}
 
 
 def _batch_norm(name: str) -> bool:
