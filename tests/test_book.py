@@ -309,3 +309,77 @@ def test_source_code_names_the_lines_it_shows_and_folds_on_request():
     folded = source_code(simsiam, collapsed="SimSiam").data  # a whole module: from its line 1
     n = len(inspect.getsource(simsiam).splitlines())
     assert folded.startswith("<details><summary>SimSiam</summary>") and f"lines 1-{n}<" in folded
+
+
+# ---- the glossary at first use: each chapter links a term the first time its prose uses it (issue 52, item 2) ------
+
+# The glossary terms a reader meets in prose, each with the pattern of its uses (case-sensitive unless marked): the
+# everyday words of the glossary (open, profile, ceiling, verdict, cpu, ...) are left out, since their ordinary
+# sense also occurs; a link to a narrower term counts for the broader one it defines by ("linear readout": readout).
+TERM_USES = {
+    "readout": r"(?i:readout)s?", "linear readout": r"(?i:linear readout)s?", "kNN readout": r"kNN readouts?",
+    "random-init baseline": r"(?i:random-init baseline)", "calibrated": r"(?i:calibrated)", "paired": r"(?i:paired)",
+    "no effect of the paper's size": r"(?i:no effect of the paper's size)", "undecided": r"(?i:undecided)",
+    "BH": r"BH|Benjamini-Hochberg", "ρ": r"ρ", "error scale": r"(?i:error scale)", "FT": r"FT",
+    "+pos": r"\+pos", "+neg": r"\+neg", "+both": r"\+both", "+both_dim": r"\+both_dim",
+    "Mean(pos)": r"Mean\(pos\)", "Mean(neg)": r"Mean\(neg\)", "Var(neg)": r"Var\(neg\)",
+    "momentum collapse": r"(?i:momentum collapse)", "late start": r"(?i:late start)",
+    "contrastive top-1": r"(?i:contrastive top-1)", "collapse level": r"(?i:collapse level)",
+    "Supp A": r"Supp A", "Supp E": r"Supp E", "Supp F": r"Supp F", "Supp G": r"Supp G", "S-E": r"S-E", "S-F": r"S-F",
+    "S-G": r"S-G", "D-capacity-v1": r"D-capacity-v1", "H-map-v1": r"H-map-v1",
+}
+LINK_COUNTS_FOR = {"linear readout": {"readout"}, "knn readout": {"readout"}, "supp e": {"s-e"}, "s-e": {"supp e"},
+                   "supp f": {"s-f"}, "s-f": {"supp f"}, "supp g": {"s-g"}, "s-g": {"supp g"}, "rho": {"ρ"},
+                   "benjamini-hochberg": {"bh"}}
+TERM_LINK = re.compile(r"\{term\}`([^`<]*?)\s*(?:<([^>]+)>)?`")
+
+
+def prose_with_links(markdown: str) -> str:
+    """A page's Markdown with each ``{term}`` link replaced by a marker naming its target (``\\x00target\\x00``), and
+    what cannot carry a link removed: headings, code, math, other roles, labels, comments and link targets."""
+    t = TERM_LINK.sub(lambda m: f"\x00{(m.group(2) or m.group(1)).strip().lower()}\x00", markdown)
+    t = re.sub(r"<!--.*?-->", " ", t, flags=re.S)
+    t = re.sub(r"```.*?```", " ", t, flags=re.S)
+    t = re.sub(r"^#+ .*$|^\([\w-]+\)=[ \t]*$", " ", t, flags=re.M)
+    t = re.sub(r"\$\$.*?\$\$|\$[^$\n]*\$", " ", t, flags=re.S)
+    t = re.sub(r"\{[\w:]+\}`[^`]*`|`[^`]*`", " ", t)
+    return re.sub(r"\]\([^)]*\)", "]", t)
+
+
+def unlinked_first_uses(markdown: str) -> list[str]:
+    """The terms of :data:`TERM_USES` whose first use in ``markdown`` comes before any link to them."""
+    t = prose_with_links(markdown)
+    links: dict[str, int] = {}
+    for m in re.finditer(r"\x00([^\x00]+)\x00", t):
+        for target in {m.group(1), *LINK_COUNTS_FOR.get(m.group(1), ())}:
+            links.setdefault(target, m.start())
+    late = []
+    for term, pattern in TERM_USES.items():
+        use = re.search(rf"(?<![\w+-])(?:{pattern})(?![\w(-]|\+)", t)
+        if use and use.start() < links.get(term.lower(), len(t) + 1):
+            late.append(f"{term} ({t[max(0, use.start() - 40):use.end() + 20]!r})")
+    return late
+
+
+def page_markdown(name: str) -> str:
+    """A page's Markdown: a chapter's Markdown cells in order, or a Markdown page's text."""
+    if name.endswith(".md"):
+        return (ROOT / "book" / name).read_text()
+    return "\n".join(re.sub(r"^# ?", "", body, flags=re.M) for head, body in source_cells(name)
+                     if head.startswith("# %% [markdown]"))
+
+
+@pytest.mark.parametrize("name", [*CHAPTERS, "index.md"])
+def test_every_glossary_term_is_linked_at_its_first_use(name):
+    late = unlinked_first_uses(page_markdown(name))
+    assert not late, f"{name}: first used before any {{term}} link: {late}"
+
+
+def test_the_first_use_check_reads_links_and_skips_code():
+    assert unlinked_first_uses("A {term}`readout` first, then readouts.") == []
+    assert unlinked_first_uses("The {term}`linear readout <linear readout>`, then a readout.") == []
+    assert [u.split()[0] for u in unlinked_first_uses("Its readout, then the {term}`readout`.")] == ["readout"]
+    assert unlinked_first_uses("Code `FT` and math $\\rho$ and {glue:md}`undecided_x` are no uses.") == []
+    assert [u.split()[0] for u in unlinked_first_uses("v1 +both_dim, not +both.")] == ["+both", "+both_dim"]
+    assert unlinked_first_uses("## A heading with FT\n\nThen {term}`FT`.") == []
+    assert set(TERM_USES) <= glossary_terms()

@@ -1,5 +1,6 @@
-"""Every matplotlib figure of ``ftcl_core.pages.plotting`` as the book shows it: text at least 10 px tall in the page's
-column (:func:`plotting.smallest_text_px`) and no legend on plotted data (:func:`plotting.legend_overlaps_data`).
+"""Every matplotlib figure of ``ftcl_core.pages.plotting`` as the book shows it: text at least 11 px tall in the page's
+column at its narrowest (:func:`plotting.smallest_text_px` at :data:`plotting.NARROWEST_COLUMN_PX`: font size in pt x
+dpi / 72 x displayed width / PNG width) and no legend on plotted data (:func:`plotting.legend_overlaps_data`).
 
 Each figure is built from small fake inputs shaped like the stored runs' (ten momenta, 69 claims of the summary,
 the seven-by-five phase diagram), at the size the chapter calls it with; the checks themselves are shown to fail
@@ -105,16 +106,6 @@ def landscape(n_epochs: int = 30, n_layers: int = 12) -> np.ndarray:
     return np.abs(RNG.normal(1, 0.3, size=(n_epochs, n_layers))) * np.linspace(2, 0.5, n_epochs)[:, None]
 
 
-def chapter_landscapes(n: int, figsize: tuple[float, float], cols: int = 2):
-    """Chapters 5 and 6: a grid of gradient landscapes in the chapter's own figure."""
-    fig = plt.figure(figsize=figsize)
-    for i in range(n):
-        ax = fig.add_subplot((n + cols - 1) // cols, cols, i + 1, projection="3d")
-        P.grad_landscape(landscape(), title=f"m={[0, 0.5, 0.9, 0.99, 1.0][i % 5]}", ax=ax)
-    plt.tight_layout()
-    return fig
-
-
 def chapter_score_statistics_with_title():
     """Chapter 10: the score statistics of one method, titled by the chapter with ``plt.suptitle``."""
     fig = P.score_statistics(TABLE5, columns=("pos_mean", "neg_mean", "neg_var"))
@@ -122,6 +113,8 @@ def chapter_score_statistics_with_title():
     return fig
 
 
+LAYERS = ["backbone.stem.0", "backbone.stem.1", *(f"backbone.layers.{i}.{part}" for i in range(4) for part in (
+    "conv1", "bn1", "conv2", "bn2", "shortcut.0", "shortcut.1"))][:24] + ["head.0", "head.2"]
 MOMENTA = {f"m={m}": fake_metrics(seed=i) for i, m in enumerate((0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 0.999, 1.0))}
 TABLE5 = {s: fake_metrics(seed=i) for i, s in enumerate(("v1 baseline", "v1 +pos", "v1 +neg", "v1 +both",
                                                          "v1 +both_dim"))}
@@ -136,9 +129,15 @@ BOOK_FIGURES: dict[str, Callable[[], object]] = {
     "score_statistics, one run (ch 2, 4)": lambda: P.score_statistics({"MoCo v2": MOMENTA["m=0.99"]}),
     "score_statistics, ten momenta (ch 5)": lambda: P.score_statistics(MOMENTA),
     "score_statistics, titled by the chapter (ch 10)": chapter_score_statistics_with_title,
-    "score_trajectory_3d, ten momenta (ch 5)": lambda: P.score_trajectory_3d(MOMENTA),
-    "grad_landscape (ch 4)": lambda: P.grad_landscape(landscape(), title="MoCo v2, query encoder"),
-    "grad_landscape, two in a row (ch 5, 6: the chapters' 10-inch figures)": lambda: chapter_landscapes(2, (10, 3.8)),
+    "score_statistics, ten momenta, four highlighted (ch 5)": lambda: P.score_statistics(
+        MOMENTA, highlight=["m=0", "m=0.5", "m=0.99", "m=1.0"], others="the other momenta"),
+    "score_trajectory_3d, ten momenta (ch 5)": lambda: P.score_trajectory_3d(
+        MOMENTA, highlight=["m=0", "m=0.5", "m=0.99", "m=1.0"], others="the other momenta"),
+    "grad_heatmap (ch 4)": lambda: P.grad_heatmap(landscape(n_layers=26), LAYERS, title="MoCo v2, query encoder"),
+    "grad_norm_epochs, five momenta (ch 5)": lambda: P.grad_norm_epochs(
+        {f"m={m}": landscape() for m in (0, 0.5, 0.9, 0.99, 1.0)}),
+    "grad_norm_epochs, baseline and +both (ch 6)": lambda: P.grad_norm_epochs(
+        {"v1 baseline": landscape(), "v1 +both": landscape()}),
     "score_bound (ch 3)": lambda: P.score_bound(),
     "experiment_bars, ten momenta (ch 5)": lambda: P.experiment_bars(
         EXPERIMENT["table1_momentum"], fake_summary(EXPERIMENT["table1_momentum"])),
@@ -181,13 +180,13 @@ def figures_of(name: str) -> list:
 
 
 @pytest.mark.parametrize("name", list(BOOK_FIGURES))
-def test_figure_text_is_10_px_or_more_and_no_legend_covers_data(name):
+def test_figure_text_is_11_px_or_more_and_no_legend_covers_data(name):
     figs = figures_of(name)
     for fig in figs:
-        sizes = P.text_sizes_px(fig)
+        sizes = P.text_sizes_px(fig, P.NARROWEST_COLUMN_PX)
         assert sizes, "no text measured: the check would pass on anything"
         px, text = min(sizes)
-        assert px >= P.MIN_TEXT_PX, f"{text!r} is {px:.1f} px tall in the book's {P.BOOK_COLUMN_PX}-px column"
+        assert px >= P.MIN_TEXT_PX, f"{text!r} is {px:.1f} px tall in the book's {P.NARROWEST_COLUMN_PX}-px column"
         assert P.legend_overlaps_data(fig) == []
 
 
@@ -266,13 +265,14 @@ def test_the_grid_of_tables_has_one_legend_outside_its_panels():
     assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "raw pixels (linear)" in labels and len(labels) == len(set(labels))
-    assert sum(ax.get_visible() for ax in fig.axes) == len(CHAPTER6_GRID)
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_ylabel() != "paper top-1 (%)"]
+    assert len(panels) == len(CHAPTER6_GRID)
     (methods,) = figures_of("experiment_grid, the methods (ch 10)")  # BYOL's numbers are ImageNet-1K's
     assert "paper (ImageNet-100, ImageNet-1K)" in [t.get_text() for t in methods.legends[0].get_texts()]
 
 
 def test_chapter_sevens_own_figures_read_at_page_width():
-    """The contraction test and the early-training figure: text of at least 10 px, legends off the data."""
+    """The contraction test and the early-training figure: text of at least 11 px, legends off the data."""
     from ftcl_core.study import diagnosis as G
 
     rhos = np.linspace(-0.5, 1.0, 7)
@@ -283,7 +283,7 @@ def test_chapter_sevens_own_figures_read_at_page_width():
                           "neg_mean": np.linspace(0, 0.9 if arm == "+both" else 0.3, 200)} for arm in ("baseline", "+both")}
     for fig in (P.contraction_figure(rhos, rates, {lam: G.attraction_threshold(lam) for lam in lams}),
                 P.early_training(runs, (0.13, 0.56))):
-        assert P.smallest_text_px(fig) >= 10 and P.legend_overlaps_data(fig) == []
+        assert P.smallest_text_px(fig, P.NARROWEST_COLUMN_PX) >= P.MIN_TEXT_PX and P.legend_overlaps_data(fig) == []
         plt.close(fig)
 
 
@@ -295,3 +295,48 @@ def test_a_table_shows_its_verdict_second_and_a_note_row_across_the_table():
     assert "<th>setting</th><th>verdict</th><th>ours</th><th>seeds</th>" in html  # only the display: CSVs keep theirs
     assert "<td>+pos</td><td>contradicted</td><td>33.8\u00a0±\u00a02.6</td>" in html  # a number never splits at ±
     assert '<td>+neg</td><td colspan="3">skipped: no GPU</td>' in html  # not one narrow column a screen tall
+
+
+def test_the_phase_diagram_cells_are_11_px_at_the_narrowest_column():
+    (fig,) = figures_of("difference_grid, phase diagram 7 x 5 (ch 7)")
+    scale = min(1.0, P.NARROWEST_COLUMN_PX / P.rendered_width_px(fig))
+    cells = [t for t in fig.axes[0].texts if t.get_text().strip()]
+    assert cells and min(t.get_fontsize() * fig.dpi / 72 * scale for t in cells) >= P.MIN_TEXT_PX
+
+
+def test_a_highlighted_figure_draws_one_run_in_colour_and_the_rest_grey():
+    fig = P.score_statistics(MOMENTA, highlight=["m=0", "m=0.99", "not a run"], others="the other momenta")
+    assert len(fig.axes) == 2 * 3  # a row per highlighted run that exists, a column per statistic
+    for ax in fig.axes:
+        colours = [line.get_color() for line in ax.lines]
+        assert len(colours) == len(MOMENTA) and colours.count(P.GREY) == len(MOMENTA) - 1
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["the other momenta"]
+    grads = P.grad_norm_epochs({f"m={m}": landscape() for m in (0, 0.5, 0.9, 0.99, 1.0)})
+    drawn = [ax for ax in grads.axes if ax.get_visible()]
+    assert len(drawn) == 5 and all(sum(line.get_color() != P.GREY for line in ax.lines) == 1 for ax in drawn)
+
+
+def test_the_readout_axis_is_zoomed_to_the_data_and_its_references():
+    exp = EXPERIMENT["table1_momentum_fmnist"]
+    summary = {s: {"mean": 84.0 + 0.2 * i, "ci95": 0.8, "random_init_mean": 77.6, "raw_pixels_mean": 80.3}
+               for i, s in enumerate(exp.settings)}
+    fig = P.experiment_bars(exp, summary)
+    ax = fig.axes[0]
+    lo, hi = ax.get_ylim()
+    assert 70 < lo < 77.6 and 85 < hi < 92  # not 0-100: readouts a point apart stay apart
+    refs = sorted(line.get_ydata()[0] for line in ax.lines if line.get_linestyle() in ("--", ":"))
+    assert refs == pytest.approx([77.6, 80.3])  # the random-init encoder and the raw pixels drawn as lines
+    paper_axes = [a for a in fig.axes if a.get_ylabel() == "paper top-1 (%)"]
+    assert len(paper_axes) == 1  # the paper's ImageNet numbers on an axis of their own
+    marks = np.asarray(paper_axes[0].lines[0].get_ydata(), dtype=float)
+    plo, phi = paper_axes[0].get_ylim()
+    assert plo <= np.nanmin(marks) and np.nanmax(marks) <= phi
+    assert P._zoomed([]) == (0.0, 100.0) and P._zoomed([50.0]) == (48.0, 52.0)
+
+
+def test_the_chapters_draw_no_3d_gradient_landscape():
+    """The landscapes are read at page width: flat (grad_heatmap) or summed over the layers (grad_norm_epochs)."""
+    from pathlib import Path
+
+    sources = (Path(__file__).resolve().parent.parent / "book" / "src").glob("*.py")
+    assert not [p.name for p in sources if "grad_landscape(" in p.read_text() or "projection=\"3d\"" in p.read_text()]

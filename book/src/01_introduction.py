@@ -9,15 +9,15 @@
 # together (the *positive* pair, score $S_{q\cdot k^+} = z_q\cdot z_{k^+}$ on the unit sphere) and pushing
 # other images away (the *negatives*, here a queue of $K$ keys). Zhu et al. make two contributions:
 #
-# 1. **A visualization tool** (Sec 3.2, Supp A): per training step, the mean positive score
-#    Mean(pos), and for the negatives the mean Mean(neg) and variance Var(neg) of their scores. With it
+# 1. **A visualization tool** (Sec 3.2, {term}`Supp A`): per training step, the mean positive score
+#    {term}`Mean(pos)`, and for the negatives the mean {term}`Mean(neg)` and variance {term}`Var(neg)` of their scores. With it
 #    they show how MoCo's momentum $m$ shapes training: too small an $m$ and the scores and gradients
 #    swing, and the representation collapses (Table 1, Figs 3-5).
-# 2. **Feature transformations (FT)** (Sec 4): *positive extrapolation* mixes the query and its key
+# 2. **Feature transformations ({term}`FT`)** (Sec 4): *positive extrapolation* mixes the query and its key
 #    with $\lambda \sim \mathrm{Beta}(\alpha,\alpha)+1$, which provably lowers the positive score
 #    (eq. 4) and makes positives harder; *negative interpolation* mixes the queue with a permutation of
 #    itself, giving fresh negatives each step. On ImageNet-100 they report gains of several points of linear
-#    readout for MoCo v1 and v2 (Table 5; the paper's numbers are in `experiments/table5_ft_*.yaml` and chapter 9).
+#    {term}`readout` for MoCo v1 and v2 (Table 5; the paper's numbers are in `experiments/table5_ft_*.yaml` and chapter 9).
 #
 # **What this book reproduces, and at what scale.** The paper trains ResNet-50 for 200 epochs on
 # ImageNet-100 with 8 GPUs. This book runs everything on the CPU, on an embedded data set of procedurally
@@ -36,8 +36,8 @@
 # | 3 The extrapolation score bound | eq. 4 derived with sympy and checked numerically; interpolation, re-normalisation, dimension-level mixing, hard negatives; an interactive explorer |
 # | 4 Training MoCo | a real MoCo v2 run with its score statistics and gradient landscape |
 # | 5 Momentum and collapse | the momentum sweep of Table 1 and Figs 3-5 |
-# | 6 Feature transformations in training | Tables 2-7 and Supp F/G, measured |
-# | 7 When does feature transformation help? | the gradient algebra of the collapse, checked; where training sits; FT on calibrated baselines, without false negatives, on real photographs; a phase diagram of when to switch FT on; the answer |
+# | 6 Feature transformations in training | Tables 2-7 and {term}`Supp F`/G, measured |
+# | 7 When does feature transformation help? | the gradient algebra of the collapse, checked; where training sits; FT on {term}`calibrated` baselines, without false negatives, on real photographs; a phase diagram of when to switch FT on; the answer |
 # | 8 Run explorer | compare any stored runs |
 # | 9 Results against the paper | every reproduced number with seeds, intervals and a verdict; the baseline calibration |
 # | 10 Beyond MoCo | SimCLR, BYOL, SimSiam and SwAV with FT; several processes; where a step's time goes |

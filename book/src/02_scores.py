@@ -14,9 +14,9 @@
 # (`ftcl_core.losses.info_nce`). The temperature $\tau$ decides how sharply the loss looks at the hardest
 # negatives: MoCo v1 uses 0.07, MoCo v2 0.2.
 #
-# The paper's visualization tool (Sec 3.2, Supp A) summarises the $64\times K$ scores of each step with
-# three numbers over 64 queries: **Mean(pos)**, the mean positive score; **Mean(neg)**, per query the mean
-# of its $K$ negative scores, averaged; **Var(neg)**, per query the variance of its $K$ negative scores,
+# The paper's visualization tool (Sec 3.2, {term}`Supp A`) summarises the $64\times K$ scores of each step with
+# three numbers over 64 queries: **{term}`Mean(pos)`**, the mean positive score; **{term}`Mean(neg)`**, per query the mean
+# of its $K$ negative scores, averaged; **{term}`Var(neg)`**, per query the variance of its $K$ negative scores,
 # averaged (`ftcl_core.stats.score_statistics`). Below they are computed on real features: two views of
 # real images from the embedded data, through an encoder that is first random and then trained.
 
@@ -53,7 +53,7 @@ model = build_model(cfg).eval()
 #
 # The three statistics, computed on the scores of the first $n$ queries of a step ($n=64$ in Supp A): look at `var_mean`,
 # which takes each query's mean and variance over its row of $K$ negatives before they are averaged over the
-# queries. The training loop calls it every step, on the plain cosines and on the scores after FT.
+# queries. The training loop calls it every step, on the plain cosines and on the scores after {term}`FT`.
 
 # %%
 from IPython.display import display
@@ -84,6 +84,33 @@ ax.hist(l_pos.numpy(), bins=40, density=True, alpha=0.6, label="positive scores"
 ax.set_xlabel("cosine score")
 ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
 plt.show()
+
+# %% tags=["remove-cell"]
+from ftcl_core.pages.glue import glue_facts
+from ftcl_core.runs import RunDir
+from ftcl_core.study import checks
+from ftcl_core.study import curves as C
+
+# the trained run the reading compares with: the stored cpu run of chapter 4, whatever profile this page ran with
+init = C.init_score_facts(q.numpy(), k.numpy(), RunDir(X.run_dir(exp, "v2 baseline", 0, "cpu", X.STORED)).load_metrics())
+glue_facts("init_", init)
+checks.expect(C.CHECKS, init, "a random encoder's positives score above its negatives",
+              "a random encoder's cosines sit above the collapse level", "the shared direction carries the level",
+              "the queue's random keys score near zero", "the trained run ends with a wide gap below the collapse level")
+
+# %% [markdown]
+# **High cosines are not a collapse here.** Every score of this random encoder is close to one (Mean(pos)
+# {glue:md}`init_pos`, Mean(neg) {glue:md}`init_neg`, as printed above), above the {term}`collapse level` ({glue:md}`init_level`) at
+# which chapters 6 and 7 call Mean(neg) a collapse. Nothing has gone wrong: the features of a network that was never trained share one
+# large common direction (its pooled activations come out of ReLUs, so they are all non-negative), and any two images
+# point almost the same way. Take that direction away, by subtracting each view's batch mean before the cosine, and
+# the positives still agree ({glue:md}`init_centred_pos`) while the negatives do not ({glue:md}`init_centred_neg`).
+# That is why the collapse criterion is read on the encoder *being trained*, and on the gap between Mean(pos) and
+# Mean(neg) rather than on their level: training starts from a queue of random keys (Mean(neg)
+# {glue:md}`init_queue_neg` at the first step of chapter 4's run) and spreads the features within its first epoch,
+# and the trained run ends at Mean(pos) {glue:md}`init_end_pos` against Mean(neg) {glue:md}`init_end_neg` (its last
+# {glue:md}`init_window` steps). A collapse, in chapters 6 and 7, is Mean(neg) of a run climbing back above that
+# level *during* training, the gap to Mean(pos) gone.
 
 # %% [markdown]
 # ## The statistics during a real training run

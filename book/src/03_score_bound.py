@@ -107,7 +107,7 @@ plt.show()
 #
 # ## What re-normalisation and dimension-level mixing change (measured)
 #
-# Supp F re-projects the transformed features onto the sphere; Sec 4.3 draws one $\lambda$ per
+# {term}`Supp F` re-projects the transformed features onto the sphere; Sec 4.3 draws one $\lambda$ per
 # dimension. Neither has a closed form in the paper; here they are measured on the same pairs.
 
 # %%

@@ -6,10 +6,10 @@
 #
 # MoCo's key encoder follows the query encoder slowly, $\theta_k \leftarrow m\theta_k + (1-m)\theta_q$
 # (eq. 2). The paper sweeps $m$ for MoCo v1 (ResNet-18, ImageNet-100, 100 epochs, $\tau=0.07$) and
-# finds (Table 1): $m\le 0.5$ collapses (readout below a randomly initialised encoder), accuracy rises
+# finds (Table 1): $m\le 0.5$ collapses ({term}`readout` below a randomly initialised encoder), accuracy rises
 # with $m$ to 56.2 % at $m=0.99$, and $m=1$ (a frozen key encoder) falls back to 31.2 %. With the
-# visualization tool (Figs 3-5) they tie collapse to the score statistics: small $m$ makes Mean(neg) and
-# Var(neg) swing and the gradient landscape spiky.
+# visualization tool (Figs 3-5) they tie collapse to the score statistics: small $m$ makes {term}`Mean(neg)` and
+# {term}`Var(neg)` swing and the gradient landscape spiky.
 #
 # Here the same sweep runs on the embedded data with MoCo v1 at the `cpu` scale of chapter 4. Each
 # setting is an entry of `experiments/table1_momentum.yaml`; the chapter trains what is missing and
@@ -78,12 +78,12 @@ display(P.source_code(ema_update))
 # ## Readout against the random-init baseline (Table 1)
 #
 # Every table of this book gives each setting a **verdict** on the paper's claim about it. We take the
-# paired difference over seeds against the setting's reference (here: the same seed's random-init encoder)
+# {term}`paired` difference over seeds against the setting's reference (here: the same seed's random-init encoder)
 # and its 95 % t-interval [lo, hi], judged against the paper's own effect d where it states one
 # (ftcl_core.study.results.claims): **replicated** when the interval excludes zero on the paper's side and reaches d,
 # **smaller than the paper** when it excludes zero but lies wholly below d, **contradicted** when it excludes zero
-# on the other side, **no effect of the paper's size** when it includes zero but excludes d, **inconclusive**
-# when it includes both, and **undecided** with fewer than three seeds. Equivalence claims (Table 6, Supp F) read
+# on the other side, **{term}`no effect of the paper's size`** when it includes zero but excludes d, **inconclusive**
+# when it includes both, and **{term}`undecided`** with fewer than three seeds. Equivalence claims (Table 6, {term}`Supp F`) read
 # **equivalent** / **not equivalent** / **inconclusive** against a stated margin. Table 1's checks against the
 # random-init encoder state no size, and are read on their sign. Chapter 9 collects the verdicts of every table.
 
@@ -98,13 +98,17 @@ plt.show()
 # ## Score statistics (Fig 3) and their trajectories (Fig 5)
 
 # %%
-P.score_statistics(metrics)
+# one row per momentum of landscape_momenta, in colour over the other momenta in grey
+close_up = [s for s in landscapes if s in metrics]
+P.score_statistics(metrics, highlight=close_up, others="the other momenta")
 plt.show()
-P.score_trajectory_3d(metrics)
+P.score_trajectory_3d(metrics, highlight=close_up, others="the other momenta")
 plt.show()
 
 # %% [markdown]
-# In the figures above (the embedded shapes), compare Mean(neg) at the small momenta with m = 0.99: the paper reads
+# Each row of the first figure is one momentum in colour, every other momentum of the sweep in grey behind it; the
+# second draws the same runs as paths through the three statistics. In the figures above (the embedded shapes),
+# compare Mean(neg) at the small momenta with m = 0.99: the paper reads
 # collapse off a Mean(neg) that stays high (the negatives far from uniformly spread) and swings from step to step.
 # The volatility table at the end of the chapter puts a number on the swings of every momentum.
 #
@@ -125,7 +129,7 @@ checks.expect(X.CHECKS, momentum, "every learning momentum is replicated", "the 
 # %% [markdown]
 # Over the last {glue:md}`ends_window` steps of seed {glue:md}`ends_seed`, Mean(neg) ends highest at
 # m = {glue:md}`ends_hi` ({glue:md}`ends_hi_neg`) and lowest at m = {glue:md}`ends_lo` ({glue:md}`ends_lo_neg`). With
-# a frozen key encoder (m = 1) Mean(pos) ends at {glue:md}`ends_frozen_pos`, against {glue:md}`ends_others_pos_lo` to
+# a frozen key encoder (m = 1) {term}`Mean(pos)` ends at {glue:md}`ends_frozen_pos`, against {glue:md}`ends_others_pos_lo` to
 # {glue:md}`ends_others_pos_hi` at the other momenta; the key encoder never learns to agree with the query encoder.
 #
 # Seeds per momentum: {glue:md}`mom_seeds`. Readout peaks at m = {glue:md}`mom_peak` ({glue:md}`mom_peak_readout` %,
@@ -148,7 +152,7 @@ checks.expect(X.CHECKS, momentum, "every learning momentum is replicated", "the 
 # ## The same sweep on real images (Fashion-MNIST)
 #
 # `experiments/table1_momentum_fmnist.yaml` runs six of the momenta (0, 0.5, 0.9, 0.99, 0.999, 1) on
-# Fashion-MNIST's photographs, on the MoCo v1 recipe calibrated there without FT (its m = 0.99). On this data a third reference matters: the linear
+# Fashion-MNIST's photographs, on the MoCo v1 recipe {term}`calibrated` there without {term}`FT` (its m = 0.99). On this data a third reference matters: the linear
 # probe on the raw pixels, drawn beside the random-init encoder; an encoder is worth something only above it.
 # Stored runs only (never trained here; `python -m ftcl_core sweep experiments/table1_momentum_fmnist.yaml`).
 
@@ -185,17 +189,29 @@ checks.expect(X.CHECKS, fm_momentum, "every learning momentum is replicated", "t
 
 # %% [markdown]
 # ## Gradient landscapes (Fig 4, Supp C)
+#
+# The paper draws each momentum's landscape (every layer's gradient norm in every epoch, chapter 4) as a 3-D surface
+# and calls the small momenta's spiky. The spikes are what changes from epoch to epoch, so below each landscape is
+# summed over its layers into one curve: one panel per momentum, in colour, the other momenta in grey.
 
 # %%
 drawn = [r for r in records if r["seed"] == seeds[0] and r["setting"] in landscapes]
-n_cols = 2  # two landscapes a row: large enough to read in the page's column
-n_rows = (len(drawn) + n_cols - 1) // n_cols
-fig = plt.figure(figsize=(10, 4.4 * n_rows))
-for i, r in enumerate(drawn):
-    ax = fig.add_subplot(n_rows, n_cols, i + 1, projection="3d")
-    P.grad_landscape(RunDir(r["dir"]).load_grad_norms()["per_epoch"], title=r["setting"], ax=ax)
-plt.tight_layout()
+P.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in drawn})
 plt.show()
+
+# %% tags=["remove-cell"]
+from ftcl_core.study import curves as C
+
+drawn_stored = [r for r in stored if r["seed"] == seeds[0] and r["setting"] in landscapes]
+spikes = C.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in drawn_stored})
+glue_facts("spikes_", spikes)
+checks.expect(C.CHECKS, spikes, "every small momentum swings more than every large one")
+
+# %% [markdown]
+# In seed {glue:md}`ends_seed`, every momentum up to 0.9 jumps from epoch to epoch more than m = 0.99 and m = 1 do
+# (the largest swing, the standard deviation of the epoch-to-epoch change, at m = {glue:md}`spikes_most`:
+# {glue:md}`spikes_most_sd`; the smallest at m = {glue:md}`spikes_least`: {glue:md}`spikes_least_sd`): the spiky
+# landscape of the paper's small momenta, which the table below measures over every seed.
 
 # %% [markdown]
 # ## Volatility
@@ -228,9 +244,9 @@ checks.expect(G.CHECKS, swings, "Mean(neg) swings most at a large momentum",
 # ## Try it
 #
 # * **The `landscape_momenta` parameter.** `.venv/bin/papermill book/05_momentum.ipynb /tmp/05_momentum.ipynb -y
-#   "landscape_momenta: [0.5, 0.99]" --cwd book` draws only those two gradient landscapes, side by side. The paper
-#   expects the smaller momentum's to be the spikier; the table of *Volatility* says whether the summed gradient norm
-#   bears that out here.
+#   "landscape_momenta: [0.5, 0.99]" --cwd book` draws only those two momenta in colour, and their summed gradient
+#   norms in one panel. The paper expects the smaller momentum's to be the spikier; the table of *Volatility* says
+#   whether the summed gradient norm bears that out here.
 # * **The `profile` parameter.** `.venv/bin/papermill book/05_momentum.ipynb /tmp/05_momentum.ipynb -p profile smoke
 #   --cwd book` trains the sweep at smoke scale in seconds to a minute, while the paragraphs with numbers still read
 #   the stored `cpu` runs (as *Score statistics (Fig 3) and their trajectories (Fig 5)* says). Compare the smoke

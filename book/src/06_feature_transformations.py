@@ -1,11 +1,11 @@
 # %% [markdown]
 # # Feature transformations in training
 #
-# In this chapter you will learn how the feature transformations act inside MoCo's loss, what they do to the readout
+# In this chapter you will learn how the feature transformations act inside MoCo's loss, what they do to the {term}`readout`
 # and to the score statistics here, and how to recognise a collapse in those statistics.
 #
 # The paper's central claim (Sec 4, Table 5): on ImageNet-100, positive extrapolation and negative
-# interpolation each improve MoCo's linear readout, together more than either alone, for MoCo v1 and v2, and
+# interpolation each improve MoCo's {term}`linear readout`, together more than either alone, for MoCo v1 and v2, and
 # more still with one $\lambda$ per dimension (the paper's numbers: the orange diamonds below). Here the same switches run on the embedded data,
 # as the released code applies them (`ftcl_core.losses.moco_ft_logits`): on the normalised features
 # inside the loss, one $\lambda_{ex}\sim\mathrm{Beta}(2,2)+1$ and one $\lambda_{in}\sim\mathrm{Beta}(1.6,1.6)$
@@ -14,7 +14,7 @@
 #
 # Each table is an experiment file under `experiments/`; `python -m ftcl_core sweep FILE` trains it.
 # This chapter trains the `train` list below if runs are missing and draws every other table for which
-# stored runs exist. It shows what the numbers look like and what FT does to the scores; the tables themselves,
+# stored runs exist. It shows what the numbers look like and what {term}`FT` does to the scores; the tables themselves,
 # each claim with its interval and verdict, are in chapter 9, and why FT costs what it costs here is chapter 7.
 
 # %% colab-setup
@@ -77,9 +77,9 @@ plt.show()
 # %% [markdown]
 # ## The other tables as figures
 #
-# One panel per experiment with stored runs: bars are our readout (mean ± 95 % CI over seeds), the dashed
-# line the random-init encoder, the orange diamonds the paper's ImageNet-100 numbers on the same axis (another scale:
-# compare their pattern across settings, not their levels).
+# One panel per experiment with stored runs: the blue points are our readout (mean ± 95 % CI over seeds), the dashed
+# line the random-init encoder, the orange diamonds the paper's ImageNet-100 numbers on their own axis at the right
+# (another scale: compare their pattern across settings, not their levels).
 
 # %%
 others = [p for p in records if p != train[0]]
@@ -92,20 +92,20 @@ if others:
 # make a pair harder, by moving the query away from its key (positive extrapolation, at any $\alpha_{ex}$, with or
 # without re-normalisation) or a negative towards the query (negative extrapolation, hard negatives), and negative
 # interpolation alone, which mixes two negatives and leaves the positive pair as it is. Re-normalising after FT
-# (Supp F) tests whether the growth of $\|\hat z_q\|$ beyond one (sharper logits) is what costs readout; for mixed
+# ({term}`Supp F`) tests whether the growth of $\|\hat z_q\|$ beyond one (sharper logits) is what costs readout; for mixed
 # negatives it undoes their shrinking, and chapter 7 measures what that does to the scores the loss sees. Chapter 9
 # gives every claim of these tables with its interval and verdict.
 
 # %% [markdown]
 # The statistics show the mechanism. Below, the raw cosines (what the encoder really produces) for the
 # baseline and every FT setting of the first table (Table 5, MoCo v1, one seed), then the scores after FT (what
-# the released code recorded). In this seed, with positive extrapolation from the first step, Mean(neg) of the raw
+# the released code recorded). In this seed, with positive extrapolation from the first step, {term}`Mean(neg)` of the raw
 # cosines rises towards one
-# within the first steps and Var(neg) falls towards zero: every image is mapped near the same point, the
+# within the first steps and {term}`Var(neg)` falls towards zero: every image is mapped near the same point, the
 # effect the paper reports in Supp D (FT at epoch 0 on a randomly filled queue pushes the negative scores
 # up). The table of collapse signatures further down gives, for every setting, the step at which Mean(neg)
 # passes 0.9 and where it ends. Chapter 7 derives what positive extrapolation does to the gradient, tests whether
-# the collapse survives baselines calibrated without FT, and maps when a later start helps.
+# the collapse survives baselines {term}`calibrated` without FT, and maps when a later start helps.
 
 # %%
 recs = records[train[0]]
@@ -142,15 +142,32 @@ P.html_table(["table", "setting", "linear", "Mean(neg) > 0.9 at step", "min earl
 
 # %% [markdown]
 # ## Gradient landscapes: baseline against +both
+#
+# Each run's gradient landscape (chapter 4) summed over its layers, epoch by epoch: the curve whose swings the paper
+# reads as a spiky landscape (chapter 5).
 
 # %%
-fig = plt.figure(figsize=(10, 3.8))
-for i, name in enumerate([next(iter(pick)), [k for k in pick if k.endswith("+both")][0]]):
-    r = next(r for r in recs if r["setting"] == name and r["seed"] == seeds[0])
-    ax = fig.add_subplot(1, 2, i + 1, projection="3d")
-    P.grad_landscape(RunDir(r["dir"]).load_grad_norms()["per_epoch"], title=name, ax=ax)
-plt.tight_layout()
+pair_names = [next(iter(pick)), [k for k in pick if k.endswith("+both")][0]]
+P.grad_norm_epochs({name: RunDir(next(r for r in recs if r["setting"] == name and r["seed"] == seeds[0])["dir"])
+                    .load_grad_norms()["per_epoch"] for name in pair_names})
 plt.show()
+
+# %% tags=["remove-cell"]
+from ftcl_core.pages.glue import glue_facts
+from ftcl_core.study import checks
+from ftcl_core.study import curves as C
+
+# the authored reading rests on the stored cpu runs of seed 0, whatever profile this page ran with
+stored_pair = {r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"]
+               for r in X.load_records(train[0], "cpu", X.STORED) if r["seed"] == 0 and r["setting"] in ("v1 baseline", "v1 +both")}
+both_swing = C.grad_swing_facts(stored_pair)
+glue_facts("swing_", both_swing)
+checks.expect(C.CHECKS, both_swing, "FT swings more than its baseline")
+
+# %% [markdown]
+# In seed 0, {glue:md}`swing_most`'s summed norm swings more from epoch to epoch than {glue:md}`swing_least`'s (the
+# standard deviation of its epoch-to-epoch change {glue:md}`swing_most_sd` against {glue:md}`swing_least_sd`): FT
+# from the first step makes training jumpier, the paper's sign of an unstable run.
 
 # %% [markdown]
 # (try-it-06)=

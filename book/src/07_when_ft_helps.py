@@ -4,13 +4,13 @@
 # Chapter 6 found the paper's headline reversed at this scale: with positive extrapolation from the first step, the
 # raw negative cosines of the shapes climb towards one within the first steps and the encoder ends far below its
 # baseline; on Fashion-MNIST's photographs the same settings cost far less, but do not help either. A finding that
-# contradicts the paper needs a cause, or an honest "undecided". This chapter tests the candidates one at a time,
-# each as FT (+pos +neg, the paper's settings) against a baseline of the same seeds, and ends with
+# contradicts the paper needs a cause, or an honest "{term}`undecided`". This chapter tests the candidates one at a time,
+# each as {term}`FT` ({term}`+pos` {term}`+neg`, the paper's settings) against a baseline of the same seeds, and ends with
 # [the answer](answer). In order: the gradient algebra of the collapse and where training sits against it; the
 # recipe, the initialisation, false negatives, one λ per batch; real photographs and longer runs; the network;
 # whether the first 100 steps can tell; when to switch FT on; and how hard the negatives are.
 #
-# One quantity recurs: $\rho$, the **correlation of the two views' deviations**. Take every feature's offset from
+# One quantity recurs: $\rho$, the **{term}`correlation of the two views' deviations <ρ>`**. Take every feature's offset from
 # the batch's mean direction; $\rho$ is how well the query's offset and its key's offset agree. At initialisation
 # the two views of an image land at unrelated places ($\rho$ near 0); as the encoder learns what the views share,
 # $\rho$ rises towards 1.
@@ -128,7 +128,7 @@ P.markdown_html("Measured sign changes against the predicted thresholds: " + "; 
 #
 # The recorder keeps, per step, $\rho$ of the batch, the alignment and uniformity of {cite}`wang2020understanding`
 # and the effective rank {cite}`roy2007effective` of the features (`ftcl_core.stats.representation_statistics`).
-# Below: $\rho$ and Mean(neg) of the raw cosines over the first steps of the calibrated MoCo pairs, baseline
+# Below: $\rho$ and {term}`Mean(neg)` of the raw cosines over the first steps of the {term}`calibrated` MoCo pairs, baseline
 # (solid) against FT (dashed), seed 0 of each, with the band of thresholds $1 - \lambda/A$ that Beta(2, 2) + 1
 # draws (its 5th to 95th percentile).
 
@@ -145,7 +145,7 @@ if early:
 #
 # Training without FT raises $\rho$ within a few dozen steps (the figure above), so a later start meets a state the
 # algebra says repels. Table 7's runs (chapter 6) switch FT on later. For each start: $\rho$ and Mean(neg) just
-# before FT switches on, the highest Mean(neg) afterwards, and the readout against training without FT.
+# before FT switches on, the highest Mean(neg) afterwards, and the {term}`readout` against training without FT.
 
 # %%
 t7 = "shapes, 30 epochs"  # Table 7's runs
@@ -168,9 +168,9 @@ checks.expect(G.CHECKS, queue, "the start sees real keys only", "costs")
 # Seeds whose Mean(neg) passes {glue:md}`sw_level` after FT switches on: {glue:md}`sw_start_0`:
 # {glue:md}`sw_passed_0` of {glue:md}`sw_n_0`; {glue:md}`sw_start_1`: {glue:md}`sw_passed_1` of {glue:md}`sw_n_1`;
 # {glue:md}`sw_start_2`: {glue:md}`sw_passed_2` of {glue:md}`sw_n_2`; {glue:md}`sw_start_3`: {glue:md}`sw_passed_3`
-# of {glue:md}`sw_n_3`; {glue:md}`sw_start_4`: {glue:md}`sw_passed_4` of {glue:md}`sw_n_4`. FT costs linear readout
+# of {glue:md}`sw_n_3`; {glue:md}`sw_start_4`: {glue:md}`sw_passed_4` of {glue:md}`sw_n_4`. FT costs {term}`linear readout`
 # significantly from {glue:md}`sw_costly`; at {glue:md}`sw_partial` not every seed passes {glue:md}`sw_level`, so
-# passing chapter 5's collapse level is not what separates the starts that lose from those that do not.
+# passing the {term}`collapse level` is not what separates the starts that lose from those that do not.
 #
 # The paper's supplement blames FT's trouble in the first epoch on a queue that still holds its random initial
 # vectors, and starts FT at epoch 2. Here the queue of {glue:md}`rq_queue` keys holds real keys only after
@@ -183,7 +183,7 @@ checks.expect(G.CHECKS, queue, "the start sees real keys only", "costs")
 # ## Is it our recipe? FT on calibrated baselines
 #
 # Each MoCo baseline was calibrated without FT, on a validation split, at one step budget (chapter 9); FT then runs
-# with the paper's settings unchanged, paired by seed. Beside it, the same pair on the profile's original recipe
+# with the paper's settings unchanged, {term}`paired` by seed. Beside it, the same pair on the profile's original recipe
 # (the dated record `results/cpu-2026-11/`).
 
 # %%
@@ -375,7 +375,7 @@ comparison("real_gain_", stored_gain, "cannot be told from zero")
 # **{glue:md}`real_longer_name`**: {glue:md}`real_longer_diff` points over {glue:md}`real_longer_n_seeds` seeds, which
 # cannot be told from zero ({glue:md}`real_longer_verdict`).
 #
-# **{glue:md}`real_knn_name`**: {glue:md}`real_knn_diff` points ({glue:md}`real_knn_n_seeds` seeds). Its kNN readout,
+# **{glue:md}`real_knn_name`**: {glue:md}`real_knn_diff` points ({glue:md}`real_knn_n_seeds` seeds). Its {term}`kNN readout`,
 # which reads the features' geometry without training a classifier, loses.
 #
 # **{glue:md}`real_gain_name`**: {glue:md}`real_gain_diff` points over {glue:md}`real_gain_n_seeds` seeds, which cannot
@@ -430,7 +430,8 @@ checks.expect(G.CHECKS, gap, "some pair trained on two devices")
 #
 # Every run above uses one small encoder (a CIFAR-stem ResNet-10 of width 16 on 24-px crops), against the paper's
 # ResNet-18 and ResNet-50 at ImageNet resolution. The same pair at larger encoders on the shapes at the recipe's 30
-# epochs (`experiments/diagnosis/capacity_v1.yaml`; the width-16 pair is the recipe comparison above). Left: the
+# epochs (`experiments/diagnosis/capacity_v1.yaml`, the table {term}`D-capacity-v1`; the width-16 pair is the recipe
+# comparison above). Left: the
 # readout of both arms against the encoder's parameters; right: the effective rank each arm's features end with. An
 # encoder never trained reads "not run"; one with fewer than 3 stored seeds is undecided. The last sentence is the other half of "the network": the width-16
 # pair on larger images (the shapes drawn at 64 px and cropped accordingly; `experiments/diagnosis/resolution_v1.yaml`).
@@ -473,7 +474,7 @@ checks.expect(G.CHECKS, resolution, "undecided")
 # ### Can the first 100 steps tell?
 #
 # From six named statistics of the 100 steps after FT switches on (the peak and final Mean(neg), the effective rank
-# relative to the switch, $\rho$, Mean(pos), and the late slope of Mean(neg)), a logistic model predicts whether the
+# relative to the switch, $\rho$, {term}`Mean(pos)`, and the late slope of Mean(neg)), a logistic model predicts whether the
 # full run loses readout against its baseline, and a ridge model by how much (`ftcl_core/study/predict.py`;
 # `python -m ftcl_core predict` refits it). Each pair of runs counts once (a run copied into another table is the
 # run it was copied from), and experiments that share a run are held out together: each such group's runs are
@@ -536,7 +537,7 @@ for label in G.START_EXPERIMENTS:
 # %% [markdown]
 # ## Is it how hard the negatives are? Supp F and Supp G
 #
-# Supp F re-normalises each mixed negative $\lambda n_i + (1-\lambda) n_j$ onto the sphere; Supp G extrapolates
+# {term}`Supp F` re-normalises each mixed negative $\lambda n_i + (1-\lambda) n_j$ onto the sphere; {term}`Supp G` extrapolates
 # negatives ($\lambda \in (1, 2)$) or mixes the query into them (hard negatives, $\lambda \sim$ Beta(a, b)). A mix
 # of two unit vectors is shorter than one, so its score against the query is pulled towards the mean: the loss sees
 # easier negatives, and re-normalising makes them hard again. Every run stores the statistics of the negatives raw
@@ -599,7 +600,7 @@ findings.expect(stored)  # every check the sentences below and book/findings.md 
 # <!-- checks: first-step-costs -->
 #
 # **On Fashion-MNIST the linear cost is too small to tell from zero.** The pair reads {glue:text}`first_real` points
-# at 10 epochs and {glue:text}`first_real_longer` at 30, no effect of the paper's size; but raw pixels read
+# at 10 epochs and {glue:text}`first_real_longer` at 30, {term}`no effect of the paper's size`; but raw pixels read
 # {glue:text}`fm_pixels` %, a random-init encoder {glue:text}`fm_random` % and the baselines {glue:text}`fm_base_lo`
 # to {glue:text}`fm_base_hi` %, so these 28-px greyscale photographs leave little room. The kNN readout does lose
 # ({glue:text}`knn_real` and {glue:text}`knn_real_longer`).
@@ -619,7 +620,7 @@ findings.expect(stored)  # every check the sentences below and book/findings.md 
 #
 # **Switched on after 30 % of the run or later, FT avoids most of the cost and sometimes helps.** It helps in
 # {glue:text}`helps` of the {glue:text}`cells` decided cells of the phase diagram, all late starts: shapes, 120
-# epochs, FT from 30 % of the run: {glue:text}`phase_shapes_120_30` points, replicated on the error scale
+# epochs, FT from 30 % of the run: {glue:text}`phase_shapes_120_30` points, replicated on the {term}`error scale`
 # ({glue:text}`phase_shapes_120_30_fewer_errors` % fewer test errors than its baseline, where the paper's start has
 # {glue:text}`phase_shapes_120_30_paper_fewer_errors` % fewer); Fashion-MNIST, 30 epochs, FT from 30 % of the run:
 # {glue:text}`phase_fmnist_30_30` points, smaller than the paper; Fashion-MNIST, 30 epochs, FT from 80 % of the run:

@@ -5,9 +5,9 @@
 # kernel: pick a table or experiment (one entry per experiment file under `experiments/`: the paper's Tables 1-7
 # on the shapes and on Fashion-MNIST, the supplement's, the diagnoses, the calibrations), then one of its
 # settings, and the three panels show that setting's score statistics (its lowest seed) against the epoch:
-# Mean(pos), the mean cosine of a query with its positive key; Mean(neg), the mean cosine with the queue's
-# negatives; Var(neg), their variance. Solid lines are the raw cosines, dotted lines the same statistics after
-# the setting's feature transformation; where a run trains with FT off the dotted line lies on the solid one.
+# {term}`Mean(pos)`, the mean cosine of a query with its positive key; {term}`Mean(neg)`, the mean cosine with the queue's
+# negatives; {term}`Var(neg)`, their variance. Solid lines are the raw cosines, dotted lines the same statistics after
+# the setting's feature transformation; where a run trains with {term}`FT` off the dotted line lies on the solid one.
 # In a live kernel (JupyterLab, Colab), the widget below overlays any runs you select, every seed included,
 # with a smoothing slider, and draws their gradient landscapes.
 

@@ -5,19 +5,24 @@
 # into `results/summary.csv` (one row per table and setting) and shown here. No result in this chapter is
 # typed by hand; the prose states only the rules and aims the code applies.
 #
+# Each row names its table as the glossary's {term}`table name` explains (`T1`-`T7` the paper's tables; {term}`S-E`,
+# {term}`S-F`, {term}`S-G` its supplement's sections; `D-…` and `H-…` this book's diagnosis and headroom experiments,
+# such as {term}`D-capacity-v1` and {term}`H-map-v1`) and its setting by what feature transformation it switches on:
+# {term}`+pos`, {term}`+neg`, {term}`+both`, {term}`+both_dim`, or a {term}`late start`.
+#
 # How to read a verdict. For each claim of the paper (a setting beats, or trails, its reference; in
-# Table 1, a momentum collapses or learns against the random-init encoder) we take the paired
+# Table 1, a momentum collapses or learns against the random-init encoder) we take the {term}`paired`
 # difference over seeds and its 95 % t-interval:
 #
 # * **replicated**: the interval excludes zero on the paper's side and reaches the paper's effect d;
 # * **smaller than the paper**: it excludes zero on the paper's side but lies wholly below d;
 # * **contradicted**: the interval excludes zero on the other side;
-# * **no effect of the paper's size**: it includes zero and excludes d; **inconclusive**: it includes both;
-# * **equivalent** / **not equivalent**: an equivalence claim (Table 6, Supp F) within / wholly outside its margin;
-# * **undecided**: fewer than three seeds stand behind it (one or two seeds never decide a claim, however narrow
+# * **{term}`no effect of the paper's size`**: it includes zero and excludes d; **inconclusive**: it includes both;
+# * **equivalent** / **not equivalent**: an equivalence claim (Table 6, {term}`Supp F`) within / wholly outside its margin;
+# * **{term}`undecided`**: fewer than three seeds stand behind it (one or two seeds never decide a claim, however narrow
 #   their interval);
 #
-# Beside each: our effect over the paper's, and a Benjamini-Hochberg q-value over the paper's claims (every kind
+# Beside each: our effect over the paper's, and a {term}`Benjamini-Hochberg <BH>` q-value over the paper's claims (every kind
 # but Table 1's sanity checks against the random-init encoder, each distinct comparison once); claims that share a
 # reference arm are counted in `reference_shared_by` (their verdicts are not independent);
 # * **baseline**: a reference row that makes no claim of its own.
@@ -27,7 +32,7 @@
 # (Table 5's MoCo v1 with both transformations makes a fifth fewer errors than its baseline). Points decide, except
 # where the reference is so close to a perfect score that the arm cannot gain the paper's effect in points (its
 # headroom is below the effect): there "smaller than the paper" or "no effect of the paper's size" would be forced by
-# the ceiling, so the error scale decides, and the verdict says "on the error scale". Both scales are columns of
+# the ceiling, so the {term}`error scale` decides, and the verdict says "on the error scale". Both scales are columns of
 # `results/summary.csv` and `results/diagnosis.csv` (`verdict_points`, `verdict_errors`, `scale`); a pair whose two
 # arms trained on different devices (`mixed_seeds`) leaves the Benjamini-Hochberg family.
 #
@@ -96,7 +101,7 @@ for t, c in by_table.items():
 # table was also run on Fashion-MNIST's real photographs (the `-fmnist` tables, same settings), each claim below
 # has a verdict per data set, and the last column says where it holds: on every data set, on one (named), on
 # none (contradicted on every data set), or {term}`open` (replicated nowhere, and inconclusive somewhere; or one data
-# set's runs still on the original recipe while another's are calibrated, which are not compared).
+# set's runs still on the original recipe while another's are {term}`calibrated`, which are not compared).
 
 # %%
 from IPython.display import display
@@ -129,7 +134,7 @@ else:
 #
 # The tables above first ran on the CPU profile's original recipes; `results/cpu-2026-11/summary.csv` keeps their
 # verdicts as a dated record (and `results/cpu-2026-11/` the runs of every table rerun since). As each table is
-# rerun at three seeds on the recipes calibrated without FT (next section), its claims appear here with both
+# rerun at three seeds on the recipes calibrated without {term}`FT` (next section), its claims appear here with both
 # verdicts, so a reader sees which findings belong to a recipe and which survive a fair baseline.
 
 # %%
@@ -216,8 +221,8 @@ else:
 #
 # Calibration compared trials at one short budget shared by every method; the tables train each chosen recipe for
 # longer (`train.epochs` of its config). The bar this book sets for a baseline is judged here on the baseline rows of Table 5
-# and of the supplement's BYOL table (Supp E), the runs every FT
-# number is paired with: linear readout at least 25 points above the random-init encoder (on Fashion-MNIST the bar is
+# and of the supplement's BYOL table ({term}`Supp E`), the runs every FT
+# number is paired with: {term}`linear readout` at least 25 points above the random-init encoder (on Fashion-MNIST the bar is
 # the raw-pixel probe of the calibration above, so this column is left to it), a spread (95 % CI over seeds) of at
 # most 5 points, and MoCo v2 at or above MoCo v1. A method that learns slowly can miss the bar at the calibration
 # budget and meet it here, or the other way round; a bar a method misses is named, not hidden.

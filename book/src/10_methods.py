@@ -4,7 +4,7 @@
 # The paper calls its feature transformations generic (Sec 1, Table 5 and the supplement): it adds them
 # to SimCLR {cite}`chen2020simple`, and positive extrapolation alone to the methods without negatives,
 # BYOL {cite}`grill2020bootstrap` and SimSiam {cite}`chen2020exploring`, and to the clustering method
-# SwAV {cite}`caron2020unsupervised`. This chapter shows how each method takes FT in `ftcl_core`, trains
+# SwAV {cite}`caron2020unsupervised`. This chapter shows how each method takes {term}`FT` in `ftcl_core`, trains
 # them on the embedded data with and without it, and
 # measures where the time of a step goes, the first step towards ImageNet-100 on a GPU.
 #
@@ -80,7 +80,7 @@ display(P.source_code(base.predictive_scores, collapsed="BYOL's and SimSiam's sc
 # ## Training each method, with and without FT
 #
 # The `cpu` profile runs each method at the scale of chapter 4's MoCo v2 run (shapes, ResNet-10 width 16,
-# 30 epochs, batch 256); each table's caption names the recipe its runs use, and whether it was calibrated
+# 30 epochs, batch 256); each table's caption names the recipe its runs use, and whether it was {term}`calibrated`
 # without FT (chapter 9) or is still the profile's original one. The `cpu` profile shows the stored runs, every
 # seed, and names any setting that has none yet: the book never trains them
 # (`python -m ftcl_core sweep experiments/table5_byol.yaml --seeds 0 1 2` does, resumably). The `smoke` and `gpu`
@@ -125,16 +125,16 @@ P.experiment_grid([(X.Experiment.load(path), summaries[path]) for path in experi
 plt.show()
 
 # %% [markdown]
-# The paper's numbers (orange diamonds, same axis) are ImageNet scale (SimCLR and SimSiam: IN-100, 200 epochs;
+# The paper's numbers (orange diamonds, on their own axis at the right) are ImageNet scale (SimCLR and SimSiam: IN-100, 200 epochs;
 # BYOL: IN-1K, 100 epochs; SwAV: IN-100 with multi-crop); compare directions, not levels. The red line is the randomly initialised
-# encoder under the same linear readout.
+# encoder under the same {term}`linear readout`.
 #
 # ## Score statistics of each method
 #
 # The visualization tool needs no change: for SimCLR the negatives are the in-batch ones; for BYOL and
 # SimSiam the "negative" scores are the cosines of a prediction to the other images' targets (for SwAV,
 # of a feature to the other images' features), which the loss never sees. They are the collapse detector here: a collapsed encoder maps every image to one
-# point and drives Mean(neg) to 1.
+# point and drives {term}`Mean(neg)` to 1.
 
 # %%
 for path in experiments:
@@ -172,7 +172,7 @@ display(P.markdown_html("\n".join(lines)))
 
 # %% [markdown]
 # **Reading the pattern.** For the methods with negatives (SimCLR, like MoCo in chapter 6), a collapse shows as
-# Mean(pos) and Mean(neg) both near one and a loss near the log of the number of negatives: the value of a
+# {term}`Mean(pos)` and Mean(neg) both near one and a loss near the log of the number of negatives: the value of a
 # constant encoder. For BYOL and SimSiam the loss is the positive score itself, which eq. 4 lowers, so
 # extrapolation rescales what these methods already maximise rather than crowding the features together. At the
 # calibration's short, shared budget the baselines of BYOL, SimSiam and SwAV learned far less than SimCLR's and
@@ -232,7 +232,7 @@ P.html_table(["method", "step (ms)", "images/s"] + phases, rows)
 # reference, bf16 with channels-last, `train.compile`, and the batched augmentation from the same random
 # parameters); measures MoCo v2's throughput against the same step fed by per-sample torchvision transforms
 # in a `DataLoader` (the pipeline of the released code and of lightly); and trains one pair beyond the CPU's
-# scale: MoCo v1 with and without FT (+pos +neg) on the embedded shapes at 64 px with a ResNet-18. Its
+# scale: MoCo v1 with and without FT ({term}`+pos` {term}`+neg`) on the embedded shapes at 64 px with a ResNet-18. Its
 # reports are stored in `results/gpu/`; this section shows the newest result of each part, or says that
 # none exists yet.
 

@@ -2,14 +2,14 @@
 # # Does FT help once there is room to help?
 #
 # In this chapter you will learn why a baseline near 100 % can force a verdict, how the ratio of test errors reads a
-# comparison there, and what FT does on a task whose baseline has room to grow.
+# comparison there, and what {term}`FT` does on a task whose baseline has room to grow.
 #
-# The paper's gains are {glue:md}`hr_both_paper` points (Table 5, MoCo v1 +pos +neg: {glue:md}`hr_both_paper_ref` →
+# The paper's gains are {glue:md}`hr_both_paper` points (Table 5, MoCo v1 {term}`+pos` {term}`+neg`: {glue:md}`hr_both_paper_ref` →
 # {glue:md}`hr_both_paper_arm` %) and {glue:md}`hr_both_late_paper` points (Table 7, FT from epoch 30 of 100:
 # {glue:md}`hr_both_late_paper_ref` → {glue:md}`hr_both_late_paper_arm` %). On the shapes of chapters 4-9 the
 # baseline nears 100 % after 120-240 epochs: it has less room left than the paper's gain, so "no effect of the
 # paper's size" in points is forced there, whatever FT does. This chapter takes two ways out: judge a comparison near
-# the ceiling on the error scale, and move to a task with room.
+# the ceiling on the {term}`error scale`, and move to a task with room.
 
 # %% colab-setup
 
@@ -42,7 +42,7 @@ glue_facts("hr_", {**task, **cells, **paper})
 # {glue:md}`hr_both_paper_err_ref` % of the test images wrong falling to {glue:md}`hr_both_paper_err_arm` %, a ratio
 # of {glue:md}`hr_both_paper_ratio`: a fifth fewer errors. A baseline at {glue:md}`hr_example_baseline` % can still
 # show a fifth fewer errors (it then reads {glue:md}`hr_example_ft` %, {glue:md}`hr_example_gain` points) although it
-# can never show {glue:md}`hr_both_paper` points. So every claim is judged twice: on points, and on the paired log
+# can never show {glue:md}`hr_both_paper` points. So every claim is judged twice: on points, and on the {term}`paired` log
 # error ratio $\log(e_\text{FT} / e_\text{baseline})$ per seed against the paper's own. Points decide, as the paper
 # states its effects in points, unless the ceiling makes the paper's point effect impossible: then the error scale
 # decides, and the verdict says "on the error scale". The rule is the plain bound, not a tuned threshold:
@@ -100,10 +100,10 @@ plt.show()
 # - **From the first step it costs most**: {glue:md}`hr_both_30_diff` points, {glue:md}`hr_both_30_errors` the
 #   errors, where the paper gains {glue:md}`hr_both_paper` ({glue:md}`hr_both_paper_ratio`):
 #   {glue:md}`hr_both_30_verdict`.
-# - **+neg alone** changes readout by {glue:md}`hr_neg_30_diff` points ({glue:md}`hr_neg_30_errors` the errors; the
+# - **+neg alone** changes {term}`readout` by {glue:md}`hr_neg_30_diff` points ({glue:md}`hr_neg_30_errors` the errors; the
 #   paper: {glue:md}`hr_neg_paper`): {glue:md}`hr_neg_30_verdict`.
 #
-# Three of the paper's claims are judged here, Benjamini-Hochberg adjusted within the map; +pos alone is compared,
+# Three of the paper's claims are judged here, {term}`Benjamini-Hochberg` adjusted within the map; +pos alone is compared,
 # not claimed. So with room to help, at this length, network and data, FT does not help: the result of chapters 6-7
 # holds off the ceiling too.
 
@@ -117,7 +117,7 @@ checks.expect(H.CHECKS, cells, "first-step-costs-at-30", "late-start-costs-at-30
 # The paper trains for tens of thousands of steps; 30 epochs here are {glue:md}`hr_steps_30`. The 120- and 240-epoch arms are still training
 # (`bash tools/headroom_map.sh`, about 25 minutes a 120-epoch run on two CPU cores, committed as each lands); the
 # figure marks what is stored, and this section is rewritten when a length holds three paired seeds (a check fails
-# the build until it is). [Chapter 7's phase diagram](07_when_ft_helps.ipynb) shows where a late start
+# the build until it is). [Chapter 7's phase diagram](07_when_ft_helps.ipynb) shows where a {term}`late start`
 # pays on the shapes; whether it pays where the baseline has room is the question these runs answer.
 
 # %% tags=["remove-cell"]
@@ -130,7 +130,7 @@ checks.expect(H.CHECKS, cells, "120-pending", "240-pending")
 # * **One more pair.** `python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml seed=5 --out runs/try-base` and
 #   `python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml seed=5 ft.pos=true ft.start_epoch=9 --out
 #   runs/try-pos` train a sixth baseline and its +pos arm from 30 % (about 8 minutes each on two cores). Each folder's
-#   `eval.json` holds the linear readout: expect the +pos run below its baseline, as the figure's blue dot is.
+#   `eval.json` holds the {term}`linear readout`: expect the +pos run below its baseline, as the figure's blue dot is.
 # * **A harder task.** `python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml data.clutter=2 data.eval_split=val
 #   --out runs/try-clutter` scores a baseline with two distractors on the validation split, as the screen did (its one
 #   seed read less than with one distractor: `results/screens/2026-12-02_headroom-task.md` has both).

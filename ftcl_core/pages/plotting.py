@@ -13,7 +13,7 @@ import os
 import pathlib
 import re
 import textwrap
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from html import escape
 from math import lgamma
 from typing import TYPE_CHECKING
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ftcl_core.study import experiments as X
+from ftcl_core.study.curves import smooth  # the moving average the figures and their facts (chapter 4) share
 from ftcl_core.transforms import score_range, transformed_positive_score
 
 if TYPE_CHECKING:  # annotations only: matplotlib loads when a figure is drawn
@@ -39,16 +40,6 @@ STAT_LABELS = {
 }
 
 
-def smooth(y: np.ndarray, window: int) -> np.ndarray:
-    """Moving average (edges use the available points), for noisy per-step curves."""
-    if window <= 1 or len(y) < window:
-        return np.asarray(y, dtype=float)
-    kernel = np.ones(window)
-    num = np.convolve(y, kernel, mode="same")
-    den = np.convolve(np.ones_like(y, dtype=float), kernel, mode="same")
-    return num / den
-
-
 # ---------------------------------------------------------------------------------------------------
 # Checks of a drawn figure, as the book shows it: how large its text comes out in the page's column, and
 # whether a legend sits on plotted data.  The tests run them on every figure function below.
@@ -57,8 +48,11 @@ def smooth(y: np.ndarray, window: int) -> np.ndarray:
 BOOK_COLUMN_PX = 784
 """Width (CSS px) of a cell output in the built book at a 1400 px window (sphinx-book-theme 1.3, measured in
 Chromium): a PNG narrower than this is shown at its own size, a wider one scaled down to it."""
-MIN_TEXT_PX = 10.0
-"""The smallest text height (font size in px, as shown in that column) a figure may carry."""
+NARROWEST_COLUMN_PX = 720
+"""The narrowest the column gets at a 1400 px window (a reader's measure: 720-820 px, with the theme's sidebars): the
+legibility rule is checked at this width, so it holds wherever the page is shown between them."""
+MIN_TEXT_PX = 11.0
+"""The smallest text height a figure may carry: font size in pt x dpi / 72 x (displayed width / PNG width), in px."""
 SAVE_PAD_INCHES = 0.1
 """Padding the inline backend adds around the tight bounding box (``bbox_inches='tight'``, savefig.pad_inches)."""
 
@@ -234,8 +228,9 @@ def _legend_columns(labels: list[str], width_in: float, fontsize: float = TEXT_P
 def _legend_beside(ax: Axes, **kwargs) -> Legend:
     """A legend to the right of ``ax``, outside its frame and aligned with its top: it covers no data, and a layout
     engine (tight or constrained) makes room for it."""
-    kwargs = {"fontsize": TEXT_PT, "frameon": False, **kwargs}
-    return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, **kwargs)
+    kwargs = {"loc": "upper left", "bbox_to_anchor": (1.02, 1), "borderaxespad": 0, "fontsize": TEXT_PT,
+              "frameon": False, **kwargs}
+    return ax.legend(**kwargs)
 
 
 def _legend_outside(fig: Figure, handles: list, labels: list[str], where: str = "lower") -> Legend:
@@ -270,17 +265,23 @@ def _finish(fig: Figure) -> None:
 
 
 def score_statistics(runs: Mapping[str, Mapping[str, np.ndarray]], columns=("pos_mean", "neg_mean", "neg_var"),
-                     window: int = 10, x: str = "epoch", title: str | None = None):
+                     window: int = 10, x: str = "epoch", title: str | None = None,
+                     highlight: Sequence[str] | None = None, others: str = "the other runs"):
     """Fig 3 / Supp A: one panel per statistic, one curve per run, against training progress.
 
     ``runs`` maps a label to a run's metrics (:meth:`RunDir.load_metrics`).  ``x='epoch'`` uses the
     fractional epoch (step / steps per epoch) so runs of different lengths line up.  The figure is the book
-    column's width (text >= 10 px on the page), with one legend for all panels under them, in as many columns as
-    fit (ten momenta: two rows), so no legend covers a curve; ``title`` heads the whole figure, above the panels'
-    own titles (the layout keeps them apart).
+    column's width, with one legend for all panels under them, in as many columns as fit, so no legend covers a
+    curve; ``title`` heads the whole figure, above the panels' own titles (the layout keeps them apart).
+
+    ``highlight`` (labels of ``runs``) draws small multiples instead of one tangle of many colours: one row per
+    highlighted run, that run in colour over every other run in grey (``others`` names the grey ones in the legend),
+    the rows sharing each statistic's axis so they compare at a glance.
     """
     import matplotlib.pyplot as plt
 
+    if highlight:
+        return _score_statistics_rows(runs, list(highlight), columns, window, x, title, others)
     labels = list(runs)
     legend_rows = -(-len(labels) // _legend_columns(labels, BOOK_WIDTH_IN)) if labels else 0
     fig, axes = plt.subplots(1, len(columns), figsize=(BOOK_WIDTH_IN, 2.7 + 0.22 * legend_rows), squeeze=False,
@@ -302,6 +303,42 @@ def score_statistics(runs: Mapping[str, Mapping[str, np.ndarray]], columns=("pos
     return fig
 
 
+GREY = "#c8c8c8"
+"""The runs a highlighted figure sets back (:func:`score_statistics`, :func:`grad_norm_epochs`)."""
+
+
+def _score_statistics_rows(runs, highlight: list[str], columns, window: int, x: str, title: str | None,
+                           others: str):
+    """:func:`score_statistics` as small multiples: a row per highlighted run, the others grey behind it."""
+    import matplotlib.pyplot as plt
+
+    rows = [h for h in highlight if h in runs]
+    fig, axes = plt.subplots(len(rows), len(columns), figsize=(BOOK_WIDTH_IN, 1.35 * len(rows) + 1.0), squeeze=False,
+                             sharex=True, sharey="col", layout="constrained")
+    curves = {label: (_progress(m) if x == "epoch" else m["step"], {c: smooth(m[c], window) for c in columns})
+              for label, m in runs.items()}
+    for i, (row, label) in enumerate(zip(axes, rows)):
+        for ax, col in zip(row, columns):
+            for other, (xs, ys) in curves.items():
+                if other != label:
+                    ax.plot(xs, ys[col], color=GREY, lw=0.9, label=others)
+            xs, ys = curves[label]
+            ax.plot(xs, ys[col], color=f"C{i}", lw=1.6)
+            ax.tick_params(labelsize=TEXT_PT)
+            ax.grid(alpha=0.3)
+        row[0].set_ylabel(label, fontsize=TITLE_PT, color=f"C{i}")
+    for ax, col in zip(axes[0], columns):
+        ax.set_title(STAT_LABELS.get(col, col), fontsize=TITLE_PT)
+    for ax in axes[-1]:
+        ax.set_xlabel("epoch" if x == "epoch" else "step", fontsize=TEXT_PT)
+    grey = [h for h in axes[0][0].lines if h.get_label() == others][:1]
+    if grey:
+        _legend_outside(fig, grey, [others], "lower")
+    if title:
+        fig.suptitle(title, fontsize=TITLE_PT)
+    return fig
+
+
 def _progress(m: Mapping[str, np.ndarray]) -> np.ndarray:
     """Fractional epoch of every step: epoch + position of the step inside its epoch."""
     epoch, step = np.asarray(m["epoch"]), np.asarray(m["step"])
@@ -309,25 +346,102 @@ def _progress(m: Mapping[str, np.ndarray]) -> np.ndarray:
     return step / steps_per_epoch
 
 
-def score_trajectory_3d(runs: Mapping[str, Mapping[str, np.ndarray]], window: int = 10):
-    """Fig 5 style: each run as a curve in (Mean(pos), Mean(neg), Var(neg)) space, coloured by time."""
+def score_trajectory_3d(runs: Mapping[str, Mapping[str, np.ndarray]], window: int = 10,
+                        highlight: Sequence[str] | None = None, others: str = "the other runs"):
+    """Fig 5 style: each run as a curve in (Mean(pos), Mean(neg), Var(neg)) space.  ``highlight`` (labels of
+    ``runs``) keeps those in colour and draws the others in grey, named ``others`` in the legend."""
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(8, 5))
+    fig = plt.figure(figsize=(BOOK_WIDTH_IN, 4.6), layout="constrained")
     ax = fig.add_subplot(projection="3d")
-    for label, m in runs.items():
+    keep = [h for h in (highlight or runs) if h in runs]
+    grey = [label for label in runs if label not in keep]
+    for label in [*keep, *grey]:  # the legend lists the coloured runs first, the grey ones once after them
+        m, coloured = runs[label], label in keep
         ax.plot(smooth(m["pos_mean"], window), smooth(m["neg_mean"], window), smooth(m["neg_var"], window),
-                label=label, lw=1.3)
-    ax.set_xlabel("Mean(pos)")
-    ax.set_ylabel("Mean(neg)")
-    ax.set_zlabel("Var(neg)")
-    ax.legend(fontsize=TEXT_PT, loc="center left", bbox_to_anchor=(1.18, 0.5), frameon=False)  # beside the axes
-    fig.tight_layout()
+                label=label if coloured else (others if label == grey[0] else None), lw=1.5 if coloured else 0.9,
+                color=f"C{keep.index(label)}" if coloured else GREY, zorder=3 if coloured else 1)
+    ax.set_xlabel("Mean(pos)", fontsize=TEXT_PT)
+    ax.set_ylabel("Mean(neg)", fontsize=TEXT_PT)
+    ax.set_zlabel("Var(neg)", fontsize=TEXT_PT)
+    ax.tick_params(labelsize=TEXT_PT)
+    _legend_beside(ax, bbox_to_anchor=(1.12, 0.9))
+    return fig
+
+
+def grad_norm_epochs(per_epoch: Mapping[str, np.ndarray], title: str = "", ylabel: str = "summed gradient L2 norm",
+                     cols: int = 3):
+    """Supp C's landscape reduced to the slice that carries its reading: each run's per-layer gradient norms
+    (:meth:`RunDir.load_grad_norms`' ``per_epoch``) summed over the layers, against the epoch.  Two runs or fewer share
+    one panel; more become small multiples, ``cols`` a row, each run in colour over the others in grey, on one
+    shared axis (the spikiness the paper reads off a landscape is this curve's epoch-to-epoch swing)."""
+    import matplotlib.pyplot as plt
+
+    totals = {name: np.asarray(p, dtype=float).sum(1) for name, p in per_epoch.items()}
+    if len(totals) <= 2:
+        fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 3.0), layout="constrained")
+        for name, t in totals.items():
+            ax.plot(np.arange(1, len(t) + 1), t, "-o", ms=3, lw=1.5, label=name)
+        ax.set_xlabel("epoch", fontsize=TEXT_PT)
+        ax.set_ylabel(ylabel, fontsize=TEXT_PT)
+        ax.tick_params(labelsize=TEXT_PT)
+        ax.grid(alpha=0.3)
+        ax.set_title(title, fontsize=TITLE_PT)
+        if len(totals) > 1:
+            _legend_beside(ax)
+        return fig
+    n_rows = -(-len(totals) // cols)
+    fig, axes = plt.subplots(n_rows, cols, figsize=(BOOK_WIDTH_IN, 2.0 * n_rows + 0.5), squeeze=False, sharex=True,
+                             sharey=True, layout="constrained")
+    for i, (ax, name) in enumerate(zip(axes.flat, totals)):
+        for other, t in totals.items():
+            if other != name:
+                ax.plot(np.arange(1, len(t) + 1), t, color=GREY, lw=0.9)
+        t = totals[name]
+        ax.plot(np.arange(1, len(t) + 1), t, color=f"C{i}", lw=1.6)
+        ax.set_title(name, fontsize=TITLE_PT, color=f"C{i}")
+        ax.tick_params(labelsize=TEXT_PT)
+        ax.grid(alpha=0.3)
+    for ax in axes.flat[len(totals):]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel if n_rows == 1 else "summed norm", fontsize=TEXT_PT)
+    for i, ax in enumerate(axes.flat[:len(totals)]):
+        if i + cols >= len(totals):  # the lowest panel of its column
+            ax.set_xlabel("epoch", fontsize=TEXT_PT)
+            ax.xaxis.set_tick_params(labelbottom=True)
+    if title:
+        fig.suptitle(title, fontsize=TITLE_PT)
+    return fig
+
+
+def grad_heatmap(per_epoch: np.ndarray, layers: Sequence[str], title: str = ""):
+    """Supp C's landscape flat: the L2 norm of every layer's gradient (rows, from the input down to the head) in
+    every epoch (columns), on a logarithmic colour scale, so each layer reads as a row of colour; ``layers`` are the
+    parameter names of :meth:`RunDir.load_grad_norms` (shown without their ``backbone.`` prefix)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
+
+    per_epoch = np.asarray(per_epoch, dtype=float)
+    n_epochs, n_layers = per_epoch.shape
+    fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 0.17 * n_layers + 1.4), layout="constrained")
+    positive = per_epoch[per_epoch > 0]
+    norm = LogNorm(vmin=float(positive.min()), vmax=float(positive.max())) if positive.size else None
+    im = ax.imshow(per_epoch.T, aspect="auto", cmap="viridis", norm=norm, interpolation="nearest",
+                   extent=(0.5, n_epochs + 0.5, n_layers - 0.5, -0.5))
+    ax.set_yticks(range(n_layers), [str(name).removeprefix("backbone.") for name in layers], fontsize=TEXT_PT)
+    ax.set_xlabel("epoch", fontsize=TEXT_PT)
+    ax.tick_params(axis="x", labelsize=TEXT_PT)
+    bar = fig.colorbar(im, ax=ax)
+    bar.ax.tick_params(labelsize=TEXT_PT)
+    bar.set_label("gradient L2 norm", fontsize=TEXT_PT)
+    ax.set_title(title, fontsize=TITLE_PT)
     return fig
 
 
 def grad_landscape(per_epoch: np.ndarray, title: str = "", ax=None):
-    """Fig 4 / Supp C: per-layer gradient L2 norm (z) over layers (x) and epochs (y), as a 3-D surface."""
+    """Fig 4 / Supp C: per-layer gradient L2 norm (z) over layers (x) and epochs (y), as a 3-D surface (the run
+    explorer's; the chapters draw :func:`grad_heatmap` and :func:`grad_norm_epochs`, which read at page width)."""
     import matplotlib.pyplot as plt
 
     per_epoch = np.asarray(per_epoch, dtype=float)
@@ -403,7 +517,7 @@ def experiment_grid(panels: list[tuple[X.Experiment, Mapping[str, Mapping[str, f
             ax.set_title(_wrap(titles[i], ax), fontsize=TITLE_PT)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    handles, labels = _bars_first(*_unique_handles(axes.flat))
+    handles, labels = _bars_first(*_unique_handles(fig.axes))  # the panels and their paper axes
     papers = [i for i, label in enumerate(labels) if label.startswith("paper (")]
     if len(papers) > 1:  # one diamond for all: "paper (ImageNet-100, ImageNet-1K)"
         merged = "paper (" + ", ".join(labels[i][len("paper ("):-1] for i in papers) + ")"
@@ -421,39 +535,65 @@ def _bars_first(handles: list, labels: list[str]) -> tuple[list, list[str]]:
     return [handles[i] for i in order], [labels[i] for i in order]
 
 
+def _zoomed(values: Iterable[float], lo: float = 0.0, hi: float = 100.0, pad: float = 0.08, least: float = 2.0):
+    """Axis limits around the finite ``values``: their range widened by ``pad`` of itself (at least ``least``) each
+    side, kept inside ``[lo, hi]``."""
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    if not v.size:
+        return lo, hi
+    margin = max(least, pad * float(v.max() - v.min()))
+    return max(lo, float(v.min()) - margin), min(hi, float(v.max()) + margin)
+
+
 def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], baseline: float | None = None,
                   paper: list[float] | None = None, title: str = "", ax=None, pixels: float | None = None,
                   paper_label: str = "paper (ImageNet-100)", legend: bool = True):
-    """Bar chart of readout accuracy (mean +- 95 % CI), the random-init baseline as a line, and the paper's
-    numbers as markers on the same 0-100 axis when given (ImageNet-100 against the embedded data: compare the
-    pattern across settings, not the levels; one axis, so no marker sits misleadingly above or below a bar).
+    """Readout accuracy per setting: our mean ± 95 % CI as a point with its interval, the random-init encoder (and
+    the raw pixels' linear probe, where given) as reference lines, on an axis zoomed to them (readouts that sit
+    within a few points of each other stay apart; points, not bars, since the axis does not start at zero).  The
+    paper's numbers, when given, are diamonds on an axis of their own at the right, zoomed to them likewise
+    (ImageNet-100 against the embedded data: compare the pattern across settings, not the levels).
 
-    The legend never sits in the frame, where bars reach 100 % and the diamonds lie above them: under the axes in
-    a figure of its own, beside the axes in a caller's (``ax``), none with ``legend=False``."""
+    The legend never sits in the frame: under the axes in a figure of its own, beside the axes in a caller's
+    (``ax``), none with ``legend=False``."""
     import matplotlib.pyplot as plt
 
     own = ax is None
     if own:
-        fig, ax = plt.subplots(figsize=(min(BOOK_WIDTH_IN, max(4.6, 0.45 * len(labels) + 2.6)), 3.9),
+        fig, ax = plt.subplots(figsize=(min(BOOK_WIDTH_IN, max(5.0, 0.45 * len(labels) + 3.0)), 3.9),
                                layout="constrained")
     fig = ax.figure
     xs = np.arange(len(labels))
-    ax.bar(xs, means, yerr=ci95, capsize=3, color="#4c72b0", label="ours (linear top-1)")
+    means, ci95 = np.asarray(means, dtype=float), np.nan_to_num(np.asarray(ci95, dtype=float))
+    ax.errorbar(xs, means, yerr=ci95, fmt="o", ms=6, capsize=3, lw=1.4, color="#4c72b0", label="ours (linear top-1)")
+    refs = []
     if baseline is not None:
         ax.axhline(baseline, color="crimson", ls="--", lw=1, label="random-init encoder")
+        refs.append(baseline)
     if pixels is not None:  # real images: the encoder must beat a linear probe on the pixels themselves
         ax.axhline(pixels, color="dimgray", ls=":", lw=1.2, label="raw pixels (linear)")
+        refs.append(pixels)
     ax.set_xticks(xs, labels, rotation=30, ha="right")
+    ax.set_xlim(-0.6, len(labels) - 0.4)
     ax.tick_params(labelsize=TEXT_PT)
     ax.set_ylabel("linear top-1 (%)", fontsize=TEXT_PT)
-    ax.set_ylim(0, 100)  # an accuracy; a two-seed interval may reach past it and is cut at the frame
+    ax.set_ylim(*_zoomed([*(means - ci95), *(means + ci95), *refs]))  # a wide interval is cut at 0 or 100
+    ax.grid(axis="y", alpha=0.3)
     ax.set_title(_wrap(title, ax), fontsize=TITLE_PT)
-    if paper is not None:
-        ax.plot(xs, np.asarray(paper, dtype=float), "D", color="darkorange", label=paper_label)
+    handles, names = ax.get_legend_handles_labels()
+    marks = np.asarray(paper if paper is not None else [], dtype=float)
+    if np.isfinite(marks).any():
+        pax = ax.twinx()
+        pax.plot(xs, marks, "D", color="darkorange", label=paper_label)
+        pax.set_ylim(*_zoomed(marks))
+        pax.tick_params(axis="y", labelsize=TEXT_PT, colors="darkorange")
+        pax.set_ylabel("paper top-1 (%)", fontsize=TEXT_PT, color="darkorange")
+        more = pax.get_legend_handles_labels()
+        handles, names = handles + more[0], names + more[1]
     if legend and own:
-        _legend_outside(fig, *_bars_first(*ax.get_legend_handles_labels()), "lower")
+        _legend_outside(fig, *_bars_first(handles, names), "lower")
     elif legend:
-        _legend_beside(ax)
+        _legend_beside(ax, handles=handles, labels=names, bbox_to_anchor=(1.2 if len(fig.axes) > 1 else 1.02, 1))
     _finish(fig)
     return fig
 
@@ -710,7 +850,7 @@ def capacity_figure(rows: list[Mapping], readout: str = "linear top-1"):
         a.set_xscale("log")
         # three short lines: the two middle encoders sit 0.6 inch apart on the log axis
         a.set_xticks(x, [f"{r['comparison'].replace('_', chr(10))}\n{r['parameters'] / 1e6:.1f} M" for r in rows],
-                     fontsize=8)
+                     fontsize=TEXT_PT - 0.4)
         a.minorticks_off()
         a.tick_params(axis="y", labelsize=TEXT_PT)
     ax.set_ylabel(f"{readout} (%)", fontsize=TEXT_PT)

@@ -38,14 +38,13 @@ from ftcl_core.losses import info_nce, logits_from_scores
 from ftcl_core.models import build_encoder
 from ftcl_core.runs import RunDir, atomic_write_bytes
 from ftcl_core.study import experiments as X
+from ftcl_core.study.curves import COLLAPSE_LEVEL  # noqa: F401  (one level for chapters 2, 6 and 7)
 from ftcl_core.study.fashion_mnist import fashion_mnist_root
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import BASELINE, MIN_SEEDS, Claim
 from ftcl_core.study.results.numbers import cell, fixed, plus_minus
 from ftcl_core.study.results.paired import by_seed, mean_ci95, pair, paired_records
 from ftcl_core.study.signatures import collapse_signature, first_step_above, volatility
-
-COLLAPSE_LEVEL = 0.9  # Mean(neg) of the raw cosines above this: every image mapped near one point (chapter 6)
 
 
 def alignment_weight(lam: torch.Tensor | float) -> torch.Tensor | float:
