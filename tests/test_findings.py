@@ -129,6 +129,7 @@ FLIPS = {
     "momentum-rise-inconclusive": lambda ev: _summary(
         ev, lambda r: r["table"] == "T1" and r["reference"].startswith("m=") and float(r["effect"] or 0) > 0,
         verdict=V.REPLICATED),
+    "length-short-pair-on-gpu": lambda ev: _length(ev, 30, devices=["cpu", "cuda"]),
     "headroom-costs-at-30": lambda ev: _headroom(ev, "+both from 9 of 30", verdict=V.REPLICATED, diff_mean=6.0),
     "headroom-longer-pending": lambda ev: _headroom(ev, "+both 120", n_seeds=3, verdict=V.CONTRADICTED,
                                                     diff_mean=-3.0, diff_ci95=1.0),

@@ -531,6 +531,14 @@ def _momentum_rise_inconclusive(ev: Evidence) -> str | None:
     return "; ".join(bad) or (None if rows else "no step up in T1")
 
 
+def _length_short_pair_on_gpu(ev: Evidence) -> str | None:
+    """The length series' shortest pair trained on a GPU only, so it is another pair than Table 5's CPU runs of the
+    same config (the findings give both numbers and say so)."""
+    short = next((r for r in ev.length if r["kind"] == "length" and r["epochs"] == min(PROSE_LENGTHS)), None)
+    devices = list(short.get("devices", [])) if short else []
+    return None if devices == ["cuda"] else f"the shortest length pair ran on {devices or 'nothing stored'}"
+
+
 def _headroom(*names: str) -> Check:
     """Chapter 11's checks of ``names`` (:data:`ftcl_core.study.headroom.CHECKS`) on the evidence's map."""
     def check(ev: Evidence) -> str | None:
@@ -565,6 +573,7 @@ CHECKS: dict[str, Check] = {
     "momentum-falls": _momentum_falls,
     "momentum-no-collapse": _momentum_no_collapse,
     "momentum-rise-inconclusive": _momentum_rise_inconclusive,
+    "length-short-pair-on-gpu": _length_short_pair_on_gpu,
     "headroom-costs-at-30": _headroom("first-step-costs-at-30", "late-start-costs-at-30",
                                       "late-positive-alone-costs-at-30", "positive-mixing-carries-the-late-cost"),
     "headroom-longer-pending": _headroom("120-pending", "240-pending"),
