@@ -60,11 +60,17 @@ def test_the_map_figure_lists_every_planned_comparison_in_readable_text():
     from ftcl_core.pages import headroom as PH
     from ftcl_core.pages import plotting as P
 
-    fig = PH.map_figure(stored_like())
+    fig = PH.map_figure(stored_like())  # only 30 epochs stored: its four rows, the other lengths left out
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert len(labels) == len(H.LENGTHS) * len(H.ARMS)
-    assert sum(t.get_text() == "not run" for t in fig.axes[0].texts) == 8
+    assert len(labels) == len(H.ARMS) and all(label.startswith("30 ep.") for label in labels)
+    assert "FT worse" in fig.axes[0].get_xlabel() and "FT worse" in fig.axes[1].get_xlabel()
     assert P.smallest_text_px(fig) >= 11
+    longer = stored_like() + [row("both", 120, 1, -3.0, float("nan"), "undecided")]
+    fig = PH.map_figure(longer)  # a length with one seed: its four rows, the unstored arms "not run", "1 seed"
+    assert len(fig.axes[0].get_yticklabels()) == 2 * len(H.ARMS)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts.count("not run") == 3 and "1 seed" in texts
+    assert H.map_facts(longer)["pending"] == "240"
 
 
 def test_the_papers_effects_come_from_the_map_file_and_the_ceiling_example_is_below_them():

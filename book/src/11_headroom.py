@@ -72,7 +72,7 @@ plt.show()
 # {glue:md}`hr_n_seeds` seeds (mean ± 95 % interval), {glue:md}`hr_gain` points above its random-init encoder
 # (aim: 20 or more); its seed-to-seed SD is {glue:md}`hr_spread` points (aim: 3 or less); 0.5 point is
 # {glue:md}`hr_half_point` of its {glue:md}`hr_test_images` test images (aim: 10 or more). Whether 240 epochs stay
-# below 90 % is not measured yet: its baseline reads {glue:md}`hr_longest`.
+# below 90 % is not measured yet (the 240-epoch baseline: {glue:md}`hr_longest`).
 
 # %% tags=["remove-cell"]
 checks.expect(H.CHECKS, task, "aim-gain-met", "aim-spread-met", "aim-images-met", "longest-not-measured")
@@ -84,7 +84,8 @@ checks.expect(H.CHECKS, task, "aim-gain-met", "aim-spread-met", "aim-images-met"
 # Four arms, each against the baseline of the same length and seed, with the paper's FT settings unchanged: +pos +neg
 # from the first step (Table 5), +pos +neg from 30 % of the run (Table 7's start 30 of 100), +neg alone (Table 5)
 # and +pos alone from 30 % (no paper number: it asks whose the late effect is). Dots are our paired differences
-# (mean ± 95 % interval over the seeds), diamonds the paper's own effect on each scale.
+# (mean ± 95 % interval over the seeds), diamonds the paper's own effect on each scale. Lengths with no stored
+# comparison yet are left out of the figure: {glue:md}`hr_pending` epochs.
 
 # %% tags=["hide-input"]
 PH.map_figure(rows)
@@ -114,11 +115,12 @@ checks.expect(H.CHECKS, cells, "first-step-costs-at-30", "late-start-costs-at-30
 # %% [markdown]
 # ## Longer runs
 #
-# The paper trains for tens of thousands of steps; 30 epochs here are {glue:md}`hr_steps_30`. The 120- and 240-epoch arms are still training
-# (`bash tools/headroom_map.sh`, about 25 minutes a 120-epoch run on two CPU cores, committed as each lands); the
-# figure marks what is stored, and this section is rewritten when a length holds three paired seeds (a check fails
-# the build until it is). [Chapter 7's phase diagram](07_when_ft_helps.ipynb) shows where a {term}`late start`
-# pays on the shapes; whether it pays where the baseline has room is the question these runs answer.
+# The paper trains for tens of thousands of steps; 30 epochs here are {glue:md}`hr_steps_30` steps. The 120- and
+# 240-epoch arms are still training (`bash tools/headroom_map.sh`, about 25 minutes a 120-epoch run on one CPU
+# thread, committed as each lands); the figure shows what is stored, and this section is rewritten when a length
+# holds three paired seeds (a check fails the build until it is). [Chapter 7's phase diagram](07_when_ft_helps.ipynb)
+# shows where a {term}`late start` pays on the shapes; whether it pays where the baseline has room is the question
+# these runs answer.
 
 # %% tags=["remove-cell"]
 checks.expect(H.CHECKS, cells, "120-pending", "240-pending")
@@ -127,13 +129,15 @@ checks.expect(H.CHECKS, cells, "120-pending", "240-pending")
 # (try-it-11)=
 # ## Try it
 #
-# * **One more pair.** `python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml seed=5 --out runs/try-base` and
-#   `python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml seed=5 ft.pos=true ft.start_epoch=9 --out
-#   runs/try-pos` train a sixth baseline and its +pos arm from 30 % (about 8 minutes each on two cores). Each folder's
-#   `eval.json` holds the {term}`linear readout`: expect the +pos run below its baseline, as the figure's blue dot is.
-# * **A harder task.** `python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml data.clutter=2 data.eval_split=val
-#   --out runs/try-clutter` scores a baseline with two distractors on the validation split, as the screen did (its one
-#   seed read less than with one distractor: `results/screens/2026-12-02_headroom-task.md` has both).
-# * **A longer baseline.** `python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml train.epochs=60
+# * **One more pair.** `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml seed=5
+#   --out runs/try-base` and `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml seed=5
+#   ft.pos=true ft.start_epoch=9 --out runs/try-pos` train a sixth baseline and its +pos arm from 30 % (about 8
+#   minutes each on two cores). Each folder's `eval.json` holds the {term}`linear readout`: expect the +pos run below
+#   its baseline, as the figure's blue dot is.
+# * **A harder task.** `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml data.clutter=2
+#   data.eval_split=val --out runs/try-clutter` scores a baseline with two distractors on the validation split, as
+#   the screen did (its one seed read less than with one distractor: `results/screens/2026-12-02_headroom-task.md`
+#   has both).
+# * **A longer baseline.** `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml train.epochs=60
 #   optim.milestones=[36,48] --out runs/try-60` doubles the run (about 16 minutes). Compare its readout with the
 #   30-epoch baseline above: how much room is left for FT to show the paper's gain?

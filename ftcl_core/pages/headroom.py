@@ -25,21 +25,24 @@ def _num(v) -> float:
 
 
 def map_figure(rows: list[Mapping]):
-    """Two panels sharing one row per (length, arm) of :data:`ftcl_core.study.headroom.ARMS`: left, the paired
+    """Two panels sharing one row per (length, arm) of :data:`ftcl_core.study.headroom.ARMS`, for the lengths with a
+    stored comparison (the first length when none is): left, the paired
     difference in linear top-1 (points, mean ± 95 % CI over seeds); right, the ratio of test errors (FT's over the
     baseline's, log scale, 1 = no change); dots coloured by verdict, the paper's effect as an orange diamond on each
     scale (its two numbers' difference, and their error ratio), "n seeds" or "not run" written where a comparison
-    holds fewer than 3 paired seeds. ``rows``: :func:`ftcl_core.study.diagnosis.headroom_rows`."""
+    holds fewer than 3 paired seeds; each axis says which side is FT's loss. ``rows``:
+    :func:`ftcl_core.study.diagnosis.headroom_rows`."""
     import matplotlib.pyplot as plt
 
     by_setting = {r["setting"]: r for r in rows}
+    stored = [n for n in H.LENGTHS if any(_num(by_setting.get(H.setting(a, n), {}).get("n_seeds")) > 0 for a in H.ARMS)]
     labels, cells = [], []
-    for length in H.LENGTHS:
+    for length in stored or H.LENGTHS[:1]:
         for arm in H.ARMS:
             labels.append(f"{length} ep.  {ARM_LABELS[arm]}")
             cells.append(by_setting.get(H.setting(arm, length), {}))
     ys = np.arange(len(cells))[::-1]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(P.BOOK_WIDTH_IN, 0.3 * len(cells) + 1.6), sharey=True,
+    fig, (left, right) = plt.subplots(1, 2, figsize=(P.BOOK_WIDTH_IN, 0.3 * len(cells) + 1.9), sharey=True,
                                       layout="constrained", width_ratios=(1.2, 1))
     for y, r in zip(ys, cells):
         n = int(_num(r.get("n_seeds")) or 0) if r else 0
@@ -72,12 +75,12 @@ def map_figure(rows: list[Mapping]):
     right.xaxis.set_minor_formatter(plt.NullFormatter())
     for ax in (left, right):
         ax.tick_params(labelsize=P.TEXT_PT)
-        for y in ys[4::4] + 0.5:  # a rule between lengths
+        for y in ys[len(H.ARMS)::len(H.ARMS)] + 0.5:  # a rule between lengths
             ax.axhline(y, color="lightgray", lw=0.8)
     left.set_yticks(ys, labels, fontsize=P.TEXT_PT)
     left.set_ylim(-0.7, len(cells) - 0.3)
-    left.set_xlabel("difference in linear top-1 (points)", fontsize=P.TEXT_PT)
-    right.set_xlabel("test errors, FT / baseline (log)", fontsize=P.TEXT_PT)
+    left.set_xlabel("difference in linear top-1 (points)\n← FT worse    FT better →", fontsize=P.TEXT_PT)
+    right.set_xlabel("test errors, FT / baseline (log)\n← FT better    FT worse →", fontsize=P.TEXT_PT)
     drawn = [v for v in COLORS if any(c and c.get("verdict") == v for c in cells)]
     handles = [plt.Line2D([], [], marker="o", ls="", color=COLORS[v], label=v) for v in drawn]
     handles.append(plt.Line2D([], [], marker="D", ls="", color="darkorange", label="paper (ImageNet-100)"))

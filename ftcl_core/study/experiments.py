@@ -889,7 +889,9 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
             ref = exp.compare.get(setting)
             if ref in summary:  # compared, but the paper claims nothing of it
                 paired = pair(by_seed(records, setting), by_seed(records, ref))
-                base.update(reference=ref, diff_mean=paired.mean, diff_ci95=paired.ci95)
+                errors = paired.log_error_ratios()  # both scales, as a claim's row has them
+                base.update(reference=ref, diff_mean=paired.mean, diff_ci95=paired.ci95,
+                            log_error_ratio=errors.mean, log_error_ratio_ci95=errors.ci95)
             rows.append(base)
         rows += [{**base, **claim_row(exp, records, c)} for c in claims]
     shared: dict[str, int] = {}

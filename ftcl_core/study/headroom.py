@@ -68,7 +68,8 @@ def map_facts(rows: list[dict]) -> dict:
     points ± 95 % interval (``diff``), the ratio of test errors (``errors``: FT's errors over the baseline's, the
     exponentiated mean paired log error ratio, with its interval), seeds (``n``) and verdict (``verdict``: on the
     paper's claim, on the scale that decided; "compared" where the paper claims nothing; "not run"). Raw values for
-    the checks under the same names with ``_value``/``_ci``/``_word``."""
+    the checks under the same names with ``_value``/``_ci``/``_word``; ``pending``: the lengths with no stored
+    comparison ("120 and 240")."""
     by_setting = {r["setting"]: r for r in rows}
     out: dict = {}
     for length in LENGTHS:
@@ -85,6 +86,8 @@ def map_facts(rows: list[dict]) -> dict:
             out[f"{key}_n"] = str(n)
             out[f"{key}_verdict"] = verdicts.labelled(word, r.get("scale", "") if r else "")
             out[f"{key}_value"], out[f"{key}_ci"], out[f"{key}_word"], out[f"{key}_seeds"] = diff, ci, word, n
+    pending = [n for n in LENGTHS if not any(out[f"{a}_{n}_seeds"] for a in ARMS)]
+    out["pending"] = " and ".join(str(n) for n in pending) or "none"  # the lengths with no stored comparison
     return out
 
 
