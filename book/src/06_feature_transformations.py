@@ -12,7 +12,7 @@
 # per step, no re-normalisation, the extrapolated query also against the negatives, gradient through the
 # mixed key, clean keys enqueued.
 #
-# Here one of the two carries FT's cost. On the shapes, MoCo v1 with {term}`+pos` (positive extrapolation alone)
+# Here one of the two carries the cost. On the shapes, MoCo v1 with {term}`+pos` (positive extrapolation alone)
 # reads {glue:md}`t5_v1_pos` points against its baseline, and with {term}`+neg` (negative interpolation alone)
 # {glue:md}`t5_v1_neg`, an interval that holds zero: *Table 5 as a figure* below.
 #
