@@ -37,7 +37,7 @@ def extrapolate_positive(z_q: torch.Tensor, z_k: torch.Tensor, lam: Lam
     ``z_q' = l z_q + (1-l) z_k``, ``z_k' = l z_k + (1-l) z_q``.
 
     With ``l`` in [1, 2] (``Beta(a, a) + 1``) the positive score drops (eq. 4,
-    :func:`transformed_positive_score`); with ``l`` in (0, 1) the same formula is
+    ``transformed_positive_score``); with ``l`` in (0, 1) the same formula is
     positive *interpolation*, the Table 4 ablation.  Gradient flows through both
     outputs (the released code has no stop-gradient on the mixed key).
     """

@@ -248,6 +248,8 @@ SHOWN_WIDTH = 88
 SHOWN = {"02_scores": {"ftcl_core.stats.score_statistics"},
          "04_training": {"ftcl_core.methods.moco.moco_ft_step"},
          "05_momentum": {"ftcl_core.models.ema_update"},
+         "06_feature_transformations": {"ftcl_core.transforms.extrapolate_positive",
+                                        "ftcl_core.transforms.interpolate_negatives"},
          "10_methods": {"ftcl_core.methods.simclr.SimCLR", "ftcl_core.methods.byol.BYOL",
                         "ftcl_core.methods.simsiam.SimSiam", "ftcl_core.methods.swav.SwAV",
                         "ftcl_core.methods.base.predictive_scores", "ftcl_core.losses.simclr_ft_logits"}}

@@ -97,6 +97,49 @@ def test_collapse_signature_finds_the_jump_of_the_negatives():
     assert collapse_signature(np.zeros(50), np.full(50, 0.02))["first_step_above"] is None
 
 
+def _signature_row(kept: float | None, step: int | None, setting: str = "s") -> dict:
+    return {"table": "T", "setting": setting, "kept": kept, "first_step_above": step}
+
+
+def test_signature_facts_count_lost_and_passing_rows_and_their_checks_flip():
+    """Chapter 6's words: passing the level is neither needed nor enough to lose the readout. Each check fails when
+    its half of the words stops holding: every lost row passes the level, or no passing row keeps its readout."""
+    from ftcl_core.study.checks import failures
+    from ftcl_core.study.signatures import CHECKS, signature_facts
+
+    both = [_signature_row(None, None, "baseline"), _signature_row(0.2, 16, "a"), _signature_row(0.3, None, "b"),
+            _signature_row(0.9, 20, "c"), _signature_row(1.0, None, "d")]
+    f = signature_facts(both)
+    assert (f["compared"], f["lost"], f["passed"], f["lost_never"], f["passed_kept"]) == ("4", "2", "2", "1", "1")
+    assert f["lost_never_names"] == "T b" and f["passed_kept_names"] == "T c" and f["level"] == "0.9"
+    assert not failures(CHECKS, f)
+    every_lost_passes = [r if r["setting"] != "b" else _signature_row(0.3, 30, "b") for r in both]
+    assert list(failures(CHECKS, signature_facts(every_lost_passes))) == [
+        "some rows lose their readout without passing the level"]
+    every_pass_loses = [r if r["setting"] != "c" else _signature_row(0.4, 20, "c") for r in both]
+    assert list(failures(CHECKS, signature_facts(every_pass_loses))) == ["some rows pass the level and keep their readout"]
+    assert set(failures(CHECKS, signature_facts([_signature_row(0.2, 16), _signature_row(1.0, None)]))) == set(CHECKS)
+
+
+def test_signature_rows_read_each_settings_lowest_seed_against_the_files_baseline():
+    """Chapter 6's table on the stored runs: a comparison chain (T4's extrapolation against interpolation) leads to
+    the file's baseline, and the checks hold."""
+    from ftcl_core.study import experiments as X
+    from ftcl_core.study.checks import failures
+    from ftcl_core.study.signatures import CHECKS, signature_facts, signature_rows
+
+    path = "experiments/table4_interp_vs_extrap.yaml"
+    rows = signature_rows({path: X.load_records(path, "cpu", X.STORED)})
+    if not rows:
+        pytest.skip("no stored runs of Table 4")
+    base = next(r for r in rows if r["setting"] == "baseline")
+    assert base["kept"] is None and base["baseline"] is None
+    assert all(r["baseline"] == base["linear"] for r in rows if r is not base)
+    assert all(r["first_step_above"] is None or r["first_step_above"] >= 0 for r in rows)
+    paths = ["experiments/table5_ft_v1.yaml", "experiments/table5_ft_v2_fmnist.yaml", "experiments/supp_g_negatives.yaml"]
+    assert not failures(CHECKS, signature_facts(signature_rows({p: X.load_records(p, "cpu", X.STORED) for p in paths})))
+
+
 def test_screen_prints_the_collapse_signature_of_a_few_steps(capsys):
     from ftcl_core.__main__ import main
 

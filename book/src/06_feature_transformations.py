@@ -12,6 +12,10 @@
 # per step, no re-normalisation, the extrapolated query also against the negatives, gradient through the
 # mixed key, clean keys enqueued.
 #
+# Here one of the two carries the cost. On the shapes, MoCo v1 with {term}`+pos` (positive extrapolation alone)
+# reads {glue:md}`t5_v1_pos` points against its baseline, and with {term}`+neg` (negative interpolation alone)
+# {glue:md}`t5_v1_neg`, an interval that holds zero: *Table 5 as a figure* below.
+#
 # Each table is an experiment file under `experiments/`; `python -m ftcl_core sweep FILE` trains it.
 # This chapter trains the `train` list below if runs are missing and draws every other table for which
 # stored runs exist. It shows what the numbers look like and what {term}`FT` does to the scores; the tables themselves,
@@ -55,15 +59,30 @@ summaries = {path: X.summarize(recs) for path, recs in records.items()}
 # %% [markdown]
 # ## FT inside the loss, in code
 #
-# The switches of these tables are the fields of `FTConfig`. MoCo's scores call `moco_ft_logits`, which applies
-# them to the normalised query, key and queue just before the logits; each transformation is one function of
-# `ftcl_core/transforms.py` that cites its equation.
+# The switches of these tables are the fields of `FTConfig`. Each transformation is one short function of
+# `ftcl_core/transforms.py` that cites its equation. First, positive extrapolation:
 
 # %%
 from ftcl_core import losses
 from ftcl_core import transforms as T
 
-display(P.source_code(losses.moco_ft_logits, T.extrapolate_positive, T.interpolate_negatives))
+display(P.source_code(T.extrapolate_positive))
+
+# %% [markdown]
+# Look at the `return` line: with $\lambda > 1$ the query moves past itself, away from its key (and the key away
+# from the query), so the pair the loss must match is harder. Then negative interpolation:
+
+# %%
+display(P.source_code(T.interpolate_negatives))
+
+# %% [markdown]
+# Look at `queue[perm]`: each negative is mixed with another negative of the queue, never with the query or its
+# key, so the positive pair stays as it was. MoCo's scores call `moco_ft_logits`, which draws the $\lambda$s and
+# applies both to the normalised query, key and queue just before the logits (folded below: it also checks its
+# inputs and handles shards and one $\lambda$ per dimension).
+
+# %%
+display(P.source_code(losses.moco_ft_logits, collapsed="moco_ft_logits: where MoCo's loss applies both"))
 
 # %% [markdown]
 # ## Table 5 as a figure
@@ -73,6 +92,20 @@ path = train[0]
 exp, s = X.Experiment.load(path), summaries[path]
 P.experiment_bars(exp, s)
 plt.show()
+
+# %% tags=["remove-cell"]
+from ftcl_core.pages.glue import glue_facts
+from ftcl_core.study import checks, findings
+
+# the authored reading rests on the stored cpu runs, whatever profile this page ran with (results/summary.csv)
+stored_ev = findings.Evidence.load("cpu")
+glue_facts("", {k: v for k, v in findings.facts(stored_ev).items() if k.startswith(("t5_v1_pos", "t5_v1_neg"))})
+findings.expect(stored_ev, "positive-mixing-costs")
+
+# %% [markdown]
+# Positive mixing alone carries FT's cost here: MoCo v1 with {term}`+pos` alone reads {glue:md}`t5_v1_pos` points
+# against its baseline (the paper: {glue:md}`t5_v1_pos_paper`), with {term}`+neg` alone {glue:md}`t5_v1_neg`, an
+# interval that holds zero (the paper: {glue:md}`t5_v1_neg_paper`).
 
 # %% [markdown]
 # ## The other tables as figures
@@ -101,10 +134,10 @@ if others:
 # baseline and every FT setting of the first table (Table 5, MoCo v1, one seed), then the scores after FT (what
 # the released code recorded). In this seed, with positive extrapolation from the first step, {term}`Mean(neg)` of the raw
 # cosines rises towards one
-# within the first steps and {term}`Var(neg)` falls towards zero: every image is mapped near the same point, the
+# within the first steps and {term}`Var(neg)` falls towards zero: for a while the images sit near one point, the
 # effect the paper reports in Supp D (FT at epoch 0 on a randomly filled queue pushes the negative scores
 # up). The table of collapse signatures further down gives, for every setting, the step at which Mean(neg)
-# passes 0.9 and where it ends. Chapter 7 derives what positive extrapolation does to the gradient, tests whether
+# passes 0.9 and where it ends, beside its readout. Chapter 7 derives what positive extrapolation does to the gradient, tests whether
 # the collapse survives baselines {term}`calibrated` without FT, and maps when a later start helps.
 
 # %%
@@ -119,26 +152,41 @@ plt.show()
 # ## The collapse signature of every setting
 #
 # The same reading for every stored setting (its lowest seed), in numbers from
-# `ftcl_core.study.signatures.collapse_signature`: the first step at which Mean(neg) of the raw cosines exceeds 0.9
-# (the negatives nearly as close to the query as its positive: every image mapped near one point), the
-# smallest Var(neg) of the first 100 steps, and where Mean(neg) and Var(neg) end after 30 epochs.
+# `ftcl_core.study.signatures.signature_rows`: its linear top-1, the share of its baseline's gain over a
+# random-init encoder that it keeps, the first step at which Mean(neg) of the raw cosines passes
+# {glue:md}`sig_level` (at that step the negatives score nearly as high as the positive: the features sit near one
+# direction), the smallest Var(neg) of the first 100 steps, and where Mean(neg) and Var(neg) end.
 
 # %%
-from ftcl_core.study.signatures import collapse_signature
+from ftcl_core.study import signatures
 
-sig_rows = []
-for runs in records.values():
-    for run in runs:
-        if run["seed"] != min(x["seed"] for x in runs if x["setting"] == run["setting"]):
-            continue
-        m = RunDir(run["dir"]).load_metrics()
-        sig = collapse_signature(m["neg_mean"], m["neg_var"])
-        step = "never" if sig["first_step_above"] is None else str(sig["first_step_above"])
-        sig_rows.append([run["table"], run["setting"], f"{run['linear_top1']:.1f}", step, f"{sig['early_min_var']:.4f}",
-                         f"{sig['final_neg_mean']:.3f}", f"{sig['final_neg_var']:.4f}"])
-P.html_table(["table", "setting", "linear", "Mean(neg) > 0.9 at step", "min early Var(neg)", "final Mean(neg)",
-              "final Var(neg)"], sig_rows,
-             caption="Each setting's lowest seed: its linear top-1 % and the statistics of its raw cosines")
+
+def cell(x, digits):
+    return "" if x is None else f"{x:.{digits}f}"
+
+
+sig_rows = [[r["table"], r["setting"], cell(r["linear"], 1), cell(None if r["kept"] is None else 100 * r["kept"], 0),
+             "never" if r["first_step_above"] is None else str(r["first_step_above"]), cell(r["early_min_var"], 4),
+             cell(r["final_neg_mean"], 3), cell(r["final_neg_var"], 4)] for r in signatures.signature_rows(records)]
+P.html_table(["table", "setting", "linear", "gain kept (%)", "Mean(neg) > 0.9 at step", "min early Var(neg)",
+              "final Mean(neg)", "final Var(neg)"], sig_rows,
+             caption="Each setting's lowest seed: its linear top-1 %, the share of its baseline's gain over a "
+                     "random-init encoder it keeps, and the statistics of its raw cosines")
+
+# %% tags=["remove-cell"]
+stored_records = {path: X.load_records(path, "cpu", X.STORED) for path in [*train, *show]}
+sig = signatures.signature_facts(signatures.signature_rows(stored_records))
+glue_facts("sig_", sig)
+checks.expect(signatures.CHECKS, sig, "some rows lose their readout without passing the level",
+              "some rows pass the level and keep their readout")
+
+# %% [markdown]
+# Passing {glue:md}`sig_level` marks an early concentration, not a lost readout: it is neither needed nor enough.
+# Say a run loses its readout when it keeps less than {glue:md}`sig_kept_share` % of its baseline's gain. In the
+# stored runs (lowest seeds), {glue:md}`sig_lost` of the {glue:md}`sig_compared` rows with a baseline lose it, and
+# {glue:md}`sig_lost_never` of those never pass the level ({glue:md}`sig_lost_never_names`); {glue:md}`sig_passed_kept`
+# of the {glue:md}`sig_passed` rows that pass it keep their readout ({glue:md}`sig_passed_kept_names`). Chapter 7
+# asks whether the first 100 steps can tell a run that will lose (*Can the first 100 steps tell?*).
 
 # %% [markdown]
 # ## Gradient landscapes: baseline against +both
@@ -153,8 +201,6 @@ P.grad_norm_epochs({name: RunDir(next(r for r in recs if r["setting"] == name an
 plt.show()
 
 # %% tags=["remove-cell"]
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks
 from ftcl_core.study import curves as C
 
 # the authored reading rests on the stored cpu runs of seed 0, whatever profile this page ran with

@@ -575,8 +575,8 @@ checks.expect(G.CHECKS, harder, "harder as written")
 # Beta(2,1) (Supp G) (mean {glue:md}`hard_mean_1`; readout {glue:md}`hard_diff_1`, {glue:md}`hard_verdict_1`; raw
 # Mean(neg) ends at {glue:md}`hard_final_1`); hard negatives Beta(5,2) (Supp G) (mean {glue:md}`hard_mean_2`; readout
 # {glue:md}`hard_diff_2`, {glue:md}`hard_verdict_2`; raw Mean(neg) ends at {glue:md}`hard_final_2`). The baseline's
-# raw Mean(neg) ends at {glue:md}`hard_base_final`; near 1, every image maps near one point (chapter 6's collapse
-# signature).
+# raw Mean(neg) ends at {glue:md}`hard_base_final`; near 1, the features sit near one direction (chapter 6's
+# collapse signature, an early concentration rather than a lost readout).
 
 # %% [markdown]
 # (answer)=
@@ -592,6 +592,12 @@ for name, value in findings.facts(stored).items():  # the index and chapter 1 pa
 findings.expect(stored)  # every check the sentences below and book/findings.md name (<!-- checks: ... -->)
 
 # %% [markdown]
+# **Positive mixing alone carries FT's cost.** On the shapes, MoCo v1 with {term}`+pos` alone reads
+# {glue:text}`t5_v1_pos` points against its baseline (the paper: {glue:text}`t5_v1_pos_paper`), and with {term}`+neg`
+# alone {glue:text}`t5_v1_neg`, an interval that holds zero; with both, {glue:text}`t5_v1_both`. Moving the query
+# away from its key is what costs here, not mixing the negatives.
+# <!-- checks: positive-mixing-costs -->
+#
 # **From the first step, FT costs readout on the shapes.** In each of {glue:text}`first_n` comparisons that change one
 # part of the calibrated recipe (the recipe itself, MoCo v2, Kaiming initialisation, no same-class negatives, 30
 # classes, one λ per shard), FT minus its baseline lies between {glue:text}`first_least` and {glue:text}`first_most`
@@ -650,7 +656,11 @@ findings.expect(stored)  # every check the sentences below and book/findings.md 
 # decided here.
 # <!-- checks: longest-contradicted-on-errors, longest-fewer-errors-than-long, longest-shrinks-points-not-errors, paper-runs-longer -->
 #
-# **What a reader can act on, at this budget and network:** do not switch FT on from the first step; a start after
-# 30 % of the run avoids most of the cost and helps in a few cells only; judge FT with a kNN readout
-# beside the linear probe. The index and chapter 1 give these findings as bullets.
-# <!-- checks: first-step-costs, late-avoids-most, late-helps-where-stated, knn-late-mixed -->
+# **What a reader can act on, at this budget and network:** do not switch FT on from the first step; on these
+# tasks a start after 30 % of the run avoids most of the cost and helps in a few cells only; judge FT with a kNN
+# readout beside the linear probe. A {term}`late start` is no cure, though: on a task with room to help
+# ([chapter 11](11_headroom.ipynb): 30 classes of shapes with a distractor), FT from the first step costs
+# {glue:text}`hr_both_30_diff` points at 30 epochs, and switched on after 30 % of the run it still costs
+# {glue:text}`hr_both_late_30_diff`, as much as {term}`+pos` alone from that point ({glue:text}`hr_pos_late_30_diff`).
+# The index and chapter 1 give these findings as bullets.
+# <!-- checks: first-step-costs, late-avoids-most, late-helps-where-stated, knn-late-mixed, headroom-costs-at-30 -->
