@@ -70,10 +70,11 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %%
 import textwrap
 
-chapters = ["01_introduction", "02_scores", "03_score_bound", "04_training", "05_momentum",
-            "06_feature_transformations", "07_when_ft_helps", "08_run_explorer", "09_results", "10_methods",
-            "11_headroom"]
-print(f".venv/bin/papermill book/NN_name.ipynb /tmp/NN_name.ipynb -p profile {profile} --cwd book\n")
+chapters = ["01_introduction", "02_scores", "03_score_bound", "04_training",
+            "05_momentum", "06_feature_transformations", "07_when_ft_helps",
+            "08_run_explorer", "09_results", "10_methods", "11_headroom"]
+command = ".venv/bin/papermill book/NN_name.ipynb /tmp/NN_name.ipynb"
+print(f"{command} -p profile {profile} --cwd book\n")
 print(textwrap.fill(", ".join(chapters), 80))  # lines the page holds, no name split
 
 # %% [markdown]
