@@ -420,6 +420,28 @@ def test_the_volatility_checks_follow_which_momentum_swings_most():
     assert list(failures(G.CHECKS, G.volatility_facts([]), *claims)) == list(claims)
 
 
+def test_the_gradient_swing_checks_read_the_small_and_large_momenta_apart():
+    """Chapter 5's gradient words: every small momentum (m <= 0.9) swings more than every large one, yet the smallest
+    swings least of the small ones (the swing does not grow as m shrinks); each flips with the rows."""
+    claims = ("the gradient norm swings more at every small momentum than at every large one",
+              "the smallest momentum swings least of the small ones")
+
+    def rows(grad):
+        return [{"setting": s, "n_seeds": 3, "neg": 0.01, "grad": g}
+                for s, g in zip(("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0"), grad)]
+
+    stored = G.volatility_facts(rows((1.0, 1.42, 1.21, 0.61, 0.43)))
+    assert (stored["grad_small_lo"], stored["grad_small_hi"], stored["grad_large_hi"]) == ("1.00", "1.42", "0.61")
+    assert (stored["grad_smallest"], stored["grad_smallest_sd"]) == ("0", "1.00")
+    assert not failures(G.CHECKS, stored, *claims)
+    overlap = G.volatility_facts(rows((1.0, 1.42, 1.21, 1.1, 0.43)))  # m = 0.99 swings more than m = 0
+    assert list(failures(G.CHECKS, overlap, *claims)) == [claims[0]]
+    papers = G.volatility_facts(rows((1.6, 1.42, 1.21, 0.61, 0.43)))  # the swing grows as m shrinks
+    assert list(failures(G.CHECKS, papers, *claims)) == [claims[1]]
+    only_small = G.volatility_facts(rows((1.0, 1.42, 1.21))[:3])
+    assert list(failures(G.CHECKS, only_small, *claims)) == list(claims)
+
+
 def test_mixing_narrows_the_negative_scores_and_renormalising_widens_them_again():
     """Supp F's reading as algebra: a mix of two unit keys scores the mix of their scores (the mean is kept, the
     spread shrinks); lifted back onto the sphere its score grows by 1 / |mix|, so the spread comes back."""

@@ -237,13 +237,11 @@ def test_every_glued_name_is_a_fact_chapter_7_glues(ev):
     assert "findings.facts(stored)" in (BOOK / "src" / "07_when_ft_helps.py").read_text()
 
 
-def test_the_index_and_chapter_1_include_the_findings_and_their_links_name_chapter_labels():
+def test_the_index_includes_the_findings_chapter_1_links_them_and_their_links_name_chapter_labels():
+    """The findings show once in the book, on its first page; chapter 1 points there instead of repeating them."""
     assert "```{include} findings.md" in (BOOK / "index.md").read_text()
     intro = (BOOK / "src" / "01_introduction.py").read_text()
-    assert "# ```{include} findings.md" in intro
-    for marker in ("<!-- bullets -->", "<!-- /bullets -->"):
-        assert f"# :{'end-before' if '/' in marker else 'start-after'}: {marker}" in intro
-        assert FINDINGS_MD.read_text().count(marker) == 1
+    assert "{include} findings.md" not in intro and "](index)" in intro
     links = set(re.findall(r"\]\(#([\w-]+)\)", FINDINGS_MD.read_text()))
     assert links and links <= set(tool().labels())
 

@@ -41,6 +41,7 @@
 # | 8 Run explorer | compare any stored runs |
 # | 9 Results against the paper | every reproduced number with seeds, intervals and a verdict; the baseline calibration |
 # | 10 Beyond MoCo | SimCLR, BYOL, SimSiam and SwAV with FT; several processes; where a step's time goes |
+# | 11 Does FT help once there is room to help? | a harder task, far from a perfect score, where FT has room to gain |
 
 # %% colab-setup
 
@@ -54,28 +55,27 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 #
 # The paper's machinery reproduces (chapters 2-4), and so do parts of its momentum study (chapter 5). Its headline,
 # that feature transformation improves contrastive learning, comes out reversed at this scale when FT runs from the
-# first step (chapter 6). Chapter 7 asks why and gives [the answer](answer); in brief, from the stored runs:
-#
-# ```{include} findings.md
-# :start-after: <!-- bullets -->
-# :end-before: <!-- /bullets -->
-# ```
+# first step (chapter 6). Chapter 7 asks why and gives [the answer](answer). The findings, each with its numbers and
+# a link to the chapter behind it, open the book's [first page](index).
 #
 # ## How to read and run it
 #
 # Read the rendered HTML: figures are static, and the two explorers (chapters 3 and 8) respond to
-# their sliders without a kernel. To run a chapter, open it in JupyterLab or Colab (the launch buttons at
-# the top of each page), or run it headless with [papermill](https://papermill.readthedocs.io); each
-# chapter takes a `profile` parameter. From the repository root, after `make test` or `make book` has
-# created `.venv`:
+# their sliders without a kernel. To run a chapter, open it in JupyterLab (`make lab` from the repository root),
+# or run it headless with [papermill](https://papermill.readthedocs.io); each chapter takes a `profile` parameter.
+# Once the book is published from a repository, launch buttons at the top of each page also open a chapter in
+# Colab or Binder. From the repository root, after `make test` or `make book` has created `.venv`, run a chapter
+# with the command below, `NN_name` one of the names under it:
 
 # %%
-from pathlib import Path
+import textwrap
 
-chapters = ["01_introduction", "02_scores", "03_score_bound", "04_training", "05_momentum",
-            "06_feature_transformations", "07_when_ft_helps", "08_run_explorer", "09_results", "10_methods"]
-for name in chapters:
-    print(f".venv/bin/papermill book/{name}.ipynb /tmp/{name}.ipynb -p profile {profile} --cwd book")
+chapters = ["01_introduction", "02_scores", "03_score_bound", "04_training",
+            "05_momentum", "06_feature_transformations", "07_when_ft_helps",
+            "08_run_explorer", "09_results", "10_methods", "11_headroom"]
+command = ".venv/bin/papermill book/NN_name.ipynb /tmp/NN_name.ipynb"
+print(f"{command} -p profile {profile} --cwd book\n")
+print(textwrap.fill(", ".join(chapters), 80))  # lines the page holds, no name split
 
 # %% [markdown]
 # The three profiles:
@@ -131,9 +131,10 @@ import torchvision
 
 import ftcl_core
 
+threads = torch.get_num_threads()
 print(f"ftcl_core {ftcl_core.__version__}, torch {torch.__version__}, torchvision {torchvision.__version__}, "
-      f"python {platform.python_version()}, {torch.get_num_threads()} threads, profile={profile}")
-print("book sources:", Path.cwd().name)
+      f"python {platform.python_version()}")
+print(f"{threads} thread{'s' if threads != 1 else ''}, profile {profile}")
 
 # %% [markdown]
 # ## References
@@ -146,8 +147,8 @@ print("book sources:", Path.cwd().name)
 # ## Try it
 #
 # * **The `profile` parameter.** Run this chapter headless with `.venv/bin/papermill book/01_introduction.ipynb
-#   /tmp/01_introduction.ipynb -p profile smoke --cwd book`: it finishes in seconds, and the commands printed above
-#   now carry `-p profile smoke`. What each profile trades for its speed is in *How to read and run it* above.
+#   /tmp/01_introduction.ipynb -p profile smoke --cwd book`: it finishes in seconds, and the command printed above
+#   now carries `-p profile smoke`. What each profile trades for its speed is in *How to read and run it* above.
 # * **A config key, `seed`.** Train a MoCo v2 run of your own with `.venv/bin/python -m ftcl_core train
 #   configs/cpu_cal_moco_v2.yaml seed=1 --out runs/try-seed`: on two cores it takes minutes, as said above. Chapter 4
 #   reads a run like it, and its section *Readout* prints how long the stored one took.

@@ -811,16 +811,30 @@ def _harder_as_written(f: dict) -> str | None:
     return "; ".join(bad) or None
 
 
+SMALL_MOMENTUM = 0.9  # the paper's small momenta (its Figs 3-4): m <= 0.9; the large ones: 0.99 and above
+
+
 def volatility_facts(rows: list[dict]) -> dict:
     """Which momentum swings most and least on each of :func:`volatility_rows`' two numbers (``neg_most``,
     ``neg_least``, ``grad_most``, ``grad_least``; settings such as ``m=0.9``), and the momenta behind them for the
-    checks (the paper's reading: the small momenta, m <= 0.9, swing most)."""
+    checks (the paper's reading: the small momenta, m <= 0.9, swing most). For the summed gradient norm, the small
+    momenta's range of swings (``grad_small_lo``, ``grad_small_hi``), the large momenta's largest
+    (``grad_large_hi``), and the smallest momentum (``grad_smallest``) with its swing (``grad_smallest_sd``)."""
     out: dict = {"n": len(rows)}
     for key in ("neg", "grad"):
         order = sorted(rows, key=lambda r: r[key])
         if order:
             out[f"{key}_most"], out[f"{key}_least"] = order[-1]["setting"], order[0]["setting"]
             out[f"{key}_most_m"] = float(order[-1]["setting"].removeprefix("m="))
+    m = {r["setting"]: float(r["setting"].removeprefix("m=")) for r in rows}
+    small = [r for r in rows if m[r["setting"]] <= SMALL_MOMENTUM]
+    large = [r for r in rows if m[r["setting"]] > SMALL_MOMENTUM]
+    if small and large:
+        lo, hi, top = min(r["grad"] for r in small), max(r["grad"] for r in small), max(r["grad"] for r in large)
+        smallest = min(small, key=lambda r: m[r["setting"]])
+        out.update({"grad_small_lo": fixed(lo, 2), "grad_small_hi": fixed(hi, 2), "grad_large_hi": fixed(top, 2),
+                    "grad_smallest": smallest["setting"].removeprefix("m="), "grad_smallest_sd": fixed(smallest["grad"], 2),
+                    "grad_small_over_large": lo > top, "grad_smallest_calmest": smallest["grad"] == lo})
     return out
 
 
@@ -830,6 +844,20 @@ def _swings_most(key: str, small: bool):
             return "no stored runs of the momentum sweep"
         return None if (f[f"{key}_most_m"] <= 0.9) == small else f"{key} swings most at {f[f'{key}_most']}"
     return check
+
+
+def _small_swing_more(f: dict) -> str | None:
+    if "grad_small_over_large" not in f:
+        return "no small and large momenta to compare"
+    return None if f["grad_small_over_large"] else (
+        f"a small momentum swings {f['grad_small_lo']}, a large one {f['grad_large_hi']}")
+
+
+def _smallest_calmest(f: dict) -> str | None:
+    if "grad_smallest_calmest" not in f:
+        return "no small and large momenta to compare"
+    return None if f["grad_smallest_calmest"] else (
+        f"m = {f['grad_smallest']} swings {f['grad_smallest_sd']}, not the least of the small momenta ({f['grad_small_lo']})")
 
 
 def _frozen_swings_most(f: dict) -> str | None:
@@ -870,4 +898,6 @@ CHECKS = {
     "Mean(neg) swings most at a large momentum": _swings_most("neg", small=False),
     "the gradient norm swings most at a small momentum": _swings_most("grad", small=True),
     "the frozen key encoder swings most in Mean(neg)": _frozen_swings_most,
+    "the gradient norm swings more at every small momentum than at every large one": _small_swing_more,
+    "the smallest momentum swings least of the small ones": _smallest_calmest,
 }

@@ -1,7 +1,7 @@
 """What the book finds, as named numbers and verdicts: :func:`facts` and the checks of :data:`CHECKS`.
 
-The findings are written once, by hand, in ``book/findings.md`` (the book's index includes it, chapter 1 its
-bullets, ``tools/readme_findings.py`` copies it into the README) and in chapter 7's answer; this module writes no
+The findings are written once, by hand, in ``book/findings.md`` (the book's index includes it, chapter 1 links
+there, ``tools/readme_findings.py`` copies it into the README) and in chapter 7's answer; this module writes no
 sentence. Numbers enter that Markdown by myst-nb's ``glue`` from :func:`facts` (formatted once by
 :mod:`ftcl_core.study.results.numbers`, so a number reads alike on every page), and every qualitative claim names the
 check it rests on (``<!-- checks: name, ... -->``): each check of :data:`CHECKS` returns None while the stored
@@ -159,8 +159,8 @@ def cell_key(label: str, f: float, knn: bool = False) -> str:
 
 
 def facts(ev: Evidence) -> dict[str, str]:
-    """Every number the findings print, formatted once, by name: what chapter 7 glues (and the index and chapter 1
-    paste from it), and what ``tools/readme_findings.py`` fills into the README. Numbers only (and the digits of a
+    """Every number the findings print, formatted once, by name: what chapter 7 glues (and the index pastes
+    from it), and what ``tools/readme_findings.py`` fills into the README. Numbers only (and the digits of a
     count); the words around them are the Markdown's."""
     out: dict[str, str] = {}
     shapes = [ev.first_step[k] for k in SHAPES_FIRST_STEP if ev.first_step[k]["n_seeds"] >= MIN_SEEDS]
