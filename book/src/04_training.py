@@ -34,6 +34,7 @@ import numpy as np
 from ftcl_core.pages import plotting as P
 from ftcl_core.runs import RunDir
 from ftcl_core.study import experiments as X
+from ftcl_core.study.results.numbers import plus_minus
 
 exp = X.Experiment.load("experiments/table5_ft_v2.yaml")
 rec = X.sweep(exp.path, profile, seeds=[seed], settings=["v2 baseline"], progress=False)[0]
@@ -180,6 +181,16 @@ n_steps = len(run.load_metrics()["loss"])
 print(f"train {ev['train_s']:.0f} s for {n_steps} steps ({n_steps / ev['train_s']:.1f} steps per second) + eval "
       f"{ev['eval_s']:.0f} s on {prov.get('cpu_model') or prov.get('device_name')} ({prov.get('threads')} threads); "
       f"commit {str(prov.get('commit'))[:10]}, torch {prov['versions']['torch']}")
+# the same setting over all its stored seeds (the committed cpu runs, whatever profile this page ran with)
+stored_base = X.summarize([r for r in X.load_records(exp.path, "cpu", X.STORED) if r["setting"] == "v2 baseline"])
+stored_base = stored_base["v2 baseline"]
+glue_facts("seeds_", {"seed": str(seed), "n": str(stored_base["n_seeds"]),
+                      "linear": plus_minus(stored_base["mean"], stored_base["ci95"])})
+
+# %% [markdown]
+# This run is one draw: seed {glue:md}`seeds_seed` of Table 5's MoCo v2 baseline, whose {glue:md}`seeds_n` stored
+# seeds read {glue:md}`seeds_linear` % (mean ± 95 % interval). Every comparison in this book is therefore {term}`paired` by
+# seed and judged over several seeds ([chapter 9](09_results.ipynb)).
 
 # %% [markdown]
 # (try-it-04)=
@@ -188,7 +199,7 @@ print(f"train {ev['train_s']:.0f} s for {n_steps} steps ({n_steps / ev['train_s'
 # * **The `seed` parameter.** `.venv/bin/papermill book/04_training.ipynb /tmp/04_training.ipynb -p seed 1 --cwd book`
 #   loads (or trains, if it is missing) another seed of the same recipe. Compare its loss and contrastive accuracy
 #   with this seed's, against the dashed $\ln(K+1)$ line (*Loss and contrastive accuracy*); how far the readout moves
-#   from seed to seed is what the intervals of chapter 9's *Verdicts by table* measure.
+#   from seed to seed is what the intervals of [chapter 9](09_results.ipynb) measure.
 # * **The `profile` parameter.** `.venv/bin/papermill book/04_training.ipynb /tmp/04_training.ipynb -p profile smoke
 #   --cwd book` trains a run in seconds, and the recipe table at the top then lists the smoke profile's own settings,
 #   so you can see what it shrinks. Chapter 1's *How to read and run it* says what each profile is for.
