@@ -130,6 +130,8 @@ FLIPS = {
         ev, lambda r: r["table"] == "T1" and r["reference"].startswith("m=") and float(r["effect"] or 0) > 0,
         verdict=V.REPLICATED),
     "length-short-pair-on-gpu": lambda ev: _length(ev, 30, devices=["cpu", "cuda"]),
+    "late-gain-after-bh": lambda ev: dataclasses.replace(ev, diagnosis=tuple(
+        {**r, "verdict_bh": V.REPLICATED} if (r["table"], r["setting"]) == F.LATE_GAIN else r for r in ev.diagnosis)),
     "headroom-costs-at-30": lambda ev: _headroom(ev, "+both from 9 of 30", verdict=V.REPLICATED, diff_mean=6.0),
     "headroom-longer-pending": lambda ev: _headroom(ev, "+both 120", n_seeds=3, verdict=V.CONTRADICTED,
                                                     diff_mean=-3.0, diff_ci95=1.0),

@@ -69,6 +69,7 @@ class Evidence:
     band: tuple[float, float]
     records: Mapping[str, list[dict]]  # per experiment file, the records the rows above were computed from
     headroom: tuple[dict, ...] = ()  # the map on the task with headroom (:func:`ftcl_core.study.headroom.load`)
+    diagnosis: tuple[dict, ...] = ()  # results/diagnosis.csv's rows (cpu): the diagnosis comparisons after BH
 
     @classmethod
     def load(cls, profile: str = "cpu", root: str | Path | None = None, summary: str | Path | None = None) -> Evidence:
@@ -107,7 +108,7 @@ class Evidence:
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(G.capacity_rows(profile, root=root)),
                    tuple(G.capacity_rows(profile, "knn_top1", root=root)), G.resolution_row(profile, root=root),
                    mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(_summary(summary, profile)),
-                   G.threshold_band(), loaded, tuple(G.headroom_rows(profile, root)))
+                   G.threshold_band(), loaded, tuple(G.headroom_rows(profile, root)), tuple(_diagnosis_csv(profile)))
 
     def table_row(self, table: str, setting: str, reference: str) -> dict:
         """The results/summary.csv row of ``setting`` against ``reference`` in ``table`` (e.g. "T5", "v1 +both",
@@ -124,6 +125,23 @@ class Evidence:
         grid = self.phase_knn if knn else self.phase
         return [(label, f, r) for label, rows in grid.items() for f, r in sorted(rows.items())
                 if f >= LATE_FROM and r["n_seeds"] >= MIN_SEEDS]
+
+
+def _diagnosis_csv(profile: str) -> list[dict]:
+    """results/diagnosis.csv's rows (written by ``summary`` from the committed runs; none but on ``cpu``)."""
+    target = X.ROOT / "results" / "diagnosis.csv"
+    if profile != "cpu" or not target.is_file():
+        return []
+    with open(target) as fh:
+        return list(csv.DictReader(fh))
+
+
+LATE_GAIN = ("D-start-long-v1", "start 36")  # the phase diagram's shapes-120-epochs late cell, as diagnosis.csv names it
+STATED_LATE_BH = "inconclusive"  # what the late-start bullet says that cell reads after BH
+
+
+def _late_gain_row(ev: Evidence) -> dict | None:
+    return next((r for r in ev.diagnosis if (r["table"], r["setting"]) == LATE_GAIN), None)
 
 
 def _summary(path: str | Path | None, profile: str) -> list[dict]:
@@ -202,6 +220,8 @@ def facts(ev: Evidence) -> dict[str, str]:
                 if not knn and r["n_seeds"] and r.get("scale") == verdicts.ERRORS:  # FT's share of fewer test errors
                     for name, field in (("fewer_errors", "log_error_ratio"), ("paper_fewer_errors", "paper_log_error_ratio")):
                         out[f"{cell_key(label, f)}_{name}"] = fixed(100 * (1 - math.exp(r[field])), 0)
+    if (late := _late_gain_row(ev)) is not None:  # the late gain after BH over the diagnosis's comparisons
+        out["late_gain_bh"], out["late_gain_q"] = late["verdict_bh"], fixed(float(late["q_value"] or "nan"), 2)
     cells = [(lb, f, r) for lb, rows in ev.phase.items() for f, r in rows.items() if r["n_seeds"] >= MIN_SEEDS]
     late_knn = ev.late_cells(knn=True)
     out["cells"], out["late_cells"] = str(len(cells)), str(len(ev.late_cells()))
@@ -403,6 +423,13 @@ def _late_helps_where_stated(ev: Evidence) -> str | None:
                    for lb, f in sorted({*helps, *STATED_HELPS}) if helps.get((lb, f)) != STATED_HELPS.get((lb, f)))
 
 
+def _late_gain_after_bh(ev: Evidence) -> str | None:
+    """The late gain at 120 epochs reads :data:`STATED_LATE_BH` after Benjamini-Hochberg (results/diagnosis.csv)."""
+    row = _late_gain_row(ev)
+    word = row["verdict_bh"] if row else "no row"
+    return None if word == STATED_LATE_BH else f"{' '.join(LATE_GAIN)} reads {word!r} after BH, the text says {STATED_LATE_BH!r}"
+
+
 def _late_avoids_most(ev: Evidence) -> str | None:
     """A late start avoids most of the first step's cost: no late cell loses as much as half the first-step loss of
     its row (Table 7's epoch 1, at 3 % of the run, is the exception the prose names)."""
@@ -563,6 +590,7 @@ CHECKS: dict[str, Check] = {
     "photos-concentrate-as-far": _photos_concentrate_as_far,
     "late-helps-where-stated": _late_helps_where_stated,
     "late-avoids-most": _late_avoids_most,
+    "late-gain-after-bh": _late_gain_after_bh,
     "epoch-one-too-early": _epoch_one_too_early,
     "knn-late-mixed": _knn_late_mixed,
     "length-narrows-not-damage": _length_narrows_not_damage,
