@@ -320,11 +320,14 @@ def _screen_prediction(cfg, metrics: dict) -> str:
 
 
 def _sweep(args) -> int:
-    if args.parallel != 1:
-        return _sweep_parallel(args)
+    if args.parallel < 1:
+        print(f"error: --parallel {args.parallel}: give the number of training processes, 1 or more", file=sys.stderr)
+        return 2
     try:
         for moved in switch_to_calibrated(args.experiment, args.profile) if args.calibrated else ():
             print(f"moved to the dated record: {moved}", flush=True)
+        if args.parallel > 1:
+            return _sweep_parallel(args, list(args.seeds or Experiment.load(args.experiment).seeds))
         execution = dict(_key_value(e) for e in args.execution)
         records = sweep(args.experiment, args.profile, args.seeds, args.settings, progress=not args.no_progress,
                         execution=execution)
@@ -337,20 +340,10 @@ def _sweep(args) -> int:
     return 0
 
 
-def _sweep_parallel(args) -> int:
-    """``sweep --parallel N``: N child sweeps of the same file at once, the seeds dealt round-robin (a late start
+def _sweep_parallel(args, seeds: list[int]) -> int:
+    """``sweep --parallel N``: N child sweeps of the same file at once, ``seeds`` dealt round-robin (a late start
     forks from its own seed's baseline, so each seed stays in one process), each child with ``cores // N`` threads
     (at least one; ``OMP_NUM_THREADS``, which a run keeps), no progress bars (the children's lines would mix)."""
-    if args.parallel < 1:
-        print(f"error: --parallel {args.parallel}: give the number of training processes, 1 or more", file=sys.stderr)
-        return 2
-    try:
-        for moved in switch_to_calibrated(args.experiment, args.profile) if args.calibrated else ():
-            print(f"moved to the dated record: {moved}", flush=True)
-        seeds = list(args.seeds or Experiment.load(args.experiment).seeds)
-    except (ConfigError, FileNotFoundError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     n = min(args.parallel, len(seeds))
     threads = max(1, (os.cpu_count() or 1) // n)
     base = [sys.executable, "-m", "ftcl_core", "sweep", args.experiment, "--profile", args.profile, "--no-progress"]
@@ -360,11 +353,11 @@ def _sweep_parallel(args) -> int:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     children = [subprocess.Popen([*base, "--seeds", *map(str, seeds[i::n])], env=env) for i in range(n)]
     try:
-        codes = [child.wait() for child in children]
+        return max(child.wait() for child in children)
     except KeyboardInterrupt:  # the children got the same Ctrl-C: each stops at its checkpoint; wait for them
-        codes = [child.wait() for child in children]
+        for child in children:
+            child.wait()
         return 130
-    return max(codes)
 
 
 def _key_value(text: str) -> tuple[str, str]:
