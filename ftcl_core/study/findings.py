@@ -68,7 +68,7 @@ class Evidence:
     summary: tuple[dict, ...]
     band: tuple[float, float]
     records: Mapping[str, list[dict]]  # per experiment file, the records the rows above were computed from
-    headroom: tuple[dict, ...] = ()  # the map on the task with headroom (:func:`ftcl_core.study.headroom.load`)
+    headroom: tuple[dict, ...] = ()  # results/headroom.csv's rows (cpu): the map on the task with headroom
     diagnosis: tuple[dict, ...] = ()  # results/diagnosis.csv's rows (cpu): the diagnosis comparisons after BH
 
     @classmethod
@@ -108,7 +108,8 @@ class Evidence:
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(G.capacity_rows(profile, root=root)),
                    tuple(G.capacity_rows(profile, "knn_top1", root=root)), G.resolution_row(profile, root=root),
                    mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(_summary(summary, profile)),
-                   G.threshold_band(), loaded, tuple(G.headroom_rows(profile, root)), tuple(_diagnosis_csv(profile)))
+                   G.threshold_band(), loaded, tuple(_stored_rows(G.HEADROOM_CSV, profile) or ()),
+                   tuple(_stored_rows(X.ROOT / "results" / "diagnosis.csv", profile) or ()))
 
     def table_row(self, table: str, setting: str, reference: str) -> dict:
         """The results/summary.csv row of ``setting`` against ``reference`` in ``table`` (e.g. "T5", "v1 +both",
@@ -127,11 +128,11 @@ class Evidence:
                 if f >= LATE_FROM and r["n_seeds"] >= MIN_SEEDS]
 
 
-def _diagnosis_csv(profile: str) -> list[dict]:
-    """results/diagnosis.csv's rows (written by ``summary`` from the committed runs; none but on ``cpu``)."""
-    target = X.ROOT / "results" / "diagnosis.csv"
+def _stored_rows(target: Path, profile: str) -> list[dict] | None:
+    """The rows of a results CSV that ``summary`` writes from the committed runs (kept fresh by the tests); None but
+    on ``cpu``, or where the file is missing."""
     if profile != "cpu" or not target.is_file():
-        return []
+        return None
     with open(target) as fh:
         return list(csv.DictReader(fh))
 
@@ -145,11 +146,8 @@ def _late_gain_row(ev: Evidence) -> dict | None:
 
 
 def _summary(path: str | Path | None, profile: str) -> list[dict]:
-    target = Path(path) if path else X.ROOT / "results" / "summary.csv"
-    if profile == "cpu" and target.is_file():
-        with open(target) as fh:
-            return list(csv.DictReader(fh))
-    return X.summary_rows(profile)
+    rows = _stored_rows(Path(path) if path else X.ROOT / "results" / "summary.csv", profile)
+    return rows if rows is not None else X.summary_rows(profile)
 
 
 def _pm(row: Mapping, signed: bool = True) -> str:

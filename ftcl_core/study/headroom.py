@@ -77,7 +77,7 @@ def map_facts(rows: list[dict]) -> dict:
             r, key = by_setting.get(setting(arm, length)), f"{arm}_{length}"
             n = int(r["n_seeds"]) if r and r["n_seeds"] not in ("", None) else 0
             word = r["verdict"] if r and n else NOT_RUN
-            diff, ci = (float(r["diff_mean"]), float(r["diff_ci95"])) if n else (math.nan, math.nan)
+            diff, ci = (_float(r["diff_mean"]), _float(r["diff_ci95"])) if n else (math.nan, math.nan)
             ler, ler_ci = (_float(r.get("log_error_ratio")), _float(r.get("log_error_ratio_ci95"))) if n else (
                 math.nan, math.nan)
             out[f"{key}_diff"] = plus_minus(diff, ci, signed=True) if n else NOT_RUN
