@@ -6,7 +6,8 @@
 #
 #   bash tools/headroom_map.sh              # all of it (~20 h on 2 CPU cores)
 #   bash tools/headroom_map.sh 30           # the 30-epoch map only
-#   FTCL_COMMIT=1 bash tools/headroom_map.sh  # also commit each run as it lands (its folder and results/headroom.csv)
+#   FTCL_COMMIT=1 bash tools/headroom_map.sh  # also commit each run as it lands (its folder and results/headroom.csv),
+#       unless the book's words bound to the map no longer hold with it (then it stays on disk until they are rewritten)
 #   PARALLEL=2 bash tools/headroom_map.sh 120   # two processes of one thread each (sweep --parallel 2): about 10 %
 #       more runs an hour on 2 cores (results/screens/2026-12-03_parallel-threads.md), both cores busy
 set -euo pipefail
@@ -14,14 +15,31 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 LENGTHS=${*:-30 120 240}
 
+words_hold() {  # the words bound to the map (chapter 11's checks, the findings and README's block) hold on the disk's runs
+  "$PY" -c "import sys
+from ftcl_core.study import checks, headroom as H
+rows, records = H.load()
+bad = checks.failures(H.CHECKS, {**H.task_facts(records), **H.map_facts(rows)})
+print(*(f'{k}: {v}' for k, v in bad.items()), sep='\n', file=sys.stderr)
+sys.exit(bool(bad))" && "$PY" tools/readme_findings.py --check >/dev/null
+}
+
+HELD=""  # runs left uncommitted because the words bound to the map no longer hold with them
 commit_landed() {  # every finished run of the map not yet in git, each in its own commit with results/headroom.csv
   [ -n "${FTCL_COMMIT:-}" ] || return 0
   for EVAL in results/cpu/H-map-v1/*/seed*/eval.json; do
     [ -e "$EVAL" ] || continue
     git ls-files --error-unmatch "$EVAL" >/dev/null 2>&1 && continue
     DIR=$(dirname "$EVAL")
+    case " $HELD " in *" $DIR "*) continue ;; esac
     "$PY" -c "from ftcl_core.study.diagnosis import HEADROOM_CSV, headroom_rows, write_diagnosis_csv as w
 w(headroom_rows(), HEADROOM_CSV)" || echo "results/headroom.csv not rewritten: run python -m ftcl_core summary" >&2
+    if ! words_hold; then  # a commit now would leave the book failing its build: keep the run on disk, uncommitted
+      echo "$DIR not committed: the text bound to the map must be rewritten first (chapter 11, book/findings.md;" \
+           "then python -m ftcl_core summary and commit the run with the text)" >&2
+      HELD="$HELD $DIR"
+      continue
+    fi
     for TRY in 1 2 3; do  # the index may be locked by a commit in the foreground: wait and try again
       if git add "$DIR" results/headroom.csv \
          && git commit -q -m "Issue 50: H-map-v1 ${DIR#results/cpu/H-map-v1/} (tools/headroom_map.sh)" -- "$DIR" results/headroom.csv; then
