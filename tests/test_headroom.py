@@ -65,11 +65,15 @@ def test_the_map_figure_lists_every_planned_comparison_in_readable_text():
     assert len(labels) == len(H.ARMS) and all(label.startswith("30 ep.") for label in labels)
     assert "FT worse" in fig.axes[0].get_xlabel() and "FT worse" in fig.axes[1].get_xlabel()
     assert P.smallest_text_px(fig) >= 11
-    longer = stored_like() + [row("both", 120, 1, -3.0, float("nan"), "undecided")]
-    fig = PH.map_figure(longer)  # a length with one seed: its four rows, the unstored arms "not run", "1 seed"
-    assert len(fig.axes[0].get_yticklabels()) == 2 * len(H.ARMS)
-    texts = [t.get_text() for t in fig.axes[0].texts]
-    assert texts.count("not run") == 3 and "1 seed" in texts
+    # one seed at 120 epochs, its errors 1.8x the baseline's, the paper's 0.8x: an axis as wide as today's map
+    longer = stored_like() + [{**row("both", 120, 1, -3.0, float("nan"), "undecided", 0.6), "paper_log_error_ratio": -0.223}]
+    fig = PH.map_figure(longer)  # a length with one seed: its four rows, the unstored arms "not run", "(1 seed)"
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(labels) == 2 * len(H.ARMS) and sum(label.endswith("(1 seed)") for label in labels) == 1
+    assert [t.get_text() for t in fig.axes[0].texts].count("not run") == 3
+    fig.canvas.draw()  # the error-ratio axis: no two tick labels overlap
+    boxes = [t.get_window_extent() for t in fig.axes[1].get_xticklabels() if t.get_text()]
+    assert len(boxes) >= 2 and all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
     assert H.map_facts(longer)["pending"] == "240"
 
 

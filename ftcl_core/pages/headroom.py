@@ -24,13 +24,24 @@ def _num(v) -> float:
         return math.nan
 
 
+def _spaced_ticks(lo: float, hi: float, gap: float = 0.16) -> list[float]:
+    """Round ratios between ``lo`` and ``hi`` for a log axis, 1 first, each at least ``gap`` of the axis's log width
+    from those kept, so that no two labels touch."""
+    width, kept = math.log(hi / lo), []
+    for t in (1, 2, 0.5, 4, 0.25, 1.5, 0.67, 3, 8, 1.25, 0.8, 1.1, 0.9):
+        if lo <= t <= hi and all(abs(math.log(t / k)) >= gap * width for k in kept):
+            kept.append(t)
+    return sorted(kept)
+
+
 def map_figure(rows: list[Mapping]):
     """Two panels sharing one row per (length, arm) of :data:`ftcl_core.study.headroom.ARMS`, for the lengths with a
     stored comparison (the first length when none is): left, the paired
     difference in linear top-1 (points, mean ± 95 % CI over seeds); right, the ratio of test errors (FT's over the
-    baseline's, log scale, 1 = no change); dots coloured by verdict, the paper's effect as an orange diamond on each
-    scale (its two numbers' difference, and their error ratio), "n seeds" or "not run" written where a comparison
-    holds fewer than 3 paired seeds; each axis says which side is FT's loss. ``rows``:
+    baseline's, log scale, 1 = no change); dots coloured by verdict, the paper's effect as a hollow orange diamond on each
+    scale (its two numbers' difference, and their error ratio), "(n seeds)" in the row's label where a comparison
+    holds fewer than the 3 paired seeds a verdict needs, "not run" where it holds none; each axis says which side is
+    FT's loss. ``rows``:
     :func:`ftcl_core.study.diagnosis.headroom_rows`."""
     import matplotlib.pyplot as plt
 
@@ -39,8 +50,11 @@ def map_figure(rows: list[Mapping]):
     labels, cells = [], []
     for length in stored or H.LENGTHS[:1]:
         for arm in H.ARMS:
-            labels.append(f"{length} ep.  {ARM_LABELS[arm]}")
-            cells.append(by_setting.get(H.setting(arm, length), {}))
+            cell = by_setting.get(H.setting(arm, length), {})
+            n = int(_num(cell.get("n_seeds")) or 0) if cell else 0
+            few = f"  ({n} seed{'s' if n > 1 else ''})" if 0 < n < 3 else ""  # fewer than a verdict needs
+            labels.append(f"{length} ep.  {ARM_LABELS[arm]}{few}")
+            cells.append(cell)
     ys = np.arange(len(cells))[::-1]
     fig, (left, right) = plt.subplots(1, 2, figsize=(P.BOOK_WIDTH_IN, 0.3 * len(cells) + 1.9), sharey=True,
                                       layout="constrained", width_ratios=(1.2, 1))
@@ -59,18 +73,14 @@ def map_figure(rows: list[Mapping]):
             right.errorbar(math.exp(ler), y, xerr=[[math.exp(ler) - lo], [hi - math.exp(ler)]], fmt="o", ms=5,
                            capsize=2, color=colour)
         if math.isfinite(effect := _num(r.get("effect"))):
-            left.plot(effect, y, "D", ms=5, color="darkorange")
+            left.plot(effect, y, "D", ms=6, mfc="none", mew=1.5, color="darkorange", zorder=1)  # ours shows inside
         if math.isfinite(paper := _num(r.get("paper_log_error_ratio"))):
-            right.plot(math.exp(paper), y, "D", ms=5, color="darkorange")
-        if n < 3:
-            left.annotate(f"{n} seed{'s' if n > 1 else ''}", (1, y), xycoords=("axes fraction", "data"),
-                          xytext=(-4, 0), textcoords="offset points", ha="right", va="center", fontsize=P.TEXT_PT,
-                          color="dimgray")
+            right.plot(math.exp(paper), y, "D", ms=6, mfc="none", mew=1.5, color="darkorange", zorder=1)
     left.axvline(0, color="black", lw=0.8)
     right.axvline(1, color="black", lw=0.8)
     right.set_xscale("log")
     lo, hi = right.get_xlim()
-    right.set_xticks([t for t in (0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 4) if lo <= t <= hi])
+    right.set_xticks(_spaced_ticks(lo, hi))
     right.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}×"))
     right.xaxis.set_minor_formatter(plt.NullFormatter())
     for ax in (left, right):
@@ -83,6 +93,7 @@ def map_figure(rows: list[Mapping]):
     right.set_xlabel("test errors, FT / baseline (log)\n← FT better    FT worse →", fontsize=P.TEXT_PT)
     drawn = [v for v in COLORS if any(c and c.get("verdict") == v for c in cells)]
     handles = [plt.Line2D([], [], marker="o", ls="", color=COLORS[v], label=v) for v in drawn]
-    handles.append(plt.Line2D([], [], marker="D", ls="", color="darkorange", label="paper (ImageNet-100)"))
+    handles.append(plt.Line2D([], [], marker="D", ls="", mfc="none", mew=1.5, color="darkorange",
+                              label="paper (ImageNet-100)"))
     P._legend_outside(fig, handles, [h.get_label() for h in handles], "upper")
     return fig
