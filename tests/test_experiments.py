@@ -788,3 +788,18 @@ def test_sweep_parallel_deals_the_seeds_to_processes_of_fewer_threads(tmp_path, 
     assert sorted(r["seed"] for r in records) == [0, 1, 2]
     assert main(["sweep", str(exp_file), "--profile", "smoke", "--parallel", "0"]) == 2
     assert "--parallel 0" in capfd.readouterr().err
+
+
+def test_a_replicated_claim_far_past_the_papers_effect_is_told_apart_from_one_that_matches_it():
+    def summary(diff: float, ci: float, verdict: str) -> list[dict]:
+        return [{"table": "T4", "setting": "interpolate a=0.2", "diff_mean": str(diff), "diff_ci95": str(ci),
+                 "effect": "-2.0", "verdict": verdict}]
+
+    name = "replicated beyond the paper's size"
+    far = X.claim_facts(summary(-37.7, 2.1, "replicated"), "T4", "interpolate a=0.2")
+    assert (far["diff"], far["effect"], far["ratio"]) == ("-37.7 ± 2.1", "-2.0", "19")
+    assert not failures(X.CHECKS, far, name)
+    assert failures(X.CHECKS, X.claim_facts(summary(-3.0, 2.1, "replicated"), "T4", "interpolate a=0.2"), name)
+    assert failures(X.CHECKS, X.claim_facts(summary(-37.7, 2.1, "undecided"), "T4", "interpolate a=0.2"), name)
+    with pytest.raises(KeyError, match="T4 'extrapolate a=0.2'"):
+        X.claim_facts(summary(-37.7, 2.1, "replicated"), "T4", "extrapolate a=0.2")

@@ -29,6 +29,7 @@ import math
 import os
 import shutil
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -1176,7 +1177,31 @@ def score_ends_facts(metrics: dict[str, dict], seed: int, window: int = 100) -> 
     return out
 
 
+def claim_facts(rows: list[dict], table: str, setting: str) -> dict:
+    """One claim of ``results/summary.csv`` (``rows``) as chapter 9's text quotes it: our paired difference ± 95 %
+    interval (``diff``), the paper's effect (``effect``), ours over the paper's (``ratio``), the verdict
+    (``verdict``); raw values for the checks: ``diff_value``, ``ci_value``, ``effect_value``, ``verdict_word``.
+    Raises KeyError naming the table and setting when the summary holds no such claim."""
+    row = next((r for r in rows if r["table"] == table and r["setting"] == setting and r.get("effect")), None)
+    if row is None:
+        raise KeyError(f"results/summary.csv holds no claim of {table} {setting!r}: run python -m ftcl_core summary")
+    diff, ci, effect = float(row["diff_mean"]), float(row["diff_ci95"] or "nan"), float(row["effect"])
+    return {"diff": plus_minus(diff, ci, signed=True), "effect": fixed(effect, signed=True),
+            "ratio": fixed(diff / effect, 0), "verdict": row["verdict"],
+            "diff_value": diff, "ci_value": ci, "effect_value": effect, "verdict_word": row["verdict"]}
+
+
+def _beyond_the_paper(f: Mapping) -> str | None:
+    """Replicated, and the whole interval lies past the paper's effect: ours is larger, not just as large."""
+    if f["verdict_word"] != verdicts.REPLICATED:
+        return f"the verdict is {f['verdict_word']}, not replicated"
+    far = abs(f["diff_value"]) - f["ci_value"] > abs(f["effect_value"]) and f["diff_value"] * f["effect_value"] > 0
+    return None if far else f"{f['diff']} does not lie wholly past the paper's {f['effect']}"
+
+
 CHECKS = {
+    # chapter 9: a replicated claim whose effect lies wholly past the paper's (claim_facts)
+    "replicated beyond the paper's size": _beyond_the_paper,
     # chapter 5's reading of Table 1 (momentum_facts), on the shapes and on Fashion-MNIST
     "every momentum has 3 seeds": _all_three_seeds,
     "every learning momentum is replicated": _empty("learn_inconclusive", "learn_not"),
