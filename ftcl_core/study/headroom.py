@@ -119,14 +119,16 @@ def _float(x) -> float:
     return math.nan if x in ("", None) else float(x)
 
 
-def _costs(key: str):
-    """The arm ``key`` (``<arm>_<length>``) costs readout: 3 or more paired seeds and an interval wholly below 0."""
+def _costs(key: str, sign: int = -1):
+    """The arm ``key`` (``<arm>_<length>``) costs readout (``sign`` -1; +1: it gains): 3 or more paired seeds and
+    an interval wholly on that side of 0 (a claim's verdict on that side, on the scale that decided it)."""
     def check(f: Mapping) -> str | None:
         if f[f"{key}_seeds"] < MIN_SEEDS:
             return f"{key}: {f[f'{key}_seeds']} paired seed(s), undecided"
         if f[f"{key}_word"] == COMPARED:
-            return None if f[f"{key}_value"] + f[f"{key}_ci"] < 0 else f"{key}: {f[f'{key}_diff']} does not exclude 0"
-        return None if verdicts.side(f[f"{key}_word"]) == -1 else f"{key}: {f[f'{key}_word']}"
+            lo, hi = f[f"{key}_value"] - f[f"{key}_ci"], f[f"{key}_value"] + f[f"{key}_ci"]
+            return None if (hi < 0 if sign < 0 else lo > 0) else f"{key}: {f[f'{key}_diff']} does not exclude 0"
+        return None if verdicts.side(f[f"{key}_word"]) == sign else f"{key}: {f[f'{key}_word']}"
     return check
 
 
@@ -146,10 +148,11 @@ def _word(key: str, *words: str):
     return check
 
 
-def _pending(length: int):
-    """No arm at ``length`` epochs has the seeds a verdict needs yet: the text says that length is still training."""
+def _pending(length: int, *arms: str):
+    """None of ``arms`` (every arm of :data:`ARMS` when none is named) at ``length`` epochs has the seeds a verdict
+    needs yet: the text says they are still training."""
     def check(f: Mapping) -> str | None:
-        done = [a for a in ARMS if f[f"{a}_{length}_seeds"] >= MIN_SEEDS]
+        done = [a for a in arms or ARMS if f[f"{a}_{length}_seeds"] >= MIN_SEEDS]
         return f"{', '.join(done)} at {length} epochs now hold {MIN_SEEDS}+ seeds: report them" if done else None
     return check
 
