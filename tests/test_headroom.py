@@ -23,7 +23,7 @@ def stored_like() -> list[dict]:
 
 def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
     facts = H.map_facts(stored_like())
-    on_map = [n for n in H.CHECKS if not n.startswith("aim") and n != "longest-not-measured"]
+    on_map = [n for n in H.CHECKS if not n.startswith("aim")]
     assert checks.failures(H.CHECKS, facts, *on_map) == {}
     assert facts["both_30_diff"] == "-20.3 ± 4.2" and facts["both_120_diff"] == "not run"
     assert facts["both_30_errors"].startswith(f"{math.exp(0.28):.2f}×")
@@ -46,11 +46,15 @@ def test_the_aims_and_the_longest_length_read_from_the_baselines():
     records = [{"setting": "baseline 30", "linear_top1": v, "random_init_linear_top1": 9.0} for v in (35, 37, 39)]
     facts = H.task_facts(records)
     assert facts["n_seeds"] == "3" and facts["gain"] == "+28.0" and facts["half_point"] == "10"
-    assert checks.failures(H.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met", "longest-not-measured") == {}
+    assert checks.failures(H.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met") == {}
+    assert "aim-longest-met" in checks.failures(H.CHECKS, facts, "aim-longest-met")  # none stored: not met, not assumed
     noisy = [{**r, "linear_top1": v} for r, v in zip(records, (20, 37, 50))]
     assert "aim-spread-met" in checks.failures(H.CHECKS, H.task_facts(noisy), "aim-spread-met")
-    longest = records + [{"setting": "baseline 240", "linear_top1": 80.0, "random_init_linear_top1": 9.0}]
-    assert "longest-not-measured" in checks.failures(H.CHECKS, H.task_facts(longest), "longest-not-measured")
+    longest = records + [{"setting": "baseline 240", "linear_top1": v, "random_init_linear_top1": 9.0} for v in (80, 88)]
+    facts = H.task_facts(longest)
+    assert (facts["longest"], facts["longest_n"]) == ("84.0", "2") and not checks.failures(H.CHECKS, facts, "aim-longest-met")
+    saturated = records + [{"setting": "baseline 240", "linear_top1": 93.0, "random_init_linear_top1": 9.0}]
+    assert "aim-longest-met" in checks.failures(H.CHECKS, H.task_facts(saturated), "aim-longest-met")
 
 
 def test_the_map_figure_lists_every_planned_comparison_in_readable_text():

@@ -71,11 +71,12 @@ plt.show()
 # The aims were set before the choice. At 30 epochs the baseline reads {glue:md}`hr_baseline` % over
 # {glue:md}`hr_n_seeds` seeds (mean ± 95 % interval), {glue:md}`hr_gain` points above its random-init encoder
 # (aim: 20 or more); its seed-to-seed SD is {glue:md}`hr_spread` points (aim: 3 or less); 0.5 point is
-# {glue:md}`hr_half_point` of its {glue:md}`hr_test_images` test images (aim: 10 or more). Whether 240 epochs stay
-# below 90 % is not measured yet (the 240-epoch baseline: {glue:md}`hr_longest`).
+# {glue:md}`hr_half_point` of its {glue:md}`hr_test_images` test images (aim: 10 or more). At 240 epochs, the
+# longest length planned, the baseline still reads {glue:md}`hr_longest` % (seeds so far: {glue:md}`hr_longest_n`;
+# aim: 90 or less), so the room remains at every length of the map.
 
 # %% tags=["remove-cell"]
-checks.expect(H.CHECKS, task, "aim-gain-met", "aim-spread-met", "aim-images-met", "longest-not-measured")
+checks.expect(H.CHECKS, task, "aim-gain-met", "aim-spread-met", "aim-images-met", "aim-longest-met")
 
 # %% [markdown]
 # (headroom-map)=
