@@ -798,8 +798,8 @@ def test_a_replicated_claim_far_past_the_papers_effect_is_told_apart_from_one_th
     name = "replicated beyond the paper's size"
     far = X.claim_facts(summary(-37.7, 2.1, "replicated"), "T4", "interpolate a=0.2")
     assert (far["diff"], far["effect"], far["ratio"]) == ("-37.7 ± 2.1", "-2.0", "19")
-    assert not failures(X.CHECKS, far, name)
-    assert failures(X.CHECKS, X.claim_facts(summary(-3.0, 2.1, "replicated"), "T4", "interpolate a=0.2"), name)
-    assert failures(X.CHECKS, X.claim_facts(summary(-37.7, 2.1, "undecided"), "T4", "interpolate a=0.2"), name)
+    assert not failures(X.CLAIM_CHECKS, far, name)
+    assert failures(X.CLAIM_CHECKS, X.claim_facts(summary(-3.0, 2.1, "replicated"), "T4", "interpolate a=0.2"), name)
+    assert failures(X.CLAIM_CHECKS, X.claim_facts(summary(-37.7, 2.1, "undecided"), "T4", "interpolate a=0.2"), name)
     with pytest.raises(KeyError, match="T4 'extrapolate a=0.2'"):
         X.claim_facts(summary(-37.7, 2.1, "replicated"), "T4", "extrapolate a=0.2")

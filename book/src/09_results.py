@@ -46,7 +46,7 @@ from ftcl_core.study import checks
 stored = list(csv.DictReader((X.ROOT / "results" / "summary.csv").open()))
 interp = X.claim_facts(stored, "T4", "interpolate a=0.2")
 glue_facts("t4_interp_", interp)
-checks.expect(X.CHECKS, interp, "replicated beyond the paper's size")
+checks.expect(X.CLAIM_CHECKS, interp, "replicated beyond the paper's size")
 
 # %% [markdown]
 # A dot far past its diamond still reads "replicated": the verdict asks whether our effect reaches the paper's, not
