@@ -15,17 +15,25 @@ def row(arm: str, length: int, n: int, diff: float, ci: float, verdict: str, ler
 
 
 def stored_like() -> list[dict]:
-    """Rows shaped like today's map: every arm costs at 30 epochs, the longer lengths not run."""
+    """Rows shaped like today's map: every arm costs at 30 epochs; at 120 +both from the first step costs on three
+    seeds, the other arms short of three; 240 not run."""
     return [row("both", 30, 5, -20.3, 4.2, "contradicted", 0.28), row("both_late", 30, 5, -5.9, 2.1, "contradicted", 0.09),
             row("neg", 30, 5, -2.8, 4.0, "no effect of the paper's size", 0.04),
-            row("pos_late", 30, 5, -6.7, 2.1, "compared")]
+            row("pos_late", 30, 5, -6.7, 2.1, "compared"),
+            row("both", 120, 3, -28.0, 6.0, "contradicted", 0.55), row("both_late", 120, 2, 4.0, 9.0, "undecided"),
+            {"setting": "baseline 120", "n_seeds": 3, "mean": 60.28, "ci95": 4.65, "verdict": "baseline"}]
+
+
+def at_30() -> list[dict]:
+    return [r for r in stored_like() if r["setting"].endswith(" 30")]
 
 
 def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
     facts = H.map_facts(stored_like())
     on_map = [n for n in H.CHECKS if not n.startswith("aim")]
     assert checks.failures(H.CHECKS, facts, *on_map) == {}
-    assert facts["both_30_diff"] == "-20.3 ± 4.2" and facts["both_120_diff"] == "not run"
+    assert facts["both_30_diff"] == "-20.3 ± 4.2" and facts["both_240_diff"] == "not run"
+    assert (facts["baseline_120"], facts["baseline_240"]) == ("60.3 ± 4.7", "not run")
     assert facts["both_30_errors"].startswith(f"{math.exp(0.28):.2f}×")
 
 
@@ -35,7 +43,8 @@ def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
     ("positive-mixing-carries-the-late-cost", row("pos_late", 30, 5, -15.0, 2.1, "compared")),
     ("negatives-alone-not-the-papers-size-at-30", row("neg", 30, 5, 3.0, 2.0, "replicated")),
     ("first-step-costs-at-30", row("both", 30, 2, -20.3, 40.0, "undecided")),
-    ("120-pending", row("both", 120, 3, -3.0, 2.0, "contradicted")),
+    ("first-step-costs-at-120", row("both", 120, 3, 1.0, 2.0, "inconclusive")),
+    ("120-others-pending", row("neg", 120, 3, -3.0, 2.0, "contradicted")),
 ])
 def test_a_flipped_verdict_fails_the_check_bound_to_it(name, flip):
     rows = [r for r in stored_like() if r["setting"] != flip["setting"]] + [flip]
@@ -64,13 +73,13 @@ def test_the_map_figure_lists_every_planned_comparison_in_readable_text():
     from ftcl_core.pages import headroom as PH
     from ftcl_core.pages import plotting as P
 
-    fig = PH.map_figure(stored_like())  # only 30 epochs stored: its four rows, the other lengths left out
+    fig = PH.map_figure(at_30())  # only 30 epochs stored: its four rows, the other lengths left out
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert len(labels) == len(H.ARMS) and all(label.startswith("30 ep.") for label in labels)
     assert "FT worse" in fig.axes[0].get_xlabel() and "FT worse" in fig.axes[1].get_xlabel()
     assert P.smallest_text_px(fig) >= 11
     # one seed at 120 epochs, its errors 1.8x the baseline's, the paper's 0.8x: an axis as wide as today's map
-    longer = stored_like() + [{**row("both", 120, 1, -3.0, float("nan"), "undecided", 0.6), "paper_log_error_ratio": -0.223}]
+    longer = at_30() + [{**row("both", 120, 1, -3.0, float("nan"), "undecided", 0.6), "paper_log_error_ratio": -0.223}]
     fig = PH.map_figure(longer)  # a length with one seed: its four rows, the unstored arms "not run", "(1 seed)"
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert len(labels) == 2 * len(H.ARMS) and sum(label.endswith("(1 seed)") for label in labels) == 1

@@ -602,7 +602,8 @@ CHECKS: dict[str, Check] = {
     "length-short-pair-on-gpu": _length_short_pair_on_gpu,
     "headroom-costs-at-30": _headroom("first-step-costs-at-30", "late-start-costs-at-30",
                                       "late-positive-alone-costs-at-30", "positive-mixing-carries-the-late-cost"),
-    "headroom-longer-pending": _headroom("120-pending", "240-pending"),
+    "headroom-first-step-costs-at-120": _headroom("first-step-costs-at-120"),
+    "headroom-longer-pending": _headroom("120-others-pending", "240-pending"),
 }
 
 

@@ -68,11 +68,14 @@ def map_facts(rows: list[dict]) -> dict:
     points ± 95 % interval (``diff``), the ratio of test errors (``errors``: FT's errors over the baseline's, the
     exponentiated mean paired log error ratio, with its interval), seeds (``n``) and verdict (``verdict``: on the
     paper's claim, on the scale that decided; "compared" where the paper claims nothing; "not run"). Raw values for
-    the checks under the same names with ``_value``/``_ci``/``_word``; ``pending``: the lengths with no stored
-    comparison ("120 and 240")."""
+    the checks under the same names with ``_value``/``_ci``/``_word``; each length's baseline (``baseline_<length>``,
+    mean ± 95 % interval); ``pending``: the lengths with no stored comparison ("120 and 240")."""
     by_setting = {r["setting"]: r for r in rows}
     out: dict = {}
     for length in LENGTHS:
+        base = by_setting.get(setting("baseline", length))
+        n = int(base["n_seeds"]) if base and base["n_seeds"] not in ("", None) else 0
+        out[f"baseline_{length}"] = plus_minus(_float(base["mean"]), _float(base["ci95"])) if n else NOT_RUN
         for arm in ARMS:
             r, key = by_setting.get(setting(arm, length)), f"{arm}_{length}"
             n = int(r["n_seeds"]) if r and r["n_seeds"] not in ("", None) else 0
@@ -178,6 +181,7 @@ CHECKS = {
     "late-positive-alone-costs-at-30": _costs("pos_late_30"),
     "positive-mixing-carries-the-late-cost": _same_cost("pos_late_30", "both_late_30"),
     "negatives-alone-not-the-papers-size-at-30": _word("neg_30", verdicts.NO_EFFECT, verdicts.CONTRADICTED),
-    "120-pending": _pending(120),
+    "first-step-costs-at-120": _costs("both_120"),
+    "120-others-pending": _pending(120, "both_late", "neg", "pos_late"),
     "240-pending": _pending(240),
 }
