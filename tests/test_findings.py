@@ -134,6 +134,8 @@ FLIPS = {
         {**r, "verdict_bh": V.REPLICATED} if (r["table"], r["setting"]) == F.LATE_GAIN else r for r in ev.diagnosis)),
     "headroom-costs-at-30": lambda ev: _headroom(ev, "+both from 9 of 30", verdict=V.REPLICATED, diff_mean=6.0),
     "headroom-first-step-costs-at-120": lambda ev: _headroom(ev, "+both 120", verdict=V.INCONCLUSIVE, diff_mean=1.0),
+    "headroom-late-gains-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=V.INCONCLUSIVE,
+                                                       diff_mean=1.0),
     "headroom-longer-pending": lambda ev: _headroom(ev, "+neg 120", n_seeds=3, verdict=V.CONTRADICTED,
                                                     diff_mean=-3.0, diff_ci95=1.0),
 }

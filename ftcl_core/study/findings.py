@@ -603,7 +603,8 @@ CHECKS: dict[str, Check] = {
     "headroom-costs-at-30": _headroom("first-step-costs-at-30", "late-start-costs-at-30",
                                       "late-positive-alone-costs-at-30", "positive-mixing-carries-the-late-cost"),
     "headroom-first-step-costs-at-120": _headroom("first-step-costs-at-120"),
-    "headroom-longer-pending": _headroom("120-others-pending", "240-pending"),
+    "headroom-late-gains-at-120": _headroom("late-start-gains-at-120"),
+    "headroom-longer-pending": _headroom("120-neg-and-pos-pending", "240-pending"),
 }
 
 

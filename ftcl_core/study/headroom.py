@@ -182,6 +182,7 @@ CHECKS = {
     "positive-mixing-carries-the-late-cost": _same_cost("pos_late_30", "both_late_30"),
     "negatives-alone-not-the-papers-size-at-30": _word("neg_30", verdicts.NO_EFFECT, verdicts.CONTRADICTED),
     "first-step-costs-at-120": _costs("both_120"),
-    "120-others-pending": _pending(120, "both_late", "neg", "pos_late"),
+    "late-start-gains-at-120": _costs("both_late_120", sign=+1),
+    "120-neg-and-pos-pending": _pending(120, "neg", "pos_late"),
     "240-pending": _pending(240),
 }
