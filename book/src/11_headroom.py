@@ -125,13 +125,13 @@ checks.expect(H.CHECKS, cells, "first-step-costs-at-30", "late-start-costs-at-30
 # **Switched on after 30 % of the run, FT now gains**: {glue:md}`hr_both_late_120_diff` points over
 # {glue:md}`hr_both_late_120_n` paired seeds, {glue:md}`hr_both_late_120_errors` the errors (the paper's Table 7:
 # {glue:md}`hr_both_late_paper`, {glue:md}`hr_both_late_paper_ratio`): {glue:md}`hr_both_late_120_verdict`. The
-# same late start cost {glue:md}`hr_both_late_30_diff` at 30 epochs: on a task with room, at 120 epochs of this
+# same {term}`late start` cost {glue:md}`hr_both_late_30_diff` at 30 epochs: on a task with room, at 120 epochs of this
 # network, the paper's late start pays. Whose gain it is, positive extrapolation's or the negatives', the arms
 # still training will say: +neg alone and +pos alone from 30 % at 120 epochs, and the 240-epoch map
 # (`bash tools/headroom_map.sh`, about 25 minutes a 120-epoch run and 50 a 240-epoch run on one CPU thread,
 # committed as each lands). The figure shows what is stored; this section is rewritten as each arm reaches three
 # paired seeds (a check fails the build until it is). [Chapter 7's phase diagram](07_when_ft_helps.ipynb) shows
-# where a {term}`late start` pays on the shapes, near the ceiling.
+# where a late start pays on the shapes, near the ceiling.
 
 # %% tags=["remove-cell"]
 checks.expect(H.CHECKS, cells, "first-step-costs-at-120", "late-start-gains-at-120", "late-start-costs-at-30",
