@@ -1187,7 +1187,7 @@ def claim_facts(rows: list[dict], table: str, setting: str) -> dict:
         raise KeyError(f"results/summary.csv holds no claim of {table} {setting!r}: run python -m ftcl_core summary")
     diff, ci, effect = float(row["diff_mean"]), float(row["diff_ci95"] or "nan"), float(row["effect"])
     return {"diff": plus_minus(diff, ci, signed=True), "effect": fixed(effect, signed=True),
-            "ratio": fixed(diff / effect, 0), "verdict": row["verdict"],
+            "ratio": fixed(float(row["ratio"]), 0), "verdict": row["verdict"],
             "diff_value": diff, "ci_value": ci, "effect_value": effect, "verdict_word": row["verdict"]}
 
 

@@ -74,11 +74,10 @@ def map_facts(rows: list[dict]) -> dict:
     out: dict = {}
     for length in LENGTHS:
         base = by_setting.get(setting("baseline", length))
-        n = int(base["n_seeds"]) if base and base["n_seeds"] not in ("", None) else 0
-        out[f"baseline_{length}"] = plus_minus(_float(base["mean"]), _float(base["ci95"])) if n else NOT_RUN
+        out[f"baseline_{length}"] = plus_minus(_float(base["mean"]), _float(base["ci95"])) if _seeds(base) else NOT_RUN
         for arm in ARMS:
             r, key = by_setting.get(setting(arm, length)), f"{arm}_{length}"
-            n = int(r["n_seeds"]) if r and r["n_seeds"] not in ("", None) else 0
+            n = _seeds(r)
             word = r["verdict"] if r and n else NOT_RUN
             diff, ci = (_float(r["diff_mean"]), _float(r["diff_ci95"])) if n else (math.nan, math.nan)
             ler, ler_ci = (_float(r.get("log_error_ratio")), _float(r.get("log_error_ratio_ci95"))) if n else (
@@ -120,6 +119,11 @@ def paper_facts(example_baseline: float = 98.0) -> dict:
 
 def _float(x) -> float:
     return math.nan if x in ("", None) else float(x)
+
+
+def _seeds(row: dict | None) -> int:
+    """A map row's paired seeds (0 for a setting with no row or a blank count)."""
+    return int(row["n_seeds"]) if row and row["n_seeds"] not in ("", None) else 0
 
 
 def _costs(key: str, sign: int = -1):
