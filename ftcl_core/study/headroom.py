@@ -126,8 +126,8 @@ def _seeds(row: dict | None) -> int:
     return int(row["n_seeds"]) if row and row["n_seeds"] not in ("", None) else 0
 
 
-def _costs(key: str, sign: int = -1):
-    """The arm ``key`` (``<arm>_<length>``) costs readout (``sign`` -1; +1: it gains): 3 or more paired seeds and
+def _side(key: str, sign: int):
+    """The arm ``key`` (``<arm>_<length>``) costs readout (``sign`` -1) or gains it (+1): 3 or more paired seeds and
     an interval wholly on that side of 0 (a claim's verdict on that side, on the scale that decided it)."""
     def check(f: Mapping) -> str | None:
         if f[f"{key}_seeds"] < MIN_SEEDS:
@@ -180,13 +180,13 @@ CHECKS = {
     "aim-spread-met": _aim("spread"),
     "aim-images-met": _aim("images"),
     "aim-longest-met": _aim("longest"),
-    "first-step-costs-at-30": _costs("both_30"),
-    "late-start-costs-at-30": _costs("both_late_30"),
-    "late-positive-alone-costs-at-30": _costs("pos_late_30"),
+    "first-step-costs-at-30": _side("both_30", -1),
+    "late-start-costs-at-30": _side("both_late_30", -1),
+    "late-positive-alone-costs-at-30": _side("pos_late_30", -1),
     "positive-mixing-carries-the-late-cost": _same_cost("pos_late_30", "both_late_30"),
     "negatives-alone-not-the-papers-size-at-30": _word("neg_30", verdicts.NO_EFFECT, verdicts.CONTRADICTED),
-    "first-step-costs-at-120": _costs("both_120"),
-    "late-start-gains-at-120": _costs("both_late_120", sign=+1),
+    "first-step-costs-at-120": _side("both_120", -1),
+    "late-start-gains-at-120": _side("both_late_120", +1),
     "120-neg-and-pos-pending": _pending(120, "neg", "pos_late"),
     "240-pending": _pending(240),
 }
