@@ -136,8 +136,10 @@ FLIPS = {
     "headroom-first-step-costs-at-120": lambda ev: _headroom(ev, "+both 120", verdict=V.INCONCLUSIVE, diff_mean=1.0),
     "headroom-late-gains-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=V.INCONCLUSIVE,
                                                        diff_mean=1.0),
-    "headroom-longer-pending": lambda ev: _headroom(ev, "+neg 120", n_seeds=3, verdict=V.CONTRADICTED,
-                                                    diff_mean=-3.0, diff_ci95=1.0),
+    "headroom-negatives-inconclusive-at-120": lambda ev: _headroom(ev, "+neg 120", verdict=V.CONTRADICTED,
+                                                                   diff_mean=-3.0, diff_ci95=1.0),
+    "headroom-longer-pending": lambda ev: _headroom(ev, "+pos from 36 of 120", n_seeds=3, diff_mean=3.0,
+                                                    diff_ci95=1.0),
 }
 
 

@@ -604,7 +604,8 @@ CHECKS: dict[str, Check] = {
                                       "late-positive-alone-costs-at-30", "positive-mixing-carries-the-late-cost"),
     "headroom-first-step-costs-at-120": _headroom("first-step-costs-at-120"),
     "headroom-late-gains-at-120": _headroom("late-start-gains-at-120"),
-    "headroom-longer-pending": _headroom("120-neg-and-pos-pending", "240-pending"),
+    "headroom-negatives-inconclusive-at-120": _headroom("negatives-alone-inconclusive-at-120"),
+    "headroom-longer-pending": _headroom("120-pos-pending", "240-pending"),
 }
 
 

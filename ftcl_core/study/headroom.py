@@ -150,6 +150,7 @@ def _same_cost(a: str, b: str):
 
 
 def _word(key: str, *words: str):
+    """The arm ``key``'s verdict is one of ``words`` ("not run" and "undecided" are words too)."""
     def check(f: Mapping) -> str | None:
         return None if f[f"{key}_word"] in words else f"{key}: {f[f'{key}_word']}, not {' or '.join(words)}"
     return check
@@ -187,6 +188,7 @@ CHECKS = {
     "negatives-alone-not-the-papers-size-at-30": _word("neg_30", verdicts.NO_EFFECT, verdicts.CONTRADICTED),
     "first-step-costs-at-120": _side("both_120", -1),
     "late-start-gains-at-120": _side("both_late_120", +1),
-    "120-neg-and-pos-pending": _pending(120, "neg", "pos_late"),
+    "negatives-alone-inconclusive-at-120": _word("neg_120", verdicts.INCONCLUSIVE),
+    "120-pos-pending": _pending(120, "pos_late"),
     "240-pending": _pending(240),
 }
