@@ -19,7 +19,7 @@ words_hold() {  # the words bound to the map (chapter 11's checks, the findings 
   "$PY" -c "import sys
 from ftcl_core.study import checks, headroom as H
 rows, records = H.load()
-bad = checks.failures(H.CHECKS, {**H.task_facts(records), **H.map_facts(rows)})
+bad = checks.failures(H.CHECKS, H.facts(rows, records))
 print(*(f'{k}: {v}' for k, v in bad.items()), sep='\n', file=sys.stderr)
 sys.exit(bool(bad))" && "$PY" tools/readme_findings.py --check >/dev/null
 }

@@ -605,7 +605,8 @@ CHECKS: dict[str, Check] = {
     "headroom-first-step-costs-at-120": _headroom("first-step-costs-at-120"),
     "headroom-late-gains-at-120": _headroom("late-start-gains-at-120"),
     "headroom-negatives-inconclusive-at-120": _headroom("negatives-alone-inconclusive-at-120"),
-    "headroom-longer-pending": _headroom("120-pos-pending", "240-pending"),
+    "headroom-positive-alone-gains-at-120": _headroom("late-positive-alone-gains-at-120"),
+    "headroom-longer-pending": _headroom("240-pending"),
 }
 
 

@@ -93,6 +93,27 @@ def map_facts(rows: list[dict]) -> dict:
     return out
 
 
+def gap_facts(records: list[dict]) -> dict:
+    """Whether the negatives add to a late start: +both from 30 % minus +pos alone from 30 %, paired by seed, at
+    each length (``late_gap_<length>_diff``: mean ± 95 % interval in points, ``_n`` seeds; raw ``_value``, ``_ci``,
+    ``_seeds``). A comparison the paper does not make (it starts +pos at the first step): compared, not claimed."""
+    top1 = {(r["setting"], r["seed"]): r["linear_top1"] for r in records}
+    out: dict = {}
+    for length in LENGTHS:
+        both, pos = setting("both_late", length), setting("pos_late", length)
+        gaps = [top1[both, s] - top1[pos, s] for (name, s) in sorted(top1) if name == both and (pos, s) in top1]
+        mean, ci = mean_ci95(gaps)
+        key = f"late_gap_{length}"
+        out |= {f"{key}_diff": plus_minus(mean, ci, signed=True) if gaps else NOT_RUN, f"{key}_n": str(len(gaps)),
+                f"{key}_value": mean, f"{key}_ci": ci, f"{key}_seeds": len(gaps)}
+    return out
+
+
+def facts(rows: list[dict], records: list[dict]) -> dict:
+    """Every fact :data:`CHECKS` reads: :func:`task_facts`, :func:`map_facts` and :func:`gap_facts`."""
+    return {**task_facts(records), **map_facts(rows), **gap_facts(records)}
+
+
 def paper_facts(example_baseline: float = 98.0) -> dict:
     """The paper's effects the map's claims carry (:func:`ftcl_core.study.experiments.Experiment.claims_of`), as the
     chapter quotes them: per arm the effect in points (``<arm>_paper``), its two readouts and their errors and error
@@ -165,6 +186,18 @@ def _pending(length: int, *arms: str):
     return check
 
 
+def _open_gap(length: int):
+    """The negatives' share of the late start at ``length`` epochs is open: 3 or more paired seeds and an interval
+    that holds 0."""
+    def check(f: Mapping) -> str | None:
+        key = f"late_gap_{length}"
+        if f[f"{key}_seeds"] < MIN_SEEDS:
+            return f"{key}: {f[f'{key}_seeds']} paired seed(s)"
+        lo, hi = f[f"{key}_value"] - f[f"{key}_ci"], f[f"{key}_value"] + f[f"{key}_ci"]
+        return None if lo <= 0 <= hi else f"{key}: {f[f'{key}_diff']} excludes 0"
+    return check
+
+
 def _aim(name: str):
     def check(f: Mapping) -> str | None:
         if name == "longest" and not math.isfinite(f["longest_value"]):
@@ -189,6 +222,7 @@ CHECKS = {
     "first-step-costs-at-120": _side("both_120", -1),
     "late-start-gains-at-120": _side("both_late_120", +1),
     "negatives-alone-inconclusive-at-120": _word("neg_120", verdicts.INCONCLUSIVE),
-    "120-pos-pending": _pending(120, "pos_late"),
+    "late-positive-alone-gains-at-120": _side("pos_late_120", +1),
+    "negatives-share-of-the-late-gain-open-at-120": _open_gap(120),
     "240-pending": _pending(240),
 }
