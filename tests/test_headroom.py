@@ -30,8 +30,9 @@ def at_30() -> list[dict]:
 
 
 def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
-    facts = H.map_facts(stored_like())
-    on_map = [n for n in H.CHECKS if not n.startswith("aim") and "share" not in n]  # the share reads runs: below
+    runs = late_records([0.5, 1.2, 0.6, 0.9, 0.8], 30) + late_records([2.8, 2.5, 0.4], 120)  # the late arms' gaps
+    facts = {**H.map_facts(stored_like()), **H.gap_facts(runs)}
+    on_map = [n for n in H.CHECKS if not n.startswith("aim")]
     assert checks.failures(H.CHECKS, facts, *on_map) == {}
     assert facts["both_30_diff"] == "-20.3 ± 4.2" and facts["both_240_diff"] == "not run"
     assert (facts["baseline_120"], facts["baseline_240"]) == ("60.3 ± 4.7", "not run")
@@ -101,11 +102,11 @@ def test_the_papers_effects_come_from_the_map_file_and_the_ceiling_example_is_be
     assert facts["steps_30"] == "1 170"
 
 
-def late_records(gaps: list[float]) -> list[dict]:
-    """Runs of +both and +pos alone from 30 % at 120 epochs, one seed per gap, +both above +pos by that gap."""
+def late_records(gaps: list[float], length: int = 120) -> list[dict]:
+    """Runs of +both and +pos alone from 30 % at ``length`` epochs, one seed per gap, +both above +pos by that gap."""
     return [r for seed, gap in enumerate(gaps) for r in (
-        {"setting": H.setting("pos_late", 120), "seed": seed, "linear_top1": 60.0 + seed},
-        {"setting": H.setting("both_late", 120), "seed": seed, "linear_top1": 60.0 + seed + gap})]
+        {"setting": H.setting("pos_late", length), "seed": seed, "linear_top1": 60.0 + seed},
+        {"setting": H.setting("both_late", length), "seed": seed, "linear_top1": 60.0 + seed + gap})]
 
 
 def test_the_negatives_share_of_the_late_gain_is_paired_by_seed_and_open_only_when_its_interval_holds_0():
@@ -118,3 +119,11 @@ def test_the_negatives_share_of_the_late_gain_is_paired_by_seed_and_open_only_wh
     assert name in checks.failures(H.CHECKS, H.gap_facts(late_records([2.8, -2.5])), name)  # below the seeds needed
     unpaired = late_records([1.0, -1.0, 0.5]) + [{"setting": H.setting("both_late", 120), "seed": 9, "linear_top1": 99.0}]
     assert H.gap_facts(unpaired)["late_gap_120_n"] == "3"  # a seed with one arm only is left out
+
+
+def test_the_negatives_win_back_little_of_the_30_epoch_late_cost_only_when_their_lead_is_decided_and_small():
+    name = "negatives-win-back-little-at-30"
+    cost = {"pos_late_30_value": -6.7}  # +pos alone from 30 % at 30 epochs, as stored
+    assert checks.failures(H.CHECKS, {**H.gap_facts(late_records([0.5, 1.2, 0.6, 0.9, 0.8], 30)), **cost}, name) == {}
+    for gaps in ([-0.5, 1.2, 0.1, 0.9, -0.8], [4.0, 4.5, 4.2, 4.1, 4.4], [0.8, 0.9]):  # holds 0; not little; 2 seeds
+        assert name in checks.failures(H.CHECKS, {**H.gap_facts(late_records(gaps, 30)), **cost}, name)

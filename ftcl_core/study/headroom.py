@@ -198,6 +198,19 @@ def _open_gap(length: int):
     return check
 
 
+def _little_back(length: int):
+    """The negatives win back a little of a late start's cost at ``length`` epochs: the pair's lead over +pos alone
+    (3 or more paired seeds) lies wholly above 0 and its mean below half of +pos alone's cost."""
+    def check(f: Mapping) -> str | None:
+        key, cost = f"late_gap_{length}", -f[f"pos_late_{length}_value"]
+        if f[f"{key}_seeds"] < MIN_SEEDS:
+            return f"{key}: {f[f'{key}_seeds']} paired seed(s)"
+        if f[f"{key}_value"] - f[f"{key}_ci"] <= 0:
+            return f"{key}: {f[f'{key}_diff']} does not exclude 0"
+        return None if f[f"{key}_value"] < cost / 2 else f"{key}: {f[f'{key}_diff']} is not little of a {cost:.1f} cost"
+    return check
+
+
 def _aim(name: str):
     def check(f: Mapping) -> str | None:
         if name == "longest" and not math.isfinite(f["longest_value"]):
@@ -218,6 +231,7 @@ CHECKS = {
     "late-start-costs-at-30": _side("both_late_30", -1),
     "late-positive-alone-costs-at-30": _side("pos_late_30", -1),
     "positive-mixing-carries-the-late-cost": _same_cost("pos_late_30", "both_late_30"),
+    "negatives-win-back-little-at-30": _little_back(30),
     "negatives-alone-not-the-papers-size-at-30": _word("neg_30", verdicts.NO_EFFECT, verdicts.CONTRADICTED),
     "first-step-costs-at-120": _side("both_120", -1),
     "late-start-gains-at-120": _side("both_late_120", +1),
