@@ -31,7 +31,7 @@ def at_30() -> list[dict]:
 
 def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
     runs = late_records([0.5, 1.2, 0.6, 0.9, 0.8], 30) + late_records([2.8, 2.5, 0.4], 120)  # the late arms' gaps
-    facts = {**H.map_facts(stored_like()), **H.gap_facts(runs)}
+    facts = {**H.map_facts(stored_like()), **H.gap_facts(runs), "planned": 5}
     on_map = [n for n in H.CHECKS if not n.startswith("aim")]
     assert checks.failures(H.CHECKS, facts, *on_map) == {}
     assert facts["both_30_diff"] == "-20.3 ± 4.2" and facts["both_240_diff"] == "not run"
@@ -50,6 +50,7 @@ def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
     ("negatives-alone-inconclusive-at-120", row("neg", 120, 3, -3.0, 2.0, "contradicted")),
     ("late-positive-alone-gains-at-120", row("pos_late", 120, 3, 1.0, 2.0, "compared")),
     ("240-pending", row("neg", 240, 3, -3.0, 2.0, "contradicted")),
+    ("late-start-costs-less-at-30", row("both_late", 30, 5, -15.0, 2.1, "contradicted", 0.2)),
 ])
 def test_a_flipped_verdict_fails_the_check_bound_to_it(name, flip):
     rows = [r for r in stored_like() if r["setting"] != flip["setting"]] + [flip]
@@ -127,3 +128,16 @@ def test_the_negatives_win_back_little_of_the_30_epoch_late_cost_only_when_their
     assert checks.failures(H.CHECKS, {**H.gap_facts(late_records([0.5, 1.2, 0.6, 0.9, 0.8], 30)), **cost}, name) == {}
     for gaps in ([-0.5, 1.2, 0.1, 0.9, -0.8], [4.0, 4.5, 4.2, 4.1, 4.4], [0.8, 0.9]):  # holds 0; not little; 2 seeds
         assert name in checks.failures(H.CHECKS, {**H.gap_facts(late_records(gaps, 30)), **cost}, name)
+
+
+def test_the_120_epoch_numbers_may_move_only_while_an_arm_is_short_of_the_planned_seeds():
+    name = "120-short-of-the-planned-seeds"
+    rows = stored_like()
+    facts = H.map_facts(rows)
+    assert facts["seeds_120"] == "3" and facts["seeds_30"] == "5"
+    assert checks.failures(H.CHECKS, {**facts, "planned": 5}, name) == {}
+    full = [{**r, "n_seeds": 5} if r["setting"].endswith(" 120") else r for r in rows]
+    assert H.map_facts(full)["seeds_120"] == "5"
+    assert name in checks.failures(H.CHECKS, {**H.map_facts(full), "planned": 5}, name)
+    mixed = [{**r, "n_seeds": 4} if r["setting"] == H.setting("both", 120) else r for r in rows]
+    assert H.map_facts(mixed)["seeds_120"] == "3–4"

@@ -83,10 +83,12 @@ checks.expect(H.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met
 # ## The map
 #
 # Four arms, each against the baseline of the same length and seed, with the paper's FT settings unchanged: +pos +neg
-# from the first step (Table 5), +pos +neg from 30 % of the run (Table 7's start 30 of 100), +neg alone (Table 5)
-# and +pos alone from 30 % (no paper number: it asks whose the late effect is). Dots are our paired differences
-# (mean ± 95 % interval over the seeds), diamonds the paper's own effect on each scale. Lengths with no stored
-# comparison yet are left out of the figure: {glue:md}`hr_pending` epochs.
+# from the first step (Table 5), +pos +neg from 30 % of the run (Table 7's start 30 of 100), +neg alone from the
+# first step (Table 5) and +pos alone from 30 % (no paper number: it asks whose the late effect is). Dots are our
+# paired differences (mean ± 95 % interval over the seeds each row names), coloured by {term}`verdict`; diamonds are
+# the paper's own effect on each scale. The two panels point opposite ways: a gain lies right of zero on the left
+# and left of 1× on the right (fewer errors). Lengths with no stored comparison yet are left out of the figure:
+# {glue:md}`hr_pending` epochs.
 
 # %% tags=["hide-input"]
 PH.map_figure(rows)
@@ -95,8 +97,8 @@ plt.show()
 # %% [markdown]
 # At 30 epochs, with five paired seeds:
 #
-# - **Positive mixing carries the cost.** Switched on after 30 % of the run, +pos alone costs
-#   {glue:md}`hr_pos_late_30_diff` points, as much as +pos +neg together ({glue:md}`hr_both_late_30_diff`,
+# - **Positive extrapolation carries the cost.** Switched on after 30 % of the run, +pos alone reads
+#   {glue:md}`hr_pos_late_30_diff` points, nearly as much as +pos +neg together ({glue:md}`hr_both_late_30_diff`,
 #   {glue:md}`hr_both_late_30_errors` the baseline's errors; the paper: {glue:md}`hr_both_late_paper`,
 #   {glue:md}`hr_both_late_paper_ratio`): {glue:md}`hr_both_late_30_verdict`. Paired by seed, the pair reads
 #   {glue:md}`hr_late_gap_30_diff` points above +pos alone: the negatives win back a little of that cost.
@@ -104,16 +106,17 @@ plt.show()
 #   errors, where the paper gains {glue:md}`hr_both_paper` ({glue:md}`hr_both_paper_ratio`):
 #   {glue:md}`hr_both_30_verdict`.
 # - **+neg alone** changes {term}`readout` by {glue:md}`hr_neg_30_diff` points ({glue:md}`hr_neg_30_errors` the errors; the
-#   paper: {glue:md}`hr_neg_paper`): {glue:md}`hr_neg_30_verdict`.
+#   paper: {glue:md}`hr_neg_paper`, {glue:md}`hr_neg_paper_ratio`): {glue:md}`hr_neg_30_verdict`.
 #
-# Three of the paper's claims are judged here, {term}`Benjamini-Hochberg` adjusted within the map; +pos alone is compared,
-# not claimed. So with room to help, at this length, network and data, FT does not help: the result of chapters 6-7
-# holds off the ceiling too.
+# Three of the paper's claims are judged here, {term}`Benjamini-Hochberg` adjusted within the map; +pos alone is
+# compared, not claimed. So at 30 epochs, with room to help, FT does not help at this network and data: as on the
+# shapes of chapters 6-7, it costs most from the first step and less from a {term}`late start`. At 120 epochs the
+# late start pays (below).
 
 # %% tags=["remove-cell"]
 checks.expect(H.CHECKS, facts, "first-step-costs-at-30", "late-start-costs-at-30", "late-positive-alone-costs-at-30",
               "positive-mixing-carries-the-late-cost", "negatives-win-back-little-at-30",
-              "negatives-alone-not-the-papers-size-at-30")
+              "negatives-alone-not-the-papers-size-at-30", "late-start-costs-less-at-30", "late-start-gains-at-120")
 
 # %% [markdown]
 # ## Longer runs
@@ -127,29 +130,32 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-30", "late-start-costs-at-30
 # **Switched on after 30 % of the run, FT now gains**: {glue:md}`hr_both_late_120_diff` points over
 # {glue:md}`hr_both_late_120_n` paired seeds, {glue:md}`hr_both_late_120_errors` the errors (the paper's Table 7:
 # {glue:md}`hr_both_late_paper`, {glue:md}`hr_both_late_paper_ratio`): {glue:md}`hr_both_late_120_verdict`. The
-# same {term}`late start` cost {glue:md}`hr_both_late_30_diff` at 30 epochs: on a task with room, at 120 epochs of this
-# network, the paper's late start pays.
+# same late start read {glue:md}`hr_both_late_30_diff` at 30 epochs: on a task with room, at 120 epochs of
+# this network, the paper's late start pays.
 #
-# **Whose gain is it?** Positive extrapolation's, at least in part. Switched on at the same point, {term}`+pos` alone
-# gains {glue:md}`hr_pos_late_120_diff` points over {glue:md}`hr_pos_late_120_n` paired seeds
+# **The negatives are not needed for that gain.** Switched on at the same point, {term}`+pos` alone gains
+# {glue:md}`hr_pos_late_120_diff` points over {glue:md}`hr_pos_late_120_n` paired seeds
 # ({glue:md}`hr_pos_late_120_errors` the errors). The component that costs from the first step
 # ([chapter 6](06_feature_transformations.ipynb)), and still costs when switched on late at 30 epochs, gains when
-# switched on late at 120. Whether the negatives add to it, these seeds cannot tell: the pair reads
-# {glue:md}`hr_late_gap_120_diff` points above +pos alone, paired by seed, an interval that holds zero. Nor does +neg alone settle it: from the first step, Table 5's claim of
-# {glue:md}`hr_neg_paper` points, it reads {glue:md}`hr_neg_120_diff` ({glue:md}`hr_neg_120_errors` the errors):
+# switched on late at 120. Whether the negatives add to it, these seeds cannot tell: +pos +neg reads
+# {glue:md}`hr_late_gap_120_diff` points above +pos alone, paired by seed, an interval that holds zero.
+#
+# **+neg alone**, Table 5's claim of {glue:md}`hr_neg_paper` points ({glue:md}`hr_neg_paper_ratio` the errors), reads
+# {glue:md}`hr_neg_120_diff` from the first step ({glue:md}`hr_neg_120_errors` the errors):
 # {glue:md}`hr_neg_120_verdict`, an interval that holds both no change and the paper's gain.
 #
-# At 120 epochs that makes three of the paper's claims judged (+both from the first step and from 30 %, +neg) and
-# two comparisons it does not make (+pos alone from 30 %, and the pair against it: the paper starts +pos at the
-# first step). The 240-epoch map is still training (`bash tools/headroom_map.sh`, about 25 minutes a 120-epoch run
-# and 50 a 240-epoch run on one CPU thread, committed as each lands); this section is rewritten as its arms reach
-# three paired seeds (a check fails the build until it is). [Chapter 7's phase diagram](07_when_ft_helps.ipynb)
-# shows where a late start pays on the shapes, near the ceiling.
+# At 120 epochs three of the paper's claims are judged (+pos +neg from the first step and from 30 %, +neg alone) and
+# two comparisons it does not make (+pos alone from 30 %, and +pos +neg against it: the paper starts +pos at the
+# first step). These arms hold {glue:md}`hr_seeds_120` of the {glue:md}`hr_planned_seeds` planned seeds so far, so
+# their numbers may still move; the 240-epoch arms are still training (`bash tools/headroom_map.sh` trains them:
+# about 25 minutes a 120-epoch run and 50 a 240-epoch run on one CPU thread). [Chapter 7's phase
+# diagram](#phase-diagram) shows where a late start pays on the shapes, near the ceiling.
 
 # %% tags=["remove-cell"]
 checks.expect(H.CHECKS, facts, "first-step-costs-at-120", "late-start-gains-at-120", "late-start-costs-at-30",
               "late-positive-alone-costs-at-30", "late-positive-alone-gains-at-120",
-              "negatives-share-of-the-late-gain-open-at-120", "negatives-alone-inconclusive-at-120", "240-pending")
+              "negatives-share-of-the-late-gain-open-at-120", "negatives-alone-inconclusive-at-120",
+              "120-short-of-the-planned-seeds", "240-pending")
 
 # %% [markdown]
 # (try-it-11)=
@@ -159,7 +165,7 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-120", "late-start-gains-at-1
 #   --out runs/try-base` and `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml seed=5
 #   ft.pos=true ft.start_epoch=9 --out runs/try-pos` train a sixth baseline and its +pos arm from 30 % (about 8
 #   minutes each on two cores). Each folder's `eval.json` holds the {term}`linear readout`: expect the +pos run below
-#   its baseline, as the figure's blue dot is.
+#   its baseline, as the figure's 30-epoch blue dot is.
 # * **A harder task.** `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml data.clutter=2
 #   data.eval_split=val --out runs/try-clutter` scores a baseline with two distractors on the validation split, as
 #   the screen did (its one seed read less than with one distractor: `results/screens/2026-12-02_headroom-task.md`

@@ -39,9 +39,8 @@ def map_figure(rows: list[Mapping]):
     stored comparison (the first length when none is): left, the paired
     difference in linear top-1 (points, mean ± 95 % CI over seeds); right, the ratio of test errors (FT's over the
     baseline's, log scale, 1 = no change); dots coloured by verdict, the paper's effect as a hollow orange diamond on each
-    scale (its two numbers' difference, and their error ratio), "(n seeds)" in the row's label where a comparison
-    holds fewer than the 3 paired seeds a verdict needs, "not run" where it holds none; each axis says which side is
-    FT's loss. ``rows``:
+    scale (its two numbers' difference, and their error ratio), "(n seeds)" in the row's label (below 3 paired seeds
+    a comparison is undecided), "not run" where it holds none; each axis says which side is FT's loss. ``rows``:
     :func:`ftcl_core.study.diagnosis.headroom_rows`."""
     import matplotlib.pyplot as plt
 
@@ -52,8 +51,8 @@ def map_figure(rows: list[Mapping]):
         for arm in H.ARMS:
             cell = by_setting.get(H.setting(arm, length), {})
             n = int(_num(cell.get("n_seeds")) or 0) if cell else 0
-            few = f"  ({n} seed{'s' if n > 1 else ''})" if 0 < n < 3 else ""  # fewer than a verdict needs
-            labels.append(f"{length} ep.  {ARM_LABELS[arm]}{few}")
+            seeds = f"  ({n} seed{'s' if n > 1 else ''})" if n else ""  # below 3: fewer than a verdict needs
+            labels.append(f"{length} ep.  {ARM_LABELS[arm]}{seeds}")
             cells.append(cell)
     ys = np.arange(len(cells))[::-1]
     fig, (left, right) = plt.subplots(1, 2, figsize=(P.BOOK_WIDTH_IN, 0.3 * len(cells) + 1.9), sharey=True,

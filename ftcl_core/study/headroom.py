@@ -88,6 +88,9 @@ def map_facts(rows: list[dict]) -> dict:
             out[f"{key}_n"] = str(n)
             out[f"{key}_verdict"] = verdicts.labelled(word, r.get("scale", "") if r else "")
             out[f"{key}_value"], out[f"{key}_ci"], out[f"{key}_word"], out[f"{key}_seeds"] = diff, ci, word, n
+    for length in LENGTHS:  # the paired seeds of the length's arms: "3", or "3-4" where they differ
+        lo, hi = min(out[f"{a}_{length}_seeds"] for a in ARMS), max(out[f"{a}_{length}_seeds"] for a in ARMS)
+        out[f"seeds_{length}"], out[f"seeds_{length}_least"] = str(lo) if lo == hi else f"{lo}–{hi}", lo
     pending = [n for n in LENGTHS if not any(out[f"{a}_{n}_seeds"] for a in ARMS)]
     out["pending"] = " and ".join(str(n) for n in pending) or "none"  # the lengths with no stored comparison
     return out
@@ -110,8 +113,11 @@ def gap_facts(records: list[dict]) -> dict:
 
 
 def facts(rows: list[dict], records: list[dict]) -> dict:
-    """Every fact :data:`CHECKS` reads: :func:`task_facts`, :func:`map_facts` and :func:`gap_facts`."""
-    return {**task_facts(records), **map_facts(rows), **gap_facts(records)}
+    """Every fact :data:`CHECKS` reads: :func:`task_facts`, :func:`map_facts` and :func:`gap_facts`, and the seeds
+    the map plans (``planned_seeds``; raw ``planned``)."""
+    planned = len(X.Experiment.load(MAP).seeds)
+    return {**task_facts(records), **map_facts(rows), **gap_facts(records), "planned_seeds": str(planned),
+            "planned": planned}
 
 
 def paper_facts(example_baseline: float = 98.0) -> dict:
@@ -211,6 +217,25 @@ def _little_back(length: int):
     return check
 
 
+def _costs_less(a: str, b: str):
+    """Arm ``a`` costs less than arm ``b``: 3 or more paired seeds each, ``a``'s interval wholly above ``b``'s."""
+    def check(f: Mapping) -> str | None:
+        if min(f[f"{a}_seeds"], f[f"{b}_seeds"]) < MIN_SEEDS:
+            return f"{a} or {b} below {MIN_SEEDS} paired seeds"
+        lo_a, hi_b = f[f"{a}_value"] - f[f"{a}_ci"], f[f"{b}_value"] + f[f"{b}_ci"]
+        return None if lo_a > hi_b else f"{a} {f[f'{a}_diff']} overlaps {b} {f[f'{b}_diff']}"
+    return check
+
+
+def _short_of_plan(length: int):
+    """Some arm at ``length`` epochs holds fewer paired seeds than the map plans: the text says its numbers may move."""
+    def check(f: Mapping) -> str | None:
+        if f[f"seeds_{length}_least"] < f["planned"]:
+            return None
+        return f"every arm at {length} epochs holds the {f['planned']} planned seeds"
+    return check
+
+
 def _aim(name: str):
     def check(f: Mapping) -> str | None:
         if name == "longest" and not math.isfinite(f["longest_value"]):
@@ -235,6 +260,8 @@ CHECKS = {
     "negatives-alone-not-the-papers-size-at-30": _word("neg_30", verdicts.NO_EFFECT, verdicts.CONTRADICTED),
     "first-step-costs-at-120": _side("both_120", -1),
     "late-start-gains-at-120": _side("both_late_120", +1),
+    "late-start-costs-less-at-30": _costs_less("both_late_30", "both_30"),
+    "120-short-of-the-planned-seeds": _short_of_plan(120),
     "negatives-alone-inconclusive-at-120": _word("neg_120", verdicts.INCONCLUSIVE),
     "late-positive-alone-gains-at-120": _side("pos_late_120", +1),
     "negatives-share-of-the-late-gain-open-at-120": _open_gap(120),
