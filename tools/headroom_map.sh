@@ -6,7 +6,8 @@
 #
 #   bash tools/headroom_map.sh              # all of it (~20 h on 2 CPU cores)
 #   bash tools/headroom_map.sh 30           # the 30-epoch map only
-#   FTCL_COMMIT=1 bash tools/headroom_map.sh  # also commit each run as it lands (its folder and results/headroom.csv),
+#   FTCL_COMMIT=1 bash tools/headroom_map.sh  # also commit each run as it lands (its folder, results/headroom.csv and
+#       the README's findings block, whose numbers it moves),
 #       unless the book's words bound to the map no longer hold with it (then it stays on disk until they are rewritten)
 #   PARALLEL=2 bash tools/headroom_map.sh 120   # two processes of one thread each (sweep --parallel 2): about 10 %
 #       more runs an hour on 2 cores (results/screens/2026-12-03_parallel-threads.md), both cores busy
@@ -34,6 +35,8 @@ commit_landed() {  # every finished run of the map not yet in git, each in its o
     case " $HELD " in *" $DIR "*) continue ;; esac
     "$PY" -c "from ftcl_core.study.diagnosis import HEADROOM_CSV, headroom_rows, write_diagnosis_csv as w
 w(headroom_rows(), HEADROOM_CSV)" || echo "results/headroom.csv not rewritten: run python -m ftcl_core summary" >&2
+    # the README's findings block carries the map's numbers: rewrite it (only while every findings check passes)
+    "$PY" tools/readme_findings.py >/dev/null || echo "README.md's findings not rewritten: a findings check fails" >&2
     if ! words_hold; then  # a commit now would leave the book failing its build: keep the run on disk, uncommitted
       echo "$DIR not committed: the text bound to the map must be rewritten first (chapter 11, book/findings.md;" \
            "then python -m ftcl_core summary and commit the run with the text)" >&2
@@ -41,8 +44,8 @@ w(headroom_rows(), HEADROOM_CSV)" || echo "results/headroom.csv not rewritten: r
       continue
     fi
     for TRY in 1 2 3; do  # the index may be locked by a commit in the foreground: wait and try again
-      if git add "$DIR" results/headroom.csv \
-         && git commit -q -m "Issue 50: H-map-v1 ${DIR#results/cpu/H-map-v1/} (tools/headroom_map.sh)" -- "$DIR" results/headroom.csv; then
+      if git add "$DIR" results/headroom.csv README.md \
+         && git commit -q -m "Issue 50: H-map-v1 ${DIR#results/cpu/H-map-v1/} (tools/headroom_map.sh)" -- "$DIR" results/headroom.csv README.md; then
         break
       fi
       sleep 20
