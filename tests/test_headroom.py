@@ -47,6 +47,7 @@ def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
     ("first-step-costs-at-30", row("both", 30, 2, -20.3, 40.0, "undecided")),
     ("first-step-costs-at-120", row("both", 120, 3, 1.0, 2.0, "inconclusive")),
     ("late-start-gains-at-120", row("both_late", 120, 3, 1.0, 4.0, "inconclusive")),
+    ("late-start-replicates-at-120", row("both_late", 120, 3, 2.0, 1.0, "smaller than the paper")),
     ("negatives-alone-inconclusive-at-120", row("neg", 120, 3, -3.0, 2.0, "contradicted")),
     ("late-positive-alone-gains-at-120", row("pos_late", 120, 3, 1.0, 2.0, "compared")),
     ("240-pending", row("neg", 240, 3, -3.0, 2.0, "contradicted")),
