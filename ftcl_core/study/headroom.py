@@ -213,7 +213,7 @@ def _little_back(length: int):
             return f"{key}: {f[f'{key}_seeds']} paired seed(s)"
         if f[f"{key}_value"] - f[f"{key}_ci"] <= 0:
             return f"{key}: {f[f'{key}_diff']} does not exclude 0"
-        return None if f[f"{key}_value"] < cost / 2 else f"{key}: {f[f'{key}_diff']} is not little of a {cost:.1f} cost"
+        return None if f[f"{key}_value"] < cost / 2 else f"{key}: {f[f'{key}_diff']} against a {cost:.1f} cost"
     return check
 
 
