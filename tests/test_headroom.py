@@ -142,3 +142,12 @@ def test_the_120_epoch_numbers_may_move_only_while_an_arm_is_short_of_the_planne
     assert name in checks.failures(H.CHECKS, {**H.map_facts(full), "planned": 5}, name)
     mixed = [{**r, "n_seeds": 4} if r["setting"] == H.setting("both", 120) else r for r in rows]
     assert H.map_facts(mixed)["seeds_120"] == "3–4"
+
+
+def test_the_error_axis_reaches_a_labelled_tick_beyond_an_interval_near_its_end():
+    from ftcl_core.pages import headroom as PH
+
+    lo, hi = PH._padded(0.75, 1.95)  # an interval reaching 1.91x on an axis that matplotlib ends at 1.95
+    assert hi > 2 and 2 in PH._spaced_ticks(lo, hi) and lo < 0.67
+    assert PH._padded(0.9, 1.6) == (0.8 / 1.04, 2 * 1.04)  # each end to the nearest round ratio within 1.25x
+    assert PH._padded(0.3, 5.5) == (0.25 / 1.04, 5.5)  # none within reach above 5.5: that end stays

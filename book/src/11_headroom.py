@@ -73,7 +73,7 @@ plt.show()
 # (aim: 20 or more); its seed-to-seed SD is {glue:md}`hr_spread` points (aim: 3 or less); 0.5 point is
 # {glue:md}`hr_half_point` of its {glue:md}`hr_test_images` test images (aim: 10 or more). At 240 epochs, the
 # longest length planned, the baseline still reads {glue:md}`hr_longest` % (seeds so far: {glue:md}`hr_longest_n`;
-# aim: 90 or less), so the room remains at every length of the map.
+# aim: 90 or less), so far the room remains at every length of the map.
 
 # %% tags=["remove-cell"]
 checks.expect(H.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met", "aim-longest-met")
@@ -97,11 +97,11 @@ plt.show()
 # %% [markdown]
 # At 30 epochs, with five paired seeds:
 #
-# - **Positive extrapolation carries the cost.** Switched on after 30 % of the run, +pos alone reads
-#   {glue:md}`hr_pos_late_30_diff` points, nearly as much as +pos +neg together ({glue:md}`hr_both_late_30_diff`,
-#   {glue:md}`hr_both_late_30_errors` the baseline's errors; the paper: {glue:md}`hr_both_late_paper`,
-#   {glue:md}`hr_both_late_paper_ratio`): {glue:md}`hr_both_late_30_verdict`. Paired by seed, the pair reads
-#   {glue:md}`hr_late_gap_30_diff` points above +pos alone: the negatives win back a little of that cost.
+# - **Switched on after 30 % of the run**, +pos +neg reads {glue:md}`hr_both_late_30_diff` points
+#   ({glue:md}`hr_both_late_30_errors` the baseline's errors; the paper: {glue:md}`hr_both_late_paper`,
+#   {glue:md}`hr_both_late_paper_ratio`): {glue:md}`hr_both_late_30_verdict`. **Positive extrapolation carries that
+#   cost**: +pos alone from the same point reads {glue:md}`hr_pos_late_30_diff`, and the pair reads
+#   {glue:md}`hr_late_gap_30_diff` points above it, paired by seed: the negatives win back a little.
 # - **From the first step it costs most**: {glue:md}`hr_both_30_diff` points, {glue:md}`hr_both_30_errors` the
 #   errors, where the paper gains {glue:md}`hr_both_paper` ({glue:md}`hr_both_paper_ratio`):
 #   {glue:md}`hr_both_30_verdict`.
@@ -109,7 +109,7 @@ plt.show()
 #   paper: {glue:md}`hr_neg_paper`, {glue:md}`hr_neg_paper_ratio`): {glue:md}`hr_neg_30_verdict`.
 #
 # Three of the paper's claims are judged here, {term}`Benjamini-Hochberg` adjusted within the map; +pos alone is
-# compared, not claimed. So at 30 epochs, with room to help, FT does not help at this network and data: as on the
+# compared, not claimed. So at 30 epochs, with room to help, FT does not help with this network and data: as on the
 # shapes of chapters 6-7, it costs most from the first step and less from a {term}`late start`. At 120 epochs the
 # late start pays (below).
 
@@ -129,11 +129,12 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-30", "late-start-costs-at-30
 #
 # **Switched on after 30 % of the run, FT now gains**: {glue:md}`hr_both_late_120_diff` points over
 # {glue:md}`hr_both_late_120_n` paired seeds, {glue:md}`hr_both_late_120_errors` the errors (the paper's Table 7:
-# {glue:md}`hr_both_late_paper`, {glue:md}`hr_both_late_paper_ratio`): {glue:md}`hr_both_late_120_verdict`. The
-# same late start read {glue:md}`hr_both_late_30_diff` at 30 epochs: on a task with room, at 120 epochs of
+# {glue:md}`hr_both_late_paper`, {glue:md}`hr_both_late_paper_ratio`): {glue:md}`hr_both_late_120_verdict`
+# (after {term}`Benjamini-Hochberg` within the map, q = {glue:md}`hr_both_late_120_q`:
+# {glue:md}`hr_both_late_120_verdict_bh`). The same late start read {glue:md}`hr_both_late_30_diff` at 30 epochs: on a task with room, at 120 epochs of
 # this network, the paper's late start pays.
 #
-# **The negatives are not needed for that gain.** Switched on at the same point, {term}`+pos` alone gains
+# **A late gain does not need the negatives.** Switched on at the same point, {term}`+pos` alone gains
 # {glue:md}`hr_pos_late_120_diff` points over {glue:md}`hr_pos_late_120_n` paired seeds
 # ({glue:md}`hr_pos_late_120_errors` the errors). The component that costs from the first step
 # ([chapter 6](06_feature_transformations.ipynb)), and still costs when switched on late at 30 epochs, gains when
@@ -145,10 +146,11 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-30", "late-start-costs-at-30
 # {glue:md}`hr_neg_120_verdict`, an interval that holds both no change and the paper's gain.
 #
 # At 120 epochs three of the paper's claims are judged (+pos +neg from the first step and from 30 %, +neg alone) and
-# two comparisons it does not make (+pos alone from 30 %, and +pos +neg against it: the paper starts +pos at the
-# first step). These arms hold {glue:md}`hr_seeds_120` of the {glue:md}`hr_planned_seeds` planned seeds so far, so
+# two comparisons it does not make (+pos alone from 30 %, and +pos +neg against it: the paper reports +pos alone only
+# from the first step, in Table 5). These arms hold {glue:md}`hr_seeds_120` of the {glue:md}`hr_planned_seeds` planned seeds so far, so
 # their numbers may still move; the 240-epoch arms are still training (`bash tools/headroom_map.sh` trains them:
-# about 25 minutes a 120-epoch run and 50 a 240-epoch run on one CPU thread). [Chapter 7's phase
+# a baseline took about {glue:md}`hr_minutes_120` minutes at 120 epochs and {glue:md}`hr_minutes_240` at 240 here,
+# on one CPU thread). [Chapter 7's phase
 # diagram](#phase-diagram) shows where a late start pays on the shapes, near the ceiling.
 
 # %% tags=["remove-cell"]
@@ -163,13 +165,13 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-120", "late-start-gains-at-1
 #
 # * **One more pair.** `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml seed=5
 #   --out runs/try-base` and `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml seed=5
-#   ft.pos=true ft.start_epoch=9 --out runs/try-pos` train a sixth baseline and its +pos arm from 30 % (about 8
-#   minutes each on two cores). Each folder's `eval.json` holds the {term}`linear readout`: expect the +pos run below
+#   ft.pos=true ft.start_epoch=9 --out runs/try-pos` train a sixth baseline and its +pos arm from 30 % (the map's
+#   30-epoch baselines took about {glue:md}`hr_minutes_30` minutes each on one CPU thread). Each folder's `eval.json` holds the {term}`linear readout`: expect the +pos run below
 #   its baseline, as the figure's 30-epoch blue dot is.
 # * **A harder task.** `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml data.clutter=2
 #   data.eval_split=val --out runs/try-clutter` scores a baseline with two distractors on the validation split, as
 #   the screen did (its one seed read less than with one distractor: `results/screens/2026-12-02_headroom-task.md`
 #   has both).
 # * **A longer baseline.** `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml train.epochs=60
-#   optim.milestones=[36,48] --out runs/try-60` doubles the run (about 16 minutes). Compare its readout with the
+#   optim.milestones=[36,48] --out runs/try-60` doubles the run (and its time). Compare its readout with the
 #   30-epoch baseline above: how much room is left for FT to show the paper's gain?

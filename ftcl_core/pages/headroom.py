@@ -24,11 +24,22 @@ def _num(v) -> float:
         return math.nan
 
 
-def _spaced_ticks(lo: float, hi: float, gap: float = 0.16) -> list[float]:
+ROUND_RATIOS = (1, 2, 0.5, 4, 0.25, 1.5, 0.67, 3, 8, 1.25, 0.8, 1.1, 0.9)  # the error ratios a tick may show
+
+
+def _padded(lo: float, hi: float, reach: float = 1.25) -> tuple[float, float]:
+    """A log axis from ``lo`` to ``hi`` widened to the nearest round ratio within ``reach`` beyond each end, so that an
+    interval near an end ends at a labelled tick."""
+    above = [t for t in ROUND_RATIOS if hi < t <= hi * reach]
+    below = [t for t in ROUND_RATIOS if lo / reach <= t < lo]
+    return (max(below) / 1.04 if below else lo), (min(above) * 1.04 if above else hi)
+
+
+def _spaced_ticks(lo: float, hi: float, gap: float = 0.2) -> list[float]:
     """Round ratios between ``lo`` and ``hi`` for a log axis, 1 first, each at least ``gap`` of the axis's log width
     from those kept, so that no two labels touch."""
     width, kept = math.log(hi / lo), []
-    for t in (1, 2, 0.5, 4, 0.25, 1.5, 0.67, 3, 8, 1.25, 0.8, 1.1, 0.9):
+    for t in ROUND_RATIOS:
         if lo <= t <= hi and all(abs(math.log(t / k)) >= gap * width for k in kept):
             kept.append(t)
     return sorted(kept)
@@ -78,7 +89,8 @@ def map_figure(rows: list[Mapping]):
     left.axvline(0, color="black", lw=0.8)
     right.axvline(1, color="black", lw=0.8)
     right.set_xscale("log")
-    lo, hi = right.get_xlim()
+    lo, hi = _padded(*right.get_xlim())
+    right.set_xlim(lo, hi)
     right.set_xticks(_spaced_ticks(lo, hi))
     right.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}×"))
     right.xaxis.set_minor_formatter(plt.NullFormatter())

@@ -87,6 +87,8 @@ def map_facts(rows: list[dict]) -> dict:
                                     if n and math.isfinite(ler) and math.isfinite(ler_ci) else "")
             out[f"{key}_n"] = str(n)
             out[f"{key}_verdict"] = verdicts.labelled(word, r.get("scale", "") if r else "")
+            q = _float(r.get("q_value")) if r and n else math.nan  # Benjamini-Hochberg within the map (claims only)
+            out[f"{key}_q"], out[f"{key}_verdict_bh"] = fixed(q, 3), (r.get("verdict_bh") or word) if r else word
             out[f"{key}_value"], out[f"{key}_ci"], out[f"{key}_word"], out[f"{key}_seeds"] = diff, ci, word, n
     for length in LENGTHS:  # the paired seeds of the length's arms: "3", or "3-4" where they differ
         lo, hi = min(out[f"{a}_{length}_seeds"] for a in ARMS), max(out[f"{a}_{length}_seeds"] for a in ARMS)
@@ -113,10 +115,15 @@ def gap_facts(records: list[dict]) -> dict:
 
 
 def facts(rows: list[dict], records: list[dict]) -> dict:
-    """Every fact :data:`CHECKS` reads: :func:`task_facts`, :func:`map_facts` and :func:`gap_facts`, and the seeds
-    the map plans (``planned_seeds``; raw ``planned``)."""
+    """Every fact :data:`CHECKS` reads: :func:`task_facts`, :func:`map_facts` and :func:`gap_facts`, the seeds
+    the map plans (``planned_seeds``; raw ``planned``) and the median minutes a stored baseline run of each length took
+    (``minutes_<length>``: wall time, one CPU thread here)."""
     planned = len(X.Experiment.load(MAP).seeds)
-    return {**task_facts(records), **map_facts(rows), **gap_facts(records), "planned_seeds": str(planned),
+    minutes = {}  # what a baseline run of each length took here: the median wall time of the stored ones
+    for length in LENGTHS:
+        walls = [r["wall_s"] / 60 for r in records if r["setting"] == setting("baseline", length) and "wall_s" in r]
+        minutes[f"minutes_{length}"] = fixed(float(np.median(walls)), 0) if walls else NOT_RUN
+    return {**task_facts(records), **map_facts(rows), **gap_facts(records), **minutes, "planned_seeds": str(planned),
             "planned": planned}
 
 
