@@ -28,6 +28,12 @@ sys.exit(bool(bad))" && "$PY" tools/readme_findings.py --check >/dev/null
 HELD=""  # runs left uncommitted because the words bound to the map no longer hold with them
 commit_landed() {  # every finished run of the map not yet in git, each in its own commit with results/headroom.csv
   [ -n "${FTCL_COMMIT:-}" ] || return 0
+  # the checks below read the working tree's words and code: while those hold uncommitted edits, a commit could pair
+  # a run (and the README it rewrites) with words HEAD does not have; wait for them to be committed
+  if ! git diff --quiet HEAD -- book ftcl_core tools/readme_findings.py; then
+    echo "landed runs wait: book/, ftcl_core/ or tools/readme_findings.py hold uncommitted edits" >&2
+    return 0
+  fi
   for EVAL in results/cpu/H-map-v1/*/seed*/eval.json; do
     [ -e "$EVAL" ] || continue
     git ls-files --error-unmatch "$EVAL" >/dev/null 2>&1 && continue
