@@ -103,7 +103,7 @@ glue_facts("", {k: v for k, v in findings.facts(stored_ev).items() if k.startswi
 findings.expect(stored_ev, "positive-mixing-costs")
 
 # %% [markdown]
-# Positive mixing alone carries FT's cost here: MoCo v1 with {term}`+pos` alone reads {glue:md}`t5_v1_pos` points
+# Positive extrapolation alone carries FT's cost here: MoCo v1 with {term}`+pos` alone reads {glue:md}`t5_v1_pos` points
 # against its baseline (the paper: {glue:md}`t5_v1_pos_paper`), with {term}`+neg` alone {glue:md}`t5_v1_neg`, an
 # interval that holds zero (the paper: {glue:md}`t5_v1_neg_paper`).
 

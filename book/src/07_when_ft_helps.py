@@ -592,7 +592,7 @@ for name, value in findings.facts(stored).items():  # the index and chapter 1 pa
 findings.expect(stored)  # every check the sentences below and book/findings.md name (<!-- checks: ... -->)
 
 # %% [markdown]
-# **Positive mixing alone carries FT's cost.** On the shapes, MoCo v1 with {term}`+pos` alone reads
+# **Positive extrapolation alone carries FT's cost.** On the shapes, MoCo v1 with {term}`+pos` alone reads
 # {glue:text}`t5_v1_pos` points against its baseline (the paper: {glue:text}`t5_v1_pos_paper`), and with {term}`+neg`
 # alone {glue:text}`t5_v1_neg`, an interval that holds zero; with both, {glue:text}`t5_v1_both`. Moving the query
 # away from its key is what costs here, not mixing the negatives.
