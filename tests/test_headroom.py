@@ -151,3 +151,12 @@ def test_the_error_axis_reaches_a_labelled_tick_beyond_an_interval_near_its_end(
     assert hi > 2 and 2 in PH._spaced_ticks(lo, hi) and lo < 0.67
     assert PH._padded(0.9, 1.6) == (0.8 / 1.04, 2 * 1.04)  # each end to the nearest round ratio within 1.25x
     assert PH._padded(0.3, 5.5) == (0.25 / 1.04, 5.5)  # none within reach above 5.5: that end stays
+
+
+def test_the_late_starts_seed_by_seed_pair_each_arm_with_its_own_seeds_baseline():
+    runs = [{"setting": "baseline 120", "seed": 0, "linear_top1": 60.0}, {"setting": "baseline 120", "seed": 1,
+            "linear_top1": 58.0}, {"setting": H.setting("both_late", 120), "seed": 1, "linear_top1": 64.5},
+            {"setting": H.setting("pos_late", 120), "seed": 0, "linear_top1": 57.0},
+            {"setting": H.setting("both_late", 30), "seed": 0, "linear_top1": 99.0}]  # another length: not paired
+    assert H.seed_pairs(runs, 120) == [["0", "60.0", "", "", "57.0", "-3.0"], ["1", "58.0", "64.5", "+6.5", "", ""]]
+    assert H.seed_pairs(runs, 240) == []

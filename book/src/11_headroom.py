@@ -131,8 +131,15 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-30", "late-start-costs-at-30
 # {glue:md}`hr_both_late_120_n` paired seeds, {glue:md}`hr_both_late_120_errors` the errors (the paper's Table 7:
 # {glue:md}`hr_both_late_paper`, {glue:md}`hr_both_late_paper_ratio`): {glue:md}`hr_both_late_120_verdict`
 # (after {term}`Benjamini-Hochberg` within the map, q = {glue:md}`hr_both_late_120_q`:
-# {glue:md}`hr_both_late_120_verdict_bh`). The same late start read {glue:md}`hr_both_late_30_diff` at 30 epochs: on a task with room, at 120 epochs of
-# this network, the paper's late start pays.
+# {glue:md}`hr_both_late_120_verdict_bh`). The same late start read {glue:md}`hr_both_late_30_diff` at 30 epochs:
+# on a task with room, at 120 epochs of this network, the paper's late start pays. Seed by seed (each arm against
+# the baseline of its own seed):
+
+# %% tags=["hide-input"]
+P.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+pos alone from 30 %", "difference"],
+             H.seed_pairs(records, 120), caption="Linear readout (%) at 120 epochs on the task with room.")
+
+# %% [markdown]
 #
 # **A late gain does not need the negatives.** Switched on at the same point, {term}`+pos` alone gains
 # {glue:md}`hr_pos_late_120_diff` points over {glue:md}`hr_pos_late_120_n` paired seeds

@@ -114,6 +114,22 @@ def gap_facts(records: list[dict]) -> dict:
     return out
 
 
+def seed_pairs(records: list[dict], length: int) -> list[list[str]]:
+    """The late starts at ``length`` epochs seed by seed, for each seed with a stored baseline: the seed, the
+    baseline's linear readout, then +both from 30 % and +pos alone from 30 %, each with its difference from that
+    baseline (signed; "" where the arm is not stored)."""
+    top1 = {(r["setting"], r["seed"]): r["linear_top1"] for r in records}
+    base = setting("baseline", length)
+    out = []
+    for seed in sorted(s for name, s in top1 if name == base):
+        row = [str(seed), fixed(top1[base, seed])]
+        for arm in ("both_late", "pos_late"):
+            ft = top1.get((setting(arm, length), seed))
+            row += [fixed(ft), fixed(ft - top1[base, seed], signed=True)] if ft is not None else ["", ""]
+        out.append(row)
+    return out
+
+
 def facts(rows: list[dict], records: list[dict]) -> dict:
     """Every fact :data:`CHECKS` reads: :func:`task_facts`, :func:`map_facts` and :func:`gap_facts`, the seeds
     the map plans (``planned_seeds``; raw ``planned``) and the median minutes a stored baseline run of each length took
