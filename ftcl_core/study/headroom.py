@@ -286,7 +286,7 @@ CHECKS = {
     "late-start-replicates-at-120": _word("both_late_120", verdicts.REPLICATED),
     "late-start-costs-less-at-30": _costs_less("both_late_30", "both_30"),
     "120-short-of-the-planned-seeds": _short_of_plan(120),
-    "negatives-alone-inconclusive-at-120": _word("neg_120", verdicts.INCONCLUSIVE),
+    "negatives-alone-not-the-papers-size-at-120": _word("neg_120", verdicts.NO_EFFECT),
     "late-positive-alone-gains-at-120": _side("pos_late_120", +1),
     "negatives-share-of-the-late-gain-open-at-120": _open_gap(120),
     "240-pending": _pending(240),
