@@ -138,7 +138,7 @@ FLIPS = {
                                                        diff_mean=1.0),
     "headroom-negatives-not-the-papers-size-at-120": lambda ev: _headroom(ev, "+neg 120", verdict=V.INCONCLUSIVE,
                                                                           diff_ci95=5.0),
-    "headroom-late-replicates-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=V.SMALLER),
+    "headroom-late-smaller-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=V.REPLICATED),
     "headroom-positive-alone-gains-at-120": lambda ev: _headroom(ev, "+pos from 36 of 120", diff_mean=-1.0),
     "headroom-longer-pending": lambda ev: _headroom(ev, "+neg 240", n_seeds=3, verdict=V.CONTRADICTED,
                                                     diff_mean=-3.0, diff_ci95=1.0),

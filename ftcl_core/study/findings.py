@@ -604,7 +604,7 @@ CHECKS: dict[str, Check] = {
                                       "late-positive-alone-costs-at-30", "positive-mixing-carries-the-late-cost"),
     "headroom-first-step-costs-at-120": _headroom("first-step-costs-at-120"),
     "headroom-late-gains-at-120": _headroom("late-start-gains-at-120"),
-    "headroom-late-replicates-at-120": _headroom("late-start-replicates-at-120"),
+    "headroom-late-smaller-at-120": _headroom("late-start-smaller-at-120"),
     "headroom-negatives-not-the-papers-size-at-120": _headroom("negatives-alone-not-the-papers-size-at-120"),
     "headroom-positive-alone-gains-at-120": _headroom("late-positive-alone-gains-at-120"),
     "headroom-longer-pending": _headroom("240-pending"),

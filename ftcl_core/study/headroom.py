@@ -283,7 +283,7 @@ CHECKS = {
     "negatives-alone-not-the-papers-size-at-30": _word("neg_30", verdicts.NO_EFFECT, verdicts.CONTRADICTED),
     "first-step-costs-at-120": _side("both_120", -1),
     "late-start-gains-at-120": _side("both_late_120", +1),
-    "late-start-replicates-at-120": _word("both_late_120", verdicts.REPLICATED),
+    "late-start-smaller-at-120": _word("both_late_120", verdicts.SMALLER),
     "late-start-costs-less-at-30": _costs_less("both_late_30", "both_30"),
     "120-short-of-the-planned-seeds": _short_of_plan(120),
     "negatives-alone-not-the-papers-size-at-120": _word("neg_120", verdicts.NO_EFFECT),
