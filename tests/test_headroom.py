@@ -16,8 +16,8 @@ def row(arm: str, length: int, n: int, diff: float, ci: float, verdict: str, ler
 
 def stored_like() -> list[dict]:
     """Rows shaped like today's map: every arm costs at 30 epochs; at 120 +both from the first step costs on three
-    seeds, +both from 30 % gains (less than the paper), and so does +pos alone from 30 %; +neg shows no effect of the paper's size; 240
-    not run."""
+    seeds, +both from 30 % gains (less than the paper), and so does +pos alone from 30 %; +neg shows no effect of the
+    paper's size; 240 not run."""
     return [row("both", 30, 5, -20.3, 4.2, "contradicted", 0.28), row("both_late", 30, 5, -5.9, 2.1, "contradicted", 0.09),
             row("neg", 30, 5, -2.8, 4.0, "no effect of the paper's size", 0.04),
             row("pos_late", 30, 5, -6.7, 2.1, "compared"),
