@@ -21,7 +21,7 @@ from ftcl_core.study.diagnosis import COMPARED, NOT_RUN, headroom_rows
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import MIN_SEEDS
 from ftcl_core.study.results.numbers import fixed, plus_minus
-from ftcl_core.study.results.paired import mean_ci95
+from ftcl_core.study.results.paired import by_seed, mean_ci95, paired_records
 
 MAP = X.ROOT / "experiments" / "headroom" / "map_v1.yaml"
 LENGTHS = (30, 120, 240)  # epochs; the late starts switch FT on after 30 % of the run (Tab. 7's start 30 of 100)
@@ -102,15 +102,12 @@ def gap_facts(records: list[dict]) -> dict:
     """Whether the negatives add to a late start: +both from 30 % minus +pos alone from 30 %, paired by seed, at
     each length (``late_gap_<length>_diff``: mean ± 95 % interval in points, ``_n`` seeds; raw ``_value``, ``_ci``,
     ``_seeds``). A comparison the paper does not make (it starts +pos at the first step): compared, not claimed."""
-    top1 = {(r["setting"], r["seed"]): r["linear_top1"] for r in records}
     out: dict = {}
     for length in LENGTHS:
-        both, pos = setting("both_late", length), setting("pos_late", length)
-        gaps = [top1[both, s] - top1[pos, s] for (name, s) in sorted(top1) if name == both and (pos, s) in top1]
-        mean, ci = mean_ci95(gaps)
+        gap = paired_records(records, setting("both_late", length), setting("pos_late", length))
         key = f"late_gap_{length}"
-        out |= {f"{key}_diff": plus_minus(mean, ci, signed=True) if gaps else NOT_RUN, f"{key}_n": str(len(gaps)),
-                f"{key}_value": mean, f"{key}_ci": ci, f"{key}_seeds": len(gaps)}
+        out |= {f"{key}_diff": plus_minus(gap.mean, gap.ci95, signed=True) if gap.n else NOT_RUN,
+                f"{key}_n": str(gap.n), f"{key}_value": gap.mean, f"{key}_ci": gap.ci95, f"{key}_seeds": gap.n}
     return out
 
 
@@ -118,14 +115,13 @@ def seed_pairs(records: list[dict], length: int) -> list[list[str]]:
     """The late starts at ``length`` epochs seed by seed, for each seed with a stored baseline: the seed, the
     baseline's linear readout, then +both from 30 % and +pos alone from 30 %, each with its difference from that
     baseline (signed; "" where the arm is not stored)."""
-    top1 = {(r["setting"], r["seed"]): r["linear_top1"] for r in records}
-    base = setting("baseline", length)
+    base = by_seed(records, setting("baseline", length))
+    arms = [by_seed(records, setting(arm, length)) for arm in ("both_late", "pos_late")]
     out = []
-    for seed in sorted(s for name, s in top1 if name == base):
-        row = [str(seed), fixed(top1[base, seed])]
-        for arm in ("both_late", "pos_late"):
-            ft = top1.get((setting(arm, length), seed))
-            row += [fixed(ft), fixed(ft - top1[base, seed], signed=True)] if ft is not None else ["", ""]
+    for seed in sorted(base):
+        row = [str(seed), fixed(base[seed])]
+        for ft in arms:
+            row += [fixed(ft[seed]), fixed(ft[seed] - base[seed], signed=True)] if seed in ft else ["", ""]
         out.append(row)
     return out
 
