@@ -172,12 +172,19 @@ def _seeds(row: dict | None) -> int:
     return int(row["n_seeds"]) if row and row["n_seeds"] not in ("", None) else 0
 
 
+def _too_few(f: Mapping, *keys: str) -> str | None:
+    """Why a check cannot decide yet: one of ``keys`` (each a fact prefix with ``<key>_seeds``) holds fewer than
+    :data:`MIN_SEEDS` paired seeds (undecided); None when each holds enough."""
+    few = [f"{k}: {f[f'{k}_seeds']} paired seed(s), undecided" for k in keys if f[f"{k}_seeds"] < MIN_SEEDS]
+    return ", ".join(few) or None
+
+
 def _side(key: str, sign: int):
     """The arm ``key`` (``<arm>_<length>``) costs readout (``sign`` -1) or gains it (+1): 3 or more paired seeds and
     an interval wholly on that side of 0 (a claim's verdict on that side, on the scale that decided it)."""
     def check(f: Mapping) -> str | None:
-        if f[f"{key}_seeds"] < MIN_SEEDS:
-            return f"{key}: {f[f'{key}_seeds']} paired seed(s), undecided"
+        if few := _too_few(f, key):
+            return few
         if f[f"{key}_word"] == COMPARED:
             lo, hi = f[f"{key}_value"] - f[f"{key}_ci"], f[f"{key}_value"] + f[f"{key}_ci"]
             return None if (hi < 0 if sign < 0 else lo > 0) else f"{key}: {f[f'{key}_diff']} does not exclude 0"
@@ -216,8 +223,8 @@ def _open_gap(length: int):
     that holds 0."""
     def check(f: Mapping) -> str | None:
         key = f"late_gap_{length}"
-        if f[f"{key}_seeds"] < MIN_SEEDS:
-            return f"{key}: {f[f'{key}_seeds']} paired seed(s)"
+        if few := _too_few(f, key):
+            return few
         lo, hi = f[f"{key}_value"] - f[f"{key}_ci"], f[f"{key}_value"] + f[f"{key}_ci"]
         return None if lo <= 0 <= hi else f"{key}: {f[f'{key}_diff']} excludes 0"
     return check
@@ -228,8 +235,8 @@ def _little_back(length: int):
     (3 or more paired seeds) lies wholly above 0 and its mean below half of +pos alone's cost."""
     def check(f: Mapping) -> str | None:
         key, cost = f"late_gap_{length}", -f[f"pos_late_{length}_value"]
-        if f[f"{key}_seeds"] < MIN_SEEDS:
-            return f"{key}: {f[f'{key}_seeds']} paired seed(s)"
+        if few := _too_few(f, key):
+            return few
         if f[f"{key}_value"] - f[f"{key}_ci"] <= 0:
             return f"{key}: {f[f'{key}_diff']} does not exclude 0"
         return None if f[f"{key}_value"] < cost / 2 else f"{key}: {f[f'{key}_diff']} against a {cost:.1f} cost"
@@ -239,8 +246,8 @@ def _little_back(length: int):
 def _costs_less(a: str, b: str):
     """Arm ``a`` costs less than arm ``b``: 3 or more paired seeds each, ``a``'s interval wholly above ``b``'s."""
     def check(f: Mapping) -> str | None:
-        if min(f[f"{a}_seeds"], f[f"{b}_seeds"]) < MIN_SEEDS:
-            return f"{a} or {b} below {MIN_SEEDS} paired seeds"
+        if few := _too_few(f, a, b):
+            return few
         lo_a, hi_b = f[f"{a}_value"] - f[f"{a}_ci"], f[f"{b}_value"] + f[f"{b}_ci"]
         return None if lo_a > hi_b else f"{a} {f[f'{a}_diff']} overlaps {b} {f[f'{b}_diff']}"
     return check
