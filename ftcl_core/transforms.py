@@ -81,6 +81,22 @@ def score_range(s: torch.Tensor | float) -> tuple:
     return -4 + 5 * s, s
 
 
+def renormalized_positive_score(s: torch.Tensor | float, lam: Lam) -> torch.Tensor | float:
+    """eq. 4 after Supp F's re-projection onto the sphere, for unit z_q, z_k and one ``l`` per pair: with
+    ``c = 2 l (l - 1)(1 - S)`` both mixed vectors have squared norm ``1 + c`` and dot product ``S - c`` (eq. 4), so
+    their cosine is ``(S - c) / (1 + c)``, which is <= S for ``l`` >= 1 (since ``c (1 + S)`` >= 0)."""
+    c = 2 * lam * (lam - 1) * (1 - s)
+    return (s - c) / (1 + c)
+
+
+def per_dimension_positive_score(z_q: torch.Tensor, z_k: torch.Tensor, lam: Lam) -> torch.Tensor:
+    """eq. 4 with one ``l`` per dimension (Sec 4.3), for unit z_q, z_k of shape (N, D) and ``lam`` broadcasting to
+    them: ``S' = S + sum_d l_d (1 - l_d)(z_q,d - z_k,d)^2``, shape (N,). Each term is <= 0 when every ``l_d`` >= 1,
+    so the pair is harder pair by pair; with one ``l`` it is eq. 4, since ``sum_d (z_q,d - z_k,d)^2 = 2 (1 - S)``."""
+    s = (z_q * z_k).sum(-1)  # (N,)
+    return s + (lam * (1 - lam) * (z_q - z_k) ** 2).sum(-1)
+
+
 def renormalize(z: torch.Tensor) -> torch.Tensor:
     """Re-projection onto the unit sphere after FT (Supp F): ``z / ||z||``."""
     return F.normalize(z, dim=-1)

@@ -27,6 +27,33 @@ def test_eq4_extrapolated_score_matches_closed_form_and_range(seed, lam, d):
     assert torch.all(s2 <= hi + 1e-12) and torch.all(s2 >= lo - 1e-12)  # [-4 + 5S, S]
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), lam=st.floats(1.0, 2.0), d=st.integers(2, 256))
+def test_eq4_renormalized_score_is_the_cosine_of_the_mixed_pair_and_still_at_most_s(seed, lam, d):
+    zq, zk = unit(32, d, seed), unit(32, d, seed + 1)
+    s = (zq * zk).sum(1)
+    q2, k2 = T.extrapolate_positive(zq, zk, lam)
+    cos = (T.renormalize(q2) * T.renormalize(k2)).sum(1)
+    torch.testing.assert_close(cos, T.renormalized_positive_score(s, lam))  # eq. 4 + Supp F
+    assert torch.all(cos <= s + 1e-12) and torch.all(cos >= -1 - 1e-12)  # still harder, and a cosine again
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(2, 256), low=st.floats(0.0, 1.0), high=st.floats(1.0, 2.0))
+def test_eq4_per_dimension_score_matches_its_closed_form_and_is_at_most_s_for_lambdas_from_one(seed, d, low, high):
+    gen = torch.Generator().manual_seed(seed)
+    zq, zk = unit(32, d, seed), unit(32, d, seed + 1)
+    s = (zq * zk).sum(1)
+    for lo, hi in ((1.0, high), (low, 1.0)):  # extrapolation per dimension, then interpolation per dimension
+        lam = lo + (hi - lo) * torch.rand(1, d, generator=gen, dtype=torch.float64)
+        q2, k2 = T.extrapolate_positive(zq, zk, lam)
+        closed = T.per_dimension_positive_score(zq, zk, lam)
+        torch.testing.assert_close((q2 * k2).sum(1), closed)  # eq. 4, one lambda per dimension
+        assert torch.all(closed <= s + 1e-12) if lo >= 1 else torch.all(closed >= s - 1e-12)
+    one = T.per_dimension_positive_score(zq, zk, torch.full((1, d), high, dtype=torch.float64))
+    torch.testing.assert_close(one, T.transformed_positive_score(s, high))  # one lambda: eq. 4 itself
+
+
 def test_eq4_range_endpoints_are_attained():
     zq, zk = unit(8, 16, 0), unit(8, 16, 1)
     s = (zq * zk).sum(1)

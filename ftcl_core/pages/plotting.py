@@ -460,21 +460,25 @@ def grad_landscape(per_epoch: np.ndarray, title: str = "", ax=None):
     return fig
 
 
-def score_bound(s: np.ndarray | None = None):
-    """eq. 4: transformed positive score S' against S for several lambda, with the range [-4+5S, S]."""
+def score_bound(s: np.ndarray | None = None, near: tuple[float, float] = (0.5, 1.0)):
+    """eq. 4: transformed positive score S' against S for several lambda, with the range [-4+5S, S] for lambda in
+    [1, 2]; left over all of S in [-1, 1], right over ``near`` (where a trained encoder's positive pairs lie)."""
     import matplotlib.pyplot as plt
 
     s = np.linspace(-1, 1, 201) if s is None else s
-    fig, ax = plt.subplots(figsize=(6.4, 4), layout="constrained")
-    lo, hi = score_range(s)
-    ax.fill_between(s, lo, hi, alpha=0.15, label="range for λ in [1, 2]")
-    for lam in (0.5, 1.0, 1.25, 1.5, 1.75, 2.0):
-        style = "--" if lam < 1 else "-"
-        ax.plot(s, transformed_positive_score(s, lam), style, label=f"λ = {lam}")
-    ax.set_xlabel("S = z_q · z_k")
-    ax.set_ylabel("S' after FT")
-    ax.grid(alpha=0.3)
-    _legend_beside(ax)  # beside the axes: inside, it sat on the shaded range
+    fig, axes = plt.subplots(1, 2, figsize=(BOOK_WIDTH_IN, 3.6), layout="constrained", width_ratios=(1, 1))
+    for ax, grid in zip(axes, (s, np.linspace(*near, 101))):
+        lo, hi = score_range(grid)
+        ax.fill_between(grid, lo, hi, alpha=0.15, label="range for λ in [1, 2]")
+        for lam in (0.5, 1.0, 1.25, 1.5, 1.75, 2.0):
+            style = "--" if lam < 1 else "-"
+            ax.plot(grid, transformed_positive_score(grid, lam), style, label=f"λ = {lam}")
+        ax.set_xlabel("S = z_q · z_k", fontsize=TEXT_PT)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("S' after FT", fontsize=TEXT_PT)
+    axes[0].set_title("all of S", fontsize=TITLE_PT)
+    axes[1].set_title(f"S from {near[0]:g} to {near[1]:g}", fontsize=TITLE_PT)
+    _legend_beside(axes[1])  # beside the axes: inside, it sat on the shaded range
     return fig
 
 
