@@ -97,3 +97,13 @@ def test_the_gradient_swing_facts_and_their_flips():
     assert failures(C.CHECKS, C.grad_swing_facts({"v1 baseline": spiky, "v1 +both": calm}),
                     "FT swings more than its baseline")
     assert C.grad_swing_facts({})["n"] == 0
+
+
+def test_the_temperature_facts_read_the_top_share_and_flip_when_a_hotter_softmax_is_sharper():
+    name = "a lower temperature gives the hardest negatives more of the mass"
+    ranks = np.arange(1, 101)
+    sharp, flat = np.minimum(1.0, ranks / 40), ranks / 100  # cumulative shares by rank
+    f = C.temperature_facts({0.07: sharp, 1.0: flat}, top=30)
+    assert (f["top_0_07"], f["top_1"], f["top"], f["k"]) == ("75", "30", "30", "100")
+    expect(C.CHECKS, f, name)
+    assert name in failures(C.CHECKS, C.temperature_facts({0.07: flat, 1.0: sharp}, top=30), name)

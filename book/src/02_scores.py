@@ -35,10 +35,10 @@ import torch.nn.functional as F
 
 from ftcl_core import augment as A
 from ftcl_core.data import load_data
-from ftcl_core.losses import info_nce, logits_from_scores, moco_logits
+from ftcl_core.losses import moco_logits
 from ftcl_core.methods import build_model
 from ftcl_core.pages import plotting as P
-from ftcl_core.stats import score_statistics
+from ftcl_core.stats import negative_mass_by_rank, score_statistics
 from ftcl_core.study import experiments as X
 from ftcl_core.training import augment_config
 
@@ -64,8 +64,10 @@ display(P.source_code(score_statistics))
 # ## Scores of a randomly initialised encoder
 #
 # Two augmented views of 256 images give 256 positive pairs; the other images' keys serve as negatives.
-# Even without training, the positive scores are higher than the negative ones: augmentations keep much
-# of an image's pixels, and a random network maps similar inputs to similar outputs.
+# Even without training, the positive scores sit above the negative ones, though only just (the printout's means
+# differ in the third decimal) and every score is close to one (left). Subtract each view's batch mean before the
+# cosine (right) and the difference shows: augmentations keep much of an image's pixels, and a random network maps
+# similar inputs to similar outputs.
 
 # %%
 gen = torch.Generator().manual_seed(0)
@@ -78,11 +80,16 @@ l_neg = (q @ k.T)[~torch.eye(len(q), dtype=torch.bool)].view(len(q), -1)
 stats = score_statistics(l_pos, l_neg, n=64)
 print(f"Mean(pos) {stats[0]:.3f}   Mean(neg) {stats[1]:.3f}   Var(neg) {stats[2]:.4f}")
 
-fig, ax = plt.subplots(figsize=(P.BOOK_WIDTH_IN, 3), layout="constrained")
-ax.hist(l_neg.flatten().numpy(), bins=80, density=True, alpha=0.6, label="negative scores")
-ax.hist(l_pos.numpy(), bins=40, density=True, alpha=0.6, label="positive scores")
-ax.set_xlabel("cosine score")
-ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
+qc, kc = F.normalize(q - q.mean(0), dim=1), F.normalize(k - k.mean(0), dim=1)  # each view's batch mean removed
+c_pos, _ = moco_logits(qc, kc, kc)
+c_neg = (qc @ kc.T)[~torch.eye(len(qc), dtype=torch.bool)].view(len(qc), -1)
+fig, axes = plt.subplots(1, 2, figsize=(P.BOOK_WIDTH_IN, 3), layout="constrained")
+for ax, (pos, neg), title in zip(axes, ((l_pos, l_neg), (c_pos, c_neg)), ("cosine", "cosine, batch mean removed")):
+    ax.hist(neg.flatten().numpy(), bins=80, density=True, alpha=0.6, label="negative scores")
+    ax.hist(pos.numpy(), bins=40, density=True, alpha=0.6, label="positive scores")
+    ax.set_xlabel(title)
+axes[0].set_ylabel("density")
+axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -146,17 +153,27 @@ t_neg = (last["neg_mean"] + last["neg_var"] ** 0.5 * torch.randn(256, n_neg, gen
 t_pos = torch.full((256,), last["pos_mean"])
 print(f"from the stored run's last {n_last} steps: Mean(pos) {last['pos_mean']:.3f}, Mean(neg) {last['neg_mean']:.3f}, "
       f"Var(neg) {last['neg_var']:.4f}; {n_neg} negatives per query")
+mass = {tau: negative_mass_by_rank(t_pos, t_neg, tau).numpy() for tau in (0.07, 0.2, 0.5, 1.0)}
 fig, ax = plt.subplots(figsize=(P.BOOK_WIDTH_IN, 3), layout="constrained")
-for tau in (0.07, 0.2, 0.5, 1.0):
-    logits = logits_from_scores(t_pos, t_neg, tau)
-    p = torch.softmax(logits, dim=1)[:, 1:]
-    top = torch.sort(p, dim=1, descending=True).values.mean(0)
-    ax.plot(np.arange(1, len(top) + 1), top.cumsum(0).numpy() / top.sum().item(), label=f"τ={tau}, loss {info_nce(logits):.2f}")
+for tau, cum in mass.items():
+    ax.plot(np.arange(1, len(cum) + 1), cum, label=f"τ = {tau}")
 ax.set_xscale("log")
-ax.set_xlabel("negatives, by rank of their score")
-ax.set_ylabel("share of the negatives' softmax mass")
+ax.set_xlabel("negatives, by rank of their score (hardest first)")
+ax.set_ylabel("cumulative share of the\nnegatives' softmax mass")
 ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
 plt.show()
+
+# %% tags=["remove-cell"]
+tau_facts = C.temperature_facts(mass)
+glue_facts("tau_", tau_facts)
+checks.expect(C.CHECKS, tau_facts, "a lower temperature gives the hardest negatives more of the mass")
+
+# %% [markdown]
+# Read the figure at one rank: at MoCo v1's $\tau = 0.07$ the {glue:md}`tau_top` hardest of the
+# {glue:md}`tau_k` negatives carry {glue:md}`tau_top_0_07` % of the negatives' softmax mass, at MoCo v2's
+# $\tau = 0.2$ {glue:md}`tau_top_0_2` %, and at $\tau = 1$ {glue:md}`tau_top_1` %. The gradient of InfoNCE pushes
+# each negative away in proportion to its softmax probability, so a low temperature trains mostly on the hardest
+# negatives.
 
 # %% [markdown]
 # (try-it-02)=

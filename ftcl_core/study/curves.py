@@ -68,6 +68,22 @@ def init_score_facts(q: np.ndarray, k: np.ndarray, trained: Mapping[str, np.ndar
                        "queue_neg": queue_neg, "end_pos": end_pos, "end_neg": end_neg}}
 
 
+def temperature_facts(mass: Mapping[float, np.ndarray], top: int = 30) -> dict:
+    """Chapter 2's temperature figure: ``mass`` maps each temperature to :func:`ftcl_core.stats.negative_mass_by_rank`
+    of the same scores. Facts: the share (%) of the negatives' softmax mass the ``top`` highest-scoring negatives carry
+    at each temperature (``top_<tau>``, the dot written "_": ``top_0_07``), ``top`` and the number of negatives ``k``."""
+    shares = {tau: float(np.asarray(m)[top - 1]) for tau, m in mass.items()}
+    k = len(np.asarray(next(iter(mass.values()))))
+    named = {f"top_{tau:g}".replace(".", "_"): fixed(100 * v, 0) for tau, v in shares.items()}
+    return {**named, "top": str(top), "k": f"{k:,}".replace(",", " "), "values": {"shares": shares}}
+
+
+def _hotter_spreads(f: Mapping) -> str | None:
+    """A higher temperature leaves the hardest negatives a smaller share: the shares fall as tau rises."""
+    shares = [v for _, v in sorted(_v(f, "shares").items())]
+    return None if all(a > b for a, b in zip(shares, shares[1:])) else f"shares by temperature: {shares}"
+
+
 def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, batch_size: int, window: int = 10,
                          tail: int = 100) -> dict:
     """Chapter 4: the loss and contrastive top-1 of one run as its figure draws them (``window``-step means).
@@ -183,6 +199,7 @@ CHECKS = {
     "the trained run ends with a wide gap below the collapse level": (
         lambda f: None if _v(f, "end_neg") < _v(f, "level") and _v(f, "end_pos") - _v(f, "end_neg") > 0.3
         else "the trained run's Mean(neg) is high or its gap to Mean(pos) small"),
+    "a lower temperature gives the hardest negatives more of the mass": _hotter_spreads,  # temperature_facts
     # chapter 4 (training_curve_facts)
     "the loss starts below ln(K+1)": (
         lambda f: None if _v(f, "loss_start") < _v(f, "ln_k") - 0.5 else "the loss starts near or above ln(K+1)"),
