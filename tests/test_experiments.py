@@ -5,6 +5,7 @@ import math
 import os
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -803,3 +804,16 @@ def test_a_replicated_claim_far_past_the_papers_effect_is_told_apart_from_one_th
     assert failures(X.CLAIM_CHECKS, X.claim_facts(summary(-37.7, 2.1, "undecided"), "T4", "interpolate a=0.2"), name)
     with pytest.raises(KeyError, match="T4 'extrapolate a=0.2'"):
         X.claim_facts(summary(-37.7, 2.1, "replicated"), "T4", "extrapolate a=0.2")
+
+
+def test_harder_positive_facts_average_each_run_and_flip_when_one_seed_is_not_harder():
+    name = "a larger momentum makes the positives harder"
+    run = lambda level: {"pos_mean": np.full(20, level)}  # noqa: E731
+    metrics = {"m=0.9": {s: run(0.9) for s in range(3)}, "m=0.99": {s: run(0.7) for s in range(3)}}
+    f = X.harder_positive_facts(metrics)
+    assert (f["pos_easy"], f["pos_hard"], f["seeds"]) == ("0.90", "0.70", "3")
+    assert not failures(X.CHECKS, f, name)
+    metrics["m=0.99"][2] = run(0.95)  # one seed whose larger momentum leaves the positives easier
+    assert name in failures(X.CHECKS, X.harder_positive_facts(metrics), name)
+    two = {k: {s: v[s] for s in (0, 1)} for k, v in metrics.items()}
+    assert name in failures(X.CHECKS, X.harder_positive_facts(two), name)  # two seeds: too few

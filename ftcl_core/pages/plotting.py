@@ -264,6 +264,11 @@ def _finish(fig: Figure) -> None:
         fig.tight_layout()
 
 
+def _progress_label(x: str, window: int) -> str:
+    """The x label of a per-step curve: epochs or steps, and the moving average the curves are drawn with."""
+    return ("epoch" if x == "epoch" else "step") + (f" (curves: {window}-step moving mean)" if window > 1 else "")
+
+
 def score_statistics(runs: Mapping[str, Mapping[str, np.ndarray]], columns=("pos_mean", "neg_mean", "neg_var"),
                      window: int = 10, x: str = "epoch", title: str | None = None,
                      highlight: Sequence[str] | None = None, others: str = "the other runs"):
@@ -292,7 +297,7 @@ def score_statistics(runs: Mapping[str, Mapping[str, np.ndarray]], columns=("pos
             ax.plot(xs, smooth(m[col], window), label=label, lw=1.4)
     for ax, col in zip(axes[0], columns):
         ax.set_title(STAT_LABELS.get(col, col), fontsize=TITLE_PT)
-        ax.set_xlabel("epoch" if x == "epoch" else "step", fontsize=TEXT_PT)
+        ax.set_xlabel(_progress_label(x, window), fontsize=TEXT_PT)
         ax.tick_params(labelsize=TEXT_PT)
         ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
@@ -330,7 +335,7 @@ def _score_statistics_rows(runs, highlight: list[str], columns, window: int, x: 
     for ax, col in zip(axes[0], columns):
         ax.set_title(STAT_LABELS.get(col, col), fontsize=TITLE_PT)
     for ax in axes[-1]:
-        ax.set_xlabel("epoch" if x == "epoch" else "step", fontsize=TEXT_PT)
+        ax.set_xlabel(_progress_label(x, window), fontsize=TEXT_PT)
     grey = [h for h in axes[0][0].lines if h.get_label() == others][:1]
     if grey:
         _legend_outside(fig, grey, [others], "lower")
