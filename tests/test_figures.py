@@ -139,6 +139,7 @@ BOOK_FIGURES: dict[str, Callable[[], object]] = {
     "grad_norm_epochs, baseline and +both (ch 6)": lambda: P.grad_norm_epochs(
         {"v1 baseline": landscape(), "v1 +both": landscape()}),
     "score_bound (ch 3)": lambda: P.score_bound(),
+    "ft_geometry (ch 3)": lambda: P.ft_geometry(),
     "experiment_bars, ten momenta (ch 5)": lambda: P.experiment_bars(
         EXPERIMENT["table1_momentum"], fake_summary(EXPERIMENT["table1_momentum"])),
     "experiment_bars, Fashion-MNIST with pixels (ch 5)": lambda: P.experiment_bars(

@@ -6,13 +6,14 @@
 #
 # Positive extrapolation (eq. 3) mixes a query and its key beyond their segment:
 #
-# $$\hat z_q = \lambda z_q + (1-\lambda) z_{k^+},\qquad \hat z_{k^+} = \lambda z_{k^+} + (1-\lambda) z_q,\qquad \lambda\sim\mathrm{Beta}(\alpha,\alpha)+1 .$$
+# $$\hat z_q = \lambda z_q + (1-\lambda) z_{k^+},\qquad \hat z_{k^+} = \lambda z_{k^+} + (1-\lambda) z_q,\qquad \lambda\sim\mathrm{Beta}(\alpha,\alpha)+1 . \tag{3}$$
 #
-# The paper's claim (eq. 4): for unit vectors the new score is
-# $\hat S = S + 2\lambda(1-\lambda)(1-S) \le S$ for $\lambda\ge 1$, and with $\lambda\in[1,2]$ it lies in
-# $[-4+5S,\ S]$. Extrapolation makes positives *harder*; interpolation ($\lambda\in(0,1)$) makes them
-# easier. This chapter derives it, checks it on random vectors, and measures what the paper states
-# without measuring: re-normalisation and dimension-level mixing.
+# Its companion for the negatives, negative interpolation (eq. 5), mixes each entry of the memory queue with another
+# entry drawn by a random permutation, *inside* their segment:
+#
+# $$\hat Z_{neg} = \lambda_{in} Z_{neg} + (1-\lambda_{in}) Z_{perm},\qquad \lambda_{in}\sim\mathrm{Beta}(\alpha_{in},\alpha_{in})\in(0,1). \tag{5}$$
+#
+# The figure below draws both in the plane, as the paper's Fig 6 does (`ftcl_core.pages.plotting.ft_geometry`).
 
 # %% colab-setup
 
@@ -20,6 +21,21 @@
 import os
 
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+
+# %% tags=["hide-input"]
+import matplotlib.pyplot as plt
+
+from ftcl_core.pages import plotting as P
+
+P.ft_geometry()
+plt.show()
+
+# %% [markdown]
+# The paper's claim (eq. 4): for unit vectors the new score is
+# $\hat S = S + 2\lambda(1-\lambda)(1-S) \le S$ for $\lambda\ge 1$, and with $\lambda\in[1,2]$ it lies in
+# $[-4+5S,\ S]$. Extrapolation makes positives *harder*; interpolation ($\lambda\in(0,1)$) makes them
+# easier. This chapter derives it, checks it on random vectors, and works out what re-normalisation and
+# dimension-level mixing change, which the paper states without deriving.
 
 # %% [markdown]
 # ## Derivation

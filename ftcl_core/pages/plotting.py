@@ -465,6 +465,49 @@ def grad_landscape(per_epoch: np.ndarray, title: str = "", ax=None):
     return fig
 
 
+def ft_geometry(lam_ex: float = 1.5, lam_in: float = 0.4, angle_deg: float = 50.0):
+    """The two transformations in the plane (the paper's Fig 6): left, positive extrapolation (eq. 3) pushes z_q and
+    z_k+ apart along their chord, past the unit circle (``lam_ex`` in [1, 2]); right, negative interpolation (eq. 5)
+    puts a new negative on the chord between two queue entries, inside the circle (``lam_in`` in (0, 1))."""
+    import matplotlib.pyplot as plt
+
+    from ftcl_core.transforms import extrapolate_positive
+
+    half = np.deg2rad(angle_deg) / 2
+    a, b = np.array([np.cos(half), np.sin(half)]), np.array([np.cos(half), -np.sin(half)])  # two unit vectors
+    fig, axes = plt.subplots(1, 2, figsize=(BOOK_WIDTH_IN, 3.6), layout="constrained")
+    circle = np.linspace(0, 2 * np.pi, 200)
+    arrow = {"angles": "xy", "scale_units": "xy", "scale": 1, "width": 0.006}
+    for ax in axes:
+        ax.plot(np.cos(circle), np.sin(circle), color="0.8", lw=1)
+        ax.set_aspect("equal")
+        ax.set_xlim(-0.3, 1.9)
+        ax.set_ylim(-1.1, 1.1)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    qe, ke = (np.asarray(v) for v in extrapolate_positive(a, b, lam_ex))  # eq. 3
+    left = axes[0]
+    left.plot(*zip(qe, ke), ":", color="0.5", lw=1)
+    left.quiver([0, 0], [0, 0], *zip(a, b), color="C0", **arrow)
+    left.quiver([0, 0], [0, 0], *zip(qe, ke), color="C3", **arrow)
+    for v, text in ((a, "$z_q$"), (b, "$z_{k^+}$")):
+        left.annotate(text, v, xytext=(-14, 6 if v[1] > 0 else -14), textcoords="offset points", color="C0")
+    for v, text in ((qe, "$\\hat z_q$"), (ke, "$\\hat z_{k^+}$")):
+        left.annotate(text, v, xytext=(4, 4 if v[1] > 0 else -12), textcoords="offset points", color="C3")
+    left.set_title(f"positive extrapolation (eq. 3), λ = {lam_ex:g}\nfarther apart, longer than one", fontsize=TITLE_PT)
+    mixed = lam_in * a + (1 - lam_in) * b  # eq. 5, one negative and its partner
+    right = axes[1]
+    right.plot(*zip(a, b), ":", color="0.5", lw=1)
+    right.quiver([0, 0], [0, 0], *zip(a, b), color="C0", **arrow)
+    right.quiver([0], [0], [mixed[0]], [mixed[1]], color="C2", **arrow)
+    for v, text in ((a, "$z_{neg}$"), (b, "$z_{perm}$")):
+        right.annotate(text, v, xytext=(4, 4 if v[1] > 0 else -12), textcoords="offset points", color="C0")
+    right.annotate("$\\hat z_{neg}$", mixed, xytext=(4, 4), textcoords="offset points", color="C2")
+    right.set_title(f"negative interpolation (eq. 5), λ = {lam_in:g}\nbetween two negatives, shorter than one",
+                    fontsize=TITLE_PT)
+    return fig
+
+
 def score_bound(s: np.ndarray | None = None, near: tuple[float, float] = (0.5, 1.0)):
     """eq. 4: transformed positive score S' against S for several lambda, with the range [-4+5S, S] for lambda in
     [1, 2]; left over all of S in [-1, 1], right over ``near`` (where a trained encoder's positive pairs lie)."""
