@@ -1035,6 +1035,18 @@ def v2_against_v1(aims: list[dict]) -> dict[str, tuple[float, float]]:
             and (d, "v2 baseline") in by}
 
 
+def moco_order_facts(aims: list[dict], data: str = "shapes") -> dict:
+    """Chapter 4's run in context: MoCo v1's and v2's baselines on ``data`` (:func:`baseline_aims`), each as
+    "mean ± 95 % CI" (``v1``, ``v2``), the fewer seeds of the two (``seeds``), and ``v2_below``: v2's mean below
+    v1's, the reverse of the paper's order."""
+    by = {a["setting"]: a for a in aims if a["data"] == data}
+    if not {"v1 baseline", "v2 baseline"} <= set(by):
+        return {"v2_below": None}
+    v1, v2 = by["v1 baseline"], by["v2 baseline"]
+    return {"v1": plus_minus(v1["mean"], v1["ci95"]), "v2": plus_minus(v2["mean"], v2["ci95"]),
+            "seeds": str(min(v1["n_seeds"], v2["n_seeds"])), "v2_below": v2["mean"] < v1["mean"]}
+
+
 def findings(exp: Experiment, records: list[dict]) -> list[str]:
     """One generated Markdown sentence per setting of an experiment's stored runs: its readout, seeds, and where it
     makes a claim, the paired difference against its reference and the verdict (so prose never goes stale)."""
@@ -1235,9 +1247,11 @@ CHECKS = {
         lambda f: None if f.get("pixels_below") and not f.get("pixels_undecided") else
         f"below the pixels: {f.get('pixels_below')}; undecided: {f.get('pixels_undecided')}"),
     # chapter 5's score statistics (score_ends_facts)
+    "MoCo v2's baseline reads below MoCo v1's": (  # moco_order_facts
+        lambda f: None if f.get("v2_below") else f"v2 below v1: {f.get('v2_below')}"),
     "a larger momentum makes the positives harder": (
-        lambda f: None if f["n"] >= MIN_SEEDS and f["harder"] else
-        f"{f['n']} seed(s); Mean(pos) lower at the larger momentum in every seed: {f['harder']}"),
+        lambda f: None if f.get("n", 0) >= MIN_SEEDS and f.get("harder") else
+        f"{f.get('n', 0)} seed(s); harder in every seed: {f.get('harder')}"),
     "the frozen key encoder's views agree least": (
         lambda f: None if f.get("frozen_agrees_least") else "m = 1 does not end with the lowest Mean(pos)"),
 }
