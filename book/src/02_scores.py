@@ -176,6 +176,25 @@ checks.expect(C.CHECKS, tau_facts, "a lower temperature gives the hardest negati
 # negatives.
 
 # %% [markdown]
+# ## Exercises
+#
+# 1. Why can a random encoder's positives score above its negatives at all, when nothing has been learnt? Name the
+#    two facts about the network and the augmentations that make it so.
+# 2. Find the temperature at which the {glue:md}`tau_top` hardest negatives carry half of the negatives' softmax mass,
+#    on the scores of *Temperature*.
+#
+# :::{admonition} Answers
+# :class: dropdown
+#
+# 1. The augmentations keep much of an image (crops overlap, colours stay close), so the two views' pixels are
+#    similar; and a randomly initialised network is still a continuous map, so similar inputs give similar outputs.
+#    The scores carry no learnt meaning yet, which is why the batch mean has to be removed to see the difference.
+# 2. `stats.negative_mass_by_rank(t_pos, t_neg, tau)[29]` is the share of the top 30 (counting from zero); bisect
+#    over `tau` between 0.07 and 0.2, where the share falls from above one half to below it (the figure's two
+#    curves).
+# :::
+
+# %% [markdown]
 # (try-it-02)=
 # ## Try it
 #

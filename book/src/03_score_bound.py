@@ -250,6 +250,34 @@ def explore(alpha=2.0, lam=1.5, S=0.6):
 P.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1), lam=(0.0, 2.0, 0.05), S=(-1.0, 1.0, 0.05)))
 
 # %% [markdown]
+# ## Exercises
+#
+# 1. Set $\lambda = 2$ in eq. 4 and show that $\hat S = 5S - 4$. Then show that $\|\hat z_q\|^2 =
+#    1 + 2\lambda(\lambda-1)(1-S)$, and say when the extrapolated query is longer than one.
+# 2. A trained encoder's positive pairs score about $S = 0.87$ (chapter 2's trained run ends near there). With
+#    $\alpha_{ex} = 2$, predict {term}`Mean(pos)` after extrapolation before you compute it.
+# 3. Write eq. 5 in one line of torch for a queue `Z` of shape $K \times D$, a permutation `perm` and a number `lam`,
+#    and check it against `ftcl_core.transforms.interpolate_negatives`. How long is an interpolated negative?
+#
+# :::{admonition} Answers
+# :class: dropdown
+#
+# 1. $\hat S = S + 2\cdot 2\cdot(1-2)(1-S) = S - 4(1-S) = 5S - 4$. Expanding
+#    $\|\lambda z_q + (1-\lambda) z_k\|^2 = \lambda^2 + (1-\lambda)^2 + 2\lambda(1-\lambda)S
+#    = 1 - 2\lambda(1-\lambda)(1-S)$, which is $1 + 2\lambda(\lambda-1)(1-S)$: longer than one whenever
+#    $\lambda > 1$ and $S < 1$.
+# 2. Write $\lambda = 1 + u$ with $u \sim \mathrm{Beta}(2, 2)$: $\lambda(\lambda - 1) = u + u^2$, and
+#    $E[u] = 1/2$, $E[u^2] = \mathrm{Var}(u) + E[u]^2 = 1/20 + 1/4 = 3/10$, so $E[\lambda(\lambda-1)] = 4/5$. By eq. 4,
+#    $E[\hat S] = S - 2\cdot\tfrac45(1-S) = 0.87 - 1.6 \cdot 0.13 \approx 0.66$. Check it:
+#    `T.transformed_positive_score(0.87, T.sample_lambda(2.0, "sample", 100_000, 1, torch.Generator().manual_seed(0),
+#    shift=1.0)).mean()`.
+# 3. `lam * Z + (1 - lam) * Z[perm]`, and `torch.allclose` with `T.interpolate_negatives(Z, lam, perm)` holds. Its
+#    squared length is $\lambda^2 + (1-\lambda)^2 + 2\lambda(1-\lambda)c = 1 - 2\lambda(1-\lambda)(1-c)$ for two
+#    entries of cosine $c$: at most one, so the new negative lies inside the sphere (the right panel of the first
+#    figure).
+# :::
+
+# %% [markdown]
 # (try-it-03)=
 # ## Try it
 #

@@ -80,7 +80,8 @@ display(P.source_code(ema_update))
 # Every table of this book gives each setting a **verdict** on the paper's claim about it. We take the
 # {term}`paired` difference over seeds against the setting's reference (here: the same seed's random-init encoder)
 # and its 95 % t-interval [lo, hi], judged against the paper's own effect d where it states one
-# (ftcl_core.study.results.claims): **replicated** when the interval excludes zero on the paper's side and reaches d,
+# (ftcl_core.study.results.claims): **replicated** when the interval excludes zero on the paper's side and reaches d
+# (its far end lies at or beyond d),
 # **smaller than the paper** when it excludes zero but lies wholly below d, **contradicted** when it excludes zero
 # on the other side, **{term}`no effect of the paper's size`** when it includes zero but excludes d, **inconclusive**
 # when it includes both, and **{term}`undecided`** with fewer than three seeds. Equivalence claims (Table 6, {term}`Supp F`) read
@@ -154,11 +155,17 @@ checks.expect(X.CHECKS, momentum, "every momentum has 3 seeds", "every learning 
 
 # %% tags=["remove-cell"]
 import csv
+import math
 
 by_seed = {s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in stored if r["setting"] == s} for s in ("m=0.9", "m=0.99")}
 hard = X.harder_positive_facts(by_seed)
 glue_facts("hard_", hard)
 checks.expect(X.CHECKS, hard, "a larger momentum makes the positives harder")
+cfg_099 = X.resolve(X.base_for(exp, "cpu"), exp.settings["m=0.99"], "cpu")
+per_epoch = cfg_099.data.n_train // cfg_099.train.batch_size  # optimiser steps in one epoch of the stored runs
+half_life = {m: math.log(2) / -math.log(m) for m in (0.99, 0.999)}  # eq. 2: m**t = 1/2
+glue_facts("ema_", {"steps_per_epoch": str(per_epoch), "epochs": str(cfg_099.train.epochs), **{f"half_{str(m)[2:]}": f"{t:.0f}" for m, t in half_life.items()},
+                    **{f"half_{str(m)[2:]}_epochs": f"{t / per_epoch:.0f}" for m, t in half_life.items()}})
 rise = X.claim_facts(list(csv.DictReader((X.ROOT / "results" / "summary.csv").open())), "T1", "m=0.99")
 glue_facts("rise_", rise)
 checks.expect(X.CLAIM_CHECKS, rise, "inconclusive: the interval holds zero and the paper's effect")
@@ -263,6 +270,28 @@ checks.expect(G.CHECKS, swings, "Mean(neg) swings most at a large momentum",
 # {glue:md}`vol_grad_most`. Mean(neg) goes against the paper's reading: it swings most at {glue:md}`vol_neg_most` and
 # least at {glue:md}`vol_neg_least`. At m = 1 the key encoder never leaves its random initialisation, so each
 # batch's keys score the queries by how the batch happens to fall, a noise no training smooths out.
+
+# %% [markdown]
+# ## Exercises
+#
+# 1. Before you look at *Score statistics*: what Mean(pos) do you expect at $m = 0$, and at $m = 1$? Reason from
+#    eq. 2 alone.
+# 2. Eq. 2 is an exponential moving average. After how many steps has the key encoder forgotten half of where it
+#    started, at $m = 0.99$ and at $m = 0.999$? An epoch here is {glue:md}`ema_steps_per_epoch` steps.
+#
+# :::{admonition} Answers
+# :class: dropdown
+#
+# 1. At $m = 0$ the key encoder is a copy of the query encoder at every step, so a positive pair differs only by its
+#    two augmentations: Mean(pos) high, an easy pair. At $m = 1$ the key encoder keeps its random initialisation,
+#    so a query from the trained encoder meets a key from a random one: Mean(pos) low. The runs agree: the frozen
+#    key encoder ends at {glue:md}`ends_frozen_pos`, every other momentum between {glue:md}`ends_others_pos_lo` and
+#    {glue:md}`ends_others_pos_hi`.
+# 2. After $t$ steps the starting weights keep a share $m^t$, which is one half at $t = \ln 2 / (-\ln m)$: about
+#    {glue:md}`ema_half_99` steps at $m = 0.99$ (some {glue:md}`ema_half_99_epochs` epochs here) and
+#    {glue:md}`ema_half_999` at $m = 0.999$ (some {glue:md}`ema_half_999_epochs`). In a run of {glue:md}`ema_epochs`
+#    epochs the key encoder at 0.999 trails the query encoder by a large part of the run.
+# :::
 
 # %% [markdown]
 # (try-it-05)=

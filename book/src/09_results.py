@@ -87,7 +87,8 @@ display(html_table(["verdict", "the paper's claims", "after BH", "Table 1's chec
 # For each claim of the paper (a setting beats, or trails, its reference; in Table 1, a momentum collapses or
 # learns against the random-init encoder) we take the paired difference over seeds and its 95 % t-interval:
 #
-# * **replicated**: the interval excludes zero on the paper's side and reaches the paper's effect d;
+# * **replicated**: the interval excludes zero on the paper's side and reaches the paper's effect d (its far end lies
+#   at or beyond d);
 # * **smaller than the paper**: it excludes zero on the paper's side but lies wholly below d;
 # * **contradicted**: the interval excludes zero on the other side;
 # * **{term}`no effect of the paper's size`**: it includes zero and excludes d; **inconclusive**: it includes both;
