@@ -140,6 +140,7 @@ BOOK_FIGURES: dict[str, Callable[[], object]] = {
         {"v1 baseline": landscape(), "v1 +both": landscape()}),
     "score_bound (ch 3)": lambda: P.score_bound(),
     "ft_geometry (ch 3)": lambda: P.ft_geometry(),
+    "moco_pipeline (ch 1)": lambda: P.moco_pipeline(),
     "experiment_bars, ten momenta (ch 5)": lambda: P.experiment_bars(
         EXPERIMENT["table1_momentum"], fake_summary(EXPERIMENT["table1_momentum"])),
     "experiment_bars, Fashion-MNIST with pixels (ch 5)": lambda: P.experiment_bars(

@@ -51,6 +51,21 @@ import os
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
 
 # %% [markdown]
+# **One step of MoCo with FT, in one picture** (the paper's Fig 2; `ftcl_core.pages.plotting.moco_pipeline`). Two
+# augmented views of an image pass through the query encoder and the key encoder, which follows the query encoder
+# slowly (eq. 2). FT acts on their outputs and on the queue just before the scores; the loss (eq. 1) trains the
+# query encoder only, and the clean keys, not the transformed ones, enter the queue. Chapter 4 takes this step in
+# code.
+
+# %% tags=["hide-input"]
+import matplotlib.pyplot as plt
+
+from ftcl_core.pages import plotting as P
+
+P.moco_pipeline()
+plt.show()
+
+# %% [markdown]
 # ## What this book finds
 #
 # The paper's machinery reproduces (chapters 2-4), and so do parts of its momentum study (chapter 5). Its headline,

@@ -465,6 +465,45 @@ def grad_landscape(per_epoch: np.ndarray, title: str = "", ax=None):
     return fig
 
 
+def moco_pipeline():
+    """One MoCo step with FT as a block diagram (the paper's Fig 2): two views of an image through the query encoder and
+    the momentum key encoder (eq. 2), FT on their outputs and on the queue (eqs. 3 and 5), the logits and InfoNCE
+    (eq. 1); the clean keys enter the queue, and the loss's gradient reaches the query encoder only."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 3.3), layout="constrained")
+    ax.set_xlim(0, 10.4)
+    ax.set_ylim(0, 4.0)
+    ax.axis("off")
+    for x, y, text, colour in (
+            (0.55, 2.0, "image", "0.9"), (2.0, 3.3, "view 1", "0.9"), (2.0, 0.7, "view 2", "0.9"),
+            (3.95, 3.3, "query encoder $f_q$", "#cfe2f3"), (3.95, 0.7, "key encoder $f_k$", "#cfe2f3"),
+            (6.6, 2.3, "FT\nextrapolate $z_q, z_{k^+}$ (eq. 3)\ninterpolate the queue (eq. 5)", "#f4cccc"),
+            (6.6, 0.45, "queue of $K$ keys", "#d9ead3"), (9.25, 2.3, "scores / $\\tau$\nInfoNCE (eq. 1)", "#fff2cc")):
+        ax.text(x, y, text, ha="center", va="center", fontsize=TEXT_PT, zorder=3,
+                bbox={"boxstyle": "round,pad=0.35", "facecolor": colour, "edgecolor": "0.4"})
+
+    def arrow(start: tuple, end: tuple, label: str = "", at: tuple | None = None, ha: str = "center", ls: str = "-"):
+        ax.annotate("", end, start, arrowprops={"arrowstyle": "-|>", "ls": ls, "color": "0.3", "shrinkA": 0,
+                                                "shrinkB": 0}, zorder=2)
+        if label:
+            ax.text(*at, label, ha=ha, va="center", fontsize=TEXT_PT, color="0.2")
+
+    arrow((0.85, 2.25), (1.6, 3.1), "augment", (1.05, 2.85), "right")
+    arrow((0.85, 1.75), (1.6, 0.9), "augment", (1.05, 1.15), "right")
+    arrow((2.42, 3.3), (3.0, 3.3))
+    arrow((2.42, 0.7), (3.05, 0.7))
+    arrow((4.9, 3.2), (5.45, 2.75), "$z_q$", (5.3, 3.15), "left")
+    arrow((4.85, 0.85), (5.45, 1.85), "$z_{k^+}$,\nno gradient", (5.3, 1.25), "left")
+    arrow((3.95, 3.0), (3.95, 1.0), "momentum, eq. 2:\n$\\theta_k \\leftarrow m\\theta_k + (1-m)\\theta_q$",
+          (3.8, 2.0), "right", ls="--")
+    arrow((4.85, 0.55), (5.75, 0.45), "enqueue the clean keys", (5.3, 0.12))
+    arrow((6.6, 0.75), (6.6, 1.7), "negatives", (6.72, 1.22), "left")
+    arrow((7.85, 2.3), (8.45, 2.3), "$\\hat S$", (8.15, 2.55))
+    ax.text(9.25, 1.55, "gradient to $f_q$ only", ha="center", va="center", fontsize=TEXT_PT, color="0.2")
+    return fig
+
+
 def ft_geometry(lam_ex: float = 1.5, lam_in: float = 0.4, angle_deg: float = 50.0):
     """The two transformations in the plane (the paper's Fig 6): left, positive extrapolation (eq. 3) pushes z_q and
     z_k+ apart along their chord, past the unit circle (``lam_ex`` in [1, 2]); right, negative interpolation (eq. 5)
