@@ -96,6 +96,10 @@ P.experiment_bars(exp, summary)
 plt.show()
 
 # %% [markdown]
+# Our readouts (blue, left axis) and the paper's (orange, right axis) sit on axes of their own: compare how each
+# rises and falls across the momenta, not the levels, which belong to other data and another network. An orange
+# cross marks a momentum the paper reports only as collapsed, below its own random-init encoder.
+#
 # ## Score statistics (Figs 3 and 5)
 
 # %%

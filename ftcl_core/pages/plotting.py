@@ -586,6 +586,7 @@ def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None, le
                          [0 if np.isnan(v["ci95"]) else v["ci95"] for v in summary.values()],
                          baseline=float(np.mean([v["random_init_mean"] for v in summary.values()])),
                          paper=[exp.paper_number(k) for k in summary], title=exp.title, ax=ax,
+                         paper_collapse=[exp.paper.get(k) == "collapse" for k in summary],
                          pixels=None if np.all(np.isnan(pixels)) else float(np.nanmean(pixels)),
                          paper_label="paper (ImageNet-1K)" if "IN-1K" in exp.title else "paper (ImageNet-100)",
                          legend=legend)
@@ -638,12 +639,14 @@ def _zoomed(values: Iterable[float], lo: float = 0.0, hi: float = 100.0, pad: fl
 
 def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], baseline: float | None = None,
                   paper: list[float] | None = None, title: str = "", ax=None, pixels: float | None = None,
-                  paper_label: str = "paper (ImageNet-100)", legend: bool = True):
+                  paper_label: str = "paper (ImageNet-100)", legend: bool = True,
+                  paper_collapse: Sequence[bool] | None = None):
     """Readout accuracy per setting: our mean ± 95 % CI as a point with its interval, the random-init encoder (and
     the raw pixels' linear probe, where given) as reference lines, on an axis zoomed to them (readouts that sit
     within a few points of each other stay apart; points, not bars, since the axis does not start at zero).  The
     paper's numbers, when given, are diamonds on an axis of their own at the right, zoomed to them likewise
-    (ImageNet-100 against the embedded data: compare the pattern across settings, not the levels).
+    (ImageNet-100 against the embedded data: compare the pattern across settings, not the levels). A setting the paper
+    reports as collapsed (``paper_collapse``: True; no number) is a cross at the foot of the paper's axis.
 
     The legend never sits in the frame: under the axes in a figure of its own, beside the axes in a caller's
     (``ax``), none with ``legend=False``."""
@@ -677,6 +680,11 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
         pax = ax.twinx()
         pax.plot(xs, marks, "D", color="darkorange", label=paper_label)
         pax.set_ylim(*_zoomed(marks))
+        fell = [x for x, c in zip(xs, paper_collapse or []) if c]
+        if fell:  # no number in the paper, only "collapse": a cross at the bottom of its axis
+            foot = pax.get_ylim()[0]
+            pax.plot(fell, [foot] * len(fell), "X", color="darkorange", ms=8, clip_on=False,
+                     label="paper: collapse (no number)")
         pax.tick_params(axis="y", labelsize=TEXT_PT, colors="darkorange")
         pax.set_ylabel("paper top-1 (%)", fontsize=TEXT_PT, color="darkorange")
         more = pax.get_legend_handles_labels()
