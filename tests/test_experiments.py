@@ -827,3 +827,12 @@ def test_moco_order_facts_read_both_baselines_and_flip_with_their_order():
     assert not failures(X.CHECKS, f, name)
     assert name in failures(X.CHECKS, X.moco_order_facts([aim("v1 baseline", 50.0), aim("v2 baseline", 60.0)]), name)
     assert name in failures(X.CHECKS, X.moco_order_facts([aim("v1 baseline", 50.0)]), name)
+
+
+def test_table_cells_keep_only_the_claim_kinds_asked_for():
+    exp = X.Experiment.load("experiments/table1_momentum.yaml")
+    records = X.load_records(exp.path, "cpu", X.STORED)
+    everything = X.table_cells(exp, records)[2]
+    sanity, ordering = (X.table_cells(exp, records, [kind])[2] for kind in ("sanity", "ordering"))
+    assert sanity and ordering and len(sanity) + len(ordering) <= len(everything)
+    assert {row[5] for row in sanity} == {"random init"} and "random init" not in {row[5] for row in ordering}

@@ -29,7 +29,7 @@ import math
 import os
 import shutil
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -782,12 +782,16 @@ def summarize(records: list[dict], key: str = "linear_top1") -> dict[str, dict]:
 TABLE_HEADER = ["setting", "ours", "±95%", "n", "Δ", "vs", "paper", "paper Δ", "ours/paper", "verdict"]
 
 
-def table_cells(exp: Experiment, records: list[dict]) -> tuple[str, list[str], list[list[str]]]:
+def table_cells(exp: Experiment, records: list[dict], kinds: Collection[str] | None = None
+                ) -> tuple[str, list[str], list[list[str]]]:
     """Title, header and cells of an experiment's table: the rows of :func:`table_rows`, i.e. mean, 95 % CI,
     seeds, paired difference against each claim's reference, the paper's number and effect, our effect over the
-    paper's, and the verdict."""
+    paper's, and the verdict. ``kinds``: only the rows of those claim kinds (``Claim.kind``: "sanity", "ordering",
+    ...; a baseline row has none and is kept only without ``kinds``)."""
     rows = []
     for r in table_rows(exp, records):
+        if kinds is not None and r.get("kind") not in kinds:
+            continue
         rows.append([r["setting"], fixed(r["mean"]), pm_cell(r["ci95"], None), str(r["n_seeds"]),
                      pm_cell(r["diff_mean"], r["diff_ci95"], signed=True), r["reference"],
                      "" if r["paper"] is None else str(r["paper"]), pm_cell(r["effect"], None, 2, signed=True),
