@@ -108,10 +108,11 @@ checks.expect(C.CHECKS, init, "a random encoder's positives score above its nega
 # %% [markdown]
 # **High cosines are not a collapse here.** Every score of this random encoder is close to one (Mean(pos)
 # {glue:md}`init_pos`, Mean(neg) {glue:md}`init_neg`, as printed above), above the {term}`collapse level` ({glue:md}`init_level`) at
-# which chapters 6 and 7 call Mean(neg) a collapse. Nothing has gone wrong: the features of a network that was never trained share one
-# large common direction (its pooled activations come out of ReLUs, so they are all non-negative), and any two images
-# point almost the same way. Take that direction away, by subtracting each view's batch mean before the cosine, and
-# the positives still agree ({glue:md}`init_centred_pos`) while the negatives do not ({glue:md}`init_centred_neg`).
+# which chapters 6 and 7 call Mean(neg) a collapse (a collapse of the scores; the paper's own word means a
+# {term}`readout` below the random-init encoder's, which chapter 5 tests). Nothing has gone wrong: the features of a
+# network that was never trained share one large common direction (its pooled activations come out of ReLUs, so they are all non-negative), and any two images
+# point almost the same way. Take that direction away, by subtracting each view's batch mean before the cosine (the
+# right panel above), and the positives still agree ({glue:md}`init_centred_pos`) while the negatives do not ({glue:md}`init_centred_neg`).
 # That is why the collapse criterion is read on the encoder *being trained*, and on the gap between Mean(pos) and
 # Mean(neg) rather than on their level: training starts from a queue of random keys (Mean(neg)
 # {glue:md}`init_queue_neg` at the first step of chapter 4's run) and spreads the features within its first epoch,
