@@ -76,18 +76,6 @@ def score_statistics(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64
     return torch.stack([p.mean(), mean.mean(), var.mean()])
 
 
-def negative_mass_by_rank(l_pos: torch.Tensor, l_neg: torch.Tensor, tau: float) -> torch.Tensor:
-    """How InfoNCE's softmax at temperature ``tau`` (eq. 1) shares its mass among the negatives: element ``r`` is the
-    share of the negatives' softmax mass that the ``r + 1`` highest-scoring negatives of a query carry, averaged over
-    the queries. ``l_pos`` (N,), ``l_neg`` (N, K) -> (K,), rising from the top negative's share to 1."""
-    if tau <= 0:
-        raise ValueError(f"temperature tau={tau} must be > 0; MoCo v1 uses 0.07, v2 0.2.")
-    logits = torch.cat([l_pos.unsqueeze(1), l_neg], dim=1).double() / tau  # (N, 1 + K), eq. 1
-    p = torch.softmax(logits, dim=1)[:, 1:]  # (N, K): the negatives' probabilities
-    top = torch.sort(p / p.sum(1, keepdim=True), dim=1, descending=True).values  # (N, K), each row sums to 1
-    return top.cumsum(1).mean(0)  # (K,)
-
-
 def score_histogram(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64, bins: int = 50,
                     lo: float = -1.0, hi: float = 1.0) -> torch.Tensor:
     """Histograms ``(2, bins)`` of the positive and negative scores of the first n queries over [lo, hi]

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ftcl_core.study import curves as C
 from ftcl_core.study.checks import TextDisagrees, expect, failures
@@ -107,3 +110,17 @@ def test_the_temperature_facts_read_the_top_share_and_flip_when_a_hotter_softmax
     assert (f["top_0_07"], f["top_1"], f["top"], f["k"]) == ("75", "30", "30", "100")
     expect(C.CHECKS, f, name)
     assert name in failures(C.CHECKS, C.temperature_facts({0.07: flat, 1.0: sharp}, top=30), name)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), k=st.integers(2, 300))
+def test_the_negatives_softmax_mass_by_rank_rises_to_one_and_a_lower_temperature_puts_more_on_the_hardest(seed, k):
+    gen = torch.Generator().manual_seed(seed)
+    neg = torch.rand(16, k, generator=gen) * 2 - 1
+    cold, hot = C.negative_mass_by_rank(neg, 0.07), C.negative_mass_by_rank(neg, 1.0)
+    for cum in (cold, hot):
+        assert cum.shape == (k,) and torch.all(cum[1:] >= cum[:-1] - 1e-12)
+        torch.testing.assert_close(cum[-1], torch.tensor(1.0, dtype=cum.dtype))
+    assert torch.all(cold >= hot - 1e-12)  # at every rank the hardest negatives hold at least as much when cold
+    with pytest.raises(ValueError, match="tau"):
+        C.negative_mass_by_rank(neg, 0.0)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ftcl_core.evaluation import knn_top1, linear_readout
-from ftcl_core.stats import StepRecorder, layer_grad_norms, layer_names, negative_mass_by_rank, score_statistics
+from ftcl_core.stats import StepRecorder, layer_grad_norms, layer_names, score_statistics
 
 
 def test_score_statistics_match_supp_a():
@@ -174,16 +174,3 @@ def test_representation_statistics_at_their_limits(seed, n, d):
     if n * d >= 256:
         assert abs(representation_statistics(z, other)[2].item()) < 8 / (n * d) ** 0.5
 
-
-@settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10_000), k=st.integers(2, 300))
-def test_the_negatives_softmax_mass_by_rank_rises_to_one_and_a_lower_temperature_puts_more_on_the_hardest(seed, k):
-    gen = torch.Generator().manual_seed(seed)
-    pos, neg = torch.rand(16, generator=gen), torch.rand(16, k, generator=gen) * 2 - 1
-    cold, hot = negative_mass_by_rank(pos, neg, 0.07), negative_mass_by_rank(pos, neg, 1.0)
-    for cum in (cold, hot):
-        assert cum.shape == (k,) and torch.all(cum[1:] >= cum[:-1] - 1e-12)
-        torch.testing.assert_close(cum[-1], torch.tensor(1.0, dtype=cum.dtype))
-    assert torch.all(cold >= hot - 1e-12)  # at every rank the hardest negatives hold at least as much when cold
-    with pytest.raises(ValueError, match="tau"):
-        negative_mass_by_rank(pos, neg, 0.0)

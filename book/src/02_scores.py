@@ -38,7 +38,7 @@ from ftcl_core.data import load_data
 from ftcl_core.losses import moco_logits
 from ftcl_core.methods import build_model
 from ftcl_core.pages import plotting as P
-from ftcl_core.stats import negative_mass_by_rank, score_statistics
+from ftcl_core.stats import score_statistics
 from ftcl_core.study import experiments as X
 from ftcl_core.training import augment_config
 
@@ -154,7 +154,9 @@ t_neg = (last["neg_mean"] + last["neg_var"] ** 0.5 * torch.randn(256, n_neg, gen
 t_pos = torch.full((256,), last["pos_mean"])
 print(f"from the stored run's last {n_last} steps: Mean(pos) {last['pos_mean']:.3f}, Mean(neg) {last['neg_mean']:.3f}, "
       f"Var(neg) {last['neg_var']:.4f}; {n_neg} negatives per query")
-mass = {tau: negative_mass_by_rank(t_pos, t_neg, tau).numpy() for tau in (0.07, 0.2, 0.5, 1.0)}
+from ftcl_core.study import curves as C
+
+mass = {tau: C.negative_mass_by_rank(t_neg, tau).numpy() for tau in (0.07, 0.2, 0.5, 1.0)}
 fig, ax = plt.subplots(figsize=(P.BOOK_WIDTH_IN, 3), layout="constrained")
 for tau, cum in mass.items():
     ax.plot(np.arange(1, len(cum) + 1), cum, label=f"τ = {tau}")
@@ -190,7 +192,7 @@ checks.expect(C.CHECKS, tau_facts, "a lower temperature gives the hardest negati
 # 1. The augmentations keep much of an image (crops overlap, colours stay close), so the two views' pixels are
 #    similar; and a randomly initialised network is still a continuous map, so similar inputs give similar outputs.
 #    The scores carry no learnt meaning yet, which is why the batch mean has to be removed to see the difference.
-# 2. `stats.negative_mass_by_rank(t_pos, t_neg, tau)[29]` is the share of the top 30 (counting from zero); bisect
+# 2. `curves.negative_mass_by_rank(t_neg, tau)[29]` is the share of the top 30 (counting from zero); bisect
 #    over `tau` between 0.07 and 0.2, where the share falls from above one half to below it (the figure's two
 #    curves).
 # :::

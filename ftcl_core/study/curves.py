@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import torch
 
 from ftcl_core.study.results.numbers import fixed
 
@@ -68,8 +69,18 @@ def init_score_facts(q: np.ndarray, k: np.ndarray, trained: Mapping[str, np.ndar
                        "queue_neg": queue_neg, "end_pos": end_pos, "end_neg": end_neg}}
 
 
+def negative_mass_by_rank(l_neg: torch.Tensor, tau: float) -> torch.Tensor:
+    """How InfoNCE's softmax at temperature ``tau`` (eq. 1) shares the negatives' mass among them: element ``r`` is the
+    share the ``r + 1`` highest-scoring negatives of a query carry, averaged over the queries (the positive's logit
+    cancels from a share among negatives). ``l_neg`` (N, K) -> (K,), rising from the top negative's share to 1."""
+    if tau <= 0:
+        raise ValueError(f"temperature tau={tau} must be > 0; MoCo v1 uses 0.07, v2 0.2.")
+    top = torch.softmax(l_neg.double() / tau, dim=1).sort(dim=1, descending=True).values  # (N, K), rows sum to 1
+    return top.cumsum(1).mean(0)  # (K,)
+
+
 def temperature_facts(mass: Mapping[float, np.ndarray], top: int = 30) -> dict:
-    """Chapter 2's temperature figure: ``mass`` maps each temperature to :func:`ftcl_core.stats.negative_mass_by_rank`
+    """Chapter 2's temperature figure: ``mass`` maps each temperature to :func:`negative_mass_by_rank`
     of the same scores. Facts: the share (%) of the negatives' softmax mass the ``top`` highest-scoring negatives carry
     at each temperature (``top_<tau>``, the dot written "_": ``top_0_07``), ``top`` and the number of negatives ``k``."""
     shares = {tau: float(np.asarray(m)[top - 1]) for tau, m in mass.items()}
