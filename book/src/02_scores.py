@@ -146,16 +146,15 @@ plt.show()
 # normal distribution of that mean and variance.
 
 # %%
+from ftcl_core.study import curves as C
+
 n_last = min(50, len(metrics["loss"]))
 last = {c: float(metrics[c][-n_last:].mean()) for c in ("pos_mean", "neg_mean", "neg_var")}
 g = torch.Generator().manual_seed(0)
 n_neg = cfg.moco.queue_size
 t_neg = (last["neg_mean"] + last["neg_var"] ** 0.5 * torch.randn(256, n_neg, generator=g)).clamp(-1, 1)
-t_pos = torch.full((256,), last["pos_mean"])
 print(f"from the stored run's last {n_last} steps: Mean(pos) {last['pos_mean']:.3f}, Mean(neg) {last['neg_mean']:.3f}, "
       f"Var(neg) {last['neg_var']:.4f}; {n_neg} negatives per query")
-from ftcl_core.study import curves as C
-
 mass = {tau: C.negative_mass_by_rank(t_neg, tau).numpy() for tau in (0.07, 0.2, 0.5, 1.0)}
 fig, ax = plt.subplots(figsize=(P.BOOK_WIDTH_IN, 3), layout="constrained")
 for tau, cum in mass.items():
@@ -192,7 +191,7 @@ checks.expect(C.CHECKS, tau_facts, "a lower temperature gives the hardest negati
 # 1. The augmentations keep much of an image (crops overlap, colours stay close), so the two views' pixels are
 #    similar; and a randomly initialised network is still a continuous map, so similar inputs give similar outputs.
 #    The scores carry no learnt meaning yet, which is why the batch mean has to be removed to see the difference.
-# 2. `curves.negative_mass_by_rank(t_neg, tau)[29]` is the share of the top 30 (counting from zero); bisect
+# 2. `C.negative_mass_by_rank(t_neg, tau)[29]` is the share of the top 30 (counting from zero); bisect
 #    over `tau` between 0.07 and 0.2, where the share falls from above one half to below it (the figure's two
 #    curves).
 # :::
