@@ -117,15 +117,16 @@ checks.expect(C.CHECKS, init, "a random encoder's positives score above its nega
 # Mean(neg) rather than on their level: training starts from a queue of random keys (Mean(neg)
 # {glue:md}`init_queue_neg` at the first step of chapter 4's run) and spreads the features within its first epoch,
 # and the trained run ends at Mean(pos) {glue:md}`init_end_pos` against Mean(neg) {glue:md}`init_end_neg` (its last
-# {glue:md}`init_window` steps). A collapse, in chapters 6 and 7, is Mean(neg) of a run climbing back above that
-# level *during* training, the gap to Mean(pos) gone.
+# {glue:md}`init_window` steps). A collapse, in chapters 6 and 7, is Mean(neg) of a run climbing back above the
+# collapse level ({glue:md}`init_level`) *during* training, the gap to Mean(pos) gone.
 
 # %% [markdown]
 # ## The statistics during a real training run
 #
 # The stored MoCo v2 run of chapter 4 (trained here if it is missing) recorded the three statistics at
-# every step. During training, Mean(pos) rises as the encoder becomes invariant to the augmentations,
-# while Mean(neg) falls toward zero: the features spread over the sphere.
+# every step. Over the run, Mean(pos) rises as the encoder becomes invariant to the augmentations, while Mean(neg)
+# falls toward zero: the features spread over the sphere. The first epoch runs the other way, as real keys that
+# still look alike replace the queue's random ones; chapter 4 reads that start step by step.
 
 # %%
 from ftcl_core.runs import RunDir

@@ -61,12 +61,12 @@ qq, kk, qk = 1, 1, S  # unit vectors
 # (l q + (1-l) k) . (l k + (1-l) q), expanded bilinearly
 expr = lam * lam * qk + lam * (1 - lam) * qq + (1 - lam) * lam * kk + (1 - lam) ** 2 * qk
 closed = S + 2 * lam * (1 - lam) * (1 - S)
-print("S' =", sp.simplify(expr))
-print("S' - (S + 2 l (1 - l)(1 - S)) =", sp.simplify(expr - closed))
+print("Ŝ =", sp.simplify(expr))
+print("Ŝ - (S + 2 l (1 - l)(1 - S)) =", sp.simplify(expr - closed))
 drop = sp.factor(closed - S)
-print("S' - S =", drop, " -> <= 0 when l >= 1 since 1 - S >= 0")
-print("S' at l = 1:", sp.simplify(closed.subs(lam, 1)), "  at l = 2:", sp.expand(closed.subs(lam, 2)))
-print("d S'/d l =", sp.factor(sp.diff(closed, lam)), " -> negative on (1, 2]: S' falls monotonically from S to 5S - 4")
+print("Ŝ - S =", drop, " -> <= 0 when l >= 1 since 1 - S >= 0")
+print("Ŝ at l = 1:", sp.simplify(closed.subs(lam, 1)), "  at l = 2:", sp.expand(closed.subs(lam, 2)))
+print("d Ŝ/d l =", sp.factor(sp.diff(closed, lam)), " -> negative on (1, 2]: Ŝ falls monotonically from S to 5S - 4")
 
 # %% [markdown]
 # The family of lines $\hat S(S)$ for several $\lambda$ (`ftcl_core.pages.plotting.score_bound`): for
@@ -118,14 +118,14 @@ grid = np.linspace(-1, 1, 100)
 ax[0].plot(grid, grid, "k-", lw=1, label="S (upper bound)")
 ax[0].plot(grid, -4 + 5 * grid, "k--", lw=1, label="5S - 4 (lower bound)")
 ax[0].set_xlabel("S")
-ax[0].set_ylabel("S' after extrapolation")
+ax[0].set_ylabel("Ŝ after extrapolation")
 ax[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=9, frameon=False)
 lam_in = T.sample_lambda(2.0, "sample", n, 128, gen).double()
 q3, k3 = T.extrapolate_positive(zq, zk, lam_in)
 ax[1].scatter(s[sel], (q3 * k3).sum(1)[sel], s=2, alpha=0.4, color="darkorange", label="interpolation, λ ~ Beta(2,2)")
 ax[1].plot(grid, grid, "k-", lw=1, label="S")
 ax[1].set_xlabel("S")
-ax[1].set_ylabel("S' after interpolation")
+ax[1].set_ylabel("Ŝ after interpolation")
 ax[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=9, frameon=False)
 plt.show()
 
@@ -178,12 +178,18 @@ for name, m, share, d in rows:
 renorm = (T.renormalize(q2) * T.renormalize(k2)).sum(1)
 print(f"max |measured - closed form|: re-normalised {(renorm - T.renormalized_positive_score(s, lam_ex.squeeze(1))).abs().max():.1e}, "
       f"per dimension {((qd * kd).sum(1) - T.per_dimension_positive_score(zq, zk, lam_dim)).abs().max():.1e}")
+trained = 0.87  # a trained encoder's positive score (chapter 2's trained run ends near it)
+raw_t, ren_t = (float(f(trained, lam_ex.squeeze(1)).mean())
+                for f in (T.transformed_positive_score, T.renormalized_positive_score))
+print(f"positives at S = {trained}: mean score {raw_t:.3f} raw, {ren_t:.3f} re-normalised")
 
 # %% [markdown]
-# Re-normalisation keeps every pair at least as hard but shrinks the mean drop a great deal: most of the raw eq. 4
-# drop is the vectors' growth in norm. One $\lambda$ per dimension lowers the score about as much as one per pair,
-# and keeps every pair at least as hard, as the algebra says; re-normalised, it behaves like the re-normalised
-# per-pair mix on these pairs.
+# Re-normalisation keeps every pair at least as hard. On these test pairs, whose $S$ spreads over $[-1, 1]$, it
+# shrinks the mean drop a great deal: wherever $c > S$, which is where the raw score falls below zero (as far as
+# $-9$), re-normalising shrinks the drop and brings the score back into $[-1, 1]$. A trained encoder's positives sit
+# near $S = 0.87$, where $c \le 4(1-S) < S$: there the re-normalised drop $c(1+S)/(1+c)$ is *larger* than $c$, and
+# re-normalising makes the positives harder still (the last line of the output). One $\lambda$ per dimension lowers the score about as much as one per pair, and keeps every pair at
+# least as hard, as the algebra says; re-normalised, it behaves like the re-normalised per-pair mix on these pairs.
 #
 # %% tags=["remove-cell"]
 # the sentences above, held to the table: every FT row keeps every pair at least as hard; re-normalising shrinks the
@@ -193,6 +199,7 @@ assert all(share == 1.0 for name, (_, share, _) in table.items() if name != "no 
 (_, _, raw), (_, _, ren) = table["extrapolation, one λ per pair"], table["extrapolation + re-normalisation"]
 (_, _, dim), (_, _, dim_ren) = table["extrapolation, one λ per dimension"], table["per dimension + re-normalisation"]
 assert ren > raw / 2 and abs(dim - raw) < abs(raw) / 5 and abs(dim_ren - ren) < abs(ren) / 5, table
+assert ren_t < raw_t, (raw_t, ren_t)  # near S = 0.87 re-normalising lowers the positive score further
 
 # %% [markdown]
 # ## Hard negatives (Supp G.2)
@@ -240,9 +247,9 @@ def explore(alpha=2.0, lam=1.5, S=0.6):
     ax[0].set_title(f"λ ~ Beta({alpha}, {alpha}) + 1")
     grid = np.linspace(-4, 1, 500)
     ax[1].plot(grid, P.transformed_score_density(S, alpha, grid))
-    ax[1].axvline(T.transformed_positive_score(S, lam), color="crimson", label=f"S' at λ={lam}")
+    ax[1].axvline(T.transformed_positive_score(S, lam), color="crimson", label=f"Ŝ at λ={lam}")
     ax[1].axvspan(*T.score_range(S), alpha=0.1)
-    ax[1].set_title(f"S' for S = {S}")
+    ax[1].set_title(f"Ŝ for S = {S}")
     ax[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=9, frameon=False)
     plt.show()
 

@@ -93,8 +93,8 @@ display(P.source_code(moco_ft_step))
 #
 # Two curves of the same run below: the InfoNCE loss and the *{term}`contrastive top-1`*, the share of queries whose
 # positive is the top logit among the $K+1$ (a training signal, not the {term}`linear readout` at the
-# end of the chapter). The dotted line marks the step at which the queue holds only real keys. A hidden cell checks
-# every sentence of the next two paragraphs against the stored `cpu` run.
+# end of the chapter). The dotted line marks the step at which the queue holds only real keys. The next two
+# paragraphs read the stored `cpu` run.
 
 # %%
 m = run.load_metrics()

@@ -266,7 +266,7 @@ def _finish(fig: Figure) -> None:
 
 def _progress_label(x: str, window: int) -> str:
     """The x label of a per-step curve: epochs or steps, and the moving average the curves are drawn with."""
-    return ("epoch" if x == "epoch" else "step") + (f" (curves: {window}-step moving mean)" if window > 1 else "")
+    return ("epoch" if x == "epoch" else "step") + (f" ({window}-step mean)" if window > 1 else "")
 
 
 def score_statistics(runs: Mapping[str, Mapping[str, np.ndarray]], columns=("pos_mean", "neg_mean", "neg_var"),
@@ -562,7 +562,7 @@ def score_bound(s: np.ndarray | None = None, near: tuple[float, float] = (0.5, 1
             ax.plot(grid, transformed_positive_score(grid, lam), style, label=f"λ = {lam}")
         ax.set_xlabel("S = z_q · z_k", fontsize=TEXT_PT)
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("S' after FT", fontsize=TEXT_PT)
+    axes[0].set_ylabel("Ŝ after FT", fontsize=TEXT_PT)
     axes[0].set_title("all of S", fontsize=TITLE_PT)
     axes[1].set_title(f"S from {near[0]:g} to {near[1]:g}", fontsize=TITLE_PT)
     _legend_beside(axes[1])  # beside the axes: inside, it sat on the shaded range
@@ -1030,7 +1030,7 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
 
     lam = np.linspace(1.001, 1.999, 300)
     grid = np.linspace(-4, 1, 600)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("λ ~ Beta(α, α) + 1", "density of S' (eq. 4)"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("λ ~ Beta(α, α) + 1", "density of Ŝ (eq. 4)"))
     n_traces = 1 + len(scores)
     for i, a in enumerate(alphas):
         visible = i == len(alphas) // 2
@@ -1045,9 +1045,9 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
         vis[i * n_traces : (i + 1) * n_traces] = [True] * n_traces
         steps.append(dict(method="update", args=[{"visible": vis}], label=str(a)))
     fig.update_layout(sliders=[dict(active=len(alphas) // 2, currentvalue={"prefix": "α = "}, steps=steps, pad={"t": 50})],
-                      height=460, margin=dict(t=40, b=10), legend=dict(orientation="h", y=-0.45))
+                      height=460, margin=dict(t=64, b=10), legend=dict(orientation="h", y=-0.45))
     fig.update_xaxes(title_text="λ", row=1, col=1)
-    fig.update_xaxes(title_text="S'", row=1, col=2)
+    fig.update_xaxes(title_text="Ŝ", row=1, col=2)
     fig.update_yaxes(title_text="density", row=1, col=1)
     fig.update_yaxes(title_text="density", row=1, col=2)
     return fig
@@ -1064,14 +1064,14 @@ def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in r
     fig.add_trace(go.Scatter(x=s, y=lo, fill="tonexty", line=dict(width=0), name="range for λ in [1, 2]",
                              hoverinfo="skip"))
     for i, lam in enumerate(lams):
-        fig.add_trace(go.Scatter(x=s, y=transformed_positive_score(s, lam), name=f"S' at λ={lam}",
+        fig.add_trace(go.Scatter(x=s, y=transformed_positive_score(s, lam), name=f"Ŝ at λ={lam}",
                                  visible=i == len(lams) * 3 // 4))
     steps = []
     for i, lam in enumerate(lams):
         vis = [True, True] + [j == i for j in range(len(lams))]
         steps.append(dict(method="update", args=[{"visible": vis}], label=str(lam)))
     fig.update_layout(sliders=[dict(active=len(lams) * 3 // 4, currentvalue={"prefix": "λ = "}, steps=steps)],
-                      xaxis_title="S = z_q · z_k", yaxis_title="S'", height=420, margin=dict(t=30, b=10),
+                      xaxis_title="S = z_q · z_k", yaxis_title="Ŝ", height=420, margin=dict(t=56, b=10),
                       yaxis_range=[-9.2, 1.2])
     return fig
 
