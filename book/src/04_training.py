@@ -158,10 +158,16 @@ checks.expect(C.CHECKS, curve, "the loss starts below ln(K+1)", "the loss rises 
 # how much of the softmax the positive gets, not whether it comes first.
 
 # %% [markdown]
-# ## The three statistics (Supp A)
+# ## The three statistics at the start (Supp A)
+#
+# Chapter 2 draws this run's three statistics over all its epochs. Below are its first three epochs, step by step and
+# unsmoothed, where *Why the loss rises first* reads them: Mean(neg) starts near zero against the random keys of
+# the queue and climbs as real keys fill it.
 
 # %%
-P.score_statistics({"MoCo v2": m})
+first = 3 * int(np.sum(m["epoch"] == 0))  # optimiser steps in the first three epochs
+early = {k: v[:first] if len(v) == len(m["step"]) else v for k, v in m.items()}
+P.score_statistics({"MoCo v2": early}, x="step", window=1)
 plt.show()
 
 # %% [markdown]
