@@ -125,8 +125,9 @@ if others:
 # make a pair harder, by moving the query away from its key (positive extrapolation, at any $\alpha_{ex}$, with or
 # without re-normalisation) or a negative towards the query (negative extrapolation, hard negatives), and negative
 # interpolation alone, which mixes two negatives and leaves the positive pair as it is. Re-normalising after FT
-# ({term}`Supp F`) tests whether the growth of $\|\hat z_q\|$ beyond one (sharper logits) is what costs readout; for mixed
-# negatives it undoes their shrinking, and chapter 7 measures what that does to the scores the loss sees. Chapter 9
+# ({term}`Supp F`) tests whether the growth of $\|\hat z_q\|$ beyond one (sharper logits) is what costs readout: it removes
+# that growth, though for a trained encoder's positives it makes the pair harder still ([chapter 3](03_score_bound.ipynb),
+# *What re-normalisation and dimension-level mixing change*). For mixed negatives it undoes their shrinking, and chapter 7 measures what that does to the scores the loss sees. Chapter 9
 # gives every claim of these tables with its interval and verdict.
 
 # %% [markdown]
