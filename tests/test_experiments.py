@@ -836,3 +836,15 @@ def test_table_cells_keep_only_the_claim_kinds_asked_for():
     sanity, ordering = (X.table_cells(exp, records, [kind])[2] for kind in ("sanity", "ordering"))
     assert sanity and ordering and len(sanity) + len(ordering) <= len(everything)
     assert {row[5] for row in sanity} == {"random init"} and "random init" not in {row[5] for row in ordering}
+
+
+def test_undone_positive_facts_read_raw_and_transformed_scores_and_flip_when_one_seed_stays_hard():
+    name = "the encoder undoes the harder positive"
+    run = lambda raw, ft: {"pos_mean": np.full(20, raw), "ft_pos_mean": np.full(20, ft)}  # noqa: E731
+    metrics = {"v1 +pos": {s: run(0.97, 0.93) for s in range(3)}, "v1 baseline": {s: run(0.64, 0.64) for s in range(3)}}
+    f = X.undone_positive_facts(metrics)
+    assert (f["arm_raw"], f["arm_ft"], f["ref_raw"], f["seeds"]) == ("0.97", "0.93", "0.64", "3")
+    assert not failures(X.CHECKS, f, name)
+    metrics["v1 +pos"][1] = run(0.80, 0.50)  # one seed whose transformed positives stay harder than the baseline's
+    assert name in failures(X.CHECKS, X.undone_positive_facts(metrics), name)
+    assert name in failures(X.CHECKS, X.undone_positive_facts({"v1 +pos": {}, "v1 baseline": {}}), name)

@@ -1039,6 +1039,26 @@ def v2_against_v1(aims: list[dict]) -> dict[str, tuple[float, float]]:
             and (d, "v2 baseline") in by}
 
 
+def undone_positive_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], arm: str = "v1 +pos",
+                          reference: str = "v1 baseline") -> dict:
+    """How the encoder answers positive extrapolation (eq. 3): eq. 4 reads ``S' = 1 - A (1 - S)`` with
+    ``A = 1 + 2 l (l - 1)`` >= 1, so extrapolation multiplies a pair's gap to 1 by A, and an encoder can shrink that
+    gap (raise its raw S) until the transformed pair is easy again. ``metrics`` maps a setting to ``{seed: run
+    metrics}``. Facts over the seeds both hold, each a run's mean over all its steps, then over the seeds: the
+    reference's raw Mean(pos) (``ref_raw``), the arm's raw and transformed Mean(pos) (``arm_raw``, ``arm_ft``: what
+    the loss sees), ``n`` / ``seeds``, and ``easier``: in every seed the arm's transformed Mean(pos) lies above the
+    reference's raw one (the loss sees easier positives with extrapolation than without)."""
+    seeds = sorted(set(metrics.get(arm, {})) & set(metrics.get(reference, {})))
+    if not seeds:
+        return {"n": 0, "easier": False}
+    mean = {(s, k, key): float(np.mean(np.asarray(metrics[s][k][key]))) for s in (arm, reference) for k in seeds
+            for key in ("pos_mean", "ft_pos_mean")}
+    avg = lambda s, key: np.mean([mean[s, k, key] for k in seeds])  # noqa: E731
+    return {"n": len(seeds), "seeds": str(len(seeds)), "ref_raw": f"{avg(reference, 'pos_mean'):.2f}",
+            "arm_raw": f"{avg(arm, 'pos_mean'):.2f}", "arm_ft": f"{avg(arm, 'ft_pos_mean'):.2f}",
+            "easier": all(mean[arm, k, "ft_pos_mean"] > mean[reference, k, "pos_mean"] for k in seeds)}
+
+
 def moco_order_facts(aims: list[dict], data: str = "shapes") -> dict:
     """Chapter 4's run in context: MoCo v1's and v2's baselines on ``data`` (:func:`baseline_aims`), each as
     "mean ± 95 % CI" (``v1``, ``v2``), the fewer seeds of the two (``seeds``), and ``v2_below``: v2's mean below
@@ -1253,6 +1273,9 @@ CHECKS = {
     # chapter 5's score statistics (score_ends_facts)
     "MoCo v2's baseline reads below MoCo v1's": (  # moco_order_facts
         lambda f: None if f.get("v2_below") else f"v2 below v1: {f.get('v2_below')}"),
+    "the encoder undoes the harder positive": (  # undone_positive_facts
+        lambda f: None if f.get("n", 0) >= MIN_SEEDS and f.get("easier") else
+        f"{f.get('n', 0)} seed(s); easier in every seed: {f.get('easier')}"),
     "a larger momentum makes the positives harder": (
         lambda f: None if f.get("n", 0) >= MIN_SEEDS and f.get("harder") else
         f"{f.get('n', 0)} seed(s); harder in every seed: {f.get('harder')}"),
