@@ -617,9 +617,9 @@ findings.expect(stored)  # every check the sentences below and book/findings.md 
 # or below the band {glue:text}`band_lo` to {glue:text}`band_hi` where FT makes concentration attract, and with FT
 # from the first step Mean(neg) of the raw cosines peaks at {glue:text}`peak_first` (the baselines' own early peak,
 # while the queue fills with the first keys: {glue:text}`peak_base_shapes` on the shapes, {glue:text}`peak_base_photos`
-# on the photographs); switched on later, $\rho$ stands at {glue:text}`rho_late_lo` to {glue:text}`rho_late_hi` (above
-# the band in {glue:text}`rho_late_above` of {glue:text}`rho_late_n` cells) and Mean(neg) peaks at
-# {glue:text}`peak_late` at most. It does not say how much readout the concentration costs: the photographs
+# on the photographs); switched on after 30 % of the run or later, $\rho$ stands at {glue:text}`rho_late_lo` to
+# {glue:text}`rho_late_hi` (above the band in {glue:text}`rho_late_above` of {glue:text}`rho_late_n` cells) and
+# Mean(neg) peaks at {glue:text}`peak_late` at most. It does not say how much readout the concentration costs: the photographs
 # concentrate as far ({glue:text}`peak_first_photos` against {glue:text}`peak_first_shapes` on the shapes) with a
 # linear cost too small to see.
 # <!-- checks: rho-below-band-first, rho-above-band-late, photos-concentrate-as-far -->
