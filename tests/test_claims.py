@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ftcl_core.study.results import claims as C
-from ftcl_core.study.results.paired import pair
+from ftcl_core.study.results.paired import ERROR_FLOOR, pair
 
 GAIN = C.Claim("ft", "base", "difference", effect=2.0)  # the paper: ft is 2 points above base
 LOSS = C.Claim("ft", "base", "difference", effect=-2.0)  # the paper: ft is 2 points below base
@@ -163,5 +163,6 @@ def test_log_error_ratios_pair_by_seed_and_floor_a_perfect_readout():
     paired = pair({0: 100.0, 1: 90.0}, {0: 99.0, 1: 80.0, 2: 70.0})
     errors = paired.log_error_ratios()
     assert paired.references == (99.0, 80.0) and errors.seeds == (0, 1)
-    assert errors.values == pytest.approx((math.log(0.01 / 1.0), math.log(10 / 20)))
+    assert errors.values == pytest.approx((math.log(ERROR_FLOOR / 1.0), math.log(10 / 20)))
+    assert ERROR_FLOOR == pytest.approx(100 / 2000 / 2)  # half of one of the shapes' 2 000 test images, in points
     assert pair({}, {}).log_error_ratios().n == 0

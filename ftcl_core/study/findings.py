@@ -138,7 +138,7 @@ def _stored_rows(target: Path, profile: str) -> list[dict] | None:
 
 
 LATE_GAIN = ("D-start-long-v1", "start 36")  # the phase diagram's shapes-120-epochs late cell, as diagnosis.csv names it
-STATED_LATE_BH = "inconclusive"  # what the late-start bullet says that cell reads after BH
+STATED_LATE_BH = "replicated"  # what the late-start bullet says that cell reads after BH
 
 
 def _late_gain_row(ev: Evidence) -> dict | None:
