@@ -10,6 +10,12 @@
 # recipe, the initialisation, false negatives, one λ per batch; real photographs and longer runs; the network;
 # whether the first 100 steps can tell; when to switch FT on; and how hard the negatives are.
 #
+# Each comparison ends in a {term}`verdict` against the paper's own effect: *replicated* (our interval excludes zero
+# on the paper's side and reaches its effect), *smaller than the paper*, *contradicted* (excludes zero on the other
+# side), or a word for an interval that cannot decide (chapter 9 gives the rules). Near a perfect score a gain in
+# points is capped by the baseline's few errors, so there the verdict is read on the {term}`error scale`, the ratio
+# of FT's test errors to its baseline's.
+#
 # One quantity recurs: $\rho$, the **{term}`correlation of the two views' deviations <ρ>`**. Take every feature's offset from
 # the batch's mean direction; $\rho$ is how well the query's offset and its key's offset agree. At initialisation
 # the two views of an image land at unrelated places ($\rho$ near 0); as the encoder learns what the views share,
