@@ -619,7 +619,8 @@ findings.expect(stored)  # every check the sentences below and book/findings.md 
 # <!-- checks: photos-no-gain, photos-little-room, photos-knn-costs -->
 #
 # **The algebra is consistent with an early attraction.** It is a linearisation about a concentrated state, not a
-# model of training, and the runs agree with it: at the first step $\rho$ is at most {glue:text}`rho_first`, inside
+# model of training: it speaks to how a concentration starts in the first steps after FT switches on, not to how long
+# it lasts. The runs agree with it: at the first step $\rho$ is at most {glue:text}`rho_first`, inside
 # or below the band {glue:text}`band_lo` to {glue:text}`band_hi` where FT makes concentration attract, and with FT
 # from the first step Mean(neg) of the raw cosines peaks at {glue:text}`peak_first` (the baselines' own early peak,
 # while the queue fills with the first keys: {glue:text}`peak_base_shapes` on the shapes, {glue:text}`peak_base_photos`
