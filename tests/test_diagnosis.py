@@ -284,6 +284,7 @@ def test_the_switch_on_checks_say_whether_the_collapse_level_marks_the_starts_th
     assert (facts["level"], facts["start_0"], facts["passed_0"], facts["n_0"], facts["passed_1"]) == (
         "0.9", "start 0", "1", "3", "0")
     assert (facts["costly"], facts["partial"]) == ("start 0", "start 0")
+    assert (facts["costly_passed"], facts["costly_n"]) == ("1", "3")  # the inconclusive start 15 is not counted
     assert not failures(G.CHECKS, facts, *claims)
     every = G.switch_on_facts([("start 0", row("contradicted"), state(20, 30, 40))])  # every seed passes: flips
     assert list(failures(G.CHECKS, every, *claims)) == [claims[1]]

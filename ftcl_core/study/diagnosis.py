@@ -631,11 +631,13 @@ def switch_on_facts(starts: list[tuple[str, dict, dict]], level: float = 0.9) ->
     """Table 7's starts (``(setting, table row, switch_on_state)`` triples, :func:`switch_on_rows`): per start
     (``start_<i>``: ``passed_<i>`` of ``n_<i>``, in order) how many seeds pass chapter 5's collapse level (Mean(neg) above
     ``level``) after FT switches on; the starts that cost linear readout (the row's verdict, 3 seeds: ``costly``)
-    and those of them where some seed never passes the level (``partial``)."""
+    and those of them where some seed never passes the level (``partial``); over the costly starts, the seeds that
+    pass and all their seeds (``costly_passed`` of ``costly_n``)."""
     passed = {s: sum(f is not None for f in st["steps_to_collapse"]) for s, _, st in starts}
     costly = [(s, st) for s, row, st in starts if _decided(row, -1)]
     partial = [s for s, st in costly if passed[s] < st["n_seeds"]]
     out = {"level": fixed(level, 1), "costly": ", ".join(s for s, _ in costly), "partial": ", ".join(partial),
+           "costly_passed": str(sum(passed[s] for s, _ in costly)), "costly_n": str(sum(st["n_seeds"] for _, st in costly)),
            "starts": [s for s, _, _ in starts], "costly_starts": [s for s, _ in costly], "partial_starts": partial}
     for i, (s, _, st) in enumerate(starts):
         out[f"start_{i}"], out[f"passed_{i}"], out[f"n_{i}"] = s, str(passed[s]), str(st["n_seeds"])
