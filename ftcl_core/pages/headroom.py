@@ -17,6 +17,8 @@ ARM_LABELS = {"both": "+pos +neg from step 0", "both_late": "+pos +neg from 30 %
 COLORS = {**P.VERDICT_COLORS, "compared": "#4c72b0"}  # "compared": the paper claims nothing of that arm
 
 
+PAPER_LIFT = 0.28  # rows apart: the paper's diamond sits just above its row's dot, so a dot near it stays in view
+
 def _num(v) -> float:
     try:
         return float(v)
@@ -83,9 +85,9 @@ def map_figure(rows: list[Mapping]):
             right.errorbar(math.exp(ler), y, xerr=[[math.exp(ler) - lo], [hi - math.exp(ler)]], fmt="o", ms=5,
                            capsize=2, color=colour)
         if math.isfinite(effect := _num(r.get("effect"))):
-            left.plot(effect, y, "D", ms=6, mfc="none", mew=1.5, color="darkorange", zorder=1)  # ours shows inside
+            left.plot(effect, y + PAPER_LIFT, "D", ms=6, mfc="none", mew=1.5, color="darkorange", zorder=1)
         if math.isfinite(paper := _num(r.get("paper_log_error_ratio"))):
-            right.plot(math.exp(paper), y, "D", ms=6, mfc="none", mew=1.5, color="darkorange", zorder=1)
+            right.plot(math.exp(paper), y + PAPER_LIFT, "D", ms=6, mfc="none", mew=1.5, color="darkorange", zorder=1)
     left.axvline(0, color="black", lw=0.8)
     right.axvline(1, color="black", lw=0.8)
     right.set_xscale("log")
