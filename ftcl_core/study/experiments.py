@@ -1039,6 +1039,15 @@ def v2_against_v1(aims: list[dict]) -> dict[str, tuple[float, float]]:
             and (d, "v2 baseline") in by}
 
 
+def _run_means(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], settings: tuple[str, str],
+               keys: tuple[str, ...]) -> tuple[list[int], dict]:
+    """The seeds both ``settings`` hold in ``metrics`` (a setting to ``{seed: run metrics}``), and each run's mean of
+    each of ``keys`` over all its steps, keyed ``(setting, seed, key)``."""
+    seeds = sorted(set(metrics.get(settings[0], {})) & set(metrics.get(settings[1], {})))
+    return seeds, {(s, k, key): float(np.mean(np.asarray(metrics[s][k][key]))) for s in settings for k in seeds
+                   for key in keys}
+
+
 def undone_positive_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], arm: str = "v1 +pos",
                           reference: str = "v1 baseline") -> dict:
     """How the encoder answers positive extrapolation (eq. 3): eq. 4 reads ``S' = 1 - A (1 - S)`` with
@@ -1048,11 +1057,9 @@ def undone_positive_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.nda
     reference's raw Mean(pos) (``ref_raw``), the arm's raw and transformed Mean(pos) (``arm_raw``, ``arm_ft``: what
     the loss sees), ``n`` / ``seeds``, and ``easier``: in every seed the arm's transformed Mean(pos) lies above the
     reference's raw one (the loss sees easier positives with extrapolation than without)."""
-    seeds = sorted(set(metrics.get(arm, {})) & set(metrics.get(reference, {})))
+    seeds, mean = _run_means(metrics, (arm, reference), ("pos_mean", "ft_pos_mean"))
     if not seeds:
         return {"n": 0, "easier": False}
-    mean = {(s, k, key): float(np.mean(np.asarray(metrics[s][k][key]))) for s in (arm, reference) for k in seeds
-            for key in ("pos_mean", "ft_pos_mean")}
     avg = lambda s, key: np.mean([mean[s, k, key] for k in seeds])  # noqa: E731
     return {"n": len(seeds), "seeds": str(len(seeds)), "ref_raw": f"{avg(reference, 'pos_mean'):.2f}",
             "arm_raw": f"{avg(arm, 'pos_mean'):.2f}", "arm_ft": f"{avg(arm, 'ft_pos_mean'):.2f}",
@@ -1220,14 +1227,13 @@ def harder_positive_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.nda
     ``{seed: run metrics}``. Facts, over the seeds both settings hold: each setting's Mean(pos) averaged over its
     whole run, then over the seeds (``pos_easy``, ``pos_hard``), the seeds (``n``), and ``harder``: True when in every
     seed the ``hard`` run's Mean(pos) lies below the ``easy`` run's."""
-    seeds = sorted(set(metrics.get(easy, {})) & set(metrics.get(hard, {})))
-    run_mean = {(s, seed): float(np.mean(np.asarray(metrics[s][seed]["pos_mean"]))) for s in (easy, hard) for seed in seeds}
+    seeds, run_mean = _run_means(metrics, (easy, hard), ("pos_mean",))
     if not seeds:
         return {"n": 0, "harder": False}
     return {"n": len(seeds), "seeds": str(len(seeds)), "easy": easy.removeprefix("m="), "hard": hard.removeprefix("m="),
-            "pos_easy": f"{np.mean([run_mean[easy, k] for k in seeds]):.2f}",
-            "pos_hard": f"{np.mean([run_mean[hard, k] for k in seeds]):.2f}",
-            "harder": all(run_mean[hard, k] < run_mean[easy, k] for k in seeds)}
+            "pos_easy": f"{np.mean([run_mean[easy, k, 'pos_mean'] for k in seeds]):.2f}",
+            "pos_hard": f"{np.mean([run_mean[hard, k, 'pos_mean'] for k in seeds]):.2f}",
+            "harder": all(run_mean[hard, k, "pos_mean"] < run_mean[easy, k, "pos_mean"] for k in seeds)}
 
 
 def claim_facts(rows: list[dict], table: str, setting: str) -> dict:
@@ -1252,6 +1258,12 @@ def _beyond_the_paper(f: Mapping) -> str | None:
     return None if far else f"{f['diff']} does not lie wholly past the paper's {f['effect']}"
 
 
+def _in_every_seed(flag: str):
+    """A per-seed comparison holds in every one of at least :data:`MIN_SEEDS` seeds (facts ``n`` and ``flag``)."""
+    return lambda f: (None if f.get("n", 0) >= MIN_SEEDS and f.get(flag) else
+                      f"{f.get('n', 0)} seed(s); {flag} in every seed: {f.get(flag)}")
+
+
 CLAIM_CHECKS = {  # chapters 5 and 9: the reading of one claim (claim_facts)
     "replicated beyond the paper's size": _beyond_the_paper,
     "inconclusive: the interval holds zero and the paper's effect": (
@@ -1273,12 +1285,8 @@ CHECKS = {
     # chapter 5's score statistics (score_ends_facts)
     "MoCo v2's baseline reads below MoCo v1's": (  # moco_order_facts
         lambda f: None if f.get("v2_below") else f"v2 below v1: {f.get('v2_below')}"),
-    "the encoder undoes the harder positive": (  # undone_positive_facts
-        lambda f: None if f.get("n", 0) >= MIN_SEEDS and f.get("easier") else
-        f"{f.get('n', 0)} seed(s); easier in every seed: {f.get('easier')}"),
-    "a larger momentum makes the positives harder": (
-        lambda f: None if f.get("n", 0) >= MIN_SEEDS and f.get("harder") else
-        f"{f.get('n', 0)} seed(s); harder in every seed: {f.get('harder')}"),
+    "the encoder undoes the harder positive": _in_every_seed("easier"),  # undone_positive_facts
+    "a larger momentum makes the positives harder": _in_every_seed("harder"),  # harder_positive_facts
     "the frozen key encoder's views agree least": (
         lambda f: None if f.get("frozen_agrees_least") else "m = 1 does not end with the lowest Mean(pos)"),
 }
