@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ftcl_core.runs import RunDir
 from ftcl_core.study import diagnosis as G
 from ftcl_core.study import experiments as X
 from ftcl_core.study import headroom as H
@@ -70,6 +71,7 @@ class Evidence:
     records: Mapping[str, list[dict]]  # per experiment file, the records the rows above were computed from
     headroom: tuple[dict, ...] = ()  # results/headroom.csv's rows (cpu): the map on the task with headroom
     diagnosis: tuple[dict, ...] = ()  # results/diagnosis.csv's rows (cpu): the diagnosis comparisons after BH
+    undone: Mapping | None = None  # the mechanism: Table 5's v1 +pos against its baseline, X.undone_positive_facts
 
     @classmethod
     def load(cls, profile: str = "cpu", root: str | Path | None = None, summary: str | Path | None = None) -> Evidence:
@@ -105,11 +107,14 @@ class Evidence:
                 grid[LONG_LABEL][0.0] = {**long, "comparison": grid[LONG_LABEL][0.0]["comparison"]}
         mean = (lambda key: float(np.mean([r[key] for r in real if key in r])) if any(key in r for r in real)  # noqa: E731
                 else math.nan)
+        t5 = X.load_records(T5_V1, profile, root) if not smoke else []  # chapter 6's Table 5 runs, never trained here
+        undone = X.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t5 if r["setting"] == s}
+                                          for s in ("v1 +pos", "v1 baseline")})
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(G.capacity_rows(profile, root=root)),
                    tuple(G.capacity_rows(profile, "knn_top1", root=root)), G.resolution_row(profile, root=root),
                    mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(_summary(summary, profile)),
                    G.threshold_band(), loaded, tuple(_stored_rows(G.HEADROOM_CSV, profile) or ()),
-                   tuple(_stored_rows(X.ROOT / "results" / "diagnosis.csv", profile) or ()))
+                   tuple(_stored_rows(X.ROOT / "results" / "diagnosis.csv", profile) or ()), undone)
 
     def table_row(self, table: str, setting: str, reference: str) -> dict:
         """The results/summary.csv row of ``setting`` against ``reference`` in ``table`` (e.g. "T5", "v1 +both",
@@ -137,6 +142,7 @@ def _stored_rows(target: Path, profile: str) -> list[dict] | None:
         return list(csv.DictReader(fh))
 
 
+T5_V1 = "experiments/table5_ft_v1.yaml"  # Table 5 for MoCo v1: its +pos and baseline runs show the mechanism
 LATE_GAIN = ("D-start-long-v1", "start 36")  # the phase diagram's shapes-120-epochs late cell, as diagnosis.csv names it
 STATED_LATE_BH = "replicated"  # what the late-start bullet says that cell reads after BH
 
@@ -256,6 +262,9 @@ def facts(ev: Evidence) -> dict[str, str]:
     for part in ("pos", "neg"):  # the components alone (Table 5's +pos and +neg rows)
         row = ev.table_row("T5", f"v1 +{part}", "v1 baseline")
         out[f"t5_v1_{part}"], out[f"t5_v1_{part}_paper"] = _pm(row), fixed(float(row["effect"]), 2, signed=True)
+    for key in ("ref_raw", "arm_raw", "arm_ft", "seeds"):  # the mechanism: what the encoder does to +pos's positives
+        if key in (ev.undone or {}):
+            out[f"undone_{key}"] = ev.undone[key]
     for key, setting, ref in (("t1_fall_999", "m=0.999", "m=0.99"), ("t1_fall_1", "m=1.0", "m=0.999"),
                               ("t1_m0", "m=0", "random init")):
         out[key] = _pm(ev.table_row("T1", setting, ref))
@@ -329,6 +338,15 @@ def _positive_mixing_costs(ev: Evidence) -> str | None:
     if not lo <= 0 <= hi:
         problems.append(f"v1 +neg alone has an interval without zero ({_pm(neg)})")
     return _joined(problems)
+
+
+def _encoder_undoes_harder_positive(ev: Evidence) -> str | None:
+    """The mechanism under the cost: with positive extrapolation alone the loss sees easier positives than without
+    FT, in every seed (:func:`ftcl_core.study.experiments.undone_positive_facts`), over 3 or more seeds."""
+    undone = ev.undone or {"n": 0}
+    if undone["n"] < MIN_SEEDS:
+        return f"Table 5's v1 +pos and baseline share {undone['n']} stored seed(s), undecided"
+    return None if undone["easier"] else "in some seed +pos's transformed Mean(pos) is not above the baseline's raw one"
 
 
 def _claims_tally_as_stated(ev: Evidence) -> str | None:
@@ -575,6 +593,7 @@ CHECKS: dict[str, Check] = {
     # name (as the Markdown's <!-- checks: ... --> comments cite it) -> the check
     "headline-reversed": _headline_reversed,
     "positive-mixing-costs": _positive_mixing_costs,
+    "encoder-undoes-harder-positive": _encoder_undoes_harder_positive,
     "claims-tally-as-stated": _claims_tally_as_stated,
     "claims-on-points": _claims_on_points,
     "first-step-costs": _first_step_costs,
