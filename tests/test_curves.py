@@ -124,3 +124,13 @@ def test_the_negatives_softmax_mass_by_rank_rises_to_one_and_a_lower_temperature
     assert torch.all(cold >= hot - 1e-12)  # at every rank the hardest negatives hold at least as much when cold
     with pytest.raises(ValueError, match="tau"):
         C.negative_mass_by_rank(neg, 0.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**16), top=st.integers(1, 8))
+def test_the_half_mass_temperature_gives_the_top_negatives_half_the_mass(seed, top):
+    neg = torch.rand(8, 64, generator=torch.Generator().manual_seed(seed)) * 2 - 1
+    tau = C.half_mass_temperature(neg, top=top)
+    assert abs(float(C.negative_mass_by_rank(neg, tau)[top - 1]) - 0.5) < 1e-3
+    with pytest.raises(ValueError, match="one half"):
+        C.half_mass_temperature(neg, top=top, lo=tau * 2, hi=tau * 4)  # the share stays below half: no crossing

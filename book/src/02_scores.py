@@ -167,7 +167,7 @@ ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
 plt.show()
 
 # %% tags=["remove-cell"]
-tau_facts = C.temperature_facts(mass)
+tau_facts = C.temperature_facts(mass) | {"half": f"{C.half_mass_temperature(t_neg, top=30):.2f}"}
 glue_facts("tau_", tau_facts)
 checks.expect(C.CHECKS, tau_facts, "a lower temperature gives the hardest negatives more of the mass")
 
@@ -192,9 +192,9 @@ checks.expect(C.CHECKS, tau_facts, "a lower temperature gives the hardest negati
 # 1. The augmentations keep much of an image (crops overlap, colours stay close), so the two views' pixels are
 #    similar; and a randomly initialised network is still a continuous map, so similar inputs give similar outputs.
 #    The scores carry no learnt meaning yet, which is why the batch mean has to be removed to see the difference.
-# 2. `C.negative_mass_by_rank(t_neg, tau)[29]` is the share of the top 30 (counting from zero); bisect
-#    over `tau` between 0.07 and 0.2, where the share falls from above one half to below it (the figure's two
-#    curves).
+# 2. About $\tau$ = {glue:md}`tau_half` on these scores. `C.negative_mass_by_rank(t_neg, tau)[29]` is the share of
+#    the top 30 (counting from zero), and it falls as $\tau$ rises, so bisect over $\tau$ until it reads one half
+#    (`C.half_mass_temperature(t_neg, top=30)` does exactly that).
 # :::
 
 # %% [markdown]

@@ -203,11 +203,12 @@ checks.expect(signatures.CHECKS, sig, "some rows lose their readout without pass
 
 # %% [markdown]
 # Passing {glue:md}`sig_level` marks an early concentration, not a lost readout: it is neither needed nor enough.
-# Say a run loses its readout when it keeps less than {glue:md}`sig_kept_share` % of its baseline's gain. In the
-# stored runs (lowest seeds), {glue:md}`sig_lost` of the {glue:md}`sig_compared` rows with a baseline lose it, and
-# {glue:md}`sig_lost_never` of those never pass the level ({glue:md}`sig_lost_never_names`); {glue:md}`sig_passed_kept`
-# of the {glue:md}`sig_passed` rows that pass it keep their readout ({glue:md}`sig_passed_kept_names`). Chapter 7
-# asks whether the first 100 steps can tell a run that will lose (*Can the first 100 steps tell?*).
+# Say a run *loses most of its readout* when it keeps less than {glue:md}`sig_kept_share` % of its baseline's gain
+# over a random-init encoder. In the stored runs (lowest seeds), {glue:md}`sig_lost` of the {glue:md}`sig_compared`
+# rows with a baseline lose most of it, and {glue:md}`sig_lost_never` of those never pass the level
+# ({glue:md}`sig_lost_never_names`); {glue:md}`sig_passed_kept` of the {glue:md}`sig_passed` rows that pass it keep
+# most of their readout ({glue:md}`sig_passed_kept_names`). Chapter 7 asks a milder question, whether the first 100
+# steps can tell a run that will read below its baseline at all (*Can the first 100 steps tell?*).
 
 # %% [markdown]
 # ## Gradient landscapes: baseline against +both

@@ -665,9 +665,6 @@ findings.expect(stored)  # every check the sentences below and book/findings.md 
 # tasks a start after 30 % of the run avoids most of the cost and helps in a few cells only; judge FT with a kNN
 # readout beside the linear probe. A {term}`late start` needs a long enough run, though: on a task with room to
 # help ([chapter 11](11_headroom.ipynb): 30 classes of shapes with a distractor), FT switched on after 30 % of the
-# run reads {glue:text}`hr_both_late_30_diff` points at 30 epochs, about as {term}`+pos` alone from that point does
-# ({glue:text}`hr_pos_late_30_diff`), and gains {glue:text}`hr_both_late_120_diff` at 120, where +pos alone from that
-# point gains too ({glue:text}`hr_pos_late_120_diff`); from the first step it costs at both lengths
-# ({glue:text}`hr_both_30_diff` and {glue:text}`hr_both_120_diff`). The index and chapter 1 give these findings as
-# bullets.
-# <!-- checks: first-step-costs, late-avoids-most, late-helps-where-stated, knn-late-mixed, headroom-costs-at-30, headroom-first-step-costs-at-120, headroom-late-gains-at-120, headroom-positive-alone-gains-at-120 -->
+# run costs readout at 30 epochs and gains at 120, while from the first step it costs at both lengths. The index and
+# chapter 1 give these findings as bullets.
+# <!-- checks: first-step-costs, late-avoids-most, late-helps-where-stated, knn-late-mixed, headroom-costs-at-30, headroom-first-step-costs-at-120, headroom-late-gains-at-120 -->

@@ -79,6 +79,21 @@ def negative_mass_by_rank(l_neg: torch.Tensor, tau: float) -> torch.Tensor:
     return top.cumsum(1).mean(0)  # (K,)
 
 
+def half_mass_temperature(l_neg: torch.Tensor, top: int = 30, lo: float = 0.01, hi: float = 10.0,
+                          tol: float = 1e-4) -> float:
+    """The temperature at which the ``top`` highest-scoring negatives carry half of the negatives' softmax mass
+    (eq. 1, :func:`negative_mass_by_rank`), by bisection between ``lo`` and ``hi``: their share falls as tau rises.
+    Raises ValueError when half is not crossed in that range (scores too alike, or ``top`` too many)."""
+    share = lambda tau: float(negative_mass_by_rank(l_neg, tau)[top - 1])  # noqa: E731
+    if not share(lo) > 0.5 > share(hi):
+        raise ValueError(f"the top {top} negatives' share does not cross one half between tau={lo} and {hi} "
+                         f"({share(lo):.3f} to {share(hi):.3f}); widen the range or pick another top.")
+    while hi - lo > tol:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if share(mid) > 0.5 else (lo, mid)
+    return (lo + hi) / 2
+
+
 def temperature_facts(mass: Mapping[float, np.ndarray], top: int = 30) -> dict:
     """Chapter 2's temperature figure: ``mass`` maps each temperature to :func:`negative_mass_by_rank`
     of the same scores. Facts: the share (%) of the negatives' softmax mass the ``top`` highest-scoring negatives carry
