@@ -806,6 +806,21 @@ def test_a_replicated_claim_far_past_the_papers_effect_is_told_apart_from_one_th
         X.claim_facts(summary(-37.7, 2.1, "replicated"), "T4", "extrapolate a=0.2")
 
 
+def test_rows_of_one_set_of_runs_under_two_tables_count_as_one_comparison_and_the_check_flips_when_they_differ():
+    def row(table: str, setting: str, diff: str, verdict: str = "contradicted") -> dict:
+        return {"table": table, "setting": setting, "data": "shapes", "base": "cpu_cal_moco_v1", "mean": "40.0",
+                "ci95": "3.0", "n_seeds": "3", "diff_mean": diff, "diff_ci95": "3.9", "verdict": verdict}
+
+    name = "tables share runs"
+    base = {**row("T2", "baseline", ""), "verdict": "baseline"}
+    one = [base, row("T2", "alpha_ex=2.0", "-44.0"), row("T5", "v1 +pos", "-44.0")]
+    facts = X.shared_run_facts(one)
+    assert (facts["rows"], facts["distinct"], facts["same"]) == ("2", "1", True)
+    assert not failures(X.CLAIM_CHECKS, facts, name)
+    two = [base, row("T2", "alpha_ex=2.0", "-44.0"), row("T5", "v1 +pos", "-40.0")]
+    assert failures(X.CLAIM_CHECKS, X.shared_run_facts(two), name)
+
+
 def test_harder_positive_facts_average_each_run_and_flip_when_one_seed_is_not_harder():
     name = "a larger momentum makes the positives harder"
     run = lambda level: {"pos_mean": np.full(20, level)}  # noqa: E731
@@ -848,3 +863,36 @@ def test_undone_positive_facts_read_raw_and_transformed_scores_and_flip_when_one
     metrics["v1 +pos"][1] = run(0.80, 0.50)  # one seed whose transformed positives stay harder than the baseline's
     assert name in failures(X.CHECKS, X.undone_positive_facts(metrics), name)
     assert name in failures(X.CHECKS, X.undone_positive_facts({"v1 +pos": {}, "v1 baseline": {}}), name)
+
+
+def test_chapter_10s_reading_holds_on_rows_like_the_stored_ones_and_each_check_flips():
+    def row(setting: str, diff: float | None, verdict: str, mean: float = 40.0) -> dict:
+        ref = "" if diff is None else f"{setting.split()[0]} baseline"
+        return {"table": "S-E" if setting.startswith("byol") else "T5", "data": "shapes", "setting": setting,
+                "reference": ref, "base": "cpu_cal_x", "mean": str(mean), "ci95": "2.0", "n_seeds": "3",
+                "diff_mean": "" if diff is None else str(diff), "diff_ci95": "6.0", "effect": "" if diff is None else "1.5",
+                "verdict": verdict, "random_init_mean": "20.0"}
+
+    c, i = "contradicted", "inconclusive"
+    rows = [row("simclr baseline", None, "baseline", 85.0), row("byol baseline", None, "baseline", 38.0),
+            row("simsiam baseline", None, "baseline", 33.0), row("swav baseline", None, "baseline", 67.0),
+            row("simclr +pos", -60.0, c), row("simclr +neg", -3.0, i), row("simclr +both", -61.0, c),
+            row("simclr +both_dim", -59.0, c), row("byol +pos", 1.4, i), row("simsiam +pos", 2.3, i),
+            row("swav +pos", -43.0, c)]
+    last = {"simclr +pos": {"pos_mean": 1.0, "neg_mean": 1.0, "loss": 6.23},
+            "swav +pos": {"pos_mean": 0.98, "neg_mean": 0.75, "loss": 4.19}}
+    facts = X.methods_facts(rows, last, negatives=510)
+    assert (facts["constant_loss"], facts["simclr_pos"], facts["random_init"]) == ("6.24", "-60.0 ± 6.0", "20.0")
+    assert failures(X.METHOD_CHECKS, facts, *X.METHOD_CHECKS) == {}
+    flips = {
+        "positive extrapolation reverses SimCLR": ([row("simclr +both", -1.0, i)], last),
+        "SimCLR's +neg alone is inconclusive": ([row("simclr +neg", -9.0, c)], last),
+        "SimCLR with +pos ends as a constant encoder": ([], {**last, "simclr +pos": {**last["simclr +pos"], "loss": 5.0}}),
+        "without negatives nothing is decided": ([row("byol +pos", 9.0, "replicated")], last),
+        "BYOL's and SimSiam's baselines miss the bar": ([row("byol baseline", None, "baseline", 60.0)], last),
+        "SwAV's +pos is reversed short of a collapse": ([], {**last, "swav +pos": {**last["swav +pos"], "neg_mean": 0.99}}),
+    }
+    assert set(flips) == set(X.METHOD_CHECKS)
+    for name, (changed, ends) in flips.items():
+        new = [next((n for n in changed if n["setting"] == r["setting"]), r) for r in rows]
+        assert name in failures(X.METHOD_CHECKS, X.methods_facts(new, ends, negatives=510), name), name

@@ -47,13 +47,21 @@ stored = list(csv.DictReader((X.ROOT / "results" / "summary.csv").open()))
 interp = X.claim_facts(stored, "T4", "interpolate a=0.2")
 glue_facts("t4_interp_", interp)
 checks.expect(X.CLAIM_CHECKS, interp, "replicated beyond the paper's size")
+shared = X.shared_run_facts(stored)
+glue_facts("shared_", shared)
+checks.expect(X.CLAIM_CHECKS, shared, "tables share runs")
 
 # %% [markdown]
 # A dot far past its diamond still reads "replicated": the verdict asks whether our effect reaches the paper's, not
-# whether it matches it. Table 4's positive interpolation at a = 0.2 costs {glue:md}`t4_interp_diff` points where
-# the paper's costs {glue:md}`t4_interp_effect`, about {glue:md}`t4_interp_ratio` times as much, its whole interval
+# whether it matches it. Table 4's positive interpolation at a = 0.2 reads {glue:md}`t4_interp_diff` points against
+# its baseline where the paper's reads {glue:md}`t4_interp_effect`, about {glue:md}`t4_interp_ratio` times as much, its whole interval
 # past the paper's: mixing the positive pair, as in [chapter 6](06_feature_transformations.ipynb), costs here far
 # more than at ImageNet scale.
+#
+# Tables share runs. Where two tables ask for the same setting on the same recipe, the runs are trained once and
+# copied (Table 2's $\alpha_{ex} = 2$ is Table 5's v1 +pos), so the figure draws that comparison under each table
+# with the same dot: its {glue:md}`shared_rows` claim rows hold {glue:md}`shared_distinct` distinct comparisons, and
+# the counts below take each once.
 
 # %% [markdown]
 # ## The verdicts in one table
@@ -117,8 +125,8 @@ display(html_table(["verdict", "the paper's claims", "after BH", "Table 1's chec
 #
 # Each table opens on demand; its summary line counts its verdicts. A row's table is named as the glossary's
 # {term}`table name` explains (`T1`-`T7` the paper's tables; {term}`S-E`, {term}`S-F`, {term}`S-G` its supplement's
-# sections; `D-…` and `H-…` this book's diagnosis and headroom experiments, such as {term}`D-capacity-v1` and
-# {term}`H-map-v1`), and its setting by the feature transformation it switches on: {term}`+pos`, {term}`+neg`,
+# sections; the book's own diagnosis and headroom experiments, `D-…` and `H-…` such as {term}`D-capacity-v1` and
+# {term}`H-map-v1`, are judged in chapters 7 and 11, not here), and its setting by the feature transformation it switches on: {term}`+pos`, {term}`+neg`,
 # {term}`+both`, {term}`+both_dim`, or a {term}`late start`. "ours" is the linear {term}`readout` (top-1 %, mean
 # ± 95 % CI over seeds).
 
@@ -131,7 +139,7 @@ markdown_html(X.summary_markdown(path, heading="<b>{table}</b>", fold=True))
 # ## On real images and on the shapes
 #
 # A verdict on procedurally drawn shapes alone invites the objection that it belongs to the synthetic data. Where a
-# table was also run on Fashion-MNIST's real photographs (the `-fmnist` tables, same settings), each claim below
+# table was also run on Fashion-MNIST's real photographs (the `-fmnist` tables, on some or all of a table's settings), each claim below
 # has a verdict per data set, and the last column says where it holds: on every data set; on one (named); on
 # none (contradicted on every data set); or {term}`open`, when no data set replicates it and not every one
 # contradicts it (one may read no effect of the paper's size, inconclusive or smaller than the paper, say), or when
@@ -199,8 +207,8 @@ else:
 # data's six-colour palette, initialisation, lr and weight decay, crop scale, method-specific parts), each
 # tried at one step budget shared by every method, and scored on a validation split drawn from its own seed,
 # never on the test set (`experiments/calibration/`, `python -m ftcl_core calibration`). The trial with the
-# best validation kNN is marked (the trials open on demand); the chosen recipes are the `configs/cpu_cal_*.yaml` files, and chapter 7 runs
-# FT on them. Trials with one seed choose which recipe is worth three seeds; they decide nothing on their own.
+# best validation kNN is marked (the trials open on demand); the chosen recipes are the `configs/cpu_cal_*.yaml` files, on which the
+# calibrated tables above and chapter 7's diagnosis run FT. Trials with one seed choose which recipe is worth three seeds; they decide nothing on their own.
 # The `fmnist_moco_v1` and `fmnist_moco_v2` rows calibrate MoCo v1 and v2 on Fashion-MNIST's real photographs the
 # same way; their validation images are training images outside the subset used for training.
 # The train-time column is wall time, and some trials shared the two cores with other work: it says roughly what

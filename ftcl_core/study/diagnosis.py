@@ -137,7 +137,7 @@ def contraction_rate(rho: float, lam: float, tau: float = 0.2, n: int = 512, dim
     return float(size(step) / size(z) - 1)
 
 
-NOT_RUN = "not run"  # a comparison with no paired seed stored: never trained, not undecided
+NOT_RUN = verdicts.NOT_RUN  # a comparison with no paired seed stored: never trained, not undecided
 COMPARED = "compared"  # an arm set against its reference of which the paper claims nothing (no verdict on a claim)
 
 

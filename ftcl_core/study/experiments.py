@@ -41,7 +41,7 @@ from ftcl_core.config import EXECUTION_KEYS, ConfigError, FTConfig, RunConfig, _
 from ftcl_core.runs import RunDir, atomic_write_bytes, cpu_isa, cpu_model, write_json
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results import records as run_records
-from ftcl_core.study.results.claims import BASELINE, KINDS, MIN_SEEDS, Claim
+from ftcl_core.study.results.claims import BASELINE, KINDS, MIN_SEEDS, NOT_RUN, Claim
 from ftcl_core.study.results.numbers import csv_number, fixed, plus_minus, pm_cell
 from ftcl_core.study.results.paired import by_seed, mean_ci95, pair
 from ftcl_core.study.threads import threads_to_train
@@ -1236,6 +1236,78 @@ def harder_positive_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.nda
             "harder": all(run_mean[hard, k, "pos_mean"] < run_mean[easy, k, "pos_mean"] for k in seeds)}
 
 
+METHOD_ARMS = ("simclr +pos", "simclr +neg", "simclr +both", "simclr +both_dim", "byol +pos", "simsiam +pos",
+               "swav +pos")  # chapter 10's claims, each against its method's baseline
+
+
+def methods_facts(rows: list[dict], last: Mapping[str, Mapping[str, float]], negatives: int) -> dict:
+    """Chapter 10's reading of the other methods: per arm of :data:`METHOD_ARMS` (``simclr_pos``, ``byol_pos``, ...)
+    its paired difference ± 95 % interval from ``rows`` (results/summary.csv), the paper's effect (``<arm>_paper``)
+    and verdict (``<arm>_word``); each method's baseline (``<method>_base``); ``last`` maps a setting to its lowest
+    seed's last-step ``pos_mean``, ``neg_mean`` and ``loss``; ``negatives``: SimCLR's in-batch negatives per anchor
+    (2M - 2), so ``constant_loss`` = ln(negatives + 1) is the InfoNCE loss of a constant encoder (eq. 1: every logit
+    equal)."""
+    out: dict = {"negatives": str(negatives), "constant_loss": f"{math.log(negatives + 1):.2f}",
+                 "constant_value": math.log(negatives + 1), "last": last}
+    for arm in METHOD_ARMS:
+        key = arm.replace(" +", "_")
+        row = next((r for r in rows if r["setting"] == arm and r.get("reference", "").endswith("baseline")), None)
+        if row is None:
+            out[f"{key}_word"] = NOT_RUN
+            continue
+        out |= {key: plus_minus(float(row["diff_mean"]), float(row["diff_ci95"] or "nan"), signed=True),
+                f"{key}_paper": fixed(float(row["effect"]), 2, signed=True), f"{key}_word": row["verdict"]}
+    for method in ("simclr", "byol", "simsiam", "swav"):
+        base = next((r for r in rows if r["setting"] == f"{method} baseline"), None)
+        out[f"{method}_base"] = plus_minus(float(base["mean"]), float(base["ci95"])) if base else NOT_RUN
+    random_init = [float(r["random_init_mean"]) for r in rows if r["setting"] in ("byol baseline", "simsiam baseline")]
+    out["random_init"] = fixed(float(np.mean(random_init))) if random_init else NOT_RUN
+    weak = [a["gain_met"] for a in baseline_aims(rows) if a["setting"] in ("byol baseline", "simsiam baseline")]
+    out["weak"] = len(weak) == 2 and not any(weak)  # both miss the bar this book sets for a baseline
+    for arm in ("simclr +pos", "swav +pos"):
+        if arm in last:
+            key = arm.replace(" +", "_")
+            out |= {f"{key}_last_{k}": f"{last[arm][k]:.2f}" for k in ("pos_mean", "neg_mean", "loss")}
+    return out
+
+
+def _words(words: Mapping[str, str]):
+    """Each arm's verdict (``<arm>_word`` in :func:`methods_facts`) is the word named."""
+    def check(f: Mapping) -> str | None:
+        bad = [f"{k}: {f.get(f'{k}_word')}" for k, w in words.items() if f.get(f"{k}_word") != w]
+        return "; ".join(bad) or None
+    return check
+
+
+def _simclr_constant(f: Mapping) -> str | None:
+    """SimCLR +pos ends as a constant encoder: Mean(pos) and Mean(neg) above 0.95, the loss within 0.05 of
+    ln(negatives + 1)."""
+    last = f["last"].get("simclr +pos")
+    if last is None:
+        return "simclr +pos has no stored run"
+    ok = min(last["pos_mean"], last["neg_mean"]) > 0.95 and abs(last["loss"] - f["constant_value"]) < 0.05
+    return None if ok else f"simclr +pos ends at {dict(last)}, against a constant encoder's loss {f['constant_loss']}"
+
+
+def _swav_short_of_collapse(f: Mapping) -> str | None:
+    last = f["last"].get("swav +pos")
+    return None if last is not None and last["neg_mean"] < 0.9 else f"swav +pos ends at {last}"
+
+
+METHOD_CHECKS = {  # chapter 10's reading (methods_facts)
+    "positive extrapolation reverses SimCLR": _words({k: verdicts.CONTRADICTED for k in (
+        "simclr_pos", "simclr_both", "simclr_both_dim")}),
+    "SimCLR's +neg alone is inconclusive": _words({"simclr_neg": verdicts.INCONCLUSIVE}),
+    "SimCLR with +pos ends as a constant encoder": _simclr_constant,
+    "without negatives nothing is decided": _words({"byol_pos": verdicts.INCONCLUSIVE,
+                                                    "simsiam_pos": verdicts.INCONCLUSIVE}),
+    "BYOL's and SimSiam's baselines miss the bar": lambda f: None if f["weak"] else (
+        "BYOL's or SimSiam's baseline meets the bar (baseline_aims)"),
+    "SwAV's +pos is reversed short of a collapse": lambda f: _words({"swav_pos": verdicts.CONTRADICTED})(f) or
+    _swav_short_of_collapse(f),
+}
+
+
 def claim_facts(rows: list[dict], table: str, setting: str) -> dict:
     """One claim of ``results/summary.csv`` (``rows``) as chapter 9's text quotes it: our paired difference ± 95 %
     interval (``diff``), the paper's effect (``effect``), ours over the paper's (``ratio``), the verdict
@@ -1265,6 +1337,9 @@ def _in_every_seed(flag: str):
 
 
 CLAIM_CHECKS = {  # chapters 5 and 9: the reading of one claim (claim_facts)
+    "tables share runs": lambda f: None if f["same"] and int(f["distinct"]) < int(f["rows"]) else (
+        f"T2 alpha_ex=2.0 and T5 v1 +pos are {'one' if f['same'] else 'not one'} comparison; "
+        f"{f['distinct']} distinct of {f['rows']} claim rows"),
     "replicated beyond the paper's size": _beyond_the_paper,
     "inconclusive: the interval holds zero and the paper's effect": (
         lambda f: None if f["verdict_word"] == verdicts.INCONCLUSIVE else f"the verdict is {f['verdict_word']}"),
@@ -1447,6 +1522,17 @@ def distinct_claims(claims: list[dict]) -> list[dict]:
     for r in claims:
         seen.setdefault(comparison_key(r) + (r.get("kind", ""), r.get("verdict", "")), r)
     return list(seen.values())
+
+
+def shared_run_facts(rows: list[dict], a: tuple[str, str] = ("T2", "alpha_ex=2.0"),
+                     b: tuple[str, str] = ("T5", "v1 +pos")) -> dict:
+    """How many of ``rows`` (summary rows) make a claim (``rows``) and how many distinct comparisons they hold
+    (``distinct``, :func:`distinct_claims`), and whether the rows ``a`` and ``b`` (table, setting) are one comparison
+    (``same``: one set of runs listed under two tables)."""
+    claims = [r for r in rows if r["verdict"] != BASELINE]
+    pick = [next((r for r in claims if (r["table"], r["setting"]) == t), None) for t in (a, b)]
+    same = None not in pick and comparison_key(pick[0]) == comparison_key(pick[1])
+    return {"rows": str(len(claims)), "distinct": str(len(distinct_claims(claims))), "same": same}
 
 
 def recipe_rows(cfg: RunConfig, keys: tuple[str, ...]) -> list[list[str]]:

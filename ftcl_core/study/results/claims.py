@@ -61,6 +61,7 @@ EQUIVALENT = "equivalent"
 NOT_EQUIVALENT = "not equivalent"
 UNDECIDED = "undecided"
 BASELINE = "baseline"  # a row that claims nothing (a reference arm)
+NOT_RUN = "not run"  # a comparison with no paired seed stored: never trained, not undecided
 POINTS, ERRORS = "points", "errors"  # the two scales a difference is judged on (Verdict.scale)
 
 DIFFERENCE_WORDS = (REPLICATED, SMALLER, CONTRADICTED, NO_EFFECT, INCONCLUSIVE)
