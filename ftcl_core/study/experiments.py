@@ -1078,21 +1078,6 @@ def moco_order_facts(aims: list[dict], data: str = "shapes") -> dict:
             "seeds": str(min(v1["n_seeds"], v2["n_seeds"])), "v2_below": v2["mean"] < v1["mean"]}
 
 
-def findings(exp: Experiment, records: list[dict]) -> list[str]:
-    """One generated Markdown sentence per setting of an experiment's stored runs: its readout, seeds, and where it
-    makes a claim, the paired difference against its reference and the verdict (so prose never goes stale)."""
-    out = []
-    for r in table_rows(exp, records):
-        n = r["n_seeds"]
-        text = f"**{r['setting']}**: {plus_minus(r['mean'], r['ci95'])} % ({n} seed{'s' if n != 1 else ''})"
-        if r["reference"] and not math.isnan(r["diff_mean"]):
-            text += f", {plus_minus(r['diff_mean'], r['diff_ci95'])} points against {r['reference']}"
-            if r["verdict"] != "baseline":
-                text += f": *{r['verdict']}*"
-        out.append(text)
-    return out
-
-
 def ft_kind(exp: Experiment, setting: str, profile: str) -> str:
     """What a setting's resolved config (base, shared and own overrides) does to the pairs: ``none`` without FT,
     ``late start`` for FT switched on after the first epoch (Table 7), else ``harder`` when it moves the query away
