@@ -34,8 +34,13 @@ def at_30() -> list[dict]:
 def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
     runs = late_records([0.5, 1.2, 0.6, 0.9, 0.8], 30) + late_records([2.8, 2.5, 0.4], 120)  # the late arms' gaps
     facts = {**H.map_facts(stored_like()), **H.gap_facts(runs), "planned": 5}
-    on_map = [n for n in H.CHECKS if not n.startswith("aim")]
+    on_map = [n for n in H.CHECKS if not n.startswith("aim") and not n.endswith("-at-240")]
     assert checks.failures(H.CHECKS, facts, *on_map) == {}
+    longer = stored_like() + [row("both_late", 240, 3, 7.0, 1.7, "replicated", -0.22),
+                              row("both", 240, 3, -19.0, 3.0, "contradicted", 0.45)]
+    at_240 = ["late-start-gains-at-240", "first-step-costs-at-240", "240-pending-but-both-starts"]
+    assert checks.failures(H.CHECKS, H.map_facts(longer), *at_240) == {}
+    assert "240-pending" in checks.failures(H.CHECKS, H.map_facts(longer), "240-pending")
     assert facts["both_30_diff"] == "-20.3 ± 4.2" and facts["both_240_diff"] == "not run"
     assert (facts["baseline_120"], facts["baseline_240"]) == ("60.3 ± 4.7", "not run")
     assert facts["both_30_errors"].startswith(f"{math.exp(0.28):.2f}×")
@@ -53,6 +58,10 @@ def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
     ("negatives-alone-not-the-papers-size-at-120", row("neg", 120, 4, -0.4, 5.0, "inconclusive")),
     ("late-positive-alone-gains-at-120", row("pos_late", 120, 3, 1.0, 2.0, "compared")),
     ("240-pending", row("neg", 240, 3, -3.0, 2.0, "contradicted")),
+    ("240-pending-but-the-late-start", row("both", 240, 3, -19.0, 3.0, "contradicted")),
+    ("240-pending-but-both-starts", row("pos_late", 240, 3, 5.0, 3.0, "compared")),
+    ("late-start-gains-at-240", row("both_late", 240, 3, 1.0, 4.0, "inconclusive")),
+    ("first-step-costs-at-240", row("both", 240, 3, -1.0, 4.0, "inconclusive")),
     ("late-start-costs-less-at-30", row("both_late", 30, 5, -15.0, 2.1, "contradicted", 0.2)),
 ])
 def test_a_flipped_verdict_fails_the_check_bound_to_it(name, flip):

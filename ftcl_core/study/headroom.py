@@ -142,8 +142,8 @@ def facts(rows: list[dict], records: list[dict]) -> dict:
 def paper_facts(example_baseline: float = 98.0) -> dict:
     """The paper's effects the map's claims carry (:func:`ftcl_core.study.experiments.Experiment.claims_of`), as the
     chapter quotes them: per arm the effect in points (``<arm>_paper``), its two readouts and their errors and error
-    ratio (``<arm>_paper_ref``, ``_arm``, ``_err_ref``, ``_err_arm``, ``_ratio``); the steps of a 30-epoch run
-    (``steps_30``); and the ceiling on an example baseline (eq.: ``e = 100 - top-1``): a baseline at
+    ratio (``<arm>_paper_ref``, ``_arm``, ``_err_ref``, ``_err_arm``, ``_ratio``); the steps of a run of each length
+    (``steps_30``, ``steps_120``, ``steps_240``); and the ceiling on an example baseline (eq.: ``e = 100 - top-1``): a baseline at
     ``example_baseline`` % with the paper's +both error ratio reads ``example_ft`` %, a gain of ``example_gain``
     points where the paper's is ``both_paper``."""
     exp = X.Experiment.load(MAP)
@@ -158,7 +158,8 @@ def paper_facts(example_baseline: float = 98.0) -> dict:
     cfg = X.resolve(exp.base["cpu"], exp.settings[setting("baseline", 30)], "cpu")
     ratio = math.exp(next(c for c in exp.claims_of(setting("both", 30))).paper_log_error_ratio)
     ft = 100 - (100 - example_baseline) * ratio
-    return {**out, "steps_30": f"{cfg.data.n_train // cfg.train.batch_size * cfg.train.epochs:,}".replace(",", " "),
+    steps = {f"steps_{n}": f"{cfg.data.n_train // cfg.train.batch_size * n:,}".replace(",", " ") for n in LENGTHS}
+    return {**out, **steps,
             "example_baseline": fixed(example_baseline, 0), "example_ft": fixed(ft, 1),
             "example_gain": fixed(ft - example_baseline, 1, signed=True)}
 
@@ -295,4 +296,8 @@ CHECKS = {
     "late-positive-alone-gains-at-120": _side("pos_late_120", +1),
     "negatives-share-of-the-late-gain-open-at-120": _open_gap(120),
     "240-pending": _pending(240),
+    "late-start-gains-at-240": _side("both_late_240", +1),
+    "first-step-costs-at-240": _side("both_240", -1),
+    "240-pending-but-the-late-start": _pending(240, "both", "neg", "pos_late"),
+    "240-pending-but-both-starts": _pending(240, "neg", "pos_late"),
 }
