@@ -87,8 +87,8 @@ checks.expect(H.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met
 # first step (Table 5) and +pos alone from 30 % (no paper number: it asks whose the late effect is). Dots are our
 # paired differences (mean ± 95 % interval over the seeds each row names), coloured by {term}`verdict`; diamonds are
 # the paper's own effect on each scale. The two panels point opposite ways: a gain lies right of zero on the left
-# and left of 1× on the right (fewer errors). Lengths with no stored comparison yet are left out of the figure:
-# {glue:md}`hr_pending` epochs.
+# and left of 1× on the right (fewer errors). A row with fewer than three paired seeds (its label gives them) reads
+# {term}`undecided`, and an arm not yet trained reads "not run".
 
 # %% tags=["hide-input"]
 PH.map_figure(rows)
