@@ -315,7 +315,10 @@ def book_summary(reports: list[dict]) -> str:
                    + (f"Mean(neg) of FT's raw cosines passes 0.9 at step {step}." if step is not None
                       else "Mean(neg) of FT's raw cosines never passes 0.9.")
                    + (" One pair, one seed each, decides nothing by itself: it is a first point beyond the CPU's scale, "
-                      "where the FT arm again ends below its baseline; a verdict needs three seeds, paired."
+                      "where the FT arm again ends below its baseline"
+                      + (" and below the random-init encoder" if f["linear_top1"] < (sc.get("random_init_linear_top1")
+                                                                                     or -1) else "")
+                      + "; a verdict needs three seeds, paired."
                       if f["linear_top1"] < b["linear_top1"] else ""))
     return " ".join(out)
 

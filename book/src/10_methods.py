@@ -11,8 +11,10 @@
 # ## Where FT enters each loss
 #
 # All four methods encode two views $x_1, x_2$ of each image, normalise, and score pairs by their
-# inner product, exactly as MoCo scores $z_q\cdot z_k$. Each loss is written over the *symmetric* pairs:
-# anchors $a = [v_1; v_2]$ and their positives $b = [w_2; w_1]$, so both directions are one batch.
+# inner product, exactly as MoCo scores $z_q\cdot z_k$. Each method names two normalised features of a view, $v$
+# and $w$ (below, per method); a process holds $N$ images of a batch of $M$ over all processes ($N = M$ in one
+# process). Each loss is written over the *symmetric* pairs: anchors $a = [v_1; v_2]$ and their positives
+# $b = [w_2; w_1]$ ($2N$ of each), so both directions are one batch; $i^+$ is the index of anchor $i$'s positive.
 # FT acts on these normalised features inside the loss, with the released code's semantics (chapter 6):
 #
 # * **SimCLR.** $v = w = z$ (one encoder). The negatives of an anchor are the other $2M-2$ samples of
@@ -27,7 +29,8 @@
 # * **BYOL.** $v = p$ (online prediction), $w = t$ (momentum target, no gradient). With
 #   $p' = \lambda p + (1-\lambda) t$, $t' = \lambda t + (1-\lambda) p$ (eq. 3, $\lambda\sim$ Beta$(\alpha,\alpha)+1$),
 #   $\mathcal L = \frac{1}{2N}\sum_i (2 - 2\,p'_i\cdot t'_i)$. As in MoCo's released code the gradient also
-#   flows through the mixed target, whose share $(1-\lambda)p$ comes from the online network.
+#   flows through the mixed target, whose share $(1-\lambda)p$ comes from the online network (a negative weight,
+#   since $\lambda \ge 1$: the target is pushed away from the prediction).
 # * **SimSiam.** $v = p$, $w = \mathrm{sg}(z)$: $\mathcal L = -\frac{1}{2N}\sum_i p'_i\cdot z'_i$.
 #
 # By eq. 4 the transformed positive score is $S' = (2\lambda^2-2\lambda+1)S + 2\lambda(1-\lambda) \le S$: for
