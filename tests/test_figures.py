@@ -342,3 +342,13 @@ def test_the_chapters_draw_no_3d_gradient_landscape():
 
     sources = (Path(__file__).resolve().parent.parent / "book" / "src").glob("*.py")
     assert not [p.name for p in sources if "grad_landscape(" in p.read_text() or "projection=\"3d\"" in p.read_text()]
+
+
+def test_each_verdict_is_told_apart_by_marker_and_fill_as_well_as_colour():
+    styles = {v: (P.VERDICT_MARKERS[v], P.VERDICT_COLORS[v]) for v in P.VERDICT_COLORS}
+    assert set(P.VERDICT_MARKERS) == set(P.VERDICT_COLORS)
+    assert len({m for m, _ in styles.values()}) == len(styles)  # no two verdicts share marker and fill
+    fig = P.verdict_forest(fake_forest_rows(), table="T5")
+    legend = fig.legends[0] if fig.legends else fig.axes[0].get_legend()
+    shown = {h.get_label(): (h.get_marker(), h.get_markerfacecolor()) for h in legend.legend_handles}
+    assert shown["replicated"][0] == shown["smaller than the paper"][0] and shown["smaller than the paper"][1] == "white"

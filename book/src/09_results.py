@@ -10,8 +10,9 @@
 # (forest-plot)=
 # ## Every claim at a glance
 #
-# Each row is one claim: our {term}`paired` difference against its reference, with its 95 % interval, coloured by
-# verdict. The orange diamond is the paper's difference between the same two settings at ImageNet scale
+# Each row is one claim: our {term}`paired` difference against its reference, with its 95 % interval, coloured and
+# shaped by verdict (circles on the paper's side, squares against it, hollow where the effect falls short of the
+# paper's size). The orange diamond is the paper's difference between the same two settings at ImageNet scale
 # (ImageNet-100; ImageNet-1K for BYOL's rows): another scale, so compare its sign, not its size.
 
 # %% colab-setup
