@@ -12,7 +12,7 @@
 # In a live kernel (JupyterLab, Colab), the widget below overlays any runs you select, every seed included,
 # with a smoothing slider, and draws their gradient landscapes.
 #
-# The list of run folders names each run `table/setting/seed` and gives its readouts on the test images: linear
+# The list of run folders names each run `table/setting/seed` and gives its {term}`readout`s on the test images: linear
 # probe, kNN, and the linear probe on the same network at random initialisation (the calibration and screen folders,
 # `CAL-…` and `H-task-screen-v1`, score on their validation split instead). A run that two tables share is trained
 # once and copied, so it is listed
