@@ -60,7 +60,7 @@ checks.expect(X.CLAIM_CHECKS, shared, "tables share runs")
 # more than at ImageNet scale.
 #
 # Tables share runs. Where two tables ask for the same setting on the same recipe, the runs are trained once and
-# copied (Table 2's $\alpha_{ex} = 2$ is Table 5's v1 +pos), so the figure draws that comparison under each table
+# copied (Table 2's $\alpha_{ex} = 2$ is Table 5's v1 {term}`+pos`), so the figure draws that comparison under each table
 # with the same dot: its {glue:md}`shared_rows` claim rows hold {glue:md}`shared_distinct` distinct comparisons, and
 # the counts below take each once.
 

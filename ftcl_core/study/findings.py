@@ -345,8 +345,8 @@ def _encoder_undoes_harder_positive(ev: Evidence) -> str | None:
     FT, in every seed (:func:`ftcl_core.study.experiments.undone_positive_facts`), over 3 or more seeds."""
     undone = ev.undone or {"n": 0}
     if undone["n"] < MIN_SEEDS:
-        return f"Table 5's v1 +pos and baseline share {undone['n']} stored seed(s), undecided"
-    return None if undone["easier"] else "in some seed +pos's transformed Mean(pos) is not above the baseline's raw one"
+        return f"{undone['n']} paired seed(s), undecided"
+    return None if undone["easier"] else "+pos's positives not easier in every seed"
 
 
 def _claims_tally_as_stated(ev: Evidence) -> str | None:
