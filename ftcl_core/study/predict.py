@@ -407,8 +407,8 @@ def report_facts(report: dict) -> dict:
 
 
 CHECKS = {
-    "the model does not clearly beat the majority outcome": (
-        lambda f: None if f["beats"] == 0 else f"McNemar p = {f['p']}: {'better' if f['beats'] > 0 else 'worse'}"),
+    "the model beats the majority outcome": (
+        lambda f: None if f["beats"] > 0 else f"McNemar p = {f['p']}: {'worse' if f['beats'] < 0 else 'not clearly better'}"),
     "the rule misses runs that lose": lambda f: None if f["n_unflagged_lose"] else "every run that loses is flagged",
     "the data sets are as written": (
         lambda f: None if f["data"] == ["fashion_mnist", "shapes"] else f"data sets: {', '.join(f['data'])}"),
