@@ -169,3 +169,13 @@ def test_the_late_starts_seed_by_seed_pair_each_arm_with_its_own_seeds_baseline(
             {"setting": H.setting("both_late", 30), "seed": 0, "linear_top1": 99.0}]  # another length: not paired
     assert H.seed_pairs(runs, 120) == [["0", "60.0", "", "", "57.0", "-3.0"], ["1", "58.0", "64.5", "+6.5", "", ""]]
     assert H.seed_pairs(runs, 240) == []
+
+
+def test_only_the_checks_the_chapter_names_hold_back_a_landed_run():
+    longer = stored_like() + [row("both_late", 240, 2, 7.0, 9.0, "undecided")]  # 240 still training: 2 seeds
+    runs = late_records([0.5, 1.2, 0.6, 0.9, 0.8], 30) + late_records([2.8, 2.5, 0.4], 120)
+    facts = {**H.map_facts(longer), **H.gap_facts(runs), "planned": 5}
+    assert "late-start-gains-at-240" in checks.failures(H.CHECKS, facts, "late-start-gains-at-240")
+    assert H.bound_failures(facts, chapter='checks.expect(H.CHECKS, facts, "240-pending")') == {}
+    named = 'checks.expect(H.CHECKS, facts, "late-start-gains-at-240")'
+    assert list(H.bound_failures(facts, chapter=named)) == ["late-start-gains-at-240"]

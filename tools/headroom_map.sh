@@ -19,10 +19,8 @@ LENGTHS=${*:-30 120 240}
 words_hold() {  # the words bound to the map (chapter 11's checks, the findings and README's block) hold on the disk's runs
   # only the checks chapter 11 names: a check written ahead of its runs (a length still training) binds nothing yet
   "$PY" -c "import sys
-from ftcl_core.study import checks, headroom as H
-rows, records = H.load()
-src = open('book/src/11_headroom.py').read()
-bad = checks.failures(H.CHECKS, H.facts(rows, records), *(n for n in H.CHECKS if repr(n).replace(\"'\", '\"') in src))
+from ftcl_core.study import headroom as H
+bad = H.bound_failures(H.facts(*H.load()))
 print(*(f'{k}: {v}' for k, v in bad.items()), sep='\n', file=sys.stderr)
 sys.exit(bool(bad))" && "$PY" tools/readme_findings.py --check >/dev/null
 }

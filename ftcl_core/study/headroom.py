@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ftcl_core.study import experiments as X
+from ftcl_core.study.checks import failures
 from ftcl_core.study.diagnosis import COMPARED, NOT_RUN, headroom_rows
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import MIN_SEEDS
@@ -24,6 +25,7 @@ from ftcl_core.study.results.numbers import fixed, plus_minus
 from ftcl_core.study.results.paired import by_seed, mean_ci95, paired_records
 
 MAP = X.ROOT / "experiments" / "headroom" / "map_v1.yaml"
+CHAPTER = X.ROOT / "book" / "src" / "11_headroom.py"  # the chapter whose words CHECKS bind
 LENGTHS = (30, 120, 240)  # epochs; the late starts switch FT on after 30 % of the run (Tab. 7's start 30 of 100)
 ARMS = ("both", "both_late", "neg", "pos_late")  # the four arms set against the baseline of the same length and seed
 AIMS = {"gain": 20.0, "spread": 3.0, "images_per_half_point": 10, "longest": 90.0}  # issue 50, item 2
@@ -301,3 +303,12 @@ CHECKS = {
     "240-pending-but-the-late-start": _pending(240, "both", "neg", "pos_late"),
     "240-pending-but-both-starts": _pending(240, "neg", "pos_late"),
 }
+
+
+def bound_failures(facts: Mapping, chapter: str | None = None) -> dict[str, str]:
+    """The checks of :data:`CHECKS` that chapter 11 names (``chapter``: its source, :data:`CHAPTER` by default) and
+    that fail on ``facts``. A check written ahead of its runs (a length still training) binds no words until the
+    chapter names it, so it holds back nothing (``tools/headroom_map.sh`` commits a landed run only when this is
+    empty)."""
+    src = CHAPTER.read_text() if chapter is None else chapter
+    return failures(CHECKS, facts, *(name for name in CHECKS if f'"{name}"' in src))
