@@ -853,16 +853,24 @@ def test_table_cells_keep_only_the_claim_kinds_asked_for():
     assert {row[5] for row in sanity} == {"random init"} and "random init" not in {row[5] for row in ordering}
 
 
-def test_undone_positive_facts_read_raw_and_transformed_scores_and_flip_when_one_seed_stays_hard():
-    name = "the encoder undoes the harder positive"
-    run = lambda raw, ft: {"pos_mean": np.full(20, raw), "ft_pos_mean": np.full(20, ft)}  # noqa: E731
-    metrics = {"v1 +pos": {s: run(0.97, 0.93) for s in range(3)}, "v1 baseline": {s: run(0.64, 0.64) for s in range(3)}}
+def test_undone_positive_facts_read_the_last_steps_and_flip_when_one_seed_is_not_crowded_or_not_undone():
+    undone, crowded = "the encoder undoes the harder positive", "the encoder crowds the images together"
+
+    def run(pos, neg, ft_pos, ft_neg, early=0.2):  # 20 early steps at another level, then 100 at the end
+        at = lambda late: np.r_[np.full(20, early), np.full(100, late)]  # noqa: E731
+        return {"pos_mean": at(pos), "neg_mean": at(neg), "ft_pos_mean": at(ft_pos), "ft_neg_mean": at(ft_neg)}
+
+    metrics = {"v1 +pos": {s: run(0.98, 0.64, 0.94, 0.65) for s in range(3)},
+               "v1 baseline": {s: run(0.82, 0.15, 0.82, 0.15) for s in range(3)}}
     f = X.undone_positive_facts(metrics)
-    assert (f["arm_raw"], f["arm_ft"], f["ref_raw"], f["seeds"]) == ("0.97", "0.93", "0.64", "3")
-    assert not failures(X.CHECKS, f, name)
-    metrics["v1 +pos"][1] = run(0.80, 0.50)  # one seed whose transformed positives stay harder than the baseline's
-    assert name in failures(X.CHECKS, X.undone_positive_facts(metrics), name)
-    assert name in failures(X.CHECKS, X.undone_positive_facts({"v1 +pos": {}, "v1 baseline": {}}), name)
+    assert (f["arm_pos"], f["ref_pos"], f["arm_ft"], f["arm_neg"], f["ref_neg"]) == ("0.98", "0.82", "0.94", "0.64", "0.15")
+    assert (f["arm_margin"], f["ref_margin"], f["seeds"]) == ("0.29", "0.67", "3")
+    assert not failures(X.CHECKS, f, undone, crowded)
+    metrics["v1 +pos"][1] = run(0.98, 0.10, 0.94, 0.10)  # one seed whose images stay apart: not crowded
+    assert list(failures(X.CHECKS, X.undone_positive_facts(metrics), undone, crowded)) == [crowded]
+    metrics["v1 +pos"][1] = run(0.70, 0.64, 0.60, 0.65)  # one seed whose views stay apart: not undone
+    assert undone in failures(X.CHECKS, X.undone_positive_facts(metrics), undone)
+    assert undone in failures(X.CHECKS, X.undone_positive_facts({"v1 +pos": {}, "v1 baseline": {}}), undone)
 
 
 def test_chapter_10s_reading_holds_on_rows_like_the_stored_ones_and_each_check_flips():

@@ -102,7 +102,7 @@ FLIPS = {
     "headline-reversed": lambda ev: _summary(ev, _row("T5", "v1 +both", "v1 baseline"), verdict=V.REPLICATED),
     "positive-mixing-costs": lambda ev: _summary(ev, _row("T5", "v1 +neg", "v1 baseline"), diff_mean=-9.0,
                                                  diff_ci95=3.0),
-    "encoder-undoes-harder-positive": lambda ev: dataclasses.replace(ev, undone={**ev.undone, "easier": False}),
+    "encoder-undoes-harder-positive": lambda ev: dataclasses.replace(ev, undone={**ev.undone, "crowded": False}),
     "claims-tally-as-stated": lambda ev: _summary(ev, lambda r: r["verdict"] == V.NOT_EQUIVALENT,
                                                   verdict=V.INCONCLUSIVE, verdict_bh=V.INCONCLUSIVE),
     "claims-on-points": lambda ev: _summary(ev, _row("T5", "v1 +both", "v1 baseline"), scale=V.ERRORS),

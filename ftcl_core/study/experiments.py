@@ -1049,21 +1049,30 @@ def _run_means(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], se
 
 
 def undone_positive_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], arm: str = "v1 +pos",
-                          reference: str = "v1 baseline") -> dict:
+                          reference: str = "v1 baseline", tail: int = 100) -> dict:
     """How the encoder answers positive extrapolation (eq. 3): eq. 4 reads ``S' = 1 - A (1 - S)`` with
     ``A = 1 + 2 l (l - 1)`` >= 1, so extrapolation multiplies a pair's gap to 1 by A, and an encoder can shrink that
-    gap (raise its raw S) until the transformed pair is easy again. ``metrics`` maps a setting to ``{seed: run
-    metrics}``. Facts over the seeds both hold, each a run's mean over all its steps, then over the seeds: the
-    reference's raw Mean(pos) (``ref_raw``), the arm's raw and transformed Mean(pos) (``arm_raw``, ``arm_ft``: what
-    the loss sees), ``n`` / ``seeds``, and ``easier``: in every seed the arm's transformed Mean(pos) lies above the
-    reference's raw one (the loss sees easier positives with extrapolation than without)."""
-    seeds, mean = _run_means(metrics, (arm, reference), ("pos_mean", "ft_pos_mean"))
+    gap (raise its raw S) until the transformed pair is no harder than before; InfoNCE (eq. 1) rewards the margin
+    between a positive and the negatives, which that need not keep. ``metrics`` maps a setting to ``{seed: run
+    metrics}``. Facts over the seeds both hold, each a run's mean over its last ``tail`` steps, then over the seeds:
+    raw Mean(pos) of the reference and the arm (``ref_pos``, ``arm_pos``), the arm's transformed Mean(pos)
+    (``arm_ft``), raw Mean(neg) (``ref_neg``, ``arm_neg``), the margin the loss sees, Mean(pos) - Mean(neg) after
+    FT (``ref_margin``, ``arm_margin``), ``n`` / ``seeds``; and in every seed: ``undone``, the arm's raw Mean(pos)
+    above the reference's; ``crowded``, its raw Mean(neg) above the reference's and its margin below."""
+    cut = {s: {k: {key: np.asarray(v)[-tail:] for key, v in m.items()} for k, m in runs.items()}
+           for s, runs in metrics.items() if s in (arm, reference)}
+    seeds, mean = _run_means(cut, (arm, reference), ("pos_mean", "neg_mean", "ft_pos_mean", "ft_neg_mean"))
     if not seeds:
-        return {"n": 0, "easier": False}
-    avg = lambda s, key: np.mean([mean[s, k, key] for k in seeds])  # noqa: E731
-    return {"n": len(seeds), "seeds": str(len(seeds)), "ref_raw": f"{avg(reference, 'pos_mean'):.2f}",
-            "arm_raw": f"{avg(arm, 'pos_mean'):.2f}", "arm_ft": f"{avg(arm, 'ft_pos_mean'):.2f}",
-            "easier": all(mean[arm, k, "ft_pos_mean"] > mean[reference, k, "pos_mean"] for k in seeds)}
+        return {"n": 0, "undone": False, "crowded": False}
+    margin = lambda s, k: mean[s, k, "ft_pos_mean"] - mean[s, k, "ft_neg_mean"]  # noqa: E731
+    avg = lambda s, key: f"{np.mean([mean[s, k, key] for k in seeds]):.2f}"  # noqa: E731
+    return {"n": len(seeds), "seeds": str(len(seeds)), "ref_pos": avg(reference, "pos_mean"),
+            "arm_pos": avg(arm, "pos_mean"), "arm_ft": avg(arm, "ft_pos_mean"), "ref_neg": avg(reference, "neg_mean"),
+            "arm_neg": avg(arm, "neg_mean"), "ref_margin": f"{np.mean([margin(reference, k) for k in seeds]):.2f}",
+            "arm_margin": f"{np.mean([margin(arm, k) for k in seeds]):.2f}", "tail": str(tail),
+            "undone": all(mean[arm, k, "pos_mean"] > mean[reference, k, "pos_mean"] for k in seeds),
+            "crowded": all(mean[arm, k, "neg_mean"] > mean[reference, k, "neg_mean"]
+                           and margin(arm, k) < margin(reference, k) for k in seeds)}
 
 
 def moco_order_facts(aims: list[dict], data: str = "shapes") -> dict:
@@ -1345,7 +1354,8 @@ CHECKS = {
     # chapter 5's score statistics (score_ends_facts)
     "MoCo v2's baseline reads below MoCo v1's": (  # moco_order_facts
         lambda f: None if f.get("v2_below") else f"v2 below v1: {f.get('v2_below')}"),
-    "the encoder undoes the harder positive": _in_every_seed("easier"),  # undone_positive_facts
+    "the encoder undoes the harder positive": _in_every_seed("undone"),  # undone_positive_facts
+    "the encoder crowds the images together": _in_every_seed("crowded"),  # undone_positive_facts
     "a larger momentum makes the positives harder": _in_every_seed("harder"),  # harder_positive_facts
     "the frozen key encoder's views agree least": (
         lambda f: None if f.get("frozen_agrees_least") else "m = 1 does not end with the lowest Mean(pos)"),
