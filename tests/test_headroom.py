@@ -58,6 +58,8 @@ def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
     ("negatives-alone-not-the-papers-size-at-120", row("neg", 120, 4, -0.4, 5.0, "inconclusive")),
     ("late-positive-alone-gains-at-120", row("pos_late", 120, 3, 1.0, 2.0, "compared")),
     ("240-pending", row("neg", 240, 3, -3.0, 2.0, "contradicted")),
+    ("the ceiling never binds on the map", {**row("neg", 120, 5, -0.4, 2.7, "no effect of the paper's size"),
+                                            "scale": "errors"}),
     ("240-pending-but-the-late-start", row("both", 240, 3, -19.0, 3.0, "contradicted")),
     ("240-pending-but-both-starts", row("pos_late", 240, 3, 5.0, 3.0, "compared")),
     ("late-start-gains-at-240", row("both_late", 240, 3, 1.0, 4.0, "inconclusive")),

@@ -95,6 +95,7 @@ def map_facts(rows: list[dict]) -> dict:
     for length in LENGTHS:  # the paired seeds of the length's arms: "3", or "3-4" where they differ
         lo, hi = min(out[f"{a}_{length}_seeds"] for a in ARMS), max(out[f"{a}_{length}_seeds"] for a in ARMS)
         out[f"seeds_{length}"], out[f"seeds_{length}_least"] = str(lo) if lo == hi else f"{lo}–{hi}", lo
+    out["ceiling_binds"] = any(r.get("scale") == verdicts.ERRORS for r in rows)  # the error scale decided some row
     pending = [n for n in LENGTHS if not any(out[f"{a}_{n}_seeds"] for a in ARMS)]
     out["pending"] = " and ".join(str(n) for n in pending) or "none"  # the lengths with no stored comparison
     return out
@@ -297,6 +298,7 @@ CHECKS = {
     "negatives-alone-not-the-papers-size-at-120": _word("neg_120", verdicts.NO_EFFECT),
     "late-positive-alone-gains-at-120": _side("pos_late_120", +1),
     "negatives-share-of-the-late-gain-open-at-120": _open_gap(120),
+    "the ceiling never binds on the map": lambda f: "the error scale decided a row" if f["ceiling_binds"] else None,
     "240-pending": _pending(240),
     "late-start-gains-at-240": _side("both_late_240", +1),
     "first-step-costs-at-240": _side("both_240", -1),
