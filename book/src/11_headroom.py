@@ -82,8 +82,9 @@ plt.show()
 # %% [markdown]
 # The aims were set before the choice. At 30 epochs the baseline reads {glue:md}`hr_baseline` % over
 # {glue:md}`hr_n_seeds` seeds (mean ± 95 % interval), {glue:md}`hr_gain` points above its random-init encoder
-# (aim: 20 or more); its seed-to-seed SD is {glue:md}`hr_spread` points (aim: 3 or less); 0.5 point is
-# {glue:md}`hr_half_point` of its {glue:md}`hr_test_images` test images (aim: 10 or more). At 240 epochs, the
+# (aim: 20 or more); its seed-to-seed SD is {glue:md}`hr_spread` points (aim: 3 or less); a change of 0.5 point is
+# {glue:md}`hr_half_point` of its {glue:md}`hr_test_images` test images (aim: 10 or more, so that half a point is not
+# one image's luck). At 240 epochs, the
 # longest length planned, the baseline still reads {glue:md}`hr_longest` % (seeds so far: {glue:md}`hr_longest_n`;
 # aim: 90 or less), so far the room remains at every length of the map.
 
@@ -136,7 +137,7 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-30", "late-start-costs-at-30
 # The paper trains for tens of thousands of steps; 30 epochs here are {glue:md}`hr_steps_30` steps. At 120 epochs
 # the baseline reads {glue:md}`hr_baseline_120` %, and FT **from the first step still costs**:
 # {glue:md}`hr_both_120_diff` points over {glue:md}`hr_both_120_n` paired seeds, {glue:md}`hr_both_120_errors` the
-# errors (the paper: {glue:md}`hr_both_paper`, {glue:md}`hr_both_paper_ratio`): {glue:md}`hr_both_120_verdict`. The
+# errors: {glue:md}`hr_both_120_verdict`. The
 # longer run did not turn that cost into the paper's gain.
 #
 # **Switched on after 30 % of the run, FT now gains**: {glue:md}`hr_both_late_120_diff` points over
