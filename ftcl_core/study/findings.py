@@ -627,7 +627,9 @@ CHECKS: dict[str, Check] = {
     "headroom-late-smaller-at-120": _headroom("late-start-smaller-at-120"),
     "headroom-negatives-not-the-papers-size-at-120": _headroom("negatives-alone-not-the-papers-size-at-120"),
     "headroom-positive-alone-gains-at-120": _headroom("late-positive-alone-gains-at-120"),
-    "headroom-longer-pending": _headroom("240-pending"),
+    "headroom-late-gains-at-240": _headroom("late-start-gains-at-240"),
+    "headroom-late-replicated-at-240": _headroom("late-start-replicated-at-240"),
+    "headroom-longer-pending": _headroom("240-pending-but-the-late-start"),
 }
 
 

@@ -301,6 +301,7 @@ CHECKS = {
     "the ceiling never binds on the map": lambda f: "the error scale decided a row" if f["ceiling_binds"] else None,
     "240-pending": _pending(240),
     "late-start-gains-at-240": _side("both_late_240", +1),
+    "late-start-replicated-at-240": _word("both_late_240", verdicts.REPLICATED),
     "first-step-costs-at-240": _side("both_240", -1),
     "240-pending-but-the-late-start": _pending(240, "both", "neg", "pos_late"),
     "240-pending-but-both-starts": _pending(240, "neg", "pos_late"),
