@@ -17,6 +17,15 @@ ARM_LABELS = {"both": "+pos +neg from step 0", "both_late": "+pos +neg from 30 %
 COLORS = {**P.VERDICT_COLORS, "compared": "#4c72b0"}  # "compared": the paper claims nothing of that arm
 
 
+def _style(verdict: str) -> dict:
+    """A dot's marker keywords: a verdict's colour, marker and fill (:func:`ftcl_core.pages.plotting.verdict_style`),
+    a filled blue hexagon where the map compares an arm the paper claims nothing of."""
+    if verdict in P.VERDICT_MARKERS:
+        return P.verdict_style(verdict)
+    colour = COLORS.get(verdict, "#7f7f7f")
+    return {"marker": "h", "color": colour, "markerfacecolor": colour, "markeredgecolor": colour}
+
+
 PAPER_LIFT = 0.28  # rows apart: the paper's diamond sits just above its row's dot, so a dot near it stays in view
 
 def _num(v) -> float:
@@ -76,14 +85,14 @@ def map_figure(rows: list[Mapping]):
             left.annotate("not run", (0, y), xycoords=("axes fraction", "data"), xytext=(4, 0), va="center",
                           textcoords="offset points", fontsize=P.TEXT_PT, color="dimgray")
             continue
-        colour = COLORS.get(r["verdict"], "#7f7f7f")
+        style = _style(r["verdict"])
         diff, ci = _num(r["diff_mean"]), _num(r["diff_ci95"])
-        left.errorbar(diff, y, xerr=np.nan_to_num(ci), fmt="o", ms=5, capsize=2, color=colour)
+        left.errorbar(diff, y, xerr=np.nan_to_num(ci), ls="", ms=5, capsize=2, **style)
         ler, ler_ci = _num(r.get("log_error_ratio")), _num(r.get("log_error_ratio_ci95"))
         if math.isfinite(ler):
             lo, hi = math.exp(ler - np.nan_to_num(ler_ci)), math.exp(ler + np.nan_to_num(ler_ci))
-            right.errorbar(math.exp(ler), y, xerr=[[math.exp(ler) - lo], [hi - math.exp(ler)]], fmt="o", ms=5,
-                           capsize=2, color=colour)
+            right.errorbar(math.exp(ler), y, xerr=[[math.exp(ler) - lo], [hi - math.exp(ler)]], ls="", ms=5,
+                           capsize=2, **style)
         if math.isfinite(effect := _num(r.get("effect"))):
             left.plot(effect, y + PAPER_LIFT, "D", ms=6, mfc="none", mew=1.5, color="darkorange", zorder=1)
         if math.isfinite(paper := _num(r.get("paper_log_error_ratio"))):
@@ -105,7 +114,7 @@ def map_figure(rows: list[Mapping]):
     left.set_xlabel("difference in linear top-1 (points)\n← FT worse    FT better →", fontsize=P.TEXT_PT)
     right.set_xlabel("test errors, FT / baseline (log)\n← FT better    FT worse →", fontsize=P.TEXT_PT)
     drawn = [v for v in COLORS if any(c and c.get("verdict") == v for c in cells)]
-    handles = [plt.Line2D([], [], marker="o", ls="", color=COLORS[v], label=v) for v in drawn]
+    handles = [plt.Line2D([], [], ls="", label=v, **_style(v)) for v in drawn]
     handles.append(plt.Line2D([], [], marker="D", ls="", mfc="none", mew=1.5, color="darkorange",
                               label="paper (ImageNet-100)"))
     P._legend_outside(fig, handles, [h.get_label() for h in handles], "upper")

@@ -735,10 +735,10 @@ VERDICT_COLORS = {  # one colour per verdict word of ftcl_core.study.results.cla
 # paper's side, squares where it goes the other way or falls short of its size, hollow for the weaker of each pair
 VERDICT_MARKERS = {"replicated": ("o", True), "smaller than the paper": ("o", False), "contradicted": ("s", True),
                    "no effect of the paper's size": ("s", False), "inconclusive": ("^", True), "equivalent": ("v", True),
-                   "not equivalent": ("P", True), "undecided": (".", True)}  # verdict -> (marker, filled)
+                   "not equivalent": ("P", True), "undecided": ("p", False)}  # verdict -> (marker, filled)
 
 
-def _verdict_style(verdict: str) -> dict:
+def verdict_style(verdict: str) -> dict:
     """Matplotlib marker keywords for ``verdict`` (:data:`VERDICT_COLORS`, :data:`VERDICT_MARKERS`)."""
     marker, filled = VERDICT_MARKERS[verdict]
     colour = VERDICT_COLORS[verdict]
@@ -785,7 +785,7 @@ def verdict_forest(rows: list[Mapping[str, str]], ax=None, table: str | Collecti
     for verdict in VERDICT_COLORS:  # one errorbar call per verdict: a 90-claim forest draws fast
         pick = np.array([r["verdict"] == verdict for r in claims], dtype=bool)
         if pick.any():
-            ax.errorbar(means[pick], ys[pick], xerr=cis[pick], ls="", ms=5, capsize=2, **_verdict_style(verdict))
+            ax.errorbar(means[pick], ys[pick], xerr=cis[pick], ls="", ms=5, capsize=2, **verdict_style(verdict))
     claimed = np.array([paper[(r["table"], r["setting"])] - paper.get((r["table"], r["reference"]), np.nan)
                         for r in claims], dtype=float)
     diamonds = bool(np.isfinite(claimed).any())
@@ -801,7 +801,7 @@ def verdict_forest(rows: list[Mapping[str, str]], ax=None, table: str | Collecti
     if tables is not None:
         ax.set_title(", ".join(t for t in dict.fromkeys(r["table"] for r in rows) if t in tables), fontsize=TITLE_PT)
     drawn = [v for v in VERDICT_COLORS if any(r["verdict"] == v for r in claims)]
-    handles = [plt.Line2D([], [], ls="", label=v, **_verdict_style(v)) for v in drawn]
+    handles = [plt.Line2D([], [], ls="", label=v, **verdict_style(v)) for v in drawn]
     if diamonds:
         handles.append(plt.Line2D([], [], marker="D", ls="", color="darkorange", label="paper (ImageNet scale)"))
     if handles and own:
