@@ -100,7 +100,7 @@ checks.expect(H.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met
 # Four arms, each against the baseline of the same length and seed, with the paper's FT settings unchanged: +pos +neg
 # from the first step (Table 5), +pos +neg from 30 % of the run (Table 7's start 30 of 100), +neg alone from the
 # first step (Table 5) and +pos alone from 30 % (no paper number: it asks whose the late effect is). Dots are our
-# paired differences (mean ± 95 % interval over the seeds each row names), coloured by {term}`verdict`; diamonds are
+# paired differences (mean ± 95 % interval over the seeds each row names), coloured and shaped by {term}`verdict` as in chapter 9; diamonds are
 # the paper's own effect on each scale. The two panels point opposite ways: a gain lies right of zero on the left
 # and left of 1× on the right (fewer errors). A row with fewer than three paired seeds (its label gives them) reads
 # {term}`undecided`, and an arm not yet trained reads "not run".
