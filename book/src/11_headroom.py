@@ -11,10 +11,10 @@
 # paper's size" in points is forced there, whatever FT does. This chapter takes two ways out: judge a comparison near
 # the ceiling on the {term}`error scale`, and move to a task with room.
 #
-# **In short:** on a task with room, FT switched on from the first step costs readout at 30 and 120 epochs; switched
+# **In short:** on a task with room, FT switched on from the first step costs {term}`readout` at 30 and 120 epochs; switched
 # on after 30 % of the run it costs at 30 epochs, gains at 120 ({glue:md}`hr_both_late_120_diff` points, a little less
 # than the paper's Table 7 in points) and at 240 reaches the paper's size ({glue:md}`hr_both_late_240_diff` points over
-# {glue:md}`hr_both_late_240_n` paired seeds).
+# {glue:md}`hr_both_late_240_n` {term}`paired` seeds).
 
 # %% colab-setup
 
