@@ -143,6 +143,7 @@ FLIPS = {
     "headroom-positive-alone-gains-at-120": lambda ev: _headroom(ev, "+pos from 36 of 120", diff_mean=-1.0),
     "headroom-longer-pending": lambda ev: _headroom(ev, "+neg 240", n_seeds=3, verdict=V.CONTRADICTED,
                                                     diff_mean=-3.0, diff_ci95=1.0),
+    "headroom-first-step-costs-at-240": lambda ev: _headroom(ev, "+both 240", verdict=V.INCONCLUSIVE, diff_mean=1.0),
     "headroom-late-gains-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.INCONCLUSIVE,
                                                        diff_mean=1.0),
     "headroom-late-replicated-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.SMALLER),

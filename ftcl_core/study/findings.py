@@ -629,7 +629,8 @@ CHECKS: dict[str, Check] = {
     "headroom-positive-alone-gains-at-120": _headroom("late-positive-alone-gains-at-120"),
     "headroom-late-gains-at-240": _headroom("late-start-gains-at-240"),
     "headroom-late-replicated-at-240": _headroom("late-start-replicated-at-240"),
-    "headroom-longer-pending": _headroom("240-pending-but-the-late-start"),
+    "headroom-first-step-costs-at-240": _headroom("first-step-costs-at-240"),
+    "headroom-longer-pending": _headroom("240-pending-but-both-starts"),
 }
 
 
