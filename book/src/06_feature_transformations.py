@@ -153,9 +153,7 @@ P.score_statistics(pick, columns=("ft_pos_mean", "ft_neg_mean", "ft_neg_var"))  
 plt.show()
 
 # %% tags=["remove-cell"]
-stored_t5 = X.load_records(train[0], "cpu", X.STORED)
-undone = X.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in stored_t5 if r["setting"] == s}
-                                  for s in ("v1 +pos", "v1 baseline")})
+undone = stored_ev.undone  # the mechanism's facts, read from the stored Table 5 runs with the evidence above
 glue_facts("undone_", undone)
 checks.expect(X.CHECKS, undone, "the encoder undoes the harder positive", "the encoder crowds the images together")
 

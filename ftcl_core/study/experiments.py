@@ -1040,12 +1040,13 @@ def v2_against_v1(aims: list[dict]) -> dict[str, tuple[float, float]]:
 
 
 def _run_means(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], settings: tuple[str, str],
-               keys: tuple[str, ...]) -> tuple[list[int], dict]:
+               keys: tuple[str, ...], tail: int | None = None) -> tuple[list[int], dict]:
     """The seeds both ``settings`` hold in ``metrics`` (a setting to ``{seed: run metrics}``), and each run's mean of
-    each of ``keys`` over all its steps, keyed ``(setting, seed, key)``."""
+    each of ``keys`` over all its steps (its last ``tail`` steps when given), keyed ``(setting, seed, key)``."""
     seeds = sorted(set(metrics.get(settings[0], {})) & set(metrics.get(settings[1], {})))
-    return seeds, {(s, k, key): float(np.mean(np.asarray(metrics[s][k][key]))) for s in settings for k in seeds
-                   for key in keys}
+    start = -tail if tail else 0
+    return seeds, {(s, k, key): float(np.mean(np.asarray(metrics[s][k][key])[start:])) for s in settings
+                   for k in seeds for key in keys}
 
 
 def undone_positive_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], arm: str = "v1 +pos",
@@ -1059,9 +1060,7 @@ def undone_positive_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.nda
     (``arm_ft``), raw Mean(neg) (``ref_neg``, ``arm_neg``), the margin the loss sees, Mean(pos) - Mean(neg) after
     FT (``ref_margin``, ``arm_margin``), ``n`` / ``seeds``; and in every seed: ``undone``, the arm's raw Mean(pos)
     above the reference's; ``crowded``, its raw Mean(neg) above the reference's and its margin below."""
-    cut = {s: {k: {key: np.asarray(v)[-tail:] for key, v in m.items()} for k, m in runs.items()}
-           for s, runs in metrics.items() if s in (arm, reference)}
-    seeds, mean = _run_means(cut, (arm, reference), ("pos_mean", "neg_mean", "ft_pos_mean", "ft_neg_mean"))
+    seeds, mean = _run_means(metrics, (arm, reference), ("pos_mean", "neg_mean", "ft_pos_mean", "ft_neg_mean"), tail)
     if not seeds:
         return {"n": 0, "undone": False, "crowded": False}
     margin = lambda s, k: mean[s, k, "ft_pos_mean"] - mean[s, k, "ft_neg_mean"]  # noqa: E731
