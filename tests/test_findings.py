@@ -147,6 +147,8 @@ FLIPS = {
     "headroom-late-gains-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.INCONCLUSIVE,
                                                        diff_mean=1.0),
     "headroom-late-replicated-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.SMALLER),
+    "headroom-crowding-goes-with-the-cost": lambda ev: dataclasses.replace(
+        ev, crowding={**ev.crowding, "crowd_both_late_120_word": "crowds"}),
 }
 
 

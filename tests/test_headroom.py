@@ -33,7 +33,7 @@ def at_30() -> list[dict]:
 
 def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
     runs = late_records([0.5, 1.2, 0.6, 0.9, 0.8], 30) + late_records([2.8, 2.5, 0.4], 120)  # the late arms' gaps
-    facts = {**H.map_facts(stored_like()), **H.gap_facts(runs), "planned": 5}
+    facts = {**H.map_facts(stored_like()), **H.gap_facts(runs), **H.crowding_facts(crowding_like()), "planned": 5}
     on_map = [n for n in H.CHECKS if not n.startswith("aim") and not n.endswith("-at-240")]
     assert checks.failures(H.CHECKS, facts, *on_map) == {}
     longer = stored_like() + [row("both_late", 240, 3, 7.0, 1.7, "replicated", -0.22),
@@ -181,3 +181,72 @@ def test_only_the_checks_the_chapter_names_hold_back_a_landed_run():
     assert H.bound_failures(facts, chapter='checks.expect(H.CHECKS, facts, "240-pending")') == {}
     named = 'checks.expect(H.CHECKS, facts, "late-start-gains-at-240")'
     assert list(H.bound_failures(facts, chapter=named)) == ["late-start-gains-at-240"]
+
+
+def metrics_run(length: int, neg: float, switch: int = 0, early: float | None = None, end: float | None = None,
+                steps_per_epoch: int = 4) -> dict:
+    """A run's per-step columns: raw Mean(neg) ``neg`` throughout, ``early`` over the first tenth from ``switch``,
+    ``end`` over the last 100 steps (when given)."""
+    import numpy as np
+
+    epoch = np.repeat(np.arange(length), steps_per_epoch)
+    values = np.full(epoch.shape, neg, dtype=float)
+    if early is not None:
+        values[(epoch >= switch) & (epoch < switch + max(1, length // 10))] = early
+    if end is not None:
+        values[-100:] = end
+    return {"epoch": epoch, "neg_mean": values}
+
+
+def crowding_like(late_120: float = 0.0, neg_120: float = 0.05, both_120_end: float = 0.01) -> dict:
+    """Metrics shaped like today's map at 30 and 120 epochs: from the first step FT crowds the images early and (at
+    120) spreads them by the end; the late start crowds at 30 epochs, not at 120 (``late_120``); +neg never does."""
+    seeds = range(5)
+    m = {}
+    for length, late in ((30, 0.26), (120, late_120)):
+        s = length * 3 // 10
+        m[H.setting("baseline", length)] = {k: metrics_run(length, 0.02, 0, early=0.15) for k in seeds}
+        m[H.setting("both", length)] = {k: metrics_run(length, 0.3, 0, early=0.75,
+                                                       end=both_120_end if length == 120 else 0.5) for k in seeds}
+        m[H.setting("both_late", length)] = {k: metrics_run(length, 0.02, s, early=late) for k in seeds}
+        m[H.setting("pos_late", length)] = {k: metrics_run(length, 0.02, s, early=late + 0.01) for k in seeds}
+        m[H.setting("neg", length)] = {k: metrics_run(length, 0.02, 0, early=neg_120 if length == 120 else 0.1)
+                                       for k in seeds}
+    return m
+
+
+CROWDING_CHECKS = ("crowding-goes-with-the-cost", "first-step-crowding-fades-at-120", "negatives-alone-never-crowd")
+
+
+def test_the_crowding_checks_hold_where_ft_crowds_only_where_it_costs():
+    facts = {**H.map_facts(stored_like()), **H.crowding_facts(crowding_like())}
+    assert checks.failures(H.CHECKS, facts, *CROWDING_CHECKS) == {}
+    assert (facts["crowd_both_120_ft"], facts["crowd_both_120_base"]) == ("0.75", "0.15")
+    assert facts["crowd_both_late_30_word"] == "crowds" and facts["crowd_both_late_120_word"] == "spread"
+    assert facts["crowd_both_120_end_ft"] == "0.01" and facts["crowd_both_240_n"] == "0"
+
+
+@pytest.mark.parametrize("name, metrics", [
+    ("crowding-goes-with-the-cost", crowding_like(late_120=0.3)),  # the late start crowds at 120 and still gains
+    ("first-step-crowding-fades-at-120", crowding_like(both_120_end=0.4)),  # still crowded at the end
+    ("negatives-alone-never-crowd", crowding_like(neg_120=0.5)),
+])
+def test_a_run_that_crowds_otherwise_fails_the_crowding_words(name, metrics):
+    facts = {**H.map_facts(stored_like()), **H.crowding_facts(metrics)}
+    assert name in checks.failures(H.CHECKS, facts, name)
+
+
+def test_the_crowding_check_needs_a_costing_and_a_gaining_arm():
+    gains_nowhere = [r for r in stored_like() if r["setting"] not in ("+both from 36 of 120", "+pos from 36 of 120")]
+    facts = {**H.map_facts(gains_nowhere), **H.crowding_facts(crowding_like())}
+    assert "crowding-goes-with-the-cost" in checks.failures(H.CHECKS, facts, "crowding-goes-with-the-cost")
+
+
+def test_the_crowding_figure_draws_a_panel_per_length_in_readable_text():
+    from ftcl_core.pages import headroom as PH
+    from ftcl_core.pages import plotting as P
+
+    metrics = crowding_like()
+    fig = PH.crowding_figure({n: H.neg_curves(metrics, n) for n in (30, 120)})
+    assert len(fig.axes) == 2 and P.smallest_text_px(fig) >= P.MIN_TEXT_PX
+    assert len(fig.axes[1].get_lines()) == 4  # baseline, two arms, the switch

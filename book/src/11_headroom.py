@@ -36,7 +36,8 @@ from ftcl_core.study.results import claims
 
 # this chapter trains nothing: it reads the committed map (bash tools/headroom_map.sh trains it), whatever the profile
 rows, records = H.load()
-facts = H.facts(rows, records)  # the aims, each arm against its baseline, and the late arms against each other
+metrics = H.run_metrics(records)  # each run's per-step scores, for the crowding section
+facts = H.facts(rows, records, metrics)  # the aims, each arm against its baseline, the late arms, the crowding
 paper = H.paper_facts()
 glue_facts("hr_", {**facts, **paper})
 
@@ -204,6 +205,47 @@ P.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+pos alo
 # %% tags=["remove-cell"]
 checks.expect(H.CHECKS, facts, "first-step-costs-at-240", "late-start-gains-at-240", "late-start-replicated-at-240",
               "240-pending-but-both-starts")
+
+# %% [markdown]
+# (crowding)=
+# ## Why a late start pays
+#
+# [Chapter 6](#mechanism) found how positive extrapolation costs on the shapes: the encoder undoes the harder
+# positive by pulling every image together, and the margin the loss rewards shrinks. The map shows when that
+# happens. Below is {term}`Mean(neg)`, a query's mean raw score against the queue's negatives, through training (each
+# curve the mean over its seeds; the dotted line marks where the late start switches FT on):
+
+# %% tags=["hide-input"]
+PH.crowding_figure({n: H.neg_curves(metrics, n) for n in (30, 120)})
+plt.show()
+
+# %% [markdown]
+# From the first step the images crowd at once: over the first tenth of a 120-epoch run Mean(neg) reads
+# {glue:md}`hr_crowd_both_120_ft` against the baseline's {glue:md}`hr_crowd_both_120_base` over the same steps.
+# Switched on after 30 % of a 30-epoch run, FT crowds them too ({glue:md}`hr_crowd_both_late_30_ft` against
+# {glue:md}`hr_crowd_both_late_30_base`) and costs; switched on after 30 % of a 120-epoch run, it does not
+# ({glue:md}`hr_crowd_both_late_120_ft` against {glue:md}`hr_crowd_both_late_120_base`) and gains. Over the whole
+# map, **FT costs where it crowds the images and gains where it does not**: every arm that extrapolates positives,
+# at every length where its seeds decide, falls on one side or the other, as the table shows ("crowds": above its
+# baseline by more than {glue:md}`hr_crowds` in every seed over the first tenth after FT switches on).
+
+# %% tags=["hide-input"]
+P.html_table(["epochs", "FT", "seeds", "Mean(neg), first tenth: FT", "baseline", "last 100 steps: FT", "baseline",
+              "readout, FT − baseline"], PH.crowding_table(facts),
+             caption="Raw Mean(neg) after FT switches on, and the paired difference in linear readout (points).")
+
+# %% [markdown]
+# **The cost outlasts the crowding.** From the first step, by the last 100 steps of a 120-epoch run Mean(neg) is
+# back to {glue:md}`hr_crowd_both_120_end_ft` (its baseline: {glue:md}`hr_crowd_both_120_end_base`), yet the run
+# still reads {glue:md}`hr_both_120_diff` points below its baseline. This is an association over the map's arms, one
+# network and one task, not a proof of cause; nor do these runs say why FT switched on after 30 % crowds the images
+# in a 30-epoch run and not in a 120-epoch one, when both baselines already hold their images apart at that point
+# ({glue:md}`hr_crowd_both_late_30_base` and {glue:md}`hr_crowd_both_late_120_base`). {term}`+neg` alone never
+# crowds them.
+
+# %% tags=["remove-cell"]
+checks.expect(H.CHECKS, facts, "crowding-goes-with-the-cost", "first-step-crowding-fades-at-120",
+              "negatives-alone-never-crowd")
 
 # %% [markdown]
 # (try-it-11)=

@@ -119,3 +119,45 @@ def map_figure(rows: list[Mapping]):
                               label="paper (ImageNet-100)"))
     P._legend_outside(fig, handles, [h.get_label() for h in handles], "upper")
     return fig
+
+
+def crowding_table(f: Mapping) -> list[list[str]]:
+    """Chapter 11's crowding table from :func:`ftcl_core.study.headroom.crowding_facts` and
+    :func:`~ftcl_core.study.headroom.map_facts` (``f``): for each length and
+    arm with stored pairs, the arm, the seeds, raw Mean(neg) over the first tenth after FT switches on (FT, baseline),
+    over the last steps (FT, baseline), and the paired difference in linear readout."""
+    rows = []
+    for length in H.LENGTHS:
+        for arm in H.ARMS:
+            key = f"crowd_{arm}_{length}"
+            if f[f"{key}_seeds"]:
+                rows.append([str(length), ARM_LABELS[arm], f[f"{key}_n"], f[f"{key}_ft"], f[f"{key}_base"],
+                             f[f"{key}_end_ft"], f[f"{key}_end_base"], f[f"{arm}_{length}_diff"]])
+    return rows
+
+
+
+CURVE_STYLE = {"baseline": {"color": "dimgray", "ls": "-"}, "both": {"color": "#c44e52", "ls": "-"},
+               "both_late": {"color": "#4c72b0", "ls": "--"}, "pos_late": {"color": "#55a868", "ls": ":"}}
+
+
+def crowding_figure(curves: Mapping[int, Mapping[str, tuple[np.ndarray, np.ndarray]]]):
+    """One panel per length (``curves``: length -> :func:`ftcl_core.study.headroom.neg_curves`): raw Mean(neg)
+    through training, each arm's mean over its seeds, a dotted line where the late start switches FT on; the
+    legend names each arm as the map figure does."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(curves), figsize=(P.BOOK_WIDTH_IN, 2.9), sharey=True, layout="constrained",
+                             squeeze=False)
+    for ax, (length, by_arm) in zip(axes[0], curves.items()):
+        for arm, (epochs, means) in by_arm.items():
+            ax.plot(epochs + 1, means, lw=1.6, label="baseline (no FT)" if arm == "baseline" else ARM_LABELS[arm],
+                    **CURVE_STYLE[arm])
+        ax.axvline(length * 3 // 10 + 1, color="black", lw=0.8, ls=":")
+        ax.set_title(f"{length} epochs", fontsize=P.TITLE_PT)
+        ax.set_xlabel("epoch", fontsize=P.TEXT_PT)
+        ax.tick_params(labelsize=P.TEXT_PT)
+    axes[0][0].set_ylabel("Mean(neg), raw cosine", fontsize=P.TEXT_PT)
+    handles, labels = P._unique_handles(axes[0])
+    P._legend_outside(fig, handles, labels, "upper")
+    return fig

@@ -72,6 +72,7 @@ class Evidence:
     headroom: tuple[dict, ...] = ()  # results/headroom.csv's rows (cpu): the map on the task with headroom
     diagnosis: tuple[dict, ...] = ()  # results/diagnosis.csv's rows (cpu): the diagnosis comparisons after BH
     undone: Mapping | None = None  # the mechanism: Table 5's v1 +pos against its baseline, X.undone_positive_facts
+    crowding: Mapping | None = None  # the map's arms crowding the images or not, H.crowding_facts (cpu only)
 
     @classmethod
     def load(cls, profile: str = "cpu", root: str | Path | None = None, summary: str | Path | None = None) -> Evidence:
@@ -110,11 +111,12 @@ class Evidence:
         t5 = X.load_records(T5_V1, profile, root) if not smoke else []  # chapter 6's Table 5 runs, never trained here
         undone = X.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t5 if r["setting"] == s}
                                           for s in ("v1 +pos", "v1 baseline")})
+        crowding = H.crowding_facts(H.run_metrics(X.load_records(H.MAP, profile, root))) if profile == "cpu" else None
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(G.capacity_rows(profile, root=root)),
                    tuple(G.capacity_rows(profile, "knn_top1", root=root)), G.resolution_row(profile, root=root),
                    mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(_summary(summary, profile)),
                    G.threshold_band(), loaded, tuple(_stored_rows(G.HEADROOM_CSV, profile) or ()),
-                   tuple(_stored_rows(X.ROOT / "results" / "diagnosis.csv", profile) or ()), undone)
+                   tuple(_stored_rows(X.ROOT / "results" / "diagnosis.csv", profile) or ()), undone, crowding)
 
     def table_row(self, table: str, setting: str, reference: str) -> dict:
         """The results/summary.csv row of ``setting`` against ``reference`` in ``table`` (e.g. "T5", "v1 +both",
@@ -584,9 +586,11 @@ def _length_short_pair_on_gpu(ev: Evidence) -> str | None:
 
 
 def _headroom(*names: str) -> Check:
-    """Chapter 11's checks of ``names`` (:data:`ftcl_core.study.headroom.CHECKS`) on the evidence's map."""
+    """Chapter 11's checks of ``names`` (:data:`ftcl_core.study.headroom.CHECKS`) on the evidence's map (and its
+    crowding facts: none stored reads as no seeds)."""
     def check(ev: Evidence) -> str | None:
-        return _joined(list(failures(H.CHECKS, H.map_facts(list(ev.headroom)), *names).values()))
+        facts = {**H.map_facts(list(ev.headroom)), **(ev.crowding or H.crowding_facts({}))}
+        return _joined(list(failures(H.CHECKS, facts, *names).values()))
     return check
 
 
@@ -631,6 +635,7 @@ CHECKS: dict[str, Check] = {
     "headroom-late-replicated-at-240": _headroom("late-start-replicated-at-240"),
     "headroom-first-step-costs-at-240": _headroom("first-step-costs-at-240"),
     "headroom-longer-pending": _headroom("240-pending-but-both-starts"),
+    "headroom-crowding-goes-with-the-cost": _headroom("crowding-goes-with-the-cost"),
 }
 
 

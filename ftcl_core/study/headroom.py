@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ftcl_core.runs import RunDir
 from ftcl_core.study import experiments as X
 from ftcl_core.study.checks import failures
 from ftcl_core.study.diagnosis import COMPARED, NOT_RUN, headroom_rows
@@ -28,6 +29,7 @@ MAP = X.ROOT / "experiments" / "headroom" / "map_v1.yaml"
 CHAPTER = X.ROOT / "book" / "src" / "11_headroom.py"  # the chapter whose words CHECKS bind
 LENGTHS = (30, 120, 240)  # epochs; the late starts switch FT on after 30 % of the run (Tab. 7's start 30 of 100)
 ARMS = ("both", "both_late", "neg", "pos_late")  # the four arms set against the baseline of the same length and seed
+CROWDS = 0.05  # cosine: an arm crowds the images when its raw Mean(neg) exceeds its baseline's by more than this
 AIMS = {"gain": 20.0, "spread": 3.0, "images_per_half_point": 10, "longest": 90.0}  # issue 50, item 2
 
 
@@ -129,8 +131,74 @@ def seed_pairs(records: list[dict], length: int) -> list[list[str]]:
     return out
 
 
-def facts(rows: list[dict], records: list[dict]) -> dict:
-    """Every fact :data:`CHECKS` reads: :func:`task_facts`, :func:`map_facts` and :func:`gap_facts`, the seeds
+def run_metrics(records: list[dict]) -> dict[str, dict[int, dict]]:
+    """Each stored map run's per-step metrics (``metrics.npz``), by setting and seed; records without a run
+    folder (``dir``) are left out."""
+    out: dict[str, dict[int, dict]] = {}
+    for r in records:
+        if r.get("dir"):
+            out.setdefault(r["setting"], {})[int(r["seed"])] = RunDir(r["dir"]).load_metrics()
+    return out
+
+
+def _switch(arm: str, length: int) -> int:
+    """The epoch FT switches on in ``arm`` at ``length`` epochs (0 from the first step, else 30 % of the run)."""
+    return length * 3 // 10 if arm.endswith("_late") else 0
+
+
+def crowding_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], tail: int = 100) -> dict:
+    """Whether FT crowds the images together when it switches on (chapter 6's mechanism): for each arm and length,
+    over the seeds both it and its baseline hold, raw Mean(neg) (a query's mean score against the queue, eq. 1, Supp
+    D) averaged over the first tenth of the run from the epoch FT switches on, for the arm and its baseline over the
+    same steps (``crowd_<arm>_<length>_ft``, ``_base``), and over the last ``tail`` steps (``_end_ft``,
+    ``_end_base``); the means are over seeds, 2 decimals; ``_n`` seeds (raw ``_seeds``). ``_word``: "crowds" when the
+    arm's first-tenth mean exceeds its baseline's by more than :data:`CROWDS` in every seed, "spread" when by less
+    in every seed, "undecided" below MIN_SEEDS seeds; ``_end_word`` the same over the last steps. ``metrics``: a
+    setting to ``{seed: run metrics}`` (:func:`run_metrics`)."""
+    out: dict = {"crowds": f"{CROWDS:.2f}"}
+    for length in LENGTHS:
+        base = metrics.get(setting("baseline", length), {})
+        for arm in ARMS:
+            runs, key = metrics.get(setting(arm, length), {}), f"crowd_{arm}_{length}"
+            seeds = sorted(set(runs) & set(base))
+            start, width = _switch(arm, length), max(1, length // 10)
+            window, end = {}, {}
+            for s in seeds:
+                epoch = np.asarray(runs[s]["epoch"])
+                step = (epoch >= start) & (epoch < start + width)
+                window[s] = [float(np.mean(np.asarray(m["neg_mean"])[step])) for m in (runs[s], base[s])]
+                end[s] = [float(np.mean(np.asarray(m["neg_mean"])[-tail:])) for m in (runs[s], base[s])]
+
+            def word(pairs: dict) -> str:
+                if len(pairs) < MIN_SEEDS:
+                    return verdicts.UNDECIDED
+                above = [ft - b > CROWDS for ft, b in pairs.values()]
+                return "crowds" if all(above) else "spread" if not any(above) else "mixed"
+
+            avg = lambda pairs, i: f"{np.mean([p[i] for p in pairs.values()]):.2f}" if pairs else NOT_RUN  # noqa: E731
+            out |= {f"{key}_ft": avg(window, 0), f"{key}_base": avg(window, 1), f"{key}_end_ft": avg(end, 0),
+                    f"{key}_end_base": avg(end, 1), f"{key}_n": str(len(seeds)), f"{key}_seeds": len(seeds),
+                    f"{key}_word": word(window), f"{key}_end_word": word(end)}
+    return out
+
+
+def neg_curves(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], length: int,
+               arms: tuple[str, ...] = ("baseline", "both", "both_late")) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Raw Mean(neg) through training at ``length`` epochs, per epoch, averaged over each setting's stored seeds:
+    ``{arm: (epochs, means)}`` for the ``arms`` stored (``baseline`` included)."""
+    out = {}
+    for arm in arms:
+        runs = list(metrics.get(setting(arm, length), {}).values())
+        if runs:
+            epochs = np.arange(length)
+            per_run = [[np.mean(np.asarray(m["neg_mean"])[np.asarray(m["epoch"]) == e]) for e in epochs] for m in runs]
+            out[arm] = (epochs, np.mean(per_run, axis=0))
+    return out
+
+
+def facts(rows: list[dict], records: list[dict], metrics: Mapping | None = None) -> dict:
+    """Every fact :data:`CHECKS` reads: :func:`task_facts`, :func:`map_facts`, :func:`gap_facts` and
+    :func:`crowding_facts` (on ``metrics``, loaded from the records' run folders when not given), the seeds
     the map plans (``planned_seeds``; raw ``planned``) and the median minutes a stored baseline run of each length took
     (``minutes_<length>``: wall time, one CPU thread here)."""
     planned = len(X.Experiment.load(MAP).seeds)
@@ -138,8 +206,9 @@ def facts(rows: list[dict], records: list[dict]) -> dict:
     for length in LENGTHS:
         walls = [r["wall_s"] / 60 for r in records if r["setting"] == setting("baseline", length) and "wall_s" in r]
         minutes[f"minutes_{length}"] = fixed(float(np.median(walls)), 0) if walls else NOT_RUN
-    return {**task_facts(records), **map_facts(rows), **gap_facts(records), **minutes, "planned_seeds": str(planned),
-            "planned": planned}
+    crowding = crowding_facts(run_metrics(records) if metrics is None else metrics)
+    return {**task_facts(records), **map_facts(rows), **gap_facts(records), **crowding, **minutes,
+            "planned_seeds": str(planned), "planned": planned}
 
 
 def paper_facts(example_baseline: float = 98.0) -> dict:
@@ -279,6 +348,50 @@ def _aim(name: str):
     return check
 
 
+def _crowding_tracks_cost(f: Mapping) -> str | None:
+    """Where an arm that extrapolates positives costs readout (interval wholly below 0, 3 or more paired seeds) it
+    crowds the images in the first tenth after FT switches on (:func:`crowding_facts`); where it gains (wholly above
+    0) it does not; and the map holds at least one of each."""
+    costs, pays, bad = 0, 0, []
+    for length in LENGTHS:
+        for arm in ("both", "both_late", "pos_late"):
+            key, crowd = f"{arm}_{length}", f"crowd_{arm}_{length}"
+            if f[f"{key}_seeds"] < MIN_SEEDS or f[f"{crowd}_seeds"] < MIN_SEEDS:
+                continue
+            lo, hi = f[f"{key}_value"] - f[f"{key}_ci"], f[f"{key}_value"] + f[f"{key}_ci"]
+            if hi < 0:
+                costs += 1
+                bad += [] if f[f"{crowd}_word"] == "crowds" else [f"{key} costs but {f[f'{crowd}_word']}"]
+            elif lo > 0:
+                pays += 1
+                bad += [] if f[f"{crowd}_word"] == "spread" else [f"{key} gains but {f[f'{crowd}_word']}"]
+    if not (costs and pays):
+        return f"{costs} decided costing and {pays} decided gaining arm(s): nothing to set against each other"
+    return "; ".join(bad) or None
+
+
+def _negatives_never_crowd(f: Mapping) -> str | None:
+    """+neg alone crowds the images at no length where its seeds decide (:func:`crowding_facts`: "spread"), and
+    some length decides."""
+    words = [f[f"crowd_neg_{n}_word"] for n in LENGTHS if f[f"crowd_neg_{n}_seeds"] >= MIN_SEEDS]
+    if not words:
+        return "no length holds 3 paired seeds of +neg alone"
+    return None if set(words) == {"spread"} else f"+neg alone reads {words}"
+
+
+def _crowding_fades(length: int):
+    """From the first step at ``length`` epochs the crowding is gone by the end (the last steps' Mean(neg) within
+    :data:`CROWDS` of the baseline's in every seed) while the cost stays (interval wholly below 0)."""
+    def check(f: Mapping) -> str | None:
+        key, crowd = f"both_{length}", f"crowd_both_{length}"
+        if few := _too_few(f, key, crowd):
+            return few
+        if f[f"{crowd}_end_word"] != "spread":
+            return f"{crowd}: the last steps read {f[f'{crowd}_end_word']}"
+        return None if f[f"{key}_value"] + f[f"{key}_ci"] < 0 else f"{key}: {f[f'{key}_diff']} does not exclude 0"
+    return check
+
+
 CHECKS = {
     "aim-gain-met": _aim("gain"),
     "aim-spread-met": _aim("spread"),
@@ -305,6 +418,9 @@ CHECKS = {
     "first-step-costs-at-240": _side("both_240", -1),
     "240-pending-but-the-late-start": _pending(240, "both", "neg", "pos_late"),
     "240-pending-but-both-starts": _pending(240, "neg", "pos_late"),
+    "crowding-goes-with-the-cost": _crowding_tracks_cost,
+    "first-step-crowding-fades-at-120": _crowding_fades(120),
+    "negatives-alone-never-crowd": _negatives_never_crowd,
 }
 
 
