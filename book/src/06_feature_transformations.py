@@ -171,6 +171,13 @@ checks.expect(X.CHECKS, undone, "the encoder undoes the harder positive", "the e
 # transformation that margin ends at {glue:md}`undone_arm_margin`, against {glue:md}`undone_ref_margin` without FT, in
 # every seed. Features that bring all images near one another leave a linear probe less to separate: +pos alone
 # reads {glue:md}`t5_v1_pos` points against its baseline.
+#
+# The early rise of Mean(neg) in the first figure, which the paper reports in Supp D, is this crowding at its
+# strongest. [Chapter 11](#crowding) follows it on a task with room to help: there FT costs wherever the images
+# crowd as it switches on, and gains where they do not, as when it is switched on late in a longer run.
+
+# %% tags=["remove-cell"]
+findings.expect(stored_ev, "headroom-crowding-goes-with-the-cost")
 
 # %% [markdown]
 # ## The collapse signature of every setting
