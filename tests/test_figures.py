@@ -56,12 +56,13 @@ def fake_forest_rows(n_claims: int = 69) -> list[dict[str, str]]:
     verdicts = list(P.VERDICT_COLORS)
     rows, k = [], 0
     for table, n in tables.items():
-        rows.append({"table": table, "setting": "baseline", "reference": "", "verdict": "baseline", "diff_mean": "",
-                     "diff_ci95": "", "paper": "71.1"})
+        data = "fashion_mnist" if table.endswith("fmnist") else "shapes"
+        rows.append({"table": table, "data": data, "setting": "baseline", "reference": "", "verdict": "baseline",
+                     "diff_mean": "", "diff_ci95": "", "paper": "71.1"})
         for i in range(n):
             if k == n_claims:
                 break
-            rows.append({"table": table, "setting": f"setting {i} of {table}", "reference": "baseline",
+            rows.append({"table": table, "data": data, "setting": f"setting {i} of {table}", "reference": "baseline",
                          "verdict": verdicts[k % len(verdicts)], "diff_mean": f"{RNG.normal(-5, 15):.3f}",
                          "diff_ci95": f"{abs(RNG.normal(3, 1)):.3f}", "paper": "collapse" if table == "T1" else "73.0"})
             k += 1
@@ -255,6 +256,8 @@ def test_the_forest_splits_by_table_and_keeps_every_claim():
         assert fig.get_figheight() * fig.dpi <= 700  # under a screen
         assert ax.get_title() == ", ".join(group)
     assert len(drawn) == len(claims)
+    data = {r["table"]: r["data"] for r in rows}
+    assert all(len({data[t] for t in group}) == 1 for group in P.forest_groups(rows))  # one data set a figure
     t5 = P.verdict_forest(rows, table="T5")
     assert len(t5.axes[0].get_yticklabels()) == sum(r["table"] == "T5" for r in claims)
     everything = P.verdict_forest(rows)  # the old call: every claim in one figure, still drawn

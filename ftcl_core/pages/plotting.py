@@ -814,14 +814,18 @@ def verdict_forest(rows: list[Mapping[str, str]], ax=None, table: str | Collecti
 
 def forest_groups(rows: list[Mapping[str, str]], max_claims: int = 20) -> list[list[str]]:
     """The tables of ``results/summary.csv`` in their order, packed into groups of at most ``max_claims`` claims
-    (a table with more stays whole, alone): one :func:`verdict_forest` figure each, about 600 px tall at most."""
+    (a table with more stays whole, alone), each group on one data set (so that Fashion-MNIST's differences of a
+    point or two are not drawn on an axis the shapes' -50 stretches): one :func:`verdict_forest` figure each, about
+    600 px tall at most."""
     counts: dict[str, int] = {}
+    data: dict[str, str] = {}
     for r in _forest_claims(rows):
         counts[r["table"]] = counts.get(r["table"], 0) + 1
+        data.setdefault(r["table"], r.get("data", ""))
     groups: list[list[str]] = []
     size = 0
     for t, n in counts.items():
-        if groups and size + n <= max_claims:
+        if groups and size + n <= max_claims and data[t] == data[groups[-1][0]]:
             groups[-1].append(t)
             size += n
         else:
