@@ -870,6 +870,8 @@ def test_undone_positive_facts_read_the_last_steps_and_flip_when_one_seed_is_not
     assert list(failures(X.CHECKS, X.undone_positive_facts(metrics), undone, crowded)) == [crowded]
     metrics["v1 +pos"][1] = run(0.70, 0.64, 0.60, 0.65)  # one seed whose views stay apart: not undone
     assert undone in failures(X.CHECKS, X.undone_positive_facts(metrics), undone)
+    metrics["v1 +pos"][1] = run(0.90, 0.64, 0.75, 0.65)  # closer views, but the extrapolated pair still harder
+    assert undone in failures(X.CHECKS, X.undone_positive_facts(metrics), undone)
     assert undone in failures(X.CHECKS, X.undone_positive_facts({"v1 +pos": {}, "v1 baseline": {}}), undone)
 
 

@@ -149,6 +149,8 @@ FLIPS = {
     "headroom-late-replicated-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.SMALLER),
     "headroom-crowding-goes-with-the-cost": lambda ev: dataclasses.replace(
         ev, crowding={**ev.crowding, "crowd_both_late_120_word": "crowds"}),
+    "headroom-crowding-fades": lambda ev: dataclasses.replace(
+        ev, crowding={**ev.crowding, "crowd_both_120_end_word": "crowds"}),
 }
 
 

@@ -161,12 +161,12 @@ checks.expect(X.CHECKS, undone, "the encoder undoes the harder positive", "the e
 # **The encoder undoes the harder positive, and crowds every image together to do it.** Look at {term}`Mean(pos)`
 # and {term}`Mean(neg)` in the two figures. Write $S = z_q\cdot z_k$ for the raw cosine of a unit query and its key,
 # and $\hat S$ for their score after extrapolation (not re-normalised, so not a cosine). Eq. 4 can be written
-# $\hat S = 1 - A\,(1 - S)$ with $A = 1 + 2\lambda(\lambda - 1) \ge 1$ (on average $2.6$ at $\alpha_{ex} = 2$):
+# $\hat S = 1 - A\,(1 - S)$ with $A = 1 + 2\lambda(\lambda - 1) \ge 1$ (on average $2.6$ for the paper's $\lambda \sim 1 + \mathrm{Beta}(2, 2)$):
 # extrapolation multiplies a pair's gap to a perfect score by $A$. The encoder answers by shrinking the gap itself.
 # Over the last {glue:md}`undone_tail` steps of MoCo v1 with positive extrapolation alone ({glue:md}`undone_seeds`
 # seeds), an image's two views reach a raw Mean(pos) of {glue:md}`undone_arm_pos`, against
-# {glue:md}`undone_ref_pos` without FT, so the transformed pair scores {glue:md}`undone_arm_ft`: no harder than the
-# baseline's. But every other image comes close too: raw Mean(neg) ends at {glue:md}`undone_arm_neg`, against
+# {glue:md}`undone_ref_pos` without FT, so even after extrapolation the pair scores {glue:md}`undone_arm_ft`, where
+# the baseline's raw pair scores {glue:md}`undone_ref_pos`: the harder positive is undone. But every other image comes close too: raw Mean(neg) ends at {glue:md}`undone_arm_neg`, against
 # {glue:md}`undone_ref_neg`. InfoNCE rewards the margin between a positive and the negatives, and after the
 # transformation that margin ends at {glue:md}`undone_arm_margin`, against {glue:md}`undone_ref_margin` without FT, in
 # every seed. Features that bring all images near one another leave a linear probe less to separate: +pos alone

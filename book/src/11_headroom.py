@@ -118,8 +118,8 @@ plt.show()
 # - **Switched on after 30 % of the run**, +pos +neg reads {glue:md}`hr_both_late_30_diff` points
 #   ({glue:md}`hr_both_late_30_errors` the baseline's errors; the paper: {glue:md}`hr_both_late_paper`,
 #   {glue:md}`hr_both_late_paper_ratio`): {glue:md}`hr_both_late_30_verdict`. **Positive extrapolation carries that
-#   cost**: +pos alone from the same point reads {glue:md}`hr_pos_late_30_diff`, and the pair reads
-#   {glue:md}`hr_late_gap_30_diff` points above it, paired by seed: the negatives win back a little.
+#   cost**: +pos alone from the same point reads {glue:md}`hr_pos_late_30_diff`, and +pos +neg reads
+#   {glue:md}`hr_late_gap_30_diff` points above +pos alone, paired by seed: the negatives win back a little.
 # - **From the first step it costs most**: {glue:md}`hr_both_30_diff` points, {glue:md}`hr_both_30_errors` the
 #   errors, where the paper gains {glue:md}`hr_both_paper` ({glue:md}`hr_both_paper_ratio`):
 #   {glue:md}`hr_both_30_verdict`.
@@ -209,12 +209,12 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-240", "late-start-gains-at-2
 
 # %% [markdown]
 # (crowding)=
-# ## Why a late start pays
+# ## When a late start pays: the crowding
 #
 # [Chapter 6](#mechanism) found how positive extrapolation costs on the shapes: the encoder undoes the harder
 # positive by pulling every image together, and the margin the loss rewards shrinks. The map shows when that
-# happens. Below is {term}`Mean(neg)`, a query's mean raw score against the queue's negatives, through training (each
-# curve the mean over its seeds; the dotted line marks where the late start switches FT on):
+# happens, though not why. Below is {term}`Mean(neg)`, a query's mean raw score against the queue's negatives, through
+# training (each curve the mean over its seeds; the dotted line marks where the late start switches FT on):
 
 # %% tags=["hide-input"]
 PH.crowding_figure({n: H.neg_curves(metrics, n) for n in (30, 120)})
@@ -227,13 +227,15 @@ plt.show()
 # {glue:md}`hr_crowd_both_late_30_base`) and costs; switched on after 30 % of a 120-epoch run, it does not
 # ({glue:md}`hr_crowd_both_late_120_ft` against {glue:md}`hr_crowd_both_late_120_base`) and gains. Over the whole
 # map, **FT costs where it crowds the images and gains where it does not**: every arm that extrapolates positives,
-# at every length where its seeds decide, falls on one side or the other, as the table shows ("crowds": above its
-# baseline by more than {glue:md}`hr_crowds` in every seed over the first tenth after FT switches on).
+# at every length where its seeds decide, falls on one side or the other. In the table an arm crowds the images
+# when its Mean(neg), over the tenth of the run that follows FT's switch, is above its baseline's over the same
+# steps by more than {glue:md}`hr_crowds` in every seed.
 
 # %% tags=["hide-input"]
-P.html_table(["epochs", "FT", "seeds", "Mean(neg), first tenth: FT", "baseline", "last 100 steps: FT", "baseline",
+P.html_table(["epochs", "FT", "seeds", "Mean(neg) after the switch, FT / baseline", "crowds", "Mean(neg) at the end, FT / baseline",
               "readout, FT − baseline"], PH.crowding_table(facts),
-             caption="Raw Mean(neg) after FT switches on, and the paired difference in linear readout (points).")
+             caption="Raw Mean(neg) over the tenth of the run after FT switches on and over the last 100 steps (FT "
+                     "/ its baseline, mean over seeds), and the paired difference in linear readout (points).")
 
 # %% [markdown]
 # **The cost outlasts the crowding.** From the first step, by the last 100 steps of a 120-epoch run Mean(neg) is

@@ -12,7 +12,7 @@ import numpy as np
 from ftcl_core.pages import plotting as P
 from ftcl_core.study import headroom as H
 
-ARM_LABELS = {"both": "+pos +neg from step 0", "both_late": "+pos +neg from 30 %", "neg": "+neg alone",
+ARM_LABELS = {"both": "+pos +neg from the first step", "both_late": "+pos +neg from 30 %", "neg": "+neg alone",
               "pos_late": "+pos alone from 30 %"}
 COLORS = {**P.VERDICT_COLORS, "compared": "#4c72b0"}  # "compared": the paper claims nothing of that arm
 
@@ -114,7 +114,8 @@ def map_figure(rows: list[Mapping]):
     left.set_xlabel("difference in linear top-1 (points)\n← FT worse    FT better →", fontsize=P.TEXT_PT)
     right.set_xlabel("test errors, FT / baseline (log)\n← FT better    FT worse →", fontsize=P.TEXT_PT)
     drawn = [v for v in COLORS if any(c and c.get("verdict") == v for c in cells)]
-    handles = [plt.Line2D([], [], ls="", label=v, **_style(v)) for v in drawn]
+    handles = [plt.Line2D([], [], ls="", label="compared (no paper claim)" if v == "compared" else v, **_style(v))
+               for v in drawn]
     handles.append(plt.Line2D([], [], marker="D", ls="", mfc="none", mew=1.5, color="darkorange",
                               label="paper (ImageNet-100)"))
     P._legend_outside(fig, handles, [h.get_label() for h in handles], "upper")
@@ -123,22 +124,24 @@ def map_figure(rows: list[Mapping]):
 
 def crowding_table(f: Mapping) -> list[list[str]]:
     """Chapter 11's crowding table from :func:`ftcl_core.study.headroom.crowding_facts` and
-    :func:`~ftcl_core.study.headroom.map_facts` (``f``): for each length and
-    arm with stored pairs, the arm, the seeds, raw Mean(neg) over the first tenth after FT switches on (FT, baseline),
-    over the last steps (FT, baseline), and the paired difference in linear readout."""
+    :func:`~ftcl_core.study.headroom.map_facts` (``f``): for each length and arm with stored pairs, the length, the
+    arm, the seeds, raw Mean(neg) over the tenth of the run after FT switches on ("FT / baseline"), whether the arm
+    crowds the images there (its word: crowds, spread, mixed, undecided), Mean(neg) over the last steps, and the
+    paired difference in linear readout."""
     rows = []
     for length in H.LENGTHS:
         for arm in H.ARMS:
             key = f"crowd_{arm}_{length}"
             if f[f"{key}_seeds"]:
-                rows.append([str(length), ARM_LABELS[arm], f[f"{key}_n"], f[f"{key}_ft"], f[f"{key}_base"],
-                             f[f"{key}_end_ft"], f[f"{key}_end_base"], f[f"{arm}_{length}_diff"]])
+                rows.append([str(length), ARM_LABELS[arm], f[f"{key}_n"], f"{f[f'{key}_ft']} / {f[f'{key}_base']}",
+                             {"crowds": "yes", "spread": "no"}.get(f[f"{key}_word"], f[f"{key}_word"]),
+                             f"{f[f'{key}_end_ft']} / {f[f'{key}_end_base']}", f[f"{arm}_{length}_diff"]])
     return rows
 
-
-
-CURVE_STYLE = {"baseline": {"color": "dimgray", "ls": "-"}, "both": {"color": "#c44e52", "ls": "-"},
-               "both_late": {"color": "#4c72b0", "ls": "--"}, "pos_late": {"color": "#55a868", "ls": ":"}}
+CURVE_STYLE = {"baseline": {"color": "dimgray", "ls": "-", "lw": 2.4},  # under the late start's markers, which
+               "both": {"color": "#c44e52", "ls": "-", "lw": 1.6},           # can follow it exactly (120 epochs)
+               "both_late": {"color": "#4c72b0", "ls": "--", "lw": 1.4, "marker": "o", "ms": 3.5, "zorder": 3},
+               "pos_late": {"color": "#55a868", "ls": ":", "lw": 1.4}}
 
 
 def crowding_figure(curves: Mapping[int, Mapping[str, tuple[np.ndarray, np.ndarray]]]):
@@ -151,8 +154,8 @@ def crowding_figure(curves: Mapping[int, Mapping[str, tuple[np.ndarray, np.ndarr
                              squeeze=False)
     for ax, (length, by_arm) in zip(axes[0], curves.items()):
         for arm, (epochs, means) in by_arm.items():
-            ax.plot(epochs + 1, means, lw=1.6, label="baseline (no FT)" if arm == "baseline" else ARM_LABELS[arm],
-                    **CURVE_STYLE[arm])
+            ax.plot(epochs + 1, means, label="baseline (no FT)" if arm == "baseline" else ARM_LABELS[arm],
+                    markevery=max(1, length // 15), **CURVE_STYLE[arm])
         ax.axvline(length * 3 // 10 + 1, color="black", lw=0.8, ls=":")
         ax.set_title(f"{length} epochs", fontsize=P.TITLE_PT)
         ax.set_xlabel("epoch", fontsize=P.TEXT_PT)

@@ -452,7 +452,8 @@ def diagnosis_rows(folder=None, profile: str = "cpu", pattern: str = "*.yaml", p
                          "command": f"python -m ftcl_core sweep {_shown(path)}",
                          **{k: row[k] for k in DIAGNOSIS_COLUMNS[13:]}, "_verdict": row.get("_verdict")})
             if row["verdict"] == BASELINE and row["reference"]:  # compared, but the paper claims nothing of it
-                rows[-1].update(verdict=COMPARED, verdict_bh=COMPARED)
+                word = COMPARED if row["n_seeds"] >= MIN_SEEDS else verdicts.UNDECIDED  # below the seeds: undecided
+                rows[-1].update(verdict=word, verdict_bh=word)
         stored = {r["setting"] for r in records}
         for setting in (s for s in exp.settings if planned and s not in stored):
             rows.append({**dict.fromkeys(DIAGNOSIS_COLUMNS, ""), "question": question, "data": data,

@@ -1059,7 +1059,8 @@ def undone_positive_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.nda
     raw Mean(pos) of the reference and the arm (``ref_pos``, ``arm_pos``), the arm's transformed Mean(pos)
     (``arm_ft``), raw Mean(neg) (``ref_neg``, ``arm_neg``), the margin the loss sees, Mean(pos) - Mean(neg) after
     FT (``ref_margin``, ``arm_margin``), ``n`` / ``seeds``; and in every seed: ``undone``, the arm's raw Mean(pos)
-    above the reference's; ``crowded``, its raw Mean(neg) above the reference's and its margin below."""
+    above the reference's and its transformed Mean(pos) no lower (the harder pair no harder than the baseline's);
+    ``crowded``, its raw Mean(neg) above the reference's and its margin below."""
     seeds, mean = _run_means(metrics, (arm, reference), ("pos_mean", "neg_mean", "ft_pos_mean", "ft_neg_mean"), tail)
     if not seeds:
         return {"n": 0, "undone": False, "crowded": False}
@@ -1069,7 +1070,8 @@ def undone_positive_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.nda
             "arm_pos": avg(arm, "pos_mean"), "arm_ft": avg(arm, "ft_pos_mean"), "ref_neg": avg(reference, "neg_mean"),
             "arm_neg": avg(arm, "neg_mean"), "ref_margin": f"{np.mean([margin(reference, k) for k in seeds]):.2f}",
             "arm_margin": f"{np.mean([margin(arm, k) for k in seeds]):.2f}", "tail": str(tail),
-            "undone": all(mean[arm, k, "pos_mean"] > mean[reference, k, "pos_mean"] for k in seeds),
+            "undone": all(mean[arm, k, "pos_mean"] > mean[reference, k, "pos_mean"]
+                          and mean[arm, k, "ft_pos_mean"] >= mean[reference, k, "pos_mean"] for k in seeds),
             "crowded": all(mean[arm, k, "neg_mean"] > mean[reference, k, "neg_mean"]
                            and margin(arm, k) < margin(reference, k) for k in seeds)}
 

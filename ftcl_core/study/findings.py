@@ -636,6 +636,7 @@ CHECKS: dict[str, Check] = {
     "headroom-first-step-costs-at-240": _headroom("first-step-costs-at-240"),
     "headroom-longer-pending": _headroom("240-pending-but-both-starts"),
     "headroom-crowding-goes-with-the-cost": _headroom("crowding-goes-with-the-cost"),
+    "headroom-crowding-fades": _headroom("first-step-crowding-fades-at-120"),
 }
 
 
