@@ -302,3 +302,13 @@ def test_the_script_fills_glue_and_links_and_refuses_unknown_names():
         script.render(md, {}, {"lab": "book/07.ipynb"})
     with pytest.raises(KeyError, match="label 'lab'"):
         script.render(md, {"x": "1"}, {})
+
+
+def test_the_phase_diagram_holds_the_task_with_rooms_rows(ev):
+    labels, fractions, diff, _, words = F.phase_grid(ev)
+    rows = F.room_rows(ev)
+    assert rows and set(rows) <= set(labels) and set(rows["task with room, 120 epochs"]) == {0.0, 0.3}
+    i, j = labels.index("task with room, 120 epochs"), fractions.index(0.3)
+    late = next(r for r in ev.headroom if r["setting"] == "+both from 36 of 120")
+    assert diff[i, j] == float(late["diff_mean"]) and words[i][j].startswith(late["verdict"])
+    assert F.room_rows(dataclasses.replace(ev, headroom=())) == {}

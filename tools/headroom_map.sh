@@ -30,7 +30,7 @@ commit_landed() {  # every finished run of the map not yet in git, each in its o
   [ -n "${FTCL_COMMIT:-}" ] || return 0
   # the checks below read the working tree's words and code: while those hold uncommitted edits, a commit could pair
   # a run (and the README it rewrites) with words HEAD does not have; wait for them to be committed
-  if ! git diff --quiet HEAD -- book ftcl_core tools/readme_findings.py; then
+  if ! git diff --quiet HEAD -- book ftcl_core tools/readme_findings.py ':!book/_static/phase_diagram.png'; then
     echo "landed runs wait: book/, ftcl_core/ or tools/readme_findings.py hold uncommitted edits" >&2
     return 0
   fi
@@ -50,8 +50,10 @@ w(headroom_rows(), HEADROOM_CSV)" || echo "results/headroom.csv not rewritten: r
       continue
     fi
     for TRY in 1 2 3; do  # the index may be locked by a commit in the foreground: wait and try again
-      if git add "$DIR" results/headroom.csv README.md \
-         && git commit -q -m "Issue 50: H-map-v1 ${DIR#results/cpu/H-map-v1/} (tools/headroom_map.sh)" -- "$DIR" results/headroom.csv README.md; then
+      # the README's block and the phase diagram it shows (book/_static/phase_diagram.png) move with the map's rows
+      if git add "$DIR" results/headroom.csv README.md book/_static/phase_diagram.png \
+         && git commit -q -m "Issue 50: H-map-v1 ${DIR#results/cpu/H-map-v1/} (tools/headroom_map.sh)" -- "$DIR" \
+            results/headroom.csv README.md book/_static/phase_diagram.png; then
         break
       fi
       sleep 20

@@ -523,8 +523,9 @@ checks.expect(predict.CHECKS, held_out, "the model beats the majority outcome",
 #
 # Switching FT on later should spare the encoder the collapse if the algebra is right, and the paper's Table 7
 # finds FT from epoch 2 of 100 a little better than from the start. Each cell: FT switched on after a fraction of
-# the run, paired by seed against the same run without FT, on the shapes (30 and 120 epochs) and on Fashion-MNIST
-# (10 and 30 epochs); the bottom rows are the larger encoders of the section above. Two readouts: the linear probe,
+# the run, paired by seed against the same run without FT, on the shapes (30 and 120 epochs), on Fashion-MNIST
+# (10 and 30 epochs) and on [chapter 11](#headroom-map)'s task with room to help (from the start and from 30 % only);
+# the bottom rows are the larger encoders of the section above. Two readouts: the linear probe,
 # and the kNN classifier, which reads the features' geometry as it is and so shows a concentration that a trained
 # probe can undo. The cells of a row share their "never" arm, so they are not independent tests. The tables below
 # say where each run stood when FT switched on.

@@ -653,10 +653,33 @@ def expect(ev: Evidence, *names: str) -> None:
 FIGURE = "book/_static/phase_diagram.png"  # the phase diagram the README and the book's index show
 
 
+def room_rows(ev: Evidence, knn: bool = False) -> dict[str, dict[float, dict]]:
+    """Chapter 11's map (``ev.headroom``, results/headroom.csv) as phase-diagram rows, one per length with a stored
+    pair: ``"task with room, <n> epochs"`` -> {0.0: +pos +neg from the first step, 0.3: from 30 % of the run}, each cell with
+    the fields :func:`phase_grid` reads (``diff``, ``ci95``, ``verdict``, ``scale``, ``n_seeds``; the kNN readout's
+    with ``knn``)."""
+    by_setting = {r["setting"]: r for r in ev.headroom}
+    prefix = "knn_" if knn else ""
+    out: dict[str, dict[float, dict]] = {}
+    for length in H.LENGTHS:
+        cells = {}
+        for fraction, arm in ((0.0, "both"), (0.3, "both_late")):
+            r = by_setting.get(H.setting(arm, length))
+            if r and r["n_seeds"] not in ("", "0", 0):
+                cells[fraction] = {"diff": float(r[f"{prefix}diff_mean"] or "nan"),
+                                   "ci95": float(r[f"{prefix}diff_ci95"] or "nan"),
+                                   "verdict": r[f"{prefix}verdict"], "scale": "" if knn else r.get("scale", ""),
+                                   "n_seeds": int(r["n_seeds"])}
+        if cells:
+            out[f"task with room, {length} epochs"] = cells
+    return out
+
+
 def phase_grid(ev: Evidence, knn: bool = False) -> tuple[list[str], list[float], np.ndarray, np.ndarray, list[list[str]]]:
     """The phase diagram's cells: row labels, start fractions, differences, intervals and verdicts (a cell with
-    fewer than 3 seeds reads "undecided"), with the capacity rows (FT from the start at each larger encoder)."""
-    grid = {**(ev.phase_knn if knn else ev.phase)}
+    fewer than 3 seeds reads "undecided"), with the rows of chapter 11's map on the task with room (FT from the start
+    and from 30 % of each length stored) and the capacity rows (FT from the start at each larger encoder)."""
+    grid = {**(ev.phase_knn if knn else ev.phase), **room_rows(ev, knn)}
     for row in (ev.capacity_knn if knn else ev.capacity)[1:]:  # the first encoder is the recipe's own row
         if row["n_seeds"]:  # an encoder without stored runs is the capacity section's, not an empty row here
             grid[f"shapes, 30 epochs, {row['comparison']}"] = {0.0: row}
