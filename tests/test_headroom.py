@@ -153,6 +153,11 @@ def test_the_120_epoch_arms_hold_the_planned_seeds_only_when_every_arm_holds_the
     assert H.map_facts(short)["seeds_120"] == "4–5"
     assert name in checks.failures(H.CHECKS, {**H.map_facts(short), "planned": 5}, name)
     assert name in checks.failures(H.CHECKS, {**H.map_facts(rows), "planned": 6}, name)
+    short_240 = "240-short-of-the-planned-seeds"  # the 240-epoch words say seeds are missing while some arm is short
+    partly = rows + [row(arm, 240, 3, 1.0, 2.0, "inconclusive") for arm in H.ARMS]
+    assert checks.failures(H.CHECKS, {**H.map_facts(partly), "planned": 5}, short_240) == {}
+    full = rows + [row(arm, 240, 5, 1.0, 2.0, "inconclusive") for arm in H.ARMS]
+    assert short_240 in checks.failures(H.CHECKS, {**H.map_facts(full), "planned": 5}, short_240)
 
 
 def test_the_error_axis_reaches_a_labelled_tick_beyond_an_interval_near_its_end():

@@ -418,6 +418,7 @@ CHECKS = {
     "first-step-costs-at-240": _side("both_240", -1),
     "240-pending-but-the-late-start": _pending(240, "both", "neg", "pos_late"),
     "240-pending-but-both-starts": _pending(240, "neg", "pos_late"),
+    "240-short-of-the-planned-seeds": _plan(240, full=False),
     "crowding-goes-with-the-cost": _crowding_tracks_cost,
     "first-step-crowding-fades-at-120": _crowding_fades(120),
     "negatives-alone-never-crowd": _negatives_never_crowd,
