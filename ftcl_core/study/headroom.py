@@ -366,7 +366,7 @@ def _crowding_tracks_cost(f: Mapping) -> str | None:
                 pays += 1
                 bad += [] if f[f"{crowd}_word"] == "spread" else [f"{key} gains but {f[f'{crowd}_word']}"]
     if not (costs and pays):
-        return f"{costs} decided costing and {pays} decided gaining arm(s): nothing to set against each other"
+        return f"decided: {costs} costing, {pays} gaining arm(s)"
     return "; ".join(bad) or None
 
 
