@@ -634,7 +634,8 @@ CHECKS: dict[str, Check] = {
     "headroom-late-gains-at-240": _headroom("late-start-gains-at-240"),
     "headroom-late-replicated-at-240": _headroom("late-start-replicated-at-240"),
     "headroom-first-step-costs-at-240": _headroom("first-step-costs-at-240"),
-    "headroom-longer-pending": _headroom("240-pending-but-both-starts"),
+    "headroom-longer-pending": _headroom("240-pending-but-the-positive-alone"),
+    "headroom-negatives-not-the-papers-size-at-240": _headroom("negatives-alone-not-the-papers-size-at-240"),
     "headroom-crowding-goes-with-the-cost": _headroom("crowding-goes-with-the-cost"),
     "headroom-crowding-fades": _headroom("first-step-crowding-fades-at-120"),
 }
