@@ -264,10 +264,12 @@ checks.expect(H.CHECKS, facts, "crowding-goes-with-the-cost", "first-step-crowdi
 #   ft.pos=true ft.start_epoch=9 --out runs/try-pos` train a sixth baseline and its +pos arm from 30 % (the map's
 #   30-epoch baselines took about {glue:md}`hr_minutes_30` minutes each on one CPU thread). Each folder's `eval.json` holds the {term}`linear readout`: expect the +pos run below
 #   its baseline, as the figure's 30-epoch blue dot is.
+# * **See the crowding.** `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml seed=5 ft.pos=true
+#   ft.start_epoch=3 --out runs/try-pos3` switches +pos on earlier. `RunDir(folder).load_metrics()` (from
+#   `ftcl_core.runs`) holds a run's scores step by step with each step's epoch: compare `neg_mean` over the three
+#   epochs after FT switches on, in both +pos runs, with the same steps of `runs/try-base`. Does the earlier switch
+#   crowd the images more, and cost more readout?
 # * **A harder task.** `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml data.clutter=2
 #   data.eval_split=val --out runs/try-clutter` scores a baseline with two distractors on the validation split, as
 #   the screen did (its one seed read less than with one distractor: `results/screens/2026-12-02_headroom-task.md`
 #   has both).
-# * **A longer baseline.** `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml train.epochs=60
-#   optim.milestones=[36,48] --out runs/try-60` doubles the run (and its time). Compare its readout with the
-#   30-epoch baseline above: how much room is left for FT to show the paper's gain?
