@@ -8,7 +8,7 @@
 # 2. the GPU check's measuring parts (environment, throughput with FT overhead per size, split batch-norm kernels,
 #    the captured small-network step, the DataLoader anchor's profile, the ImageNet-100-shaped run end to end),
 #    within a hard budget;
-# 3. with the time left, the runs of tools/device_jobs.tsv (the headroom map's 120/240-epoch groups first, then the
+# 3. with the time left, the runs of tools/device_jobs.tsv (the headroom map's 240-epoch groups not yet trained first, then the
 #    largest pairs of "Is it the network?") through tools/device_sweep.py, whose finished run folders come back as
 #    runs.tar.gz (unpack it in results/).
 # Everything lands under OUT; each step's log beside its results. Needs only the GPU machine's packages.
