@@ -141,18 +141,18 @@ FLIPS = {
                                                                           diff_ci95=5.0),
     "headroom-late-smaller-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=V.REPLICATED),
     "headroom-positive-alone-gains-at-120": lambda ev: _headroom(ev, "+pos from 36 of 120", diff_mean=-1.0),
-    "headroom-longer-pending": lambda ev: _headroom(ev, "+pos from 72 of 240", n_seeds=3, verdict="compared",
-                                                    diff_mean=3.0, diff_ci95=1.0),
+    "headroom-negatives-add-at-240": lambda ev: dataclasses.replace(ev, room={**ev.room, "late_gap_240_ci": 9.0}),
+    "headroom-positive-alone-gains-at-240": lambda ev: _headroom(ev, "+pos from 72 of 240", diff_mean=-1.0),
     "headroom-first-step-costs-at-240": lambda ev: _headroom(ev, "+both 240", verdict=V.INCONCLUSIVE, diff_mean=1.0),
     "headroom-late-gains-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.INCONCLUSIVE,
                                                        diff_mean=1.0),
     "headroom-late-replicated-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.SMALLER),
     "headroom-crowding-goes-with-the-cost": lambda ev: dataclasses.replace(
-        ev, crowding={**ev.crowding, "crowd_both_late_120_word": "crowds"}),
+        ev, room={**ev.room, "crowd_both_late_120_word": "crowds"}),
     "headroom-negatives-not-the-papers-size-at-240": lambda ev: _headroom(ev, "+neg 240", verdict=V.REPLICATED,
                                                                             diff_mean=4.0),
     "headroom-crowding-fades": lambda ev: dataclasses.replace(
-        ev, crowding={**ev.crowding, "crowd_both_120_end_word": "crowds"}),
+        ev, room={**ev.room, "crowd_both_120_end_word": "crowds"}),
 }
 
 

@@ -72,7 +72,7 @@ class Evidence:
     headroom: tuple[dict, ...] = ()  # results/headroom.csv's rows (cpu): the map on the task with headroom
     diagnosis: tuple[dict, ...] = ()  # results/diagnosis.csv's rows (cpu): the diagnosis comparisons after BH
     undone: Mapping | None = None  # the mechanism: Table 5's v1 +pos against its baseline, X.undone_positive_facts
-    crowding: Mapping | None = None  # the map's arms crowding the images or not, H.crowding_facts (cpu only)
+    room: Mapping | None = None  # the map's facts from its runs: H.crowding_facts and H.gap_facts (cpu only)
 
     @classmethod
     def load(cls, profile: str = "cpu", root: str | Path | None = None, summary: str | Path | None = None) -> Evidence:
@@ -111,12 +111,13 @@ class Evidence:
         t5 = X.load_records(T5_V1, profile, root) if not smoke else []  # chapter 6's Table 5 runs, never trained here
         undone = X.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t5 if r["setting"] == s}
                                           for s in ("v1 +pos", "v1 baseline")})
-        crowding = H.crowding_facts(H.run_metrics(X.load_records(H.MAP, profile, root))) if profile == "cpu" else None
+        room_runs = X.load_records(H.MAP, profile, root) if profile == "cpu" else None
+        room = {**H.crowding_facts(H.run_metrics(room_runs)), **H.gap_facts(room_runs)} if room_runs is not None else None
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(G.capacity_rows(profile, root=root)),
                    tuple(G.capacity_rows(profile, "knn_top1", root=root)), G.resolution_row(profile, root=root),
                    mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(_summary(summary, profile)),
                    G.threshold_band(), loaded, tuple(_stored_rows(G.HEADROOM_CSV, profile) or ()),
-                   tuple(_stored_rows(X.ROOT / "results" / "diagnosis.csv", profile) or ()), undone, crowding)
+                   tuple(_stored_rows(X.ROOT / "results" / "diagnosis.csv", profile) or ()), undone, room)
 
     def table_row(self, table: str, setting: str, reference: str) -> dict:
         """The results/summary.csv row of ``setting`` against ``reference`` in ``table`` (e.g. "T5", "v1 +both",
@@ -276,7 +277,7 @@ def facts(ev: Evidence) -> dict[str, str]:
     for word, key in TALLY_KEYS.items():
         out[f"claims_{key}"], out[f"claims_bh_{key}"] = str(counts["ft"].get(word, 0)), str(counts["ft_bh"].get(word, 0))
     # the task with headroom (chapter 11), its map's comparisons under hr_<arm>_<length>_...
-    out |= {f"hr_{k}": v for k, v in H.map_facts(list(ev.headroom)).items() if isinstance(v, str)}
+    out |= {f"hr_{k}": v for k, v in {**H.map_facts(list(ev.headroom)), **(ev.room or {})}.items() if isinstance(v, str)}
     return out
 
 
@@ -587,9 +588,9 @@ def _length_short_pair_on_gpu(ev: Evidence) -> str | None:
 
 def _headroom(*names: str) -> Check:
     """Chapter 11's checks of ``names`` (:data:`ftcl_core.study.headroom.CHECKS`) on the evidence's map (and its
-    crowding facts: none stored reads as no seeds)."""
+    facts from its runs, :data:`Evidence.room`: none stored reads as no seeds)."""
     def check(ev: Evidence) -> str | None:
-        facts = {**H.map_facts(list(ev.headroom)), **(ev.crowding or H.crowding_facts({}))}
+        facts = {**H.map_facts(list(ev.headroom)), **(ev.room or {**H.crowding_facts({}), **H.gap_facts([])})}
         return _joined(list(failures(H.CHECKS, facts, *names).values()))
     return check
 
@@ -634,7 +635,8 @@ CHECKS: dict[str, Check] = {
     "headroom-late-gains-at-240": _headroom("late-start-gains-at-240"),
     "headroom-late-replicated-at-240": _headroom("late-start-replicated-at-240"),
     "headroom-first-step-costs-at-240": _headroom("first-step-costs-at-240"),
-    "headroom-longer-pending": _headroom("240-pending-but-the-positive-alone"),
+    "headroom-positive-alone-gains-at-240": _headroom("late-positive-alone-gains-at-240"),
+    "headroom-negatives-add-at-240": _headroom("negatives-add-to-the-late-gain-at-240"),
     "headroom-negatives-not-the-papers-size-at-240": _headroom("negatives-alone-not-the-papers-size-at-240"),
     "headroom-crowding-goes-with-the-cost": _headroom("crowding-goes-with-the-cost"),
     "headroom-crowding-fades": _headroom("first-step-crowding-fades-at-120"),

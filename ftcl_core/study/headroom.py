@@ -303,6 +303,17 @@ def _open_gap(length: int):
     return check
 
 
+def _gap_above(length: int):
+    """The negatives add to the late start at ``length`` epochs: +both from 30 % minus +pos alone from 30 %, 3 or
+    more paired seeds, an interval wholly above 0."""
+    def check(f: Mapping) -> str | None:
+        key = f"late_gap_{length}"
+        if few := _too_few(f, key):
+            return few
+        return None if f[f"{key}_value"] - f[f"{key}_ci"] > 0 else f"{key}: {f[f'{key}_diff']} does not exclude 0"
+    return check
+
+
 def _little_back(length: int):
     """The negatives win back a little of a late start's cost at ``length`` epochs: the pair's lead over +pos alone
     (3 or more paired seeds) lies wholly above 0 and its mean below half of +pos alone's cost."""
@@ -417,7 +428,8 @@ CHECKS = {
     "late-start-replicated-at-240": _word("both_late_240", verdicts.REPLICATED),
     "first-step-costs-at-240": _side("both_240", -1),
     "240-pending-but-the-late-start": _pending(240, "both", "neg", "pos_late"),
-    "240-pending-but-the-positive-alone": _pending(240, "pos_late"),
+    "late-positive-alone-gains-at-240": _side("pos_late_240", +1),
+    "negatives-add-to-the-late-gain-at-240": _gap_above(240),
     "negatives-alone-not-the-papers-size-at-240": _word("neg_240", verdicts.NO_EFFECT),
     "240-short-of-the-planned-seeds": _plan(240, full=False),
     "crowding-goes-with-the-cost": _crowding_tracks_cost,
