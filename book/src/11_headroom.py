@@ -255,7 +255,7 @@ P.html_table(["epochs", "FT", "seeds", "Mean(neg) after the switch, FT / baselin
 # %% [markdown]
 # **The cost outlasts the crowding.** From the first step, by the last 100 steps of a 120-epoch run Mean(neg) is
 # back to {glue:md}`hr_crowd_both_120_end_ft` (its baseline: {glue:md}`hr_crowd_both_120_end_base`), yet the run
-# still reads {glue:md}`hr_both_120_diff` points below its baseline. This is an association over the map's arms, one
+# still reads {glue:md}`hr_both_120_diff` points against its baseline. This is an association over the map's arms, one
 # network and one task, not a proof of cause; nor do these runs say why FT switched on after 30 % crowds the images
 # in a 30-epoch run and not in a 120-epoch one, when both baselines already hold their images apart at that point
 # ({glue:md}`hr_crowd_both_late_30_base` and {glue:md}`hr_crowd_both_late_120_base`). {term}`+neg` alone never
