@@ -287,7 +287,23 @@ def book_summary(reports: list[dict]) -> str:
         out.append(f"bf16 autocast with channels-last moves the loss by at most {fmt(max(c['loss_rel'] for c in bf))} "
                    "relative, within bf16 rounding.")
     comp = parts.get("compile", {})
-    if comp.get("status") == "did not finish":
+    ex = parts.get("captured", {}).get("executions", {})
+    timed = {k: e for k, e in ex.items() if "step_ms" in e}
+    if {"eager", "compiled"} <= set(timed):  # the captured part measured the compiler's agreement
+        tol = parts["captured"]["tolerance"]
+        other = {k: e for k, e in timed.items() if k != "eager"}
+        ok = all(e["pass"] for e in other.values())
+        out.append(f"The CPU profile's small network steps in {fmt(timed['eager']['step_ms'], 3)} ms eager, "
+                   + ", ".join(f"{fmt(e['step_ms'], 3)} ms {k}" for k, e in other.items())
+                   + " (`train.compile=true`; captured: `train.cuda_graph=true`); over the first "
+                   f"{tol['agreement_steps']} steps their losses "
+                   + ("agree with eager's" if ok else "drift from eager's")
+                   + f" (worst {fmt(max(e['loss_rel_vs_eager'] for e in other.values()))} relative, tolerance "
+                   f"{fmt(tol['loss_rel'])})"
+                   + ("." if ok else ": until that is understood, `train.compile=auto` keeps GPU runs eager (on the "
+                                     "CPU, where it compiles long runs, `tools/compile_agreement.py` measures the "
+                                     "agreement)."))
+    elif comp.get("status") == "did not finish":
         out.append(f"`train.compile=true` (inductor) {comp['why']}: on this machine compiling costs more than a short "
                    "check can pay, and its agreement is still to be measured.")
     th = parts.get("throughput", {}).get("settings", {})
@@ -329,16 +345,25 @@ def book_summary(reports: list[dict]) -> str:
 def ft_overhead_sentence(reports: list[dict]) -> str:
     """Why FT's share of a GPU step differs between the throughput settings (and from the CPU's): per setting, the
     step's time and what FT adds to it in milliseconds, generated from the newest stored throughput part ("" when
-    none), with the likely cause: FT's per-step draws on a CPU generator make the host wait for the device."""
+    none). FT's per-step draws on a CPU generator make the host wait for the device; where the part also timed FT
+    drawing on the device (``ft_overhead_host_draws``, interleaved in the same run), the sentence says how much of
+    FT's share that wait was, else that this reading of the code is not yet measured."""
     settings = latest_parts(reports).get("throughput", {}).get("settings", {})
     measured = {name: t for name, t in settings.items() if "ft_overhead" in t and "step_ms" in t}
     if len(measured) < 2:
         return ""
     parts = [f"{name}: {fmt(t['step_ms'] * t['ft_overhead'], 3)} ms on a {fmt(t['step_ms'], 3)} ms step "
              f"({_percent(t['ft_overhead'])} %)" for name, t in measured.items()]
-    return ("What FT adds to a GPU step: " + "; ".join(parts) + ". FT draws its λ and the queue's permutation with a "
-            "CPU random generator (a run draws the same numbers on any device) and copies them to the GPU every step, "
-            "so the host waits for the device there instead of queuing the next step's work ahead of it; a long step "
-            "(a large network at 224 px) hides that wait, a short one does not, and a compute-bound CPU step hardly "
-            "notices it (the README's benchmark). This is a reading of the code, not yet a measurement: drawing on the "
-            "device would test it.")
+    out = ("What FT adds to a GPU step: " + "; ".join(parts) + ". Drawing FT's λ and the queue's permutation with a "
+           "CPU random generator and copying them to the GPU every step makes the host wait for the device instead of "
+           "queuing the next step's work ahead of it; a long step (a large network at 224 px) hides that wait, a "
+           "short one does not.")
+    paired = {name: t for name, t in measured.items()
+              if t.get("ft_draws") == "device" and "ft_overhead_host_draws" in t}
+    if not paired:
+        return out + " This is a reading of the code, not yet a measurement: drawing on the device would test it."
+    both = "; ".join(f"{name}: {_percent(t['ft_overhead_host_draws'])} % with the draws on the host, "
+                     f"{_percent(t['ft_overhead'])} % on the device" for name, t in paired.items())
+    rest = any(t["ft_overhead"] > 0.05 for t in paired.values())
+    return (out + f" Timed in one interleaved run, FT's share is {both} (`train.ft_draws`): the wait explains part of "
+            "it" + ("; the rest is not yet explained." if rest else "."))

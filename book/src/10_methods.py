@@ -266,7 +266,10 @@ from benchmarks.gpucheck import report as gpu_report
 gpu_reports = gpu_report.stored_reports(X.ROOT / "results" / "gpu")
 display(Markdown(gpu_report.book_summary(gpu_reports)))
 gpu_titles = {"agreement": "The GPU path against the CPU", "throughput": "Throughput, MoCo v2, batch 256, bf16 + channels-last",
-              "scale": "The scale pair"}
+              "scale": "The scale pair", "kernels": "Split batch-norm on the device: per group against one pass over a view",
+              "captured": "The CPU profile's small network: eager, compiled, captured in CUDA graphs",
+              "loader": "Where the per-sample torchvision anchor spends its time",
+              "imagenet": "An ImageNet-100-shaped run end to end (fabricated JPEGs)"}
 for part, (header, rows) in gpu_report.book_tables(gpu_reports).items():
     display(Markdown(f"**{gpu_titles[part]}**"))
     display(P.html_table(header, rows))
