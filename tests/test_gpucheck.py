@@ -2,6 +2,7 @@
 machines lack, and says which parts a short budget skipped."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -159,3 +160,17 @@ def test_the_readmes_imagenet_command_loads_and_its_hours_come_from_the_stored_m
     hours = steps * measured["step_ms"] * (1 + measured["ft_overhead"]) / 3.6e6
     assert f"about {hours:.1f} hours of training on one H200" in readme
     assert f"{measured['step_ms']:.1f} ms" in readme and re.search(rf"{measured['ft_overhead'] * 100:.1f} % FT adds", readme)
+
+
+@pytest.mark.slow  # two short trainings through dynamo (about 20 s)
+def test_compile_agreement_reports_each_executions_worst_difference_and_fails_beyond_the_tolerance():
+    """tools/compile_agreement.py: dynamo's eager backend runs eager's maths, so its losses agree to float rounding;
+    a tolerance below that difference makes the tool exit 1."""
+    cmd = [sys.executable, str(ROOT / "tools/compile_agreement.py"), "--backend", "eager", "--steps", "2"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ok = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    out = json.loads(ok.stdout.strip().splitlines()[-1])
+    assert len(out["eager"]) == 2 and out["compiled"]["worst"] <= 1e-5
+    strict = subprocess.run([*cmd, "--tolerance", "-1"], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert strict.returncode == 1

@@ -42,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--captured", action="store_true", help="also train.cuda_graph=true (a GPU only)")
     p.add_argument("--fallback-random", action="store_true", help="also compile with inductor's fallback_random")
     p.add_argument("--tolerance", type=float, default=1e-2)
+    p.add_argument("--backend", default="true", help="train.compile's value: true (inductor) or a backend name (eager)")
     a = p.parse_args(argv)
-    runs = {"compiled": ["train.compile=true"]}
+    runs = {"compiled": [f"train.compile={a.backend}"]}
     if a.captured:
         runs["captured"] = ["train.cuda_graph=true"]
     eager = first_losses(["train.compile=false"], a.device, a.steps, not a.full)
