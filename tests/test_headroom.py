@@ -2,6 +2,7 @@
 verdicts they rest on flip; the map figure shows every planned comparison with readable text."""
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -256,3 +257,13 @@ def test_the_crowding_figure_draws_a_panel_per_length_in_readable_text():
     fig = PH.crowding_figure({n: H.neg_curves(metrics, n) for n in (30, 120)})
     assert len(fig.axes) == 2 and P.smallest_text_px(fig) >= P.MIN_TEXT_PX
     assert len(fig.axes[1].get_lines()) == 4  # baseline, two arms, the switch
+
+
+def test_the_map_script_refuses_an_unknown_arm_before_it_trains_anything():
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run(["bash", str(root / "tools/headroom_map.sh"), "30"], capture_output=True, text=True, cwd=root,
+                       env={**os.environ, "ARMS": "baseline lately", "PYTHON": "false"})
+    assert r.returncode == 2 and "unknown arm 'lately'" in r.stderr

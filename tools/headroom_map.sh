@@ -11,6 +11,9 @@
 #       unless the book's words bound to the map no longer hold with it (then it stays on disk until they are rewritten)
 #   PARALLEL=2 bash tools/headroom_map.sh 120   # two processes of one thread each (sweep --parallel 2): about 10 %
 #       more runs an hour on 2 cores (results/screens/2026-12-03_parallel-threads.md), both cores busy
+#   SEEDS="3" ARMS="baseline late" bash tools/headroom_map.sh 240   # some seeds, some arms, in the order given (arms:
+#       baseline, first = +both from the first step, late = +both from 30 %, neg = +neg, poslate = +pos from 30 %);
+#       a late arm forks from its baseline's state at 30 % where the baseline kept it (a second stream beside the first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -68,8 +71,16 @@ for L in $LENGTHS; do
     # the five arms in one sweep, so that the late starts fork from the baseline's state at epoch S (~15 % saved);
     # each run is committed as it lands: a session that stops mid-seed loses at most the run in training
     # shellcheck disable=SC2046
+    SETTINGS=()
+    for ARM in ${ARMS:-baseline first late neg poslate}; do
+      case $ARM in
+        baseline) SETTINGS+=("baseline $L") ;; first) SETTINGS+=("+both $L") ;; late) SETTINGS+=("+both from $S of $L") ;;
+        neg) SETTINGS+=("+neg $L") ;; poslate) SETTINGS+=("+pos from $S of $L") ;;
+        *) echo "unknown arm '$ARM' in ARMS: use baseline, first, late, neg or poslate" >&2; exit 2 ;;
+      esac
+    done
     "$PY" -m ftcl_core sweep experiments/headroom/map_v1.yaml --seeds $(echo "$SEED_SET" | tr , ' ') \
-      --parallel "${PARALLEL:-1}" --settings "baseline $L" "+both $L" "+both from $S of $L" "+neg $L" "+pos from $S of $L" &
+      --parallel "${PARALLEL:-1}" --settings "${SETTINGS[@]}" &
     SWEEP=$!
     while kill -0 "$SWEEP" 2>/dev/null; do sleep 60; commit_landed; done
     wait "$SWEEP"
