@@ -258,9 +258,18 @@ def latest_parts(reports: list[dict]) -> dict[str, dict]:
     return out
 
 
+# Columns the book's 784-px column cannot hold (the markdown report keeps them): CUDA kernel names.
+BOOK_LEAVES_OUT = {"kernels": {"top kernels (calls a step)"}}
+
+
 def book_tables(reports: list[dict]) -> dict[str, Table]:
-    """The book's tables: :func:`tables` of the newest finished result of each part (:func:`latest_parts`)."""
-    return tables(latest_parts(reports))
+    """The book's tables: :func:`tables` of the newest finished result of each part (:func:`latest_parts`), less
+    the columns of :data:`BOOK_LEAVES_OUT`."""
+    out = {}
+    for part, (header, rows) in tables(latest_parts(reports)).items():
+        keep = [i for i, h in enumerate(header) if h not in BOOK_LEAVES_OUT.get(part, set())]
+        out[part] = ([header[i] for i in keep], [[row[i] for i in keep] for row in rows])
+    return out
 
 
 def book_summary(reports: list[dict]) -> str:
