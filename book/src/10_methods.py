@@ -254,9 +254,11 @@ P.html_table(["method", "step (ms)", "images/s"] + phases, rows)
 # reference, bf16 with channels-last, `train.compile`, and the batched augmentation from the same random
 # parameters); measures MoCo v2's throughput against the same step fed by per-sample torchvision transforms
 # in a `DataLoader` (the pipeline of the released code and of lightly); and trains one pair beyond the CPU's
-# scale: MoCo v1 with and without FT ({term}`+pos` {term}`+neg`) on the embedded shapes at 64 px with a ResNet-18. Its
-# reports are stored in `results/gpu/`; this section shows the newest result of each part, or says that
-# none exists yet.
+# scale: MoCo v1 with and without FT ({term}`+pos` {term}`+neg`) on the embedded shapes at 64 px with a ResNet-18. Four
+# later parts measure what a lease needs to plan its runs: split batch-norm's kernels on the device; the CPU profile's
+# small network eager, compiled and captured in CUDA graphs, with its first losses against eager's; where the
+# per-sample torchvision anchor spends its time; and an ImageNet-100-shaped run end to end. Its reports are stored in
+# `results/gpu/`; this section shows the newest result of each part, or says that none exists yet.
 
 # %%
 from IPython.display import Markdown
