@@ -129,7 +129,7 @@ def test_the_one_prepared_device_command_is_valid_and_its_jobs_resolve():
     assert asked and asked <= set(PARTS), asked - set(PARTS)
     jobs = [line.split("\t") for line in (ROOT / "tools/device_jobs.tsv").read_text().splitlines()
             if line.strip() and not line.startswith("#")]
-    assert jobs[0][:2] == ["experiments/headroom/map_v1.yaml", "baseline 240"]  # the map first (issue 50)
+    assert jobs[0][:2] == ["experiments/diagnosis/capacity_v1.yaml", "baseline r18-w64"]  # the capacity point first
     groups: dict[str, list[list[str]]] = {}
     for job in jobs:
         assert len(job) == 4, job

@@ -9,8 +9,8 @@
 # 2. the GPU check's measuring parts not yet stored in results/gpu/ (environment, throughput with FT overhead per size, split batch-norm kernels,
 #    the captured small-network step, the DataLoader anchor's profile, the ImageNet-100-shaped run end to end),
 #    within a hard budget;
-# 3. with the time left, the runs of tools/device_jobs.tsv (the headroom map's 240-epoch groups not yet trained first, then the
-#    largest pairs of "Is it the network?") through tools/device_sweep.py, whose finished run folders come back as
+# 3. with the time left, the runs of tools/device_jobs.tsv (the largest pairs of "Is it the network?", then the
+#    resolution point) through tools/device_sweep.py, whose finished run folders come back as
 #    runs.tar.gz (unpack it in results/).
 # Everything lands under OUT; each step's log beside its results. Needs only the GPU machine's packages.
 set -u
@@ -49,7 +49,7 @@ timeout $(( BUDGET + 30 )) $PY -m benchmarks.gpucheck --out "$OUT/gpucheck" --bu
     --parts "${PARTS:-$ALL}" > "$OUT/gpucheck.log" 2>&1
 echo "gpucheck ($PARTS) rc=$? ($(left) s left)"
 DEADLINE=$(( $(left) - 25 ))  # packing the runs takes seconds
-if [ "$DEADLINE" -gt 60 ]; then  # what is left goes to the job list, two map groups at a time
+if [ "$DEADLINE" -gt 60 ]; then  # what is left goes to the job list
   $PY tools/device_sweep.py --out "$OUT/sweep" --deadline-s "$DEADLINE" --parallel 10 --set device=cuda \
       --jobs-file tools/device_jobs.tsv > "$OUT/sweep.log" 2>&1
   echo "device_sweep rc=$? ($(left) s left)"
