@@ -1,4 +1,5 @@
-"""Does a compiled training run agree with the eager one?  The losses of the first steps of one seed, eager against
+"""Does a compiled training run agree with the eager one?  The losses of the first steps of one seed of
+configs/cpu_cal_moco_v1.yaml, eager against
 ``train.compile=true`` (inductor; with ``--captured`` also ``train.cuda_graph=true``), relative to eager's.
 
     .venv/bin/python tools/compile_agreement.py                       # on this CPU, small sizes (about 3 minutes)
@@ -16,22 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 
 import numpy as np
+import torch._inductor.config as inductor_config
 
-from ftcl_core.config import load_config
-from ftcl_core.training import train
+from benchmarks.gpucheck.captured import first_losses
 
-BASE = "configs/cpu_cal_moco_v1.yaml"
 SMALL = ["data.n_train=512", "data.n_test=64", "train.batch_size=64", "moco.queue_size=256", "train.epochs=1"]
-
-
-def first_losses(over: list[str], device: str, steps: int, small: bool) -> np.ndarray:
-    """The loss of each of the first ``steps`` steps of ``BASE`` with the overrides ``over``, trained on ``device``."""
-    cfg = load_config(BASE, [*over, *(SMALL if small else []), f"device={device}"])
-    with tempfile.TemporaryDirectory() as tmp:
-        return train(cfg, tmp, progress=False, max_steps=steps)["metrics"]["loss"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,15 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     runs = {"compiled": [f"train.compile={a.backend}"]}
     if a.captured:
         runs["captured"] = ["train.cuda_graph=true"]
-    eager = first_losses(["train.compile=false"], a.device, a.steps, not a.full)
+    sizes = [] if a.full else SMALL
+    eager = first_losses(["train.compile=false", *sizes], a.device, a.steps)
     out: dict = {"device": a.device, "steps": a.steps, "small": not a.full, "eager": eager.tolist()}
     for name, over in runs.items():
         for fallback in ([False, True] if a.fallback_random else [False]):
-            import torch._inductor.config as inductor_config
-
             inductor_config.fallback_random = fallback
             key = name + (" fallback_random" if fallback else "")
-            losses = first_losses(over, a.device, a.steps, not a.full)
+            losses = first_losses([*over, *sizes], a.device, a.steps)
             rel = np.abs(losses - eager) / np.abs(eager)
             out[key] = {"losses": losses.tolist(), "rel": rel.tolist(), "worst": float(rel.max())}
     print(json.dumps(out))

@@ -66,19 +66,19 @@ w(headroom_rows(), HEADROOM_CSV)" || echo "results/headroom.csv not rewritten: r
 
 for L in $LENGTHS; do
   S=$(( L * 3 / 10 ))
+  SETTINGS=()  # the arms of ARMS at this length, in the order given
+  for ARM in ${ARMS:-baseline first late neg poslate}; do
+    case $ARM in
+      baseline) SETTINGS+=("baseline $L") ;; first) SETTINGS+=("+both $L") ;; late) SETTINGS+=("+both from $S of $L") ;;
+      neg) SETTINGS+=("+neg $L") ;; poslate) SETTINGS+=("+pos from $S of $L") ;;
+      *) echo "unknown arm '$ARM' in ARMS: use baseline, first, late, neg or poslate" >&2; exit 2 ;;
+    esac
+  done
   # PARALLEL=2: one sweep of every seed, two processes of one thread (sweep --parallel), else seed by seed
   for SEED_SET in $( [ "${PARALLEL:-1}" -gt 1 ] && echo "${SEEDS:-0 1 2 3 4}" | tr ' ' , || echo "${SEEDS:-0 1 2 3 4}" ); do
     # the five arms in one sweep, so that the late starts fork from the baseline's state at epoch S (~15 % saved);
     # each run is committed as it lands: a session that stops mid-seed loses at most the run in training
     # shellcheck disable=SC2046
-    SETTINGS=()
-    for ARM in ${ARMS:-baseline first late neg poslate}; do
-      case $ARM in
-        baseline) SETTINGS+=("baseline $L") ;; first) SETTINGS+=("+both $L") ;; late) SETTINGS+=("+both from $S of $L") ;;
-        neg) SETTINGS+=("+neg $L") ;; poslate) SETTINGS+=("+pos from $S of $L") ;;
-        *) echo "unknown arm '$ARM' in ARMS: use baseline, first, late, neg or poslate" >&2; exit 2 ;;
-      esac
-    done
     "$PY" -m ftcl_core sweep experiments/headroom/map_v1.yaml --seeds $(echo "$SEED_SET" | tr , ' ') \
       --parallel "${PARALLEL:-1}" --settings "${SETTINGS[@]}" &
     SWEEP=$!

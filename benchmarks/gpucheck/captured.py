@@ -38,10 +38,16 @@ def _sizes(s: Setting) -> list[str]:
     return tiny if s.dry else []
 
 
-def _first_losses(s: Setting, over: list[str]) -> np.ndarray:
-    cfg = load_config(BASE, [*over, *_sizes(s), f"device={s.device}"])
+def first_losses(over: list[str], device: str, steps: int) -> np.ndarray:
+    """The loss of each of the first ``steps`` steps of :data:`BASE` with the overrides ``over``, trained on
+    ``device`` (also tools/compile_agreement.py's measurement)."""
+    cfg = load_config(BASE, [*over, f"device={device}"])
     with tempfile.TemporaryDirectory() as tmp:
-        return train(cfg, tmp, progress=False, max_steps=TOL["agreement_steps"])["metrics"]["loss"]
+        return train(cfg, tmp, progress=False, max_steps=steps)["metrics"]["loss"]
+
+
+def _first_losses(s: Setting, over: list[str]) -> np.ndarray:
+    return first_losses([*over, *_sizes(s)], s.device, TOL["agreement_steps"])
 
 
 def _cudagraph_skips() -> int | None:
