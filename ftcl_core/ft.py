@@ -39,7 +39,7 @@ def logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, cfg: FTConfig,
 
     FT as the released code runs it (:func:`moco_ft_logits`): eq. 3 on the pair, Sec 4.2 on the queue, on the
     normalised features inside the loss; the extrapolated query also meets the negatives.  ``active=False``
-    (before ``cfg.start_epoch``, Table 7) or ``FTConfig()`` gives MoCo's plain logits.  ``queue`` is ``K x C``;
+    (before ``cfg.start_epoch``, Table 6) or ``FTConfig()`` gives MoCo's plain logits.  ``queue`` is ``K x C``;
     ``queue_layout="KC"`` states it for a square queue (``K = C``) and skips its data check."""
     pos, neg, _ = moco_ft_logits(q, k, queue, cfg, gen, active, queue_layout=queue_layout)
     return logits_from_scores(pos, neg, tau)

@@ -102,7 +102,7 @@ def _mine(lam: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
 
 def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: T.Draws,
                 rows: torch.Tensor | None = None, n_global: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """eq. 3 (extrapolation) or Table 4 (interpolation) on a batch of positive pairs, then Supp F if asked.
+    """eq. 3 (extrapolation) or Table 3 (interpolation) on a batch of positive pairs, then Supp F if asked.
 
     Under torch.distributed, ``rows`` are the global indices of the local pairs among ``n_global``: a
     per-sample lambda is drawn for all of them, alike on every rank, and each rank takes its own."""
@@ -136,8 +136,8 @@ def moco_ft_logits(
     queue_layout: QueueLayout = "auto",
 ) -> FTLogits:
     """Positive ``(N,)`` and negative ``(N, K')`` scores after FT (before the
-    temperature), as the released code computes them: eq. 3 (or Table 4) on the pair,
-    Sec 4.2 (or Supp G.1) on the queue, Table 6's union queue, Supp G.2's hard
+    temperature), as the released code computes them: eq. 3 (or Table 3) on the pair,
+    Sec 4.2 (or Supp G.1) on the queue, Table 5's union queue, Supp G.2's hard
     negatives, Supp F's re-normalisation.
 
     ``active=False`` (before ``ft.start_epoch``) gives the plain MoCo scores.  Random
@@ -170,7 +170,7 @@ def moco_ft_logits(
     negatives, partners = queue, own_rows
     if ft.neg:  # Sec 4.2 (interpolation) or Supp G.1 (extrapolation)
         negatives, partners = mixed_queue(queue, ft, gen)
-        if ft.union_queue:  # Table 6: Z' U Z_neg
+        if ft.union_queue:  # Table 5: Z' U Z_neg
             negatives = torch.cat([negatives, queue], 0)
             partners = torch.cat([partners, own_rows])
     l_pos = (q * k).sum(1)
@@ -235,7 +235,7 @@ def simclr_ft_logits(
     ``z1, z2`` are this process's normalised views, ``bank1, bank2`` both views of
     the whole (all-rank) batch of M samples (``z1, z2`` themselves in one process),
     ``rows`` the global indices of the local samples.  FT is MoCo's with the in-batch
-    bank in place of the queue (Supp E.1, Table 5's SimCLR row): the positive pair is
+    bank in place of the queue (Supp E.1, Table 7's SimCLR row): the positive pair is
     extrapolated (eq. 3), the bank interpolated (Sec 4.2); a mixed negative is excluded
     by the index of the sample it was drawn from, so it may hold a share of the anchor,
     as a mixed queue entry can in MoCo.
@@ -293,7 +293,7 @@ def _logsumexp_all_ranks(x: torch.Tensor, dim: int | None = None) -> torch.Tenso
 def sinkhorn(scores: torch.Tensor, epsilon: float = 0.05, iters: int = 3) -> torch.Tensor:
     """SwAV's codes ``(B, C)``: Sinkhorn-Knopp on ``exp(scores / epsilon)`` so that the (all-rank) batch
     spreads equally over the C prototypes; each row sums to 1 (Caron et al. 2020, Sec 3.1; the SwAV row of
-    Table 5 and Supp E).
+    Table 7 and Supp E).
 
     SwAV's iterations, run in the log domain: the same numbers, but no overflow or underflow when FT's
     extrapolated features score far outside [-1, 1]."""
@@ -309,7 +309,7 @@ def sinkhorn(scores: torch.Tensor, epsilon: float = 0.05, iters: int = 3) -> tor
 def swav_loss(scores1: torch.Tensor, scores2: torch.Tensor, tau: float, epsilon: float = 0.05,
               iters: int = 3) -> torch.Tensor:
     """SwAV's swapped prediction: each view predicts the other view's codes from its prototype scores
-    (Caron et al. 2020, eq. 1; Table 5's SwAV row)."""
+    (Caron et al. 2020, eq. 1; Table 7's SwAV row)."""
     q1, q2 = sinkhorn(scores1.detach(), epsilon, iters), sinkhorn(scores2.detach(), epsilon, iters)
     return -0.5 * ((q2 * F.log_softmax(scores1 / tau, dim=1)).sum(1).mean()
                    + (q1 * F.log_softmax(scores2 / tau, dim=1)).sum(1).mean())

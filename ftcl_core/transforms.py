@@ -38,7 +38,7 @@ def extrapolate_positive(z_q: torch.Tensor, z_k: torch.Tensor, lam: Lam
 
     With ``l`` in [1, 2] (``Beta(a, a) + 1``) the positive score drops (eq. 4,
     ``transformed_positive_score``); with ``l`` in (0, 1) the same formula is
-    positive *interpolation*, the Table 4 ablation.  Gradient flows through both
+    positive *interpolation*, the Table 3 ablation.  Gradient flows through both
     outputs (the released code has no stop-gradient on the mixed key).
     """
     return lam * z_q + (1 - lam) * z_k, lam * z_k + (1 - lam) * z_q
@@ -215,7 +215,7 @@ def sample_beta_on(a: float, b: float, shape: tuple[int, ...], gen: torch.Genera
 
 def lambda_shape(granularity: Granularity, n: int, dim: int) -> tuple[int, ...]:
     """Shape of lambda for one step: ``()`` per step (the released recipe), ``(n, 1)`` per sample,
-    ``(1, dim)`` per dimension (Sec 4.3, Table 5's last column)."""
+    ``(1, dim)`` per dimension (Sec 4.3, Table 7's last column)."""
     shapes = {"step": (), "sample": (n, 1), "dim": (1, dim)}
     if granularity not in shapes:
         raise ValueError(f"unknown lambda granularity {granularity!r}; choose one of {sorted(shapes)}.")

@@ -127,7 +127,7 @@ def printed_two_ways(pages: dict[str, str], least: float = 5.0) -> list[str]:
 
 
 def test_the_same_quantity_printed_two_ways_is_found():
-    pages = {"a.html": "T5 v2 +pos -23.5 ± 13.6 points; m=0 +1.1 ± 3.4",
+    pages = {"a.html": "T7 v2 +pos -23.5 ± 13.6 points; m=0 +1.1 ± 3.4",
              "b.html": "v2 +pos: -23.6 ± 13.6, and -23.5 ± 13.6"}
     assert printed_two_ways(pages) == ["printed two ways: -23.6 ± 13.6 (b.html) and -23.5 ± 13.6 (a.html, b.html)"]
     assert printed_two_ways({"a.html": "+1.1 ± 3.4", "b.html": "+1.2 ± 3.4"}) == []  # small effects: coincidences
@@ -291,17 +291,17 @@ def test_run_explorer_menu_responds_without_a_kernel(browser, server):
     assert any(t.startswith("raw cosines (solid)") for t in layout["texts"]), layout["texts"]  # the legend explains
     assert any(t.startswith("after FT (dotted") for t in layout["texts"]), layout["texts"]  # the line styles
     before = explorer_y(page)
-    shown = pick_setting(page, "T5 ", 1)  # another setting of the first group
-    assert shown.startswith("T5/") and explorer_y(page) != before, shown
+    shown = pick_setting(page, "T7 ", 1)  # another setting of the first group
+    assert shown.startswith("T7/") and explorer_y(page) != before, shown
     before = explorer_y(page)
-    shown = pick_setting(page, "T7", 0)  # a late table's run (chapter 7 trains Table 7's in the smoke book)
-    assert shown.startswith("T7") and explorer_y(page) != before, shown
+    shown = pick_setting(page, "T6", 0)  # a late table's run (chapter 7 trains Table 6's in the smoke book)
+    assert shown.startswith("T6") and explorer_y(page) != before, shown
     page.close()
 
 
 def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatch):
     """The committed cpu runs: every setting's lowest seed is behind the explorer's two menus, a Fashion-MNIST
-    Table 7 run among them, and choosing one shows its own curves (to the packing's 16-bit precision)."""
+    Table 6 run among them, and choosing one shows its own curves (to the packing's 16-bit precision)."""
     import numpy as np
 
     from ftcl_core.pages import plotting as P
@@ -331,8 +331,8 @@ def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatc
     }""")
     assert not errors, errors
     assert sorted(set(reachable)) == sorted(settings)
-    shown = pick_setting(page, "T7-fmnist", 2)
-    assert shown.startswith("T7-fmnist/"), shown
+    shown = pick_setting(page, "T6-fmnist", 2)
+    assert shown.startswith("T6-fmnist/"), shown
     m = stored[shown].load_metrics()
     x = P._progress(m)
     keep = np.unique(np.linspace(0, len(x) - 1, min(300, len(x))).round().astype(int))

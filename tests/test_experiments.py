@@ -93,7 +93,7 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
 
     # A second table whose baseline is the same config reuses the finished run instead of training it.
     other = tmp_path / "other.yaml"
-    other.write_text("table: T3\ntitle: other\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [1]\n"
+    other.write_text("table: T4\ntitle: other\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [1]\n"
                      "settings:\n  baseline: {}\npaper: {baseline: 71.1}\n")
     (copied,) = X.sweep(other, "smoke", progress=False)
     source = next(r for r in records if r["setting"] == "baseline" and r["seed"] == 1)
@@ -114,8 +114,8 @@ def test_sweep_trains_missing_runs_once_and_summarises(tmp_path, monkeypatch):
     assert row["steps"] == 4 * X.planned_steps(X.resolve("configs/smoke_moco_v2.yaml", {}, "smoke"))
     (row,) = X.plan_rows([other], "smoke")  # its baseline seed 1, copied above, is stored now
     assert (row["stored"], row["copy"], row["train"]) == (1, 0, 0)
-    fourth = tmp_path / "fourth.yaml"  # T4: seed 0 is a stored run's twin; seed 2 the twin of a run "third" trains
-    fourth.write_text("table: T4\ntitle: fourth\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0, 2]\n"
+    fourth = tmp_path / "fourth.yaml"  # T3: seed 0 is a stored run's twin; seed 2 the twin of a run "third" trains
+    fourth.write_text("table: T3\ntitle: fourth\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0, 2]\n"
                       "settings:\n  alpha_ex=2.0: {ft.pos: true}\npaper: {alpha_ex=2.0: 72.8}\n")
     third_row, row = X.plan_rows([third, fourth], "smoke")
     assert (row["runs"], row["stored"], row["stale"], row["copy"], row["train"]) == (2, 0, 0, 2, 0)
@@ -150,7 +150,7 @@ def _records(values: dict[str, list[float]], rand: float = 20.0) -> list[dict]:
 
 def test_claims_come_from_the_paper_numbers_or_the_claims_entry_and_nothing_else(tmp_path):
     f = tmp_path / "t.yaml"
-    f.write_text("table: T5\nbase: {cpu: configs/cpu_moco_v1.yaml}\nsettings:\n  base: {}\n  a: {}\n  b: {}\n  c: {}\n"
+    f.write_text("table: T7\nbase: {cpu: configs/cpu_moco_v1.yaml}\nsettings:\n  base: {}\n  a: {}\n  b: {}\n  c: {}\n"
                  "paper: {base: 70.0, a: 72.0, b: 69.0}\nclaims: {c: above}\n")
     rows = {r["setting"]: r for r in X.table_rows(X.Experiment.load(f), _records(
         {"base": [50, 51, 52], "a": [60, 61, 62], "b": [60, 61, 62], "c": [40, 41, 42]}))}
@@ -194,20 +194,20 @@ def test_a_claim_on_two_data_sets_holds_where_both_have_three_seeds():
         return {"table": table, "data": data, "setting": setting, "verdict": verdict, "n_seeds": str(n),
                 "claim": "above never"}
 
-    rows = [row("T7", "shapes", "never", "baseline", 3), row("T7-fmnist", "fashion_mnist", "never", "baseline", 3),
-            row("T7", "shapes", "start 9", "contradicted", 3), row("T7-fmnist", "fashion_mnist", "start 9", "replicated", 3),
-            row("T7", "shapes", "start 1", "replicated", 3), row("T7-fmnist", "fashion_mnist", "start 1", "replicated", 3),
-            row("T7", "shapes", "start 0", "contradicted", 3),
-            row("T7-fmnist", "fashion_mnist", "start 0", "contradicted", 3),
-            row("T7", "shapes", "start 15", "inconclusive", 3), row("T7-fmnist", "fashion_mnist", "start 15", "replicated", 2),
-            row("T7", "shapes", "start 24", "contradicted", 3),
-            row("T7-fmnist", "fashion_mnist", "start 24", "inconclusive", 3),
+    rows = [row("T6", "shapes", "never", "baseline", 3), row("T6-fmnist", "fashion_mnist", "never", "baseline", 3),
+            row("T6", "shapes", "start 9", "contradicted", 3), row("T6-fmnist", "fashion_mnist", "start 9", "replicated", 3),
+            row("T6", "shapes", "start 1", "replicated", 3), row("T6-fmnist", "fashion_mnist", "start 1", "replicated", 3),
+            row("T6", "shapes", "start 0", "contradicted", 3),
+            row("T6-fmnist", "fashion_mnist", "start 0", "contradicted", 3),
+            row("T6", "shapes", "start 15", "inconclusive", 3), row("T6-fmnist", "fashion_mnist", "start 15", "replicated", 2),
+            row("T6", "shapes", "start 24", "contradicted", 3),
+            row("T6-fmnist", "fashion_mnist", "start 24", "inconclusive", 3),
             row("T2", "shapes", "alpha_ex=2.0", "replicated", 3)]  # one data set only: not a cross-data claim
     got = {r["setting"]: r["holds_on"] for r in X.data_set_verdicts(rows)}
     assert got == {"start 9": "fashion_mnist", "start 1": "every data set", "start 0": "none", "start 15": "open",
                    "start 24": "open"}  # "none" only where every data set contradicts the claim
     first = X.data_set_verdicts(rows)[0]
-    assert first["table"] == "T7" and first["per_data"] == {"fashion_mnist": ("replicated", 3), "shapes": ("contradicted", 3)}
+    assert first["table"] == "T6" and first["per_data"] == {"fashion_mnist": ("replicated", 3), "shapes": ("contradicted", 3)}
     rows[2]["base"], rows[3]["base"] = "configs/cpu_moco_v1.yaml", "configs/cpu_cal_fmnist_moco_v1.yaml"
     assert X.data_set_verdicts(rows)[0]["holds_on"] == "open (recipes differ)"  # not comparable yet
 
@@ -217,18 +217,18 @@ def test_recipe_sensitivity_pairs_a_claim_across_recipes_only_where_the_recipe_c
         return {"table": table, "data": "shapes", "setting": setting, "verdict": verdict, "base": base, "claim": "above x",
                 "diff_mean": diff, "diff_ci95": "1.0", "n_seeds": "3"}
 
-    before = [row("T7", "never", "baseline", "configs/cpu_moco_v1.yaml"),
-              row("T7", "start 9", "not replicated", "configs/cpu_moco_v1.yaml"),
+    before = [row("T6", "never", "baseline", "configs/cpu_moco_v1.yaml"),
+              row("T6", "start 9", "not replicated", "configs/cpu_moco_v1.yaml"),
               row("T2", "alpha_ex=2.0", "not replicated", "configs/cpu_moco_v1.yaml")]
-    after = [row("T7", "never", "baseline", "configs/cpu_cal_moco_v1.yaml"),
-             row("T7", "start 9", "replicated", "configs/cpu_cal_moco_v1.yaml", "2.0"),
+    after = [row("T6", "never", "baseline", "configs/cpu_cal_moco_v1.yaml"),
+             row("T6", "start 9", "replicated", "configs/cpu_cal_moco_v1.yaml", "2.0"),
              row("T2", "alpha_ex=2.0", "not replicated", "configs/cpu_moco_v1.yaml"),  # not rerun yet
-             row("T7", "start 24", "replicated", "configs/cpu_cal_moco_v1.yaml")]  # no record before
+             row("T6", "start 24", "replicated", "configs/cpu_cal_moco_v1.yaml")]  # no record before
     got = X.recipe_sensitivity(before, after)
-    assert [(r["table"], r["setting"], r["changed"]) for r in got] == [("T7", "start 9", True)]
+    assert [(r["table"], r["setting"], r["changed"]) for r in got] == [("T6", "start 9", True)]
     assert got[0]["before"] == ("contradicted", "-5.0", "1.0", 3) and got[0]["after"][:2] == ("replicated", "2.0")
     two_seeds = [{**r, "n_seeds": "2"} for r in before]  # a record written when two seeds could decide a claim
-    after[1] = row("T7", "start 9", "inconclusive", "configs/cpu_cal_moco_v1.yaml")
+    after[1] = row("T6", "start 9", "inconclusive", "configs/cpu_cal_moco_v1.yaml")
     again = X.recipe_sensitivity(two_seeds, after)[0]
     assert again["before"][0] == "undecided" and again["changed"]  # judged by today's rule: two seeds decide nothing
 
@@ -238,15 +238,15 @@ def test_baseline_aims_judge_each_methods_baselines_on_calibrated_recipes_only()
         return {"table": table, "data": data, "setting": setting, "verdict": verdict, "mean": mean, "ci95": ci,
                 "n_seeds": n, "random_init_mean": "20.0", "base": base}
 
-    rows = [row("T5", "v1 baseline", "79.0", "4.0", "3", "configs/cpu_cal_moco_v1.yaml"),
+    rows = [row("T7", "v1 baseline", "79.0", "4.0", "3", "configs/cpu_cal_moco_v1.yaml"),
             row("S-E", "byol baseline", "38.0", "1.0", "3", "configs/cpu_cal_byol.yaml"),  # Supp E's IN-1K table
             row("S-F", "baseline", "79.0", "4.0", "3", "configs/cpu_cal_moco_v1.yaml"),  # a reference, not a method's
-            row("T5", "swav baseline", "70.0", "", "1", "configs/cpu_cal_swav.yaml"),  # one seed: no interval
-            row("T5", "v2 baseline", "55.0", "13.0", "3", "configs/cpu_cal_moco_v2.yaml"),
-            row("T5", "simclr baseline", "86.0", "1.0", "3", "configs/cpu_simclr.yaml"),  # original recipe
-            row("T5", "v1 +pos", "30.0", "4.0", "3", "configs/cpu_cal_moco_v1.yaml", verdict="not replicated"),
-            row("T7", "never", "79.0", "4.0", "3", "configs/cpu_cal_moco_v1.yaml"),  # not Table 5
-            row("T5-fmnist", "v1 baseline", "84.0", "1.0", "3", "configs/cpu_cal_fmnist_moco_v1.yaml",
+            row("T7", "swav baseline", "70.0", "", "1", "configs/cpu_cal_swav.yaml"),  # one seed: no interval
+            row("T7", "v2 baseline", "55.0", "13.0", "3", "configs/cpu_cal_moco_v2.yaml"),
+            row("T7", "simclr baseline", "86.0", "1.0", "3", "configs/cpu_simclr.yaml"),  # original recipe
+            row("T7", "v1 +pos", "30.0", "4.0", "3", "configs/cpu_cal_moco_v1.yaml", verdict="not replicated"),
+            row("T6", "never", "79.0", "4.0", "3", "configs/cpu_cal_moco_v1.yaml"),  # not Table 7
+            row("T7-fmnist", "v1 baseline", "84.0", "1.0", "3", "configs/cpu_cal_fmnist_moco_v1.yaml",
                 data="fashion_mnist")]
     got = {(a["data"], a["setting"]): (a["gain_met"], a["spread_met"]) for a in X.baseline_aims(rows)}
     assert got == {("shapes", "v1 baseline"): (True, True), ("shapes", "byol baseline"): (False, True),
@@ -262,8 +262,8 @@ def test_the_dated_record_of_the_original_recipes_names_each_tables_recipe():
 
 
 def test_one_seed_per_setting_keeps_the_first_seed_of_each():
-    labels = ["T1/m=0.5/seed0", "T1/m=0.5/seed1", "T1/m=0.9/seed1", "T1/m=0.9/seed2", "T5/v1_+pos/seed0"]
-    assert X.one_seed_per_setting(labels) == ["T1/m=0.5/seed0", "T1/m=0.9/seed1", "T5/v1_+pos/seed0"]
+    labels = ["T1/m=0.5/seed0", "T1/m=0.5/seed1", "T1/m=0.9/seed1", "T1/m=0.9/seed2", "T7/v1_+pos/seed0"]
+    assert X.one_seed_per_setting(labels) == ["T1/m=0.5/seed0", "T1/m=0.9/seed1", "T7/v1_+pos/seed0"]
 
 
 def test_a_sweep_compiles_a_network_whose_runs_together_pay_for_the_compile(tmp_path, monkeypatch):
@@ -423,11 +423,11 @@ def test_the_momentum_facts_group_each_momentum_by_its_verdict(tmp_path):
     assert (facts["edge"], facts["edge_above"], facts["edge_undecided"], facts["edge_below"]) == ("0", "0.9", "1.0", "")
     # the checks chapter 5's words on the shapes rest on, each flipped by these runs or by two seeds
     fails = failures(X.CHECKS, facts)
-    assert "every learning momentum is replicated" in fails  # m = 1.0 is inconclusive
-    assert "the collapse is not reproduced" in fails and "the collapse is inconclusive" in fails  # it is reproduced
+    assert "every learning momentum learns as the paper says" in fails  # m = 1.0 is inconclusive
+    assert "the collapse is not reproduced" in fails and "the collapse is undecided" in fails  # it is reproduced
     assert "no learning momentum is below the collapse edge" not in fails
     two_seeds = X.momentum_facts(exp, [r for r in records if r["seed"] < 2])  # as clear, but only two seeds
-    assert two_seeds["seeds"] == "2" and "the collapse is inconclusive" in failures(X.CHECKS, two_seeds)
+    assert two_seeds["seeds"] == "2" and "the collapse is undecided" in failures(X.CHECKS, two_seeds)
     assert "every momentum has 3 seeds" in failures(X.CHECKS, two_seeds)
     assert X.momentum_facts(exp, []) == {"n": 0}
 
@@ -439,7 +439,7 @@ def test_the_step_check_says_when_readout_does_not_step_up_where_the_papers_coll
     top1 = {"m=0.5": (30.0, 32.0, 34.0), "m=0.6": (31.0, 35.0, 33.0), "m=0.99": (80.0, 79.0, 81.0)}  # random init: 20
     records = [{"setting": s, "seed": i, "linear_top1": v, "random_init_linear_top1": 20.0}
                for s, vals in top1.items() for i, v in enumerate(vals)]
-    claims = ("every learning momentum is replicated", "the collapse is not reproduced",
+    claims = ("every learning momentum learns as the paper says", "the collapse is not reproduced",
               "no learning momentum is below the collapse edge", "the step from collapse to learning is not seen")
     facts = X.momentum_facts(X.Experiment.load(f), records)
     assert (facts["edge_above"], facts["edge_undecided"], facts["first"], facts["step_diff"], facts["step_seeds"]) == (
@@ -562,7 +562,7 @@ def test_on_real_images_the_momentum_facts_set_each_momentum_against_the_raw_pix
         "+51.0 ± 2.5", "contradicted", "0")
     fails = failures(X.CHECKS, facts)
     assert "the collapsing momenta are below the raw pixels" in fails  # m = 0.9 is undecided against the pixels
-    assert "the collapse is not reproduced" not in fails and "the collapse is inconclusive" in fails
+    assert "the collapse is not reproduced" not in fails and "the collapse is undecided" in fails
     clear = [{**r, "raw_pixels_linear_top1": 40.0 if r["setting"] != "m=0" else 82.0} for r in records]
     assert "the collapsing momenta are below the raw pixels" not in failures(X.CHECKS, X.momentum_facts(
         X.Experiment.load(f), clear))
@@ -575,21 +575,21 @@ def test_each_setting_is_sorted_by_what_its_ft_does_to_the_pairs():
     def kinds(exp):
         return {s: X.ft_kind(exp, s, "cpu") for s in exp.settings}
 
-    assert set(kinds(load("table3_alpha_in.yaml")).values()) == {"none", "negatives mixed"}
-    assert kinds(load("table6_queue.yaml")) == {"K": "none", "2K": "none", "FT queue (K)": "negatives mixed",
+    assert set(kinds(load("table4_alpha_in.yaml")).values()) == {"none", "negatives mixed"}
+    assert kinds(load("table5_queue.yaml")) == {"K": "none", "2K": "none", "FT queue (K)": "negatives mixed",
                                                 "FT + original (2K)": "negatives mixed"}
     assert kinds(load("supp_g_negatives.yaml")) == {"baseline": "none", "neg extrapolation": "harder",
                                                     "hard Beta(2,1)": "harder", "hard Beta(5,2)": "harder"}
-    assert kinds(load("table4_interp_vs_extrap.yaml"))["interpolate a=0.2"] == "other"
-    t7 = kinds(load("table7_start_epoch.yaml"))
+    assert kinds(load("table3_interp_vs_extrap.yaml"))["interpolate a=0.2"] == "other"
+    t7 = kinds(load("table6_start_epoch.yaml"))
     assert t7["start 0"] == "harder" and t7["start 9"] == "late start" and t7["never"] == "none"
-    t5 = kinds(load("table5_ft_v1.yaml"))
+    t5 = kinds(load("table7_ft_v1.yaml"))
     assert t5["v1 +neg"] == "negatives mixed" and {t5[s] for s in ("v1 +pos", "v1 +both", "v1 +both_dim")} == {"harder"}
 
 
 def test_distinct_claims_and_chapter_tables_handle_blank_cells_and_several_recipes_in_one_table(tmp_path):
     def row(setting, base, verdict="inconclusive", diff="-1.0", ci="", n="1", ref="b"):
-        return {"table": "T5", "data": "shapes", "setting": setting, "mean": "50.0", "ci95": ci, "n_seeds": n,
+        return {"table": "T7", "data": "shapes", "setting": setting, "mean": "50.0", "ci95": ci, "n_seeds": n,
                 "verdict": verdict, "reference": ref if verdict != "baseline" else "", "diff_mean": diff,
                 "diff_ci95": ci, "base": base}
 
@@ -604,8 +604,8 @@ def test_distinct_claims_and_chapter_tables_handle_blank_cells_and_several_recip
         writer.writeheader()
         writer.writerows({**r, "paper": "", "claim": ""} for r in rows)
     md = X.summary_markdown(out)
-    assert "### T5 (shapes, cpu_cal_moco_v1)" in md and "### T5 (shapes, cpu_byol)" in md
-    assert md.index("| y |") > md.index("### T5 (shapes, cpu_byol)") > md.index("| x |")
+    assert "### T7 (shapes, cpu_cal_moco_v1)" in md and "### T7 (shapes, cpu_byol)" in md
+    assert md.index("| y |") > md.index("### T7 (shapes, cpu_byol)") > md.index("| x |")
 
 
 def test_a_table_switched_before_its_first_run_is_named_as_waiting(tmp_path, monkeypatch):
@@ -675,7 +675,7 @@ def test_a_late_start_arm_forks_from_its_baseline_and_equals_the_run_trained_who
     monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
     exp_file = tmp_path / "late.yaml"
     exp_file.write_text(
-        "table: T7\ntitle: late\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0]\n"
+        "table: T6\ntitle: late\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0]\n"
         "common: {data.n_train: 256, data.n_test: 64, eval.linear_epochs: 1}\n"
         "settings:\n  never: {}\n  start 2: {ft.pos: true, ft.neg: true, ft.start_epoch: 1}\n"
     )
@@ -748,16 +748,16 @@ def test_the_tally_counts_the_claims_the_error_scale_decided():
 
 
 def test_the_tables_claims_are_the_ones_the_paper_makes():
-    t4 = X.Experiment.load(ROOT / "experiments" / "table4_interp_vs_extrap.yaml")
+    t4 = X.Experiment.load(ROOT / "experiments" / "table3_interp_vs_extrap.yaml")
     interpolation = {s: t4.claims_of(s)[0] for s in ("interpolate a=0.2", "interpolate a=2.0")}
     assert {s: (c.reference, c.effect, c.sign) for s, c in interpolation.items()} == {
         "interpolate a=0.2": ("baseline", -2.0, -1), "interpolate a=2.0": ("baseline", -3.7, -1)}  # below the baseline
-    t6 = X.Experiment.load(ROOT / "experiments" / "table6_queue.yaml")
+    t6 = X.Experiment.load(ROOT / "experiments" / "table5_queue.yaml")
     two_k = t6.claims_of("2K")
-    assert [(c.kind, c.reference, c.effect) for c in two_k] == [("difference", "K", 0.3)]  # what Table 6 reports
-    assert X.Experiment.load(ROOT / "experiments" / "table5_byol.yaml").table == "S-E"  # the supplement's IN-1K table
-    simsiam = X.Experiment.load(ROOT / "experiments" / "table5_simsiam.yaml")
-    assert simsiam.table == "T5"  # SimSiam's numbers are Table 5's own (IN-100)
+    assert [(c.kind, c.reference, c.effect) for c in two_k] == [("difference", "K", 0.3)]  # what Table 5 reports
+    assert X.Experiment.load(ROOT / "experiments" / "supp_e_byol.yaml").table == "S-E"  # the supplement's IN-1K table
+    simsiam = X.Experiment.load(ROOT / "experiments" / "table7_simsiam.yaml")
+    assert simsiam.table == "T7"  # SimSiam's numbers are Table 7's own (IN-100)
 
 
 def test_a_refiled_row_is_matched_with_its_dated_record_under_its_old_table():
@@ -766,7 +766,7 @@ def test_a_refiled_row_is_matched_with_its_dated_record_under_its_old_table():
                 "claim": "above byol baseline", "reference": "byol baseline", "diff_mean": diff, "diff_ci95": "1.0",
                 "n_seeds": "3", "effect": "0.7"}
 
-    got = X.recipe_sensitivity([row("T5", "contradicted", "configs/cpu_byol.yaml", "-5.0")],
+    got = X.recipe_sensitivity([row("T7", "contradicted", "configs/cpu_byol.yaml", "-5.0")],
                                [row("S-E", "inconclusive", "configs/cpu_cal_byol.yaml", "0.5")])
     assert [(r["table"], r["before"][0], r["after"][0]) for r in got] == [("S-E", "contradicted", "inconclusive")]
 
@@ -793,17 +793,17 @@ def test_sweep_parallel_deals_the_seeds_to_processes_of_fewer_threads(tmp_path, 
 
 def test_a_replicated_claim_far_past_the_papers_effect_is_told_apart_from_one_that_matches_it():
     def summary(diff: float, ci: float, verdict: str) -> list[dict]:
-        return [{"table": "T4", "setting": "interpolate a=0.2", "diff_mean": str(diff), "diff_ci95": str(ci),
+        return [{"table": "T3", "setting": "interpolate a=0.2", "diff_mean": str(diff), "diff_ci95": str(ci),
                  "effect": "-2.0", "ratio": str(diff / -2.0), "verdict": verdict}]
 
-    name = "replicated beyond the paper's size"
-    far = X.claim_facts(summary(-37.7, 2.1, "replicated"), "T4", "interpolate a=0.2")
+    name = "larger than the paper's size"
+    far = X.claim_facts(summary(-37.7, 2.1, "replicated"), "T3", "interpolate a=0.2")
     assert (far["diff"], far["effect"], far["ratio"]) == ("-37.7 ± 2.1", "-2.0", "19")
     assert not failures(X.CLAIM_CHECKS, far, name)
-    assert failures(X.CLAIM_CHECKS, X.claim_facts(summary(-3.0, 2.1, "replicated"), "T4", "interpolate a=0.2"), name)
-    assert failures(X.CLAIM_CHECKS, X.claim_facts(summary(-37.7, 2.1, "undecided"), "T4", "interpolate a=0.2"), name)
-    with pytest.raises(KeyError, match="T4 'extrapolate a=0.2'"):
-        X.claim_facts(summary(-37.7, 2.1, "replicated"), "T4", "extrapolate a=0.2")
+    assert failures(X.CLAIM_CHECKS, X.claim_facts(summary(-3.0, 2.1, "replicated"), "T3", "interpolate a=0.2"), name)
+    assert failures(X.CLAIM_CHECKS, X.claim_facts(summary(-37.7, 2.1, "undecided"), "T3", "interpolate a=0.2"), name)
+    with pytest.raises(KeyError, match="T3 'extrapolate a=0.2'"):
+        X.claim_facts(summary(-37.7, 2.1, "replicated"), "T3", "extrapolate a=0.2")
 
 
 def test_rows_of_one_set_of_runs_under_two_tables_count_as_one_comparison_and_the_check_flips_when_they_differ():
@@ -813,11 +813,11 @@ def test_rows_of_one_set_of_runs_under_two_tables_count_as_one_comparison_and_th
 
     name = "tables share runs"
     base = {**row("T2", "baseline", ""), "verdict": "baseline"}
-    one = [base, row("T2", "alpha_ex=2.0", "-44.0"), row("T5", "v1 +pos", "-44.0")]
+    one = [base, row("T2", "alpha_ex=2.0", "-44.0"), row("T7", "v1 +pos", "-44.0")]
     facts = X.shared_run_facts(one)
     assert (facts["rows"], facts["distinct"], facts["same"]) == ("2", "1", True)
     assert not failures(X.CLAIM_CHECKS, facts, name)
-    two = [base, row("T2", "alpha_ex=2.0", "-44.0"), row("T5", "v1 +pos", "-40.0")]
+    two = [base, row("T2", "alpha_ex=2.0", "-44.0"), row("T7", "v1 +pos", "-40.0")]
     assert failures(X.CLAIM_CHECKS, X.shared_run_facts(two), name)
 
 
@@ -878,7 +878,7 @@ def test_undone_positive_facts_read_the_last_steps_and_flip_when_one_seed_is_not
 def test_chapter_10s_reading_holds_on_rows_like_the_stored_ones_and_each_check_flips():
     def row(setting: str, diff: float | None, verdict: str, mean: float = 40.0) -> dict:
         ref = "" if diff is None else f"{setting.split()[0]} baseline"
-        return {"table": "S-E" if setting.startswith("byol") else "T5", "data": "shapes", "setting": setting,
+        return {"table": "S-E" if setting.startswith("byol") else "T7", "data": "shapes", "setting": setting,
                 "reference": ref, "base": "cpu_cal_x", "mean": str(mean), "ci95": "2.0", "n_seeds": "3",
                 "diff_mean": "" if diff is None else str(diff), "diff_ci95": "6.0", "effect": "" if diff is None else "1.5",
                 "verdict": verdict, "random_init_mean": "20.0"}
@@ -896,7 +896,7 @@ def test_chapter_10s_reading_holds_on_rows_like_the_stored_ones_and_each_check_f
     assert failures(X.METHOD_CHECKS, facts, *X.METHOD_CHECKS) == {}
     flips = {
         "positive extrapolation reverses SimCLR": ([row("simclr +both", -1.0, i)], last),
-        "SimCLR's +neg alone is inconclusive": ([row("simclr +neg", -9.0, c)], last),
+        "SimCLR's +neg alone is undecided": ([row("simclr +neg", -9.0, c)], last),
         "SimCLR with +pos ends as a constant encoder": ([], {**last, "simclr +pos": {**last["simclr +pos"], "loss": 5.0}}),
         "without negatives nothing is decided": ([row("byol +pos", 9.0, "replicated")], last),
         "BYOL's and SimSiam's baselines miss the bar": ([row("byol baseline", None, "baseline", 60.0)], last),

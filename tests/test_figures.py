@@ -51,7 +51,7 @@ def fake_summary(exp: X.Experiment, pixels: bool = False) -> dict[str, dict[str,
 
 def fake_forest_rows(n_claims: int = 69) -> list[dict[str, str]]:
     """Rows of ``results/summary.csv``: per table a baseline row and claims against it, every verdict word."""
-    tables = {"T1": 16, "T1-fmnist": 9, "T2": 4, "T3": 4, "T4": 2, "T5": 16, "T5-fmnist": 8, "T6": 4, "T7": 8,
+    tables = {"T1": 16, "T1-fmnist": 9, "T2": 4, "T4": 4, "T3": 2, "T7": 16, "T7-fmnist": 8, "T5": 4, "T6": 8,
               "S-F": 9, "S-G": 3}
     verdicts = list(P.VERDICT_COLORS)
     rows, k = [], 0
@@ -120,10 +120,10 @@ MOMENTA = {f"m={m}": fake_metrics(seed=i) for i, m in enumerate((0, 0.3, 0.5, 0.
 TABLE5 = {s: fake_metrics(seed=i) for i, s in enumerate(("v1 baseline", "v1 +pos", "v1 +neg", "v1 +both",
                                                          "v1 +both_dim"))}
 EXPERIMENT = {name: X.Experiment.load(f"experiments/{name}.yaml") for name in (
-    "table1_momentum", "table1_momentum_fmnist", "table5_ft_v1", "supp_f_renorm", "supp_g_negatives",
-    "table2_alpha_ex", "table6_queue", "table5_simclr", "table5_byol", "table5_simsiam", "table5_swav")}
-CHAPTER6_GRID = ["table2_alpha_ex", "supp_f_renorm", "supp_g_negatives", "table6_queue", "table5_ft_v1"]
-CHAPTER10_GRID = ["table5_simclr", "table5_byol", "table5_simsiam", "table5_swav"]
+    "table1_momentum", "table1_momentum_fmnist", "table7_ft_v1", "supp_f_renorm", "supp_g_negatives",
+    "table2_alpha_ex", "table5_queue", "table7_simclr", "supp_e_byol", "table7_simsiam", "table7_swav")}
+CHAPTER6_GRID = ["table2_alpha_ex", "supp_f_renorm", "supp_g_negatives", "table5_queue", "table7_ft_v1"]
+CHAPTER10_GRID = ["table7_simclr", "supp_e_byol", "table7_simsiam", "table7_swav"]
 
 # name -> the figure (or figures) as its chapter draws it
 BOOK_FIGURES: dict[str, Callable[[], object]] = {
@@ -146,9 +146,9 @@ BOOK_FIGURES: dict[str, Callable[[], object]] = {
         EXPERIMENT["table1_momentum"], fake_summary(EXPERIMENT["table1_momentum"])),
     "experiment_bars, Fashion-MNIST with pixels (ch 5)": lambda: P.experiment_bars(
         EXPERIMENT["table1_momentum_fmnist"], fake_summary(EXPERIMENT["table1_momentum_fmnist"], pixels=True)),
-    "experiment_bars, no run yet": lambda: P.experiment_bars(EXPERIMENT["table5_ft_v1"], {}),
+    "experiment_bars, no run yet": lambda: P.experiment_bars(EXPERIMENT["table7_ft_v1"], {}),
     "experiment_grid, the other tables (ch 6)": lambda: P.experiment_grid(
-        [(EXPERIMENT[n], fake_summary(EXPERIMENT[n], pixels=n == "table6_queue")) for n in CHAPTER6_GRID]),
+        [(EXPERIMENT[n], fake_summary(EXPERIMENT[n], pixels=n == "table5_queue")) for n in CHAPTER6_GRID]),
     "experiment_grid, the methods (ch 10)": lambda: P.experiment_grid(
         [(EXPERIMENT[n], fake_summary(EXPERIMENT[n])) for n in CHAPTER10_GRID],
         titles=[EXPERIMENT[n].title.split(":")[0] for n in CHAPTER10_GRID]),
@@ -258,8 +258,8 @@ def test_the_forest_splits_by_table_and_keeps_every_claim():
     assert len(drawn) == len(claims)
     data = {r["table"]: r["data"] for r in rows}
     assert all(len({data[t] for t in group}) == 1 for group in P.forest_groups(rows))  # one data set a figure
-    t5 = P.verdict_forest(rows, table="T5")
-    assert len(t5.axes[0].get_yticklabels()) == sum(r["table"] == "T5" for r in claims)
+    t5 = P.verdict_forest(rows, table="T7")
+    assert len(t5.axes[0].get_yticklabels()) == sum(r["table"] == "T7" for r in claims)
     everything = P.verdict_forest(rows)  # the old call: every claim in one figure, still drawn
     assert len(everything.axes[0].get_yticklabels()) == len(claims)
     assert P.legend_overlaps_data(everything) == []
@@ -351,7 +351,7 @@ def test_each_verdict_is_told_apart_by_marker_and_fill_as_well_as_colour():
     styles = {v: (P.VERDICT_MARKERS[v], P.VERDICT_COLORS[v]) for v in P.VERDICT_COLORS}
     assert set(P.VERDICT_MARKERS) == set(P.VERDICT_COLORS)
     assert len({m for m, _ in styles.values()}) == len(styles)  # no two verdicts share marker and fill
-    fig = P.verdict_forest(fake_forest_rows(), table="T5")
+    fig = P.verdict_forest(fake_forest_rows(), table="T7")
     legend = fig.legends[0] if fig.legends else fig.axes[0].get_legend()
     shown = {h.get_label(): (h.get_marker(), h.get_markerfacecolor()) for h in legend.legend_handles}
     assert shown["replicated"][0] == shown["smaller than the paper"][0] and shown["smaller than the paper"][1] == "white"

@@ -16,7 +16,7 @@ from ftcl_core.study import findings as F
 from ftcl_core.study.results import claims as V
 from ftcl_core.study.results.numbers import plus_minus
 
-pytestmark = pytest.mark.skipif(not (X.STORED / "T5").is_dir(), reason="no stored cpu runs")
+pytestmark = pytest.mark.skipif(not (X.STORED / "T7").is_dir(), reason="no stored cpu runs")
 
 BOOK = X.ROOT / "book"
 FINDINGS_MD = BOOK / "findings.md"
@@ -99,17 +99,17 @@ LONGEST = 240  # the longest decided length today (the longer-run checks rest on
 
 # One fabricated change of the stored rows per check, under which its verdict flips: the check must fail.
 FLIPS = {
-    "headline-reversed": lambda ev: _summary(ev, _row("T5", "v1 +both", "v1 baseline"), verdict=V.REPLICATED),
-    "positive-mixing-costs": lambda ev: _summary(ev, _row("T5", "v1 +neg", "v1 baseline"), diff_mean=-9.0,
+    "headline-reversed": lambda ev: _summary(ev, _row("T7", "v1 +both", "v1 baseline"), verdict=V.MATCHES),
+    "positive-mixing-costs": lambda ev: _summary(ev, _row("T7", "v1 +neg", "v1 baseline"), diff_mean=-9.0,
                                                  diff_ci95=3.0),
     "encoder-undoes-harder-positive": lambda ev: dataclasses.replace(ev, undone={**ev.undone, "crowded": False}),
     "claims-tally-as-stated": lambda ev: _summary(ev, lambda r: r["verdict"] == V.NOT_EQUIVALENT,
-                                                  verdict=V.INCONCLUSIVE, verdict_bh=V.INCONCLUSIVE),
-    "claims-on-points": lambda ev: _summary(ev, _row("T5", "v1 +both", "v1 baseline"), scale=V.ERRORS),
-    "first-step-costs": lambda ev: _first(ev, "oracle", verdict=V.REPLICATED, diff=3.0),
-    "network-costs": lambda ev: _capacity(ev, "resnet10_w32", verdict=V.REPLICATED, diff=6.0),
+                                                  verdict=V.UNDECIDED, verdict_bh=V.UNDECIDED),
+    "claims-on-points": lambda ev: _summary(ev, _row("T7", "v1 +both", "v1 baseline"), scale=V.ERRORS),
+    "first-step-costs": lambda ev: _first(ev, "oracle", verdict=V.MATCHES, diff=3.0),
+    "network-costs": lambda ev: _capacity(ev, "resnet10_w32", verdict=V.MATCHES, diff=6.0),
     "encoders-as-stated": lambda ev: _capacity(ev, "resnet18_w64", n_seeds=1),
-    "photos-no-gain": lambda ev: _first(ev, "real", verdict=V.CONTRADICTED),
+    "photos-no-gain": lambda ev: _first(ev, "real", verdict=V.OPPOSITE),
     "photos-knn-costs": lambda ev: _first(ev, "real, longer", knn=True, verdict=V.NO_EFFECT),
     "photos-little-room": lambda ev: dataclasses.replace(ev, pixels=50.0),
     "rho-below-band-first": lambda ev: _switch(ev, lambda lb, f: f == 0.0 and lb.startswith("shapes"), rho_before=0.9),
@@ -122,34 +122,34 @@ FLIPS = {
     "knn-late-mixed": lambda ev: _cell(ev, "shapes, 120 epochs", 0.3, knn=True, verdict=V.NO_EFFECT),
     "length-narrows-not-damage": lambda ev: _length(ev, 120, ft=99.0),
     "longest-shrinks-points-not-errors": lambda ev: _length(ev, LONGEST, verdict=V.NO_EFFECT),
-    "longest-contradicted-on-errors": lambda ev: _length(ev, LONGEST, scale=V.POINTS),
+    "longest-opposite-on-errors": lambda ev: _length(ev, LONGEST, scale=V.POINTS),
     "longest-fewer-errors-than-long": lambda ev: _length(ev, LONGEST, ft=60.0, baseline=98.0),
     "paper-runs-longer": lambda ev: _length(ev, LONGEST, steps=10**6),
     "momentum-falls": lambda ev: _summary(ev, _row("T1", "m=0.999", "m=0.99"), verdict=V.NO_EFFECT),
-    "momentum-no-collapse": lambda ev: _summary(ev, _row("T1", "m=0", "random init"), verdict=V.REPLICATED),
-    "momentum-rise-inconclusive": lambda ev: _summary(
+    "momentum-no-collapse": lambda ev: _summary(ev, _row("T1", "m=0", "random init"), verdict=V.MATCHES),
+    "momentum-rise-undecided": lambda ev: _summary(
         ev, lambda r: r["table"] == "T1" and r["reference"].startswith("m=") and float(r["effect"] or 0) > 0,
-        verdict=V.REPLICATED),
+        verdict=V.MATCHES),
     "length-short-pair-on-gpu": lambda ev: _length(ev, 30, devices=["cpu", "cuda"]),
     "late-gain-after-bh": lambda ev: dataclasses.replace(ev, diagnosis=tuple(
-        {**r, "verdict_bh": V.INCONCLUSIVE} if (r["table"], r["setting"]) == F.LATE_GAIN else r for r in ev.diagnosis)),
-    "headroom-costs-at-30": lambda ev: _headroom(ev, "+both from 9 of 30", verdict=V.REPLICATED, diff_mean=6.0),
-    "headroom-first-step-costs-at-120": lambda ev: _headroom(ev, "+both 120", verdict=V.INCONCLUSIVE, diff_mean=1.0),
-    "headroom-late-gains-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=V.INCONCLUSIVE,
+        {**r, "verdict_bh": V.UNDECIDED} if (r["table"], r["setting"]) == F.LATE_GAIN else r for r in ev.diagnosis)),
+    "headroom-costs-at-30": lambda ev: _headroom(ev, "+both from 9 of 30", verdict=V.MATCHES, diff_mean=6.0),
+    "headroom-first-step-costs-at-120": lambda ev: _headroom(ev, "+both 120", verdict=V.UNDECIDED, diff_mean=1.0),
+    "headroom-late-gains-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=V.UNDECIDED,
                                                        diff_mean=1.0),
-    "headroom-negatives-not-the-papers-size-at-120": lambda ev: _headroom(ev, "+neg 120", verdict=V.INCONCLUSIVE,
+    "headroom-negatives-not-the-papers-size-at-120": lambda ev: _headroom(ev, "+neg 120", verdict=V.UNDECIDED,
                                                                           diff_ci95=5.0),
-    "headroom-late-smaller-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=V.REPLICATED),
+    "headroom-late-smaller-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=V.MATCHES),
     "headroom-positive-alone-gains-at-120": lambda ev: _headroom(ev, "+pos from 36 of 120", diff_mean=-1.0),
     "headroom-negatives-add-at-240": lambda ev: dataclasses.replace(ev, room={**ev.room, "late_gap_240_ci": 9.0}),
     "headroom-positive-alone-gains-at-240": lambda ev: _headroom(ev, "+pos from 72 of 240", diff_mean=-1.0),
-    "headroom-first-step-costs-at-240": lambda ev: _headroom(ev, "+both 240", verdict=V.INCONCLUSIVE, diff_mean=1.0),
-    "headroom-late-gains-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.INCONCLUSIVE,
+    "headroom-first-step-costs-at-240": lambda ev: _headroom(ev, "+both 240", verdict=V.UNDECIDED, diff_mean=1.0),
+    "headroom-late-gains-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.UNDECIDED,
                                                        diff_mean=1.0),
-    "headroom-late-replicated-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.SMALLER),
+    "headroom-late-matches-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.SMALLER),
     "headroom-crowding-goes-with-the-cost": lambda ev: dataclasses.replace(
         ev, room={**ev.room, "crowd_both_late_120_word": "crowds"}),
-    "headroom-negatives-not-the-papers-size-at-240": lambda ev: _headroom(ev, "+neg 240", verdict=V.REPLICATED,
+    "headroom-negatives-not-the-papers-size-at-240": lambda ev: _headroom(ev, "+neg 240", verdict=V.MATCHES,
                                                                             diff_mean=4.0),
     "headroom-crowding-fades": lambda ev: dataclasses.replace(
         ev, room={**ev.room, "crowd_both_120_end_word": "crowds"}),
@@ -176,7 +176,7 @@ def test_a_flip_fails_only_the_checks_that_rest_on_it(ev):
 
 
 def test_a_cell_where_ft_helps_early_or_unstated_fails_the_late_start_words(ev):
-    """FT helping from the first step, or at Table 7's epoch 1 (3 % of the run, not a late start), contradicts the
+    """FT helping from the first step, or at Table 6's epoch 1 (3 % of the run, not a late start), contradicts the
     words "all late starts"; so does a late cell that starts to help where the text names none."""
     label = next(lb for lb, rows in ev.phase.items() if any(0 < f < F.LATE_FROM for f in rows))
     early_f = next(f for f in ev.phase[label] if 0 < f < F.LATE_FROM)
@@ -184,7 +184,7 @@ def test_a_cell_where_ft_helps_early_or_unstated_fails_the_late_start_words(ev):
     assert ev.late_cells() and all(f >= F.LATE_FROM for _, f, _ in ev.late_cells())
     assert all(f >= F.LATE_FROM for _, f in F.STATED_HELPS)
     for f in (0.0, early_f):
-        helps = _cell(ev, label, f, verdict=V.REPLICATED, scale=V.POINTS, diff=7.0, n_seeds=3)
+        helps = _cell(ev, label, f, verdict=V.MATCHES, scale=V.POINTS, diff=7.0, n_seeds=3)
         with pytest.raises(F.FindingsDisagree, match="'late-helps-where-stated'"):
             F.expect(helps, "late-helps-where-stated")
     with pytest.raises(F.FindingsDisagree, match="'late-helps-where-stated'"):
@@ -193,7 +193,7 @@ def test_a_cell_where_ft_helps_early_or_unstated_fails_the_late_start_words(ev):
 
 def test_a_resolution_point_where_ft_helps_fails_the_network_words(ev):
     """The "first step" and "network" words rest on the 56-px pair too once it is decided."""
-    helps = {**ev.resolution, "n_seeds": 3, "diff": 6.0, "ci95": 2.0, "verdict": V.REPLICATED}
+    helps = {**ev.resolution, "n_seeds": 3, "diff": 6.0, "ci95": 2.0, "verdict": V.MATCHES}
     with pytest.raises(F.FindingsDisagree, match="'network-costs'.*56-px crops: replicated"):
         F.expect(dataclasses.replace(ev, resolution=helps), "network-costs")
 
@@ -286,7 +286,7 @@ def test_the_script_finds_a_stale_readme_and_rewrites_only_its_block(tmp_path):
     readme.write_text(current)
     script = tool()
     assert script.main(["--check", "--readme", str(readme)]) == 0
-    stale = current.replace(F.facts(F.Evidence.load("cpu"))["t5_v1_both"], "-1.0 ± 0.1", 1)
+    stale = current.replace(F.facts(F.Evidence.load("cpu"))["t7_v1_both"], "-1.0 ± 0.1", 1)
     readme.write_text(stale)
     assert script.main(["--check", "--readme", str(readme)]) == 1
     text = "intro\n" + script.MARKERS[0] + "\nold\n" + script.MARKERS[1] + "\nrest\n"

@@ -114,7 +114,7 @@ def test_the_map_figure_lists_every_planned_comparison_in_readable_text():
 
 def test_the_papers_effects_come_from_the_map_file_and_the_ceiling_example_is_below_them():
     facts = H.paper_facts(example_baseline=98.0)
-    assert facts["both_paper"] == "+5.8" and facts["both_paper_ratio"] == "0.80×"  # Tab. 5: 28.90 -> 23.13 % errors
+    assert facts["both_paper"] == "+5.8" and facts["both_paper_ratio"] == "0.80×"  # Tab. 7: 28.90 -> 23.13 % errors
     assert float(facts["example_gain"]) < 2 < float(facts["both_paper"])  # a 98 % baseline cannot show +5.8
     assert facts["steps_30"] == "1 170"
 

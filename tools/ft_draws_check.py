@@ -6,7 +6,7 @@
 Four checks, written to ``OUT/ft_draws_check.json`` and printed as one JSON line; exit status 1 when one fails:
 
 * ``no_host_sync``: MoCo's FT (eq. 3 on the pair, Sec 4.2 on a 65 536-entry queue, Supp G.2's hard negatives and
-  Table 6's union queue; lambda per step, per sample and per dimension) with :class:`DeviceDraws` runs under
+  Table 5's union queue; lambda per step, per sample and per dimension) with :class:`DeviceDraws` runs under
   ``torch.cuda.set_sync_debug_mode("error")``: no draw waits for the host (on the CPU: skipped).
 * ``state_round_trip``: a device generator's checkpointed state (``torch.save`` / ``torch.load`` onto the device,
   :func:`ftcl_core.checkpoints.resume_draws`) reproduces the next FT step's draws bit for bit.

@@ -17,12 +17,12 @@
 #    with $\lambda \sim \mathrm{Beta}(\alpha,\alpha)+1$, which provably lowers the positive score
 #    (eq. 4) and makes positives harder; *negative interpolation* mixes the queue with a permutation of
 #    itself, giving fresh negatives each step. On ImageNet-100 they report gains of several points of linear
-#    {term}`readout` for MoCo v1 and v2 (Table 5; the paper's numbers are in `experiments/table5_ft_*.yaml` and chapter 9).
+#    {term}`readout` for MoCo v1 and v2 (Table 7; the paper's numbers are in `experiments/table7_ft_*.yaml` and chapter 9).
 #
 # **What this book reproduces, and at what scale.** The paper trains ResNet-50 for 200 epochs on
 # ImageNet-100 with 8 GPUs. This book runs everything on the CPU, on an embedded data set of procedurally
 # drawn shapes (10 classes, no download) with a small ResNet, so that one MoCo run takes minutes on two
-# cores (chapter 4 times one). So that no verdict rests on synthetic data alone, the momentum study, Table 5 and Table 7
+# cores (chapter 4 times one). So that no verdict rests on synthetic data alone, the momentum study, Table 7 and Table 6
 # also run on Fashion-MNIST {cite}`xiao2017fashion`: real 28×28 grayscale photographs of clothing in 10
 # classes, read offline from Debian's `dataset-fashion-mnist` package (or downloaded by torchvision when a user asks
 # with `data.download=true`); its tables carry the suffix `-fmnist`. On those photographs a linear probe on the raw

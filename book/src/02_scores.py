@@ -42,7 +42,7 @@ from ftcl_core.stats import score_statistics
 from ftcl_core.study import experiments as X
 from ftcl_core.training import augment_config
 
-exp = X.Experiment.load("experiments/table5_ft_v2.yaml")
+exp = X.Experiment.load("experiments/table7_ft_v2.yaml")
 cfg = X.resolve(X.base_for(exp, profile), {**exp.settings["v2 baseline"], "seed": 0}, profile)
 train_set, _ = load_data(cfg)
 aug = augment_config(cfg)

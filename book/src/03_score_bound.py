@@ -130,7 +130,7 @@ ax[1].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=9, frameon
 plt.show()
 
 # %% [markdown]
-# Interpolation raises every score (right): the pair becomes easier, which is why the paper's Table 4
+# Interpolation raises every score (right): the pair becomes easier, which is why the paper's Table 3
 # finds it hurts. Note that the mixed vectors are no longer unit vectors: $\|\hat z_q\|^2 = \lambda^2 +
 # (1-\lambda)^2 + 2\lambda(1-\lambda)S$, which exceeds 1 for $\lambda>1$ and $S<1$. The score $\hat S$ is
 # therefore not a cosine any more.
@@ -293,7 +293,7 @@ P.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1), lam=(0
 #   choice in training is Table 2, drawn in chapter 6's *The other tables as figures*, with its verdict in chapter 9's
 #   *Verdicts by table*.
 # * **The λ slider** of the second figure: below one the transformed score lies above $S$, so interpolation makes the
-#   pair easier (the right panel of *Numerical check on random unit vectors*). Table 4 in chapter 6 tests what that
+#   pair easier (the right panel of *Numerical check on random unit vectors*). Table 3 in chapter 6 tests what that
 #   does to training, and chapter 9 gives its verdict.
 # * **The `profile` parameter.** `.venv/bin/papermill book/03_score_bound.ipynb /tmp/03_score_bound.ipynb -p profile
 #   smoke --cwd book` runs the numerical check on fewer pairs. Expect the same outcome as in *Numerical check on

@@ -36,7 +36,7 @@ from ftcl_core.runs import RunDir
 from ftcl_core.study import experiments as X
 from ftcl_core.study.results.numbers import plus_minus
 
-exp = X.Experiment.load("experiments/table5_ft_v2.yaml")
+exp = X.Experiment.load("experiments/table7_ft_v2.yaml")
 rec = X.sweep(exp.path, profile, seeds=[seed], settings=["v2 baseline"], progress=False)[0]
 run = RunDir(rec["dir"])
 cfg = run.load_config()
@@ -218,7 +218,7 @@ glue_facts("seeds_", {"seed": str(seed), "n": str(stored_base["n_seeds"]),
                       "linear": plus_minus(stored_base["mean"], stored_base["ci95"])})
 
 # %% [markdown]
-# This run is one draw: seed {glue:md}`seeds_seed` of Table 5's MoCo v2 baseline, whose {glue:md}`seeds_n` stored
+# This run is one draw: seed {glue:md}`seeds_seed` of Table 7's MoCo v2 baseline, whose {glue:md}`seeds_n` stored
 # seeds read {glue:md}`seeds_linear` % (mean ± 95 % interval). Every comparison in this book is therefore {term}`paired` by
 # seed and judged over several seeds ([chapter 9](09_results.ipynb)).
 

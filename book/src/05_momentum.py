@@ -80,12 +80,12 @@ display(P.source_code(ema_update))
 # Every table of this book gives each setting a **verdict** on the paper's claim about it. We take the
 # {term}`paired` difference over seeds against the setting's reference (here: the same seed's random-init encoder)
 # and its 95 % t-interval [lo, hi], judged against the paper's own effect d where it states one
-# (ftcl_core.study.results.claims): **replicated** when the interval excludes zero on the paper's side and reaches d
-# (its far end lies at or beyond d),
-# **smaller than the paper** when it excludes zero but lies wholly below d, **contradicted** when it excludes zero
-# on the other side, **{term}`no effect of the paper's size`** when it includes zero but excludes d, **inconclusive**
-# when it includes both, and **{term}`undecided`** with fewer than three seeds. Equivalence claims (Table 6, {term}`Supp F`) read
-# **equivalent** / **not equivalent** / **inconclusive** against a stated margin. Table 1's checks against the
+# (ftcl_core.study.results.claims), in words that say how big: **matches the paper** when the interval holds d and
+# excludes zero, **larger than the paper** when it lies wholly beyond d, **smaller than the paper** when wholly between
+# zero and d, **{term}`no effect of the paper's size`** when it holds zero but excludes d, **opposite to the paper**
+# when it lies wholly on the other side of zero, and **{term}`undecided`** when it holds both, or rests on fewer than
+# three seeds. Equivalence claims (Table 5, {term}`Supp F`) read **equivalent** / **not equivalent** against a stated
+# margin ([chapter 9](09_results.ipynb) has the rules in one table). Table 1's checks against the
 # random-init encoder state no size, and are read on their sign. The first table below holds those checks, the second
 # the paper's ordering of neighbouring momenta. Chapter 9 collects the verdicts of every table.
 
@@ -132,7 +132,7 @@ glue_facts("ends_", ends)
 checks.expect(X.CHECKS, ends, "the frozen key encoder's views agree least")
 momentum = X.momentum_facts(exp, stored)
 glue_facts("mom_", momentum)
-checks.expect(X.CHECKS, momentum, "every momentum has 3 seeds", "every learning momentum is replicated",
+checks.expect(X.CHECKS, momentum, "every momentum has 3 seeds", "every learning momentum learns as the paper says",
               "the collapse is not reproduced",
               "no learning momentum is below the collapse edge", "the step from collapse to learning is not seen")
 
@@ -176,7 +176,7 @@ glue_facts("ema_", {"steps_per_epoch": str(per_epoch), "epochs": str(cfg_099.tra
                     **{f"half_{str(m)[2:]}_epochs": f"{t / per_epoch:.0f}" for m, t in half_life.items()}})
 rise = X.claim_facts(list(csv.DictReader((X.ROOT / "results" / "summary.csv").open())), "T1", "m=0.99")
 glue_facts("rise_", rise)
-checks.expect(X.CLAIM_CHECKS, rise, "inconclusive: the interval holds zero and the paper's effect")
+checks.expect(X.CLAIM_CHECKS, rise, "undecided: the interval holds zero and the paper's effect")
 
 # %% [markdown]
 # The same happens here. Averaged over the whole run, Mean(pos) reads {glue:md}`hard_pos_easy` at m = 0.9 and
@@ -213,8 +213,8 @@ else:
 # %% tags=["remove-cell"]
 fm_momentum = X.momentum_facts(fm_exp, fm_records if profile == "cpu" else X.load_records(fm_exp.path, "cpu", X.STORED))
 glue_facts("fm_", fm_momentum)
-checks.expect(X.CHECKS, fm_momentum, "every momentum has 3 seeds", "every learning momentum is replicated",
-              "the collapse is inconclusive",
+checks.expect(X.CHECKS, fm_momentum, "every momentum has 3 seeds", "every learning momentum learns as the paper says",
+              "the collapse is undecided",
               "every learning momentum is above the collapse edge", "the collapsing momenta are below the raw pixels")
 
 # %% [markdown]

@@ -8,7 +8,7 @@
 # {term}`Mean(pos)`, the mean cosine of a query with its positive key; {term}`Mean(neg)`, the mean cosine with the queue's
 # negatives; {term}`Var(neg)`, their variance. Solid lines are the raw cosines, dotted lines the same statistics after
 # the setting's feature transformation; where a run trains with {term}`FT` off the dotted line lies on the solid one.
-# The figure opens on MoCo v1 with both transformations (Table 5), where the two differ.
+# The figure opens on MoCo v1 with both transformations (Table 7), where the two differ.
 # In a live kernel (JupyterLab, Colab), the widget below overlays any runs you select, every seed included,
 # with a smoothing slider, and draws their gradient landscapes.
 #
@@ -30,7 +30,7 @@ from ftcl_core.pages import plotting as P
 from ftcl_core.study import experiments as X
 
 if profile == "smoke":  # make sure a few runs exist
-    X.sweep("experiments/table5_ft_v2.yaml", profile, seeds=[0], settings=["v2 baseline", "v2 +both"], progress=False)
+    X.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0], settings=["v2 baseline", "v2 +both"], progress=False)
 labels = X.stored_runs(profile)
 evals = {name: r.load_eval() for name, r in labels.items()}
 P.html_table(["run", "linear top-1 %", "kNN top-1 %", "random init linear %"],
@@ -39,7 +39,7 @@ P.html_table(["run", "linear top-1 %", "kNN top-1 %", "random init linear %"],
 
 # %% tags=["hide-input"]
 groups = P.run_groups(list(labels), profile)  # every stored setting (its lowest seed), by the experiment file listing it
-first = next((g for g in groups if g.startswith("T5 · MoCo v1")), None)  # open on FT, where solid and dotted differ
+first = next((g for g in groups if g.startswith("T7 · MoCo v1")), None)  # open on FT, where solid and dotted differ
 if first:
     groups = {first: sorted(groups[first], key=lambda run: "+both " not in run[1]),
               **{g: rows for g, rows in groups.items() if g != first}}

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Beyond MoCo: SimCLR, BYOL, SimSiam and SwAV with FT
 #
-# The paper calls its feature transformations generic (Sec 1, Table 5 and the supplement): it adds them
+# The paper calls its feature transformations generic (Sec 1, Table 7 and the supplement): it adds them
 # to SimCLR {cite}`chen2020simple`, and positive extrapolation alone to the methods without negatives,
 # BYOL {cite}`grill2020bootstrap` and SimSiam {cite}`chen2020exploring`, and to the clustering method
 # SwAV {cite}`caron2020unsupervised`. This chapter shows how each method takes {term}`FT` in `ftcl_core`, trains
@@ -56,10 +56,10 @@ import os
 
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
 seeds = [0]
-experiments = ["experiments/table5_simclr.yaml", "experiments/table5_byol.yaml", "experiments/table5_simsiam.yaml",
-               "experiments/table5_swav.yaml"]
+experiments = ["experiments/table7_simclr.yaml", "experiments/supp_e_byol.yaml", "experiments/table7_simsiam.yaml",
+               "experiments/table7_swav.yaml"]
 # settings the smoke and gpu profiles train when missing (all of an experiment not named here); cpu shows every stored one
-settings = {"experiments/table5_simclr.yaml": ["simclr baseline", "simclr +pos", "simclr +neg", "simclr +both"]}
+settings = {"experiments/table7_simclr.yaml": ["simclr baseline", "simclr +pos", "simclr +neg", "simclr +both"]}
 
 # %%
 from IPython.display import display
@@ -86,7 +86,7 @@ display(P.source_code(base.predictive_scores, collapsed="BYOL's and SimSiam's sc
 # 30 epochs, batch 256); each table's caption names the recipe its runs use, and whether it was {term}`calibrated`
 # without FT (chapter 9) or is still the profile's original one. The `cpu` profile shows the stored runs, every
 # seed, and names any setting that has none yet: the book never trains them
-# (`python -m ftcl_core sweep experiments/table5_byol.yaml --seeds 0 1 2` does, resumably). The `smoke` and `gpu`
+# (`python -m ftcl_core sweep experiments/supp_e_byol.yaml --seeds 0 1 2` does, resumably). The `smoke` and `gpu`
 # profiles train the `seeds` asked for when missing. A symmetric loss encodes both views with gradients, so a
 # step costs more than a MoCo step (the step-time table below says how much).
 
@@ -177,20 +177,20 @@ checks.expect(X.METHOD_CHECKS, method_facts, *X.METHOD_CHECKS)
 # **With negatives, positive extrapolation collapses SimCLR as it does MoCo.** SimCLR's baseline reads
 # {glue:md}`m_simclr_base` %. With {term}`+pos` it reads {glue:md}`m_simclr_pos` points against that baseline (the
 # paper: {glue:md}`m_simclr_pos_paper`), with {term}`+both` {glue:md}`m_simclr_both` and with one $\lambda$ per
-# dimension {glue:md}`m_simclr_both_dim`: contradicted, all three. {term}`+neg` alone reads {glue:md}`m_simclr_neg`,
-# an interval that holds both zero and the paper's {glue:md}`m_simclr_neg_paper`: inconclusive. At the last step of
+# dimension {glue:md}`m_simclr_both_dim`: opposite to the paper, all three. {term}`+neg` alone reads {glue:md}`m_simclr_neg`,
+# an interval that holds both zero and the paper's {glue:md}`m_simclr_neg_paper`: undecided. At the last step of
 # the +pos run, {term}`Mean(pos)` reads {glue:md}`m_simclr_pos_last_pos_mean`, Mean(neg)
 # {glue:md}`m_simclr_pos_last_neg_mean` and the loss {glue:md}`m_simclr_pos_last_loss`: with every logit equal, eq. 1
 # reads $\ln(K + 1)$ = {glue:md}`m_constant_loss` for the $K$ = {glue:md}`m_negatives` in-batch negatives of an
 # anchor. The encoder maps every image to one point.
 #
 # **SwAV loses too, without that collapse.** With +pos it reads {glue:md}`m_swav_pos` points (the paper:
-# {glue:md}`m_swav_pos_paper`): contradicted. Its features crowd together (Mean(neg), here the cosine of a feature with
+# {glue:md}`m_swav_pos_paper`): opposite to the paper. Its features crowd together (Mean(neg), here the cosine of a feature with
 # the other images' features, ends at {glue:md}`m_swav_pos_last_neg_mean`) without meeting at one point.
 #
 # **Without negatives, nothing is decided.** BYOL with +pos reads {glue:md}`m_byol_pos` points and SimSiam
 # {glue:md}`m_simsiam_pos` (the paper: {glue:md}`m_byol_pos_paper` and {glue:md}`m_simsiam_pos_paper`): each interval
-# holds both zero and the paper's gain, inconclusive. Their baselines learned little at this budget
+# holds both zero and the paper's gain, undecided. Their baselines learned little at this budget
 # ({glue:md}`m_byol_base` and {glue:md}`m_simsiam_base` %, against {glue:md}`m_random_init` % for a random-init
 # encoder: below the bar of chapter 9's *The baselines, calibrated*), so these two pairs say little about FT either
 # way.
@@ -229,9 +229,9 @@ from ftcl_core.config import load_config
 sys.path.insert(0, str(X.ROOT))  # the step-time profile lives beside the package, in the repository's benchmarks/
 from benchmarks import profiling
 
-# the recipes the tables above run (MoCo: Table 5's v2 rows); the smoke profile times its own tiny configs
+# the recipes the tables above run (MoCo: Table 7's v2 rows); the smoke profile times its own tiny configs
 configs = {}
-for path in ["experiments/table5_ft_v2.yaml", *experiments]:
+for path in ["experiments/table7_ft_v2.yaml", *experiments]:
     base = X.base_for(X.Experiment.load(path), "cpu")
     configs[load_config(str(X.ROOT / base)).method] = base
 if profile == "smoke":

@@ -2,7 +2,7 @@
 
 A method is a :class:`~ftcl_core.methods.base.Method`: its networks, its scores with FT inside the loss, its
 loss and its hooks around the optimiser step, in one class that reads top to bottom.  FT follows the paper's
-reading of each method (Table 5 and the supplement): MoCo and SimCLR get positive extrapolation and negative
+reading of each method (Table 7 and the supplement): MoCo and SimCLR get positive extrapolation and negative
 interpolation (and every other option of :class:`ftcl_core.config.FTConfig`); BYOL and SimSiam, which have no
 negatives, get positive extrapolation only, on the normalised prediction and target, inside the loss; SwAV gets
 positive extrapolation of its two views' features before the prototype scores.

@@ -1,4 +1,4 @@
-"""BYOL (Grill et al. 2020) with FT: positive extrapolation of the normalised prediction and target (Table 5)."""
+"""BYOL (Grill et al. 2020) with FT: positive extrapolation of the normalised prediction and target (Table 7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SimSiam (Chen & He 2021) with FT: positive extrapolation of the normalised prediction and target (Table 5)."""
+"""SimSiam (Chen & He 2021) with FT: positive extrapolation of the normalised prediction and target (Table 7)."""
 
 from __future__ import annotations
 

@@ -727,14 +727,16 @@ def readout_by_length(steps: list[int], arms: Mapping[str, list[list[float]]], r
     return fig
 
 
-VERDICT_COLORS = {  # one colour per verdict word of ftcl_core.study.results.claims
-    "replicated": "#2ca02c", "smaller than the paper": "#98df8a", "contradicted": "#d62728",
-    "no effect of the paper's size": "#ff9896", "inconclusive": "#7f7f7f", "equivalent": "#1f77b4",
+VERDICT_COLORS = {  # one colour per verdict word of ftcl_core.study.results.claims (greens: the paper's side)
+    "matches the paper": "#2ca02c", "larger than the paper": "#006d2c", "smaller than the paper": "#98df8a",
+    "no effect of the paper's size": "#ff9896", "opposite to the paper": "#d62728", "equivalent": "#1f77b4",
     "not equivalent": "#9467bd", "undecided": "#c7c7c7"}
 # and one marker, so that a reader who cannot tell red from green still can: circles where a claim reaches the
-# paper's side, squares where it goes the other way or falls short of its size, hollow for the weaker of each pair
-VERDICT_MARKERS = {"replicated": ("o", True), "smaller than the paper": ("o", False), "contradicted": ("s", True),
-                   "no effect of the paper's size": ("s", False), "inconclusive": ("^", True), "equivalent": ("v", True),
+# paper's side (a diamond where it goes beyond the paper's size), squares where it goes the other way or falls
+# short of its size, hollow for the weaker of each pair
+VERDICT_MARKERS = {"matches the paper": ("o", True), "larger than the paper": ("D", True),
+                   "smaller than the paper": ("o", False), "opposite to the paper": ("s", True),
+                   "no effect of the paper's size": ("s", False), "equivalent": ("v", True),
                    "not equivalent": ("P", True), "undecided": ("p", False)}  # verdict -> (marker, filled)
 
 
@@ -1098,7 +1100,7 @@ def runs_explorer(runs: Mapping[str, Mapping[str, np.ndarray]], groups: Mapping[
     """The static-HTML run explorer: Mean(pos), Mean(neg), Var(neg) of one run against the fractional epoch, raw
     cosines (solid) and after FT (dotted), chosen with two menus, a table or experiment and then one of its settings.
 
-    ``runs`` maps a run label (``T7/start_9/seed0``) to its metrics; ``groups`` maps a menu entry to its
+    ``runs`` maps a run label (``T6/start_9/seed0``) to its metrics; ``groups`` maps a menu entry to its
     ``(run label, setting name)`` pairs (:func:`run_groups`: one entry per experiment file), by default one entry
     holding every run.  Plotly's own menus cannot depend on one another, so the menus are HTML ``<select>``
     elements and a short script (:data:`RUNS_EXPLORER_JS`) swaps the chosen run's curves into the figure: the
@@ -1335,7 +1337,7 @@ def _unpack(packed: list) -> list[float | None]:
 
 def _group_order(exp) -> tuple:
     """Menu order of an experiment file: the paper's tables (T1..T7, each data set after the shapes; MoCo first
-    inside Table 5), then the supplement's (S-F, S-G), the diagnoses (D-), the calibrations (CAL-)."""
+    inside Table 7), then the supplement's (S-F, S-G), the diagnoses (D-), the calibrations (CAL-)."""
     rank = next((i for i, p in enumerate(("T", "S-", "D-", "CAL-")) if exp.table.startswith(p)), 4)
     return rank, exp.table, "moco" not in exp.title.lower(), exp.path.name
 
@@ -1344,10 +1346,10 @@ def run_groups(labels: list[str], profile: str) -> dict[str, list[tuple[str, str
     """Stored runs (:func:`ftcl_core.study.experiments.stored_runs` labels, ``table/setting/seedN``) grouped for the run
     explorer's menus: one group per experiment file (``experiments/**/*.yaml``) that lists one of their settings,
     named ``"<table> · <the file's title>"``, in :func:`_group_order`, each holding ``(run label, setting name)``
-    for the lowest stored seed of each of its settings, in the file's order.  Several files share a table (Table 5's
+    for the lowest stored seed of each of its settings, in the file's order.  Several files share a table (Table 7's
     MoCo v1, MoCo v2, SimCLR, ...), hence files rather than tables; a run no file lists (a setting since renamed)
     lands in a last ``"<table> · runs no experiment file lists"`` group, so every stored setting is reachable."""
-    first = {}  # "T5/v1_+pos" -> its lowest-seed label; one_seed_per_setting keeps the first of each
+    first = {}  # "T7/v1_+pos" -> its lowest-seed label; one_seed_per_setting keeps the first of each
     for label in X.one_seed_per_setting(sorted(labels, key=lambda s: (s.rsplit("/", 1)[0], int(s.rsplit("seed", 1)[1])))):
         first[label.rsplit("/", 1)[0]] = label
     n_seeds = {folder: sum(s.rsplit("/", 1)[0] == folder for s in labels) for folder in first}

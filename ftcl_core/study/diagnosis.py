@@ -321,7 +321,7 @@ def harder_negatives(row: dict) -> bool | None:
 
 
 def switch_on_state(records: list[dict], setting: str, window: int = 5) -> dict:
-    """Where a setting's runs stand when FT switches on (``ft.start_epoch``; Table 7), averaged over seeds: the
+    """Where a setting's runs stand when FT switches on (``ft.start_epoch``; Table 6), averaged over seeds: the
     views' deviation correlation rho and Mean(neg) of the raw cosines over the ``window`` steps before (the first
     step's value when FT is on from the start), to be read against the attraction threshold ``1 - l / A``; the
     highest Mean(neg) after the switch, and per seed the steps from the switch until Mean(neg) passes 0.9 (None:
@@ -343,7 +343,7 @@ def switch_on_state(records: list[dict], setting: str, window: int = 5) -> dict:
 
 def start_fraction_rows(path: str | Path, records: list[dict], profile: str = "cpu",
                         key: str = "linear_top1") -> dict[float, dict]:
-    """A Table 7-style experiment (FT switched on at ``ft.start_epoch``) as :func:`paired_comparison` rows keyed by
+    """A Table 6-style experiment (FT switched on at ``ft.start_epoch``) as :func:`paired_comparison` rows keyed by
     the fraction of the run that passes before FT switches on (start epoch / epochs, to 2 decimals), so that runs
     of different lengths line up in one phase diagram (training length x start fraction)."""
     exp = X.Experiment.load(path)
@@ -369,15 +369,15 @@ def _decided(row: dict, direction: int) -> bool:
     return row["n_seeds"] >= MIN_SEEDS and verdicts.side(row["verdict"]) == direction
 
 
-# The paper's Table 7 runs in SGD steps: ImageNet-100 (CMC's 100 classes, data/imagenet100.txt) has 126 689 training
-# images, at batch 256 (the released code's recipes) for 100 epochs (ResNet-18) and 200 epochs (ResNet-50; Table 7).
+# The paper's Table 6 runs in SGD steps: ImageNet-100 (CMC's 100 classes, data/imagenet100.txt) has 126 689 training
+# images, at batch 256 (the released code's recipes) for 100 epochs (ResNet-18) and 200 epochs (ResNet-50; Table 6).
 PAPER_TABLE7_STEPS = {"ResNet-18": 100 * (126_689 // 256), "ResNet-50": 200 * (126_689 // 256)}
 
 # The stored experiments chapter 7's answer rests on (chapter 1 and the README quote it through stored_answer).
-START_EXPERIMENTS = {"shapes, 30 epochs": "experiments/table7_start_epoch.yaml",  # D-start-v1's starts and epoch 1
+START_EXPERIMENTS = {"shapes, 30 epochs": "experiments/table6_start_epoch.yaml",  # D-start-v1's starts and epoch 1
                      "shapes, 120 epochs": "experiments/diagnosis/start_long_v1.yaml",
                      "Fashion-MNIST, 10 epochs": "experiments/diagnosis/start_fmnist_v1.yaml",
-                     "Fashion-MNIST, 30 epochs": "experiments/table7_start_epoch_fmnist.yaml"}
+                     "Fashion-MNIST, 30 epochs": "experiments/table6_start_epoch_fmnist.yaml"}
 FIRST_STEP_EXPERIMENTS = {"recipe": "experiments/diagnosis/recipe_v1.yaml", "recipe v2": "experiments/diagnosis/recipe_v2.yaml",
                           "init": "experiments/diagnosis/init_v1.yaml", "oracle": "experiments/diagnosis/oracle_v1.yaml",
                           "classes": "experiments/diagnosis/classes_v1.yaml",
@@ -391,7 +391,7 @@ FIRST_STEP_NAMES = {  # how the answer names each comparison of FT from the firs
 
 
 def smoke_settings(path: str | Path) -> list[str]:
-    """The settings of a start experiment (Table 7-style) that the smoke profile trains: "never" and its first late
+    """The settings of a start experiment (Table 6-style) that the smoke profile trains: "never" and its first late
     start (two tiny runs, FT from epoch 1 of 2)."""
     exp = X.Experiment.load(path)
     return ["never", next(s for s in exp.settings if s not in ("never", "start 0"))]
@@ -567,7 +567,7 @@ def length_arms(records: list[dict], rows: list[dict]) -> tuple[list[int], dict[
     return [r["steps"] for r in lengths], arms, float(np.mean(random_init)) if random_init else math.nan
 
 
-NEGATIVE_TABLES = {"plain": ("experiments/table5_ft_v1.yaml", ["v1 baseline", "v1 +neg"]),
+NEGATIVE_TABLES = {"plain": ("experiments/table7_ft_v1.yaml", ["v1 baseline", "v1 +neg"]),
                    "renorm": ("experiments/supp_f_renorm.yaml", ["baseline", "renorm neg"]),
                    "harder": ("experiments/supp_g_negatives.yaml",
                               ["baseline", "neg extrapolation", "hard Beta(2,1)", "hard Beta(5,2)"])}
@@ -579,7 +579,7 @@ def negative_comparisons(profile: str, root: str | Path | None = None) -> tuple[
     :func:`harder_facts` read); ``root`` as in :func:`chapter_records`."""
     recs = {key: chapter_records(path, profile, names, root) for key, (path, names) in NEGATIVE_TABLES.items()}
     rows = negative_rows([
-        ("mixed negatives (Table 5 +neg)", recs["plain"], "v1 baseline", "v1 +neg"),
+        ("mixed negatives (Table 7 +neg)", recs["plain"], "v1 baseline", "v1 +neg"),
         ("mixed, re-normalised (Supp F)", recs["renorm"], "baseline", "renorm neg"),
         ("extrapolated negatives (Supp G)", recs["harder"], "baseline", "neg extrapolation"),
         ("hard negatives Beta(2,1) (Supp G)", recs["harder"], "baseline", "hard Beta(2,1)"),
@@ -629,7 +629,7 @@ def _row_side(direction: int):
 
 
 def switch_on_facts(starts: list[tuple[str, dict, dict]], level: float = 0.9) -> dict:
-    """Table 7's starts (``(setting, table row, switch_on_state)`` triples, :func:`switch_on_rows`): per start
+    """Table 6's starts (``(setting, table row, switch_on_state)`` triples, :func:`switch_on_rows`): per start
     (``start_<i>``: ``passed_<i>`` of ``n_<i>``, in order) how many seeds pass chapter 5's collapse level (Mean(neg) above
     ``level``) after FT switches on; the starts that cost linear readout (the row's verdict, 3 seeds: ``costly``)
     and those of them where some seed never passes the level (``partial``); over the costly starts, the seeds that
@@ -647,8 +647,8 @@ def switch_on_facts(starts: list[tuple[str, dict, dict]], level: float = 0.9) ->
 
 def random_queue_facts(cfg, row: dict) -> dict:
     """The supplement's account of an early FT start ("FT in the Early Training Stage": a queue still holding its
-    random initial vectors) against Table 7's runs: ``cfg`` is the config of the start tested (queue size, batch,
-    steps per epoch, ``ft.start_epoch``) and ``row`` its Table 7 row against training without FT. ``fill``: the
+    random initial vectors) against Table 6's runs: ``cfg`` is the config of the start tested (queue size, batch,
+    steps per epoch, ``ft.start_epoch``) and ``row`` its Table 6 row against training without FT. ``fill``: the
     steps until the queue holds real keys only; ``switch``: the steps before FT switches on."""
     fill = math.ceil(cfg.moco.queue_size / cfg.train.batch_size)
     switch = cfg.ft.start_epoch * (cfg.data.n_train // cfg.train.batch_size)
@@ -872,7 +872,7 @@ CHECKS = {
     "costs": _row_side(-1),
     "helps": _row_side(1),
     "cannot be told from zero": _row_side(0),
-    # Table 7's starts (switch_on_facts)
+    # Table 6's starts (switch_on_facts)
     "an early start costs": lambda f: None if f["costly_starts"] else "no start costs linear readout significantly",
     "the collapse level does not separate the starts that lose": (
         lambda f: None if f["partial_starts"] else "every seed of every costly start passes the collapse level"),

@@ -93,7 +93,7 @@ class Experiment:
         d = yaml.safe_load(p.read_text()) or {}
         missing = [k for k in ("table", "base", "settings") if k not in d]
         if missing:
-            raise ConfigError(f"experiment file {p} lacks {missing}; see experiments/table5_ft_v1.yaml for the layout.")
+            raise ConfigError(f"experiment file {p} lacks {missing}; see experiments/table7_ft_v1.yaml for the layout.")
         settings = d["settings"]
         if not isinstance(settings, dict) or not settings:
             raise ConfigError(f"experiment file {p}: `settings` must map at least one name to its overrides.")
@@ -182,7 +182,7 @@ def parse_claims(raw, compare: dict[str, str], path: Path) -> list[Claim]:
     :data:`~ftcl_core.study.results.claims.KINDS`; ``effect`` is the paper's ``arm - vs`` in points (default: read off
     ``paper``, else the file's ``paper:`` numbers); ``margin`` is an equivalence claim's ± points; ``paper`` the
     paper's two readouts ``[reference, arm]`` in % where the file's ``paper:`` lacks them (a diagnosis quoting
-    Table 5), from which the claim's size on the error scale is read."""
+    Table 7), from which the claim's size on the error scale is read."""
     if not raw:
         return []
     items = [{"arm": k, **(v if isinstance(v, dict) else {"direction": v})} for k, v in raw.items()] \
@@ -229,8 +229,8 @@ STORED = ROOT / "results" / "cpu"  # the committed runs of the cpu profile, the 
 def resolve(base: str, overrides: list[str] | dict, profile: str) -> RunConfig:
     """The full config of a setting under a profile (smoke shrinks everything for CI).
 
-    A setting's value may depend on the profile: ``{cpu: 8192, gpu: 131072}`` (Table 6's 2K) or
-    ``{cpu: 9, gpu: 30}`` (Table 7's start epoch, scaled to each profile's run length).  The smoke profile
+    A setting's value may depend on the profile: ``{cpu: 8192, gpu: 131072}`` (Table 5's 2K) or
+    ``{cpu: 9, gpu: 30}`` (Table 6's start epoch, scaled to each profile's run length).  The smoke profile
     takes its own entry, else the cpu one.
     """
     if isinstance(overrides, dict):
@@ -384,7 +384,7 @@ def _resume_files(run: RunDir) -> tuple[Path, ...]:
 def late_start_forks(jobs: list[tuple[RunConfig, Path]]) -> dict[Path, tuple[Path, int]]:
     """For each job that switches FT on at ``ft.start_epoch`` = s > 0, the job of the same list that is the same run
     with FT off (its baseline: every key but ``ft.*`` equal, the seed too) and s: ``{late arm's folder: (baseline's
-    folder, s)}``. Before s FT is inactive (Tab. 7's start epoch), so the two runs compute the same steps; the
+    folder, s)}``. Before s FT is inactive (Tab. 6's start epoch), so the two runs compute the same steps; the
     baseline keeps its state at s (:func:`keep_prefix`) and the late arm starts from it (:func:`fork_from_prefix`),
     saving s epochs of training. Only a baseline that comes first in the list can serve."""
     first: dict[tuple, Path] = {}
@@ -909,13 +909,14 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
     return rows
 
 
-DATA_SUFFIXES = {"fashion_mnist": "-fmnist"}  # a table's name on another data set: T7 -> T7-fmnist
+DATA_SUFFIXES = {"fashion_mnist": "-fmnist"}  # a table's name on another data set: T6 -> T6-fmnist
 
 
 def data_set_verdicts(rows: list[dict]) -> list[dict]:
     """Each claim tested on more than one data set (a table and its ``-fmnist`` twin, same setting), with the
-    verdict per data set and where the claim holds: on every data set, on some (named), on ``none`` (contradicted
-    on every data set), or ``open`` (no data set replicates it and not every one contradicts it, or one data
+    verdict per data set and where the claim holds (matches the paper or larger): on every data set, on some (named),
+    on ``none`` (opposite to the paper on every data set), or ``open`` (it holds on no data set and not every one reads
+    opposite, or one data
     set's runs are on the original recipe and another's on a calibrated one: ``recipes``, per data set).
     ``rows``: summary rows (:func:`write_summary`'s CSV)."""
     claims: dict[tuple[str, str], dict[str, dict]] = {}
@@ -931,7 +932,7 @@ def data_set_verdicts(rows: list[dict]) -> list[dict]:
         if len(per) < 2:
             continue
         decided = {d: r["verdict"] for d, r in per.items() if int(r["n_seeds"]) >= MIN_SEEDS}
-        holds = sorted(d for d, v in decided.items() if v in (verdicts.REPLICATED, verdicts.EQUIVALENT))
+        holds = sorted(d for d, v in decided.items() if v in (verdicts.MATCHES, verdicts.LARGER, verdicts.EQUIVALENT))
         recipes = {d: recipe_kind(r.get("base", "")) for d, r in per.items()}
         if len(set(recipes.values())) > 1:  # one data set still on the original recipe: not yet comparable
             where = "open (recipes differ)"  # "open", not "undecided": that verdict means fewer than 3 seeds
@@ -939,7 +940,7 @@ def data_set_verdicts(rows: list[dict]) -> list[dict]:
             where = "every data set"
         elif holds:
             where = ", ".join(holds)
-        elif len(decided) == len(per) and all(v in (verdicts.CONTRADICTED, verdicts.NOT_EQUIVALENT)
+        elif len(decided) == len(per) and all(v in (verdicts.OPPOSITE, verdicts.NOT_EQUIVALENT)
                                               for v in decided.values()):
             where = "none"
         else:  # no data set replicates it, and one has < 3 seeds or an interval that includes zero
@@ -969,8 +970,8 @@ def judge_cells(row: dict, diff_mean, diff_ci95, n_seeds) -> str:
 
 RECIPE_RECORD = ROOT / "results" / "cpu-2026-11" / "summary.csv"  # the tables on the profile's original recipes
 # Rows filed under another table since the dated record was written: (table now, a setting) -> its table there.
-# BYOL's rows are the supplement's IN-1K table (Supp E), not Table 5, where the record still has them (issue 50).
-REFILED = {("S-E", "byol baseline"): "T5", ("S-E", "byol +pos"): "T5"}
+# BYOL's rows are the supplement's IN-1K table (Supp E), not Table 7, where the record still has them (issue 50).
+REFILED = {("S-E", "byol baseline"): "T7", ("S-E", "byol +pos"): "T7"}
 
 
 def recorded_table(table: str, setting: str) -> str:
@@ -1003,13 +1004,13 @@ def recipe_sensitivity(before: list[dict], after: list[dict]) -> list[dict]:
     return out
 
 
-METHOD_TABLES = ("T5", "T5-fmnist", "S-E")  # the tables holding each method's baseline: Table 5 (each data set), Supp E
+METHOD_TABLES = ("T7", "T7-fmnist", "S-E")  # the tables holding each method's baseline: Table 7 (each data set), Supp E
 BASELINE_AIMS = {"gain": 25.0, "spread": 5.0}  # issue "fair baselines": >= random init + 25 points, 95 % CI <= 5
 
 
 def baseline_aims(rows: list[dict]) -> list[dict]:
     """The bar this book sets for each method's baseline, judged at the tables' budget (the ``<method> baseline``
-    rows of Table 5 and of Supp E's BYOL table, :data:`METHOD_TABLES`, in ``rows``, :func:`write_summary`'s CSV, on a
+    rows of Table 7 and of Supp E's BYOL table, :data:`METHOD_TABLES`, in ``rows``, :func:`write_summary`'s CSV, on a
     calibrated recipe): linear readout at least
     ``BASELINE_AIMS["gain"]`` points above the random-init encoder, and a run-to-run spread (95 % CI over seeds)
     of at most ``BASELINE_AIMS["spread"]`` points.  Calibration chose the recipes at a shorter, shared budget
@@ -1090,10 +1091,10 @@ def moco_order_facts(aims: list[dict], data: str = "shapes") -> dict:
 
 def ft_kind(exp: Experiment, setting: str, profile: str) -> str:
     """What a setting's resolved config (base, shared and own overrides) does to the pairs: ``none`` without FT,
-    ``late start`` for FT switched on after the first epoch (Table 7), else ``harder`` when it moves the query away
+    ``late start`` for FT switched on after the first epoch (Table 6), else ``harder`` when it moves the query away
     from its key or a negative towards the query (positive extrapolation, eq. 3; negative extrapolation, Supp G.1;
     hard negatives, Supp G.2), ``negatives mixed`` for negative interpolation alone (Sec 4.2, re-normalised or
-    not), ``other`` for the rest (e.g. Table 4's positive interpolation)."""
+    not), ``other`` for the rest (e.g. Table 3's positive interpolation)."""
     ft = resolve(base_for(exp, profile), exp.overrides(setting, 0), profile).ft
     if not (ft.pos or ft.neg or ft.hard):
         return "none"
@@ -1290,15 +1291,15 @@ def _swav_short_of_collapse(f: Mapping) -> str | None:
 
 
 METHOD_CHECKS = {  # chapter 10's reading (methods_facts)
-    "positive extrapolation reverses SimCLR": _words({k: verdicts.CONTRADICTED for k in (
+    "positive extrapolation reverses SimCLR": _words({k: verdicts.OPPOSITE for k in (
         "simclr_pos", "simclr_both", "simclr_both_dim")}),
-    "SimCLR's +neg alone is inconclusive": _words({"simclr_neg": verdicts.INCONCLUSIVE}),
+    "SimCLR's +neg alone is undecided": _words({"simclr_neg": verdicts.UNDECIDED}),
     "SimCLR with +pos ends as a constant encoder": _simclr_constant,
-    "without negatives nothing is decided": _words({"byol_pos": verdicts.INCONCLUSIVE,
-                                                    "simsiam_pos": verdicts.INCONCLUSIVE}),
+    "without negatives nothing is decided": _words({"byol_pos": verdicts.UNDECIDED,
+                                                    "simsiam_pos": verdicts.UNDECIDED}),
     "BYOL's and SimSiam's baselines miss the bar": lambda f: None if f["weak"] else (
         "BYOL's or SimSiam's baseline meets the bar (baseline_aims)"),
-    "SwAV's +pos is reversed short of a collapse": lambda f: _words({"swav_pos": verdicts.CONTRADICTED})(f) or
+    "SwAV's +pos is reversed short of a collapse": lambda f: _words({"swav_pos": verdicts.OPPOSITE})(f) or
     _swav_short_of_collapse(f),
 }
 
@@ -1318,9 +1319,9 @@ def claim_facts(rows: list[dict], table: str, setting: str) -> dict:
 
 
 def _beyond_the_paper(f: Mapping) -> str | None:
-    """Replicated, and the whole interval lies past the paper's effect: ours is larger, not just as large."""
-    if f["verdict_word"] != verdicts.REPLICATED:
-        return f"the verdict is {f['verdict_word']}, not replicated"
+    """The whole interval lies past the paper's effect, on its side: ours is larger, not just as large."""
+    if f["verdict_word"] != verdicts.LARGER:
+        return f"the verdict is {f['verdict_word']}, not {verdicts.LARGER}"
     far = abs(f["diff_value"]) - f["ci_value"] > abs(f["effect_value"]) and f["diff_value"] * f["effect_value"] > 0
     return None if far else f"{f['diff']} does not lie wholly past the paper's {f['effect']}"
 
@@ -1333,19 +1334,19 @@ def _in_every_seed(flag: str):
 
 CLAIM_CHECKS = {  # chapters 5 and 9: the reading of one claim (claim_facts)
     "tables share runs": lambda f: None if f["same"] and int(f["distinct"]) < int(f["rows"]) else (
-        f"T2 alpha_ex=2.0 and T5 v1 +pos are {'one' if f['same'] else 'not one'} comparison; "
+        f"T2 alpha_ex=2.0 and T7 v1 +pos are {'one' if f['same'] else 'not one'} comparison; "
         f"{f['distinct']} distinct of {f['rows']} claim rows"),
-    "replicated beyond the paper's size": _beyond_the_paper,
-    "inconclusive: the interval holds zero and the paper's effect": (
-        lambda f: None if f["verdict_word"] == verdicts.INCONCLUSIVE else f"the verdict is {f['verdict_word']}"),
+    "larger than the paper's size": _beyond_the_paper,
+    "undecided: the interval holds zero and the paper's effect": (
+        lambda f: None if f["verdict_word"] == verdicts.UNDECIDED else f"the verdict is {f['verdict_word']}"),
 }
 
 CHECKS = {
     # chapter 5's reading of Table 1 (momentum_facts), on the shapes and on Fashion-MNIST
     "every momentum has 3 seeds": _all_three_seeds,
-    "every learning momentum is replicated": _empty("learn_inconclusive", "learn_not"),
+    "every learning momentum learns as the paper says": _empty("learn_inconclusive", "learn_not"),
     "the collapse is not reproduced": _empty("collapse_replicated", "collapse_inconclusive"),
-    "the collapse is inconclusive": _empty("collapse_replicated", "collapse_not", "collapse_few_seeds"),
+    "the collapse is undecided": _empty("collapse_replicated", "collapse_not", "collapse_few_seeds"),
     "no learning momentum is below the collapse edge": _empty("edge_below"),
     "every learning momentum is above the collapse edge": _empty("edge_undecided", "edge_below"),
     "the step from collapse to learning is not seen": _step_not_seen,
@@ -1380,7 +1381,7 @@ def summary_rows(profile: str = "cpu", folder: str | os.PathLike | None = None) 
 
 
 def comparison_key(row: dict) -> tuple:
-    """What makes two rows one comparison: tables share runs (Table 5's v1 +pos is Table 2's alpha_ex=2.0, copied
+    """What makes two rows one comparison: tables share runs (Table 7's v1 +pos is Table 2's alpha_ex=2.0, copied
     by :func:`sweep`), and a copied run's readouts are the source's to the last digit, so two rows whose data,
     recipe, means, intervals, seeds and paired difference agree are the same comparison."""
     return tuple(csv_number(row.get(k, "")) for k in ("data", "base", "mean", "ci95", "n_seeds", "diff_mean", "diff_ci95"))
@@ -1496,7 +1497,7 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
 
 def tables_without_runs(profile: str = "cpu", folder: str | os.PathLike | None = None) -> list[str]:
     """The experiment files with no stored run on their current recipe (a table just switched to a calibrated recipe,
-    say), as ``"T5 (table5_byol, cpu_cal_byol)"``: :func:`write_summary` has no row for them, so a reader is told."""
+    say), as ``"T7 (supp_e_byol, cpu_cal_byol)"``: :func:`write_summary` has no row for them, so a reader is told."""
     folder = Path(folder) if folder else ROOT / "experiments"
     waiting = []
     for path in sorted(folder.glob("*.yaml")):
@@ -1511,7 +1512,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def distinct_claims(claims: list[dict]) -> list[dict]:
-    """``claims`` (summary rows that make a claim) with each comparison kept once: tables share runs (Table 5's
+    """``claims`` (summary rows that make a claim) with each comparison kept once: tables share runs (Table 7's
     v1 +pos is Table 2's alpha_ex=2.0, copied by :func:`sweep`), and a copied run's readouts are the source's to
     the last digit, so two rows whose data, recipe, means, intervals and seeds all agree are the same comparison."""
     seen: dict[tuple, dict] = {}
@@ -1521,7 +1522,7 @@ def distinct_claims(claims: list[dict]) -> list[dict]:
 
 
 def shared_run_facts(rows: list[dict], a: tuple[str, str] = ("T2", "alpha_ex=2.0"),
-                     b: tuple[str, str] = ("T5", "v1 +pos")) -> dict:
+                     b: tuple[str, str] = ("T7", "v1 +pos")) -> dict:
     """How many of ``rows`` (summary rows) make a claim (``rows``) and how many distinct comparisons they hold
     (``distinct``, :func:`distinct_claims`), and whether the rows ``a`` and ``b`` (table, setting) are one comparison
     (``same``: one set of runs listed under two tables)."""

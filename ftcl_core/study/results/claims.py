@@ -5,8 +5,8 @@ paper's ``arm - reference`` in points of top-1; ``None`` where the paper gives n
 
 - ``difference``: the paper's gain or loss of one arm over another (Tables 2-7, Supp E and G);
 - ``ordering``: one arm of a sweep above (or below) its neighbour, paired by seed (Table 1's rise to m = 0.99 and
-  fall at 0.999 and 1; Table 7's "the earlier FT starts, the more it helps"); judged as a difference;
-- ``equivalence``: the paper's "no real difference" within ``margin`` points (Table 6's union queue against the
+  fall at 0.999 and 1; Table 6's "the earlier FT starts, the more it helps"); judged as a difference;
+- ``equivalence``: the paper's "no real difference" within ``margin`` points (Table 5's union queue against the
   FT queue; Supp F's re-normalised FT against the same FT without it);
 - ``sanity``: a check the method must pass before any FT claim means anything (Table 1's "learns above a random
   encoder", "collapses below it"); reported, and counted apart from the FT claims.
@@ -14,23 +14,24 @@ paper's ``arm - reference`` in points of top-1; ``None`` where the paper gives n
 :func:`judge` turns a claim and its :class:`~ftcl_core.study.results.paired.Paired` interval [lo, hi] into a
 :class:`Verdict`. With the paper's effect d (signs taken on the paper's side, so d > 0):
 
-- ``replicated``: the interval excludes 0 on the paper's side and does not lie wholly below d;
-- ``smaller than the paper``: it excludes 0 on the paper's side and lies wholly below d;
-- ``contradicted``: it excludes 0 on the other side;
-- ``no effect of the paper's size``: it contains 0 and excludes d;
-- ``inconclusive``: it contains both 0 and d;
+- ``matches the paper``: the interval holds d and excludes 0;
+- ``larger than the paper``: it lies wholly beyond d (every value the data allow is larger than the paper's);
+- ``smaller than the paper``: it lies wholly between 0 and d;
+- ``no effect of the paper's size``: it holds 0 and excludes d;
+- ``opposite to the paper``: it lies wholly on the other side of 0;
+- ``undecided``: it holds both 0 and d, or rests on fewer than :data:`MIN_SEEDS` seeds, however narrow;
 - equivalence: ``equivalent`` (the interval lies within ±margin), ``not equivalent`` (wholly outside it),
-  else ``inconclusive``;
-- below :data:`MIN_SEEDS` seeds: ``undecided``, however narrow the interval.
+  else ``undecided``.
 
-Intervals are closed: an end that touches 0 or d contains it. A claim without a stated size is judged on its
-sign alone (``replicated`` / ``contradicted`` / ``inconclusive``). :func:`benjamini_hochberg` adjusts the
+The words say how big, so an effect 4x the paper's never reads as one that matches it. Intervals are closed: an
+end that touches 0 or d holds it. A claim without a stated size is judged on its sign alone (``matches the
+paper`` on its side of 0, ``opposite to the paper`` on the other, else ``undecided``). :func:`benjamini_hochberg` adjusts the
 p-values of a family of claims, and :func:`after_bh` says what a verdict reads at the adjusted level.
 
 **Two scales.** A difference or ordering claim whose paper gives both numbers (:attr:`Claim.paper`) is judged
 twice by the same rule: on points (above) and on the error scale, the paired log error ratio
 ``log(e_arm / e_ref)`` per seed (``e = 100 - top-1``; :meth:`~ftcl_core.study.results.paired.Paired.log_error_ratios`)
-against the paper's own ``log`` of its two numbers' error ratio (Table 5, MoCo v1 +both: 23.13 / 28.90, i.e.
+against the paper's own ``log`` of its two numbers' error ratio (Table 7, MoCo v1 +both: 23.13 / 28.90, i.e.
 20 % fewer errors). Points decide, as the paper states its effects in points, except where the ceiling forbids
 the paper's point effect (:func:`ceiling_binds`): then a verdict on points could only read "smaller than the paper"
 or "no effect of the paper's size" whatever FT did, and the error scale decides (:attr:`Verdict.scale`). The rule
@@ -52,21 +53,23 @@ ALPHA = 0.05  # the level of the 95 % intervals, and of the Benjamini-Hochberg f
 
 KINDS = ("difference", "ordering", "equivalence", "sanity")
 
-REPLICATED = "replicated"
+# the six words of a difference (issue 63, item 2): how big the effect is against the paper's
+MATCHES = "matches the paper"
+LARGER = "larger than the paper"
 SMALLER = "smaller than the paper"
-CONTRADICTED = "contradicted"
 NO_EFFECT = "no effect of the paper's size"
-INCONCLUSIVE = "inconclusive"
+OPPOSITE = "opposite to the paper"
+UNDECIDED = "undecided"
 EQUIVALENT = "equivalent"
 NOT_EQUIVALENT = "not equivalent"
-UNDECIDED = "undecided"
 BASELINE = "baseline"  # a row that claims nothing (a reference arm)
 NOT_RUN = "not run"  # a comparison with no paired seed stored: never trained, not undecided
 POINTS, ERRORS = "points", "errors"  # the two scales a difference is judged on (Verdict.scale)
 
-DIFFERENCE_WORDS = (REPLICATED, SMALLER, CONTRADICTED, NO_EFFECT, INCONCLUSIVE)
-EQUIVALENCE_WORDS = (EQUIVALENT, NOT_EQUIVALENT, INCONCLUSIVE)
-TALLY_WORDS = (REPLICATED, SMALLER, CONTRADICTED, NO_EFFECT, INCONCLUSIVE, EQUIVALENT, NOT_EQUIVALENT, UNDECIDED)
+DIFFERENCE_WORDS = (MATCHES, LARGER, SMALLER, NO_EFFECT, OPPOSITE, UNDECIDED)
+EQUIVALENCE_WORDS = (EQUIVALENT, NOT_EQUIVALENT, UNDECIDED)
+TALLY_WORDS = (MATCHES, LARGER, SMALLER, NO_EFFECT, OPPOSITE, EQUIVALENT, NOT_EQUIVALENT, UNDECIDED)
+SEEN = (MATCHES, LARGER, SMALLER)  # the words that see the paper's direction, 0 excluded
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ class Claim:
     @property
     def paper_log_error_ratio(self) -> float:
         """The paper's effect on the error scale: ``log((100 - arm) / (100 - reference))`` of its two readouts
-        (< 0: the arm gets fewer test images wrong; Table 5, MoCo v1 +both: log(23.13 / 28.90) = -0.223); NaN
+        (< 0: the arm gets fewer test images wrong; Table 7, MoCo v1 +both: log(23.13 / 28.90) = -0.223); NaN
         where the paper does not give both."""
         if self.paper is None:
             return math.nan
@@ -212,16 +215,16 @@ def verdict_word(claim: Claim, lo: float, hi: float, n: int) -> str:
         m = claim.margin
         if -m <= lo and hi <= m:
             return EQUIVALENT
-        return NOT_EQUIVALENT if lo > m or hi < -m else INCONCLUSIVE
+        return NOT_EQUIVALENT if lo > m or hi < -m else UNDECIDED
     lo, hi = sorted((claim.sign * lo, claim.sign * hi))  # on the paper's side: a gain the paper reports is > 0
     if claim.effect is None:
-        return REPLICATED if lo > 0 else CONTRADICTED if hi < 0 else INCONCLUSIVE
+        return MATCHES if lo > 0 else OPPOSITE if hi < 0 else UNDECIDED
     d = abs(claim.effect)
-    if lo > 0:
-        return SMALLER if hi < d else REPLICATED
     if hi < 0:
-        return CONTRADICTED
-    return NO_EFFECT if hi < d else INCONCLUSIVE
+        return OPPOSITE
+    if lo > 0:
+        return SMALLER if hi < d else LARGER if lo > d else MATCHES
+    return NO_EFFECT if hi < d else UNDECIDED
 
 
 def labelled(word: str, scale: str = POINTS) -> str:
@@ -231,14 +234,14 @@ def labelled(word: str, scale: str = POINTS) -> str:
 
 
 def side(word: str) -> int:
-    """+1 for a verdict that sees the paper's direction (replicated, smaller than the paper), -1 for contradicted,
-    0 for the rest."""
-    return 1 if word in (REPLICATED, SMALLER) else -1 if word == CONTRADICTED else 0
+    """+1 for a verdict that sees the paper's direction (:data:`SEEN`: matches, larger, smaller), -1 for
+    opposite, 0 for the rest."""
+    return 1 if word in SEEN else -1 if word == OPPOSITE else 0
 
 
 def decided(word: str) -> bool:
-    """Whether a verdict decides the claim one way or the other (not undecided, inconclusive or a baseline)."""
-    return word not in (UNDECIDED, INCONCLUSIVE, BASELINE, "")
+    """Whether a verdict decides the claim one way or the other (not undecided, not run or a baseline)."""
+    return word not in (UNDECIDED, BASELINE, NOT_RUN, "")
 
 
 def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
@@ -254,17 +257,17 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
 
 
 def after_bh(verdict: Verdict, q: float, alpha: float = ALPHA) -> str:
-    """The verdict read at the Benjamini-Hochberg level: a verdict that rests on excluding 0 (replicated, smaller,
-    contradicted) or on lying within the margin (equivalent) and whose ``q`` is not below ``alpha`` no longer
+    """The verdict read at the Benjamini-Hochberg level: a verdict that rests on excluding 0 (matches, larger,
+    smaller, opposite) or on lying within the margin (equivalent) and whose ``q`` is not below ``alpha`` no longer
     excludes it; it reads ``no effect of the paper's size`` where the interval (on the scale that decided) still
-    lies wholly below the paper's effect, else ``inconclusive``. Other verdicts, and NaN ``q``, are unchanged."""
+    lies wholly below the paper's effect, else ``undecided``. Other verdicts, and NaN ``q``, are unchanged."""
     word = verdict.word
     if math.isnan(q) or q < alpha:
         return word
     if word == EQUIVALENT:
-        return INCONCLUSIVE
-    if word in (REPLICATED, SMALLER, CONTRADICTED):
+        return UNDECIDED
+    if word in (*SEEN, OPPOSITE):
         c, p = verdict.deciding
         hi = max(c.sign * p.lo, c.sign * p.hi)
-        return NO_EFFECT if c.effect is not None and hi < abs(c.effect) else INCONCLUSIVE
+        return NO_EFFECT if c.effect is not None and hi < abs(c.effect) else UNDECIDED
     return word
