@@ -78,7 +78,8 @@ def phase_inputs(n_rows: int = 7, n_cols: int = 5):
     diff = RNG.normal(-5, 12, size=(n_rows, n_cols))
     diff[0, 0], diff[1, 1], diff[-1, -1] = -42.4, 0.6, np.nan
     ci = np.abs(RNG.normal(2, 1, size=diff.shape))
-    words = ["contradicted", "no effect of the paper's size", "2 seed(s): undecided", "inconclusive", "replicated"]
+    words = ["opposite to the paper", "no effect of the paper's size", "2 seed(s): undecided", "undecided",
+             "larger than the paper"]
     verdicts = [[words[(i + j) % len(words)] for j in range(n_cols)] for i in range(n_rows)]
     return rows[:n_rows], cols, diff, ci, verdicts
 
@@ -159,8 +160,8 @@ BOOK_FIGURES: dict[str, Callable[[], object]] = {
     "verdict_forests, a few tables a figure (ch 9)": lambda: P.verdict_forests(fake_forest_rows()),
     "difference_grid, 2 x 2 (ch 7)": lambda: P.difference_grid(
         ["MoCo v1", "MoCo v2"], ["original recipe", "calibrated recipe"], np.array([[-30.2, -3.1], [0.4, np.nan]]),
-        np.array([[3.0, 1.2], [0.8, np.nan]]), [["contradicted", "no effect of the paper's size"],
-                                                 ["inconclusive", ""]],
+        np.array([[3.0, 1.2], [0.8, np.nan]]), [["opposite to the paper", "no effect of the paper's size"],
+                                                 ["undecided", ""]],
         title="FT (+pos +neg) minus its baseline, by method and recipe"),
     "difference_grid, phase diagram 7 x 5 (ch 7)": lambda: P.difference_grid(
         *phase_inputs(), title="MoCo v1: FT minus the same run without FT (linear top-1, points)"),
@@ -296,9 +297,9 @@ def test_a_table_shows_its_verdict_second_and_a_note_row_across_the_table():
     from ftcl_core.pages.plotting import html_table
 
     html = html_table(["setting", "ours", "seeds", "verdict"],
-                      [["+pos", "33.8 ± 2.6", "3", "contradicted"], ["+neg", "skipped: no GPU", "", ""]]).data
+                      [["+pos", "33.8 ± 2.6", "3", "opposite to the paper"], ["+neg", "skipped: no GPU", "", ""]]).data
     assert "<th>setting</th><th>verdict</th><th>ours</th><th>seeds</th>" in html  # only the display: CSVs keep theirs
-    assert "<td>+pos</td><td>contradicted</td><td>33.8\u00a0±\u00a02.6</td>" in html  # a number never splits at ±
+    assert "<td>+pos</td><td>opposite to the paper</td><td>33.8\u00a0±\u00a02.6</td>" in html  # a number never splits at ±
     assert '<td>+neg</td><td colspan="3">skipped: no GPU</td>' in html  # not one narrow column a screen tall
 
 
@@ -354,4 +355,4 @@ def test_each_verdict_is_told_apart_by_marker_and_fill_as_well_as_colour():
     fig = P.verdict_forest(fake_forest_rows(), table="T7")
     legend = fig.legends[0] if fig.legends else fig.axes[0].get_legend()
     shown = {h.get_label(): (h.get_marker(), h.get_markerfacecolor()) for h in legend.legend_handles}
-    assert shown["replicated"][0] == shown["smaller than the paper"][0] and shown["smaller than the paper"][1] == "white"
+    assert shown["matches the paper"][0] == shown["smaller than the paper"][0] and shown["smaller than the paper"][1] == "white"
