@@ -56,8 +56,27 @@ def train_banner(config: str, overrides: list[str], out: str | os.PathLike, ever
             f"Interrupted (Ctrl-C), the same command resumes from the last checkpoint: {again}")
 
 
-if __name__ == "__main__":
-    _announce(sys.argv[1:])
-    from ftcl_core.study.cli import main as cli_main
+STARTUP_INTERRUPTED = ("interrupted (SIGINT) while the command started, before it wrote anything; run the same "
+                       "command again.")
 
-    sys.exit(cli_main())
+
+def run(argv: list[str]) -> int:
+    """The program: ``train``'s first line, then the command line (:func:`ftcl_core.study.cli.main`, which turns
+    every interrupt inside it into its one line).  Ctrl-C before that, while the imports load torch (seconds), is
+    one line too, and status 130."""
+    try:
+        _announce(argv)
+        from ftcl_core.study.cli import main as cli_main
+    except KeyboardInterrupt:
+        print(STARTUP_INTERRUPTED, file=sys.stderr)
+        return 130
+    return cli_main(argv)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(run(sys.argv[1:]))
+    except KeyboardInterrupt:  # between the command line's handlers: still one line
+        print(STARTUP_INTERRUPTED.replace("while the command started, before it wrote anything", "outside a run's "
+                                          "training steps; nothing was lost"), file=sys.stderr)
+        sys.exit(130)

@@ -6,17 +6,23 @@ metrics are cut back to the checkpoint's step; resuming after a ``kill -9`` repr
 exactly on CPU, because every random draw comes from one ``torch.Generator`` whose state is checkpointed.  A run
 whose FT draws on the device (``train.ft_draws``, :class:`~ftcl_core.transforms.DeviceDraws`) checkpoints that
 generator's state too (``rng.ft_gen``), so it resumes exactly as well; a checkpoint without it drew on the host.
+
+Each checkpoint is sealed (:func:`ftcl_core.runs.seal_bytes`) with the run's config, the code's commit and its epoch,
+under a sha256 checksum: a damaged one is refused on load, and the folder stays bound to its config without its
+``config.yaml``.  One written before seals existed loads and resumes as before.
 """
 
 from __future__ import annotations
 
+import io
 import sys
 
 import numpy as np
 import torch
 
 from ftcl_core import distributed as D
-from ftcl_core.runs import RunDir, one_line, write_npz, write_torch
+from ftcl_core.config import RunConfig
+from ftcl_core.runs import CODE_COMMIT, RunDir, one_line, read_seal, verified_bytes, write_npz, write_torch
 from ftcl_core.stats import REPRESENTATION_COLUMNS, SCORE_COLUMNS, StepRecorder
 from ftcl_core.transforms import DeviceDraws
 
@@ -80,8 +86,10 @@ class TrainingLog:
 
 
 def save(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, gen: torch.Generator, epoch: int,
-         train_s: float, log: TrainingLog, device_draws: DeviceDraws | None = None) -> None:
-    """The log first, the checkpoint last: on resume, the log is cut back to the checkpoint's step.
+         train_s: float, log: TrainingLog, device_draws: DeviceDraws | None = None, cfg: RunConfig | None = None
+         ) -> None:
+    """The log first, the checkpoint last: on resume, the log is cut back to the checkpoint's step.  The checkpoint
+    is sealed with ``epoch``, the code's commit and ``cfg`` (the run's config, where given).
 
     ``rng`` holds the host generator's state and torch's global one; with ``device_draws`` also FT's device
     generator's, as ``ft_gen: {device: its type, state: its get_state()}`` (a host-drawn run's checkpoint has no
@@ -95,7 +103,7 @@ def save(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, 
         "model": model.state_dict(), "optimizer": optimizer.state_dict(),
         "rng": rng,
         "world_size": D.world_size(),
-    })
+    }, seal={"epoch": epoch, **CODE_COMMIT, **({"config": cfg.to_dict()} if cfg is not None else {})})
 
 
 def resume(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, gen: torch.Generator,
@@ -111,6 +119,9 @@ def resume(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer
     if not run.checkpoint.is_file():
         return 0, 0.0, device_draws
     state = load(run, model, optimizer, device)
+    if (by := (read_seal(run.checkpoint) or {}).get("commit")) and CODE_COMMIT["commit"] not in (by, None):
+        print(f"ftcl_core: {run.checkpoint} was written by commit {by[:12]}; the run resumes with this code's "
+              f"({CODE_COMMIT['commit'][:12]}).", file=sys.stderr)
     if state.get("world_size", 1) != D.world_size():
         raise IncompatibleCheckpoint(
             f"{run.checkpoint} was written by {state.get('world_size', 1)} process(es), this run has "
@@ -151,9 +162,11 @@ def resume_draws(run: RunDir, stored: dict | None, wanted: DeviceDraws | None, d
 
 
 def load(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: str) -> dict:
-    """The checkpoint of ``run`` loaded into ``model`` and ``optimizer``; the whole stored state."""
+    """The checkpoint of ``run`` loaded into ``model`` and ``optimizer``; the whole stored state (a sealed one's
+    checksum verified first, :func:`ftcl_core.runs.verified_bytes`)."""
+    data = verified_bytes(run.checkpoint)
     try:
-        state = torch.load(run.checkpoint, map_location=device, weights_only=True)
+        state = torch.load(io.BytesIO(data), map_location=device, weights_only=True)
         if not isinstance(state, dict):
             raise TypeError(f"it holds a {type(state).__name__}, not a checkpoint's mapping")
     except Exception as err:  # unpickling errors come in many types, and their messages in many lines

@@ -498,6 +498,7 @@ class EvalConfig(Section):
                 raise ConfigError(f"eval.{key}={getattr(self, key)} must be > 0 (default {getattr(EvalConfig, key)}).")
 
 
+MAX_SEED = 2**32 - 1  # the largest seed numpy's generators take (torch's: 2**64 - 1)
 # The sections of a run config, by YAML key; the method sections are stored only for their method.
 SECTIONS: dict[str, type[Section]] = {
     "data": DataConfig, "augment": AugmentationConfig, "model": ModelConfig, "moco": MoCoConfig,
@@ -537,6 +538,8 @@ class RunConfig(Section):
 
     def check(self) -> None:
         """The checks that need two sections, all before anything is written to a run folder."""
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError(f"seed={self.seed} must be an integer in [0, {MAX_SEED}] (2**32 - 1), e.g. seed=0.")
         ft, method = self.ft, self.method
         if self.train.split_bn != "auto" and (self.model.bn_splits <= 1 or self.train.channels_last is False):
             raise ConfigError(f"train.split_bn={self.train.split_bn} chooses how split batch-norm's channels-last "
@@ -727,6 +730,33 @@ def parse_overrides(items: list[str]) -> dict:
     return out
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201  (PyYAML's signature)
+        keys = [k for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+        if twice := next((k for i, k in enumerate(keys) if k.value in [j.value for j in keys[:i]]), None):
+            raise ConfigError(f"gives the key {twice.value!r} twice (again on line {twice.start_mark.line + 1}): YAML "
+                              "would keep the second silently; merge them into one")
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml_mapping(path: str | os.PathLike, what: str, example: str) -> dict:
+    """The YAML mapping in the file ``path`` (``what``: a config file, an experiment file; ``example``: one to
+    compare it with); empty, not text, not YAML, not a mapping or a key given twice is a :class:`ConfigError`."""
+    try:
+        loaded = yaml.load(Path(path).read_bytes().decode(), Loader=_UniqueKeys)  # noqa: S506  (a safe loader)
+        problem = "is empty" if loaded is None else "" if isinstance(loaded, dict) else \
+            f"holds a YAML {type(loaded).__name__} ({' '.join(str(loaded).split())[:60]}), not a mapping"
+    except ConfigError as err:
+        problem = str(err)
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        problem = f"is not a YAML mapping ({' '.join(str(err).split())[:160]})"
+    if problem:
+        raise ConfigError(f"{what} {path} {problem}; compare it with {example}.")
+    return loaded
+
+
 def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> RunConfig:
     """The defaults, updated by the YAML file at ``path`` (may be None), updated by ``key=value`` overrides;
     checked once, here."""
@@ -737,12 +767,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
             raise ConfigError(
                 f"config file {p} not found; the default CPU runs are configs/cpu_moco_v2.yaml and configs/cpu_moco_v1.yaml."
             )
-        try:
-            raw = _migrate(yaml.safe_load(p.read_text()) or {})
-        except (yaml.YAMLError, UnicodeDecodeError) as err:
-            first = " ".join(str(err).split())[:160]
-            raise ConfigError(f"config file {p} is not a YAML mapping of config sections ({first}); "
-                              "compare it with configs/cpu_moco_v2.yaml.") from err
+        raw = _migrate(load_yaml_mapping(p, "config file", "configs/cpu_moco_v2.yaml"))
     raw = merge(raw, parse_overrides(overrides or []))
     return RunConfig.from_dict(raw)
 
@@ -758,6 +783,16 @@ def config_diff(a: RunConfig | dict, b: RunConfig | dict) -> list[str]:
     ones; the :data:`EXECUTION_KEYS` are not compared)."""
     fa, fb = _flatten(as_config(a).to_dict()), _flatten(as_config(b).to_dict())
     return sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k) and k not in EXECUTION_KEYS)
+
+
+def config_mismatch(stored: RunConfig | dict, asked: RunConfig | dict, limit: int = 3) -> str:
+    """The keys of :func:`config_diff` with both values, as an error message quotes them:
+    ``optim.lr=0.06 (the run's) against optim.lr=0.01 (this command's)``, at most ``limit`` of them; "" when none."""
+    fa, fb = _flatten(as_config(stored).to_dict()), _flatten(as_config(asked).to_dict())
+    keys = config_diff(stored, asked)
+    shown = [f"{k}={_yaml(_plain(fa.get(k)))} (the run's) against {k}={_yaml(_plain(fb.get(k)))} (this command's)"
+             for k in keys[:limit]]
+    return "; ".join(shown) + (f"; and {len(keys) - limit} more key(s)" if len(keys) > limit else "")
 
 
 # Every key with its default, as a nested dict (all method sections): the reference of what a config may say.

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -38,7 +39,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ftcl_core.config import DEFAULTS, ConfigError, RunConfig
+from ftcl_core.config import DEFAULTS, ConfigError, RunConfig, as_config, config_mismatch, merge
 
 
 class RunFileError(ValueError):
@@ -107,12 +108,71 @@ def write_npz(path: str | os.PathLike, arrays: dict) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
-def write_torch(path: str | os.PathLike, obj: Any) -> None:
+def write_torch(path: str | os.PathLike, obj: Any, seal: dict | None = None) -> None:
+    """``obj`` saved by ``torch.save``, written atomically (sealed with the fields ``seal``, :func:`seal_bytes`)."""
     import torch
 
     buf = io.BytesIO()
     torch.save(obj, buf)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue() if seal is None else seal_bytes(buf.getvalue(), seal))
+
+
+# A sealed checkpoint: torch.save's zip archive whose archive comment (which torch, as every zip reader, skips) holds
+# JSON fields (the run's config, the code's commit, the epoch) and the sha256 of the archive and those fields.
+_EOCD = b"PK\x05\x06"  # the zip archive's last record; its last two bytes are the comment's length
+
+
+def _digest(archive: bytes, fields: dict) -> str:
+    return hashlib.sha256(archive + json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+def seal_bytes(archive: bytes, fields: dict) -> bytes:
+    """``archive`` (``torch.save``'s bytes, no comment) sealed: ``fields`` and their checksum as its comment."""
+    comment = json.dumps({**fields, "sha256": _digest(archive, fields)}, sort_keys=True).encode()
+    assert archive[-22:-18] == _EOCD and archive[-2:] == b"\0\0" and len(comment) <= 0xFFFF, "not torch.save's bytes"
+    return archive[:-2] + len(comment).to_bytes(2, "little") + comment
+
+
+def _unseal(path: Path, data: bytes) -> tuple[bytes, dict | None]:
+    """The archive and the seal in a checkpoint's (last) bytes; no seal (None) for a checkpoint written before seals
+    existed or one that is not a whole archive (its loader says so); a garbled seal is a :class:`RunFileError`."""
+    at = data.rfind(_EOCD)
+    if at < 0 or int.from_bytes(data[at + 20:at + 22], "little") != len(data) - at - 22 or len(data) == at + 22:
+        return data, None
+    try:
+        seal = json.loads(data[at + 22:])
+    except ValueError:
+        seal = None
+    if not isinstance(seal, dict) or "sha256" not in seal:
+        raise RunFileError(_damaged_checkpoint(path, "its seal, the record of its config and checksum, is garbled"))
+    return data[:at + 20] + b"\0\0", seal
+
+
+def _damaged_checkpoint(path: Path, what: str) -> str:
+    return (f"{path} is damaged ({what}). Delete it and run the same command again: the run trains anew from its "
+            "first step (its log so far is replaced); or use another --out.")
+
+
+def read_seal(path: str | os.PathLike) -> dict | None:
+    """The fields a checkpoint was sealed with (``config``, ``commit``, ``epoch``), read from its last bytes, the
+    checksum not verified; None without a file or a seal."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - 0xFFFF - 22))
+            seal = _unseal(Path(path), fh.read())[1]
+    except FileNotFoundError:
+        return None
+    return None if seal is None else {k: v for k, v in seal.items() if k != "sha256"}
+
+
+def verified_bytes(path: str | os.PathLike) -> bytes:
+    """The checkpoint's bytes, a sealed one's checksum verified (a :class:`RunFileError` naming the file where its
+    bytes do not match); an unsealed one is returned as it is."""
+    data = Path(path).read_bytes()
+    archive, seal = _unseal(Path(path), data)
+    if seal is not None and _digest(archive, {k: v for k, v in seal.items() if k != "sha256"}) != seal["sha256"]:
+        raise RunFileError(_damaged_checkpoint(Path(path), "its bytes do not match the sha256 checksum written with it"))
+    return data
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -215,8 +275,8 @@ class RunDir:
         if not self.config.is_file():
             raise RunFileError(
                 f"{self.config} is missing: the folder {self.path} holds no config. Run {_rerun(self.path)} again: "
-                "it writes the file from that command's config and keeps the run's other files; if you do not know "
-                "that command, move the folder away."
+                "it restores the file (from the run's checkpoint, where it is sealed) and keeps the run's other "
+                "files; if you do not know that command, move the folder away."
             )
         cfg, what = _parse_yaml(self.config.read_bytes())
         if what:
@@ -237,14 +297,18 @@ class RunDir:
         )
 
     def restore_config(self, cfg: RunConfig) -> None:
-        """Write ``cfg`` as the config of a complete run whose ``config.yaml`` is missing.
-
-        The recovery :meth:`load_config` gives for a damaged config is to delete it and run the command that made
-        the run again; that command's config is ``cfg``.  An unfinished run writes its config as it resumes, but a
-        complete one is only loaded, so without this it would stay without a config (and every reader of the
-        stored runs would stop at it)."""
-        if self.is_complete() and not self.config.is_file():
-            write_yaml(self.config, cfg.to_dict())
+        """Give a complete run whose ``config.yaml`` is missing (:meth:`load_config`'s recovery: delete a damaged one
+        and run the command that made the run, whose config is ``cfg``) its own config back: the one its checkpoint
+        was sealed with, or, without a seal (a run stored before seals, or copied), ``cfg`` where the seed of its
+        ``provenance.json`` agrees.  Another config is a :class:`RunFileError` naming both values."""
+        if not self.is_complete() or self.config.is_file():
+            return
+        stored = (read_seal(self.checkpoint) or {}).get("config") or merge(cfg.to_dict(), {
+            "seed": self.load_provenance().get("seed", cfg.seed)})
+        if diff := config_mismatch(stored, cfg):
+            raise RunFileError(f"{self.config} is missing, and the run in {self.path} has another config than this "
+                               f"command's: {diff}. Run the command with the run's values, or use another --out.")
+        write_yaml(self.config, as_config(stored).to_dict())
 
     def load_eval(self) -> dict:
         """The run's readouts (``eval.json``); a damaged file is a :class:`RunFileError` that says how to
@@ -340,7 +404,11 @@ def run_lock(path: Path):
     The holder writes its pid into the lock file; a process that has to wait says which pid it waits for,
     so a build that seems to hang names the process that holds the run.
     """
-    with open(path / ".lock", "a+", errors="replace") as fh:  # damaged bytes only garble the pid shown
+    try:
+        fh = open(path / ".lock", "a+", errors="replace")  # damaged bytes only garble the pid shown
+    except OSError as err:
+        raise RunFileError(f"cannot write {path / '.lock'} ({err.strerror}): name a run folder you can write.") from err
+    with fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -18,6 +18,7 @@ import dataclasses
 import math
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from ftcl_core import augment as A
 from ftcl_core import checkpoints
 from ftcl_core import distributed as D
 from ftcl_core.checkpoints import IncompatibleCheckpoint, TrainingLog
-from ftcl_core.config import ConfigError, RunConfig, as_config, config_diff
+from ftcl_core.config import ConfigError, RunConfig, as_config, config_mismatch
 from ftcl_core.data import ImageSet, load_data_rank0_first
 from ftcl_core.evaluation import evaluate_backbone, raw_pixel_readout
 from ftcl_core.execution import (
@@ -43,7 +44,7 @@ from ftcl_core.execution import (
     resolve_device,
 )
 from ftcl_core.methods import Method, Scores, StepContext, build_model
-from ftcl_core.runs import RunDir, provenance, run_lock, write_json, write_yaml
+from ftcl_core.runs import RunDir, provenance, read_seal, run_lock, write_json, write_yaml
 from ftcl_core.stats import (
     layer_grad_norms,
     layer_names,
@@ -258,17 +259,59 @@ def _autocast(device: torch.device, amp: str | None):
 
 
 def _check_compatible(run: RunDir, cfg: RunConfig) -> None:
-    if run.config.is_file():
-        diff = config_diff(run.load_config(), cfg)
-        if diff:
-            raise IncompatibleCheckpoint(
-                f"run folder {run.path} holds a run with another config (differs in {diff}). "
-                "Use another --out, or delete the folder to start over."
-            )
+    """Refuse ``cfg`` where the run folder holds another run: against the config its checkpoint was sealed with (read
+    whether or not ``config.yaml`` is there) and its ``config.yaml``, the execution keys aside; each differing key is
+    named with both values.  A late-start fork (a checkpoint of a run without FT, at or before ``ft.start_epoch``,
+    :func:`ftcl_core.study.experiments.fork_from_prefix`) computed the same steps, so it continues."""
+    seal = read_seal(run.checkpoint) or {}
+    stored = seal.get("config")
+    if stored and not as_config(stored).ft.any and seal["epoch"] <= cfg.ft.start_epoch:
+        stored = {**stored, "ft": cfg.to_dict()["ft"]}
+    for source, theirs in (("checkpoint.pt", stored), ("config.yaml", run.config.is_file() and run.load_config())):
+        if theirs and (diff := config_mismatch(theirs, cfg)):
+            raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of another config (its {source}): {diff}. "
+                                         "Run the command with the run's values, or use another --out.")
+
+
+def check_data(cfg: RunConfig, train_set: ImageSet, test_set: ImageSet) -> None:
+    """What the config checks cannot know, from the loaded sets: as many images as ``data.n_train`` and the held-out
+    count ask (the shapes and Fashion-MNIST take that many), every label within the classes, the batch against the
+    set and the number of processes (the study's MoCo variants refuse several processes themselves)."""
+    d, n, bs, splits, world = cfg.data, len(train_set), cfg.train.batch_size, cfg.model.bn_splits, D.world_size()
+    where = f"data.root={d.root}" if d.root else f"data.name={d.name}"
+    held = ("data.n_val", d.n_val) if d.eval_split == "val" else ("data.n_test", d.n_test)
+    for key, want, got in (("data.n_train", d.n_train, n), (*held, len(test_set))):
+        if d.name in ("shapes", "fashion_mnist") and got < want:
+            raise ConfigError(f"{where} holds {got} images for {key}={want}: lower {key} to {got}, or point "
+                              "data.root at the whole set.")
+    for images in (train_set, test_set):
+        if (bad := images.labels[(images.labels < 0) | (images.labels >= len(images.classes))]).numel():
+            raise ConfigError(f"{where}: a label {int(bad[0])} lies outside its {len(images.classes)} classes (0 to "
+                              f"{len(images.classes) - 1}): the labels file is damaged or another set's. Replace it.")
+    if n < bs:
+        raise ConfigError(f"the training set holds {n} images, fewer than train.batch_size={bs}.")
+    if bs % (splits * world):
+        raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={splits} x {world} "
+                          "processes; each process takes batch_size / processes images, split into bn_splits groups.")
+
+
+def _remove_stale(run: RunDir) -> None:
+    """Remove, and say so, the temporary files of writes a crash interrupted (``.<name>.<random>.tmp``, never read);
+    with the folder's lock held, so no other process is writing one."""
+    if stale := sorted(run.path.glob(".*.tmp")):
+        for f in stale:
+            f.unlink(missing_ok=True)
+        print(f"ftcl_core: removed {len(stale)} temporary file(s) an interrupted write left in {run.path} "
+              f"({', '.join(f.name for f in stale[:3])}).", file=sys.stderr, flush=True)
 
 
 def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, max_steps: int | None = None) -> dict:
     """Train (or resume, or just load) the run of ``cfg`` in folder ``out``; returns its eval dict.
+
+    Every check that can fail runs before the run folder is created or written (the config against the run the
+    folder holds, the device, the data: :func:`check_data`), so a refused call leaves nothing behind and the
+    corrected one runs in the same folder; the command line checks what a user types first
+    (:mod:`ftcl_core.study.preflight`: the output path, the device, the sizes against the machine's memory).
 
     A second process asking for the same folder (a sweep and a book build, say) waits on the folder's
     lock and then loads the finished run instead of training it twice.  ``max_steps`` stops after that
@@ -297,15 +340,21 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
         return run.load_eval()
     device = D.init_from_env(resolve_device(cfg))
     exact_float32(cfg, device)
+    data = load_data_rank0_first(cfg)
+    check_data(cfg, *data)
     main = D.is_main()
     if main:
-        run.path.mkdir(parents=True, exist_ok=True)
+        try:
+            run.path.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ConfigError(f"--out {run.path} cannot be made ({err.strerror or err}): name a folder you can write.") from err
     with run_lock(run.path) if main else contextlib.nullcontext():
         if main:
             _check_compatible(run, cfg)
+            _remove_stale(run)
         if D.broadcast_flag(run.is_complete() if main else False):  # the others wait here for rank 0's lock
             return run.load_eval() if main else {}
-        return _train_locked(cfg, run, device, progress, max_steps)
+        return _train_locked(cfg, run, device, progress, max_steps, data)
 
 
 def build_optimizer(cfg: RunConfig, model: torch.nn.Module, device: str) -> torch.optim.Optimizer:
@@ -317,15 +366,15 @@ def build_optimizer(cfg: RunConfig, model: torch.nn.Module, device: str) -> torc
                            **({"fused": True} if fused else {}))
 
 
-def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_steps: int | None = None) -> dict:
-    """The loop: data, model and optimiser from ``cfg``; resume from the checkpoint; per epoch, the steps on
-    shuffled batches, then a checkpoint; at the end, the evaluation."""
+def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_steps: int | None,
+                  data: tuple[ImageSet, ImageSet]) -> dict:
+    """The loop: model and optimiser from ``cfg``, on ``data`` (the train and held-out sets, checked); resume from
+    the checkpoint; per epoch, the steps on shuffled batches, then a checkpoint; at the end, the evaluation."""
     main = D.is_main()
     if main:
         write_yaml(run.config, cfg.to_dict())
-    train_set, test_set = load_data_rank0_first(cfg)
+    train_set, test_set = data
     bs, epochs = cfg.train.batch_size, cfg.train.epochs
-    _check_trainable(cfg, len(train_set))
     aug, nhwc = augment_config(cfg), channels_last(cfg)
     steps_per_epoch, n_total = len(train_set) // bs, (bs if D.world_size() > 1 else None)
     steps = epochs * steps_per_epoch if max_steps is None else min(max_steps, epochs * steps_per_epoch)
@@ -371,7 +420,7 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                 if (epoch + 1) % cfg.train.checkpoint_every == 0 or epoch + 1 == epochs:
                     D.average_batchnorm_buffers(model)  # what one process with split-BN holds
                     if main:
-                        checkpoints.save(run, model, optimizer, gen, epoch + 1, train_s, log, draws)
+                        checkpoints.save(run, model, optimizer, gen, epoch + 1, train_s, log, draws, cfg)
                         for observer in _OBSERVERS:
                             observer.checkpoint(run, epoch + 1)
                     saved = epoch + 1
@@ -391,21 +440,12 @@ def interrupted(err: KeyboardInterrupt, run: RunDir, step: int, total: int, save
     """The one-line :class:`TrainingInterrupted` of a run stopped by ``err`` at ``step`` of ``total``, whose last
     checkpoint resumes from epoch ``saved`` (the loop's count: a checkpoint is counted once written)."""
     sig = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
+    if D.is_main():  # a signal after the checkpoint's rename, before the loop counted it: the file knows
+        saved = max(saved, (read_seal(run.checkpoint) or {}).get("epoch", 0))
     what = "evaluates it again (training is complete)" if saved == epochs else (
         f"resumes from epoch {saved}" if saved else "starts it again from epoch 0 (no epoch was checkpointed yet)")
     return TrainingInterrupted(f"interrupted at step {step} of {total} ({sig.name}); the same command {what} "
                                f"(run folder {run.path}).", int(sig))
-
-
-def _check_trainable(cfg: RunConfig, n_train: int) -> None:
-    """What the config checks cannot know: the size of the loaded set, and the number of processes (the study's
-    MoCo variants refuse several processes themselves, :func:`ftcl_core.study.moco_diagnosis.pick_variant`)."""
-    bs, splits, world = cfg.train.batch_size, cfg.model.bn_splits, D.world_size()
-    if n_train < bs:
-        raise ConfigError(f"the training set holds {n_train} images, fewer than train.batch_size={bs}.")
-    if bs % (splits * world):
-        raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={splits} x {world} "
-                          "processes; each process takes batch_size / processes images, split into bn_splits groups.")
 
 
 def batches(train_set: ImageSet, order: torch.Tensor, batch_size: int, device: str, with_labels: bool = False

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import gzip
 import json
 import os
 import signal
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 
 import numpy as np
 import yaml
@@ -40,13 +42,14 @@ from ftcl_core import distributed as D
 from ftcl_core.checkpoints import IncompatibleCheckpoint
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.runs import RunDir, RunFileError
-from ftcl_core.study import predict
+from ftcl_core.study import predict, preflight
 from ftcl_core.study.calibration import markdown, trials, write_csv
 from ftcl_core.study.diagnosis import HEADROOM_CSV, diagnosis_rows, headroom_rows, write_diagnosis_csv
 from ftcl_core.study.experiments import (
     ROOT,
     Experiment,
     plan_rows,
+    profile_root,
     step_rates_here,
     summarize,
     summary_markdown,
@@ -82,11 +85,28 @@ def main(argv: list[str] | None = None) -> int:
         except TrainingInterrupted as err:
             print(err, file=sys.stderr)
             return 128 + err.signal
+        except (OSError, EOFError, zlib.error) as err:  # a user's file or folder, unreadable or unwritable
+            where, what = _unreadable(err)
+            print(f"error: {where}: {what}. Replace it with a whole copy (a data set: re-download or re-install it), "
+                  "check its permissions, or name another path.", file=sys.stderr)
+            return EXIT_ERROR
         except KeyboardInterrupt as err:  # outside a run's steps: nothing half-done to say
             sig = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
             print(f"interrupted ({sig.name}) outside a run's training steps; nothing was lost: run the same command "
                   "again.", file=sys.stderr)
             return 128 + int(sig)
+
+
+def _unreadable(err: BaseException) -> tuple[str, str]:
+    """The file an ``OSError``, ``EOFError`` or decoding error was about (its own ``filename``, or the gzip file read
+    where it came from, a Fashion-MNIST ``.gz`` that is not gzip or is cut short) and what went wrong."""
+    path, tb = getattr(err, "filename", None), err.__traceback__
+    while path is None and tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        path, tb = (owner.name if isinstance(owner, gzip.GzipFile) else None), tb.tb_next
+    what = " ".join(str(getattr(err, "strerror", None) or err).split())[:160]
+    cut = isinstance(err, (EOFError, zlib.error, gzip.BadGzipFile))
+    return str(path or "a file"), f"{type(err).__name__}: {what}" + ("; cut short, or not gzip" if cut else "")
 
 
 @contextlib.contextmanager
@@ -156,6 +176,19 @@ def _main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(stray)}")
     if args.command in ("train", "screen"):
         args.overrides = [*args.overrides, *extra]
+    if args.command in ("sweep", "plan"):
+        try:
+            for path in [args.experiment] if args.command == "sweep" else args.experiments:
+                preflight.check_experiment_file(path)
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_ERROR
+    if args.command in ("predict", "summary", "calibration") and not _has_runs(root := profile_root(args.profile)):
+        runs_root = os.environ.get("FTCL_RUNS_ROOT")
+        print(f"error: no runs found under {root} (" + (f"FTCL_RUNS_ROOT={runs_root}, " if runs_root else "")
+              + f"profile {args.profile}): nothing to read, and nothing was written. Train runs first (python -m "
+              "ftcl_core sweep EXPERIMENT_FILE), or point FTCL_RUNS_ROOT at a folder of stored runs.", file=sys.stderr)
+        return EXIT_ERROR
     if args.command == "sweep":
         return _sweep(args)
     if args.command == "screen":
@@ -217,6 +250,7 @@ def _main(argv: list[str] | None = None) -> int:
 
     try:  # the config is checked before training starts (the entry point has said where the run goes)
         cfg = load_config(args.config, args.overrides)
+        preflight.check_command(cfg, args.out)
     except (ConfigError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -272,6 +306,7 @@ def _screen(args) -> int:
         return 2
     try:
         cfg = load_config(args.config, args.overrides)
+        preflight.check_command(cfg, None)
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp, training_threads(say=False):
             m = train(cfg, tmp, progress=False, max_steps=args.steps)["metrics"]
@@ -329,6 +364,8 @@ def _sweep(args) -> int:
         if args.parallel > 1:
             return _sweep_parallel(args, list(args.seeds or Experiment.load(args.experiment).seeds))
         execution = dict(_key_value(e) for e in args.execution)
+        if execution.get("device", "auto") != "auto":
+            preflight.check_device(str(execution["device"]))
         records = sweep(args.experiment, args.profile, args.seeds, args.settings, progress=not args.no_progress,
                         execution=execution)
     except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:
@@ -358,6 +395,12 @@ def _sweep_parallel(args, seeds: list[int]) -> int:
         for child in children:
             child.wait()
         return 130
+
+
+def _has_runs(root) -> bool:
+    """Whether the store ``root`` holds a complete run: ``summary``, ``predict`` and ``calibration`` read none from
+    an empty one, and would write empty files to results/."""
+    return root.is_dir() and any(root.rglob("eval.json"))
 
 
 def _key_value(text: str) -> tuple[str, str]:

@@ -1,0 +1,165 @@
+"""What a user types, checked before anything is written (issue 64): the output path, the device, the sizes against
+the machine's memory, a step schedule's milestones, an experiment file's form.  Each refusal is a
+:class:`~ftcl_core.config.ConfigError` naming the value and the fix; the command line (:mod:`ftcl_core.study.cli`)
+runs these before it calls :func:`ftcl_core.training.train`, which checks the config against the run folder and
+the data itself.  A refused command leaves nothing behind, so the corrected one runs in the same folder.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import torch
+
+from ftcl_core.config import ConfigError, RunConfig, load_yaml_mapping
+from ftcl_core.execution import resolve_device
+from ftcl_core.runs import RunDir, one_line
+from ftcl_core.study.experiments import ROOT
+
+
+def check_command(cfg: RunConfig, out: str | os.PathLike | None) -> None:
+    """Everything :func:`ftcl_core.training.train` cannot check before it writes: the output path ``out`` (None for
+    a screen's temporary folder), and, for a run still to train, that the folder can be written, the device, the
+    sizes against the memory and the schedule."""
+    if out is not None:
+        path = check_out(out)
+        if RunDir(path).is_complete():
+            return  # read, not trained: nothing is written nor allocated
+        _check_writable(path)
+    device = resolve_device(cfg)
+    check_device(device)
+    check_memory(cfg, device)
+    check_schedule(cfg)
+
+
+def check_out(out: str | os.PathLike) -> Path:
+    """``out`` as a run folder's path, refused (a :class:`ConfigError` naming it and the fix) where it cannot be one:
+    empty, a file or under one, a dangling symbolic link or under one, or a name longer than the file system takes.
+    Nothing is created."""
+    text = os.fspath(out)
+    if not str(text).strip():
+        raise ConfigError('--out "" names no folder (the run would be written into the current one): give the run '
+                          "folder, e.g. --out runs/my_run.")
+    path = Path(text)
+    try:
+        limit = os.pathconf(next(p for p in path.parents if _exists(p)), "PC_NAME_MAX")
+    except (OSError, ValueError, StopIteration):
+        limit = 255
+    if long := next((part for part in path.parts if len(os.fsencode(part)) > limit), None):
+        raise ConfigError(f"--out {text[:60]}...: the name {long[:40]}... is {len(os.fsencode(long))} bytes, longer "
+                          f"than the {limit} the file system takes for one name. Name a shorter folder.")
+    for p in (path, *path.parents):
+        if p.is_symlink() and not p.exists():
+            raise ConfigError(f"--out {path}: {p} is a symbolic link to {os.readlink(p)}, which does not exist. Create "
+                              "its target, remove the link, or name another folder.")
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--out {path} is a file, not a folder: name a new or existing run folder instead.")
+    if blocked := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
+        raise ConfigError(f"--out {path} lies under {blocked}, a file, not a folder: name a run folder elsewhere.")
+    return path
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name too long, say: it does not exist either
+        return False
+
+
+def _check_writable(path: Path) -> None:
+    """The run folder ``path`` (or, where it does not exist yet, its nearest existing parent) can be written."""
+    base = next(p for p in (path, *path.parents) if p.exists())
+    if not os.access(base, os.W_OK | os.X_OK):
+        what = f"{path}" if base == path else f"{path}: its folder {base}"
+        raise ConfigError(f"--out {what} cannot be written (a read-only file system, or a folder that is not yours). "
+                          "Name a run folder you can write, e.g. --out runs/my_run.")
+
+
+def check_device(device: str) -> None:
+    """``device`` (as :func:`~ftcl_core.execution.resolve_device` resolved it) is one torch knows and this machine
+    has; else a :class:`ConfigError` naming it and the choices."""
+    choices = "choose device=cpu, cuda, cuda:N (a GPU's index) or auto"
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ConfigError(f"device={device!r} is not a device torch knows ({one_line(err)}); {choices}.") from None
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ConfigError(f"device={device}: this machine has {torch.cuda.device_count()} CUDA device(s) "
+                          f"(cuda:0 to cuda:{torch.cuda.device_count() - 1}); {choices}.")
+    if dev.type not in ("cpu", "cuda"):
+        try:
+            torch.empty(1, device=dev)
+        except (RuntimeError, AssertionError) as err:
+            raise ConfigError(f"device={device} is not available on this machine ({one_line(err)}); {choices}.") from None
+
+
+# The keys that size each part of memory_needed, as a refusal names them.
+SIZED_BY = {"images": ("data.n_train", "data.n_test", "data.n_val", "data.image_size"),
+            "drawing": ("data.image_size",), "views": ("train.batch_size", "augment.out_size"),
+            "queue": ("moco.queue_size", "model.dim")}
+
+
+def memory_needed(cfg: RunConfig) -> dict[str, int]:
+    """A lower bound of the bytes a run holds at once, by part (:data:`SIZED_BY`): the uint8 images held in memory
+    (the shapes and Fashion-MNIST at ``data.image_size``), the shapes' drawing (ten float32 distance maps an image,
+    2 048 images at a time), a step's two float32 views, MoCo's queue.  The networks' activations come on top, so
+    this refuses only what cannot fit whatever else the run holds."""
+    d, bs = cfg.data, cfg.train.batch_size
+    n_images = d.n_train + (d.n_val if d.eval_split == "val" else d.n_test)
+    parts = {"views": 2 * bs * 3 * cfg.augment.out_size**2 * 4}
+    if d.name in ("shapes", "fashion_mnist"):
+        parts["images"] = n_images * 3 * d.image_size**2
+    if d.name == "shapes":
+        parts["drawing"] = min(n_images, 2048) * 10 * 4 * d.image_size**2
+    if cfg.method == "moco":
+        parts["queue"] = cfg.moco.queue_size * cfg.model.dim * 4
+    return parts
+
+
+def check_memory(cfg: RunConfig, device: str) -> None:
+    """Refuse a config whose :func:`memory_needed` exceeds the machine's physical memory (the images and the
+    drawing) or, on CUDA, the GPU's (a step's views and the queue), before anything is allocated or written."""
+    parts, cuda = memory_needed(cfg), device.startswith("cuda")
+    host = {k: v for k, v in parts.items() if k in ("images", "drawing") or not cuda}
+    groups = [(host, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "this machine")]
+    if cuda:
+        gpu = torch.cuda.get_device_properties(torch.device(device)).total_memory
+        groups.append(({k: v for k, v in parts.items() if k not in host}, gpu, f"the GPU ({device})"))
+    for group, have, name in groups:
+        if group and (need := sum(group.values())) > have:
+            biggest = max(group, key=group.get)
+            keys = ", ".join(f"{k}={functools.reduce(getattr, k.split('.'), cfg)}" for k in SIZED_BY[biggest])
+            raise ConfigError(f"this run needs at least {need / 2**30:,.1f} GiB of memory, {name} has "
+                              f"{have / 2**30:,.1f} GiB; most of it for its {biggest} ({group[biggest] / 2**30:,.1f} "
+                              f"GiB), sized by {keys}. Lower those values.")
+
+
+def check_schedule(cfg: RunConfig) -> None:
+    """A step schedule's milestones inside the run: each in ``(0, train.epochs)``, or the decay it asks for never
+    happens.  Checked where a user's config enters (``train``, ``screen``), not in
+    :meth:`~ftcl_core.config.RunConfig.check`: the smoke profile shortens every recipe to two epochs and keeps its
+    milestones on purpose."""
+    o, epochs = cfg.optim, cfg.train.epochs
+    late = [m for m in o.milestones if not 0 < m < epochs]
+    if o.schedule == "step" and late:
+        raise ConfigError(f"optim.milestones={list(o.milestones)}: {late} not inside the run's train.epochs={epochs}, "
+                          "so the learning rate never decays there. Give milestones between 1 and "
+                          f"{epochs - 1} (e.g. optim.milestones=[{max(1, epochs * 6 // 10)}, {max(1, epochs * 8 // 10)}]),"
+                          " or raise train.epochs.")
+
+
+def check_experiment_file(path: str) -> None:
+    """An experiment file is a YAML mapping with its keys given once: empty, not a mapping (``42``, a list) or with a
+    key given twice is a :class:`ConfigError` naming the file and the fix, before anything reads or trains it (its
+    layout is :meth:`ftcl_core.study.experiments.Experiment.load`'s to check)."""
+    p = Path(path) if Path(path).is_file() else ROOT / path
+    if not p.is_file():
+        return  # Experiment.load says it is not found
+    example = "experiments/table7_ft_v1.yaml"
+    d = load_yaml_mapping(p, "experiment file", example)
+    missing = [k for k in ("table", "base", "settings") if k not in d]
+    if missing:
+        raise ConfigError(f"experiment file {p} lacks {missing} (it has {sorted(map(str, d))[:5]}); see {example} "
+                          "for the layout.")
