@@ -34,7 +34,7 @@ import yaml
 
 # The names a config may use; each owner (see the comment) checks that its table matches.
 METHODS = ("moco", "simclr", "byol", "simsiam", "swav")  # the keys of ftcl_core.methods.METHODS
-CONTRASTIVE = ("moco", "simclr")  # the methods with negatives (the others take positive FT only, Table 5)
+CONTRASTIVE = ("moco", "simclr")  # the methods with negatives (the others take positive FT only, Table 7)
 SMALL_ENCODERS = ("resnet10_w16", "resnet10_w32", "resnet18_w16", "resnet18_w32", "resnet18_w64")  # models.SMALL
 TORCHVISION_ENCODERS = ("resnet18", "resnet50", "resnet18_cifar", "resnet50_cifar")  # ftcl_core.models.TORCHVISION
 AUGMENT_PRESETS = ("v1", "v2", "simclr")  # ftcl_core.augment.PRESETS
@@ -444,19 +444,19 @@ class FTConfig(Section):
 
     section: ClassVar[str] = "ft"
     pos: bool = False                 # positive extrapolation, eq. 3
-    pos_mode: Literal["extrapolate", "interpolate"] = "extrapolate"   # interpolate: Table 4 ablation
+    pos_mode: Literal["extrapolate", "interpolate"] = "extrapolate"   # interpolate: Table 3 ablation
     alpha_ex: float = 2.0
     neg: bool = False                 # negative interpolation, Sec 4.2
     neg_mode: Literal["interpolate", "extrapolate"] = "interpolate"   # extrapolate: Supp G.1
     alpha_in: float = 1.6
-    union_queue: bool = False         # negatives = Z' U Z_neg (Table 6)
+    union_queue: bool = False         # negatives = Z' U Z_neg (Table 5)
     hard: bool = False                # hard negatives mixed with the query (Supp G.2)
     hard_a: float = 2.0
     hard_b: float = 1.0
     granularity: Granularity = "step"
     renorm_pos: bool = False          # Supp F: re-normalise q', k'
     renorm_neg: bool = False          # Supp F: re-normalise the transformed queue
-    start_epoch: int = 0              # Table 7
+    start_epoch: int = 0              # Table 6
     # the released run's 8 processes each draw their own lambda (and mix the queue their own way) for their
     # 32 queries: shards > 1 does that in one process, one draw per shard of batch / shards queries (not in the paper)
     shards: int = 1

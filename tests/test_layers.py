@@ -28,7 +28,7 @@ PAGES = sorted((PACKAGE / "pages").rglob("*.py"))
 # teaching path (88 lines: methods/moco.moco_ft_step, the step chapter 4 shows, and the shown code re-wrapped to the
 # book's 88-character column).  What is left is the lifted code and the runner it needs (config, data, run store,
 # loop).  A guard against growth, a little above.
-LIBRARY_LINES = 4_840
+LIBRARY_LINES = 5_000  # issue 64's checks before anything is written and the checkpoints' seal took ~150
 FIGURES = ("matplotlib", "plotly", "IPython", "ipywidgets")
 
 

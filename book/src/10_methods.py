@@ -178,7 +178,7 @@ checks.expect(X.METHOD_CHECKS, method_facts, *X.METHOD_CHECKS)
 # {glue:md}`m_simclr_base` %. With {term}`+pos` it reads {glue:md}`m_simclr_pos` points against that baseline (the
 # paper: {glue:md}`m_simclr_pos_paper`), with {term}`+both` {glue:md}`m_simclr_both` and with one $\lambda$ per
 # dimension {glue:md}`m_simclr_both_dim`: opposite to the paper, all three. {term}`+neg` alone reads {glue:md}`m_simclr_neg`,
-# an interval that holds both zero and the paper's {glue:md}`m_simclr_neg_paper`: undecided. At the last step of
+# an interval that holds both zero and the paper's {glue:md}`m_simclr_neg_paper`: {term}`undecided`. At the last step of
 # the +pos run, {term}`Mean(pos)` reads {glue:md}`m_simclr_pos_last_pos_mean`, Mean(neg)
 # {glue:md}`m_simclr_pos_last_neg_mean` and the loss {glue:md}`m_simclr_pos_last_loss`: with every logit equal, eq. 1
 # reads $\ln(K + 1)$ = {glue:md}`m_constant_loss` for the $K$ = {glue:md}`m_negatives` in-batch negatives of an

@@ -334,7 +334,7 @@ def _headline_reversed(ev: Evidence) -> str | None:
     bad = _verdict(ev.table_row("T7", "v1 +both", "v1 baseline"), verdicts.OPPOSITE)
     counts = X.tally(list(ev.summary))["all"]["ft"]
     if counts.get(verdicts.OPPOSITE, 0) <= sum(counts.get(w, 0) for w in verdicts.SEEN):
-        bad = (bad or "") + " no more claims opposite to the paper than on its side"
+        bad = (bad or "") + f" opposite {counts.get(verdicts.OPPOSITE, 0)} <= seen {sum(counts.get(w, 0) for w in verdicts.SEEN)}"
     return bad
 
 

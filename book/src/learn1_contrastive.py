@@ -1,0 +1,164 @@
+# %% [markdown]
+# # Why contrastive learning works
+#
+# **In this chapter you will learn** what a contrastive loss asks of an encoder, on a toy small enough to train in
+# seconds: how two views of one input make a *positive pair*, why InfoNCE is a classification problem with one right
+# answer among $K+1$, what *alignment* and *uniformity* measure, what the temperature does, and what goes wrong when
+# nothing pushes inputs apart (a *collapse*). You need PyTorch; nothing about self-supervised learning.
+#
+# ## Labels without labels
+#
+# Self-supervised learning trains an encoder without labels, so that a simple classifier on its features later does
+# well (the {term}`readout`: a linear layer trained on the frozen features). Contrastive learning does it with one idea.
+# Take an input and make two *views* of it: two random crops of a photograph, say, or two noisy copies of a point.
+# Whatever the views share is what the input *is*; whatever differs is nuisance. Ask the encoder to map the two
+# views of an input close together, and the views of different inputs apart. The pair of views of one input is a
+# **positive pair**; a view of any other input is a **negative**.
+#
+# Our toy: points in the plane from six clusters, two views of a point made by adding noise, and an encoder (a small
+# MLP) that maps a point to a *unit* vector in two dimensions, a point on a circle. We will watch the six clusters
+# find their places on the circle, without the loss ever seeing which cluster a point came from.
+
+# %% colab-setup
+
+# %% tags=["parameters"]
+import os
+
+profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+
+from ftcl_core.losses import info_nce
+from ftcl_core.pages import learn as LP
+from ftcl_core.study import checks
+from ftcl_core.study import learn as L
+from ftcl_core.study.toy import in_batch_logits, toy_points, train_toy
+
+steps = 60 if profile == "smoke" else 300  # a smoke run only checks that the page executes
+
+# %% [markdown]
+# ## InfoNCE: pick your partner out of a line-up
+#
+# Encode a batch of $N$ points twice, once per view: queries $q_i$ and keys $k_i$, each a unit vector, so a *score*
+# $q_i\cdot k_j$ is a cosine in $[-1, 1]$. For query $i$ the right answer is its own key $k_i$; the other $N-1$ keys are
+# its negatives. InfoNCE (the paper's eq. 1) is the cross-entropy of picking the right one, with scores divided by a
+# temperature $\tau$:
+#
+# $$\mathcal{L}_i = -\log \frac{\exp(q_i\cdot k_i/\tau)}{\exp(q_i\cdot k_i/\tau) + \sum_{j\ne i}\exp(q_i\cdot k_j/\tau)}.$$
+#
+# Written out it is a classification with the positive in column 0. Here it is from scratch, next to the library's:
+
+# %% tags=["show-input", "teaching"]
+def my_info_nce(q: torch.Tensor, k: torch.Tensor, tau: float) -> torch.Tensor:
+    """InfoNCE with the other points of the batch as negatives. q, k: N x C unit features."""
+    scores = q @ k.T                                        # N x N: every query against every key
+    l_pos = scores.diagonal()[:, None]                      # N x 1: each query's own key
+    off = ~torch.eye(len(q), dtype=torch.bool)
+    l_neg = scores[off].view(len(q), len(q) - 1)            # N x (N-1): every other key
+    logits = torch.cat([l_pos, l_neg], dim=1) / tau         # N x N, the right answer in column 0
+    labels = torch.zeros(len(q), dtype=torch.long)
+    return F.cross_entropy(logits, labels)
+
+
+q, k = (F.normalize(torch.randn(8, 2, generator=torch.Generator().manual_seed(s)), dim=1) for s in (0, 1))
+print("from scratch:", float(my_info_nce(q, k, 0.2)), " library:", float(info_nce(in_batch_logits(q, k, 0.2))))
+
+# %% tags=["remove-cell"]
+assert torch.allclose(my_info_nce(q, k, 0.2), info_nce(in_batch_logits(q, k, 0.2)))  # the taught loss is the library's
+
+# %% [markdown]
+# With $N$ choices the loss starts near $\log N$ (a random guess) and can only fall by making the positive score
+# stand out from the negative ones. There are two ways to do that, and the loss needs both.
+#
+# ## Alignment and uniformity
+#
+# Wang and Isola {cite}`wang2020understanding` split what InfoNCE rewards into two measurable parts. **Alignment** is the mean squared
+# distance between the two views' features, $\mathbb{E}\,\lVert q_i - k_i\rVert^2$: 0 when the views coincide.
+# **Uniformity** is $\log \mathbb{E}_{i\ne j}\, e^{-2\lVert q_i - q_j\rVert^2}$: 0 when every input sits at one point,
+# more negative the more evenly the features cover the sphere. The positive term of the loss improves alignment;
+# the negatives improve uniformity.
+#
+# Train the toy for a few hundred steps at $\tau = 0.2$, and, for contrast, a second encoder whose loss keeps only the
+# positive term, $-q_i\cdot k_i/\tau$: pull the views together, push nothing apart.
+
+# %%
+runs = [train_toy(tau, steps=steps) for tau in (0.05, 0.1, 0.2, 0.5, 1.0)]
+collapsed = train_toy(0.2, steps=steps, negatives=False)
+shown = next(r for r in runs if r.tau == 0.2)
+points, point_labels = toy_points(600, 6, torch.Generator().manual_seed(10_000))
+LP.toy_figure(points.numpy(), point_labels.numpy(), shown, collapsed)
+plt.show()
+
+# %% tags=["remove-cell"]
+facts = L.toy_facts([*runs, collapsed])
+if profile != "smoke":  # the words below describe a full run; a smoke run's few steps prove only that the page runs
+    checks.expect(L.CHECKS, facts, "the views stay together", "the points spread out", "each cluster gathers",
+                  "without negatives it collapses")
+
+# %% [markdown]
+# Read the top row from left to right. Before training, the random MLP already maps the two views of a point close
+# together (nearby inputs give nearby outputs), but it also crowds the clusters onto a small arc of the circle.
+# InfoNCE keeps the views together and spreads the points out: the uniformity curve falls while alignment stays near
+# zero, and each cluster gathers at a place of its own, evenly around the circle. The positives-only loss reaches
+# perfect alignment the cheap way: every point, of every cluster, lands on the same spot, and its uniformity goes to
+# 0. That is a **collapse**: the encoder maps every input to (nearly) the same feature, so a negative scores as high
+# as a positive and the features say nothing about the input. The negatives are what prevent it; methods without
+# them (BYOL, SimSiam) need other devices.
+#
+# ## The temperature
+#
+# Dividing the scores by $\tau$ before the softmax decides how the loss spreads its push over the negatives: the
+# gradient pushes each negative $j$ away with a weight proportional to $\exp(q\cdot k_j/\tau)$. A small $\tau$ spends
+# almost all of it on the few negatives closest to the query (the *hardest* ones); a large $\tau$ pushes all of them
+# about alike. Move the slider: each position is a toy trained at that temperature, and the title says what share of
+# the push its hardest tenth of negatives receive.
+
+# %%
+LP.temperature_explorer(runs)
+
+# %% [markdown]
+# MoCo v1 uses $\tau = 0.07$ and MoCo v2 $\tau = 0.2$. The paper we follow makes the hard cases harder on purpose,
+# which is why the temperature, and the statistics of the scores, come back in every later chapter.
+#
+# ## Summary
+#
+# - Two views of one input form a positive pair; views of other inputs are negatives. No labels are used.
+# - InfoNCE is a $(K+1)$-way classification: find your own key among the negatives, with scores divided by $\tau$.
+# - It rewards alignment (views together) and uniformity (inputs spread over the sphere). Without the negatives an
+#   encoder can satisfy the positives by mapping everything to one point: a collapse.
+# - The temperature sets how much of the push goes to the hardest negatives.
+#
+# ## Exercises
+#
+# 1. Train the toy with half and with twice the noise between the two views (`train_toy(0.2, noise=...)`). Which of
+#    alignment and uniformity changes, and why?
+# 2. Give the encoder three output dimensions (`dim=3`): where do the six clusters sit on the sphere now?
+# 3. Compute the loss of a collapsed encoder by hand: every score equals 1, $N = 256$, $\tau = 0.2$. Compare it
+#    with the loss a random guess starts from.
+#
+# The solutions are folded below; each runs as written.
+
+# %% tags=["hide-input"]
+# Solution 1: more noise makes the two views of a point differ more, so alignment ends higher; the clusters still
+# spread out, since the negatives push as before.
+for noise in (0.15, 0.6):
+    r = train_toy(0.2, steps=steps, noise=noise)
+    print(f"noise {noise}: alignment {r.history['align'][-1]:.3f}, uniformity {r.history['uniform'][-1]:.2f}")
+
+# %% tags=["hide-input"]
+# Solution 2: on the sphere six clusters can sit further apart than on a circle (roughly the corners of an
+# octahedron); the uniformity ends lower than in two dimensions.
+r3 = train_toy(0.2, steps=steps, dim=3)
+print(f"dim 3: uniformity {r3.history['uniform'][-1]:.2f}")
+
+# %% tags=["hide-input"]
+# Solution 3: with every score 1 each of the N logits is 1 / tau, so the loss is log N whatever tau is: exactly the
+# random guess's. A collapsed encoder learns nothing from InfoNCE, and InfoNCE does not reward it.
+import math
+
+n, tau = 256, 0.2
+logits = torch.full((n, n), 1 / tau)
+print(float(info_nce(logits)), math.log(n))

@@ -1,0 +1,244 @@
+# %% [markdown]
+# # MoCo from scratch
+#
+# **In this chapter you will learn** how MoCo {cite}`he2020momentum` turns the previous chapter's InfoNCE into a method
+# that trains on images: where its positive pairs come from, why it keeps a *queue* of negatives, why that queue
+# needs a slowly moving *momentum encoder*, and how the pieces fit in one training step. We build MoCo in a few
+# dozen lines, train it for a minute on small drawn images, and check, number for number, that it takes the same
+# step as the library the rest of this book uses.
+#
+# ## Positives from augmentations
+#
+# The inputs are now images: small pictures of drawn shapes (ten shapes in random colours, sizes and places, 32
+# pixels a side). Two views of an image are two random *augmentations* of it: a random crop, resized to 24 pixels,
+# a random flip, random changes of brightness, contrast and colour, sometimes grey. Two views of one picture share
+# the shape and little else; two different pictures may share a colour or a place but rarely the shape. A good
+# encoder must keep what survives augmentation, which is what a later classifier needs.
+
+# %% colab-setup
+
+# %% tags=["parameters"]
+import os
+
+profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+
+# %%
+import copy
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ftcl_core.config import load_config
+from ftcl_core.data import load_data
+from ftcl_core.methods import StepContext, build_model
+from ftcl_core.pages import learn as LP
+from ftcl_core.study import checks
+from ftcl_core.study import learn as L
+from ftcl_core.study.experiments import ROOT
+from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
+
+# the recipe: a small ResNet (0.3 M parameters) and MoCo v1's settings, on the embedded shapes
+cfg = load_config(ROOT / "configs" / ("smoke_moco_v2.yaml" if profile == "smoke" else "cpu_cal_moco_v1.yaml"))
+train_set, _ = load_data(cfg)
+aug = augment_config(cfg)
+gen = torch.Generator().manual_seed(0)
+x = train_set.images[:8]
+view_1, view_2 = make_views(x, aug, gen)
+LP.views_figure(x, view_1, view_2, aug)
+plt.show()
+
+# %% [markdown]
+# ## Why a queue, and why a momentum encoder
+#
+# InfoNCE gets better with more negatives: picking your key out of 4 096 is a harder, more informative test than out
+# of the few hundred a batch holds. The previous chapter took its negatives from the batch, so their number was tied to the batch size. MoCo
+# keeps a **queue** instead: the keys of the last few batches, $K$ of them (here 4 096), stored as plain tensors. Each
+# step the new batch's keys are enqueued and the oldest dropped, so the negatives cost no extra computation.
+#
+# But the keys in the queue were computed by the encoder of several steps ago. If that encoder changed quickly, old
+# and new keys would not be comparable, and the query would learn to tell *when* a key was made rather than *what*
+# it shows. So MoCo computes keys with a second network, the **momentum encoder**, whose weights trail the query
+# encoder's as an exponential moving average (the paper's eq. 2):
+#
+# $$\theta_k \leftarrow m\,\theta_k + (1 - m)\,\theta_q,\qquad m = 0.99 \text{ here}.$$
+#
+# No gradient flows into the key encoder; it only follows. The momentum $m$ is the first thing the paper studies
+# (a later chapter reads its runs): too small and the keys drift, too large and they never learn.
+#
+# ## The whole method
+#
+# Here is MoCo: two encoders, a queue, the momentum update, and one training step. Each tensor's shape is in its
+# comment ($N$ images a batch, $C$ feature dimensions, $K$ keys in the queue).
+
+# %% tags=["show-input", "teaching"]
+class MyMoCo(nn.Module):
+    """MoCo: a query encoder, a momentum key encoder, and a queue of K keys (one per row)."""
+
+    def __init__(self, encoder: nn.Module, dim: int, K: int, m: float, tau: float, seed: int = 0):
+        super().__init__()
+        self.encoder_q = encoder                                   # trained by gradient
+        self.encoder_k = copy.deepcopy(encoder)                    # trained by following (eq. 2)
+        for p in self.encoder_k.parameters():
+            p.requires_grad = False
+        self.m, self.tau = m, tau
+        start = torch.randn(K, dim, generator=torch.Generator().manual_seed(seed))
+        self.register_buffer("queue", F.normalize(start, dim=1))   # K x C: random keys until real ones arrive
+        self.register_buffer("ptr", torch.zeros((), dtype=torch.long))
+
+    @torch.no_grad()
+    def momentum_update(self):                                     # eq. 2
+        for p_k, p_q in zip(self.encoder_k.parameters(), self.encoder_q.parameters()):
+            p_k.mul_(self.m).add_(p_q.detach(), alpha=1 - self.m)
+
+    @torch.no_grad()
+    def enqueue(self, k: torch.Tensor):                            # replace the oldest keys by the batch's
+        rows = (torch.arange(len(k)) + self.ptr) % len(self.queue)
+        self.queue[rows] = k
+        self.ptr.fill_((int(self.ptr) + len(k)) % len(self.queue))
+
+
+def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator) -> torch.Tensor:
+    q = F.normalize(model.encoder_q(x_q), dim=1)                   # queries: N x C
+    with torch.no_grad():                                          # no gradient to the keys
+        model.momentum_update()
+        perm = torch.randperm(len(x_k), generator=gen)             # shuffle the key batch (see below)
+        k = F.normalize(model.encoder_k(x_k[perm]), dim=1)[perm.argsort()]  # keys: N x C
+    l_pos = (q * k).sum(1, keepdim=True)                           # N x 1: each query with its own key
+    l_neg = q @ model.queue.T                                      # N x K: each query with the queue
+    logits = torch.cat([l_pos, l_neg], dim=1) / model.tau          # N x (1+K), the right answer in column 0
+    loss = F.cross_entropy(logits, torch.zeros(len(q), dtype=torch.long))  # eq. 1
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    model.enqueue(k)                                               # after the loss used the old queue
+    return loss.detach()
+
+
+# %% [markdown]
+# One line needs a word: the key batch is shuffled before the key encoder sees it and unshuffled after. Batch
+# normalisation computes statistics over a batch, and a query and its key computed in the same batch statistics can
+# find each other by those statistics alone, a shortcut. MoCo's fix (*shuffle-BN*) gives the key encoder a
+# differently composed batch; on one machine the encoder's batch normalisation works in groups of the batch, so
+# that shuffling changes which images share a group.
+#
+# ## Train it for a minute
+
+# %%
+steps = 5 if profile == "smoke" else 200
+torch.manual_seed(cfg.seed)
+library_model = build_model(cfg)                                   # the library's MoCo, for its encoder only
+mine = MyMoCo(copy.deepcopy(library_model.encoder_q), cfg.model.dim, cfg.moco.queue_size, cfg.moco.momentum,
+              cfg.moco.tau, seed=cfg.seed)
+optimizer = torch.optim.SGD(mine.encoder_q.parameters(), lr=cfg.optim.lr, momentum=0.9, weight_decay=1e-4)
+gen = torch.Generator().manual_seed(cfg.seed)
+batch = cfg.train.batch_size
+history = {"loss": [], "found": []}
+for _ in range(steps):
+    idx = torch.randint(len(train_set.images), (batch,), generator=gen)
+    x_q, x_k = make_views(train_set.images[idx], aug, gen)
+    with torch.no_grad():  # how often the query's own key scores above all 4 096 negatives (before the step)
+        q = F.normalize(mine.encoder_q(x_q), dim=1)
+        k = F.normalize(mine.encoder_k(x_k), dim=1)
+        found = ((q * k).sum(1) > (q @ mine.queue.T).max(1).values).float().mean()
+    history["loss"].append(float(my_moco_step(mine, optimizer, x_q, x_k, gen)))
+    history["found"].append(float(found))
+LP.moco_training_figure(history, cfg.moco.queue_size)
+plt.show()
+
+# %% tags=["remove-cell"]
+trained = L.moco_training_facts(history, cfg.moco.queue_size, batch)
+if profile != "smoke":  # the words below read a full minute of training; a smoke run proves only that the page runs
+    checks.expect(L.MOCO_TRAINING_CHECKS, trained, "random keys make it easy at first", "real keys make it hard",
+                  "then the encoder learns")
+
+# %% [markdown]
+# Read the first steps with care. The queue starts full of random keys, far from any image's features, so at first
+# every query finds its own key at once and the loss is tiny. Each step replaces a batch of random keys by real ones;
+# once real keys fill the queue (after 4 096 / 256 = 16 steps) the test turns hard: the untrained encoder gives every
+# image similar features, the loss climbs towards a guess's $\log(K+1)$, and almost no query can pick out its key.
+# From there the encoder learns: the loss falls and the share of queries that find their key among 4 096 rises,
+# without a single label.
+#
+# ## The same step as the library's
+#
+# The rest of the book trains with the library's MoCo, which adds what a real run needs (several processes, mixed
+# precision, the statistics the paper's tool records, resuming). Under all that it must take the step above. Start
+# both from the same weights, the same queue and the same random draws, take five steps on the same images, and
+# compare:
+
+# %%
+torch.manual_seed(0)
+library_model = build_model(cfg)
+mine = MyMoCo(copy.deepcopy(library_model.encoder_q), cfg.model.dim, cfg.moco.queue_size, cfg.moco.momentum,
+              cfg.moco.tau, seed=cfg.seed)
+opt_library = build_optimizer(cfg, library_model, "cpu")
+opt_mine = torch.optim.SGD(mine.encoder_q.parameters(), lr=cfg.optim.lr, momentum=cfg.optim.momentum,
+                           weight_decay=cfg.optim.weight_decay)
+gen_library, gen_mine, images = (torch.Generator().manual_seed(s) for s in (1, 1, 2))
+ctx = StepContext(gen_library)
+losses_mine, losses_library = [], []
+for _ in range(5):
+    idx = torch.randint(len(train_set.images), (batch,), generator=images)
+    x_q, x_k = make_views(train_set.images[idx], aug, images)
+    losses_library.append(float(train_step(library_model, opt_library, (x_q, x_k), ctx).loss))
+    losses_mine.append(float(my_moco_step(mine, opt_mine, x_q, x_k, gen_mine)))
+weights = max(float((a - b).abs().max()) for a, b in zip(mine.encoder_q.state_dict().values(),
+                                                          library_model.encoder_q.state_dict().values()))
+match = L.moco_match_facts(losses_mine, losses_library, weights)
+print(f"losses, mine:    {[round(v, 5) for v in losses_mine]}")
+print(f"losses, library: {[round(v, 5) for v in losses_library]}")
+print(f"largest difference of any weight after {match['steps']} steps: {match['weight_diff']}")
+
+# %% tags=["remove-cell"]
+checks.expect(L.MOCO_CHECKS, match, "the two steps agree")
+
+# %% [markdown]
+# They agree to float rounding. The library's MoCo is this class; everything else it does is bookkeeping.
+#
+# ## Summary
+#
+# - MoCo's positive pair is two augmentations of one image; its negatives are a queue of keys from earlier batches,
+#   $K$ of them, far more than a batch holds.
+# - The keys come from a momentum encoder whose weights follow the query encoder's slowly (eq. 2), so that old and
+#   new keys in the queue stay comparable.
+# - One step: encode the queries, update the key encoder, encode the (shuffled) keys, score each query against its
+#   key and the queue, take InfoNCE, step, and enqueue the keys.
+#
+# ## Exercises
+#
+# 1. Set $m = 0$ (the key encoder copies the query encoder every step) and train a little. Does the loss end higher
+#    or lower than with $m = 0.99$, and why might that be?
+# 2. Make the queue as small as one batch ($K = 256$). What changes in the first steps' loss?
+#
+# The solutions are folded below; each runs as written (shorter runs than the one above).
+
+# %% tags=["hide-input"]
+def short_run(m: float = cfg.moco.momentum, K: int = cfg.moco.queue_size, n: int = 5 if profile == "smoke" else 40):
+    """A short training of MyMoCo from the same start: the mean loss of its last five steps."""
+    torch.manual_seed(0)
+    model = MyMoCo(copy.deepcopy(build_model(cfg).encoder_q), cfg.model.dim, K, m, cfg.moco.tau)
+    opt = torch.optim.SGD(model.encoder_q.parameters(), lr=cfg.optim.lr, momentum=0.9, weight_decay=1e-4)
+    g = torch.Generator().manual_seed(0)
+    losses = []
+    for _ in range(n):
+        idx = torch.randint(len(train_set.images), (batch,), generator=g)
+        x_q, x_k = make_views(train_set.images[idx], aug, g)
+        losses.append(float(my_moco_step(model, opt, x_q, x_k, g)))
+    return sum(losses[-5:]) / len(losses[-5:])
+
+
+ends = {"m99": short_run(), "m0": short_run(m=0.0), "k256": short_run(K=256)}
+ends["k4096"] = ends["m99"]
+# Solution 1: without momentum the loss ends higher over these steps: every key in the queue was made by a different
+# encoder, one step apart, so the queue's keys no longer agree with each other or with the fresh key. (Momenta below
+# the paper's 0.99 are the subject of its Table 1, read in a later chapter.)
+print(f"m = 0: {ends['m0']:.2f}   m = 0.99: {ends['m99']:.2f}")
+# Solution 2: a queue of one batch ends lower, because a guess among 257 costs log(257) = 5.5, among 4 097 log(4097) =
+# 8.3: fewer negatives make an easier, less informative test.
+print(f"K = 256: {ends['k256']:.2f}   K = 4096: {ends['k4096']:.2f}")
+
+# %% tags=["remove-cell"]
+if profile != "smoke":
+    checks.expect(L.EXERCISE_CHECKS, ends, "no momentum ends higher", "a short queue ends lower")

@@ -1,0 +1,129 @@
+"""The Learn chapters' figures of the toy contrastive problem (:mod:`ftcl_core.study.toy`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ftcl_core.study.toy import ToyRun, hardest_share
+
+CLUSTER_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
+
+
+def _circle(ax, features: np.ndarray, labels: np.ndarray, title: str) -> None:
+    """Unit 2-d features drawn on the circle, coloured by cluster (the labels the loss never saw)."""
+    t = np.linspace(0, 2 * np.pi, 200)
+    ax.plot(np.cos(t), np.sin(t), color="#cccccc", lw=1, zorder=0)
+    jitter = 1 + 0.04 * np.random.default_rng(0).standard_normal(len(features))  # points that coincide stay visible
+    for c in np.unique(labels):
+        f = features[labels == c] * jitter[labels == c, None]
+        ax.scatter(f[:, 0], f[:, 1], s=6, color=CLUSTER_COLOURS[int(c) % len(CLUSTER_COLOURS)], alpha=0.6)
+    ax.set_aspect("equal")
+    ax.set_xlim(-1.3, 1.3)
+    ax.set_ylim(-1.3, 1.3)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title, fontsize=10)
+
+
+def toy_figure(points: np.ndarray, point_labels: np.ndarray, run: ToyRun, collapsed: ToyRun):
+    """Four panels: the toy's inputs in the plane; their features on the circle before training, after InfoNCE, and
+    after the positives-only loss (a collapse); and under them alignment and uniformity through training."""
+    fig = plt.figure(figsize=(11, 5.6))
+    grid = fig.add_gridspec(2, 4, height_ratios=(1.15, 1))
+    ax = fig.add_subplot(grid[0, 0])
+    for c in np.unique(point_labels):
+        p = points[point_labels == c]
+        ax.scatter(p[:, 0], p[:, 1], s=6, color=CLUSTER_COLOURS[int(c) % len(CLUSTER_COLOURS)], alpha=0.6)
+    ax.set_aspect("equal")
+    ax.set_title("inputs (colour: cluster, unseen by the loss)", fontsize=10)
+    _circle(fig.add_subplot(grid[0, 1]), run.before, run.labels, "features before training")
+    _circle(fig.add_subplot(grid[0, 2]), run.after, run.labels, f"after InfoNCE (τ = {run.tau:g})")
+    _circle(fig.add_subplot(grid[0, 3]), collapsed.after, collapsed.labels, "after positives only: collapse")
+    for i, (key, name) in enumerate((("align", "alignment (0: the two views coincide)"),
+                                     ("uniform", "uniformity (0: all at one point)"))):
+        ax = fig.add_subplot(grid[1, 2 * i: 2 * i + 2])
+        ax.plot(run.history[key], label="InfoNCE", color="#4c72b0")
+        ax.plot(collapsed.history[key], label="positives only", color="#c44e52")
+        ax.set_xlabel("step")
+        ax.set_title(name, fontsize=10)
+        ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def _title(run: ToyRun) -> str:
+    share = hardest_share(run.after, run.tau)
+    return f"τ = {run.tau:g}: the hardest 10 % of negatives take {100 * share:.0f} % of the push"
+
+
+def temperature_explorer(runs: Sequence[ToyRun]):
+    """A plotly figure with a temperature slider over precomputed toy runs (responds in the static HTML, no
+    kernel): the trained features on the circle, coloured by cluster, and the run's final loss in the title."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    t = np.linspace(0, 2 * np.pi, 200)
+    clusters = [int(c) for c in np.unique(runs[0].labels)]
+    for i, run in enumerate(runs):
+        for c in clusters:
+            f = run.after[run.labels == c]
+            fig.add_trace(go.Scatter(x=f[:, 0], y=f[:, 1], mode="markers", visible=i == len(runs) // 2,
+                                     marker=dict(size=5, color=CLUSTER_COLOURS[c % len(CLUSTER_COLOURS)], opacity=0.6),
+                                     name=f"cluster {c}", showlegend=False))
+    fig.add_trace(go.Scatter(x=np.cos(t), y=np.sin(t), mode="lines", line=dict(color="#cccccc"), showlegend=False,
+                             hoverinfo="skip"))
+    per = len(clusters)
+    steps = []
+    for i, run in enumerate(runs):
+        vis = [False] * (per * len(runs)) + [True]
+        vis[i * per:(i + 1) * per] = [True] * per
+        steps.append(dict(method="update", label=f"{run.tau:g}",
+                          args=[{"visible": vis}, {"title": _title(run)}]))
+    mid = len(runs) // 2
+    fig.update_layout(sliders=[dict(active=mid, currentvalue={"prefix": "temperature τ = "}, steps=steps, pad={"t": 40})],
+                      title=_title(runs[mid]),
+                      height=520, width=560, margin=dict(t=60, b=10),
+                      xaxis=dict(range=[-1.3, 1.3], visible=False),
+                      yaxis=dict(range=[-1.3, 1.3], visible=False, scaleanchor="x"))
+    return fig
+
+
+def views_figure(images, view_1, view_2, aug) -> plt.Figure:
+    """Each image (uint8, ``(n, 3, H, W)``) above its two augmented views (normalised with ``aug``'s mean and std,
+    shown un-normalised): the positive pairs MoCo learns from."""
+    mean = np.asarray(aug.mean).reshape(1, 3, 1, 1)
+    std = np.asarray(aug.std).reshape(1, 3, 1, 1)
+    shown = [images.numpy() / 255.0, *(np.clip(v.detach().float().numpy() * std + mean, 0, 1) for v in (view_1, view_2))]
+    n = images.shape[0]
+    fig, axes = plt.subplots(3, n, figsize=(1.3 * n, 4.2))
+    for row, (imgs, name) in enumerate(zip(shown, ("image", "view 1", "view 2"))):
+        for i in range(n):
+            ax = axes[row, i]
+            ax.imshow(imgs[i].transpose(1, 2, 0), interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if i == 0:
+                ax.set_ylabel(name, fontsize=10)
+    fig.suptitle("two views of each image: a positive pair", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def moco_training_figure(history: dict, queue_size: int) -> plt.Figure:
+    """A from-scratch MoCo's first steps: its loss against a guess among ``queue_size + 1`` (left), and the share of
+    queries whose own key scores above every key of the queue (right)."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
+    a.plot(history["loss"], color="#4c72b0")
+    a.axhline(np.log(queue_size + 1), color="#999999", ls="--", lw=1, label=f"log({queue_size + 1}): a guess")
+    a.set_xlabel("step")
+    a.set_title("InfoNCE loss", fontsize=10)
+    a.legend(fontsize=8, frameon=False)
+    b.plot(100 * np.asarray(history["found"]), color="#55a868")
+    b.set_xlabel("step")
+    b.set_ylim(0, 100)
+    b.set_title(f"% of queries whose key beats all {queue_size} negatives", fontsize=10)
+    fig.tight_layout()
+    return fig

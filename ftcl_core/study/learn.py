@@ -1,0 +1,99 @@
+"""Facts and checks of the Learn chapters' toys (:mod:`ftcl_core.study.toy`): what the authored sentences say about them,
+bound to named checks (:mod:`ftcl_core.study.checks`), so a change of the toy that makes a sentence false fails the
+book's build."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ftcl_core.study.results.numbers import fixed
+from ftcl_core.study.toy import ToyRun
+
+
+def cluster_tightness(features: np.ndarray, labels: np.ndarray) -> float:
+    """The least, over clusters, of the length of a cluster's mean unit feature (1: every point of the cluster maps
+    to one feature; near 0: its features spread round the sphere)."""
+    return float(min(np.linalg.norm(features[labels == c].mean(0)) for c in np.unique(labels)))
+
+
+def toy_facts(runs: Sequence[ToyRun], shown: float = 0.2) -> dict:
+    """The toy runs as the first Learn chapter quotes them: for the run at temperature ``shown``, alignment and
+    uniformity at the first and last step (``align_first``, ``align_last``, ``uniform_first``, ``uniform_last``)
+    and the clusters' tightness before and after training (``tight_before``, ``tight_after``); over every
+    temperature, the loss at the end (``loss_<tau>``) and the tightness after (``tight_<tau>``). Raw values under the
+    same names with ``_value``."""
+    run = next(r for r in runs if r.tau == shown and r.negatives)
+    h = run.history
+    raw = {"align_first": h["align"][0], "align_last": h["align"][-1], "uniform_first": h["uniform"][0],
+           "uniform_last": h["uniform"][-1], "tight_before": cluster_tightness(run.before, run.labels),
+           "tight_after": cluster_tightness(run.after, run.labels)}
+    out: dict = {k: fixed(v, 2) for k, v in raw.items()} | {f"{k}_value": v for k, v in raw.items()}
+    out["tau"], out["steps"] = f"{shown:g}", str(run.steps)
+    collapsed = [r for r in runs if not r.negatives]
+    if collapsed:  # the positives-only run: every point ends at one place when nothing pushes them apart
+        u = float(collapsed[0].history["uniform"][-1])
+        out["collapse_uniform"], out["collapse_uniform_value"] = fixed(u, 2), u
+    for r in (r for r in runs if r.negatives):
+        out[f"loss_{r.tau:g}"] = fixed(float(r.history["loss"][-1]), 2)
+        out[f"tight_{r.tau:g}_value"] = cluster_tightness(r.after, r.labels)
+    return out
+
+
+CHECKS = {
+    "the views stay together": lambda f: None if f["align_last_value"] < 0.25 else (
+        f"alignment ends at {f['align_last']}: the two views of a point end far apart"),
+    "the points spread out": lambda f: None if f["uniform_last_value"] < f["uniform_first_value"] - 0.5 else (
+        f"uniformity {f['uniform_first']} -> {f['uniform_last']}: the points did not spread"),
+    "each cluster gathers": lambda f: None if f["tight_after_value"] > max(0.9, f["tight_before_value"]) else (
+        f"cluster tightness {f['tight_before']} -> {f['tight_after']}"),
+    "without negatives it collapses": lambda f: None if f["collapse_uniform_value"] > -0.1 else (
+        f"without negatives the uniformity ends at {f['collapse_uniform']}, not near 0 (every point at one place)"),
+}
+
+
+def moco_match_facts(losses_mine: Sequence[float], losses_library: Sequence[float], max_weight_diff: float) -> dict:
+    """The second Learn chapter's comparison of its from-scratch MoCo with the library's: the steps compared, the
+    largest loss difference and the largest weight difference after them (raw values for the check)."""
+    diff = float(np.max(np.abs(np.subtract(losses_mine, losses_library))))
+    return {"steps": str(len(losses_mine)), "loss_diff": f"{diff:.1e}", "weight_diff": f"{max_weight_diff:.1e}",
+            "loss_diff_value": diff, "weight_diff_value": max_weight_diff}
+
+
+MOCO_CHECKS: Mapping = {
+    "the two steps agree": lambda f: None if f["loss_diff_value"] < 1e-5 and f["weight_diff_value"] < 1e-5 else (
+        f"loss differs by {f['loss_diff']}, weights by {f['weight_diff']}"),
+}
+
+
+def moco_training_facts(history: Mapping[str, Sequence[float]], queue_size: int, batch: int) -> dict:
+    """A from-scratch MoCo's first steps as the second Learn chapter reads them: the loss at the first step, its
+    peak once real keys fill the queue (after ``queue_size / batch`` steps), and at the end; the share of queries
+    that find their key at the first step, at its lowest, and over the last ten steps. Raw values under ``_value``."""
+    loss, found = np.asarray(history["loss"]), 100 * np.asarray(history["found"])
+    fill = int(np.ceil(queue_size / batch))
+    raw = {"loss_first": loss[0], "loss_peak": loss.max(), "loss_last": loss[-10:].mean(),
+           "guess": float(np.log(queue_size + 1)), "found_first": found[0], "found_low": found[: 3 * fill].min(),
+           "found_last": found[-10:].mean()}
+    out: dict = {k: fixed(v, 1) for k, v in raw.items()} | {f"{k}_value": v for k, v in raw.items()}
+    out["fill"], out["fill_value"] = str(fill), fill
+    return out
+
+
+MOCO_TRAINING_CHECKS: Mapping = {
+    "random keys make it easy at first": lambda f: None if f["loss_first_value"] < 1 and f["found_first_value"] > 90
+    else f"first step: loss {f['loss_first']}, {f['found_first']} % found",
+    "real keys make it hard": lambda f: None if f["loss_peak_value"] > f["guess_value"] - 2.5 and f["found_low_value"] < 5
+    else f"peak loss {f['loss_peak']} against a guess's {f['guess']}; lowest share found {f['found_low']} %",
+    "then the encoder learns": lambda f: None if f["loss_last_value"] < f["loss_peak_value"] - 1 and (
+        f["found_last_value"] > f["found_low_value"] + 5) else (
+        f"last steps: loss {f['loss_last']} (peak {f['loss_peak']}), {f['found_last']} % found"),
+}
+
+EXERCISE_CHECKS: Mapping = {  # the second Learn chapter's folded solutions: facts {m0, m99, k256, k4096} (end losses)
+    "no momentum ends higher": lambda f: None if f["m0"] > f["m99"] else (
+        f"m = 0 ends at {f['m0']:.2f}, m = 0.99 at {f['m99']:.2f}"),
+    "a short queue ends lower": lambda f: None if f["k256"] < f["k4096"] else (
+        f"K = 256 ends at {f['k256']:.2f}, K = 4096 at {f['k4096']:.2f}"),
+}

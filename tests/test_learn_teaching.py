@@ -1,0 +1,96 @@
+"""The teaching code the Learn chapters build from scratch (their cells tagged ``teaching``) is the library's: the
+first chapter's InfoNCE equals :func:`ftcl_core.losses.info_nce` on the toy's logits, and the second chapter's
+``MyMoCo`` with ``my_moco_step`` takes the same steps as :class:`ftcl_core.methods.MoCo` under
+:func:`ftcl_core.training.train_step` (loss, weights, BN statistics, queue), from the same start and draws."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ftcl_core.config import load_config
+from ftcl_core.losses import info_nce
+from ftcl_core.methods import StepContext, build_model
+from ftcl_core.study.toy import in_batch_logits
+from ftcl_core.training import build_optimizer, train_step
+
+SRC = Path(__file__).resolve().parent.parent / "book" / "src"
+
+
+def teaching(chapter: str) -> dict:
+    """The names the chapter's ``teaching`` cells define, executed as the notebook does."""
+    text = (SRC / chapter).read_text()
+    cells = re.split(r"^# %%", text, flags=re.M)
+    code = [c.split("\n", 1)[1] for c in cells if c.split("\n", 1)[0].strip().startswith('tags=') and '"teaching"' in
+            c.split("\n", 1)[0]]
+    assert code, f"{chapter} has no cell tagged teaching"
+    namespace: dict = {}
+    prelude = ("import copy\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+               "from ftcl_core.losses import info_nce\nfrom ftcl_core.study.toy import in_batch_logits\n")  # chapters' imports
+    exec(compile(prelude + "\n".join(code), chapter, "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("n, tau, seed", [(8, 0.2, 0), (33, 0.07, 1), (2, 1.0, 2)])
+def test_the_taught_info_nce_is_the_librarys(n, tau, seed):
+    my_info_nce = teaching("learn1_contrastive.py")["my_info_nce"]
+    g = torch.Generator().manual_seed(seed)
+    q, k = (F.normalize(torch.randn(n, 5, generator=g), dim=1) for _ in range(2))
+    assert torch.allclose(my_info_nce(q, k, tau), info_nce(in_batch_logits(q, k, tau)), atol=1e-6)
+
+
+def _state(module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+@pytest.mark.parametrize("seed, momentum", [(0, 0.99), (3, 0.9)])
+def test_the_moco_built_from_scratch_takes_the_librarys_steps(seed, momentum):
+    ns = teaching("learn2_moco.py")
+    cfg = load_config("configs/smoke_moco_v2.yaml", [f"seed={seed}", f"moco.momentum={momentum}"])
+    library = build_model(cfg)
+    mine = ns["MyMoCo"](copy.deepcopy(library.encoder_q), cfg.model.dim, cfg.moco.queue_size, cfg.moco.momentum,
+                        cfg.moco.tau, seed=cfg.seed)
+    assert torch.equal(mine.queue, library.queue)  # the same random start
+    opt_lib = build_optimizer(cfg, library, "cpu")
+    o = cfg.optim
+    opt_mine = torch.optim.SGD(mine.encoder_q.parameters(), lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
+    gen_lib, gen_mine, images = (torch.Generator().manual_seed(s) for s in (seed, seed, 100 + seed))
+    ctx = StepContext(gen_lib)
+    batch, size = cfg.train.batch_size, cfg.augment.out_size
+    for step in range(6):  # the queue (256) wraps after four batches of 64
+        x_q, x_k = (torch.randn(batch, 3, size, size, generator=images) for _ in range(2))
+        lib_loss = train_step(library, opt_lib, (x_q, x_k), ctx).loss
+        my_loss = ns["my_moco_step"](mine, opt_mine, x_q, x_k, gen_mine)
+        assert torch.allclose(lib_loss, my_loss, atol=1e-6), (step, float(lib_loss), float(my_loss))
+        for name, a, b in ((n, _state(mine.encoder_q)[n], v) for n, v in _state(library.encoder_q).items()):
+            assert torch.allclose(a.float(), b.float(), atol=1e-6), (step, "encoder_q", name)
+        for name, a, b in ((n, _state(mine.encoder_k)[n], v) for n, v in _state(library.encoder_k).items()):
+            assert torch.allclose(a.float(), b.float(), atol=1e-6), (step, "encoder_k", name)
+        assert torch.allclose(mine.queue, library.queue, atol=1e-6) and int(mine.ptr) == int(library.queue_ptr), step
+
+
+def test_the_comparison_can_fail():
+    """A from-scratch step that forgets the momentum update drifts from the library's at once."""
+    ns = teaching("learn2_moco.py")
+    cfg = load_config("configs/smoke_moco_v2.yaml")
+    library = build_model(cfg)
+    mine = ns["MyMoCo"](copy.deepcopy(library.encoder_q), cfg.model.dim, cfg.moco.queue_size, cfg.moco.momentum,
+                        cfg.moco.tau, seed=cfg.seed)
+    mine.momentum_update = lambda: None  # the bug
+    opt_lib, opt_mine = build_optimizer(cfg, library, "cpu"), torch.optim.SGD(mine.encoder_q.parameters(), lr=cfg.optim.lr,
+                                                                            momentum=cfg.optim.momentum,
+                                                                            weight_decay=cfg.optim.weight_decay)
+    gen_lib, gen_mine, images = (torch.Generator().manual_seed(s) for s in (0, 0, 100))
+    ctx = StepContext(gen_lib)
+    differs = False
+    for _ in range(3):
+        x_q, x_k = (torch.randn(cfg.train.batch_size, 3, cfg.augment.out_size, cfg.augment.out_size, generator=images)
+                    for _ in range(2))
+        lib_loss = train_step(library, opt_lib, (x_q, x_k), ctx).loss
+        differs |= not torch.allclose(lib_loss, ns["my_moco_step"](mine, opt_mine, x_q, x_k, gen_mine), atol=1e-6)
+    assert differs
