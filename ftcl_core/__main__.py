@@ -60,10 +60,34 @@ STARTUP_INTERRUPTED = ("interrupted (SIGINT) while the command started, before i
                        "command again.")
 
 
+def report(argv: list[str]) -> int:
+    """``python -m ftcl_core report CHAPTER [-p NAME VALUE ...] [--out PAGE]``: run a chapter under papermill with
+    parameters and write it as one HTML page, numbers resolved and figures in place (:mod:`ftcl_core.pages.report`;
+    a page of the pages layer, so it is routed here, above the layers)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m ftcl_core report", description=report.__doc__)
+    parser.add_argument("chapter", help="a chapter notebook, e.g. book/05_momentum.ipynb")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                        help='a papermill parameter; VALUE is read as YAML, so -p seeds "[0, 1, 2]" is a list')
+    parser.add_argument("--out", help="the page to write (default reports/<chapter>.html)")
+    args = parser.parse_args(argv)
+    from ftcl_core.pages import report as R
+
+    try:
+        R.report(args.chapter, args.out, R.parse_parameters(args.parameter))
+    except R.ReportError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def run(argv: list[str]) -> int:
     """The program: ``train``'s first line, then the command line (:func:`ftcl_core.study.cli.main`, which turns
-    every interrupt inside it into its one line).  Ctrl-C before that, while the imports load torch (seconds), is
-    one line too, and status 130."""
+    every interrupt inside it into its one line); ``report`` (:func:`report`).  Ctrl-C before that, while the
+    imports load torch (seconds), is one line too, and status 130."""
+    if argv[:1] == ["report"]:
+        return report(argv[1:])
     try:
         _announce(argv)
         from ftcl_core.study.cli import main as cli_main

@@ -56,10 +56,11 @@ def caption(exp, records):
             "linear top-1 % (mean ± 95 % CI over n seeds); Δ: the paired difference against the row or reference named "
             "under 'vs', in points; paper: the paper's top-1 % on ImageNet-100 (the paper has no run on these data)"
             + (f". Not run yet: {t['missing']}" if t["missing"] else ""))
-# the runs the chapter's authored reading rests on: the stored runs of the cpu profile, whatever profile this page ran with
-stored = records if profile == "cpu" else sorted(
-    (r for r in X.load_records(exp.path, "cpu", X.STORED) if r["setting"] in settings + shown_if_stored and r["seed"] in seeds),
-    key=lambda r: (list(exp.settings).index(r["setting"]), r["seed"]))
+# the runs the chapter's authored reading rests on: the stored runs of the cpu profile at the experiment's seeds,
+# whatever profile and seeds this page ran with (the tables above show this run's)
+stored = sorted((r for r in X.load_records(exp.path, "cpu", X.STORED)
+                 if r["setting"] in settings + shown_if_stored and r["seed"] in exp.seeds),
+                key=lambda r: (list(exp.settings).index(r["setting"]), r["seed"]))
 
 # %% [markdown]
 # ## The momentum update, in code
@@ -126,8 +127,8 @@ plt.show()
 # **What the runs say.** The paragraphs below read the stored runs of the `cpu` profile.
 
 # %% tags=["remove-cell"]
-ends = X.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in stored if r["seed"] == seeds[0]},
-                          seeds[0])
+ends = X.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in stored if r["seed"] == exp.seeds[0]},
+                          exp.seeds[0])
 glue_facts("ends_", ends)
 checks.expect(X.CHECKS, ends, "the frozen key encoder's views agree least")
 momentum = X.momentum_facts(exp, stored)

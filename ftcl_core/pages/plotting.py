@@ -1232,10 +1232,13 @@ def smoke_notice(profile: str):
 
     if profile != "smoke":
         return None
+    from ftcl_core.study.experiments import profile_root
+
     return HTML('<div class="admonition warning ftcl-smoke"><p class="admonition-title">Smoke run</p>'
                 f"<p>{SMOKE_NOTICE}: this page ran with <code>profile = \"smoke\"</code>, a few steps on a few images "
                 "so that every cell runs in seconds. Run it with the <code>cpu</code> profile (the book's) for results."
-                "</p></div><script>(() => { const notice = document.currentScript.previousElementSibling; "
+                f" The runs it trains are written to <code>{escape(str(profile_root(profile)))}</code> (set "
+                "<code>FTCL_RUNS_ROOT</code> to put them elsewhere).</p></div><script>(() => { const notice = document.currentScript.previousElementSibling; "
                 "const title = document.querySelector('main h1'); if (notice && title) title.after(notice); })();</script>")
 
 

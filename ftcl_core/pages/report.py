@@ -1,0 +1,165 @@
+"""A chapter as a page outside the built book (issue 65, item 5): run it under papermill with parameters, resolve the
+Markdown roles that only the book's build understands, and write one HTML page, numbers in place and figures
+inline, so that a papermill user gets what a book reader gets.
+
+Roles resolved in the Markdown cells (:func:`resolve_roles`): ``{glue:md}`name```, ``{glue:text}`name```,
+``{glue}`name``` and ``{glue:text}`name:fmt``` take the value the chapter glued under that name in its own run (a
+name it never glued is refused, naming it); ``{term}`word``` and ``{term}`text <word>``` keep their text;
+``{cite}`key``` becomes "Author et al. year" from ``book/references.bib``; ``{ref}``/``{doc}`` keep their text;
+``{eval}`expr``` is refused (no chapter uses it). Cells tagged ``remove-cell`` are left out, and code is hidden
+where the book hides it (tags ``hide-input``, ``remove-input``, ``hide-cell``), so the page reads like the book's."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import nbformat
+
+BIB = Path(__file__).resolve().parent.parent.parent / "book" / "references.bib"
+ROLE = re.compile(r"\{(glue(?::\w+)?|term|cite|ref|doc|eval)\}`([^`]*)`")
+LEFTOVER = ("{glue", "{term}", "{eval}", "{ref}", "{doc}", "{cite}")  # what a rendered page never shows
+HIDDEN_INPUT = {"hide-input", "remove-input", "hide-cell"}
+
+
+class ReportError(ValueError):
+    """A chapter cannot be rendered as it stands (a role without its value); the message names it and the fix."""
+
+
+def glued(nb: nbformat.NotebookNode) -> dict[str, str]:
+    """Every value the executed notebook glued (myst-nb's ``glue``): ``{name: its text/markdown or text/plain}``."""
+    out: dict[str, str] = {}
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            meta = o.get("metadata", {}).get("scrapbook")
+            if not meta:
+                continue
+            prefix, data = meta.get("mime_prefix", ""), o.get("data", {})
+            for mime in ("text/markdown", "text/plain"):
+                if prefix + mime in data:
+                    value = data[prefix + mime]
+                    out[meta["name"]] = "".join(value) if isinstance(value, list) else value
+                    break
+    return out
+
+
+def citations(bib: Path = BIB) -> dict[str, str]:
+    """``{key: "Author et al. year"}`` for every entry of the book's BibTeX file."""
+    out: dict[str, str] = {}
+    for key, body in re.findall(r"@\w+\{([^,]+),(.*?)\n\}", bib.read_text(), flags=re.S):
+        author = re.search(r"author\s*=\s*\{(.*?)\}", body, flags=re.S)
+        year = re.search(r"year\s*=\s*\{?(\d{4})", body)
+        names = [n.strip() for n in (author.group(1) if author else key).split(" and ")]
+        last = [n.split(",")[0] if "," in n else n.split()[-1] for n in names]
+        who = last[0] if len(last) == 1 else f"{last[0]} and {last[1]}" if len(last) == 2 else f"{last[0]} et al."
+        out[key.strip()] = f"{who} {year.group(1) if year else ''}".strip()
+    return out
+
+
+def resolve_roles(markdown: str, values: Mapping[str, str], cites: Mapping[str, str]) -> str:
+    """``markdown`` with every role of :data:`ROLE` replaced by what the book would show (see the module)."""
+    def one(m: re.Match) -> str:
+        role, body = m.group(1), m.group(2)
+        if role.startswith("glue"):
+            name = body.split("::")[-1]
+            name = re.sub(r":[a-z]$", "", name)  # a format suffix (":s") after the name
+            if name not in values:
+                raise ReportError(f"the page quotes {{{role}}}`{body}`, which this run did not glue: run the chapter "
+                                  "whole (a notebook that stops early glues less), or with the profile it glues under")
+            return values[name].strip()
+        if role == "eval":
+            raise ReportError(f"{{eval}}`{body}` cannot be rendered outside the book; glue the value instead")
+        if role == "cite":
+            return "; ".join(cites.get(k.strip(), k.strip()) for k in body.split(","))
+        text = re.match(r"(.*?)\s*<[^>]*>$", body, flags=re.S)  # "{term}`text <target>`"
+        return text.group(1) if text else body
+    return ROLE.sub(one, markdown)
+
+
+def render(nb: nbformat.NotebookNode, bib: Path = BIB) -> nbformat.NotebookNode:
+    """A copy of the executed notebook ``nb`` as the book shows it: roles resolved in its Markdown, ``remove-cell``
+    cells dropped, and the code the book hides marked for the exporter to leave out."""
+    values, cites = glued(nb), citations(bib)
+    out = nbformat.from_dict(nb)
+    cells = []
+    for cell in out.cells:
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if "remove-cell" in tags or "injected-parameters" in tags:
+            continue
+        if cell.cell_type == "markdown":
+            cell.source = resolve_roles(cell.source, values, cites)
+        elif tags & HIDDEN_INPUT:
+            cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+            cell.metadata["transient"] = {"remove_source": True}
+        cells.append(cell)
+    out.cells = cells
+    return out
+
+
+def to_html(nb: nbformat.NotebookNode) -> str:
+    """``nb`` (rendered) as one self-contained HTML page: nbconvert's HTML exporter, the hidden code left out."""
+    from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
+    tags = TagRemovePreprocessor(remove_input_tags=HIDDEN_INPUT, remove_cell_tags={"remove-cell"})
+    exporter = HTMLExporter(template_name="lab", embed_images=True)
+    exporter.register_preprocessor(tags, enabled=True)
+    left = sorted({s for text in page_text(nb) for s in LEFTOVER if s in text})
+    if left:
+        raise ReportError(f"the page would still show {left}: a role this renderer does not know")
+    html, _ = exporter.from_notebook_node(nb)
+    return html
+
+
+def page_text(nb: nbformat.NotebookNode) -> list[str]:
+    """What a reader of the page reads: the Markdown cells and every text output (Markdown, plain text, streams;
+    not the scripts a figure carries, whose code may hold braces of its own)."""
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            out.append(cell.source)
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream":
+                out.append(o.get("text", ""))
+            for mime in ("text/markdown", "text/plain"):
+                if mime in o.get("data", {}):
+                    out.append("".join(o["data"][mime]))
+    return out
+
+
+def parse_parameters(pairs: list[list[str]] | None) -> dict:
+    """``-p name value`` pairs as papermill parameters: each value read as YAML, so ``"[0, 1, 2]"`` is a list, ``3`` an
+    int and ``smoke`` a string."""
+    import yaml
+
+    out: dict = {}
+    for name, value in pairs or []:
+        try:
+            out[name] = yaml.safe_load(value)
+        except yaml.YAMLError as err:
+            raise ReportError(f"parameter {name}={value!r} is not a value (write a list as \"[0, 1, 2]\"): {err}") from None
+    return out
+
+
+def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, parameters: Mapping | None = None,
+           kernel: str = "python3") -> Path:
+    """Run ``chapter`` (a ``book/*.ipynb``) under papermill with ``parameters`` and write it rendered as HTML to
+    ``out`` (default ``reports/<chapter>.html`` in the current folder); returns the page's path. The executed
+    notebook is kept beside it (``<chapter>.ipynb``)."""
+    import papermill as pm
+
+    src = Path(chapter)
+    if not src.is_file() or src.suffix != ".ipynb":
+        raise ReportError(f"{chapter} is not a notebook: name a chapter, e.g. book/05_momentum.ipynb")
+    page = Path(out) if out else Path("reports") / f"{src.stem}.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    executed = page.with_suffix(".ipynb")
+    print(f"running {src} with {dict(parameters or {})}; the page will be {page}", flush=True)
+    pm.execute_notebook(str(src), str(executed), parameters=dict(parameters or {}), cwd=str(src.resolve().parent),
+                        kernel_name=kernel, progress_bar=False)
+    html = to_html(render(nbformat.read(executed, as_version=4)))
+    page.write_text(html)
+    print(f"report: {page} (the executed notebook: {executed})", flush=True)
+    return page
