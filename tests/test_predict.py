@@ -94,7 +94,8 @@ def test_the_predictor_checks_flip_with_the_held_out_outcomes():
     def report(model_right, rule_flags_all):
         # 20 runs, 10 lose; the majority guesses "loses" every time (right on 10); the model is right on model_right
         ex = [{"diff": -1.0 if i < 10 else 1.0, "majority_held_out": True, "rule": i < (10 if rule_flags_all else 5),
-               "p_loss_held_out": 0.0 if 10 <= i < model_right else 1.0} for i in range(20)]
+               "p_loss_held_out": 0.0 if 10 <= i < model_right else 1.0, "experiment": "E", "setting": f"s{i}"}
+              for i in range(20)]
         return {"examples": ex, "rule": {"threshold": 0.9, "steps": 20},
                 "scores": {"all": [score(model_right), score(10), score(15)],
                            "fashion_mnist": [score(5, 10), score(5, 10)], "shapes": [score(5, 10), score(5, 10)]}}
@@ -105,3 +106,23 @@ def test_the_predictor_checks_flip_with_the_held_out_outcomes():
     close = predict.report_facts(report(11, rule_flags_all=True))
     assert (close["model_right"], close["majority_right"], close["data_0"]) == ("11", "10", "fashion_mnist")
     assert close["beats"] == 0 and list(failures(predict.CHECKS, close, *claims)) == list(claims[:2])
+
+
+def test_the_gain_over_the_majority_is_judged_over_settings_not_runs():
+    """Runs of one setting are not independent: a gain that sits in one setting's many seeds is not decided over
+    settings, however many runs it holds; one spread over many settings is."""
+    from ftcl_core.study.checks import failures
+
+    def example(setting, model_right):  # FT gains in the run; the majority says "loses" (wrong); the model as told
+        return {"experiment": "E", "setting": setting, "diff": 1.0, "majority_held_out": True,
+                "p_loss_held_out": 0.0 if model_right else 1.0}
+
+    one = {"examples": [example("s0", True) for _ in range(30)] + [example(f"t{i}", False) for i in range(20)]}
+    f = predict.setting_level(one)  # 30 runs better, all of one setting; 20 settings where both are wrong
+    assert f["gain_decided"] == 0 and (f["better"], f["worse"], f["settings"]) == ("1", "0", "21")
+    spread = {"examples": [example(f"s{i}", True) for i in range(40)]}
+    g = predict.setting_level(spread)
+    assert g["gain_decided"] == 1 and g["better"] == "40" and float(g["sign_p"]) < 0.001
+    name = "the model's gain is not decided at the level of settings"
+    assert failures(predict.CHECKS, {"gain_decided": 1, "gain_lo": "+1", "gain_hi": "+9"}, name)
+    assert not failures(predict.CHECKS, {"gain_decided": 0, "gain_lo": "-1", "gain_hi": "+9"}, name)
