@@ -1238,7 +1238,8 @@ def smoke_notice(profile: str):
                 f"<p>{SMOKE_NOTICE}: this page ran with <code>profile = \"smoke\"</code>, a few steps on a few images "
                 "so that every cell runs in seconds. Run it with the <code>cpu</code> profile (the book's) for results."
                 f" The runs it trains are written to <code>{escape(str(profile_root(profile)))}</code> (set "
-                "<code>FTCL_RUNS_ROOT</code> to put them elsewhere).</p></div><script>(() => { const notice = document.currentScript.previousElementSibling; "
+                "<code>FTCL_RUNS_ROOT</code> to put them elsewhere).</p></div>"
+                "<script>(() => { const notice = document.currentScript.previousElementSibling; "
                 "const title = document.querySelector('main h1'); if (notice && title) title.after(notice); })();</script>")
 
 
