@@ -584,3 +584,23 @@ def test_headroom_csv_is_what_the_stored_map_gives(tmp_path):
             assert r["verdict"] == (G.COMPARED if r["n_seeds"] >= 3 else "undecided")
     fresh = G.write_diagnosis_csv(rows, tmp_path / "headroom.csv")
     assert fresh.read_text() == G.HEADROOM_CSV.read_text(), "results/headroom.csv is stale: run `python -m ftcl_core summary`"
+
+
+def test_a_pair_on_two_cpu_models_is_marked_from_provenance(tmp_path):
+    """Issue 63, item 6: mixed_seeds is read from each run's provenance, CPU model included (an Intel baseline
+    against an AMD arm is marked), while only a CPU against a GPU leaves the Benjamini-Hochberg family."""
+    import json
+
+    from ftcl_core.study.results.paired import pair
+
+    records = []
+    for setting, models in (("base", ("Intel Xeon", "AMD EPYC", "AMD EPYC")), ("arm", ("AMD EPYC",) * 3)):
+        for seed, model in enumerate(models):
+            d = tmp_path / setting / f"seed{seed}"
+            d.mkdir(parents=True)
+            (d / "provenance.json").write_text(json.dumps({"device": "cpu", "cpu_model": model}))
+            records.append({"setting": setting, "seed": seed, "linear_top1": 50.0 + seed, "dir": str(d)})
+    assert G.mixed_device_seeds(records, "arm", "base") == [0]
+    paired = pair({0: 1.0, 1: 2.0, 2: 3.0}, {0: 0.0, 1: 0.0, 2: 0.0},
+                  {0: ("cpu/AMD EPYC", "cpu/Intel Xeon"), 1: ("cpu/AMD EPYC",) * 2, 2: ("cuda/H200", "cpu/AMD EPYC")})
+    assert paired.mixed_seeds == [0, 2] and paired.mixed_device_types == [2]

@@ -168,9 +168,9 @@ def stated_claim(path: str | Path, arm: str, reference: str) -> Claim | None:
 
 
 def run_device(record: dict) -> str:
-    """The kind of device a stored run trained on (:func:`experiments.trained_on`), or "" for a record without
-    a run folder."""
-    return X.trained_on(RunDir(record["dir"])) if record.get("dir") else ""
+    """The kind of machine a stored run trained on (:func:`experiments.machine_kind`: ``cpu/AMD EPYC``), or "" for a
+    record without a run folder."""
+    return X.machine_kind(RunDir(record["dir"])) if record.get("dir") else ""
 
 
 def mixed_device_seeds(records: list[dict], a: str, b: str) -> list[int]:
@@ -358,7 +358,9 @@ def start_fraction_rows(path: str | Path, records: list[dict], profile: str = "c
 def comparison_cells(row: dict) -> list[str]:
     """A :func:`paired_comparison` row as table cells: label, both means, the paired difference ± CI, seeds, verdict."""
     mixed = row.get("mixed_devices") or []
-    seeds = str(row["n_seeds"]) + (f" ({_seeds(mixed)}: CPU against GPU)" if mixed else "")
+    types = {d.split("/")[0] for d in row.get("devices") or []}
+    what = "CPU against GPU" if {"cpu", "cuda"} <= types else "two kinds of machine"
+    seeds = str(row["n_seeds"]) + (f" ({_seeds(mixed)}: {what})" if mixed else "")
     return [row["comparison"], cell(row["baseline"]), cell(row["ft"]),
             " ± ".join(filter(None, [cell(row["diff"]), cell(row["ci95"])])), seeds,
             verdicts.labelled(row["verdict"], row.get("scale", verdicts.POINTS))]

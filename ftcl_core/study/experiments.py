@@ -656,6 +656,16 @@ def collect(path: str | os.PathLike, profile: str, seeds: list[int], settings: l
     return sorted(records + more, key=lambda r: (order[r["setting"]], r["seed"]))
 
 
+def machine_kind(run: RunDir) -> str:
+    """The kind of machine a stored run trained on, from its provenance: the device type and, for a CPU, its model
+    (``cpu/AMD EPYC``), for a GPU its name (``cuda/NVIDIA H200``). Two runs of one recipe and seed on two kinds round
+    floats differently, so a pair of them is marked (:attr:`~ftcl_core.study.results.paired.Paired.mixed_seeds`)."""
+    prov = run.load_provenance()
+    device = trained_on(run)
+    model = prov.get("cpu_model") if device == "cpu" else prov.get("device_name")
+    return f"{device}/{str(model or 'unknown').split(' @')[0]}"
+
+
 def trained_on(run: RunDir) -> str:
     """The kind of device a stored run trained on, without an index ("cpu", "cuda"): its provenance, else its
     config (runs stored before provenance named the device)."""
@@ -861,12 +871,12 @@ def scale_cells(judged: verdicts.Verdict) -> dict:
 
 
 def record_devices(records: list[dict], arm: str, reference: str) -> dict[int, tuple[str, str]]:
-    """Per seed both settings hold, the kinds of device their runs trained on (:func:`trained_on`; "" for a record
+    """Per seed both settings hold, the kinds of machine their runs trained on (:func:`machine_kind`; "" for a record
     without a run folder), for :func:`ftcl_core.study.results.paired.pair`."""
     runs = {(r["setting"], r["seed"]): r for r in records if r["setting"] in (arm, reference)}
 
     def device(r: dict) -> str:
-        return trained_on(RunDir(r["dir"])) if r.get("dir") else ""
+        return machine_kind(RunDir(r["dir"])) if r.get("dir") else ""
 
     return {s: (device(runs[arm, s]), device(runs[reference, s])) for (name, s) in runs
             if name == arm and (reference, s) in runs}
@@ -1392,12 +1402,13 @@ def apply_bh(rows: list[dict]) -> None:
     place: Benjamini-Hochberg over the family of the rows' claims that are not sanity checks
     (:attr:`~ftcl_core.study.results.claims.Claim.in_family`: differences, orderings, equivalences), each distinct
     comparison (:func:`comparison_key`) counted once; the linear readout only (the kNN verdicts are not adjusted).
-    A pair with a seed whose two runs trained on different devices (a CPU run against a GPU run: float rounding
-    besides the effect) leaves the family: its q-value stays blank and its verdict is not adjusted."""
+    A pair with a seed whose two runs trained on different types of device (a CPU run against a GPU run: float
+    rounding besides the effect) leaves the family: its q-value stays blank and its verdict is not adjusted. A pair on
+    two CPU models stays in it, marked in ``mixed_seeds``."""
     family: dict[tuple, float] = {}
 
     def member(v) -> bool:
-        return v is not None and v.claim.in_family and not v.paired.mixed_seeds
+        return v is not None and v.claim.in_family and not v.paired.mixed_device_types
 
     for r in rows:
         v = r.get("_verdict")

@@ -594,7 +594,8 @@ def _length_short_pair_on_gpu(ev: Evidence) -> str | None:
     same config (the findings give both numbers and say so)."""
     short = next((r for r in ev.length if r["kind"] == "length" and r["epochs"] == min(PROSE_LENGTHS)), None)
     devices = list(short.get("devices", [])) if short else []
-    return None if devices == ["cuda"] else f"the shortest length pair ran on {devices or 'nothing stored'}"
+    on_gpu = bool(devices) and all(d.split("/")[0] == "cuda" for d in devices)
+    return None if on_gpu else f"the shortest length pair ran on {devices or 'nothing stored'}"
 
 
 def _headroom(*names: str) -> Check:

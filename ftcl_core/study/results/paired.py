@@ -135,8 +135,14 @@ class Paired:
 
     @property
     def mixed_seeds(self) -> list[int]:
-        """Seeds whose two runs trained on different kinds of device (a CPU run paired with a GPU run)."""
+        """Seeds whose two runs trained on different kinds of machine (``cpu/AMD EPYC`` against ``cpu/Intel Xeon``,
+        or a CPU run against a GPU run: :func:`ftcl_core.study.experiments.machine_kind`)."""
         return [s for s, (a, b) in zip(self.seeds, self.devices) if a != b]
+
+    @property
+    def mixed_device_types(self) -> list[int]:
+        """Seeds whose two runs trained on different types of device (a CPU run against a GPU run)."""
+        return [s for s, (a, b) in zip(self.seeds, self.devices) if a.split("/")[0] != b.split("/")[0]]
 
 
 def pair(arm: Mapping[int, float], reference: Mapping[int, float],
