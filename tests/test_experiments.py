@@ -912,3 +912,22 @@ def test_chapter_10s_reading_holds_on_rows_like_the_stored_ones_and_each_check_f
     for name, (changed, ends) in flips.items():
         new = [next((n for n in changed if n["setting"] == r["setting"]), r) for r in rows]
         assert name in failures(X.METHOD_CHECKS, X.methods_facts(new, ends, negatives=510), name), name
+
+
+@pytest.mark.parametrize("value, want", [("[0, 1]", [0, 1]), ("0 1 2", [0, 1, 2]), ("3,4", [3, 4]), ([2], [2]),
+                                         ((0, 1), [0, 1]), (5, [5]), (None, None)])
+def test_seeds_come_as_a_list_or_the_text_of_one(value, want):
+    assert X.seed_list(value) == want
+
+
+@pytest.mark.parametrize("value", ["[", "a b", "[0, -1]", "[0.5]", [], [True], "{a: 1}"])
+def test_seeds_in_another_form_are_refused_with_the_form_they_take(value):
+    with pytest.raises(X.ConfigError, match=r"list of seeds"):
+        X.seed_list(value)
+
+
+def test_an_experiment_file_that_is_not_a_mapping_is_refused(tmp_path):
+    path = tmp_path / "forty_two.yaml"
+    path.write_text("42\n")
+    with pytest.raises(X.ConfigError, match="not a mapping"):
+        X.Experiment.load(path)

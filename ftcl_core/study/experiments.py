@@ -91,6 +91,9 @@ class Experiment:
         if not p.is_file():
             raise ConfigError(f"experiment file {path} not found; see the experiments/ folder.")
         d = yaml.safe_load(p.read_text()) or {}
+        if not isinstance(d, dict):
+            raise ConfigError(f"experiment file {p} holds {type(d).__name__} {d!r}, not a mapping of table, base and "
+                              "settings; see experiments/table7_ft_v1.yaml for the layout.")
         missing = [k for k in ("table", "base", "settings") if k not in d]
         if missing:
             raise ConfigError(f"experiment file {p} lacks {missing}; see experiments/table7_ft_v1.yaml for the layout.")
@@ -320,6 +323,27 @@ def table_facts(exp: Experiment, profile: str, records: list[dict] | None = None
             "recipe_kind": recipe_kind(base), "missing": ", ".join(missing)}
 
 
+def seed_list(seeds) -> list[int] | None:
+    """``seeds`` as a list of ints: a list or tuple of ints, or the text of one as a papermill parameter passes it
+    (``"[0, 1, 2]"``, ``"0 1 2"``, ``"0,1,2"``); None stays None. Anything else is refused with the form it takes."""
+    if seeds is None:
+        return None
+    if isinstance(seeds, str):
+        text = seeds.strip()
+        try:
+            parsed = yaml.safe_load(text) if text.startswith("[") else [int(s) for s in text.replace(",", " ").split()]
+        except (yaml.YAMLError, ValueError):
+            parsed = None
+        seeds = parsed
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        seeds = [seeds]
+    if not isinstance(seeds, (list, tuple)) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool)
+                                                                     and s >= 0 for s in seeds):
+        raise ConfigError(f"seeds={seeds!r}: give a list of seeds (integers >= 0), e.g. [0, 1, 2] (papermill: "
+                          '-p seeds "[0, 1, 2]").')
+    return list(seeds)
+
+
 def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None = None,
           settings: list[str] | None = None, progress: bool = True, execution: dict | None = None) -> list[dict]:
     """Train every missing (setting, seed) run of an experiment; return one record per run.
@@ -334,6 +358,7 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
     from ftcl_core.training import epoch_callback, train  # lazily: reading records (the pages) never loads the loop
 
     exp = Experiment.load(path)
+    seeds = seed_list(seeds)
     names = settings or list(exp.settings)
     unknown = [s for s in names if s not in exp.settings]
     if unknown:
@@ -649,6 +674,7 @@ def sweep_compiles(jobs: list[tuple[RunConfig, Path]]) -> set[Path]:
 def collect(path: str | os.PathLike, profile: str, seeds: list[int], settings: list[str] | None = None) -> list[dict]:
     """The runs a chapter shows: trains the missing (setting, seed) runs asked for, then adds the other
     stored seeds of those settings (more seeds only narrow the intervals; none is trained here)."""
+    seeds = seed_list(seeds)
     records = sweep(path, profile, seeds=seeds, settings=settings, progress=False)
     names = settings or list(Experiment.load(path).settings)
     more = [r for r in load_records(path, profile) if r["setting"] in names and r["seed"] not in seeds]
