@@ -25,8 +25,9 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from test_hostile_inputs import assert_one_line, cli, own_registry  # noqa: F401  (own_registry: autouse)
 
-from ftcl_core.__main__ import EXIT_ERROR, main
+from ftcl_core.__main__ import EXIT_ERROR
 from ftcl_core.config import load_config
 from ftcl_core.runs import RunDir
 from ftcl_core.study import threads as T
@@ -38,24 +39,6 @@ TINY = ["data.n_train=256", "data.n_test=128", "moco.queue_size=128", "eval.line
 STEPS_PER_EPOCH = 256 // 64
 
 
-@pytest.fixture(autouse=True)
-def own_registry(tmp_path, monkeypatch):
-    """Runs here register in a folder of their own (another training process on this machine changes nothing)."""
-    monkeypatch.setenv(T.ENV_DIR, str(tmp_path / "trainers"))
-    monkeypatch.chdir(ROOT)
-
-
-def cli(capsys, *argv: str) -> tuple[int, str]:
-    code = main(list(argv))
-    return code, capsys.readouterr().err
-
-
-def assert_one_line(code: int, err: str, status: int, *words: str) -> str:
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert code == status and len(lines) == 1 and "Traceback" not in err, (code, err)
-    for word in words:
-        assert word in lines[0], f"{word!r} not in: {lines[0]}"
-    return lines[0]
 
 
 def contents(folder: Path) -> dict[str, bytes]:
