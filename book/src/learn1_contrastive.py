@@ -70,16 +70,17 @@ print("from scratch:", float(my_info_nce(q, k, 0.2)), " library:", float(info_nc
 assert torch.allclose(my_info_nce(q, k, 0.2), info_nce(in_batch_logits(q, k, 0.2)))  # the taught loss is the library's
 
 # %% [markdown]
-# With $N$ choices the loss starts near $\log N$ (a random guess) and can only fall by making the positive score
-# stand out from the negative ones. There are two ways to do that, and the loss needs both.
+# A guess that spreads its belief evenly over the $N$ choices scores $\log N$; features whose scores point at the
+# wrong key score worse (the random vectors above do). The loss falls only as each positive score stands out from its
+# negatives, and there are two ways to make it stand out. The loss needs both.
 #
 # ## Alignment and uniformity
 #
 # Wang and Isola {cite}`wang2020understanding` split what InfoNCE rewards into two measurable parts. **Alignment** is the mean squared
 # distance between the two views' features, $\mathbb{E}\,\lVert q_i - k_i\rVert^2$: 0 when the views coincide.
 # **Uniformity** is $\log \mathbb{E}_{i\ne j}\, e^{-2\lVert q_i - q_j\rVert^2}$: 0 when every input sits at one point,
-# more negative the more evenly the features cover the sphere. The positive term of the loss improves alignment;
-# the negatives improve uniformity.
+# more negative the more evenly the features cover the sphere. The positive term of the loss pulls the views
+# together (alignment); the negatives push the inputs apart (uniformity).
 #
 # Train the toy for a few hundred steps at $\tau = 0.2$, and, for contrast, a second encoder whose loss keeps only the
 # positive term, $-q_i\cdot k_i/\tau$: pull the views together, push nothing apart.
@@ -100,13 +101,34 @@ if profile != "smoke":  # the words below describe a full run; a smoke run's few
 
 # %% [markdown]
 # Read the top row from left to right. Before training, the random MLP already maps the two views of a point close
-# together (nearby inputs give nearby outputs), but it also crowds the clusters onto a small arc of the circle.
-# InfoNCE keeps the views together and spreads the points out: the uniformity curve falls while alignment stays near
-# zero, and each cluster gathers at a place of its own, evenly around the circle. The positives-only loss reaches
+# together (nearby inputs give nearby outputs), but it also crowds the clusters onto one side of the circle.
+# InfoNCE spreads the points out while it keeps the views together: the uniformity curve falls, alignment stays small
+# (it can range from 0 to 4) and about where it started, and each cluster gathers at a place of its own, evenly
+# around the circle. The positives-only loss reaches
 # perfect alignment the cheap way: every point, of every cluster, lands on the same spot, and its uniformity goes to
 # 0. That is a **collapse**: the encoder maps every input to (nearly) the same feature, so a negative scores as high
 # as a positive and the features say nothing about the input. The negatives are what prevent it; methods without
 # them (BYOL, SimSiam) need other devices.
+#
+# How much are the features worth? That is what a {term}`readout` measures: give a simple classifier the features
+# of some labelled points and score it on others. Here the classifier is a vote of each point's nearest neighbours on
+# the circle (a {term}`kNN readout`), which needs no training:
+
+# %%
+print(f"kNN readout (% of points whose cluster is found; chance {facts['chance_value']:.0f} %): before training "
+      f"{facts['knn_before_value']:.0f}, after InfoNCE {facts['knn_after_value']:.0f}, "
+      f"after positives only {facts['knn_collapse_value']:.0f}")
+
+# %% tags=["remove-cell"]
+if profile != "smoke":
+    checks.expect(L.CHECKS, facts, "the readout tells the clusters apart", "the collapsed features are worth little",
+                  "an untrained encoder already reads well on the toy")
+
+# %% [markdown]
+# The InfoNCE features tell the clusters apart almost perfectly, although no label was used to train them; the
+# collapsed ones are worth little. On this easy toy even the untrained encoder reads well, because a smooth random map
+# keeps neighbouring inputs together; that is why a readout is always compared with the same encoder untrained (the
+# {term}`random-init baseline`), as later chapters do for MoCo, with a linear classifier as the paper does.
 #
 # ## The temperature
 #
@@ -126,7 +148,8 @@ LP.temperature_explorer(runs)
 # ## Summary
 #
 # - Two views of one input form a positive pair; views of other inputs are negatives. No labels are used.
-# - InfoNCE is a $(K+1)$-way classification: find your own key among the negatives, with scores divided by $\tau$.
+# - InfoNCE is a classification among the batch: find your own key among the negatives, with scores divided by
+#   $\tau$.
 # - It rewards alignment (views together) and uniformity (inputs spread over the sphere). Without the negatives an
 #   encoder can satisfy the positives by mapping everything to one point: a collapse.
 # - The temperature sets how much of the push goes to the hardest negatives.
@@ -142,17 +165,25 @@ LP.temperature_explorer(runs)
 # The solutions are folded below; each runs as written.
 
 # %% tags=["hide-input"]
-# Solution 1: more noise makes the two views of a point differ more, so alignment ends higher; the clusters still
-# spread out, since the negatives push as before.
-for noise in (0.15, 0.6):
+# Solution 1: more noise makes the two views of a point differ more, so alignment ends higher; and to keep such
+# different views together the encoder must map whole neighbourhoods alike, so the points spread less evenly: the
+# uniformity ends higher too. Both get worse.
+ends = {}
+for noise, name in ((0.15, "clean"), (0.6, "noisy")):
     r = train_toy(0.2, steps=steps, noise=noise)
-    print(f"noise {noise}: alignment {r.history['align'][-1]:.3f}, uniformity {r.history['uniform'][-1]:.2f}")
+    ends[f"align_{name}"], ends[f"uniform_{name}"] = r.history["align"][-1], r.history["uniform"][-1]
+    print(f"noise {noise}: alignment {ends[f'align_{name}']:.3f}, uniformity {ends[f'uniform_{name}']:.2f}")
 
 # %% tags=["hide-input"]
-# Solution 2: on the sphere six clusters can sit further apart than on a circle (roughly the corners of an
-# octahedron); the uniformity ends lower than in two dimensions.
+# Solution 2: on the sphere the six clusters have more room to sit apart than on a circle, so the uniformity ends
+# lower than in two dimensions.
 r3 = train_toy(0.2, steps=steps, dim=3)
-print(f"dim 3: uniformity {r3.history['uniform'][-1]:.2f}")
+ends["uniform_3d"], ends["uniform_2d"] = r3.history["uniform"][-1], shown.history["uniform"][-1]
+print(f"dim 3: uniformity {ends['uniform_3d']:.2f} (on the circle: {ends['uniform_2d']:.2f})")
+
+# %% tags=["remove-cell"]
+if profile != "smoke":
+    checks.expect(L.TOY_EXERCISE_CHECKS, ends, "more noise, both worse", "a sphere has more room")
 
 # %% tags=["hide-input"]
 # Solution 3: with every score 1 each of the N logits is 1 / tau, so the loss is log N whatever tau is: exactly the

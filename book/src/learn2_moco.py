@@ -12,8 +12,10 @@
 # The inputs are now images: small pictures of drawn shapes (ten shapes in random colours, sizes and places, 32
 # pixels a side). Two views of an image are two random *augmentations* of it: a random crop, resized to 24 pixels,
 # a random flip, random changes of brightness, contrast and colour, sometimes grey. Two views of one picture share
-# the shape and little else; two different pictures may share a colour or a place but rarely the shape. A good
-# encoder must keep what survives augmentation, which is what a later classifier needs.
+# the shape and little else. A good encoder must keep what survives augmentation, which is what a later classifier
+# needs. Two different pictures may share a colour or a place, and with ten shapes one in ten shares the shape too:
+# such a *false negative* is pushed away although it shows the same thing, a cost contrastive learning accepts
+# without labels.
 
 # %% colab-setup
 
@@ -39,7 +41,7 @@ from ftcl_core.study import learn as L
 from ftcl_core.study.experiments import ROOT
 from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
 
-# the recipe: a small ResNet (0.3 M parameters) and MoCo v1's settings, on the embedded shapes
+# the recipe: a small ResNet (0.3 M parameters), MoCo v1's loss and head at this book's recipe for the embedded shapes
 cfg = load_config(ROOT / "configs" / ("smoke_moco_v2.yaml" if profile == "smoke" else "cpu_cal_moco_v1.yaml"))
 train_set, _ = load_data(cfg)
 aug = augment_config(cfg)
@@ -65,7 +67,8 @@ plt.show()
 # $$\theta_k \leftarrow m\,\theta_k + (1 - m)\,\theta_q,\qquad m = 0.99 \text{ here}.$$
 #
 # No gradient flows into the key encoder; it only follows. The momentum $m$ is the first thing the paper studies
-# (a later chapter reads its runs): too small and the keys drift, too large and they never learn.
+# (a later chapter reads its runs): too small and the keys drift from step to step; at $m = 1$ the key encoder never
+# moves from its random start.
 #
 # ## The whole method
 #
@@ -120,8 +123,9 @@ def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator) -> to
 # One line needs a word: the key batch is shuffled before the key encoder sees it and unshuffled after. Batch
 # normalisation computes statistics over a batch, and a query and its key computed in the same batch statistics can
 # find each other by those statistics alone, a shortcut. MoCo's fix (*shuffle-BN*) gives the key encoder a
-# differently composed batch; on one machine the encoder's batch normalisation works in groups of the batch, so
-# that shuffling changes which images share a group.
+# differently composed batch. With ordinary batch normalisation on one device a shuffle would change nothing (the
+# whole batch shares one set of statistics); the library's encoder therefore normalises in groups of the batch, as
+# MoCo's own single-machine demo does, so that shuffling changes which images share a group.
 #
 # ## Train it for a minute
 
@@ -155,11 +159,11 @@ if profile != "smoke":  # the words below read a full minute of training; a smok
 
 # %% [markdown]
 # Read the first steps with care. The queue starts full of random keys, far from any image's features, so at first
-# every query finds its own key at once and the loss is tiny. Each step replaces a batch of random keys by real ones;
-# once real keys fill the queue (after 4 096 / 256 = 16 steps) the test turns hard: the untrained encoder gives every
-# image similar features, the loss climbs towards a guess's $\log(K+1)$, and almost no query can pick out its key.
-# From there the encoder learns: the loss falls and the share of queries that find their key among 4 096 rises,
-# without a single label.
+# every query finds its own key at once and the loss is tiny. Each step replaces a batch of random keys by real ones,
+# and the test turns hard at once: the untrained encoder gives every image similar features, so a single batch of
+# real keys is enough to hide a query's own key. The loss keeps climbing as real keys fill the queue, towards a
+# guess's $\log(K+1)$, and almost no query picks out its key. From there the encoder learns: the loss falls and the
+# share of queries that find their key among 4 096 (the {term}`contrastive top-1`) rises, without a single label.
 #
 # ## The same step as the library's
 #
@@ -206,11 +210,15 @@ checks.expect(L.MOCO_CHECKS, match, "the two steps agree")
 # - One step: encode the queries, update the key encoder, encode the (shuffled) keys, score each query against its
 #   key and the queue, take InfoNCE, step, and enqueue the keys.
 #
+# This was {term}`MoCo v1`'s head and temperature; {term}`MoCo v2` adds an MLP head, stronger augmentations and
+# $\tau = 0.2$, and the next chapters use both. They read a run with the paper's tool, the statistics of the scores.
+#
 # ## Exercises
 #
 # 1. Set $m = 0$ (the key encoder copies the query encoder every step) and train a little. Does the loss end higher
 #    or lower than with $m = 0.99$, and why might that be?
-# 2. Make the queue as small as one batch ($K = 256$). What changes in the first steps' loss?
+# 2. Make the queue as small as one batch ($K = 256$). Does the loss end higher or lower, and does that make the
+#    encoder better?
 #
 # The solutions are folded below; each runs as written (shorter runs than the one above).
 
@@ -236,7 +244,8 @@ ends["k4096"] = ends["m99"]
 # the paper's 0.99 are the subject of its Table 1, read in a later chapter.)
 print(f"m = 0: {ends['m0']:.2f}   m = 0.99: {ends['m99']:.2f}")
 # Solution 2: a queue of one batch ends lower, because a guess among 257 costs log(257) = 5.5, among 4 097 log(4097) =
-# 8.3: fewer negatives make an easier, less informative test.
+# 8.3: fewer negatives make an easier, less informative test. A lower loss here does not mean a better encoder: loss
+# values are not comparable across K (nor across temperatures); encoders are compared by their readout.
 print(f"K = 256: {ends['k256']:.2f}   K = 4096: {ends['k4096']:.2f}")
 
 # %% tags=["remove-cell"]

@@ -124,6 +124,6 @@ def moco_training_figure(history: dict, queue_size: int) -> plt.Figure:
     b.plot(100 * np.asarray(history["found"]), color="#55a868")
     b.set_xlabel("step")
     b.set_ylim(0, 100)
-    b.set_title(f"% of queries whose key beats all {queue_size} negatives", fontsize=10)
+    b.set_title(f"contrastive top-1: % of queries whose key beats all {queue_size} negatives", fontsize=10)
     fig.tight_layout()
     return fig

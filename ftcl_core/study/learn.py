@@ -18,6 +18,17 @@ def cluster_tightness(features: np.ndarray, labels: np.ndarray) -> float:
     return float(min(np.linalg.norm(features[labels == c].mean(0)) for c in np.unique(labels)))
 
 
+def knn_readout(features: np.ndarray, labels: np.ndarray, k: int = 20) -> float:
+    """A kNN readout of toy features (the library's :func:`ftcl_core.evaluation.knn_top1`): the first half of the
+    evaluation points as the labelled bank, the second half classified by their neighbours; top-1 in percent."""
+    import torch
+
+    from ftcl_core.evaluation import knn_top1
+
+    f, y, half = torch.as_tensor(features, dtype=torch.float32), torch.as_tensor(labels), len(labels) // 2
+    return knn_top1(f[:half], y[:half], f[half:], y[half:], k=k)
+
+
 def toy_facts(runs: Sequence[ToyRun], shown: float = 0.2) -> dict:
     """The toy runs as the first Learn chapter quotes them: for the run at temperature ``shown``, alignment and
     uniformity at the first and last step (``align_first``, ``align_last``, ``uniform_first``, ``uniform_last``)
@@ -28,13 +39,16 @@ def toy_facts(runs: Sequence[ToyRun], shown: float = 0.2) -> dict:
     h = run.history
     raw = {"align_first": h["align"][0], "align_last": h["align"][-1], "uniform_first": h["uniform"][0],
            "uniform_last": h["uniform"][-1], "tight_before": cluster_tightness(run.before, run.labels),
-           "tight_after": cluster_tightness(run.after, run.labels)}
+           "tight_after": cluster_tightness(run.after, run.labels), "knn_before": knn_readout(run.before, run.labels),
+           "knn_after": knn_readout(run.after, run.labels), "chance": 100 / len(np.unique(run.labels))}
     out: dict = {k: fixed(v, 2) for k, v in raw.items()} | {f"{k}_value": v for k, v in raw.items()}
     out["tau"], out["steps"] = f"{shown:g}", str(run.steps)
     collapsed = [r for r in runs if not r.negatives]
     if collapsed:  # the positives-only run: every point ends at one place when nothing pushes them apart
         u = float(collapsed[0].history["uniform"][-1])
         out["collapse_uniform"], out["collapse_uniform_value"] = fixed(u, 2), u
+        knn = knn_readout(collapsed[0].after, collapsed[0].labels)
+        out["knn_collapse"], out["knn_collapse_value"] = fixed(knn, 0), knn
     for r in (r for r in runs if r.negatives):
         out[f"loss_{r.tau:g}"] = fixed(float(r.history["loss"][-1]), 2)
         out[f"tight_{r.tau:g}_value"] = cluster_tightness(r.after, r.labels)
@@ -50,6 +64,20 @@ CHECKS = {
         f"cluster tightness {f['tight_before']} -> {f['tight_after']}"),
     "without negatives it collapses": lambda f: None if f["collapse_uniform_value"] > -0.1 else (
         f"without negatives the uniformity ends at {f['collapse_uniform']}, not near 0 (every point at one place)"),
+    "the readout tells the clusters apart": lambda f: None if f["knn_after_value"] > 90 else (
+        f"the trained toy's readout is {f['knn_after']} %"),
+    "an untrained encoder already reads well on the toy": lambda f: None if f["knn_before_value"] > 60 else (
+        f"the untrained toy's readout is {f['knn_before']} %"),
+    "the collapsed features are worth little": lambda f: None if f["knn_collapse_value"] < f["knn_after_value"] - 30
+    else f"the collapsed toy's readout is {f['knn_collapse']} % against {f['knn_after']} %",
+}
+
+TOY_EXERCISE_CHECKS: Mapping = {  # the first Learn chapter's folded solutions: facts of the runs they train
+    "more noise, both worse": lambda f: None if f["align_noisy"] > f["align_clean"] and f["uniform_noisy"] > f[
+        "uniform_clean"] else f"noise 0.6 against 0.15: alignment {f['align_noisy']:.3f} / {f['align_clean']:.3f}, "
+    f"uniformity {f['uniform_noisy']:.2f} / {f['uniform_clean']:.2f}",
+    "a sphere has more room": lambda f: None if f["uniform_3d"] < f["uniform_2d"] else (
+        f"uniformity in 3-d {f['uniform_3d']:.2f} against {f['uniform_2d']:.2f} in 2-d"),
 }
 
 
