@@ -169,3 +169,15 @@ def test_log_error_ratios_pair_by_seed_and_floor_a_perfect_readout():
     assert errors.values == pytest.approx((math.log(ERROR_FLOOR / 1.0), math.log(10 / 20)))
     assert ERROR_FLOOR == pytest.approx(100 / 2000 / 2)  # half of one of the shapes' 2 000 test images, in points
     assert pair({}, {}).log_error_ratios().n == 0
+
+
+def test_a_verdict_the_error_floor_moves_says_so():
+    """The floor's rule (half a test image) is tried at half and twice the floor: a pair with a run at 100 % whose
+    word moves with it is marked, and the reader sees "sensitive to the error floor"; one far from the floor is not."""
+    base = {0: 99.0, 1: 99.1, 2: 98.9, 3: 99.05}
+    v = C.judge(TABLE7_V1_BOTH, pair({0: 100.0, 1: 99.5, 2: 99.7, 3: 99.8}, base))
+    assert v.scale == C.ERRORS and v.floor_sensitive and len(v.floor_p) == len(C.FLOOR_FACTORS)
+    assert C.labelled(v.word, v.scale, v.floor_sensitive).endswith("on the error scale, sensitive to the error floor")
+    steady = C.judge(TABLE7_V1_BOTH, pair(halved_errors(base), base))  # no run at 100 %: the floor never binds
+    assert not steady.floor_sensitive and C.labelled(steady.word, steady.scale, "") == f"{steady.word} on the error scale"
+    assert C.row_label({"verdict": "undecided", "scale": C.ERRORS, "floor_sensitive": "yes"}).endswith("error floor")

@@ -140,6 +140,8 @@ FLIPS = {
     "length-short-pair-on-gpu": lambda ev: _length(ev, 30, devices=["cpu", "cuda"]),
     "late-gain-after-bh": lambda ev: dataclasses.replace(ev, diagnosis=tuple(
         {**r, "verdict_bh": V.UNDECIDED} if (r["table"], r["setting"]) == F.LATE_GAIN else r for r in ev.diagnosis)),
+    "late-gain-sensitive-to-the-floor": lambda ev: dataclasses.replace(ev, diagnosis=tuple(
+        {**r, "floor_sensitive": ""} if (r["table"], r["setting"]) == F.LATE_GAIN else r for r in ev.diagnosis)),
     "headroom-costs-at-30": lambda ev: _headroom(ev, "+both from 9 of 30", verdict=V.MATCHES, diff_mean=6.0),
     "headroom-first-step-costs-at-120": lambda ev: _headroom(ev, "+both 120", verdict=V.UNDECIDED, diff_mean=1.0),
     "headroom-late-gains-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=V.UNDECIDED,

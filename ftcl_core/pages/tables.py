@@ -24,7 +24,7 @@ def switch_on_table(starts: list[tuple[str, dict, dict]], caption: str):
                         fixed(st["peak_neg_mean_after"], 2),
                         ", ".join("never" if f is None else str(f) for f in st["steps_to_collapse"]),
                         f"{plus_minus(row['diff'], row['ci95'], signed=True)} "
-                        f"({verdicts.labelled(row['verdict'], row.get('scale', ''))}, {row['n_seeds']} seeds)"]
+                        f"({verdicts.row_label(row)}, {row['n_seeds']} seeds)"]
                        for setting, row, st in starts], caption=caption)
 
 

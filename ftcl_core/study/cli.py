@@ -58,7 +58,7 @@ from ftcl_core.study.experiments import (
     tally,
     write_summary,
 )
-from ftcl_core.study.results.claims import labelled
+from ftcl_core.study.results.claims import row_label
 from ftcl_core.study.results.numbers import pm_cell
 from ftcl_core.study.signatures import collapse_signature
 from ftcl_core.study.threads import threads_to_train, training_threads
@@ -226,7 +226,7 @@ def _main(argv: list[str] | None = None) -> int:
                 diff = "" if r["reference"] == "" else f"{pm_cell(r['diff_mean'], r['diff_ci95'])} vs {r['reference']}"
                 print(f"| {r['question']} | {r['table']} | {r['setting']} | {r['n_seeds']} | "
                       f"{pm_cell(r['mean'], None)} | {diff} | "
-                      f"{labelled(r['verdict'], r['scale'])} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
+                      f"{row_label(r)} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
         rows = headroom_rows(profile=args.profile)
         if args.profile == "cpu" and any(r["n_seeds"] for r in rows):
             print(f"\n### The task with headroom <!-- written: {write_diagnosis_csv(rows, HEADROOM_CSV)} -->\n")
@@ -235,7 +235,7 @@ def _main(argv: list[str] | None = None) -> int:
                 diff = "" if r["diff_mean"] in ("", None) or r["reference"] == "" or not r["n_seeds"] else (
                     f"{pm_cell(r['diff_mean'], r['diff_ci95'])} vs {r['reference']}")
                 mean = pm_cell(r["mean"], None) if r["n_seeds"] else ""
-                print(f"| {r['setting']} | {r['n_seeds']} | {mean} | {diff} | {labelled(r['verdict'], r['scale'])} |")
+                print(f"| {r['setting']} | {r['n_seeds']} | {mean} | {diff} | {row_label(r)} |")
         tool = ROOT / "tools" / "readme_findings.py"
         if args.profile == "cpu" and tool.is_file():  # the README's copy of the findings, from the same runs
             import importlib.util  # a script of the repository, not a module of the package

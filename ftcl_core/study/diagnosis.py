@@ -363,7 +363,7 @@ def comparison_cells(row: dict) -> list[str]:
     seeds = str(row["n_seeds"]) + (f" ({_seeds(mixed)}: {what})" if mixed else "")
     return [row["comparison"], cell(row["baseline"]), cell(row["ft"]),
             " ± ".join(filter(None, [cell(row["diff"]), cell(row["ci95"])])), seeds,
-            verdicts.labelled(row["verdict"], row.get("scale", verdicts.POINTS))]
+            verdicts.row_label(row)]
 
 
 def _decided(row: dict, direction: int) -> bool:
@@ -618,7 +618,7 @@ def comparison_facts(row: dict) -> dict:
     """A :func:`paired_comparison` row as facts: its paired difference ± 95 % interval (``diff``), its cost as a
     positive number (``cost``), seeds and verdict; ``n`` and ``side`` (the verdict's side of zero) for the checks."""
     return {"name": row["comparison"], "diff": _pm(row), "cost": plus_minus(-row["diff"], row["ci95"]),
-            "n_seeds": str(row["n_seeds"]), "verdict": verdicts.labelled(row["verdict"], row.get("scale", "")),
+            "n_seeds": str(row["n_seeds"]), "verdict": verdicts.row_label(row),
             "n": row["n_seeds"], "side": verdicts.side(row["verdict"]) if row["n_seeds"] else 0}
 
 

@@ -854,7 +854,7 @@ def table_order(table: str) -> tuple[int, str]:
 # the columns of the error scale (claims.judge): the paired log error ratio, the paper's, the verdict on each scale,
 # the scale that decided, and the seeds whose two runs trained on different devices (such a pair leaves the BH family)
 SCALE_COLUMNS = ("verdict_points", "log_error_ratio", "log_error_ratio_ci95", "paper_log_error_ratio",
-                 "verdict_errors", "scale", "mixed_seeds")
+                 "verdict_errors", "scale", "mixed_seeds", "floor_sensitive")
 SUMMARY_COLUMNS = ("table", "data", "setting", "mean", "ci95", "n_seeds", "paper", "verdict", "reference", "diff_mean",
                    "diff_ci95", "random_init_mean", "claim", "base", "kind", "effect", "margin", "ratio", "p_value",
                    "q_value", "verdict_bh", "reference_shared_by", "knn_diff_mean", "knn_diff_ci95", "knn_verdict",
@@ -893,7 +893,8 @@ def scale_cells(judged: verdicts.Verdict) -> dict:
             "log_error_ratio_ci95": errors.ci95 if errors else math.nan,
             "paper_log_error_ratio": judged.claim.paper_log_error_ratio if errors else math.nan,
             "verdict_errors": judged.error_word, "scale": judged.scale,
-            "mixed_seeds": " ".join(map(str, judged.paired.mixed_seeds))}
+            "mixed_seeds": " ".join(map(str, judged.paired.mixed_seeds)),
+            "floor_sensitive": "yes" if judged.floor_sensitive else ""}
 
 
 def record_devices(records: list[dict], arm: str, reference: str) -> dict[int, tuple[str, str]]:
@@ -923,7 +924,7 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
                 "q_value": math.nan, "verdict_bh": BASELINE, "reference_shared_by": "", "knn_diff_mean": math.nan,
                 "knn_diff_ci95": math.nan, "knn_verdict": "", "verdict_points": "", "log_error_ratio": math.nan,
                 "log_error_ratio_ci95": math.nan, "paper_log_error_ratio": math.nan, "verdict_errors": "",
-                "scale": "", "mixed_seeds": ""}
+                "scale": "", "mixed_seeds": "", "floor_sensitive": ""}
         claims = [c for c in exp.claims_of(setting) if c.kind == "sanity" or c.reference in summary]
         primary = bool(claims) and (claims[0].kind == "sanity" or claims[0].reference == exp.compare.get(setting))
         if not primary:
@@ -1440,12 +1441,18 @@ def apply_bh(rows: list[dict]) -> None:
         v = r.get("_verdict")
         if member(v) and not math.isnan(v.p):
             family.setdefault(comparison_key(r) + (v.claim.kind, v.claim.margin), v.p)
-    q = dict(zip(family, verdicts.benjamini_hochberg(list(family.values()))))
+    keys = list(family)
+    q = dict(zip(keys, verdicts.benjamini_hochberg(list(family.values()))))
     for r in rows:
         v = r.get("_verdict")
         if member(v):
-            r["q_value"] = q.get(comparison_key(r) + (v.claim.kind, v.claim.margin), math.nan)
+            key = comparison_key(r) + (v.claim.kind, v.claim.margin)
+            r["q_value"] = q.get(key, math.nan)
             r["verdict_bh"] = verdicts.after_bh(v, r["q_value"])
+            for p_alt in v.floor_p if key in family else ():  # the error floor's rule: half and twice the floor
+                alt = verdicts.benjamini_hochberg([p_alt if k == key else family[k] for k in keys])[keys.index(key)]
+                if verdicts.after_bh(v, alt) != r["verdict_bh"]:
+                    r["floor_sensitive"] = "yes"
 
 
 def tally(rows: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
@@ -1522,7 +1529,7 @@ def summary_markdown(path: str | os.PathLike, folder: str | os.PathLike | None =
                 paper = f"{float(r['paper']):g}"
             except ValueError:  # "" or "collapse"
                 paper = r["paper"]
-            out.append(f"| {r['setting']} | {verdicts.labelled(r['verdict'], r.get('scale', ''))} | "
+            out.append(f"| {r['setting']} | {verdicts.row_label(r)} | "
                        f"{r.get('verdict_bh', '')} | {pm_cell(r['mean'], r['ci95'])} | {r['n_seeds']} | {paper} | "
                        f"{r['claim']} | {pm_cell(r['diff_mean'], r['diff_ci95'])} | "
                        f"{pm_cell(r.get('effect'), None, 2, signed=True)} | {pm_cell(r.get('ratio'), None, 2)} | "

@@ -451,6 +451,13 @@ def _late_helps_where_stated(ev: Evidence) -> str | None:
                    for lb, f in sorted({*helps, *STATED_HELPS}) if helps.get((lb, f)) != STATED_HELPS.get((lb, f)))
 
 
+def _late_gain_floor_sensitive(ev: Evidence) -> str | None:
+    """The late gain's reading after Benjamini-Hochberg moves under a floor of half or twice the rule's (the text says
+    it is sensitive to the error floor; results/diagnosis.csv's ``floor_sensitive``)."""
+    row = _late_gain_row(ev)
+    return None if row and row.get("floor_sensitive") == "yes" else f"{' '.join(LATE_GAIN)}: not sensitive to the floor"
+
+
 def _late_gain_after_bh(ev: Evidence) -> str | None:
     """The late gain at 120 epochs reads :data:`STATED_LATE_BH` after Benjamini-Hochberg (results/diagnosis.csv)."""
     row = _late_gain_row(ev)
@@ -626,6 +633,7 @@ CHECKS: dict[str, Check] = {
     "late-helps-where-stated": _late_helps_where_stated,
     "late-avoids-most": _late_avoids_most,
     "late-gain-after-bh": _late_gain_after_bh,
+    "late-gain-sensitive-to-the-floor": _late_gain_floor_sensitive,
     "epoch-one-too-early": _epoch_one_too_early,
     "knn-late-mixed": _knn_late_mixed,
     "length-narrows-not-damage": _length_narrows_not_damage,
@@ -715,7 +723,7 @@ def phase_grid(ev: Evidence, knn: bool = False) -> tuple[list[str], list[float],
         if row is None or not row["n_seeds"]:
             return "" if field == "verdict" else math.nan
         if field == "verdict":
-            return (verdicts.labelled(row["verdict"], row.get("scale", "")) if row["n_seeds"] >= MIN_SEEDS
+            return (verdicts.row_label(row) if row["n_seeds"] >= MIN_SEEDS
                     else f"{row['n_seeds']} seed(s): undecided")
         return row[field]
     return (labels, fractions, np.array([[cell(lb, f, "diff") for f in fractions] for lb in labels]),

@@ -90,7 +90,7 @@ def map_facts(rows: list[dict]) -> dict:
             out[f"{key}_errors"] = (f"{math.exp(ler):.2f}× ({math.exp(ler - ler_ci):.2f}–{math.exp(ler + ler_ci):.2f})"
                                     if n and math.isfinite(ler) and math.isfinite(ler_ci) else "")
             out[f"{key}_n"] = str(n)
-            out[f"{key}_verdict"] = verdicts.labelled(word, r.get("scale", "") if r else "")
+            out[f"{key}_verdict"] = verdicts.row_label({**r, "verdict": word}) if r else word
             out[f"{key}_verdict_errors"] = (r.get("verdict_errors") or "") if r and n else NOT_RUN  # the other scale
             q = _float(r.get("q_value")) if r and n else math.nan  # Benjamini-Hochberg within the map (claims only)
             out[f"{key}_q"], out[f"{key}_verdict_bh"] = fixed(q, 3), (r.get("verdict_bh") or word) if r else word

@@ -46,8 +46,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ftcl_core.study.results.paired import Paired
+from ftcl_core.study.results.paired import ERROR_FLOOR, Paired
 
+# The error floor's rule, stated before use: a run's test error counts as at least half a test image
+# (paired.ERROR_FLOOR); a verdict the error scale decides is tried again at half and at twice that floor, and one whose
+# word moves is labelled "sensitive to the error floor"
+FLOOR_FACTORS = (0.5, 2.0)
+ON_ERRORS, FLOOR_SENSITIVE = " on the error scale", ", sensitive to the error floor"  # what labelled() adds
 MIN_SEEDS = 3  # the project's standard: a verdict needs >= 3 seeds and a paired 95 % interval
 ALPHA = 0.05  # the level of the 95 % intervals, and of the Benjamini-Hochberg false discovery rate
 
@@ -164,6 +169,8 @@ class Verdict:
     errors: Paired | None = None
     error_word: str = ""
     scale: str = POINTS
+    floor_sensitive: bool = False  # the error scale decided, and a floor of half or twice the rule's moves its word
+    floor_p: tuple[float, ...] = ()  # the deciding p-value at those floors (where the error scale decided)
 
     @property
     def deciding(self) -> tuple[Claim, Paired]:
@@ -203,7 +210,10 @@ def judge(claim: Claim, paired: Paired) -> Verdict:
     errors = paired.log_error_ratios()
     error_word = verdict_word(on_errors, errors.lo, errors.hi, errors.n)
     if ceiling_binds(claim, paired):
-        return Verdict(claim, paired, error_word, ratio, errors.p_against(0.0), points, errors, error_word, ERRORS)
+        others = [paired.log_error_ratios(ERROR_FLOOR * f) for f in FLOOR_FACTORS]  # the floor's rule, tried
+        sensitive = any(verdict_word(on_errors, e.lo, e.hi, e.n) != error_word for e in others)
+        return Verdict(claim, paired, error_word, ratio, errors.p_against(0.0), points, errors, error_word, ERRORS,
+                       sensitive, tuple(e.p_against(0.0) for e in others))
     return Verdict(claim, paired, points, ratio, p, points, errors, error_word, POINTS)
 
 
@@ -227,10 +237,19 @@ def verdict_word(claim: Claim, lo: float, hi: float, n: int) -> str:
     return NO_EFFECT if hi < d else UNDECIDED
 
 
-def labelled(word: str, scale: str = POINTS) -> str:
+def labelled(word: str, scale: str = POINTS, floor_sensitive: bool | str = False) -> str:
     """A verdict word as a reader sees it: the word, and " on the error scale" where the error scale decided it
-    (:attr:`Verdict.scale`), so that a verdict the ceiling moved off points says so."""
-    return f"{word} on the error scale" if scale == ERRORS else word
+    (:attr:`Verdict.scale`), so that a verdict the ceiling moved off points says so; ", sensitive to the error
+    floor" where a floor of half or twice the rule's gives another word (:attr:`Verdict.floor_sensitive`; a CSV's
+    "yes" counts)."""
+    out = word + ON_ERRORS if scale == ERRORS else word
+    return out + FLOOR_SENSITIVE if floor_sensitive in (True, "yes") else out
+
+
+def row_label(row) -> str:
+    """:func:`labelled` of a results row (a CSV's or a comparison's): its ``verdict``, ``scale`` and
+    ``floor_sensitive``."""
+    return labelled(row["verdict"], row.get("scale", ""), row.get("floor_sensitive", ""))
 
 
 def side(word: str) -> int:

@@ -122,13 +122,13 @@ class Paired:
         """The reference arm's mean readout over the paired seeds (NaN without :attr:`references`)."""
         return sum(self.references) / len(self.references) if self.references else math.nan
 
-    def log_error_ratios(self) -> Paired:
+    def log_error_ratios(self, floor: float = ERROR_FLOOR) -> Paired:
         """The same pairs on the error scale: per seed ``log(e_arm / e_ref)`` with ``e = 100 - readout`` (the test
-        error in points, floored at :data:`ERROR_FLOOR`), their mean and 95 % half-width; < 0 where the arm gets
-        fewer test images wrong. Empty (n = 0, NaN mean) without :attr:`references`."""
+        error in points, floored at ``floor``, :data:`ERROR_FLOOR` by the rule), their mean and 95 % half-width; < 0
+        where the arm gets fewer test images wrong. Empty (n = 0, NaN mean) without :attr:`references`."""
         if len(self.references) != self.n:
             return Paired(math.nan, math.nan, 0)
-        values = tuple(math.log(max(100 - (r + d), ERROR_FLOOR) / max(100 - r, ERROR_FLOOR))
+        values = tuple(math.log(max(100 - (r + d), floor) / max(100 - r, floor))
                        for d, r in zip(self.values, self.references))
         mean, ci = mean_ci95(values)
         return Paired(mean, ci, self.n, self.seeds, values, self.devices)
