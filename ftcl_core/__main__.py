@@ -36,7 +36,11 @@ def _announce(argv: list[str]) -> bool:
         cfg = load_config(argv[1], overrides)
     except Exception:  # noqa: BLE001  (the command line reports it, in its one line)
         return False
-    print(train_banner(argv[1], overrides, argv[at + 1], cfg.train.checkpoint_every), flush=True)
+    try:
+        banner = train_banner(argv[1], overrides, argv[at + 1], cfg.train.checkpoint_every)
+    except OSError:  # an --out the system cannot look at (a name too long, say): the command line says why
+        return False
+    print(banner, flush=True)
     return True
 
 

@@ -571,6 +571,9 @@ class RunConfig(Section):
         if ft.shards > 1 and (bs % ft.shards or self.moco.drop_same_class or (ft.neg and method != "moco")):
             raise ConfigError(f"ft.shards={ft.shards} needs train.batch_size={bs} divisible by it, method=moco where "
                               "ft.neg=true, and no moco.drop_same_class; set ft.shards=1 otherwise.")
+        if self.eval.knn_k > self.data.n_train:
+            raise ConfigError(f"eval.knn_k={self.eval.knn_k} exceeds data.n_train={self.data.n_train}: the kNN readout "
+                              "votes over the training images' features; set eval.knn_k <= data.n_train (200 is usual).")
         if ft.any and not 0 <= ft.start_epoch < self.train.epochs:
             raise ConfigError(f"ft.start_epoch={ft.start_epoch} must lie in [0, train.epochs={self.train.epochs}): "
                               "otherwise FT never switches on.")
@@ -728,6 +731,17 @@ def parse_overrides(items: list[str]) -> dict:
         key, raw = item.split("=", 1)
         _set(out, key.strip(), yaml.safe_load(raw))
     return out
+
+
+def check_unique_overrides(items: list[str]) -> None:
+    """Refuse a key given twice among a command line's ``key=value`` overrides (the last would win silently);
+    internal callers layer overrides on purpose and use :func:`parse_overrides` alone."""
+    seen: dict[str, str] = {}
+    for item in items:
+        key = item.split("=", 1)[0].strip()
+        if key in seen:
+            raise ConfigError(f"{key} is given twice ({seen[key]!r} and {item!r}): give it once.")
+        seen[key] = item
 
 
 class _UniqueKeys(yaml.SafeLoader):

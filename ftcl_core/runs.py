@@ -303,8 +303,12 @@ class RunDir:
         ``provenance.json`` agrees.  Another config is a :class:`RunFileError` naming both values."""
         if not self.is_complete() or self.config.is_file():
             return
-        stored = (read_seal(self.checkpoint) or {}).get("config") or merge(cfg.to_dict(), {
-            "seed": self.load_provenance().get("seed", cfg.seed)})
+        seal, prov = (read_seal(self.checkpoint) or {}).get("config"), self.load_provenance()
+        if not seal and "seed" not in prov:  # readouts with no record of what made them: never adopt a command's
+            raise RunFileError(f"{self.config} is missing, and nothing in {self.path} records the config its readouts "
+                               "came from (no sealed checkpoint.pt, no provenance.json): restore config.yaml, or move "
+                               "the folder away and train the run again.")
+        stored = seal or merge(cfg.to_dict(), {"seed": prov["seed"]})
         if diff := config_mismatch(stored, cfg):
             raise RunFileError(f"{self.config} is missing, and the run in {self.path} has another config than this "
                                f"command's: {diff}. Run the command with the run's values, or use another --out.")

@@ -153,6 +153,11 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
     src = Path(chapter)
     if not src.is_file() or src.suffix != ".ipynb":
         raise ReportError(f"{chapter} is not a notebook: name a chapter, e.g. book/05_momentum.ipynb")
+    try:
+        nbformat.validate(nbformat.read(src, as_version=4))
+    except Exception as err:  # noqa: BLE001  (nbformat raises several kinds on a file that is not a notebook)
+        raise ReportError(f"{chapter} is not a readable notebook ({type(err).__name__}): name a chapter of the book, "
+                          "e.g. book/05_momentum.ipynb") from None
     page = Path(out) if out else Path("reports") / f"{src.stem}.html"
     page.parent.mkdir(parents=True, exist_ok=True)
     executed = page.with_suffix(".ipynb")

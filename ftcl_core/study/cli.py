@@ -40,7 +40,7 @@ import yaml
 
 from ftcl_core import distributed as D
 from ftcl_core.checkpoints import IncompatibleCheckpoint
-from ftcl_core.config import ConfigError, load_config
+from ftcl_core.config import ConfigError, check_unique_overrides, load_config
 from ftcl_core.runs import RunDir, RunFileError
 from ftcl_core.study import predict, preflight
 from ftcl_core.study.calibration import markdown, trials, write_csv
@@ -196,7 +196,7 @@ def _main(argv: list[str] | None = None) -> int:
     if args.command == "predict":
         report = predict.write_report(args.profile)
         print(f"{len(report['examples'])} distinct FT runs, each against the baseline of its seed; held out: "
-              f"{report['held_out']}; written to {predict.REPORT}")
+              f"{report['held_out']}; written to {predict.report_path(args.profile)}")
         print(predict.report_markdown(report))
         return 0
     if args.command == "plan":
@@ -249,6 +249,7 @@ def _main(argv: list[str] | None = None) -> int:
         return 0
 
     try:  # the config is checked before training starts (the entry point has said where the run goes)
+        check_unique_overrides(args.overrides)
         cfg = load_config(args.config, args.overrides)
         preflight.check_command(cfg, args.out)
     except (ConfigError, FileNotFoundError, ValueError) as err:
@@ -305,6 +306,7 @@ def _screen(args) -> int:
         print(f"error: --steps {args.steps} must be >= 1", file=sys.stderr)
         return 2
     try:
+        check_unique_overrides(args.overrides)
         cfg = load_config(args.config, args.overrides)
         preflight.check_command(cfg, None)
         t0 = time.perf_counter()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -303,12 +304,25 @@ REPORT = "results/predictor.json"
 COMMAND = "python -m ftcl_core predict"
 
 
+def report_path(profile: str = "cpu", out: str | None = None) -> Path:
+    """Where :func:`write_report` writes: ``out``; else the committed ``results/predictor.json`` for the cpu profile
+    on the committed store, and ``<profile's store>/predictor.json`` for any other profile or ``FTCL_RUNS_ROOT`` (so
+    that a smoke or scratch fit never replaces the committed one)."""
+    if out:
+        return experiments.ROOT / out
+    own = profile != "cpu" or bool(os.environ.get("FTCL_RUNS_ROOT"))
+    return experiments.profile_root(profile) / "predictor.json" if own else experiments.ROOT / REPORT
+
+
 def write_report(profile: str = "cpu", out: str | None = None) -> dict:
     """Fit and judge the predictor on every stored FT run (:func:`stored_examples`,
     :func:`leave_one_experiment_out`) and write ``results/predictor.json``: the examples, their held-out
     predictions, the scores with their intervals, and the model fitted on all runs (what ``screen`` applies)."""
     every = stored_examples(profile, dedupe=False)
     examples = link_experiments(distinct(every)[0])
+    if not examples:  # nothing to fit: never replace a stored report with an empty one
+        raise experiments.ConfigError(f"no stored FT run of the {profile} profile to fit the predictor on (it needs FT "
+                                      "runs and their baselines, paired by seed); nothing was written.")
     res = leave_one_experiment_out(examples)
     model: Model | None = res["model"]
 
@@ -333,7 +347,8 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
                       "majority_held_out": bool(res["majority"][i]), "rule": bool(res["rule"][i])}
                      for i, e in enumerate(examples)],
     }
-    target = experiments.ROOT / (out or REPORT)
+    target = report_path(profile, out)
+    target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(target, (json.dumps(report, indent=1, allow_nan=True) + "\n").encode())
     return report
 
