@@ -103,8 +103,13 @@ def run(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     try:
-        sys.exit(run(sys.argv[1:]))
+        status = run(sys.argv[1:])
     except KeyboardInterrupt:  # between the command line's handlers: still one line
         print(STARTUP_INTERRUPTED.replace("while the command started, before it wrote anything", "outside a run's "
                                           "training steps; nothing was lost"), file=sys.stderr)
-        sys.exit(130)
+        status = 130
+    if status == 130:  # interrupted while torch was half imported: its teardown can die of the same interrupt
+        sys.stdout.flush()  # (status -2 instead of 130), so leave at once, the one line said
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(status)

@@ -733,16 +733,6 @@ def parse_overrides(items: list[str]) -> dict:
     return out
 
 
-def check_unique_overrides(items: list[str]) -> None:
-    """Refuse a key given twice among a command line's ``key=value`` overrides (the last would win silently);
-    internal callers layer overrides on purpose and use :func:`parse_overrides` alone."""
-    seen: dict[str, str] = {}
-    for item in items:
-        key = item.split("=", 1)[0].strip()
-        if key in seen:
-            raise ConfigError(f"{key} is given twice ({seen[key]!r} and {item!r}): give it once.")
-        seen[key] = item
-
 
 class _UniqueKeys(yaml.SafeLoader):
     """YAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last silently)."""

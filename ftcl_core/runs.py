@@ -305,9 +305,8 @@ class RunDir:
             return
         seal, prov = (read_seal(self.checkpoint) or {}).get("config"), self.load_provenance()
         if not seal and "seed" not in prov:  # readouts with no record of what made them: never adopt a command's
-            raise RunFileError(f"{self.config} is missing, and nothing in {self.path} records the config its readouts "
-                               "came from (no sealed checkpoint.pt, no provenance.json): restore config.yaml, or move "
-                               "the folder away and train the run again.")
+            raise RunFileError(f"{self.config} is missing, and nothing in {self.path} records its readouts' config (no "
+                               "sealed checkpoint.pt, no provenance.json): restore it, or move the folder and train again.")
         stored = seal or merge(cfg.to_dict(), {"seed": prov["seed"]})
         if diff := config_mismatch(stored, cfg):
             raise RunFileError(f"{self.config} is missing, and the run in {self.path} has another config than this "

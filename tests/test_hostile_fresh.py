@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ftcl_core.config import ConfigError, RunConfig, check_unique_overrides, load_config, parse_overrides
+from ftcl_core.config import ConfigError, RunConfig, load_config, parse_overrides
 from ftcl_core.runs import RunDir, RunFileError
+from ftcl_core.study.cli import check_unique_overrides
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "configs" / "smoke_moco_v2.yaml"

@@ -40,7 +40,7 @@ import yaml
 
 from ftcl_core import distributed as D
 from ftcl_core.checkpoints import IncompatibleCheckpoint
-from ftcl_core.config import ConfigError, check_unique_overrides, load_config
+from ftcl_core.config import ConfigError, load_config
 from ftcl_core.runs import RunDir, RunFileError
 from ftcl_core.study import predict, preflight
 from ftcl_core.study.calibration import markdown, trials, write_csv
@@ -66,6 +66,17 @@ from ftcl_core.training import Terminated, TrainingDiverged, TrainingInterrupted
 
 EXIT_ERROR = 2  # a wrong input: config, command line, files, data
 EXIT_DIVERGED = 3  # a run's features, loss or gradient became NaN or infinite (training.TrainingDiverged)
+
+
+def check_unique_overrides(items: list[str]) -> None:
+    """Refuse a key given twice among a command line's ``key=value`` overrides (the last would win silently);
+    internal callers layer overrides on purpose and use :func:`ftcl_core.config.parse_overrides` alone."""
+    seen: dict[str, str] = {}
+    for item in items:
+        key = item.split("=", 1)[0].strip()
+        if key in seen:
+            raise ConfigError(f"{key} is given twice ({seen[key]!r} and {item!r}): give it once.")
+        seen[key] = item
 
 
 def main(argv: list[str] | None = None) -> int:
