@@ -161,7 +161,7 @@ FLIPS = {
         ev, room={**ev.room, "crowd_clock_latest": ev.room["spread_clock_earliest"]}),
     "headroom-crowding-goes-with-the-cost": lambda ev: dataclasses.replace(
         ev, room={**ev.room, "crowd_both_late_120_word": "crowds"}),
-    "headroom-negatives-not-the-papers-size-at-240": lambda ev: _headroom(ev, "+neg 240", verdict=V.MATCHES,
+    "headroom-negatives-smaller-at-240": lambda ev: _headroom(ev, "+neg 240", verdict=V.MATCHES,
                                                                             diff_mean=4.0),
     "headroom-crowding-fades": lambda ev: dataclasses.replace(
         ev, room={**ev.room, "crowd_both_120_end_word": "crowds"}),

@@ -68,7 +68,7 @@ def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
                                             "scale": "errors"}),
     ("240-pending-but-the-late-start", row("both", 240, 3, -19.0, 3.0, "opposite to the paper")),
     ("late-positive-alone-gains-at-240", row("pos_late", 240, 3, 1.0, 2.0, "compared")),
-    ("negatives-alone-not-the-papers-size-at-240", row("neg", 240, 3, 4.0, 1.0, "matches the paper")),  # [3, 5]
+    ("negatives-alone-smaller-at-240", row("neg", 240, 3, 4.0, 1.0, "matches the paper")),  # [3, 5]
     ("late-start-gains-at-240", row("both_late", 240, 3, 1.0, 4.0, "no effect of the paper's size")),  # [-3, 5]
     ("late-start-matches-at-240", row("both_late", 240, 3, 12.0, 2.0, "larger than the paper")),  # [10, 14] past +6.7
     ("late-start-larger-on-errors-at-240", {**row("both_late", 240, 3, 7.0, 1.7, "matches the paper", -0.17),

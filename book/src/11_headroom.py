@@ -206,8 +206,9 @@ P.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+pos alo
 # seeds, {glue:md}`hr_both_240_errors` the errors: {glue:md}`hr_both_240_verdict` (at 120 epochs: {glue:md}`hr_both_120_diff`).
 #
 # **+neg alone** reads {glue:md}`hr_neg_240_diff` over
-# {glue:md}`hr_neg_240_n` paired seeds ({glue:md}`hr_neg_240_errors` the errors): {glue:md}`hr_neg_240_verdict`, as at
-# 120 epochs ({glue:md}`hr_neg_120_diff`).
+# {glue:md}`hr_neg_240_n` paired seeds ({glue:md}`hr_neg_240_errors` the errors): {glue:md}`hr_neg_240_verdict`, a small
+# gain below the paper's {glue:md}`hr_neg_paper`, where at 120 epochs it read {glue:md}`hr_neg_120_diff`
+# ({glue:md}`hr_neg_120_verdict`).
 #
 # **+pos alone from 30 % gains again**: {glue:md}`hr_pos_late_240_diff` points over {glue:md}`hr_pos_late_240_n`
 # paired seeds ({glue:md}`hr_pos_late_240_errors` the errors; at 120 epochs: {glue:md}`hr_pos_late_120_diff`).
@@ -225,7 +226,7 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-240", "late-start-gains-at-2
               "late-start-larger-on-errors-at-240",
               "late-positive-alone-gains-at-240", "negatives-add-to-the-late-gain-at-240", "240-short-of-the-planned-seeds",
               "negatives-share-of-the-late-gain-open-at-120",
-              "negatives-alone-not-the-papers-size-at-240", "negatives-alone-not-the-papers-size-at-120")
+              "negatives-alone-smaller-at-240", "negatives-alone-not-the-papers-size-at-120")
 
 # %% [markdown]
 # (crowding)=

@@ -452,7 +452,7 @@ CHECKS = {
     "240-pending-but-the-late-start": _pending(240, "both", "neg", "pos_late"),
     "late-positive-alone-gains-at-240": _side("pos_late_240", +1),
     "negatives-add-to-the-late-gain-at-240": _gap_above(240),
-    "negatives-alone-not-the-papers-size-at-240": _word("neg_240", verdicts.NO_EFFECT),
+    "negatives-alone-smaller-at-240": _word("neg_240", verdicts.SMALLER),
     "240-short-of-the-planned-seeds": _plan(240, full=False),
     "crowding-goes-with-the-cost": _crowding_tracks_cost,
     # the confound (issue 66): every cell that crowds switches FT on earlier in its run's steps than every cell
