@@ -687,15 +687,16 @@ def machine_kind(run: RunDir) -> str:
     (``cpu/AMD EPYC``), for a GPU its name (``cuda/NVIDIA H200``). Two runs of one recipe and seed on two kinds round
     floats differently, so a pair of them is marked (:attr:`~ftcl_core.study.results.paired.Paired.mixed_seeds`)."""
     prov = run.load_provenance()
-    device = trained_on(run)
+    device = trained_on(run, prov)
     model = prov.get("cpu_model") if device == "cpu" else prov.get("device_name")
     return f"{device}/{str(model or 'unknown').split(' @')[0]}"
 
 
-def trained_on(run: RunDir) -> str:
-    """The kind of device a stored run trained on, without an index ("cpu", "cuda"): its provenance, else its
-    config (runs stored before provenance named the device)."""
-    return str(run.load_provenance().get("device") or run.load_config().device).split(":")[0]
+def trained_on(run: RunDir, provenance: dict | None = None) -> str:
+    """The kind of device a stored run trained on, without an index ("cpu", "cuda"): its provenance (``provenance``
+    where the caller has read it already), else its config (runs stored before provenance named the device)."""
+    prov = run.load_provenance() if provenance is None else provenance
+    return str(prov.get("device") or run.load_config().device).split(":")[0]
 
 
 def find_identical_run(cfg: RunConfig, profile: str) -> Path | None:

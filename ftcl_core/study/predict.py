@@ -382,11 +382,16 @@ def mcnemar_p(a_right: Sequence[bool], b_right: Sequence[bool]) -> float:
     one gets right and the other wrong (McNemar 1947)."""
     only_a = sum(1 for a, b in zip(a_right, b_right) if a and not b)
     only_b = sum(1 for a, b in zip(a_right, b_right) if b and not a)
-    n = only_a + only_b
+    return sign_test_p(only_a, only_b)
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Exact two-sided sign test: the binomial p-value of ``wins`` against ``losses`` (ties left out) under even odds;
+    1 when there are none."""
+    n = wins + losses
     if n == 0:
         return 1.0
-    k = min(only_a, only_b)
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2 ** n)
 
 
 def report_facts(report: dict) -> dict:
@@ -444,8 +449,7 @@ def setting_level(report: dict, seed: int = 0, draws: int = 4000) -> dict:
     gains = 100 * sums[idx].sum(1) / n_runs if len(sums) else np.array([math.nan])
     lo, hi = (float(np.quantile(gains, 0.025)), float(np.quantile(gains, 0.975))) if len(sums) else (math.nan, math.nan)
     better, worse = int((sums > 0).sum()), int((sums < 0).sum())
-    k, n = min(better, worse), better + worse
-    sign_p = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
+    sign_p = sign_test_p(better, worse)
     gain = 100 * sums.sum() / n_runs if n_runs else math.nan
     return {"settings": str(len(sums)), "gain": f"{gain:+.1f}", "gain_lo": f"{lo:+.1f}", "gain_hi": f"{hi:+.1f}",
             "better": str(better), "worse": str(worse), "sign_p": f"{sign_p:.2f}",
