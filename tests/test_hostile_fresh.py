@@ -59,7 +59,7 @@ def test_readouts_without_any_record_of_their_config_are_never_relabelled(tmp_pa
     run.path.mkdir()
     (run.path / "eval.json").write_text(json.dumps({"linear_top1": 50.0}))  # a finished run's readouts, nothing else
     cfg = load_config(SMOKE, ["seed=7"])
-    with pytest.raises(RunFileError, match="nothing in .* records the config"):
+    with pytest.raises(RunFileError, match="nothing in .* records its readouts. config"):
         run.restore_config(cfg)
     assert not run.config.exists()
     # with its provenance the seed decides, as before: the same seed restores, another is refused
