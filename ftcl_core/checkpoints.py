@@ -64,6 +64,12 @@ class TrainingLog:
         self._grad_sum = None
         return float(losses.mean())
 
+    def epoch_losses(self, steps_per_epoch: int) -> list[float]:
+        """The mean loss of each whole epoch recorded so far (what :meth:`end_epoch` returned for it)."""
+        loss = np.asarray([r[1 + METRIC_COLUMNS.index("loss")] for r in self.recorder.rows], dtype=float)
+        whole = len(loss) // steps_per_epoch
+        return [float(x) for x in loss[: whole * steps_per_epoch].reshape(whole, steps_per_epoch).mean(axis=1)]
+
     def load(self, run: RunDir, epochs: int, steps_per_epoch: int) -> None:
         """The stored log of ``run`` up to the end of epoch ``epochs`` (where its checkpoint was written)."""
         steps = epochs * steps_per_epoch

@@ -457,6 +457,9 @@ class FTConfig(Section):
     renorm_pos: bool = False          # Supp F: re-normalise q', k'
     renorm_neg: bool = False          # Supp F: re-normalise the transformed queue
     start_epoch: int = 0              # Table 6
+    start: Literal["epoch", "auto"] = "epoch"  # auto: the run switches FT on itself (ft.PlateauStart; issue 66)
+    auto_window: int = 5              # ft.start=auto: epochs over which the loss's recent fall is measured
+    auto_fraction: float = 0.1        # ft.start=auto: on once that fall is below this share of the fall so far
     # the released run's 8 processes each draw their own lambda (and mix the queue their own way) for their
     # 32 queries: shards > 1 does that in one process, one draw per shard of batch / shards queries (not in the paper)
     shards: int = 1
@@ -468,6 +471,13 @@ class FTConfig(Section):
                 raise ConfigError(f"ft.{name}={getattr(self, name)} must lie in [{lo:g}, {hi:g}] (a Beta parameter; the "
                                   "paper uses 0.2 to 2.0): beyond that a draw of lambda is a constant or a NaN.")
         self._positive("shards")
+        self._positive("auto_window")
+        if not 0.0 < self.auto_fraction < 1.0:
+            raise ConfigError(f"ft.auto_fraction={self.auto_fraction} must lie in (0, 1): a share of the loss's fall "
+                              "so far (0.1 switches FT on once the last ft.auto_window epochs fell by under a tenth).")
+        if self.start == "auto" and self.start_epoch != 0:
+            raise ConfigError(f"ft.start=auto lets the run choose when FT switches on; ft.start_epoch={self.start_epoch} "
+                              "names an epoch too. Drop ft.start_epoch, or set ft.start=epoch.")
         if self.shards > 1 and (self.granularity != "step" or self.hard or self.union_queue):
             raise ConfigError("ft.shards > 1 draws one lambda per shard: it needs ft.granularity=step and neither "
                               "ft.hard nor ft.union_queue; set ft.shards=1 for those.")

@@ -18,11 +18,14 @@ with the fix (:func:`ftcl_core.losses.check_moco_inputs`, which also says how a 
 told apart).  ``FTConfig()`` is FT off: ``logits`` are then MoCo's plain ones and the loss plain InfoNCE.
 
 Names: :class:`FTConfig` (the ``ft.*`` switches of a run config, :mod:`ftcl_core.config`), :func:`logits`,
-:func:`info_nce`, and below them :func:`moco_ft_logits` (the scores before the temperature, and which queue row
-each negative was mixed with) and :class:`DeviceDraws` (FT's draws made on the GPU, no host copy).
+:func:`info_nce`, :class:`PlateauStart` (when to switch FT on, decided by the run's own loss: ``ft.start=auto``), and
+below them :func:`moco_ft_logits` (the scores before the temperature, and which queue row each negative was mixed
+with) and :class:`DeviceDraws` (FT's draws made on the GPU, no host copy).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -30,7 +33,8 @@ from ftcl_core.config import FTConfig
 from ftcl_core.losses import FTLogits, QueueLayout, check_moco_inputs, info_nce, logits_from_scores, moco_ft_logits
 from ftcl_core.transforms import DeviceDraws, Draws
 
-__all__ = ["DeviceDraws", "FTConfig", "FTLogits", "check_moco_inputs", "info_nce", "logits", "moco_ft_logits"]
+__all__ = ["DeviceDraws", "FTConfig", "FTLogits", "PlateauStart", "check_moco_inputs", "info_nce", "logits",
+           "moco_ft_logits"]
 
 
 def logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, cfg: FTConfig, gen: Draws, tau: float,
@@ -43,3 +47,67 @@ def logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, cfg: FTConfig,
     ``queue_layout="KC"`` states it for a square queue (``K = C``) and skips its data check."""
     pos, neg, _ = moco_ft_logits(q, k, queue, cfg, gen, active, queue_layout=queue_layout)
     return logits_from_scores(pos, neg, tau)
+
+
+class PlateauStart:
+    """When to switch FT on, decided by the run itself (``ft.start=auto``; issue 66): once learning slows.
+
+    At the end of each epoch, ask :meth:`update` with the epoch's mean training loss (plain InfoNCE: FT is still
+    off).  FT switches on from the next epoch once the loss fell, over the last ``window`` epochs, by less than
+    ``fraction`` of all it has fallen since the first epoch::
+
+        L[e - window] - L[e] < fraction * (L[0] - L[e])
+
+    The rule reads nothing but the run's own loss (no labels), so it lifts into any MoCo loop::
+
+        start = ft.PlateauStart()                       # window = 5 epochs, fraction = 0.1
+        for epoch in range(epochs):
+            for ...:                                    # the steps, with active=start.on in ft.logits
+                ...
+            start.update(epoch_loss)                    # FT is on from the next epoch once start.on
+
+    The window and fraction were chosen on the task with room's 30- and 120-epoch runs, where FT from step 351
+    costs and from 30 % of 120 epochs gains (``experiments/headroom/auto_start_v1.yaml`` holds the choice and what
+    it predicts on settings it never saw).  Once on, FT stays on.  ``start_epoch``: the first epoch FT is on (None
+    while off)."""
+
+    def __init__(self, window: int = 5, fraction: float = 0.1) -> None:
+        if not (isinstance(window, int) and window >= 1):
+            raise ValueError(f"PlateauStart(window={window!r}): the window is a whole number of epochs, at least 1.")
+        if not 0.0 < fraction < 1.0:
+            raise ValueError(f"PlateauStart(fraction={fraction!r}): a fraction of the loss's fall so far, in (0, 1).")
+        self.window, self.fraction = window, fraction
+        self.losses: list[float] = []
+        self.start_epoch: int | None = None
+
+    @property
+    def on(self) -> bool:
+        """Whether FT is on for the epoch about to run."""
+        return self.start_epoch is not None
+
+    def update(self, epoch_loss: float) -> bool:
+        """Record the mean loss of the epoch just ended; whether FT is on from the next epoch."""
+        if not math.isfinite(epoch_loss):
+            raise ValueError(f"PlateauStart.update({epoch_loss!r}): an epoch's mean loss must be a finite number.")
+        self.losses.append(float(epoch_loss))
+        e = len(self.losses) - 1
+        if not self.on and e >= self.window:
+            recent, total = self.losses[e - self.window] - self.losses[e], self.losses[0] - self.losses[e]
+            if recent < self.fraction * total:
+                self.start_epoch = e + 1
+        return self.on
+
+    def switch_on(self, epoch: int) -> None:
+        """Switch FT on from ``epoch`` whatever the losses say (several processes follow the first's decision)."""
+        if not self.on:
+            self.start_epoch = epoch
+
+    @classmethod
+    def replay(cls, epoch_losses, window: int = 5, fraction: float = 0.1) -> int | None:
+        """The epoch the rule switches FT on at, given a run's mean loss per epoch (before FT, the loss of the run
+        without FT: the rule only ever reads those); None if it never does."""
+        rule = cls(window, fraction)
+        for loss in epoch_losses:
+            if rule.update(float(loss)):
+                break
+        return rule.start_epoch

@@ -43,6 +43,7 @@ from ftcl_core.execution import (
     prepare_model,
     resolve_device,
 )
+from ftcl_core.ft import PlateauStart
 from ftcl_core.methods import Method, Scores, StepContext, build_model
 from ftcl_core.runs import RunDir, provenance, read_seal, run_lock, write_json, write_yaml
 from ftcl_core.stats import (
@@ -386,6 +387,7 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
     log = TrainingLog(layer_names(model.online), cfg.stats.sync_every, cfg.stats.grad_norms_per_step)
     start_epoch, train_s, draws = checkpoints.resume(run, model, optimizer, gen, log, steps_per_epoch, device, draws)
     ctx = StepContext.from_config(cfg, gen, net if net is not model else None, draws)
+    auto = auto_start(cfg, log, start_epoch, steps_per_epoch)  # ft.start=auto: the run's own rule, replayed
     total = epochs * steps_per_epoch
     bar = _progress(total=total, initial=start_epoch * steps_per_epoch, enabled=progress and main)
     stop = step_callback(stop_before(max_steps)) if max_steps is not None else contextlib.nullcontext()
@@ -405,7 +407,8 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                     lr = set_learning_rate(optimizer, cfg, step, steps_per_epoch)
                     model.start_step(epoch, step, epochs * steps_per_epoch)  # BYOL's target momentum, SwAV's prototypes
                     views = make_views(x, aug, gen, nhwc, n_total)
-                    step_ctx = dataclasses.replace(ctx, ft_active=epoch >= cfg.ft.start_epoch, labels=labels)
+                    ft_on = auto.on if auto is not None else epoch >= cfg.ft.start_epoch
+                    step_ctx = dataclasses.replace(ctx, ft_active=ft_on, labels=labels)
                     out = train_step(model, optimizer, views, step_ctx)
                     log.record(step, epoch, lr, out.values, out.grad_norms, out.histogram)
                     watch.add(step, epoch, out.health, saved)
@@ -415,6 +418,8 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                         watch.check(saved)
                 step = (epoch + 1) * steps_per_epoch
                 loss = log.end_epoch(steps_per_epoch)
+                if auto is not None and D.broadcast_flag(auto.update(loss)):  # every process follows the first's
+                    auto.switch_on(epoch + 1)
                 train_s += time.perf_counter() - t_epoch
                 bar.set_postfix(loss=f"{loss:.3f}", epoch=epoch + 1)
                 if (epoch + 1) % cfg.train.checkpoint_every == 0 or epoch + 1 == epochs:
@@ -433,6 +438,19 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
         raise interrupted(err, run, step, total, saved, epochs) from None
     finally:
         bar.close()
+
+
+def auto_start(cfg: RunConfig, log: TrainingLog, start_epoch: int, steps_per_epoch: int) -> PlateauStart | None:
+    """The rule that switches FT on for ``ft.start=auto`` (:class:`ftcl_core.ft.PlateauStart`), having read the
+    mean loss of each epoch the log holds before ``start_epoch`` (a resumed run decides as the uninterrupted one
+    did); None for a run whose FT starts at ``ft.start_epoch``."""
+    if cfg.ft.start != "auto" or not cfg.ft.any:
+        return None
+    rule = PlateauStart(cfg.ft.auto_window, cfg.ft.auto_fraction)
+    for loss in log.epoch_losses(steps_per_epoch)[:start_epoch]:
+        if rule.update(loss):
+            break
+    return rule
 
 
 def interrupted(err: KeyboardInterrupt, run: RunDir, step: int, total: int, saved: int, epochs: int
