@@ -1,7 +1,9 @@
 """The teaching code the Learn chapters build from scratch (their cells tagged ``teaching``) is the library's: the
 first chapter's InfoNCE equals :func:`ftcl_core.losses.info_nce` on the toy's logits, and the second chapter's
 ``MyMoCo`` with ``my_moco_step`` takes the same steps as :class:`ftcl_core.methods.MoCo` under
-:func:`ftcl_core.training.train_step` (loss, weights, BN statistics, queue), from the same start and draws."""
+:func:`ftcl_core.training.train_step` (loss, weights, BN statistics, queue), from the same start and draws; the
+fourth chapter's transformations are :func:`ftcl_core.transforms.extrapolate_positive` and
+:func:`ftcl_core.transforms.interpolate_negatives`."""
 
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ def teaching(chapter: str) -> dict:
     assert code, f"{chapter} has no cell tagged teaching"
     namespace: dict = {}
     prelude = ("import copy\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-               "from ftcl_core.losses import info_nce\nfrom ftcl_core.study.toy import in_batch_logits\n")  # chapters' imports
+               "from ftcl_core.losses import info_nce\nfrom ftcl_core.study.toy import in_batch_logits\n"
+               "from ftcl_core import transforms as T\n")  # chapters' imports
     exec(compile(prelude + "\n".join(code), chapter, "exec"), namespace)
     return namespace
 
@@ -94,3 +97,18 @@ def test_the_comparison_can_fail():
         lib_loss = train_step(library, opt_lib, (x_q, x_k), ctx).loss
         differs |= not torch.allclose(lib_loss, ns["my_moco_step"](mine, opt_mine, x_q, x_k, gen_mine), atol=1e-6)
     assert differs
+
+
+@pytest.mark.parametrize("seed, granularity", [(0, "step"), (1, "sample"), (2, "dim")])
+def test_the_taught_transformations_are_the_librarys(seed, granularity):
+    from ftcl_core import transforms as T
+
+    ns = teaching("learn4_ft.py")
+    g = torch.Generator().manual_seed(seed)
+    z_q, z_k = T.unit_pairs(16, 32, g)
+    lam = T.sample_lambda(2.0, granularity, 16, 32, g, shift=1.0).double()
+    for mine, library in zip(ns["my_extrapolate"](z_q, z_k, lam), T.extrapolate_positive(z_q, z_k, lam)):
+        assert torch.allclose(mine, library)
+    queue = F.normalize(torch.randn(64, 32, generator=g, dtype=torch.float64), dim=1)
+    lam_in, partners = T.sample_lambda(1.6, granularity, 64, 32, g).double(), T.sample_permutation(64, g)
+    assert torch.allclose(ns["my_interpolate"](queue, lam_in, partners), T.interpolate_negatives(queue, lam_in, partners))

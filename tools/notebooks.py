@@ -3,17 +3,21 @@
 Sources are plain Python files that diff well, in jupytext's percent format (jupytext does the conversion):
 cells start with ``# %%`` (code) or ``# %% [markdown]`` (markdown, every line prefixed with ``# ``), and a
 code cell whose marker line reads ``# %% tags=["parameters"]`` is papermill's parameters cell.  The one thing
-jupytext cannot do is share a cell between files: a lone ``# %% colab-setup`` line becomes the standard first
-cell that, in Colab only, fetches the repository named in ``_config.yml`` (``repository.url``) and installs
-``ftcl_core`` (:data:`COLAB_SETUP`, one copy for all chapters; it stops with a clear message when the clone
-fails).  After the parameters cell every chapter gets one more shared cell, :data:`SMOKE_CELL`: under the ``smoke``
-profile it shows, at the top of the page, that the page's numbers mean nothing.  ``python tools/notebooks.py --check``
-fails when an .ipynb is stale.
+jupytext cannot do is share a cell between files: a lone ``# %% colab-setup`` line becomes the standard cell,
+first after the page's title, that, in Colab only, fetches the repository named in ``_config.yml``
+(``repository.url``) and installs ``ftcl_core`` (:data:`COLAB_SETUP`, one copy for all chapters; it stops with a
+clear message when the clone fails).  After the parameters cell every chapter gets one more shared cell,
+:data:`SMOKE_CELL`: under the ``smoke`` profile it shows, at the top of the page, that the page's numbers mean
+nothing.  ``python tools/notebooks.py --check`` fails when an .ipynb is stale.
+
+The notebooks read right outside the book too (:func:`portable`, :mod:`ftcl_core.pages.portable`): their Markdown is
+plain CommonMark, and a paragraph that quotes numbers from the runs is a code cell that prints it; the book's build
+puts the MyST each converted cell was written in back (``book/_ext/myst_cells.py``).
 
 What the rendered book shows of the code (:func:`visibility`): a chapter is read for its prose, figures and tables,
-so every code cell's source starts hidden behind a toggle (``hide-input``), the Colab and parameters cells fold
-away whole (``hide-cell``), and a cell shows its source only when its author tags it ``show-input``: the code the
-chapter is about.
+so every code cell's source starts hidden behind a toggle (``hide-input``), the parameters cell folds away whole
+(``hide-cell``), the Colab cell is left out of the page (``remove-cell``), and a cell shows its source only when
+its author tags it ``show-input``: the code the chapter is about.
 """
 
 from __future__ import annotations
@@ -43,6 +47,13 @@ if "google.colab" in sys.modules:  # Colab: fetch the repository (configs, store
     os.chdir("/content/ftcl/book")"""
 
 
+SAY_CELL = '''#@title A paragraph with numbers from the stored runs
+from ftcl_core.pages.portable import say
+
+say(r"""{text}""")'''
+PORTABLE = "ftcl"  # a converted cell's metadata key: {"myst": the MyST source the book's build puts back}
+
+
 SMOKE_CELL = """from ftcl_core.pages.plotting import smoke_notice
 
 smoke_notice(profile)  # the smoke profile's pages say their numbers mean nothing"""
@@ -65,10 +76,33 @@ def visibility(cell: nbformat.NotebookNode, colab: bool) -> None:
     set-up cells (Colab, parameters) fold away and every other cell hides its source."""
     tags = list(cell.metadata.get("tags", []))
     if not VISIBILITY_TAGS & set(tags):
-        tags.append("hide-cell" if colab or "parameters" in tags else "hide-input")
+        tags.append("remove-cell" if colab else "hide-cell" if "parameters" in tags else "hide-input")
     cell.metadata["tags"] = [t for t in tags if t != "show-input"]
     if not cell.metadata["tags"]:
         del cell.metadata["tags"]
+
+
+def portable(cell: nbformat.NotebookNode, cites: dict[str, str]) -> list[nbformat.NotebookNode]:
+    """A Markdown cell as it reads outside the book (:mod:`ftcl_core.pages.portable`): plain CommonMark, or, where it
+    quotes glued numbers, a code cell that prints it (after the chapter's title, kept as Markdown, where the cell
+    opens with it); a converted cell keeps its MyST source in ``metadata.ftcl.myst``."""
+    from ftcl_core.pages.portable import commonmark, quotes_numbers
+
+    myst = cell.source
+    text = commonmark(myst, cites)
+    if not quotes_numbers(myst):
+        if text != myst:
+            cell.source = text
+            cell.metadata[PORTABLE] = {"myst": myst}
+        return [cell]
+    if myst.startswith("# ") and "\n" in myst:  # the page's title stays a heading: notebook viewers name the page by it
+        title, rest = myst.split("\n", 1)
+        return [*portable(nbformat.v4.new_markdown_cell(title), cites),
+                *portable(nbformat.v4.new_markdown_cell(rest.lstrip("\n")), cites)]
+    if '"""' in text or text.endswith("\\"):
+        raise ValueError(f'a paragraph holds """ or ends in a backslash, which say()\'s string cannot: {text[:80]}')
+    return [nbformat.v4.new_code_cell(SAY_CELL.format(text=text), metadata={
+        "tags": ["remove-input"], "cellView": "form", "jupyter": {"source_hidden": True}, PORTABLE: {"myst": myst}})]
 
 
 def to_notebook(source: str) -> nbformat.NotebookNode:
@@ -84,6 +118,14 @@ def to_notebook(source: str) -> nbformat.NotebookNode:
     at = next((i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])), None)
     if at is not None:  # after papermill's parameters (and its injected ones): the smoke profile's notice
         nb.cells.insert(at + 1, nbformat.v4.new_code_cell(SMOKE_CELL, metadata={"tags": ["remove-input"]}))
+    from ftcl_core.pages.portable import citations
+
+    cites = citations()
+    nb.cells = [out for c in nb.cells for out in (portable(c, cites) if c.cell_type == "markdown" else [c])]
+    colab = next((i for i, c in enumerate(nb.cells) if "google.colab" in c.source), None)
+    if colab is not None:  # Colab installs ftcl_core before any cell imports it: first after the title, if there is one
+        cell = nb.cells.pop(colab)
+        nb.cells.insert(1 if nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ") else 0, cell)
     for i, cell in enumerate(nb.cells):  # stable ids and no jupytext bookkeeping keep the .ipynb diff-free
         cell["id"] = f"cell-{i}"
         cell.metadata.pop("lines_to_next_cell", None)

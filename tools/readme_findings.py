@@ -1,7 +1,7 @@
 """Copy the findings (``book/findings.md``) into README.md's findings block, numbers filled in from the stored runs.
 
 ``book/findings.md`` is the one authored text of the findings: the book's index includes it whole (chapter 1 links
-there), with their numbers glued from chapter 7 (``{glue:text}`07_when_ft_helps.ipynb::name:s```) and their links
+there), with their numbers glued from chapter 7 (``{glue:text}`07a_when_ft_helps.ipynb::name:s```) and their links
 naming the chapters' labels (``[chapter 7](#phase-diagram)``). GitHub renders neither, so this script writes the same
 Markdown into the README with each glued name replaced by its value from :func:`ftcl_core.study.findings.facts` and each
 label by the chapter's notebook, after every check of :data:`ftcl_core.study.findings.CHECKS` has passed, and draws the

@@ -17,12 +17,12 @@
 #    with $\lambda \sim \mathrm{Beta}(\alpha,\alpha)+1$, which provably lowers the positive score
 #    (eq. 4) and makes positives harder; *negative interpolation* mixes the queue with a permutation of
 #    itself, giving fresh negatives each step. On ImageNet-100 they report gains of several points of linear
-#    {term}`readout` for MoCo v1 and v2 (Table 7; the paper's numbers are in `experiments/table7_ft_*.yaml` and chapter 9).
+#    {term}`readout` for MoCo v1 and v2 (Table 7; the paper's numbers are in `experiments/table7_ft_*.yaml` and [Results against the paper](09_results.ipynb)).
 #
 # **What this book reproduces, and at what scale.** The paper trains ResNet-50 for 200 epochs on
 # ImageNet-100 with 8 GPUs. This book runs everything on the CPU, on an embedded data set of procedurally
 # drawn shapes (10 classes, no download) with a small ResNet, so that one MoCo run takes minutes on two
-# cores (chapter 4 times one). So that no verdict rests on synthetic data alone, the momentum study, Table 7 and Table 6
+# cores ([the scale of the `cpu` profile](#cpu-scale) below times one). So that no verdict rests on synthetic data alone, the momentum study, Table 7 and Table 6
 # also run on Fashion-MNIST {cite}`xiao2017fashion`: real 28×28 grayscale photographs of clothing in 10
 # classes, read offline from Debian's `dataset-fashion-mnist` package (or downloaded by torchvision when a user asks
 # with `data.download=true`); its tables carry the suffix `-fmnist`. On those photographs a linear probe on the raw
@@ -32,16 +32,21 @@
 #
 # | chapter | what it does |
 # |---|---|
-# | 2 Scores on the unit sphere | InfoNCE, temperature, and the statistics the visualization tool records, on real features |
-# | 3 The extrapolation score bound | eq. 4 derived with sympy and checked numerically; interpolation, re-normalisation, dimension-level mixing, hard negatives; an interactive explorer |
-# | 4 Training MoCo | a real MoCo v2 run with its score statistics and gradient landscape |
-# | 5 Momentum and collapse | the momentum sweep of Table 1 and Figs 3-5 |
-# | 6 Feature transformations in training | Tables 2-7 and {term}`Supp F`/G, measured |
-# | 7 When does feature transformation help? | the gradient algebra of the collapse, checked; where training sits; FT on {term}`calibrated` baselines, without false negatives, on real photographs; a phase diagram of when to switch FT on; the answer |
-# | 8 Run explorer | compare any stored runs |
-# | 9 Results against the paper | every reproduced number with seeds, intervals and a verdict; the baseline calibration |
-# | 10 Beyond MoCo | SimCLR, BYOL, SimSiam and SwAV with FT; several processes; where a step's time goes |
-# | 11 Does FT help once there is room to help? | a harder task, far from a perfect score, where FT has room to gain |
+# | **Learn** | |
+# | [Why contrastive learning works](learn1_contrastive.ipynb) | InfoNCE, alignment and uniformity, and the temperature, on a toy |
+# | [MoCo from scratch](learn2_moco.ipynb) | MoCo's queue and momentum encoder in a few dozen lines, one step of it checked against the library's |
+# | [Reading a run](learn3_reading.ipynb) | the statistics the visualization tool records, on real features; a real MoCo v2 run with its score statistics and gradient landscape; the momentum sweep read with the tool |
+# | [FT: the bound and the transformations](learn4_ft.ipynb) | eq. 4 derived with sympy and checked numerically; interpolation; an interactive explorer |
+# | [Switching FT on in your own MoCo](learn5_your_moco.ipynb) | FT in a MoCo step of your own, from the first step or switched on late |
+# | **Reproduce** | |
+# | [Momentum and collapse](05_momentum.ipynb) | the momentum sweep of Table 1 and Figs 3-5 |
+# | [Feature transformations in training](06_feature_transformations.ipynb) | Tables 2-7 and {term}`Supp F`/G, measured; re-normalisation and dimension-level mixing |
+# | [When does feature transformation help?](07a_when_ft_helps.ipynb) and the pages after it | the gradient algebra of the collapse, checked; where training sits; FT on {term}`calibrated` baselines, without false negatives, on real photographs; a phase diagram of when to switch FT on; the answer |
+# | [Does FT help once there is room to help?](11_headroom.ipynb) | a harder task, far from a perfect score, where FT has room to gain |
+# | [Results against the paper](09_results.ipynb) | every reproduced number with seeds, intervals and a verdict; the baseline calibration |
+# | [Beyond MoCo](10_methods.ipynb) | SimCLR, BYOL, SimSiam and SwAV with FT; several processes; where a step's time goes |
+# | [Run explorer](08_run_explorer.ipynb) | compare any stored runs |
+# | [Open questions](open_questions.ipynb) | what was not run |
 
 # %% colab-setup
 
@@ -54,8 +59,8 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # **One step of MoCo with FT, in one picture** (the paper's Fig 2; `ftcl_core.pages.plotting.moco_pipeline`). Two
 # augmented views of an image pass through the query encoder and the key encoder, which follows the query encoder
 # slowly (eq. 2). FT acts on their outputs and on the queue just before the scores; the loss (eq. 1) trains the
-# query encoder only, and the clean keys, not the transformed ones, enter the queue. Chapter 4 takes this step in
-# code.
+# query encoder only, and the clean keys, not the transformed ones, enter the queue.
+# [Switching FT on in your own MoCo](learn5_your_moco.ipynb) takes this step in code.
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -68,14 +73,18 @@ plt.show()
 # %% [markdown]
 # ## What this book finds
 #
-# The paper's machinery reproduces (chapters 2-4), and so do parts of its momentum study (chapter 5). Its headline,
-# that feature transformation improves contrastive learning, comes out reversed at this scale when FT runs from the
-# first step (chapter 6). Chapter 7 asks why and gives [the answer](answer). The findings, each with its numbers and
+# The paper's machinery reproduces ([MoCo from scratch](learn2_moco.ipynb), [Reading a run](learn3_reading.ipynb),
+# [FT: the bound and the transformations](learn4_ft.ipynb)), and so do parts of its momentum study
+# ([Momentum and collapse](05_momentum.ipynb)). Its headline, that feature transformation improves contrastive
+# learning, comes out reversed at this scale when FT runs from the first step
+# ([Feature transformations in training](06_feature_transformations.ipynb)).
+# [When does feature transformation help?](07a_when_ft_helps.ipynb) asks why and gives [the answer](answer). The findings, each with its numbers and
 # a link to the chapter behind it, open the book's [first page](index).
 #
 # ## How to read and run it
 #
-# Read the rendered HTML: figures are static, and the two explorers (chapters 3 and 8) respond to
+# Read the rendered HTML: figures are static, and the two explorers ([FT: the bound and the transformations](learn4_ft.ipynb) and
+# [Run explorer](08_run_explorer.ipynb)) respond to
 # their sliders without a kernel. To run a chapter, open it in JupyterLab (`make lab` from the repository root),
 # or run it headless with [papermill](https://papermill.readthedocs.io); each chapter takes a `profile` parameter.
 # Once the book is published from a repository, launch buttons at the top of each page also open a chapter in
@@ -84,10 +93,14 @@ plt.show()
 
 # %%
 import textwrap
+from pathlib import Path
 
-chapters = ["01_introduction", "02_scores", "03_score_bound", "04_training",
-            "05_momentum", "06_feature_transformations", "07_when_ft_helps",
-            "08_run_explorer", "09_results", "10_methods", "11_headroom"]
+import yaml
+
+# the book's table of contents, in its order: every entry with a notebook beside this one (the Use pages are Markdown)
+toc = yaml.safe_load(Path("../_toc.yml").read_text())
+entries = [Path(c["file"]).name for part in toc["parts"] for c in part["chapters"]]
+chapters = [name for name in entries if Path(f"{name}.ipynb").is_file()]
 command = ".venv/bin/papermill book/NN_name.ipynb /tmp/NN_name.ipynb"
 print(f"{command} -p profile {profile} --cwd book\n")
 print(textwrap.fill(", ".join(chapters), 80))  # lines the page holds, no name split
@@ -96,11 +109,13 @@ print(textwrap.fill(", ".join(chapters), 80))  # lines the page holds, no name s
 # The three profiles:
 #
 # * `smoke`: every chapter in seconds to a minute on tiny data (what CI runs);
-# * `cpu` (default): the embedded data at the scale stated in chapter 4; runs already stored under
-#   `results/cpu` are loaded; chapters 2, 4, 5 and 6 train the few runs they show if one is missing, the others
-#   only read stored runs (`python -m ftcl_core sweep FILE` trains an experiment's);
+# * `cpu` (default): the embedded data at [the scale stated below](#cpu-scale); runs already stored under
+#   `results/cpu` are loaded; [Reading a run](learn3_reading.ipynb), [Momentum and collapse](05_momentum.ipynb) and
+#   [Feature transformations in training](06_feature_transformations.ipynb) train the few runs they show if one is
+#   missing, the others only read stored runs (`python -m ftcl_core sweep FILE` trains an experiment's);
 # * `gpu`: ImageNet-100 at the paper's recipe (set `data.root` in `configs/gpu_in100_*.yaml`).
 #
+# (embedded-data)=
 # ## The embedded data
 #
 # Ten shape classes drawn at random rotation, scale, position, palette colours, background gradient
@@ -152,6 +167,36 @@ print(f"ftcl_core {ftcl_core.__version__}, torch {torch.__version__}, torchvisio
 print(f"{threads} thread{'s' if threads != 1 else ''}, profile {profile}")
 
 # %% [markdown]
+# (cpu-scale)=
+# ## The scale of the `cpu` profile
+#
+# On two CPU cores the constraint is the number of useful steps per minute. A small CIFAR-stem ResNet-10 (width 16,
+# 0.3 M parameters) at 24-pixel crops of 32-pixel images, batch 256, with batched augmentation, keeps 30 epochs of
+# 10 000 images to minutes; the stored MoCo v2 run that [Reading a run](learn3_reading.ipynb) reads prints its own
+# training time and steps per second below its recipe (they depend on the CPU: compare them only with runs on the
+# same machine). The queue holds $K=4096$ keys, below the data set size as it must (the MoCo CIFAR demo's warning: a
+# queue as large as the data holds the query's own earlier keys as negatives). `gpu` runs ResNet-50 on ImageNet-100
+# at the paper's recipe.
+
+# %%
+from IPython.display import display
+
+from ftcl_core.runs import RunDir
+from ftcl_core.study import experiments as X
+
+exp = X.Experiment.load("experiments/table7_ft_v2.yaml")
+run = RunDir(X.run_dir(exp, "v2 baseline", 0, "cpu", X.STORED))  # the stored cpu run, whatever profile this page ran with
+recipe = X.recipe_rows(run.load_config(), ("data.name", "data.n_train", "data.image_size", "augment.out_size",
+                                           "model.encoder", "moco.queue_size", "train.batch_size", "train.epochs"))
+display(P.html_table(["setting", "value"], recipe, caption=f"The stored run's recipe ({X.base_for(exp, 'cpu')}; "
+                                                           "the whole config is the run folder's config.yaml)"))
+ev, prov = run.load_eval(), run.load_provenance()
+n_steps = len(run.load_metrics()["loss"])
+print(f"linear top-1 {ev['linear_top1']:.1f} %  (random init {ev['random_init_linear_top1']:.1f} %)")
+print(f"train {ev['train_s']:.0f} s for {n_steps} steps ({n_steps / ev['train_s']:.1f} steps per second) + eval "
+      f"{ev['eval_s']:.0f} s on {prov.get('cpu_model') or prov.get('device_name')} ({prov.get('threads')} threads)")
+
+# %% [markdown]
 # ## References
 #
 # ```{bibliography}
@@ -165,5 +210,5 @@ print(f"{threads} thread{'s' if threads != 1 else ''}, profile {profile}")
 #   /tmp/01_introduction.ipynb -p profile smoke --cwd book`: it finishes in seconds, and the command printed above
 #   now carries `-p profile smoke`. What each profile trades for its speed is in *How to read and run it* above.
 # * **A config key, `seed`.** Train a MoCo v2 run of your own with `.venv/bin/python -m ftcl_core train
-#   configs/cpu_cal_moco_v2.yaml seed=1 --out runs/try-seed`: on two cores it takes minutes, as said above. Chapter 4
-#   reads a run like it, and its section *Readout* prints how long the stored one took.
+#   configs/cpu_cal_moco_v2.yaml seed=1 --out runs/try-seed`: on two cores it takes minutes, as said above. [Reading a run](learn3_reading.ipynb)
+#   reads a run like it, and [*The scale of the `cpu` profile*](#cpu-scale) prints how long the stored one took.

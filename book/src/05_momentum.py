@@ -11,7 +11,7 @@
 # visualization tool (Figs 3-5) they tie collapse to the score statistics: small $m$ makes {term}`Mean(neg)` and
 # {term}`Var(neg)` swing and the gradient landscape spiky.
 #
-# Here the same sweep runs on the embedded data with MoCo v1 at the `cpu` scale of chapter 4. Each
+# Here the same sweep runs on the embedded data with MoCo v1 at [the scale of the `cpu` profile](#cpu-scale). Each
 # setting is an entry of `experiments/table1_momentum.yaml`; the chapter trains what is missing and
 # loads what is stored.
 
@@ -54,8 +54,7 @@ def caption(exp, records):
     kind = {"calibrated": " (calibrated without FT)", "original": " (original recipe, not calibrated)"}
     return (f"{t['table']}: {t['title']}. {t['data']}; recipe {t['recipe']}{kind.get(t['recipe_kind'], '')}. ours: "
             "linear top-1 % (mean ± 95 % CI over n seeds); Δ: the paired difference against the row or reference named "
-            "under 'vs', in points; paper: the paper's top-1 % on ImageNet-100 (the paper has no run on these data)"
-            + (f". Not run yet: {t['missing']}" if t["missing"] else ""))
+            "under 'vs', in points; paper: the paper's top-1 % on ImageNet-100 (the paper has no run on these data)")
 # the runs the chapter's authored reading rests on: the stored runs of the cpu profile at the experiment's seeds,
 # whatever profile and seeds this page ran with (the tables above show this run's)
 stored = sorted((r for r in X.load_records(exp.path, "cpu", X.STORED)
@@ -86,9 +85,10 @@ display(P.source_code(ema_update))
 # zero and d, **{term}`no effect of the paper's size`** when it holds zero but excludes d, **opposite to the paper**
 # when it lies wholly on the other side of zero, and **{term}`undecided`** when it holds both, or rests on fewer than
 # three seeds. Equivalence claims (Table 5, {term}`Supp F`) read **equivalent** / **not equivalent** against a stated
-# margin ([chapter 9](09_results.ipynb) has the rules in one table). Table 1's checks against the
+# margin ([Results against the paper](09_results.ipynb) has the rules in one table). Table 1's checks against the
 # random-init encoder state no size, and are read on their sign. The first table below holds those checks, the second
-# the paper's ordering of neighbouring momenta. Chapter 9 collects the verdicts of every table.
+# the paper's ordering of neighbouring momenta. [Results against the paper](09_results.ipynb) collects the verdicts of
+# every table.
 
 # %%
 # two tables: each momentum against the random-init encoder (learns or collapses), then against the next smaller
@@ -188,7 +188,7 @@ checks.expect(X.CLAIM_CHECKS, rise, "undecided: the interval holds zero and the 
 # paper's rise. The limit shows here too: the frozen key encoder's positives end the hardest (Mean(pos)
 # {glue:md}`ends_frozen_pos`), and it reads {glue:md}`mom_frozen_readout` % against {glue:md}`mom_peak_readout` % at
 # m = {glue:md}`mom_peak`.
-# Positive extrapolation ([chapter 3](03_score_bound.ipynb)) makes the positives harder on purpose, by lowering their
+# Positive extrapolation ([the extrapolation bound](learn4_ft.ipynb)) makes the positives harder on purpose, by lowering their
 # score directly, and leaves the momentum at 0.99, where the negatives stay consistent.
 
 # %% [markdown]
@@ -230,7 +230,7 @@ checks.expect(X.CHECKS, fm_momentum, "every momentum has 3 seeds", "every learni
 # %% [markdown]
 # ## Gradient landscapes (Fig 4, Supp C)
 #
-# The paper draws each momentum's landscape (every layer's gradient norm in every epoch, chapter 4) as a 3-D surface
+# The paper draws each momentum's landscape (every layer's gradient norm in every epoch, [Reading a run](learn3_reading.ipynb)) as a 3-D surface
 # and calls the small momenta's spiky. The spikes are what changes from epoch to epoch, so below each landscape is
 # summed over its layers into one curve: one panel per momentum, in colour, the other momenta in grey.
 

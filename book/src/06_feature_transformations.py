@@ -19,7 +19,8 @@
 # Each table is an experiment file under `experiments/`; `python -m ftcl_core sweep FILE` trains it.
 # This chapter trains the `train` list below if runs are missing and draws every other table for which
 # stored runs exist. It shows what the numbers look like and what {term}`FT` does to the scores; the tables themselves,
-# each claim with its interval and verdict, are in chapter 9, and chapter 7 asks when FT helps.
+# each claim with its interval and verdict, are in [Results against the paper](09_results.ipynb), and
+# [When does feature transformation help?](07a_when_ft_helps.ipynb) asks when FT helps.
 
 # %% colab-setup
 
@@ -126,9 +127,97 @@ if others:
 # without re-normalisation) or a negative towards the query (negative extrapolation, hard negatives), and negative
 # interpolation alone, which mixes two negatives and leaves the positive pair as it is. Re-normalising after FT
 # ({term}`Supp F`) tests whether the growth of $\|\hat z_q\|$ beyond one (sharper logits) is what costs readout: it removes
-# that growth, though for a trained encoder's positives it makes the pair harder still ([chapter 3](03_score_bound.ipynb),
-# *What re-normalisation and dimension-level mixing change*). For mixed negatives it undoes their shrinking, and chapter 7 measures what that does to the scores the loss sees. Chapter 9
-# gives every claim of these tables with its interval and verdict.
+# that growth, though for a trained encoder's positives it makes the pair harder still
+# ([What re-normalisation and dimension-level mixing change](#renormalisation), below). For mixed negatives it undoes
+# their shrinking, and [Is it how hard the negatives are?](07i_negatives.ipynb) measures what that does to the scores
+# the loss sees. [Results against the paper](09_results.ipynb) gives every claim of these tables with its interval and
+# verdict.
+
+# %% [markdown]
+# (renormalisation)=
+# ## What re-normalisation and dimension-level mixing change
+#
+# {term}`Supp F` re-projects the transformed features onto the sphere; Sec 4.3 draws one $\lambda$ per
+# dimension. The paper gives neither a closed form; both follow from the expansion of eq. 4
+# ([FT: the bound and the transformations](learn4_ft.ipynb)), and both are checked below on random pairs of unit
+# vectors whose cosines cover all of $[-1, 1]$, one $\lambda\sim\mathrm{Beta}(2,2)+1$ each, as that chapter checks
+# eq. 4.
+#
+# **Re-normalised.** With $c = 2\lambda(\lambda-1)(1-S) \ge 0$, eq. 4 reads $\hat S = S - c$, and the same expansion
+# gives $\|\hat z_q\|^2 = \|\hat z_{k^+}\|^2 = 1 + c$. The cosine of the mixed pair is therefore
+#
+# $$\cos(\hat z_q, \hat z_{k^+}) = \frac{S - c}{1 + c} \le S \quad\text{since}\quad S - c \le S(1+c)
+#   \iff c\,(1+S) \ge 0 .$$
+#
+# Every pair is still at least as hard. Its drop is $c(1+S)/(1+c)$ instead of $c$: smaller wherever $c > S$, which
+# covers the pairs whose raw score fell below zero (`ftcl_core.transforms.renormalized_positive_score`).
+#
+# **One $\lambda$ per dimension.** Expanding dimension by dimension,
+#
+# $$\hat S = S + \sum_d \lambda_d(1-\lambda_d)\,(z_{q,d} - z_{k,d})^2 ,$$
+#
+# and every term is at most zero when every $\lambda_d \ge 1$: this pair, too, is at least as hard, pair by pair. With
+# one $\lambda$ it is eq. 4 again, since $\sum_d (z_{q,d}-z_{k,d})^2 = 2(1-S)$
+# (`ftcl_core.transforms.per_dimension_positive_score`). Re-normalised per dimension, the two norms differ and no
+# closed form is derived here: the table measures it. The cell checks both closed forms on the same pairs and counts
+# the pairs that end at most as high as they started (share $S \le S_0$).
+
+# %%
+import torch
+
+n = 10_000 if profile == "smoke" else 100_000
+gen = torch.Generator().manual_seed(0)
+zq, zk = T.unit_pairs(n, 128, gen)  # pairs whose cosines cover [-1, 1]
+s0 = (zq * zk).sum(1)
+lam_ex = T.sample_lambda(2.0, "sample", n, 128, gen, shift=1.0).double()
+q2, k2 = T.extrapolate_positive(zq, zk, lam_ex)
+renorm_rows = []
+
+
+def describe(name, a, b):
+    sc = (a * b).sum(1)
+    renorm_rows.append((name, float(sc.mean()), float((sc <= s0 + 1e-12).float().mean()), float((sc - s0).mean())))
+
+
+describe("no FT", zq, zk)
+describe("extrapolation, one λ per pair", q2, k2)
+describe("extrapolation + re-normalisation", T.renormalize(q2), T.renormalize(k2))
+lam_dim = T.sample_lambda(2.0, "dim", n, 128, gen, shift=1.0).double()
+qd, kd = T.extrapolate_positive(zq, zk, lam_dim)
+describe("extrapolation, one λ per dimension", qd, kd)
+describe("per dimension + re-normalisation", T.renormalize(qd), T.renormalize(kd))
+print(f"{n} pairs")
+print(f"{'transformation':40s} {'mean S':>8s} {'share S<=S0':>12s} {'mean change':>12s}")
+for name, m, share, d in renorm_rows:
+    print(f"{name:40s} {m:8.3f} {share:12.3f} {d:12.3f}")
+renorm = (T.renormalize(q2) * T.renormalize(k2)).sum(1)
+print(f"max |measured - closed form|: re-normalised "
+      f"{(renorm - T.renormalized_positive_score(s0, lam_ex.squeeze(1))).abs().max():.1e}, "
+      f"per dimension {((qd * kd).sum(1) - T.per_dimension_positive_score(zq, zk, lam_dim)).abs().max():.1e}")
+trained = 0.87  # a trained encoder's positive score (the MoCo v2 run of Reading a run ends near it)
+raw_t, ren_t = (float(f(trained, lam_ex.squeeze(1)).mean())
+                for f in (T.transformed_positive_score, T.renormalized_positive_score))
+print(f"positives at S = {trained}: mean score {raw_t:.3f} raw, {ren_t:.3f} re-normalised")
+
+# %% [markdown]
+# Re-normalisation keeps every pair at least as hard. On these test pairs, whose $S$ spreads over $[-1, 1]$, it
+# shrinks the mean drop a great deal: wherever $c > S$, which is where the raw score falls below zero (as far as
+# $-9$), re-normalising shrinks the drop and brings the score back into $[-1, 1]$. A trained encoder's positives sit
+# near $S = 0.87$, where $c \le 4(1-S) < S$: there the re-normalised drop $c(1+S)/(1+c)$ is *larger* than $c$, and
+# re-normalising makes the positives harder still (the last line of the output). One $\lambda$ per dimension lowers
+# the score about as much as one per pair, and keeps every pair at least as hard, as the algebra says; re-normalised,
+# it behaves like the re-normalised per-pair mix on these pairs.
+
+# %% tags=["remove-cell"]
+# the sentences above, held to the table: every FT row keeps every pair at least as hard; re-normalising shrinks the
+# mean drop; per dimension lowers the score about as much as per pair (within a fifth), with or without re-normalising
+table = {name: (mean, share, change) for name, mean, share, change in renorm_rows}
+assert all(share == 1.0 for name, (_, share, _) in table.items() if name != "no FT"), table
+(_, _, raw), (_, _, ren) = table["extrapolation, one λ per pair"], table["extrapolation + re-normalisation"]
+(_, _, dim), (_, _, dim_ren) = table["extrapolation, one λ per dimension"], table["per dimension + re-normalisation"]
+assert ren > raw / 2 and abs(dim - raw) < abs(raw) / 5 and abs(dim_ren - ren) < abs(ren) / 5, table
+assert ren_t < raw_t, (raw_t, ren_t)  # near S = 0.87 re-normalising lowers the positive score further
+del zq, zk, q2, k2, qd, kd, lam_dim, renorm  # a few hundred MB of pairs the rest of the page does not need
 
 # %% [markdown]
 # (mechanism)=
@@ -141,8 +230,10 @@ if others:
 # within the first steps and {term}`Var(neg)` falls towards zero: for a while the images sit near one point, the
 # effect the paper reports in Supp D (FT at epoch 0 on a randomly filled queue pushes the negative scores
 # up). The table of collapse signatures further down gives, for every setting, the step at which Mean(neg)
-# passes 0.9 and where it ends, beside its readout. Chapter 7 derives what positive extrapolation does to the gradient, tests whether
-# the collapse survives baselines {term}`calibrated` without FT, and maps when a later start helps.
+# passes 0.9 and where it ends, beside its readout. [Why does FT from the first step cost?](07b_gradient.ipynb)
+# derives what positive extrapolation does to the gradient, [Is it our recipe?](#recipe-changes) tests whether the
+# collapse survives baselines {term}`calibrated` without FT, and [the phase diagram](#phase-diagram) maps when a later
+# start helps.
 
 # %%
 recs = records[train[0]]
@@ -173,8 +264,8 @@ checks.expect(X.CHECKS, undone, "the encoder undoes the harder positive", "the e
 # reads {glue:md}`t7_v1_pos` points against its baseline.
 #
 # The early rise of Mean(neg) in the first figure, which the paper reports in Supp D, is this crowding at its
-# strongest. [Chapter 11](#crowding) follows it on a task with room to help: there FT costs wherever the images
-# crowd as it switches on, and gains where they do not, as when it is switched on late in a longer run.
+# strongest. [Does FT help once there is room to help?](#crowding) follows it on a task with room to help: there FT
+# costs wherever the images crowd as it switches on, and gains where they do not, as when it is switched on late in a longer run.
 
 # %% tags=["remove-cell"]
 findings.expect(stored_ev, "headroom-crowding-goes-with-the-cost")
@@ -217,14 +308,14 @@ checks.expect(signatures.CHECKS, sig, "some rows lose their readout without pass
 # over a random-init encoder. In the stored runs (lowest seeds), {glue:md}`sig_lost` of the {glue:md}`sig_compared`
 # rows with a baseline lose most of it, and {glue:md}`sig_lost_never` of those never pass the level
 # ({glue:md}`sig_lost_never_names`); {glue:md}`sig_passed_kept` of the {glue:md}`sig_passed` rows that pass it keep
-# most of their readout ({glue:md}`sig_passed_kept_names`). Chapter 7 asks a milder question, whether the first 100
-# steps can tell a run that will read below its baseline at all (*Can the first 100 steps tell?*).
+# most of their readout ({glue:md}`sig_passed_kept_names`). [Can the first 100 steps tell?](07h_first_steps.ipynb)
+# asks a milder question, whether the first 100 steps can tell a run that will read below its baseline at all.
 
 # %% [markdown]
 # ## Gradient landscapes: baseline against +both
 #
-# Each run's gradient landscape (chapter 4) summed over its layers, epoch by epoch: the curve whose swings the paper
-# reads as a spiky landscape (chapter 5).
+# Each run's gradient landscape ([Reading a run](learn3_reading.ipynb)) summed over its layers, epoch by epoch: the
+# curve whose swings the paper reads as a spiky landscape ([Momentum and collapse](05_momentum.ipynb)).
 
 # %%
 pair_names = [next(iter(pick)), [k for k in pick if k.endswith("+both")][0]]
@@ -255,13 +346,13 @@ checks.expect(C.CHECKS, both_swing, "FT swings more than its baseline")
 # * **The `seeds` parameter.** `.venv/bin/papermill book/06_feature_transformations.ipynb
 #   /tmp/06_feature_transformations.ipynb -y "seeds: [1]" --cwd book` draws the statistics and the gradient landscapes
 #   of seed 1 (trained if missing). The text reads the collapse in seed 0: see whether Mean(neg) of the raw cosines
-#   again rises towards one under positive extrapolation from the first step, and read why in chapter 7's *A
-#   concentrated state: does it attract or repel?*.
+#   again rises towards one under positive extrapolation from the first step, and read why in *A concentrated state:
+#   does it attract or repel?* of [Why does FT from the first step cost?](07b_gradient.ipynb).
 # * **A config key, `ft.pos`.** `.venv/bin/python -m ftcl_core train configs/cpu_cal_moco_v1.yaml ft.pos=true --out
 #   runs/try-pos` adds positive extrapolation to the calibrated MoCo v1 baseline. Expect the collapse signature of
 #   *The collapse signature of every setting*, and find whether it survives the calibrated baselines in
 #   {ref}`recipe-changes`.
 # * **A config key, `ft.start_epoch`.** `.venv/bin/python -m ftcl_core train configs/cpu_cal_moco_v1.yaml ft.pos=true
 #   ft.neg=true ft.start_epoch=15 --out runs/try-late` switches FT on only at epoch 15, after the randomly filled
-#   queue of the first steps that Supp D blames is gone. Chapter 7's *Starting later: where the runs stand when FT
-#   switches on* and {ref}`phase-diagram` say when a later start helps.
+#   queue of the first steps that Supp D blames is gone. {ref}`phase-diagram` and its section *Where the runs stand
+#   when FT switches on* say when a later start helps.

@@ -16,7 +16,7 @@
 # probe, kNN, and the linear probe on the same network at random initialisation (the calibration and screen folders,
 # `CAL-…` and `H-task-screen-v1`, score on their validation split instead). A run that two tables share is trained
 # once and copied, so it is listed
-# under each (chapter 9 counts each comparison once).
+# under each ([Results against the paper](09_results.ipynb) counts each comparison once).
 
 # %% colab-setup
 

@@ -55,7 +55,7 @@ checks.expect(X.CLAIM_CHECKS, shared, "tables share runs")
 # %% [markdown]
 # A dot far past its diamond reads "larger than the paper": the words say how big an effect is, not only its side. Table 3's positive interpolation at a = 0.2 reads {glue:md}`t3_interp_diff` points against
 # its baseline where the paper's reads {glue:md}`t3_interp_effect`, about {glue:md}`t3_interp_ratio` times as much, its whole interval
-# past the paper's: mixing the positive pair, as in [chapter 6](06_feature_transformations.ipynb), costs here far
+# past the paper's: mixing the positive pair, as in [Feature transformations in training](06_feature_transformations.ipynb), costs here far
 # more than at ImageNet scale.
 #
 # Tables share runs. Where two tables ask for the same setting on the same recipe, the runs are trained once and
@@ -133,7 +133,8 @@ display(html_table(["verdict", "the paper's claims", "after BH", "Table 1's chec
 # Each table opens on demand; its summary line counts its verdicts. A row's table is named as the glossary's
 # {term}`table name` explains (`T1`-`T7` the paper's tables; {term}`S-E`, {term}`S-F`, {term}`S-G` its supplement's
 # sections; the book's own diagnosis and headroom experiments, `D-…` and `H-…` such as {term}`D-capacity-v1` and
-# {term}`H-map-v1`, are judged in chapters 7 and 11, not here), and its setting by the feature transformation it switches on: {term}`+pos`, {term}`+neg`,
+# {term}`H-map-v1`, are judged in [When does feature transformation help?](07a_when_ft_helps.ipynb) and
+# [Does FT help once there is room to help?](11_headroom.ipynb), not here), and its setting by the feature transformation it switches on: {term}`+pos`, {term}`+neg`,
 # {term}`+both`, {term}`+both_dim`, or a {term}`late start`. "ours" is the linear {term}`readout` (top-1 %, mean
 # ± 95 % CI over seeds).
 
@@ -208,6 +209,7 @@ else:
                           "dated record still stand as the tables above."))
 
 # %% [markdown]
+# (calibrated-baselines)=
 # ## The baselines, calibrated
 #
 # A verdict on FT is only as good as its baseline. Each method's baseline was calibrated without FT: a few
@@ -216,7 +218,7 @@ else:
 # tried at one step budget shared by every method, and scored on a validation split drawn from its own seed,
 # never on the test set (`experiments/calibration/`, `python -m ftcl_core calibration`). The trial with the
 # best validation kNN is marked (the trials open on demand); the chosen recipes are the `configs/cpu_cal_*.yaml` files, on which the
-# calibrated tables above and chapter 7's diagnosis run FT. Trials with one seed choose which recipe is worth three seeds; they decide nothing on their own.
+# calibrated tables above and the diagnosis of [When does feature transformation help?](07a_when_ft_helps.ipynb) run FT. Trials with one seed choose which recipe is worth three seeds; they decide nothing on their own.
 # The `fmnist_moco_v1` and `fmnist_moco_v2` rows calibrate MoCo v1 and v2 on Fashion-MNIST's real photographs the
 # same way; their validation images are training images outside the subset used for training.
 # The train-time column is wall time, and some trials shared the two cores with other work: it says roughly what
@@ -265,6 +267,7 @@ else:
     display(markdown_html("No calibration trial is stored yet: `python -m ftcl_core sweep experiments/calibration/<method>.yaml`."))
 
 # %% [markdown]
+# (baselines-at-budget)=
 # ### The same baselines at the tables' budget
 #
 # Calibration compared trials at one short budget shared by every method; the tables train each chosen recipe for

@@ -15,7 +15,8 @@
 # and $w$ (below, per method); a process holds $N$ images of a batch of $M$ over all processes ($N = M$ in one
 # process). Each loss is written over the *symmetric* pairs: anchors $a = [v_1; v_2]$ and their positives
 # $b = [w_2; w_1]$ ($2N$ of each), so both directions are one batch; $i^+$ is the index of anchor $i$'s positive.
-# FT acts on these normalised features inside the loss, with the released code's semantics (chapter 6):
+# FT acts on these normalised features inside the loss, with the released code's semantics
+# ([Feature transformations in training](06_feature_transformations.ipynb)):
 #
 # * **SimCLR.** $v = w = z$ (one encoder). The negatives of an anchor are the other $2M-2$ samples of
 #   the whole batch, both views, gathered from every process: the in-batch *bank* takes the place of
@@ -82,9 +83,9 @@ display(P.source_code(base.predictive_scores, collapsed="BYOL's and SimSiam's sc
 #
 # ## Training each method, with and without FT
 #
-# The `cpu` profile runs each method at the scale of chapter 4's MoCo v2 run (shapes, ResNet-10 width 16,
+# The `cpu` profile runs each method at the scale of [its MoCo v2 run](#cpu-scale) (shapes, ResNet-10 width 16,
 # 30 epochs, batch 256); each table's caption names the recipe its runs use, and whether it was {term}`calibrated`
-# without FT (chapter 9) or is still the profile's original one. The `cpu` profile shows the stored runs, every
+# without FT ([The baselines, calibrated](#calibrated-baselines)) or is still the profile's original one. The `cpu` profile shows the stored runs, every
 # seed, and names any setting that has none yet: the book never trains them
 # (`python -m ftcl_core sweep experiments/supp_e_byol.yaml --seeds 0 1 2` does, resumably). The `smoke` and `gpu`
 # profiles train the `seeds` asked for when missing. A symmetric loss encodes both views with gradients, so a
@@ -113,8 +114,7 @@ def caption(exp, records, columns=True):
     key = (". ours: linear top-1 % (mean ± 95 % CI over n seeds); Δ: the paired difference against the row or reference "
            "named under 'vs', in points; paper: the paper's top-1 % (ImageNet-100 unless the title names another data "
            "set)") if columns else ". Columns as in the first table"
-    return (f"{t['table']}: {t['title']}. {t['data']}; recipe {t['recipe']}{kind.get(t['recipe_kind'], '')}{key}"
-            + (f". Not run yet: {t['missing']}" if t["missing"] else ""))
+    return (f"{t['table']}: {t['title']}. {t['data']}; recipe {t['recipe']}{kind.get(t['recipe_kind'], '')}{key}")
 
 
 records = {path: shown_records(path) for path in experiments}
@@ -151,7 +151,7 @@ for path in experiments:
 # ## What the runs say
 #
 # The reading rests on the stored runs of the `cpu` profile (3 seeds each), whatever profile this page ran with;
-# chapter 9 gives every verdict with its interval.
+# [Results against the paper](09_results.ipynb) gives every verdict with its interval.
 
 # %% tags=["remove-cell"]
 import csv
@@ -192,7 +192,7 @@ checks.expect(X.METHOD_CHECKS, method_facts, *X.METHOD_CHECKS)
 # {glue:md}`m_simsiam_pos` (the paper: {glue:md}`m_byol_pos_paper` and {glue:md}`m_simsiam_pos_paper`): each interval
 # holds both zero and the paper's gain, undecided. Their baselines learned little at this budget
 # ({glue:md}`m_byol_base` and {glue:md}`m_simsiam_base` %, against {glue:md}`m_random_init` % for a random-init
-# encoder: below the bar of chapter 9's *The baselines, calibrated*), so these two pairs say little about FT either
+# encoder: below the bar of [The baselines, calibrated](#calibrated-baselines)), so these two pairs say little about FT either
 # way.
 #
 # **Reading the pattern.** For BYOL and SimSiam the loss is the positive score itself, which eq. 4 lowers, so
@@ -200,7 +200,7 @@ checks.expect(X.METHOD_CHECKS, method_facts, *X.METHOD_CHECKS)
 # calibration's short, shared budget the baselines of BYOL, SimSiam and SwAV learned far less than SimCLR's and
 # MoCo v1's, and no knob searched without FT on a validation split lifted them to the bar this book sets for a baseline there: the trials
 # are in `results/calibration.csv`, and each `configs/cpu_cal_*.yaml` says in its header which trial it keeps and
-# why. Chapter 9's last table judges the same bar at the tables' longer budget, where a slow starter can catch up.
+# why. [The same baselines at the tables' budget](#baselines-at-budget) judges the same bar at the tables' longer budget, where a slow starter can catch up.
 #
 # ## Several processes and the GPU path
 #

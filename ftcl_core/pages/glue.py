@@ -1,12 +1,23 @@
 """Facts into a chapter's authored Markdown: each string entry of a study's facts (:mod:`ftcl_core.study.checks`)
-glued for myst-nb as ``{glue:md}`<prefix><name>```."""
+glued for myst-nb as ``{glue:md}`<prefix><name>```, and recorded for the paragraphs a notebook prints outside the
+book (:mod:`ftcl_core.pages.portable`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from IPython.display import Markdown
-from myst_nb import glue
+from myst_nb import glue as myst_glue
+
+from ftcl_core.pages.portable import glued
+from ftcl_core.study.checks import expect
+
+
+def glue(name: str, value: object, display: bool = False) -> None:
+    """myst-nb's ``glue``, also recorded for the paragraphs a notebook prints outside the book
+    (:func:`ftcl_core.pages.portable.glued`)."""
+    myst_glue(name, value, display=display)
+    glued(name, value)
 
 
 def glue_facts(prefix: str, facts: Mapping) -> None:
@@ -15,3 +26,10 @@ def glue_facts(prefix: str, facts: Mapping) -> None:
     for name, value in facts.items():
         if isinstance(value, str):
             glue(f"{prefix}{name}", Markdown(value), display=False)
+
+
+def glue_checked(prefix: str, facts: Mapping, checks: Mapping, *claims: str) -> None:
+    """Glue ``facts`` (:func:`glue_facts`) and check the claims the page's words make of them: each name in ``claims``
+    a check of ``checks`` (:func:`ftcl_core.study.checks.expect` raises when the stored data disagree)."""
+    glue_facts(prefix, facts)
+    expect(checks, facts, *claims)

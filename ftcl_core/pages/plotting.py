@@ -814,6 +814,32 @@ def verdict_forest(rows: list[Mapping[str, str]], ax=None, table: str | Collecti
     return ax.figure
 
 
+def comparison_forest(rows: list[Mapping], title: str = "", xlabel: str = "FT minus its baseline (points)") -> Figure:
+    """:func:`ftcl_core.study.diagnosis.paired_comparison` rows at a glance, one line each: the paired difference
+    (mean ± 95 % interval over seeds), marked by its verdict as :func:`verdict_forest` marks a claim; a row with no
+    paired seed is left out (the open questions page lists it)."""
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if r["n_seeds"] and r["verdict"] in VERDICT_COLORS]
+    fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 0.3 * len(rows) + 1.5), layout="constrained")
+    ys = np.arange(len(rows))[::-1]
+    for y, r in zip(ys, rows):
+        ax.errorbar(r["diff"], y, xerr=np.nan_to_num(r["ci95"]), ls="", ms=6, capsize=2, **verdict_style(r["verdict"]))
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(ys, [f"{r['comparison']}  ({r['n_seeds']} seeds)" for r in rows], fontsize=TEXT_PT)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.tick_params(axis="x", labelsize=TEXT_PT)
+    ax.set_xlabel(xlabel, fontsize=TEXT_PT)
+    if title:
+        ax.set_title(_wrap(title, ax), fontsize=TITLE_PT)
+    drawn = list(dict.fromkeys(r["verdict"] for r in rows))
+    handles = [plt.Line2D([], [], ls="", label=v, **verdict_style(v)) for v in drawn]
+    if handles:
+        _legend_outside(fig, handles, drawn, "lower")
+    _finish(fig)
+    return fig
+
+
 def forest_groups(rows: list[Mapping[str, str]], max_claims: int = 20) -> list[list[str]]:
     """The tables of ``results/summary.csv`` in their order, packed into groups of at most ``max_claims`` claims
     (a table with more stays whole, alone), each group on one data set (so that Fashion-MNIST's differences of a

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import nbformat
 
-BIB = Path(__file__).resolve().parent.parent.parent / "book" / "references.bib"
+from ftcl_core.pages.portable import BIB, citations
+
 ROLE = re.compile(r"\{(glue(?::\w+)?|term|cite|ref|doc|eval)\}`([^`]*)`")
 LEFTOVER = ("{glue", "{term}", "{eval}", "{ref}", "{doc}", "{cite}")  # what a rendered page never shows
 HIDDEN_INPUT = {"hide-input", "remove-input", "hide-cell"}
@@ -42,19 +43,6 @@ def glued(nb: nbformat.NotebookNode) -> dict[str, str]:
                     value = data[prefix + mime]
                     out[meta["name"]] = "".join(value) if isinstance(value, list) else value
                     break
-    return out
-
-
-def citations(bib: Path = BIB) -> dict[str, str]:
-    """``{key: "Author et al. year"}`` for every entry of the book's BibTeX file."""
-    out: dict[str, str] = {}
-    for key, body in re.findall(r"@\w+\{([^,]+),(.*?)\n\}", bib.read_text(), flags=re.S):
-        author = re.search(r"author\s*=\s*\{(.*?)\}", body, flags=re.S)
-        year = re.search(r"year\s*=\s*\{?(\d{4})", body)
-        names = [n.strip() for n in (author.group(1) if author else key).split(" and ")]
-        last = [n.split(",")[0] if "," in n else n.split()[-1] for n in names]
-        who = last[0] if len(last) == 1 else f"{last[0]} and {last[1]}" if len(last) == 2 else f"{last[0]} et al."
-        out[key.strip()] = f"{who} {year.group(1) if year else ''}".strip()
     return out
 
 

@@ -1552,6 +1552,34 @@ def tables_without_runs(profile: str = "cpu", folder: str | os.PathLike | None =
     return waiting
 
 
+OPEN_FOLDERS = ("experiments", "experiments/diagnosis", "experiments/headroom")  # the book's questions (no calibration)
+
+
+def open_runs(paths: list[str | os.PathLike] | None = None, profile: str = "cpu",
+              root: str | os.PathLike | None = None) -> list[dict]:
+    """What the experiment files at ``paths`` (default: every file of :data:`OPEN_FOLDERS`) ask for and the store
+    (``root``) does not hold, one row per setting short of its seeds: ``table``, ``file``, ``setting``, ``planned``
+    and ``stored`` (seed lists), ``missing`` (the seeds to train) and ``never`` (True for a setting
+    :func:`table_facts` names as missing: no stored run at all). Files without a base for ``profile`` are skipped.
+    Nothing is trained here."""
+    if paths is None:
+        paths = [str(p.relative_to(ROOT)) for d in OPEN_FOLDERS for p in sorted((ROOT / d).glob("*.yaml"))]
+    rows = []
+    for path in paths:
+        exp = Experiment.load(path)
+        if not _has_entry(exp.base, profile):
+            continue
+        records = load_records(path, profile, root)
+        never = set(filter(None, table_facts(exp, profile, records)["missing"].split(", ")))
+        for name in exp.settings:
+            stored = sorted(r["seed"] for r in records if r["setting"] == name)
+            missing = [s for s in exp.seeds if s not in stored]
+            if missing:
+                rows.append({"table": exp.table, "file": str(path), "setting": name, "planned": list(exp.seeds),
+                             "stored": stored, "missing": missing, "never": name in never})
+    return rows
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 

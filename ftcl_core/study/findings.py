@@ -659,7 +659,7 @@ CHECKS: dict[str, Check] = {
     "headroom-first-step-costs-at-240": _headroom("first-step-costs-at-240"),
     "headroom-positive-alone-gains-at-240": _headroom("late-positive-alone-gains-at-240"),
     "headroom-negatives-add-at-240": _headroom("negatives-add-to-the-late-gain-at-240"),
-    "headroom-negatives-smaller-at-240": _headroom("negatives-alone-smaller-at-240"),
+    "headroom-negatives-not-the-papers-size-at-240": _headroom("negatives-alone-not-the-papers-size-at-240"),
     "headroom-crowding-goes-with-the-cost": _headroom("crowding-goes-with-the-cost"),
     "headroom-crowding-fades": _headroom("first-step-crowding-fades-at-120"),
 }

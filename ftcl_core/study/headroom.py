@@ -26,6 +26,10 @@ from ftcl_core.study.results.numbers import fixed, plus_minus
 from ftcl_core.study.results.paired import by_seed, mean_ci95, paired_records
 
 MAP = X.ROOT / "experiments" / "headroom" / "map_v1.yaml"
+SWITCH = X.ROOT / "experiments" / "headroom" / "switch_v1.yaml"  # issue 66: the crowding against the clock
+# the separating experiment's arms: key -> (setting, length in epochs, the epoch FT switches on)
+SWITCH_ARMS = {"from_9_of_120": ("+both from 9 of 120", 120, 9), "from_18_of_120": ("+both from 18 of 120", 120, 18),
+               "from_9_of_240": ("+both from 9 of 240", 240, 9)}
 CHAPTER = X.ROOT / "book" / "src" / "11_headroom.py"  # the chapter whose words CHECKS bind
 LENGTHS = (30, 120, 240)  # epochs; the late starts switch FT on after 30 % of the run (Tab. 6's start 30 of 100)
 ARMS = ("both", "both_late", "neg", "pos_late")  # the four arms set against the baseline of the same length and seed
@@ -155,6 +159,54 @@ def steps_per_epoch() -> int:
     return cfg.data.n_train // cfg.train.batch_size
 
 
+def _crowding(key: str, pairs: Mapping[int, tuple[Mapping, Mapping]], start: int, length: int, tail: int) -> dict:
+    """:func:`crowding_facts` for one arm: ``pairs`` holds, per seed, the arm's and its baseline's run metrics; FT
+    switches on at epoch ``start`` of a ``length``-epoch run (the window: the tenth of the run from there)."""
+    width, window, end = max(1, length // 10), {}, {}
+    for s, (ft, base) in pairs.items():
+        epoch = np.asarray(ft["epoch"])
+        step = (epoch >= start) & (epoch < start + width)
+        window[s] = [float(np.mean(np.asarray(m["neg_mean"])[step])) for m in (ft, base)]
+        end[s] = [float(np.mean(np.asarray(m["neg_mean"])[-tail:])) for m in (ft, base)]
+
+    def word(both: dict) -> str:
+        if len(both) < MIN_SEEDS:
+            return verdicts.UNDECIDED
+        above = [a - b > CROWDS for a, b in both.values()]
+        return "crowds" if all(above) else "spread" if not any(above) else "mixed"
+
+    avg = lambda both, i: f"{np.mean([p[i] for p in both.values()]):.2f}" if both else NOT_RUN  # noqa: E731
+    return {f"{key}_ft": avg(window, 0), f"{key}_base": avg(window, 1), f"{key}_end_ft": avg(end, 0),
+            f"{key}_end_base": avg(end, 1), f"{key}_n": str(len(pairs)), f"{key}_seeds": len(pairs),
+            f"{key}_word": word(window), f"{key}_end_word": word(end)}
+
+
+def switch_facts(map_records: list[dict], switch_records: list[dict], tail: int = 100) -> dict:
+    """The separating experiment of issue 66 (:data:`SWITCH`, its predictions committed before its runs): each arm of
+    :data:`SWITCH_ARMS` against the map's baseline of the same length and seed (``switch_<key>_diff``: points ± 95 %
+    interval, ``_n`` paired seeds, ``_step`` the optimiser step FT switches on at; raw ``_value``, ``_ci``,
+    ``_seeds``), its side (``_side``: "costs" or "gains" where 3 or more paired seeds put the interval wholly on that
+    side of 0, "neither" where it holds 0, "undecided" below 3 seeds), and whether it crowds the images as it
+    switches on (``switch_<key>_crowd_...``, as :func:`crowding_facts`). ``switch_planned``: the seeds the file
+    plans (raw ``switch_planned_seeds``). Compared, not claimed: the paper has no such arm."""
+    records = [*switch_records, *map_records]
+    planned = len(X.Experiment.load(SWITCH).seeds)
+    per_epoch, out = steps_per_epoch(), {"switch_planned": str(planned), "switch_planned_seeds": planned}
+    for key, (name, length, start) in SWITCH_ARMS.items():
+        p, k = paired_records(records, name, setting("baseline", length)), f"switch_{key}"
+        side = (verdicts.UNDECIDED if p.n < MIN_SEEDS else "costs" if p.hi < 0 else "gains" if p.lo > 0
+                else "neither")
+        out |= {f"{k}_diff": plus_minus(p.mean, p.ci95, signed=True) if p.n else NOT_RUN, f"{k}_n": str(p.n),
+                f"{k}_value": p.mean, f"{k}_ci": p.ci95, f"{k}_seeds": p.n, f"{k}_side": side,
+                f"{k}_step": f"{start * per_epoch:,}".replace(",", " ")}
+        runs = {r["seed"]: r for r in records if r["setting"] == name and r.get("dir")}
+        bases = {r["seed"]: r for r in records if r["setting"] == setting("baseline", length) and r.get("dir")}
+        pairs = {s: (RunDir(runs[s]["dir"]).load_metrics(), RunDir(bases[s]["dir"]).load_metrics())
+                 for s in sorted(set(runs) & set(bases))}
+        out |= _crowding(f"{k}_crowd", pairs, start, length, tail)
+    return out
+
+
 def crowding_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], tail: int = 100) -> dict:
     """Whether FT crowds the images together when it switches on (chapter 6's mechanism): for each arm and length,
     over the seeds both it and its baseline hold, raw Mean(neg) (a query's mean score against the queue, eq. 1, Supp
@@ -170,24 +222,7 @@ def crowding_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]]
         for arm in ARMS:
             runs, key = metrics.get(setting(arm, length), {}), f"crowd_{arm}_{length}"
             seeds = sorted(set(runs) & set(base))
-            start, width = _switch(arm, length), max(1, length // 10)
-            window, end = {}, {}
-            for s in seeds:
-                epoch = np.asarray(runs[s]["epoch"])
-                step = (epoch >= start) & (epoch < start + width)
-                window[s] = [float(np.mean(np.asarray(m["neg_mean"])[step])) for m in (runs[s], base[s])]
-                end[s] = [float(np.mean(np.asarray(m["neg_mean"])[-tail:])) for m in (runs[s], base[s])]
-
-            def word(pairs: dict) -> str:
-                if len(pairs) < MIN_SEEDS:
-                    return verdicts.UNDECIDED
-                above = [ft - b > CROWDS for ft, b in pairs.values()]
-                return "crowds" if all(above) else "spread" if not any(above) else "mixed"
-
-            avg = lambda pairs, i: f"{np.mean([p[i] for p in pairs.values()]):.2f}" if pairs else NOT_RUN  # noqa: E731
-            out |= {f"{key}_ft": avg(window, 0), f"{key}_base": avg(window, 1), f"{key}_end_ft": avg(end, 0),
-                    f"{key}_end_base": avg(end, 1), f"{key}_n": str(len(seeds)), f"{key}_seeds": len(seeds),
-                    f"{key}_word": word(window), f"{key}_end_word": word(end)}
+            out |= _crowding(key, {s: (runs[s], base[s]) for s in seeds}, _switch(arm, length), length, tail)
     # the clock beside the crowding (issue 66): the step each decided cell that extrapolates positives switches FT
     # on at, crowding or not (+neg alone never crowds)
     per_epoch, clock = steps_per_epoch(), {"crowds": [], "spread": []}
@@ -216,9 +251,11 @@ def neg_curves(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], le
     return out
 
 
-def facts(rows: list[dict], records: list[dict], metrics: Mapping | None = None) -> dict:
-    """Every fact :data:`CHECKS` reads: :func:`task_facts`, :func:`map_facts`, :func:`gap_facts` and
-    :func:`crowding_facts` (on ``metrics``, loaded from the records' run folders when not given), the seeds
+def facts(rows: list[dict], records: list[dict], metrics: Mapping | None = None,
+          switch_records: list[dict] | None = None) -> dict:
+    """Every fact :data:`CHECKS` reads: :func:`task_facts`, :func:`map_facts`, :func:`gap_facts`,
+    :func:`crowding_facts` (on ``metrics``, loaded from the records' run folders when not given) and
+    :func:`switch_facts` (on ``switch_records``, the stored runs of :data:`SWITCH` when not given), the seeds
     the map plans (``planned_seeds``; raw ``planned``) and the median minutes a stored baseline run of each length took
     (``minutes_<length>``: wall time, one CPU thread here)."""
     planned = len(X.Experiment.load(MAP).seeds)
@@ -227,7 +264,9 @@ def facts(rows: list[dict], records: list[dict], metrics: Mapping | None = None)
         walls = [r["wall_s"] / 60 for r in records if r["setting"] == setting("baseline", length) and "wall_s" in r]
         minutes[f"minutes_{length}"] = fixed(float(np.median(walls)), 0) if walls else NOT_RUN
     crowding = crowding_facts(run_metrics(records) if metrics is None else metrics)
-    return {**task_facts(records), **map_facts(rows), **gap_facts(records), **crowding, **minutes,
+    switch = switch_facts(records, X.load_records(SWITCH, "cpu", X.STORED) if switch_records is None
+                          else switch_records)
+    return {**task_facts(records), **map_facts(rows), **gap_facts(records), **crowding, **switch, **minutes,
             "planned_seeds": str(planned), "planned": planned}
 
 
@@ -334,19 +373,6 @@ def _gap_above(length: int):
     return check
 
 
-def _little_back(length: int):
-    """The negatives win back a little of a late start's cost at ``length`` epochs: the pair's lead over +pos alone
-    (3 or more paired seeds) lies wholly above 0 and its mean below half of +pos alone's cost."""
-    def check(f: Mapping) -> str | None:
-        key, cost = f"late_gap_{length}", -f[f"pos_late_{length}_value"]
-        if few := _too_few(f, key):
-            return few
-        if f[f"{key}_value"] - f[f"{key}_ci"] <= 0:
-            return f"{key}: {f[f'{key}_diff']} does not exclude 0"
-        return None if f[f"{key}_value"] < cost / 2 else f"{key}: {f[f'{key}_diff']} against a {cost:.1f} cost"
-    return check
-
-
 def _costs_less(a: str, b: str):
     """Arm ``a`` costs less than arm ``b``: 3 or more paired seeds each, ``a``'s interval wholly above ``b``'s."""
     def check(f: Mapping) -> str | None:
@@ -365,6 +391,17 @@ def _plan(length: int, full: bool):
         if (least >= planned) == full:
             return None
         return f"seeds_{length}_least: {least} of {planned} planned"
+    return check
+
+
+def _switch_side(key: str, side: str):
+    """The separating experiment's arm ``key`` (:data:`SWITCH_ARMS`) holds the seeds its file plans and reads
+    ``side`` ("costs", "gains", "neither") against its baseline (:func:`switch_facts`)."""
+    def check(f: Mapping) -> str | None:
+        k = f"switch_{key}"
+        if f[f"{k}_seeds"] < f["switch_planned_seeds"]:
+            return f"{k}: {f[f'{k}_seeds']} of {f['switch_planned']} planned paired seeds"
+        return None if f[f"{k}_side"] == side else f"{k}: {f[f'{k}_diff']} {f[f'{k}_side']}, not {side}"
     return check
 
 
@@ -432,7 +469,7 @@ CHECKS = {
     "late-start-costs-at-30": _side("both_late_30", -1),
     "late-positive-alone-costs-at-30": _side("pos_late_30", -1),
     "positive-mixing-carries-the-late-cost": _same_cost("pos_late_30", "both_late_30"),
-    "negatives-win-back-little-at-30": _little_back(30),
+    "negatives-share-of-the-late-cost-open-at-30": _open_gap(30),
     "negatives-alone-not-the-papers-size-at-30": _word("neg_30", verdicts.NO_EFFECT, verdicts.OPPOSITE),
     "first-step-costs-at-120": _side("both_120", -1),
     "late-start-gains-at-120": _side("both_late_120", +1),
@@ -452,7 +489,7 @@ CHECKS = {
     "240-pending-but-the-late-start": _pending(240, "both", "neg", "pos_late"),
     "late-positive-alone-gains-at-240": _side("pos_late_240", +1),
     "negatives-add-to-the-late-gain-at-240": _gap_above(240),
-    "negatives-alone-smaller-at-240": _word("neg_240", verdicts.SMALLER),
+    "negatives-alone-not-the-papers-size-at-240": _word("neg_240", verdicts.NO_EFFECT),
     "240-short-of-the-planned-seeds": _plan(240, full=False),
     "crowding-goes-with-the-cost": _crowding_tracks_cost,
     # the confound (issue 66): every cell that crowds switches FT on earlier in its run's steps than every cell
@@ -461,6 +498,14 @@ CHECKS = {
     else (f"a cell that crowds switches on at step {f['crowd_clock_latest']}, one that does not at "
           f"{f['spread_clock_earliest']}: the map itself separates the crowding from the clock"),
     "first-step-crowding-fades-at-120": _crowding_fades(120),
+    # the separating experiment (issue 66): FT switched on at the 30-epoch late start's step in longer runs
+    "switch-from-9-of-120-costs": _switch_side("from_9_of_120", "costs"),
+    "switch-from-9-of-120-crowds": lambda f: None if f["switch_from_9_of_120_crowd_word"] == "crowds" else (
+        f"switch_from_9_of_120 after the switch: {f['switch_from_9_of_120_crowd_word']}"),
+    "switch-from-9-of-240-short-of-its-seeds": lambda f: None if f["switch_from_9_of_240_seeds"] < MIN_SEEDS else (
+        f"switch_from_9_of_240 holds {f['switch_from_9_of_240_seeds']} paired seeds: report its verdict"),
+    "switch-from-18-of-120-not-run": lambda f: None if f["switch_from_18_of_120_seeds"] == 0 else (
+        f"switch_from_18_of_120 holds {f['switch_from_18_of_120_seeds']} paired seeds: report them"),
     "negatives-alone-never-crowd": _negatives_never_crowd,
 }
 

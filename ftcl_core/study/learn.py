@@ -125,3 +125,40 @@ EXERCISE_CHECKS: Mapping = {  # the second Learn chapter's folded solutions: fac
     "a short queue ends lower": lambda f: None if f["k256"] < f["k4096"] else (
         f"K = 256 ends at {f['k256']:.2f}, K = 4096 at {f['k4096']:.2f}"),
 }
+
+
+def crowding_facts(ends: Mapping, level: float) -> dict:
+    """The third Learn chapter's reading of Table 1's runs: where Mean(neg) ends highest
+    (:func:`ftcl_core.study.experiments.score_ends_facts`' ``hi``, ``hi_neg``) against the collapse level
+    (:data:`ftcl_core.study.curves.COLLAPSE_LEVEL`). Facts ``crowd_m``, ``crowd_neg``, ``level``; raw under ``_value``."""
+    neg, m = float(ends["hi_neg"]), float(ends["hi"])
+    return {"crowd_m": ends["hi"], "crowd_neg": ends["hi_neg"], "level": fixed(level, 1), "crowd_neg_value": neg,
+            "crowd_m_value": m, "level_value": level}
+
+
+READING_CHECKS: Mapping = {  # the third Learn chapter (crowding_facts)
+    "a small momentum crowds the images, short of a collapse": lambda f: None if f["crowd_m_value"] <= 0.5 and (
+        0.4 < f["crowd_neg_value"] < f["level_value"]) else (
+        f"Mean(neg) ends highest at m = {f['crowd_m']} ({f['crowd_neg']}; the collapse level {f['level']})"),
+}
+
+
+def first_step_facts(both: Mapping, pos: Mapping, neg: Mapping) -> dict:
+    """The last Learn chapter's reading of Table 7's MoCo v1 on the shapes, FT from the first step against the same
+    run without FT: each arm's :func:`ftcl_core.study.experiments.claim_facts` under ``both_``, ``pos_``, ``neg_``
+    (``diff``: points ± 95 % interval, ``effect``: the paper's; raw ``_value``, ``_ci`` for the checks)."""
+    out: dict = {}
+    for name, f in (("both", both), ("pos", pos), ("neg", neg)):
+        out |= {f"{name}_diff": f["diff"], f"{name}_paper": f["effect"], f"{name}_value": f["diff_value"],
+                f"{name}_ci": f["ci_value"]}
+    return out
+
+
+FIRST_STEP_CHECKS: Mapping = {  # the last Learn chapter (first_step_facts)
+    "both transformations cost from the first step": lambda f: None if f["both_value"] + f["both_ci"] < 0 else (
+        f"+both reads {f['both_diff']}"),
+    "positive extrapolation alone costs": lambda f: None if f["pos_value"] + f["pos_ci"] < 0 else (
+        f"+pos reads {f['pos_diff']}"),
+    "negative interpolation alone holds zero": lambda f: None if abs(f["neg_value"]) < f["neg_ci"] else (
+        f"+neg reads {f['neg_diff']}"),
+}

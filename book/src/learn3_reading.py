@@ -1,0 +1,258 @@
+# %% [markdown]
+# # Reading a run
+#
+# **In this chapter you will learn** how to read a MoCo run with the paper's own tool: three statistics of the scores,
+# recorded at every step, and the gradient landscape; what the momentum of eq. 2 does to them (the paper's Table 1);
+# and how a *collapse* would show, and what only looks like one.
+#
+# The previous chapter watched the loss of the MoCo it built. A loss says little on its own: its value moves with the
+# size of the queue and the temperature, so two runs' losses cannot be compared. The paper (Sec 3.2) looks at the
+# scores instead, the cosines that the loss turns into a softmax: how high the positive pair scores, and how the
+# negatives sit around it. The run we read is {term}`MoCo v2`, the previous chapter's MoCo with an MLP head, stronger
+# augmentations and a temperature of 0.2, trained for a few minutes on the drawn shapes and stored with the book.
+
+# %% colab-setup
+
+# %% tags=["parameters"]
+import os
+
+profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from IPython.display import display
+
+from ftcl_core import augment as A
+from ftcl_core.data import load_data
+from ftcl_core.methods import build_model
+from ftcl_core.pages import learn as LP
+from ftcl_core.pages import plotting as P
+from ftcl_core.pages.glue import glue_facts
+from ftcl_core.runs import RunDir
+from ftcl_core.stats import score_statistics
+from ftcl_core.study import checks
+from ftcl_core.study import curves as C
+from ftcl_core.study import experiments as X
+from ftcl_core.study import learn as L
+from ftcl_core.training import augment_config
+
+exp = X.Experiment.load("experiments/table7_ft_v2.yaml")
+cfg = X.resolve(X.base_for(exp, profile), {**exp.settings["v2 baseline"], "seed": 0}, profile)
+rec = X.sweep(exp.path, profile, seeds=[0], settings=["v2 baseline"], progress=False)[0]  # trained here if missing
+run = RunDir(rec["dir"])
+# the words below read the stored cpu run, whatever profile this page ran with
+stored = RunDir(X.run_dir(exp, "v2 baseline", 0, "cpu", X.STORED))
+
+# %% [markdown]
+# ## Three numbers a step
+#
+# At every step MoCo scores each of its $N$ queries against its own key and the $K$ keys of the queue: a matrix of
+# $N\times(1+K)$ cosines, the logits of InfoNCE before the division by $\tau$. The paper's tool ({term}`Supp A`)
+# summarises it with three numbers over the first $n = 64$ queries: **{term}`Mean(pos)`**, the mean score of a query
+# with its positive key; **{term}`Mean(neg)`**, per query the mean of its $K$ negative scores, averaged over the
+# queries; and **{term}`Var(neg)`**, per query the variance of those $K$ scores, averaged. Here is the library's
+# function, which the training loop calls every step:
+
+# %%
+display(P.source_code(score_statistics))
+
+# %% [markdown]
+# ## Where a run starts
+#
+# Take an encoder that was never trained, encode two views of a few hundred images, and score each view against its
+# partner (the positive) and against the other images (the negatives):
+
+# %%
+train_set, _ = load_data(cfg)
+aug = augment_config(cfg)
+model = build_model(cfg).eval()
+gen = torch.Generator().manual_seed(0)
+x = train_set.images[:256]
+with torch.no_grad():
+    q = F.normalize(model.encoder_q(A.augment(x, aug, gen)), dim=1)  # N x C
+    k = F.normalize(model.encoder_q(A.augment(x, aug, gen)), dim=1)
+off = ~torch.eye(len(q), dtype=torch.bool)
+l_pos, l_neg = (q * k).sum(1), (q @ k.T)[off].view(len(q), -1)  # N, and N x (N-1): the other images as negatives
+stats = score_statistics(l_pos, l_neg, n=64)
+print(f"Mean(pos) {stats[0]:.3f}   Mean(neg) {stats[1]:.3f}   Var(neg) {stats[2]:.4f}")
+qc, kc = F.normalize(q - q.mean(0), dim=1), F.normalize(k - k.mean(0), dim=1)  # each view's batch mean removed
+c_pos, c_neg = (qc * kc).sum(1), (qc @ kc.T)[off].view(len(qc), -1)
+LP.score_histograms([(l_pos, l_neg, "cosine"), (c_pos, c_neg, "cosine, batch mean removed")])
+plt.show()
+
+# %% tags=["remove-cell"]
+init = C.init_score_facts(q.numpy(), k.numpy(), stored.load_metrics())
+glue_facts("init_", init)
+checks.expect(C.CHECKS, init, "a random encoder's positives score above its negatives",
+              "a random encoder's cosines sit above the collapse level", "the shared direction carries the level",
+              "the queue's random keys score near zero", "the trained run ends with a wide gap below the collapse level")
+
+# %% [markdown]
+# Every score is close to one (left): Mean(pos) {glue:md}`init_pos`, Mean(neg) {glue:md}`init_neg`. Is that a
+# {term}`collapse`? This book uses the word in one sense: the encoder maps every input to nearly the same feature, so
+# a negative scores about as high as a positive and the features tell inputs apart no better than chance. The
+# random encoder does not: its positives still score above its negatives, and once the one direction that all its
+# features share is taken away (its pooled activations come out of ReLUs, so they are all non-negative), the
+# positives still agree ({glue:md}`init_centred_pos`) while the negatives do not ({glue:md}`init_centred_neg`, right).
+# High cosines at the start are the network's, not a collapse. That is why a collapse is read *during* training, on
+# the encoder being trained: Mean(neg) climbing back towards one, above the {term}`collapse level`
+# ({glue:md}`init_level`), and the gap to Mean(pos) gone.
+#
+# ## A whole run, read with the tool
+#
+# The stored run recorded the three statistics at every step:
+
+# %%
+metrics = run.load_metrics()
+P.score_statistics({"MoCo v2": metrics})
+plt.show()
+
+# %% tags=["remove-cell"]
+stored_cfg = stored.load_config()
+curve = C.training_curve_facts(stored.load_metrics(), stored_cfg.moco.queue_size, stored_cfg.train.batch_size)
+glue_facts("curve_", curve)
+checks.expect(C.CHECKS, curve, "Mean(neg) climbs from the random keys", "the contrastive top-1 spikes and sinks",
+              "Var(neg) grows as the top-1 sinks", "the loss peaks as the queue fills")
+
+# %% [markdown]
+# Read Mean(neg) first. It starts near zero ({glue:md}`init_queue_neg`), because the queue starts full of random keys,
+# as in the previous chapter. As real keys replace them it climbs to {glue:md}`curve_neg_peak` within the first epoch:
+# the barely trained encoder still points every image the same way. Then training spreads the features over the
+# sphere and Mean(neg) falls, while Mean(pos) stays high: the encoder keeps the two views of an image together and
+# pushes the other images away. The run ends at Mean(pos) {glue:md}`init_end_pos` against Mean(neg)
+# {glue:md}`init_end_neg`, a wide gap, far below the collapse level.
+#
+# Var(neg) tells a second story. Early on, while the negatives are spread evenly (Var(neg)
+# {glue:md}`curve_var_at_top1`), the {term}`contrastive top-1` peaks at {glue:md}`curve_top1_peak` %; by the end
+# Var(neg) has grown to {glue:md}`curve_var_end` and the top-1 has sunk to {glue:md}`curve_top1_end` %. The encoder
+# has learnt what images of one shape share, and the queue holds many other images of the same shape: false
+# negatives, which now score as high as the positive, and often higher. A wide spread of the negatives is the sign.
+#
+# ## The gradient landscape (Supp C)
+#
+# The tool's second picture is the L2 norm of every layer's gradient, averaged over each epoch: one row of colour
+# per layer of the query encoder, from the input (top) to the head (bottom).
+
+# %%
+g = run.load_grad_norms()
+P.grad_heatmap(g["per_epoch"], g["layers"], title="MoCo v2, query encoder")
+plt.show()
+
+# %% tags=["remove-cell"]
+stored_g = stored.load_grad_norms()
+landscape = C.grad_swing_facts({"v2 baseline": stored_g["per_epoch"]}, stored_g["layers"])
+checks.expect(C.CHECKS, landscape, "the batch-norm layers carry the smallest gradients")
+
+# %% [markdown]
+# Every batch-norm layer (`bn`, `stem.1`, `shortcut.1`) carries a smaller gradient than every convolution and the
+# head. What the paper reads off this picture is its texture: a smooth landscape for a stable run, a spiky one
+# where training swings from epoch to epoch.
+#
+# ## Momentum, read with the tool (Table 1)
+#
+# The paper's first use of the tool is the momentum $m$ of eq. 2. It trains MoCo v1 with $m$ from $0$ (the key
+# encoder copies the query encoder every step) to $1$ (it never moves from its random start) and reports that
+# {term}`readout` rises with $m$ up to $0.99$ and falls after. Here is the same sweep at this book's scale, three momenta in
+# colour, the others in grey, and each run's gradient landscape summed over its layers:
+
+# %%
+t1 = X.Experiment.load("experiments/table1_momentum.yaml")
+t1_runs = [r for r in X.load_records(t1.path, "cpu", X.STORED) if r["seed"] == t1.seeds[0]]  # stored, never trained
+t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
+if t1_metrics:
+    P.score_statistics(t1_metrics, highlight=["m=0", "m=0.99", "m=1.0"], others="the other momenta")
+    plt.show()
+    shown = ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")
+    P.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_runs
+                        if r["setting"] in shown})
+    plt.show()
+
+# %% tags=["remove-cell"]
+t1_stored = [r for r in X.load_records(t1.path, "cpu", X.STORED) if r["seed"] in t1.seeds]
+ends = X.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_stored
+                           if r["seed"] == t1.seeds[0]}, t1.seeds[0])
+by_seed = {s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t1_stored if r["setting"] == s}
+           for s in ("m=0.9", "m=0.99")}
+hard = X.harder_positive_facts(by_seed)
+momentum = X.momentum_facts(t1, t1_stored)
+crowd = L.crowding_facts(ends, C.COLLAPSE_LEVEL)
+swings = C.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_stored
+                             if r["seed"] == t1.seeds[0] and r["setting"] in ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")})
+glue_facts("mom_", {**ends, **hard, **crowd, "random": momentum["random"], "m0_diff": momentum["collapse_diff_0"],
+                    "peak": momentum["peak"]})
+checks.expect(X.CHECKS, ends, "the frozen key encoder's views agree least")
+checks.expect(X.CHECKS, hard, "a larger momentum makes the positives harder")
+checks.expect(X.CHECKS, momentum, "the collapse is not reproduced")
+checks.expect(L.READING_CHECKS, crowd, "a small momentum crowds the images, short of a collapse")
+checks.expect(C.CHECKS, swings, "every small momentum swings more than every large one")
+
+# %% [markdown]
+# Three readings, one per statistic. **Mean(pos)**: the larger the momentum, the harder the positive pair. Averaged
+# over the run it reads {glue:md}`mom_pos_easy` at $m = 0.9$ and {glue:md}`mom_pos_hard` at $m = 0.99$, lower in each
+# of {glue:md}`mom_seeds` seeds: a key encoder that trails further behind makes keys that agree less with their
+# queries. A frozen key encoder gives the hardest positives of all (Mean(pos) {glue:md}`mom_frozen_pos`), too hard:
+# a query from a trained encoder meets a key from a random one. Readout peaks at $m =$ {glue:md}`mom_peak`, between
+# the two. Harder positives help, up to a point; the next chapter's transformation makes them harder on purpose.
+#
+# **Mean(neg)**: at the small momenta the images crowd together. It ends highest at $m =$ {glue:md}`mom_crowd_m`
+# ({glue:md}`mom_crowd_neg`), where every key in the queue was made by a different encoder, one step apart. Crowded,
+# but not collapsed: Mean(neg) stays below the collapse level, and the readout of that run stays
+# {glue:md}`mom_m0_diff` points above the {term}`random-init baseline` ({glue:md}`mom_random` %). The paper reports
+# readouts below that baseline for the small momenta, which it calls a collapse and this book calls a
+# {term}`momentum collapse`; [the momentum chapter](05_momentum.ipynb) tests it over every seed.
+#
+# **The landscape**: every momentum up to $0.9$ swings more from epoch to epoch than $m = 0.99$ and $m = 1$ do, the
+# spiky landscape the paper reads as unstable training.
+#
+# ## Summary
+#
+# - The paper's tool reduces each step's scores to three numbers: Mean(pos), Mean(neg) and Var(neg). The gradient
+#   landscape adds every layer's gradient norm, epoch by epoch.
+# - A collapse is every input mapped to nearly the same feature. Read it during training, as Mean(neg) climbing
+#   towards one with the gap to Mean(pos) gone; an untrained encoder's high cosines are not one.
+# - In a healthy run Mean(neg) climbs while the queue fills with real keys, then falls, and Mean(pos) stays high; a
+#   growing Var(neg) shows false negatives, images of the same shape, scoring with the positive.
+# - A larger momentum makes the positive pairs harder, and readout rises with it up to a point; small momenta crowd
+#   the images together and make the landscape spiky.
+#
+# ## Exercises
+#
+# 1. Compute the three statistics of the random encoder above yourself, from `l_pos` and `l_neg`, without
+#    `score_statistics`, and compare.
+# 2. Eq. 2 is an exponential moving average. After how many steps has the key encoder forgotten half of where it
+#    started, at $m = 0.99$ and at $m = 0.999$? How many epochs of the stored run is that?
+# 3. Which momentum's run ends with Mean(neg) nearest the collapse level, and what do its readout and the
+#    random-init baseline's say about its features?
+#
+# The solutions are folded below; each runs as written.
+
+# %% tags=["hide-input"]
+# Solution 1: per query, the mean and the variance over its row of negatives, then averaged over the first 64 queries.
+n = 64
+mine = (float(l_pos[:n].mean()), float(l_neg[:n].mean(1).mean()), float(l_neg[:n].var(1, unbiased=False).mean()))
+print("mine:   ", [round(v, 4) for v in mine])
+print("library:", [round(float(v), 4) for v in stats])
+
+# %% tags=["remove-cell"]
+assert all(abs(a - float(b)) < 1e-5 for a, b in zip(mine, stats)), (mine, stats)
+
+# %% tags=["hide-input"]
+# Solution 2: after t steps the starting weights keep a share m**t, one half at t = ln 2 / -ln m.
+import math
+
+per_epoch = stored_cfg.data.n_train // stored_cfg.train.batch_size  # optimiser steps in one epoch
+for m in (0.99, 0.999):
+    t = math.log(2) / -math.log(m)
+    print(f"m = {m}: {t:.0f} steps, {t / per_epoch:.1f} epochs of {stored_cfg.train.epochs}")
+
+# %% tags=["hide-input"]
+# Solution 3: the run whose Mean(neg) ends highest ends below the collapse level, and its linear readout stays above
+# the never-trained encoder's: crowded features, not collapsed ones.
+import numpy as np
+
+for r in t1_runs:
+    end_neg = float(np.mean(t1_metrics[r["setting"]]["neg_mean"][-100:]))
+    print(f"{r['setting']:>8}: Mean(neg) {end_neg:.2f}, readout {r['linear_top1']:.1f} % "
+          f"(random init {r['random_init_linear_top1']:.1f} %)")

@@ -1,0 +1,213 @@
+# %% [markdown]
+# # FT: the bound and the transformations
+#
+# **In this chapter you will learn** the paper's two feature transformations ({term}`FT`): positive extrapolation,
+# which makes every positive pair harder, and negative interpolation, which makes new negatives out of the queue;
+# each in a few lines of torch; why extrapolation can only lower the positive score (eq. 4), derived with sympy and
+# checked on random pairs; and how the two numbers $\alpha$ and $\lambda$ shape the result.
+#
+# The previous chapter found that harder positive pairs help, up to a point: a larger momentum lowered
+# {term}`Mean(pos)` and {term}`readout` rose with it. The paper's idea is to make the positives harder *directly*. FT changes
+# the normalised features inside the loss, just before the scores, and nothing else: the encoders, the momentum and
+# the queue, which keeps the clean keys, stay as they were.
+
+# %% colab-setup
+
+# %% tags=["parameters"]
+import os
+
+profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+
+from ftcl_core import transforms as T
+from ftcl_core.pages import learn as LP
+from ftcl_core.pages import plotting as P
+
+# %% [markdown]
+# ## The two transformations, in code
+#
+# **Positive extrapolation** (Sec 4.1, eq. 3) mixes a query and its key *beyond* the segment between them:
+#
+# $$\hat z_q = \lambda z_q + (1-\lambda) z_{k^+},\qquad \hat z_{k^+} = \lambda z_{k^+} + (1-\lambda) z_q,\qquad
+#   \lambda\sim\mathrm{Beta}(\alpha_{ex},\alpha_{ex})+1 \in (1, 2). \tag{3}$$
+#
+# With $\lambda > 1$ each vector moves away from the other, so the pair scores lower: a harder positive. The
+# {term}`+pos` of the paper's tables. **Negative interpolation** (Sec 4.2, the {term}`+neg`) mixes each key of the
+# queue with another one, drawn by a random permutation $\pi$, *inside* their segment:
+#
+# $$\hat Z_{neg} = \lambda_{in} Z_{neg} + (1-\lambda_{in}) Z_{\pi},\qquad
+#   \lambda_{in}\sim\mathrm{Beta}(\alpha_{in},\alpha_{in}) \in (0, 1). \tag{5}$$
+#
+# Each step gets $K$ new negatives, none of them an image: points between two images, more varied than the queue
+# itself. Both fit in a line each:
+
+# %% tags=["show-input", "teaching"]
+def my_extrapolate(z_q: torch.Tensor, z_k: torch.Tensor, lam) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positive extrapolation, eq. 3. z_q, z_k: N x C unit features; lam in (1, 2)."""
+    return lam * z_q + (1 - lam) * z_k, lam * z_k + (1 - lam) * z_q
+
+
+def my_interpolate(queue: torch.Tensor, lam, partners: torch.Tensor) -> torch.Tensor:
+    """Negative interpolation, Sec 4.2 (eq. 5). queue: K x C keys; lam in (0, 1); partners: a permutation of K."""
+    return lam * queue + (1 - lam) * queue[partners]
+
+
+gen = torch.Generator().manual_seed(0)
+z_q, z_k = T.unit_pairs(8, 128, gen)
+queue = F.normalize(torch.randn(4096, 128, generator=gen, dtype=torch.float64), dim=1)
+lam_ex = T.sample_lambda(2.0, "step", 8, 128, gen, shift=1.0).double()  # one draw for the step, in (1, 2)
+lam_in = T.sample_lambda(1.6, "step", 4096, 128, gen).double()  # in (0, 1)
+partners = T.sample_permutation(4096, gen)
+mine, library = my_extrapolate(z_q, z_k, lam_ex), T.extrapolate_positive(z_q, z_k, lam_ex)
+print("extrapolation, largest difference from the library's:", float((mine[0] - library[0]).abs().max()))
+mixed = my_interpolate(queue, lam_in, partners)
+print("interpolation, largest difference from the library's:",
+      float((mixed - T.interpolate_negatives(queue, lam_in, partners)).abs().max()))
+print(f"λ_ex = {float(lam_ex):.2f}: the pairs' mean score {float((z_q * z_k).sum(1).mean()):.3f} -> "
+      f"{float((mine[0] * mine[1]).sum(1).mean()):.3f};  λ_in = {float(lam_in):.2f}: the new negatives' length "
+      f"{float(mixed.norm(dim=1).mean()):.3f} on average, {float(mixed.norm(dim=1).max()):.3f} at most")
+
+# %% tags=["remove-cell"]
+assert torch.allclose(mine[0], library[0]) and torch.allclose(mine[1], library[1])  # the taught FT is the library's
+assert torch.allclose(mixed, T.interpolate_negatives(queue, lam_in, partners))
+
+# %% [markdown]
+# The scores of the pairs fell, and no new negative is longer than one: each lies on the chord between two keys,
+# inside the sphere. The paper's Fig 6 draws both in the plane:
+
+# %% tags=["hide-input"]
+P.ft_geometry()
+plt.show()
+
+# %% [markdown]
+# ## The bound (eq. 4)
+#
+# How much lower does an extrapolated pair score? Expand $\hat z_q\cdot\hat z_{k^+}$ term by term, with
+# $z_q\cdot z_q = z_k\cdot z_k = 1$ and $z_q\cdot z_k = S$:
+#
+# $$\hat z_q\cdot\hat z_{k^+} = \lambda^2 S + \lambda(1-\lambda) + (1-\lambda)\lambda + (1-\lambda)^2 S
+#   = \bigl(1 - 2\lambda(1-\lambda)\bigr) S + 2\lambda(1-\lambda),$$
+#
+# since $\lambda^2 + (1-\lambda)^2 = 1 - 2\lambda(1-\lambda)$. Gathering the terms in $\lambda(1-\lambda)$:
+#
+# $$\hat S = S + 2\lambda(1-\lambda)(1-S). \tag{4}$$
+#
+# For $\lambda \ge 1$ the factor $\lambda(1-\lambda)$ is at most zero and $1-S$ is at least zero, so $\hat S \le S$:
+# the pair can only get harder. At $\lambda = 2$ it is $5S-4$, the bottom of the range $[5S-4,\ S]$. A worked case: a
+# positive pair at $S = 0.87$, mixed with $\lambda = 1.5$, scores $0.87 + 2\cdot 1.5\cdot(-0.5)\cdot 0.13 = 0.675$.
+# Sympy checks each step:
+
+# %%
+import sympy as sp
+
+lam, S = sp.symbols("lambda S", real=True)
+qq, kk, qk = 1, 1, S  # unit vectors
+# (l q + (1-l) k) . (l k + (1-l) q), expanded bilinearly
+expr = lam * lam * qk + lam * (1 - lam) * qq + (1 - lam) * lam * kk + (1 - lam) ** 2 * qk
+closed = S + 2 * lam * (1 - lam) * (1 - S)  # eq. 4
+print("Ŝ =", sp.simplify(expr))
+print("Ŝ - (S + 2 l (1 - l)(1 - S)) =", sp.simplify(expr - closed))
+print("Ŝ - S =", sp.factor(closed - S), " -> <= 0 when l >= 1 since 1 - S >= 0")
+print("Ŝ at l = 1:", sp.simplify(closed.subs(lam, 1)), "  at l = 2:", sp.expand(closed.subs(lam, 2)))
+print("d Ŝ/d l =", sp.factor(sp.diff(closed, lam)), " -> negative on (1, 2]: Ŝ falls monotonically from S to 5S - 4")
+
+# %% [markdown]
+# ## Checked on random pairs
+#
+# Algebra can hide a slip; random numbers rarely do. Draw pairs of unit vectors in 128 dimensions whose scores cover
+# all of $[-1, 1]$, one $\lambda\sim\mathrm{Beta}(2,2)+1$ for each, extrapolate them with the library, and measure:
+
+# %%
+from ftcl_core.pages.glue import glue_facts
+
+n = 10_000 if profile == "smoke" else 100_000
+gen = torch.Generator().manual_seed(0)
+zq, zk = T.unit_pairs(n, 128, gen)
+s = (zq * zk).sum(1)
+lam_ex = T.sample_lambda(2.0, "sample", n, 128, gen, shift=1.0).double()  # one draw per pair
+q2, k2 = T.extrapolate_positive(zq, zk, lam_ex)
+s_ex = (q2 * k2).sum(1)
+err = float((s_ex - T.transformed_positive_score(s, lam_ex.squeeze(1))).abs().max())
+lo, hi = T.score_range(s)
+inside = bool(((s_ex >= lo - 1e-12) & (s_ex <= hi + 1e-12)).all())
+print(f"{n} pairs; largest |measured - eq. 4| = {err:.1e}; every score inside [5S - 4, S]: {inside}")
+q3, k3 = T.extrapolate_positive(zq, zk, T.sample_lambda(2.0, "sample", n, 128, gen).double())  # λ in (0, 1)
+LP.bound_check_figure(s, s_ex, (q3 * k3).sum(1))
+plt.show()
+
+# %% tags=["remove-cell"]
+assert err < 1e-10 and inside, (err, inside)
+glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
+
+# %% [markdown]
+# Every one of the {glue:md}`check_n` measured scores lies on eq. 4 and inside its range (left). The same formula
+# with $\lambda$ in $(0, 1)$ is *interpolation* of the positive pair, and it raises every score (right): an easier
+# pair, which is why the paper's Table 3 finds that it hurts. One more consequence: the mixed vectors are no longer of
+# length one ($\|\hat z_q\|^2 = 1 + 2\lambda(\lambda-1)(1-S)$, the first exercise), so $\hat S$ is a dot product, not a
+# cosine, and it can fall below $-1$.
+#
+# ## Explorer: α, λ and S
+#
+# Left: the slider sets $\alpha$, the Beta density of $\lambda$, and through eq. 4 the spread of the transformed
+# score $\hat S$ for several starting scores $S$. A small $\alpha$ (U-shaped) puts most draws near $\lambda=1$ (no
+# change) or $\lambda=2$ (the extreme $5S-4$); $\alpha>1$ gathers them around $1.5$, the paper's reading of why
+# $\alpha_{ex}=2$ works best (Table 2). Below: $\hat S$ against $S$ for one $\lambda$; below one the line lies above
+# the diagonal (interpolation), above one below it. Both respond in the page, without a kernel; in a live kernel the
+# last cell drives all three at once.
+
+# %%
+P.plotly_html(P.bound_explorer(), include_js=True)
+
+# %%
+P.plotly_html(P.lambda_explorer(), include_js=False)
+
+# %%
+import ipywidgets as widgets
+
+
+def explore(alpha=2.0, lam=1.5, S=0.6):
+    LP.bound_panels(alpha, lam, S)
+    plt.show()
+
+
+P.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1), lam=(0.0, 2.0, 0.05), S=(-1.0, 1.0, 0.05)))
+
+# %% [markdown]
+# ## Summary
+#
+# - FT changes the normalised features inside the loss, just before the scores; the queue keeps the clean keys.
+# - Positive extrapolation (eq. 3, $\lambda\in(1,2)$) pushes a query and its key apart: by eq. 4 the pair scores
+#   $\hat S = S + 2\lambda(1-\lambda)(1-S) \le S$, at worst $5S-4$. The closer $S$ is to one, the less it can fall.
+# - Negative interpolation (eq. 5, $\lambda\in(0,1)$) makes new negatives on the chords between keys of the queue.
+# - $\alpha$ sets how far the draws of $\lambda$ go: the paper's $\alpha_{ex} = 2$ gathers them around $1.5$.
+#
+# ## Exercises
+#
+# 1. Show that $\|\hat z_q\|^2 = 1 + 2\lambda(\lambda-1)(1-S)$. When is the extrapolated query longer than one?
+# 2. The run of the previous chapter ends with positive pairs near $S = 0.87$. With $\alpha_{ex} = 2$, predict
+#    Mean(pos) after extrapolation before you compute it.
+# 3. Two keys of the queue at cosine $c$ are interpolated with $\lambda_{in}$. How long is the new negative?
+#
+# The solutions are folded below; each runs as written.
+
+# %% tags=["hide-input"]
+# Solution 1: |l q + (1-l) k|^2 = l^2 + (1-l)^2 + 2 l (1-l) S = 1 - 2 l (1-l)(1-S): longer than one whenever l > 1
+# and S < 1, which is why the extrapolated query also scales every negative it meets.
+norm2 = sp.expand(lam**2 + (1 - lam) ** 2 + 2 * lam * (1 - lam) * S)
+print(sp.simplify(norm2 - (1 + 2 * lam * (lam - 1) * (1 - S))))  # 0
+
+# %% tags=["hide-input"]
+# Solution 2: with lambda = 1 + u, u ~ Beta(2, 2): E[lambda (lambda - 1)] = E[u] + E[u^2] = 1/2 + 3/10 = 4/5, so by
+# eq. 4 E[S'] = S - 2 (4/5)(1 - S) = 0.87 - 1.6 * 0.13, about 0.66.
+draws = T.sample_lambda(2.0, "sample", 100_000, 1, torch.Generator().manual_seed(0), shift=1.0)
+print(f"predicted {0.87 - 1.6 * 0.13:.3f}, sampled {float(T.transformed_positive_score(0.87, draws).mean()):.3f}")
+
+# %% tags=["hide-input"]
+# Solution 3: its squared length is l^2 + (1-l)^2 + 2 l (1-l) c = 1 - 2 l (1-l)(1-c): at most one, so the new
+# negative lies inside the sphere, shortest at l = 1/2 between two keys far apart.
+c = sp.symbols("c", real=True)
+print(sp.factor(sp.expand(lam**2 + (1 - lam) ** 2 + 2 * lam * (1 - lam) * c) - 1))

@@ -1,0 +1,187 @@
+# %% [markdown]
+# # Switching FT on in your own MoCo
+#
+# **In this chapter you will learn** how the previous chapter's transformations enter the MoCo built two chapters
+# ago: the six lines that switch {term}`FT` on in a MoCo step of your own, the whole step with FT as the library takes
+# it, how to switch FT on only part-way through a run, and what this book's runs say, in plain words, about when that
+# helps.
+
+# %% colab-setup
+
+# %% tags=["parameters"]
+import os
+
+profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from IPython.display import display
+
+from ftcl_core.pages import plotting as P
+
+# isort: split
+
+# %% [markdown]
+# ## Six lines
+#
+# In the MoCo step you built, three lines turn the queries `q`, the keys `k` and the `queue` into the loss: the
+# positive scores, the negative scores, and InfoNCE over both. FT replaces them. With `q` and `k` normalised
+# ($N\times C$) and the queue $K\times C$, one key per row:
+
+# %% tags=["show-input"]
+from ftcl_core import ft
+
+gen = torch.Generator().manual_seed(0)  # only for the example's features
+q, k = (F.normalize(torch.randn(256, 128, generator=gen), dim=1) for _ in range(2))
+queue = F.normalize(torch.randn(4096, 128, generator=gen), dim=1)
+
+cfg = ft.FTConfig(pos=True, neg=True)               # eq. 3 + Sec 4.2, alpha_ex = 2.0, alpha_in = 1.6
+gen = torch.Generator().manual_seed(0)              # FT's draws (lambda, the queue's partners): yours to seed
+logits = ft.logits(q, k, queue, cfg, gen, tau=0.2)  # eq. 1's logits after FT, the positive in column 0
+loss = ft.info_nce(logits)                          # eq. 1
+
+plain = torch.cat([(q * k).sum(1, keepdim=True), q @ queue.T], dim=1) / 0.2  # the step you built, FT off
+off = ft.logits(q, k, queue, ft.FTConfig(), gen, tau=0.2)
+print(f"loss with FT {float(loss):.3f}, without {float(ft.info_nce(plain)):.3f}; "
+      f"FTConfig() gives the plain logits: {torch.allclose(off, plain)}")
+
+# %% tags=["remove-cell"]
+assert torch.allclose(off, plain)  # FT off is the plain MoCo of the second chapter
+
+# %% [markdown]
+# Then `loss.backward()`, the optimiser's step, and the *clean* keys `k` into the queue, as before. (The MoCo of
+# facebookresearch keeps its queue as $C\times K$: pass it transposed. The library refuses a queue the wrong way
+# round, and says how to fix it.) `FTConfig()` with nothing switched on gives the plain logits, so one flag turns FT
+# on and off.
+#
+# ## The whole step
+#
+# Here is one MoCo step with FT as the library takes it, in one process. Read it beside the `my_moco_step` you wrote:
+# the same queries, the same momentum update (eq. 2), the same shuffled keys ({term}`shuffle-BN`, as there). Two lines
+# are new, `extrapolate_positive` and `interpolate_negatives`, and two details follow the paper's released code: the
+# negatives are scored against the *extrapolated* query, which is no longer of length one, and the queue receives the
+# clean keys, never the mixed ones. The library's training loop, with `FTConfig(pos=True, neg=True)`, takes exactly
+# this step; a test holds the two to the same loss, gradients, weights and queue.
+
+# %%
+from ftcl_core.methods.moco import moco_ft_step
+
+display(P.source_code(moco_ft_step))
+
+# %% [markdown]
+# ## Switching FT on late
+#
+# The paper's Table 6 asks *when* FT should start: from the first step, or after part of the run (a
+# {term}`late start`). In your own loop it is one condition; `ft.logits` takes it as `active`, and before it the step is
+# plain MoCo:
+
+# %% tags=["show-input"]
+cfg = ft.FTConfig(pos=True, neg=True, start_epoch=36)  # a 120-epoch run, FT from 30 % of it (Table 6)
+for epoch in (0, 35, 36, 119):
+    active = epoch >= cfg.start_epoch
+    logits = ft.logits(q, k, queue, cfg, gen, tau=0.2, active=active)
+    print(f"epoch {epoch:3d}: FT {'on ' if active else 'off'}, loss {float(ft.info_nce(logits)):.3f}")
+
+# %% [markdown]
+# In a run of the library the same switch is the config key `ft.start_epoch`.
+#
+# ## What the runs say
+#
+# This book trains MoCo, with FT and without, at the scale of a laptop CPU, every pair of runs with the same seeds,
+# and sets each comparison beside the paper's. Four things stand out; each links to its evidence.
+
+# %% tags=["remove-cell"]
+import csv
+
+from ftcl_core.pages.glue import glue_facts
+from ftcl_core.study import checks
+from ftcl_core.study import experiments as X
+from ftcl_core.study import headroom as H
+from ftcl_core.study import learn as L
+
+# the stored cpu runs, whatever profile this page ran with: this chapter trains nothing
+summary = list(csv.DictReader((X.ROOT / "results" / "summary.csv").open()))
+first = L.first_step_facts(*(X.claim_facts(summary, "T7", f"v1 +{arm}") for arm in ("both", "pos", "neg")))
+glue_facts("t7_", first)
+checks.expect(L.FIRST_STEP_CHECKS, first, "both transformations cost from the first step",
+              "positive extrapolation alone costs", "negative interpolation alone holds zero")
+rows, records = H.load()
+metrics = H.run_metrics(records)
+room = {**H.facts(rows, records, metrics), **H.paper_facts()}
+glue_facts("hr_", room)
+checks.expect(H.CHECKS, room, "first-step-costs-at-120", "first-step-costs-at-240", "late-start-gains-at-120",
+              "late-start-gains-at-240", "late-start-matches-at-240", "crowding-goes-with-the-cost",
+              "crowding-confounded-with-the-clock")
+
+# %% [markdown]
+# **From the first step, FT costs.** On the drawn shapes, MoCo v1 with both transformations from the first step reads
+# {glue:md}`t7_both_diff` points of {term}`linear readout` against the same run without them, where the paper reports a
+# gain of {glue:md}`t7_both_paper` ([the evidence](07a_when_ft_helps.ipynb)).
+#
+# **Positive extrapolation carries the cost.** Alone it reads {glue:md}`t7_pos_diff` points; negative interpolation
+# alone reads {glue:md}`t7_neg_diff`, an interval that holds zero. The harder positive pair of the previous chapter
+# is, from the first step, too hard for this encoder ([the evidence](06_feature_transformations.ipynb)).
+#
+# **Switched on late, on a task with room to grow, FT pays.** On the shapes the baseline soon reads near 100 %, which
+# leaves no room for a gain. On a harder task (more classes of shapes, with a distractor), FT switched on after 30 %
+# of the run reads {glue:md}`hr_both_late_120_diff` points at 120 epochs and {glue:md}`hr_both_late_240_diff` at 240,
+# about the size of the paper's Table 6 gain ({glue:md}`hr_both_late_paper` points) at the longer length. From the
+# first step, on the same task, it still costs ({glue:md}`hr_both_120_diff` and {glue:md}`hr_both_240_diff`)
+# ([the evidence](11_headroom.ipynb)).
+#
+# **Watch {term}`Mean(neg)` when FT switches on.** With the tool of the reading chapter, the cost has a face: where FT
+# costs, the images crowd together as it switches on, raw Mean(neg) rising above the baseline's; where it gains, they
+# do not. The figure draws it, each curve the mean of its seeds, the dotted line where the late start switches on.
+
+# %%
+from ftcl_core.pages import headroom as PH
+
+PH.crowding_figure({length: H.neg_curves(metrics, length) for length in H.LENGTHS if H.neg_curves(metrics, length)})
+plt.show()
+
+# %% [markdown]
+# The crowding goes with the cost, but it is not yet shown to cause it: every run that crowds also switches FT on
+# early in its steps (by step {glue:md}`hr_crowd_clock_latest_steps`), every run that does not, later
+# ([the evidence](11_headroom.ipynb)). So, in a MoCo of your own: switch FT on part-way through the run, not from the
+# first step, and watch Mean(neg) as it switches on.
+#
+# ## Summary
+#
+# - FT enters a MoCo step of your own in six lines: a config, a generator for its draws, the logits after FT, and
+#   InfoNCE. The queue still receives the clean keys.
+# - `FTConfig()` is plain MoCo; `active` (or `ft.start_epoch` in a run) switches FT on part-way through a run.
+# - At this book's scale FT from the first step costs readout, and positive extrapolation carries the cost. Switched
+#   on late, on a task with room to grow, it gains as much as the paper reports.
+# - Where FT costs, Mean(neg) rises as it switches on: the images crowd together.
+#
+# ## Exercises
+#
+# 1. Switch on negative interpolation alone. Which column of the logits changes, and which stays as in plain MoCo?
+# 2. At which optimiser step does FT switch on in a 120-epoch run of the harder task, started at 30 % of the run?
+# 3. From the stored runs of the harder task, compare raw Mean(neg) in the tenth of the run after FT switches on,
+#    with FT from the first step and without FT, at 120 epochs.
+#
+# The solutions are folded below; each runs as written.
+
+# %% tags=["hide-input"]
+# Solution 1: the positive column 0 is the plain one, since only the queue is mixed; every negative column changes.
+neg_only = ft.logits(q, k, queue, ft.FTConfig(neg=True), gen, tau=0.2)
+print(f"positive column unchanged: {torch.allclose(neg_only[:, 0], plain[:, 0])}; "
+      f"negative columns unchanged: {torch.allclose(neg_only[:, 1:], plain[:, 1:])}")
+
+# %% tags=["hide-input"]
+# Solution 2: 30 % of 120 epochs is epoch 36, times the optimiser steps of one epoch of its recipe.
+print(f"step {36 * H.steps_per_epoch()} ({H.steps_per_epoch()} steps an epoch)")
+
+# %% tags=["hide-input"]
+# Solution 3: the tenth of the run after the switch, FT from the first step (switch at step 0) against the
+# baseline, seed by seed: FT's Mean(neg) stands above the baseline's.
+import numpy as np
+
+ft_runs, base_runs = metrics.get(H.setting("both", 120), {}), metrics.get(H.setting("baseline", 120), {})
+for seed in sorted(set(ft_runs) & set(base_runs)):
+    tenth = len(base_runs[seed]["neg_mean"]) // 10
+    with_ft, without = (float(np.mean(r[seed]["neg_mean"][:tenth])) for r in (ft_runs, base_runs))
+    print(f"seed {seed}: Mean(neg) {with_ft:.2f} with FT, {without:.2f} without")

@@ -1,0 +1,32 @@
+"""The facts and checks of ft.start=auto against its baselines (ftcl_core.study.auto_start), on fabricated records."""
+
+from ftcl_core.study import auto_start as A
+from ftcl_core.study.checks import failures
+
+
+def records(diffs: dict[str, list[float]]) -> dict[str, list[dict]]:
+    """Every file of A.SETTINGS with, for each setting key in ``diffs``, an auto arm that reads ``diffs[key][seed]``
+    above its baseline (no run folders: the switch epochs are not known)."""
+    out: dict[str, list[dict]] = {s.file: [] for s in A.SETTINGS} | {s.fixed_file: [] for s in A.SETTINGS}
+    for s in A.SETTINGS:
+        for seed, d in enumerate(diffs.get(s.key, [])):
+            out[s.file] += [{"setting": s.baseline, "seed": seed, "linear_top1": 50.0 + seed},
+                            {"setting": s.auto, "seed": seed, "linear_top1": 50.0 + seed + d}]
+    return out
+
+
+def test_auto_never_costs_holds_until_a_decided_setting_reads_a_cost():
+    f = A.facts(records({"map_120": [4.0, 5.0, 6.0], "fmnist_30": [0.1, -0.2, 0.3]}))
+    assert (f["map_120_side"], f["fmnist_30_side"], f["map_240_side"]) == ("gains", "neither", "undecided")
+    assert f["map_120_diff"] == "+5.0 ± 2.5" and f["decided"] == "2"
+    assert failures(A.CHECKS, f, "auto-never-costs", "auto-some-settings-not-run") == {}
+    costs = A.facts(records({"map_120": [4.0, 5.0, 6.0], "shapes_30": [-2.0, -3.0, -2.5]}))
+    assert "auto-never-costs" in failures(A.CHECKS, costs, "auto-never-costs")
+    two_seeds = A.facts(records({"shapes_30": [-2.0, -3.0]}))  # below 3 seeds: undecided, not a cost
+    assert failures(A.CHECKS, two_seeds, "auto-never-costs") == {}
+
+
+def test_the_table_names_each_setting_its_role_and_the_fixed_start_beside_it():
+    rows = A.rows(A.facts(records({"map_30": [0.5, -0.5, 0.2]})))
+    assert len(rows) == len(A.SETTINGS) and rows[0][:2] == ["task with room, 30 epochs", "chosen on"]
+    assert rows[2][1] == "held out" and rows[0][5] == "3"
