@@ -71,7 +71,7 @@ class PlateauStart:
     it predicts on settings it never saw).  Once on, FT stays on.  ``start_epoch``: the first epoch FT is on (None
     while off)."""
 
-    def __init__(self, window: int = 5, fraction: float = 0.1) -> None:
+    def __init__(self, window: int = FTConfig.auto_window, fraction: float = FTConfig.auto_fraction) -> None:
         if not (isinstance(window, int) and window >= 1):
             raise ValueError(f"PlateauStart(window={window!r}): the window is a whole number of epochs, at least 1.")
         if not 0.0 < fraction < 1.0:
@@ -103,7 +103,8 @@ class PlateauStart:
             self.start_epoch = epoch
 
     @classmethod
-    def replay(cls, epoch_losses, window: int = 5, fraction: float = 0.1) -> int | None:
+    def replay(cls, epoch_losses, window: int = FTConfig.auto_window, fraction: float = FTConfig.auto_fraction
+               ) -> int | None:
         """The epoch the rule switches FT on at, given a run's mean loss per epoch (before FT, the loss of the run
         without FT: the rule only ever reads those); None if it never does."""
         rule = cls(window, fraction)

@@ -30,3 +30,19 @@ def test_the_table_names_each_setting_its_role_and_the_fixed_start_beside_it():
     rows = A.rows(A.facts(records({"map_30": [0.5, -0.5, 0.2]})))
     assert len(rows) == len(A.SETTINGS) and rows[0][:2] == ["task with room, 30 epochs", "chosen on"]
     assert rows[2][1] == "held out" and rows[0][5] == "3"
+
+
+def test_no_gain_where_the_fixed_start_gains_holds_only_while_auto_holds_zero_and_the_fixed_start_gains():
+    name = "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist"
+    fm = next(s for s in A.SETTINGS if s.key == "fmnist_30")
+
+    def with_fixed(auto: list[float], fixed: list[float]) -> dict:
+        rec = records({"fmnist_30": auto})
+        rec[fm.fixed_file] = [r for seed, d in enumerate(fixed) for r in (
+            {"setting": fm.fixed_baseline, "seed": seed, "linear_top1": 80.0 + seed},
+            {"setting": fm.fixed, "seed": seed, "linear_top1": 80.0 + seed + d})]
+        return A.facts(rec)
+
+    assert failures(A.CHECKS, with_fixed([0.1, -0.2, 0.3], [0.7, 0.8, 0.9]), name) == {}
+    assert name in failures(A.CHECKS, with_fixed([1.0, 1.2, 1.1], [0.7, 0.8, 0.9]), name)  # auto gains too
+    assert name in failures(A.CHECKS, with_fixed([0.1, -0.2, 0.3], [0.7, -0.8, 0.2]), name)  # the fixed start holds 0

@@ -28,6 +28,7 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %%
 import matplotlib.pyplot as plt
 
+from ftcl_core import ft
 from ftcl_core.data import make_shapes
 from ftcl_core.pages import headroom as PH
 from ftcl_core.pages import plotting as P
@@ -35,6 +36,8 @@ from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks
 from ftcl_core.study import headroom as H
 from ftcl_core.study.results import claims
+
+RULE = ft.FTConfig()  # its auto_window and auto_fraction: the rule ft.start=auto runs, frozen
 
 # this chapter trains nothing: it reads the committed map (bash tools/headroom_map.sh trains it), whatever the profile
 rows, records = H.load()
@@ -290,6 +293,39 @@ P.html_table(["epochs", "FT", "seeds", "Mean(neg) after the switch, FT / baselin
 checks.expect(H.CHECKS, facts, "crowding-goes-with-the-cost", "first-step-crowding-fades-at-120",
               "negatives-alone-never-crowd", "crowding-confounded-with-the-clock", "switch-from-9-of-120-costs",
               "switch-from-9-of-120-crowds", "switch-from-9-of-240-short-of-its-seeds")
+
+# %% [markdown]
+# (auto-start)=
+# ## Can a run decide when to switch FT on?
+#
+# A user who lifts FT into a MoCo of their own has no Table 6 for their data. So the library offers a rule that reads
+# nothing but the run's own training loss (`ft.start=auto`, the class `ft.PlateauStart`): at the end of each epoch,
+# FT switches on from the next once the loss fell, over the last {glue:md}`auto_window` epochs, by less than
+# {glue:md}`auto_fraction` of all it has fallen since the first. The window and the share were chosen on this map's
+# 30- and 120-epoch runs only, to switch on near the start that gains at 120 epochs and well after the step that costs
+# at both lengths, and written down with a prediction for every setting before the first auto run. Until FT switches
+# on, an auto run is its baseline, so its switch epoch is known beforehand from the baseline's stored losses.
+
+# %%
+from ftcl_core.study import auto_start as A
+
+auto = {**A.facts(), "window": str(RULE.auto_window), "fraction": f"{RULE.auto_fraction:g}"}
+glue_facts("auto_", auto)
+P.html_table(["setting", "rule", "switched on at epoch (predicted)", "auto − baseline", "fixed 30 % start − baseline",
+              "seeds"], A.rows(auto),
+             caption="FT (+pos +neg) switched on by the run's own loss, against the same run without FT, and the fixed "
+                     "start after 30 % of the run against its own baseline (points of linear readout, ± 95 % interval).")
+
+# %% [markdown]
+# Every stored auto run switched FT on where its baseline's losses said it would, within an epoch. Of the
+# {glue:md}`auto_settings` settings, {glue:md}`auto_decided` hold their paired seeds so far, and in none of them does
+# the rule cost {term}`readout`. It does not always gain where the fixed 30 % start does: on Fashion-MNIST it switches
+# on at about 80 % of the run, and its difference cannot be told from zero where the fixed start gains a little. The
+# settings still without their seeds are listed with the [open questions](open-questions).
+
+# %% tags=["remove-cell"]
+checks.expect(A.CHECKS, auto, "auto-never-costs", "auto-switches-where-its-baseline-said", "auto-some-settings-not-run",
+              "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist")
 
 # %% [markdown]
 # (try-it-11)=

@@ -115,7 +115,7 @@ def facts(records: Mapping[str, list[dict]] | None = None) -> dict:
                 f"{k}_diff": plus_minus(p.mean, p.ci95, signed=True) if p.n else NOT_RUN, f"{k}_value": p.mean,
                 f"{k}_ci": p.ci95, f"{k}_side": _side(p), f"{k}_fixed_n": str(fixed.n),
                 f"{k}_fixed_diff": plus_minus(fixed.mean, fixed.ci95, signed=True) if fixed.n else NOT_RUN,
-                f"{k}_fixed_value": fixed.mean, f"{k}_switched": _epochs(switched),
+                f"{k}_fixed_value": fixed.mean, f"{k}_fixed_ci": fixed.ci95, f"{k}_switched": _epochs(switched),
                 f"{k}_predicted": _epochs(predicted), f"{k}_agree": agree}
     decided = [s.key for s in SETTINGS if out[f"{s.key}_seeds"] >= MIN_SEEDS]
     out["decided"] = str(len(decided))
@@ -146,8 +146,18 @@ def _short(f: Mapping) -> str | None:
     return None if short else "every setting holds its seeds: report them all"
 
 
+def _no_gain_where_fixed_gains(key: str):
+    def check(f: Mapping) -> str | None:
+        if f[f"{key}_seeds"] < MIN_SEEDS or f[f"{key}_side"] != "neither":
+            return f"{key}: auto reads {f[f'{key}_diff']} ({f[f'{key}_side']}), not an interval that holds 0"
+        lo = f[f"{key}_fixed_value"] - f[f"{key}_fixed_ci"]
+        return None if lo > 0 else f"{key}: the fixed start reads {f[f'{key}_fixed_diff']}, not a gain"
+    return check
+
+
 CHECKS = {
     "auto-never-costs": _never_costs,  # the aim: no decided setting reads a cost
     "auto-switches-where-its-baseline-said": _switches_as_predicted,
     "auto-some-settings-not-run": _short,  # the text lists settings still without their seeds
+    "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist": _no_gain_where_fixed_gains("fmnist_30"),
 }
