@@ -73,7 +73,7 @@ checks.expect(X.CLAIM_CHECKS, shared, "tables share runs")
 # %%
 from IPython.display import display
 
-from ftcl_core.pages.plotting import html_table
+from ftcl_core.pages.plotting import html_table, markdown_html
 from ftcl_core.study.results import claims as verdicts
 
 counts = X.tally(rows)["all"]
@@ -130,18 +130,8 @@ display(html_table(["verdict", "the paper's claims", "after BH", "Table 1's chec
 #
 # ## Every table, claim by claim
 #
-# Each table opens on demand; its summary line counts its verdicts. A row's table is named as the glossary's
-# {term}`table name` explains (`T1`-`T7` the paper's tables; {term}`S-E`, {term}`S-F`, {term}`S-G` its supplement's
-# sections; the book's own diagnosis and headroom experiments, `D-…` and `H-…` such as {term}`D-capacity-v1` and
-# {term}`H-map-v1`, are judged in [When does feature transformation help?](07a_when_ft_helps.ipynb) and
-# [Does FT help once there is room to help?](11_headroom.ipynb), not here), and its setting by the feature transformation it switches on: {term}`+pos`, {term}`+neg`,
-# {term}`+both`, {term}`+both_dim`, or a {term}`late start`. "ours" is the linear {term}`readout` (top-1 %, mean
-# ± 95 % CI over seeds).
-
-# %%
-from ftcl_core.pages.plotting import markdown_html
-
-markdown_html(X.summary_markdown(path, heading="<b>{table}</b>", fold=True))
+# Every table, each claim beside the paper's number with its seeds and verdict, is on
+# [its own page](09b_every_table.ipynb).
 
 # %% [markdown]
 # ## On real images and on the shapes

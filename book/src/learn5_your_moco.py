@@ -19,7 +19,10 @@ import torch
 import torch.nn.functional as F
 from IPython.display import display
 
+from ftcl_core import ft
 from ftcl_core.pages import plotting as P
+from ftcl_core.runs import RunDir
+from ftcl_core.study import auto_start as A
 
 # isort: split
 
@@ -28,11 +31,9 @@ from ftcl_core.pages import plotting as P
 #
 # In the MoCo step you built, three lines turn the queries `q`, the keys `k` and the `queue` into the loss: the
 # positive scores, the negative scores, and InfoNCE over both. FT replaces them. With `q` and `k` normalised
-# ($N\times C$) and the queue $K\times C$, one key per row:
+# ($N\times C$) and the queue $K\times C$, one key per row, and `from ftcl_core import ft`:
 
 # %% tags=["show-input"]
-from ftcl_core import ft
-
 gen = torch.Generator().manual_seed(0)  # only for the example's features
 q, k = (F.normalize(torch.randn(256, 128, generator=gen), dim=1) for _ in range(2))
 queue = F.normalize(torch.randn(4096, 128, generator=gen), dim=1)
@@ -96,9 +97,6 @@ for epoch in (0, 35, 36, 119):
 # task below, beside the fixed start after 30 % of it that the cell above switches on:
 
 # %% tags=["show-input"]
-from ftcl_core.runs import RunDir
-from ftcl_core.study import auto_start as A
-
 stored = RunDir(A.EXPERIMENTS.parent / "results/cpu/H-map-v1/baseline_120/seed0")  # a run without FT
 start = ft.PlateauStart()  # FT on once the last 5 epochs fell by under a tenth of the fall so far
 for loss in A.epoch_losses(stored):  # one mean loss an epoch

@@ -1,0 +1,30 @@
+# %% [markdown]
+# # Every table, claim by claim
+#
+# The paper's tables, each with the settings of {term}`FT` this book ran, the paper's number beside ours and a
+# verdict for every claim ([Results against the paper](09_results.ipynb) counts them and draws them at a glance).
+#
+# Each table opens on demand; its summary line counts its verdicts. A row's table is named as the glossary's
+# {term}`table name` explains (`T1`-`T7` the paper's tables; {term}`S-E`, {term}`S-F`, {term}`S-G` its supplement's
+# sections; the book's own diagnosis and headroom experiments, `D-…` and `H-…` such as {term}`D-capacity-v1` and
+# {term}`H-map-v1`, are judged in [When does feature transformation help?](07a_when_ft_helps.ipynb) and
+# [Does FT help once there is room to help?](11_headroom.ipynb), not here), and its setting by the feature transformation it switches on: {term}`+pos`, {term}`+neg`,
+# {term}`+both`, {term}`+both_dim`, or a {term}`late start`. "ours" is the linear {term}`readout` (top-1 %, mean
+# ± 95 % CI over seeds).
+
+
+# %% colab-setup
+
+# %% tags=["parameters"]
+import os
+
+profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+
+# %%
+from ftcl_core.pages.plotting import markdown_html
+from ftcl_core.study import experiments as X
+
+if profile == "smoke":  # the smoke profile's two runs, as on the results page (trained once, then found)
+    X.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
+path = X.write_summary(profile)
+markdown_html(X.summary_markdown(path, heading="<b>{table}</b>", fold=True))

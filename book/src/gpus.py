@@ -1,0 +1,110 @@
+# %% [markdown]
+# # Several processes and GPUs
+#
+# How the methods of [Beyond MoCo](10_methods.ipynb) train under `torchrun`, where the time of a step goes on this
+# machine, and what the first measurements on a GPU say.
+
+# %% colab-setup
+
+# %% tags=["parameters"]
+import os
+
+profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+# the methods' experiment files, as on the page Beyond MoCo: their recipes are the ones timed here
+experiments = ["experiments/table7_simclr.yaml", "experiments/supp_e_byol.yaml", "experiments/table7_simsiam.yaml",
+               "experiments/table7_swav.yaml"]
+
+# %%
+# %% [markdown]
+# The same training entry point runs under `torchrun`; each rank takes the rows `rank::world` of every
+# batch, MoCo gathers keys from all ranks into its queue with shuffle-BN across ranks, SimCLR gathers its
+# negatives with their gradient:
+#
+# ```bash
+# torchrun --standalone --nproc_per_node=2 -m ftcl_core train configs/smoke_simclr.yaml model.bn_splits=1 --out runs/simclr_ddp
+# ```
+#
+# The tests run this with two gloo processes on CPU and check that they reproduce one process on the
+# whole batch (weights, losses and queue to float32 rounding, 1e-4; `model.bn_splits=2` in one process is plain BN on two
+# ranks) and that a run killed under `torchrun` resumes bit-identically.
+#
+# On a GPU the configs `configs/gpu_*.yaml` turn on bf16 autocast (the networks only: {term}`FT`, scores and
+# loss stay fp32), channels-last, fused SGD, pinned memory and augmentation on the device. Where the time
+# of a step goes, measured now on this machine for each method (the recipes of the tables above; GPU numbers
+# come from `python -m benchmarks.bench breakdown` on a GPU machine):
+# %%
+import sys
+
+from IPython.display import display
+
+from ftcl_core.config import load_config
+from ftcl_core.pages import plotting as P
+from ftcl_core.study import experiments as X
+
+sys.path.insert(0, str(X.ROOT))  # the step-time profile lives beside the package, in the repository's benchmarks/
+from benchmarks import profiling
+
+# the recipes the tables above run (MoCo: Table 7's v2 rows); the smoke profile times its own tiny configs
+configs = {}
+for path in ["experiments/table7_ft_v2.yaml", *experiments]:
+    base = X.base_for(X.Experiment.load(path), "cpu")
+    configs[load_config(str(X.ROOT / base)).method] = base
+if profile == "smoke":
+    configs = {k: f"configs/smoke_{'moco_v2' if k == 'moco' else k}.yaml" for k in configs}
+steps = 2 if profile == "smoke" else 10
+rows = []
+for method, config in configs.items():
+    r = profiling.breakdown(str(X.ROOT / config), steps=steps, warmup=1, synthetic=512 if profile == "smoke" else 0)
+    rows.append([method, f"{r['step_ms']:.0f}", f"{r['images_per_s']:.0f}"]
+                + [f"{100 * v / r['step_ms']:.0f} %" for v in r["phases_ms"].values()])
+phases = list(r["phases_ms"])
+print(f"device: {r['device_name']}, {r['threads']} threads, batch {r['batch_size']}")
+P.html_table(["method", "step (ms)", "images/s"] + phases, rows)
+
+# %% [markdown]
+# ## On a GPU: the first measurements
+#
+# `python -m benchmarks.gpucheck` is the one prepared command for a GPU machine: in one process and a fixed time budget it records the
+# environment; checks that one training step on the GPU agrees with the CPU (fp32 against a float64
+# reference, bf16 with channels-last, `train.compile`, and the batched augmentation from the same random
+# parameters); measures MoCo v2's throughput against the same step fed by per-sample torchvision transforms
+# in a `DataLoader` (the pipeline of the released code and of lightly); and trains one pair beyond the CPU's
+# scale: MoCo v1 with and without FT ({term}`+pos` {term}`+neg`) on the embedded shapes at 64 px with a ResNet-18. Four
+# later parts measure what a lease needs to plan its runs: split batch-norm's kernels on the device; the CPU profile's
+# small network eager, compiled and captured in CUDA graphs, with its first losses against eager's; where the
+# per-sample torchvision anchor spends its time; and an ImageNet-100-shaped run end to end. Its reports are stored in
+# `results/gpu/`; this section shows the newest result of each part, or says that none exists yet.
+
+# %%
+from IPython.display import Markdown
+
+from benchmarks.gpucheck import report as gpu_report
+
+gpu_reports = gpu_report.stored_reports(X.ROOT / "results" / "gpu")
+display(Markdown(gpu_report.book_summary(gpu_reports)))
+gpu_titles = {"agreement": "The GPU path against the CPU", "throughput": "Throughput, MoCo v2, batch 256, bf16 + channels-last",
+              "scale": "The scale pair", "kernels": "Split batch-norm on the device: per group against one pass over a view",
+              "captured": "The CPU profile's small network: eager, compiled, captured in CUDA graphs",
+              "loader": "Where the per-sample torchvision anchor spends its time",
+              "imagenet": "An ImageNet-100-shaped run end to end (fabricated JPEGs)"}
+for part, (header, rows) in gpu_report.book_tables(gpu_reports).items():
+    display(Markdown(f"**{gpu_titles[part]}**"))
+    display(P.html_table(header, rows))
+    if part == "throughput":
+        display(P.markdown_html(gpu_report.ft_overhead_sentence(gpu_reports)))
+
+# %% [markdown]
+# Stored runs can be trained on a GPU too: where a run executes is not part of its recipe
+# (`python -m ftcl_core sweep FILE --set device=cuda`; `tools/device_sweep.py` packs a GPU machine's runs), and each
+# run's `provenance.json` names its device. The table lists every stored setting with a run trained on a GPU,
+# beside its runs trained on a CPU, with the mean training time a run. The small networks of the `cpu` profile
+# leave a GPU nearly idle: a step dispatches thousands of small operations, so it runs only a few times faster
+# there, while several runs share the GPU.
+
+# %%
+by_device = X.runs_by_device(profile) if profile != "smoke" else []
+on_gpu = {r["runs"] for r in by_device if r["device"] not in ("CPU",) and "NVIDIA" in r["device"]}
+device_rows = [[r["runs"], r["device"], ", ".join(map(str, r["seeds"])), f"{r['train_s']:.0f}"]
+               for r in by_device if r["runs"] in on_gpu]
+display(P.html_table(["runs", "trained on", "seeds", "train s a run"], device_rows) if device_rows
+        else Markdown("No stored run was trained on a GPU yet."))
