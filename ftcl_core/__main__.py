@@ -26,7 +26,7 @@ def __getattr__(name: str):
 def _announce(argv: list[str]) -> bool:
     """Print ``train``'s first line (:func:`train_banner`) from the config alone; False where it
     cannot (another command, a config that does not load: the command line then says why)."""
-    if argv[:1] != ["train"] or "--out" not in argv or os.environ.get("RANK", "0") != "0":
+    if argv[:1] != ["train"] or argv.count("--out") != 1 or os.environ.get("RANK", "0") != "0":
         return False
     from ftcl_core.config import load_config
 

@@ -218,6 +218,9 @@ class DataConfig(Section):
         if self.classes not in (10, 20, 30):
             raise ConfigError(f"data.classes={self.classes}: the shapes set has 10 shapes x 3 fills; choose 10, "
                               "20 or 30.")
+        if self.name == "shapes" and (self.root or self.test_root):
+            raise ConfigError("data.name=shapes draws its images in memory and reads no folder; drop data.root and "
+                              "data.test_root, or name the data set they hold (data.name=imagefolder, ...).")
         if self.name == "imagefolder" and not (self.root and self.test_root):
             raise ConfigError("data.name=imagefolder needs data.root=<train folder> and data.test_root=<held-out "
                               "folder> (without a test_root the readout would score the training images; to do that "
@@ -410,6 +413,12 @@ class TrainConfig(Section):
 
     def check(self) -> None:
         self._positive("epochs", "checkpoint_every")
+        if isinstance(self.compile, str) and self.compile not in ("auto", "inductor"):
+            from torch._dynamo import list_backends  # only for a named backend: the config loads without torch
+
+            if self.compile not in list_backends(exclude_tags=()):
+                raise ConfigError(f"train.compile={self.compile!r} is neither auto, true, false nor a compiler backend "
+                                  f"torch knows ({', '.join(list_backends(exclude_tags=()))}).")
         if self.cuda_graph and isinstance(self.compile, str) and self.compile not in ("auto", "inductor"):
             raise ConfigError(f"train.cuda_graph=true compiles the networks with inductor's CUDA graphs (it compiles "
                               f"whatever train.compile says); train.compile={self.compile!r} names another compiler "
@@ -584,6 +593,18 @@ class RunConfig(Section):
         if self.eval.knn_k > self.data.n_train:
             raise ConfigError(f"eval.knn_k={self.eval.knn_k} exceeds data.n_train={self.data.n_train}: the kNN readout "
                               "votes over the training images' features; set eval.knn_k <= data.n_train (200 is usual).")
+        if ft.start == "auto" and not ft.any:
+            raise ConfigError("ft.start=auto switches FT on when the run decides; with no transformation on (ft.pos, "
+                              "ft.neg or ft.hard) there is nothing to switch. Turn one on, or drop ft.start.")
+        if ft.start == "auto" and ft.auto_window > self.train.epochs - 2:
+            raise ConfigError(f"ft.start=auto decides at an epoch's end once ft.auto_window={ft.auto_window} epochs "
+                              f"have passed, and FT runs from the next: with train.epochs={self.train.epochs} it could "
+                              f"never switch on. It needs train.epochs >= ft.auto_window + 2"
+                              + (f", or ft.auto_window <= {self.train.epochs - 2}." if self.train.epochs > 2 else "."))
+        defaults = FTConfig()
+        if ft.start != "auto" and (ft.auto_window, ft.auto_fraction) != (defaults.auto_window, defaults.auto_fraction):
+            raise ConfigError("ft.auto_window and ft.auto_fraction shape the rule of ft.start=auto; this config has "
+                              "ft.start=epoch, so they would be ignored. Set ft.start=auto, or drop them.")
         if ft.any and not 0 <= ft.start_epoch < self.train.epochs:
             raise ConfigError(f"ft.start_epoch={ft.start_epoch} must lie in [0, train.epochs={self.train.epochs}): "
                               "otherwise FT never switches on.")

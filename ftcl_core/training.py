@@ -431,7 +431,8 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                     saved = epoch + 1
         if not main:  # rank 0 evaluates and writes eval.json; no collective waits on that
             return {}
-        return _finish(run, cfg, model, train_set, test_set, aug, device, train_s, steps, draws)
+        switched = {} if auto is None else {"ft_start_epoch": auto.start_epoch}  # ft.start=auto: where (None: never)
+        return _finish(run, cfg, model, train_set, test_set, aug, device, train_s, steps, draws, switched)
     except StopTraining:  # a step callback ended the loop (train(max_steps=...)): no checkpoint, no evaluation
         return {"metrics": log.recorder.as_arrays()}
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (Terminated) from the command line's handler
@@ -530,7 +531,7 @@ class DivergenceWatch:
 
 
 def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_s, steps: int,
-            draws: DeviceDraws | None = None) -> dict:
+            draws: DeviceDraws | None = None, extra: dict | None = None) -> dict:
     e = cfg.eval
     kw = dict(device=device, knn_k=e.knn_k, knn_t=e.knn_t, linear_epochs=e.linear_epochs,
               linear_lr=e.linear_lr, seed=cfg.seed)
@@ -543,7 +544,7 @@ def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_
         result["raw_pixels_linear_top1"] = raw_pixel_readout(train_set, test_set, aug, e.linear_epochs, e.linear_lr,
                                                              cfg.seed)
     eval_s = time.perf_counter() - t0
-    result.update({"train_s": train_s, "eval_s": eval_s, "wall_s": train_s + eval_s})
+    result.update({**(extra or {}), "train_s": train_s, "eval_s": eval_s, "wall_s": train_s + eval_s})
     write_json(run.provenance, {**provenance(device, cfg.seed), "status": "complete", "world_size": D.world_size(),
                                 "execution": {**execution_path(cfg, device, steps),
                                               "ft_draws": "host" if draws is None else "device"},

@@ -43,7 +43,7 @@
 # | [Feature transformations in training](06_feature_transformations.ipynb) | Tables 2-7 and {term}`Supp F`/G, measured; re-normalisation and dimension-level mixing |
 # | [When does feature transformation help?](07a_when_ft_helps.ipynb) and the pages after it | the gradient algebra of the collapse, checked; where training sits; FT on {term}`calibrated` baselines, without false negatives, on real photographs; a phase diagram of when to switch FT on; the answer |
 # | [Does FT help once there is room to help?](11_headroom.ipynb) | a harder task, far from a perfect score, where FT has room to gain |
-# | [Results against the paper](09_results.ipynb) and [every table](09b_every_table.ipynb) | every reproduced number with seeds, intervals and a verdict; the baseline calibration |
+# | [Results against the paper](09_results.ipynb), [every table](09b_every_table.ipynb) and [baselines and recipes](09c_baselines.ipynb) | every reproduced number with seeds, intervals and a verdict; the baseline calibration |
 # | [Beyond MoCo](10_methods.ipynb) | SimCLR, BYOL, SimSiam and SwAV with FT |
 # | [Run explorer](08_run_explorer.ipynb) | compare any stored runs |
 # | [Open questions](open_questions.ipynb) | what was not run |

@@ -164,7 +164,7 @@ LP.temperature_explorer(runs)
 #
 # The solutions are folded below; each runs as written.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 # Solution 1: more noise makes the two views of a point differ more, so alignment ends higher; and to keep such
 # different views together the encoder must map whole neighbourhoods alike, so the points spread less evenly: the
 # uniformity ends higher too. Both get worse.
@@ -174,7 +174,7 @@ for noise, name in ((0.15, "clean"), (0.6, "noisy")):
     ends[f"align_{name}"], ends[f"uniform_{name}"] = r.history["align"][-1], r.history["uniform"][-1]
     print(f"noise {noise}: alignment {ends[f'align_{name}']:.3f}, uniformity {ends[f'uniform_{name}']:.2f}")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 # Solution 2: on the sphere the six clusters have more room to sit apart than on a circle, so the uniformity ends
 # lower than in two dimensions.
 r3 = train_toy(0.2, steps=steps, dim=3)
@@ -185,7 +185,7 @@ print(f"dim 3: uniformity {ends['uniform_3d']:.2f} (on the circle: {ends['unifor
 if profile != "smoke":
     checks.expect(L.TOY_EXERCISE_CHECKS, ends, "more noise, both worse", "a sphere has more room")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 # Solution 3: with every score 1 each of the N logits is 1 / tau, so the loss is log N whatever tau is: exactly the
 # random guess's. A collapsed encoder learns nothing from InfoNCE, and InfoNCE does not reward it.
 import math

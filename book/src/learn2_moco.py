@@ -222,7 +222,7 @@ checks.expect(L.MOCO_CHECKS, match, "the two steps agree")
 #
 # The solutions are folded below; each runs as written (shorter runs than the one above).
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 def short_run(m: float = cfg.moco.momentum, K: int = cfg.moco.queue_size, n: int = 5 if profile == "smoke" else 40):
     """A short training of MyMoCo from the same start: the mean loss of its last five steps."""
     torch.manual_seed(0)

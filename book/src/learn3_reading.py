@@ -155,7 +155,7 @@ checks.expect(C.CHECKS, landscape, "the batch-norm layers carry the smallest gra
 # The paper's first use of the tool is the momentum $m$ of eq. 2. It trains MoCo v1 with $m$ from $0$ (the key
 # encoder copies the query encoder every step) to $1$ (it never moves from its random start) and reports that
 # {term}`readout` rises with $m$ up to $0.99$ and falls after. Here is the same sweep at this book's scale, three momenta in
-# colour, the others in grey, and each run's gradient landscape summed over its layers:
+# colour, the others in grey (and, folded below it, each run's gradient landscape summed over its layers):
 
 # %%
 t1 = X.Experiment.load("experiments/table1_momentum.yaml")
@@ -164,7 +164,11 @@ t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
 if t1_metrics:
     P.score_statistics(t1_metrics, highlight=["m=0", "m=0.99", "m=1.0"], others="the other momenta")
     plt.show()
-    shown = ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")
+
+# %% tags=["hide-cell"]
+# each momentum's gradient landscape, summed over its layers, epoch by epoch (folded: open it for the third reading)
+shown = ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")
+if t1_metrics:
     P.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_runs
                         if r["setting"] in shown})
     plt.show()
@@ -203,7 +207,7 @@ checks.expect(C.CHECKS, swings, "every small momentum swings more than every lar
 # readouts below that baseline for the small momenta, which it calls a collapse and this book calls a
 # {term}`momentum collapse`; [the momentum chapter](05_momentum.ipynb) tests it over every seed.
 #
-# **The landscape**: every momentum up to $0.9$ swings more from epoch to epoch than $m = 0.99$ and $m = 1$ do, the
+# **The landscape** (the folded figure above): every momentum up to $0.9$ swings more from epoch to epoch than $m = 0.99$ and $m = 1$ do, the
 # spiky landscape the paper reads as unstable training.
 #
 # ## Summary
@@ -228,7 +232,7 @@ checks.expect(C.CHECKS, swings, "every small momentum swings more than every lar
 #
 # The solutions are folded below; each runs as written.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 # Solution 1: per query, the mean and the variance over its row of negatives, then averaged over the first 64 queries.
 n = 64
 mine = (float(l_pos[:n].mean()), float(l_neg[:n].mean(1).mean()), float(l_neg[:n].var(1, unbiased=False).mean()))
@@ -238,7 +242,7 @@ print("library:", [round(float(v), 4) for v in stats])
 # %% tags=["remove-cell"]
 assert all(abs(a - float(b)) < 1e-5 for a, b in zip(mine, stats)), (mine, stats)
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 # Solution 2: after t steps the starting weights keep a share m**t, one half at t = ln 2 / -ln m.
 import math
 
@@ -247,7 +251,7 @@ for m in (0.99, 0.999):
     t = math.log(2) / -math.log(m)
     print(f"m = {m}: {t:.0f} steps, {t / per_epoch:.1f} epochs of {stored_cfg.train.epochs}")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 # Solution 3: the run whose Mean(neg) ends highest ends below the collapse level, and its linear readout stays above
 # the never-trained encoder's: crowded features, not collapsed ones.
 import numpy as np

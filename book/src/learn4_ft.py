@@ -194,19 +194,19 @@ P.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1), lam=(0
 #
 # The solutions are folded below; each runs as written.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 # Solution 1: |l q + (1-l) k|^2 = l^2 + (1-l)^2 + 2 l (1-l) S = 1 - 2 l (1-l)(1-S): longer than one whenever l > 1
 # and S < 1, which is why the extrapolated query also scales every negative it meets.
 norm2 = sp.expand(lam**2 + (1 - lam) ** 2 + 2 * lam * (1 - lam) * S)
 print(sp.simplify(norm2 - (1 + 2 * lam * (lam - 1) * (1 - S))))  # 0
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 # Solution 2: with lambda = 1 + u, u ~ Beta(2, 2): E[lambda (lambda - 1)] = E[u] + E[u^2] = 1/2 + 3/10 = 4/5, so by
 # eq. 4 E[S'] = S - 2 (4/5)(1 - S) = 0.87 - 1.6 * 0.13, about 0.66.
 draws = T.sample_lambda(2.0, "sample", 100_000, 1, torch.Generator().manual_seed(0), shift=1.0)
 print(f"predicted {0.87 - 1.6 * 0.13:.3f}, sampled {float(T.transformed_positive_score(0.87, draws).mean()):.3f}")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 # Solution 3: its squared length is l^2 + (1-l)^2 + 2 l (1-l) c = 1 - 2 l (1-l)(1-c): at most one, so the new
 # negative lies inside the sphere, shortest at l = 1/2 between two keys far apart.
 c = sp.symbols("c", real=True)

@@ -190,17 +190,17 @@ plt.show()
 #
 # The solutions are folded below; each runs as written.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 # Solution 1: the positive column 0 is the plain one, since only the queue is mixed; every negative column changes.
 neg_only = ft.logits(q, k, queue, ft.FTConfig(neg=True), gen, tau=0.2)
 print(f"positive column unchanged: {torch.allclose(neg_only[:, 0], plain[:, 0])}; "
       f"negative columns unchanged: {torch.allclose(neg_only[:, 1:], plain[:, 1:])}")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 # Solution 2: 30 % of 120 epochs is epoch 36, times the optimiser steps of one epoch of its recipe.
 print(f"step {36 * H.steps_per_epoch()} ({H.steps_per_epoch()} steps an epoch)")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 # Solution 3: the tenth of the run after the switch, FT from the first step (switch at step 0) against the
 # baseline, seed by seed: FT's Mean(neg) stands above the baseline's.
 import numpy as np

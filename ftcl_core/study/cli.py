@@ -139,6 +139,12 @@ def _sigterm_interrupts():
 
 
 def _main(argv: list[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    twice = sorted({a.split("=")[0] for a in given if a.startswith("--")
+                    and sum(b.split("=")[0] == a.split("=")[0] for b in given) > 1})
+    if twice:  # argparse keeps the last: a run would go where the user may not have meant
+        print(f"error: {', '.join(twice)} given more than once; give each option once.", file=sys.stderr)
+        return EXIT_ERROR
     parser = argparse.ArgumentParser(prog="python -m ftcl_core", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     tr = sub.add_parser("train", help="train or resume a run into --out")
@@ -205,7 +211,11 @@ def _main(argv: list[str] | None = None) -> int:
     if args.command == "screen":
         return _screen(args)
     if args.command == "predict":
-        report = predict.write_report(args.profile)
+        try:
+            report = predict.write_report(args.profile)
+        except ConfigError as err:  # e.g. a store with no FT run to fit on
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_ERROR
         print(f"{len(report['examples'])} distinct FT runs, each against the baseline of its seed; held out: "
               f"{report['held_out']}; written to {predict.report_path(args.profile)}")
         print(predict.report_markdown(report))
@@ -319,10 +329,14 @@ def _screen(args) -> int:
     try:
         check_unique_overrides(args.overrides)
         cfg = load_config(args.config, args.overrides)
+        if cfg.ft.start == "auto":
+            raise ConfigError("screen reads the steps around a fixed switch (ft.start_epoch); with ft.start=auto the "
+                              "run decides later, from its own loss. Screen the run without FT, or give ft.start_epoch.")
         preflight.check_command(cfg, None)
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp, training_threads(say=False):
-            m = train(cfg, tmp, progress=False, max_steps=args.steps)["metrics"]
+            out = train(cfg, tmp, progress=False, max_steps=args.steps)
+            m = out["metrics"] if "metrics" in out else RunDir(tmp).load_metrics()  # --steps past the run: all of it
         took = time.perf_counter() - t0
     except (ConfigError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -100,6 +100,7 @@ class Experiment:
         settings = d["settings"]
         if not isinstance(settings, dict) or not settings:
             raise ConfigError(f"experiment file {p}: `settings` must map at least one name to its overrides.")
+        check_experiment_names(p, d["table"], settings, d.get("base"), d.get("seeds", [0]))
         first = next(iter(settings))
         compare = d.get("compare") or {k: first for k in settings if k != first}
         paper = d.get("paper") or {}
@@ -276,9 +277,41 @@ def _yaml_scalar(v) -> str:
     return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
 
 
+def check_experiment_names(path: Path, table: object, settings: dict, base: object, seeds: object) -> None:
+    """Refuse, with the fix, what would put runs in the wrong folder or count one run twice: a table name that is not
+    one folder name, settings that are not mappings or that share a folder (:func:`setting_folder`), a base that is
+    not a mapping of profiles, and seeds that are not a non-empty list of distinct integers."""
+    if not isinstance(table, str) or not table or "/" in table or "\\" in table or table in (".", ".."):
+        raise ConfigError(f"experiment file {path}: table {table!r} must be one folder name (no '/', not '..'), "
+                          "e.g. table: T1.")
+    if not isinstance(base, dict):
+        raise ConfigError(f"experiment file {path}: `base` must map profiles to configs, e.g. "
+                          "base: {cpu: configs/cpu_cal_moco_v1.yaml}.")
+    folders: dict[str, str] = {}
+    for name, overrides in settings.items():
+        if not isinstance(overrides, dict):
+            raise ConfigError(f"experiment file {path}: setting {name!r} must map config keys to values, e.g. "
+                              f"{name}: {{ft.pos: true}} (it holds {type(overrides).__name__} {overrides!r}).")
+        other = folders.setdefault(setting_folder(str(name)), str(name))
+        if other != str(name):
+            raise ConfigError(f"experiment file {path}: settings {other!r} and {name!r} would share the folder "
+                              f"{setting_folder(str(name))}; rename one.")
+    if (not isinstance(seeds, list) or not seeds or not all(isinstance(x, int) and not isinstance(x, bool)
+                                                            for x in seeds)):
+        raise ConfigError(f"experiment file {path}: `seeds` must be a non-empty list of integers, e.g. seeds: [0, 1, 2] "
+                          f"(it holds {seeds!r}).")
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"experiment file {path}: `seeds` {seeds} names a seed twice; each seed is one run.")
+
+
+def setting_folder(setting: str) -> str:
+    """The folder name of a setting's runs (spaces and slashes as underscores)."""
+    return setting.replace("/", "_").replace(" ", "_")
+
+
 def run_dir(exp: Experiment, setting: str, seed: int, profile: str, root: str | os.PathLike | None = None) -> Path:
     """The folder of one run: ``<root>/<table>/<setting>/seed<N>``, under :func:`profile_root` unless ``root``."""
-    safe = setting.replace("/", "_").replace(" ", "_")
+    safe = setting_folder(setting)
     return (Path(root) if root else profile_root(profile)) / exp.table / safe / f"seed{seed}"
 
 

@@ -1,0 +1,64 @@
+"""Issue 64, a third trial of hostile inputs (a helper, 196 inputs): what it found mended, one test a class."""
+
+import subprocess
+import sys
+
+import pytest
+
+from ftcl_core.config import ConfigError, load_config
+from ftcl_core.study.experiments import Experiment
+
+SMOKE = "configs/smoke_moco_v2.yaml"
+LAYOUT = "table: {table}\ntitle: x\nbase: {base}\nseeds: {seeds}\nsettings:\n{settings}"
+
+
+def experiment(tmp_path, table="H1", base="{cpu: " + SMOKE + "}", seeds="[0]", settings="  a: {}\n"):
+    path = tmp_path / "e.yaml"
+    path.write_text(LAYOUT.format(table=table, base=base, seeds=seeds, settings=settings))
+    return path
+
+
+@pytest.mark.parametrize(("kwargs", "named"), [
+    ({"seeds": "0"}, "seeds"), ({"seeds": "[]"}, "seeds"), ({"seeds": "[0, 0]"}, "twice"),
+    ({"seeds": "[a]"}, "seeds"), ({"settings": "  a: [ft.pos, true]\n"}, "must map"),
+    ({"table": "../../x"}, "one folder name"), ({"table": "a/b"}, "one folder name"),
+    ({"settings": "  x y: {ft.pos: true}\n  x_y: {}\n"}, "share the folder"),
+    ({"base": "configs/smoke_moco_v2.yaml"}, "base"),
+])
+def test_an_experiment_file_that_would_misplace_or_double_count_runs_is_refused(tmp_path, kwargs, named):
+    with pytest.raises(ConfigError, match=named):
+        Experiment.load(experiment(tmp_path, **kwargs))
+
+
+@pytest.mark.parametrize(("overrides", "named"), [
+    (["ft.start=auto", "ft.pos=true"], "ft.auto_window"),  # 2 epochs: the rule could never switch on
+    (["ft.start=auto", "train.epochs=4"], "nothing to switch"),  # FT off
+    (["ft.pos=true", "ft.auto_window=3"], "ft.start=epoch"),  # a rule's key where no rule runs
+    (["ft.pos=true", "ft.auto_fraction=0.5"], "ft.start=epoch"),
+    (["train.compile=maybe"], "compiler backend"),
+    (["data.root=/anything"], "data.name=shapes"),
+])
+def test_a_config_that_would_be_silently_ignored_or_crash_later_is_refused(overrides, named):
+    with pytest.raises(ConfigError, match=named):
+        load_config(SMOKE, overrides)
+
+
+def test_an_auto_start_that_can_switch_on_is_accepted():
+    cfg = load_config(SMOKE, ["ft.start=auto", "ft.pos=true", "train.epochs=4", "ft.auto_window=2"])
+    assert cfg.ft.start == "auto" and cfg.ft.auto_window == 2
+
+
+def test_an_option_given_twice_is_refused_before_anything_is_written(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "ftcl_core", "train", SMOKE, "--out", str(tmp_path / "p"), "--out",
+                          str(tmp_path / "q")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "--out given more than once" in out.stderr
+    assert "training into" not in out.stdout and not any(tmp_path.iterdir())
+
+
+def test_screen_refuses_an_auto_start_and_reads_a_whole_short_run(tmp_path):
+    cmd = [sys.executable, "-m", "ftcl_core", "screen", SMOKE]
+    auto = subprocess.run([*cmd, "ft.start=auto", "ft.pos=true", "train.epochs=4"], capture_output=True, text=True,
+                          timeout=120)
+    assert auto.returncode == 2 and "ft.start=auto" in auto.stderr and "Traceback" not in auto.stderr
+    whole = subprocess.run([*cmd, "--steps", "1000"], capture_output=True, text=True, timeout=300)
+    assert whole.returncode == 0 and "Traceback" not in whole.stderr, whole.stderr[-2000:]
