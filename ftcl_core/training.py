@@ -262,13 +262,16 @@ def _autocast(device: torch.device, amp: str | None):
 def _check_compatible(run: RunDir, cfg: RunConfig) -> None:
     """Refuse ``cfg`` where the run folder holds another run: against the config its checkpoint was sealed with (read
     whether or not ``config.yaml`` is there) and its ``config.yaml``, the execution keys aside; each differing key is
-    named with both values.  A late-start fork (a checkpoint of a run without FT, at or before ``ft.start_epoch``,
-    :func:`ftcl_core.study.experiments.fork_from_prefix`) computed the same steps, so it continues."""
+    named with both values; a folder holding only a ``config.yaml`` (stopped before its first checkpoint) holds nothing
+    to keep, so the command's config replaces it.  A late-start fork (a checkpoint of a run without FT, at or before
+    ``ft.start_epoch``, :func:`ftcl_core.study.experiments.fork_from_prefix`) computed the same steps: it continues."""
     seal = read_seal(run.checkpoint) or {}
     stored = seal.get("config")
     if stored and not as_config(stored).ft.any and seal["epoch"] <= cfg.ft.start_epoch:
         stored = {**stored, "ft": cfg.to_dict()["ft"]}
-    for source, theirs in (("checkpoint.pt", stored), ("config.yaml", run.config.is_file() and run.load_config())):
+    trained = run.checkpoint.is_file() or run.eval.is_file()  # a config.yaml alone (stopped before epoch 1) holds no run
+    for source, theirs in (("checkpoint.pt", stored), ("config.yaml", trained and run.config.is_file()
+                                                        and run.load_config())):
         if theirs and (diff := config_mismatch(theirs, cfg)):
             raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of another config (its {source}): {diff}. "
                                          "Run the command with the run's values, or use another --out.")

@@ -62,3 +62,15 @@ def test_screen_refuses_an_auto_start_and_reads_a_whole_short_run(tmp_path):
     assert auto.returncode == 2 and "ft.start=auto" in auto.stderr and "Traceback" not in auto.stderr
     whole = subprocess.run([*cmd, "--steps", "1000"], capture_output=True, text=True, timeout=300)
     assert whole.returncode == 0 and "Traceback" not in whole.stderr, whole.stderr[-2000:]
+
+
+def test_a_folder_stopped_before_its_first_checkpoint_takes_the_corrected_command(tmp_path):
+    from ftcl_core.runs import RunDir, write_yaml
+    from ftcl_core.training import train
+
+    out = tmp_path / "run"
+    out.mkdir()
+    write_yaml(out / "config.yaml", load_config(SMOKE, ["seed=0"]).to_dict())  # what a run stopped in epoch 0 leaves
+    cfg = load_config(SMOKE, ["seed=1", "train.epochs=1"])
+    train(cfg, out, progress=False)
+    assert RunDir(out).load_config() == cfg and RunDir(out).is_complete()
