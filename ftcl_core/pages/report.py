@@ -117,6 +117,12 @@ def page_text(nb: nbformat.NotebookNode) -> list[str]:
     return out
 
 
+def chapter_parameters(nb: nbformat.NotebookNode) -> set[str]:
+    """The names a chapter's ``parameters`` cell assigns (what papermill may set)."""
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    return {m for c in cells for m in re.findall(r"^(\w+)\s*(?::[^=]*)?=(?!=)", c.source, flags=re.M)}
+
+
 def parse_parameters(pairs: list[list[str]] | None) -> dict:
     """``-p name value`` pairs as papermill parameters: each value read as YAML, so ``"[0, 1, 2]"`` is a list, ``3`` an
     int and ``smoke`` a string."""
@@ -146,12 +152,24 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
     except Exception as err:  # noqa: BLE001  (nbformat raises several kinds on a file that is not a notebook)
         raise ReportError(f"{chapter} is not a readable notebook ({type(err).__name__}): name a chapter of the book, "
                           "e.g. book/05_momentum.ipynb") from None
+    known = chapter_parameters(nbformat.read(src, as_version=4))
+    unknown = sorted(set(parameters or {}) - known)
+    if unknown:
+        raise ReportError(f"{src.name} takes no parameter {', '.join(unknown)}; its parameters are "
+                          f"{', '.join(sorted(known)) or 'none'}")
     page = Path(out) if out else Path("reports") / f"{src.stem}.html"
+    if page.is_dir() or page.suffix != ".html":
+        raise ReportError(f"--out {page} must name an HTML page to write (a file ending in .html), e.g. --out "
+                          f"reports/{src.stem}.html")
     page.parent.mkdir(parents=True, exist_ok=True)
     executed = page.with_suffix(".ipynb")
     print(f"running {src} with {dict(parameters or {})}; the page will be {page}", flush=True)
-    pm.execute_notebook(str(src), str(executed), parameters=dict(parameters or {}), cwd=str(src.resolve().parent),
-                        kernel_name=kernel, progress_bar=False)
+    try:
+        pm.execute_notebook(str(src), str(executed), parameters=dict(parameters or {}), cwd=str(src.resolve().parent),
+                            kernel_name=kernel, progress_bar=False)
+    except pm.PapermillExecutionError as err:
+        raise ReportError(f"{src.name} failed at cell {err.exec_count} with these parameters ({err.ename}: "
+                          f"{err.evalue}); the executed notebook {executed} shows where") from None
     html = to_html(render(nbformat.read(executed, as_version=4)))
     page.write_text(html)
     print(f"report: {page} (the executed notebook: {executed})", flush=True)
