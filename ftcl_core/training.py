@@ -30,7 +30,7 @@ from ftcl_core import augment as A
 from ftcl_core import checkpoints
 from ftcl_core import distributed as D
 from ftcl_core.checkpoints import IncompatibleCheckpoint, TrainingLog
-from ftcl_core.config import ConfigError, RunConfig, as_config, config_mismatch
+from ftcl_core.config import ConfigError, RunConfig, as_config, config_diff, config_mismatch
 from ftcl_core.data import ImageSet, load_data_rank0_first
 from ftcl_core.evaluation import evaluate_backbone, raw_pixel_readout
 from ftcl_core.execution import (
@@ -270,6 +270,12 @@ def _check_compatible(run: RunDir, cfg: RunConfig) -> None:
     if stored and not as_config(stored).ft.any and seal["epoch"] <= cfg.ft.start_epoch:
         stored = {**stored, "ft": cfg.to_dict()["ft"]}
     trained = run.checkpoint.is_file() or run.eval.is_file()  # a config.yaml alone (stopped before epoch 1) holds no run
+    if stored and trained and run.config.is_file() and config_diff(stored, run.load_config()):
+        edited = config_mismatch(stored, run.load_config()).replace("(this command's)", "(its config.yaml's)")
+        raise IncompatibleCheckpoint(f"run folder {run.path}: its config.yaml and its checkpoint.pt disagree, "
+                                     f"{edited}: "
+                                     "config.yaml was changed after the run began. Delete config.yaml (the checkpoint "
+                                     "restores it) and run the command with the checkpoint's values.")
     for source, theirs in (("checkpoint.pt", stored), ("config.yaml", trained and run.config.is_file()
                                                         and run.load_config())):
         if theirs and (diff := config_mismatch(theirs, cfg)):

@@ -85,3 +85,16 @@ def test_report_refuses_a_parameter_the_chapter_lacks_and_an_out_that_is_no_page
     with pytest.raises(R.ReportError, match="must name an HTML page"):
         R.report("book/01_introduction.ipynb", tmp_path / "d.html", {})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.html"]  # nothing run, nothing written
+
+
+def test_a_config_yaml_edited_after_the_run_began_is_named_as_such(tmp_path):
+    from ftcl_core.checkpoints import IncompatibleCheckpoint
+    from ftcl_core.runs import write_yaml
+    from ftcl_core.training import train
+
+    cfg = load_config(SMOKE, ["train.epochs=1"])
+    train(cfg, tmp_path / "run", progress=False)
+    write_yaml(tmp_path / "run" / "config.yaml", cfg.updated({"seed": 1}).to_dict())  # edited by hand
+    for asked in (cfg, cfg.updated({"seed": 1})):
+        with pytest.raises(IncompatibleCheckpoint, match="config.yaml and its checkpoint.pt disagree, seed=0"):
+            train(asked, tmp_path / "run", progress=False)
