@@ -18,7 +18,7 @@ import os
 
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
 
-# %%
+# %% tags=["remove-input"]
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
@@ -104,7 +104,7 @@ checks.expect(C.CHECKS, init, "a random encoder's positives score above its nega
 #
 # The stored run recorded the three statistics at every step:
 
-# %%
+# %% tags=["remove-input"]
 metrics = run.load_metrics()
 P.score_statistics({"MoCo v2": metrics})
 plt.show()
@@ -135,7 +135,7 @@ checks.expect(C.CHECKS, curve, "Mean(neg) climbs from the random keys", "the con
 # The tool's second picture is the L2 norm of every layer's gradient, averaged over each epoch: one row of colour
 # per layer of the query encoder, from the input (top) to the head (bottom).
 
-# %%
+# %% tags=["remove-input"]
 g = run.load_grad_norms()
 P.grad_heatmap(g["per_epoch"], g["layers"], title="MoCo v2, query encoder")
 plt.show()

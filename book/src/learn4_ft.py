@@ -159,13 +159,13 @@ glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 # the diagonal (interpolation), above one below it. Both respond in the page, without a kernel; in a live kernel the
 # last cell drives all three at once.
 
-# %%
+# %% tags=["remove-input"]
 P.plotly_html(P.bound_explorer(), include_js=True)
 
-# %%
+# %% tags=["remove-input"]
 P.plotly_html(P.lambda_explorer(), include_js=False)
 
-# %%
+# %% tags=["remove-input"]
 import ipywidgets as widgets
 
 

@@ -1090,7 +1090,7 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
         vis[i * n_traces : (i + 1) * n_traces] = [True] * n_traces
         steps.append(dict(method="update", args=[{"visible": vis}], label=str(a)))
     fig.update_layout(sliders=[dict(active=len(alphas) // 2, currentvalue={"prefix": "α = "}, steps=steps, pad={"t": 50})],
-                      height=460, margin=dict(t=64, b=10), legend=dict(orientation="h", y=-0.45))
+                      height=420, margin=dict(t=64, b=10), legend=dict(orientation="h", y=-0.45))
     fig.update_xaxes(title_text="λ", row=1, col=1)
     fig.update_xaxes(title_text="Ŝ", row=1, col=2)
     fig.update_yaxes(title_text="density", row=1, col=1)
@@ -1116,7 +1116,7 @@ def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in r
         vis = [True, True] + [j == i for j in range(len(lams))]
         steps.append(dict(method="update", args=[{"visible": vis}], label=str(lam)))
     fig.update_layout(sliders=[dict(active=len(lams) * 3 // 4, currentvalue={"prefix": "λ = "}, steps=steps)],
-                      xaxis_title="S = z_q · z_k", yaxis_title="Ŝ", height=420, margin=dict(t=56, b=10),
+                      xaxis_title="S = z_q · z_k", yaxis_title="Ŝ", height=360, margin=dict(t=56, b=10),
                       yaxis_range=[-9.2, 1.2])
     return fig
 
