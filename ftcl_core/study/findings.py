@@ -277,6 +277,7 @@ def facts(ev: Evidence) -> dict[str, str]:
     counts = X.tally(list(ev.summary))["all"]
     out["claims"] = str(sum(counts["ft"].values()))
     out["claims_on_errors"] = str(sum(counts["ft_errors"].values()))
+    out["claims_unfit"] = str(sum(counts["unfit"].values()))  # against a baseline below the bar: left out
     for word, key in TALLY_KEYS.items():
         out[f"claims_{key}"], out[f"claims_bh_{key}"] = str(counts["ft"].get(word, 0)), str(counts["ft_bh"].get(word, 0))
     # the task with headroom (chapter 11), its map's comparisons under hr_<arm>_<length>_...
@@ -620,6 +621,8 @@ CHECKS: dict[str, Check] = {
     "positive-mixing-costs": _positive_mixing_costs,
     "encoder-undoes-harder-positive": _encoder_undoes_harder_positive,
     "claims-tally-as-stated": _claims_tally_as_stated,
+    "unfit-baselines-as-named": lambda ev: X.CLAIM_CHECKS["the baselines below the bar are those named"](
+        X.unfit_facts(list(ev.summary))),
     "claims-on-points": _claims_on_points,
     "first-step-costs": _first_step_costs,
     "network-costs": _network_costs,
