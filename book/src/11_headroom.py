@@ -317,14 +317,18 @@ P.html_table(["setting", "rule", "switched on at epoch (predicted)", "auto − b
                      "start after 30 % of the run against its own baseline (points of linear readout, ± 95 % interval).")
 
 # %% [markdown]
-# Every stored auto run switched FT on where its baseline's losses said it would, within an epoch. Of the
+# Of the {glue:md}`auto_runs` stored auto runs, {glue:md}`auto_agree` switched FT on within an epoch of where their
+# baseline's stored losses said they would; the others switched up to {glue:md}`auto_max_off` epochs away, though
+# their losses before the switch lay at most {glue:md}`auto_loss_gap` from their baseline's (the two did not compute
+# bit-identical steps): near its threshold the rule is sensitive to such small differences. Of the
 # {glue:md}`auto_settings` settings, {glue:md}`auto_decided` hold their paired seeds so far, and in none of them does
 # the rule cost {term}`readout`. It does not always gain where the fixed 30 % start does: on Fashion-MNIST it switches
 # on at about 80 % of the run, and its difference cannot be told from zero where the fixed start gains a little. The
 # settings still without their seeds are listed with the [open questions](open-questions).
 
 # %% tags=["remove-cell"]
-checks.expect(A.CHECKS, auto, "auto-never-costs", "auto-switches-where-its-baseline-said", "auto-some-settings-not-run",
+checks.expect(A.CHECKS, auto, "auto-never-costs", "auto-some-runs-switch-away-from-their-baselines-replay",
+              "auto-loss-gaps-small", "auto-some-settings-not-run",
               "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist")
 
 # %% [markdown]

@@ -98,6 +98,8 @@ def facts(records: Mapping[str, list[dict]] | None = None) -> dict:
     (:func:`load`)."""
     records = load() if records is None else records
     out: dict = {}
+    offsets: list[int] = []
+    gaps: list[float] = []
     for s in SETTINGS:
         rec, k = records[s.file], s.key
         p, fixed = paired_records(rec, s.auto, s.baseline), paired_records(records[s.fixed_file], s.fixed,
@@ -111,17 +113,31 @@ def facts(records: Mapping[str, list[dict]] | None = None) -> dict:
         predicted = [PlateauStart.replay(epoch_losses(RunDir(bases[seed]["dir"])), r.auto_window, r.auto_fraction)
                      for seed, r in zip(seeds, rules)]
         agree = all(a is not None and b is not None and abs(a - b) <= 1 for a, b in zip(switched, predicted))
+        offsets += [abs(a - b) for a, b in zip(switched, predicted) if a is not None and b is not None]
+        for seed, a, b in zip(seeds, switched, predicted):  # how far apart the losses the rule read were
+            upto = min(x for x in (a, b, s_epochs(rec, s.baseline, seed)) if x is not None)
+            la, lb = epoch_losses(RunDir(autos[seed]["dir"])), epoch_losses(RunDir(bases[seed]["dir"]))
+            gaps.append(max(abs(x - y) for x, y in zip(la[:upto], lb[:upto])))
         out |= {f"{k}_label": s.label, f"{k}_role": s.role, f"{k}_n": str(p.n), f"{k}_seeds": p.n,
                 f"{k}_diff": plus_minus(p.mean, p.ci95, signed=True) if p.n else NOT_RUN, f"{k}_value": p.mean,
                 f"{k}_ci": p.ci95, f"{k}_side": _side(p), f"{k}_fixed_n": str(fixed.n),
                 f"{k}_fixed_diff": plus_minus(fixed.mean, fixed.ci95, signed=True) if fixed.n else NOT_RUN,
                 f"{k}_fixed_value": fixed.mean, f"{k}_fixed_ci": fixed.ci95, f"{k}_switched": _epochs(switched),
                 f"{k}_predicted": _epochs(predicted), f"{k}_agree": agree}
+    out |= {"runs": str(len(offsets)), "agree": str(sum(o <= 1 for o in offsets)), "max_off": str(max(offsets, default=0)),
+            "agree_all": all(o <= 1 for o in offsets), "max_loss_gap": max(gaps, default=0.0),
+            "loss_gap": f"{max(gaps, default=0.0):.2f}"}
     decided = [s.key for s in SETTINGS if out[f"{s.key}_seeds"] >= MIN_SEEDS]
     out["decided"] = str(len(decided))
     out["decided_keys"] = decided
     out["settings"] = str(len(SETTINGS))
     return out
+
+
+def s_epochs(records: list[dict], setting: str, seed: int) -> int | None:
+    """The epochs of a stored run of ``setting`` and ``seed`` among ``records`` (None if none)."""
+    run = next((r for r in records if r["setting"] == setting and r["seed"] == seed and r.get("dir")), None)
+    return RunDir(run["dir"]).load_config().train.epochs if run else None
 
 
 def rows(f: Mapping) -> list[list[str]]:
@@ -136,9 +152,8 @@ def _never_costs(f: Mapping) -> str | None:
     return f"auto costs readout on {', '.join(bad)}" if bad else None
 
 
-def _switches_as_predicted(f: Mapping) -> str | None:
-    bad = [s.key for s in SETTINGS if f[f"{s.key}_seeds"] and not f[f"{s.key}_agree"]]
-    return f"switched off the baseline's replay on {', '.join(bad)}" if bad else None
+def _some_switch_away(f: Mapping) -> str | None:
+    return "every auto run switched within an epoch of its baseline's replay" if f["agree_all"] else None
 
 
 def _short(f: Mapping) -> str | None:
@@ -155,9 +170,18 @@ def _no_gain_where_fixed_gains(key: str):
     return check
 
 
+def _late_in_short_runs(f: Mapping) -> str | None:
+    early = [(s.key, e) for s in SETTINGS if s.key.endswith("_30") for e in f[f"{s.key}_switched"].split(", ")
+             if e.isdigit() and int(e) <= 15]
+    return f"switched on by epoch 15 of 30: {early}" if early else None
+
+
 CHECKS = {
     "auto-never-costs": _never_costs,  # the aim: no decided setting reads a cost
-    "auto-switches-where-its-baseline-said": _switches_as_predicted,
+    "auto-some-runs-switch-away-from-their-baselines-replay": _some_switch_away,
+    # the losses the rule read in an auto run and in its baseline differ little before the switch (under a quarter)
+    "auto-loss-gaps-small": lambda f: None if f["max_loss_gap"] < 0.25 else f"a loss gap of {f['loss_gap']}",
     "auto-some-settings-not-run": _short,  # the text lists settings still without their seeds
     "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist": _no_gain_where_fixed_gains("fmnist_30"),
+    "auto-switches-past-half-of-a-30-epoch-run": _late_in_short_runs,
 }
