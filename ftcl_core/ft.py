@@ -66,10 +66,8 @@ class PlateauStart:
                 ...
             start.update(epoch_loss)                    # FT is on from the next epoch once start.on
 
-    The window and fraction were chosen on the task with room's 30- and 120-epoch runs, where FT from step 351
-    costs and from 30 % of 120 epochs gains (``experiments/headroom/auto_start_v1.yaml`` holds the choice and what
-    it predicts on settings it never saw).  Once on, FT stays on.  ``start_epoch``: the first epoch FT is on (None
-    while off)."""
+    Window and fraction were chosen on the task with room (``experiments/headroom/auto_start_v1.yaml`` holds the
+    choice and its predictions).  Once on, FT stays on; ``start_epoch`` is its first epoch (None while off)."""
 
     def __init__(self, window: int = FTConfig.auto_window, fraction: float = FTConfig.auto_fraction) -> None:
         if not (isinstance(window, int) and window >= 1):
@@ -108,7 +106,5 @@ class PlateauStart:
         """The epoch the rule switches FT on at, given a run's mean loss per epoch (before FT, the loss of the run
         without FT: the rule only ever reads those); None if it never does."""
         rule = cls(window, fraction)
-        for loss in epoch_losses:
-            if rule.update(float(loss)):
-                break
+        next((e for e in epoch_losses if rule.update(float(e))), None)
         return rule.start_epoch

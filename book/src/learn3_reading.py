@@ -102,11 +102,12 @@ checks.expect(C.CHECKS, init, "a random encoder's positives score above its nega
 #
 # ## A whole run, read with the tool
 #
-# The stored run recorded the three statistics at every step:
+# The stored run recorded the three statistics at every step, and the {term}`contrastive top-1`: how often the
+# positive outscores all $K$ negatives.
 
 # %% tags=["remove-input"]
 metrics = run.load_metrics()
-P.score_statistics({"MoCo v2": metrics})
+P.score_statistics({"MoCo v2": metrics}, columns=("pos_mean", "neg_mean", "neg_var", "top1"))
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -114,21 +115,25 @@ stored_cfg = stored.load_config()
 curve = C.training_curve_facts(stored.load_metrics(), stored_cfg.moco.queue_size, stored_cfg.train.batch_size)
 glue_facts("curve_", curve)
 checks.expect(C.CHECKS, curve, "Mean(neg) climbs from the random keys", "the contrastive top-1 spikes and sinks",
-              "Var(neg) grows as the top-1 sinks", "the loss peaks as the queue fills")
+              "Var(neg) grows as the top-1 sinks", "the loss peaks as the queue fills",
+              "Mean(pos) falls in the first epoch and climbs back", "Mean(neg) dips below zero and settles at zero",
+              "Var(neg) peaks mid-run and eases")
 
 # %% [markdown]
-# Read Mean(neg) first. It starts near zero ({glue:md}`init_queue_neg`), because the queue starts full of random keys,
-# as in the previous chapter. As real keys replace them it climbs to {glue:md}`curve_neg_peak` within the first epoch:
-# the barely trained encoder still points every image the same way. Then training spreads the features over the
-# sphere and Mean(neg) falls, while Mean(pos) stays high: the encoder keeps the two views of an image together and
-# pushes the other images away. The run ends at Mean(pos) {glue:md}`init_end_pos` against Mean(neg)
-# {glue:md}`init_end_neg`, a wide gap, far below the collapse level.
+# **Mean(neg)** starts near zero ({glue:md}`init_queue_neg`): the queue starts full of random keys. As real keys
+# replace them it jumps to {glue:md}`curve_neg_peak`, since the barely trained encoder still points every image the
+# same way. Training then spreads the features over the sphere: Mean(neg) overshoots below zero
+# ({glue:md}`curve_neg_low`) and settles at {glue:md}`curve_neg_end`, a negative at right angles to its query on
+# average. **Mean(pos)** falls with it, to {glue:md}`curve_pos_low` by epoch {glue:md}`curve_pos_low_epoch`: the
+# agreement the shared direction gave the two views for free goes too. Then the encoder learns what two views of one
+# image share, and Mean(pos) climbs back to {glue:md}`curve_pos_end`: a wide gap over negatives far below the collapse level.
 #
-# Var(neg) tells a second story. Early on, while the negatives are spread evenly (Var(neg)
-# {glue:md}`curve_var_at_top1`), the {term}`contrastive top-1` peaks at {glue:md}`curve_top1_peak` %; by the end
-# Var(neg) has grown to {glue:md}`curve_var_end` and the top-1 has sunk to {glue:md}`curve_top1_end` %. The encoder
-# has learnt what images of one shape share, and the queue holds many other images of the same shape: false
-# negatives, which now score as high as the positive, and often higher. A wide spread of the negatives is the sign.
+# **Var(neg)** and the **top-1** tell a second story. The top-1 peaks at {glue:md}`curve_top1_peak` % while the
+# negatives are spread evenly (Var(neg) {glue:md}`curve_var_at_top1`), then sinks to {glue:md}`curve_top1_end` % as
+# Var(neg) rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch` (it ends at
+# {glue:md}`curve_var_end`). The encoder has learnt what images of one shape share, and the queue holds many other
+# images of that shape: false negatives, scoring as high as the positive or higher. The top-1 falls while the
+# features get better; a wide spread of the negatives is the sign.
 #
 # ## The gradient landscape (Supp C)
 #
@@ -197,15 +202,26 @@ checks.expect(C.CHECKS, swings, "every small momentum swings more than every lar
 # over the run it reads {glue:md}`mom_pos_easy` at $m = 0.9$ and {glue:md}`mom_pos_hard` at $m = 0.99$, lower in each
 # of {glue:md}`mom_seeds` seeds: a key encoder that trails further behind makes keys that agree less with their
 # queries. A frozen key encoder gives the hardest positives of all (Mean(pos) {glue:md}`mom_frozen_pos`), too hard:
-# a query from a trained encoder meets a key from a random one. Readout peaks at $m =$ {glue:md}`mom_peak`, between
-# the two. Harder positives help, up to a point; the next chapter's transformation makes them harder on purpose.
+# a query from a trained encoder meets a key from a random one. Readout (tabulated in
+# [the momentum chapter](05_momentum.ipynb)) peaks at $m =$ {glue:md}`mom_peak`, between the two. Harder positives help, up to a point; the next chapter's transformation makes them harder on purpose.
 #
 # **Mean(neg)**: at the small momenta the images crowd together. It ends highest at $m =$ {glue:md}`mom_crowd_m`
 # ({glue:md}`mom_crowd_neg`), where every key in the queue was made by a different encoder, one step apart. Crowded,
 # but not collapsed: Mean(neg) stays below the collapse level, and the readout of that run stays
-# {glue:md}`mom_m0_diff` points above the {term}`random-init baseline` ({glue:md}`mom_random` %). The paper reports
+# {glue:md}`mom_m0_diff` points above the {term}`random-init baseline` ({glue:md}`mom_random` %, its mean over seeds).
+# The paper reports
 # readouts below that baseline for the small momenta, which it calls a collapse and this book calls a
 # {term}`momentum collapse`; [the momentum chapter](05_momentum.ipynb) tests it over every seed.
+#
+# :::{admonition} How this book states a difference
+# :class: dropdown
+#
+# {term}`Readout <readout>` is top-1 accuracy in percent, so a difference between two settings is in **points**. The two are
+# compared **paired**: the same seed (the same initial weights and data order) trained once with each setting, one
+# change apart, and the difference taken seed by seed. The book gives the mean of those differences ± the half-width
+# of its 95 % interval over seeds, "+2.5 ± 0.6 (5 seeds)". An interval that holds zero is no evidence either way
+# at that many seeds; below three seeds it gives no interval at all.
+# :::
 #
 # **The landscape** (the folded figure above): every momentum up to $0.9$ swings more from epoch to epoch than $m = 0.99$ and $m = 1$ do, the
 # spiky landscape the paper reads as unstable training.

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # annotations only: matplotlib loads when a figure is drawn
 STAT_LABELS = {
     "pos_mean": "Mean(pos), raw", "neg_mean": "Mean(neg), raw", "neg_var": "Var(neg), raw",
     "ft_pos_mean": "Mean(pos) after FT", "ft_neg_mean": "Mean(neg) after FT", "ft_neg_var": "Var(neg) after FT",
+    "top1": "contrastive top-1, %",
 }
 
 

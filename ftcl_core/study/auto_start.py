@@ -153,7 +153,7 @@ def _never_costs(f: Mapping) -> str | None:
 
 
 def _some_switch_away(f: Mapping) -> str | None:
-    return "every auto run switched within an epoch of its baseline's replay" if f["agree_all"] else None
+    return "all switched within an epoch of the replay" if f["agree_all"] else None
 
 
 def _short(f: Mapping) -> str | None:

@@ -140,6 +140,10 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
          "var_at_top1": float(var[t_peak]), "var_end": float(np.mean(var[-tail:])), "steps": n,
          "per_epoch": per_epoch, "loss_dip": float(loss[dip]), "loss_hump": float(loss[hump]), "hump_step": hump,
          "neg_dip": float(neg[dip])}
+    pos, neg_s = smooth(metrics["pos_mean"], window), smooth(metrics["neg_mean"], window)
+    v.update(pos_low=float(pos[:early].min()), pos_low_step=int(np.argmin(pos[:early])),
+             pos_end=float(np.mean(pos[-tail:])), neg_low=float(neg_s[:early].min()),
+             neg_end=float(np.mean(neg_s[-tail:])), var_peak=float(var.max()), var_peak_step=int(np.argmax(var)))
     return {"ln_k": fixed(ln_k, 2), "fill": str(fill), "fill_epoch": fixed(fill / per_epoch, 1),
             "loss_start": fixed(v["loss_start"], 1), "loss_peak": fixed(v["loss_peak"], 1), "peak_step": str(peak),
             "loss_end": fixed(v["loss_end"], 1), "neg_start": _num(v["neg_start"], 2),
@@ -148,7 +152,10 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
             "var_at_top1": fixed(v["var_at_top1"], 2), "var_end": fixed(v["var_end"], 2), "tail": str(tail),
             "window": str(window), "loss_dip": fixed(v["loss_dip"], 1), "dip_epoch": fixed(dip / per_epoch, 1),
             "loss_hump": fixed(v["loss_hump"], 1), "hump_epoch": fixed(hump / per_epoch, 0),
-            "neg_dip": _num(v["neg_dip"], 2), "values": v}
+            "neg_dip": _num(v["neg_dip"], 2), "pos_low": fixed(v["pos_low"], 2),
+            "pos_low_epoch": fixed(v["pos_low_step"] / per_epoch, 1), "pos_end": fixed(v["pos_end"], 2),
+            "neg_low": _num(v["neg_low"], 2), "neg_end": _num(v["neg_end"], 2), "var_peak": fixed(v["var_peak"], 2),
+            "var_peak_epoch": fixed(v["var_peak_step"] / per_epoch, 0), "values": v}
 
 
 def _batch_norm(name: str) -> bool:
@@ -246,6 +253,16 @@ CHECKS = {
         else "the contrastive top-1 has no early peak three times its end"),
     "Var(neg) grows as the top-1 sinks": (
         lambda f: None if _v(f, "var_end") > 1.5 * _v(f, "var_at_top1") else "Var(neg) does not grow after the peak"),
+    "Mean(pos) falls in the first epoch and climbs back": (
+        lambda f: None if _v(f, "pos_low") < 0.5 * _v(f, "pos_end") and _v(f, "pos_end") > 0.8
+        else "Mean(pos) has no early fall to under half its end, or ends below 0.8"),
+    "Mean(neg) dips below zero and settles at zero": (
+        lambda f: None if _v(f, "neg_low") < -0.05 and abs(_v(f, "neg_end")) < 0.02
+        else "Mean(neg) does not dip below zero and end near it"),
+    "Var(neg) peaks mid-run and eases": (
+        lambda f: None if _v(f, "var_peak") > 1.2 * _v(f, "var_end")
+        and _v(f, "steps") / 5 < _v(f, "var_peak_step") < 4 * _v(f, "steps") / 5
+        else "Var(neg) has no peak in the middle three fifths, a fifth above its end"),
     # chapters 4-6 (grad_swing_facts)
     "the summed gradient norm grows over the run": (
         lambda f: None if f.get("growth", 0) > 1.5 else "the summed gradient norm does not grow by half"),
