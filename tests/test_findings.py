@@ -10,6 +10,7 @@ import importlib.util
 import re
 
 import pytest
+import yaml
 
 from ftcl_core.study import experiments as X
 from ftcl_core.study import findings as F
@@ -279,11 +280,14 @@ def test_every_glued_name_is_a_fact_chapter_7_glues(ev):
     assert "findings.facts(stored)" in (BOOK / "src" / "07a_when_ft_helps.py").read_text()
 
 
-def test_the_index_includes_the_findings_chapter_1_links_them_and_their_links_name_chapter_labels():
-    """The findings show once in the book, on its first page; chapter 1 points there instead of repeating them."""
-    assert "```{include} findings.md" in (BOOK / "index.md").read_text()
-    intro = (BOOK / "src" / "01_introduction.py").read_text()
-    assert "{include} findings.md" not in intro and "](index)" in intro
+def test_the_findings_open_reproduce_the_index_and_chapter_1_link_them_and_their_links_name_chapter_labels():
+    """The findings show once in the book, as Reproduce's first page; the index and chapter 1 point there instead of
+    repeating them."""
+    toc = yaml.safe_load((X.ROOT / "_toc.yml").read_text())
+    reproduce = next(p for p in toc["parts"] if p["caption"] == "Reproduce")
+    assert reproduce["chapters"][0]["file"] == "book/findings"
+    for text in ((BOOK / "index.md").read_text(), (BOOK / "src" / "01_introduction.py").read_text()):
+        assert "{include} findings.md" not in text and "](findings.md)" in text
     links = set(re.findall(r"\]\(#([\w-]+)\)", FINDINGS_MD.read_text()))
     assert links and links <= set(tool().labels())
 

@@ -1,12 +1,12 @@
 """Copy the findings (``book/findings.md``) into README.md's findings block, numbers filled in from the stored runs.
 
-``book/findings.md`` is the one authored text of the findings: the book's index includes it whole (chapter 1 links
-there), with their numbers glued from chapter 7 (``{glue:text}`07a_when_ft_helps.ipynb::name:s```) and their links
-naming the chapters' labels (``[chapter 7](#phase-diagram)``). GitHub renders neither, so this script writes the same
-Markdown into the README with each glued name replaced by its value from :func:`ftcl_core.study.findings.facts` and each
-label by the chapter's notebook, after every check of :data:`ftcl_core.study.findings.CHECKS` has passed, and draws the
-phase diagram the block shows. ``python -m ftcl_core summary`` runs it; ``tests/test_findings.py`` fails while the
-README's block is stale.
+``book/findings.md`` is the one authored text of the findings, the first page of the book's Reproduce part (the index
+and chapter 1 link there), its numbers glued from chapter 7 (``{glue:text}`07a_when_ft_helps.ipynb::name:s```) and
+their links naming the chapters' labels (``[chapter 7](#phase-diagram)``). GitHub renders neither, so this script
+writes the same Markdown into the README with each glued name replaced by its value from
+:func:`ftcl_core.study.findings.facts` and each label by the chapter's notebook, after every check of
+:data:`ftcl_core.study.findings.CHECKS` has passed, and draws the phase diagram the block shows. ``python -m ftcl_core
+summary`` runs it; ``tests/test_findings.py`` fails while the README's block is stale.
 
     python tools/readme_findings.py           # check the findings, draw the figure, rewrite README.md's block
     python tools/readme_findings.py --check   # exit 1 when README.md's block is not what the stored runs give
@@ -48,6 +48,7 @@ def render(markdown: str, facts: Mapping[str, str], anchors: Mapping[str, str]) 
             raise KeyError(f"book/findings.md links to the label {m.group(1)!r}, which no chapter defines")
         return f"]({anchors[m.group(1)]})"
 
+    markdown = re.sub(r"^# .*\n", "", markdown, count=1, flags=re.M)  # the page's title: the README has its own
     out = LABEL_LINK.sub(link, GLUE.sub(fact, markdown))
     return re.sub(r"\]\(_static/", "](book/_static/", out)
 

@@ -82,7 +82,7 @@ plt.show()
 # learning, comes out reversed at this scale when FT runs from the first step
 # ([Feature transformations in training](06_feature_transformations.ipynb)).
 # [When does feature transformation help?](07a_when_ft_helps.ipynb) asks why and gives [the answer](answer). The findings, each with its numbers and
-# a link to the chapter behind it, open the book's [first page](index).
+# a link to the chapter behind it, open this part: [What the runs found](findings.md).
 #
 # ## How to read and run it
 #

@@ -3,7 +3,7 @@
 #
 # **In this chapter you will learn** what a contrastive loss asks of an encoder, on a toy small enough to train in
 # seconds: how two views of one input make a *positive pair*, why InfoNCE is a classification problem with one right
-# answer among $K+1$, what *alignment* and *uniformity* measure, what the temperature does, and what goes wrong when
+# answer among many, what *alignment* and *uniformity* measure, what the temperature does, and what goes wrong when
 # nothing pushes inputs apart (a *collapse*). You need PyTorch; nothing about self-supervised learning.
 #
 # ## Labels without labels
@@ -176,15 +176,21 @@ for noise, name in ((0.15, "clean"), (0.6, "noisy")):
     print(f"noise {noise}: alignment {ends[f'align_{name}']:.3f}, uniformity {ends[f'uniform_{name}']:.2f}")
 
 # %% tags=["hide-cell"]
-# Solution 2: on the sphere the six clusters have more room to sit apart than on a circle, so the uniformity ends
-# lower than in two dimensions.
+# Solution 2: each cluster's mean direction, and the angle to its nearest neighbour. On the circle six clusters sit
+# about 60 degrees apart, evenly round it; on the sphere they spread out further, towards the corners of an
+# octahedron (the six points of a sphere furthest apart, 90 degrees from each neighbour, each with one opposite).
+# More room also means a lower uniformity.
 r3 = train_toy(0.2, steps=steps, dim=3)
 ends["uniform_3d"], ends["uniform_2d"] = r3.history["uniform"][-1], shown.history["uniform"][-1]
-print(f"dim 3: uniformity {ends['uniform_3d']:.2f} (on the circle: {ends['uniform_2d']:.2f})")
+ends["nearest_3d"] = L.nearest_cluster_angles(r3.after, r3.labels)
+ends["nearest_2d"] = L.nearest_cluster_angles(shown.after, shown.labels)
+print("nearest cluster, degrees: on the sphere", ends["nearest_3d"].round(), " on the circle", ends["nearest_2d"].round())
+print(f"uniformity {ends['uniform_3d']:.2f} on the sphere, {ends['uniform_2d']:.2f} on the circle")
 
 # %% tags=["remove-cell"]
 if profile != "smoke":
-    checks.expect(L.TOY_EXERCISE_CHECKS, ends, "more noise, both worse", "a sphere has more room")
+    checks.expect(L.TOY_EXERCISE_CHECKS, ends, "more noise, both worse", "a sphere has more room",
+                  "on the sphere the clusters sit further apart, nearer an octahedron's corners")
 
 # %% tags=["hide-cell"]
 # Solution 3: with every score 1 each of the N logits is 1 / tau, so the loss is log N whatever tau is: exactly the

@@ -217,9 +217,9 @@ checks.expect(C.CHECKS, swings, "every small momentum swings more than every lar
 # :class: dropdown
 #
 # {term}`Readout <readout>` is top-1 accuracy in percent, so a difference between two settings is in **points**. The two are
-# compared **paired**: the same seed (the same initial weights and data order) trained once with each setting, one
+# compared {term}`paired`: the same seed (the same initial weights and data order) trained once with each setting, one
 # change apart, and the difference taken seed by seed. The book gives the mean of those differences ± the half-width
-# of its 95 % interval over seeds, "+2.5 ± 0.6 (5 seeds)". An interval that holds zero is no evidence either way
+# of its 95 % interval over seeds, written "mean ± half-width (n seeds)". An interval that holds zero is no evidence either way
 # at that many seeds; below three seeds it gives no interval at all.
 # :::
 #

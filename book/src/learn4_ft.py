@@ -9,7 +9,8 @@
 # The previous chapter found that harder positive pairs help, up to a point: a larger momentum lowered
 # {term}`Mean(pos)` and {term}`readout` rose with it. The paper's idea is to make the positives harder *directly*. FT changes
 # the normalised features inside the loss, just before the scores, and nothing else: the encoders, the momentum and
-# the queue, which keeps the clean keys, stay as they were.
+# the queue, which keeps the clean keys, stay as they were. Harder is not always better: in this book's runs FT
+# switched on from the first step costs readout, and [the next chapter](learn5_your_moco.ipynb) shows when it pays.
 
 # %% colab-setup
 
@@ -26,6 +27,14 @@ import torch.nn.functional as F
 from ftcl_core import transforms as T
 from ftcl_core.pages import learn as LP
 from ftcl_core.pages import plotting as P
+
+# %% tags=["remove-cell"]
+# the opening's "FT from the first step costs", read from the stored cpu runs (this chapter trains nothing)
+from ftcl_core.study import checks
+from ftcl_core.study import learn as L
+
+first = L.first_step_facts()
+checks.expect(L.FIRST_STEP_CHECKS, first, "both transformations cost from the first step")
 
 # %% [markdown]
 # ## The two transformations, in code
@@ -157,7 +166,7 @@ glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 # change) or $\lambda=2$ (the extreme $5S-4$); $\alpha>1$ gathers them around $1.5$, the paper's reading of why
 # $\alpha_{ex}=2$ works best (Table 2). Below: $\hat S$ against $S$ for one $\lambda$; below one the line lies above
 # the diagonal (interpolation), above one below it. Both respond in the page, without a kernel; in a live kernel the
-# last cell drives all three at once.
+# cell below them gives one slider each for $\alpha$, $\lambda$ and $S$.
 
 # %% tags=["remove-input"]
 P.plotly_html(P.bound_explorer(), include_js=True)

@@ -134,17 +134,14 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 # and sets each comparison beside the paper's. Four things stand out; each links to its evidence.
 
 # %% tags=["remove-cell"]
-import csv
 
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks
-from ftcl_core.study import experiments as X
 from ftcl_core.study import headroom as H
 from ftcl_core.study import learn as L
 
 # the stored cpu runs, whatever profile this page ran with: this chapter trains nothing
-summary = list(csv.DictReader((X.ROOT / "results" / "summary.csv").open()))
-first = L.first_step_facts(*(X.claim_facts(summary, "T7", f"v1 +{arm}") for arm in ("both", "pos", "neg")))
+first = L.first_step_facts()
 glue_facts("t7_", first)
 checks.expect(L.FIRST_STEP_CHECKS, first, "both transformations cost from the first step",
               "positive extrapolation alone costs", "negative interpolation alone holds zero")

@@ -1091,7 +1091,7 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
         vis[i * n_traces : (i + 1) * n_traces] = [True] * n_traces
         steps.append(dict(method="update", args=[{"visible": vis}], label=str(a)))
     fig.update_layout(sliders=[dict(active=len(alphas) // 2, currentvalue={"prefix": "α = "}, steps=steps, pad={"t": 50})],
-                      height=420, margin=dict(t=64, b=10), legend=dict(orientation="h", y=-0.45))
+                      height=420, margin=dict(t=64, b=10), legend=dict(x=1.02, y=1, yanchor="top"))  # clear of the slider
     fig.update_xaxes(title_text="λ", row=1, col=1)
     fig.update_xaxes(title_text="Ŝ", row=1, col=2)
     fig.update_yaxes(title_text="density", row=1, col=1)
@@ -1100,12 +1100,14 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
 
 
 def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(21))):
-    """Plotly figure with a lambda slider: S' against S (eq. 4) with the extrapolation range shaded."""
+    """Plotly figure with a lambda slider: S' against S (eq. 4) with the extrapolation range shaded and the diagonal
+    S' = S (below it a harder pair, above it an easier one)."""
     import plotly.graph_objects as go
 
     s = np.linspace(-1, 1, 201)
     lo, hi = score_range(s)
     fig = go.Figure()
+    fig.add_trace(go.Scatter(x=s, y=s, name="Ŝ = S (no change)", line=dict(color="grey", dash="dot", width=1)))
     fig.add_trace(go.Scatter(x=s, y=hi, line=dict(width=0), showlegend=False, hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=s, y=lo, fill="tonexty", line=dict(width=0), name="range for λ in [1, 2]",
                              hoverinfo="skip"))
@@ -1114,7 +1116,7 @@ def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in r
                                  visible=i == len(lams) * 3 // 4))
     steps = []
     for i, lam in enumerate(lams):
-        vis = [True, True] + [j == i for j in range(len(lams))]
+        vis = [True, True, True] + [j == i for j in range(len(lams))]  # the diagonal and the range stay
         steps.append(dict(method="update", args=[{"visible": vis}], label=str(lam)))
     fig.update_layout(sliders=[dict(active=len(lams) * 3 // 4, currentvalue={"prefix": "λ = "}, steps=steps)],
                       xaxis_title="S = z_q · z_k", yaxis_title="Ŝ", height=360, margin=dict(t=56, b=10),

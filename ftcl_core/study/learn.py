@@ -4,6 +4,7 @@ book's build."""
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -16,6 +17,17 @@ def cluster_tightness(features: np.ndarray, labels: np.ndarray) -> float:
     """The least, over clusters, of the length of a cluster's mean unit feature (1: every point of the cluster maps
     to one feature; near 0: its features spread round the sphere)."""
     return float(min(np.linalg.norm(features[labels == c].mean(0)) for c in np.unique(labels)))
+
+
+def nearest_cluster_angles(features: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per cluster, the angle in degrees from its mean direction to the nearest other cluster's (``features``
+    ``(n, dim)`` unit vectors, ``labels`` ``(n,)``): six clusters evenly round a circle are 60 degrees apart, at
+    the corners of an octahedron on a sphere 90."""
+    c = np.stack([features[labels == k].mean(0) for k in np.unique(labels)])  # clusters x dim
+    c /= np.linalg.norm(c, axis=1, keepdims=True)
+    angles = np.degrees(np.arccos(np.clip(c @ c.T, -1.0, 1.0)))
+    np.fill_diagonal(angles, np.inf)
+    return angles.min(1)
 
 
 def knn_readout(features: np.ndarray, labels: np.ndarray, k: int = 20) -> float:
@@ -78,6 +90,9 @@ TOY_EXERCISE_CHECKS: Mapping = {  # the first Learn chapter's folded solutions: 
     f"uniformity {f['uniform_noisy']:.2f} / {f['uniform_clean']:.2f}",
     "a sphere has more room": lambda f: None if f["uniform_3d"] < f["uniform_2d"] else (
         f"uniformity in 3-d {f['uniform_3d']:.2f} against {f['uniform_2d']:.2f} in 2-d"),
+    "on the sphere the clusters sit further apart, nearer an octahedron's corners": lambda f: None if min(
+        f["nearest_3d"]) > max(f["nearest_2d"]) and min(f["nearest_3d"]) > 70 else (
+        f"nearest clusters {min(f['nearest_3d']):.0f} degrees apart in 3-d, {max(f['nearest_2d']):.0f} in 2-d"),
 }
 
 
@@ -143,12 +158,19 @@ READING_CHECKS: Mapping = {  # the third Learn chapter (crowding_facts)
 }
 
 
-def first_step_facts(both: Mapping, pos: Mapping, neg: Mapping) -> dict:
-    """The last Learn chapter's reading of Table 7's MoCo v1 on the shapes, FT from the first step against the same
-    run without FT: each arm's :func:`ftcl_core.study.experiments.claim_facts` under ``both_``, ``pos_``, ``neg_``
-    (``diff``: points ± 95 % interval, ``effect``: the paper's; raw ``_value``, ``_ci`` for the checks)."""
+def first_step_facts(rows: list[dict] | None = None) -> dict:
+    """The last Learn chapters' reading of Table 7's MoCo v1 on the shapes, FT from the first step against the same
+    run without FT, from ``rows`` (by default the stored runs' ``results/summary.csv``): each arm's
+    :func:`ftcl_core.study.experiments.claim_facts` under ``both_``, ``pos_``, ``neg_`` (``diff``: points ± 95 %
+    interval, ``paper``: the paper's effect; raw ``_value``, ``_ci`` for the checks)."""
+    from ftcl_core.study import experiments as X
+
+    if rows is None:
+        with (X.ROOT / "results" / "summary.csv").open() as f:
+            rows = list(csv.DictReader(f))
     out: dict = {}
-    for name, f in (("both", both), ("pos", pos), ("neg", neg)):
+    for name in ("both", "pos", "neg"):
+        f = X.claim_facts(rows, "T7", f"v1 +{name}")
         out |= {f"{name}_diff": f["diff"], f"{name}_paper": f["effect"], f"{name}_value": f["diff_value"],
                 f"{name}_ci": f["ci_value"]}
     return out
