@@ -207,6 +207,8 @@ class DataConfig(Section):
 
     def check(self) -> None:
         self._positive("image_size", "n_train", "n_test", "n_val")
+        if self.name == "shapes" and self.image_size < 8:
+            raise ConfigError(f"data.image_size={self.image_size}: the drawn shapes need at least 8 px (default 32).")
         if self.classes != 10 and self.name != "shapes":
             raise ConfigError(f"data.classes={self.classes} applies to the embedded shapes only; data.name="
                               f"{self.name} has its own classes. Remove data.classes.")
@@ -692,8 +694,17 @@ def _check_keys(raw: dict) -> None:
     known = set(_known_keys())
     for key in _flatten(raw):
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=3)
-            raise ConfigError(f"unknown config key {key!r}; did you mean {close}? See ftcl_core.config.DEFAULTS.")
+            raise _unknown_key(key, known)
+
+
+def _unknown_key(key: str, known) -> ConfigError:
+    """The refusal of a key no section holds: a whole section given as one value, or a misspelt key."""
+    if key in SECTIONS:
+        return ConfigError(f"{key} is a section, not one value: set its keys one at a time ({key}.<key>=<value>), "
+                           f"e.g. {sorted(k for k in known if k.startswith(key + '.'))[0]}=...")
+    close = difflib.get_close_matches(key, known, n=3)
+    return ConfigError(f"unknown config key {key!r}" + (f"; did you mean {close}?" if close else "") +
+                       " See ftcl_core.config.DEFAULTS.")
 
 
 # Before the method sections, every method read its temperature from moco.tau and BYOL its momentum from
@@ -737,8 +748,7 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
 def _set(d: dict, dotted: str, value: Any) -> None:
     known = _known_keys()
     if dotted not in known:
-        close = difflib.get_close_matches(dotted, known, n=3)
-        raise ConfigError(f"unknown config key {dotted!r}; did you mean {close}? See ftcl_core.config.DEFAULTS.")
+        raise _unknown_key(dotted, known)
     *parents, leaf = dotted.split(".")
     for p in parents:
         d = d.setdefault(p, {})

@@ -98,3 +98,19 @@ def test_a_config_yaml_edited_after_the_run_began_is_named_as_such(tmp_path):
     for asked in (cfg, cfg.updated({"seed": 1})):
         with pytest.raises(IncompatibleCheckpoint, match="config.yaml and its checkpoint.pt disagree, seed=0"):
             train(asked, tmp_path / "run", progress=False)
+
+
+@pytest.mark.parametrize(("overrides", "named"), [
+    (['ft={"pos": true}'], "ft is a section"),  # a whole section as one value: say how to set its keys
+    (["data.image_size=3"], "at least 8 px"),  # the shapes' drawer would fail after config.yaml is written
+    (["zzzzzz=1"], r"unknown config key 'zzzzzz' See"),  # no close key: no empty suggestion list
+])
+def test_a_section_as_a_value_a_too_small_image_and_a_key_like_nothing_are_named(overrides, named):
+    with pytest.raises(ConfigError, match=named):
+        load_config(SMOKE, overrides)
+
+
+def test_a_file_given_after_seeds_is_named_as_misplaced():
+    res = subprocess.run([sys.executable, "-m", "ftcl_core", "plan", "--seeds", "0", "1", "experiments/t.yaml"],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and "before --seeds" in res.stderr and "Traceback" not in res.stderr

@@ -68,6 +68,17 @@ EXIT_ERROR = 2  # a wrong input: config, command line, files, data
 EXIT_DIVERGED = 3  # a run's features, loss or gradient became NaN or infinite (training.TrainingDiverged)
 
 
+def _seed(value: str) -> int:
+    """A --seeds value: a whole number; a file name there was meant to come before the option (``--seeds`` takes
+    every word after it)."""
+    try:
+        return int(value)
+    except ValueError:
+        hint = " (put the experiment files before --seeds: it takes every word after it)" if "." in value or "/" in \
+            value else ""
+        raise argparse.ArgumentTypeError(f"{value!r} is not a seed, a whole number{hint}") from None
+
+
 def check_unique_overrides(items: list[str]) -> None:
     """Refuse a key given twice among a command line's ``key=value`` overrides (the last would win silently);
     internal callers layer overrides on purpose and use :func:`ftcl_core.config.parse_overrides` alone."""
@@ -155,7 +166,7 @@ def _main(argv: list[str] | None = None) -> int:
     sw = sub.add_parser("sweep", help="train every missing run of an experiment file (resumable)")
     sw.add_argument("experiment", help="experiment file, e.g. experiments/table1_momentum.yaml")
     sw.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
-    sw.add_argument("--seeds", type=int, nargs="*", help="only these seeds (default: the file's)")
+    sw.add_argument("--seeds", type=_seed, nargs="*", help="only these seeds (default: the file's)")
     sw.add_argument("--settings", nargs="*", help="only these settings (default: all)")
     sw.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", dest="execution",
                     help="how every run executes, e.g. device=cuda (only the execution keys: "
@@ -182,7 +193,7 @@ def _main(argv: list[str] | None = None) -> int:
     pl = sub.add_parser("plan", help="what is left to run: per experiment file, stored / stale / copied / to-train runs")
     pl.add_argument("experiments", nargs="*", help="experiment files (default: the tables, experiments/*.yaml)")
     pl.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
-    pl.add_argument("--seeds", type=int, nargs="+", help="plan these seeds (default: each file's)")
+    pl.add_argument("--seeds", type=_seed, nargs="+", help="plan these seeds (default: each file's)")
     pl.add_argument("--calibrated", action="store_true",
                     help="plan each table on its calibrated recipe (configs/cpu_cal_*.yaml), as a rerun would")
     pl.add_argument("--list", action="store_true", help="also name each run to train and each stale run")
