@@ -173,7 +173,7 @@ def test_launch_buttons_need_a_real_repository(monkeypatch):
 def test_every_chapter_shows_the_smoke_notice_only_under_the_smoke_profile():
     import nbformat
 
-    from ftcl_core.pages.plotting import SMOKE_NOTICE, smoke_notice
+    from ftcl_core.pages.markup import SMOKE_NOTICE, smoke_notice
 
     assert smoke_notice("cpu") is None and smoke_notice("gpu") is None
     assert SMOKE_NOTICE in smoke_notice("smoke").data
@@ -311,7 +311,7 @@ def test_shown_code_fits_the_column(name):
 def test_source_code_names_the_lines_it_shows_and_folds_on_request():
     from ftcl_core import models
     from ftcl_core.methods import simsiam
-    from ftcl_core.pages.plotting import source_code
+    from ftcl_core.pages.markup import source_code
 
     lines, first = inspect.getsourcelines(models.ema_update)
     shown = source_code(models.ema_update).data

@@ -306,6 +306,7 @@ def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatc
     Table 6 run among them, and choosing one shows its own curves (to the packing's 16-bit precision)."""
     import numpy as np
 
+    from ftcl_core.pages import explorers
     from ftcl_core.pages import plotting as P
     from ftcl_core.study import experiments as X
 
@@ -313,9 +314,9 @@ def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatc
     stored = X.stored_runs("cpu")
     settings = X.one_seed_per_setting(list(stored))
     assert len(settings) > 150, len(settings)
-    groups = P.run_groups(list(stored), "cpu")
+    groups = explorers.run_groups(list(stored), "cpu")
     metrics = {run: stored[run].load_metrics() for rows in groups.values() for run, _ in rows}
-    page_html = P.runs_explorer(metrics, groups).data
+    page_html = explorers.runs_explorer(metrics, groups).data
     (tmp_path / "explorer.html").write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{page_html}</body>")
     assert len(page_html) < 8e6, f"{len(page_html) / 1e6:.1f} MB"  # plotly.js (about 5 MB) and every curve
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -362,7 +363,7 @@ def test_no_button_sends_a_reader_to_the_placeholder_repository(html):
 
 
 def test_a_smoke_page_says_under_its_title_that_its_numbers_mean_nothing(browser, server, html):
-    from ftcl_core.pages.plotting import SMOKE_NOTICE
+    from ftcl_core.pages.markup import SMOKE_NOTICE
 
     for p in sorted((html / "book").glob("[0-9][0-9]_*.html")):
         page, _ = open_page(browser, f"{server}/book/{p.name}")

@@ -294,7 +294,7 @@ def test_chapter_sevens_own_figures_read_at_page_width():
 
 
 def test_a_table_shows_its_verdict_second_and_a_note_row_across_the_table():
-    from ftcl_core.pages.plotting import html_table
+    from ftcl_core.pages.markup import html_table
 
     html = html_table(["setting", "ours", "seeds", "verdict"],
                       [["+pos", "33.8 ± 2.6", "3", "opposite to the paper"], ["+neg", "skipped: no GPU", "", ""]]).data

@@ -157,7 +157,7 @@ def test_renormalize_projects_to_the_sphere():
 def test_density_of_the_transformed_score_matches_monte_carlo(s, alpha):
     import numpy as np
 
-    from ftcl_core.pages.plotting import transformed_score_density
+    from ftcl_core.pages.explorers import transformed_score_density
 
     lam = T.sample_lambda(alpha, "sample", 200_000, 1, torch.Generator().manual_seed(0), shift=1.0).double().numpy()
     samples = T.transformed_positive_score(s, lam).ravel()

@@ -54,7 +54,7 @@ say(r"""{text}""")'''
 PORTABLE = "ftcl"  # a converted cell's metadata key: {"myst": the MyST source the book's build puts back}
 
 
-SMOKE_CELL = """from ftcl_core.pages.plotting import smoke_notice
+SMOKE_CELL = """from ftcl_core.pages.markup import smoke_notice
 
 smoke_notice(profile)  # the smoke profile's pages say their numbers mean nothing"""
 

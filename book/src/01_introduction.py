@@ -68,6 +68,7 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
+from ftcl_core.pages import markup
 from ftcl_core.pages import plotting as P
 
 P.moco_pipeline()
@@ -191,7 +192,7 @@ exp = X.Experiment.load("experiments/table7_ft_v2.yaml")
 run = RunDir(X.run_dir(exp, "v2 baseline", 0, "cpu", X.STORED))  # the stored cpu run, whatever profile this page ran with
 recipe = X.recipe_rows(run.load_config(), ("data.name", "data.n_train", "data.image_size", "augment.out_size",
                                            "model.encoder", "moco.queue_size", "train.batch_size", "train.epochs"))
-display(P.html_table(["setting", "value"], recipe, caption=f"The stored run's recipe ({X.base_for(exp, 'cpu')}; "
+display(markup.html_table(["setting", "value"], recipe, caption=f"The stored run's recipe ({X.base_for(exp, 'cpu')}; "
                                                            "the whole config is the run folder's config.yaml)"))
 ev, prov = run.load_eval(), run.load_provenance()
 n_steps = len(run.load_metrics()["loss"])

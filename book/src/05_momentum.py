@@ -30,6 +30,7 @@ landscape_momenta = [0, 0.5, 0.9, 0.99, 1.0]  # gradient landscapes drawn (those
 import matplotlib.pyplot as plt
 from IPython.display import display
 
+from ftcl_core.pages import markup
 from ftcl_core.pages import plotting as P
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.runs import RunDir
@@ -71,7 +72,7 @@ stored = sorted((r for r in X.load_records(exp.path, "cpu", X.STORED)
 # %%
 from ftcl_core.models import ema_update
 
-display(P.source_code(ema_update))
+display(markup.source_code(ema_update))
 
 # %% [markdown]
 # (momentum-figure)=
@@ -97,7 +98,7 @@ SPLIT = ((["sanity"], "each momentum against the same seed's random-init encoder
          (["ordering"], "each momentum against the next smaller one"))
 for kinds, rows_are in SPLIT:
     _, header, cells = X.table_cells(exp, records, kinds)
-    display(P.html_table(header, cells, caption=f"{caption(exp, records)}. Rows: {rows_are}"))
+    display(markup.html_table(header, cells, caption=f"{caption(exp, records)}. Rows: {rows_are}"))
 P.experiment_bars(exp, summary)
 plt.show()
 
@@ -205,11 +206,11 @@ fm_records = X.load_records(fm_exp.path, profile) if profile != "smoke" else []
 if fm_records:
     for kinds, rows_are in SPLIT:
         _, header, cells = X.table_cells(fm_exp, fm_records, kinds)
-        display(P.html_table(header, cells, caption=f"{caption(fm_exp, fm_records)}. Rows: {rows_are}"))
+        display(markup.html_table(header, cells, caption=f"{caption(fm_exp, fm_records)}. Rows: {rows_are}"))
     P.experiment_bars(fm_exp, X.summarize(fm_records))
     plt.show()
 else:
-    display(P.markdown_html("No stored runs of `experiments/table1_momentum_fmnist.yaml` for this profile yet."))
+    display(markup.markdown_html("No stored runs of `experiments/table1_momentum_fmnist.yaml` for this profile yet."))
 
 # %% tags=["remove-cell"]
 fm_momentum = X.momentum_facts(fm_exp, fm_records if profile == "cpu" else X.load_records(fm_exp.path, "cpu", X.STORED))
@@ -262,7 +263,7 @@ checks.expect(C.CHECKS, spikes, "every small momentum swings more than every lar
 
 # %%
 volatility = G.volatility_rows(records)
-display(P.html_table(["setting", "seeds", "sd of step change in Mean(neg)", "sd of epoch change in total grad norm"],
+display(markup.html_table(["setting", "seeds", "sd of step change in Mean(neg)", "sd of epoch change in total grad norm"],
                      [[v["setting"], str(v["n_seeds"]), f"{v['neg']:.4f}", f"{v['grad']:.4f}"] for v in volatility],
                      caption="Each momentum on the embedded shapes, mean over seeds"))
 

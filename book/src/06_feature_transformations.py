@@ -42,6 +42,7 @@ show = ["experiments/table2_alpha_ex.yaml", "experiments/table4_alpha_in.yaml",
 import matplotlib.pyplot as plt
 from IPython.display import display
 
+from ftcl_core.pages import markup
 from ftcl_core.pages import plotting as P
 from ftcl_core.runs import RunDir
 from ftcl_core.study import experiments as X
@@ -67,14 +68,14 @@ summaries = {path: X.summarize(recs) for path, recs in records.items()}
 from ftcl_core import losses
 from ftcl_core import transforms as T
 
-display(P.source_code(T.extrapolate_positive))
+display(markup.source_code(T.extrapolate_positive))
 
 # %% [markdown]
 # Look at the `return` line: with $\lambda > 1$ the query moves past itself, away from its key (and the key away
 # from the query), so the pair the loss must match is harder. Then negative interpolation:
 
 # %%
-display(P.source_code(T.interpolate_negatives))
+display(markup.source_code(T.interpolate_negatives))
 
 # %% [markdown]
 # Look at `queue[perm]`: each negative is mixed with another negative of the queue, never with the query or its
@@ -83,7 +84,7 @@ display(P.source_code(T.interpolate_negatives))
 # inputs and handles shards and one $\lambda$ per dimension).
 
 # %%
-display(P.source_code(losses.moco_ft_logits, collapsed="moco_ft_logits: where MoCo's loss applies both"))
+display(markup.source_code(losses.moco_ft_logits, collapsed="moco_ft_logits: where MoCo's loss applies both"))
 
 # %% [markdown]
 # ## Table 7 as a figure
@@ -204,7 +205,7 @@ def cell(x, digits):
 sig_rows = [[r["table"], r["setting"], cell(r["linear"], 1), cell(None if r["kept"] is None else 100 * r["kept"], 0),
              "never" if r["first_step_above"] is None else str(r["first_step_above"]), cell(r["early_min_var"], 4),
              cell(r["final_neg_mean"], 3), cell(r["final_neg_var"], 4)] for r in signatures.signature_rows(records)]
-P.html_table(["table", "setting", "linear", "gain kept (%)", "Mean(neg) > 0.9 at step", "min early Var(neg)",
+markup.html_table(["table", "setting", "linear", "gain kept (%)", "Mean(neg) > 0.9 at step", "min early Var(neg)",
               "final Mean(neg)", "final Var(neg)"], sig_rows,
              caption="Each setting's lowest seed: its linear top-1 %, the share of its baseline's gain over a "
                      "random-init encoder it keeps, and the statistics of its raw cosines",

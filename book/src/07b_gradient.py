@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from IPython.display import display
 
+from ftcl_core.pages import markup
 from ftcl_core.pages import plotting as P
 from ftcl_core.runs import RunDir
 from ftcl_core.study import diagnosis as G
@@ -66,7 +67,7 @@ findings.expect(stored, "rho-below-band-first", "rho-above-band-late")
 # the cell after it compares it with autograd through the library's own FT and loss.
 
 # %%
-display(P.source_code(G.analytic_gradient))
+display(markup.source_code(G.analytic_gradient))
 gen = torch.Generator().manual_seed(0)
 z = torch.randn(64, 32, generator=gen, dtype=torch.float64) * 2
 k = F.normalize(torch.randn(64, 32, generator=gen, dtype=torch.float64), dim=1)
@@ -74,7 +75,7 @@ negatives = F.normalize(torch.randn(512, 32, generator=gen, dtype=torch.float64)
 worst = max(float((G.analytic_gradient(z, k, negatives, lam, 0.2) - G.autograd_gradient(z, k, negatives, lam, 0.2))
                   .abs().max() / G.autograd_gradient(z, k, negatives, lam, 0.2).abs().max())
             for lam in (1.0, 1.25, 1.5, 1.75, 2.0))
-P.markdown_html(
+markup.markdown_html(
     f"Largest difference between the formula and autograd, relative to the gradient's largest entry, over "
     f"λ = 1 … 2 (float64): **{worst:.1e}**. Averaged over the paper's λ ~ Beta(2, 2) + 1, the pull is weighed "
     f"**{G.mean_weight_ratio(2.0):.2f}** times as much as the push (E[A/λ]; 1 without FT).")
@@ -99,7 +100,7 @@ P.markdown_html(
 
 # %%
 crossings = {lam: G.zero_crossing(rhos, rate) for lam, rate in rates.items()}
-P.markdown_html("Measured sign changes against the predicted thresholds: " + "; ".join(
+markup.markdown_html("Measured sign changes against the predicted thresholds: " + "; ".join(
     f"λ = {lam:g}: {crossings[lam]:.2f} (predicted {G.attraction_threshold(lam):.2f})" for lam in lams) +
     ". The measured crossings sit a little left of the prediction: the softmax-weighted negatives closest to a "
     "query push it away, a repulsion the linearisation leaves out.")

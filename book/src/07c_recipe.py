@@ -18,8 +18,8 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 import matplotlib.pyplot as plt
 from IPython.display import display
 
+from ftcl_core.pages import markup, tables
 from ftcl_core.pages import plotting as P
-from ftcl_core.pages import tables
 from ftcl_core.pages.glue import glue_checked, glue_facts
 from ftcl_core.study import calibration as C
 from ftcl_core.study import checks, findings
@@ -171,7 +171,7 @@ comparison("classes_gain_", stored_classes[1], "cannot be told from zero")
 # %%
 shares = G.same_class_share(runs_of["classes"])
 if shares is not None:
-    P.markdown_html(f"The queue's same-class share, averaged over every step and run: **{shares:.3f}** (1/30 = "
+    markup.markdown_html(f"The queue's same-class share, averaged over every step and run: **{shares:.3f}** (1/30 = "
                     f"{1 / 30:.3f}).")
 
 # %% [markdown]

@@ -17,6 +17,7 @@ import json
 
 import matplotlib.pyplot as plt
 
+from ftcl_core.pages import markup
 from ftcl_core.pages import plotting as P
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks, predict
@@ -44,7 +45,7 @@ checks.expect(predict.CHECKS, held_out, "the model beats the majority outcome",
 # scores, over all runs and by data set (Fashion-MNIST, then the shapes):
 
 # %%
-P.markdown_html(predict.report_markdown(predictor))
+markup.markdown_html(predict.report_markdown(predictor))
 
 # %% [markdown]
 # On the same runs the model beats the majority outcome (exact McNemar test, p = {glue:md}`pred_p`), but that test

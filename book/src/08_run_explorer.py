@@ -26,25 +26,25 @@ import os
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
 
 # %% tags=["hide-input"]
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import explorers, markup
 from ftcl_core.study import experiments as X
 
 if profile == "smoke":  # make sure a few runs exist
     X.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0], settings=["v2 baseline", "v2 +both"], progress=False)
 labels = X.stored_runs(profile)
 evals = {name: r.load_eval() for name, r in labels.items()}
-P.html_table(["run", "linear top-1 %", "kNN top-1 %", "random init linear %"],
+markup.html_table(["run", "linear top-1 %", "kNN top-1 %", "random init linear %"],
              [[name, f"{e['linear_top1']:.1f}", f"{e['knn_top1']:.1f}", f"{e['random_init_linear_top1']:.1f}"]
               for name, e in evals.items()], collapsed=f"{len(labels)} stored run folders of the {profile} profile (click to list)")
 
 # %% tags=["hide-input"]
-groups = P.run_groups(list(labels), profile)  # every stored setting (its lowest seed), by the experiment file listing it
+groups = explorers.run_groups(list(labels), profile)  # every stored setting (its lowest seed), by the experiment file listing it
 first = next((g for g in groups if g.startswith("T7 · MoCo v1")), None)  # open on FT, where solid and dotted differ
 if first:
     groups = {first: sorted(groups[first], key=lambda run: "+both " not in run[1]),
               **{g: rows for g, rows in groups.items() if g != first}}
 metrics = {run: labels[run].load_metrics() for rows in groups.values() for run, _ in rows}
-P.runs_explorer(metrics, groups) if metrics else print("no runs yet")
+explorers.runs_explorer(metrics, groups) if metrics else print("no runs yet")
 
 # %% tags=["hide-input"]
-P.live_widget(lambda: P.runs_widget(labels))
+explorers.live_widget(lambda: explorers.runs_widget(labels))

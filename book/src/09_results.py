@@ -75,7 +75,7 @@ checks.expect(X.CLAIM_CHECKS, shared, "tables share runs")
 # %%
 from IPython.display import display
 
-from ftcl_core.pages.plotting import html_table
+from ftcl_core.pages.markup import html_table
 from ftcl_core.study.results import claims as verdicts
 
 counts = X.tally(rows)["all"]

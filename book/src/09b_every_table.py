@@ -21,7 +21,7 @@ import os
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
 
 # %%
-from ftcl_core.pages.plotting import markdown_html
+from ftcl_core.pages.markup import markdown_html
 from ftcl_core.study import experiments as X
 
 if profile == "smoke":  # the smoke profile's two runs, as on the results page (trained once, then found)

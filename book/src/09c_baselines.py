@@ -17,7 +17,7 @@ import math
 
 from IPython.display import display
 
-from ftcl_core.pages.plotting import html_table, markdown_html
+from ftcl_core.pages.markup import html_table, markdown_html
 from ftcl_core.study import experiments as X
 
 if profile == "smoke":  # the smoke profile's two runs, as on the results page (trained once, then found)

@@ -67,14 +67,15 @@ from IPython.display import display
 
 from ftcl_core import losses
 from ftcl_core.methods import BYOL, SimCLR, SimSiam, SwAV, base, byol
+from ftcl_core.pages import markup
 from ftcl_core.pages import plotting as P
 
-display(P.source_code(losses.simclr_ft_logits, losses.other_sample_mask))
-display(P.source_code(SimCLR, collapsed="SimCLR (ftcl_core/methods/simclr.py)"))
-display(P.source_code(byol.cosine_momentum, BYOL, collapsed="BYOL (ftcl_core/methods/byol.py)"))
-display(P.source_code(SimSiam, collapsed="SimSiam (ftcl_core/methods/simsiam.py)"))
-display(P.source_code(SwAV, collapsed="SwAV (ftcl_core/methods/swav.py)"))
-display(P.source_code(base.predictive_scores, collapsed="BYOL's and SimSiam's scores with FT (eq. 3)"))
+display(markup.source_code(losses.simclr_ft_logits, losses.other_sample_mask))
+display(markup.source_code(SimCLR, collapsed="SimCLR (ftcl_core/methods/simclr.py)"))
+display(markup.source_code(byol.cosine_momentum, BYOL, collapsed="BYOL (ftcl_core/methods/byol.py)"))
+display(markup.source_code(SimSiam, collapsed="SimSiam (ftcl_core/methods/simsiam.py)"))
+display(markup.source_code(SwAV, collapsed="SwAV (ftcl_core/methods/swav.py)"))
+display(markup.source_code(base.predictive_scores, collapsed="BYOL's and SimSiam's scores with FT (eq. 3)"))
 
 # %% [markdown]
 # `moco_ft_logits` is MoCo's FT, unchanged: SimCLR reuses it with the bank for the queue and then drops
@@ -95,7 +96,6 @@ display(P.source_code(base.predictive_scores, collapsed="BYOL's and SimSiam's sc
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core.pages import plotting as P
 from ftcl_core.runs import RunDir
 from ftcl_core.study import experiments as X
 
@@ -121,7 +121,7 @@ records = {path: shown_records(path) for path in experiments}
 summaries = {}
 for i, (path, recs) in enumerate(records.items()):
     _, header, cells = X.table_cells(X.Experiment.load(path), recs)
-    display(P.html_table(header, cells, caption=caption(X.Experiment.load(path), recs, columns=i == 0)))
+    display(markup.html_table(header, cells, caption=caption(X.Experiment.load(path), recs, columns=i == 0)))
     summaries[path] = X.summarize(recs)
 
 # %%

@@ -31,6 +31,7 @@ import matplotlib.pyplot as plt
 from ftcl_core import ft
 from ftcl_core.data import make_shapes
 from ftcl_core.pages import headroom as PH
+from ftcl_core.pages import markup
 from ftcl_core.pages import plotting as P
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks
@@ -66,7 +67,7 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-30", "first-step-costs-at-12
 # decide every row of its map. The rule is the plain bound, not a tuned threshold:
 
 # %%
-P.source_code(claims.ceiling_binds)
+markup.source_code(claims.ceiling_binds)
 
 # %% tags=["remove-cell"]
 checks.expect(H.CHECKS, facts, "the ceiling never binds on the map")
@@ -165,7 +166,7 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-30", "late-start-costs-at-30
 # the baseline of its own seed):
 
 # %% tags=["hide-input"]
-P.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+pos alone from 30 %", "difference"],
+markup.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+pos alone from 30 %", "difference"],
              H.seed_pairs(records, 120), caption="Linear readout (%) at 120 epochs on the task with room.")
 
 # %% [markdown]
@@ -203,7 +204,7 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-120", "late-start-gains-at-1
 # {glue:md}`hr_both_late_240_verdict_errors`. Seed by seed (a blank cell is a run not stored):
 
 # %% tags=["hide-input"]
-P.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+pos alone from 30 %", "difference"],
+markup.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+pos alone from 30 %", "difference"],
              H.seed_pairs(records, 240), caption="Linear readout (%) at 240 epochs on the task with room.")
 
 # %% [markdown]
@@ -254,7 +255,7 @@ plt.show()
 # steps by more than {glue:md}`hr_crowds` in every seed.
 
 # %% tags=["hide-input"]
-P.html_table(["epochs", "FT", "seeds", "Mean(neg) after the switch, FT / baseline", "crowds", "Mean(neg) at the end, FT / baseline",
+markup.html_table(["epochs", "FT", "seeds", "Mean(neg) after the switch, FT / baseline", "crowds", "Mean(neg) at the end, FT / baseline",
               "readout, FT − baseline"], PH.crowding_table(facts),
              caption="Raw Mean(neg) over the tenth of the run after FT switches on and over the last 100 steps (FT "
                      "/ its baseline, mean over seeds), and the paired difference in linear readout (points).")
@@ -311,7 +312,7 @@ from ftcl_core.study import auto_start as A
 
 auto = {**A.facts(), "window": str(RULE.auto_window), "fraction": f"{RULE.auto_fraction:g}"}
 glue_facts("auto_", auto)
-P.html_table(["setting", "rule", "switched on at epoch (predicted)", "auto − baseline", "fixed 30 % start − baseline",
+markup.html_table(["setting", "rule", "switched on at epoch (predicted)", "auto − baseline", "fixed 30 % start − baseline",
               "seeds"], A.rows(auto),
              caption="FT (+pos +neg) switched on by the run's own loss, against the same run without FT, and the fixed "
                      "start after 30 % of the run against its own baseline (points of linear readout, ± 95 % interval).")

@@ -38,7 +38,7 @@ import sys
 from IPython.display import display
 
 from ftcl_core.config import load_config
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import markup
 from ftcl_core.study import experiments as X
 
 sys.path.insert(0, str(X.ROOT))  # the step-time profile lives beside the package, in the repository's benchmarks/
@@ -59,7 +59,7 @@ for method, config in configs.items():
                 + [f"{100 * v / r['step_ms']:.0f} %" for v in r["phases_ms"].values()])
 phases = list(r["phases_ms"])
 print(f"device: {r['device_name']}, {r['threads']} threads, batch {r['batch_size']}")
-P.html_table(["method", "step (ms)", "images/s"] + phases, rows)
+markup.html_table(["method", "step (ms)", "images/s"] + phases, rows)
 
 # %% [markdown]
 # ## On a GPU: the first measurements
@@ -89,9 +89,9 @@ gpu_titles = {"agreement": "The GPU path against the CPU", "throughput": "Throug
               "imagenet": "An ImageNet-100-shaped run end to end (fabricated JPEGs)"}
 for part, (header, rows) in gpu_report.book_tables(gpu_reports).items():
     display(Markdown(f"**{gpu_titles[part]}**"))
-    display(P.html_table(header, rows))
+    display(markup.html_table(header, rows))
     if part == "throughput":
-        display(P.markdown_html(gpu_report.ft_overhead_sentence(gpu_reports)))
+        display(markup.markdown_html(gpu_report.ft_overhead_sentence(gpu_reports)))
 
 # %% [markdown]
 # Stored runs can be trained on a GPU too: where a run executes is not part of its recipe
@@ -106,5 +106,5 @@ by_device = X.runs_by_device(profile) if profile != "smoke" else []
 on_gpu = {r["runs"] for r in by_device if r["device"] not in ("CPU",) and "NVIDIA" in r["device"]}
 device_rows = [[r["runs"], r["device"], ", ".join(map(str, r["seeds"])), f"{r['train_s']:.0f}"]
                for r in by_device if r["runs"] in on_gpu]
-display(P.html_table(["runs", "trained on", "seeds", "train s a run"], device_rows) if device_rows
+display(markup.html_table(["runs", "trained on", "seeds", "train s a run"], device_rows) if device_rows
         else Markdown("No stored run was trained on a GPU yet."))

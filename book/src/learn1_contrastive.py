@@ -32,8 +32,8 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core.losses import info_nce
+from ftcl_core.pages import explorers
 from ftcl_core.pages import learn as LP
-from ftcl_core.pages import plotting as P
 from ftcl_core.study import checks
 from ftcl_core.study import learn as L
 from ftcl_core.study.toy import in_batch_logits, toy_points, train_toy
@@ -140,7 +140,7 @@ if profile != "smoke":
 # the push its hardest tenth of negatives receive.
 
 # %% tags=["remove-input"]
-P.plotly_html(LP.temperature_explorer(runs), include_js=True)  # responds in the page, no kernel
+explorers.plotly_html(LP.temperature_explorer(runs), include_js=True)  # responds in the page, no kernel
 
 # %% [markdown]
 # MoCo v1 uses $\tau = 0.07$ and MoCo v2 $\tau = 0.2$. The paper we follow makes the hard cases harder on purpose,

@@ -28,6 +28,7 @@ from ftcl_core import augment as A
 from ftcl_core.data import load_data
 from ftcl_core.methods import build_model
 from ftcl_core.pages import learn as LP
+from ftcl_core.pages import markup
 from ftcl_core.pages import plotting as P
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.runs import RunDir
@@ -56,7 +57,7 @@ stored = RunDir(X.run_dir(exp, "v2 baseline", 0, "cpu", X.STORED))
 # function, which the training loop calls every step:
 
 # %%
-display(P.source_code(score_statistics))
+display(markup.source_code(score_statistics))
 
 # %% [markdown]
 # ## Where a run starts

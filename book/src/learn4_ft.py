@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import transforms as T
+from ftcl_core.pages import explorers
 from ftcl_core.pages import learn as LP
 from ftcl_core.pages import plotting as P
 
@@ -169,10 +170,10 @@ glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 # cell below them gives one slider each for $\alpha$, $\lambda$ and $S$.
 
 # %% tags=["remove-input"]
-P.plotly_html(P.bound_explorer(), include_js=True)
+explorers.plotly_html(explorers.bound_explorer(), include_js=True)
 
 # %% tags=["remove-input"]
-P.plotly_html(P.lambda_explorer(), include_js=False)
+explorers.plotly_html(explorers.lambda_explorer(), include_js=False)
 
 # %% tags=["remove-input"]
 import ipywidgets as widgets
@@ -183,7 +184,7 @@ def explore(alpha=2.0, lam=1.5, S=0.6):
     plt.show()
 
 
-P.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1), lam=(0.0, 2.0, 0.05), S=(-1.0, 1.0, 0.05)))
+explorers.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1), lam=(0.0, 2.0, 0.05), S=(-1.0, 1.0, 0.05)))
 
 # %% [markdown]
 # ## Summary

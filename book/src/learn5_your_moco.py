@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from IPython.display import display
 
 from ftcl_core import ft
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import markup
 from ftcl_core.runs import RunDir
 from ftcl_core.study import auto_start as A
 
@@ -72,7 +72,7 @@ assert torch.allclose(off, plain)  # FT off is the plain MoCo of the second chap
 # %%
 from ftcl_core.methods.moco import moco_ft_step
 
-display(P.source_code(moco_ft_step))
+display(markup.source_code(moco_ft_step))
 
 # %% [markdown]
 # ## Switching FT on late

@@ -14,7 +14,7 @@ import os
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
 
 # %% tags=["hide-input"]
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import markup
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks, findings
 from ftcl_core.study import diagnosis as G
@@ -73,7 +73,7 @@ checks.expect(H.CHECKS, map_facts, "crowding-confounded-with-the-clock", "switch
 # minutes at 240 epochs on one CPU thread).
 
 # %%
-P.html_table(["table", "setting", "seeds stored", "seeds to train", "experiment file"],
+markup.html_table(["table", "setting", "seeds stored", "seeds to train", "experiment file"],
              [[r["table"], r["setting"], ", ".join(map(str, r["stored"])) or "none",
                ", ".join(map(str, r["missing"])), f"<code>{r['file']}</code>"] for r in open_rows],
              caption="Settings short of their seeds (none stored: never run).")

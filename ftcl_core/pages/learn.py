@@ -149,15 +149,16 @@ def bound_panels(alpha: float = 2.0, lam: float = 1.5, s: float = 0.6) -> plt.Fi
     and the density of the transformed positive score for a starting score ``s``, with its value at ``lam`` and the
     range [-4 + 5S, S] shaded (right)."""
     from ftcl_core import transforms as T
+    from ftcl_core.pages import explorers
     from ftcl_core.pages import plotting as P
 
     fig, ax = plt.subplots(1, 2, figsize=(P.BOOK_WIDTH_IN, 3.4), layout="constrained")
     u = np.linspace(0.001, 0.999, 300)
-    ax[0].plot(1 + u, P.beta_density(u, alpha))
+    ax[0].plot(1 + u, explorers.beta_density(u, alpha))
     ax[0].axvline(lam, color="crimson")
     ax[0].set_title(f"λ ~ Beta({alpha}, {alpha}) + 1")
     grid = np.linspace(-4, 1, 500)
-    ax[1].plot(grid, P.transformed_score_density(s, alpha, grid))
+    ax[1].plot(grid, explorers.transformed_score_density(s, alpha, grid))
     ax[1].axvline(T.transformed_positive_score(s, lam), color="crimson", label=f"Ŝ at λ={lam}")
     ax[1].axvspan(*T.score_range(s), alpha=0.1)
     ax[1].set_title(f"Ŝ for S = {s}")

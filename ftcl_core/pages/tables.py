@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ftcl_core.pages.plotting import html_table
+from ftcl_core.pages.markup import html_table
 from ftcl_core.study import diagnosis as G
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.numbers import fixed, plus_minus
