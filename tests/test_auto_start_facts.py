@@ -46,3 +46,11 @@ def test_no_gain_where_the_fixed_start_gains_holds_only_while_auto_holds_zero_an
     assert failures(A.CHECKS, with_fixed([0.1, -0.2, 0.3], [0.7, 0.8, 0.9]), name) == {}
     assert name in failures(A.CHECKS, with_fixed([1.0, 1.2, 1.1], [0.7, 0.8, 0.9]), name)  # auto gains too
     assert name in failures(A.CHECKS, with_fixed([0.1, -0.2, 0.3], [0.7, -0.8, 0.2]), name)  # the fixed start holds 0
+
+
+def test_switching_before_30_percent_of_120_epochs_fails_once_a_run_switches_outside_that_span():
+    name = "auto-switches-before-30-percent-of-120-epochs"
+    base = {"shapes_120_switched": "22, 26, 25"}
+    assert failures(A.CHECKS, base, name) == {}
+    assert name in failures(A.CHECKS, {"shapes_120_switched": "22, 40, 25"}, name)  # past the fixed start
+    assert name in failures(A.CHECKS, {"shapes_120_switched": "9, 26, 25"}, name)  # within the first tenth

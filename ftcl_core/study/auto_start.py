@@ -183,5 +183,10 @@ CHECKS = {
     "auto-loss-gaps-small": lambda f: None if f["max_loss_gap"] < 0.25 else f"a loss gap of {f['loss_gap']}",
     "auto-some-settings-not-run": _short,  # the text lists settings still without their seeds
     "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist": _no_gain_where_fixed_gains("fmnist_30"),
+    "auto-no-gain-where-the-fixed-start-gains-on-the-shapes-at-120": _no_gain_where_fixed_gains("shapes_120"),
+    # where the rule switches on in a run of 120 epochs: before the fixed start's 30 %, after a tenth
+    "auto-switches-before-30-percent-of-120-epochs": lambda f: None if all(
+        12 < int(e) < 36 for e in f["shapes_120_switched"].split(", ") if e.isdigit()) else (
+        f"shapes at 120 epochs switched at {f['shapes_120_switched']}"),
     "auto-switches-past-half-of-a-30-epoch-run": _late_in_short_runs,
 }
