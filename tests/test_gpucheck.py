@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.gpucheck import checks, environment, report, run
+from ftcl_core.study.checks import failures
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,13 +109,20 @@ def test_the_markdown_report_and_the_book_show_the_same_tables_of_the_stored_rep
     book = report.book_tables(stored)
     assert {"agreement", "throughput", "scale"} <= set(book) <= {"agreement", "throughput", "kernels", "captured", "loader",
                                                                "imagenet", "scale"}
-    assert "H200" in report.book_summary(stored)
+    assert report.book_facts(stored)["gpu"].endswith("H200")
     for part, left_out in report.BOOK_LEAVES_OUT.items():  # too wide for the book's column: the markdown keeps them
         assert part not in book or not left_out & set(book[part][0])
-    # the stored anchors blurred with torchvision's tensor blur: the book says so once, not per setting
-    old = any("PIL blur" not in t.get("anchor", {}).get("pipeline", "PIL blur")
-              for t in report.latest_parts(stored).get("throughput", {}).get("settings", {}).values())
-    assert report.book_summary(stored).count("two faults of the anchor") == int(old)
+    # every check the book's GPU section names holds on the stored reports, and each fails when its reading flips
+    facts = report.book_facts(stored)
+    assert failures(report.BOOK_CHECKS, facts, *report.BOOK_CHECKS) == {}
+    flipped = {**facts, "values": {**facts["values"], "fp32_pass": False, "compiled_pass": True, "scale_ft": 99.0,
+                                   "resnet50_224px_ft": 0.3, "resnet18_64px_pil_anchor": False}}
+    assert set(failures(report.BOOK_CHECKS, flipped, *report.BOOK_CHECKS)) >= {
+        "one fp32 step on the GPU agrees with the CPU's", "the compiled and captured steps drift from eager's",
+        "the scale pair's FT ends below its baseline and the random-init encoder",
+        "FT adds nothing measurable to the long step", "the anchors blur with PIL, as the released code does"}
+    with pytest.raises(ValueError, match="no GPU report"):
+        report.book_facts([])
 
 
 def test_the_one_prepared_device_command_is_valid_and_its_jobs_resolve():

@@ -4,8 +4,8 @@ A check's JSON (``gpucheck.json``) holds ``parts``: ``{part: result}``.  :func:`
 agreement (with compile), throughput and scale parts into ``(header, rows)`` tables of formatted cells;
 :func:`report_markdown` writes them, after the status and environment tables, as ``gpucheck.md``, and the book
 shows the same tables (:func:`book_tables`) of the newest finished result of each part among the reports stored
-in ``results/gpu/`` (:func:`stored_reports`, :func:`latest_parts`), with sentences generated from them
-(:func:`book_summary`).  Needs nothing beyond the standard library.
+in ``results/gpu/`` (:func:`stored_reports`, :func:`latest_parts`), and the numbers its prose quotes
+(:func:`book_facts`, with the checks that bind its words, :data:`BOOK_CHECKS`).
 """
 
 from __future__ import annotations
@@ -272,107 +272,84 @@ def book_tables(reports: list[dict]) -> dict[str, Table]:
     return out
 
 
-def book_summary(reports: list[dict]) -> str:
-    """Sentences for the book, generated from the stored reports (no number typed by hand)."""
+def book_facts(reports: list[dict]) -> dict:
+    """The numbers the book's GPU section quotes, from the newest finished result of each part
+    (:func:`latest_parts`): formatted strings for its glued prose, and under ``values`` what its checks
+    (:data:`BOOK_CHECKS`) read.  The words are the chapter's (``book/src/gpus.py``), never built here."""
     if not reports:
-        return ("No GPU result exists yet: `results/gpu/` is empty. When a GPU is available, "
-                f"`PYTHONPATH=. {COMMAND} --out DIR` measures it (about seven minutes).")
+        raise ValueError(f"results/gpu/ holds no GPU report: on a GPU machine, `PYTHONPATH=. {COMMAND} --out DIR` "
+                         "measures one (about seven minutes); copy its gpucheck.json into results/gpu/.")
     parts = latest_parts(reports)
     env = parts.get("environment", {})
     info = env.get("info", {})
-    out = [f"Measured on one {info.get('gpu', 'GPU')} (torch {info.get('torch')}, CUDA {info.get('cuda_runtime')}), "
-           f"{str(env.get('started', ''))[:10]}; files in `results/gpu/`."]
-    checks = {**parts.get("agreement", {}).get("checks", {})}
+    f: dict = {"gpu": str(info.get("gpu", "GPU")), "torch": str(info.get("torch")), "cuda": str(info.get("cuda_runtime")),
+               "date": str(env.get("started", ""))[:10]}
+    v: dict = {}
+    checks = parts.get("agreement", {}).get("checks", {})
     fp32 = [c for k, c in checks.items() if "fp32 vs cpu fp32" in k]
-    if fp32:
-        worst = max(c["loss_rel"] for c in fp32)
-        ok = all(c["pass"] for c in fp32)
-        out.append(f"One fp32 training step on the GPU {'agrees' if ok else 'does not agree'} with the CPU's: losses to "
-                   f"{fmt(worst)} relative, and the GPU's gradient is as close to a float64 reference as the CPU's "
-                   f"own float32 gradient ({', '.join(fmt(c['grad_gpu_vs_float64']['rel_l2']) for c in fp32)} against "
-                   f"{', '.join(fmt(c['grad_cpu_vs_float64']['rel_l2']) for c in fp32)}, relative L2).")
     bf = [c for k, c in checks.items() if "bf16" in k]
-    if bf:
-        out.append(f"bf16 autocast with channels-last moves the loss by at most {fmt(max(c['loss_rel'] for c in bf))} "
-                   "relative, within bf16 rounding.")
-    comp = parts.get("compile", {})
-    ex = parts.get("captured", {}).get("executions", {})
-    timed = {k: e for k, e in ex.items() if "step_ms" in e}
-    if {"eager", "compiled"} <= set(timed):  # the captured part measured the compiler's agreement
-        tol = parts["captured"]["tolerance"]
-        other = {k: e for k, e in timed.items() if k != "eager"}
-        ok = all(e["pass"] for e in other.values())
-        out.append(f"The CPU profile's small network steps in {fmt(timed['eager']['step_ms'], 3)} ms eager, "
-                   + ", ".join(f"{fmt(e['step_ms'], 3)} ms {k}" for k, e in other.items())
-                   + " (`train.compile=true`; captured: `train.cuda_graph=true`); over the first "
-                   f"{tol['agreement_steps']} steps their losses "
-                   + ("agree with eager's" if ok else "drift from eager's")
-                   + f" (worst {fmt(max(e['loss_rel_vs_eager'] for e in other.values()))} relative, tolerance "
-                   f"{fmt(tol['loss_rel'])})"
-                   + ("." if ok else ": until that is understood, `train.compile=auto` keeps GPU runs eager (on the "
-                                     "CPU, where it compiles long runs, `tools/compile_agreement.py` measures the "
-                                     "agreement)."))
-    elif comp.get("status") == "did not finish":
-        out.append(f"`train.compile=true` (inductor) {comp['why']}: on this machine compiling costs more than a short "
-                   "check can pay, and its agreement is still to be measured.")
-    th = parts.get("throughput", {}).get("settings", {})
-    old_anchor = False
-    for name, t in th.items():
-        if "images_per_s" in t and t.get("anchor", {}).get("images_per_s"):
-            faulty = "PIL blur" not in t["anchor"].get("pipeline", "")
-            old_anchor |= faulty
-            ratio = "against" if faulty else f"{fmt(t['speedup_vs_anchor'])} times"  # a faulty anchor's ratio says nothing
-            out.append(f"MoCo v2 {name}: {fmt(t['images_per_s'], 4)} images/s, {fmt(t['achieved_tflops'])} TFLOP/s "
-                       f"({fmt(100 * (t.get('fraction_of_bf16_peak') or 0))} % of the bf16 peak), "
-                       f"{ratio} the same step fed by per-sample torchvision transforms "
-                       f"in a {t['anchor']['workers']}-worker DataLoader ({fmt(t['anchor']['images_per_s'], 4)} "
-                       "images/s).")
-    if old_anchor:
-        out.append("Those anchor rates came with two faults of the anchor, since mended, so no ratio is given: "
-                   "torchvision's tensor blur, 39 times the released code's PIL blur a view on a "
-                   "CPU core (the pipeline 6.4 times slower a core; results/bench_anchor_blur_intel-xeon-avx512.txt), "
-                   "and an epoch of only 4 batches, so that at most 4 of its workers were ever busy.")
-    sc = parts.get("scale", {})
-    arms = sc.get("arms", {})
-    if "linear_top1" in arms.get("baseline", {}) and "linear_top1" in arms.get("ft_pos_neg", {}):
-        b, f = arms["baseline"], arms["ft_pos_neg"]
-        step = f["first_step_neg_mean_above_0.9"]
-        out.append(f"The scale pair (ResNet-18, 64 px, {fmt(sc['epochs'])} epochs, one seed each): the MoCo v1 baseline "
-                   f"reads out {fmt(b['linear_top1'], 3)} %, with FT (+pos +neg) {fmt(f['linear_top1'], 3)} %, "
-                   f"against {fmt(sc.get('random_init_linear_top1'), 3)} % for the random-init encoder; "
-                   + (f"Mean(neg) of FT's raw cosines passes 0.9 at step {step}." if step is not None
-                      else "Mean(neg) of FT's raw cosines never passes 0.9.")
-                   + (" One pair, one seed each, decides nothing by itself: it is a first point beyond the CPU's scale, "
-                      "where the FT arm again ends below its baseline"
-                      + (" and below the random-init encoder" if f["linear_top1"] < (sc.get("random_init_linear_top1")
-                                                                                     or -1) else "")
-                      + "; a verdict needs three seeds, paired."
-                      if f["linear_top1"] < b["linear_top1"] else ""))
-    return " ".join(out)
+    f |= {"fp32_loss_rel": fmt(max(c["loss_rel"] for c in fp32)),  # one fp32 step, GPU against CPU
+          "fp32_grad_gpu": ", ".join(fmt(c["grad_gpu_vs_float64"]["rel_l2"]) for c in fp32),
+          "fp32_grad_cpu": ", ".join(fmt(c["grad_cpu_vs_float64"]["rel_l2"]) for c in fp32),
+          "bf16_loss_rel": fmt(max(c["loss_rel"] for c in bf))}
+    v |= {"fp32_pass": all(c["pass"] for c in fp32), "bf16_loss_rel": max(c["loss_rel"] for c in bf)}
+    captured = parts.get("captured", {})
+    timed = {k: e for k, e in captured.get("executions", {}).items() if "step_ms" in e}
+    other = {k: e for k, e in timed.items() if k != "eager"}
+    f |= {f"{k}_ms": fmt(e["step_ms"], 3) for k, e in timed.items()}
+    f |= {"agreement_steps": str(captured["tolerance"]["agreement_steps"]),
+          "compile_worst": fmt(max(e["loss_rel_vs_eager"] for e in other.values())),
+          "compile_tolerance": fmt(captured["tolerance"]["loss_rel"])}
+    v |= {"compiled_pass": all(e["pass"] for e in other.values())}
+    for name, t in parts.get("throughput", {}).get("settings", {}).items():
+        a = t.get("anchor", {})
+        f |= {f"{name}_images_per_s": fmt(t["images_per_s"], 4), f"{name}_tflops": fmt(t["achieved_tflops"]),
+              f"{name}_peak_percent": _percent(t.get("fraction_of_bf16_peak")),
+              f"{name}_vs_anchor": fmt(t["speedup_vs_anchor"]), f"{name}_anchor_workers": str(a.get("workers")),
+              f"{name}_anchor_images_per_s": fmt(a.get("images_per_s"), 4),
+              f"{name}_step_ms": fmt(t["step_ms"], 3), f"{name}_ft_ms": fmt(t["step_ms"] * t["ft_overhead"], 3),
+              f"{name}_ft_percent": _percent(t["ft_overhead"]),
+              f"{name}_ft_host_percent": _percent(t.get("ft_overhead_host_draws"))}
+        v |= {f"{name}_speedup": t["speedup_vs_anchor"], f"{name}_pil_anchor": "PIL blur" in a.get("pipeline", ""),
+              f"{name}_ft": t["ft_overhead"], f"{name}_ft_host": t.get("ft_overhead_host_draws"),
+              f"{name}_draws": t.get("ft_draws")}
+    scale = parts.get("scale", {})
+    arms = scale.get("arms", {})
+    base, ft = arms.get("baseline", {}), arms.get("ft_pos_neg", {})
+    f |= {"scale_epochs": fmt(scale["epochs"]), "scale_baseline": fmt(base["linear_top1"], 3),
+          "scale_ft": fmt(ft["linear_top1"], 3), "scale_random": fmt(scale["random_init_linear_top1"], 3),
+          "scale_neg_step": str(ft["first_step_neg_mean_above_0.9"])}
+    v |= {"scale_baseline": base["linear_top1"], "scale_ft": ft["linear_top1"],
+          "scale_random": scale["random_init_linear_top1"], "scale_neg_step": ft["first_step_neg_mean_above_0.9"]}
+    return {**f, "values": v}
 
 
-def ft_overhead_sentence(reports: list[dict]) -> str:
-    """Why FT's share of a GPU step differs between the throughput settings (and from the CPU's): per setting, the
-    step's time and what FT adds to it in milliseconds, generated from the newest stored throughput part ("" when
-    none). FT's per-step draws on a CPU generator make the host wait for the device; where the part also timed FT
-    drawing on the device (``ft_overhead_host_draws``, interleaved in the same run), the sentence says how much of
-    FT's share that wait was, else that this reading of the code is not yet measured."""
-    settings = latest_parts(reports).get("throughput", {}).get("settings", {})
-    measured = {name: t for name, t in settings.items() if "ft_overhead" in t and "step_ms" in t}
-    if len(measured) < 2:
-        return ""
-    parts = [f"{name}: {fmt(t['step_ms'] * t['ft_overhead'], 3)} ms on a {fmt(t['step_ms'], 3)} ms step "
-             f"({_percent(t['ft_overhead'])} %)" for name, t in measured.items()]
-    out = ("What FT adds to a GPU step: " + "; ".join(parts) + ". Drawing FT's λ and the queue's permutation with a "
-           "CPU random generator and copying them to the GPU every step makes the host wait for the device instead of "
-           "queuing the next step's work ahead of it; a long step (a large network at 224 px) hides that wait, a "
-           "short one does not.")
-    paired = {name: t for name, t in measured.items()
-              if t.get("ft_draws") == "device" and "ft_overhead_host_draws" in t}
-    if not paired:
-        return out + " This is a reading of the code, not yet a measurement: drawing on the device would test it."
-    both = "; ".join(f"{name}: {_percent(t['ft_overhead_host_draws'])} % with the draws on the host, "
-                     f"{_percent(t['ft_overhead'])} % on the device" for name, t in paired.items())
-    rest = any(t["ft_overhead"] > 0.05 for t in paired.values())
-    return (out + f" Timed in one interleaved run, FT's share is {both} (`train.ft_draws`): the wait explains part of "
-            "it" + ("; the rest is not yet explained." if rest else "."))
+def _host_wait_explains_part(f: dict) -> str | None:
+    v = f["values"]
+    short = [n for n in ("resnet18_64px",) if v.get(f"{n}_draws") == "device" and v.get(f"{n}_ft_host") is not None]
+    if not short:
+        return "no setting timed FT with its draws on the host and on the device in one run"
+    n = short[0]
+    return None if 0.05 < v[f"{n}_ft"] < v[f"{n}_ft_host"] else (
+        f"{n}: FT's share {v[f'{n}_ft']:.3f} on the device against {v[f'{n}_ft_host']:.3f} on the host")
+
+
+BOOK_CHECKS = {  # the GPU section's words (book/src/gpus.py), each bound to the stored reports
+    "one fp32 step on the GPU agrees with the CPU's": lambda f: None if f["values"]["fp32_pass"] else "fp32 disagrees",
+    "bf16 moves the loss within its rounding": lambda f: None if f["values"]["bf16_loss_rel"] < 0.01 else (
+        f"bf16 moves the loss by {f['bf16_loss_rel']} relative"),
+    "the compiled and captured steps drift from eager's": lambda f: None if not f["values"]["compiled_pass"] else (
+        "they now agree with eager's: train.compile=auto may compile on a GPU"),
+    "the anchors blur with PIL, as the released code does": lambda f: None if all(
+        v for k, v in f["values"].items() if k.endswith("_pil_anchor")) else "an anchor blurred with torchvision",
+    "the large network outruns its anchor and the small one does not": lambda f: None if (
+        f["values"]["resnet50_224px_speedup"] > 1 > f["values"]["resnet18_64px_speedup"]) else "the speed-ups moved",
+    "the scale pair's FT ends below its baseline and the random-init encoder": lambda f: None if (
+        f["values"]["scale_ft"] < min(f["values"]["scale_baseline"], f["values"]["scale_random"])) else (
+        "FT no longer ends below both"),
+    "FT adds nothing measurable to the long step": lambda f: None if abs(f["values"]["resnet50_224px_ft"]) < 0.02 else (
+        f"FT adds {f['resnet50_224px_ft_percent']} % to the long step"),
+    "FT's share of a step is larger on the short step": lambda f: None if (
+        f["values"]["resnet18_64px_ft"] > f["values"]["resnet50_224px_ft"]) else "FT's share is not larger there",
+    "drawing on the device explains part of FT's share on the short step, not all": _host_wait_explains_part,
+}
