@@ -308,11 +308,11 @@ def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatc
 
     from ftcl_core.pages import explorers
     from ftcl_core.pages import plotting as P
-    from ftcl_core.study import experiments as X
+    from ftcl_core.study import experiments
 
     monkeypatch.delenv("FTCL_RUNS_ROOT", raising=False)  # the committed results/cpu
-    stored = X.stored_runs("cpu")
-    settings = X.one_seed_per_setting(list(stored))
+    stored = experiments.stored_runs("cpu")
+    settings = experiments.one_seed_per_setting(list(stored))
     assert len(settings) > 150, len(settings)
     groups = explorers.run_groups(list(stored), "cpu")
     metrics = {run: stored[run].load_metrics() for rows in groups.values() for run, _ in rows}

@@ -200,3 +200,16 @@ def test_run_explorer_widget_responds_in_jupyterlab(browser, lab):
     move_slider(page, widget, 0)  # the smoothing window: 10 -> 11 steps
     assert image_changes(page, widget, before), "the statistics did not change after the smoothing slider moved"
     page.close()
+
+
+def test_a_chapters_numbers_show_in_jupyterlab(browser, lab):
+    """Issue 65: in JupyterLab a paragraph that quotes numbers shows them (printed by its cell), never a raw role
+    or a placeholder."""
+    import re
+
+    page, notebook = run_chapter(browser, lab, "learn4_ft")
+    text = "\n".join(notebook.locator(".jp-RenderedMarkdown, .jp-OutputArea-output").all_inner_texts())  # not the code
+    assert not [raw for raw in ("{glue", "{term}", "{{", "{eval}") if raw in text], "a raw role or placeholder shows"
+    quoted = re.search(r"Every one of the ([\d\u00a0 ]+) measured scores", text)
+    assert quoted and re.search(r"\d", quoted.group(1)), "the checked scores' count does not show"
+    page.close()

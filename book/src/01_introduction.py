@@ -186,13 +186,13 @@ print(f"{threads} thread{'s' if threads != 1 else ''}, profile {profile}")
 from IPython.display import display
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import experiments as X
+from ftcl_core.study import experiments
 
-exp = X.Experiment.load("experiments/table7_ft_v2.yaml")
-run = RunDir(X.run_dir(exp, "v2 baseline", 0, "cpu", X.STORED))  # the stored cpu run, whatever profile this page ran with
-recipe = X.recipe_rows(run.load_config(), ("data.name", "data.n_train", "data.image_size", "augment.out_size",
+exp = experiments.Experiment.load("experiments/table7_ft_v2.yaml")
+run = RunDir(experiments.run_dir(exp, "v2 baseline", 0, "cpu", experiments.STORED))  # the stored cpu run, whatever profile this page ran with
+recipe = experiments.recipe_rows(run.load_config(), ("data.name", "data.n_train", "data.image_size", "augment.out_size",
                                            "model.encoder", "moco.queue_size", "train.batch_size", "train.epochs"))
-display(markup.html_table(["setting", "value"], recipe, caption=f"The stored run's recipe ({X.base_for(exp, 'cpu')}; "
+display(markup.html_table(["setting", "value"], recipe, caption=f"The stored run's recipe ({experiments.base_for(exp, 'cpu')}; "
                                                            "the whole config is the run folder's config.yaml)"))
 ev, prov = run.load_eval(), run.load_provenance()
 n_steps = len(run.load_metrics()["loss"])

@@ -45,18 +45,18 @@ from IPython.display import display
 from ftcl_core.pages import markup
 from ftcl_core.pages import plotting as P
 from ftcl_core.runs import RunDir
-from ftcl_core.study import experiments as X
+from ftcl_core.study import experiments
 
 records = {}
 for path in train:  # the seeds asked for are trained when missing; other stored seeds are shown too
-    records[path] = X.collect(path, profile, seeds)
+    records[path] = experiments.collect(path, profile, seeds)
 for path in show:  # every stored run, never trained here
-    found = X.load_records(path, profile) if profile != "smoke" else []
+    found = experiments.load_records(path, profile) if profile != "smoke" else []
     if found:
         records[path] = found
 
 
-summaries = {path: X.summarize(recs) for path, recs in records.items()}
+summaries = {path: experiments.summarize(recs) for path, recs in records.items()}
 
 # %% [markdown]
 # ## FT inside the loss, in code
@@ -91,7 +91,7 @@ display(markup.source_code(losses.moco_ft_logits, collapsed="moco_ft_logits: whe
 
 # %%
 path = train[0]
-exp, s = X.Experiment.load(path), summaries[path]
+exp, s = experiments.Experiment.load(path), summaries[path]
 P.experiment_bars(exp, s)
 plt.show()
 
@@ -119,7 +119,7 @@ findings.expect(stored_ev, "positive-mixing-costs")
 # %%
 others = [p for p in records if p != train[0]]
 if others:
-    P.experiment_grid([(X.Experiment.load(path), summaries[path]) for path in others])
+    P.experiment_grid([(experiments.Experiment.load(path), summaries[path]) for path in others])
     plt.show()
 
 # %% [markdown]
@@ -161,7 +161,7 @@ plt.show()
 # %% tags=["remove-cell"]
 undone = stored_ev.undone  # the mechanism's facts, read from the stored Table 7 runs with the evidence above
 glue_facts("undone_", undone)
-checks.expect(X.CHECKS, undone, "the encoder undoes the harder positive", "the encoder crowds the images together")
+checks.expect(experiments.CHECKS, undone, "the encoder undoes the harder positive", "the encoder crowds the images together")
 
 # %% [markdown]
 # **The encoder undoes the harder positive, and crowds every image together to do it.** Look at {term}`Mean(pos)`
@@ -212,7 +212,7 @@ markup.html_table(["table", "setting", "linear", "gain kept (%)", "Mean(neg) > 0
              collapsed=f"The collapse signature of every stored setting ({len(sig_rows)} settings)")
 
 # %% tags=["remove-cell"]
-stored_records = {path: X.load_records(path, "cpu", X.STORED) for path in [*train, *show]}
+stored_records = {path: experiments.load_records(path, "cpu", experiments.STORED) for path in [*train, *show]}
 sig = signatures.signature_facts(signatures.signature_rows(stored_records))
 glue_facts("sig_", sig)
 checks.expect(signatures.CHECKS, sig, "some rows lose their readout without passing the level",
@@ -244,7 +244,7 @@ from ftcl_core.study import curves as C
 
 # the authored reading rests on the stored cpu runs of seed 0, whatever profile this page ran with
 stored_pair = {r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"]
-               for r in X.load_records(train[0], "cpu", X.STORED) if r["seed"] == 0 and r["setting"] in ("v1 baseline", "v1 +both")}
+               for r in experiments.load_records(train[0], "cpu", experiments.STORED) if r["seed"] == 0 and r["setting"] in ("v1 baseline", "v1 +both")}
 both_swing = C.grad_swing_facts(stored_pair)
 glue_facts("swing_", both_swing)
 checks.expect(C.CHECKS, both_swing, "FT swings more than its baseline")

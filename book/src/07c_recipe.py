@@ -22,9 +22,8 @@ from ftcl_core.pages import markup, tables
 from ftcl_core.pages import plotting as P
 from ftcl_core.pages.glue import glue_checked, glue_facts
 from ftcl_core.study import calibration as C
-from ftcl_core.study import checks, findings
+from ftcl_core.study import checks, experiments, findings
 from ftcl_core.study import diagnosis as G
-from ftcl_core.study import experiments as X
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 paths = G.FIRST_STEP_EXPERIMENTS
@@ -56,7 +55,7 @@ findings.expect(stored, "first-step-costs")
 rows = []
 for version, key, path in (("v1", "recipe", "experiments/table7_ft_v1.yaml"),
                            ("v2", "recipe v2", "experiments/table7_ft_v2.yaml")):
-    original = X.original_recipe_records(path, profile) if profile != "smoke" else []
+    original = experiments.original_recipe_records(path, profile) if profile != "smoke" else []
     rows.append(G.paired_comparison(f"MoCo {version}, original recipe", original, f"{version} baseline",
                                     f"{version} +both", claim=G.stated_claim(path, f"{version} +both", f"{version} baseline")))
     rows.append({**ev.first_step[key], "comparison": f"MoCo {version}, calibrated recipe"})
@@ -65,7 +64,7 @@ display(tables.comparison_table(rows, "Linear top-1 (%), mean over seeds; Δ pai
 
 # %% tags=["remove-cell"]
 comparison("cal_", stored.first_step["recipe"], "costs")
-baselines = G.baseline_facts(X.baseline_aims(list(stored.summary)))
+baselines = G.baseline_facts(experiments.baseline_aims(list(stored.summary)))
 glue_facts("base_", baselines)
 checks.expect(G.CHECKS, baselines, "v1 meets the bar", "v2 misses the spread only", "v2 reads out below v1")
 
@@ -84,8 +83,8 @@ checks.expect(G.CHECKS, baselines, "v1 meets the bar", "v2 misses the spread onl
 # the calibration measured, and the pair again with Kaiming on both arms:
 
 # %% tags=["remove-cell"]
-init_encoder = X.resolve(X.base_for(X.Experiment.load(paths["init"]), "cpu"), {}, "cpu").model.encoder
-init = C.init_facts(C.trials(profile="cpu", root=X.STORED), "moco_v1", init_encoder)
+init_encoder = experiments.resolve(experiments.base_for(experiments.Experiment.load(paths["init"]), "cpu"), {}, "cpu").model.encoder
+init = C.init_facts(C.trials(profile="cpu", root=experiments.STORED), "moco_v1", init_encoder)
 glue_facts("init_", {**init, "encoder": f"`{init['encoder']}`", "pick": f"`{init.get('pick')}`"})
 checks.expect(C.CHECKS, init, "both trials are stored", "the calibration chose another trial")
 

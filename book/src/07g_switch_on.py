@@ -21,9 +21,8 @@ from IPython.display import display
 from ftcl_core.pages import findings as findings_figure
 from ftcl_core.pages import tables
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, findings
+from ftcl_core.study import checks, experiments, findings
 from ftcl_core.study import diagnosis as G
-from ftcl_core.study import experiments as X
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 for knn, readout in ((False, "linear"), (True, "kNN")):
@@ -60,8 +59,8 @@ stored_later = G.switch_on_rows(stored.phase[t7], stored.switch[t7])
 switch = G.switch_on_facts(stored_later)
 glue_facts("sw_", switch)
 checks.expect(G.CHECKS, switch, "an early start costs", "the collapse level does not separate the starts that lose")
-t7_exp = X.Experiment.load(G.START_EXPERIMENTS[t7])
-queue = G.random_queue_facts(X.resolve(X.base_for(t7_exp, "cpu"), t7_exp.overrides("start 1", 0), "cpu"),
+t7_exp = experiments.Experiment.load(G.START_EXPERIMENTS[t7])
+queue = G.random_queue_facts(experiments.resolve(experiments.base_for(t7_exp, "cpu"), t7_exp.overrides("start 1", 0), "cpu"),
                              next((r for _, r, _ in stored_later if r["comparison"] == "start 1"), {"n_seeds": 0}))
 glue_facts("rq_", queue)
 checks.expect(G.CHECKS, queue, "the start sees real keys only", "costs")

@@ -20,10 +20,9 @@ import matplotlib.pyplot as plt
 from ftcl_core.pages import markup
 from ftcl_core.pages import plotting as P
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, predict
-from ftcl_core.study import experiments as X
+from ftcl_core.study import checks, experiments, predict
 
-predictor = json.loads((X.ROOT / predict.REPORT).read_text())  # the stored report, whatever the profile
+predictor = json.loads((experiments.ROOT / predict.REPORT).read_text())  # the stored report, whatever the profile
 P.predictor_figure(predictor)
 plt.show()
 

@@ -19,9 +19,8 @@ from IPython.display import display
 from ftcl_core.pages import plotting as P
 from ftcl_core.pages import tables
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks
+from ftcl_core.study import checks, experiments
 from ftcl_core.study import diagnosis as G
-from ftcl_core.study import experiments as X
 
 neg_rows, against = G.negative_comparisons(profile)
 P.comparison_forest(neg_rows, "Shapes, calibrated MoCo v1: each setting minus its reference (linear top-1)",
@@ -30,7 +29,7 @@ plt.show()
 
 # %% tags=["remove-cell"]
 # the words rest on the stored cpu runs, whatever profile this page ran with
-stored_neg, stored_against = (neg_rows, against) if profile == "cpu" else G.negative_comparisons("cpu", X.STORED)
+stored_neg, stored_against = (neg_rows, against) if profile == "cpu" else G.negative_comparisons("cpu", experiments.STORED)
 renorm = G.renorm_facts(stored_neg[0], stored_neg[1], stored_against)
 glue_facts("renorm_", renorm)
 checks.expect(G.CHECKS, renorm, "Supp F decided", "re-normalised mixes are wider, not harder than the queue",

@@ -28,11 +28,11 @@ import csv
 import matplotlib.pyplot as plt
 
 from ftcl_core.pages.plotting import verdict_forests
-from ftcl_core.study import experiments as X
+from ftcl_core.study import experiments
 
 if profile == "smoke":
-    X.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
-path = X.write_summary(profile)
+    experiments.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
+path = experiments.write_summary(profile)
 rows = list(csv.DictReader(path.open()))
 ft_first = sorted(rows, key=lambda r: not r["table"].startswith("T7"))  # Table 7 first
 verdict_forests(ft_first)  # a few whole tables a figure, none taller than a screen
@@ -43,13 +43,13 @@ from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks
 
 # the authored reading rests on the stored cpu runs, whatever profile this page ran with
-stored = list(csv.DictReader((X.ROOT / "results" / "summary.csv").open()))
-interp = X.claim_facts(stored, "T3", "interpolate a=0.2")
+stored = list(csv.DictReader((experiments.ROOT / "results" / "summary.csv").open()))
+interp = experiments.claim_facts(stored, "T3", "interpolate a=0.2")
 glue_facts("t3_interp_", interp)
-checks.expect(X.CLAIM_CHECKS, interp, "larger than the paper's size")
-shared = X.shared_run_facts(stored)
+checks.expect(experiments.CLAIM_CHECKS, interp, "larger than the paper's size")
+shared = experiments.shared_run_facts(stored)
 glue_facts("shared_", shared)
-checks.expect(X.CLAIM_CHECKS, shared, "tables share runs")
+checks.expect(experiments.CLAIM_CHECKS, shared, "tables share runs")
 
 # %% [markdown]
 # A dot far past its diamond reads "larger than the paper": the words say how big an effect is, not only its side. Table 3's positive interpolation at a = 0.2 reads {glue:md}`t3_interp_diff` points against
@@ -78,14 +78,14 @@ from IPython.display import display
 from ftcl_core.pages.markup import html_table
 from ftcl_core.study.results import claims as verdicts
 
-counts = X.tally(rows)["all"]
+counts = experiments.tally(rows)["all"]
 kinds = ("ft", "ft_bh", "sanity")  # the paper's claims, the same after BH, Table 1's checks
 words = [w for w in verdicts.TALLY_WORDS if any(counts[k][w] for k in kinds)]
 cells = [[w, *(str(counts[k][w]) for k in kinds)] for w in words]
 cells.append(["all", *(str(sum(counts[k].values())) for k in kinds)])
-unfit = X.unfit_facts(stored)  # the authored words rest on the stored cpu runs
+unfit = experiments.unfit_facts(stored)  # the authored words rest on the stored cpu runs
 glue_facts("", {"unfit_claims": unfit["unfit_claims"]})
-checks.expect(X.CLAIM_CHECKS, unfit, "the baselines below the bar are those named")
+checks.expect(experiments.CLAIM_CHECKS, unfit, "the baselines below the bar are those named")
 display(html_table(["verdict", "the paper's claims", "after BH", "Table 1's checks"], cells,
                    caption="Distinct claims by verdict, every table and data set; Table 1's "
                            "checks: each momentum against the random-init encoder"))

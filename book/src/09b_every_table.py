@@ -22,9 +22,9 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 
 # %%
 from ftcl_core.pages.markup import markdown_html
-from ftcl_core.study import experiments as X
+from ftcl_core.study import experiments
 
 if profile == "smoke":  # the smoke profile's two runs, as on the results page (trained once, then found)
-    X.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
-path = X.write_summary(profile)
-markdown_html(X.summary_markdown(path, heading="<b>{table}</b>", fold=True))
+    experiments.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
+path = experiments.write_summary(profile)
+markdown_html(experiments.summary_markdown(path, heading="<b>{table}</b>", fold=True))

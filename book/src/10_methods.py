@@ -57,7 +57,7 @@ import os
 
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
 seeds = [0]
-experiments = ["experiments/table7_simclr.yaml", "experiments/supp_e_byol.yaml", "experiments/table7_simsiam.yaml",
+method_files = ["experiments/table7_simclr.yaml", "experiments/supp_e_byol.yaml", "experiments/table7_simsiam.yaml",
                "experiments/table7_swav.yaml"]
 # settings the smoke and gpu profiles train when missing (all of an experiment not named here); cpu shows every stored one
 settings = {"experiments/table7_simclr.yaml": ["simclr baseline", "simclr +pos", "simclr +neg", "simclr +both"]}
@@ -97,19 +97,19 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import experiments as X
+from ftcl_core.study import experiments
 
 
 def shown_records(path):
     if profile != "cpu":
-        return X.collect(path, profile, seeds, settings.get(path))
-    return X.load_records(path, profile)  # every stored setting: the tables match chapter 9's
+        return experiments.collect(path, profile, seeds, settings.get(path))
+    return experiments.load_records(path, profile)  # every stored setting: the tables match chapter 9's
 
 
 def caption(exp, records, columns=True):
     """A table's caption: what :func:`ftcl_core.experiments.table_facts` names, and (``columns``, the first table
     only) how to read its columns."""
-    t = X.table_facts(exp, profile, records)
+    t = experiments.table_facts(exp, profile, records)
     kind = {"calibrated": " (calibrated without FT)", "original": " (original recipe, not calibrated)"}
     key = (". ours: linear top-1 % (mean ± 95 % CI over n seeds); Δ: the paired difference against the row or reference "
            "named under 'vs', in points; paper: the paper's top-1 % (ImageNet-100 unless the title names another data "
@@ -117,16 +117,16 @@ def caption(exp, records, columns=True):
     return (f"{t['table']}: {t['title']}. {t['data']}; recipe {t['recipe']}{kind.get(t['recipe_kind'], '')}{key}")
 
 
-records = {path: shown_records(path) for path in experiments}
+records = {path: shown_records(path) for path in method_files}
 summaries = {}
 for i, (path, recs) in enumerate(records.items()):
-    _, header, cells = X.table_cells(X.Experiment.load(path), recs)
-    display(markup.html_table(header, cells, caption=caption(X.Experiment.load(path), recs, columns=i == 0)))
-    summaries[path] = X.summarize(recs)
+    _, header, cells = experiments.table_cells(experiments.Experiment.load(path), recs)
+    display(markup.html_table(header, cells, caption=caption(experiments.Experiment.load(path), recs, columns=i == 0)))
+    summaries[path] = experiments.summarize(recs)
 
 # %%
-P.experiment_grid([(X.Experiment.load(path), summaries[path]) for path in experiments],
-                  titles=[X.Experiment.load(path).title.split(":")[0] for path in experiments])
+P.experiment_grid([(experiments.Experiment.load(path), summaries[path]) for path in method_files],
+                  titles=[experiments.Experiment.load(path).title.split(":")[0] for path in method_files])
 plt.show()
 
 # %% [markdown]
@@ -142,9 +142,9 @@ plt.show()
 # point and drives {term}`Mean(neg)` to 1.
 
 # %%
-for path in experiments:
+for path in method_files:
     pick = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records[path] if r["seed"] == seeds[0]}
-    P.score_statistics(pick, columns=("pos_mean", "neg_mean", "neg_var"), title=X.Experiment.load(path).title.split(":")[0])
+    P.score_statistics(pick, columns=("pos_mean", "neg_mean", "neg_var"), title=experiments.Experiment.load(path).title.split(":")[0])
     plt.show()
 
 # %% [markdown]
@@ -159,19 +159,19 @@ import csv
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks
 
-stored_rows = list(csv.DictReader((X.ROOT / "results" / "summary.csv").open()))
+stored_rows = list(csv.DictReader((experiments.ROOT / "results" / "summary.csv").open()))
 last = {}  # each stored setting's lowest seed at its last step
-for path in experiments:
-    stored = X.load_records(path, "cpu", X.STORED)
+for path in method_files:
+    stored = experiments.load_records(path, "cpu", experiments.STORED)
     for r in stored:
         if r["seed"] == min(x["seed"] for x in stored if x["setting"] == r["setting"]):
             m = RunDir(r["dir"]).load_metrics()
             last[r["setting"]] = {k: float(m[k][-1]) for k in ("pos_mean", "neg_mean", "loss")}
-simclr = X.Experiment.load(experiments[0])
-batch = X.resolve(simclr.base["cpu"], simclr.settings["simclr baseline"], "cpu").train.batch_size
-method_facts = X.methods_facts(stored_rows, last, negatives=2 * batch - 2)  # SimCLR: the other 2M - 2 samples
+simclr = experiments.Experiment.load(method_files[0])
+batch = experiments.resolve(simclr.base["cpu"], simclr.settings["simclr baseline"], "cpu").train.batch_size
+method_facts = experiments.methods_facts(stored_rows, last, negatives=2 * batch - 2)  # SimCLR: the other 2M - 2 samples
 glue_facts("m_", method_facts)
-checks.expect(X.METHOD_CHECKS, method_facts, *X.METHOD_CHECKS)
+checks.expect(experiments.METHOD_CHECKS, method_facts, *experiments.METHOD_CHECKS)
 
 # %% [markdown]
 # **With negatives, positive extrapolation collapses SimCLR as it does MoCo.** SimCLR's baseline reads

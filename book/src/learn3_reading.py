@@ -33,18 +33,17 @@ from ftcl_core.pages import plotting as P
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.runs import RunDir
 from ftcl_core.stats import score_statistics
-from ftcl_core.study import checks
+from ftcl_core.study import checks, experiments
 from ftcl_core.study import curves as C
-from ftcl_core.study import experiments as X
 from ftcl_core.study import learn as L
 from ftcl_core.training import augment_config
 
-exp = X.Experiment.load("experiments/table7_ft_v2.yaml")
-cfg = X.resolve(X.base_for(exp, profile), {**exp.settings["v2 baseline"], "seed": 0}, profile)
-rec = X.sweep(exp.path, profile, seeds=[0], settings=["v2 baseline"], progress=False)[0]  # trained here if missing
+exp = experiments.Experiment.load("experiments/table7_ft_v2.yaml")
+cfg = experiments.resolve(experiments.base_for(exp, profile), {**exp.settings["v2 baseline"], "seed": 0}, profile)
+rec = experiments.sweep(exp.path, profile, seeds=[0], settings=["v2 baseline"], progress=False)[0]  # trained here if missing
 run = RunDir(rec["dir"])
 # the words below read the stored cpu run, whatever profile this page ran with
-stored = RunDir(X.run_dir(exp, "v2 baseline", 0, "cpu", X.STORED))
+stored = RunDir(experiments.run_dir(exp, "v2 baseline", 0, "cpu", experiments.STORED))
 
 # %% [markdown]
 # ## Three numbers a step
@@ -53,11 +52,11 @@ stored = RunDir(X.run_dir(exp, "v2 baseline", 0, "cpu", X.STORED))
 # $N\times(1+K)$ cosines, the logits of InfoNCE before the division by $\tau$. The paper's tool ({term}`Supp A`)
 # summarises it with three numbers over the first $n = 64$ queries: **{term}`Mean(pos)`**, the mean score of a query
 # with its positive key; **{term}`Mean(neg)`**, per query the mean of its $K$ negative scores, averaged over the
-# queries; and **{term}`Var(neg)`**, per query the variance of those $K$ scores, averaged. Here is the library's
-# function, which the training loop calls every step:
+# queries; and **{term}`Var(neg)`**, per query the variance of those $K$ scores, averaged. The library's
+# function, which the training loop calls every step, is folded below (open it: it is a few lines).
 
 # %%
-display(markup.source_code(score_statistics))
+display(markup.source_code(score_statistics, collapsed="score_statistics, as the library computes it"))
 
 # %% [markdown]
 # ## Where a run starts
@@ -164,8 +163,8 @@ checks.expect(C.CHECKS, landscape, "the batch-norm layers carry the smallest gra
 # colour, the others in grey (and, folded below it, each run's gradient landscape summed over its layers):
 
 # %%
-t1 = X.Experiment.load("experiments/table1_momentum.yaml")
-t1_runs = [r for r in X.load_records(t1.path, "cpu", X.STORED) if r["seed"] == t1.seeds[0]]  # stored, never trained
+t1 = experiments.Experiment.load("experiments/table1_momentum.yaml")
+t1_runs = [r for r in experiments.load_records(t1.path, "cpu", experiments.STORED) if r["seed"] == t1.seeds[0]]  # stored, never trained
 t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
 if t1_metrics:
     P.score_statistics(t1_metrics, highlight=["m=0", "m=0.99", "m=1.0"], others="the other momenta")
@@ -180,21 +179,21 @@ if t1_metrics:
     plt.show()
 
 # %% tags=["remove-cell"]
-t1_stored = [r for r in X.load_records(t1.path, "cpu", X.STORED) if r["seed"] in t1.seeds]
-ends = X.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_stored
+t1_stored = [r for r in experiments.load_records(t1.path, "cpu", experiments.STORED) if r["seed"] in t1.seeds]
+ends = experiments.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_stored
                            if r["seed"] == t1.seeds[0]}, t1.seeds[0])
 by_seed = {s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t1_stored if r["setting"] == s}
            for s in ("m=0.9", "m=0.99")}
-hard = X.harder_positive_facts(by_seed)
-momentum = X.momentum_facts(t1, t1_stored)
+hard = experiments.harder_positive_facts(by_seed)
+momentum = experiments.momentum_facts(t1, t1_stored)
 crowd = L.crowding_facts(ends, C.COLLAPSE_LEVEL)
 swings = C.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_stored
                              if r["seed"] == t1.seeds[0] and r["setting"] in ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")})
 glue_facts("mom_", {**ends, **hard, **crowd, "random": momentum["random"], "m0_diff": momentum["collapse_diff_0"],
                     "peak": momentum["peak"]})
-checks.expect(X.CHECKS, ends, "the frozen key encoder's views agree least")
-checks.expect(X.CHECKS, hard, "a larger momentum makes the positives harder")
-checks.expect(X.CHECKS, momentum, "the collapse is not reproduced")
+checks.expect(experiments.CHECKS, ends, "the frozen key encoder's views agree least")
+checks.expect(experiments.CHECKS, hard, "a larger momentum makes the positives harder")
+checks.expect(experiments.CHECKS, momentum, "the collapse is not reproduced")
 checks.expect(L.READING_CHECKS, crowd, "a small momentum crowds the images, short of a collapse")
 checks.expect(C.CHECKS, swings, "every small momentum swings more than every large one")
 

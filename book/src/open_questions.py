@@ -16,9 +16,8 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %% tags=["hide-input"]
 from ftcl_core.pages import markup
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, findings
+from ftcl_core.study import checks, experiments, findings
 from ftcl_core.study import diagnosis as G
-from ftcl_core.study import experiments as X
 from ftcl_core.study import headroom as H
 
 # this page trains nothing: it reads the committed runs, whatever the profile
@@ -30,7 +29,7 @@ glue_facts("res_", {**resolution, "where": f"`{resolution['where']}`"})
 map_rows, map_records = H.load()
 map_facts = H.facts(map_rows, map_records, H.run_metrics(map_records))
 glue_facts("hr_", map_facts)
-open_rows = X.open_runs(profile="cpu", root=X.STORED)
+open_rows = experiments.open_runs(profile="cpu", root=experiments.STORED)
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "paper-runs-longer")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ftcl_core.pages import plotting as P
 from ftcl_core.runs import atomic_write_bytes
-from ftcl_core.study import experiments as X
+from ftcl_core.study import experiments
 from ftcl_core.study import findings as F
 
 
@@ -29,7 +29,7 @@ def write_figure(ev: F.Evidence, out: str | Path | None = None, **labels) -> Pat
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    target = Path(out) if out else X.ROOT / F.FIGURE
+    target = Path(out) if out else experiments.ROOT / F.FIGURE
     draw_phase_diagram(ev, **labels)
     buf = io.BytesIO()
     plt.gcf().savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})

@@ -26,7 +26,7 @@ import numpy as np
 
 from ftcl_core.runs import RunDir
 from ftcl_core.study import diagnosis as G
-from ftcl_core.study import experiments as X
+from ftcl_core.study import experiments
 from ftcl_core.study import headroom as H
 from ftcl_core.study.checks import failures
 from ftcl_core.study.results import claims as verdicts
@@ -82,7 +82,7 @@ class Evidence:
         One number for one quantity: FT from the first step at 120 epochs is D-length-long-v1's pair, whose two
         arms trained on one device per seed, also in the phase diagram (D-start-long-v1's "start 0" and "never"
         are the same configs and seeds, with "never" retrained on the CPU against a "start 0" from the GPU)."""
-        root = root or (X.STORED if profile == "cpu" else None)
+        root = root or (experiments.STORED if profile == "cpu" else None)
         smoke = profile == "smoke"  # the tiny runs CI trains: a few settings, seed 0
         phase, knn, switch, loaded = {}, {}, {}, {}
         for label, path in G.START_EXPERIMENTS.items():
@@ -108,16 +108,16 @@ class Evidence:
                 grid[LONG_LABEL][0.0] = {**long, "comparison": grid[LONG_LABEL][0.0]["comparison"]}
         mean = (lambda key: float(np.mean([r[key] for r in real if key in r])) if any(key in r for r in real)  # noqa: E731
                 else math.nan)
-        t5 = X.load_records(T5_V1, profile, root) if not smoke else []  # chapter 6's Table 7 runs, never trained here
-        undone = X.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t5 if r["setting"] == s}
-                                          for s in ("v1 +pos", "v1 baseline")})
-        room_runs = X.load_records(H.MAP, profile, root) if profile == "cpu" else None
+        t5 = experiments.load_records(T5_V1, profile, root) if not smoke else []  # chapter 6's Table 7 runs, never trained here
+        undone = experiments.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t5
+                                                        if r["setting"] == s} for s in ("v1 +pos", "v1 baseline")})
+        room_runs = experiments.load_records(H.MAP, profile, root) if profile == "cpu" else None
         room = {**H.crowding_facts(H.run_metrics(room_runs)), **H.gap_facts(room_runs)} if room_runs is not None else None
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(G.capacity_rows(profile, root=root)),
                    tuple(G.capacity_rows(profile, "knn_top1", root=root)), G.resolution_row(profile, root=root),
                    mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(_summary(summary, profile)),
                    G.threshold_band(), loaded, tuple(_stored_rows(G.HEADROOM_CSV, profile) or ()),
-                   tuple(_stored_rows(X.ROOT / "results" / "diagnosis.csv", profile) or ()), undone, room)
+                   tuple(_stored_rows(experiments.ROOT / "results" / "diagnosis.csv", profile) or ()), undone, room)
 
     def table_row(self, table: str, setting: str, reference: str) -> dict:
         """The results/summary.csv row of ``setting`` against ``reference`` in ``table`` (e.g. "T7", "v1 +both",
@@ -155,8 +155,8 @@ def _late_gain_row(ev: Evidence) -> dict | None:
 
 
 def _summary(path: str | Path | None, profile: str) -> list[dict]:
-    rows = _stored_rows(Path(path) if path else X.ROOT / "results" / "summary.csv", profile)
-    return rows if rows is not None else X.summary_rows(profile)
+    rows = _stored_rows(Path(path) if path else experiments.ROOT / "results" / "summary.csv", profile)
+    return rows if rows is not None else experiments.summary_rows(profile)
 
 
 def _pm(row: Mapping, signed: bool = True) -> str:
@@ -274,7 +274,7 @@ def facts(ev: Evidence) -> dict[str, str]:
     for key, setting, ref in (("t1_fall_999", "m=0.999", "m=0.99"), ("t1_fall_1", "m=1.0", "m=0.999"),
                               ("t1_m0", "m=0", "random init")):
         out[key] = _pm(ev.table_row("T1", setting, ref))
-    counts = X.tally(list(ev.summary))["all"]
+    counts = experiments.tally(list(ev.summary))["all"]
     out["claims"] = str(sum(counts["ft"].values()))
     out["claims_on_errors"] = str(sum(counts["ft_errors"].values()))
     out["claims_unfit"] = str(sum(counts["unfit"].values()))  # against a baseline below the bar: left out
@@ -333,7 +333,7 @@ def _headline_reversed(ev: Evidence) -> str | None:
     """T7's MoCo v1 +both reads opposite to the paper, and more of the paper's claims read opposite to it than
     on its side (matches, larger or smaller)."""
     bad = _verdict(ev.table_row("T7", "v1 +both", "v1 baseline"), verdicts.OPPOSITE)
-    counts = X.tally(list(ev.summary))["all"]["ft"]
+    counts = experiments.tally(list(ev.summary))["all"]["ft"]
     if counts.get(verdicts.OPPOSITE, 0) <= sum(counts.get(w, 0) for w in verdicts.SEEN):
         bad = (bad or "") + f" opposite {counts.get(verdicts.OPPOSITE, 0)} <= seen {sum(counts.get(w, 0) for w in verdicts.SEEN)}"
     return bad
@@ -364,7 +364,7 @@ def _encoder_undoes_harder_positive(ev: Evidence) -> str | None:
 
 def _claims_tally_as_stated(ev: Evidence) -> str | None:
     """The verdicts the claims read, before and after BH, are those the headline bullet counts (:data:`STATED_TALLY`)."""
-    counts = X.tally(list(ev.summary))["all"]
+    counts = experiments.tally(list(ev.summary))["all"]
     out = []
     for kind in ("ft", "ft_bh"):
         seen = {w for w, n in counts[kind].items() if n}
@@ -375,7 +375,7 @@ def _claims_tally_as_stated(ev: Evidence) -> str | None:
 
 def _claims_on_points(ev: Evidence) -> str | None:
     """No claim of the paper was decided on the error scale (no baseline near enough to 100 % to forbid its effect)."""
-    n = sum(X.tally(list(ev.summary))["all"]["ft_errors"].values())
+    n = sum(experiments.tally(list(ev.summary))["all"]["ft_errors"].values())
     return f"{n} claim(s) decided on the error scale" if n else None
 
 
@@ -621,8 +621,8 @@ CHECKS: dict[str, Check] = {
     "positive-mixing-costs": _positive_mixing_costs,
     "encoder-undoes-harder-positive": _encoder_undoes_harder_positive,
     "claims-tally-as-stated": _claims_tally_as_stated,
-    "unfit-baselines-as-named": lambda ev: X.CLAIM_CHECKS["the baselines below the bar are those named"](
-        X.unfit_facts(list(ev.summary))),
+    "unfit-baselines-as-named": lambda ev: experiments.CLAIM_CHECKS["the baselines below the bar are those named"](
+        experiments.unfit_facts(list(ev.summary))),
     "claims-on-points": _claims_on_points,
     "first-step-costs": _first_step_costs,
     "network-costs": _network_costs,

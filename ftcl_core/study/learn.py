@@ -163,14 +163,14 @@ def first_step_facts(rows: list[dict] | None = None) -> dict:
     run without FT, from ``rows`` (by default the stored runs' ``results/summary.csv``): each arm's
     :func:`ftcl_core.study.experiments.claim_facts` under ``both_``, ``pos_``, ``neg_`` (``diff``: points ± 95 %
     interval, ``paper``: the paper's effect; raw ``_value``, ``_ci`` for the checks)."""
-    from ftcl_core.study import experiments as X
+    from ftcl_core.study import experiments
 
     if rows is None:
-        with (X.ROOT / "results" / "summary.csv").open() as f:
+        with (experiments.ROOT / "results" / "summary.csv").open() as f:
             rows = list(csv.DictReader(f))
     out: dict = {}
     for name in ("both", "pos", "neg"):
-        f = X.claim_facts(rows, "T7", f"v1 +{name}")
+        f = experiments.claim_facts(rows, "T7", f"v1 +{name}")
         out |= {f"{name}_diff": f["diff"], f"{name}_paper": f["effect"], f"{name}_value": f["diff_value"],
                 f"{name}_ci": f["ci_value"]}
     return out
