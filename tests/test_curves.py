@@ -23,7 +23,7 @@ def run_like_the_stored_one(flip: str = "") -> dict[str, np.ndarray]:
     loss = np.interp(s, [0, 16, 50, 150, 600, STEPS - 1], [6.0, 7.7, 6.7, 7.1, 6.3, 5.8])
     top1 = np.interp(s, [0, 2, 40, 58, 150, STEPS - 1], [20, 1, 10, 31, 6, 5])
     neg = np.interp(s, [0, 15, 40, 150, STEPS - 1], [0.0, 0.72, -0.19, 0.1, 0.0])
-    var = np.interp(s, [0, 10, 20, 58, 300, STEPS - 1], [0.008, 0.18, 0.01, 0.065, 0.17, 0.14])
+    var = np.interp(s, [0, 10, 20, 58, 550, STEPS - 1], [0.008, 0.18, 0.01, 0.065, 0.19, 0.14])
     if flip == "falls from ln(K+1)":
         loss = np.linspace(8.3, 5.8, STEPS)
     if flip == "no hump":
@@ -33,13 +33,21 @@ def run_like_the_stored_one(flip: str = "") -> dict[str, np.ndarray]:
     if flip == "Var(neg) flat":
         var = np.full(STEPS, 0.065)
     pos = np.interp(s, [0, 40, STEPS - 1], [0.8, 0.3, 0.85])
+    if flip == "Mean(pos) never falls":
+        pos = np.full(STEPS, 0.85)
+    if flip == "Mean(neg) stays up":
+        neg = np.interp(s, [0, 15, STEPS - 1], [0.0, 0.72, 0.3])
+    if flip == "Var(neg) rises to the end":
+        var = np.linspace(0.01, 0.2, STEPS)
     return {"step": s.astype(int), "epoch": s.astype(int) // PER_EPOCH, "loss": loss, "top1": top1, "neg_mean": neg,
             "neg_var": var, "pos_mean": pos}
 
 
 CH4 = ("the loss starts below ln(K+1)", "the loss rises before it falls", "the loss peaks as the queue fills",
        "the loss climbs a second, smaller hump", "Mean(neg) climbs from the random keys",
-       "the contrastive top-1 spikes and sinks", "Var(neg) grows as the top-1 sinks")
+       "the contrastive top-1 spikes and sinks", "Var(neg) grows as the top-1 sinks",
+       "Mean(pos) falls in the first epoch and climbs back", "Mean(neg) dips below zero and settles at zero",
+       "Var(neg) peaks mid-run and eases")
 
 
 def test_the_training_curve_facts_read_the_stored_runs_shape():
@@ -54,6 +62,9 @@ def test_the_training_curve_facts_read_the_stored_runs_shape():
     ("no hump", {"the loss climbs a second, smaller hump"}),
     ("top-1 climbs", {"the contrastive top-1 spikes and sinks"}),
     ("Var(neg) flat", {"Var(neg) grows as the top-1 sinks"}),
+    ("Mean(pos) never falls", {"Mean(pos) falls in the first epoch and climbs back"}),
+    ("Mean(neg) stays up", {"Mean(neg) dips below zero and settles at zero"}),
+    ("Var(neg) rises to the end", {"Var(neg) peaks mid-run and eases"}),
 ])
 def test_each_training_curve_check_flips_with_its_shape(flip, fails):
     f = C.training_curve_facts(run_like_the_stored_one(flip), K, B)
