@@ -337,7 +337,7 @@ def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatc
     shown = pick_setting(page, "T6-fmnist", 2)
     assert shown.startswith("T6-fmnist/"), shown
     m = stored[shown].load_metrics()
-    x = P._progress(m)
+    x = P.fractional_epoch(m)
     keep = np.unique(np.linspace(0, len(x) - 1, min(300, len(x))).round().astype(int))
     want = P.smooth(m["pos_mean"], 10)[keep]
     got = np.array(explorer_y(page), dtype=float)

@@ -684,7 +684,11 @@ def test_a_late_start_arm_forks_from_its_baseline_and_equals_the_run_trained_who
 
     from ftcl_core.runs import RunDir
 
+    import torch
+
     monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
+    monkeypatch.setenv("OMP_NUM_THREADS", str(torch.get_num_threads()))  # the sweep keeps the count the whole run has,
+    # beside any other training process on the machine (the policy would lower the sweep's alone)
     exp_file = tmp_path / "late.yaml"
     exp_file.write_text(
         "table: T6\ntitle: late\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0]\n"

@@ -76,6 +76,9 @@ def lab(tmp_path_factory) -> Iterator[Lab]:
     settings.mkdir(parents=True)  # no toast (the news question) over the page; no request for news or updates
     (settings / "notification.jupyterlab-settings").write_text(
         json.dumps({"doNotDisturbMode": True, "fetchNews": "false", "checkForUpdates": False}))
+    notebook_settings = tmp / "settings" / "@jupyterlab" / "notebook-extension"
+    notebook_settings.mkdir(parents=True)  # every cell in the page (JupyterLab 4 renders only those in view)
+    (notebook_settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     token, port = secrets.token_hex(16), free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("FTCL_BOOK_BUILD", "MPLBACKEND")}  # a reader's kernel
     env.update(FTCL_PROFILE="smoke", FTCL_RUNS_ROOT=str(runs), JUPYTER_CONFIG_DIR=str(tmp / "config"),
