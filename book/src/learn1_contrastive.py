@@ -163,9 +163,11 @@ explorers.plotly_html(LP.temperature_explorer(runs), include_js=True)  # respond
 # 3. Compute the loss of a collapsed encoder by hand: every score equals 1, $N = 256$, $\tau = 0.2$. Compare it
 #    with the loss a random guess starts from.
 #
-# The solutions are folded below; each runs as written.
+# The solutions are folded below, in one cell that runs as written.
 
 # %% tags=["hide-cell"]
+import math
+
 # Solution 1: more noise makes the two views of a point differ more, so alignment ends higher; and to keep such
 # different views together the encoder must map whole neighbourhoods alike, so the points spread less evenly: the
 # uniformity ends higher too. Both get worse.
@@ -175,7 +177,6 @@ for noise, name in ((0.15, "clean"), (0.6, "noisy")):
     ends[f"align_{name}"], ends[f"uniform_{name}"] = r.history["align"][-1], r.history["uniform"][-1]
     print(f"noise {noise}: alignment {ends[f'align_{name}']:.3f}, uniformity {ends[f'uniform_{name}']:.2f}")
 
-# %% tags=["hide-cell"]
 # Solution 2: each cluster's mean direction, and the angle to its nearest neighbour. On the circle six clusters sit
 # about 60 degrees apart, evenly round it; on the sphere they spread out further, towards the corners of an
 # octahedron (the six points of a sphere furthest apart, 90 degrees from each neighbour, each with one opposite).
@@ -187,16 +188,13 @@ ends["nearest_2d"] = L.nearest_cluster_angles(shown.after, shown.labels)
 print("nearest cluster, degrees: on the sphere", ends["nearest_3d"].round(), " on the circle", ends["nearest_2d"].round())
 print(f"uniformity {ends['uniform_3d']:.2f} on the sphere, {ends['uniform_2d']:.2f} on the circle")
 
+# Solution 3: with every score 1 each of the N logits is 1 / tau, so the loss is log N whatever tau is: exactly the
+# random guess's. A collapsed encoder learns nothing from InfoNCE, and InfoNCE does not reward it.
+n, tau = 256, 0.2
+logits = torch.full((n, n), 1 / tau)
+print(float(info_nce(logits)), math.log(n))
+
 # %% tags=["remove-cell"]
 if profile != "smoke":
     checks.expect(L.TOY_EXERCISE_CHECKS, ends, "more noise, both worse", "a sphere has more room",
                   "on the sphere the clusters sit further apart, nearer an octahedron's corners")
-
-# %% tags=["hide-cell"]
-# Solution 3: with every score 1 each of the N logits is 1 / tau, so the loss is log N whatever tau is: exactly the
-# random guess's. A collapsed encoder learns nothing from InfoNCE, and InfoNCE does not reward it.
-import math
-
-n, tau = 256, 0.2
-logits = torch.full((n, n), 1 / tau)
-print(float(info_nce(logits)), math.log(n))

@@ -246,33 +246,31 @@ checks.expect(C.CHECKS, swings, "every small momentum swings more than every lar
 # 3. Which momentum's run ends with Mean(neg) nearest the collapse level, and what do its readout and the
 #    random-init baseline's say about its features?
 #
-# The solutions are folded below; each runs as written.
+# The solutions are folded below, in one cell that runs as written.
 
 # %% tags=["hide-cell"]
+import math
+
+import numpy as np
+
 # Solution 1: per query, the mean and the variance over its row of negatives, then averaged over the first 64 queries.
 n = 64
 mine = (float(l_pos[:n].mean()), float(l_neg[:n].mean(1).mean()), float(l_neg[:n].var(1, unbiased=False).mean()))
 print("mine:   ", [round(v, 4) for v in mine])
 print("library:", [round(float(v), 4) for v in stats])
 
-# %% tags=["remove-cell"]
-assert all(abs(a - float(b)) < 1e-5 for a, b in zip(mine, stats)), (mine, stats)
-
-# %% tags=["hide-cell"]
 # Solution 2: after t steps the starting weights keep a share m**t, one half at t = ln 2 / -ln m.
-import math
-
 per_epoch = stored_cfg.data.n_train // stored_cfg.train.batch_size  # optimiser steps in one epoch
 for m in (0.99, 0.999):
     t = math.log(2) / -math.log(m)
     print(f"m = {m}: {t:.0f} steps, {t / per_epoch:.1f} epochs of {stored_cfg.train.epochs}")
 
-# %% tags=["hide-cell"]
 # Solution 3: the run whose Mean(neg) ends highest ends below the collapse level, and its linear readout stays above
 # the never-trained encoder's: crowded features, not collapsed ones.
-import numpy as np
-
 for r in t1_runs:
     end_neg = float(np.mean(t1_metrics[r["setting"]]["neg_mean"][-100:]))
     print(f"{r['setting']:>8}: Mean(neg) {end_neg:.2f}, readout {r['linear_top1']:.1f} % "
           f"(random init {r['random_init_linear_top1']:.1f} %)")
+
+# %% tags=["remove-cell"]
+assert all(abs(a - float(b)) < 1e-5 for a, b in zip(mine, stats)), (mine, stats)

@@ -7,10 +7,10 @@
 # checked on random pairs; and how the two numbers $\alpha$ and $\lambda$ shape the result.
 #
 # The previous chapter found that harder positive pairs help, up to a point: a larger momentum lowered
-# {term}`Mean(pos)` and {term}`readout` rose with it. The paper's idea is to make the positives harder *directly*. FT changes
-# the normalised features inside the loss, just before the scores, and nothing else: the encoders, the momentum and
-# the queue, which keeps the clean keys, stay as they were. Harder is not always better: in this book's runs FT
-# switched on from the first step costs readout, and [the next chapter](learn5_your_moco.ipynb) shows when it pays.
+# {term}`Mean(pos)` and {term}`readout` rose with it. The paper makes the positives harder *directly*: FT changes the
+# normalised features inside the loss, just before the scores, and nothing else (the queue keeps the clean keys).
+# Harder is not always better: in this book's runs FT from the first step costs readout;
+# [the next chapter](learn5_your_moco.ipynb) shows when it pays.
 
 # %% colab-setup
 
@@ -189,7 +189,6 @@ explorers.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1)
 # %% [markdown]
 # ## Summary
 #
-# - FT changes the normalised features inside the loss, just before the scores; the queue keeps the clean keys.
 # - Positive extrapolation (eq. 3, $\lambda\in(1,2)$) pushes a query and its key apart: by eq. 4 the pair scores
 #   $\hat S = S + 2\lambda(1-\lambda)(1-S) \le S$, at worst $5S-4$. The closer $S$ is to one, the less it can fall.
 # - Negative interpolation (eq. 5, $\lambda\in(0,1)$) makes new negatives on the chords between keys of the queue.
@@ -202,7 +201,7 @@ explorers.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1)
 #    Mean(pos) after extrapolation before you compute it.
 # 3. Two keys of the queue at cosine $c$ are interpolated with $\lambda_{in}$. How long is the new negative?
 #
-# The solutions are folded below; each runs as written.
+# The solutions are folded below, in one cell that runs as written.
 
 # %% tags=["hide-cell"]
 # Solution 1: |l q + (1-l) k|^2 = l^2 + (1-l)^2 + 2 l (1-l) S = 1 - 2 l (1-l)(1-S): longer than one whenever l > 1
@@ -210,13 +209,11 @@ explorers.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1)
 norm2 = sp.expand(lam**2 + (1 - lam) ** 2 + 2 * lam * (1 - lam) * S)
 print(sp.simplify(norm2 - (1 + 2 * lam * (lam - 1) * (1 - S))))  # 0
 
-# %% tags=["hide-cell"]
 # Solution 2: with lambda = 1 + u, u ~ Beta(2, 2): E[lambda (lambda - 1)] = E[u] + E[u^2] = 1/2 + 3/10 = 4/5, so by
 # eq. 4 E[S'] = S - 2 (4/5)(1 - S) = 0.87 - 1.6 * 0.13, about 0.66.
 draws = T.sample_lambda(2.0, "sample", 100_000, 1, torch.Generator().manual_seed(0), shift=1.0)
 print(f"predicted {0.87 - 1.6 * 0.13:.3f}, sampled {float(T.transformed_positive_score(0.87, draws).mean()):.3f}")
 
-# %% tags=["hide-cell"]
 # Solution 3: its squared length is l^2 + (1-l)^2 + 2 l (1-l) c = 1 - 2 l (1-l)(1-c): at most one, so the new
 # negative lies inside the sphere, shortest at l = 1/2 between two keys far apart.
 c = sp.symbols("c", real=True)

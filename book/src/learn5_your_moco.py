@@ -131,8 +131,8 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 #
 # ## What the runs say
 #
-# This book trains MoCo, with FT and without, at the scale of a laptop CPU, every pair of runs with the same seeds,
-# and sets each comparison beside the paper's. Four things stand out; each links to its evidence.
+# This book trains MoCo with FT and without, on a laptop CPU, each pair with the same seeds. Four things stand out;
+# each links to its evidence.
 
 # %% tags=["remove-cell"]
 
@@ -197,9 +197,9 @@ plt.show()
 #   InfoNCE. The queue still receives the clean keys.
 # - `FTConfig()` is plain MoCo; `active` (or `ft.start_epoch` in a run) switches FT on part-way through a run, and
 #   `ft.PlateauStart` (`ft.start=auto`) lets the run choose that moment from its own loss.
-# - At this book's scale FT from the first step costs readout, and positive extrapolation carries the cost. Switched
-#   on late, on a task with room to grow, it gains as much as the paper reports.
-# - Where FT costs, Mean(neg) rises as it switches on: the images crowd together.
+# - At this book's scale FT from the first step costs readout, and positive extrapolation carries the cost; where it
+#   costs, Mean(neg) rises as it switches on. Switched on late, on a task with room to grow, it gains as much as the
+#   paper reports.
 #
 # ## Exercises
 #
@@ -208,7 +208,7 @@ plt.show()
 # 3. From the stored runs of the harder task, compare raw Mean(neg) in the tenth of the run after FT switches on,
 #    with FT from the first step and without FT, at 120 epochs.
 #
-# The solutions are folded below; each runs as written.
+# The solutions are folded below, in one cell that runs as written.
 
 # %% tags=["hide-cell"]
 # Solution 1: the positive column 0 is the plain one, since only the queue is mixed; every negative column changes.
@@ -216,11 +216,9 @@ neg_only = ft.logits(q, k, queue, ft.FTConfig(neg=True), gen, tau=0.2)
 print(f"positive column unchanged: {torch.allclose(neg_only[:, 0], plain[:, 0])}; "
       f"negative columns unchanged: {torch.allclose(neg_only[:, 1:], plain[:, 1:])}")
 
-# %% tags=["hide-cell"]
 # Solution 2: 30 % of 120 epochs is epoch 36, times the optimiser steps of one epoch of its recipe.
 print(f"step {36 * H.steps_per_epoch()} ({H.steps_per_epoch()} steps an epoch)")
 
-# %% tags=["hide-cell"]
 # Solution 3: the tenth of the run after the switch, FT from the first step (switch at step 0) against the
 # baseline, seed by seed: FT's Mean(neg) stands above the baseline's.
 import numpy as np
