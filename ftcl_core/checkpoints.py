@@ -20,7 +20,7 @@ import sys
 import numpy as np
 import torch
 
-from ftcl_core import distributed as D
+from ftcl_core import distributed
 from ftcl_core.config import RunConfig
 from ftcl_core.runs import CODE_COMMIT, RunDir, one_line, read_seal, verified_bytes, write_npz, write_torch
 from ftcl_core.stats import REPRESENTATION_COLUMNS, SCORE_COLUMNS, StepRecorder
@@ -108,7 +108,7 @@ def save(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, 
         "format": CHECKPOINT_FORMAT, "epoch": epoch, "train_s": train_s,
         "model": model.state_dict(), "optimizer": optimizer.state_dict(),
         "rng": rng,
-        "world_size": D.world_size(),
+        "world_size": distributed.world_size(),
     }, seal={"epoch": epoch, **CODE_COMMIT, **({"config": cfg.to_dict()} if cfg is not None else {})})
 
 
@@ -128,10 +128,10 @@ def resume(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer
     if (by := (read_seal(run.checkpoint) or {}).get("commit")) and CODE_COMMIT["commit"] not in (by, None):
         print(f"ftcl_core: {run.checkpoint} was written by commit {by[:12]}; the run resumes with this code's "
               f"({CODE_COMMIT['commit'][:12]}).", file=sys.stderr)
-    if state.get("world_size", 1) != D.world_size():
+    if state.get("world_size", 1) != distributed.world_size():
         raise IncompatibleCheckpoint(
             f"{run.checkpoint} was written by {state.get('world_size', 1)} process(es), this run has "
-            f"{D.world_size()}: batch-norm groups, sharding and random draws would change. Resume with "
+            f"{distributed.world_size()}: batch-norm groups, sharding and random draws would change. Resume with "
             f"--nproc_per_node={state.get('world_size', 1)}, or use another --out."
         )
     gen.set_state(state["rng"]["gen"].cpu())  # a CPU state (loaded onto the run's device: back to the CPU)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ftcl_core import distributed as D
+from ftcl_core import distributed
 from ftcl_core.config import ConfigError, RunConfig
 from ftcl_core.runs import write_json
 
@@ -540,9 +540,9 @@ def _load_train_test(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
 
 def load_data_rank0_first(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
     """Under torchrun rank 0 loads first (and fills ``data.cache``), the others then read what it wrote."""
-    if not D.is_main():
-        D.barrier()
+    if not distributed.is_main():
+        distributed.barrier()
     data = load_data(cfg)
-    if D.is_main():
-        D.barrier()
+    if distributed.is_main():
+        distributed.barrier()
     return data

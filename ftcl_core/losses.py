@@ -20,8 +20,7 @@ from typing import Literal, NamedTuple
 import torch
 import torch.nn.functional as F
 
-from ftcl_core import distributed as D
-from ftcl_core import transforms as T
+from ftcl_core import distributed, transforms
 from ftcl_core.config import FTConfig
 
 
@@ -100,7 +99,7 @@ def _mine(lam: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
     return lam[rows.to(lam.device)] if rows is not None and lam.dim() and lam.shape[0] > 1 else lam
 
 
-def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: T.Draws,
+def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: transforms.Draws,
                 rows: torch.Tensor | None = None, n_global: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """eq. 3 (extrapolation) or Table 3 (interpolation) on a batch of positive pairs, then Supp F if asked.
 
@@ -111,14 +110,14 @@ def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: T.Draws,
     shift = 1.0 if ft.pos_mode == "extrapolate" else 0.0
     n = q.shape[0] if n_global is None else n_global
     if ft.shards > 1:  # the released run's 8 processes: one lambda per shard of n / shards pairs
-        lam = T.sample_lambda(ft.alpha_ex, "sample", ft.shards, q.shape[1], gen, shift=shift)
+        lam = transforms.sample_lambda(ft.alpha_ex, "sample", ft.shards, q.shape[1], gen, shift=shift)
         lam = lam.repeat_interleave(n // ft.shards, 0)
     else:
-        lam = T.sample_lambda(ft.alpha_ex, ft.granularity, n, q.shape[1], gen, shift=shift)
+        lam = transforms.sample_lambda(ft.alpha_ex, ft.granularity, n, q.shape[1], gen, shift=shift)
     lam = _mine(lam, rows).to(q.device)
-    q, k = T.extrapolate_positive(q, k, lam)
+    q, k = transforms.extrapolate_positive(q, k, lam)
     if ft.renorm_pos:  # Supp F
-        q, k = T.renormalize(q), T.renormalize(k)
+        q, k = transforms.renormalize(q), transforms.renormalize(k)
     return q, k
 
 
@@ -131,8 +130,9 @@ class FTLogits(NamedTuple):
 
 
 def moco_ft_logits(
-    q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: T.Draws,
-    active: bool = True, rows: torch.Tensor | None = None, n_global: int | None = None,
+    q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig,
+    gen: transforms.Draws, active: bool = True, rows: torch.Tensor | None = None,
+    n_global: int | None = None,
     queue_layout: QueueLayout = "auto",
 ) -> FTLogits:
     """Positive ``(N,)`` and negative ``(N, K')`` scores after FT (before the
@@ -159,7 +159,7 @@ def moco_ft_logits(
     if ft.neg and ft.shards > 1:
         raise ValueError("ft.shards > 1 with ft.neg mixes one queue per shard of "
                          "queries: call sharded_ft_logits.")
-    if not isinstance(gen, torch.Generator | T.DeviceDraws):
+    if not isinstance(gen, torch.Generator | transforms.DeviceDraws):
         raise TypeError("gen must be a torch.Generator (or "
                         "ftcl_core.transforms.DeviceDraws) for FT's draws, got "
                         f"{type(gen).__name__}: "
@@ -175,25 +175,26 @@ def moco_ft_logits(
             partners = torch.cat([partners, own_rows])
     l_pos = (q * k).sum(1)
     if ft.hard:  # Supp G.2, one hard queue per query, never materialised
-        shape = T.lambda_shape(ft.granularity, n if n_global is None else n_global, d)
-        lam_h = T.sample_beta(ft.hard_a, ft.hard_b, shape, gen)
+        n_all = n if n_global is None else n_global
+        shape = transforms.lambda_shape(ft.granularity, n_all, d)
+        lam_h = transforms.sample_beta(ft.hard_a, ft.hard_b, shape, gen)
         lam_h = _mine(lam_h, rows).to(q.device)
-        l_neg = T.hard_negative_logits(q, negatives, lam_h, z_anchor=q_clean)
+        l_neg = transforms.hard_negative_logits(q, negatives, lam_h, z_anchor=q_clean)
     else:
         l_neg = q @ negatives.T
     return FTLogits(l_pos, l_neg, partners)
 
 
-def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: T.Draws) -> tuple[torch.Tensor, torch.Tensor]:
+def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: transforms.Draws) -> tuple[torch.Tensor, torch.Tensor]:
     """Sec 4.2 (interpolation) or Supp G.1 (extrapolation) of the queue with a random partner per row, then
     Supp F if asked: the transformed negatives and the partners' rows.  Lambda first, then the permutation,
     both from ``gen`` (on the host or on the device, :data:`ftcl_core.transforms.Draws`)."""
     shift = 1.0 if ft.neg_mode == "extrapolate" else 0.0
-    lam_n = T.sample_lambda(ft.alpha_in, ft.granularity, queue.shape[0], queue.shape[1], gen, shift=shift)
-    perm = T.sample_permutation(queue.shape[0], gen).to(queue.device)
-    negatives = T.interpolate_negatives(queue, lam_n.to(queue.device), perm)
+    lam_n = transforms.sample_lambda(ft.alpha_in, ft.granularity, queue.shape[0], queue.shape[1], gen, shift=shift)
+    perm = transforms.sample_permutation(queue.shape[0], gen).to(queue.device)
+    negatives = transforms.interpolate_negatives(queue, lam_n.to(queue.device), perm)
     if ft.renorm_neg:  # Supp F
-        negatives = T.renormalize(negatives)
+        negatives = transforms.renormalize(negatives)
     return negatives, perm
 
 
@@ -227,7 +228,7 @@ def other_sample_mask(rows: torch.Tensor, n_global: int) -> torch.Tensor:
 
 def simclr_ft_logits(
     z1: torch.Tensor, z2: torch.Tensor, bank1: torch.Tensor, bank2: torch.Tensor,
-    rows: torch.Tensor, ft: FTConfig, gen: T.Draws, active: bool = True,
+    rows: torch.Tensor, ft: FTConfig, gen: transforms.Draws, active: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """SimCLR's symmetric NT-Xent scores with FT: positives ``(2N,)`` and in-batch
     negatives ``(2N, 2M-2)``.
@@ -285,8 +286,8 @@ def logits_from_scores(l_pos: torch.Tensor, l_neg: torch.Tensor, tau: float) -> 
 def _logsumexp_all_ranks(x: torch.Tensor, dim: int | None = None) -> torch.Tensor:
     """log-sum-exp over ``dim`` (None: everything) of this rank's values and every other rank's."""
     local = torch.logsumexp(x.flatten() if dim is None else x, dim=0 if dim is None else dim, keepdim=dim is not None)
-    m = D.max_over_ranks(local)
-    return m + torch.log(D.sum_over_ranks(torch.exp(local - m)))
+    m = distributed.max_over_ranks(local)
+    return m + torch.log(distributed.sum_over_ranks(torch.exp(local - m)))
 
 
 @torch.no_grad()
@@ -298,7 +299,7 @@ def sinkhorn(scores: torch.Tensor, epsilon: float = 0.05, iters: int = 3) -> tor
     SwAV's iterations, run in the log domain: the same numbers, but no overflow or underflow when FT's
     extrapolated features score far outside [-1, 1]."""
     log_q = scores.float().T / epsilon  # (C, B)
-    n_proto, batch = log_q.shape[0], log_q.shape[1] * D.world_size()
+    n_proto, batch = log_q.shape[0], log_q.shape[1] * distributed.world_size()
     log_q = log_q - _logsumexp_all_ranks(log_q)
     for _ in range(iters):
         log_q = log_q - _logsumexp_all_ranks(log_q, dim=1) - math.log(n_proto)  # each prototype: 1/C of the mass

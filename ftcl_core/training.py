@@ -26,9 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ftcl_core import augment as A
-from ftcl_core import checkpoints
-from ftcl_core import distributed as D
+from ftcl_core import augment, checkpoints, distributed
 from ftcl_core.checkpoints import IncompatibleCheckpoint, TrainingLog
 from ftcl_core.config import ConfigError, RunConfig, as_config, config_diff, config_mismatch
 from ftcl_core.data import ImageSet, load_data_rank0_first
@@ -81,14 +79,14 @@ class TrainingInterrupted(KeyboardInterrupt):
 HEALTH = ("features", "loss", "gradient")
 
 
-def augment_config(cfg: RunConfig) -> A.AugmentConfig:
+def augment_config(cfg: RunConfig) -> augment.AugmentConfig:
     """The augmentation pipeline's parameters: the preset's, with the knobs the config sets (null: the preset's)."""
     a = cfg.augment
     extra = {"crop_scale": a.crop_scale}
     for key in ("blur_sigma", "jitter", "jitter_p", "gray_p", "blur_p"):
         if getattr(a, key) is not None:
             extra[key] = getattr(a, key)
-    return dataclasses.replace(A.PRESETS[a.preset](a.out_size), **extra)
+    return dataclasses.replace(augment.PRESETS[a.preset](a.out_size), **extra)
 
 
 def learning_rate(cfg: RunConfig, step: int, steps_per_epoch: int) -> float:
@@ -178,13 +176,13 @@ def phase(name: str):
         observer.phase(name)
 
 
-def make_views(x: torch.Tensor, aug: A.AugmentConfig, gen: torch.Generator, channels_last: bool = False,
+def make_views(x: torch.Tensor, aug: augment.AugmentConfig, gen: torch.Generator, channels_last: bool = False,
                n_total: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Two augmented views of the uint8 batch ``x`` (random draws from ``gen``), in the step's memory format.
     Under torch.distributed, ``x`` holds this rank's rows of a global batch of ``n_total``."""
     with phase("augment"):
-        rows = slice(D.rank(), None, D.world_size()) if n_total is not None else None
-        views = (A.augment(x, aug, gen, rows, n_total), A.augment(x, aug, gen, rows, n_total))
+        rows = slice(distributed.rank(), None, distributed.world_size()) if n_total is not None else None
+        views = (augment.augment(x, aug, gen, rows, n_total), augment.augment(x, aug, gen, rows, n_total))
         return memory_format(views, channels_last)
 
 
@@ -248,7 +246,7 @@ def _statistics(model: Method, scores: Scores, loss: torch.Tensor, top1: torch.T
         share = scores.same_class_share  # only a method that reads labels has it
         share = torch.full((1,), math.nan, device=loss.device) if share is None else share.view(1).float()
         rep_stats = torch.cat([representation_statistics(*scores.views), share])
-        values = D.mean_over_ranks(torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats, rep_stats]))
+        values = distributed.mean_over_ranks(torch.cat([loss.detach().view(1), top1.view(1), raw_stats, ft_stats, rep_stats]))
         norms = layer_grad_norms(model.online)
     return values, norms, hist
 
@@ -287,7 +285,7 @@ def check_data(cfg: RunConfig, train_set: ImageSet, test_set: ImageSet) -> None:
     """What the config checks cannot know, from the loaded sets: as many images as ``data.n_train`` and the held-out
     count ask (the shapes and Fashion-MNIST take that many), every label within the classes, the batch against the
     set and the number of processes (the study's MoCo variants refuse several processes themselves)."""
-    d, n, bs, splits, world = cfg.data, len(train_set), cfg.train.batch_size, cfg.model.bn_splits, D.world_size()
+    d, n, bs, splits, world = cfg.data, len(train_set), cfg.train.batch_size, cfg.model.bn_splits, distributed.world_size()
     where = f"data.root={d.root}" if d.root else f"data.name={d.name}"
     held = ("data.n_val", d.n_val) if d.eval_split == "val" else ("data.n_test", d.n_test)
     for key, want, got in (("data.n_train", d.n_train, n), (*held, len(test_set))):
@@ -348,11 +346,11 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
     if run.is_complete():
         run.restore_config(cfg)  # its damaged config.yaml was deleted: the recovery RunDir.load_config gives
         return run.load_eval()
-    device = D.init_from_env(resolve_device(cfg))
+    device = distributed.init_from_env(resolve_device(cfg))
     exact_float32(cfg, device)
     data = load_data_rank0_first(cfg)
     check_data(cfg, *data)
-    main = D.is_main()
+    main = distributed.is_main()
     if main:
         try:
             run.path.mkdir(parents=True, exist_ok=True)
@@ -362,7 +360,7 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
         if main:
             _check_compatible(run, cfg)
             _remove_stale(run)
-        if D.broadcast_flag(run.is_complete() if main else False):  # the others wait here for rank 0's lock
+        if distributed.broadcast_flag(run.is_complete() if main else False):  # the others wait here for rank 0's lock
             return run.load_eval() if main else {}
         return _train_locked(cfg, run, device, progress, max_steps, data)
 
@@ -380,13 +378,13 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                   data: tuple[ImageSet, ImageSet]) -> dict:
     """The loop: model and optimiser from ``cfg``, on ``data`` (the train and held-out sets, checked); resume from
     the checkpoint; per epoch, the steps on shuffled batches, then a checkpoint; at the end, the evaluation."""
-    main = D.is_main()
+    main = distributed.is_main()
     if main:
         write_yaml(run.config, cfg.to_dict())
     train_set, test_set = data
     bs, epochs = cfg.train.batch_size, cfg.train.epochs
     aug, nhwc = augment_config(cfg), channels_last(cfg)
-    steps_per_epoch, n_total = len(train_set) // bs, (bs if D.world_size() > 1 else None)
+    steps_per_epoch, n_total = len(train_set) // bs, (bs if distributed.world_size() > 1 else None)
     steps = epochs * steps_per_epoch if max_steps is None else min(max_steps, epochs * steps_per_epoch)
     model, net = prepare_model(cfg, device, steps)
     with_labels = model.needs_labels  # a method that reads the batch's classes says so
@@ -427,12 +425,12 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                         watch.check(saved)
                 step = (epoch + 1) * steps_per_epoch
                 loss = log.end_epoch(steps_per_epoch)
-                if auto is not None and D.broadcast_flag(auto.update(loss)):  # every process follows the first's
+                if auto is not None and distributed.broadcast_flag(auto.update(loss)):  # every process follows the first's
                     auto.switch_on(epoch + 1)
                 train_s += time.perf_counter() - t_epoch
                 bar.set_postfix(loss=f"{loss:.3f}", epoch=epoch + 1)
                 if (epoch + 1) % cfg.train.checkpoint_every == 0 or epoch + 1 == epochs:
-                    D.average_batchnorm_buffers(model)  # what one process with split-BN holds
+                    distributed.average_batchnorm_buffers(model)  # what one process with split-BN holds
                     if main:
                         checkpoints.save(run, model, optimizer, gen, epoch + 1, train_s, log, draws, cfg)
                         for observer in _OBSERVERS:
@@ -468,7 +466,7 @@ def interrupted(err: KeyboardInterrupt, run: RunDir, step: int, total: int, save
     """The one-line :class:`TrainingInterrupted` of a run stopped by ``err`` at ``step`` of ``total``, whose last
     checkpoint resumes from epoch ``saved`` (the loop's count: a checkpoint is counted once written)."""
     sig = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
-    if D.is_main():  # a signal after the checkpoint's rename, before the loop counted it: the file knows
+    if distributed.is_main():  # a signal after the checkpoint's rename, before the loop counted it: the file knows
         saved = max(saved, (read_seal(run.checkpoint) or {}).get("epoch", 0))
     what = "evaluates it again (training is complete)" if saved == epochs else (
         f"resumes from epoch {saved}" if saved else "starts it again from epoch 0 (no epoch was checkpointed yet)")
@@ -480,7 +478,7 @@ def batches(train_set: ImageSet, order: torch.Tensor, batch_size: int, device: s
             ) -> Iterator[tuple[torch.Tensor, torch.Tensor | None]]:
     """The epoch's batches in ``order`` (a partial last batch dropped): this process's rows of each on the
     device, and the whole batch's labels where ``with_labels`` (the diagnosis oracle only)."""
-    world, rank = D.world_size(), D.rank()
+    world, rank = distributed.world_size(), distributed.rank()
     for i in range(len(order) // batch_size):
         batch = order[i * batch_size : (i + 1) * batch_size]
         x = host_to_device(train_set.images[batch[rank::world]], device)
@@ -526,7 +524,7 @@ class DivergenceWatch:
     def diverged(self, step: int, epoch: int, quantity: str, saved: int) -> TrainingDiverged:
         """The one-line error of a divergence (and its record, ``status.json``, in the run folder)."""
         cfg, run = self.cfg, self.run
-        if D.is_main():
+        if distributed.is_main():
             write_json(run.path / "status.json", {"status": "diverged", "step": step, "epoch": epoch,
                                                   "quantity": quantity})
         tau = f" or raise {cfg.method}.tau (now {cfg.tau:g})" if cfg.tau is not None else ""
@@ -554,7 +552,7 @@ def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_
                                                              cfg.seed)
     eval_s = time.perf_counter() - t0
     result.update({**(extra or {}), "train_s": train_s, "eval_s": eval_s, "wall_s": train_s + eval_s})
-    write_json(run.provenance, {**provenance(device, cfg.seed), "status": "complete", "world_size": D.world_size(),
+    write_json(run.provenance, {**provenance(device, cfg.seed), "status": "complete", "world_size": distributed.world_size(),
                                 "execution": {**execution_path(cfg, device, steps),
                                               "ft_draws": "host" if draws is None else "device"},
                                 "train_s": train_s, "eval_s": eval_s})

@@ -9,8 +9,7 @@ import torch
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.data import hold_out, load_data, make_shapes, shapes_splits, shapes_validation
 from ftcl_core.methods import build_model
-from ftcl_core.study import calibration as C
-from ftcl_core.study import experiments
+from ftcl_core.study import calibration, experiments
 from ftcl_core.study.checks import failures
 from ftcl_core.training import augment_config
 
@@ -57,7 +56,7 @@ def test_augmentation_overrides_and_their_errors():
 
 
 def test_every_calibration_file_resolves_scores_on_validation_and_keeps_ft_off():
-    files = sorted(C.FOLDER.glob("*.yaml"))
+    files = sorted(calibration.FOLDER.glob("*.yaml"))
     assert {f.stem for f in files} >= {"moco_v1", "moco_v2", "simclr", "byol", "simsiam", "swav"}
     budgets = set()
     for path in files:
@@ -79,26 +78,26 @@ def test_calibration_csv_from_stored_trials(tmp_path, monkeypatch):
         "common: {train.epochs: 1, data.eval_split: val}\n"
         "settings:\n  recipe: {}\n  kaiming: {model.init: kaiming}\n")
     experiments.sweep(folder / "moco_v2.yaml", "smoke", progress=False)
-    rows = C.trials(folder, "smoke")
+    rows = calibration.trials(folder, "smoke")
     assert [(r["method"], r["trial"]) for r in rows] == [("moco_v2", "recipe"), ("moco_v2", "kaiming")]
     assert rows[1]["knobs"] == "model.init=kaiming" and "data.eval_split=val" in rows[0]["budget"]
-    out = C.write_csv(rows, tmp_path / "calibration.csv")
+    out = calibration.write_csv(rows, tmp_path / "calibration.csv")
     read = list(csv.DictReader(out.open()))
     assert [r["trial"] for r in read] == ["recipe", "kaiming"]
     assert float(read[0]["val_knn"]) == pytest.approx(rows[0]["val_knn"], abs=1e-3)
     assert math.isnan(rows[0]["raw_pixels_val_linear"]) and read[0]["raw_pixels_val_linear"] == ""  # shapes: no probe
-    best = C.choose(rows)["moco_v2"]
+    best = calibration.choose(rows)["moco_v2"]
     assert best["val_knn"] == max(r["val_knn"] for r in rows)
-    assert "**(chosen)**" in C.markdown(rows)
+    assert "**(chosen)**" in calibration.markdown(rows)
     experiments.sweep(folder / "moco_v2.yaml", "smoke", seeds=[1], settings=["recipe"], progress=False)  # a second round
-    again = C.trials(folder, "smoke")
+    again = calibration.trials(folder, "smoke")
     assert [(r["trial"], r["seed"]) for r in again] == [("recipe", 0), ("recipe", 1), ("kaiming", 0)]
-    assert C.choose(again)["moco_v2"]["n_seeds"] in (1, 2)
+    assert calibration.choose(again)["moco_v2"]["n_seeds"] in (1, 2)
     from ftcl_core.runs import RunDir
 
     last = [float(RunDir(r["dir"]).load_metrics()["erank"][-1]) for r in again if r["trial"] == "recipe"]
-    assert C.final_erank(again, "moco_v2", "recipe") == pytest.approx(sum(last) / 2)
-    assert math.isnan(C.final_erank(again, "moco_v2", "no such trial"))
+    assert calibration.final_erank(again, "moco_v2", "recipe") == pytest.approx(sum(last) / 2)
+    assert math.isnan(calibration.final_erank(again, "moco_v2", "no such trial"))
 
 
 def test_the_init_facts_compare_kaiming_with_the_recipe_it_changes():
@@ -118,13 +117,13 @@ def test_the_init_facts_compare_kaiming_with_the_recipe_it_changes():
                 "random_init_val_linear": 20.0}
 
     rows = [trial("recipe", 33.0), trial("recipe", 34.0, 1), trial("kaiming", 33.6), trial("lr", 40.4)]
-    facts = C.init_facts(rows, "m", "resnet10_w16")
+    facts = calibration.init_facts(rows, "m", "resnet10_w16")
     assert facts["ratio"] == f"{ratio:.1f}"
     assert (facts["trial_knn"], facts["trial_seeds"], facts["against_knn"], facts["against_seeds"]) == (
         "33.6", "1 seed", "33.5", "2 seeds")
     assert (facts["pick"], facts["pick_knn"], facts["pick_seeds"]) == ("lr", "40.4", "1 seed")
     claims = ("both trials are stored", "the calibration chose another trial")
-    assert not failures(C.CHECKS, facts, *claims)
-    chosen = C.init_facts([*rows, trial("kaiming", 50.0, 1)], "m", "resnet10_w16")  # the calibration chose Kaiming
-    assert list(failures(C.CHECKS, chosen, *claims)) == [claims[1]]
-    assert list(failures(C.CHECKS, C.init_facts([], "m", "resnet10_w16"), *claims)) == list(claims)
+    assert not failures(calibration.CHECKS, facts, *claims)
+    chosen = calibration.init_facts([*rows, trial("kaiming", 50.0, 1)], "m", "resnet10_w16")  # the calibration chose Kaiming
+    assert list(failures(calibration.CHECKS, chosen, *claims)) == [claims[1]]
+    assert list(failures(calibration.CHECKS, calibration.init_facts([], "m", "resnet10_w16"), *claims)) == list(claims)

@@ -9,8 +9,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ftcl_core.study import diagnosis as G
-from ftcl_core.study import experiments
+from ftcl_core.study import diagnosis, experiments
 from ftcl_core.study.checks import failures
 from ftcl_core.study.results import claims as verdicts
 
@@ -22,23 +21,23 @@ def test_the_analytic_gradient_is_the_autograd_gradient(seed, lam, tau):
     z = torch.randn(16, 8, generator=g, dtype=torch.float64) * 2
     k = F.normalize(torch.randn(16, 8, generator=g, dtype=torch.float64), dim=1)
     negatives = F.normalize(torch.randn(40, 8, generator=g, dtype=torch.float64), dim=1)
-    want = G.autograd_gradient(z, k, negatives, lam, tau)
-    got = G.analytic_gradient(z, k, negatives, lam, tau)
+    want = diagnosis.autograd_gradient(z, k, negatives, lam, tau)
+    got = diagnosis.analytic_gradient(z, k, negatives, lam, tau)
     torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-12)
 
 
 def test_weights_and_threshold():
-    assert G.alignment_weight(1.0) == 1 and G.attraction_threshold(1.0) == 0
-    assert G.attraction_threshold(1.5) == pytest.approx(0.4)
-    assert G.mean_weight_ratio(2.0) == pytest.approx(1.68, abs=0.005)  # E[A / l], l ~ Beta(2, 2) + 1
+    assert diagnosis.alignment_weight(1.0) == 1 and diagnosis.attraction_threshold(1.0) == 0
+    assert diagnosis.attraction_threshold(1.5) == pytest.approx(0.4)
+    assert diagnosis.mean_weight_ratio(2.0) == pytest.approx(1.68, abs=0.005)  # E[A / l], l ~ Beta(2, 2) + 1
 
 
 @pytest.mark.parametrize("lam", [1.0, 1.5])
 def test_a_concentrated_state_contracts_below_the_threshold_and_spreads_above(lam):
-    edge = G.attraction_threshold(lam)
-    assert G.contraction_rate(edge - 0.25, lam) < 0 < G.contraction_rate(edge + 0.25, lam)
+    edge = diagnosis.attraction_threshold(lam)
+    assert diagnosis.contraction_rate(edge - 0.25, lam) < 0 < diagnosis.contraction_rate(edge + 0.25, lam)
     # the stronger the views' agreement, the faster it spreads (monotone in rho)
-    rates = [G.contraction_rate(r, lam) for r in (-0.5, 0.0, 0.5, 0.9)]
+    rates = [diagnosis.contraction_rate(r, lam) for r in (-0.5, 0.0, 0.5, 0.9)]
     assert rates == sorted(rates)
 
 
@@ -61,9 +60,9 @@ def test_every_diagnosis_file_resolves_and_pairs_ft_with_a_baseline_of_the_same_
 def test_paired_comparison_reads_seeds_pairwise():
     recs = [{"setting": s, "seed": i, "linear_top1": v}
             for s, vals in {"base": [50, 60, 70], "ft": [40, 52, 61]}.items() for i, v in enumerate(vals)]
-    row = G.paired_comparison("x", recs, "base", "ft")
+    row = diagnosis.paired_comparison("x", recs, "base", "ft")
     assert row["diff"] == pytest.approx(-9) and row["n_seeds"] == 3 and row["verdict"] == "opposite to the paper"
-    assert G.paired_comparison("x", [], "base", "ft")["verdict"] == "not run"
+    assert diagnosis.paired_comparison("x", [], "base", "ft")["verdict"] == "not run"
 
 
 def test_a_comparison_near_the_ceiling_is_judged_on_the_error_scale_with_the_papers_two_numbers():
@@ -72,14 +71,14 @@ def test_a_comparison_near_the_ceiling_is_judged_on_the_error_scale_with_the_pap
     recs = [{"setting": s, "seed": i, "linear_top1": v}
             for s, vals in {"never": [96.5, 97.0, 97.0], "start 36": [99.3, 99.4, 99.35]}.items()
             for i, v in enumerate(vals)]
-    claim = G.stated_claim(experiments.ROOT / "experiments" / "diagnosis" / "start_long_v1.yaml", "start 36", "never")
+    claim = diagnosis.stated_claim(experiments.ROOT / "experiments" / "diagnosis" / "start_long_v1.yaml", "start 36", "never")
     assert claim.paper == (56.2, 62.9) and claim.effect == 6.7
-    row = G.paired_comparison("start 36", recs, "never", "start 36", claim=claim)
+    row = diagnosis.paired_comparison("start 36", recs, "never", "start 36", claim=claim)
     # on errors about a fifth of the baseline's, past the paper's 37.1 / 43.8 = 0.85
     assert (row["verdict_points"], row["scale"], row["verdict"]) == (
         "smaller than the paper", "errors", "larger than the paper")
-    assert G.comparison_cells(row)[-1] == "larger than the paper on the error scale"
-    plain = G.paired_comparison("start 36", recs, "never", "start 36")  # no stated size: the sign on points
+    assert diagnosis.comparison_cells(row)[-1] == "larger than the paper on the error scale"
+    plain = diagnosis.paired_comparison("start 36", recs, "never", "start 36")  # no stated size: the sign on points
     assert plain["scale"] == "points" and plain["verdict"] == "matches the paper"
 
 
@@ -96,14 +95,14 @@ def test_diagnosis_csv_from_stored_runs(tmp_path, monkeypatch):
         "common: {train.epochs: 1}\nsettings:\n  baseline: {}\n  +pos: {ft.pos: true}\n"
         "compare: {+pos: baseline}\nclaims: {+pos: above}\n")
     experiments.sweep(folder / "tiny.yaml", "smoke", progress=False)
-    rows = G.diagnosis_rows(folder, "smoke")
+    rows = diagnosis.diagnosis_rows(folder, "smoke")
     assert [(r["question"], r["setting"], r["n_seeds"]) for r in rows] == [("0. a test", "baseline", 2), ("0. a test", "+pos", 2)]
     assert rows[1]["reference"] == "baseline" and rows[1]["verdict"] == "undecided"  # 2 seeds: fewer than 3
     assert rows[1]["command"].endswith("tiny.yaml") and rows[1]["data"] == "shapes"
-    sig = G.representation_signature(experiments.load_records(folder / "tiny.yaml", "smoke"), "+pos")
+    sig = diagnosis.representation_signature(experiments.load_records(folder / "tiny.yaml", "smoke"), "+pos")
     assert sig["n_seeds"] == 2 and 1 <= sig["final_erank"] <= 32 and -1 <= sig["peak_neg_mean"] <= 1
-    assert G.representation_signature([], "+pos")["n_seeds"] == 0
-    out = G.write_diagnosis_csv(rows, tmp_path / "diagnosis.csv")
+    assert diagnosis.representation_signature([], "+pos")["n_seeds"] == 0
+    out = diagnosis.write_diagnosis_csv(rows, tmp_path / "diagnosis.csv")
     assert [r["setting"] for r in csv.DictReader(out.open())] == ["baseline", "+pos"]
 
 
@@ -208,25 +207,25 @@ def test_a_comparisons_checks_bind_its_reading_to_the_side_of_its_verdict():
 
     row = {"comparison": "x", "baseline": 50.0, "ft": 40.0, "diff": -10.0, "ci95": 2.0, "n_seeds": 3,
            "verdict": "opposite to the paper"}
-    facts = G.comparison_facts(row)
+    facts = diagnosis.comparison_facts(row)
     assert (facts["diff"], facts["cost"], facts["n_seeds"], facts["verdict"]) == ("-10.0 ± 2.0", "10.0 ± 2.0", "3",
                                                                                   "opposite to the paper")
-    expect(G.CHECKS, facts, "costs")
+    expect(diagnosis.CHECKS, facts, "costs")
     for flipped in ({**row, "diff": 10.0, "verdict": "matches the paper"}, {**row, "ci95": 12.0, "verdict": "undecided"},
                     {**row, "n_seeds": 2}):
         with pytest.raises(TextDisagrees, match="costs"):
-            expect(G.CHECKS, G.comparison_facts(flipped), "costs")
-    expect(G.CHECKS, G.comparison_facts({**row, "diff": 10.0, "verdict": "matches the paper"}), "helps")
-    flat = G.comparison_facts({**row, "ci95": 12.0, "verdict": "no effect of the paper's size"})
-    expect(G.CHECKS, flat, "cannot be told from zero")
+            expect(diagnosis.CHECKS, diagnosis.comparison_facts(flipped), "costs")
+    expect(diagnosis.CHECKS, diagnosis.comparison_facts({**row, "diff": 10.0, "verdict": "matches the paper"}), "helps")
+    flat = diagnosis.comparison_facts({**row, "ci95": 12.0, "verdict": "no effect of the paper's size"})
+    expect(diagnosis.CHECKS, flat, "cannot be told from zero")
     with pytest.raises(TextDisagrees, match="cannot be told from zero"):
-        expect(G.CHECKS, facts, "cannot be told from zero")
+        expect(diagnosis.CHECKS, facts, "cannot be told from zero")
     with pytest.raises(KeyError, match="no check named"):
-        expect(G.CHECKS, facts, "no such claim")
-    assert G.comparison_cells(row)[3] == "-10.0 ± 2.0"
+        expect(diagnosis.CHECKS, facts, "no such claim")
+    assert diagnosis.comparison_cells(row)[3] == "-10.0 ± 2.0"
     recs = [{"setting": "a", "seed": 0}, {"setting": "b", "seed": 0}]
-    assert G.relabel(recs, {"a": "c"}) == [{"setting": "c", "seed": 0}]
-    assert G.first_step_above(np.array([0.1, 0.95, 0.2])) == 1 and G.first_step_above(np.zeros(3)) is None
+    assert diagnosis.relabel(recs, {"a": "c"}) == [{"setting": "c", "seed": 0}]
+    assert diagnosis.first_step_above(np.array([0.1, 0.95, 0.2])) == 1 and diagnosis.first_step_above(np.zeros(3)) is None
 
 
 def test_gap_records_compare_ft_s_gain_at_two_lengths_by_seed():
@@ -234,11 +233,11 @@ def test_gap_records_compare_ft_s_gain_at_two_lengths_by_seed():
              for s, vals in {"baseline": [80, 82, 84], "+both": [78, 81, 80]}.items() for i, v in enumerate(vals)]
     long = [{"setting": s, "seed": i, "linear_top1": v}
             for s, vals in {"baseline": [85, 86, 88], "+both": [85, 85, 87]}.items() for i, v in enumerate(vals)]
-    gaps = G.gap_records(short, "baseline", "+both", "short") + G.gap_records(long, "baseline", "+both", "long")
+    gaps = diagnosis.gap_records(short, "baseline", "+both", "short") + diagnosis.gap_records(long, "baseline", "+both", "long")
     assert [g["linear_top1"] for g in gaps] == [-2, -1, -4, 0, -1, -1]
-    row = G.paired_comparison("gain", gaps, "short", "long")
+    row = diagnosis.paired_comparison("gain", gaps, "short", "long")
     assert row["diff"] == pytest.approx((2 + 0 + 3) / 3) and row["n_seeds"] == 3
-    assert G.gap_records(short[:3] + long[3:4], "baseline", "+both", "x")[0]["seed"] == 0  # only seeds both arms have
+    assert diagnosis.gap_records(short[:3] + long[3:4], "baseline", "+both", "x")[0]["seed"] == 0  # only seeds both arms have
 
 
 def test_switch_on_state_and_start_fractions_read_table7_style_runs(tmp_path, monkeypatch):
@@ -253,22 +252,22 @@ def test_switch_on_state_and_start_fractions_read_table7_style_runs(tmp_path, mo
         "compare: {start 0: never, start 1: never}\nclaims: {start 0: above, start 1: above}\n")
     experiments.sweep(path, "smoke", progress=False)
     records = experiments.load_records(path, "smoke")
-    rows = G.start_fraction_rows(path, records, "smoke")
+    rows = diagnosis.start_fraction_rows(path, records, "smoke")
     assert sorted(rows) == [0.0, 0.5]  # smoke trains 2 epochs: FT from epoch 1 starts half-way
     assert rows[0.5]["comparison"] == "start 1" and rows[0.5]["n_seeds"] == 1
 
     run = next(r for r in records if r["setting"] == "start 1")
     m = RunDir(run["dir"]).load_metrics()
     per_epoch = 512 // 64  # SMOKE_OVERRIDES: n_train 512, batch 64
-    state = G.switch_on_state(records, "start 1", window=3)
+    state = diagnosis.switch_on_state(records, "start 1", window=3)
     assert state["n_seeds"] == 1 and len(state["steps_to_collapse"]) == 1
     assert state["neg_mean_before"] == pytest.approx(float(m["neg_mean"][per_epoch - 3:per_epoch].mean()))
     assert state["rho_before"] == pytest.approx(float(m["rho"][per_epoch - 3:per_epoch].mean()))
     assert state["peak_neg_mean_after"] == pytest.approx(float(m["neg_mean"][per_epoch:].max()))
-    first = G.switch_on_state(records, "start 0")
+    first = diagnosis.switch_on_state(records, "start 0")
     assert first["neg_mean_before"] == pytest.approx(float(RunDir(
         next(r for r in records if r["setting"] == "start 0")["dir"]).load_metrics()["neg_mean"][0]))
-    assert G.switch_on_state([], "start 1")["n_seeds"] == 0
+    assert diagnosis.switch_on_state([], "start 1")["n_seeds"] == 0
 
 
 def test_the_switch_on_checks_say_whether_the_collapse_level_marks_the_starts_that_lose():
@@ -282,16 +281,18 @@ def test_the_switch_on_checks_say_whether_the_collapse_level_marks_the_starts_th
     claims = ("an early start costs", "the collapse level does not separate the starts that lose")
     starts = [("start 0", row("opposite to the paper"), state(20, None, None)),
               ("start 15", row("undecided"), state(None, None, None))]
-    facts = G.switch_on_facts(starts)
+    facts = diagnosis.switch_on_facts(starts)
     assert (facts["level"], facts["start_0"], facts["passed_0"], facts["n_0"], facts["passed_1"]) == (
         "0.9", "start 0", "1", "3", "0")
     assert (facts["costly"], facts["partial"]) == ("start 0", "start 0")
     assert (facts["costly_passed"], facts["costly_n"]) == ("1", "3")  # the undecided start 15 is not counted
-    assert not failures(G.CHECKS, facts, *claims)
-    every = G.switch_on_facts([("start 0", row("opposite to the paper"), state(20, 30, 40))])  # every seed passes: flips
-    assert list(failures(G.CHECKS, every, *claims)) == [claims[1]]
-    two_seeds = G.switch_on_facts([("start 0", row("opposite to the paper", 2), state(20, None))])  # 2 seeds decide nothing
-    assert list(failures(G.CHECKS, two_seeds, *claims)) == list(claims)
+    assert not failures(diagnosis.CHECKS, facts, *claims)
+    every = diagnosis.switch_on_facts([("start 0", row("opposite to the paper"), state(20, 30, 40))])  # every seed passes: flips
+    assert list(failures(diagnosis.CHECKS, every, *claims)) == [claims[1]]
+    two_seeds = diagnosis.switch_on_facts(
+        [("start 0", row("opposite to the paper", 2), state(20, None))]
+    )  # 2 seeds decide nothing
+    assert list(failures(diagnosis.CHECKS, two_seeds, *claims)) == list(claims)
 
 
 def test_the_baseline_checks_name_the_aims_a_paired_baseline_misses():
@@ -302,16 +303,16 @@ def test_the_baseline_checks_name_the_aims_a_paired_baseline_misses():
                 "gain_met": gain >= experiments.BASELINE_AIMS["gain"], "spread_met": ci <= experiments.BASELINE_AIMS["spread"]}
 
     claims = ("v1 meets the bar", "v2 misses the spread only", "v2 reads out below v1")
-    stored = G.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 55.7, 13.6, 35.5)])
+    stored = diagnosis.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 55.7, 13.6, 35.5)])
     assert (stored["v2_readout"], stored["v2_seeds"], stored["v2_spread"], stored["spread_aim"], stored["v1_mean"]) == (
         "55.7 ± 13.6", "3 seeds", "13.6", "5", "79.4")
-    assert not failures(G.CHECKS, stored, *claims)
-    good = G.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 81.0, 2.0, 61.0)])
-    assert list(failures(G.CHECKS, good, *claims)) == list(claims[1:])
-    both = G.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 35.7, 13.6, 15.5)])
-    assert list(failures(G.CHECKS, both, *claims)) == [claims[1]]  # v2 misses the gain too
-    other = G.baseline_facts([aim("v2 baseline", 35.7, 13.6, 15.5, data="fmnist")])  # other data: not read
-    assert list(failures(G.CHECKS, other, *claims)) == list(claims)
+    assert not failures(diagnosis.CHECKS, stored, *claims)
+    good = diagnosis.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 81.0, 2.0, 61.0)])
+    assert list(failures(diagnosis.CHECKS, good, *claims)) == list(claims[1:])
+    both = diagnosis.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 35.7, 13.6, 15.5)])
+    assert list(failures(diagnosis.CHECKS, both, *claims)) == [claims[1]]  # v2 misses the gain too
+    other = diagnosis.baseline_facts([aim("v2 baseline", 35.7, 13.6, 15.5, data="fmnist")])  # other data: not read
+    assert list(failures(diagnosis.CHECKS, other, *claims)) == list(claims)
 
 
 def test_the_random_queue_checks_test_the_papers_account_of_an_early_start():
@@ -323,37 +324,37 @@ def test_the_random_queue_checks_test_the_papers_account_of_an_early_start():
 
     claims = ("the start sees real keys only", "costs")
     loses = {"comparison": "start 1", "diff": -35.6, "ci95": 21.8, "verdict": "opposite to the paper", "n_seeds": 3}
-    facts = G.random_queue_facts(cfg(1), loses)
+    facts = diagnosis.random_queue_facts(cfg(1), loses)
     assert (facts["queue"], facts["fill"], facts["switch"], facts["diff"], facts["seeds"]) == (
         "4096", "16", "39", "-35.6 ± 21.8", "3 seeds")
-    assert not failures(G.CHECKS, facts, *claims)
-    early = G.random_queue_facts(cfg(1, queue=65536), loses)  # 256 steps to fill: still random keys
-    assert list(failures(G.CHECKS, early, *claims)) == [claims[0]]
-    unclear = G.random_queue_facts(cfg(1), {**loses, "diff": -5.0, "verdict": "undecided"})  # holds 0 and +7.1
-    assert list(failures(G.CHECKS, unclear, *claims)) == [claims[1]]
-    assert list(failures(G.CHECKS, G.random_queue_facts(cfg(1), {"n_seeds": 0}), *claims)) == [claims[1]]
+    assert not failures(diagnosis.CHECKS, facts, *claims)
+    early = diagnosis.random_queue_facts(cfg(1, queue=65536), loses)  # 256 steps to fill: still random keys
+    assert list(failures(diagnosis.CHECKS, early, *claims)) == [claims[0]]
+    unclear = diagnosis.random_queue_facts(cfg(1), {**loses, "diff": -5.0, "verdict": "undecided"})  # holds 0 and +7.1
+    assert list(failures(diagnosis.CHECKS, unclear, *claims)) == [claims[1]]
+    assert list(failures(diagnosis.CHECKS, diagnosis.random_queue_facts(cfg(1), {"n_seeds": 0}), *claims)) == [claims[1]]
 
 
 def test_a_calibration_is_said_to_rule_out_only_the_knobs_it_varied(tmp_path):
-    from ftcl_core.study import calibration as C
+    from ftcl_core.study import calibration
 
     (tmp_path / "m.yaml").write_text("table: CAL-m\ntitle: t\nbase: {cpu: configs/cpu_moco_v1.yaml}\nseeds: [0]\n"
                                      "settings:\n  recipe: {}\n  a: {optim.lr: 0.1, optim.weight_decay: 0.0}\n"
                                      "  b: {optim.lr: 0.3, augment.jitter_p: 1.0, model.foo: 2}\n")
-    assert C.varied("m", tmp_path) == ["learning rate", "weight decay", "colour jitter", "model.foo"]
-    assert "colour jitter" not in C.varied("moco_v1")  # the shipped v1 calibration never varied it
+    assert calibration.varied("m", tmp_path) == ["learning rate", "weight decay", "colour jitter", "model.foo"]
+    assert "colour jitter" not in calibration.varied("moco_v1")  # the shipped v1 calibration never varied it
     with pytest.raises(FileNotFoundError, match="name one of the methods"):
-        C.varied("nope", tmp_path)
+        calibration.varied("nope", tmp_path)
 
 
 def test_the_phase_diagram_labels_every_cell_and_keeps_small_effects_visible():
     import matplotlib
 
     matplotlib.use("Agg")
-    from ftcl_core.pages import plotting as P
+    from ftcl_core.pages import plotting
 
     diff = np.array([[-42.4, np.nan], [0.8, -0.1]])
-    fig = P.difference_grid(["a", "b"], ["x", "y"], diff, np.full_like(diff, 0.5),
+    fig = plotting.difference_grid(["a", "b"], ["x", "y"], diff, np.full_like(diff, 0.5),
                             [["opposite to the paper", ""], ["matches the paper", "undecided"]])
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "not run" in texts and "+0.8 ± 0.5 matches the paper" in {" ".join(t.split()) for t in texts}  # wrapped
@@ -366,7 +367,7 @@ def test_length_rows_pair_each_length_then_the_gain_by_seed():
     values = {"baseline 30": [80, 78, 77], "+both 30": [34, 38, 36], "baseline 120": [97, 96, 97],
               "+both 120": [72, 81, 77]}
     recs = [{"setting": s, "seed": i, "linear_top1": v} for s, vals in values.items() for i, v in enumerate(vals)]
-    rows = G.length_rows(path, recs, label="shapes")
+    rows = diagnosis.length_rows(path, recs, label="shapes")
     short, long_, _, gain, _ = rows  # the 240-epoch pair and its gain: not run
     assert (short["steps"], long_["steps"]) == (1170, 4680) and short["kind"] == long_["kind"] == "length"
     assert short["diff"] == pytest.approx(np.mean([34 - 80, 38 - 78, 36 - 77]))
@@ -374,7 +375,7 @@ def test_length_rows_pair_each_length_then_the_gain_by_seed():
                                                                             (77 - 97) - (36 - 77)]))
     assert rows[2]["verdict"] == "not run" and rows[4]["n_seeds"] == 0
     assert verdicts.side(gain["verdict"]) > 0 and long_["n_seeds"] == 3  # the longer run narrows FT's cost
-    two = G.length_rows(path, recs[:2] + recs[3:5] + recs[6:8] + recs[9:11])
+    two = diagnosis.length_rows(path, recs[:2] + recs[3:5] + recs[6:8] + recs[9:11])
     assert two[3]["n_seeds"] == 2 and two[3]["verdict"] == "undecided"
 
 
@@ -388,19 +389,21 @@ def test_a_pair_whose_arms_trained_on_different_devices_is_named(tmp_path):
             d.mkdir(parents=True)
             (d / "provenance.json").write_text(json.dumps({"device": device}))
             records.append({"setting": setting, "seed": seed, "dir": str(d), "linear_top1": 70.0 + seed + (setting == "never")})
-    assert G.mixed_device_seeds(records, "never", "start 9") == [0, 1]
-    row = G.paired_comparison("x", records, "never", "start 9")
-    assert row["mixed_devices"] == [0, 1] and G.comparison_cells(row)[4] == "3 (seeds 0, 1: CPU against GPU)"
-    assert G.same_run_gaps(records, "never", records, "start 9") == [1.0, 1.0]  # seed 2: both on the CPU
-    assert G.mixed_device_seeds([{**r, "dir": ""} for r in records], "never", "start 9") == []  # no folders: no claim
+    assert diagnosis.mixed_device_seeds(records, "never", "start 9") == [0, 1]
+    row = diagnosis.paired_comparison("x", records, "never", "start 9")
+    assert row["mixed_devices"] == [0, 1] and diagnosis.comparison_cells(row)[4] == "3 (seeds 0, 1: CPU against GPU)"
+    assert diagnosis.same_run_gaps(records, "never", records, "start 9") == [1.0, 1.0]  # seed 2: both on the CPU
+    assert diagnosis.mixed_device_seeds([{**r, "dir": ""} for r in records], "never", "start 9") == []  # no folders: no claim
     # the device-gap facts: the 30-epoch arms of two stored experiments, paired by seed across devices
-    length = G.relabel(records, {"never": "baseline 30", "start 9": "+both 30"})
-    cpu = G.relabel(records, {"start 9": "baseline", "never": "+both"})
-    gap = G.device_gap_facts(length, cpu)
+    length = diagnosis.relabel(records, {"never": "baseline 30", "start 9": "+both 30"})
+    cpu = diagnosis.relabel(records, {"start 9": "baseline", "never": "+both"})
+    gap = diagnosis.device_gap_facts(length, cpu)
     assert (gap["pairs"], gap["least"], gap["most"], gap["mean"]) == ("4", "1.00", "1.00", "1.00")
-    assert not failures(G.CHECKS, gap, "some pair trained on two devices")
-    one_device = G.device_gap_facts(G.relabel(records, {"start 9": "baseline 30"}), G.relabel(records, {"start 9": "baseline"}))
-    assert one_device["n"] == 0 and failures(G.CHECKS, one_device, "some pair trained on two devices")
+    assert not failures(diagnosis.CHECKS, gap, "some pair trained on two devices")
+    one_device = diagnosis.device_gap_facts(
+        diagnosis.relabel(records, {"start 9": "baseline 30"}), diagnosis.relabel(records, {"start 9": "baseline"})
+    )
+    assert one_device["n"] == 0 and failures(diagnosis.CHECKS, one_device, "some pair trained on two devices")
 
 
 def test_the_volatility_checks_follow_which_momentum_swings_most():
@@ -412,15 +415,15 @@ def test_the_volatility_checks_follow_which_momentum_swings_most():
     def rows(neg, grad):
         return [{"setting": s, "n_seeds": 3, "neg": n, "grad": g} for s, n, g in zip(("m=0.5", "m=0.99", "m=1.0"), neg, grad)]
 
-    stored = G.volatility_facts(rows((0.02, 0.01, 0.05), (3.0, 1.0, 2.0)))
+    stored = diagnosis.volatility_facts(rows((0.02, 0.01, 0.05), (3.0, 1.0, 2.0)))
     assert (stored["neg_most"], stored["neg_least"], stored["grad_most"], stored["grad_least"]) == (
         "m=1.0", "m=0.99", "m=0.5", "m=0.99")
-    assert not failures(G.CHECKS, stored, *claims)
-    papers = G.volatility_facts(rows((0.05, 0.01, 0.02), (3.0, 1.0, 2.0)))  # Mean(neg) swings most at m = 0.5
-    assert list(failures(G.CHECKS, papers, *claims)) == [claims[0], claims[2]]
-    calm = G.volatility_facts(rows((0.02, 0.01, 0.05), (1.0, 3.0, 2.0)))  # the gradient norm swings most at m = 0.99
-    assert list(failures(G.CHECKS, calm, *claims)) == [claims[1]]
-    assert list(failures(G.CHECKS, G.volatility_facts([]), *claims)) == list(claims)
+    assert not failures(diagnosis.CHECKS, stored, *claims)
+    papers = diagnosis.volatility_facts(rows((0.05, 0.01, 0.02), (3.0, 1.0, 2.0)))  # Mean(neg) swings most at m = 0.5
+    assert list(failures(diagnosis.CHECKS, papers, *claims)) == [claims[0], claims[2]]
+    calm = diagnosis.volatility_facts(rows((0.02, 0.01, 0.05), (1.0, 3.0, 2.0)))  # the gradient norm swings most at m = 0.99
+    assert list(failures(diagnosis.CHECKS, calm, *claims)) == [claims[1]]
+    assert list(failures(diagnosis.CHECKS, diagnosis.volatility_facts([]), *claims)) == list(claims)
 
 
 def test_the_gradient_swing_checks_read_the_small_and_large_momenta_apart():
@@ -433,31 +436,31 @@ def test_the_gradient_swing_checks_read_the_small_and_large_momenta_apart():
         return [{"setting": s, "n_seeds": 3, "neg": 0.01, "grad": g}
                 for s, g in zip(("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0"), grad)]
 
-    stored = G.volatility_facts(rows((1.0, 1.42, 1.21, 0.61, 0.43)))
+    stored = diagnosis.volatility_facts(rows((1.0, 1.42, 1.21, 0.61, 0.43)))
     assert (stored["grad_small_lo"], stored["grad_small_hi"], stored["grad_large_hi"]) == ("1.00", "1.42", "0.61")
     assert (stored["grad_smallest"], stored["grad_smallest_sd"]) == ("0", "1.00")
-    assert not failures(G.CHECKS, stored, *claims)
-    overlap = G.volatility_facts(rows((1.0, 1.42, 1.21, 1.1, 0.43)))  # m = 0.99 swings more than m = 0
-    assert list(failures(G.CHECKS, overlap, *claims)) == [claims[0]]
-    papers = G.volatility_facts(rows((1.6, 1.42, 1.21, 0.61, 0.43)))  # the swing grows as m shrinks
-    assert list(failures(G.CHECKS, papers, *claims)) == [claims[1]]
-    only_small = G.volatility_facts(rows((1.0, 1.42, 1.21))[:3])
-    assert list(failures(G.CHECKS, only_small, *claims)) == list(claims)
+    assert not failures(diagnosis.CHECKS, stored, *claims)
+    overlap = diagnosis.volatility_facts(rows((1.0, 1.42, 1.21, 1.1, 0.43)))  # m = 0.99 swings more than m = 0
+    assert list(failures(diagnosis.CHECKS, overlap, *claims)) == [claims[0]]
+    papers = diagnosis.volatility_facts(rows((1.6, 1.42, 1.21, 0.61, 0.43)))  # the swing grows as m shrinks
+    assert list(failures(diagnosis.CHECKS, papers, *claims)) == [claims[1]]
+    only_small = diagnosis.volatility_facts(rows((1.0, 1.42, 1.21))[:3])
+    assert list(failures(diagnosis.CHECKS, only_small, *claims)) == list(claims)
 
 
 def test_mixing_narrows_the_negative_scores_and_renormalising_widens_them_again():
     """Supp F's reading as algebra: a mix of two unit keys scores the mix of their scores (the mean is kept, the
     spread shrinks); lifted back onto the sphere its score grows by 1 / |mix|, so the spread comes back."""
-    from ftcl_core import transforms as T
+    from ftcl_core import transforms
 
     gen = torch.Generator().manual_seed(0)
     centre = F.normalize(torch.randn(1, 64, generator=gen, dtype=torch.float64), dim=1)
     queue = F.normalize(0.4 * centre + torch.randn(4096, 64, generator=gen, dtype=torch.float64) / 8, dim=1)
     q = F.normalize(centre + torch.randn(1, 64, generator=gen, dtype=torch.float64) / 8, dim=1)
-    perm = T.sample_permutation(4096, gen)
+    perm = transforms.sample_permutation(4096, gen)
     raw = (q @ queue.T).squeeze(0)
-    mixed = T.interpolate_negatives(queue, 0.5, perm)
-    plain, renorm = (q @ mixed.T).squeeze(0), (q @ T.renormalize(mixed).T).squeeze(0)
+    mixed = transforms.interpolate_negatives(queue, 0.5, perm)
+    plain, renorm = (q @ mixed.T).squeeze(0), (q @ transforms.renormalize(mixed).T).squeeze(0)
     assert float(plain.mean()) == pytest.approx(float(raw.mean()), abs=1e-12)  # linear in the keys
     assert float(plain.var()) < 0.8 * float(raw.var())
     assert float(renorm.var()) > float(plain.var()) and float(renorm.mean()) > float(raw.mean()) > 0
@@ -484,34 +487,36 @@ def test_negative_readings_and_the_supp_f_sentence_follow_the_stored_statistics(
     plain = runs("plain", 0.0, [0.60, 0.62, 0.61], [81, 80, 81])
     renorm = runs("renorm", [0.002, -0.001, 0.004], [0.88, 0.87, 0.89], [64, 63, 66])
     hard = runs("hard", [0.17, 0.18, 0.19], [0.15, 0.16, 0.17], [30, 31, 30])
-    scored = G.with_negative_scores(plain[:1])
+    scored = diagnosis.with_negative_scores(plain[:1])
     assert scored[0]["neg_shift"] == pytest.approx(0.0) and scored[0]["neg_var_ratio"] == pytest.approx(0.60)
     assert "neg_shift" not in plain[0]  # copies, the records stay as they were
-    rows = G.negative_rows([("plain", base + plain, "baseline", "plain"), ("renorm", base + renorm, "baseline", "renorm"),
+    rows = diagnosis.negative_rows([("plain", base + plain, "baseline", "plain"), ("renorm", base + renorm, "baseline", "renorm"),
                             ("hard", base + hard, "baseline", "hard")])
-    assert [G.harder_negatives(r) for r in rows] == [False, False, True]
+    assert [diagnosis.harder_negatives(r) for r in rows] == [False, False, True]
     assert rows[2]["diff"] == pytest.approx(-49.67, abs=0.01) and rows[2]["neg_shift"] == pytest.approx(0.18)
-    assert G.negative_cells(rows[1])[-2] == "0.88 ± 0.02"
-    against = G.paired_comparison("renorm against plain", plain + renorm, "plain", "renorm")
+    assert diagnosis.negative_cells(rows[1])[-2] == "0.88 ± 0.02"
+    against = diagnosis.paired_comparison("renorm against plain", plain + renorm, "plain", "renorm")
     claims = ("Supp F decided", "re-normalised mixes are wider, not harder than the queue",
               "re-normalised mixes cost, plain ones do not")
-    facts = G.renorm_facts(rows[0], rows[1], against)
+    facts = diagnosis.renorm_facts(rows[0], rows[1], against)
     assert facts["cost"].startswith("16.3 ± ") and (facts["plain_spread"], facts["renorm_spread"]) == ("0.61", "0.88")
-    assert not failures(G.CHECKS, facts, *claims)
-    assert list(failures(G.CHECKS, G.renorm_facts({**rows[0], "n_seeds": 2}, rows[1], against), *claims)) == list(claims)
+    assert not failures(diagnosis.CHECKS, facts, *claims)
+    assert list(failures(diagnosis.CHECKS, diagnosis.renorm_facts({**rows[0], "n_seeds": 2}, rows[1], against), *claims)) == list(
+        claims
+    )
     same = runs("same", 0.0, [0.61, 0.60, 0.62], [64, 63, 66])
-    row_same = G.negative_rows([("same", base + same, "baseline", "same")])[0]
-    assert list(failures(G.CHECKS, G.renorm_facts(rows[0], row_same, against), *claims)) == [claims[1]]
-    assert list(failures(G.CHECKS, G.renorm_facts(rows[0], rows[2], against), *claims)) == [claims[1]]  # harder
+    row_same = diagnosis.negative_rows([("same", base + same, "baseline", "same")])[0]
+    assert list(failures(diagnosis.CHECKS, diagnosis.renorm_facts(rows[0], row_same, against), *claims)) == [claims[1]]
+    assert list(failures(diagnosis.CHECKS, diagnosis.renorm_facts(rows[0], rows[2], against), *claims)) == [claims[1]]  # harder
     no_cost = {**against, "verdict": "undecided"}  # re-normalised mixes read out as plain ones
-    assert list(failures(G.CHECKS, G.renorm_facts(rows[0], rows[1], no_cost), *claims)) == [claims[2]]
-    named = [{**r, "comparison": name} for r, name in zip((rows[1], rows[2], rows[2]), G.HARDER_NEGATIVES)]
-    harder = G.harder_facts(named)
+    assert list(failures(diagnosis.CHECKS, diagnosis.renorm_facts(rows[0], rows[1], no_cost), *claims)) == [claims[2]]
+    named = [{**r, "comparison": name} for r, name in zip((rows[1], rows[2], rows[2]), diagnosis.HARDER_NEGATIVES)]
+    harder = diagnosis.harder_facts(named)
     assert (harder["mean_1"], harder["spread_0"]) == ("+0.18", "x0.88")
     assert harder["base_final"] == f"{rows[1]['baseline_final_neg_mean']:.2f}"
-    assert list(failures(G.CHECKS, harder, "harder as written")) == ["harder as written"]  # row 0 is harder by neither
-    wide = {**rows[1], "comparison": G.HARDER_NEGATIVES[0], "neg_var_ratio": 2.5}
-    assert not failures(G.CHECKS, G.harder_facts([wide, *named[1:]]), "harder as written")
+    assert list(failures(diagnosis.CHECKS, harder, "harder as written")) == ["harder as written"]  # row 0 is harder by neither
+    wide = {**rows[1], "comparison": diagnosis.HARDER_NEGATIVES[0], "neg_var_ratio": 2.5}
+    assert not failures(diagnosis.CHECKS, diagnosis.harder_facts([wide, *named[1:]]), "harder as written")
 
 
 def test_the_capacity_checks_say_what_the_decided_encoders_show():
@@ -527,19 +532,19 @@ def test_the_capacity_checks_say_what_the_decided_encoders_show():
     opp = "opposite to the paper"
     rows = [row("small", 1e5, -40.0, opp, 3, 10.0), row("large", 1e6, -45.0, opp, 3, 10.5),
             row("giant", 1e8, float("nan"), "not run", 0, float("nan"))]
-    facts = G.capacity_facts(rows)
+    facts = diagnosis.capacity_facts(rows)
     assert (facts["name_1"], facts["params_1"], facts["diff_1"], facts["unrun"], facts["param_ratio"]) == (
         "large", "1.00", "-45.0 ± 5.0", "giant", "10")
     assert (facts["first"], facts["last"], facts["ft_erank_lo"], facts["base_erank_hi"]) == ("small", "large", "10.0", "40.0")
-    assert not failures(G.CHECKS, facts, *claims)
+    assert not failures(diagnosis.CHECKS, facts, *claims)
     huge = row("huge", 1e7, float("nan"), "undecided", 1, float("nan"))
-    assert list(failures(G.CHECKS, G.capacity_facts([*rows, huge]), *claims)) == [claims[1]]
-    assert list(failures(G.CHECKS, G.capacity_facts(rows[:2]), *claims)) == [claims[2]]
-    kept = G.capacity_facts([rows[0], {**rows[1], "ft_erank": 20.0}, rows[2]])
-    assert list(failures(G.CHECKS, kept, *claims)) == [claims[3]]
-    mixed = G.capacity_facts([rows[0], {**rows[1], "diff": 6.0, "verdict": "matches the paper"}, rows[2]])  # holds +5.77
-    assert list(failures(G.CHECKS, mixed, *claims)) == [claims[0]]
-    assert claims[0] in failures(G.CHECKS, G.capacity_facts(rows[:1] + rows[2:]), *claims)  # one encoder decided
+    assert list(failures(diagnosis.CHECKS, diagnosis.capacity_facts([*rows, huge]), *claims)) == [claims[1]]
+    assert list(failures(diagnosis.CHECKS, diagnosis.capacity_facts(rows[:2]), *claims)) == [claims[2]]
+    kept = diagnosis.capacity_facts([rows[0], {**rows[1], "ft_erank": 20.0}, rows[2]])
+    assert list(failures(diagnosis.CHECKS, kept, *claims)) == [claims[3]]
+    mixed = diagnosis.capacity_facts([rows[0], {**rows[1], "diff": 6.0, "verdict": "matches the paper"}, rows[2]])  # holds +5.77
+    assert list(failures(diagnosis.CHECKS, mixed, *claims)) == [claims[0]]
+    assert claims[0] in failures(diagnosis.CHECKS, diagnosis.capacity_facts(rows[:1] + rows[2:]), *claims)  # one encoder decided
 
 
 def test_the_resolution_check_holds_while_the_56px_point_is_undecided():
@@ -547,23 +552,23 @@ def test_the_resolution_check_holds_while_the_56px_point_is_undecided():
     def row(diff, ci, verdict, n):
         return {"comparison": "56 px", "diff": diff, "ci95": ci, "verdict": verdict, "n_seeds": n}
 
-    two = G.resolution_facts(row(-30.0, 12.0, "undecided", 2))
-    assert (two["n_seeds"], two["min_seeds"], two["diff"], two["where"]) == ("2", "3", "-30.0 ± 12.0", G.RESOLUTION[1])
+    two = diagnosis.resolution_facts(row(-30.0, 12.0, "undecided", 2))
+    assert (two["n_seeds"], two["min_seeds"], two["diff"], two["where"]) == ("2", "3", "-30.0 ± 12.0", diagnosis.RESOLUTION[1])
     assert (two["crop"], two["image"]) == ("56", "64")
-    assert not failures(G.CHECKS, two, "undecided")
+    assert not failures(diagnosis.CHECKS, two, "undecided")
     for flipped in (row(float("nan"), float("nan"), "not run", 0), row(-20.0, 5.0, "opposite to the paper", 3)):
-        assert failures(G.CHECKS, G.resolution_facts(flipped), "undecided")
+        assert failures(diagnosis.CHECKS, diagnosis.resolution_facts(flipped), "undecided")
 
 
 def test_the_resolution_row_is_not_run_without_stored_runs(tmp_path):
     """With no runs under ``root`` the resolution row is "not run" (no training, no error)."""
-    row = G.resolution_row("cpu", root=tmp_path)
+    row = diagnosis.resolution_row("cpu", root=tmp_path)
     assert row["n_seeds"] == 0 and row["verdict"] == "not run"
 
 
 def test_the_error_ratio_is_nan_without_baseline_errors():
-    assert G.error_ratio({"ft": 90.0, "baseline": 98.0}) == pytest.approx(5.0)
-    assert math.isnan(G.error_ratio({"ft": 90.0, "baseline": 100.0}))
+    assert diagnosis.error_ratio({"ft": 90.0, "baseline": 98.0}) == pytest.approx(5.0)
+    assert math.isnan(diagnosis.error_ratio({"ft": 90.0, "baseline": 100.0}))
 
 
 def test_headroom_csv_is_what_the_stored_map_gives(tmp_path):
@@ -571,19 +576,21 @@ def test_headroom_csv_is_what_the_stored_map_gives(tmp_path):
     "not run" where nothing is stored, judges stored claims on both scales, and is what the runs give today."""
     from ftcl_core.study import experiments
 
-    rows = G.headroom_rows()
+    rows = diagnosis.headroom_rows()
     exp = experiments.Experiment.load(experiments.ROOT / "experiments" / "headroom" / "map_v1.yaml")
     assert [r["setting"] for r in rows if r["table"] == exp.table] != [] and \
         sorted(r["setting"] for r in rows) == sorted(exp.settings)
     for r in rows:
         if not r["n_seeds"]:
-            assert r["verdict"] == G.NOT_RUN
+            assert r["verdict"] == diagnosis.NOT_RUN
         elif r["claim"] and r["n_seeds"] >= 3:
             assert r["verdict_points"] and r["verdict_errors"] and r["scale"] in ("points", "errors")
         elif r["reference"] and not r["claim"]:  # compared, no claim: undecided below the seeds a verdict needs
-            assert r["verdict"] == (G.COMPARED if r["n_seeds"] >= 3 else "undecided")
-    fresh = G.write_diagnosis_csv(rows, tmp_path / "headroom.csv")
-    assert fresh.read_text() == G.HEADROOM_CSV.read_text(), "results/headroom.csv is stale: run `python -m ftcl_core summary`"
+            assert r["verdict"] == (diagnosis.COMPARED if r["n_seeds"] >= 3 else "undecided")
+    fresh = diagnosis.write_diagnosis_csv(rows, tmp_path / "headroom.csv")
+    assert fresh.read_text() == diagnosis.HEADROOM_CSV.read_text(), (
+        "results/headroom.csv is stale: run `python -m ftcl_core summary`"
+    )
 
 
 def test_a_pair_on_two_cpu_models_is_marked_from_provenance(tmp_path):
@@ -600,7 +607,7 @@ def test_a_pair_on_two_cpu_models_is_marked_from_provenance(tmp_path):
             d.mkdir(parents=True)
             (d / "provenance.json").write_text(json.dumps({"device": "cpu", "cpu_model": model}))
             records.append({"setting": setting, "seed": seed, "linear_top1": 50.0 + seed, "dir": str(d)})
-    assert G.mixed_device_seeds(records, "arm", "base") == [0]
+    assert diagnosis.mixed_device_seeds(records, "arm", "base") == [0]
     paired = pair({0: 1.0, 1: 2.0, 2: 3.0}, {0: 0.0, 1: 0.0, 2: 0.0},
                   {0: ("cpu/AMD EPYC", "cpu/Intel Xeon"), 1: ("cpu/AMD EPYC",) * 2, 2: ("cuda/H200", "cpu/AMD EPYC")})
     assert paired.mixed_seeds == [0, 2] and paired.mixed_device_types == [2]

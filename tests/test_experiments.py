@@ -681,10 +681,9 @@ def test_a_late_start_arm_forks_from_its_baseline_and_equals_the_run_trained_who
     """The late-start arm of a sweep starts from its baseline's kept state at the switch (FT is inactive before it,
     so the two runs compute the same steps) and ends bit-identical to the same arm trained from the first step."""
     import numpy as np
+    import torch
 
     from ftcl_core.runs import RunDir
-
-    import torch
 
     monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
     monkeypatch.setenv("OMP_NUM_THREADS", str(torch.get_num_threads()))  # the sweep keeps the count the whole run has,

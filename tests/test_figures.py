@@ -279,15 +279,15 @@ def test_the_grid_of_tables_has_one_legend_outside_its_panels():
 
 def test_chapter_sevens_own_figures_read_at_page_width():
     """The contraction test and the early-training figure: text of at least 11 px, legends off the data."""
-    from ftcl_core.study import diagnosis as G
+    from ftcl_core.study import diagnosis
 
     rhos = np.linspace(-0.5, 1.0, 7)
     lams = (1.0, 1.5, 2.0)
-    rates = {lam: rhos - G.attraction_threshold(lam) for lam in lams}
+    rates = {lam: rhos - diagnosis.attraction_threshold(lam) for lam in lams}
     steps = np.arange(200)
     runs = {f"v1 {arm}": {"step": steps, "rho": np.linspace(0, 0.8, 200) * (0.5 if arm == "+both" else 1),
                           "neg_mean": np.linspace(0, 0.9 if arm == "+both" else 0.3, 200)} for arm in ("baseline", "+both")}
-    for fig in (P.contraction_figure(rhos, rates, {lam: G.attraction_threshold(lam) for lam in lams}),
+    for fig in (P.contraction_figure(rhos, rates, {lam: diagnosis.attraction_threshold(lam) for lam in lams}),
                 P.early_training(runs, (0.13, 0.56))):
         assert P.smallest_text_px(fig, P.NARROWEST_COLUMN_PX) >= P.MIN_TEXT_PX and P.legend_overlaps_data(fig) == []
         plt.close(fig)

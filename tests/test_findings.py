@@ -12,9 +12,8 @@ import re
 import pytest
 import yaml
 
-from ftcl_core.study import experiments
-from ftcl_core.study import findings as F
-from ftcl_core.study.results import claims as V
+from ftcl_core.study import experiments, findings
+from ftcl_core.study.results import claims
 from ftcl_core.study.results.numbers import plus_minus
 
 pytestmark = pytest.mark.skipif(not (experiments.STORED / "T7").is_dir(), reason="no stored cpu runs")
@@ -26,8 +25,8 @@ GLUE = re.compile(r"\{glue:text\}`(?:([\w.]+)::)?(\w+)(?::s)?`")
 
 
 @pytest.fixture(scope="module")
-def ev() -> F.Evidence:
-    return F.Evidence.load("cpu")
+def ev() -> findings.Evidence:
+    return findings.Evidence.load("cpu")
 
 
 def answer_markdown() -> str:
@@ -50,13 +49,13 @@ def tool():
 # ---- the checks ---------------------------------------------------------------------------------------------------
 
 def test_every_check_holds_on_the_stored_runs(ev):
-    F.expect(ev)  # raises FindingsDisagree naming the check otherwise
-    assert all(check(ev) is None for check in F.CHECKS.values())
+    findings.expect(ev)  # raises FindingsDisagree naming the check otherwise
+    assert all(check(ev) is None for check in findings.CHECKS.values())
     with pytest.raises(KeyError, match="no check named"):
-        F.expect(ev, "nonsense")
+        findings.expect(ev, "nonsense")
 
 
-def _summary(ev: F.Evidence, pick, **change) -> F.Evidence:
+def _summary(ev: findings.Evidence, pick, **change) -> findings.Evidence:
     """``ev`` with the summary rows ``pick`` selects changed."""
     return dataclasses.replace(ev, summary=tuple({**r, **change} if pick(r) else r for r in ev.summary))
 
@@ -65,40 +64,40 @@ def _row(table: str, setting: str, reference: str):
     return lambda r: r["table"] == table and r["setting"] == setting and r["reference"] == reference
 
 
-def _comparison(ev: F.Evidence, table: str, setting: str, reference: str):
+def _comparison(ev: findings.Evidence, table: str, setting: str, reference: str):
     """Every summary row of the comparison ``setting`` against ``reference`` in ``table`` is (tables share runs: T7's
     v1 +both is T6's start 0, counted once, under whichever table comes first)."""
     key = experiments.comparison_key(next(r for r in ev.summary if _row(table, setting, reference)(r)))
     return lambda r: experiments.comparison_key(r) == key
 
 
-def _cell(ev: F.Evidence, label: str, f: float, knn: bool = False, **change) -> F.Evidence:
+def _cell(ev: findings.Evidence, label: str, f: float, knn: bool = False, **change) -> findings.Evidence:
     grid = ev.phase_knn if knn else ev.phase
     new = {**grid, label: {**grid[label], f: {**grid[label][f], **change}}}
     return dataclasses.replace(ev, **{"phase_knn" if knn else "phase": new})
 
 
-def _first(ev: F.Evidence, key: str, knn: bool = False, **change) -> F.Evidence:
+def _first(ev: findings.Evidence, key: str, knn: bool = False, **change) -> findings.Evidence:
     rows = ev.first_step_knn if knn else ev.first_step
     return dataclasses.replace(ev, **{"first_step_knn" if knn else "first_step": {**rows, key: {**rows[key], **change}}})
 
 
-def _length(ev: F.Evidence, epochs: int, **change) -> F.Evidence:
+def _length(ev: findings.Evidence, epochs: int, **change) -> findings.Evidence:
     return dataclasses.replace(ev, length=tuple({**r, **change} if r["kind"] == "length" and r["epochs"] == epochs
                                                 else r for r in ev.length))
 
 
-def _switch(ev: F.Evidence, pick, **change) -> F.Evidence:
+def _switch(ev: findings.Evidence, pick, **change) -> findings.Evidence:
     return dataclasses.replace(ev, switch={lb: {f: {**st, **change} if pick(lb, f) else st for f, st in rows.items()}
                                            for lb, rows in ev.switch.items()})
 
 
-def _headroom(ev: F.Evidence, setting: str, **change) -> F.Evidence:
+def _headroom(ev: findings.Evidence, setting: str, **change) -> findings.Evidence:
     return dataclasses.replace(ev, headroom=tuple({**r, **change} if r["setting"] == setting else r
                                                   for r in ev.headroom))
 
 
-def _capacity(ev: F.Evidence, name: str, **change) -> F.Evidence:
+def _capacity(ev: findings.Evidence, name: str, **change) -> findings.Evidence:
     return dataclasses.replace(ev, capacity=tuple({**r, **change} if r["comparison"] == name else r
                                                   for r in ev.capacity))
 
@@ -106,7 +105,7 @@ def _capacity(ev: F.Evidence, name: str, **change) -> F.Evidence:
 LONGEST = 240  # the longest decided length today (the longer-run checks rest on it)
 
 # One fabricated change of the stored rows per check, under which its verdict flips: the check must fail.
-def _summary_row(ev: F.Evidence, table: str, setting: str, **change) -> F.Evidence:
+def _summary_row(ev: findings.Evidence, table: str, setting: str, **change) -> findings.Evidence:
     return dataclasses.replace(ev, summary=tuple({**r, **change} if (r["table"], r["setting"]) == (table, setting)
                                                  else r for r in ev.summary))
 
@@ -114,62 +113,62 @@ def _summary_row(ev: F.Evidence, table: str, setting: str, **change) -> F.Eviden
 FLIPS = {
     # MoCo v2's baseline spread within the bar: it is no longer below it, as the words name it
     "unfit-baselines-as-named": lambda ev: _summary_row(ev, "T7", "v2 baseline", ci95="1.0"),
-    "headline-reversed": lambda ev: _summary(ev, _row("T7", "v1 +both", "v1 baseline"), verdict=V.MATCHES),
+    "headline-reversed": lambda ev: _summary(ev, _row("T7", "v1 +both", "v1 baseline"), verdict=claims.MATCHES),
     "positive-mixing-costs": lambda ev: _summary(ev, _row("T7", "v1 +neg", "v1 baseline"), diff_mean=-9.0,
                                                  diff_ci95=3.0),
     "encoder-undoes-harder-positive": lambda ev: dataclasses.replace(ev, undone={**ev.undone, "crowded": False}),
-    "claims-tally-as-stated": lambda ev: _summary(ev, lambda r: r["verdict"] == V.NOT_EQUIVALENT,
-                                                  verdict=V.UNDECIDED, verdict_bh=V.UNDECIDED),
-    "claims-on-points": lambda ev: _summary(ev, _comparison(ev, "T7", "v1 +both", "v1 baseline"), scale=V.ERRORS),
-    "first-step-costs": lambda ev: _first(ev, "oracle", verdict=V.MATCHES, diff=3.0),
-    "network-costs": lambda ev: _capacity(ev, "resnet10_w32", verdict=V.MATCHES, diff=6.0),
+    "claims-tally-as-stated": lambda ev: _summary(ev, lambda r: r["verdict"] == claims.NOT_EQUIVALENT,
+                                                  verdict=claims.UNDECIDED, verdict_bh=claims.UNDECIDED),
+    "claims-on-points": lambda ev: _summary(ev, _comparison(ev, "T7", "v1 +both", "v1 baseline"), scale=claims.ERRORS),
+    "first-step-costs": lambda ev: _first(ev, "oracle", verdict=claims.MATCHES, diff=3.0),
+    "network-costs": lambda ev: _capacity(ev, "resnet10_w32", verdict=claims.MATCHES, diff=6.0),
     "encoders-as-stated": lambda ev: _capacity(ev, "resnet18_w64", n_seeds=1),
-    "photos-no-gain": lambda ev: _first(ev, "real", verdict=V.OPPOSITE),
-    "photos-knn-costs": lambda ev: _first(ev, "real, longer", knn=True, verdict=V.NO_EFFECT),
+    "photos-no-gain": lambda ev: _first(ev, "real", verdict=claims.OPPOSITE),
+    "photos-knn-costs": lambda ev: _first(ev, "real, longer", knn=True, verdict=claims.NO_EFFECT),
     "photos-little-room": lambda ev: dataclasses.replace(ev, pixels=50.0),
     "rho-below-band-first": lambda ev: _switch(ev, lambda lb, f: f == 0.0 and lb.startswith("shapes"), rho_before=0.9),
-    "rho-above-band-late": lambda ev: _switch(ev, lambda lb, f: f >= F.LATE_FROM, rho_before=0.1),
+    "rho-above-band-late": lambda ev: _switch(ev, lambda lb, f: f >= findings.LATE_FROM, rho_before=0.1),
     "photos-concentrate-as-far": lambda ev: _switch(ev, lambda lb, f: f == 0.0 and not lb.startswith("shapes"),
                                                     peak_neg_mean_after=0.3),
-    "late-helps-where-stated": lambda ev: _cell(ev, "Fashion-MNIST, 30 epochs", 0.8, verdict=V.NO_EFFECT),
+    "late-helps-where-stated": lambda ev: _cell(ev, "Fashion-MNIST, 30 epochs", 0.8, verdict=claims.NO_EFFECT),
     "late-avoids-most": lambda ev: _cell(ev, "shapes, 30 epochs", 0.5, diff=-40.0),
-    "epoch-one-too-early": lambda ev: _cell(ev, "shapes, 30 epochs", 0.03, verdict=V.NO_EFFECT),
-    "knn-late-mixed": lambda ev: _cell(ev, "shapes, 120 epochs", 0.3, knn=True, verdict=V.NO_EFFECT),
+    "epoch-one-too-early": lambda ev: _cell(ev, "shapes, 30 epochs", 0.03, verdict=claims.NO_EFFECT),
+    "knn-late-mixed": lambda ev: _cell(ev, "shapes, 120 epochs", 0.3, knn=True, verdict=claims.NO_EFFECT),
     "length-narrows-not-damage": lambda ev: _length(ev, 120, ft=99.0),
-    "longest-shrinks-points-not-errors": lambda ev: _length(ev, LONGEST, verdict=V.NO_EFFECT),
-    "longest-opposite-on-errors": lambda ev: _length(ev, LONGEST, scale=V.POINTS),
+    "longest-shrinks-points-not-errors": lambda ev: _length(ev, LONGEST, verdict=claims.NO_EFFECT),
+    "longest-opposite-on-errors": lambda ev: _length(ev, LONGEST, scale=claims.POINTS),
     "longest-fewer-errors-than-long": lambda ev: _length(ev, LONGEST, ft=60.0, baseline=98.0),
     "paper-runs-longer": lambda ev: _length(ev, LONGEST, steps=10**6),
-    "momentum-falls": lambda ev: _summary(ev, _row("T1", "m=0.999", "m=0.99"), verdict=V.NO_EFFECT),
-    "momentum-no-collapse": lambda ev: _summary(ev, _row("T1", "m=0", "random init"), verdict=V.MATCHES),
+    "momentum-falls": lambda ev: _summary(ev, _row("T1", "m=0.999", "m=0.99"), verdict=claims.NO_EFFECT),
+    "momentum-no-collapse": lambda ev: _summary(ev, _row("T1", "m=0", "random init"), verdict=claims.MATCHES),
     "momentum-rise-undecided": lambda ev: _summary(
         ev, lambda r: r["table"] == "T1" and r["reference"].startswith("m=") and float(r["effect"] or 0) > 0,
-        verdict=V.MATCHES),
+        verdict=claims.MATCHES),
     "length-short-pair-on-gpu": lambda ev: _length(ev, 30, devices=["cpu", "cuda"]),
     "late-gain-after-bh": lambda ev: dataclasses.replace(ev, diagnosis=tuple(
-        {**r, "verdict_bh": V.UNDECIDED} if (r["table"], r["setting"]) == F.LATE_GAIN else r for r in ev.diagnosis)),
+        {**r, "verdict_bh": claims.UNDECIDED} if (r["table"], r["setting"]) == findings.LATE_GAIN else r for r in ev.diagnosis)),
     "late-gain-sensitive-to-the-floor": lambda ev: dataclasses.replace(ev, diagnosis=tuple(
-        {**r, "floor_sensitive": ""} if (r["table"], r["setting"]) == F.LATE_GAIN else r for r in ev.diagnosis)),
-    "headroom-costs-at-30": lambda ev: _headroom(ev, "+both from 9 of 30", verdict=V.MATCHES, diff_mean=6.0),
-    "headroom-first-step-costs-at-120": lambda ev: _headroom(ev, "+both 120", verdict=V.UNDECIDED, diff_mean=1.0),
-    "headroom-late-gains-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=V.UNDECIDED,
+        {**r, "floor_sensitive": ""} if (r["table"], r["setting"]) == findings.LATE_GAIN else r for r in ev.diagnosis)),
+    "headroom-costs-at-30": lambda ev: _headroom(ev, "+both from 9 of 30", verdict=claims.MATCHES, diff_mean=6.0),
+    "headroom-first-step-costs-at-120": lambda ev: _headroom(ev, "+both 120", verdict=claims.UNDECIDED, diff_mean=1.0),
+    "headroom-late-gains-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=claims.UNDECIDED,
                                                        diff_mean=1.0),
-    "headroom-negatives-not-the-papers-size-at-120": lambda ev: _headroom(ev, "+neg 120", verdict=V.UNDECIDED,
+    "headroom-negatives-not-the-papers-size-at-120": lambda ev: _headroom(ev, "+neg 120", verdict=claims.UNDECIDED,
                                                                           diff_ci95=5.0),
-    "headroom-late-smaller-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=V.MATCHES),
+    "headroom-late-smaller-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=claims.MATCHES),
     "headroom-positive-alone-gains-at-120": lambda ev: _headroom(ev, "+pos from 36 of 120", diff_mean=-1.0),
     "headroom-negatives-add-at-240": lambda ev: dataclasses.replace(ev, room={**ev.room, "late_gap_240_ci": 9.0}),
     "headroom-positive-alone-gains-at-240": lambda ev: _headroom(ev, "+pos from 72 of 240", diff_mean=-1.0),
-    "headroom-first-step-costs-at-240": lambda ev: _headroom(ev, "+both 240", verdict=V.UNDECIDED, diff_mean=1.0),
-    "headroom-late-gains-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.UNDECIDED,
+    "headroom-first-step-costs-at-240": lambda ev: _headroom(ev, "+both 240", verdict=claims.UNDECIDED, diff_mean=1.0),
+    "headroom-late-gains-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=claims.UNDECIDED,
                                                        diff_mean=1.0),
-    "headroom-late-matches-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=V.SMALLER),
-    "headroom-late-larger-on-errors-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict_errors=V.MATCHES),
+    "headroom-late-matches-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=claims.SMALLER),
+    "headroom-late-larger-on-errors-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict_errors=claims.MATCHES),
     "headroom-crowding-confounded-with-the-clock": lambda ev: dataclasses.replace(  # a crowding cell as late as a spread
         ev, room={**ev.room, "crowd_clock_latest": ev.room["spread_clock_earliest"]}),
     "headroom-crowding-goes-with-the-cost": lambda ev: dataclasses.replace(
         ev, room={**ev.room, "crowd_both_late_120_word": "crowds"}),
-    "headroom-negatives-not-the-papers-size-at-240": lambda ev: _headroom(ev, "+neg 240", verdict=V.SMALLER,
+    "headroom-negatives-not-the-papers-size-at-240": lambda ev: _headroom(ev, "+neg 240", verdict=claims.SMALLER,
                                                                                       diff_mean=1.5),
     "headroom-crowding-fades": lambda ev: dataclasses.replace(
         ev, room={**ev.room, "crowd_both_120_end_word": "crowds"}),
@@ -177,75 +176,75 @@ FLIPS = {
 
 
 def test_every_check_has_a_flip():
-    assert set(FLIPS) == set(F.CHECKS)
+    assert set(FLIPS) == set(findings.CHECKS)
 
 
 @pytest.mark.parametrize("name", list(FLIPS))
 def test_a_flipped_verdict_fails_the_check_that_rests_on_it(ev, name):
     flipped = FLIPS[name](ev)
-    assert F.CHECKS[name](flipped), f"{name} still holds after its verdict flipped"
-    with pytest.raises(F.FindingsDisagree, match=re.escape(repr(name))):
-        F.expect(flipped)
+    assert findings.CHECKS[name](flipped), f"{name} still holds after its verdict flipped"
+    with pytest.raises(findings.FindingsDisagree, match=re.escape(repr(name))):
+        findings.expect(flipped)
 
 
 def test_a_flip_fails_only_the_checks_that_rest_on_it(ev):
     flipped = FLIPS["first-step-costs"](ev)
-    with pytest.raises(F.FindingsDisagree, match="'first-step-costs'.*matches the paper"):
-        F.expect(flipped)
-    F.expect(flipped, *(name for name in F.CHECKS if name != "first-step-costs"))
+    with pytest.raises(findings.FindingsDisagree, match="'first-step-costs'.*matches the paper"):
+        findings.expect(flipped)
+    findings.expect(flipped, *(name for name in findings.CHECKS if name != "first-step-costs"))
 
 
 def test_a_cell_where_ft_helps_early_or_unstated_fails_the_late_start_words(ev):
     """FT helping from the first step, or at Table 6's epoch 1 (3 % of the run, not a late start), contradicts the
     words "all late starts"; so does a late cell that starts to help where the text names none."""
-    label = next(lb for lb, rows in ev.phase.items() if any(0 < f < F.LATE_FROM for f in rows))
-    early_f = next(f for f in ev.phase[label] if 0 < f < F.LATE_FROM)
+    label = next(lb for lb, rows in ev.phase.items() if any(0 < f < findings.LATE_FROM for f in rows))
+    early_f = next(f for f in ev.phase[label] if 0 < f < findings.LATE_FROM)
     assert (label, early_f) not in {(lb, f) for lb, f, _ in ev.late_cells()}
-    assert ev.late_cells() and all(f >= F.LATE_FROM for _, f, _ in ev.late_cells())
-    assert all(f >= F.LATE_FROM for _, f in F.STATED_HELPS)
+    assert ev.late_cells() and all(f >= findings.LATE_FROM for _, f, _ in ev.late_cells())
+    assert all(f >= findings.LATE_FROM for _, f in findings.STATED_HELPS)
     for f in (0.0, early_f):
-        helps = _cell(ev, label, f, verdict=V.MATCHES, scale=V.POINTS, diff=7.0, n_seeds=3)
-        with pytest.raises(F.FindingsDisagree, match="'late-helps-where-stated'"):
-            F.expect(helps, "late-helps-where-stated")
-    with pytest.raises(F.FindingsDisagree, match="'late-helps-where-stated'"):
-        F.expect(_cell(ev, "shapes, 30 epochs", 0.8, verdict=V.SMALLER), "late-helps-where-stated")
+        helps = _cell(ev, label, f, verdict=claims.MATCHES, scale=claims.POINTS, diff=7.0, n_seeds=3)
+        with pytest.raises(findings.FindingsDisagree, match="'late-helps-where-stated'"):
+            findings.expect(helps, "late-helps-where-stated")
+    with pytest.raises(findings.FindingsDisagree, match="'late-helps-where-stated'"):
+        findings.expect(_cell(ev, "shapes, 30 epochs", 0.8, verdict=claims.SMALLER), "late-helps-where-stated")
 
 
 def test_a_resolution_point_where_ft_helps_fails_the_network_words(ev):
     """The "first step" and "network" words rest on the 56-px pair too once it is decided."""
-    helps = {**ev.resolution, "n_seeds": 3, "diff": 6.0, "ci95": 2.0, "verdict": V.MATCHES}
-    with pytest.raises(F.FindingsDisagree, match="'network-costs'.*56-px crops: matches the paper"):
-        F.expect(dataclasses.replace(ev, resolution=helps), "network-costs")
+    helps = {**ev.resolution, "n_seeds": 3, "diff": 6.0, "ci95": 2.0, "verdict": claims.MATCHES}
+    with pytest.raises(findings.FindingsDisagree, match="'network-costs'.*56-px crops: matches the paper"):
+        findings.expect(dataclasses.replace(ev, resolution=helps), "network-costs")
 
 
 def test_a_longer_length_landing_cannot_falsify_the_words_on_30_and_120_epochs(ev):
     """The length paragraph speaks of 30 and 120 epochs only: a decided 240-epoch pair that reads otherwise leaves
     its check standing (the longer-run checks are the ones that fail)."""
-    longer = _length(ev, LONGEST, n_seeds=3, diff=-1.0, ci95=1.0, verdict=V.NO_EFFECT, ft=97.0, baseline=98.0)
-    F.expect(longer, "length-narrows-not-damage")
-    with pytest.raises(F.FindingsDisagree, match="'longest-shrinks-points-not-errors'"):
-        F.expect(longer, "longest-shrinks-points-not-errors")
+    longer = _length(ev, LONGEST, n_seeds=3, diff=-1.0, ci95=1.0, verdict=claims.NO_EFFECT, ft=97.0, baseline=98.0)
+    findings.expect(longer, "length-narrows-not-damage")
+    with pytest.raises(findings.FindingsDisagree, match="'longest-shrinks-points-not-errors'"):
+        findings.expect(longer, "longest-shrinks-points-not-errors")
 
 
 def test_no_runs_decide_nothing_and_the_checks_say_so(tmp_path):
-    empty = F.Evidence.load("cpu", root=tmp_path)
+    empty = findings.Evidence.load("cpu", root=tmp_path)
     assert all(r["n_seeds"] == 0 for r in empty.first_step.values())
-    with pytest.raises(F.FindingsDisagree, match="undecided"):
-        F.expect(empty, "first-step-costs")
-    with pytest.raises(F.FindingsDisagree, match="undecided"):
-        F.expect(empty, "encoder-undoes-harder-positive")
+    with pytest.raises(findings.FindingsDisagree, match="undecided"):
+        findings.expect(empty, "first-step-costs")
+    with pytest.raises(findings.FindingsDisagree, match="undecided"):
+        findings.expect(empty, "encoder-undoes-harder-positive")
 
 
 # ---- the facts ----------------------------------------------------------------------------------------------------
 
 def test_facts_are_the_stored_numbers_formatted_once(ev):
-    facts = F.facts(ev)
+    facts = findings.facts(ev)
     assert facts["first_recipe"] == plus_minus(ev.first_step["recipe"]["diff"], ev.first_step["recipe"]["ci95"], signed=True)
     cell = ev.phase["shapes, 120 epochs"][0.3]
-    assert facts[F.cell_key("shapes, 120 epochs", 0.3)] == plus_minus(cell["diff"], cell["ci95"], signed=True)
-    assert F.cell_key("Fashion-MNIST, 30 epochs", 0.8, knn=True) == "phase_knn_fmnist_30_80"
+    assert facts[findings.cell_key("shapes, 120 epochs", 0.3)] == plus_minus(cell["diff"], cell["ci95"], signed=True)
+    assert findings.cell_key("Fashion-MNIST, 30 epochs", 0.8, knn=True) == "phase_knn_fmnist_30_80"
     counts = experiments.tally(list(ev.summary))["all"]["ft"]
-    assert sum(int(facts[f"claims_{k}"]) for k in F.TALLY_KEYS.values()) == int(facts["claims"]) == sum(counts.values())
+    assert sum(int(facts[f"claims_{k}"]) for k in findings.TALLY_KEYS.values()) == int(facts["claims"]) == sum(counts.values())
     assert all(isinstance(v, str) for v in facts.values())
 
 
@@ -258,8 +257,8 @@ def test_the_markdown_names_known_checks_and_every_check_guards_some_words():
         for m in CHECKS_COMMENT.finditer(text):
             for name in (n.strip() for n in m.group(1).split(",")):
                 named.setdefault(name, set()).add(where)
-    assert set(named) - set(F.CHECKS) == set(), "a <!-- checks: --> comment names an unknown check"
-    assert set(F.CHECKS) - set(named) == set(), "a check that guards no words"
+    assert set(named) - set(findings.CHECKS) == set(), "a <!-- checks: --> comment names an unknown check"
+    assert set(findings.CHECKS) - set(named) == set(), "a check that guards no words"
 
 
 def test_every_finding_names_its_checks():
@@ -271,7 +270,7 @@ def test_every_finding_names_its_checks():
 
 
 def test_every_glued_name_is_a_fact_chapter_7_glues(ev):
-    facts = F.facts(ev)
+    facts = findings.facts(ev)
     pasted = GLUE.findall(FINDINGS_MD.read_text())
     assert pasted and {doc for doc, _ in pasted} == {"07a_when_ft_helps.ipynb"}  # the chapter that glues every fact
     glued = GLUE.findall(answer_markdown())
@@ -301,7 +300,7 @@ def test_the_readmes_findings_are_what_the_script_writes(ev):
     block = tool().block(ev)
     assert block in readme, "README's findings are stale: run `python tools/readme_findings.py`"
     assert "{glue" not in block and "](#" not in block
-    assert (experiments.ROOT / F.FIGURE).is_file()
+    assert (experiments.ROOT / findings.FIGURE).is_file()
 
 
 def test_the_script_finds_a_stale_readme_and_rewrites_only_its_block(tmp_path):
@@ -310,7 +309,7 @@ def test_the_script_finds_a_stale_readme_and_rewrites_only_its_block(tmp_path):
     readme.write_text(current)
     script = tool()
     assert script.main(["--check", "--readme", str(readme)]) == 0
-    stale = current.replace(F.facts(F.Evidence.load("cpu"))["t7_v1_both"], "-1.0 ± 0.1", 1)
+    stale = current.replace(findings.facts(findings.Evidence.load("cpu"))["t7_v1_both"], "-1.0 ± 0.1", 1)
     readme.write_text(stale)
     assert script.main(["--check", "--readme", str(readme)]) == 1
     text = "intro\n" + script.MARKERS[0] + "\nold\n" + script.MARKERS[1] + "\nrest\n"
@@ -331,10 +330,10 @@ def test_the_script_fills_glue_and_links_and_refuses_unknown_names():
 
 
 def test_the_phase_diagram_holds_the_task_with_rooms_rows(ev):
-    labels, fractions, diff, _, words = F.phase_grid(ev)
-    rows = F.room_rows(ev)
+    labels, fractions, diff, _, words = findings.phase_grid(ev)
+    rows = findings.room_rows(ev)
     assert rows and set(rows) <= set(labels) and set(rows["task with room, 120 epochs"]) == {0.0, 0.3}
     i, j = labels.index("task with room, 120 epochs"), fractions.index(0.3)
     late = next(r for r in ev.headroom if r["setting"] == "+both from 36 of 120")
     assert diff[i, j] == float(late["diff_mean"]) and words[i][j].startswith(late["verdict"])
-    assert F.room_rows(dataclasses.replace(ev, headroom=())) == {}
+    assert findings.room_rows(dataclasses.replace(ev, headroom=())) == {}

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ftcl_core import transforms as T
+from ftcl_core import transforms
 from ftcl_core.checkpoints import IncompatibleCheckpoint, resume_draws
 from ftcl_core.config import EXECUTION_KEYS, FTConfig, config_diff, load_config
 from ftcl_core.execution import ft_device_draws, ft_draws_mode
@@ -33,7 +33,7 @@ def features(seed: int = 0, n: int = 6, k: int = 10, d: int = 8) -> tuple[torch.
     return tuple(F.normalize(torch.randn(m, d, generator=g), dim=1) for m in (n, n, k))
 
 
-def ft_draws_of(gen: T.Draws) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def ft_draws_of(gen: transforms.Draws) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """One MoCo FT step's transformed pair, mixed queue and permutation (eq. 3, Sec 4.2), all drawn from ``gen``."""
     q, k, queue = features()
     q2, k2 = positive_ft(q, k, FT, gen)
@@ -46,10 +46,10 @@ def test_host_draws_are_the_stored_runs_draws():
     q2, k2, neg, perm = ft_draws_of(torch.Generator().manual_seed(123))
     assert perm.tolist() == HOST_PERM
     lam = torch.tensor(HOST_LAM_POS).view(-1, 1)
-    want_q, want_k = T.extrapolate_positive(q, k, lam)
+    want_q, want_k = transforms.extrapolate_positive(q, k, lam)
     torch.testing.assert_close(q2, want_q, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(k2, want_k, rtol=1e-6, atol=1e-6)
-    torch.testing.assert_close(neg, T.interpolate_negatives(queue, torch.tensor(HOST_LAM_NEG).view(-1, 1), perm),
+    torch.testing.assert_close(neg, transforms.interpolate_negatives(queue, torch.tensor(HOST_LAM_NEG).view(-1, 1), perm),
                                rtol=1e-6, atol=1e-6)
     # a step without device draws hands FT the host generator itself, in the stored runs' order
     gen = torch.Generator()
@@ -59,39 +59,42 @@ def test_host_draws_are_the_stored_runs_draws():
 def test_device_draws_come_from_the_generator_passed_and_from_nothing_else():
     host = torch.Generator().manual_seed(0)
     host_state, global_state = host.get_state(), torch.get_rng_state()
-    a = ft_draws_of(T.DeviceDraws(torch.Generator().manual_seed(5)))
-    b = ft_draws_of(T.DeviceDraws(torch.Generator().manual_seed(5)))
-    c = ft_draws_of(T.DeviceDraws(torch.Generator().manual_seed(6)))
+    a = ft_draws_of(transforms.DeviceDraws(torch.Generator().manual_seed(5)))
+    b = ft_draws_of(transforms.DeviceDraws(torch.Generator().manual_seed(5)))
+    c = ft_draws_of(transforms.DeviceDraws(torch.Generator().manual_seed(6)))
     for x, y in zip(a, b):
         assert torch.equal(x, y)
     assert not torch.equal(a[2], c[2])
     assert torch.equal(host.get_state(), host_state) and torch.equal(torch.get_rng_state(), global_state)
     assert sorted(a[3].tolist()) == list(range(10)) and a[3].tolist() != HOST_PERM  # another stream than the host's
-    ctx = StepContext(host, device_draws=T.DeviceDraws(torch.Generator()))
+    ctx = StepContext(host, device_draws=transforms.DeviceDraws(torch.Generator()))
     assert ctx.ft_draws is ctx.device_draws
     # the whole of MoCo's FT (union queue, hard negatives) runs on the device draws
     q, k, queue = features()
     out = moco_ft_logits(q, k, queue, FTConfig(pos=True, neg=True, union_queue=True, hard=True),
-                         T.DeviceDraws(torch.Generator().manual_seed(1)))
+                         transforms.DeviceDraws(torch.Generator().manual_seed(1)))
     assert out.neg.shape == (6, 20) and torch.isfinite(out.neg).all() and torch.isfinite(out.pos).all()
 
 
 def test_device_beta_has_the_host_samplers_distributions():
-    g = T.DeviceDraws(torch.Generator().manual_seed(0))
-    ex = T.sample_lambda(2.0, "sample", 20000, 4, g, shift=1.0)
+    g = transforms.DeviceDraws(torch.Generator().manual_seed(0))
+    ex = transforms.sample_lambda(2.0, "sample", 20000, 4, g, shift=1.0)
     assert ex.shape == (20000, 1) and ex.dtype == torch.float32 and bool(((ex > 1) & (ex < 2)).all())
     assert abs(float(ex.mean()) - 1.5) < 0.01 and abs(float(ex.var()) - 1 / 20) < 0.003  # Beta(2, 2): var 1/20
-    b = T.sample_beta(2.0, 1.0, (20000,), g)  # hard negatives' Beta(2, 1): mean 2/3
+    b = transforms.sample_beta(2.0, 1.0, (20000,), g)  # hard negatives' Beta(2, 1): mean 2/3
     assert abs(float(b.mean()) - 2 / 3) < 0.01
-    low = T.sample_beta(0.2, 0.2, (20000,), g)  # U-shaped, var 1/(4*1.4)
+    low = transforms.sample_beta(0.2, 0.2, (20000,), g)  # U-shaped, var 1/(4*1.4)
     assert bool(((low >= 0) & (low <= 1)).all()) and abs(float(low.var()) - 1 / 5.6) < 0.01
-    assert T.sample_lambda(1.6, "dim", 8, 128, g).shape == (1, 128) and T.sample_lambda(1.6, "step", 8, 128, g).shape == ()
+    assert (
+        transforms.sample_lambda(1.6, "dim", 8, 128, g).shape == (1, 128)
+        and transforms.sample_lambda(1.6, "step", 8, 128, g).shape == ()
+    )
     with pytest.raises(ValueError, match="must be > 0"):
-        T.sample_beta(0.0, 1.0, (3,), g)
+        transforms.sample_beta(0.0, 1.0, (3,), g)
 
 
 def test_a_device_generators_checkpointed_state_reproduces_the_next_draws(capsys):
-    draws = T.DeviceDraws(torch.Generator().manual_seed(9))
+    draws = transforms.DeviceDraws(torch.Generator().manual_seed(9))
     ft_draws_of(draws)  # some steps in
     stored = {"device": draws.device.type, "state": draws.gen.get_state()}
     buf = io.BytesIO()
@@ -100,7 +103,7 @@ def test_a_device_generators_checkpointed_state_reproduces_the_next_draws(capsys
     loaded = torch.load(buf, weights_only=True)["rng"]["ft_gen"]
     want = ft_draws_of(draws)  # the uninterrupted run's next step
     run = RunDir("/nonexistent")
-    resumed = resume_draws(run, loaded, T.DeviceDraws(torch.Generator().manual_seed(9)), "cpu")
+    resumed = resume_draws(run, loaded, transforms.DeviceDraws(torch.Generator().manual_seed(9)), "cpu")
     for x, y in zip(ft_draws_of(resumed), want):
         assert torch.equal(x, y)
     # a run resumed without asking for device draws keeps the ones it started with, and says so
@@ -111,7 +114,7 @@ def test_a_device_generators_checkpointed_state_reproduces_the_next_draws(capsys
 def test_a_checkpoint_without_a_device_generator_resumes_on_the_host(capsys):
     run = RunDir("/nonexistent")
     assert resume_draws(run, None, None, "cpu") is None and capsys.readouterr().err == ""  # every CPU run: silent
-    assert resume_draws(run, None, T.DeviceDraws(torch.Generator()), "cuda") is None  # an old GPU run: host draws
+    assert resume_draws(run, None, transforms.DeviceDraws(torch.Generator()), "cuda") is None  # an old GPU run: host draws
     assert "on the host" in capsys.readouterr().err
     cuda_state = {"device": "cuda", "state": torch.zeros(16, dtype=torch.uint8)}
     with pytest.raises(IncompatibleCheckpoint, match="CUDA generator"):
@@ -127,8 +130,8 @@ def test_ft_draws_policy_is_an_execution_detail():
     assert ft_draws_mode(dev, "cpu") == "device" and ft_draws_mode(cfg.updated({"train.ft_draws": "host"}), "cuda") == "host"
     assert config_diff(cfg, dev) == []  # not part of the run's identity
     draws = ft_device_draws(dev, "cpu")
-    assert draws.device.type == "cpu" and draws.gen.initial_seed() == T.DeviceDraws.seed_for(cfg.seed)
-    assert T.DeviceDraws.seed_for(0) != 0 and T.DeviceDraws.seed_for(0) != T.DeviceDraws.seed_for(1)
+    assert draws.device.type == "cpu" and draws.gen.initial_seed() == transforms.DeviceDraws.seed_for(cfg.seed)
+    assert transforms.DeviceDraws.seed_for(0) != 0 and transforms.DeviceDraws.seed_for(0) != transforms.DeviceDraws.seed_for(1)
     # not the host generator's stream of the same seed (that would repeat the augmentation's draws)
     assert not torch.equal(torch.rand(8, generator=draws.gen), torch.rand(8, generator=torch.Generator().manual_seed(0)))
 

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from ftcl_core.study import checks
-from ftcl_core.study import headroom as H
+from ftcl_core.study import checks, headroom
 
 
 def row(arm: str, length: int, n: int, diff: float, ci: float, verdict: str, ler: float = math.nan) -> dict:
-    return {"setting": H.setting(arm, length), "n_seeds": n, "diff_mean": diff, "diff_ci95": ci, "verdict": verdict,
+    return {"setting": headroom.setting(arm, length), "n_seeds": n, "diff_mean": diff, "diff_ci95": ci, "verdict": verdict,
             "scale": "points", "log_error_ratio": ler, "log_error_ratio_ci95": 0.05}
 
 
@@ -35,9 +34,14 @@ def at_30() -> list[dict]:
 
 def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
     runs = late_records([-0.5, 1.2, 0.1, 0.9, -0.8], 30) + late_records([2.8, 2.5, 0.4], 120)  # the late arms' gaps
-    facts = {**H.map_facts(stored_like()), **H.gap_facts(runs), **H.crowding_facts(crowding_like()), "planned": 5}
-    on_map = [n for n in H.CHECKS if not n.startswith(("aim", "switch")) and not n.endswith("-at-240")]
-    assert checks.failures(H.CHECKS, facts, *on_map) == {}
+    facts = {
+        **headroom.map_facts(stored_like()),
+        **headroom.gap_facts(runs),
+        **headroom.crowding_facts(crowding_like()),
+        "planned": 5,
+    }
+    on_map = [n for n in headroom.CHECKS if not n.startswith(("aim", "switch")) and not n.endswith("-at-240")]
+    assert checks.failures(headroom.CHECKS, facts, *on_map) == {}
     # +both from 30 % at 240: [5.3, 8.7] holds the paper's +6.7; its errors' log ratio [-0.27, -0.17] lies wholly past
     # the paper's log(37.1 / 43.8) = -0.17
     longer = stored_like() + [{**row("both_late", 240, 3, 7.0, 1.7, "matches the paper", -0.22),
@@ -45,8 +49,8 @@ def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
                               row("both", 240, 3, -19.0, 3.0, "opposite to the paper", 0.45)]
     at_240 = ["late-start-gains-at-240", "late-start-matches-at-240", "late-start-larger-on-errors-at-240",
               "first-step-costs-at-240"]
-    assert checks.failures(H.CHECKS, H.map_facts(longer), *at_240) == {}
-    assert "240-pending" in checks.failures(H.CHECKS, H.map_facts(longer), "240-pending")
+    assert checks.failures(headroom.CHECKS, headroom.map_facts(longer), *at_240) == {}
+    assert "240-pending" in checks.failures(headroom.CHECKS, headroom.map_facts(longer), "240-pending")
     assert facts["both_30_diff"] == "-20.3 ± 4.2" and facts["both_240_diff"] == "not run"
     assert (facts["baseline_120"], facts["baseline_240"]) == ("60.3 ± 4.7", "not run")
     assert facts["both_30_errors"].startswith(f"{math.exp(0.28):.2f}×")
@@ -78,50 +82,52 @@ def test_the_chapter_checks_hold_on_rows_like_the_stored_map():
 ])
 def test_a_flipped_verdict_fails_the_check_bound_to_it(name, flip):
     rows = [r for r in stored_like() if r["setting"] != flip["setting"]] + [flip]
-    assert name in checks.failures(H.CHECKS, H.map_facts(rows), name)
+    assert name in checks.failures(headroom.CHECKS, headroom.map_facts(rows), name)
 
 
 def test_the_aims_and_the_longest_length_read_from_the_baselines():
     records = [{"setting": "baseline 30", "linear_top1": v, "random_init_linear_top1": 9.0} for v in (35, 37, 39)]
-    facts = H.task_facts(records)
+    facts = headroom.task_facts(records)
     assert facts["n_seeds"] == "3" and facts["gain"] == "+28.0" and facts["half_point"] == "10"
-    assert checks.failures(H.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met") == {}
-    assert "aim-longest-met" in checks.failures(H.CHECKS, facts, "aim-longest-met")  # none stored: not met, not assumed
+    assert checks.failures(headroom.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met") == {}
+    assert "aim-longest-met" in checks.failures(headroom.CHECKS, facts, "aim-longest-met")  # none stored: not met, not assumed
     noisy = [{**r, "linear_top1": v} for r, v in zip(records, (20, 37, 50))]
-    assert "aim-spread-met" in checks.failures(H.CHECKS, H.task_facts(noisy), "aim-spread-met")
+    assert "aim-spread-met" in checks.failures(headroom.CHECKS, headroom.task_facts(noisy), "aim-spread-met")
     longest = records + [{"setting": "baseline 240", "linear_top1": v, "random_init_linear_top1": 9.0} for v in (80, 88)]
-    facts = H.task_facts(longest)
-    assert (facts["longest"], facts["longest_n"]) == ("84.0", "2") and not checks.failures(H.CHECKS, facts, "aim-longest-met")
+    facts = headroom.task_facts(longest)
+    assert (facts["longest"], facts["longest_n"]) == ("84.0", "2") and not checks.failures(
+        headroom.CHECKS, facts, "aim-longest-met"
+    )
     saturated = records + [{"setting": "baseline 240", "linear_top1": 93.0, "random_init_linear_top1": 9.0}]
-    assert "aim-longest-met" in checks.failures(H.CHECKS, H.task_facts(saturated), "aim-longest-met")
+    assert "aim-longest-met" in checks.failures(headroom.CHECKS, headroom.task_facts(saturated), "aim-longest-met")
 
 
 def test_the_map_figure_lists_every_planned_comparison_in_readable_text():
     import matplotlib
 
     matplotlib.use("Agg")
-    from ftcl_core.pages import headroom as PH
-    from ftcl_core.pages import plotting as P
+    from ftcl_core.pages import headroom as headroom_figures
+    from ftcl_core.pages import plotting
 
-    fig = PH.map_figure(at_30())  # only 30 epochs stored: its four rows, the other lengths left out
+    fig = headroom_figures.map_figure(at_30())  # only 30 epochs stored: its four rows, the other lengths left out
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert len(labels) == len(H.ARMS) and all(label.startswith("30 ep.") for label in labels)
+    assert len(labels) == len(headroom.ARMS) and all(label.startswith("30 ep.") for label in labels)
     assert "FT worse" in fig.axes[0].get_xlabel() and "FT worse" in fig.axes[1].get_xlabel()
-    assert P.smallest_text_px(fig) >= 11
+    assert plotting.smallest_text_px(fig) >= 11
     # one seed at 120 epochs, its errors 1.8x the baseline's, the paper's 0.8x: an axis as wide as today's map
     longer = at_30() + [{**row("both", 120, 1, -3.0, float("nan"), "undecided", 0.6), "paper_log_error_ratio": -0.223}]
-    fig = PH.map_figure(longer)  # a length with one seed: its four rows, the unstored arms "not run", "(1 seed)"
+    fig = headroom_figures.map_figure(longer)  # a length with one seed: its four rows, the unstored arms "not run", "(1 seed)"
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert len(labels) == 2 * len(H.ARMS) and sum(label.endswith("(1 seed)") for label in labels) == 1
+    assert len(labels) == 2 * len(headroom.ARMS) and sum(label.endswith("(1 seed)") for label in labels) == 1
     assert [t.get_text() for t in fig.axes[0].texts].count("not run") == 3
     fig.canvas.draw()  # the error-ratio axis: no two tick labels overlap
     boxes = [t.get_window_extent() for t in fig.axes[1].get_xticklabels() if t.get_text()]
     assert len(boxes) >= 2 and all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
-    assert H.map_facts(longer)["pending"] == "240"
+    assert headroom.map_facts(longer)["pending"] == "240"
 
 
 def test_the_papers_effects_come_from_the_map_file_and_the_ceiling_example_is_below_them():
-    facts = H.paper_facts(example_baseline=98.0)
+    facts = headroom.paper_facts(example_baseline=98.0)
     assert facts["both_paper"] == "+5.8" and facts["both_paper_ratio"] == "0.80×"  # Tab. 7: 28.90 -> 23.13 % errors
     assert float(facts["example_gain"]) < 2 < float(facts["both_paper"])  # a 98 % baseline cannot show +5.8
     assert facts["steps_30"] == "1 170"
@@ -130,71 +136,73 @@ def test_the_papers_effects_come_from_the_map_file_and_the_ceiling_example_is_be
 def late_records(gaps: list[float], length: int = 120) -> list[dict]:
     """Runs of +both and +pos alone from 30 % at ``length`` epochs, one seed per gap, +both above +pos by that gap."""
     return [r for seed, gap in enumerate(gaps) for r in (
-        {"setting": H.setting("pos_late", length), "seed": seed, "linear_top1": 60.0 + seed},
-        {"setting": H.setting("both_late", length), "seed": seed, "linear_top1": 60.0 + seed + gap})]
+        {"setting": headroom.setting("pos_late", length), "seed": seed, "linear_top1": 60.0 + seed},
+        {"setting": headroom.setting("both_late", length), "seed": seed, "linear_top1": 60.0 + seed + gap})]
 
 
 def test_the_negatives_share_of_the_late_gain_is_paired_by_seed_and_open_only_when_its_interval_holds_0():
     name = "negatives-share-of-the-late-gain-open-at-120"
-    facts = H.gap_facts(late_records([2.8, 2.5, 0.4]))
+    facts = headroom.gap_facts(late_records([2.8, 2.5, 0.4]))
     assert (facts["late_gap_120_diff"], facts["late_gap_120_n"]) == ("+1.9 ± 3.2", "3")
     assert facts["late_gap_240_diff"] == "not run"
-    assert checks.failures(H.CHECKS, facts, name) == {}
-    assert name in checks.failures(H.CHECKS, H.gap_facts(late_records([2.0, 2.2, 2.1])), name)  # the pair gains more
-    assert name in checks.failures(H.CHECKS, H.gap_facts(late_records([2.8, -2.5])), name)  # below the seeds needed
-    unpaired = late_records([1.0, -1.0, 0.5]) + [{"setting": H.setting("both_late", 120), "seed": 9, "linear_top1": 99.0}]
-    assert H.gap_facts(unpaired)["late_gap_120_n"] == "3"  # a seed with one arm only is left out
+    assert checks.failures(headroom.CHECKS, facts, name) == {}
+    assert name in checks.failures(
+        headroom.CHECKS, headroom.gap_facts(late_records([2.0, 2.2, 2.1])), name
+    )  # the pair gains more
+    assert name in checks.failures(headroom.CHECKS, headroom.gap_facts(late_records([2.8, -2.5])), name)  # below the seeds needed
+    unpaired = late_records([1.0, -1.0, 0.5]) + [{"setting": headroom.setting("both_late", 120), "seed": 9, "linear_top1": 99.0}]
+    assert headroom.gap_facts(unpaired)["late_gap_120_n"] == "3"  # a seed with one arm only is left out
 
 
 def test_the_negatives_share_of_the_30_epoch_late_cost_is_open_only_while_its_interval_holds_zero():
     name = "negatives-share-of-the-late-cost-open-at-30"
-    assert checks.failures(H.CHECKS, H.gap_facts(late_records([-0.5, 1.2, 0.1, 0.9, -0.8], 30)), name) == {}
+    assert checks.failures(headroom.CHECKS, headroom.gap_facts(late_records([-0.5, 1.2, 0.1, 0.9, -0.8], 30)), name) == {}
     for gaps in ([0.5, 1.2, 0.6, 0.9, 0.8], [-4.0, -4.5, -4.2, -4.1, -4.4], [0.8, -0.9]):  # above; below; 2 seeds
-        assert name in checks.failures(H.CHECKS, H.gap_facts(late_records(gaps, 30)), name)
+        assert name in checks.failures(headroom.CHECKS, headroom.gap_facts(late_records(gaps, 30)), name)
 
 
 def test_the_120_epoch_arms_hold_the_planned_seeds_only_when_every_arm_holds_them():
     name = "120-holds-the-planned-seeds"
     rows = stored_like()
-    assert H.map_facts(rows)["seeds_120"] == "5"
-    assert checks.failures(H.CHECKS, {**H.map_facts(rows), "planned": 5}, name) == {}
-    short = [{**r, "n_seeds": 4} if r["setting"] == H.setting("neg", 120) else r for r in rows]
-    assert H.map_facts(short)["seeds_120"] == "4–5"
-    assert name in checks.failures(H.CHECKS, {**H.map_facts(short), "planned": 5}, name)
-    assert name in checks.failures(H.CHECKS, {**H.map_facts(rows), "planned": 6}, name)
+    assert headroom.map_facts(rows)["seeds_120"] == "5"
+    assert checks.failures(headroom.CHECKS, {**headroom.map_facts(rows), "planned": 5}, name) == {}
+    short = [{**r, "n_seeds": 4} if r["setting"] == headroom.setting("neg", 120) else r for r in rows]
+    assert headroom.map_facts(short)["seeds_120"] == "4–5"
+    assert name in checks.failures(headroom.CHECKS, {**headroom.map_facts(short), "planned": 5}, name)
+    assert name in checks.failures(headroom.CHECKS, {**headroom.map_facts(rows), "planned": 6}, name)
     short_240 = "240-short-of-the-planned-seeds"  # the 240-epoch words say seeds are missing while some arm is short
-    partly = rows + [row(arm, 240, 3, 1.0, 2.0, "no effect of the paper's size") for arm in H.ARMS]
-    assert checks.failures(H.CHECKS, {**H.map_facts(partly), "planned": 5}, short_240) == {}
-    full = rows + [row(arm, 240, 5, 1.0, 2.0, "no effect of the paper's size") for arm in H.ARMS]
-    assert short_240 in checks.failures(H.CHECKS, {**H.map_facts(full), "planned": 5}, short_240)
+    partly = rows + [row(arm, 240, 3, 1.0, 2.0, "no effect of the paper's size") for arm in headroom.ARMS]
+    assert checks.failures(headroom.CHECKS, {**headroom.map_facts(partly), "planned": 5}, short_240) == {}
+    full = rows + [row(arm, 240, 5, 1.0, 2.0, "no effect of the paper's size") for arm in headroom.ARMS]
+    assert short_240 in checks.failures(headroom.CHECKS, {**headroom.map_facts(full), "planned": 5}, short_240)
 
 
 def test_the_error_axis_reaches_a_labelled_tick_beyond_an_interval_near_its_end():
-    from ftcl_core.pages import headroom as PH
+    from ftcl_core.pages import headroom as headroom_figures
 
-    lo, hi = PH._padded(0.75, 1.95)  # an interval reaching 1.91x on an axis that matplotlib ends at 1.95
-    assert hi > 2 and 2 in PH._spaced_ticks(lo, hi) and lo < 0.67
-    assert PH._padded(0.9, 1.6) == (0.8 / 1.04, 2 * 1.04)  # each end to the nearest round ratio within 1.25x
-    assert PH._padded(0.3, 5.5) == (0.25 / 1.04, 5.5)  # none within reach above 5.5: that end stays
+    lo, hi = headroom_figures._padded(0.75, 1.95)  # an interval reaching 1.91x on an axis that matplotlib ends at 1.95
+    assert hi > 2 and 2 in headroom_figures._spaced_ticks(lo, hi) and lo < 0.67
+    assert headroom_figures._padded(0.9, 1.6) == (0.8 / 1.04, 2 * 1.04)  # each end to the nearest round ratio within 1.25x
+    assert headroom_figures._padded(0.3, 5.5) == (0.25 / 1.04, 5.5)  # none within reach above 5.5: that end stays
 
 
 def test_the_late_starts_seed_by_seed_pair_each_arm_with_its_own_seeds_baseline():
     runs = [{"setting": "baseline 120", "seed": 0, "linear_top1": 60.0}, {"setting": "baseline 120", "seed": 1,
-            "linear_top1": 58.0}, {"setting": H.setting("both_late", 120), "seed": 1, "linear_top1": 64.5},
-            {"setting": H.setting("pos_late", 120), "seed": 0, "linear_top1": 57.0},
-            {"setting": H.setting("both_late", 30), "seed": 0, "linear_top1": 99.0}]  # another length: not paired
-    assert H.seed_pairs(runs, 120) == [["0", "60.0", "", "", "57.0", "-3.0"], ["1", "58.0", "64.5", "+6.5", "", ""]]
-    assert H.seed_pairs(runs, 240) == []
+            "linear_top1": 58.0}, {"setting": headroom.setting("both_late", 120), "seed": 1, "linear_top1": 64.5},
+            {"setting": headroom.setting("pos_late", 120), "seed": 0, "linear_top1": 57.0},
+            {"setting": headroom.setting("both_late", 30), "seed": 0, "linear_top1": 99.0}]  # another length: not paired
+    assert headroom.seed_pairs(runs, 120) == [["0", "60.0", "", "", "57.0", "-3.0"], ["1", "58.0", "64.5", "+6.5", "", ""]]
+    assert headroom.seed_pairs(runs, 240) == []
 
 
 def test_only_the_checks_the_chapter_names_hold_back_a_landed_run():
     longer = stored_like() + [row("both_late", 240, 2, 7.0, 9.0, "undecided")]  # 240 still training: 2 seeds
     runs = late_records([0.5, 1.2, 0.6, 0.9, 0.8], 30) + late_records([2.8, 2.5, 0.4], 120)
-    facts = {**H.map_facts(longer), **H.gap_facts(runs), "planned": 5}
-    assert "late-start-gains-at-240" in checks.failures(H.CHECKS, facts, "late-start-gains-at-240")
-    assert H.bound_failures(facts, chapter='checks.expect(H.CHECKS, facts, "240-pending")') == {}
-    named = 'checks.expect(H.CHECKS, facts, "late-start-gains-at-240")'
-    assert list(H.bound_failures(facts, chapter=named)) == ["late-start-gains-at-240"]
+    facts = {**headroom.map_facts(longer), **headroom.gap_facts(runs), "planned": 5}
+    assert "late-start-gains-at-240" in checks.failures(headroom.CHECKS, facts, "late-start-gains-at-240")
+    assert headroom.bound_failures(facts, chapter='checks.expect(headroom.CHECKS, facts, "240-pending")') == {}
+    named = 'checks.expect(headroom.CHECKS, facts, "late-start-gains-at-240")'
+    assert list(headroom.bound_failures(facts, chapter=named)) == ["late-start-gains-at-240"]
 
 
 def metrics_run(length: int, neg: float, switch: int = 0, early: float | None = None, end: float | None = None,
@@ -220,12 +228,12 @@ def crowding_like(late_120: float = 0.0, neg_120: float = 0.05, both_120_end: fl
     m = {}
     for length, late in ((30, late_30), (120, late_120)):
         s = length * 3 // 10
-        m[H.setting("baseline", length)] = {k: metrics_run(length, 0.02, 0, early=0.15) for k in seeds}
-        m[H.setting("both", length)] = {k: metrics_run(length, 0.3, 0, early=0.75,
+        m[headroom.setting("baseline", length)] = {k: metrics_run(length, 0.02, 0, early=0.15) for k in seeds}
+        m[headroom.setting("both", length)] = {k: metrics_run(length, 0.3, 0, early=0.75,
                                                        end=both_120_end if length == 120 else 0.5) for k in seeds}
-        m[H.setting("both_late", length)] = {k: metrics_run(length, 0.02, s, early=late) for k in seeds}
-        m[H.setting("pos_late", length)] = {k: metrics_run(length, 0.02, s, early=late + 0.01) for k in seeds}
-        m[H.setting("neg", length)] = {k: metrics_run(length, 0.02, 0, early=neg_120 if length == 120 else 0.1)
+        m[headroom.setting("both_late", length)] = {k: metrics_run(length, 0.02, s, early=late) for k in seeds}
+        m[headroom.setting("pos_late", length)] = {k: metrics_run(length, 0.02, s, early=late + 0.01) for k in seeds}
+        m[headroom.setting("neg", length)] = {k: metrics_run(length, 0.02, 0, early=neg_120 if length == 120 else 0.1)
                                        for k in seeds}
     return m
 
@@ -235,8 +243,8 @@ CROWDING_CHECKS = ("crowding-goes-with-the-cost", "first-step-crowding-fades-at-
 
 
 def test_the_crowding_checks_hold_where_ft_crowds_only_where_it_costs():
-    facts = {**H.map_facts(stored_like()), **H.crowding_facts(crowding_like())}
-    assert checks.failures(H.CHECKS, facts, *CROWDING_CHECKS) == {}
+    facts = {**headroom.map_facts(stored_like()), **headroom.crowding_facts(crowding_like())}
+    assert checks.failures(headroom.CHECKS, facts, *CROWDING_CHECKS) == {}
     assert (facts["crowd_both_120_ft"], facts["crowd_both_120_base"]) == ("0.75", "0.15")
     assert facts["crowd_both_late_30_word"] == "crowds" and facts["crowd_both_late_120_word"] == "spread"
     assert facts["crowd_both_120_end_ft"] == "0.01" and facts["crowd_both_240_n"] == "0"
@@ -251,23 +259,23 @@ def test_the_crowding_checks_hold_where_ft_crowds_only_where_it_costs():
     ("crowding-confounded-with-the-clock", crowding_like(late_30=0.0, late_120=0.3)),
 ])
 def test_a_run_that_crowds_otherwise_fails_the_crowding_words(name, metrics):
-    facts = {**H.map_facts(stored_like()), **H.crowding_facts(metrics)}
-    assert name in checks.failures(H.CHECKS, facts, name)
+    facts = {**headroom.map_facts(stored_like()), **headroom.crowding_facts(metrics)}
+    assert name in checks.failures(headroom.CHECKS, facts, name)
 
 
 def test_the_crowding_check_needs_a_costing_and_a_gaining_arm():
     gains_nowhere = [r for r in stored_like() if r["setting"] not in ("+both from 36 of 120", "+pos from 36 of 120")]
-    facts = {**H.map_facts(gains_nowhere), **H.crowding_facts(crowding_like())}
-    assert "crowding-goes-with-the-cost" in checks.failures(H.CHECKS, facts, "crowding-goes-with-the-cost")
+    facts = {**headroom.map_facts(gains_nowhere), **headroom.crowding_facts(crowding_like())}
+    assert "crowding-goes-with-the-cost" in checks.failures(headroom.CHECKS, facts, "crowding-goes-with-the-cost")
 
 
 def test_the_crowding_figure_draws_a_panel_per_length_in_readable_text():
-    from ftcl_core.pages import headroom as PH
-    from ftcl_core.pages import plotting as P
+    from ftcl_core.pages import headroom as headroom_figures
+    from ftcl_core.pages import plotting
 
     metrics = crowding_like()
-    fig = PH.crowding_figure({n: H.neg_curves(metrics, n) for n in (30, 120)})
-    assert len(fig.axes) == 2 and P.smallest_text_px(fig) >= P.MIN_TEXT_PX
+    fig = headroom_figures.crowding_figure({n: headroom.neg_curves(metrics, n) for n in (30, 120)})
+    assert len(fig.axes) == 2 and plotting.smallest_text_px(fig) >= plotting.MIN_TEXT_PX
     assert len(fig.axes[1].get_lines()) == 4  # baseline, two arms, the switch
 
 
@@ -286,16 +294,16 @@ def test_the_switch_experiment_reads_each_arm_against_the_maps_baseline_of_its_l
     each check bound to chapter 11's words fails when its arm's runs say otherwise."""
     base = [{"setting": f"baseline {n}", "seed": s, "linear_top1": 60.0 + s} for n in (120, 240) for s in range(5)]
     arm = [{"setting": "+both from 9 of 120", "seed": s, "linear_top1": 48.0 + s + 0.5 * (s % 2)} for s in range(5)]
-    f = H.switch_facts(base, arm)
+    f = headroom.switch_facts(base, arm)
     assert (f["switch_from_9_of_120_side"], f["switch_from_9_of_120_n"], f["switch_from_9_of_120_step"]) == (
         "costs", "5", "351")
     assert f["switch_from_9_of_240_side"] == "undecided" and f["switch_from_18_of_120_diff"] == "not run"
     names = ("switch-from-9-of-120-costs", "switch-from-9-of-240-short-of-its-seeds", "switch-from-18-of-120-not-run")
-    assert checks.failures(H.CHECKS, f, *names) == {}
-    assert "switch-from-9-of-120-crowds" in checks.failures(H.CHECKS, f, "switch-from-9-of-120-crowds")  # no metrics
+    assert checks.failures(headroom.CHECKS, f, *names) == {}
+    assert "switch-from-9-of-120-crowds" in checks.failures(headroom.CHECKS, f, "switch-from-9-of-120-crowds")  # no metrics
     gains = [{**r, "linear_top1": r["linear_top1"] + 20} for r in arm]
-    assert set(checks.failures(H.CHECKS, H.switch_facts(base, gains), *names)) == {"switch-from-9-of-120-costs"}
-    short = H.switch_facts(base, arm[:4])  # below the planned five seeds: no verdict to bind words to
-    assert "switch-from-9-of-120-costs" in checks.failures(H.CHECKS, short, "switch-from-9-of-120-costs")
+    assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, gains), *names)) == {"switch-from-9-of-120-costs"}
+    short = headroom.switch_facts(base, arm[:4])  # below the planned five seeds: no verdict to bind words to
+    assert "switch-from-9-of-120-costs" in checks.failures(headroom.CHECKS, short, "switch-from-9-of-120-costs")
     more = arm + [{**r, "setting": s} for r in arm[:3] for s in ("+both from 9 of 240", "+both from 18 of 120")]
-    assert set(checks.failures(H.CHECKS, H.switch_facts(base, more), *names)) == set(names[1:])
+    assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, more), *names)) == set(names[1:])

@@ -45,12 +45,12 @@ def test_an_out_name_too_long_is_one_line(tmp_path):
 
 @pytest.mark.parametrize("content", ['{"cells": 5}', "not json"])
 def test_a_report_of_a_file_that_is_not_a_notebook_is_refused(tmp_path, content):
-    from ftcl_core.pages import report as R
+    from ftcl_core.pages import report
 
     fake = tmp_path / "fake.ipynb"
     fake.write_text(content)
-    with pytest.raises(R.ReportError, match="not a readable notebook"):
-        R.report(fake, tmp_path / "page.html")
+    with pytest.raises(report.ReportError, match="not a readable notebook"):
+        report.report(fake, tmp_path / "page.html")
     assert not (tmp_path / "page.html").exists()
 
 

@@ -77,13 +77,13 @@ def test_a_folder_stopped_before_its_first_checkpoint_takes_the_corrected_comman
 
 
 def test_report_refuses_a_parameter_the_chapter_lacks_and_an_out_that_is_no_page(tmp_path):
-    from ftcl_core.pages import report as R
+    from ftcl_core.pages import report
 
-    with pytest.raises(R.ReportError, match="its parameters are .*seeds"):
-        R.report("book/05_momentum.ipynb", tmp_path / "m.html", {"seed": [0]})  # a typo for seeds
+    with pytest.raises(report.ReportError, match="its parameters are .*seeds"):
+        report.report("book/05_momentum.ipynb", tmp_path / "m.html", {"seed": [0]})  # a typo for seeds
     (tmp_path / "d.html").mkdir()
-    with pytest.raises(R.ReportError, match="must name an HTML page"):
-        R.report("book/01_introduction.ipynb", tmp_path / "d.html", {})
+    with pytest.raises(report.ReportError, match="must name an HTML page"):
+        report.report("book/01_introduction.ipynb", tmp_path / "d.html", {})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.html"]  # nothing run, nothing written
 
 

@@ -34,7 +34,7 @@ def teaching(chapter: str) -> dict:
     namespace: dict = {}
     prelude = ("import copy\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
                "from ftcl_core.losses import info_nce\nfrom ftcl_core.study.toy import in_batch_logits\n"
-               "from ftcl_core import transforms as T\n")  # chapters' imports
+               "from ftcl_core import transforms\n")  # chapters' imports
     exec(compile(prelude + "\n".join(code), chapter, "exec"), namespace)
     return namespace
 
@@ -101,14 +101,16 @@ def test_the_comparison_can_fail():
 
 @pytest.mark.parametrize("seed, granularity", [(0, "step"), (1, "sample"), (2, "dim")])
 def test_the_taught_transformations_are_the_librarys(seed, granularity):
-    from ftcl_core import transforms as T
+    from ftcl_core import transforms
 
     ns = teaching("learn4_ft.py")
     g = torch.Generator().manual_seed(seed)
-    z_q, z_k = T.unit_pairs(16, 32, g)
-    lam = T.sample_lambda(2.0, granularity, 16, 32, g, shift=1.0).double()
-    for mine, library in zip(ns["my_extrapolate"](z_q, z_k, lam), T.extrapolate_positive(z_q, z_k, lam)):
+    z_q, z_k = transforms.unit_pairs(16, 32, g)
+    lam = transforms.sample_lambda(2.0, granularity, 16, 32, g, shift=1.0).double()
+    for mine, library in zip(ns["my_extrapolate"](z_q, z_k, lam), transforms.extrapolate_positive(z_q, z_k, lam)):
         assert torch.allclose(mine, library)
     queue = F.normalize(torch.randn(64, 32, generator=g, dtype=torch.float64), dim=1)
-    lam_in, partners = T.sample_lambda(1.6, granularity, 64, 32, g).double(), T.sample_permutation(64, g)
-    assert torch.allclose(ns["my_interpolate"](queue, lam_in, partners), T.interpolate_negatives(queue, lam_in, partners))
+    lam_in, partners = transforms.sample_lambda(1.6, granularity, 64, 32, g).double(), transforms.sample_permutation(64, g)
+    assert torch.allclose(
+        ns["my_interpolate"](queue, lam_in, partners), transforms.interpolate_negatives(queue, lam_in, partners)
+    )

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ftcl_core import transforms as T
+from ftcl_core import transforms
 from ftcl_core.config import FTConfig
 from ftcl_core.losses import info_nce, logits_from_scores, moco_ft_logits
 
@@ -30,12 +30,12 @@ def test_released_semantics_pos_and_neg():
     ft = FTConfig(pos=True, neg=True)
     lp, ln, _ = moco_ft_logits(q, k, queue, ft, torch.Generator().manual_seed(3))
     g = torch.Generator().manual_seed(3)
-    lam = T.sample_lambda(2.0, "step", 8, 16, g, shift=1.0)
-    q2, k2 = T.extrapolate_positive(q, k, lam)
-    lam_n = T.sample_lambda(1.6, "step", 32, 16, g)
-    perm = T.sample_permutation(32, g)
+    lam = transforms.sample_lambda(2.0, "step", 8, 16, g, shift=1.0)
+    q2, k2 = transforms.extrapolate_positive(q, k, lam)
+    lam_n = transforms.sample_lambda(1.6, "step", 32, 16, g)
+    perm = transforms.sample_permutation(32, g)
     torch.testing.assert_close(lp, (q2 * k2).sum(1))
-    torch.testing.assert_close(ln, q2 @ T.interpolate_negatives(queue, lam_n, perm).T)
+    torch.testing.assert_close(ln, q2 @ transforms.interpolate_negatives(queue, lam_n, perm).T)
 
 
 def test_gradient_flows_through_the_mixed_key():
@@ -43,7 +43,7 @@ def test_gradient_flows_through_the_mixed_key():
     q, k, queue = feats()
     lp, _, _ = moco_ft_logits(q, k, queue, FTConfig(pos=True), torch.Generator().manual_seed(0))
     lp.sum().backward()
-    lam = float(T.sample_lambda(2.0, "step", 8, 16, torch.Generator().manual_seed(0), shift=1.0))
+    lam = float(transforms.sample_lambda(2.0, "step", 8, 16, torch.Generator().manual_seed(0), shift=1.0))
     # l_pos = (l q + (1-l) k).(l k + (1-l) q); d/dq = l (l k + (1-l) q) + (1-l)(l q + (1-l) k)
     want = lam * (lam * k + (1 - lam) * q) + (1 - lam) * (lam * q + (1 - lam) * k)
     torch.testing.assert_close(q.grad, want.detach())
@@ -115,9 +115,9 @@ def test_each_shard_scores_its_queries_against_its_own_mixture_of_the_queue():
         moco_ft_logits(q, k, queue, ft, torch.Generator().manual_seed(1))
     pos, neg = sharded_ft_logits(q, k, queue, ft, torch.Generator().manual_seed(1))
     gen = torch.Generator().manual_seed(1)  # the same draws in the same order, by hand
-    lam = T.sample_lambda(ft.alpha_ex, "sample", 4, 16, gen, shift=1.0).repeat_interleave(2, 0)
+    lam = transforms.sample_lambda(ft.alpha_ex, "sample", 4, 16, gen, shift=1.0).repeat_interleave(2, 0)
     assert lam.unique().numel() == 4  # one lambda per shard of two queries
-    qe, ke = T.extrapolate_positive(q, k, lam)
+    qe, ke = transforms.extrapolate_positive(q, k, lam)
     torch.testing.assert_close(pos, (qe * ke).sum(1))
     for s in range(4):
         mix, _ = mixed_queue(queue, ft, gen)

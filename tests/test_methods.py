@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ftcl_core import transforms as T
+from ftcl_core import transforms
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.losses import (
     FTConfig,
@@ -63,10 +63,10 @@ def test_simclr_positive_extrapolation_follows_eq4():
     z1, z2 = views()
     ft = FTConfig(pos=True, alpha_ex=2.0)
     gen = torch.Generator().manual_seed(4)
-    lam = T.sample_lambda(2.0, "step", 12, 8, torch.Generator().manual_seed(4), shift=1.0)
+    lam = transforms.sample_lambda(2.0, "step", 12, 8, torch.Generator().manual_seed(4), shift=1.0)
     lp, _ = simclr_ft_logits(z1, z2, z1, z2, torch.arange(6), ft, gen)
     s = (torch.cat([z1, z2]) * torch.cat([z2, z1])).sum(1)
-    torch.testing.assert_close(lp, T.transformed_positive_score(s, lam))  # eq. 4
+    torch.testing.assert_close(lp, transforms.transformed_positive_score(s, lam))  # eq. 4
 
 
 def test_in_batch_scores_of_non_contrastive_methods_skip_the_own_image():

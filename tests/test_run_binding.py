@@ -30,7 +30,7 @@ from test_hostile_inputs import assert_one_line, cli, own_registry  # noqa: F401
 from ftcl_core.__main__ import EXIT_ERROR
 from ftcl_core.config import load_config
 from ftcl_core.runs import RunDir
-from ftcl_core.study import threads as T
+from ftcl_core.study import threads
 from ftcl_core.training import train
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +52,7 @@ def made(tmp_path_factory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("binding")
     cfg = load_config(SMOKE, TINY)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(T.ENV_DIR, str(tmp / "trainers"))
+        mp.setenv(threads.ENV_DIR, str(tmp / "trainers"))
         train(cfg, tmp / "interrupted", progress=False, max_steps=STEPS_PER_EPOCH + 1)
         train(cfg, tmp / "complete", progress=False)
     return {"interrupted": tmp / "interrupted", "complete": tmp / "complete"}
@@ -276,7 +276,7 @@ def test_a_read_only_folder_is_one_line(capsys, tmp_path):
 
 @pytest.mark.parametrize("delay", [0.3, 0.8, 1.5])
 def test_ctrl_c_while_the_command_starts_is_one_line_and_130(tmp_path, delay):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), T.ENV_DIR: str(tmp_path / "trainers")}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), threads.ENV_DIR: str(tmp_path / "trainers")}
     proc = subprocess.Popen([sys.executable, "-m", "ftcl_core", "train", SMOKE, *TINY, "--out", str(tmp_path / "r"),
                              "--no-progress"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

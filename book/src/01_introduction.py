@@ -68,10 +68,9 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
-from ftcl_core.pages import markup
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import markup, plotting
 
-P.moco_pipeline()
+plotting.moco_pipeline()
 plt.show()
 
 # %% [markdown]
@@ -133,18 +132,18 @@ print(textwrap.fill(", ".join(chapters), 80))  # lines the page holds, no name s
 import matplotlib.pyplot as plt
 import torch
 
-from ftcl_core import augment as A
+from ftcl_core import augment
 from ftcl_core.data import SHAPE_CLASSES, make_shapes
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import plotting
 
 sample = make_shapes(10 * 6, seed=0)
 order = torch.argsort(sample.labels, stable=True)
 images = sample.images[order]
 gen = torch.Generator().manual_seed(0)
-views = [A.augment(images, A.moco_v2(24), gen) for _ in range(2)]
-std, mean = torch.tensor(A.moco_v2().std).view(1, 3, 1, 1), torch.tensor(A.moco_v2().mean).view(1, 3, 1, 1)
+views = [augment.augment(images, augment.moco_v2(24), gen) for _ in range(2)]
+std, mean = torch.tensor(augment.moco_v2().std).view(1, 3, 1, 1), torch.tensor(augment.moco_v2().mean).view(1, 3, 1, 1)
 
-fig, axes = plt.subplots(3, 10, figsize=(P.BOOK_WIDTH_IN, 2.9))
+fig, axes = plt.subplots(3, 10, figsize=(plotting.BOOK_WIDTH_IN, 2.9))
 for c in range(10):
     i = c * 6
     axes[0, c].imshow(images[i].permute(1, 2, 0))

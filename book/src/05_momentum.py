@@ -30,12 +30,10 @@ landscape_momenta = [0, 0.5, 0.9, 0.99, 1.0]  # gradient landscapes drawn (those
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core.pages import markup
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import markup, plotting
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.runs import RunDir
-from ftcl_core.study import checks, experiments
-from ftcl_core.study import diagnosis as G
+from ftcl_core.study import checks, diagnosis, experiments
 
 # the experiment file's setting names ("m=0.9"); kept out of the parameters cell, whose lines papermill parses
 settings, shown_if_stored, landscapes = ([f"m={m}" for m in ms] for ms in (momenta, momenta_if_stored, landscape_momenta))
@@ -98,7 +96,7 @@ SPLIT = ((["sanity"], "each momentum against the same seed's random-init encoder
 for kinds, rows_are in SPLIT:
     _, header, cells = experiments.table_cells(exp, records, kinds)
     display(markup.html_table(header, cells, caption=f"{caption(exp, records)}. Rows: {rows_are}"))
-P.experiment_bars(exp, summary)
+plotting.experiment_bars(exp, summary)
 plt.show()
 
 # %% [markdown]
@@ -111,9 +109,9 @@ plt.show()
 # %%
 # one row per momentum of landscape_momenta, in colour over the other momenta in grey
 close_up = [s for s in landscapes if s in metrics]
-P.score_statistics(metrics, highlight=close_up, others="the other momenta")
+plotting.score_statistics(metrics, highlight=close_up, others="the other momenta")
 plt.show()
-P.score_trajectory_3d(metrics, highlight=close_up, others="the other momenta")
+plotting.score_trajectory_3d(metrics, highlight=close_up, others="the other momenta")
 plt.show()
 
 # %% [markdown]
@@ -206,7 +204,7 @@ if fm_records:
     for kinds, rows_are in SPLIT:
         _, header, cells = experiments.table_cells(fm_exp, fm_records, kinds)
         display(markup.html_table(header, cells, caption=f"{caption(fm_exp, fm_records)}. Rows: {rows_are}"))
-    P.experiment_bars(fm_exp, experiments.summarize(fm_records))
+    plotting.experiment_bars(fm_exp, experiments.summarize(fm_records))
     plt.show()
 else:
     display(markup.markdown_html("No stored runs of `experiments/table1_momentum_fmnist.yaml` for this profile yet."))
@@ -236,16 +234,16 @@ checks.expect(experiments.CHECKS, fm_momentum, "every momentum has 3 seeds", "ev
 
 # %%
 drawn = [r for r in records if r["seed"] == seeds[0] and r["setting"] in landscapes]
-P.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in drawn})
+plotting.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in drawn})
 plt.show()
 
 # %% tags=["remove-cell"]
-from ftcl_core.study import curves as C
+from ftcl_core.study import curves
 
 drawn_stored = [r for r in stored if r["seed"] == seeds[0] and r["setting"] in landscapes]
-spikes = C.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in drawn_stored})
+spikes = curves.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in drawn_stored})
 glue_facts("spikes_", spikes)
-checks.expect(C.CHECKS, spikes, "every small momentum swings more than every large one")
+checks.expect(curves.CHECKS, spikes, "every small momentum swings more than every large one")
 
 # %% [markdown]
 # In seed {glue:md}`ends_seed`, every momentum up to 0.9 jumps from epoch to epoch more than m = 0.99 and m = 1 do
@@ -261,15 +259,15 @@ checks.expect(C.CHECKS, spikes, "every small momentum swings more than every lar
 # averaged over the stored seeds of each momentum.
 
 # %%
-volatility = G.volatility_rows(records)
+volatility = diagnosis.volatility_rows(records)
 display(markup.html_table(["setting", "seeds", "sd of step change in Mean(neg)", "sd of epoch change in total grad norm"],
                      [[v["setting"], str(v["n_seeds"]), f"{v['neg']:.4f}", f"{v['grad']:.4f}"] for v in volatility],
                      caption="Each momentum on the embedded shapes, mean over seeds"))
 
 # %% tags=["remove-cell"]
-swings = G.volatility_facts(volatility if profile == "cpu" else G.volatility_rows(stored))
+swings = diagnosis.volatility_facts(volatility if profile == "cpu" else diagnosis.volatility_rows(stored))
 glue_facts("vol_", swings)
-checks.expect(G.CHECKS, swings, "Mean(neg) swings most at a large momentum",
+checks.expect(diagnosis.CHECKS, swings, "Mean(neg) swings most at a large momentum",
               "the gradient norm swings most at a small momentum", "the frozen key encoder swings most in Mean(neg)",
               "the gradient norm swings more at every small momentum than at every large one",
               "the smallest momentum swings least of the small ones")

@@ -42,8 +42,7 @@ show = ["experiments/table2_alpha_ex.yaml", "experiments/table4_alpha_in.yaml",
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core.pages import markup
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import markup, plotting
 from ftcl_core.runs import RunDir
 from ftcl_core.study import experiments
 
@@ -65,17 +64,16 @@ summaries = {path: experiments.summarize(recs) for path, recs in records.items()
 # `ftcl_core/transforms.py` that cites its equation. First, positive extrapolation:
 
 # %%
-from ftcl_core import losses
-from ftcl_core import transforms as T
+from ftcl_core import losses, transforms
 
-display(markup.source_code(T.extrapolate_positive))
+display(markup.source_code(transforms.extrapolate_positive))
 
 # %% [markdown]
 # Look at the `return` line: with $\lambda > 1$ the query moves past itself, away from its key (and the key away
 # from the query), so the pair the loss must match is harder. Then negative interpolation:
 
 # %%
-display(markup.source_code(T.interpolate_negatives))
+display(markup.source_code(transforms.interpolate_negatives))
 
 # %% [markdown]
 # Look at `queue[perm]`: each negative is mixed with another negative of the queue, never with the query or its
@@ -92,7 +90,7 @@ display(markup.source_code(losses.moco_ft_logits, collapsed="moco_ft_logits: whe
 # %%
 path = train[0]
 exp, s = experiments.Experiment.load(path), summaries[path]
-P.experiment_bars(exp, s)
+plotting.experiment_bars(exp, s)
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -119,7 +117,7 @@ findings.expect(stored_ev, "positive-mixing-costs")
 # %%
 others = [p for p in records if p != train[0]]
 if others:
-    P.experiment_grid([(experiments.Experiment.load(path), summaries[path]) for path in others])
+    plotting.experiment_grid([(experiments.Experiment.load(path), summaries[path]) for path in others])
     plt.show()
 
 # %% [markdown]
@@ -153,9 +151,9 @@ if others:
 # %%
 recs = records[train[0]]
 pick = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in recs if r["seed"] == seeds[0]}
-P.score_statistics(pick, columns=("pos_mean", "neg_mean", "neg_var"))
+plotting.score_statistics(pick, columns=("pos_mean", "neg_mean", "neg_var"))
 plt.show()
-P.score_statistics(pick, columns=("ft_pos_mean", "ft_neg_mean", "ft_neg_var"))  # the baseline too: same colours
+plotting.score_statistics(pick, columns=("ft_pos_mean", "ft_neg_mean", "ft_neg_var"))  # the baseline too: same colours
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -235,19 +233,19 @@ checks.expect(signatures.CHECKS, sig, "some rows lose their readout without pass
 
 # %%
 pair_names = [next(iter(pick)), [k for k in pick if k.endswith("+both")][0]]
-P.grad_norm_epochs({name: RunDir(next(r for r in recs if r["setting"] == name and r["seed"] == seeds[0])["dir"])
+plotting.grad_norm_epochs({name: RunDir(next(r for r in recs if r["setting"] == name and r["seed"] == seeds[0])["dir"])
                     .load_grad_norms()["per_epoch"] for name in pair_names})
 plt.show()
 
 # %% tags=["remove-cell"]
-from ftcl_core.study import curves as C
+from ftcl_core.study import curves
 
 # the authored reading rests on the stored cpu runs of seed 0, whatever profile this page ran with
 stored_pair = {r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"]
                for r in experiments.load_records(train[0], "cpu", experiments.STORED) if r["seed"] == 0 and r["setting"] in ("v1 baseline", "v1 +both")}
-both_swing = C.grad_swing_facts(stored_pair)
+both_swing = curves.grad_swing_facts(stored_pair)
 glue_facts("swing_", both_swing)
-checks.expect(C.CHECKS, both_swing, "FT swings more than its baseline")
+checks.expect(curves.CHECKS, both_swing, "FT swings more than its baseline")
 
 # %% [markdown]
 # In seed 0, {glue:md}`swing_most`'s summed norm swings more from epoch to epoch than {glue:md}`swing_least`'s (the

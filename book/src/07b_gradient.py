@@ -21,16 +21,14 @@ import torch
 import torch.nn.functional as F
 from IPython.display import display
 
-from ftcl_core.pages import markup
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import markup, plotting
 from ftcl_core.runs import RunDir
-from ftcl_core.study import diagnosis as G
-from ftcl_core.study import findings
+from ftcl_core.study import diagnosis, findings
 
 rhos = np.linspace(-0.5, 1.0, points if profile != "smoke" else 7)
 lams = (1.0, 1.25, 1.5, 1.75, 2.0)
-rates = {lam: np.array([G.contraction_rate(float(r), lam) for r in rhos]) for lam in lams}
-P.contraction_figure(rhos, rates, {lam: G.attraction_threshold(lam) for lam in lams})
+rates = {lam: np.array([diagnosis.contraction_rate(float(r), lam) for r in rhos]) for lam in lams}
+plotting.contraction_figure(rhos, rates, {lam: diagnosis.attraction_threshold(lam) for lam in lams})
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -67,18 +65,18 @@ findings.expect(stored, "rho-below-band-first", "rho-above-band-late")
 # the cell after it compares it with autograd through the library's own FT and loss.
 
 # %%
-display(markup.source_code(G.analytic_gradient))
+display(markup.source_code(diagnosis.analytic_gradient))
 gen = torch.Generator().manual_seed(0)
 z = torch.randn(64, 32, generator=gen, dtype=torch.float64) * 2
 k = F.normalize(torch.randn(64, 32, generator=gen, dtype=torch.float64), dim=1)
 negatives = F.normalize(torch.randn(512, 32, generator=gen, dtype=torch.float64), dim=1)
-worst = max(float((G.analytic_gradient(z, k, negatives, lam, 0.2) - G.autograd_gradient(z, k, negatives, lam, 0.2))
-                  .abs().max() / G.autograd_gradient(z, k, negatives, lam, 0.2).abs().max())
+worst = max(float((diagnosis.analytic_gradient(z, k, negatives, lam, 0.2) - diagnosis.autograd_gradient(z, k, negatives, lam, 0.2))
+                  .abs().max() / diagnosis.autograd_gradient(z, k, negatives, lam, 0.2).abs().max())
             for lam in (1.0, 1.25, 1.5, 1.75, 2.0))
 markup.markdown_html(
     f"Largest difference between the formula and autograd, relative to the gradient's largest entry, over "
     f"λ = 1 … 2 (float64): **{worst:.1e}**. Averaged over the paper's λ ~ Beta(2, 2) + 1, the pull is weighed "
-    f"**{G.mean_weight_ratio(2.0):.2f}** times as much as the push (E[A/λ]; 1 without FT).")
+    f"**{diagnosis.mean_weight_ratio(2.0):.2f}** times as much as the push (E[A/λ]; 1 without FT).")
 
 # %% [markdown]
 # ## A concentrated state: does it attract or repel?
@@ -99,9 +97,9 @@ markup.markdown_html(
 # negatives, $\tau = 0.2$). Below zero the state contracts; dotted lines mark the predicted thresholds.
 
 # %%
-crossings = {lam: G.zero_crossing(rhos, rate) for lam, rate in rates.items()}
+crossings = {lam: diagnosis.zero_crossing(rhos, rate) for lam, rate in rates.items()}
 markup.markdown_html("Measured sign changes against the predicted thresholds: " + "; ".join(
-    f"λ = {lam:g}: {crossings[lam]:.2f} (predicted {G.attraction_threshold(lam):.2f})" for lam in lams) +
+    f"λ = {lam:g}: {crossings[lam]:.2f} (predicted {diagnosis.attraction_threshold(lam):.2f})" for lam in lams) +
     ". The measured crossings sit a little left of the prediction: the softmax-weighted negatives closest to a "
     "query push it away, a repulsion the linearisation leaves out.")
 
@@ -115,12 +113,12 @@ markup.markdown_html("Measured sign changes against the predicted thresholds: " 
 # draws (its 5th to 95th percentile).
 
 # %%
-runs_of = {key: ev.records[G.FIRST_STEP_EXPERIMENTS[key]] for key in ("recipe", "recipe v2")}
+runs_of = {key: ev.records[diagnosis.FIRST_STEP_EXPERIMENTS[key]] for key in ("recipe", "recipe v2")}
 early = {f"{version} {r['setting']}": RunDir(r["dir"]).load_metrics()
          for version, key in (("v1", "recipe"), ("v2", "recipe v2")) for r in runs_of[key] if r["seed"] == 0}
 early = {name: m for name, m in early.items() if "rho" in m}
 if early:
-    P.early_training(early, ev.band)
+    plotting.early_training(early, ev.band)
     plt.show()
 
 # %% [markdown]

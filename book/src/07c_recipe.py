@@ -18,18 +18,15 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core.pages import markup, tables
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import markup, plotting, tables
 from ftcl_core.pages.glue import glue_checked, glue_facts
-from ftcl_core.study import calibration as C
-from ftcl_core.study import checks, experiments, findings
-from ftcl_core.study import diagnosis as G
+from ftcl_core.study import calibration, checks, diagnosis, experiments, findings
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
-paths = G.FIRST_STEP_EXPERIMENTS
+paths = diagnosis.FIRST_STEP_EXPERIMENTS
 runs_of = {key: ev.records[path] for key, path in paths.items()}
 CHANGES = ("recipe", "recipe v2", "init", "oracle", "classes", "shards")
-P.comparison_forest([ev.first_step[key] for key in CHANGES],
+plotting.comparison_forest([ev.first_step[key] for key in CHANGES],
                     "Shapes, MoCo: FT from the first step minus its baseline (linear top-1), one change at a time")
 plt.show()
 # the runs the page's authored text rests on, whatever profile this page ran with: the stored runs of the cpu profile
@@ -39,7 +36,7 @@ stored_runs = {key: stored.records[path] for key, path in paths.items()}
 
 
 def comparison(prefix, row, *claims):  # a paired comparison glued, and the claims its words make checked
-    glue_checked(prefix, G.comparison_facts(row), G.CHECKS, *claims)
+    glue_checked(prefix, diagnosis.comparison_facts(row), diagnosis.CHECKS, *claims)
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "first-step-costs")
@@ -56,17 +53,17 @@ rows = []
 for version, key, path in (("v1", "recipe", "experiments/table7_ft_v1.yaml"),
                            ("v2", "recipe v2", "experiments/table7_ft_v2.yaml")):
     original = experiments.original_recipe_records(path, profile) if profile != "smoke" else []
-    rows.append(G.paired_comparison(f"MoCo {version}, original recipe", original, f"{version} baseline",
-                                    f"{version} +both", claim=G.stated_claim(path, f"{version} +both", f"{version} baseline")))
+    rows.append(diagnosis.paired_comparison(f"MoCo {version}, original recipe", original, f"{version} baseline",
+                                    f"{version} +both", claim=diagnosis.stated_claim(path, f"{version} +both", f"{version} baseline")))
     rows.append({**ev.first_step[key], "comparison": f"MoCo {version}, calibrated recipe"})
 display(tables.comparison_table(rows, "Linear top-1 (%), mean over seeds; Δ paired by seed with its 95 % interval; the "
                                  "verdict is on the paper's claim that FT helps"))
 
 # %% tags=["remove-cell"]
 comparison("cal_", stored.first_step["recipe"], "costs")
-baselines = G.baseline_facts(experiments.baseline_aims(list(stored.summary)))
+baselines = diagnosis.baseline_facts(experiments.baseline_aims(list(stored.summary)))
 glue_facts("base_", baselines)
-checks.expect(G.CHECKS, baselines, "v1 meets the bar", "v2 misses the spread only", "v2 reads out below v1")
+checks.expect(diagnosis.CHECKS, baselines, "v1 meets the bar", "v2 misses the spread only", "v2 reads out below v1")
 
 # %% [markdown]
 # Calibrating the baseline without FT does not remove the cost: at this scale it is not an artefact of the knobs the
@@ -84,9 +81,9 @@ checks.expect(G.CHECKS, baselines, "v1 meets the bar", "v2 misses the spread onl
 
 # %% tags=["remove-cell"]
 init_encoder = experiments.resolve(experiments.base_for(experiments.Experiment.load(paths["init"]), "cpu"), {}, "cpu").model.encoder
-init = C.init_facts(C.trials(profile="cpu", root=experiments.STORED), "moco_v1", init_encoder)
+init = calibration.init_facts(calibration.trials(profile="cpu", root=experiments.STORED), "moco_v1", init_encoder)
 glue_facts("init_", {**init, "encoder": f"`{init['encoder']}`", "pick": f"`{init.get('pick')}`"})
-checks.expect(C.CHECKS, init, "both trials are stored", "the calibration chose another trial")
+checks.expect(calibration.CHECKS, init, "both trials are stored", "the calibration chose another trial")
 
 # %% [markdown]
 # Kaiming fan-out (torchvision's and PyContrast's initialisation) starts {glue:md}`init_encoder` with
@@ -119,11 +116,11 @@ def oracle_rows_of(e, runs):
     """The oracle's comparisons on the evidence ``e`` (its runs ``runs``): FT against its baseline without
     same-class negatives, then each arm without against with them, paired by seed."""
     plain, oracle = runs["recipe"], runs["oracle"]
-    both = (G.relabel(plain, {"+both": "FT"}) + G.relabel(oracle, {"+both": "FT, no same-class"})
-            + G.relabel(plain, {"baseline": "base"}) + G.relabel(oracle, {"baseline": "base, no same-class"}))
+    both = (diagnosis.relabel(plain, {"+both": "FT"}) + diagnosis.relabel(oracle, {"+both": "FT, no same-class"})
+            + diagnosis.relabel(plain, {"baseline": "base"}) + diagnosis.relabel(oracle, {"baseline": "base, no same-class"}))
     return [e.first_step["oracle"],
-            G.paired_comparison("FT: without against with same-class negatives", both, "FT", "FT, no same-class"),
-            G.paired_comparison("baseline: without against with same-class negatives", both, "base",
+            diagnosis.paired_comparison("FT: without against with same-class negatives", both, "FT", "FT, no same-class"),
+            diagnosis.paired_comparison("baseline: without against with same-class negatives", both, "base",
                                 "base, no same-class")]
 
 
@@ -148,9 +145,9 @@ comparison("oracle_ft_", stored_oracle[1], "cannot be told from zero")
 # %%
 def class_rows_of(e, runs):
     """FT against its baseline at 30 classes, and FT's gain at 30 against 10 classes, paired by seed."""
-    return [e.first_step["classes"], G.paired_comparison(
-        "FT's gain over its baseline: 30 against 10 classes", G.gap_records(runs["recipe"], "baseline", "+both", "10 classes")
-        + G.gap_records(runs["classes"], "baseline", "+both", "30 classes"), "10 classes", "30 classes")]
+    return [e.first_step["classes"], diagnosis.paired_comparison(
+        "FT's gain over its baseline: 30 against 10 classes", diagnosis.gap_records(runs["recipe"], "baseline", "+both", "10 classes")
+        + diagnosis.gap_records(runs["classes"], "baseline", "+both", "30 classes"), "10 classes", "30 classes")]
 
 
 class_rows = class_rows_of(ev, runs_of)
@@ -168,7 +165,7 @@ comparison("classes_gain_", stored_classes[1], "cannot be told from zero")
 # from its gain at 10.
 
 # %%
-shares = G.same_class_share(runs_of["classes"])
+shares = diagnosis.same_class_share(runs_of["classes"])
 if shares is not None:
     markup.markdown_html(f"The queue's same-class share, averaged over every step and run: **{shares:.3f}** (1/30 = "
                     f"{1 / 30:.3f}).")

@@ -17,14 +17,12 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core.pages import plotting as P
-from ftcl_core.pages import tables
+from ftcl_core.pages import plotting, tables
 from ftcl_core.pages.glue import glue_checked
-from ftcl_core.study import diagnosis as G
-from ftcl_core.study import findings
+from ftcl_core.study import diagnosis, findings
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
-paths = G.FIRST_STEP_EXPERIMENTS
+paths = diagnosis.FIRST_STEP_EXPERIMENTS
 runs_of = {key: ev.records[path] for key, path in paths.items()}
 
 
@@ -32,13 +30,13 @@ def real_rows_of(e, runs):
     """Fashion-MNIST's pairs at 10 and 30 epochs, the kNN readout at 30, and FT's gain at 30 against 10 epochs."""
     rows = [e.first_step["real"], e.first_step["real, longer"], e.first_step_knn["real, longer"]]
     rows[2] = {**rows[2], "comparison": f"{rows[2]['comparison']}, kNN readout"}
-    return rows, G.paired_comparison("FT's gain over its baseline: 30 against 10 epochs",
-                                     G.gap_records(runs["real"], "baseline", "+both", "short")
-                                     + G.gap_records(runs["real, longer"], "baseline", "+both", "long"), "short", "long")
+    return rows, diagnosis.paired_comparison("FT's gain over its baseline: 30 against 10 epochs",
+                                     diagnosis.gap_records(runs["real"], "baseline", "+both", "short")
+                                     + diagnosis.gap_records(runs["real, longer"], "baseline", "+both", "long"), "short", "long")
 
 
 real_rows, gain = real_rows_of(ev, runs_of)
-P.comparison_forest(real_rows, "Fashion-MNIST, MoCo v1: FT from the first step minus its baseline (top-1)")
+plotting.comparison_forest(real_rows, "Fashion-MNIST, MoCo v1: FT from the first step minus its baseline (top-1)")
 plt.show()
 # the words rest on the stored cpu runs, whatever profile this page ran with
 stored = ev if profile == "cpu" else findings.Evidence.load("cpu")
@@ -46,7 +44,7 @@ stored_runs = {key: stored.records[path] for key, path in paths.items()}
 
 
 def comparison(prefix, row, *claims):  # a paired comparison glued, and the claims its words make checked
-    glue_checked(prefix, G.comparison_facts(row), G.CHECKS, *claims)
+    glue_checked(prefix, diagnosis.comparison_facts(row), diagnosis.CHECKS, *claims)
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "photos-no-gain", "photos-little-room", "photos-knn-costs")

@@ -21,8 +21,7 @@ from IPython.display import display
 from ftcl_core.pages import findings as findings_figure
 from ftcl_core.pages import tables
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, experiments, findings
-from ftcl_core.study import diagnosis as G
+from ftcl_core.study import checks, diagnosis, experiments, findings
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 for knn, readout in ((False, "linear"), (True, "kNN")):
@@ -50,20 +49,20 @@ findings.expect(stored, "late-avoids-most", "late-helps-where-stated", "epoch-on
 
 # %%
 t7 = "shapes, 30 epochs"  # Table 6's runs
-later = G.switch_on_rows(ev.phase[t7], ev.switch[t7])
+later = diagnosis.switch_on_rows(ev.phase[t7], ev.switch[t7])
 display(tables.switch_on_table(later, "Table 6's runs (MoCo v1, +pos +neg), seeds averaged; ρ and Mean(neg) over the 5 "
                                  "steps before FT switches on (the first step for FT from the start)"))
 
 # %% tags=["remove-cell"]
-stored_later = G.switch_on_rows(stored.phase[t7], stored.switch[t7])
-switch = G.switch_on_facts(stored_later)
+stored_later = diagnosis.switch_on_rows(stored.phase[t7], stored.switch[t7])
+switch = diagnosis.switch_on_facts(stored_later)
 glue_facts("sw_", switch)
-checks.expect(G.CHECKS, switch, "an early start costs", "the collapse level does not separate the starts that lose")
-t7_exp = experiments.Experiment.load(G.START_EXPERIMENTS[t7])
-queue = G.random_queue_facts(experiments.resolve(experiments.base_for(t7_exp, "cpu"), t7_exp.overrides("start 1", 0), "cpu"),
+checks.expect(diagnosis.CHECKS, switch, "an early start costs", "the collapse level does not separate the starts that lose")
+t7_exp = experiments.Experiment.load(diagnosis.START_EXPERIMENTS[t7])
+queue = diagnosis.random_queue_facts(experiments.resolve(experiments.base_for(t7_exp, "cpu"), t7_exp.overrides("start 1", 0), "cpu"),
                              next((r for _, r, _ in stored_later if r["comparison"] == "start 1"), {"n_seeds": 0}))
 glue_facts("rq_", queue)
-checks.expect(G.CHECKS, queue, "the start sees real keys only", "costs")
+checks.expect(diagnosis.CHECKS, queue, "the start sees real keys only", "costs")
 
 # %% [markdown]
 # FT costs {term}`linear readout` significantly only from {glue:md}`sw_costly`. Of those starts'
@@ -80,7 +79,7 @@ checks.expect(G.CHECKS, queue, "the start sees real keys only", "costs")
 # The other rows of the phase diagram, where their runs stood when FT switched on:
 
 # %%
-for label in G.START_EXPERIMENTS:
+for label in diagnosis.START_EXPERIMENTS:
     if label != t7:  # Table 6's runs: the table above
-        display(tables.switch_on_table(G.switch_on_rows(ev.phase[label], ev.switch[label]),
+        display(tables.switch_on_table(diagnosis.switch_on_rows(ev.phase[label], ev.switch[label]),
                                        f"{label}: where the runs stood when FT switched on (seeds averaged)"))

@@ -17,13 +17,12 @@ import json
 
 import matplotlib.pyplot as plt
 
-from ftcl_core.pages import markup
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import markup, plotting
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks, experiments, predict
 
 predictor = json.loads((experiments.ROOT / predict.REPORT).read_text())  # the stored report, whatever the profile
-P.predictor_figure(predictor)
+plotting.predictor_figure(predictor)
 plt.show()
 
 # %% tags=["remove-cell"]

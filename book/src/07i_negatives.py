@@ -16,27 +16,25 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core.pages import plotting as P
-from ftcl_core.pages import tables
+from ftcl_core.pages import plotting, tables
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, experiments
-from ftcl_core.study import diagnosis as G
+from ftcl_core.study import checks, diagnosis, experiments
 
-neg_rows, against = G.negative_comparisons(profile)
-P.comparison_forest(neg_rows, "Shapes, calibrated MoCo v1: each setting minus its reference (linear top-1)",
+neg_rows, against = diagnosis.negative_comparisons(profile)
+plotting.comparison_forest(neg_rows, "Shapes, calibrated MoCo v1: each setting minus its reference (linear top-1)",
                     xlabel="difference in linear top-1 (points)")
 plt.show()
 
 # %% tags=["remove-cell"]
 # the words rest on the stored cpu runs, whatever profile this page ran with
-stored_neg, stored_against = (neg_rows, against) if profile == "cpu" else G.negative_comparisons("cpu", experiments.STORED)
-renorm = G.renorm_facts(stored_neg[0], stored_neg[1], stored_against)
+stored_neg, stored_against = (neg_rows, against) if profile == "cpu" else diagnosis.negative_comparisons("cpu", experiments.STORED)
+renorm = diagnosis.renorm_facts(stored_neg[0], stored_neg[1], stored_against)
 glue_facts("renorm_", renorm)
-checks.expect(G.CHECKS, renorm, "Supp F decided", "re-normalised mixes are wider, not harder than the queue",
+checks.expect(diagnosis.CHECKS, renorm, "Supp F decided", "re-normalised mixes are wider, not harder than the queue",
               "re-normalised mixes cost, plain ones do not")
-harder = G.harder_facts(stored_neg[2:])
+harder = diagnosis.harder_facts(stored_neg[2:])
 glue_facts("hard_", harder)
-checks.expect(G.CHECKS, harder, "harder as written")
+checks.expect(diagnosis.CHECKS, harder, "harder as written")
 
 # %% [markdown]
 # Supp F re-normalises each mixed negative $\lambda n_i + (1-\lambda) n_j$ onto the sphere; {term}`Supp G`
@@ -98,14 +96,14 @@ display(tables.negative_table(neg_rows))
 # %%
 import torch
 
-from ftcl_core import transforms as T
+from ftcl_core import transforms
 
 n = 10_000 if profile == "smoke" else 100_000
 gen = torch.Generator().manual_seed(0)
-zq, zk = T.unit_pairs(n, 128, gen)  # pairs whose cosines cover [-1, 1]
+zq, zk = transforms.unit_pairs(n, 128, gen)  # pairs whose cosines cover [-1, 1]
 s0 = (zq * zk).sum(1)
-lam_ex = T.sample_lambda(2.0, "sample", n, 128, gen, shift=1.0).double()
-q2, k2 = T.extrapolate_positive(zq, zk, lam_ex)
+lam_ex = transforms.sample_lambda(2.0, "sample", n, 128, gen, shift=1.0).double()
+q2, k2 = transforms.extrapolate_positive(zq, zk, lam_ex)
 renorm_rows = []
 
 
@@ -116,22 +114,22 @@ def describe(name, a, b):
 
 describe("no FT", zq, zk)
 describe("extrapolation, one λ per pair", q2, k2)
-describe("extrapolation + re-normalisation", T.renormalize(q2), T.renormalize(k2))
-lam_dim = T.sample_lambda(2.0, "dim", n, 128, gen, shift=1.0).double()
-qd, kd = T.extrapolate_positive(zq, zk, lam_dim)
+describe("extrapolation + re-normalisation", transforms.renormalize(q2), transforms.renormalize(k2))
+lam_dim = transforms.sample_lambda(2.0, "dim", n, 128, gen, shift=1.0).double()
+qd, kd = transforms.extrapolate_positive(zq, zk, lam_dim)
 describe("extrapolation, one λ per dimension", qd, kd)
-describe("per dimension + re-normalisation", T.renormalize(qd), T.renormalize(kd))
+describe("per dimension + re-normalisation", transforms.renormalize(qd), transforms.renormalize(kd))
 print(f"{n} pairs")
 print(f"{'transformation':40s} {'mean S':>8s} {'share S<=S0':>12s} {'mean change':>12s}")
 for name, m, share, d in renorm_rows:
     print(f"{name:40s} {m:8.3f} {share:12.3f} {d:12.3f}")
-renorm = (T.renormalize(q2) * T.renormalize(k2)).sum(1)
+renorm = (transforms.renormalize(q2) * transforms.renormalize(k2)).sum(1)
 print(f"max |measured - closed form|: re-normalised "
-      f"{(renorm - T.renormalized_positive_score(s0, lam_ex.squeeze(1))).abs().max():.1e}, "
-      f"per dimension {((qd * kd).sum(1) - T.per_dimension_positive_score(zq, zk, lam_dim)).abs().max():.1e}")
+      f"{(renorm - transforms.renormalized_positive_score(s0, lam_ex.squeeze(1))).abs().max():.1e}, "
+      f"per dimension {((qd * kd).sum(1) - transforms.per_dimension_positive_score(zq, zk, lam_dim)).abs().max():.1e}")
 trained = 0.87  # a trained encoder's positive score (the MoCo v2 run of Reading a run ends near it)
 raw_t, ren_t = (float(f(trained, lam_ex.squeeze(1)).mean())
-                for f in (T.transformed_positive_score, T.renormalized_positive_score))
+                for f in (transforms.transformed_positive_score, transforms.renormalized_positive_score))
 print(f"positives at S = {trained}: mean score {raw_t:.3f} raw, {ren_t:.3f} re-normalised")
 
 # %% [markdown]

@@ -113,9 +113,9 @@ else:
 # finished learning at this budget, whichever knob it is given; compare it with the methods that meet the aim.
 
 # %%
-from ftcl_core.study import calibration as C
+from ftcl_core.study import calibration
 
-trials = C.trials(profile="cpu") if profile != "smoke" else []
+trials = calibration.trials(profile="cpu") if profile != "smoke" else []
 if profile == "smoke":  # CI: two tiny trials, so the code path runs
     import tempfile
     from pathlib import Path
@@ -125,11 +125,11 @@ if profile == "smoke":  # CI: two tiny trials, so the code path runs
                                       "common: {train.epochs: 1, data.eval_split: val}\n"
                                       "settings:\n  recipe: {}\n  kaiming: {model.init: kaiming}\n")
     experiments.sweep(tmp / "moco_v2.yaml", profile, progress=False)
-    trials = C.trials(tmp, profile)
+    trials = calibration.trials(tmp, profile)
 if trials:
-    best = C.choose(trials)
+    best = calibration.choose(trials)
     display(markdown_html(f"<details><summary>Every trial, method by method ({len(trials)} runs)</summary>\n\n"
-                          + C.markdown(trials) + "\n</details>"))  # opens on demand
+                          + calibration.markdown(trials) + "\n</details>"))  # opens on demand
     def aim(b):  # on real images the bar is the raw-pixel probe: their random-init encoder already reads out well
         gain = b["val_linear"] - b["random_init_val_linear"]
         pixels = b.get("raw_pixels_val_linear", math.nan)
@@ -142,7 +142,7 @@ if trials:
     display(markdown_html("\n".join(
         f"* **{method}**: trial *{b['trial']}*, {b['knobs']}: validation kNN {b['val_knn']:.1f} % over {b['n_seeds']} seed(s), "
         f"linear {b['val_linear']:.1f} % against {b['random_init_val_linear']:.1f} % for its random-init encoder "
-        f"({aim(b)}); effective rank of its features at the last step {C.final_erank(trials, method, b['trial']):.1f}."
+        f"({aim(b)}); effective rank of its features at the last step {calibration.final_erank(trials, method, b['trial']):.1f}."
         for method, b in best.items())))
 else:
     display(markdown_html("No calibration trial is stored yet: `python -m ftcl_core sweep experiments/calibration/<method>.yaml`."))

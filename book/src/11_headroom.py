@@ -30,25 +30,23 @@ import matplotlib.pyplot as plt
 
 from ftcl_core import ft
 from ftcl_core.data import make_shapes
-from ftcl_core.pages import headroom as PH
-from ftcl_core.pages import markup
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import headroom as headroom_figures
+from ftcl_core.pages import markup, plotting
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks
-from ftcl_core.study import headroom as H
+from ftcl_core.study import checks, headroom
 from ftcl_core.study.results import claims
 
 RULE = ft.FTConfig()  # its auto_window and auto_fraction: the rule ft.start=auto runs, frozen
 
 # this chapter trains nothing: it reads the committed map (bash tools/headroom_map.sh trains it), whatever the profile
-rows, records = H.load()
-metrics = H.run_metrics(records)  # each run's per-step scores, for the crowding section
-facts = H.facts(rows, records, metrics)  # the aims, each arm against its baseline, the late arms, the crowding
-paper = H.paper_facts()
+rows, records = headroom.load()
+metrics = headroom.run_metrics(records)  # each run's per-step scores, for the crowding section
+facts = headroom.facts(rows, records, metrics)  # the aims, each arm against its baseline, the late arms, the crowding
+paper = headroom.paper_facts()
 glue_facts("hr_", {**facts, **paper})
 
 # %% tags=["remove-cell"]
-checks.expect(H.CHECKS, facts, "first-step-costs-at-30", "first-step-costs-at-120", "first-step-costs-at-240",
+checks.expect(headroom.CHECKS, facts, "first-step-costs-at-30", "first-step-costs-at-120", "first-step-costs-at-240",
               "late-start-costs-at-30",
               "late-start-gains-at-120", "late-start-smaller-at-120", "late-start-gains-at-240",
               "late-start-matches-at-240", "crowding-goes-with-the-cost")
@@ -70,7 +68,7 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-30", "first-step-costs-at-12
 markup.source_code(claims.ceiling_binds)
 
 # %% tags=["remove-cell"]
-checks.expect(H.CHECKS, facts, "the ceiling never binds on the map")
+checks.expect(headroom.CHECKS, facts, "the ceiling never binds on the map")
 
 # %% [markdown]
 # ## A task with room
@@ -83,7 +81,7 @@ checks.expect(H.CHECKS, facts, "the ceiling never binds on the map")
 
 # %% tags=["hide-input"]
 sample = make_shapes(30, size=32, seed=0, classes=30, clutter=1)
-fig, axes = plt.subplots(3, 10, figsize=(P.BOOK_WIDTH_IN, 2.6), layout="constrained")
+fig, axes = plt.subplots(3, 10, figsize=(plotting.BOOK_WIDTH_IN, 2.6), layout="constrained")
 for ax, image in zip(axes.flat, sample.images):
     ax.imshow(image.permute(1, 2, 0).numpy())
     ax.set_axis_off()
@@ -99,7 +97,7 @@ plt.show()
 # aim: 90 or less), so far the room remains at every length of the map.
 
 # %% tags=["remove-cell"]
-checks.expect(H.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met", "aim-longest-met")
+checks.expect(headroom.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met", "aim-longest-met")
 
 # %% [markdown]
 # (headroom-map)=
@@ -123,7 +121,7 @@ checks.expect(H.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met
 # | +pos alone from 30 % | none: a comparison of our own | | |
 
 # %% tags=["hide-input"]
-PH.map_figure(rows)
+headroom_figures.map_figure(rows)
 plt.show()
 
 # %% [markdown]
@@ -145,7 +143,7 @@ plt.show()
 # late start pays (below).
 
 # %% tags=["remove-cell"]
-checks.expect(H.CHECKS, facts, "first-step-costs-at-30", "late-start-costs-at-30", "late-positive-alone-costs-at-30",
+checks.expect(headroom.CHECKS, facts, "first-step-costs-at-30", "late-start-costs-at-30", "late-positive-alone-costs-at-30",
               "positive-mixing-carries-the-late-cost", "negatives-share-of-the-late-cost-open-at-30",
               "negatives-alone-not-the-papers-size-at-30", "late-start-costs-less-at-30", "late-start-gains-at-120")
 
@@ -167,7 +165,7 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-30", "late-start-costs-at-30
 
 # %% tags=["hide-input"]
 markup.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+pos alone from 30 %", "difference"],
-             H.seed_pairs(records, 120), caption="Linear readout (%) at 120 epochs on the task with room.")
+             headroom.seed_pairs(records, 120), caption="Linear readout (%) at 120 epochs on the task with room.")
 
 # %% [markdown]
 #
@@ -187,7 +185,7 @@ markup.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+po
 # [The phase diagram](#phase-diagram) shows where a late start pays on the shapes, near the ceiling.
 
 # %% tags=["remove-cell"]
-checks.expect(H.CHECKS, facts, "first-step-costs-at-120", "late-start-gains-at-120", "late-start-costs-at-30",
+checks.expect(headroom.CHECKS, facts, "first-step-costs-at-120", "late-start-gains-at-120", "late-start-costs-at-30",
               "late-positive-alone-costs-at-30", "late-positive-alone-gains-at-120",
               "negatives-share-of-the-late-gain-open-at-120", "negatives-alone-not-the-papers-size-at-120",
               "120-holds-the-planned-seeds")
@@ -205,7 +203,7 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-120", "late-start-gains-at-1
 
 # %% tags=["hide-input"]
 markup.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+pos alone from 30 %", "difference"],
-             H.seed_pairs(records, 240), caption="Linear readout (%) at 240 epochs on the task with room.")
+             headroom.seed_pairs(records, 240), caption="Linear readout (%) at 240 epochs on the task with room.")
 
 # %% [markdown]
 # **From the first step FT still costs**: {glue:md}`hr_both_240_diff` points over {glue:md}`hr_both_240_n` paired
@@ -224,7 +222,7 @@ markup.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+po
 # {glue:md}`hr_late_gap_120_diff`, an interval that held zero).
 
 # %% tags=["remove-cell"]
-checks.expect(H.CHECKS, facts, "first-step-costs-at-240", "late-start-gains-at-240", "late-start-matches-at-240",
+checks.expect(headroom.CHECKS, facts, "first-step-costs-at-240", "late-start-gains-at-240", "late-start-matches-at-240",
               "late-start-larger-on-errors-at-240",
               "late-positive-alone-gains-at-240", "negatives-add-to-the-late-gain-at-240",
               "negatives-share-of-the-late-gain-open-at-120",
@@ -240,7 +238,7 @@ checks.expect(H.CHECKS, facts, "first-step-costs-at-240", "late-start-gains-at-2
 # training (each curve the mean over its seeds; the dotted line marks where the late start switches FT on):
 
 # %% tags=["hide-input"]
-PH.crowding_figure({n: H.neg_curves(metrics, n) for n in (30, 120)})
+headroom_figures.crowding_figure({n: headroom.neg_curves(metrics, n) for n in (30, 120)})
 plt.show()
 
 # %% [markdown]
@@ -256,7 +254,7 @@ plt.show()
 
 # %% tags=["hide-input"]
 markup.html_table(["epochs", "FT", "seeds", "Mean(neg) after the switch, FT / baseline", "crowds", "Mean(neg) at the end, FT / baseline",
-              "readout, FT − baseline"], PH.crowding_table(facts),
+              "readout, FT − baseline"], headroom_figures.crowding_table(facts),
              caption="Raw Mean(neg) over the tenth of the run after FT switches on and over the last 100 steps (FT "
                      "/ its baseline, mean over seeds), and the paired difference in linear readout (points).")
 
@@ -291,7 +289,7 @@ markup.html_table(["epochs", "FT", "seeds", "Mean(neg) after the switch, FT / ba
 # [open questions](open-questions) page. Until then the crowding is an association, on one network and one task.
 
 # %% tags=["remove-cell"]
-checks.expect(H.CHECKS, facts, "crowding-goes-with-the-cost", "first-step-crowding-fades-at-120",
+checks.expect(headroom.CHECKS, facts, "crowding-goes-with-the-cost", "first-step-crowding-fades-at-120",
               "negatives-alone-never-crowd", "crowding-confounded-with-the-clock", "switch-from-9-of-120-costs",
               "switch-from-9-of-120-crowds", "switch-from-9-of-240-short-of-its-seeds")
 
@@ -308,12 +306,12 @@ checks.expect(H.CHECKS, facts, "crowding-goes-with-the-cost", "first-step-crowdi
 # on, an auto run is its baseline, so its switch epoch is known beforehand from the baseline's stored losses.
 
 # %%
-from ftcl_core.study import auto_start as A
+from ftcl_core.study import auto_start
 
-auto = {**A.facts(), "window": str(RULE.auto_window), "fraction": f"{RULE.auto_fraction:g}"}
+auto = {**auto_start.facts(), "window": str(RULE.auto_window), "fraction": f"{RULE.auto_fraction:g}"}
 glue_facts("auto_", auto)
 markup.html_table(["setting", "rule", "switched on at epoch (predicted)", "auto − baseline", "fixed 30 % start − baseline",
-              "seeds"], A.rows(auto),
+              "seeds"], auto_start.rows(auto),
              caption="FT (+pos +neg) switched on by the run's own loss, against the same run without FT, and the fixed "
                      "start after 30 % of the run against its own baseline (points of linear readout, ± 95 % interval).")
 
@@ -329,7 +327,7 @@ markup.html_table(["setting", "rule", "switched on at epoch (predicted)", "auto 
 # with the [open questions](open-questions).
 
 # %% tags=["remove-cell"]
-checks.expect(A.CHECKS, auto, "auto-never-costs", "auto-some-runs-switch-away-from-their-baselines-replay",
+checks.expect(auto_start.CHECKS, auto, "auto-never-costs", "auto-some-runs-switch-away-from-their-baselines-replay",
               "auto-loss-gaps-small", "auto-some-settings-not-run",
               "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist",
               "auto-no-gain-where-the-fixed-start-gains-on-the-shapes-at-120",

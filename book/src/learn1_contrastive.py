@@ -33,9 +33,8 @@ import torch.nn.functional as F
 
 from ftcl_core.losses import info_nce
 from ftcl_core.pages import explorers
-from ftcl_core.pages import learn as LP
-from ftcl_core.study import checks
-from ftcl_core.study import learn as L
+from ftcl_core.pages import learn as learn_figures
+from ftcl_core.study import checks, learn
 from ftcl_core.study.toy import in_batch_logits, toy_points, train_toy
 
 steps = 60 if profile == "smoke" else 300  # a smoke run only checks that the page executes
@@ -91,13 +90,13 @@ runs = [train_toy(tau, steps=steps) for tau in (0.05, 0.1, 0.2, 0.5, 1.0)]
 collapsed = train_toy(0.2, steps=steps, negatives=False)
 shown = next(r for r in runs if r.tau == 0.2)
 points, point_labels = toy_points(600, 6, torch.Generator().manual_seed(10_000))
-LP.toy_figure(points.numpy(), point_labels.numpy(), shown, collapsed)
+learn_figures.toy_figure(points.numpy(), point_labels.numpy(), shown, collapsed)
 plt.show()
 
 # %% tags=["remove-cell"]
-facts = L.toy_facts([*runs, collapsed])
+facts = learn.toy_facts([*runs, collapsed])
 if profile != "smoke":  # the words below describe a full run; a smoke run's few steps prove only that the page runs
-    checks.expect(L.CHECKS, facts, "the views stay together", "the points spread out", "each cluster gathers",
+    checks.expect(learn.CHECKS, facts, "the views stay together", "the points spread out", "each cluster gathers",
                   "without negatives it collapses")
 
 # %% [markdown]
@@ -122,7 +121,7 @@ print(f"kNN readout (% of points whose cluster is found; chance {facts['chance_v
 
 # %% tags=["remove-cell"]
 if profile != "smoke":
-    checks.expect(L.CHECKS, facts, "the readout tells the clusters apart", "the collapsed features are worth little",
+    checks.expect(learn.CHECKS, facts, "the readout tells the clusters apart", "the collapsed features are worth little",
                   "an untrained encoder already reads well on the toy")
 
 # %% [markdown]
@@ -140,7 +139,7 @@ if profile != "smoke":
 # the push its hardest tenth of negatives receive.
 
 # %% tags=["remove-input"]
-explorers.plotly_html(LP.temperature_explorer(runs), include_js=True)  # responds in the page, no kernel
+explorers.plotly_html(learn_figures.temperature_explorer(runs), include_js=True)  # responds in the page, no kernel
 
 # %% [markdown]
 # MoCo v1 uses $\tau = 0.07$ and MoCo v2 $\tau = 0.2$. The paper we follow makes the hard cases harder on purpose,
@@ -183,8 +182,8 @@ for noise, name in ((0.15, "clean"), (0.6, "noisy")):
 # More room also means a lower uniformity.
 r3 = train_toy(0.2, steps=steps, dim=3)
 ends["uniform_3d"], ends["uniform_2d"] = r3.history["uniform"][-1], shown.history["uniform"][-1]
-ends["nearest_3d"] = L.nearest_cluster_angles(r3.after, r3.labels)
-ends["nearest_2d"] = L.nearest_cluster_angles(shown.after, shown.labels)
+ends["nearest_3d"] = learn.nearest_cluster_angles(r3.after, r3.labels)
+ends["nearest_2d"] = learn.nearest_cluster_angles(shown.after, shown.labels)
 print("nearest cluster, degrees: on the sphere", ends["nearest_3d"].round(), " on the circle", ends["nearest_2d"].round())
 print(f"uniformity {ends['uniform_3d']:.2f} on the sphere, {ends['uniform_2d']:.2f} on the circle")
 
@@ -196,5 +195,5 @@ print(float(info_nce(logits)), math.log(n))
 
 # %% tags=["remove-cell"]
 if profile != "smoke":
-    checks.expect(L.TOY_EXERCISE_CHECKS, ends, "more noise, both worse", "a sphere has more room",
+    checks.expect(learn.TOY_EXERCISE_CHECKS, ends, "more noise, both worse", "a sphere has more room",
                   "on the sphere the clusters sit further apart, nearer an octahedron's corners")

@@ -35,9 +35,8 @@ import torch.nn.functional as F
 from ftcl_core.config import load_config
 from ftcl_core.data import load_data
 from ftcl_core.methods import StepContext, build_model
-from ftcl_core.pages import learn as LP
-from ftcl_core.study import checks
-from ftcl_core.study import learn as L
+from ftcl_core.pages import learn as learn_figures
+from ftcl_core.study import checks, learn
 from ftcl_core.study.experiments import ROOT
 from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
 
@@ -48,7 +47,7 @@ aug = augment_config(cfg)
 gen = torch.Generator().manual_seed(0)
 x = train_set.images[:8]
 view_1, view_2 = make_views(x, aug, gen)
-LP.views_figure(x, view_1, view_2, aug)
+learn_figures.views_figure(x, view_1, view_2, aug)
 plt.show()
 
 # %% [markdown]
@@ -148,13 +147,13 @@ for _ in range(steps):
         found = ((q * k).sum(1) > (q @ mine.queue.T).max(1).values).float().mean()
     history["loss"].append(float(my_moco_step(mine, optimizer, x_q, x_k, gen)))
     history["found"].append(float(found))
-LP.moco_training_figure(history, cfg.moco.queue_size)
+learn_figures.moco_training_figure(history, cfg.moco.queue_size)
 plt.show()
 
 # %% tags=["remove-cell"]
-trained = L.moco_training_facts(history, cfg.moco.queue_size, batch)
+trained = learn.moco_training_facts(history, cfg.moco.queue_size, batch)
 if profile != "smoke":  # the words below read a full minute of training; a smoke run proves only that the page runs
-    checks.expect(L.MOCO_TRAINING_CHECKS, trained, "random keys make it easy at first", "real keys make it hard",
+    checks.expect(learn.MOCO_TRAINING_CHECKS, trained, "random keys make it easy at first", "real keys make it hard",
                   "then the encoder learns")
 
 # %% [markdown]
@@ -190,13 +189,13 @@ for _ in range(5):
     losses_mine.append(float(my_moco_step(mine, opt_mine, x_q, x_k, gen_mine)))
 weights = max(float((a - b).abs().max()) for a, b in zip(mine.encoder_q.state_dict().values(),
                                                           library_model.encoder_q.state_dict().values()))
-match = L.moco_match_facts(losses_mine, losses_library, weights)
+match = learn.moco_match_facts(losses_mine, losses_library, weights)
 print(f"losses, mine:    {[round(v, 5) for v in losses_mine]}")
 print(f"losses, library: {[round(v, 5) for v in losses_library]}")
 print(f"largest difference of any weight after {match['steps']} steps: {match['weight_diff']}")
 
 # %% tags=["remove-cell"]
-checks.expect(L.MOCO_CHECKS, match, "the two steps agree")
+checks.expect(learn.MOCO_CHECKS, match, "the two steps agree")
 
 # %% [markdown]
 # They agree to float rounding. The library's MoCo is this class; everything else it does is bookkeeping.
@@ -250,4 +249,4 @@ print(f"K = 256: {ends['k256']:.2f}   K = 4096: {ends['k4096']:.2f}")
 
 # %% tags=["remove-cell"]
 if profile != "smoke":
-    checks.expect(L.EXERCISE_CHECKS, ends, "no momentum ends higher", "a short queue ends lower")
+    checks.expect(learn.EXERCISE_CHECKS, ends, "no momentum ends higher", "a short queue ends lower")

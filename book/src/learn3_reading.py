@@ -24,18 +24,15 @@ import torch
 import torch.nn.functional as F
 from IPython.display import display
 
-from ftcl_core import augment as A
+from ftcl_core import augment
 from ftcl_core.data import load_data
 from ftcl_core.methods import build_model
-from ftcl_core.pages import learn as LP
-from ftcl_core.pages import markup
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import learn as learn_figures
+from ftcl_core.pages import markup, plotting
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.runs import RunDir
 from ftcl_core.stats import score_statistics
-from ftcl_core.study import checks, experiments
-from ftcl_core.study import curves as C
-from ftcl_core.study import learn as L
+from ftcl_core.study import checks, curves, experiments, learn
 from ftcl_core.training import augment_config
 
 exp = experiments.Experiment.load("experiments/table7_ft_v2.yaml")
@@ -71,21 +68,21 @@ model = build_model(cfg).eval()
 gen = torch.Generator().manual_seed(0)
 x = train_set.images[:256]
 with torch.no_grad():
-    q = F.normalize(model.encoder_q(A.augment(x, aug, gen)), dim=1)  # N x C
-    k = F.normalize(model.encoder_q(A.augment(x, aug, gen)), dim=1)
+    q = F.normalize(model.encoder_q(augment.augment(x, aug, gen)), dim=1)  # N x C
+    k = F.normalize(model.encoder_q(augment.augment(x, aug, gen)), dim=1)
 off = ~torch.eye(len(q), dtype=torch.bool)
 l_pos, l_neg = (q * k).sum(1), (q @ k.T)[off].view(len(q), -1)  # N, and N x (N-1): the other images as negatives
 stats = score_statistics(l_pos, l_neg, n=64)
 print(f"Mean(pos) {stats[0]:.3f}   Mean(neg) {stats[1]:.3f}   Var(neg) {stats[2]:.4f}")
 qc, kc = F.normalize(q - q.mean(0), dim=1), F.normalize(k - k.mean(0), dim=1)  # each view's batch mean removed
 c_pos, c_neg = (qc * kc).sum(1), (qc @ kc.T)[off].view(len(qc), -1)
-LP.score_histograms([(l_pos, l_neg, "cosine"), (c_pos, c_neg, "cosine, batch mean removed")])
+learn_figures.score_histograms([(l_pos, l_neg, "cosine"), (c_pos, c_neg, "cosine, batch mean removed")])
 plt.show()
 
 # %% tags=["remove-cell"]
-init = C.init_score_facts(q.numpy(), k.numpy(), stored.load_metrics())
+init = curves.init_score_facts(q.numpy(), k.numpy(), stored.load_metrics())
 glue_facts("init_", init)
-checks.expect(C.CHECKS, init, "a random encoder's positives score above its negatives",
+checks.expect(curves.CHECKS, init, "a random encoder's positives score above its negatives",
               "a random encoder's cosines sit above the collapse level", "the shared direction carries the level",
               "the queue's random keys score near zero", "the trained run ends with a wide gap below the collapse level")
 
@@ -107,14 +104,14 @@ checks.expect(C.CHECKS, init, "a random encoder's positives score above its nega
 
 # %% tags=["remove-input"]
 metrics = run.load_metrics()
-P.score_statistics({"MoCo v2": metrics}, columns=("pos_mean", "neg_mean", "neg_var", "top1"))
+plotting.score_statistics({"MoCo v2": metrics}, columns=("pos_mean", "neg_mean", "neg_var", "top1"))
 plt.show()
 
 # %% tags=["remove-cell"]
 stored_cfg = stored.load_config()
-curve = C.training_curve_facts(stored.load_metrics(), stored_cfg.moco.queue_size, stored_cfg.train.batch_size)
+curve = curves.training_curve_facts(stored.load_metrics(), stored_cfg.moco.queue_size, stored_cfg.train.batch_size)
 glue_facts("curve_", curve)
-checks.expect(C.CHECKS, curve, "Mean(neg) climbs from the random keys", "the contrastive top-1 spikes and sinks",
+checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "the contrastive top-1 spikes and sinks",
               "Var(neg) grows as the top-1 sinks", "the loss peaks as the queue fills",
               "Mean(pos) falls in the first epoch and climbs back", "Mean(neg) dips below zero and settles at zero",
               "Var(neg) peaks mid-run and eases")
@@ -142,13 +139,13 @@ checks.expect(C.CHECKS, curve, "Mean(neg) climbs from the random keys", "the con
 
 # %% tags=["remove-input"]
 g = run.load_grad_norms()
-P.grad_heatmap(g["per_epoch"], g["layers"], title="MoCo v2, query encoder")
+plotting.grad_heatmap(g["per_epoch"], g["layers"], title="MoCo v2, query encoder")
 plt.show()
 
 # %% tags=["remove-cell"]
 stored_g = stored.load_grad_norms()
-landscape = C.grad_swing_facts({"v2 baseline": stored_g["per_epoch"]}, stored_g["layers"])
-checks.expect(C.CHECKS, landscape, "the batch-norm layers carry the smallest gradients")
+landscape = curves.grad_swing_facts({"v2 baseline": stored_g["per_epoch"]}, stored_g["layers"])
+checks.expect(curves.CHECKS, landscape, "the batch-norm layers carry the smallest gradients")
 
 # %% [markdown]
 # Every batch-norm layer (`bn`, `stem.1`, `shortcut.1`) carries a smaller gradient than every convolution and the
@@ -167,14 +164,14 @@ t1 = experiments.Experiment.load("experiments/table1_momentum.yaml")
 t1_runs = [r for r in experiments.load_records(t1.path, "cpu", experiments.STORED) if r["seed"] == t1.seeds[0]]  # stored, never trained
 t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
 if t1_metrics:
-    P.score_statistics(t1_metrics, highlight=["m=0", "m=0.99", "m=1.0"], others="the other momenta")
+    plotting.score_statistics(t1_metrics, highlight=["m=0", "m=0.99", "m=1.0"], others="the other momenta")
     plt.show()
 
 # %% tags=["hide-cell"]
 # each momentum's gradient landscape, summed over its layers, epoch by epoch (folded: open it for the third reading)
 shown = ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")
 if t1_metrics:
-    P.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_runs
+    plotting.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_runs
                         if r["setting"] in shown})
     plt.show()
 
@@ -186,16 +183,16 @@ by_seed = {s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t1_stored if 
            for s in ("m=0.9", "m=0.99")}
 hard = experiments.harder_positive_facts(by_seed)
 momentum = experiments.momentum_facts(t1, t1_stored)
-crowd = L.crowding_facts(ends, C.COLLAPSE_LEVEL)
-swings = C.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_stored
+crowd = learn.crowding_facts(ends, curves.COLLAPSE_LEVEL)
+swings = curves.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_stored
                              if r["seed"] == t1.seeds[0] and r["setting"] in ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")})
 glue_facts("mom_", {**ends, **hard, **crowd, "random": momentum["random"], "m0_diff": momentum["collapse_diff_0"],
                     "peak": momentum["peak"]})
 checks.expect(experiments.CHECKS, ends, "the frozen key encoder's views agree least")
 checks.expect(experiments.CHECKS, hard, "a larger momentum makes the positives harder")
 checks.expect(experiments.CHECKS, momentum, "the collapse is not reproduced")
-checks.expect(L.READING_CHECKS, crowd, "a small momentum crowds the images, short of a collapse")
-checks.expect(C.CHECKS, swings, "every small momentum swings more than every large one")
+checks.expect(learn.READING_CHECKS, crowd, "a small momentum crowds the images, short of a collapse")
+checks.expect(curves.CHECKS, swings, "every small momentum swings more than every large one")
 
 # %% [markdown]
 # Three readings, one per statistic. **Mean(pos)**: the larger the momentum, the harder the positive pair. Averaged

@@ -24,18 +24,16 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from ftcl_core import transforms as T
-from ftcl_core.pages import explorers
-from ftcl_core.pages import learn as LP
-from ftcl_core.pages import plotting as P
+from ftcl_core import transforms
+from ftcl_core.pages import explorers, plotting
+from ftcl_core.pages import learn as learn_figures
 
 # %% tags=["remove-cell"]
 # the opening's "FT from the first step costs", read from the stored cpu runs (this chapter trains nothing)
-from ftcl_core.study import checks
-from ftcl_core.study import learn as L
+from ftcl_core.study import checks, learn
 
-first = L.first_step_facts()
-checks.expect(L.FIRST_STEP_CHECKS, first, "both transformations cost from the first step")
+first = learn.first_step_facts()
+checks.expect(learn.FIRST_STEP_CHECKS, first, "both transformations cost from the first step")
 
 # %% [markdown]
 # ## The two transformations, in code
@@ -67,30 +65,30 @@ def my_interpolate(queue: torch.Tensor, lam, partners: torch.Tensor) -> torch.Te
 
 
 gen = torch.Generator().manual_seed(0)
-z_q, z_k = T.unit_pairs(8, 128, gen)
+z_q, z_k = transforms.unit_pairs(8, 128, gen)
 queue = F.normalize(torch.randn(4096, 128, generator=gen, dtype=torch.float64), dim=1)
-lam_ex = T.sample_lambda(2.0, "step", 8, 128, gen, shift=1.0).double()  # one draw for the step, in (1, 2)
-lam_in = T.sample_lambda(1.6, "step", 4096, 128, gen).double()  # in (0, 1)
-partners = T.sample_permutation(4096, gen)
-mine, library = my_extrapolate(z_q, z_k, lam_ex), T.extrapolate_positive(z_q, z_k, lam_ex)
+lam_ex = transforms.sample_lambda(2.0, "step", 8, 128, gen, shift=1.0).double()  # one draw for the step, in (1, 2)
+lam_in = transforms.sample_lambda(1.6, "step", 4096, 128, gen).double()  # in (0, 1)
+partners = transforms.sample_permutation(4096, gen)
+mine, library = my_extrapolate(z_q, z_k, lam_ex), transforms.extrapolate_positive(z_q, z_k, lam_ex)
 print("extrapolation, largest difference from the library's:", float((mine[0] - library[0]).abs().max()))
 mixed = my_interpolate(queue, lam_in, partners)
 print("interpolation, largest difference from the library's:",
-      float((mixed - T.interpolate_negatives(queue, lam_in, partners)).abs().max()))
+      float((mixed - transforms.interpolate_negatives(queue, lam_in, partners)).abs().max()))
 print(f"λ_ex = {float(lam_ex):.2f}: the pairs' mean score {float((z_q * z_k).sum(1).mean()):.3f} -> "
       f"{float((mine[0] * mine[1]).sum(1).mean()):.3f};  λ_in = {float(lam_in):.2f}: the new negatives' length "
       f"{float(mixed.norm(dim=1).mean()):.3f} on average, {float(mixed.norm(dim=1).max()):.3f} at most")
 
 # %% tags=["remove-cell"]
 assert torch.allclose(mine[0], library[0]) and torch.allclose(mine[1], library[1])  # the taught FT is the library's
-assert torch.allclose(mixed, T.interpolate_negatives(queue, lam_in, partners))
+assert torch.allclose(mixed, transforms.interpolate_negatives(queue, lam_in, partners))
 
 # %% [markdown]
 # The scores of the pairs fell, and no new negative is longer than one: each lies on the chord between two keys,
 # inside the sphere. The paper's Fig 6 draws both in the plane:
 
 # %% tags=["hide-input"]
-P.ft_geometry()
+plotting.ft_geometry()
 plt.show()
 
 # %% [markdown]
@@ -136,17 +134,17 @@ from ftcl_core.pages.glue import glue_facts
 
 n = 10_000 if profile == "smoke" else 100_000
 gen = torch.Generator().manual_seed(0)
-zq, zk = T.unit_pairs(n, 128, gen)
+zq, zk = transforms.unit_pairs(n, 128, gen)
 s = (zq * zk).sum(1)
-lam_ex = T.sample_lambda(2.0, "sample", n, 128, gen, shift=1.0).double()  # one draw per pair
-q2, k2 = T.extrapolate_positive(zq, zk, lam_ex)
+lam_ex = transforms.sample_lambda(2.0, "sample", n, 128, gen, shift=1.0).double()  # one draw per pair
+q2, k2 = transforms.extrapolate_positive(zq, zk, lam_ex)
 s_ex = (q2 * k2).sum(1)
-err = float((s_ex - T.transformed_positive_score(s, lam_ex.squeeze(1))).abs().max())
-lo, hi = T.score_range(s)
+err = float((s_ex - transforms.transformed_positive_score(s, lam_ex.squeeze(1))).abs().max())
+lo, hi = transforms.score_range(s)
 inside = bool(((s_ex >= lo - 1e-12) & (s_ex <= hi + 1e-12)).all())
 print(f"{n} pairs; largest |measured - eq. 4| = {err:.1e}; every score inside [5S - 4, S]: {inside}")
-q3, k3 = T.extrapolate_positive(zq, zk, T.sample_lambda(2.0, "sample", n, 128, gen).double())  # λ in (0, 1)
-LP.bound_check_figure(s, s_ex, (q3 * k3).sum(1))
+q3, k3 = transforms.extrapolate_positive(zq, zk, transforms.sample_lambda(2.0, "sample", n, 128, gen).double())  # λ in (0, 1)
+learn_figures.bound_check_figure(s, s_ex, (q3 * k3).sum(1))
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -180,7 +178,7 @@ import ipywidgets as widgets
 
 
 def explore(alpha=2.0, lam=1.5, S=0.6):
-    LP.bound_panels(alpha, lam, S)
+    learn_figures.bound_panels(alpha, lam, S)
     plt.show()
 
 
@@ -211,8 +209,8 @@ print(sp.simplify(norm2 - (1 + 2 * lam * (lam - 1) * (1 - S))))  # 0
 
 # Solution 2: with lambda = 1 + u, u ~ Beta(2, 2): E[lambda (lambda - 1)] = E[u] + E[u^2] = 1/2 + 3/10 = 4/5, so by
 # eq. 4 E[S'] = S - 2 (4/5)(1 - S) = 0.87 - 1.6 * 0.13, about 0.66.
-draws = T.sample_lambda(2.0, "sample", 100_000, 1, torch.Generator().manual_seed(0), shift=1.0)
-print(f"predicted {0.87 - 1.6 * 0.13:.3f}, sampled {float(T.transformed_positive_score(0.87, draws).mean()):.3f}")
+draws = transforms.sample_lambda(2.0, "sample", 100_000, 1, torch.Generator().manual_seed(0), shift=1.0)
+print(f"predicted {0.87 - 1.6 * 0.13:.3f}, sampled {float(transforms.transformed_positive_score(0.87, draws).mean()):.3f}")
 
 # Solution 3: its squared length is l^2 + (1-l)^2 + 2 l (1-l) c = 1 - 2 l (1-l)(1-c): at most one, so the new
 # negative lies inside the sphere, shortest at l = 1/2 between two keys far apart.

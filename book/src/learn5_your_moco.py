@@ -22,7 +22,7 @@ from IPython.display import display
 from ftcl_core import ft
 from ftcl_core.pages import markup
 from ftcl_core.runs import RunDir
-from ftcl_core.study import auto_start as A
+from ftcl_core.study import auto_start
 
 # isort: split
 
@@ -105,9 +105,9 @@ for epoch in (0, 35, 36, 119):
 # (they stand in for your training), beside the fixed start after 30 % of it that the cell above switches on:
 
 # %% tags=["show-input"]
-stored = RunDir(A.EXPERIMENTS.parent / "results/cpu/H-map-v1/baseline_120/seed0")  # a run without FT
+stored = RunDir(auto_start.EXPERIMENTS.parent / "results/cpu/H-map-v1/baseline_120/seed0")  # a run without FT
 start = ft.PlateauStart(window=5, fraction=0.1)
-for epoch_loss in A.epoch_losses(stored):
+for epoch_loss in auto_start.epoch_losses(stored):
     for _ in range(1):  # your epoch's steps; FT is on or off for the whole epoch
         logits = ft.logits(q, k, queue, cfg, gen, tau=0.2, active=start.on)
         loss = ft.info_nce(logits)  # then backward, the optimiser's step, the clean keys into the queue
@@ -137,24 +137,22 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 # %% tags=["remove-cell"]
 
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks
-from ftcl_core.study import headroom as H
-from ftcl_core.study import learn as L
+from ftcl_core.study import checks, headroom, learn
 
 # the stored cpu runs, whatever profile this page ran with: this chapter trains nothing
-first = L.first_step_facts()
+first = learn.first_step_facts()
 glue_facts("t7_", first)
-checks.expect(L.FIRST_STEP_CHECKS, first, "both transformations cost from the first step",
+checks.expect(learn.FIRST_STEP_CHECKS, first, "both transformations cost from the first step",
               "positive extrapolation alone costs", "negative interpolation alone holds zero")
-rows, records = H.load()
-metrics = H.run_metrics(records)
-room = {**H.facts(rows, records, metrics), **H.paper_facts()}
+rows, records = headroom.load()
+metrics = headroom.run_metrics(records)
+room = {**headroom.facts(rows, records, metrics), **headroom.paper_facts()}
 glue_facts("hr_", room)
-auto = A.facts()
-checks.expect(A.CHECKS, auto, "auto-never-costs", "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist",
+auto = auto_start.facts()
+checks.expect(auto_start.CHECKS, auto, "auto-never-costs", "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist",
               "auto-no-gain-where-the-fixed-start-gains-on-the-shapes-at-120",
               "auto-switches-past-half-of-a-30-epoch-run", "auto-some-settings-not-run")
-checks.expect(H.CHECKS, room, "first-step-costs-at-120", "first-step-costs-at-240", "late-start-gains-at-120",
+checks.expect(headroom.CHECKS, room, "first-step-costs-at-120", "first-step-costs-at-240", "late-start-gains-at-120",
               "late-start-gains-at-240", "late-start-matches-at-240", "crowding-goes-with-the-cost",
               "crowding-confounded-with-the-clock")
 
@@ -180,9 +178,9 @@ checks.expect(H.CHECKS, room, "first-step-costs-at-120", "first-step-costs-at-24
 # encoder still spreads the images apart later in the run. The figure draws it, each curve the mean of its seeds, the dotted line where the late start switches on.
 
 # %%
-from ftcl_core.pages import headroom as PH
+from ftcl_core.pages import headroom as headroom_figures
 
-PH.crowding_figure({length: H.neg_curves(metrics, length) for length in H.LENGTHS if H.neg_curves(metrics, length)})
+headroom_figures.crowding_figure({length: headroom.neg_curves(metrics, length) for length in headroom.LENGTHS if headroom.neg_curves(metrics, length)})
 plt.show()
 
 # %% [markdown]
@@ -217,13 +215,13 @@ print(f"positive column unchanged: {torch.allclose(neg_only[:, 0], plain[:, 0])}
       f"negative columns unchanged: {torch.allclose(neg_only[:, 1:], plain[:, 1:])}")
 
 # Solution 2: 30 % of 120 epochs is epoch 36, times the optimiser steps of one epoch of its recipe.
-print(f"step {36 * H.steps_per_epoch()} ({H.steps_per_epoch()} steps an epoch)")
+print(f"step {36 * headroom.steps_per_epoch()} ({headroom.steps_per_epoch()} steps an epoch)")
 
 # Solution 3: the tenth of the run after the switch, FT from the first step (switch at step 0) against the
 # baseline, seed by seed: FT's Mean(neg) stands above the baseline's.
 import numpy as np
 
-ft_runs, base_runs = metrics.get(H.setting("both", 120), {}), metrics.get(H.setting("baseline", 120), {})
+ft_runs, base_runs = metrics.get(headroom.setting("both", 120), {}), metrics.get(headroom.setting("baseline", 120), {})
 for seed in sorted(set(ft_runs) & set(base_runs)):
     tenth = len(base_runs[seed]["neg_mean"]) // 10
     with_ft, without = (float(np.mean(r[seed]["neg_mean"][:tenth])) for r in (ft_runs, base_runs))

@@ -16,26 +16,24 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %% tags=["hide-input"]
 from ftcl_core.pages import markup
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, experiments, findings
-from ftcl_core.study import diagnosis as G
-from ftcl_core.study import headroom as H
+from ftcl_core.study import checks, diagnosis, experiments, findings, headroom
 
 # this page trains nothing: it reads the committed runs, whatever the profile
 stored = findings.Evidence.load("cpu")
-capacity = G.capacity_facts(list(stored.capacity))
+capacity = diagnosis.capacity_facts(list(stored.capacity))
 glue_facts("cap_", capacity)
-resolution = G.resolution_facts(stored.resolution)
+resolution = diagnosis.resolution_facts(stored.resolution)
 glue_facts("res_", {**resolution, "where": f"`{resolution['where']}`"})
-map_rows, map_records = H.load()
-map_facts = H.facts(map_rows, map_records, H.run_metrics(map_records))
+map_rows, map_records = headroom.load()
+map_facts = headroom.facts(map_rows, map_records, headroom.run_metrics(map_records))
 glue_facts("hr_", map_facts)
 open_rows = experiments.open_runs(profile="cpu", root=experiments.STORED)
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "paper-runs-longer")
-checks.expect(G.CHECKS, capacity, "an encoder is planned but not run")
-checks.expect(G.CHECKS, resolution, "undecided")
-checks.expect(H.CHECKS, map_facts, "crowding-confounded-with-the-clock", "switch-from-9-of-120-costs",
+checks.expect(diagnosis.CHECKS, capacity, "an encoder is planned but not run")
+checks.expect(diagnosis.CHECKS, resolution, "undecided")
+checks.expect(headroom.CHECKS, map_facts, "crowding-confounded-with-the-clock", "switch-from-9-of-120-costs",
               "switch-from-9-of-240-short-of-its-seeds", "switch-from-18-of-120-not-run")
 
 # %% [markdown]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from ftcl_core import distributed as D
+from ftcl_core import distributed
 from ftcl_core.config import FTConfig, RunConfig
 from ftcl_core.losses import (
     in_batch_negative_scores,
@@ -148,8 +148,8 @@ def predictive_scores(out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores
     loss; no negatives, so the statistics' negatives are in-batch cosines."""
     p1, p2, t1, t2 = out
     anchors, positives = symmetric_pairs(p1, p2, t1, t2)
-    n_global = p1.shape[0] * D.world_size()
-    rows = symmetric_rows(D.global_rows(p1.shape[0]), n_global)
+    n_global = p1.shape[0] * distributed.world_size()
+    rows = symmetric_rows(distributed.global_rows(p1.shape[0]), n_global)
     if ctx.ft_active:  # eq. 3
         a, b = positive_ft(anchors, positives, ctx.ft, ctx.ft_draws, rows, 2 * n_global)
     else:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ftcl_core import distributed as D
-from ftcl_core import transforms as T
 from ftcl_core.config import RunConfig
+from ftcl_core.distributed import gather_rows, global_rows, shard_rows, world_size
 from ftcl_core.losses import FTLogits, info_nce, moco_ft_logits, moco_logits
 from ftcl_core.methods.base import Method, Scores, StepContext, contrastive_loss
 from ftcl_core.models import Encoder, ema_update, frozen_copy, projection_head
+from ftcl_core.transforms import extrapolate_positive, interpolate_negatives, sample_lambda, sample_permutation
 
 
 class MoCo(Method):
@@ -50,20 +50,20 @@ class MoCo(Method):
     def forward(self, x_q: torch.Tensor, x_k: torch.Tensor, gen: torch.Generator
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Normalised queries, this rank's keys and all ranks' keys (shuffle-BN, He et al. 2020, Sec 3.3)."""
-        q = F.normalize(self.encoder_q(x_q), dim=1)                      # queries: NxC
+        q = F.normalize(self.encoder_q(x_q), dim=1)                 # queries: NxC
         with torch.no_grad():
             self.momentum_update()
-            x_all = D.gather_rows(x_k)                                   # key images of all ranks: (world N)x3xHxW
+            x_all = gather_rows(x_k)                                # key images of all ranks: (world N)x3xHxW
             perm = torch.randperm(x_all.shape[0], generator=gen)
             inverse = torch.argsort(perm)
-            k_shard = F.normalize(self.encoder_k(D.shard_rows(x_all[perm.to(x_all.device)])), dim=1)
-            k_all = D.gather_rows(k_shard)[inverse.to(x_all.device)]     # keys of all ranks, unshuffled: (world N)xC
-        return q, D.shard_rows(k_all), k_all                             # NxC, NxC, (world N)xC
+            k_shard = F.normalize(self.encoder_k(shard_rows(x_all[perm.to(x_all.device)])), dim=1)
+            k_all = gather_rows(k_shard)[inverse.to(x_all.device)]  # keys of all ranks, unshuffled: (world N)xC
+        return q, shard_rows(k_all), k_all                          # NxC, NxC, (world N)xC
 
     def ft_logits(self, q: torch.Tensor, k: torch.Tensor, ctx: StepContext) -> FTLogits:
         """The pair's and the queue's scores with FT inside the loss: eq. 3 on the pair, Sec 4.2 on the queue
         (:func:`ftcl_core.losses.moco_ft_logits`)."""
-        rows, n_global = (D.global_rows(q.shape[0]), D.world_size() * q.shape[0]) if D.world_size() > 1 else (None, None)
+        rows, n_global = (global_rows(q.shape[0]), world_size() * q.shape[0]) if world_size() > 1 else (None, None)
         return moco_ft_logits(q, k, self.queue, ctx.ft, ctx.ft_draws, ctx.ft_active, rows, n_global,
                               queue_layout="KC")  # K x C by construction
 
@@ -108,23 +108,23 @@ def moco_ft_step(model: MoCo, optimizer: torch.optim.Optimizer, x_q: torch.Tenso
     the paper's path only, to read beside facebookresearch/moco's builder.py.  MoCo with
     ``FTConfig(pos=True, neg=True)`` in the training loop takes the same step
     (tests/test_moco_step.py compares loss, gradients, weights and queue)."""
-    q = F.normalize(model.encoder_q(x_q), dim=1)                  # queries: N×C
-    with torch.no_grad():                                         # no gradient to keys
+    q = F.normalize(model.encoder_q(x_q), dim=1)              # queries: N×C
+    with torch.no_grad():                                     # no gradient to keys
         ema_update(model.encoder_k, model.encoder_q, model.momentum)  # eq. 2
-        perm = torch.randperm(len(x_k), generator=gen)            # shuffle-BN
+        perm = torch.randperm(len(x_k), generator=gen)        # shuffle-BN
         k = F.normalize(model.encoder_k(x_k[perm]), dim=1)[perm.argsort()]  # keys: N×C
     (n, c), size = q.shape, len(model.queue)
-    lam_ex = T.sample_lambda(alpha_ex, "step", n, c, gen, shift=1.0)  # in (1, 2)
-    q_ft, k_ft = T.extrapolate_positive(q, k, lam_ex)             # eq. 3
-    lam_in = T.sample_lambda(alpha_in, "step", size, c, gen)      # in (0, 1)
-    partners = T.sample_permutation(size, gen)
-    negatives = T.interpolate_negatives(model.queue, lam_in, partners)  # Sec 4.2: K×C
-    l_pos = (q_ft * k_ft).sum(1, keepdim=True)                    # N×1
-    l_neg = q_ft @ negatives.T                                    # N×K
-    logits = torch.cat([l_pos, l_neg], dim=1) / model.tau         # N×(1+K)
-    loss = info_nce(logits)                                       # eq. 1
+    lam_ex = sample_lambda(alpha_ex, "step", n, c, gen, shift=1.0)  # in (1, 2)
+    q_ft, k_ft = extrapolate_positive(q, k, lam_ex)           # eq. 3
+    lam_in = sample_lambda(alpha_in, "step", size, c, gen)    # in (0, 1)
+    partners = sample_permutation(size, gen)
+    negatives = interpolate_negatives(model.queue, lam_in, partners)  # Sec 4.2: K×C
+    l_pos = (q_ft * k_ft).sum(1, keepdim=True)                # N×1
+    l_neg = q_ft @ negatives.T                                # N×K
+    logits = torch.cat([l_pos, l_neg], dim=1) / model.tau     # N×(1+K)
+    loss = info_nce(logits)                                   # eq. 1
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
-    model.enqueue(k)                                              # the clean keys
+    model.enqueue(k)                                          # the clean keys
     return loss.detach()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ftcl_core import distributed as D
 from ftcl_core.config import RunConfig
+from ftcl_core.distributed import gather_rows, global_rows
 from ftcl_core.losses import other_sample_mask, simclr_ft_logits, symmetric_pairs
 from ftcl_core.methods.base import Method, Scores, StepContext, contrastive_loss
 from ftcl_core.models import Encoder, mlp
@@ -41,8 +41,8 @@ class SimCLR(Method):
         :func:`ftcl_core.losses.simclr_ft_logits`): each view against the other and
         against every other sample of both views of the (all-rank) batch."""
         z1, z2 = out
-        bank1, bank2 = D.gather_rows(z1, grad=True), D.gather_rows(z2, grad=True)
-        rows = D.global_rows(z1.shape[0], z1.device)
+        bank1, bank2 = gather_rows(z1, grad=True), gather_rows(z2, grad=True)
+        rows = global_rows(z1.shape[0], z1.device)
         pos, neg = simclr_ft_logits(z1, z2, bank1, bank2, rows, ctx.ft, ctx.ft_draws,
                                     active=ctx.ft_active)
         n = ctx.n_stats

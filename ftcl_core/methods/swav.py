@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core import distributed as D
+from ftcl_core import distributed
 from ftcl_core.config import RunConfig
 from ftcl_core.losses import in_batch_negative_scores, positive_ft, swav_loss, symmetric_pairs
 from ftcl_core.methods.base import Method, Scores, StepContext, raw_top1
@@ -59,8 +59,8 @@ class SwAV(Method):
     def scores(self, out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores:
         """eq. 3 on the two views' features, then both against the prototypes."""
         z1, z2 = out
-        rows = D.global_rows(z1.shape[0])
-        n_global, n = z1.shape[0] * D.world_size(), ctx.n_stats
+        rows = distributed.global_rows(z1.shape[0])
+        n_global, n = z1.shape[0] * distributed.world_size(), ctx.n_stats
         a, b = z1, z2
         if ctx.ft_active:  # eq. 3
             a, b = positive_ft(z1, z2, ctx.ft, ctx.ft_draws, rows, n_global)

@@ -8,20 +8,19 @@ import io
 from collections.abc import Callable
 from pathlib import Path
 
-from ftcl_core.pages import plotting as P
+from ftcl_core.pages import plotting
 from ftcl_core.runs import atomic_write_bytes
-from ftcl_core.study import experiments
-from ftcl_core.study import findings as F
+from ftcl_core.study import experiments, findings
 
 
-def draw_phase_diagram(ev: F.Evidence, knn: bool = False, *, title: str, column: Callable[[float], str]):
+def draw_phase_diagram(ev: findings.Evidence, knn: bool = False, *, title: str, column: Callable[[float], str]):
     """The phase diagram (:func:`ftcl_core.pages.plotting.difference_grid` of
     :func:`ftcl_core.study.findings.phase_grid`), titled ``title``, each column labelled ``column(start fraction)``."""
-    labels, fractions, diff, ci, words = F.phase_grid(ev, knn)
-    return P.difference_grid(labels, [column(f) for f in fractions], diff, ci, words, title=title)
+    labels, fractions, diff, ci, words = findings.phase_grid(ev, knn)
+    return plotting.difference_grid(labels, [column(f) for f in fractions], diff, ci, words, title=title)
 
 
-def write_figure(ev: F.Evidence, out: str | Path | None = None, **labels) -> Path:
+def write_figure(ev: findings.Evidence, out: str | Path | None = None, **labels) -> Path:
     """The phase diagram (``labels``: :func:`draw_phase_diagram`'s title and column) as a PNG for the README and the
     index (:data:`ftcl_core.study.findings.FIGURE`)."""
     import matplotlib
@@ -29,7 +28,7 @@ def write_figure(ev: F.Evidence, out: str | Path | None = None, **labels) -> Pat
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    target = Path(out) if out else experiments.ROOT / F.FIGURE
+    target = Path(out) if out else experiments.ROOT / findings.FIGURE
     draw_phase_diagram(ev, **labels)
     buf = io.BytesIO()
     plt.gcf().savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})

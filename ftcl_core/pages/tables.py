@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ftcl_core.pages.markup import html_table
-from ftcl_core.study import diagnosis as G
+from ftcl_core.study import diagnosis
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.numbers import fixed, plus_minus
 
@@ -13,7 +13,9 @@ from ftcl_core.study.results.numbers import fixed, plus_minus
 def comparison_table(rows: list[dict], caption: str,
                      columns: tuple[str, str, str] = ("baseline", "FT (+pos +neg)", "Δ (FT - baseline)")):
     """:func:`diagnosis.paired_comparison` rows as one HTML table (:func:`diagnosis.comparison_cells`)."""
-    return html_table(["comparison", *columns, "seeds", "verdict"], [G.comparison_cells(r) for r in rows], caption=caption)
+    return html_table(
+        ["comparison", *columns, "seeds", "verdict"], [diagnosis.comparison_cells(r) for r in rows], caption=caption
+    )
 
 
 def switch_on_table(starts: list[tuple[str, dict, dict]], caption: str):
@@ -31,7 +33,7 @@ def switch_on_table(starts: list[tuple[str, dict, dict]], caption: str):
 def signature_table(arms: dict[str, tuple[list[dict], str]]):
     """How far each named arm ``(records, setting)`` concentrates its features (:func:`diagnosis.representation_signature`),
     as an HTML table."""
-    sigs = {name: G.representation_signature(recs, setting) for name, (recs, setting) in arms.items()}
+    sigs = {name: diagnosis.representation_signature(recs, setting) for name, (recs, setting) in arms.items()}
     return html_table(["runs (MoCo v1, calibrated)", "seeds", "highest Mean(neg)", "final effective rank", "final ρ"],
                       [[name, str(s["n_seeds"]), fixed(s["peak_neg_mean"], 2), fixed(s["final_erank"]),
                         fixed(s["final_rho"], 2)] for name, s in sigs.items() if s["n_seeds"]],
@@ -63,7 +65,7 @@ def error_ratio_table(rows: list[dict]):
     runs = [r for r in rows if r["kind"] == "length" and r["n_seeds"]]
     return html_table(["steps", "baseline %", "FT %", "errors, FT / baseline"],
                       [[str(r["steps"]), fixed(r["baseline"]), fixed(r["ft"]),
-                        fixed(G.error_ratio(r))] for r in runs],
+                        fixed(diagnosis.error_ratio(r))] for r in runs],
                       caption="FT's error rate relative to its baseline's at each length (linear readout, means over "
                               "seeds)")
 
@@ -72,7 +74,7 @@ def negative_table(rows: list[dict]):
     """:func:`diagnosis.negative_rows` as an HTML table."""
     return html_table(
         ["comparison", "baseline", "FT", "Δ (FT - baseline)", "seeds", "verdict", "Mean(neg) shift by FT",
-         "Var(neg) after FT / raw", "final raw Mean(neg) (baseline)"], [G.negative_cells(r) for r in rows],
+         "Var(neg) after FT / raw", "final raw Mean(neg) (baseline)"], [diagnosis.negative_cells(r) for r in rows],
         caption="Linear top-1 (%), mean over seeds, Δ paired by seed; then, over the FT runs' seeds (± 95 % interval), "
                 "how FT changes the negatives the loss sees, and the raw Mean(neg) of the baseline's last "
-                f"{G.NEGATIVE_WINDOW} steps")
+                f"{diagnosis.NEGATIVE_WINDOW} steps")

@@ -38,7 +38,7 @@ import zlib
 import numpy as np
 import yaml
 
-from ftcl_core import distributed as D
+from ftcl_core import distributed
 from ftcl_core.checkpoints import IncompatibleCheckpoint
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.runs import RunDir, RunFileError
@@ -288,14 +288,14 @@ def _main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
-        with threads_to_train(args.out, say=not args.no_progress and D.rank_from_env() == 0):
+        with threads_to_train(args.out, say=not args.no_progress and distributed.rank_from_env() == 0):
             result = train(cfg, args.out, progress=not args.no_progress)
     except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
-        D.shutdown()
-    if D.rank_from_env() == 0:
+        distributed.shutdown()
+    if distributed.rank_from_env() == 0:
         print(json.dumps(result, indent=2, sort_keys=True))
         if RunDir(args.out).is_complete():
             print(f"readouts: {RunDir(args.out).eval} (the run folder {args.out} holds its config, metrics and "

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 import yaml
 
-from ftcl_core import transforms as T
+from ftcl_core import transforms
 from ftcl_core.losses import info_nce, logits_from_scores
 from ftcl_core.models import build_encoder
 from ftcl_core.runs import RunDir, atomic_write_bytes
@@ -88,7 +88,7 @@ def analytic_gradient(z: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor,
     """
     norm = z.norm(dim=1, keepdim=True)
     q = z / norm
-    q_ft, k_ft = T.extrapolate_positive(q, k, lam)
+    q_ft, k_ft = transforms.extrapolate_positive(q, k, lam)
     logits = logits_from_scores((q_ft * k_ft).sum(1), q_ft @ negatives.T, tau)
     p = logits.softmax(1)
     pull = (1 - p[:, :1]) * alignment_weight(lam) * k - lam * p[:, 1:] @ negatives
@@ -100,7 +100,7 @@ def analytic_gradient(z: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor,
 def autograd_gradient(z: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor, lam: float, tau: float) -> torch.Tensor:
     """The same gradient by autograd through the library's own FT and loss functions (what training runs)."""
     z = z.detach().clone().requires_grad_(True)
-    q_ft, k_ft = T.extrapolate_positive(F.normalize(z, dim=1), k, lam)
+    q_ft, k_ft = transforms.extrapolate_positive(F.normalize(z, dim=1), k, lam)
     loss = info_nce(logits_from_scores((q_ft * k_ft).sum(1), q_ft @ negatives.T, tau))
     (grad,) = torch.autograd.grad(loss, z)
     return grad

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ftcl_core import distributed as D
-from ftcl_core import transforms as T
+from ftcl_core import distributed, transforms
 from ftcl_core.config import ConfigError, FTConfig, RunConfig
 from ftcl_core.losses import FTLogits, mixed_queue, positive_ft
 from ftcl_core.methods.base import Scores, StepContext, contrastive_loss
@@ -98,7 +97,7 @@ class LabelledMoCo(MoCo):
         self.queue_labels.index_copy_(0, rows, scores.key_labels.to(self.queue_labels.device))
 
 
-def sharded_ft_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: T.Draws
+def sharded_ft_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: FTConfig, gen: transforms.Draws
                       ) -> tuple[torch.Tensor, torch.Tensor]:
     """The released run's 8 processes imitated in one (not in the paper): eq. 3 with one lambda per shard of
     ``N / ft.shards`` pairs, and each shard of queries against its own mixture of the queue (Sec 4.2)."""
@@ -138,6 +137,6 @@ def pick_variant(cfg: RunConfig) -> type[MoCo] | None:
     :class:`~ftcl_core.config.ConfigError`."""
     asked = [key for key, on in (("ft.shards > 1", cfg.ft.shards > 1), ("moco.drop_same_class=true",
              cfg.moco.drop_same_class), ("stats.same_class=true", cfg.stats.same_class)) if on]
-    if asked and D.world_size() > 1:
+    if asked and distributed.world_size() > 1:
         raise ConfigError(f"{', '.join(asked)} (the diagnosis' MoCo) runs in one process only: launch without torchrun.")
     return moco_class(cfg) if cfg.method == "moco" else None
