@@ -449,6 +449,22 @@ def toc_parts() -> dict[str, list[str]]:
     return {p["caption"]: [Path(c["file"]).name for c in p["chapters"]] for p in toc["parts"]}
 
 
+def test_no_page_shows_a_math_error(browser, server):
+    """Every equation typesets: MathJax draws an error box (``mjx-merror``) where it cannot, for example a ``\\tag``
+    inside the ``split`` Sphinx wraps around a display holding a line break."""
+    broken = []
+    for chapter in [c for chapters in toc_parts().values() for c in chapters]:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{server}/book/{chapter}.html", wait_until="load")
+        errors = page.evaluate("""async () => {
+          if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+          return [...document.querySelectorAll('mjx-merror')].map(e => e.getAttribute('data-mjx-error') || e.textContent);
+        }""")
+        page.close()
+        broken += [f"{chapter}: {e}" for e in errors]
+    assert not broken, "\n".join(broken)
+
+
 def test_every_page_keeps_to_its_parts_budget(browser, server):
     over = []
     for part, (max_px, max_tables) in PAGE_BUDGETS.items():

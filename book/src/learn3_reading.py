@@ -229,8 +229,9 @@ checks.expect(curves.CHECKS, swings, "every small momentum swings more than ever
 #   landscape adds every layer's gradient norm, epoch by epoch.
 # - A collapse is every input mapped to nearly the same feature. Read it during training, as Mean(neg) climbing
 #   towards one with the gap to Mean(pos) gone; an untrained encoder's high cosines are not one.
-# - In a healthy run Mean(neg) climbs while the queue fills with real keys, then falls, and Mean(pos) stays high; a
-#   growing Var(neg) shows false negatives, images of the same shape, scoring with the positive.
+# - Over a whole run Mean(pos) falls in the first epoch and climbs back, Mean(neg) dips below zero and settles at
+#   zero, and Var(neg) peaks mid-run and eases; a growing Var(neg) shows false negatives, images of the same shape,
+#   scoring with the positive.
 # - A larger momentum makes the positive pairs harder, and readout rises with it up to a point; small momenta crowd
 #   the images together and make the landscape spiky.
 #

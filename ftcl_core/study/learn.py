@@ -162,7 +162,8 @@ def first_step_facts(rows: list[dict] | None = None) -> dict:
     """The last Learn chapters' reading of Table 7's MoCo v1 on the shapes, FT from the first step against the same
     run without FT, from ``rows`` (by default the stored runs' ``results/summary.csv``): each arm's
     :func:`ftcl_core.study.experiments.claim_facts` under ``both_``, ``pos_``, ``neg_`` (``diff``: points ± 95 %
-    interval, ``paper``: the paper's effect; raw ``_value``, ``_ci`` for the checks)."""
+    interval, ``paper``: the paper's effect; raw ``_value``, ``_ci`` for the checks), and the scale they are read on:
+    ``base`` and ``ft`` (the baseline's and +both's mean readout, %) and ``seeds`` (+both's paired seeds)."""
     from ftcl_core.study import experiments
 
     if rows is None:
@@ -173,6 +174,9 @@ def first_step_facts(rows: list[dict] | None = None) -> dict:
         f = experiments.claim_facts(rows, "T7", f"v1 +{name}")
         out |= {f"{name}_diff": f["diff"], f"{name}_paper": f["effect"], f"{name}_value": f["diff_value"],
                 f"{name}_ci": f["ci_value"]}
+    both = next(r for r in rows if r["table"] == "T7" and r["setting"] == "v1 +both" and r["reference"] == "v1 baseline")
+    base = next(r for r in rows if r["table"] == "T7" and r["setting"] == "v1 baseline")
+    out |= {"base": f"{float(base['mean']):.1f} %", "ft": f"{float(both['mean']):.1f} %", "seeds": both["n_seeds"]}
     return out
 
 
