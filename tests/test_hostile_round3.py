@@ -2,11 +2,14 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.study.experiments import Experiment
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SMOKE = "configs/smoke_moco_v2.yaml"
 LAYOUT = "table: {table}\ntitle: x\nbase: {base}\nseeds: {seeds}\nsettings:\n{settings}"
@@ -114,3 +117,45 @@ def test_a_file_given_after_seeds_is_named_as_misplaced():
     res = subprocess.run([sys.executable, "-m", "ftcl_core", "plan", "--seeds", "0", "1", "experiments/t.yaml"],
                          capture_output=True, text=True)
     assert res.returncode == 2 and "before --seeds" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_seed_or_setting_given_twice_is_refused_before_a_run_counts_twice(tmp_path, monkeypatch):
+    """Hostile round 4: ``--seeds 0 0`` or ``--settings baseline baseline`` would count one run as two."""
+    from ftcl_core.study import experiments
+    from ftcl_core.study.experiments import seed_list
+
+    with pytest.raises(ConfigError, match="twice"):
+        seed_list([0, 0])
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
+    with pytest.raises(ConfigError, match="twice"):
+        experiments.sweep("experiments/table7_ft_v1.yaml", "smoke", [0], ["v1 baseline", "v1 baseline"], progress=False)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_report_refuses_an_out_whose_notebook_is_the_chapter(tmp_path):
+    """Hostile round 4: ``--out book/05_momentum.html`` would write the executed notebook over the chapter."""
+    from ftcl_core.pages.report import ReportError, report
+
+    chapter = tmp_path / "05_momentum.ipynb"
+    chapter.write_text((ROOT / "book" / "05_momentum.ipynb").read_text())
+    before = chapter.read_text()
+    with pytest.raises(ReportError, match="over the chapter"):
+        report(chapter, tmp_path / "05_momentum.html", {"profile": "smoke"})
+    assert chapter.read_text() == before
+
+
+def test_summary_of_a_store_elsewhere_leaves_the_committed_results_alone(tmp_path):
+    """Hostile round 4: ``summary`` and ``calibration`` on a scratch store (``FTCL_RUNS_ROOT``) wrote over the
+    committed results/summary.csv and results/calibration.csv; they now write into the store's own folder."""
+    import os
+    import shutil
+
+    store = tmp_path / "runs" / "cpu" / "T7"
+    shutil.copytree(ROOT / "results" / "cpu" / "T7" / "v1_baseline", store / "v1_baseline")
+    committed = {p: p.read_bytes() for p in (ROOT / "results" / "summary.csv", ROOT / "results" / "calibration.csv")}
+    env = {**os.environ, "FTCL_RUNS_ROOT": str(tmp_path / "runs"), "OMP_NUM_THREADS": "1"}
+    for command in ("summary", "calibration"):
+        subprocess.run([sys.executable, "-m", "ftcl_core", command], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert {p: p.read_bytes() for p in committed} == committed
+    assert (tmp_path / "runs" / "cpu" / "summary.csv").is_file()

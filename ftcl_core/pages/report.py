@@ -161,8 +161,11 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
     if page.is_dir() or page.suffix != ".html":
         raise ReportError(f"--out {page} must name an HTML page to write (a file ending in .html), e.g. --out "
                           f"reports/{src.stem}.html")
-    page.parent.mkdir(parents=True, exist_ok=True)
     executed = page.with_suffix(".ipynb")
+    if executed.resolve() == src.resolve():
+        raise ReportError(f"--out {page} would write the executed notebook over the chapter itself ({src}): name a "
+                          f"page in another folder, e.g. --out reports/{src.stem}.html")
+    page.parent.mkdir(parents=True, exist_ok=True)
     print(f"running {src} with {dict(parameters or {})}; the page will be {page}", flush=True)
     try:
         pm.execute_notebook(str(src), str(executed), parameters=dict(parameters or {}), cwd=str(src.resolve().parent),

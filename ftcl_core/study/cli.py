@@ -57,6 +57,7 @@ from ftcl_core.study.experiments import (
     switch_to_calibrated,
     tally,
     write_summary,
+    writes_committed,
 )
 from ftcl_core.study.results.claims import row_label
 from ftcl_core.study.results.numbers import pm_cell
@@ -235,7 +236,8 @@ def _main(argv: list[str] | None = None) -> int:
         return _plan(args)
     if args.command == "calibration":
         rows = trials(profile=args.profile)
-        path = write_csv(rows) if args.profile == "cpu" else None
+        scratch = profile_root(args.profile) / "calibration.csv"  # a store elsewhere keeps its own (writes_committed)
+        path = write_csv(rows) if writes_committed(args.profile) else write_csv(rows, scratch) if args.profile == "cpu" else None
         print((f"<!-- written: {path} -->\n" if path else "") + markdown(rows))
         return 0
     if args.command == "summary":
@@ -250,7 +252,7 @@ def _main(argv: list[str] | None = None) -> int:
                         print(f"{table:10s} {label:24s} " + ", ".join(f"{w}: {n}" for w, n in t[kind].items() if n))
         rows = diagnosis_rows(profile=args.profile)
         if rows:
-            out = write_diagnosis_csv(rows) if args.profile == "cpu" else None
+            out = write_diagnosis_csv(rows) if writes_committed(args.profile) else None
             print("\n### Diagnosis: when does FT help?" + (f" <!-- written: {out} -->" if out else "") + "\n")
             print("| question | table | setting | seeds | mean | Δ vs reference | verdict | first step Mean(neg) > 0.9 |")
             print("|---|---|---|---|---|---|---|---|")
@@ -260,7 +262,7 @@ def _main(argv: list[str] | None = None) -> int:
                       f"{pm_cell(r['mean'], None)} | {diff} | "
                       f"{row_label(r)} | {r['first_step_neg_mean_above_0.9'] or 'never'} |")
         rows = headroom_rows(profile=args.profile)
-        if args.profile == "cpu" and any(r["n_seeds"] for r in rows):
+        if writes_committed(args.profile) and any(r["n_seeds"] for r in rows):
             print(f"\n### The task with headroom <!-- written: {write_diagnosis_csv(rows, HEADROOM_CSV)} -->\n")
             print("| setting | seeds | mean | Δ vs reference | verdict |\n|---|---|---|---|---|")
             for r in rows:
@@ -269,7 +271,7 @@ def _main(argv: list[str] | None = None) -> int:
                 mean = pm_cell(r["mean"], None) if r["n_seeds"] else ""
                 print(f"| {r['setting']} | {r['n_seeds']} | {mean} | {diff} | {row_label(r)} |")
         tool = ROOT / "tools" / "readme_findings.py"
-        if args.profile == "cpu" and tool.is_file():  # the README's copy of the findings, from the same runs
+        if writes_committed(args.profile) and tool.is_file():  # the README's copy of the findings, from the same runs
             import importlib.util  # a script of the repository, not a module of the package
 
             spec = importlib.util.spec_from_file_location("readme_findings", tool)

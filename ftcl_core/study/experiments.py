@@ -230,6 +230,13 @@ def profile_root(profile: str) -> Path:
 STORED = ROOT / "results" / "cpu"  # the committed runs of the cpu profile, the evidence the book's findings rest on
 
 
+def writes_committed(profile: str) -> bool:
+    """Whether the summaries of ``profile``'s runs replace the committed ones (``results/*.csv``, the README's
+    findings): only the cpu profile read from the committed store; a store elsewhere (``FTCL_RUNS_ROOT``) gets its
+    own files in its folder, so a scratch store never overwrites the evidence."""
+    return profile == "cpu" and profile_root(profile).resolve() == STORED.resolve()
+
+
 def resolve(base: str, overrides: list[str] | dict, profile: str) -> RunConfig:
     """The full config of a setting under a profile (smoke shrinks everything for CI).
 
@@ -374,6 +381,9 @@ def seed_list(seeds) -> list[int] | None:
                                                                      and s >= 0 for s in seeds):
         raise ConfigError(f"seeds={seeds!r}: give a list of seeds (integers >= 0), e.g. [0, 1, 2] (papermill: "
                           '-p seeds "[0, 1, 2]").')
+    if twice := sorted({s for s in seeds if list(seeds).count(s) > 1}):
+        raise ConfigError(f"seeds={list(seeds)!r} names seed(s) {twice} twice, which would count one run as two: "
+                          "give each seed once.")
     return list(seeds)
 
 
@@ -396,6 +406,8 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
     unknown = [s for s in names if s not in exp.settings]
     if unknown:
         raise ConfigError(f"unknown setting(s) {unknown} of {exp.table}; known: {list(exp.settings)}.")
+    if twice := sorted({s for s in names if names.count(s) > 1}):
+        raise ConfigError(f"setting(s) {twice} given twice, which would count their runs twice: give each once.")
     execution = execution or {}
     if recipe := sorted(set(execution) - set(EXECUTION_KEYS)):
         raise ConfigError(f"{recipe} change what a run computes, not how it executes; a sweep may set only "
@@ -1538,7 +1550,7 @@ def tally(rows: list[dict]) -> dict[str, dict[str, dict[str, int]]]:
 def write_summary(profile: str = "cpu", folder: str | os.PathLike | None = None,
                   out: str | os.PathLike | None = None) -> Path:
     """Summarise every experiment file's stored runs into one CSV (``results/summary.csv`` for cpu)."""
-    default = ROOT / "results" / "summary.csv" if profile == "cpu" else profile_root(profile) / "summary.csv"
+    default = ROOT / "results" / "summary.csv" if writes_committed(profile) else profile_root(profile) / "summary.csv"
     target = Path(out) if out else default
     target.parent.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
