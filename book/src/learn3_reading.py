@@ -49,8 +49,9 @@ stored = RunDir(experiments.run_dir(exp, "v2 baseline", 0, "cpu", experiments.ST
 # $N\times(1+K)$ cosines, the logits of InfoNCE before the division by $\tau$. The paper's tool ({term}`Supp A`)
 # summarises it with three numbers over the first $n = 64$ queries: **{term}`Mean(pos)`**, the mean score of a query
 # with its positive key; **{term}`Mean(neg)`**, per query the mean of its $K$ negative scores, averaged over the
-# queries; and **{term}`Var(neg)`**, per query the variance of those $K$ scores, averaged. The library's
-# function, which the training loop calls every step, is folded below (open it: it is a few lines).
+# queries; and **{term}`Var(neg)`**, per query the variance of those $K$ scores, averaged. The figures call them
+# *raw*: read from the plain cosines, before any feature transformation (the next chapter) changes them. The
+# library's function, which the training loop calls every step, is folded below (open it: it is a few lines).
 
 # %%
 display(markup.source_code(score_statistics, collapsed="score_statistics, as the library computes it"))
