@@ -159,7 +159,7 @@ checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs
 # %% [markdown]
 # **From the first step, FT costs.** On the drawn shapes, MoCo v1 with both transformations from the first step reads
 # {glue:md}`t7_both_diff` points of {term}`linear readout` against the same run without them (from
-# {glue:md}`t7_base` to {glue:md}`t7_ft`, over {glue:md}`t7_seeds` paired seeds), where the paper reports a gain of
+# {glue:md}`t7_base` to {glue:md}`t7_ft`, over {glue:md}`t7_seeds` {term}`paired` seeds), where the paper reports a gain of
 # {glue:md}`t7_both_paper` ([the evidence](07a_when_ft_helps.ipynb)).
 #
 # **Positive extrapolation carries the cost.** Alone it reads {glue:md}`t7_pos_diff` points; negative interpolation
