@@ -394,3 +394,56 @@ def test_the_first_use_check_reads_links_and_skips_code():
     assert [u.split()[0] for u in unlinked_first_uses("v1 +both_dim, not +both.")] == ["+both", "+both_dim"]
     assert unlinked_first_uses("## A heading with FT\n\nThen {term}`FT`.") == []
     assert set(TERM_USES) <= glossary_terms()
+
+
+def _names_defined_and_read(source: str) -> tuple[set[str], set[str]]:
+    """The names a cell binds (assignments, imports, defs, arguments) and the names it reads."""
+    import ast
+
+    defined, read = set(), set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name):
+            (defined if isinstance(node.ctx, (ast.Store, ast.Del)) else read).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.arg):
+            defined.add(node.arg)
+    return defined, read
+
+
+def hidden_names_in_sight(cells: list[dict]) -> set[str]:
+    """Names that code a reader can open (shown or folded) reads, but that only a cell the page removes defines:
+    in the rendered page such code would run on names from nowhere."""
+    import builtins
+
+    seen, removed, late = set(dir(builtins)), set(), set()
+    for cell in cells:
+        if cell["cell_type"] != "code":
+            continue
+        tags = cell["metadata"].get("tags", [])
+        defined, read = _names_defined_and_read("".join(cell["source"]))
+        if "remove-cell" in tags or "remove-input" in tags:
+            removed |= defined
+            continue
+        late |= (read - defined - seen) & removed
+        seen |= defined
+    return late
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_code_a_reader_can_open_reads_only_names_a_reader_can_see(name):
+    import json
+
+    cells = json.loads((ROOT / "book" / f"{name}.ipynb").read_text())["cells"]
+    assert not hidden_names_in_sight(cells), f"{name}: shown code reads names only removed cells define"
+
+
+def test_the_hidden_names_check_finds_a_removed_definition():
+    def cell(source, *tags):
+        return {"cell_type": "code", "metadata": {"tags": list(tags)}, "source": source}
+
+    assert hidden_names_in_sight([cell("facts = 1", "remove-cell"), cell("print(facts)", "hide-input")]) == {"facts"}
+    assert not hidden_names_in_sight([cell("facts = 1", "hide-input"), cell("print(facts)")])
+    assert not hidden_names_in_sight([cell("facts = 1", "remove-cell"), cell("print(facts)", "remove-cell")])

@@ -25,6 +25,7 @@ from ftcl_core.pages import markup, plotting
 from ftcl_core.runs import RunDir
 from ftcl_core.study import diagnosis, findings
 
+ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the runs below (smoke: trains tiny ones)
 rhos = np.linspace(-0.5, 1.0, points if profile != "smoke" else 7)
 lams = (1.0, 1.25, 1.5, 1.75, 2.0)
 rates = {lam: np.array([diagnosis.contraction_rate(float(r), lam) for r in rhos]) for lam in lams}
@@ -32,7 +33,6 @@ plotting.contraction_figure(rhos, rates, {lam: diagnosis.attraction_threshold(la
 plt.show()
 
 # %% tags=["remove-cell"]
-ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the runs below (smoke: trains tiny ones)
 stored = ev if profile == "cpu" else findings.Evidence.load("cpu")  # the words rest on the stored cpu runs
 findings.expect(stored, "rho-below-band-first", "rho-above-band-late")
 

@@ -50,6 +50,9 @@ checks.expect(experiments.CLAIM_CHECKS, interp, "larger than the paper's size")
 shared = experiments.shared_run_facts(stored)
 glue_facts("shared_", shared)
 checks.expect(experiments.CLAIM_CHECKS, shared, "tables share runs")
+unfit = experiments.unfit_facts(stored)  # the authored words rest on the stored cpu runs
+glue_facts("", {"unfit_claims": unfit["unfit_claims"]})
+checks.expect(experiments.CLAIM_CHECKS, unfit, "the baselines below the bar are those named")
 
 # %% [markdown]
 # A dot far past its diamond reads "larger than the paper": the words say how big an effect is, not only its side. Table 3's positive interpolation at a = 0.2 reads {glue:md}`t3_interp_diff` points against
@@ -83,9 +86,6 @@ kinds = ("ft", "ft_bh", "sanity")  # the paper's claims, the same after BH, Tabl
 words = [w for w in verdicts.TALLY_WORDS if any(counts[k][w] for k in kinds)]
 cells = [[w, *(str(counts[k][w]) for k in kinds)] for w in words]
 cells.append(["all", *(str(sum(counts[k].values())) for k in kinds)])
-unfit = experiments.unfit_facts(stored)  # the authored words rest on the stored cpu runs
-glue_facts("", {"unfit_claims": unfit["unfit_claims"]})
-checks.expect(experiments.CLAIM_CHECKS, unfit, "the baselines below the bar are those named")
 display(html_table(["verdict", "the paper's claims", "after BH", "Table 1's checks"], cells,
                    caption="Distinct claims by verdict, every table and data set; Table 1's "
                            "checks: each momentum against the random-init encoder"))

@@ -75,14 +75,17 @@ markup.html_table(["method", "step (ms)", "images/s"] + phases, rows)
 # per-sample torchvision anchor spends its time; and an ImageNet-100-shaped run end to end. Its reports are stored in
 # `results/gpu/`; this section shows the newest result of each part, or says that none exists yet.
 
-# %% tags=["remove-input"]
+# %%
 from IPython.display import Markdown
 
 from benchmarks.gpucheck import report as gpu_report
+
+gpu_reports = gpu_report.stored_reports(experiments.ROOT / "results" / "gpu")
+
+# %% tags=["remove-cell"]
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks
 
-gpu_reports = gpu_report.stored_reports(experiments.ROOT / "results" / "gpu")
 gpu_facts = gpu_report.book_facts(gpu_reports)
 glue_facts("gpu_", gpu_facts)
 checks.expect(gpu_report.BOOK_CHECKS, gpu_facts, *gpu_report.BOOK_CHECKS)

@@ -92,9 +92,9 @@ shown = next(r for r in runs if r.tau == 0.2)
 points, point_labels = toy_points(600, 6, torch.Generator().manual_seed(10_000))
 learn_figures.toy_figure(points.numpy(), point_labels.numpy(), shown, collapsed)
 plt.show()
+facts = learn.toy_facts([*runs, collapsed])  # alignment, uniformity and readouts of these runs, as numbers
 
 # %% tags=["remove-cell"]
-facts = learn.toy_facts([*runs, collapsed])
 if profile != "smoke":  # the words below describe a full run; a smoke run's few steps prove only that the page runs
     checks.expect(learn.CHECKS, facts, "the views stay together", "the points spread out", "each cluster gathers",
                   "without negatives it collapses")

@@ -18,7 +18,7 @@ import os
 
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
 
-# %% tags=["remove-input"]
+# %%
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
@@ -41,6 +41,7 @@ rec = experiments.sweep(exp.path, profile, seeds=[0], settings=["v2 baseline"], 
 run = RunDir(rec["dir"])
 # the words below read the stored cpu run, whatever profile this page ran with
 stored = RunDir(experiments.run_dir(exp, "v2 baseline", 0, "cpu", experiments.STORED))
+stored_cfg = stored.load_config()
 
 # %% [markdown]
 # ## Three numbers a step
@@ -109,7 +110,6 @@ plotting.score_statistics({"MoCo v2": metrics}, columns=("pos_mean", "neg_mean",
 plt.show()
 
 # %% tags=["remove-cell"]
-stored_cfg = stored.load_config()
 curve = curves.training_curve_facts(stored.load_metrics(), stored_cfg.moco.queue_size, stored_cfg.train.batch_size)
 glue_facts("curve_", curve)
 checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "the contrastive top-1 spikes and sinks",

@@ -22,9 +22,11 @@ from IPython.display import display
 from ftcl_core import ft
 from ftcl_core.pages import markup
 from ftcl_core.runs import RunDir
-from ftcl_core.study import auto_start
+from ftcl_core.study import auto_start, headroom
 
 # isort: split
+rows, records = headroom.load()  # the stored runs of the harder task (chapter "Does FT help once there is room")
+metrics = headroom.run_metrics(records)  # their per-step score statistics, by setting and seed
 
 # %% [markdown]
 # ## Six lines
@@ -137,15 +139,13 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 # %% tags=["remove-cell"]
 
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, headroom, learn
+from ftcl_core.study import checks, learn
 
 # the stored cpu runs, whatever profile this page ran with: this chapter trains nothing
 first = learn.first_step_facts()
 glue_facts("t7_", first)
 checks.expect(learn.FIRST_STEP_CHECKS, first, "both transformations cost from the first step",
               "positive extrapolation alone costs", "negative interpolation alone holds zero")
-rows, records = headroom.load()
-metrics = headroom.run_metrics(records)
 room = {**headroom.facts(rows, records, metrics), **headroom.paper_facts()}
 glue_facts("hr_", room)
 auto = auto_start.facts()
