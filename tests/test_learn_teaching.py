@@ -114,3 +114,42 @@ def test_the_taught_transformations_are_the_librarys(seed, granularity):
     assert torch.allclose(
         ns["my_interpolate"](queue, lam_in, partners), transforms.interpolate_negatives(queue, lam_in, partners)
     )
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("tau", [0.05, 0.2, 1.0])
+def test_the_push_curve_ranks_the_negatives_and_holds_the_hardest_share(seed, tau):
+    """Learn 1's temperature explorer: the share of the push rises to 1 and never falls, lies on or above the
+    diagonal (the hardest come first), and at a tenth of the negatives is hardest_share's number."""
+    import numpy as np
+
+    from ftcl_core.study.toy import hardest_share, push_curve
+
+    f = F.normalize(torch.randn(50, 2, generator=torch.Generator().manual_seed(seed)), dim=1).numpy()
+    x, share = push_curve(f, tau)
+    assert len(x) == len(share) == 49 and x[-1] == 1.0
+    assert np.isclose(share[-1], 1.0) and np.all(np.diff(share) >= -1e-12) and np.all(share >= x - 1e-12)
+    k = max(1, round(0.1 * 49))
+    assert np.isclose(share[k - 1], hardest_share(f, tau))
+
+
+def test_a_colder_temperature_pushes_the_hardest_negatives_harder():
+    import numpy as np
+
+    from ftcl_core.study.toy import push_curve
+
+    f = F.normalize(torch.randn(80, 2, generator=torch.Generator().manual_seed(0)), dim=1).numpy()
+    (_, cold), (_, warm) = push_curve(f, 0.05), push_curve(f, 1.0)
+    assert np.all(cold >= warm - 1e-12) and cold[7] > warm[7] + 0.2
+    with pytest.raises(ValueError, match="at least 2"):
+        push_curve(f[:1], 0.2)
+
+
+def test_the_push_curve_check_holds_on_ordered_shares_and_fails_otherwise():
+    from ftcl_core.study import learn
+    from ftcl_core.study.checks import failures
+
+    name = "the colder the temperature, the higher the push curve starts"
+    ordered = {"hardest_shares_value": [0.9, 0.6, 0.3], "hardest_shares": "..."}
+    assert failures(learn.CHECKS, ordered, name) == {}
+    assert name in failures(learn.CHECKS, {**ordered, "hardest_shares_value": [0.9, 0.3, 0.6]}, name)

@@ -135,11 +135,17 @@ if profile != "smoke":
 # Dividing the scores by $\tau$ before the softmax decides how the loss spreads its push over the negatives: the
 # gradient pushes each negative $j$ away with a weight proportional to $\exp(q\cdot k_j/\tau)$. A small $\tau$ spends
 # almost all of it on the few negatives closest to the query (the *hardest* ones); a large $\tau$ pushes all of them
-# about alike. Move the slider: each position is a toy trained at that temperature, and the title says what share of
-# the push its hardest tenth of negatives receive.
+# about alike. Move the slider: each position is a toy trained at that temperature. On the right, a query's negatives
+# are ranked from the closest down, and the curve gives the share of the push that the hardest fraction of them
+# receives, averaged over the queries; on the dashed diagonal every negative would be pushed alike. The colder the
+# temperature, the higher the curve starts.
 
 # %% tags=["remove-input"]
 explorers.plotly_html(learn_figures.temperature_explorer(runs), include_js=True)  # responds in the page, no kernel
+
+# %% tags=["remove-cell"]
+if profile != "smoke":
+    checks.expect(learn.CHECKS, facts, "the colder the temperature, the higher the push curve starts")
 
 # %% [markdown]
 # MoCo v1 uses $\tau = 0.07$ and MoCo v2 $\tau = 0.2$. The paper we follow makes the hard cases harder on purpose,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ftcl_core.study.toy import ToyRun, hardest_share
+from ftcl_core.study.toy import ToyRun, hardest_share, push_curve
 
 CLUSTER_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 
@@ -61,33 +61,47 @@ def _title(run: ToyRun) -> str:
 
 def temperature_explorer(runs: Sequence[ToyRun]):
     """A plotly figure with a temperature slider over precomputed toy runs (responds in the static HTML, no
-    kernel): the trained features on the circle, coloured by cluster, and the run's final loss in the title."""
+    kernel): left, the trained features on the circle, coloured by cluster; right, how the push spreads over the
+    negatives (:func:`ftcl_core.study.toy.push_curve`: the share of it the hardest fraction receives, against the
+    diagonal where every negative is pushed alike); the title gives the hardest tenth's share."""
     import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
 
-    fig = go.Figure()
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.12,
+                        subplot_titles=("the features on the circle", "how the push spreads over the negatives"))
     t = np.linspace(0, 2 * np.pi, 200)
     clusters = [int(c) for c in np.unique(runs[0].labels)]
+    mid = len(runs) // 2
     for i, run in enumerate(runs):
         for c in clusters:
             f = run.after[run.labels == c]
-            fig.add_trace(go.Scatter(x=f[:, 0], y=f[:, 1], mode="markers", visible=i == len(runs) // 2,
+            fig.add_trace(go.Scatter(x=f[:, 0], y=f[:, 1], mode="markers", visible=i == mid,
                                      marker=dict(size=5, color=CLUSTER_COLOURS[c % len(CLUSTER_COLOURS)], opacity=0.6),
-                                     name=f"cluster {c}", showlegend=False))
+                                     name=f"cluster {c}", showlegend=False), row=1, col=1)
+        x, share = push_curve(run.after, run.tau)
+        fig.add_trace(go.Scatter(x=100 * x, y=100 * share, mode="lines", visible=i == mid, showlegend=False,
+                                 line=dict(color="#4c72b0", width=3), name=f"τ = {run.tau:g}",
+                                 hovertemplate="hardest %{x:.0f} % of negatives: %{y:.0f} % of the push"),
+                      row=1, col=2)
     fig.add_trace(go.Scatter(x=np.cos(t), y=np.sin(t), mode="lines", line=dict(color="#cccccc"), showlegend=False,
-                             hoverinfo="skip"))
-    per = len(clusters)
+                             hoverinfo="skip"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=[0, 100], y=[0, 100], mode="lines", line=dict(color="#999999", dash="dash"),
+                             showlegend=False, hoverinfo="skip"), row=1, col=2)
+    fig.add_annotation(x=62, y=48, text="every negative<br>pushed alike", showarrow=False, font=dict(color="#777777"),
+                       row=1, col=2)
+    per = len(clusters) + 1  # a run's traces: its clusters, then its push curve
     steps = []
     for i, run in enumerate(runs):
-        vis = [False] * (per * len(runs)) + [True]
+        vis = [False] * (per * len(runs)) + [True, True]
         vis[i * per:(i + 1) * per] = [True] * per
         steps.append(dict(method="update", label=f"{run.tau:g}",
                           args=[{"visible": vis}, {"title": _title(run)}]))
-    mid = len(runs) // 2
     fig.update_layout(sliders=[dict(active=mid, currentvalue={"prefix": "temperature τ = "}, steps=steps, pad={"t": 40})],
-                      title=_title(runs[mid]),
-                      height=520, width=560, margin=dict(t=60, b=10),
-                      xaxis=dict(range=[-1.3, 1.3], visible=False),
-                      yaxis=dict(range=[-1.3, 1.3], visible=False, scaleanchor="x"))
+                      title=_title(runs[mid]), height=460, margin=dict(t=80, b=10, l=10, r=10))
+    fig.update_xaxes(range=[-1.3, 1.3], visible=False, row=1, col=1)
+    fig.update_yaxes(range=[-1.3, 1.3], visible=False, scaleanchor="x", row=1, col=1)
+    fig.update_xaxes(range=[0, 100], title_text="the hardest negatives, % of all", row=1, col=2)
+    fig.update_yaxes(range=[0, 101], title_text="their share of the push, %", row=1, col=2)
     return fig
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ftcl_core.study.results.numbers import fixed
-from ftcl_core.study.toy import ToyRun
+from ftcl_core.study.toy import ToyRun, hardest_share
 
 
 def cluster_tightness(features: np.ndarray, labels: np.ndarray) -> float:
@@ -64,6 +64,9 @@ def toy_facts(runs: Sequence[ToyRun], shown: float = 0.2) -> dict:
     for r in (r for r in runs if r.negatives):
         out[f"loss_{r.tau:g}"] = fixed(float(r.history["loss"][-1]), 2)
         out[f"tight_{r.tau:g}_value"] = cluster_tightness(r.after, r.labels)
+    by_tau = sorted((r for r in runs if r.negatives), key=lambda r: r.tau)  # the explorer's curves, coldest first
+    out["hardest_shares_value"] = [hardest_share(r.after, r.tau) for r in by_tau]
+    out["hardest_shares"] = ", ".join(f"τ = {r.tau:g}: {100 * v:.0f} %" for r, v in zip(by_tau, out["hardest_shares_value"]))
     return out
 
 
@@ -82,6 +85,9 @@ CHECKS = {
         f"the untrained toy's readout is {f['knn_before']} %"),
     "the collapsed features are worth little": lambda f: None if f["knn_collapse_value"] < f["knn_after_value"] - 30
     else f"the collapsed toy's readout is {f['knn_collapse']} % against {f['knn_after']} %",
+    "the colder the temperature, the higher the push curve starts": lambda f: None if all(
+        a > b for a, b in zip(f["hardest_shares_value"], f["hardest_shares_value"][1:])) else (
+        f"the hardest tenth's share of the push does not fall as the temperature rises: {f['hardest_shares']}"),
 }
 
 TOY_EXERCISE_CHECKS: Mapping = {  # the first Learn chapter's folded solutions: facts of the runs they train

@@ -125,3 +125,19 @@ def hardest_share(features: np.ndarray, tau: float, top: float = 0.1) -> float:
     w = torch.softmax(scores / tau, dim=1)
     k = max(1, int(round(top * (n - 1))))
     return float(w.topk(k, dim=1).values.sum(1).mean())
+
+
+def push_curve(features: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """The whole of :func:`hardest_share` at once: per query its negatives ranked from the highest score down, and
+    the share of the push (the softmax weights ``exp(s_j / tau)`` of eq. 1's gradient) the hardest fraction ``x``
+    receives, averaged over queries. Returns ``(x, share)``, two arrays of ``n - 1`` points, ``x = 1 / (n - 1) ...
+    1``: ``share`` rises from the hardest negative's weight to 1, and lies on the diagonal when every negative is
+    pushed alike. ``share`` at ``x = top`` is ``hardest_share(features, tau, top)``."""
+    f = torch.as_tensor(features, dtype=torch.float64)
+    n = f.shape[0]
+    if n < 2:
+        raise ValueError(f"push_curve needs at least 2 features (a query needs a negative), got {n}")
+    scores = (f @ f.T)[~torch.eye(n, dtype=torch.bool)].view(n, n - 1)
+    w = torch.softmax(scores / tau, dim=1).sort(dim=1, descending=True).values
+    share = w.cumsum(dim=1).mean(0).numpy()
+    return np.arange(1, n) / (n - 1), share
