@@ -113,7 +113,7 @@ def test_no_new_number_is_typed_into_the_books_prose():
 
 GLOSSARY_TERMS = ["readout", "linear readout", "kNN readout", "random-init baseline", "paired", "calibrated",
                   "no effect of the paper's size", "undecided", "open", "BH", "ρ", "rho", "error scale", "ceiling",
-                  "+pos", "+neg", "+both", "+both_dim", "Mean(pos)", "Mean(neg)", "Var(neg)", "momentum collapse",
+                  "+pos", "+neg", "+both", "+both_dim", "Mean(pos)", "Mean(neg)", "Var(neg)", "below random init",
                   "late start", "Supp A", "Supp F", "Supp G", "S-F", "D-capacity-v1", "table name", "smoke", "cpu", "gpu",
                   "profile"]
 
@@ -334,7 +334,7 @@ TERM_USES = {
     "BH": r"BH|Benjamini-Hochberg", "ρ": r"ρ", "error scale": r"(?i:error scale)", "FT": r"FT",
     "+pos": r"\+pos", "+neg": r"\+neg", "+both": r"\+both", "+both_dim": r"\+both_dim",
     "Mean(pos)": r"Mean\(pos\)", "Mean(neg)": r"Mean\(neg\)", "Var(neg)": r"Var\(neg\)",
-    "momentum collapse": r"(?i:momentum collapse)", "late start": r"(?i:late start)",
+    "below random init": r"(?i:below random init)", "late start": r"(?i:late start)",
     "contrastive top-1": r"(?i:contrastive top-1)", "collapse level": r"(?i:collapse level)",
     "Supp A": r"Supp A", "Supp E": r"Supp E", "Supp F": r"Supp F", "Supp G": r"Supp G", "S-E": r"S-E", "S-F": r"S-F",
     "S-G": r"S-G", "D-capacity-v1": r"D-capacity-v1", "H-map-v1": r"H-map-v1",

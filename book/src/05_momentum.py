@@ -6,7 +6,8 @@
 #
 # MoCo's key encoder follows the query encoder slowly, $\theta_k \leftarrow m\theta_k + (1-m)\theta_q$
 # (eq. 2). The paper sweeps $m$ for MoCo v1 (ResNet-18, ImageNet-100, 100 epochs, $\tau=0.07$) and
-# finds (Table 1): $m\le 0.5$ collapses ({term}`readout` below a randomly initialised encoder), accuracy rises
+# finds (Table 1): with $m\le 0.5$ the run "collapses", the paper's word for a {term}`readout` {term}`below random init`
+# (a randomly initialised encoder reads better; this book keeps *collapse* for features that all meet), accuracy rises
 # with $m$ to 56.2 % at $m=0.99$, and $m=1$ (a frozen key encoder) falls back to 31.2 %. With the
 # visualization tool (Figs 3-5) they tie collapse to the score statistics: small $m$ makes {term}`Mean(neg)` and
 # {term}`Var(neg)` swing and the gradient landscape spiky.
@@ -89,7 +90,7 @@ display(markup.source_code(ema_update))
 # every table.
 
 # %%
-# two tables: each momentum against the random-init encoder (learns or collapses), then against the next smaller
+# two tables: each momentum against the random-init encoder (learns, or reads below it), then against the next smaller
 # momentum (the paper's rise to 0.99 and fall after it); verdicts as in chapter 9
 SPLIT = ((["sanity"], "each momentum against the same seed's random-init encoder"),
          (["ordering"], "each momentum against the next smaller one"))
@@ -102,7 +103,7 @@ plt.show()
 # %% [markdown]
 # Our readouts (blue, left axis) and the paper's (orange, right axis) sit on axes of their own: compare how each
 # rises and falls across the momenta, not the levels, which belong to other data and another network. An orange
-# cross marks a momentum the paper reports only as collapsed, below its own random-init encoder.
+# cross marks a momentum the paper reports only as collapsed: below its own random-init encoder.
 #
 # ## Score statistics (Figs 3 and 5)
 
@@ -143,8 +144,8 @@ checks.expect(experiments.CHECKS, momentum, "every momentum has 3 seeds", "every
 #
 # Every momentum the paper says learns does learn here, over {glue:md}`mom_seeds` seeds each: readout peaks at
 # m = {glue:md}`mom_peak` ({glue:md}`mom_peak_readout` %, against {glue:md}`mom_random` % for the random-init
-# encoder), and even a frozen key encoder (m = 1) reads {glue:md}`mom_frozen_readout` %. The collapse the paper
-# reports for the small momenta is not reproduced: they stay above the random-init encoder
+# encoder), and even a frozen key encoder (m = 1) reads {glue:md}`mom_frozen_readout` %. The paper's collapse of the
+# small momenta, a readout {term}`below random init`, is not reproduced: they stay above the random-init encoder
 # (m = {glue:md}`mom_collapse_m_0` by {glue:md}`mom_collapse_diff_0` points), so a small momentum stalls learning
 # rather than destroying the features. Nor is the paper's sharp step up from m = {glue:md}`mom_edge` seen:
 # m = {glue:md}`mom_first` reads {glue:md}`mom_step_diff` points against it, an interval that holds zero, though no
@@ -220,7 +221,7 @@ checks.expect(experiments.CHECKS, fm_momentum, "every momentum has 3 seeds", "ev
 # On the photographs too, every momentum the paper says learns reads out above the random-init encoder and above
 # m = {glue:md}`fm_edge`, over {glue:md}`fm_seeds` seeds each; readout peaks at m = {glue:md}`fm_peak`
 # ({glue:md}`fm_peak_readout` %, against {glue:md}`fm_random` % for the random-init encoder). Whether the small
-# momenta collapse cannot be told: their readout cannot be told from the random-init encoder's
+# momenta read below random init cannot be told: their readout cannot be told from the random-init encoder's
 # (m = {glue:md}`fm_collapse_m_0` by {glue:md}`fm_collapse_diff_0` points, an interval that holds zero). The linear
 # probe on the raw pixels ({glue:md}`fm_probe` %) sets a higher bar: at m = {glue:md}`fm_pixels_below` the encoder
 # reads below it, worth less than the pixels it is given.

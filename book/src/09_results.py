@@ -97,8 +97,8 @@ display(html_table(["verdict", "the paper's claims", "after BH", "Table 1's chec
 # :::{admonition} How a verdict is reached
 # :class: dropdown
 #
-# For each claim of the paper (a setting beats, or trails, its reference; in Table 1, a momentum collapses or
-# learns against the random-init encoder) we take the paired difference over seeds and its 95 % t-interval:
+# For each claim of the paper (a setting beats, or trails, its reference; in Table 1, a momentum reads below or
+# above the random-init encoder) we take the paired difference over seeds and its 95 % t-interval:
 #
 # | verdict | the paired 95 % interval [lo, hi], the paper's effect d on its side of zero |
 # |---|---|

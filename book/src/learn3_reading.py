@@ -207,9 +207,8 @@ checks.expect(curves.CHECKS, swings, "every small momentum swings more than ever
 # ({glue:md}`mom_crowd_neg`), where every key in the queue was made by a different encoder, one step apart. Crowded,
 # but not collapsed: Mean(neg) stays below the collapse level, and the readout of that run stays
 # {glue:md}`mom_m0_diff` points above the {term}`random-init baseline` ({glue:md}`mom_random` %, its mean over seeds).
-# The paper reports
-# readouts below that baseline for the small momenta, which it calls a collapse and this book calls a
-# {term}`momentum collapse`; [the momentum chapter](05_momentum.ipynb) tests it over every seed.
+# The paper reports readouts below that baseline for the small momenta and calls them a collapse; this book calls
+# them {term}`below random init`, and [the momentum chapter](05_momentum.ipynb) tests them over every seed.
 #
 # :::{admonition} How this book states a difference
 # :class: dropdown
