@@ -181,3 +181,16 @@ def test_a_verdict_the_error_floor_moves_says_so():
     steady = claims.judge(TABLE7_V1_BOTH, pair(halved_errors(base), base))  # no run at 100 %: the floor never binds
     assert not steady.floor_sensitive and claims.labelled(steady.word, steady.scale, "") == f"{steady.word} on the error scale"
     assert claims.row_label({"verdict": "undecided", "scale": claims.ERRORS, "floor_sensitive": "yes"}).endswith("error floor")
+
+
+@pytest.mark.parametrize("name, word", [
+    ("undecided: the interval holds zero and the paper's effect", "undecided"),
+    ("matches: the interval holds the paper's effect and excludes zero", "matches the paper")])
+def test_a_claims_reading_holds_only_on_its_own_verdict(name, word):
+    from ftcl_core.study import experiments
+    from ftcl_core.study.checks import failures
+
+    words = ("undecided", "matches the paper", "larger than the paper", "opposite to the paper")
+    for other in words:
+        failed = name in failures(experiments.CLAIM_CHECKS, {"verdict_word": other}, name)
+        assert failed == (other != word), other

@@ -141,9 +141,10 @@ FLIPS = {
     "paper-runs-longer": lambda ev: _length(ev, LONGEST, steps=10**6),
     "momentum-falls": lambda ev: _summary(ev, _row("T1", "m=0.999", "m=0.99"), verdict=claims.NO_EFFECT),
     "momentum-no-collapse": lambda ev: _summary(ev, _row("T1", "m=0", "random init"), verdict=claims.MATCHES),
-    "momentum-rise-undecided": lambda ev: _summary(
+    "momentum-lower-rise-undecided": lambda ev: _summary(
         ev, lambda r: r["table"] == "T1" and r["reference"].startswith("m=") and float(r["effect"] or 0) > 0,
         verdict=claims.MATCHES),
+    "momentum-last-rise-matches": lambda ev: _summary(ev, _row("T1", "m=0.99", "m=0.9"), verdict=claims.UNDECIDED),
     "length-short-pair-on-gpu": lambda ev: _length(ev, 30, devices=["cpu", "cuda"]),
     "late-gain-after-bh": lambda ev: dataclasses.replace(ev, diagnosis=tuple(
         {**r, "verdict_bh": claims.UNDECIDED} if (r["table"], r["setting"]) == findings.LATE_GAIN else r for r in ev.diagnosis)),

@@ -1438,6 +1438,8 @@ CLAIM_CHECKS = {  # chapters 5 and 9: the reading of one claim (claim_facts)
     "larger than the paper's size": _beyond_the_paper,
     "undecided: the interval holds zero and the paper's effect": (
         lambda f: None if f["verdict_word"] == verdicts.UNDECIDED else f"the verdict is {f['verdict_word']}"),
+    "matches: the interval holds the paper's effect and excludes zero": (
+        lambda f: None if f["verdict_word"] == verdicts.MATCHES else f"the verdict is {f['verdict_word']}"),
 }
 
 CHECKS = {

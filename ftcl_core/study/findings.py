@@ -272,8 +272,9 @@ def facts(ev: Evidence) -> dict[str, str]:
         if key in (ev.undone or {}):
             out[f"undone_{key}"] = ev.undone[key]
     for key, setting, ref in (("t1_fall_999", "m=0.999", "m=0.99"), ("t1_fall_1", "m=1.0", "m=0.999"),
-                              ("t1_m0", "m=0", "random init")):
+                              ("t1_m0", "m=0", "random init"), ("t1_rise_99", *LAST_RISE)):
         out[key] = _pm(ev.table_row("T1", setting, ref))
+    out["t1_rise_99_paper"] = fixed(float(ev.table_row("T1", *LAST_RISE)["effect"]), 1, signed=True)
     counts = experiments.tally(list(ev.summary))["all"]
     out["claims"] = str(sum(counts["ft"].values()))
     out["claims_on_errors"] = str(sum(counts["ft_errors"].values()))
@@ -590,11 +591,19 @@ def _momentum_no_collapse(ev: Evidence) -> str | None:
     return _verdict(ev.table_row("T1", "m=0", "random init"), verdicts.OPPOSITE)
 
 
-def _momentum_rise_undecided(ev: Evidence) -> str | None:
+LAST_RISE = ("m=0.99", "m=0.9")  # Table 1's last step up, to the peak
+
+
+def _momentum_last_rise_matches(ev: Evidence) -> str | None:
+    return _verdict(ev.table_row("T1", *LAST_RISE), verdicts.MATCHES)
+
+
+def _momentum_lower_rise_undecided(ev: Evidence) -> str | None:
+    """Every step up of Table 1 below the last one reads undecided."""
     rows = [r for r in ev.summary if r["table"] == "T1" and r["reference"].startswith("m=") and r.get("effect")
-            and float(r["effect"]) > 0]
+            and float(r["effect"]) > 0 and (r["setting"], r["reference"]) != LAST_RISE]
     bad = [f"{r['setting']} vs {r['reference']}: {r['verdict']}" for r in rows if r["verdict"] != verdicts.UNDECIDED]
-    return "; ".join(bad) or (None if rows else "no step up in T1")
+    return "; ".join(bad) or (None if rows else "no step up below the last in T1")
 
 
 def _length_short_pair_on_gpu(ev: Evidence) -> str | None:
@@ -646,7 +655,8 @@ CHECKS: dict[str, Check] = {
     "paper-runs-longer": _paper_runs_longer,
     "momentum-falls": _momentum_falls,
     "momentum-no-collapse": _momentum_no_collapse,
-    "momentum-rise-undecided": _momentum_rise_undecided,
+    "momentum-last-rise-matches": _momentum_last_rise_matches,
+    "momentum-lower-rise-undecided": _momentum_lower_rise_undecided,
     "length-short-pair-on-gpu": _length_short_pair_on_gpu,
     "headroom-costs-at-30": _headroom("first-step-costs-at-30", "late-start-costs-at-30",
                                       "late-positive-alone-costs-at-30", "positive-mixing-carries-the-late-cost"),
