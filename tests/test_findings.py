@@ -264,8 +264,11 @@ def test_the_markdown_names_known_checks_and_every_check_guards_some_words():
 
 def test_every_finding_names_its_checks():
     """Each bullet of book/findings.md and each bold-led paragraph of chapter 7's answer carries a checks comment."""
-    bullets = [line for line in FINDINGS_MD.read_text().splitlines() if line.startswith("- ")]
+    lines = FINDINGS_MD.read_text().splitlines()
+    bullets = [line for line in lines if line.startswith("- ")]
     assert len(bullets) >= 5 and all(CHECKS_COMMENT.search(b) for b in bullets)
+    table_ends = [i for i, line in enumerate(lines) if line.startswith("|") and not lines[i + 1].startswith("|")]
+    assert table_ends and all(CHECKS_COMMENT.search(lines[i + 1]) for i in table_ends), "a table without its checks"
     paragraphs = [p for p in answer_markdown().split("\n\n") if p.startswith("**")]
     assert len(paragraphs) >= 5 and all(CHECKS_COMMENT.search(p) for p in paragraphs)
 
