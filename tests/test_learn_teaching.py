@@ -153,3 +153,12 @@ def test_the_push_curve_check_holds_on_ordered_shares_and_fails_otherwise():
     ordered = {"hardest_shares_value": [0.9, 0.6, 0.3], "hardest_shares": "..."}
     assert failures(learn.CHECKS, ordered, name) == {}
     assert name in failures(learn.CHECKS, {**ordered, "hardest_shares_value": [0.9, 0.3, 0.6]}, name)
+
+
+def test_the_brief_moco_readout_check_needs_a_real_gain():
+    from ftcl_core.study import learn
+    from ftcl_core.study.checks import failures
+
+    name = "a minute of MoCo already reads better than its start"
+    assert failures(learn.MOCO_TRAINING_CHECKS, {"before": 19.2, "after": 40.2, "chance": 10.0}, name) == {}
+    assert name in failures(learn.MOCO_TRAINING_CHECKS, {"before": 19.2, "after": 21.0, "chance": 10.0}, name)

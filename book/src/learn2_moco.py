@@ -34,6 +34,7 @@ import torch.nn.functional as F
 
 from ftcl_core.config import load_config
 from ftcl_core.data import load_data
+from ftcl_core.evaluation import extract_features, knn_top1
 from ftcl_core.methods import StepContext, build_model
 from ftcl_core.pages import learn as learn_figures
 from ftcl_core.study import checks, learn
@@ -42,7 +43,7 @@ from ftcl_core.training import augment_config, build_optimizer, make_views, trai
 
 # the recipe: a small ResNet (0.3 M parameters), MoCo v1's loss and head at this book's recipe for the embedded shapes
 cfg = load_config(ROOT / "configs" / ("smoke_moco_v2.yaml" if profile == "smoke" else "cpu_cal_moco_v1.yaml"))
-train_set, _ = load_data(cfg)
+train_set, test_set = load_data(cfg)
 aug = augment_config(cfg)
 gen = torch.Generator().manual_seed(0)
 x = train_set.images[:8]
@@ -163,6 +164,31 @@ if profile != "smoke":  # the words below read a full minute of training; a smok
 # real keys is enough to hide a query's own key. The loss keeps climbing as real keys fill the queue, towards a
 # guess's $\log(K+1)$, and almost no query picks out its key. From there the encoder learns: the loss falls and the
 # share of queries that find their key among 4 096 (the {term}`contrastive top-1`) rises, without a single label.
+#
+# Finding one's own key is the training task, not the goal. Are the features worth anything? The
+# {term}`kNN readout` of the first chapter answers it without training anything on top: each test image's backbone
+# features vote among the training images' nearest features, labels used only here, for the vote.
+
+# %%
+def knn_readout(backbone: nn.Module) -> float:
+    """Top-1 % of the test images whose class the nearest training images' features vote for."""
+    train_features = extract_features(backbone, train_set.images, aug)    # N_train x F, the pooled backbone
+    test_features = extract_features(backbone, test_set.images, aug)      # N_test x F
+    return knn_top1(train_features, train_set.labels, test_features, test_set.labels)
+
+
+readout = {"before": knn_readout(library_model.encoder_q.backbone), "after": knn_readout(mine.encoder_q.backbone),
+           "chance": 100 / len(train_set.classes)}
+print(f"kNN readout of the test images: untrained {readout['before']:.1f} %, after {steps} steps "
+      f"{readout['after']:.1f} % (chance {readout['chance']:.0f} %)")
+
+# %% tags=["remove-cell"]
+if profile != "smoke":
+    checks.expect(learn.MOCO_TRAINING_CHECKS, readout, "a minute of MoCo already reads better than its start")
+
+# %% [markdown]
+# A minute of MoCo has already made the features more useful than the untrained encoder's. A {term}`readout` of
+# the frozen features is how every later chapter compares runs, with a linear classifier, the paper's protocol.
 #
 # ## The same step as the library's
 #

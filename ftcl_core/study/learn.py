@@ -138,6 +138,9 @@ MOCO_TRAINING_CHECKS: Mapping = {
     "then the encoder learns": lambda f: None if f["loss_last_value"] < f["loss_peak_value"] - 1 and (
         f["found_last_value"] > f["found_low_value"] + 5) else (
         f"last steps: loss {f['loss_last']} (peak {f['loss_peak']}), {f['found_last']} % found"),
+    # facts {before, after, chance}: the kNN readout (%) of the untrained and the briefly trained backbone
+    "a minute of MoCo already reads better than its start": lambda f: None if f["after"] > f["before"] + 5 else (
+        f"kNN readout {f['after']:.1f} % after training against {f['before']:.1f} % untrained"),
 }
 
 EXERCISE_CHECKS: Mapping = {  # the second Learn chapter's folded solutions: facts {m0, m99, k256, k4096} (end losses)
