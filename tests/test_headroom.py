@@ -298,12 +298,21 @@ def test_the_switch_experiment_reads_each_arm_against_the_maps_baseline_of_its_l
     assert (f["switch_from_9_of_120_side"], f["switch_from_9_of_120_n"], f["switch_from_9_of_120_step"]) == (
         "costs", "5", "351")
     assert f["switch_from_9_of_240_side"] == "undecided" and f["switch_from_18_of_120_diff"] == "not run"
-    names = ("switch-from-9-of-120-costs", "switch-from-9-of-240-short-of-its-seeds", "switch-from-18-of-120-not-run")
+    names = ("switch-from-9-of-120-costs", "switch-from-9-of-240-short-of-its-seeds",
+             "switch-from-18-of-120-short-of-its-seeds")
     assert checks.failures(headroom.CHECKS, f, *names) == {}
     assert "switch-from-9-of-120-crowds" in checks.failures(headroom.CHECKS, f, "switch-from-9-of-120-crowds")  # no metrics
     gains = [{**r, "linear_top1": r["linear_top1"] + 20} for r in arm]
     assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, gains), *names)) == {"switch-from-9-of-120-costs"}
     short = headroom.switch_facts(base, arm[:4])  # below the planned five seeds: no verdict to bind words to
     assert "switch-from-9-of-120-costs" in checks.failures(headroom.CHECKS, short, "switch-from-9-of-120-costs")
-    more = arm + [{**r, "setting": s} for r in arm[:3] for s in ("+both from 9 of 240", "+both from 18 of 120")]
-    assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, more), *names)) == set(names[1:])
+    # three of five seeds at 240 epochs, spread across zero: short of its seeds, an interval that holds zero
+    spread = [{"setting": "+both from 9 of 240", "seed": s, "linear_top1": 60.0 + s + d} for s, d in enumerate((-9, 6, -2))]
+    three = headroom.switch_facts(base, arm + spread)
+    assert checks.failures(headroom.CHECKS, three, "switch-from-9-of-240-short-of-its-seeds",
+                           "switch-from-9-of-240-holds-zero") == {}
+    costs = [{**r, "linear_top1": r["linear_top1"] - 20} for r in spread]
+    assert "switch-from-9-of-240-holds-zero" in checks.failures(
+        headroom.CHECKS, headroom.switch_facts(base, arm + costs), "switch-from-9-of-240-holds-zero")
+    every = arm + [{**r, "setting": s} for r in arm for s in ("+both from 9 of 240", "+both from 18 of 120")]
+    assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, every), *names)) == set(names[1:])

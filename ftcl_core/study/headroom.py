@@ -394,6 +394,15 @@ def _plan(length: int, full: bool):
     return check
 
 
+def _switch_short(key: str):
+    """The separating experiment's arm ``key`` holds fewer paired seeds than its file plans (the words say how many
+    and give no verdict of the whole arm)."""
+    def check(f: Mapping) -> str | None:
+        n = f[f"switch_{key}_seeds"]
+        return None if n < f["switch_planned_seeds"] else f"switch_{key} holds all {n} planned seeds: report its verdict"
+    return check
+
+
 def _switch_side(key: str, side: str):
     """The separating experiment's arm ``key`` (:data:`SWITCH_ARMS`) holds the seeds its file plans and reads
     ``side`` ("costs", "gains", "neither") against its baseline (:func:`switch_facts`)."""
@@ -502,10 +511,13 @@ CHECKS = {
     "switch-from-9-of-120-costs": _switch_side("from_9_of_120", "costs"),
     "switch-from-9-of-120-crowds": lambda f: None if f["switch_from_9_of_120_crowd_word"] == "crowds" else (
         f"switch_from_9_of_120 after the switch: {f['switch_from_9_of_120_crowd_word']}"),
-    "switch-from-9-of-240-short-of-its-seeds": lambda f: None if f["switch_from_9_of_240_seeds"] < MIN_SEEDS else (
-        f"switch_from_9_of_240 holds {f['switch_from_9_of_240_seeds']} paired seeds: report its verdict"),
-    "switch-from-18-of-120-not-run": lambda f: None if f["switch_from_18_of_120_seeds"] == 0 else (
-        f"switch_from_18_of_120 holds {f['switch_from_18_of_120_seeds']} paired seeds: report them"),
+    "switch-from-9-of-240-short-of-its-seeds": _switch_short("from_9_of_240"),
+    "switch-from-9-of-240-holds-zero": lambda f: None if f["switch_from_9_of_240_side"] == "neither" else (
+        f"switch_from_9_of_240: {f['switch_from_9_of_240_diff']} over {f['switch_from_9_of_240_n']} seeds reads "
+        f"{f['switch_from_9_of_240_side']}, not an interval that holds zero"),
+    "switch-from-9-of-240-crowds": lambda f: None if f["switch_from_9_of_240_crowd_word"] == "crowds" else (
+        f"switch_from_9_of_240 after the switch: {f['switch_from_9_of_240_crowd_word']}"),
+    "switch-from-18-of-120-short-of-its-seeds": _switch_short("from_18_of_120"),
     "negatives-alone-never-crowd": _negatives_never_crowd,
 }
 
