@@ -68,6 +68,12 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
         raise ValueError(f"q and k must both be N x C (normalised query and key features), got q {tuple(q.shape)} "
                          f"and k {tuple(k.shape)}.")
     n, c = q.shape
+    if not (q.is_floating_point() and k.is_floating_point() and queue.is_floating_point()):
+        raise TypeError(f"q, k and queue must be floating-point features (normalised), got {q.dtype}, {k.dtype} and "
+                        f"{queue.dtype}: pass F.normalize(x.float(), dim=1).")
+    if queue.dim() == 2 and queue.shape[0] == 0:
+        raise ValueError("queue holds no keys (K = 0): InfoNCE needs negatives; fill it with normalised keys first "
+                         "(MoCo starts from random unit vectors).")
     if queue.dim() != 2:
         raise ValueError(f"queue must be K x C = (K, {c}), one stored key per row, got shape {tuple(queue.shape)}.")
     rows, cols = queue.shape
@@ -278,8 +284,8 @@ def simsiam_loss(l_pos: torch.Tensor) -> torch.Tensor:
 
 def logits_from_scores(l_pos: torch.Tensor, l_neg: torch.Tensor, tau: float) -> torch.Tensor:
     """Stack positive and negative scores into InfoNCE logits divided by the temperature ``tau`` (eq. 1)."""
-    if tau <= 0:
-        raise ValueError(f"temperature tau={tau} must be > 0; MoCo v1 uses 0.07, v2 0.2.")
+    if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not math.isfinite(tau) or tau <= 0:
+        raise ValueError(f"temperature tau={tau!r} must be a finite number > 0; MoCo v1 uses 0.07, v2 0.2.")
     return torch.cat([l_pos.unsqueeze(1), l_neg], dim=1) / tau
 
 

@@ -159,3 +159,44 @@ def test_summary_of_a_store_elsewhere_leaves_the_committed_results_alone(tmp_pat
                        timeout=300)
     assert {p: p.read_bytes() for p in committed} == committed
     assert (tmp_path / "runs" / "cpu" / "summary.csv").is_file()
+
+
+# ---- round 4, the rest: inputs a user types that ran something other than was asked, or failed without the fix ------
+
+def test_sweep_refuses_settings_that_name_nothing(tmp_path, capsys):
+    from ftcl_core.study import cli, experiments
+
+    rc = cli.main(["sweep", "experiments/table1_momentum.yaml", "--profile", "smoke", "--settings"])
+    assert rc == 2 and "--settings names no setting" in capsys.readouterr().err
+    with pytest.raises(experiments.ConfigError, match="names no setting"):
+        experiments.sweep("experiments/table1_momentum.yaml", "smoke", [0], [])
+
+
+@pytest.mark.parametrize("tau", [float("nan"), float("inf"), 0.0, -0.2, True, "0.2"])
+def test_ft_logits_refuses_a_temperature_that_is_not_a_positive_number(tau):
+    import torch
+    import torch.nn.functional as F
+
+    from ftcl_core import ft
+
+    q, k = (F.normalize(torch.randn(4, 8), dim=1) for _ in range(2))
+    queue = F.normalize(torch.randn(16, 8), dim=1)
+    with pytest.raises(ValueError, match="finite number > 0"):
+        ft.logits(q, k, queue, ft.FTConfig(pos=True), torch.Generator(), tau=tau)
+
+
+def test_ft_logits_refuses_integer_features_an_empty_queue_and_a_string_for_active():
+    import torch
+    import torch.nn.functional as F
+
+    from ftcl_core import ft
+
+    q, k = (F.normalize(torch.randn(4, 8), dim=1) for _ in range(2))
+    queue, gen, cfg = F.normalize(torch.randn(16, 8), dim=1), torch.Generator(), ft.FTConfig(pos=True)
+    with pytest.raises(TypeError, match="floating-point"):
+        ft.logits(q, k, queue.round().long(), cfg, gen, tau=0.2)
+    with pytest.raises(ValueError, match="no keys"):
+        ft.logits(q, k, queue[:0], cfg, gen, tau=0.2)
+    with pytest.raises(TypeError, match="True .FT on. or False"):
+        ft.logits(q, k, queue, cfg, gen, tau=0.2, active="no")
+    assert ft.logits(q, k, queue, cfg, gen, tau=0.2, active=False).shape == (4, 17)

@@ -398,6 +398,10 @@ def _sweep(args) -> int:
     if args.parallel < 1:
         print(f"error: --parallel {args.parallel}: give the number of training processes, 1 or more", file=sys.stderr)
         return 2
+    if args.settings == []:  # "--settings" with nothing after it: never read as "every setting"
+        print("error: --settings names no setting: give one or more (quoted when they hold spaces), or leave "
+              "--settings out to train every setting of the file", file=sys.stderr)
+        return 2
     try:
         for moved in switch_to_calibrated(args.experiment, args.profile) if args.calibrated else ():
             print(f"moved to the dated record: {moved}", flush=True)

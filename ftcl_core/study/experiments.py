@@ -402,6 +402,9 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
 
     exp = Experiment.load(path)
     seeds = seed_list(seeds)
+    if settings is not None and not settings:
+        raise ConfigError(f"settings=[] names no setting of {exp.table}: give some of {list(exp.settings)}, or None "
+                          "for every one.")
     names = settings or list(exp.settings)
     unknown = [s for s in names if s not in exp.settings]
     if unknown:
