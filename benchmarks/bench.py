@@ -271,7 +271,7 @@ def _flops_and_profile(config: str, steps: int = 10) -> dict:
     time split into phases (:func:`breakdown`)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from ftcl_core import augment as A
+    from ftcl_core import augment as augment_module
 
     cfg = load_config(config)
     train_set, _ = load_data(cfg)
@@ -281,7 +281,7 @@ def _flops_and_profile(config: str, steps: int = 10) -> dict:
     opt = torch.optim.SGD(model.encoder_q.parameters(), lr=0.06, momentum=0.9)
     gen = torch.Generator().manual_seed(0)
     x = train_set.images[:bs]
-    views = (A.augment(x, aug, gen), A.augment(x, aug, gen))
+    views = (augment_module.augment(x, aug, gen), augment_module.augment(x, aug, gen))
     with FlopCounterMode(display=False) as counter:
         train_step(model, opt, memory_format(views, channels_last(cfg)), StepContext(gen, record_stats=False))
     flops = counter.get_total_flops()

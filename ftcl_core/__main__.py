@@ -76,11 +76,11 @@ def report(argv: list[str]) -> int:
                         help='a papermill parameter; VALUE is read as YAML, so -p seeds "[0, 1, 2]" is a list')
     parser.add_argument("--out", help="the page to write (default reports/<chapter>.html)")
     args = parser.parse_args(argv)
-    from ftcl_core.pages import report as R
+    from ftcl_core.pages import report as report_page
 
     try:
-        R.report(args.chapter, args.out, R.parse_parameters(args.parameter))
-    except R.ReportError as err:
+        report_page.report(args.chapter, args.out, report_page.parse_parameters(args.parameter))
+    except report_page.ReportError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0

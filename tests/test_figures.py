@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from ftcl_core.pages import plotting as P  # noqa: E402
+from ftcl_core.pages import plotting  # noqa: E402
 from ftcl_core.study import experiments  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -53,7 +53,7 @@ def fake_forest_rows(n_claims: int = 69) -> list[dict[str, str]]:
     """Rows of ``results/summary.csv``: per table a baseline row and claims against it, every verdict word."""
     tables = {"T1": 16, "T1-fmnist": 9, "T2": 4, "T4": 4, "T3": 2, "T7": 16, "T7-fmnist": 8, "T5": 4, "T6": 8,
               "S-F": 9, "S-G": 3}
-    verdicts = list(P.VERDICT_COLORS)
+    verdicts = list(plotting.VERDICT_COLORS)
     rows, k = [], 0
     for table, n in tables.items():
         data = "fashion_mnist" if table.endswith("fmnist") else "shapes"
@@ -110,7 +110,7 @@ def landscape(n_epochs: int = 30, n_layers: int = 12) -> np.ndarray:
 
 def chapter_score_statistics_with_title():
     """Chapter 10: the score statistics of one method, titled by the chapter with ``plt.suptitle``."""
-    fig = P.score_statistics(TABLE5, columns=("pos_mean", "neg_mean", "neg_var"))
+    fig = plotting.score_statistics(TABLE5, columns=("pos_mean", "neg_mean", "neg_var"))
     plt.suptitle("SimCLR", y=1.02)
     return fig
 
@@ -128,45 +128,45 @@ CHAPTER10_GRID = ["table7_simclr", "supp_e_byol", "table7_simsiam", "table7_swav
 
 # name -> the figure (or figures) as its chapter draws it
 BOOK_FIGURES: dict[str, Callable[[], object]] = {
-    "score_statistics, one run (ch 2, 4)": lambda: P.score_statistics({"MoCo v2": MOMENTA["m=0.99"]}),
-    "score_statistics, ten momenta (ch 5)": lambda: P.score_statistics(MOMENTA),
+    "score_statistics, one run (ch 2, 4)": lambda: plotting.score_statistics({"MoCo v2": MOMENTA["m=0.99"]}),
+    "score_statistics, ten momenta (ch 5)": lambda: plotting.score_statistics(MOMENTA),
     "score_statistics, titled by the chapter (ch 10)": chapter_score_statistics_with_title,
-    "score_statistics, ten momenta, four highlighted (ch 5)": lambda: P.score_statistics(
+    "score_statistics, ten momenta, four highlighted (ch 5)": lambda: plotting.score_statistics(
         MOMENTA, highlight=["m=0", "m=0.5", "m=0.99", "m=1.0"], others="the other momenta"),
-    "score_trajectory_3d, ten momenta (ch 5)": lambda: P.score_trajectory_3d(
+    "score_trajectory_3d, ten momenta (ch 5)": lambda: plotting.score_trajectory_3d(
         MOMENTA, highlight=["m=0", "m=0.5", "m=0.99", "m=1.0"], others="the other momenta"),
-    "grad_heatmap (ch 4)": lambda: P.grad_heatmap(landscape(n_layers=26), LAYERS, title="MoCo v2, query encoder"),
-    "grad_norm_epochs, five momenta (ch 5)": lambda: P.grad_norm_epochs(
+    "grad_heatmap (ch 4)": lambda: plotting.grad_heatmap(landscape(n_layers=26), LAYERS, title="MoCo v2, query encoder"),
+    "grad_norm_epochs, five momenta (ch 5)": lambda: plotting.grad_norm_epochs(
         {f"m={m}": landscape() for m in (0, 0.5, 0.9, 0.99, 1.0)}),
-    "grad_norm_epochs, baseline and +both (ch 6)": lambda: P.grad_norm_epochs(
+    "grad_norm_epochs, baseline and +both (ch 6)": lambda: plotting.grad_norm_epochs(
         {"v1 baseline": landscape(), "v1 +both": landscape()}),
-    "score_bound (ch 3)": lambda: P.score_bound(),
-    "ft_geometry (ch 3)": lambda: P.ft_geometry(),
-    "moco_pipeline (ch 1)": lambda: P.moco_pipeline(),
-    "experiment_bars, ten momenta (ch 5)": lambda: P.experiment_bars(
+    "score_bound (ch 3)": lambda: plotting.score_bound(),
+    "ft_geometry (ch 3)": lambda: plotting.ft_geometry(),
+    "moco_pipeline (ch 1)": lambda: plotting.moco_pipeline(),
+    "experiment_bars, ten momenta (ch 5)": lambda: plotting.experiment_bars(
         EXPERIMENT["table1_momentum"], fake_summary(EXPERIMENT["table1_momentum"])),
-    "experiment_bars, Fashion-MNIST with pixels (ch 5)": lambda: P.experiment_bars(
+    "experiment_bars, Fashion-MNIST with pixels (ch 5)": lambda: plotting.experiment_bars(
         EXPERIMENT["table1_momentum_fmnist"], fake_summary(EXPERIMENT["table1_momentum_fmnist"], pixels=True)),
-    "experiment_bars, no run yet": lambda: P.experiment_bars(EXPERIMENT["table7_ft_v1"], {}),
-    "experiment_grid, the other tables (ch 6)": lambda: P.experiment_grid(
+    "experiment_bars, no run yet": lambda: plotting.experiment_bars(EXPERIMENT["table7_ft_v1"], {}),
+    "experiment_grid, the other tables (ch 6)": lambda: plotting.experiment_grid(
         [(EXPERIMENT[n], fake_summary(EXPERIMENT[n], pixels=n == "table5_queue")) for n in CHAPTER6_GRID]),
-    "experiment_grid, the methods (ch 10)": lambda: P.experiment_grid(
+    "experiment_grid, the methods (ch 10)": lambda: plotting.experiment_grid(
         [(EXPERIMENT[n], fake_summary(EXPERIMENT[n])) for n in CHAPTER10_GRID],
         titles=[EXPERIMENT[n].title.split(":")[0] for n in CHAPTER10_GRID]),
-    "readout_by_length (ch 7)": lambda: P.readout_by_length(
+    "readout_by_length (ch 7)": lambda: plotting.readout_by_length(
         [1170, 4680, 9360], {"baseline": [[80, 78, 77], [97, 96, 97], []], "FT (+pos +neg)": [[34, 38, 36],
                                                                                            [72, 81, 77], []]},
         random_init=21.0, title="Shapes, calibrated MoCo v1: linear top-1 against the length of the run"),
-    "verdict_forests, a few tables a figure (ch 9)": lambda: P.verdict_forests(fake_forest_rows()),
-    "difference_grid, 2 x 2 (ch 7)": lambda: P.difference_grid(
+    "verdict_forests, a few tables a figure (ch 9)": lambda: plotting.verdict_forests(fake_forest_rows()),
+    "difference_grid, 2 x 2 (ch 7)": lambda: plotting.difference_grid(
         ["MoCo v1", "MoCo v2"], ["original recipe", "calibrated recipe"], np.array([[-30.2, -3.1], [0.4, np.nan]]),
         np.array([[3.0, 1.2], [0.8, np.nan]]), [["opposite to the paper", "no effect of the paper's size"],
                                                  ["undecided", ""]],
         title="FT (+pos +neg) minus its baseline, by method and recipe"),
-    "difference_grid, phase diagram 7 x 5 (ch 7)": lambda: P.difference_grid(
+    "difference_grid, phase diagram 7 x 5 (ch 7)": lambda: plotting.difference_grid(
         *phase_inputs(), title="MoCo v1: FT minus the same run without FT (linear top-1, points)"),
-    "capacity_figure (ch 7)": lambda: P.capacity_figure(capacity_rows()),
-    "predictor_figure (ch 7)": lambda: P.predictor_figure(predictor_report()),
+    "capacity_figure (ch 7)": lambda: plotting.capacity_figure(capacity_rows()),
+    "predictor_figure (ch 7)": lambda: plotting.predictor_figure(predictor_report()),
 }
 
 
@@ -187,11 +187,11 @@ def figures_of(name: str) -> list:
 def test_figure_text_is_11_px_or_more_and_no_legend_covers_data(name):
     figs = figures_of(name)
     for fig in figs:
-        sizes = P.text_sizes_px(fig, P.NARROWEST_COLUMN_PX)
+        sizes = plotting.text_sizes_px(fig, plotting.NARROWEST_COLUMN_PX)
         assert sizes, "no text measured: the check would pass on anything"
         px, text = min(sizes)
-        assert px >= P.MIN_TEXT_PX, f"{text!r} is {px:.1f} px tall in the book's {P.NARROWEST_COLUMN_PX}-px column"
-        assert P.legend_overlaps_data(fig) == []
+        assert px >= plotting.MIN_TEXT_PX, f"{text!r} is {px:.1f} px tall in the book's {plotting.NARROWEST_COLUMN_PX}-px column"
+        assert plotting.legend_overlaps_data(fig) == []
 
 
 def test_the_overlap_check_reports_a_legend_placed_on_data():
@@ -201,33 +201,33 @@ def test_the_overlap_check_reports_a_legend_placed_on_data():
     axb.bar([0, 1, 2], [95, 90, 97], label="bars")
     axb.set_ylim(0, 100)
     axb.legend(loc="upper left")  # the old accuracy_bars placement: on the bars that reach the top
-    found = P.legend_overlaps_data(fig)
+    found = plotting.legend_overlaps_data(fig)
     assert any("axes 0" in f and "Line2D 'diagonal'" in f for f in found)
     assert any("Rectangle" in f and "axes 1" in f for f in found)
     ax.get_legend().remove()
     axb.get_legend().remove()
     axb.legend(loc="upper left", bbox_to_anchor=(1.02, 1))  # beside the axes: clear
-    assert P.legend_overlaps_data(fig) == []
+    assert plotting.legend_overlaps_data(fig) == []
     scatter_fig, sax = plt.subplots()
     sax.scatter([0.5], [0.5], label="one point")
     sax.legend(loc="center")
-    assert any("PathCollection" in f for f in P.legend_overlaps_data(scatter_fig))
+    assert any("PathCollection" in f for f in plotting.legend_overlaps_data(scatter_fig))
 
 
 def test_text_size_is_what_the_page_shows():
     small, ax = plt.subplots(figsize=(5, 3))
     ax.set_title("ten points", fontsize=10)
     ax.tick_params(labelsize=10)
-    assert P.smallest_text_px(small) == pytest.approx(10 * 100 / 72)  # narrower than the column: its own size
+    assert plotting.smallest_text_px(small) == pytest.approx(10 * 100 / 72)  # narrower than the column: its own size
     wide, ax = plt.subplots(figsize=(20, 3))
     ax.tick_params(labelsize=10)
-    width = P.rendered_width_px(wide)
+    width = plotting.rendered_width_px(wide)
     assert 1500 < width < 2020  # the tight box: the axes and their labels, not the empty margins
-    assert P.smallest_text_px(wide) == pytest.approx(10 * 100 / 72 * P.BOOK_COLUMN_PX / width)  # scaled down
-    assert P.smallest_text_px(wide, column_px=4000) == pytest.approx(10 * 100 / 72)
+    assert plotting.smallest_text_px(wide) == pytest.approx(10 * 100 / 72 * plotting.BOOK_COLUMN_PX / width)  # scaled down
+    assert plotting.smallest_text_px(wide, column_px=4000) == pytest.approx(10 * 100 / 72)
     ax.set_xticks([0.5], ["a tick"])
     ax.tick_params(labelsize=5)
-    assert P.smallest_text_px(wide) < 5 * 100 / 72
+    assert plotting.smallest_text_px(wide) < 5 * 100 / 72
 
 
 def test_the_phase_diagram_colour_bar_reads_plain_numbers():
@@ -239,17 +239,18 @@ def test_the_phase_diagram_colour_bar_reads_plain_numbers():
     assert {"0", "+1", "\N{MINUS SIGN}1", "+10", "\N{MINUS SIGN}10", "\N{MINUS SIGN}40"} <= set(labels)
     assert not bar.yaxis.get_minorticklocs().size
     cells = [t for t in fig.axes[0].texts if "±" in t.get_text()]
-    assert cells and all(t.get_fontsize() * fig.dpi / 72 >= P.MIN_TEXT_PX for t in cells)
-    assert P.plain_number(-40.0) == "\N{MINUS SIGN}40" and P.plain_number(0.5) == "+0.5" and P.plain_number(0) == "0"
+    assert cells and all(t.get_fontsize() * fig.dpi / 72 >= plotting.MIN_TEXT_PX for t in cells)
+    assert plotting.plain_number(-40.0) == "\N{MINUS SIGN}40"
+    assert plotting.plain_number(0.5) == "+0.5" and plotting.plain_number(0) == "0"
 
 
 def test_the_forest_splits_by_table_and_keeps_every_claim():
     rows = fake_forest_rows()
     claims = [r for r in rows if r["verdict"] != "baseline"]
-    figs = P.verdict_forests(rows)
+    figs = plotting.verdict_forests(rows)
     assert len(figs) > 1
     drawn = []
-    for fig, group in zip(figs, P.forest_groups(rows)):
+    for fig, group in zip(figs, plotting.forest_groups(rows)):
         ax = fig.axes[0]
         labels = [t.get_text() for t in ax.get_yticklabels()]
         drawn += labels
@@ -258,12 +259,12 @@ def test_the_forest_splits_by_table_and_keeps_every_claim():
         assert ax.get_title() == ", ".join(group)
     assert len(drawn) == len(claims)
     data = {r["table"]: r["data"] for r in rows}
-    assert all(len({data[t] for t in group}) == 1 for group in P.forest_groups(rows))  # one data set a figure
-    t5 = P.verdict_forest(rows, table="T7")
+    assert all(len({data[t] for t in group}) == 1 for group in plotting.forest_groups(rows))  # one data set a figure
+    t5 = plotting.verdict_forest(rows, table="T7")
     assert len(t5.axes[0].get_yticklabels()) == sum(r["table"] == "T7" for r in claims)
-    everything = P.verdict_forest(rows)  # the old call: every claim in one figure, still drawn
+    everything = plotting.verdict_forest(rows)  # the old call: every claim in one figure, still drawn
     assert len(everything.axes[0].get_yticklabels()) == len(claims)
-    assert P.legend_overlaps_data(everything) == []
+    assert plotting.legend_overlaps_data(everything) == []
 
 
 def test_the_grid_of_tables_has_one_legend_outside_its_panels():
@@ -287,9 +288,10 @@ def test_chapter_sevens_own_figures_read_at_page_width():
     steps = np.arange(200)
     runs = {f"v1 {arm}": {"step": steps, "rho": np.linspace(0, 0.8, 200) * (0.5 if arm == "+both" else 1),
                           "neg_mean": np.linspace(0, 0.9 if arm == "+both" else 0.3, 200)} for arm in ("baseline", "+both")}
-    for fig in (P.contraction_figure(rhos, rates, {lam: diagnosis.attraction_threshold(lam) for lam in lams}),
-                P.early_training(runs, (0.13, 0.56))):
-        assert P.smallest_text_px(fig, P.NARROWEST_COLUMN_PX) >= P.MIN_TEXT_PX and P.legend_overlaps_data(fig) == []
+    for fig in (plotting.contraction_figure(rhos, rates, {lam: diagnosis.attraction_threshold(lam) for lam in lams}),
+                plotting.early_training(runs, (0.13, 0.56))):
+        assert plotting.smallest_text_px(fig, plotting.NARROWEST_COLUMN_PX) >= plotting.MIN_TEXT_PX
+        assert plotting.legend_overlaps_data(fig) == []
         plt.close(fig)
 
 
@@ -305,28 +307,28 @@ def test_a_table_shows_its_verdict_second_and_a_note_row_across_the_table():
 
 def test_the_phase_diagram_cells_are_11_px_at_the_narrowest_column():
     (fig,) = figures_of("difference_grid, phase diagram 7 x 5 (ch 7)")
-    scale = min(1.0, P.NARROWEST_COLUMN_PX / P.rendered_width_px(fig))
+    scale = min(1.0, plotting.NARROWEST_COLUMN_PX / plotting.rendered_width_px(fig))
     cells = [t for t in fig.axes[0].texts if t.get_text().strip()]
-    assert cells and min(t.get_fontsize() * fig.dpi / 72 * scale for t in cells) >= P.MIN_TEXT_PX
+    assert cells and min(t.get_fontsize() * fig.dpi / 72 * scale for t in cells) >= plotting.MIN_TEXT_PX
 
 
 def test_a_highlighted_figure_draws_one_run_in_colour_and_the_rest_grey():
-    fig = P.score_statistics(MOMENTA, highlight=["m=0", "m=0.99", "not a run"], others="the other momenta")
+    fig = plotting.score_statistics(MOMENTA, highlight=["m=0", "m=0.99", "not a run"], others="the other momenta")
     assert len(fig.axes) == 2 * 3  # a row per highlighted run that exists, a column per statistic
     for ax in fig.axes:
         colours = [line.get_color() for line in ax.lines]
-        assert len(colours) == len(MOMENTA) and colours.count(P.GREY) == len(MOMENTA) - 1
+        assert len(colours) == len(MOMENTA) and colours.count(plotting.GREY) == len(MOMENTA) - 1
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["the other momenta"]
-    grads = P.grad_norm_epochs({f"m={m}": landscape() for m in (0, 0.5, 0.9, 0.99, 1.0)})
+    grads = plotting.grad_norm_epochs({f"m={m}": landscape() for m in (0, 0.5, 0.9, 0.99, 1.0)})
     drawn = [ax for ax in grads.axes if ax.get_visible()]
-    assert len(drawn) == 5 and all(sum(line.get_color() != P.GREY for line in ax.lines) == 1 for ax in drawn)
+    assert len(drawn) == 5 and all(sum(line.get_color() != plotting.GREY for line in ax.lines) == 1 for ax in drawn)
 
 
 def test_the_readout_axis_is_zoomed_to_the_data_and_its_references():
     exp = EXPERIMENT["table1_momentum_fmnist"]
     summary = {s: {"mean": 84.0 + 0.2 * i, "ci95": 0.8, "random_init_mean": 77.6, "raw_pixels_mean": 80.3}
                for i, s in enumerate(exp.settings)}
-    fig = P.experiment_bars(exp, summary)
+    fig = plotting.experiment_bars(exp, summary)
     ax = fig.axes[0]
     lo, hi = ax.get_ylim()
     assert 70 < lo < 77.6 and 85 < hi < 92  # not 0-100: readouts a point apart stay apart
@@ -337,7 +339,7 @@ def test_the_readout_axis_is_zoomed_to_the_data_and_its_references():
     marks = np.asarray(paper_axes[0].lines[0].get_ydata(), dtype=float)
     plo, phi = paper_axes[0].get_ylim()
     assert plo <= np.nanmin(marks) and np.nanmax(marks) <= phi
-    assert P._zoomed([]) == (0.0, 100.0) and P._zoomed([50.0]) == (48.0, 52.0)
+    assert plotting._zoomed([]) == (0.0, 100.0) and plotting._zoomed([50.0]) == (48.0, 52.0)
 
 
 def test_the_chapters_draw_no_3d_gradient_landscape():
@@ -349,10 +351,10 @@ def test_the_chapters_draw_no_3d_gradient_landscape():
 
 
 def test_each_verdict_is_told_apart_by_marker_and_fill_as_well_as_colour():
-    styles = {v: (P.VERDICT_MARKERS[v], P.VERDICT_COLORS[v]) for v in P.VERDICT_COLORS}
-    assert set(P.VERDICT_MARKERS) == set(P.VERDICT_COLORS)
+    styles = {v: (plotting.VERDICT_MARKERS[v], plotting.VERDICT_COLORS[v]) for v in plotting.VERDICT_COLORS}
+    assert set(plotting.VERDICT_MARKERS) == set(plotting.VERDICT_COLORS)
     assert len({m for m, _ in styles.values()}) == len(styles)  # no two verdicts share marker and fill
-    fig = P.verdict_forest(fake_forest_rows(), table="T7")
+    fig = plotting.verdict_forest(fake_forest_rows(), table="T7")
     legend = fig.legends[0] if fig.legends else fig.axes[0].get_legend()
     shown = {h.get_label(): (h.get_marker(), h.get_markerfacecolor()) for h in legend.legend_handles}
     assert shown["matches the paper"][0] == shown["smaller than the paper"][0] and shown["smaller than the paper"][1] == "white"

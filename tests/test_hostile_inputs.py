@@ -27,7 +27,7 @@ from ftcl_core.__main__ import EXIT_DIVERGED, EXIT_ERROR, main
 from ftcl_core.config import load_config
 from ftcl_core.runs import RunDir
 from ftcl_core.stats import representation_statistics
-from ftcl_core.study import threads as T
+from ftcl_core.study import threads as study_threads
 from ftcl_core.training import DivergenceWatch, step_callback
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +40,7 @@ KILL_AT_STEP = str(ROOT / "tests" / "kill_at_step.py")
 @pytest.fixture(autouse=True)
 def own_registry(tmp_path, monkeypatch):
     """Runs here register in a folder of their own (another training process on this machine changes nothing)."""
-    monkeypatch.setenv(T.ENV_DIR, str(tmp_path / "trainers"))
+    monkeypatch.setenv(study_threads.ENV_DIR, str(tmp_path / "trainers"))
     monkeypatch.chdir(ROOT)
 
 
@@ -378,31 +378,31 @@ def test_ctrl_c_during_the_evaluation_evaluates_again(capsys, tmp_path, monkeypa
 
 
 def test_a_run_beside_others_takes_the_threads_they_leave():
-    assert T.plan_threads(4, 4, [], explicit=False)[0] == 4
-    threads, line = T.plan_threads(2, 2, [2], explicit=False)
+    assert study_threads.plan_threads(4, 4, [], explicit=False)[0] == 4
+    threads, line = study_threads.plan_threads(2, 2, [2], explicit=False)
     assert threads == 1 and "OMP_NUM_THREADS=1" in line and "\n" not in line
-    assert T.plan_threads(4, 8, [2, 2], explicit=False)[0] == 4
-    assert T.plan_threads(8, 8, [2, 2], explicit=False)[0] == 4
-    threads, line = T.plan_threads(2, 2, [2], explicit=True)  # the user's choice is kept, with the warning
+    assert study_threads.plan_threads(4, 8, [2, 2], explicit=False)[0] == 4
+    assert study_threads.plan_threads(8, 8, [2, 2], explicit=False)[0] == 4
+    threads, line = study_threads.plan_threads(2, 2, [2], explicit=True)  # the user's choice is kept, with the warning
     assert threads == 2 and "OMP_NUM_THREADS" in line
 
 
 def test_the_registry_counts_live_runs_and_forgets_dead_ones(monkeypatch, capsys):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # no explicit choice: the registry decides
-    folder = T.registry()
+    folder = study_threads.registry()
     folder.mkdir(parents=True)
-    (folder / f"999999-0{T.SUFFIX}").write_text("7")  # a run killed by -9: its file left, unlocked
+    (folder / f"999999-0{study_threads.SUFFIX}").write_text("7")  # a run killed by -9: its file left, unlocked
     saved = torch.get_num_threads()
     before = max(2, os.cpu_count() or 1)  # a run alone takes every core
     torch.set_num_threads(before)
     try:
-        with T.training_threads(say=False) as first:
-            assert first == before and T.others_threads(folder) == [first]
-            assert not (folder / f"999999-0{T.SUFFIX}").exists()
-            with T.training_threads(say=False) as second:  # started beside it: lowered, and it says so
+        with study_threads.training_threads(say=False) as first:
+            assert first == before and study_threads.others_threads(folder) == [first]
+            assert not (folder / f"999999-0{study_threads.SUFFIX}").exists()
+            with study_threads.training_threads(say=False) as second:  # started beside it: lowered, and it says so
                 assert second == 1 == torch.get_num_threads()
             assert f"takes 1 instead of {before}" in capsys.readouterr().out
             assert torch.get_num_threads() == before
-        assert torch.get_num_threads() == before and T.others_threads(folder) == []
+        assert torch.get_num_threads() == before and study_threads.others_threads(folder) == []
     finally:
         torch.set_num_threads(saved)

@@ -61,20 +61,20 @@ def anchor_pipeline(images: torch.Tensor, out_size: int, blur: str = "pil"):
     and ``images`` as PIL images: ``(transform, pil_images)``."""
     import numpy as np
     from PIL import Image
-    from torchvision import transforms as T
+    from torchvision import transforms
 
     if blur == "pil":
         blurring = PilGaussianBlur((0.1, 2.0))
     else:
-        blurring = T.GaussianBlur(max(3, int(0.1 * out_size) // 2 * 2 + 1), sigma=(0.1, 2.0))
-    tf = T.Compose([
-        T.RandomResizedCrop(out_size, scale=(0.2, 1.0)),
-        T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
-        T.RandomGrayscale(p=0.2),
-        T.RandomApply([blurring], p=0.5),
-        T.RandomHorizontalFlip(),
-        T.ToTensor(),
-        T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+        blurring = transforms.GaussianBlur(max(3, int(0.1 * out_size) // 2 * 2 + 1), sigma=(0.1, 2.0))
+    tf = transforms.Compose([
+        transforms.RandomResizedCrop(out_size, scale=(0.2, 1.0)),
+        transforms.RandomApply([transforms.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
+        transforms.RandomGrayscale(p=0.2),
+        transforms.RandomApply([blurring], p=0.5),
+        transforms.RandomHorizontalFlip(),
+        transforms.ToTensor(),
+        transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
     ])
     return tf, [Image.fromarray(np.ascontiguousarray(im.permute(1, 2, 0).numpy())) for im in images]
 

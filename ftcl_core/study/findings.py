@@ -25,9 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import diagnosis as G
-from ftcl_core.study import experiments
-from ftcl_core.study import headroom as H
+from ftcl_core.study import diagnosis, experiments, headroom
 from ftcl_core.study.checks import failures
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import MIN_SEEDS
@@ -72,7 +70,7 @@ class Evidence:
     headroom: tuple[dict, ...] = ()  # results/headroom.csv's rows (cpu): the map on the task with headroom
     diagnosis: tuple[dict, ...] = ()  # results/diagnosis.csv's rows (cpu): the diagnosis comparisons after BH
     undone: Mapping | None = None  # the mechanism: Table 7's v1 +pos against its baseline, X.undone_positive_facts
-    room: Mapping | None = None  # the map's facts from its runs: H.crowding_facts and H.gap_facts (cpu only)
+    room: Mapping | None = None  # the map's facts from its runs: headroom.crowding_facts and headroom.gap_facts (cpu only)
 
     @classmethod
     def load(cls, profile: str = "cpu", root: str | Path | None = None, summary: str | Path | None = None) -> Evidence:
@@ -85,23 +83,24 @@ class Evidence:
         root = root or (experiments.STORED if profile == "cpu" else None)
         smoke = profile == "smoke"  # the tiny runs CI trains: a few settings, seed 0
         phase, knn, switch, loaded = {}, {}, {}, {}
-        for label, path in G.START_EXPERIMENTS.items():
-            records = loaded[path] = G.chapter_records(path, profile, G.smoke_settings(path) if smoke else None, root)
-            phase[label] = G.start_fraction_rows(path, records, profile)
-            knn[label] = G.start_fraction_rows(path, records, profile, "knn_top1")
-            switch[label] = {f: G.switch_on_state(records, row["comparison"]) for f, row in phase[label].items()}
+        for label, path in diagnosis.START_EXPERIMENTS.items():
+            settings = diagnosis.smoke_settings(path) if smoke else None
+            records = loaded[path] = diagnosis.chapter_records(path, profile, settings, root)
+            phase[label] = diagnosis.start_fraction_rows(path, records, profile)
+            knn[label] = diagnosis.start_fraction_rows(path, records, profile, "knn_top1")
+            switch[label] = {f: diagnosis.switch_on_state(records, row["comparison"]) for f, row in phase[label].items()}
         first, first_knn, real = {}, {}, []
-        for name, path in G.FIRST_STEP_EXPERIMENTS.items():
-            records = loaded[path] = G.chapter_records(path, profile, ["baseline", "+both"] if smoke else None, root)
-            stated = G.stated_claim(path, "+both", "baseline")
-            first[name] = G.paired_comparison(G.FIRST_STEP_NAMES[name], records, "baseline", "+both", claim=stated)
-            first_knn[name] = G.paired_comparison(G.FIRST_STEP_NAMES[name], records, "baseline", "+both", "knn_top1",
-                                                  stated)
+        for name, path in diagnosis.FIRST_STEP_EXPERIMENTS.items():
+            records = loaded[path] = diagnosis.chapter_records(path, profile, ["baseline", "+both"] if smoke else None, root)
+            stated = diagnosis.stated_claim(path, "+both", "baseline")
+            label = diagnosis.FIRST_STEP_NAMES[name]
+            first[name] = diagnosis.paired_comparison(label, records, "baseline", "+both", claim=stated)
+            first_knn[name] = diagnosis.paired_comparison(label, records, "baseline", "+both", "knn_top1", stated)
             real += records if name in REAL_FIRST_STEP else []
-        path = G.LENGTH_EXPERIMENTS["the shapes"]
-        records = loaded[path] = G.chapter_records(path, profile, ["baseline 30", "+both 30"] if smoke else None, root)
-        length = G.length_rows(path, records, profile)
-        length_knn = G.length_rows(path, records, profile, "knn_top1")
+        path = diagnosis.LENGTH_EXPERIMENTS["the shapes"]
+        records = loaded[path] = diagnosis.chapter_records(path, profile, ["baseline 30", "+both 30"] if smoke else None, root)
+        length = diagnosis.length_rows(path, records, profile)
+        length_knn = diagnosis.length_rows(path, records, profile, "knn_top1")
         for rows, grid in ((length, phase), (length_knn, knn)):
             long = next((r for r in rows if r["kind"] == "length" and r["epochs"] == 120), None)
             if long and long["n_seeds"] and 0.0 in grid.get(LONG_LABEL, {}):
@@ -111,12 +110,13 @@ class Evidence:
         t5 = experiments.load_records(T5_V1, profile, root) if not smoke else []  # chapter 6's Table 7 runs, never trained here
         undone = experiments.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t5
                                                         if r["setting"] == s} for s in ("v1 +pos", "v1 baseline")})
-        room_runs = experiments.load_records(H.MAP, profile, root) if profile == "cpu" else None
-        room = {**H.crowding_facts(H.run_metrics(room_runs)), **H.gap_facts(room_runs)} if room_runs is not None else None
-        return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(G.capacity_rows(profile, root=root)),
-                   tuple(G.capacity_rows(profile, "knn_top1", root=root)), G.resolution_row(profile, root=root),
+        room_runs = experiments.load_records(headroom.MAP, profile, root) if profile == "cpu" else None
+        room = ({**headroom.crowding_facts(headroom.run_metrics(room_runs)), **headroom.gap_facts(room_runs)}
+                if room_runs is not None else None)
+        return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(diagnosis.capacity_rows(profile, root=root)),
+                   tuple(diagnosis.capacity_rows(profile, "knn_top1", root=root)), diagnosis.resolution_row(profile, root=root),
                    mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(_summary(summary, profile)),
-                   G.threshold_band(), loaded, tuple(_stored_rows(G.HEADROOM_CSV, profile) or ()),
+                   diagnosis.threshold_band(), loaded, tuple(_stored_rows(diagnosis.HEADROOM_CSV, profile) or ()),
                    tuple(_stored_rows(experiments.ROOT / "results" / "diagnosis.csv", profile) or ()), undone, room)
 
     def table_row(self, table: str, setting: str, reference: str) -> dict:
@@ -209,8 +209,8 @@ def facts(ev: Evidence) -> dict[str, str]:
         shapes_peak, photos_peak = _first_step_peaks(ev)
         out["peak_first_shapes"], out["peak_first_photos"] = fixed(shapes_peak, 2), fixed(photos_peak, 2)
     for key, name in (("recipe", "shapes"), ("real", "photos")):
-        records = ev.records.get(G.FIRST_STEP_EXPERIMENTS[key], [])
-        out[f"peak_base_{name}"] = fixed(G.representation_signature(records, "baseline")["peak_neg_mean"], 2)
+        records = ev.records.get(diagnosis.FIRST_STEP_EXPERIMENTS[key], [])
+        out[f"peak_base_{name}"] = fixed(diagnosis.representation_signature(records, "baseline")["peak_neg_mean"], 2)
     early = ev.phase.get("shapes, 30 epochs", {}).get(0.03)
     if early and early["n_seeds"]:
         out["start_3pc"], out["start_3pc_knn"] = _pm(early), _pm(ev.phase_knn["shapes, 30 epochs"][0.03])
@@ -245,14 +245,15 @@ def facts(ev: Evidence) -> dict[str, str]:
     out.update(short_epochs=str(PROSE_LENGTHS[0]), long_epochs=str(PROSE_LENGTHS[1]))
     if short and long:
         out.update(short_steps=str(short["steps"]), long_steps=str(long["steps"]), short_cost=_pm(short),
-                   long_cost=_pm(long), short_ratio=fixed(G.error_ratio(short)), long_ratio=fixed(G.error_ratio(long)),
+                   long_cost=_pm(long), short_ratio=fixed(diagnosis.error_ratio(short)),
+                   long_ratio=fixed(diagnosis.error_ratio(long)),
                    long_ft=fixed(long["ft"]), short_base=fixed(short["baseline"]))
     if gain:
         out["length_gain"] = _pm(gain)
     longest, longest_gain = _longest_length(ev)
     if longest:
         out.update(longest_epochs=str(longest["epochs"]), longest_steps=str(longest["steps"]),
-                   longest_cost=_pm(longest), longest_ratio=fixed(G.error_ratio(longest)))
+                   longest_cost=_pm(longest), longest_ratio=fixed(diagnosis.error_ratio(longest)))
     if longest_gain:
         out["longest_gain"] = _pm(longest_gain)
     for r in ev.capacity:  # each encoder's pair, its parameters against the recipe's encoder, its paired seeds
@@ -260,7 +261,7 @@ def facts(ev: Evidence) -> dict[str, str]:
             out[f"capacity_{r['comparison']}"] = _pm(r)
         out[f"capacity_{r['comparison']}_x"] = f"{r['parameters'] / ev.capacity[0]['parameters']:.0f}"
         out[f"capacity_{r['comparison']}_seeds"] = str(r["n_seeds"])
-    steps = G.PAPER_TABLE7_STEPS
+    steps = diagnosis.PAPER_TABLE7_STEPS
     out["paper_steps_lo"], out["paper_steps_hi"] = (f"{n:,}".replace(",", " ") for n in (min(steps.values()),
                                                                                         max(steps.values())))
     v1 = ev.table_row("T7", "v1 +both", "v1 baseline")
@@ -282,7 +283,8 @@ def facts(ev: Evidence) -> dict[str, str]:
     for word, key in TALLY_KEYS.items():
         out[f"claims_{key}"], out[f"claims_bh_{key}"] = str(counts["ft"].get(word, 0)), str(counts["ft_bh"].get(word, 0))
     # the task with headroom (chapter 11), its map's comparisons under hr_<arm>_<length>_...
-    out |= {f"hr_{k}": v for k, v in {**H.map_facts(list(ev.headroom)), **(ev.room or {}), **H.paper_facts()}.items()
+    room_facts = {**headroom.map_facts(list(ev.headroom)), **(ev.room or {}), **headroom.paper_facts()}
+    out |= {f"hr_{k}": v for k, v in room_facts.items()
             if isinstance(v, str)}
     return out
 
@@ -520,7 +522,7 @@ def _length_narrows_not_damage(ev: Evidence) -> str | None:
         return f"the {PROSE_LENGTHS[0]}- and {PROSE_LENGTHS[1]}-epoch pairs lack 3 seeds"
     problems = [] if verdicts.side(gain["verdict"]) > 0 else [f"gain: {gain['verdict']}"]
     problems += [] if verdicts.side(long["verdict"]) < 0 else [f"longer run: {long['verdict']}"]
-    problems += [] if G.error_ratio(long) > G.error_ratio(short) else ["FT's relative error rate does not grow"]
+    problems += [] if diagnosis.error_ratio(long) > diagnosis.error_ratio(short) else ["FT's relative error rate does not grow"]
     problems += [] if long["ft"] < short["baseline"] else ["FT at the longer length reaches the shorter baseline"]
     return _joined(problems)
 
@@ -546,7 +548,7 @@ def _longest_shrinks_points_not_errors(ev: Evidence) -> str | None:
         return f"no length past {PROSE_LENGTHS[1]} epochs has 3 paired seeds"
     problems = [] if verdicts.side(gain["verdict"]) > 0 else [f"gain against the shortest: {gain['verdict']}"]
     problems += [] if verdicts.side(longest["verdict"]) < 0 else [f"longest run: {longest['verdict']}"]
-    problems += [] if G.error_ratio(longest) >= G.error_ratio(short) else [
+    problems += [] if diagnosis.error_ratio(longest) >= diagnosis.error_ratio(short) else [
         "FT's share of its baseline's errors shrinks with length"]
     return _joined(problems)
 
@@ -567,7 +569,7 @@ def _longest_fewer_errors_than_long(ev: Evidence) -> str | None:
     long = _decided_length(ev, "length", PROSE_LENGTHS[1])
     if not (longest and long):
         return f"no length past {PROSE_LENGTHS[1]} epochs has 3 paired seeds"
-    ratio, before = G.error_ratio(longest), G.error_ratio(long)
+    ratio, before = diagnosis.error_ratio(longest), diagnosis.error_ratio(long)
     return None if ratio < before else f"error ratio {ratio:.1f} at the longest, {before:.1f} at {PROSE_LENGTHS[1]} epochs"
 
 
@@ -575,7 +577,7 @@ def _paper_runs_longer(ev: Evidence) -> str | None:
     """The paper's Table 6 runs take more steps than the longest run here (so whether length turns the cost into a
     gain is not decided here)."""
     longest = max((r["steps"] for r in ev.length if r["kind"] == "length" and r["n_seeds"]), default=0)
-    fewest = min(G.PAPER_TABLE7_STEPS.values())
+    fewest = min(diagnosis.PAPER_TABLE7_STEPS.values())
     return None if longest < fewest else f"a run here takes {longest} steps, the paper's {fewest}"
 
 
@@ -619,8 +621,9 @@ def _headroom(*names: str) -> Check:
     """Chapter 11's checks of ``names`` (:data:`ftcl_core.study.headroom.CHECKS`) on the evidence's map (and its
     facts from its runs, :data:`Evidence.room`: none stored reads as no seeds)."""
     def check(ev: Evidence) -> str | None:
-        facts = {**H.map_facts(list(ev.headroom)), **(ev.room or {**H.crowding_facts({}), **H.gap_facts([])})}
-        return _joined(list(failures(H.CHECKS, facts, *names).values()))
+        room = ev.room or {**headroom.crowding_facts({}), **headroom.gap_facts([])}
+        facts = {**headroom.map_facts(list(ev.headroom)), **room}
+        return _joined(list(failures(headroom.CHECKS, facts, *names).values()))
     return check
 
 
@@ -699,10 +702,10 @@ def room_rows(ev: Evidence, knn: bool = False) -> dict[str, dict[float, dict]]:
     by_setting = {r["setting"]: r for r in ev.headroom}
     prefix = "knn_" if knn else ""
     out: dict[str, dict[float, dict]] = {}
-    for length in H.LENGTHS:
+    for length in headroom.LENGTHS:
         cells = {}
         for fraction, arm in ((0.0, "both"), (0.3, "both_late")):
-            r = by_setting.get(H.setting(arm, length))
+            r = by_setting.get(headroom.setting(arm, length))
             if r and r["n_seeds"] not in ("", "0", 0):
                 cells[fraction] = {"diff": float(r[f"{prefix}diff_mean"] or "nan"),
                                    "ci95": float(r[f"{prefix}diff_ci95"] or "nan"),
