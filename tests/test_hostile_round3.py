@@ -200,3 +200,15 @@ def test_ft_logits_refuses_integer_features_an_empty_queue_and_a_string_for_acti
     with pytest.raises(TypeError, match="True .FT on. or False"):
         ft.logits(q, k, queue, cfg, gen, tau=0.2, active="no")
     assert ft.logits(q, k, queue, cfg, gen, tau=0.2, active=False).shape == (4, 17)
+
+
+def test_a_key_given_twice_is_refused_not_last_wins(capsys):
+    from ftcl_core.pages import report
+    from ftcl_core.study import cli
+
+    with pytest.raises(report.ReportError, match="given twice"):
+        report.parse_parameters([["seeds", "[0]"], ["seeds", "[0, 1]"]])
+    assert report.parse_parameters([["seeds", "[0, 1]"], ["profile", "smoke"]]) == {"seeds": [0, 1], "profile": "smoke"}
+    rc = cli.main(["sweep", "experiments/table1_momentum.yaml", "--profile", "smoke", "--set", "device=cpu",
+                   "device=cuda"])
+    assert rc == 2 and "twice" in capsys.readouterr().err

@@ -130,6 +130,8 @@ def parse_parameters(pairs: list[list[str]] | None) -> dict:
 
     out: dict = {}
     for name, value in pairs or []:
+        if name in out:  # the last would win silently: the page would not say which the user meant
+            raise ReportError(f"parameter {name} is given twice (-p {name} ... -p {name} ...): give it once")
         try:
             out[name] = yaml.safe_load(value)
         except yaml.YAMLError as err:

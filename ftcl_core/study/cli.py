@@ -407,7 +407,10 @@ def _sweep(args) -> int:
             print(f"moved to the dated record: {moved}", flush=True)
         if args.parallel > 1:
             return _sweep_parallel(args, list(args.seeds or Experiment.load(args.experiment).seeds))
-        execution = dict(_key_value(e) for e in args.execution)
+        pairs = [_key_value(e) for e in args.execution]
+        if twice := sorted({k for k, _ in pairs if [p for p, _ in pairs].count(k) > 1}):
+            raise ConfigError(f"--set names {twice} twice: give each key once (the last would win silently).")
+        execution = dict(pairs)
         if execution.get("device", "auto") != "auto":
             preflight.check_device(str(execution["device"]))
         records = sweep(args.experiment, args.profile, args.seeds, args.settings, progress=not args.no_progress,
