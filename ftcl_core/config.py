@@ -245,6 +245,9 @@ class AugmentationConfig(Section):
 
     def check(self) -> None:
         self._positive("out_size")
+        if self.out_size < 2:
+            raise ConfigError(f"augment.out_size={self.out_size}: a view needs at least 2 px a side (the blur pads by "
+                              "reflection); this book's views are 24-32 px, the paper's 224.")
         if self.blur_sigma is not None and not 0 < self.blur_sigma[0] <= self.blur_sigma[1]:
             raise ConfigError(f"augment.blur_sigma={list(self.blur_sigma)} must be [low, high] with 0 < low <= high "
                               "(MoCo v2: [0.1, 2.0]), or null for the recipe's.")

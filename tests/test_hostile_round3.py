@@ -212,3 +212,11 @@ def test_a_key_given_twice_is_refused_not_last_wins(capsys):
     rc = cli.main(["sweep", "experiments/table1_momentum.yaml", "--profile", "smoke", "--set", "device=cpu",
                    "device=cuda"])
     assert rc == 2 and "twice" in capsys.readouterr().err
+
+
+def test_a_one_pixel_view_is_refused_before_anything_is_written(tmp_path):
+    from ftcl_core.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="at least 2 px"):
+        load_config("configs/smoke_moco_v2.yaml", ["augment.out_size=1"])
+    assert load_config("configs/smoke_moco_v2.yaml", ["augment.out_size=2"]).augment.out_size == 2
