@@ -284,6 +284,14 @@ class ModelConfig(Section):
             close = difflib.get_close_matches(self.encoder, known, n=3)
             raise ConfigError(f"unknown encoder model.encoder={self.encoder!r}; did you mean {close}? Known: {known} "
                               "or timm:<model>.")
+        if self.encoder.startswith("timm:"):  # checked here, before a run folder or its config.yaml is written
+            import timm  # only for a timm encoder: the import takes a second
+
+            name = self.encoder.removeprefix("timm:")
+            if not timm.is_model(name):
+                close = difflib.get_close_matches(name, timm.list_models(), n=3)
+                raise ConfigError(f"unknown timm model model.encoder={self.encoder!r}; close names: "
+                                  f"{[f'timm:{c}' for c in close]} (timm.list_models() lists them all).")
         for key in ("hidden", "pred_hidden"):
             v = getattr(self, key)
             if v is not None and v < 1:

@@ -220,3 +220,11 @@ def test_a_one_pixel_view_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(ConfigError, match="at least 2 px"):
         load_config("configs/smoke_moco_v2.yaml", ["augment.out_size=1"])
     assert load_config("configs/smoke_moco_v2.yaml", ["augment.out_size=2"]).augment.out_size == 2
+
+
+def test_an_unknown_timm_model_is_refused_when_the_config_is_read():
+    from ftcl_core.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="unknown timm model .*close names: .*timm:resnet18"):
+        load_config("configs/smoke_moco_v2.yaml", ["model.encoder=timm:resnet18x"])
+    assert load_config("configs/smoke_moco_v2.yaml", ["model.encoder=timm:resnet18"]).model.encoder == "timm:resnet18"
