@@ -54,7 +54,7 @@ stored_cfg = stored.load_config()
 # *raw*: read from the plain cosines, before any feature transformation (the next chapter) changes them. The
 # library's function, which the training loop calls every step, is folded below (open it: it is a few lines).
 
-# %%
+# %% tags=["remove-input"]
 display(markup.source_code(score_statistics, collapsed="score_statistics, as the library computes it"))
 
 # %% [markdown]
@@ -165,7 +165,8 @@ t1 = experiments.Experiment.load("experiments/table1_momentum.yaml")
 t1_runs = [r for r in experiments.load_records(t1.path, "cpu", experiments.STORED) if r["seed"] == t1.seeds[0]]  # stored, never trained
 t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
 if t1_metrics:
-    plotting.score_statistics(t1_metrics, highlight=["m=0", "m=0.9", "m=0.99", "m=1.0"], others="the other momenta")
+    plotting.score_statistics(t1_metrics, highlight=["m=0", "m=0.9", "m=0.99", "m=1.0"], others="the other momenta",
+                              row_height=1.0)
     plt.show()
 
 # %% tags=["hide-cell"]
@@ -221,11 +222,10 @@ glue_facts("swing_", swings)
 # at that many seeds; below three seeds it gives no interval at all.
 # :::
 #
-# **The landscape** (the folded figure above, five of the momenta): $m = 0$, $0.5$ and $0.9$ swing more from epoch to
-# epoch than $m = 0.99$ and $m = 1$ do. One number measures the swing, the standard deviation of the summed norm's
-# change from one epoch to the next: {glue:md}`swing_most_sd` at $m =$ {glue:md}`swing_most`, the most, and
-# {glue:md}`swing_least_sd` at $m =$ {glue:md}`swing_least`, the least. This is the spiky landscape the paper reads as
-# unstable training.
+# **The landscape** (folded above): $m = 0$, $0.5$ and $0.9$ swing more from epoch to epoch than $m = 0.99$ and $m = 1$
+# (the standard deviation of the summed norm's change between epochs: {glue:md}`swing_most_sd` at
+# $m =$ {glue:md}`swing_most`, {glue:md}`swing_least_sd` at $m =$ {glue:md}`swing_least`), the spiky landscape the
+# paper reads as unstable training.
 #
 # ## Summary
 #

@@ -263,7 +263,7 @@ def _progress_label(x: str, window: int) -> str:
 
 def score_statistics(runs: Mapping[str, Mapping[str, np.ndarray]], columns=("pos_mean", "neg_mean", "neg_var"),
                      window: int = 10, x: str = "epoch", title: str | None = None,
-                     highlight: Sequence[str] | None = None, others: str = "the other runs"):
+                     highlight: Sequence[str] | None = None, others: str = "the other runs", row_height: float = 1.35):
     """Fig 3 / Supp A: one panel per statistic, one curve per run, against training progress.
 
     ``runs`` maps a label to a run's metrics (:meth:`RunDir.load_metrics`).  ``x='epoch'`` uses the
@@ -273,12 +273,12 @@ def score_statistics(runs: Mapping[str, Mapping[str, np.ndarray]], columns=("pos
 
     ``highlight`` (labels of ``runs``) draws small multiples instead of one tangle of many colours: one row per
     highlighted run, that run in colour over every other run in grey (``others`` names the grey ones in the legend),
-    the rows sharing each statistic's axis so they compare at a glance.
+    the rows sharing each statistic's axis so they compare at a glance; ``row_height`` inches each.
     """
     import matplotlib.pyplot as plt
 
     if highlight:
-        return _score_statistics_rows(runs, list(highlight), columns, window, x, title, others)
+        return _score_statistics_rows(runs, list(highlight), columns, window, x, title, others, row_height)
     labels = list(runs)
     legend_rows = -(-len(labels) // _legend_columns(labels, BOOK_WIDTH_IN)) if labels else 0
     fig, axes = plt.subplots(1, len(columns), figsize=(BOOK_WIDTH_IN, 2.7 + 0.22 * legend_rows), squeeze=False,
@@ -305,12 +305,12 @@ GREY = "#c8c8c8"
 
 
 def _score_statistics_rows(runs, highlight: list[str], columns, window: int, x: str, title: str | None,
-                           others: str):
+                           others: str, row_height: float = 1.35):
     """:func:`score_statistics` as small multiples: a row per highlighted run, the others grey behind it."""
     import matplotlib.pyplot as plt
 
     rows = [h for h in highlight if h in runs]
-    fig, axes = plt.subplots(len(rows), len(columns), figsize=(BOOK_WIDTH_IN, 1.35 * len(rows) + 1.0), squeeze=False,
+    fig, axes = plt.subplots(len(rows), len(columns), figsize=(BOOK_WIDTH_IN, row_height * len(rows) + 1.0), squeeze=False,
                              sharex=True, sharey="col", layout="constrained")
     curves = {label: (fractional_epoch(m) if x == "epoch" else m["step"], {c: smooth(m[c], window) for c in columns})
               for label, m in runs.items()}
