@@ -228,3 +228,13 @@ def test_an_unknown_timm_model_is_refused_when_the_config_is_read():
     with pytest.raises(ConfigError, match="unknown timm model .*close names: .*timm:resnet18"):
         load_config("configs/smoke_moco_v2.yaml", ["model.encoder=timm:resnet18x"])
     assert load_config("configs/smoke_moco_v2.yaml", ["model.encoder=timm:resnet18"]).model.encoder == "timm:resnet18"
+
+
+def test_the_help_lists_report_and_report_still_runs_its_own_parser():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ftcl_core", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "report" in out.stdout and "HTML page" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "ftcl_core", "report", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "--parameter" in out.stdout

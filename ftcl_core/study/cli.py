@@ -198,7 +198,14 @@ def _main(argv: list[str] | None = None) -> int:
     pl.add_argument("--calibrated", action="store_true",
                     help="plan each table on its calibrated recipe (configs/cpu_cal_*.yaml), as a rerun would")
     pl.add_argument("--list", action="store_true", help="also name each run to train and each stale run")
+    # listed for --help only: python -m ftcl_core routes 'report' to the pages layer before this parser (__main__.report)
+    sub.add_parser("report", help="run a chapter under papermill with parameters and write it as one HTML page: "
+                   "report CHAPTER [-p NAME VALUE ...] [--out PAGE]", add_help=False)
     args, extra = parser.parse_known_args(argv)
+    if args.command == "report":  # reached only when this parser is called on its own, not through python -m ftcl_core
+        print("error: report runs as python -m ftcl_core report CHAPTER [-p NAME VALUE ...] [--out PAGE]",
+              file=sys.stderr)
+        return EXIT_ERROR
     # key=value overrides may also come after --out (argparse stops collecting positionals at an option)
     stray = [e for e in extra if args.command not in ("train", "screen") or "=" not in e or e.startswith("-")]
     if stray:
