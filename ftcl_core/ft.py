@@ -45,9 +45,6 @@ def logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, cfg: FTConfig,
     normalised features inside the loss; the extrapolated query also meets the negatives.  ``active=False``
     (before ``cfg.start_epoch``, Table 6) or ``FTConfig()`` gives MoCo's plain logits.  ``queue`` is ``K x C``;
     ``queue_layout="KC"`` states it for a square queue (``K = C``) and skips its data check."""
-    if not isinstance(active, bool):
-        raise TypeError(f"active={active!r}: True (FT on) or False (plain MoCo's logits); a string or a number is "
-                        "refused, since 'no' and 0.0 would read differently.")
     pos, neg, _ = moco_ft_logits(q, k, queue, cfg, gen, active, queue_layout=queue_layout)
     return logits_from_scores(pos, neg, tau)
 

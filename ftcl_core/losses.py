@@ -71,11 +71,11 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
     if not (q.is_floating_point() and k.is_floating_point() and queue.is_floating_point()):
         raise TypeError(f"q, k and queue must be floating-point features (normalised), got {q.dtype}, {k.dtype} and "
                         f"{queue.dtype}: pass F.normalize(x.float(), dim=1).")
-    if queue.dim() == 2 and queue.shape[0] == 0:
-        raise ValueError("queue holds no keys (K = 0): InfoNCE needs negatives; fill it with normalised keys first "
-                         "(MoCo starts from random unit vectors).")
     if queue.dim() != 2:
         raise ValueError(f"queue must be K x C = (K, {c}), one stored key per row, got shape {tuple(queue.shape)}.")
+    if queue.shape[0] == 0:
+        raise ValueError("queue holds no keys (K = 0): InfoNCE needs negatives; fill it with normalised keys first "
+                         "(MoCo starts from random unit vectors).")
     rows, cols = queue.shape
     builder = (f"queue is {rows} x {cols}: C x K = ({c}, K={cols}), facebookresearch/moco builder.py's layout "
                f"(one key per column); ftcl_core takes K x C = ({cols}, {c}), one stored key per row: pass queue.T "
@@ -158,6 +158,9 @@ def moco_ft_logits(
     of a square queue and skips its data check).
     """
     check_moco_inputs(q, k, queue, ft, queue_layout)
+    if not isinstance(active, bool):
+        raise TypeError(f"active={active!r}: True (FT on) or False (plain MoCo's logits); a string or a number is "
+                        "refused, since 'no' and 0.0 would read differently.")
     own_rows = torch.arange(queue.shape[0], device=queue.device)
     if not (active and ft.any):
         pos, neg = moco_logits(q, k, queue)

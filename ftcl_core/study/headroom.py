@@ -403,6 +403,14 @@ def _switch_short(key: str):
     return check
 
 
+def _switch_crowds(key: str):
+    """The separating experiment's arm ``key`` crowds the images as FT switches on (:func:`switch_facts`)."""
+    def check(f: Mapping) -> str | None:
+        word = f[f"switch_{key}_crowd_word"]
+        return None if word == "crowds" else f"switch_{key} after the switch: {word}"
+    return check
+
+
 def _switch_side(key: str, side: str):
     """The separating experiment's arm ``key`` (:data:`SWITCH_ARMS`) holds the seeds its file plans and reads
     ``side`` ("costs", "gains", "neither") against its baseline (:func:`switch_facts`)."""
@@ -509,14 +517,12 @@ CHECKS = {
     "first-step-crowding-fades-at-120": _crowding_fades(120),
     # the separating experiment (issue 66): FT switched on at the 30-epoch late start's step in longer runs
     "switch-from-9-of-120-costs": _switch_side("from_9_of_120", "costs"),
-    "switch-from-9-of-120-crowds": lambda f: None if f["switch_from_9_of_120_crowd_word"] == "crowds" else (
-        f"switch_from_9_of_120 after the switch: {f['switch_from_9_of_120_crowd_word']}"),
+    "switch-from-9-of-120-crowds": _switch_crowds("from_9_of_120"),
     "switch-from-9-of-240-short-of-its-seeds": _switch_short("from_9_of_240"),
     "switch-from-9-of-240-holds-zero": lambda f: None if f["switch_from_9_of_240_side"] == "neither" else (
         f"switch_from_9_of_240: {f['switch_from_9_of_240_diff']} over {f['switch_from_9_of_240_n']} seeds reads "
         f"{f['switch_from_9_of_240_side']}, not an interval that holds zero"),
-    "switch-from-9-of-240-crowds": lambda f: None if f["switch_from_9_of_240_crowd_word"] == "crowds" else (
-        f"switch_from_9_of_240 after the switch: {f['switch_from_9_of_240_crowd_word']}"),
+    "switch-from-9-of-240-crowds": _switch_crowds("from_9_of_240"),
     "switch-from-18-of-120-short-of-its-seeds": _switch_short("from_18_of_120"),
     "negatives-alone-never-crowd": _negatives_never_crowd,
 }

@@ -119,12 +119,9 @@ def hardest_share(features: np.ndarray, tau: float, top: float = 0.1) -> float:
     ``exp(s_j / tau)`` of its scores against every other point (the weights eq. 1's gradient gives the negatives),
     the share that falls on the ``top`` fraction with the highest scores, averaged over queries. Near ``top``: every
     negative is pushed alike; near 1: only the closest ones are."""
-    f = torch.as_tensor(features, dtype=torch.float64)
-    n = f.shape[0]
-    scores = (f @ f.T)[~torch.eye(n, dtype=torch.bool)].view(n, n - 1)
-    w = torch.softmax(scores / tau, dim=1)
-    k = max(1, int(round(top * (n - 1))))
-    return float(w.topk(k, dim=1).values.sum(1).mean())
+    x, share = push_curve(features, tau)
+    k = max(1, int(round(top * len(x))))
+    return float(share[k - 1])
 
 
 def push_curve(features: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
