@@ -159,8 +159,9 @@ def moco_ft_logits(
     """
     check_moco_inputs(q, k, queue, ft, queue_layout)
     if not isinstance(active, bool):
-        raise TypeError(f"active={active!r}: True (FT on) or False (plain MoCo's logits); a string or a number is "
-                        "refused, since 'no' and 0.0 would read differently.")
+        raise TypeError(f"active={active!r}: True (FT on) or False (plain MoCo's "
+                        "logits); a string or a number is refused, since 'no' and "
+                        "0.0 would read differently.")
     own_rows = torch.arange(queue.shape[0], device=queue.device)
     if not (active and ft.any):
         pos, neg = moco_logits(q, k, queue)
