@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -78,11 +79,22 @@ def report(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     from ftcl_core.pages import report as report_page
 
+    def terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, terminate)  # SIGTERM stops a report as Ctrl-C does: one line
     try:
         report_page.report(args.chapter, args.out, report_page.parse_parameters(args.parameter))
     except report_page.ReportError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as err:
+        sig = signal.SIGTERM if err.args == (signal.SIGTERM,) else signal.SIGINT
+        print(f"interrupted ({sig.name}) while running {args.chapter}: its page was not written (an executed notebook "
+              "beside it is partial); run the same command again.", file=sys.stderr)
+        return 128 + sig
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0
 
 

@@ -206,6 +206,9 @@ class DataConfig(Section):
     n_val: int = 2000
 
     def check(self) -> None:
+        for name in ("root", "test_root", "class_list", "cache"):  # a path typed as ~/data means the home folder's
+            if (value := getattr(self, name)) and value.startswith("~"):
+                object.__setattr__(self, name, os.path.expanduser(value))
         self._positive("image_size", "n_train", "n_test", "n_val")
         if self.name == "shapes" and self.image_size < 8:
             raise ConfigError(f"data.image_size={self.image_size}: the drawn shapes need at least 8 px (default 32).")
@@ -223,6 +226,18 @@ class DataConfig(Section):
         if self.name == "shapes" and (self.root or self.test_root):
             raise ConfigError("data.name=shapes draws its images in memory and reads no folder; drop data.root and "
                               "data.test_root, or name the data set they hold (data.name=imagefolder, ...).")
+        folder_only = [k for k in ("test_root", "class_list", "max_per_class", "cache") if getattr(self, k) is not None]
+        if self.workers:
+            folder_only.append("workers")
+        if self.name not in ("imagefolder", "shapes") and folder_only:
+            raise ConfigError(f"data.{folder_only[0]} applies to data.name=imagefolder only; data.name={self.name} "
+                              f"would ignore it. Drop data.{folder_only[0]}, or set data.name=imagefolder.")
+        if self.download and self.name in ("imagefolder", "shapes"):
+            raise ConfigError(f"data.download=true fetches a torchvision set (fashion_mnist, cifar10, cifar100, stl10); "
+                              f"data.name={self.name} has nothing to download. Drop data.download.")
+        if self.name == "shapes" and folder_only:
+            raise ConfigError(f"data.{folder_only[0]} applies to data.name=imagefolder only; the shapes are drawn in "
+                              f"memory and would ignore it. Drop data.{folder_only[0]}.")
         if self.name == "imagefolder" and not (self.root and self.test_root):
             raise ConfigError("data.name=imagefolder needs data.root=<train folder> and data.test_root=<held-out "
                               "folder> (without a test_root the readout would score the training images; to do that "
@@ -391,6 +406,10 @@ class OptimConfig(Section):
             raise ConfigError(f"optim.warmup_epochs={self.warmup_epochs} must be >= 0 (0: no warm-up).")
         if any(m < 0 for m in self.milestones):
             raise ConfigError(f"optim.milestones={list(self.milestones)} must be epochs >= 0.")
+        if self.milestones and self.schedule != "step":
+            raise ConfigError(f"optim.milestones={list(self.milestones)} are the epochs where a step schedule decays; "
+                              f"optim.schedule={self.schedule} would ignore them. Set optim.schedule=step, or drop "
+                              "optim.milestones.")
 
 
 @dataclass(frozen=True)
@@ -615,6 +634,17 @@ class RunConfig(Section):
                               f"never switch on. It needs train.epochs >= ft.auto_window + 2"
                               + (f", or ft.auto_window <= {self.train.epochs - 2}." if self.train.epochs > 2 else "."))
         defaults = FTConfig()
+        for on, keys in (("pos", ("pos_mode", "alpha_ex", "renorm_pos")), ("neg", ("neg_mode", "alpha_in")),
+                         ("hard", ("hard_a", "hard_b"))):
+            idle = [k for k in keys if not getattr(ft, on) and getattr(ft, k) != getattr(defaults, k)]
+            if idle:
+                raise ConfigError(f"ft.{idle[0]}={_yaml(_plain(getattr(ft, idle[0])))} shapes ft.{on}, which is off, so "
+                                  f"it would be ignored. Set ft.{on}=true, or drop ft.{idle[0]}.")
+        idle = [k for k in ("granularity", "start_epoch", "shards") if not ft.any and getattr(ft, k) != getattr(defaults, k)]
+        if idle:
+            raise ConfigError(f"ft.{idle[0]}={_yaml(_plain(getattr(ft, idle[0])))} shapes the transformations, and none "
+                              "is on (ft.pos, ft.neg, ft.hard), so it would be ignored. Turn one on, or drop "
+                              f"ft.{idle[0]}.")
         if ft.start != "auto" and (ft.auto_window, ft.auto_fraction) != (defaults.auto_window, defaults.auto_fraction):
             raise ConfigError("ft.auto_window and ft.auto_fraction shape the rule of ft.start=auto; this config has "
                               "ft.start=epoch, so they would be ignored. Set ft.start=auto, or drop them.")
@@ -824,8 +854,32 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
                 f"config file {p} not found; the default CPU runs are configs/cpu_moco_v2.yaml and configs/cpu_moco_v1.yaml."
             )
         raw = _migrate(load_yaml_mapping(p, "config file", "configs/cpu_moco_v2.yaml"))
-    raw = merge(raw, parse_overrides(overrides or []))
+        _check_other_methods(raw, raw.get("method", "moco"))
+    asked = parse_overrides(overrides or [])
+    raw = merge(raw, asked)
+    _check_other_methods(asked, raw.get("method", "moco"))  # typed now: no old key is mapped onto the new
     return RunConfig.from_dict(raw)
+
+
+def _check_other_methods(raw: dict, method: str) -> None:
+    """Refuse a key of another method's section than ``method``'s (``simclr.tau`` for a MoCo run) in ``raw`` (a
+    file, or the overrides): the run would ignore it, and :meth:`RunConfig.to_dict` would not even store it.  A
+    file's own keys are judged by the file's method, so a MoCo file run with ``method=simclr`` keeps working."""
+    for owner, name in METHOD_SECTIONS.items():
+        given = raw.get(name)
+        if owner == method or not isinstance(given, dict):
+            continue
+        default = SECTIONS[name]()
+        if key := next((k for k, v in given.items() if hasattr(default, k) and _plain(getattr(default, k)) != v), None):
+            raise ConfigError(f"{name}.{key}={_yaml(given[key])} belongs to method={owner}; this run's method={method} "
+                              f"would ignore it. Drop {name}.{key}" + (f", or set {_own_key(method, key)}." if
+                                                                      _own_key(method, key) else "."))
+
+
+def _own_key(method: str, key: str) -> str | None:
+    """``method``'s own key of the same name (``simclr.tau`` for ``moco.tau``), if it has one."""
+    name = METHOD_SECTIONS.get(method)
+    return f"{name}.{key}" if name and hasattr(SECTIONS[name](), key) else None
 
 
 def as_config(cfg: RunConfig | dict) -> RunConfig:

@@ -28,6 +28,7 @@ import fcntl
 import hashlib
 import io
 import json
+import math
 import os
 import platform
 import subprocess
@@ -319,7 +320,11 @@ class RunDir:
         how = ("the run is evaluated again from its final checkpoint" if self.checkpoint.is_file() else
                "this folder holds no checkpoint (a run copied from an identical one), so its sweep copies it again "
                "and a train command trains it anew")
-        return _load_json(self.eval, f"Delete it and run {_rerun(self.path)} again: {how}.")
+        recovery = f"Delete it and run {_rerun(self.path)} again: {how}."
+        readouts = _load_json(self.eval, recovery)
+        if what := _bad_readout(readouts):
+            raise RunFileError(f"{self.eval} is damaged ({what}). {recovery}")
+        return readouts
 
     def load_provenance(self) -> dict:
         """The run's provenance (commit, versions, device, ...; ``{}`` for runs stored before it was recorded);
@@ -375,6 +380,21 @@ def _load_json(path: Path, recovery: str) -> dict:
     if what:
         raise RunFileError(f"{path} is damaged ({what}). {recovery}")
     return obj
+
+
+def _bad_readout(readouts: dict) -> str:
+    """What is wrong with the readouts of an ``eval.json`` (empty when nothing): no ``linear_top1``, a value that
+    is not a finite number, an accuracy (``*_top1``) outside [0, 100] or a time below 0."""
+    if "linear_top1" not in readouts:
+        return "no linear_top1"
+    for key, value in readouts.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return f"{key}={json.dumps(value)[:40]} is not a finite number"
+        if key.endswith("_top1") and not 0 <= value <= 100:
+            return f"{key}={value} is not a percentage in [0, 100]"
+        if key.endswith("_s") and value < 0:
+            return f"{key}={value} is a time below 0"
+    return ""
 
 
 def _load_npz(path: Path) -> dict:

@@ -257,7 +257,7 @@ def _autocast(device: torch.device, amp: str | None):
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
 
 
-def _check_compatible(run: RunDir, cfg: RunConfig) -> None:
+def check_compatible(run: RunDir, cfg: RunConfig) -> None:
     """Refuse ``cfg`` where the run folder holds another run: against the config its checkpoint was sealed with (read
     whether or not ``config.yaml`` is there) and its ``config.yaml``, the execution keys aside; each differing key is
     named with both values; a folder holding only a ``config.yaml`` (stopped before its first checkpoint) holds nothing
@@ -342,7 +342,7 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
         raise ConfigError(f"--out {run.path} is a file, not a folder: name a new or existing run folder instead.")
     if blocked := next((p for p in run.path.parents if p.exists() and not p.is_dir()), None):
         raise ConfigError(f"--out {run.path} lies under {blocked}, a file, not a folder: name a run folder elsewhere.")
-    _check_compatible(run, cfg)
+    check_compatible(run, cfg)
     if run.is_complete():
         run.restore_config(cfg)  # its damaged config.yaml was deleted: the recovery RunDir.load_config gives
         return run.load_eval()
@@ -358,7 +358,7 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
             raise ConfigError(f"--out {run.path} cannot be made ({err.strerror or err}): name a folder you can write.") from err
     with run_lock(run.path) if main else contextlib.nullcontext():
         if main:
-            _check_compatible(run, cfg)
+            check_compatible(run, cfg)
             _remove_stale(run)
         if distributed.broadcast_flag(run.is_complete() if main else False):  # the others wait here for rank 0's lock
             return run.load_eval() if main else {}

@@ -240,9 +240,10 @@ def test_every_chapter_ends_with_a_try_it_section(name):
         assert set(named) <= params, f"{name}: -p/-y names {sorted(set(named) - params)}, not in {sorted(params)}"
         for notebook in re.findall(r"papermill\s+book/(\w+)\.ipynb", bullet):
             assert notebook == name, f"{name}: a Try it bullet runs {notebook}"
-        keys = [kv for cmd in re.findall(r"ftcl_core train\s+\S+((?:\s+[\w.]+=[^\s`]+)+)", bullet) for kv in cmd.split()]
-        for kv in keys:
-            load_config(ROOT / "configs" / "cpu_cal_moco_v1.yaml", [kv])  # raises ConfigError on an unknown key
+        commands = [cmd.split() for cmd in re.findall(r"ftcl_core train\s+\S+((?:\s+[\w.]+=[^\s`]+)+)", bullet)]
+        keys = [kv for cmd in commands for kv in cmd]
+        for cmd in commands:  # a command's keys together, as the reader types them: a key another one needs is there
+            load_config(ROOT / "configs" / "cpu_cal_moco_v1.yaml", cmd)  # raises ConfigError on an unknown key
         widget = re.search(r"\b(slider|widget)\b", bullet)
         assert named or keys or widget, f"{name}: a bullet names no parameter, config key or widget: {bullet[:80]}"
 

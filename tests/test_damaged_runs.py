@@ -259,7 +259,10 @@ def test_readers_do_not_read_the_checkpoint_lock_or_status(made, root, name, kin
 def test_summary_of_a_damaged_stored_run_is_one_error_line(made, root, capsys, name):
     diagnosis = sorted((experiments.ROOT / "experiments" / "diagnosis").glob("*.yaml"))[0]  # `summary` reads these runs' metrics
     exp = experiments.Experiment.load(diagnosis)
-    run = damaged_copy(made.complete, experiments.run_dir(exp, next(iter(exp.settings)), exp.seeds[0], "smoke"), name, "garbage")
+    setting = next(iter(exp.settings))
+    run = damaged_copy(made.complete, experiments.run_dir(exp, setting, exp.seeds[0], "smoke"), name, "garbage")
+    (_, _, cfg, _), = experiments.planned_runs(exp, "smoke", seeds=[exp.seeds[0]], settings=[setting])
+    write_yaml(run / "config.yaml", cfg.to_dict())  # the setting's own config: summary's store check passes it
     code, err = cli(capsys, "summary", "--profile", "smoke")
     assert_one_error_line(code, err, str(run / name), RECOVERY[name])
 

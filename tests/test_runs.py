@@ -51,7 +51,8 @@ def test_ft_that_would_never_switch_on_is_refused():
         load_config("configs/cpu_moco_v2.yaml", ["ft.pos=true", "ft.start_epoch=30"])
     with pytest.raises(ConfigError, match="never switches on"):
         load_config("configs/cpu_moco_v2.yaml", ["ft.neg=true", "ft.start_epoch=-1"])
-    assert load_config("configs/cpu_moco_v2.yaml", ["ft.start_epoch=30"])  # no FT: nothing to switch on
+    with pytest.raises(ConfigError, match="none is on"):  # no FT: a start epoch would be ignored (issue 64)
+        load_config("configs/cpu_moco_v2.yaml", ["ft.start_epoch=30"])
 
 
 def test_numbers_yaml_reads_as_strings_are_numbers():

@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 import zlib
+from pathlib import Path
 
 import numpy as np
 import yaml
@@ -48,6 +49,7 @@ from ftcl_core.study.diagnosis import HEADROOM_CSV, diagnosis_rows, headroom_row
 from ftcl_core.study.experiments import (
     ROOT,
     Experiment,
+    check_store,
     plan_rows,
     profile_root,
     step_rates_here,
@@ -248,6 +250,7 @@ def _main(argv: list[str] | None = None) -> int:
         print((f"<!-- written: {path} -->\n" if path else "") + markdown(rows))
         return 0
     if args.command == "summary":
+        check_store(args.profile)  # every run where its experiment file says, or a one-line refusal
         path = write_summary(args.profile)
         print(f"<!-- written: {path} -->\n" + summary_markdown(path))
         with open(path) as fh:
@@ -293,7 +296,7 @@ def _main(argv: list[str] | None = None) -> int:
         check_unique_overrides(args.overrides)
         cfg = load_config(args.config, args.overrides)
         preflight.check_command(cfg, args.out)
-    except (ConfigError, FileNotFoundError, ValueError) as err:
+    except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
@@ -316,6 +319,12 @@ def _plan(args) -> int:
     """``plan``: one Markdown row per experiment file (:func:`ftcl_core.study.experiments.plan_rows`), then the totals
     and what they cost on this CPU (:func:`ftcl_core.study.experiments.step_rates_here`)."""
     paths = args.experiments or sorted(str(p.relative_to(ROOT)) for p in (ROOT / "experiments").glob("*.yaml"))
+    where = [str((Path(p) if Path(p).is_file() else ROOT / p).resolve()) for p in paths]  # as plan_rows finds them
+    twice = next((p for i, p in enumerate(paths) if where[i] in where[:i]), None)
+    if twice:
+        print(f"error: plan names {twice} twice (its runs would be counted twice in the totals); name each experiment "
+              "file once.", file=sys.stderr)
+        return 2
     try:
         rates = step_rates_here(args.profile)
         rows = plan_rows(paths, args.profile, seeds=args.seeds, calibrated=args.calibrated, rates=rates)

@@ -37,8 +37,19 @@ import numpy as np
 import yaml
 
 from ftcl_core import execution
-from ftcl_core.config import EXECUTION_KEYS, ConfigError, FTConfig, RunConfig, _flatten, as_config, config_diff, load_config
-from ftcl_core.runs import RunDir, atomic_write_bytes, cpu_isa, cpu_model, write_json
+from ftcl_core.config import (
+    EXECUTION_KEYS,
+    ConfigError,
+    FTConfig,
+    RunConfig,
+    _flatten,
+    as_config,
+    config_diff,
+    config_mismatch,
+    load_config,
+    load_yaml_mapping,
+)
+from ftcl_core.runs import RunDir, RunFileError, atomic_write_bytes, cpu_isa, cpu_model, write_json
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results import records as run_records
 from ftcl_core.study.results.claims import BASELINE, KINDS, MIN_SEEDS, NOT_RUN, Claim
@@ -258,6 +269,10 @@ def resolve(base: str, overrides: list[str] | dict, profile: str) -> RunConfig:
         overrides = picked
     items = overrides if isinstance(overrides, list) else [f"{k}={_yaml_scalar(v)}" for k, v in overrides.items()]
     extra = SMOKE_OVERRIDES if profile == "smoke" else []
+    method = next((yaml.safe_load(i.split("=", 1)[1]) for i in reversed(items) if i.startswith("method=")),
+                  load_yaml_mapping(_path(base), "config file", "configs/cpu_moco_v2.yaml").get("method", "moco"))
+    if method != "moco":  # the smoke profile's queue is MoCo's key alone
+        extra = [o for o in extra if not o.startswith("moco.")]
     return load_config(_path(base), [*extra, *items])
 
 
@@ -822,6 +837,31 @@ def load_records(path: str | os.PathLike, profile: str = "cpu", root: str | os.P
             if d.is_complete():
                 out.append(run_records.record(exp.table, name, seed, d))
     return out
+
+
+def check_store(profile: str = "cpu", folder: str | os.PathLike | None = None) -> int:
+    """Refuse a store where a run folder of an experiment file (under ``folder``, default ``experiments/``, any depth)
+    holds a run of another config than the file asks of that setting and seed: a run copied or linked into the wrong
+    folder, or a ``config.yaml`` edited by hand, which a summary would count as the setting's.  The first such folder
+    is a :class:`~ftcl_core.runs.RunFileError` naming both values and the fix; returns the runs checked."""
+    folder = Path(folder) if folder else ROOT / "experiments"
+    checked = 0
+    for f in sorted(folder.glob("**/*.yaml")):
+        exp = Experiment.load(f)
+        if ("gpu" if profile == "gpu" else "cpu") not in exp.base or not (profile_root(profile) / exp.table).is_dir():
+            continue
+        stored = [(name, seed) for name in exp.settings for seed in exp.seeds
+                  if RunDir(run_dir(exp, name, seed, profile)).is_complete()]
+        for name, seed, cfg, path in planned_runs(exp, profile) if stored else []:
+            if (name, seed) not in stored:
+                continue
+            checked += 1
+            if diff := config_mismatch(RunDir(path).load_config(), cfg).replace("(this command's)", f"({f.name}'s)"):
+                raise RunFileError(f"{path} holds a run of another config than {f.name} asks of setting {name!r}, "
+                                   f"seed {seed}: {diff}. Move the folder out of the store (a summary would count it "
+                                   f"as this setting's), then train the run with: python -m ftcl_core sweep "
+                                   f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f} --settings {name!r} --seeds {seed}")
+    return checked
 
 
 def original_recipe_records(path: str | os.PathLike, profile: str = "cpu") -> list[dict]:

@@ -17,6 +17,7 @@ from ftcl_core.config import ConfigError, RunConfig, load_yaml_mapping
 from ftcl_core.execution import resolve_device
 from ftcl_core.runs import RunDir, one_line
 from ftcl_core.study.experiments import ROOT
+from ftcl_core.training import check_compatible
 
 
 def check_command(cfg: RunConfig, out: str | os.PathLike | None) -> None:
@@ -25,6 +26,7 @@ def check_command(cfg: RunConfig, out: str | os.PathLike | None) -> None:
     sizes against the memory and the schedule."""
     if out is not None:
         path = check_out(out)
+        check_compatible(RunDir(path), cfg)  # another run's folder: refused before the start-up line, not after
         if RunDir(path).is_complete():
             return  # read, not trained: nothing is written nor allocated
         _check_writable(path)
