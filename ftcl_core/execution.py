@@ -30,7 +30,7 @@ from ftcl_core.transforms import DeviceDraws
 # an empty cache (C++ kernels built by the system compiler) and about 6 s with a warm one, and makes the model
 # step about 1.16x faster (some 30 ms of 200).  A cold compile pays for itself within one run from about 3 200
 # steps, a warm one from about 220.  So `auto` compiles runs of at least 3 000 steps; shorter runs stay eager,
-# except in a sweep whose runs of one network add up to that (ftcl_core.study.experiments.sweep_compiles: only the
+# except in a sweep whose runs of one network add up to that (ftcl_core.study.sweeps.sweep_compiles: only the
 # first compiles cold).
 COMPILE_AUTO_MIN_STEPS = 3000
 

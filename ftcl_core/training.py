@@ -262,7 +262,7 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
     whether or not ``config.yaml`` is there) and its ``config.yaml``, the execution keys aside; each differing key is
     named with both values; a folder holding only a ``config.yaml`` (stopped before its first checkpoint) holds nothing
     to keep, so the command's config replaces it.  A late-start fork (a checkpoint of a run without FT, at or before
-    ``ft.start_epoch``, :func:`ftcl_core.study.experiments.fork_from_prefix`) computed the same steps: it continues."""
+    ``ft.start_epoch``, :func:`ftcl_core.study.sweeps.fork_from_prefix`) computed the same steps: it continues."""
     seal = read_seal(run.checkpoint) or {}
     stored = seal.get("config")
     if stored and not as_config(stored).ft.any and seal["epoch"] <= cfg.ft.start_epoch:

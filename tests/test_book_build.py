@@ -307,11 +307,11 @@ def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatc
     import numpy as np
 
     from ftcl_core.pages import explorers, plotting
-    from ftcl_core.study import experiments
+    from ftcl_core.study import store
 
     monkeypatch.delenv("FTCL_RUNS_ROOT", raising=False)  # the committed results/cpu
-    stored = experiments.stored_runs("cpu")
-    settings = experiments.one_seed_per_setting(list(stored))
+    stored = store.stored_runs("cpu")
+    settings = store.one_seed_per_setting(list(stored))
     assert len(settings) > 150, len(settings)
     groups = explorers.run_groups(list(stored), "cpu")
     metrics = {run: stored[run].load_metrics() for rows in groups.values() for run, _ in rows}

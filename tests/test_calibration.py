@@ -9,7 +9,7 @@ import torch
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.data import hold_out, load_data, make_shapes, shapes_splits, shapes_validation
 from ftcl_core.methods import build_model
-from ftcl_core.study import calibration, experiments
+from ftcl_core.study import calibration, experiment_file, sweeps
 from ftcl_core.study.checks import failures
 from ftcl_core.training import augment_config
 
@@ -60,9 +60,9 @@ def test_every_calibration_file_resolves_scores_on_validation_and_keeps_ft_off()
     assert {f.stem for f in files} >= {"moco_v1", "moco_v2", "simclr", "byol", "simsiam", "swav"}
     budgets = set()
     for path in files:
-        exp = experiments.Experiment.load(path)
+        exp = experiment_file.Experiment.load(path)
         for name in exp.settings:
-            cfg = experiments.resolve(experiments.base_for(exp, "cpu"), exp.overrides(name, 0), "cpu")
+            cfg = experiment_file.resolve(experiment_file.base_for(exp, "cpu"), exp.overrides(name, 0), "cpu")
             assert cfg.data.eval_split == "val", (path, name)
             assert not (cfg.ft.pos or cfg.ft.neg or cfg.ft.hard), (path, name)
             budgets.add((cfg.train.epochs, cfg.train.batch_size, cfg.data.n_train))
@@ -77,7 +77,7 @@ def test_calibration_csv_from_stored_trials(tmp_path, monkeypatch):
         "table: CAL-moco_v2\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0]\n"
         "common: {train.epochs: 1, data.eval_split: val}\n"
         "settings:\n  recipe: {}\n  kaiming: {model.init: kaiming}\n")
-    experiments.sweep(folder / "moco_v2.yaml", "smoke", progress=False)
+    sweeps.sweep(folder / "moco_v2.yaml", "smoke", progress=False)
     rows = calibration.trials(folder, "smoke")
     assert [(r["method"], r["trial"]) for r in rows] == [("moco_v2", "recipe"), ("moco_v2", "kaiming")]
     assert rows[1]["knobs"] == "model.init=kaiming" and "data.eval_split=val" in rows[0]["budget"]
@@ -89,7 +89,7 @@ def test_calibration_csv_from_stored_trials(tmp_path, monkeypatch):
     best = calibration.choose(rows)["moco_v2"]
     assert best["val_knn"] == max(r["val_knn"] for r in rows)
     assert "**(chosen)**" in calibration.markdown(rows)
-    experiments.sweep(folder / "moco_v2.yaml", "smoke", seeds=[1], settings=["recipe"], progress=False)  # a second round
+    sweeps.sweep(folder / "moco_v2.yaml", "smoke", seeds=[1], settings=["recipe"], progress=False)  # a second round
     again = calibration.trials(folder, "smoke")
     assert [(r["trial"], r["seed"]) for r in again] == [("recipe", 0), ("recipe", 1), ("kaiming", 0)]
     assert calibration.choose(again)["moco_v2"]["n_seeds"] in (1, 2)

@@ -187,10 +187,10 @@ def test_a_verdict_the_error_floor_moves_says_so():
     ("undecided: the interval holds zero and the paper's effect", "undecided"),
     ("matches: the interval holds the paper's effect and excludes zero", "matches the paper")])
 def test_a_claims_reading_holds_only_on_its_own_verdict(name, word):
-    from ftcl_core.study import experiments
+    from ftcl_core.study import readings
     from ftcl_core.study.checks import failures
 
     words = ("undecided", "matches the paper", "larger than the paper", "opposite to the paper")
     for other in words:
-        failed = name in failures(experiments.CLAIM_CHECKS, {"verdict_word": other}, name)
+        failed = name in failures(readings.CLAIM_CHECKS, {"verdict_word": other}, name)
         assert failed == (other != word), other

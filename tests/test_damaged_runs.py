@@ -25,7 +25,7 @@ import pytest
 
 from ftcl_core.config import RunConfig
 from ftcl_core.runs import RunDir, RunFileError, run_lock, write_json, write_yaml
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, store, sweeps
 from ftcl_core.training import step_callback, stop_before, train
 
 DAMAGES = ("truncated", "garbage", "empty")
@@ -101,7 +101,8 @@ def made(tmp_path_factory) -> Made:
     exp_file.write_text(EXPERIMENT)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("FTCL_RUNS_ROOT", str(tmp / "build"))
-        _, _, cfg, out = experiments.planned_runs(experiments.Experiment.load(exp_file), "smoke", settings=["baseline"])[0]
+        exp = experiment_file.Experiment.load(exp_file)
+        _, _, cfg, out = experiment_file.planned_runs(exp, "smoke", settings=["baseline"])[0]
         steps = cfg.data.n_train // cfg.train.batch_size
         train(cfg, out, progress=False, max_steps=steps + 1)  # stopped in epoch 2, after epoch 1's checkpoint
         shutil.copytree(out, tmp / "interrupted")
@@ -137,7 +138,8 @@ def damaged_copy(src: Path, dest: Path, name: str, kind: str) -> Path:
 
 def stored_at(made: Made, setting: str, src: Path, name: str, kind: str) -> Path:
     """``src`` copied to the folder of ``setting`` (seed 0) under the current ``FTCL_RUNS_ROOT``, ``name`` damaged."""
-    return damaged_copy(src, experiments.run_dir(experiments.Experiment.load(made.exp_file), setting, 0, "smoke"), name, kind)
+    exp = experiment_file.Experiment.load(made.exp_file)
+    return damaged_copy(src, experiment_file.run_dir(exp, setting, 0, "smoke"), name, kind)
 
 
 def contents(folder: Path) -> dict[str, bytes]:
@@ -217,7 +219,7 @@ def test_the_recovery_from_a_damaged_config_keeps_the_run(made, tmp_path, root, 
     # the same through a sweep, whose readers walk the stored runs before it trains or copies any
     stored = stored_at(made, "baseline", made.complete, "config.yaml", "garbage")
     (stored / "config.yaml").unlink()
-    records = experiments.sweep(made.exp_file, "smoke", progress=False)
+    records = sweeps.sweep(made.exp_file, "smoke", progress=False)
     assert RunDir(stored).load_config() == made.cfg and [r["setting"] for r in records] == ["baseline", "twin"]
 
 
@@ -225,12 +227,12 @@ def test_the_recovery_from_a_damaged_config_keeps_the_run(made, tmp_path, root, 
 
 Reader = Callable[[RunDir, Made], object]
 READERS: dict[str, list[Reader]] = {
-    "config.yaml": [lambda run, made: run.load_config(), lambda run, made: experiments.plan_rows([made.exp_file], "smoke")],
+    "config.yaml": [lambda run, made: run.load_config(), lambda run, made: sweeps.plan_rows([made.exp_file], "smoke")],
     "metrics.npz": [lambda run, made: run.load_metrics()],
     "grad_norms.npz": [lambda run, made: run.load_grad_norms()],
     "histograms.npz": [lambda run, made: run.load_histograms()],
-    "eval.json": [lambda run, made: run.load_eval(), lambda run, made: experiments.load_records(made.exp_file, "smoke")],
-    "provenance.json": [lambda run, made: run.load_provenance(), lambda run, made: experiments.step_rates_here("smoke")],
+    "eval.json": [lambda run, made: run.load_eval(), lambda run, made: store.load_records(made.exp_file, "smoke")],
+    "provenance.json": [lambda run, made: run.load_provenance(), lambda run, made: sweeps.step_rates_here("smoke")],
 }
 
 
@@ -252,16 +254,17 @@ def test_readers_do_not_read_the_checkpoint_lock_or_status(made, root, name, kin
     for readers in READERS.values():
         for read in readers:
             read(run, made)
-    assert [r["setting"] for r in experiments.load_records(made.exp_file, "smoke")] == ["baseline"]
+    assert [r["setting"] for r in store.load_records(made.exp_file, "smoke")] == ["baseline"]
 
 
 @pytest.mark.parametrize("name", ["eval.json", "metrics.npz"])
 def test_summary_of_a_damaged_stored_run_is_one_error_line(made, root, capsys, name):
-    diagnosis = sorted((experiments.ROOT / "experiments" / "diagnosis").glob("*.yaml"))[0]  # `summary` reads these runs' metrics
-    exp = experiments.Experiment.load(diagnosis)
+    # `summary` reads these runs' metrics
+    diagnosis = sorted((experiment_file.ROOT / "experiments" / "diagnosis").glob("*.yaml"))[0]
+    exp = experiment_file.Experiment.load(diagnosis)
     setting = next(iter(exp.settings))
-    run = damaged_copy(made.complete, experiments.run_dir(exp, setting, exp.seeds[0], "smoke"), name, "garbage")
-    (_, _, cfg, _), = experiments.planned_runs(exp, "smoke", seeds=[exp.seeds[0]], settings=[setting])
+    run = damaged_copy(made.complete, experiment_file.run_dir(exp, setting, exp.seeds[0], "smoke"), name, "garbage")
+    (_, _, cfg, _), = experiment_file.planned_runs(exp, "smoke", seeds=[exp.seeds[0]], settings=[setting])
     write_yaml(run / "config.yaml", cfg.to_dict())  # the setting's own config: summary's store check passes it
     code, err = cli(capsys, "summary", "--profile", "smoke")
     assert_one_error_line(code, err, str(run / name), RECOVERY[name])
@@ -281,13 +284,13 @@ def test_a_sweep_never_copies_a_damaged_run(made, root, name, kind):
     file of that run stops the sweep with its error before anything is copied; a file it does not read (the
     checkpoint, which is not copied, the lock, the divergence record) does not."""
     source = stored_at(made, "baseline", made.complete, name, kind)
-    twin = experiments.run_dir(experiments.Experiment.load(made.exp_file), "twin", 0, "smoke")
+    twin = experiment_file.run_dir(experiment_file.Experiment.load(made.exp_file), "twin", 0, "smoke")
     if name in READ:
         with pytest.raises(RunFileError, match=re.escape(RECOVERY[name])) as caught:
-            experiments.sweep(made.exp_file, "smoke", progress=False)
+            sweeps.sweep(made.exp_file, "smoke", progress=False)
         assert str(source / name) in str(caught.value) and not twin.exists()
     else:
-        experiments.sweep(made.exp_file, "smoke", progress=False)
+        sweeps.sweep(made.exp_file, "smoke", progress=False)
         assert (twin / "metrics.npz").read_bytes() == (source / "metrics.npz").read_bytes()
         assert "copied_from" in RunDir(twin).load_provenance()
 

@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ftcl_core.study import diagnosis, experiments
+from ftcl_core.config import config_diff
+from ftcl_core.study import diagnosis, experiment_file, store, sweeps, table_verdicts
 from ftcl_core.study.checks import failures
 from ftcl_core.study.results import claims as verdicts
 
@@ -42,18 +43,18 @@ def test_a_concentrated_state_contracts_below_the_threshold_and_spreads_above(la
 
 
 def test_every_diagnosis_file_resolves_and_pairs_ft_with_a_baseline_of_the_same_recipe():
-    from ftcl_core.study import experiments
+    from ftcl_core.study import experiment_file
 
-    files = sorted((experiments.ROOT / "experiments" / "diagnosis").glob("*.yaml"))
+    files = sorted((experiment_file.ROOT / "experiments" / "diagnosis").glob("*.yaml"))
     assert files
     for path in files:
-        exp = experiments.Experiment.load(path)
+        exp = experiment_file.Experiment.load(path)
         assert len(exp.seeds) >= 3, path  # a claim needs three seeds
         for setting, reference in exp.compare.items():
             for profile in ("smoke", "cpu"):
-                a = experiments.resolve(experiments.base_for(exp, profile), exp.overrides(setting, 0), profile)
-                b = experiments.resolve(experiments.base_for(exp, profile), exp.overrides(reference, 0), profile)
-                diff = {k.split(".")[0] for k in experiments.config_diff(a, b)}
+                a = experiment_file.resolve(experiment_file.base_for(exp, profile), exp.overrides(setting, 0), profile)
+                b = experiment_file.resolve(experiment_file.base_for(exp, profile), exp.overrides(reference, 0), profile)
+                diff = {k.split(".")[0] for k in config_diff(a, b)}
                 assert diff == {"ft"}, (path, setting, diff)  # FT is the only difference
 
 
@@ -71,7 +72,7 @@ def test_a_comparison_near_the_ceiling_is_judged_on_the_error_scale_with_the_pap
     recs = [{"setting": s, "seed": i, "linear_top1": v}
             for s, vals in {"never": [96.5, 97.0, 97.0], "start 36": [99.3, 99.4, 99.35]}.items()
             for i, v in enumerate(vals)]
-    claim = diagnosis.stated_claim(experiments.ROOT / "experiments" / "diagnosis" / "start_long_v1.yaml", "start 36", "never")
+    claim = diagnosis.stated_claim(experiment_file.ROOT / "experiments" / "diagnosis" / "start_long_v1.yaml", "start 36", "never")
     assert claim.paper == (56.2, 62.9) and claim.effect == 6.7
     row = diagnosis.paired_comparison("start 36", recs, "never", "start 36", claim=claim)
     # on errors about a fifth of the baseline's, past the paper's 37.1 / 43.8 = 0.85
@@ -85,7 +86,6 @@ def test_a_comparison_near_the_ceiling_is_judged_on_the_error_scale_with_the_pap
 def test_diagnosis_csv_from_stored_runs(tmp_path, monkeypatch):
     import csv
 
-    from ftcl_core.study import experiments
 
     monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
     folder = tmp_path / "diag"
@@ -94,12 +94,12 @@ def test_diagnosis_csv_from_stored_runs(tmp_path, monkeypatch):
         "table: D-tiny\nquestion: '0. a test'\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0, 1]\n"
         "common: {train.epochs: 1}\nsettings:\n  baseline: {}\n  +pos: {ft.pos: true}\n"
         "compare: {+pos: baseline}\nclaims: {+pos: above}\n")
-    experiments.sweep(folder / "tiny.yaml", "smoke", progress=False)
+    sweeps.sweep(folder / "tiny.yaml", "smoke", progress=False)
     rows = diagnosis.diagnosis_rows(folder, "smoke")
     assert [(r["question"], r["setting"], r["n_seeds"]) for r in rows] == [("0. a test", "baseline", 2), ("0. a test", "+pos", 2)]
     assert rows[1]["reference"] == "baseline" and rows[1]["verdict"] == "undecided"  # 2 seeds: fewer than 3
     assert rows[1]["command"].endswith("tiny.yaml") and rows[1]["data"] == "shapes"
-    sig = diagnosis.representation_signature(experiments.load_records(folder / "tiny.yaml", "smoke"), "+pos")
+    sig = diagnosis.representation_signature(store.load_records(folder / "tiny.yaml", "smoke"), "+pos")
     assert sig["n_seeds"] == 2 and 1 <= sig["final_erank"] <= 32 and -1 <= sig["peak_neg_mean"] <= 1
     assert diagnosis.representation_signature([], "+pos")["n_seeds"] == 0
     out = diagnosis.write_diagnosis_csv(rows, tmp_path / "diagnosis.csv")
@@ -242,7 +242,6 @@ def test_gap_records_compare_ft_s_gain_at_two_lengths_by_seed():
 
 def test_switch_on_state_and_start_fractions_read_table7_style_runs(tmp_path, monkeypatch):
     from ftcl_core.runs import RunDir
-    from ftcl_core.study import experiments
 
     monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
     path = tmp_path / "start.yaml"
@@ -250,8 +249,8 @@ def test_switch_on_state_and_start_fractions_read_table7_style_runs(tmp_path, mo
         "table: D-start-tiny\nbase: {cpu: configs/smoke_moco_v2.yaml}\nseeds: [0]\n"
         "settings:\n  never: {}\n  start 0: {ft.pos: true}\n  start 1: {ft.pos: true, ft.start_epoch: 1}\n"
         "compare: {start 0: never, start 1: never}\nclaims: {start 0: above, start 1: above}\n")
-    experiments.sweep(path, "smoke", progress=False)
-    records = experiments.load_records(path, "smoke")
+    sweeps.sweep(path, "smoke", progress=False)
+    records = store.load_records(path, "smoke")
     rows = diagnosis.start_fraction_rows(path, records, "smoke")
     assert sorted(rows) == [0.0, 0.5]  # smoke trains 2 epochs: FT from epoch 1 starts half-way
     assert rows[0.5]["comparison"] == "start 1" and rows[0.5]["n_seeds"] == 1
@@ -296,11 +295,11 @@ def test_the_switch_on_checks_say_whether_the_collapse_level_marks_the_starts_th
 
 
 def test_the_baseline_checks_name_the_aims_a_paired_baseline_misses():
-    from ftcl_core.study import experiments
 
     def aim(setting, mean, ci, gain, n=3, data="shapes"):
         return {"data": data, "setting": setting, "mean": mean, "ci95": ci, "n_seeds": n, "gain": gain,
-                "gain_met": gain >= experiments.BASELINE_AIMS["gain"], "spread_met": ci <= experiments.BASELINE_AIMS["spread"]}
+                "gain_met": gain >= table_verdicts.BASELINE_AIMS["gain"],
+                "spread_met": ci <= table_verdicts.BASELINE_AIMS["spread"]}
 
     claims = ("v1 meets the bar", "v2 misses the spread only", "v2 reads out below v1")
     stored = diagnosis.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 55.7, 13.6, 35.5)])
@@ -574,10 +573,10 @@ def test_the_error_ratio_is_nan_without_baseline_errors():
 def test_headroom_csv_is_what_the_stored_map_gives(tmp_path):
     """results/headroom.csv lists every planned setting of the map (experiments/headroom/map_v1.yaml) once, reads
     "not run" where nothing is stored, judges stored claims on both scales, and is what the runs give today."""
-    from ftcl_core.study import experiments
+    from ftcl_core.study import experiment_file
 
     rows = diagnosis.headroom_rows()
-    exp = experiments.Experiment.load(experiments.ROOT / "experiments" / "headroom" / "map_v1.yaml")
+    exp = experiment_file.Experiment.load(experiment_file.ROOT / "experiments" / "headroom" / "map_v1.yaml")
     assert [r["setting"] for r in rows if r["table"] == exp.table] != [] and \
         sorted(r["setting"] for r in rows) == sorted(exp.settings)
     for r in rows:

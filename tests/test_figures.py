@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from ftcl_core.pages import plotting  # noqa: E402
-from ftcl_core.study import experiments  # noqa: E402
+from ftcl_core.study import experiment_file  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
@@ -38,8 +38,8 @@ def fake_metrics(steps: int = 240, steps_per_epoch: int = 8, seed: int = 0) -> d
     return m
 
 
-def fake_summary(exp: experiments.Experiment, pixels: bool = False) -> dict[str, dict[str, float]]:
-    """:func:`experiments.summarize` of an experiment with every setting stored (readouts near the top of the axis,
+def fake_summary(exp: experiment_file.Experiment, pixels: bool = False) -> dict[str, dict[str, float]]:
+    """:func:`table_verdicts.summarize` of an experiment with every setting stored (readouts near the top of the axis,
     where a legend inside the frame would sit on them)."""
     out = {}
     for i, s in enumerate(exp.settings):
@@ -120,7 +120,7 @@ LAYERS = ["backbone.stem.0", "backbone.stem.1", *(f"backbone.layers.{i}.{part}" 
 MOMENTA = {f"m={m}": fake_metrics(seed=i) for i, m in enumerate((0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 0.999, 1.0))}
 TABLE5 = {s: fake_metrics(seed=i) for i, s in enumerate(("v1 baseline", "v1 +pos", "v1 +neg", "v1 +both",
                                                          "v1 +both_dim"))}
-EXPERIMENT = {name: experiments.Experiment.load(f"experiments/{name}.yaml") for name in (
+EXPERIMENT = {name: experiment_file.Experiment.load(f"experiments/{name}.yaml") for name in (
     "table1_momentum", "table1_momentum_fmnist", "table7_ft_v1", "supp_f_renorm", "supp_g_negatives",
     "table2_alpha_ex", "table5_queue", "table7_simclr", "supp_e_byol", "table7_simsiam", "table7_swav")}
 CHAPTER6_GRID = ["table2_alpha_ex", "supp_f_renorm", "supp_g_negatives", "table5_queue", "table7_ft_v1"]

@@ -12,13 +12,13 @@ import re
 import pytest
 import yaml
 
-from ftcl_core.study import experiments, findings
+from ftcl_core.study import experiment_file, findings, table_verdicts
 from ftcl_core.study.results import claims
 from ftcl_core.study.results.numbers import plus_minus
 
-pytestmark = pytest.mark.skipif(not (experiments.STORED / "T7").is_dir(), reason="no stored cpu runs")
+pytestmark = pytest.mark.skipif(not (experiment_file.STORED / "T7").is_dir(), reason="no stored cpu runs")
 
-BOOK = experiments.ROOT / "book"
+BOOK = experiment_file.ROOT / "book"
 FINDINGS_MD = BOOK / "findings.md"
 CHECKS_COMMENT = re.compile(r"<!-- checks: ([^>]*?) -->")
 GLUE = re.compile(r"\{glue:text\}`(?:([\w.]+)::)?(\w+)(?::s)?`")
@@ -40,7 +40,7 @@ def answer_markdown() -> str:
 
 
 def tool():
-    spec = importlib.util.spec_from_file_location("readme_findings", experiments.ROOT / "tools" / "readme_findings.py")
+    spec = importlib.util.spec_from_file_location("readme_findings", experiment_file.ROOT / "tools" / "readme_findings.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -67,8 +67,8 @@ def _row(table: str, setting: str, reference: str):
 def _comparison(ev: findings.Evidence, table: str, setting: str, reference: str):
     """Every summary row of the comparison ``setting`` against ``reference`` in ``table`` is (tables share runs: T7's
     v1 +both is T6's start 0, counted once, under whichever table comes first)."""
-    key = experiments.comparison_key(next(r for r in ev.summary if _row(table, setting, reference)(r)))
-    return lambda r: experiments.comparison_key(r) == key
+    key = table_verdicts.comparison_key(next(r for r in ev.summary if _row(table, setting, reference)(r)))
+    return lambda r: table_verdicts.comparison_key(r) == key
 
 
 def _cell(ev: findings.Evidence, label: str, f: float, knn: bool = False, **change) -> findings.Evidence:
@@ -244,7 +244,7 @@ def test_facts_are_the_stored_numbers_formatted_once(ev):
     cell = ev.phase["shapes, 120 epochs"][0.3]
     assert facts[findings.cell_key("shapes, 120 epochs", 0.3)] == plus_minus(cell["diff"], cell["ci95"], signed=True)
     assert findings.cell_key("Fashion-MNIST, 30 epochs", 0.8, knn=True) == "phase_knn_fmnist_30_80"
-    counts = experiments.tally(list(ev.summary))["all"]["ft"]
+    counts = table_verdicts.tally(list(ev.summary))["all"]["ft"]
     assert sum(int(facts[f"claims_{k}"]) for k in findings.TALLY_KEYS.values()) == int(facts["claims"]) == sum(counts.values())
     assert all(isinstance(v, str) for v in facts.values())
 
@@ -286,7 +286,7 @@ def test_every_glued_name_is_a_fact_chapter_7_glues(ev):
 def test_the_findings_open_reproduce_the_index_and_chapter_1_link_them_and_their_links_name_chapter_labels():
     """The findings show once in the book, as Reproduce's first page; the index and chapter 1 point there instead of
     repeating them."""
-    toc = yaml.safe_load((experiments.ROOT / "_toc.yml").read_text())
+    toc = yaml.safe_load((experiment_file.ROOT / "_toc.yml").read_text())
     reproduce = next(p for p in toc["parts"] if p["caption"] == "Reproduce")
     assert reproduce["chapters"][0]["file"] == "book/findings"
     for text in ((BOOK / "index.md").read_text(), (BOOK / "src" / "01_introduction.py").read_text()):
@@ -300,16 +300,16 @@ def test_the_findings_open_reproduce_the_index_and_chapter_1_link_them_and_their
 def test_the_readmes_findings_are_what_the_script_writes(ev):
     """README.md holds book/findings.md with the stored runs' numbers filled in: stale, this fails (run
     ``python tools/readme_findings.py`` or ``python -m ftcl_core summary``)."""
-    readme = (experiments.ROOT / "README.md").read_text()
+    readme = (experiment_file.ROOT / "README.md").read_text()
     block = tool().block(ev)
     assert block in readme, "README's findings are stale: run `python tools/readme_findings.py`"
     assert "{glue" not in block and "](#" not in block
-    assert (experiments.ROOT / findings.FIGURE).is_file()
+    assert (experiment_file.ROOT / findings.FIGURE).is_file()
 
 
 def test_the_script_finds_a_stale_readme_and_rewrites_only_its_block(tmp_path):
     readme = tmp_path / "README.md"
-    current = (experiments.ROOT / "README.md").read_text()
+    current = (experiment_file.ROOT / "README.md").read_text()
     readme.write_text(current)
     script = tool()
     assert script.main(["--check", "--readme", str(readme)]) == 0

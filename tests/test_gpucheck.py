@@ -129,7 +129,7 @@ def test_the_one_prepared_device_command_is_valid_and_its_jobs_resolve():
     """tools/device_lease.sh parses, asks the GPU check only for parts it has, and every job of tools/device_jobs.tsv
     names a stored experiment's setting and seed, in groups of a baseline and its arms (stopped together)."""
     from benchmarks.gpucheck.setting import PARTS
-    from ftcl_core.study import experiments
+    from ftcl_core.study import experiment_file
 
     script = (ROOT / "tools/device_lease.sh").read_text()
     assert subprocess.run(["bash", "-n", str(ROOT / "tools/device_lease.sh")]).returncode == 0
@@ -144,7 +144,7 @@ def test_the_one_prepared_device_command_is_valid_and_its_jobs_resolve():
         groups.setdefault(job[3], []).append(job[:3])
     assert sum(len(g) for g in groups.values()) == len(jobs)
     for (path, base, seed), *arms in groups.values():  # a baseline, then the arms compared with it
-        exp = experiments.Experiment.load(ROOT / path)
+        exp = experiment_file.Experiment.load(ROOT / path)
         assert base in exp.settings and int(seed) in exp.seeds and arms
         for path2, setting2, seed2 in arms:
             assert (path2, seed2) == (path, seed) and exp.compare[setting2] == base

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ftcl_core.config import ConfigError, load_config
-from ftcl_core.study.experiments import Experiment
+from ftcl_core.study.experiment_file import Experiment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -121,14 +121,14 @@ def test_a_file_given_after_seeds_is_named_as_misplaced():
 
 def test_a_seed_or_setting_given_twice_is_refused_before_a_run_counts_twice(tmp_path, monkeypatch):
     """Hostile round 4: ``--seeds 0 0`` or ``--settings baseline baseline`` would count one run as two."""
-    from ftcl_core.study import experiments
-    from ftcl_core.study.experiments import seed_list
+    from ftcl_core.study import sweeps
+    from ftcl_core.study.experiment_file import seed_list
 
     with pytest.raises(ConfigError, match="twice"):
         seed_list([0, 0])
     monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "runs"))
     with pytest.raises(ConfigError, match="twice"):
-        experiments.sweep("experiments/table7_ft_v1.yaml", "smoke", [0], ["v1 baseline", "v1 baseline"], progress=False)
+        sweeps.sweep("experiments/table7_ft_v1.yaml", "smoke", [0], ["v1 baseline", "v1 baseline"], progress=False)
     assert not (tmp_path / "runs").exists()
 
 
@@ -164,12 +164,12 @@ def test_summary_of_a_store_elsewhere_leaves_the_committed_results_alone(tmp_pat
 # ---- round 4, the rest: inputs a user types that ran something other than was asked, or failed without the fix ------
 
 def test_sweep_refuses_settings_that_name_nothing(tmp_path, capsys):
-    from ftcl_core.study import cli, experiments
+    from ftcl_core.study import cli, sweeps
 
     rc = cli.main(["sweep", "experiments/table1_momentum.yaml", "--profile", "smoke", "--settings"])
     assert rc == 2 and "--settings names no setting" in capsys.readouterr().err
-    with pytest.raises(experiments.ConfigError, match="names no setting"):
-        experiments.sweep("experiments/table1_momentum.yaml", "smoke", [0], [])
+    with pytest.raises(ConfigError, match="names no setting"):
+        sweeps.sweep("experiments/table1_momentum.yaml", "smoke", [0], [])
 
 
 @pytest.mark.parametrize("tau", [float("nan"), float("inf"), 0.0, -0.2, True, "0.2"])

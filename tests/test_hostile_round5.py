@@ -18,7 +18,8 @@ from test_hostile_inputs import assert_one_line, cli, own_registry  # noqa: F401
 from ftcl_core.__main__ import EXIT_ERROR
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.runs import RunDir, RunFileError
-from ftcl_core.study.experiments import Experiment, check_store, planned_runs
+from ftcl_core.study.experiment_file import Experiment, planned_runs
+from ftcl_core.study.store import check_store
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = "configs/smoke_moco_v2.yaml"

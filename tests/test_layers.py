@@ -60,7 +60,9 @@ def test_the_layers_hold_the_files_they_should():
     assert {"ftcl_core.training", "ftcl_core.config", "ftcl_core.methods", "ftcl_core.methods.moco"} <= names
     assert not names & {"ftcl_core.experiments", "ftcl_core.plotting", "ftcl_core.profiling", "ftcl_core.results",
                         "ftcl_core.methods.moco_diagnosis", "ftcl_core.diagnosis", "ftcl_core.threads"}
-    assert {"ftcl_core.study.experiments", "ftcl_core.study.moco_diagnosis", "ftcl_core.study.cli", "ftcl_core.study.threads",
+    assert {"ftcl_core.study.experiment_file", "ftcl_core.study.store", "ftcl_core.study.sweeps",
+            "ftcl_core.study.table_verdicts", "ftcl_core.study.readings", "ftcl_core.study.moco_diagnosis",
+            "ftcl_core.study.cli", "ftcl_core.study.threads",
             "ftcl_core.study.replay", "ftcl_core.study.fashion_mnist"} <= {_name(p) for p in STUDY}
     assert "ftcl_core.pages.plotting" in {_name(p) for p in PAGES}
     assert (PACKAGE.parent / "benchmarks" / "profiling.py").is_file() and not (PACKAGE / "profiling.py").exists()
@@ -159,3 +161,18 @@ def test_an_observer_hears_the_steps_phases_and_checkpoints(tmp_path):
     first = log.events[: log.events.index(("step", 1))]
     assert [e[1] for e in first if e[0] == "phase"] == ["augment", "forward", "ft_loss", "backward", "statistics",
                                                         "optimizer"]
+
+
+def test_reading_stored_runs_never_imports_training():
+    """Every page module, and the study's modules that read stored runs, import no training code (issue 67): a page
+    that draws stored runs does not load the loop that trains them (a chapter under the smoke profile trains its
+    missing runs through :func:`ftcl_core.study.sweeps.sweep`, which loads the loop only when it trains); and the
+    store, the verdicts and the readings do not reach the sweep at all."""
+    pages = ("import importlib, pkgutil\nimport ftcl_core.pages as pages\n"
+             "for m in pkgutil.iter_modules(pages.__path__):\n    importlib.import_module('ftcl_core.pages.' + m.name)\n")
+    readers = "import ftcl_core.study.store, ftcl_core.study.table_verdicts, ftcl_core.study.readings\n"
+    for code, banned in ((pages, ("ftcl_core.training",)), (readers, ("ftcl_core.training", "ftcl_core.study.sweeps"))):
+        shown = f"import sys\n{code}print([m for m in sys.modules if m in {banned!r}])\n"
+        out = subprocess.run([sys.executable, "-c", shown], capture_output=True, text=True, check=True,
+                             cwd=PACKAGE.parent)
+        assert out.stdout.strip() == "[]", (code, out.stdout)

@@ -101,17 +101,17 @@ def test_every_stored_run_is_what_its_experiment_file_asks_for():
     import yaml
 
     from ftcl_core.config import config_diff
-    from ftcl_core.study import experiments
+    from ftcl_core.study import experiment_file
 
     checked = 0
     for path in sorted((ROOT / "experiments").glob("*.yaml")):
-        exp = experiments.Experiment.load(path)
+        exp = experiment_file.Experiment.load(path)
         for name, overrides in exp.settings.items():
-            for seed_dir in sorted(experiments.run_dir(exp, name, 0, "cpu").parent.glob("seed*")):
+            for seed_dir in sorted(experiment_file.run_dir(exp, name, 0, "cpu").parent.glob("seed*")):
                 if not (seed_dir / "eval.json").is_file():
                     continue
                 seed = int(seed_dir.name.removeprefix("seed"))
-                cfg = experiments.resolve(experiments.base_for(exp, "cpu"), {**overrides, "seed": seed}, "cpu")
+                cfg = experiment_file.resolve(experiment_file.base_for(exp, "cpu"), {**overrides, "seed": seed}, "cpu")
                 stored = yaml.safe_load((seed_dir / "config.yaml").read_text())
                 assert not config_diff(cfg, stored), f"{seed_dir}: {config_diff(cfg, stored)}"
                 checked += 1
@@ -121,25 +121,25 @@ def test_every_stored_run_is_what_its_experiment_file_asks_for():
 
 def test_a_setting_value_can_depend_on_the_profile():
     from ftcl_core.config import ConfigError
-    from ftcl_core.study import experiments
+    from ftcl_core.study import experiment_file
 
     two_k = {"moco.queue_size": {"cpu": 8192, "gpu": 131072}}
-    assert experiments.resolve("configs/cpu_moco_v1.yaml", two_k, "cpu").moco.queue_size == 8192
-    assert experiments.resolve("configs/gpu_in100_moco_v1_r50.yaml", two_k, "gpu").moco.queue_size == 131072
-    assert experiments.resolve("configs/cpu_moco_v1.yaml", two_k, "smoke").moco.queue_size == 8192 // 32
+    assert experiment_file.resolve("configs/cpu_moco_v1.yaml", two_k, "cpu").moco.queue_size == 8192
+    assert experiment_file.resolve("configs/gpu_in100_moco_v1_r50.yaml", two_k, "gpu").moco.queue_size == 131072
+    assert experiment_file.resolve("configs/cpu_moco_v1.yaml", two_k, "smoke").moco.queue_size == 8192 // 32
     start = {"ft.pos": True, "ft.start_epoch": {"cpu": 9, "smoke": 1}}
-    assert experiments.resolve("configs/cpu_moco_v1.yaml", start, "smoke").ft.start_epoch == 1
+    assert experiment_file.resolve("configs/cpu_moco_v1.yaml", start, "smoke").ft.start_epoch == 1
     with pytest.raises(ConfigError, match="no entry for the 'gpu' profile"):
-        experiments.resolve("configs/gpu_in100_moco_v1_r50.yaml", start, "gpu")
+        experiment_file.resolve("configs/gpu_in100_moco_v1_r50.yaml", start, "gpu")
 
 
 @pytest.mark.skipif(not (ROOT / "results" / "summary.csv").is_file(), reason="no summary yet")
 def test_summary_is_regenerated_from_the_stored_runs(tmp_path, monkeypatch):
     """results/summary.csv is what the stored runs give today, so no number of it can go stale (the README's copy of
     the findings: tests/test_findings.py)."""
-    from ftcl_core.study import experiments
+    from ftcl_core.study import table_verdicts
 
     monkeypatch.delenv("FTCL_RUNS_ROOT", raising=False)  # the committed runs, wherever a user keeps theirs
-    fresh = experiments.write_summary("cpu", out=tmp_path / "summary.csv")
+    fresh = table_verdicts.write_summary("cpu", out=tmp_path / "summary.csv")
     stored = ROOT / "results" / "summary.csv"
     assert fresh.read_text() == stored.read_text(), "results/summary.csv is stale: run `python -m ftcl_core summary`"

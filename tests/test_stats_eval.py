@@ -124,12 +124,12 @@ def test_signature_facts_count_lost_and_passing_rows_and_their_checks_flip():
 def test_signature_rows_read_each_settings_lowest_seed_against_the_files_baseline():
     """Chapter 6's table on the stored runs: a comparison chain (T3's extrapolation against interpolation) leads to
     the file's baseline, and the checks hold."""
-    from ftcl_core.study import experiments
+    from ftcl_core.study import experiment_file, store
     from ftcl_core.study.checks import failures
     from ftcl_core.study.signatures import CHECKS, signature_facts, signature_rows
 
     path = "experiments/table3_interp_vs_extrap.yaml"
-    rows = signature_rows({path: experiments.load_records(path, "cpu", experiments.STORED)})
+    rows = signature_rows({path: store.load_records(path, "cpu", experiment_file.STORED)})
     if not rows:
         pytest.skip("no stored runs of Table 3")
     base = next(r for r in rows if r["setting"] == "baseline")
@@ -137,8 +137,8 @@ def test_signature_rows_read_each_settings_lowest_seed_against_the_files_baselin
     assert all(r["baseline"] == base["linear"] for r in rows if r is not base)
     assert all(r["first_step_above"] is None or r["first_step_above"] >= 0 for r in rows)
     paths = ["experiments/table7_ft_v1.yaml", "experiments/table7_ft_v2_fmnist.yaml", "experiments/supp_g_negatives.yaml"]
-    assert not failures(CHECKS, signature_facts(signature_rows({p: experiments.load_records(p, "cpu",
-                                                                                            experiments.STORED) for p in paths})))
+    records = {p: store.load_records(p, "cpu", experiment_file.STORED) for p in paths}
+    assert not failures(CHECKS, signature_facts(signature_rows(records)))
 
 
 def test_screen_prints_the_collapse_signature_of_a_few_steps(capsys):

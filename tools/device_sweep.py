@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, sweeps
 
 
 @dataclass
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", nargs="*", default=["device=cuda"], dest="execution")
     ap.add_argument("--runs-root", default=os.environ.get("FTCL_RUNS_ROOT", "/tmp/ftcl_runs"))
     ap.add_argument("--poll-s", type=float, default=5.0)
-    ap.add_argument("--stored-root", default=str(experiments.ROOT / "results" / "cpu"),
+    ap.add_argument("--stored-root", default=str(experiment_file.ROOT / "results" / "cpu"),
                     help="the committed runs: a job whose run is complete there is not trained again (state 'stored')")
     ap.add_argument("--group-size", type=int, default=2,
                     help="consecutive jobs without a GROUP that only count together (a baseline and its FT arm)")
@@ -100,12 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["FTCL_RUNS_ROOT"] = args.runs_root
     jobs = []
     for i, (path, setting, seed, *group) in enumerate(args.job):
-        exp = experiments.Experiment.load(path)
-        cfg = experiments.resolve(experiments.base_for(exp, "cpu"), exp.overrides(setting, int(seed)), "cpu")
+        exp = experiment_file.Experiment.load(path)
+        cfg = experiment_file.resolve(experiment_file.base_for(exp, "cpu"), exp.overrides(setting, int(seed)), "cpu")
         job = Job(i, path, setting, int(seed), group=group[0] if group else f"#{i // args.group_size}",
-                  folder=experiments.run_dir(exp, setting, int(seed),
-                                             "cpu"), epochs=cfg.train.epochs, steps=experiments.planned_steps(cfg))
-        if RunDir(experiments.run_dir(exp, setting, int(seed), "cpu", root=args.stored_root)).is_complete():
+                  folder=experiment_file.run_dir(exp, setting, int(seed),
+                                             "cpu"), epochs=cfg.train.epochs, steps=sweeps.planned_steps(cfg))
+        if RunDir(experiment_file.run_dir(exp, setting, int(seed), "cpu", root=args.stored_root)).is_complete():
             job.state, job.why = "stored", f"complete under {args.stored_root} (trained elsewhere, e.g. on a CPU)"
             print(f"job {i}: {setting} seed {seed} is stored already; not trained", flush=True)
         jobs.append(job)

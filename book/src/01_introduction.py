@@ -185,13 +185,13 @@ print(f"{threads} thread{'s' if threads != 1 else ''}, profile {profile}")
 from IPython.display import display
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, readings
 
-exp = experiments.Experiment.load("experiments/table7_ft_v2.yaml")
-run = RunDir(experiments.run_dir(exp, "v2 baseline", 0, "cpu", experiments.STORED))  # the stored cpu run, whatever profile this page ran with
-recipe = experiments.recipe_rows(run.load_config(), ("data.name", "data.n_train", "data.image_size", "augment.out_size",
+exp = experiment_file.Experiment.load("experiments/table7_ft_v2.yaml")
+run = RunDir(experiment_file.run_dir(exp, "v2 baseline", 0, "cpu", experiment_file.STORED))  # the stored cpu run, whatever profile this page ran with
+recipe = readings.recipe_rows(run.load_config(), ("data.name", "data.n_train", "data.image_size", "augment.out_size",
                                            "model.encoder", "moco.queue_size", "train.batch_size", "train.epochs"))
-display(markup.html_table(["setting", "value"], recipe, caption=f"The stored run's recipe ({experiments.base_for(exp, 'cpu')}; "
+display(markup.html_table(["setting", "value"], recipe, caption=f"The stored run's recipe ({experiment_file.base_for(exp, 'cpu')}; "
                                                            "the whole config is the run folder's config.yaml)"))
 ev, prov = run.load_eval(), run.load_provenance()
 n_steps = len(run.load_metrics()["loss"])

@@ -34,29 +34,29 @@ from IPython.display import display
 from ftcl_core.pages import markup, plotting
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.runs import RunDir
-from ftcl_core.study import checks, diagnosis, experiments
+from ftcl_core.study import checks, diagnosis, experiment_file, readings, store, sweeps, table_verdicts
 
 # the experiment file's setting names ("m=0.9"); kept out of the parameters cell, whose lines papermill parses
 settings, shown_if_stored, landscapes = ([f"m={m}" for m in ms] for ms in (momenta, momenta_if_stored, landscape_momenta))
-exp = experiments.Experiment.load("experiments/table1_momentum.yaml")
-records = experiments.sweep(exp.path, profile, seeds=seeds, settings=settings, progress=False)
+exp = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
+records = sweeps.sweep(exp.path, profile, seeds=seeds, settings=settings, progress=False)
 if profile != "smoke":
-    records += [r for r in experiments.load_records(exp.path, profile) if r["setting"] in shown_if_stored and r["seed"] in seeds]
+    records += [r for r in store.load_records(exp.path, profile) if r["setting"] in shown_if_stored and r["seed"] in seeds]
 records.sort(key=lambda r: (list(exp.settings).index(r["setting"]), r["seed"]))
-summary = experiments.summarize(records)
+summary = table_verdicts.summarize(records)
 metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["seed"] == seeds[0]}
 
 
 def caption(exp, records):
     """A table's caption: what :func:`ftcl_core.experiments.table_facts` names, and how to read its columns."""
-    t = experiments.table_facts(exp, profile, records)
+    t = table_verdicts.table_facts(exp, profile, records)
     kind = {"calibrated": " (calibrated without FT)", "original": " (original recipe, not calibrated)"}
     return (f"{t['table']}: {t['title']}. {t['data']}; recipe {t['recipe']}{kind.get(t['recipe_kind'], '')}. ours: "
             "linear top-1 % (mean ± 95 % CI over n seeds); Δ: the paired difference against the row or reference named "
             "under 'vs', in points; paper: the paper's top-1 % on ImageNet-100 (the paper has no run on these data)")
 # the runs the chapter's authored reading rests on: the stored runs of the cpu profile at the experiment's seeds,
 # whatever profile and seeds this page ran with (the tables above show this run's)
-stored = sorted((r for r in experiments.load_records(exp.path, "cpu", experiments.STORED)
+stored = sorted((r for r in store.load_records(exp.path, "cpu", experiment_file.STORED)
                  if r["setting"] in settings + shown_if_stored and r["seed"] in exp.seeds),
                 key=lambda r: (list(exp.settings).index(r["setting"]), r["seed"]))
 
@@ -95,7 +95,7 @@ display(markup.source_code(ema_update))
 SPLIT = ((["sanity"], "each momentum against the same seed's random-init encoder"),
          (["ordering"], "each momentum against the next smaller one"))
 for kinds, rows_are in SPLIT:
-    _, header, cells = experiments.table_cells(exp, records, kinds)
+    _, header, cells = table_verdicts.table_cells(exp, records, kinds)
     display(markup.html_table(header, cells, caption=f"{caption(exp, records)}. Rows: {rows_are}"))
 plotting.experiment_bars(exp, summary)
 plt.show()
@@ -126,13 +126,13 @@ plt.show()
 # **What the runs say.** The paragraphs below read the stored runs of the `cpu` profile.
 
 # %% tags=["remove-cell"]
-ends = experiments.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in stored if r["seed"] == exp.seeds[0]},
+ends = readings.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in stored if r["seed"] == exp.seeds[0]},
                           exp.seeds[0])
 glue_facts("ends_", ends)
-checks.expect(experiments.CHECKS, ends, "the frozen key encoder's views agree least")
-momentum = experiments.momentum_facts(exp, stored)
+checks.expect(readings.CHECKS, ends, "the frozen key encoder's views agree least")
+momentum = readings.momentum_facts(exp, stored)
 glue_facts("mom_", momentum)
-checks.expect(experiments.CHECKS, momentum, "every momentum has 3 seeds", "every learning momentum learns as the paper says",
+checks.expect(readings.CHECKS, momentum, "every momentum has 3 seeds", "every learning momentum learns as the paper says",
               "the collapse is not reproduced",
               "no learning momentum is below the collapse edge", "the step from collapse to learning is not seen")
 
@@ -166,17 +166,17 @@ import csv
 import math
 
 by_seed = {s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in stored if r["setting"] == s} for s in ("m=0.9", "m=0.99")}
-hard = experiments.harder_positive_facts(by_seed)
+hard = readings.harder_positive_facts(by_seed)
 glue_facts("hard_", hard)
-checks.expect(experiments.CHECKS, hard, "a larger momentum makes the positives harder")
-cfg_099 = experiments.resolve(experiments.base_for(exp, "cpu"), exp.settings["m=0.99"], "cpu")
+checks.expect(readings.CHECKS, hard, "a larger momentum makes the positives harder")
+cfg_099 = experiment_file.resolve(experiment_file.base_for(exp, "cpu"), exp.settings["m=0.99"], "cpu")
 per_epoch = cfg_099.data.n_train // cfg_099.train.batch_size  # optimiser steps in one epoch of the stored runs
 half_life = {m: math.log(2) / -math.log(m) for m in (0.99, 0.999)}  # eq. 2: m**t = 1/2
 glue_facts("ema_", {"steps_per_epoch": str(per_epoch), "epochs": str(cfg_099.train.epochs), **{f"half_{str(m)[2:]}": f"{t:.0f}" for m, t in half_life.items()},
                     **{f"half_{str(m)[2:]}_epochs": f"{t / per_epoch:.0f}" for m, t in half_life.items()}})
-rise = experiments.claim_facts(list(csv.DictReader((experiments.ROOT / "results" / "summary.csv").open())), "T1", "m=0.99")
+rise = readings.claim_facts(list(csv.DictReader((experiment_file.ROOT / "results" / "summary.csv").open())), "T1", "m=0.99")
 glue_facts("rise_", rise)
-checks.expect(experiments.CLAIM_CHECKS, rise, "matches: the interval holds the paper's effect and excludes zero")
+checks.expect(readings.CLAIM_CHECKS, rise, "matches: the interval holds the paper's effect and excludes zero")
 
 # %% [markdown]
 # The same happens here. Averaged over the whole run, Mean(pos) reads {glue:md}`hard_pos_easy` at m = 0.9 and
@@ -199,21 +199,21 @@ checks.expect(experiments.CLAIM_CHECKS, rise, "matches: the interval holds the p
 # Stored runs only (never trained here; `python -m ftcl_core sweep experiments/table1_momentum_fmnist.yaml`).
 
 # %%
-fm_exp = experiments.Experiment.load("experiments/table1_momentum_fmnist.yaml")
-fm_records = experiments.load_records(fm_exp.path, profile) if profile != "smoke" else []
+fm_exp = experiment_file.Experiment.load("experiments/table1_momentum_fmnist.yaml")
+fm_records = store.load_records(fm_exp.path, profile) if profile != "smoke" else []
 if fm_records:
     for kinds, rows_are in SPLIT:
-        _, header, cells = experiments.table_cells(fm_exp, fm_records, kinds)
+        _, header, cells = table_verdicts.table_cells(fm_exp, fm_records, kinds)
         display(markup.html_table(header, cells, caption=f"{caption(fm_exp, fm_records)}. Rows: {rows_are}"))
-    plotting.experiment_bars(fm_exp, experiments.summarize(fm_records))
+    plotting.experiment_bars(fm_exp, table_verdicts.summarize(fm_records))
     plt.show()
 else:
     display(markup.markdown_html("No stored runs of `experiments/table1_momentum_fmnist.yaml` for this profile yet."))
 
 # %% tags=["remove-cell"]
-fm_momentum = experiments.momentum_facts(fm_exp, fm_records if profile == "cpu" else experiments.load_records(fm_exp.path, "cpu", experiments.STORED))
+fm_momentum = readings.momentum_facts(fm_exp, fm_records if profile == "cpu" else store.load_records(fm_exp.path, "cpu", experiment_file.STORED))
 glue_facts("fm_", fm_momentum)
-checks.expect(experiments.CHECKS, fm_momentum, "every momentum has 3 seeds", "every learning momentum learns as the paper says",
+checks.expect(readings.CHECKS, fm_momentum, "every momentum has 3 seeds", "every learning momentum learns as the paper says",
               "the collapse is undecided",
               "every learning momentum is above the collapse edge", "the collapsing momenta are below the raw pixels")
 

@@ -44,18 +44,18 @@ from IPython.display import display
 
 from ftcl_core.pages import markup, plotting
 from ftcl_core.runs import RunDir
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, readings, store, sweeps, table_verdicts
 
 records = {}
 for path in train:  # the seeds asked for are trained when missing; other stored seeds are shown too
-    records[path] = experiments.collect(path, profile, seeds)
+    records[path] = sweeps.collect(path, profile, seeds)
 for path in show:  # every stored run, never trained here
-    found = experiments.load_records(path, profile) if profile != "smoke" else []
+    found = store.load_records(path, profile) if profile != "smoke" else []
     if found:
         records[path] = found
 
 
-summaries = {path: experiments.summarize(recs) for path, recs in records.items()}
+summaries = {path: table_verdicts.summarize(recs) for path, recs in records.items()}
 
 # %% [markdown]
 # ## FT inside the loss, in code
@@ -89,7 +89,7 @@ display(markup.source_code(losses.moco_ft_logits, collapsed="moco_ft_logits: whe
 
 # %%
 path = train[0]
-exp, s = experiments.Experiment.load(path), summaries[path]
+exp, s = experiment_file.Experiment.load(path), summaries[path]
 plotting.experiment_bars(exp, s)
 plt.show()
 
@@ -117,7 +117,7 @@ findings.expect(stored_ev, "positive-mixing-costs")
 # %%
 others = [p for p in records if p != train[0]]
 if others:
-    plotting.experiment_grid([(experiments.Experiment.load(path), summaries[path]) for path in others])
+    plotting.experiment_grid([(experiment_file.Experiment.load(path), summaries[path]) for path in others])
     plt.show()
 
 # %% [markdown]
@@ -159,7 +159,7 @@ plt.show()
 # %% tags=["remove-cell"]
 undone = stored_ev.undone  # the mechanism's facts, read from the stored Table 7 runs with the evidence above
 glue_facts("undone_", undone)
-checks.expect(experiments.CHECKS, undone, "the encoder undoes the harder positive", "the encoder crowds the images together")
+checks.expect(readings.CHECKS, undone, "the encoder undoes the harder positive", "the encoder crowds the images together")
 
 # %% [markdown]
 # **The encoder undoes the harder positive, and crowds every image together to do it.** Look at {term}`Mean(pos)`
@@ -210,7 +210,7 @@ markup.html_table(["table", "setting", "linear", "gain kept (%)", "Mean(neg) > 0
              collapsed=f"The collapse signature of every stored setting ({len(sig_rows)} settings)")
 
 # %% tags=["remove-cell"]
-stored_records = {path: experiments.load_records(path, "cpu", experiments.STORED) for path in [*train, *show]}
+stored_records = {path: store.load_records(path, "cpu", experiment_file.STORED) for path in [*train, *show]}
 sig = signatures.signature_facts(signatures.signature_rows(stored_records))
 glue_facts("sig_", sig)
 checks.expect(signatures.CHECKS, sig, "some rows lose their readout without passing the level",
@@ -242,7 +242,7 @@ from ftcl_core.study import curves
 
 # the authored reading rests on the stored cpu runs of seed 0, whatever profile this page ran with
 stored_pair = {r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"]
-               for r in experiments.load_records(train[0], "cpu", experiments.STORED) if r["seed"] == 0 and r["setting"] in ("v1 baseline", "v1 +both")}
+               for r in store.load_records(train[0], "cpu", experiment_file.STORED) if r["seed"] == 0 and r["setting"] in ("v1 baseline", "v1 +both")}
 both_swing = curves.grad_swing_facts(stored_pair)
 glue_facts("swing_", both_swing)
 checks.expect(curves.CHECKS, both_swing, "FT swings more than its baseline")

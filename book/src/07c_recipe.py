@@ -20,7 +20,7 @@ from IPython.display import display
 
 from ftcl_core.pages import markup, plotting, tables
 from ftcl_core.pages.glue import glue_checked, glue_facts
-from ftcl_core.study import calibration, checks, diagnosis, experiments, findings
+from ftcl_core.study import calibration, checks, diagnosis, experiment_file, findings, store, table_verdicts
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 paths = diagnosis.FIRST_STEP_EXPERIMENTS
@@ -52,7 +52,7 @@ findings.expect(stored, "first-step-costs")
 rows = []
 for version, key, path in (("v1", "recipe", "experiments/table7_ft_v1.yaml"),
                            ("v2", "recipe v2", "experiments/table7_ft_v2.yaml")):
-    original = experiments.original_recipe_records(path, profile) if profile != "smoke" else []
+    original = store.original_recipe_records(path, profile) if profile != "smoke" else []
     rows.append(diagnosis.paired_comparison(f"MoCo {version}, original recipe", original, f"{version} baseline",
                                     f"{version} +both", claim=diagnosis.stated_claim(path, f"{version} +both", f"{version} baseline")))
     rows.append({**ev.first_step[key], "comparison": f"MoCo {version}, calibrated recipe"})
@@ -61,7 +61,7 @@ display(tables.comparison_table(rows, "Linear top-1 (%), mean over seeds; Δ pai
 
 # %% tags=["remove-cell"]
 comparison("cal_", stored.first_step["recipe"], "costs")
-baselines = diagnosis.baseline_facts(experiments.baseline_aims(list(stored.summary)))
+baselines = diagnosis.baseline_facts(table_verdicts.baseline_aims(list(stored.summary)))
 glue_facts("base_", baselines)
 checks.expect(diagnosis.CHECKS, baselines, "v1 meets the bar", "v2 misses the spread only", "v2 reads out below v1")
 
@@ -80,8 +80,8 @@ checks.expect(diagnosis.CHECKS, baselines, "v1 meets the bar", "v2 misses the sp
 # the calibration measured, and the pair again with Kaiming on both arms:
 
 # %% tags=["remove-cell"]
-init_encoder = experiments.resolve(experiments.base_for(experiments.Experiment.load(paths["init"]), "cpu"), {}, "cpu").model.encoder
-init = calibration.init_facts(calibration.trials(profile="cpu", root=experiments.STORED), "moco_v1", init_encoder)
+init_encoder = experiment_file.resolve(experiment_file.base_for(experiment_file.Experiment.load(paths["init"]), "cpu"), {}, "cpu").model.encoder
+init = calibration.init_facts(calibration.trials(profile="cpu", root=experiment_file.STORED), "moco_v1", init_encoder)
 glue_facts("init_", {**init, "encoder": f"`{init['encoder']}`", "pick": f"`{init.get('pick')}`"})
 checks.expect(calibration.CHECKS, init, "both trials are stored", "the calibration chose another trial")
 

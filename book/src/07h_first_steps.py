@@ -19,9 +19,9 @@ import matplotlib.pyplot as plt
 
 from ftcl_core.pages import markup, plotting
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, experiments, predict
+from ftcl_core.study import checks, experiment_file, predict
 
-predictor = json.loads((experiments.ROOT / predict.REPORT).read_text())  # the stored report, whatever the profile
+predictor = json.loads((experiment_file.ROOT / predict.REPORT).read_text())  # the stored report, whatever the profile
 plotting.predictor_figure(predictor)
 plt.show()
 

@@ -18,7 +18,7 @@ from IPython.display import display
 
 from ftcl_core.pages import plotting, tables
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis, experiments
+from ftcl_core.study import checks, diagnosis, experiment_file
 
 neg_rows, against = diagnosis.negative_comparisons(profile)
 plotting.comparison_forest(neg_rows, "Shapes, calibrated MoCo v1: each setting minus its reference (linear top-1)",
@@ -27,7 +27,7 @@ plt.show()
 
 # %% tags=["remove-cell"]
 # the words rest on the stored cpu runs, whatever profile this page ran with
-stored_neg, stored_against = (neg_rows, against) if profile == "cpu" else diagnosis.negative_comparisons("cpu", experiments.STORED)
+stored_neg, stored_against = (neg_rows, against) if profile == "cpu" else diagnosis.negative_comparisons("cpu", experiment_file.STORED)
 renorm = diagnosis.renorm_facts(stored_neg[0], stored_neg[1], stored_against)
 glue_facts("renorm_", renorm)
 checks.expect(diagnosis.CHECKS, renorm, "Supp F decided", "re-normalised mixes are wider, not harder than the queue",

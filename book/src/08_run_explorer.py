@@ -27,11 +27,11 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 
 # %% tags=["hide-input"]
 from ftcl_core.pages import explorers, markup
-from ftcl_core.study import experiments
+from ftcl_core.study import store, sweeps
 
 if profile == "smoke":  # make sure a few runs exist
-    experiments.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0], settings=["v2 baseline", "v2 +both"], progress=False)
-labels = experiments.stored_runs(profile)
+    sweeps.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0], settings=["v2 baseline", "v2 +both"], progress=False)
+labels = store.stored_runs(profile)
 evals = {name: r.load_eval() for name, r in labels.items()}
 markup.html_table(["run", "linear top-1 %", "kNN top-1 %", "random init linear %"],
              [[name, f"{e['linear_top1']:.1f}", f"{e['knn_top1']:.1f}", f"{e['random_init_linear_top1']:.1f}"]

@@ -5,7 +5,7 @@
 # It opens with all of them at a glance, the paper's headline first: {term}`FT` in MoCo (Table 7). Below come the
 # verdicts counted in one table, each table claim by claim, the same claims on real photographs and on each recipe,
 # and the baselines they rest on. Nothing here is typed by hand: the code writes `results/summary.csv` from the runs
-# (`ftcl_core.study.experiments.write_summary`), one row per table and setting, and draws everything from it.
+# (`ftcl_core.study.table_verdicts.write_summary`), one row per table and setting, and draws everything from it.
 #
 # (forest-plot)=
 # ## Every claim at a glance
@@ -28,11 +28,11 @@ import csv
 import matplotlib.pyplot as plt
 
 from ftcl_core.pages.plotting import verdict_forests
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, readings, sweeps, table_verdicts
 
 if profile == "smoke":
-    experiments.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
-path = experiments.write_summary(profile)
+    sweeps.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
+path = table_verdicts.write_summary(profile)
 rows = list(csv.DictReader(path.open()))
 ft_first = sorted(rows, key=lambda r: not r["table"].startswith("T7"))  # Table 7 first
 verdict_forests(ft_first)  # a few whole tables a figure, none taller than a screen
@@ -43,16 +43,16 @@ from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks
 
 # the authored reading rests on the stored cpu runs, whatever profile this page ran with
-stored = list(csv.DictReader((experiments.ROOT / "results" / "summary.csv").open()))
-interp = experiments.claim_facts(stored, "T3", "interpolate a=0.2")
+stored = list(csv.DictReader((experiment_file.ROOT / "results" / "summary.csv").open()))
+interp = readings.claim_facts(stored, "T3", "interpolate a=0.2")
 glue_facts("t3_interp_", interp)
-checks.expect(experiments.CLAIM_CHECKS, interp, "larger than the paper's size")
-shared = experiments.shared_run_facts(stored)
+checks.expect(readings.CLAIM_CHECKS, interp, "larger than the paper's size")
+shared = readings.shared_run_facts(stored)
 glue_facts("shared_", shared)
-checks.expect(experiments.CLAIM_CHECKS, shared, "tables share runs")
-unfit = experiments.unfit_facts(stored)  # the authored words rest on the stored cpu runs
+checks.expect(readings.CLAIM_CHECKS, shared, "tables share runs")
+unfit = readings.unfit_facts(stored)  # the authored words rest on the stored cpu runs
 glue_facts("", {"unfit_claims": unfit["unfit_claims"]})
-checks.expect(experiments.CLAIM_CHECKS, unfit, "the baselines below the bar are those named")
+checks.expect(readings.CLAIM_CHECKS, unfit, "the baselines below the bar are those named")
 
 # %% [markdown]
 # A dot far past its diamond reads "larger than the paper": the words say how big an effect is, not only its side. Table 3's positive interpolation at a = 0.2 reads {glue:md}`t3_interp_diff` points against
@@ -81,7 +81,7 @@ from IPython.display import display
 from ftcl_core.pages.markup import html_table
 from ftcl_core.study.results import claims as verdicts
 
-counts = experiments.tally(rows)["all"]
+counts = table_verdicts.tally(rows)["all"]
 kinds = ("ft", "ft_bh", "sanity")  # the paper's claims, the same after BH, Table 1's checks
 words = [w for w in verdicts.TALLY_WORDS if any(counts[k][w] for k in kinds)]
 cells = [[w, *(str(counts[k][w]) for k in kinds)] for w in words]

@@ -22,9 +22,9 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 
 # %%
 from ftcl_core.pages.markup import markdown_html
-from ftcl_core.study import experiments
+from ftcl_core.study import sweeps, table_verdicts
 
 if profile == "smoke":  # the smoke profile's two runs, as on the results page (trained once, then found)
-    experiments.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
-path = experiments.write_summary(profile)
-markdown_html(experiments.summary_markdown(path, heading="<b>{table}</b>", fold=True))
+    sweeps.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
+path = table_verdicts.write_summary(profile)
+markdown_html(table_verdicts.summary_markdown(path, heading="<b>{table}</b>", fold=True))

@@ -18,11 +18,11 @@ import math
 from IPython.display import display
 
 from ftcl_core.pages.markup import html_table, markdown_html
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, readings, store, sweeps, table_verdicts
 
 if profile == "smoke":  # the smoke profile's two runs, as on the results page (trained once, then found)
-    experiments.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
-rows = list(csv.DictReader(experiments.write_summary(profile).open()))
+    sweeps.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
+rows = list(csv.DictReader(table_verdicts.write_summary(profile).open()))
 
 # %% [markdown]
 # ## On real images and on the shapes
@@ -36,7 +36,7 @@ rows = list(csv.DictReader(experiments.write_summary(profile).open()))
 # one data set's runs are still on the original recipe while another's are {term}`calibrated` (not compared).
 
 # %%
-across = experiments.data_set_verdicts(rows)
+across = table_verdicts.data_set_verdicts(rows)
 data_sets = sorted({d for r in across for d in r["per_data"]})
 if across:
     # seeds and recipe in the caption when every cell shares them, in the cell only where one differs
@@ -49,9 +49,9 @@ if across:
         verdict, n = r["per_data"][d][:2]
         return verdict if common else f"{verdict} ({n} seeds, {r['recipes'][d] or 'own'} recipe)"
 
-    display(html_table(["table", "setting", "claim", *(experiments.DATA_NAMES.get(d, d) for d in data_sets), "holds on"],
+    display(html_table(["table", "setting", "claim", *(experiment_file.DATA_NAMES.get(d, d) for d in data_sets), "holds on"],
                        [[r["table"], r["setting"], r["claim"], *(verdict_cell(r, d) for d in data_sets),
-                         ", ".join(experiments.DATA_NAMES.get(d, d) for d in r["holds_on"].split(", "))] for r in across],
+                         ", ".join(experiment_file.DATA_NAMES.get(d, d) for d in r["holds_on"].split(", "))] for r in across],
                        caption="Claims tested on more than one data set; verdicts as above, per data set"
                                + (f", each over {common[0]} seeds on the {common[1]} recipe" if common else "")))
 else:
@@ -66,19 +66,19 @@ else:
 # verdicts, so a reader sees which findings belong to a recipe and which survive a fair baseline.
 
 # %%
-before_rows = list(csv.DictReader(experiments.RECIPE_RECORD.open())) if experiments.RECIPE_RECORD.is_file() else []
-moved = experiments.recipe_sensitivity(before_rows, rows)
+before_rows = list(csv.DictReader(store.RECIPE_RECORD.open())) if store.RECIPE_RECORD.is_file() else []
+moved = table_verdicts.recipe_sensitivity(before_rows, rows)
 if moved:
     uniform = len({r[side][3] for r in moved for side in ("before", "after")}) == 1  # one seed count throughout
 
     def cell(v):
         verdict, diff, ci, n = v
-        return f"{verdict}: {experiments.plus_minus(float(diff), float(ci) if ci else float('nan'))}" + ("" if uniform else f" ({n} seeds)")
+        return f"{verdict}: {plus_minus(float(diff), float(ci) if ci else float('nan'))}" + ("" if uniform else f" ({n} seeds)")
 
     def changed(r):  # a verdict that changed only because the record had too few seeds to decide says so
         if not r["changed"]:
             return "no"
-        return "yes" if r["before"][3] >= experiments.MIN_SEEDS else "yes (the record's seeds decided nothing)"
+        return "yes" if r["before"][3] >= MIN_SEEDS else "yes (the record's seeds decided nothing)"
 
     display(html_table(["table", "setting", "claim", "original recipe", "calibrated recipe", "verdict changed"],
                        [[r["table"], r["setting"], r["claim"], cell(r["before"]), cell(r["after"]),
@@ -114,6 +114,8 @@ else:
 
 # %%
 from ftcl_core.study import calibration
+from ftcl_core.study.results.claims import MIN_SEEDS
+from ftcl_core.study.results.numbers import plus_minus
 
 trials = calibration.trials(profile="cpu") if profile != "smoke" else []
 if profile == "smoke":  # CI: two tiny trials, so the code path runs
@@ -124,7 +126,7 @@ if profile == "smoke":  # CI: two tiny trials, so the code path runs
     (tmp / "moco_v2.yaml").write_text("table: CAL-moco_v2\nbase: {cpu: configs/cpu_moco_v2.yaml}\nseeds: [0]\n"
                                       "common: {train.epochs: 1, data.eval_split: val}\n"
                                       "settings:\n  recipe: {}\n  kaiming: {model.init: kaiming}\n")
-    experiments.sweep(tmp / "moco_v2.yaml", profile, progress=False)
+    sweeps.sweep(tmp / "moco_v2.yaml", profile, progress=False)
     trials = calibration.trials(tmp, profile)
 if trials:
     best = calibration.choose(trials)
@@ -134,8 +136,8 @@ if trials:
         gain = b["val_linear"] - b["random_init_val_linear"]
         pixels = b.get("raw_pixels_val_linear", math.nan)
         if math.isnan(pixels):
-            return (f"{gain:+.1f} points; the bar is +{experiments.BASELINE_AIMS['gain']:.0f}, "
-                    f"{'met' if gain >= experiments.BASELINE_AIMS['gain'] else 'not met at this budget'}")
+            return (f"{gain:+.1f} points; the bar is +{table_verdicts.BASELINE_AIMS['gain']:.0f}, "
+                    f"{'met' if gain >= table_verdicts.BASELINE_AIMS['gain'] else 'not met at this budget'}")
         return (f"{gain:+.1f} points; on real images the bar is the raw-pixel probe's {pixels:.1f} % "
                 f"(validation split), {'met' if b['val_linear'] > pixels else 'not met at this budget'}")
 
@@ -160,7 +162,7 @@ else:
 # budget and meet it here, or the other way round; a bar a method misses is named, not hidden.
 
 # %%
-aims = experiments.baseline_aims(rows)
+aims = table_verdicts.baseline_aims(rows)
 
 
 def met(v):  # a table cell (escaped HTML: no Markdown)
@@ -169,14 +171,14 @@ def met(v):  # a table cell (escaped HTML: no Markdown)
 
 if aims:
     display(html_table(["table", "baseline", "recipe", "linear top-1 %", "seeds", "random init %", "gain (points)",
-                        f"gain ≥ {experiments.BASELINE_AIMS['gain']:.0f}", f"spread ≤ {experiments.BASELINE_AIMS['spread']:.0f}"],
-                       [[a["table"], a["setting"], a["base"].removeprefix("configs/"), experiments.plus_minus(a["mean"], a["ci95"]),
+                        f"gain ≥ {table_verdicts.BASELINE_AIMS['gain']:.0f}", f"spread ≤ {table_verdicts.BASELINE_AIMS['spread']:.0f}"],
+                       [[a["table"], a["setting"], a["base"].removeprefix("configs/"), plus_minus(a["mean"], a["ci95"]),
                          str(a["n_seeds"]), f"{a['random_init']:.1f}", f"{a['gain']:+.1f}", met(a["gain_met"]),
                          met(a["spread_met"])] for a in aims],
                        caption="Calibrated baselines of Table 7 and Supp E (BYOL) at the tables' budget, against the bar this "
                                "book sets for a baseline"))
     display(markdown_html("\n".join(
-        f"* {experiments.DATA_NAMES.get(d, d)}: MoCo v2 {v2:.1f} % against MoCo v1 {v1:.1f} %, so the bar v2 ≥ v1 is "
-        f"{'met' if v2 >= v1 else '**not met**'}." for d, (v1, v2) in experiments.v2_against_v1(aims).items())))
+        f"* {experiment_file.DATA_NAMES.get(d, d)}: MoCo v2 {v2:.1f} % against MoCo v1 {v1:.1f} %, so the bar v2 ≥ v1 is "
+        f"{'met' if v2 >= v1 else '**not met**'}." for d, (v1, v2) in readings.v2_against_v1(aims).items())))
 else:
     display(markdown_html("No Table 7 baseline runs on a calibrated recipe yet."))

@@ -96,19 +96,19 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, readings, store, sweeps, table_verdicts
 
 
 def shown_records(path):
     if profile != "cpu":
-        return experiments.collect(path, profile, seeds, settings.get(path))
-    return experiments.load_records(path, profile)  # every stored setting: the tables match chapter 9's
+        return sweeps.collect(path, profile, seeds, settings.get(path))
+    return store.load_records(path, profile)  # every stored setting: the tables match chapter 9's
 
 
 def caption(exp, records, columns=True):
     """A table's caption: what :func:`ftcl_core.experiments.table_facts` names, and (``columns``, the first table
     only) how to read its columns."""
-    t = experiments.table_facts(exp, profile, records)
+    t = table_verdicts.table_facts(exp, profile, records)
     kind = {"calibrated": " (calibrated without FT)", "original": " (original recipe, not calibrated)"}
     key = (". ours: linear top-1 % (mean ± 95 % CI over n seeds); Δ: the paired difference against the row or reference "
            "named under 'vs', in points; paper: the paper's top-1 % (ImageNet-100 unless the title names another data "
@@ -119,13 +119,13 @@ def caption(exp, records, columns=True):
 records = {path: shown_records(path) for path in method_files}
 summaries = {}
 for i, (path, recs) in enumerate(records.items()):
-    _, header, cells = experiments.table_cells(experiments.Experiment.load(path), recs)
-    display(markup.html_table(header, cells, caption=caption(experiments.Experiment.load(path), recs, columns=i == 0)))
-    summaries[path] = experiments.summarize(recs)
+    _, header, cells = table_verdicts.table_cells(experiment_file.Experiment.load(path), recs)
+    display(markup.html_table(header, cells, caption=caption(experiment_file.Experiment.load(path), recs, columns=i == 0)))
+    summaries[path] = table_verdicts.summarize(recs)
 
 # %%
-plotting.experiment_grid([(experiments.Experiment.load(path), summaries[path]) for path in method_files],
-                  titles=[experiments.Experiment.load(path).title.split(":")[0] for path in method_files])
+plotting.experiment_grid([(experiment_file.Experiment.load(path), summaries[path]) for path in method_files],
+                  titles=[experiment_file.Experiment.load(path).title.split(":")[0] for path in method_files])
 plt.show()
 
 # %% [markdown]
@@ -143,7 +143,7 @@ plt.show()
 # %%
 for path in method_files:
     pick = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records[path] if r["seed"] == seeds[0]}
-    plotting.score_statistics(pick, columns=("pos_mean", "neg_mean", "neg_var"), title=experiments.Experiment.load(path).title.split(":")[0])
+    plotting.score_statistics(pick, columns=("pos_mean", "neg_mean", "neg_var"), title=experiment_file.Experiment.load(path).title.split(":")[0])
     plt.show()
 
 # %% [markdown]
@@ -158,19 +158,19 @@ import csv
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks
 
-stored_rows = list(csv.DictReader((experiments.ROOT / "results" / "summary.csv").open()))
+stored_rows = list(csv.DictReader((experiment_file.ROOT / "results" / "summary.csv").open()))
 last = {}  # each stored setting's lowest seed at its last step
 for path in method_files:
-    stored = experiments.load_records(path, "cpu", experiments.STORED)
+    stored = store.load_records(path, "cpu", experiment_file.STORED)
     for r in stored:
         if r["seed"] == min(x["seed"] for x in stored if x["setting"] == r["setting"]):
             m = RunDir(r["dir"]).load_metrics()
             last[r["setting"]] = {k: float(m[k][-1]) for k in ("pos_mean", "neg_mean", "loss")}
-simclr = experiments.Experiment.load(method_files[0])
-batch = experiments.resolve(simclr.base["cpu"], simclr.settings["simclr baseline"], "cpu").train.batch_size
-method_facts = experiments.methods_facts(stored_rows, last, negatives=2 * batch - 2)  # SimCLR: the other 2M - 2 samples
+simclr = experiment_file.Experiment.load(method_files[0])
+batch = experiment_file.resolve(simclr.base["cpu"], simclr.settings["simclr baseline"], "cpu").train.batch_size
+method_facts = readings.methods_facts(stored_rows, last, negatives=2 * batch - 2)  # SimCLR: the other 2M - 2 samples
 glue_facts("m_", method_facts)
-checks.expect(experiments.METHOD_CHECKS, method_facts, *experiments.METHOD_CHECKS)
+checks.expect(readings.METHOD_CHECKS, method_facts, *readings.METHOD_CHECKS)
 
 # %% [markdown]
 # **With negatives, positive extrapolation collapses SimCLR as it does MoCo.** SimCLR's baseline reads

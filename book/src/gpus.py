@@ -39,22 +39,22 @@ from IPython.display import display
 
 from ftcl_core.config import load_config
 from ftcl_core.pages import markup
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, store
 
-sys.path.insert(0, str(experiments.ROOT))  # the step-time profile lives beside the package, in the repository's benchmarks/
+sys.path.insert(0, str(experiment_file.ROOT))  # the step-time profile lives beside the package, in the repository's benchmarks/
 from benchmarks import profiling
 
 # the recipes the tables above run (MoCo: Table 7's v2 rows); the smoke profile times its own tiny configs
 configs = {}
 for path in ["experiments/table7_ft_v2.yaml", *method_files]:
-    base = experiments.base_for(experiments.Experiment.load(path), "cpu")
-    configs[load_config(str(experiments.ROOT / base)).method] = base
+    base = experiment_file.base_for(experiment_file.Experiment.load(path), "cpu")
+    configs[load_config(str(experiment_file.ROOT / base)).method] = base
 if profile == "smoke":
     configs = {k: f"configs/smoke_{'moco_v2' if k == 'moco' else k}.yaml" for k in configs}
 steps = 2 if profile == "smoke" else 10
 rows = []
 for method, config in configs.items():
-    r = profiling.breakdown(str(experiments.ROOT / config), steps=steps, warmup=1, synthetic=512 if profile == "smoke" else 0)
+    r = profiling.breakdown(str(experiment_file.ROOT / config), steps=steps, warmup=1, synthetic=512 if profile == "smoke" else 0)
     rows.append([method, f"{r['step_ms']:.0f}", f"{r['images_per_s']:.0f}"]
                 + [f"{100 * v / r['step_ms']:.0f} %" for v in r["phases_ms"].values()])
 phases = list(r["phases_ms"])
@@ -80,7 +80,7 @@ from IPython.display import Markdown
 
 from benchmarks.gpucheck import report as gpu_report
 
-gpu_reports = gpu_report.stored_reports(experiments.ROOT / "results" / "gpu")
+gpu_reports = gpu_report.stored_reports(experiment_file.ROOT / "results" / "gpu")
 
 # %% tags=["remove-cell"]
 from ftcl_core.pages.glue import glue_facts
@@ -145,7 +145,7 @@ for part, (header, rows) in gpu_report.book_tables(gpu_reports).items():
 # there, while several runs share the GPU.
 
 # %%
-by_device = experiments.runs_by_device(profile) if profile != "smoke" else []
+by_device = store.runs_by_device(profile) if profile != "smoke" else []
 on_gpu = {r["runs"] for r in by_device if r["device"] not in ("CPU",) and "NVIDIA" in r["device"]}
 device_rows = [[r["runs"], r["device"], ", ".join(map(str, r["seeds"])), f"{r['train_s']:.0f}"]
                for r in by_device if r["runs"] in on_gpu]

@@ -38,7 +38,7 @@ from ftcl_core.evaluation import extract_features, knn_top1
 from ftcl_core.methods import StepContext, build_model
 from ftcl_core.pages import learn as learn_figures
 from ftcl_core.study import checks, learn
-from ftcl_core.study.experiments import ROOT
+from ftcl_core.study.experiment_file import ROOT
 from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
 
 # the recipe: a small ResNet (0.3 M parameters), MoCo v1's loss and head at this book's recipe for the embedded shapes

@@ -32,15 +32,15 @@ from ftcl_core.pages import markup, plotting
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.runs import RunDir
 from ftcl_core.stats import score_statistics
-from ftcl_core.study import checks, curves, experiments, learn
+from ftcl_core.study import checks, curves, experiment_file, learn, readings, store, sweeps
 from ftcl_core.training import augment_config
 
-exp = experiments.Experiment.load("experiments/table7_ft_v2.yaml")
-cfg = experiments.resolve(experiments.base_for(exp, profile), {**exp.settings["v2 baseline"], "seed": 0}, profile)
-rec = experiments.sweep(exp.path, profile, seeds=[0], settings=["v2 baseline"], progress=False)[0]  # trained here if missing
+exp = experiment_file.Experiment.load("experiments/table7_ft_v2.yaml")
+cfg = experiment_file.resolve(experiment_file.base_for(exp, profile), {**exp.settings["v2 baseline"], "seed": 0}, profile)
+rec = sweeps.sweep(exp.path, profile, seeds=[0], settings=["v2 baseline"], progress=False)[0]  # trained here if missing
 run = RunDir(rec["dir"])
 # the words below read the stored cpu run, whatever profile this page ran with
-stored = RunDir(experiments.run_dir(exp, "v2 baseline", 0, "cpu", experiments.STORED))
+stored = RunDir(experiment_file.run_dir(exp, "v2 baseline", 0, "cpu", experiment_file.STORED))
 stored_cfg = stored.load_config()
 
 # %% [markdown]
@@ -161,8 +161,8 @@ checks.expect(curves.CHECKS, landscape, "the batch-norm layers carry the smalles
 # colour, the others in grey (and, folded below it, each run's gradient landscape summed over its layers):
 
 # %%
-t1 = experiments.Experiment.load("experiments/table1_momentum.yaml")
-t1_runs = [r for r in experiments.load_records(t1.path, "cpu", experiments.STORED) if r["seed"] == t1.seeds[0]]  # stored, never trained
+t1 = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
+t1_runs = [r for r in store.load_records(t1.path, "cpu", experiment_file.STORED) if r["seed"] == t1.seeds[0]]  # stored, never trained
 t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
 if t1_metrics:
     plotting.score_statistics(t1_metrics, highlight=["m=0", "m=0.9", "m=0.99", "m=1.0"], others="the other momenta",
@@ -178,21 +178,21 @@ if t1_metrics:
     plt.show()
 
 # %% tags=["remove-cell"]
-t1_stored = [r for r in experiments.load_records(t1.path, "cpu", experiments.STORED) if r["seed"] in t1.seeds]
-ends = experiments.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_stored
+t1_stored = [r for r in store.load_records(t1.path, "cpu", experiment_file.STORED) if r["seed"] in t1.seeds]
+ends = readings.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_stored
                            if r["seed"] == t1.seeds[0]}, t1.seeds[0])
 by_seed = {s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t1_stored if r["setting"] == s}
            for s in ("m=0.9", "m=0.99")}
-hard = experiments.harder_positive_facts(by_seed)
-momentum = experiments.momentum_facts(t1, t1_stored)
+hard = readings.harder_positive_facts(by_seed)
+momentum = readings.momentum_facts(t1, t1_stored)
 crowd = learn.crowding_facts(ends, curves.COLLAPSE_LEVEL)
 swings = curves.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_stored
                              if r["seed"] == t1.seeds[0] and r["setting"] in ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")})
 glue_facts("mom_", {**ends, **hard, **crowd, "random": momentum["random"], "m0_diff": momentum["collapse_diff_0"],
                     "peak": momentum["peak"]})
-checks.expect(experiments.CHECKS, ends, "the frozen key encoder's views agree least")
-checks.expect(experiments.CHECKS, hard, "a larger momentum makes the positives harder")
-checks.expect(experiments.CHECKS, momentum, "the collapse is not reproduced")
+checks.expect(readings.CHECKS, ends, "the frozen key encoder's views agree least")
+checks.expect(readings.CHECKS, hard, "a larger momentum makes the positives harder")
+checks.expect(readings.CHECKS, momentum, "the collapse is not reproduced")
 checks.expect(learn.READING_CHECKS, crowd, "a small momentum crowds the images, short of a collapse")
 checks.expect(curves.CHECKS, swings, "every small momentum swings more than every large one")
 glue_facts("swing_", swings)

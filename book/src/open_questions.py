@@ -16,7 +16,7 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %% tags=["hide-input"]
 from ftcl_core.pages import markup
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis, experiments, findings, headroom
+from ftcl_core.study import checks, diagnosis, experiment_file, findings, headroom, table_verdicts
 
 # this page trains nothing: it reads the committed runs, whatever the profile
 stored = findings.Evidence.load("cpu")
@@ -27,7 +27,7 @@ glue_facts("res_", {**resolution, "where": f"`{resolution['where']}`"})
 map_rows, map_records = headroom.load()
 map_facts = headroom.facts(map_rows, map_records, headroom.run_metrics(map_records))
 glue_facts("hr_", map_facts)
-open_rows = experiments.open_runs(profile="cpu", root=experiments.STORED)
+open_rows = table_verdicts.open_runs(profile="cpu", root=experiment_file.STORED)
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "paper-runs-longer")

@@ -15,7 +15,7 @@ from math import lgamma
 import numpy as np
 
 from ftcl_core.pages.plotting import STAT_LABELS, fractional_epoch, grad_landscape, score_statistics
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, store
 from ftcl_core.study.curves import smooth
 from ftcl_core.transforms import score_range, transformed_positive_score
 
@@ -231,26 +231,26 @@ def _group_order(exp) -> tuple:
 
 
 def run_groups(labels: list[str], profile: str) -> dict[str, list[tuple[str, str]]]:
-    """Stored runs (:func:`ftcl_core.study.experiments.stored_runs` labels, ``table/setting/seedN``) grouped for the run
+    """Stored runs (:func:`ftcl_core.study.store.stored_runs` labels, ``table/setting/seedN``) grouped for the run
     explorer's menus: one group per experiment file (``experiments/**/*.yaml``) that lists one of their settings,
     named ``"<table> · <the file's title>"``, in :func:`_group_order`, each holding ``(run label, setting name)``
     for the lowest stored seed of each of its settings, in the file's order.  Several files share a table (Table 7's
     MoCo v1, MoCo v2, SimCLR, ...), hence files rather than tables; a run no file lists (a setting since renamed)
     lands in a last ``"<table> · runs no experiment file lists"`` group, so every stored setting is reachable."""
     first = {}  # "T7/v1_+pos" -> its lowest-seed label; one_seed_per_setting keeps the first of each
-    for label in experiments.one_seed_per_setting(sorted(labels, key=lambda s: (s.rsplit("/", 1)[0], int(s.rsplit("seed",
+    for label in store.one_seed_per_setting(sorted(labels, key=lambda s: (s.rsplit("/", 1)[0], int(s.rsplit("seed",
                                                                                                                   1)[1])))):
         first[label.rsplit("/", 1)[0]] = label
     n_seeds = {folder: sum(s.rsplit("/", 1)[0] == folder for s in labels) for folder in first}
-    root = experiments.profile_root(profile)
-    exps = sorted((experiments.Experiment.load(p) for p in sorted((experiments.ROOT / "experiments").rglob("*.yaml"))),
+    root = experiment_file.profile_root(profile)
+    exps = sorted((experiment_file.Experiment.load(p) for p in sorted((experiment_file.ROOT / "experiments").rglob("*.yaml"))),
                   key=_group_order)
     groups: dict[str, list[tuple[str, str]]] = {}
     listed: set[str] = set()
     for exp in exps:
         rows = []
         for setting in exp.settings:
-            folder = experiments.run_dir(exp, setting, 0, profile).parent.relative_to(root).as_posix()
+            folder = experiment_file.run_dir(exp, setting, 0, profile).parent.relative_to(root).as_posix()
             if folder in first:
                 seed = first[folder].rsplit("seed", 1)[1]
                 rows.append((first[folder], f"{setting}  (seed {seed}; {n_seeds[folder]} stored)"))

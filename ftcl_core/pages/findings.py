@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ftcl_core.pages import plotting
 from ftcl_core.runs import atomic_write_bytes
-from ftcl_core.study import experiments, findings
+from ftcl_core.study import experiment_file, findings
 
 
 def draw_phase_diagram(ev: findings.Evidence, knn: bool = False, *, title: str, column: Callable[[float], str]):
@@ -28,7 +28,7 @@ def write_figure(ev: findings.Evidence, out: str | Path | None = None, **labels)
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    target = Path(out) if out else experiments.ROOT / findings.FIGURE
+    target = Path(out) if out else experiment_file.ROOT / findings.FIGURE
     draw_phase_diagram(ev, **labels)
     buf = io.BytesIO()
     plt.gcf().savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})

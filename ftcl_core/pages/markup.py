@@ -50,7 +50,7 @@ def smoke_notice(profile: str):
 
     if profile != "smoke":
         return None
-    from ftcl_core.study.experiments import profile_root
+    from ftcl_core.study.experiment_file import profile_root
 
     return HTML('<div class="admonition warning ftcl-smoke"><p class="admonition-title">Smoke run</p>'
                 f"<p>{SMOKE_NOTICE}: this page ran with <code>profile = \"smoke\"</code>, a few steps on a few images "

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file
 from ftcl_core.study.curves import smooth  # the moving average the figures and their facts (chapter 4) share
 from ftcl_core.transforms import score_range, transformed_positive_score
 
@@ -562,7 +562,7 @@ def score_bound(s: np.ndarray | None = None, near: tuple[float, float] = (0.5, 1
 
 
 def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None, legend: bool = True):
-    """:func:`accuracy_bars` of an experiment's summary (:func:`ftcl_core.study.experiments.summarize`); ``legend=False``
+    """:func:`accuracy_bars` of an experiment's summary (:func:`ftcl_core.study.table_verdicts.summarize`); ``legend=False``
     leaves the key to the caller (:func:`experiment_grid` draws one for all its panels)."""
     if not summary:  # a table switched to a new recipe before its first run landed: an empty, labelled panel
         import matplotlib.pyplot as plt
@@ -584,7 +584,7 @@ def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None, le
                          legend=legend)
 
 
-def experiment_grid(panels: list[tuple[experiments.Experiment, Mapping[str, Mapping[str, float]]]], cols: int = 2,
+def experiment_grid(panels: list[tuple[experiment_file.Experiment, Mapping[str, Mapping[str, float]]]], cols: int = 2,
                     titles: list[str] | None = None) -> Figure:
     """Several experiments' :func:`experiment_bars` in one figure the book column's width, ``cols`` panels a row,
     with one legend for every panel above them (the panels share their entries): the chapters' grids of tables

@@ -1,7 +1,9 @@
 """The study: what this repository asks of the library (:mod:`ftcl_core`) and the data it gets back.
 
-Experiment files, profiles, sweeps and plans (:mod:`.experiments`); run records, paired comparisons and the
-paper's claims (:mod:`.results`); the diagnosis rows and the gradient algebra (:mod:`.diagnosis`); calibration
+An experiment file and its runs' configs and folders (:mod:`.experiment_file`); the stored runs (:mod:`.store`);
+sweeps, forks and plans (:mod:`.sweeps`); the paper's tables judged and ``results/summary.csv``
+(:mod:`.table_verdicts`); the chapters' readings of those tables (:mod:`.readings`); run records, paired
+comparisons and the paper's claims (:mod:`.results`); the diagnosis rows and the gradient algebra (:mod:`.diagnosis`); calibration
 (:mod:`.calibration`); the outcome predictor (:mod:`.predict`); what the book finds (:mod:`.findings`); the MoCo
 variants of the diagnosis (:mod:`.moco_diagnosis`); the command line (:mod:`.cli`).  Data out: nothing here draws
 a figure (the pages do, :mod:`ftcl_core.pages`).

@@ -18,13 +18,13 @@ import numpy as np
 
 from ftcl_core.ft import PlateauStart
 from ftcl_core.runs import RunDir
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, store
 from ftcl_core.study.diagnosis import NOT_RUN
 from ftcl_core.study.results.claims import MIN_SEEDS, UNDECIDED
 from ftcl_core.study.results.numbers import plus_minus
 from ftcl_core.study.results.paired import paired_records
 
-EXPERIMENTS = experiments.ROOT / "experiments"
+EXPERIMENTS = experiment_file.ROOT / "experiments"
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ SETTINGS = (
 def load() -> dict[str, list[dict]]:
     """Every file's stored run records (the committed runs; nothing here trains), by file."""
     files = {s.file for s in SETTINGS} | {s.fixed_file for s in SETTINGS}
-    return {f: experiments.load_records(EXPERIMENTS / f, "cpu", experiments.STORED) for f in sorted(files)}
+    return {f: store.load_records(EXPERIMENTS / f, "cpu", experiment_file.STORED) for f in sorted(files)}
 
 
 def switch_epoch(run: RunDir) -> int | None:

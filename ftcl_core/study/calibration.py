@@ -23,7 +23,9 @@ from torch import nn
 
 from ftcl_core.models import build_encoder, kaiming_init
 from ftcl_core.runs import RunDir, atomic_write_bytes
-from ftcl_core.study.experiments import ROOT, Experiment, _count, _yaml_scalar, mean_ci95, run_dir
+from ftcl_core.study.experiment_file import ROOT, Experiment, _yaml_scalar, run_dir
+from ftcl_core.study.results.paired import mean_ci95
+from ftcl_core.study.table_verdicts import _count
 
 FOLDER = ROOT / "experiments" / "calibration"
 COLUMNS = ("method", "trial", "knobs", "budget", "seed", "val_knn", "val_linear", "random_init_val_knn",

@@ -46,24 +46,13 @@ from ftcl_core.runs import RunDir, RunFileError
 from ftcl_core.study import predict, preflight
 from ftcl_core.study.calibration import markdown, trials, write_csv
 from ftcl_core.study.diagnosis import HEADROOM_CSV, diagnosis_rows, headroom_rows, write_diagnosis_csv
-from ftcl_core.study.experiments import (
-    ROOT,
-    Experiment,
-    check_store,
-    plan_rows,
-    profile_root,
-    step_rates_here,
-    summarize,
-    summary_markdown,
-    sweep,
-    switch_to_calibrated,
-    tally,
-    write_summary,
-    writes_committed,
-)
+from ftcl_core.study.experiment_file import ROOT, Experiment, profile_root, writes_committed
 from ftcl_core.study.results.claims import row_label
 from ftcl_core.study.results.numbers import pm_cell
 from ftcl_core.study.signatures import collapse_signature
+from ftcl_core.study.store import check_store
+from ftcl_core.study.sweeps import plan_rows, step_rates_here, sweep, switch_to_calibrated
+from ftcl_core.study.table_verdicts import summarize, summary_markdown, tally, write_summary
 from ftcl_core.study.threads import threads_to_train, training_threads
 from ftcl_core.training import Terminated, TrainingDiverged, TrainingInterrupted, train
 
@@ -316,8 +305,8 @@ def _main(argv: list[str] | None = None) -> int:
 
 
 def _plan(args) -> int:
-    """``plan``: one Markdown row per experiment file (:func:`ftcl_core.study.experiments.plan_rows`), then the totals
-    and what they cost on this CPU (:func:`ftcl_core.study.experiments.step_rates_here`)."""
+    """``plan``: one Markdown row per experiment file (:func:`ftcl_core.study.sweeps.plan_rows`), then the totals
+    and what they cost on this CPU (:func:`ftcl_core.study.sweeps.step_rates_here`)."""
     paths = args.experiments or sorted(str(p.relative_to(ROOT)) for p in (ROOT / "experiments").glob("*.yaml"))
     where = [str((Path(p) if Path(p).is_file() else ROOT / p).resolve()) for p in paths]  # as plan_rows finds them
     twice = next((p for i, p in enumerate(paths) if where[i] in where[:i]), None)

@@ -37,12 +37,12 @@ from ftcl_core import transforms
 from ftcl_core.losses import info_nce, logits_from_scores
 from ftcl_core.models import build_encoder
 from ftcl_core.runs import RunDir, atomic_write_bytes
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, readings, store, sweeps, table_verdicts
 from ftcl_core.study.curves import COLLAPSE_LEVEL  # noqa: F401  (one level for chapters 2, 6 and 7)
 from ftcl_core.study.fashion_mnist import fashion_mnist_root
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import BASELINE, MIN_SEEDS, Claim
-from ftcl_core.study.results.numbers import cell, fixed, plus_minus
+from ftcl_core.study.results.numbers import cell, csv_number, fixed, plus_minus
 from ftcl_core.study.results.paired import by_seed, mean_ci95, pair, paired_records
 from ftcl_core.study.signatures import collapse_signature, first_step_above, volatility
 
@@ -156,21 +156,21 @@ def paired_comparison(label: str, records: list[dict], baseline: str, treated: s
     return {"comparison": label, "baseline": mean_ci95(base)[0], "ft": mean_ci95(ft)[0], "diff": paired.mean,
             "ci95": paired.ci95, "n_seeds": paired.n, "verdict": judged.word if paired.n else NOT_RUN,
             "mixed_devices": paired.mixed_seeds, "devices": sorted({d for pair_ in paired.devices for d in pair_} - {""}),
-            **experiments.scale_cells(judged)}
+            **table_verdicts.scale_cells(judged)}
 
 
 def stated_claim(path: str | Path, arm: str, reference: str) -> Claim | None:
     """The claim that the experiment file at ``path`` makes of ``arm`` against ``reference`` (its ``claims``, else
     the one its ``paper:`` numbers make), with the paper's effect and two readouts, so that a chapter's comparison is
     judged with the paper's size on both scales; None where it states none."""
-    exp = experiments.Experiment.load(path)
+    exp = experiment_file.Experiment.load(path)
     return next((c for c in exp.claims_of(arm) if c.reference == reference and c.kind != "sanity"), None)
 
 
 def run_device(record: dict) -> str:
-    """The kind of machine a stored run trained on (:func:`experiments.machine_kind`: ``cpu/AMD EPYC``), or "" for a
+    """The kind of machine a stored run trained on (:func:`store.machine_kind`: ``cpu/AMD EPYC``), or "" for a
     record without a run folder."""
-    return experiments.machine_kind(RunDir(record["dir"])) if record.get("dir") else ""
+    return store.machine_kind(RunDir(record["dir"])) if record.get("dir") else ""
 
 
 def mixed_device_seeds(records: list[dict], a: str, b: str) -> list[int]:
@@ -213,12 +213,12 @@ def length_rows(path: str | Path, records: list[dict], profile: str = "cpu", key
     (``kind`` "length", shortest first, each with its ``steps``), then (``kind`` "gain"), for each longer length,
     FT's gain over its baseline there against its gain at the shortest length, paired by seed (above zero: the
     longer run narrows FT's cost)."""
-    exp = experiments.Experiment.load(path)
+    exp = experiment_file.Experiment.load(path)
     lengths = sorted({int(name.split()[-1]) for name in exp.settings if name.startswith("baseline ")})
 
-    steps = {n: experiments.planned_steps(experiments.resolve(experiments.base_for(exp, profile), exp.overrides(f"baseline {n}",
-                                                                                                                exp.seeds[0]),
-                                          profile)) for n in lengths}
+    base = experiment_file.base_for(exp, profile)
+    steps = {n: sweeps.planned_steps(experiment_file.resolve(base, exp.overrides(f"baseline {n}", exp.seeds[0]), profile))
+             for n in lengths}
     prefix = f"{label}, " if label else ""
     rows = [{**paired_comparison(f"{prefix}{steps[n]} steps: FT against its baseline", records, f"baseline {n}",
                                  f"+both {n}", key, stated_claim(path, f"+both {n}", f"baseline {n}")),
@@ -347,10 +347,10 @@ def start_fraction_rows(path: str | Path, records: list[dict], profile: str = "c
     """A Table 6-style experiment (FT switched on at ``ft.start_epoch``) as :func:`paired_comparison` rows keyed by
     the fraction of the run that passes before FT switches on (start epoch / epochs, to 2 decimals), so that runs
     of different lengths line up in one phase diagram (training length x start fraction)."""
-    exp = experiments.Experiment.load(path)
+    exp = experiment_file.Experiment.load(path)
     rows = {}
     for setting, reference in exp.compare.items():
-        cfg = experiments.resolve(experiments.base_for(exp, profile), exp.overrides(setting, exp.seeds[0]), profile)
+        cfg = experiment_file.resolve(experiment_file.base_for(exp, profile), exp.overrides(setting, exp.seeds[0]), profile)
         rows[round(cfg.ft.start_epoch / cfg.train.epochs, 2)] = paired_comparison(
             setting, records, reference, setting, key, stated_claim(path, setting, reference))
     return rows
@@ -396,7 +396,7 @@ FIRST_STEP_NAMES = {  # how the answer names each comparison of FT from the firs
 def smoke_settings(path: str | Path) -> list[str]:
     """The settings of a start experiment (Table 6-style) that the smoke profile trains: "never" and its first late
     start (two tiny runs, FT from epoch 1 of 2)."""
-    exp = experiments.Experiment.load(path)
+    exp = experiment_file.Experiment.load(path)
     return ["never", next(s for s in exp.settings if s not in ("never", "start 0"))]
 
 
@@ -406,11 +406,11 @@ def chapter_records(path: str | Path, profile: str, settings: list[str] | None =
     tiny runs; none on Fashion-MNIST where its files are not installed); otherwise the stored runs (never trained
     here), under ``root`` when given, of ``settings`` (all when None)."""
     if profile == "smoke":
-        if experiments.data_set(experiments.Experiment.load(path),
+        if experiment_file.data_set(experiment_file.Experiment.load(path),
                                 profile) == "fashion_mnist" and fashion_mnist_root(None) is None:
             return []
-        return experiments.collect(path, profile, [0], settings)
-    return [r for r in experiments.load_records(path, profile, root) if settings is None or r["setting"] in settings]
+        return sweeps.collect(path, profile, [0], settings)
+    return [r for r in store.load_records(path, profile, root) if settings is None or r["setting"] in settings]
 
 
 def switch_on_rows(phase: dict[float, dict], switch: dict[float, dict]) -> list[tuple[str, dict, dict]]:
@@ -423,7 +423,7 @@ def switch_on_rows(phase: dict[float, dict], switch: dict[float, dict]) -> list[
 DIAGNOSIS_COLUMNS = ("question", "data", "table", "setting", "n_seeds", "mean", "ci95", "reference", "diff_mean", "diff_ci95",
                      "verdict", "first_step_neg_mean_above_0.9", "command", "claim", "effect", "ratio", "p_value",
                      "q_value", "verdict_bh", "reference_shared_by", "knn_diff_mean", "knn_diff_ci95", "knn_verdict",
-                     *experiments.SCALE_COLUMNS)
+                     *table_verdicts.SCALE_COLUMNS)
 _P_COLUMNS = ("p_value", "q_value")  # written at 6 decimals (the others at 3)
 
 
@@ -434,14 +434,14 @@ def diagnosis_rows(folder=None, profile: str = "cpu", pattern: str = "*.yaml", p
     median over seeds of the first step at which Mean(neg) of the raw cosines passes 0.9 (blank: never).
     ``pattern``: the experiment files of ``folder`` read; ``planned``: also a row for each setting of a file that has
     no stored run, its verdict :data:`NOT_RUN` (a map still training reads "not run", not "undecided"); ``root``: where
-    the runs are (default: the profile's root; :data:`ftcl_core.study.experiments.STORED`, the committed ones)."""
+    the runs are (default: the profile's root; :data:`ftcl_core.study.experiment_file.STORED`, the committed ones)."""
     rows = []
-    for path in sorted(Path(folder or experiments.ROOT / "experiments" / "diagnosis").glob(pattern)):
-        exp = experiments.Experiment.load(path)
+    for path in sorted(Path(folder or experiment_file.ROOT / "experiments" / "diagnosis").glob(pattern)):
+        exp = experiment_file.Experiment.load(path)
         question = (yaml.safe_load(path.read_text()) or {}).get("question", "")
-        records = experiments.load_records(path, profile, root)
-        data = experiments.data_set(exp, profile)  # shapes | fashion_mnist | ...
-        for row in experiments.table_rows(exp, records):
+        records = store.load_records(path, profile, root)
+        data = experiment_file.data_set(exp, profile)  # shapes | fashion_mnist | ...
+        for row in table_verdicts.table_rows(exp, records):
             firsts = []
             for r in (r for r in records if r["setting"] == row["setting"]):
                 m = RunDir(r["dir"]).load_metrics()
@@ -464,31 +464,32 @@ def diagnosis_rows(folder=None, profile: str = "cpu", pattern: str = "*.yaml", p
                          "table": exp.table, "setting": setting, "n_seeds": 0,
                          "reference": exp.compare.get(setting, ""), "verdict": NOT_RUN, "verdict_bh": NOT_RUN,
                          "command": f"python -m ftcl_core sweep {_shown(path)} --settings '{setting}'"})
-    experiments.apply_bh(rows)
+    table_verdicts.apply_bh(rows)
     return rows
 
 
-HEADROOM_CSV = experiments.ROOT / "results" / "headroom.csv"  # written by ``summary`` from :func:`headroom_rows`
+HEADROOM_CSV = experiment_file.ROOT / "results" / "headroom.csv"  # written by ``summary`` from :func:`headroom_rows`
 
 
 def headroom_rows(profile: str = "cpu", root=None) -> list[dict]:
     """:func:`diagnosis_rows` of the length x start map on the task with headroom (``experiments/headroom/map_*.yaml``;
     issue 50), every planned setting listed: its stored comparisons judged on both scales, the rest "not run"."""
-    return diagnosis_rows(experiments.ROOT / "experiments" / "headroom", profile, pattern="map_*.yaml", planned=True, root=root)
+    return diagnosis_rows(experiment_file.ROOT / "experiments" / "headroom", profile, pattern="map_*.yaml", planned=True,
+                          root=root)
 
 
 def _shown(path: Path) -> str:
-    return str(path.relative_to(experiments.ROOT)) if path.resolve().is_relative_to(experiments.ROOT) else str(path)
+    return str(path.relative_to(experiment_file.ROOT)) if path.resolve().is_relative_to(experiment_file.ROOT) else str(path)
 
 
 def write_diagnosis_csv(rows: list[dict], out=None):
     """``results/diagnosis.csv`` (or ``out``) from :func:`diagnosis_rows`."""
-    target = Path(out) if out else experiments.ROOT / "results" / "diagnosis.csv"
+    target = Path(out) if out else experiment_file.ROOT / "results" / "diagnosis.csv"
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=DIAGNOSIS_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow({k: experiments.csv_number(v, 6 if k in _P_COLUMNS else 3) for k,
+        writer.writerow({k: csv_number(v, 6 if k in _P_COLUMNS else 3) for k,
                          v in r.items() if not k.startswith("_")})
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(target, buf.getvalue().encode())
@@ -515,7 +516,7 @@ def capacity_rows(profile: str = "cpu", key: str = "linear_top1", root: str | Pa
     rank and peak Mean(neg) (:func:`representation_signature`)."""
     rows = []
     for encoder, (path, baseline, treated) in CAPACITY.items():
-        records = experiments.load_records(path, profile, root)
+        records = store.load_records(path, profile, root)
         row = paired_comparison(encoder, records, baseline, treated, key, stated_claim(path, treated, baseline))
         row["parameters"] = encoder_parameters(encoder)
         for arm, setting in (("baseline", baseline), ("ft", treated)):
@@ -535,7 +536,7 @@ def resolution_row(profile: str = "cpu", key: str = "linear_top1", root: str | P
     """The :func:`paired_comparison` of :data:`RESOLUTION` (FT from the first step against the baseline of the same
     seeds at 56-px crops), judged with the paper's effect; "not run" while nothing is stored."""
     label, path, baseline, treated = RESOLUTION
-    records = experiments.load_records(path, profile, root)
+    records = store.load_records(path, profile, root)
     return paired_comparison(label, records, baseline, treated, key, stated_claim(path, treated, baseline))
 
 
@@ -659,7 +660,7 @@ def random_queue_facts(cfg, row: dict) -> dict:
     switch = cfg.ft.start_epoch * (cfg.data.n_train // cfg.train.batch_size)
     return {"queue": str(cfg.moco.queue_size), "fill": str(fill), "switch": str(switch),
             **(comparison_facts(row) if row["n_seeds"] else {"n": 0, "side": 0, "name": ""}),
-            "seeds": experiments._count(row["n_seeds"], "seed"), "real_keys": switch >= fill}
+            "seeds": table_verdicts._count(row["n_seeds"], "seed"), "real_keys": switch >= fill}
 
 
 def baseline_facts(aims: list[dict], data: str = "shapes") -> dict:
@@ -667,14 +668,14 @@ def baseline_facts(aims: list[dict], data: str = "shapes") -> dict:
     (:data:`ftcl_core.experiments.BASELINE_AIMS`; :func:`ftcl_core.experiments.baseline_aims` rows): per version
     (``v1_``, ``v2_``) the readout ± interval, seeds, gain over the random-init encoder and spread, and whether each
     aim is met; ``gain_aim``/``spread_aim`` the bar."""
-    out: dict = {"gain_aim": fixed(experiments.BASELINE_AIMS["gain"], 0),
-                 "spread_aim": fixed(experiments.BASELINE_AIMS["spread"], 0)}
+    out: dict = {"gain_aim": fixed(table_verdicts.BASELINE_AIMS["gain"], 0),
+                 "spread_aim": fixed(table_verdicts.BASELINE_AIMS["spread"], 0)}
     for a in (a for a in aims if a["data"] == data and a["setting"] in ("v1 baseline", "v2 baseline")):
         v = a["setting"].split()[0]
         out.update({f"{v}_readout": plus_minus(a["mean"], a["ci95"]), f"{v}_mean": fixed(a["mean"]),
-                    f"{v}_seeds": experiments._count(a["n_seeds"], "seed"), f"{v}_gain": fixed(a["gain"], signed=True),
+                    f"{v}_seeds": table_verdicts._count(a["n_seeds"], "seed"), f"{v}_gain": fixed(a["gain"], signed=True),
                     f"{v}_spread": fixed(a["ci95"]), f"{v}_gain_met": a["gain_met"], f"{v}_spread_met": a["spread_met"]})
-    order = experiments.v2_against_v1([a for a in aims if a["data"] == data]).get(data)
+    order = readings.v2_against_v1([a for a in aims if a["data"] == data]).get(data)
     out["v2_below_v1"] = bool(order and order[1] < order[0])
     return out
 
@@ -732,8 +733,8 @@ def resolution_facts(row: dict) -> dict:
     """The width-16 pair at larger crops (:func:`resolution_row`) as facts, with the seeds paired so far, the
     experiment file (``where``) and its image and crop sizes in px (``image``, ``crop``)."""
     _, path, _, treated = RESOLUTION
-    exp = experiments.Experiment.load(path)
-    cfg = experiments.resolve(experiments.base_for(exp, "cpu"), exp.overrides(treated, exp.seeds[0]), "cpu")
+    exp = experiment_file.Experiment.load(path)
+    cfg = experiment_file.resolve(experiment_file.base_for(exp, "cpu"), exp.overrides(treated, exp.seeds[0]), "cpu")
     return {**comparison_facts(row), "min_seeds": str(MIN_SEEDS), "where": path, "image": str(cfg.data.image_size),
             "crop": str(cfg.augment.out_size)}
 

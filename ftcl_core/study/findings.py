@@ -8,7 +8,7 @@ check it rests on (``<!-- checks: name, ... -->``): each check of :data:`CHECKS`
 verdicts agree with the words, else what disagrees, and :func:`expect` raises :class:`FindingsDisagree` naming the
 checks whose sentences to rewrite, which fails the book build and ``python -m ftcl_core summary``.
 
-The evidence is the committed runs of the ``cpu`` profile (``results/cpu``, :data:`ftcl_core.study.experiments.STORED`),
+The evidence is the committed runs of the ``cpu`` profile (``results/cpu``, :data:`ftcl_core.study.experiment_file.STORED`),
 read by :meth:`Evidence.load`; nothing here trains, except on the ``smoke`` profile, where chapter 7 trains the
 tiny versions of its pairs.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import diagnosis, experiments, headroom
+from ftcl_core.study import diagnosis, experiment_file, headroom, readings, store, table_verdicts
 from ftcl_core.study.checks import failures
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import MIN_SEEDS
@@ -80,7 +80,7 @@ class Evidence:
         One number for one quantity: FT from the first step at 120 epochs is D-length-long-v1's pair, whose two
         arms trained on one device per seed, also in the phase diagram (D-start-long-v1's "start 0" and "never"
         are the same configs and seeds, with "never" retrained on the CPU against a "start 0" from the GPU)."""
-        root = root or (experiments.STORED if profile == "cpu" else None)
+        root = root or (experiment_file.STORED if profile == "cpu" else None)
         smoke = profile == "smoke"  # the tiny runs CI trains: a few settings, seed 0
         phase, knn, switch, loaded = {}, {}, {}, {}
         for label, path in diagnosis.START_EXPERIMENTS.items():
@@ -107,17 +107,17 @@ class Evidence:
                 grid[LONG_LABEL][0.0] = {**long, "comparison": grid[LONG_LABEL][0.0]["comparison"]}
         mean = (lambda key: float(np.mean([r[key] for r in real if key in r])) if any(key in r for r in real)  # noqa: E731
                 else math.nan)
-        t5 = experiments.load_records(T5_V1, profile, root) if not smoke else []  # chapter 6's Table 7 runs, never trained here
-        undone = experiments.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t5
+        t5 = store.load_records(T5_V1, profile, root) if not smoke else []  # chapter 6's Table 7 runs, never trained here
+        undone = readings.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t5
                                                         if r["setting"] == s} for s in ("v1 +pos", "v1 baseline")})
-        room_runs = experiments.load_records(headroom.MAP, profile, root) if profile == "cpu" else None
+        room_runs = store.load_records(headroom.MAP, profile, root) if profile == "cpu" else None
         room = ({**headroom.crowding_facts(headroom.run_metrics(room_runs)), **headroom.gap_facts(room_runs)}
                 if room_runs is not None else None)
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(diagnosis.capacity_rows(profile, root=root)),
                    tuple(diagnosis.capacity_rows(profile, "knn_top1", root=root)), diagnosis.resolution_row(profile, root=root),
                    mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(_summary(summary, profile)),
                    diagnosis.threshold_band(), loaded, tuple(_stored_rows(diagnosis.HEADROOM_CSV, profile) or ()),
-                   tuple(_stored_rows(experiments.ROOT / "results" / "diagnosis.csv", profile) or ()), undone, room)
+                   tuple(_stored_rows(experiment_file.ROOT / "results" / "diagnosis.csv", profile) or ()), undone, room)
 
     def table_row(self, table: str, setting: str, reference: str) -> dict:
         """The results/summary.csv row of ``setting`` against ``reference`` in ``table`` (e.g. "T7", "v1 +both",
@@ -155,8 +155,8 @@ def _late_gain_row(ev: Evidence) -> dict | None:
 
 
 def _summary(path: str | Path | None, profile: str) -> list[dict]:
-    rows = _stored_rows(Path(path) if path else experiments.ROOT / "results" / "summary.csv", profile)
-    return rows if rows is not None else experiments.summary_rows(profile)
+    rows = _stored_rows(Path(path) if path else experiment_file.ROOT / "results" / "summary.csv", profile)
+    return rows if rows is not None else table_verdicts.summary_rows(profile)
 
 
 def _pm(row: Mapping, signed: bool = True) -> str:
@@ -276,7 +276,7 @@ def facts(ev: Evidence) -> dict[str, str]:
                               ("t1_m0", "m=0", "random init"), ("t1_rise_99", *LAST_RISE)):
         out[key] = _pm(ev.table_row("T1", setting, ref))
     out["t1_rise_99_paper"] = fixed(float(ev.table_row("T1", *LAST_RISE)["effect"]), 1, signed=True)
-    counts = experiments.tally(list(ev.summary))["all"]
+    counts = table_verdicts.tally(list(ev.summary))["all"]
     out["claims"] = str(sum(counts["ft"].values()))
     out["claims_on_errors"] = str(sum(counts["ft_errors"].values()))
     out["claims_unfit"] = str(sum(counts["unfit"].values()))  # against a baseline below the bar: left out
@@ -336,7 +336,7 @@ def _headline_reversed(ev: Evidence) -> str | None:
     """T7's MoCo v1 +both reads opposite to the paper, and more of the paper's claims read opposite to it than
     on its side (matches, larger or smaller)."""
     bad = _verdict(ev.table_row("T7", "v1 +both", "v1 baseline"), verdicts.OPPOSITE)
-    counts = experiments.tally(list(ev.summary))["all"]["ft"]
+    counts = table_verdicts.tally(list(ev.summary))["all"]["ft"]
     if counts.get(verdicts.OPPOSITE, 0) <= sum(counts.get(w, 0) for w in verdicts.SEEN):
         bad = (bad or "") + f" opposite {counts.get(verdicts.OPPOSITE, 0)} <= seen {sum(counts.get(w, 0) for w in verdicts.SEEN)}"
     return bad
@@ -356,7 +356,7 @@ def _positive_mixing_costs(ev: Evidence) -> str | None:
 
 
 def _encoder_undoes_harder_positive(ev: Evidence) -> str | None:
-    """The mechanism under the cost (:func:`ftcl_core.study.experiments.undone_positive_facts`, 3 or more seeds):
+    """The mechanism under the cost (:func:`ftcl_core.study.readings.undone_positive_facts`, 3 or more seeds):
     with positive extrapolation alone an image's views end closer than without FT, and so do all images (higher
     raw Mean(neg), a smaller margin after FT), in every seed."""
     undone = ev.undone or {"n": 0}
@@ -367,7 +367,7 @@ def _encoder_undoes_harder_positive(ev: Evidence) -> str | None:
 
 def _claims_tally_as_stated(ev: Evidence) -> str | None:
     """The verdicts the claims read, before and after BH, are those the headline bullet counts (:data:`STATED_TALLY`)."""
-    counts = experiments.tally(list(ev.summary))["all"]
+    counts = table_verdicts.tally(list(ev.summary))["all"]
     out = []
     for kind in ("ft", "ft_bh"):
         seen = {w for w, n in counts[kind].items() if n}
@@ -378,7 +378,7 @@ def _claims_tally_as_stated(ev: Evidence) -> str | None:
 
 def _claims_on_points(ev: Evidence) -> str | None:
     """No claim of the paper was decided on the error scale (no baseline near enough to 100 % to forbid its effect)."""
-    n = sum(experiments.tally(list(ev.summary))["all"]["ft_errors"].values())
+    n = sum(table_verdicts.tally(list(ev.summary))["all"]["ft_errors"].values())
     return f"{n} claim(s) decided on the error scale" if n else None
 
 
@@ -633,8 +633,8 @@ CHECKS: dict[str, Check] = {
     "positive-mixing-costs": _positive_mixing_costs,
     "encoder-undoes-harder-positive": _encoder_undoes_harder_positive,
     "claims-tally-as-stated": _claims_tally_as_stated,
-    "unfit-baselines-as-named": lambda ev: experiments.CLAIM_CHECKS["the baselines below the bar are those named"](
-        experiments.unfit_facts(list(ev.summary))),
+    "unfit-baselines-as-named": lambda ev: readings.CLAIM_CHECKS["the baselines below the bar are those named"](
+        readings.unfit_facts(list(ev.summary))),
     "claims-on-points": _claims_on_points,
     "first-step-costs": _first_step_costs,
     "network-costs": _network_costs,

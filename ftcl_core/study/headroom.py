@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, store
 from ftcl_core.study.checks import failures
 from ftcl_core.study.diagnosis import COMPARED, NOT_RUN, headroom_rows
 from ftcl_core.study.results import claims as verdicts
@@ -25,12 +25,12 @@ from ftcl_core.study.results.claims import MIN_SEEDS
 from ftcl_core.study.results.numbers import fixed, plus_minus
 from ftcl_core.study.results.paired import by_seed, mean_ci95, paired_records
 
-MAP = experiments.ROOT / "experiments" / "headroom" / "map_v1.yaml"
-SWITCH = experiments.ROOT / "experiments" / "headroom" / "switch_v1.yaml"  # issue 66: the crowding against the clock
+MAP = experiment_file.ROOT / "experiments" / "headroom" / "map_v1.yaml"
+SWITCH = experiment_file.ROOT / "experiments" / "headroom" / "switch_v1.yaml"  # issue 66: the crowding against the clock
 # the separating experiment's arms: key -> (setting, length in epochs, the epoch FT switches on)
 SWITCH_ARMS = {"from_9_of_120": ("+both from 9 of 120", 120, 9), "from_18_of_120": ("+both from 18 of 120", 120, 18),
                "from_9_of_240": ("+both from 9 of 240", 240, 9)}
-CHAPTER = experiments.ROOT / "book" / "src" / "11_headroom.py"  # the chapter whose words CHECKS bind
+CHAPTER = experiment_file.ROOT / "book" / "src" / "11_headroom.py"  # the chapter whose words CHECKS bind
 LENGTHS = (30, 120, 240)  # epochs; the late starts switch FT on after 30 % of the run (Tab. 6's start 30 of 100)
 ARMS = ("both", "both_late", "neg", "pos_late")  # the four arms set against the baseline of the same length and seed
 CROWDS = 0.05  # cosine: an arm crowds the images when its raw Mean(neg) exceeds its baseline's by more than this
@@ -46,8 +46,8 @@ def setting(arm: str, length: int) -> str:
 
 def load() -> tuple[list[dict], list[dict]]:
     """The map's rows (:func:`ftcl_core.study.diagnosis.headroom_rows`) and its runs' records: the committed runs
-    (:data:`ftcl_core.study.experiments.STORED`, wherever ``FTCL_RUNS_ROOT`` points; nothing here trains)."""
-    return headroom_rows("cpu", experiments.STORED), experiments.load_records(MAP, "cpu", experiments.STORED)
+    (:data:`ftcl_core.study.experiment_file.STORED`, wherever ``FTCL_RUNS_ROOT`` points; nothing here trains)."""
+    return headroom_rows("cpu", experiment_file.STORED), store.load_records(MAP, "cpu", experiment_file.STORED)
 
 
 def task_facts(records: list[dict], test_images: int = 2000) -> dict:
@@ -154,8 +154,8 @@ def _switch(arm: str, length: int) -> int:
 def steps_per_epoch() -> int:
     """The map's optimiser steps an epoch (its recipe's ``data.n_train // train.batch_size``, the last partial batch
     dropped)."""
-    exp = experiments.Experiment.load(MAP)
-    cfg = experiments.resolve(exp.base["cpu"], exp.settings[setting("baseline", 30)], "cpu")
+    exp = experiment_file.Experiment.load(MAP)
+    cfg = experiment_file.resolve(exp.base["cpu"], exp.settings[setting("baseline", 30)], "cpu")
     return cfg.data.n_train // cfg.train.batch_size
 
 
@@ -190,7 +190,7 @@ def switch_facts(map_records: list[dict], switch_records: list[dict], tail: int 
     switches on (``switch_<key>_crowd_...``, as :func:`crowding_facts`). ``switch_planned``: the seeds the file
     plans (raw ``switch_planned_seeds``). Compared, not claimed: the paper has no such arm."""
     records = [*switch_records, *map_records]
-    planned = len(experiments.Experiment.load(SWITCH).seeds)
+    planned = len(experiment_file.Experiment.load(SWITCH).seeds)
     per_epoch, out = steps_per_epoch(), {"switch_planned": str(planned), "switch_planned_seeds": planned}
     for key, (name, length, start) in SWITCH_ARMS.items():
         p, k = paired_records(records, name, setting("baseline", length)), f"switch_{key}"
@@ -258,26 +258,26 @@ def facts(rows: list[dict], records: list[dict], metrics: Mapping | None = None,
     :func:`switch_facts` (on ``switch_records``, the stored runs of :data:`SWITCH` when not given), the seeds
     the map plans (``planned_seeds``; raw ``planned``) and the median minutes a stored baseline run of each length took
     (``minutes_<length>``: wall time, one CPU thread here)."""
-    planned = len(experiments.Experiment.load(MAP).seeds)
+    planned = len(experiment_file.Experiment.load(MAP).seeds)
     minutes = {}  # what a baseline run of each length took here: the median wall time of the stored ones
     for length in LENGTHS:
         walls = [r["wall_s"] / 60 for r in records if r["setting"] == setting("baseline", length) and "wall_s" in r]
         minutes[f"minutes_{length}"] = fixed(float(np.median(walls)), 0) if walls else NOT_RUN
     crowding = crowding_facts(run_metrics(records) if metrics is None else metrics)
-    switch = switch_facts(records, experiments.load_records(SWITCH, "cpu", experiments.STORED) if switch_records is None
+    switch = switch_facts(records, store.load_records(SWITCH, "cpu", experiment_file.STORED) if switch_records is None
                           else switch_records)
     return {**task_facts(records), **map_facts(rows), **gap_facts(records), **crowding, **switch, **minutes,
             "planned_seeds": str(planned), "planned": planned}
 
 
 def paper_facts(example_baseline: float = 98.0) -> dict:
-    """The paper's effects the map's claims carry (:func:`ftcl_core.study.experiments.Experiment.claims_of`), as the
+    """The paper's effects the map's claims carry (:func:`ftcl_core.study.experiment_file.Experiment.claims_of`), as the
     chapter quotes them: per arm the effect in points (``<arm>_paper``), its two readouts and their errors and error
     ratio (``<arm>_paper_ref``, ``_arm``, ``_err_ref``, ``_err_arm``, ``_ratio``); the steps of a run of each length
     (``steps_30``, ``steps_120``, ``steps_240``); and the ceiling on an example baseline (eq.: ``e = 100 - top-1``): a baseline at
     ``example_baseline`` % with the paper's +both error ratio reads ``example_ft`` %, a gain of ``example_gain``
     points where the paper's is ``both_paper``."""
-    exp = experiments.Experiment.load(MAP)
+    exp = experiment_file.Experiment.load(MAP)
     out: dict = {}
     for arm in ("both", "both_late", "neg"):
         claim = next(c for c in exp.claims_of(setting(arm, 30)) if c.reference == setting("baseline", 30))
@@ -286,7 +286,7 @@ def paper_facts(example_baseline: float = 98.0) -> dict:
                 f"{arm}_paper_arm": f"{top:.2f}", f"{arm}_paper_err_ref": f"{100 - ref:.2f}",
                 f"{arm}_paper_err_arm": f"{100 - top:.2f}",
                 f"{arm}_paper_ratio": f"{math.exp(claim.paper_log_error_ratio):.2f}×"}
-    cfg = experiments.resolve(exp.base["cpu"], exp.settings[setting("baseline", 30)], "cpu")
+    cfg = experiment_file.resolve(exp.base["cpu"], exp.settings[setting("baseline", 30)], "cpu")
     ratio = math.exp(next(c for c in exp.claims_of(setting("both", 30))).paper_log_error_ratio)
     ft = 100 - (100 - example_baseline) * ratio
     steps = {f"steps_{n}": f"{cfg.data.n_train // cfg.train.batch_size * n:,}".replace(",", " ") for n in LENGTHS}

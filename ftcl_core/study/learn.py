@@ -153,7 +153,7 @@ EXERCISE_CHECKS: Mapping = {  # the second Learn chapter's folded solutions: fac
 
 def crowding_facts(ends: Mapping, level: float) -> dict:
     """The third Learn chapter's reading of Table 1's runs: where Mean(neg) ends highest
-    (:func:`ftcl_core.study.experiments.score_ends_facts`' ``hi``, ``hi_neg``) against the collapse level
+    (:func:`ftcl_core.study.readings.score_ends_facts`' ``hi``, ``hi_neg``) against the collapse level
     (:data:`ftcl_core.study.curves.COLLAPSE_LEVEL`). Facts ``crowd_m``, ``crowd_neg``, ``level``; raw under ``_value``."""
     neg, m = float(ends["hi_neg"]), float(ends["hi"])
     return {"crowd_m": ends["hi"], "crowd_neg": ends["hi_neg"], "level": fixed(level, 1), "crowd_neg_value": neg,
@@ -170,17 +170,17 @@ READING_CHECKS: Mapping = {  # the third Learn chapter (crowding_facts)
 def first_step_facts(rows: list[dict] | None = None) -> dict:
     """The last Learn chapters' reading of Table 7's MoCo v1 on the shapes, FT from the first step against the same
     run without FT, from ``rows`` (by default the stored runs' ``results/summary.csv``): each arm's
-    :func:`ftcl_core.study.experiments.claim_facts` under ``both_``, ``pos_``, ``neg_`` (``diff``: points ± 95 %
+    :func:`ftcl_core.study.readings.claim_facts` under ``both_``, ``pos_``, ``neg_`` (``diff``: points ± 95 %
     interval, ``paper``: the paper's effect; raw ``_value``, ``_ci`` for the checks), and the scale they are read on:
     ``base`` and ``ft`` (the baseline's and +both's mean readout, %) and ``seeds`` (+both's paired seeds)."""
-    from ftcl_core.study import experiments
+    from ftcl_core.study import experiment_file, readings
 
     if rows is None:
-        with (experiments.ROOT / "results" / "summary.csv").open() as f:
+        with (experiment_file.ROOT / "results" / "summary.csv").open() as f:
             rows = list(csv.DictReader(f))
     out: dict = {}
     for name in ("both", "pos", "neg"):
-        f = experiments.claim_facts(rows, "T7", f"v1 +{name}")
+        f = readings.claim_facts(rows, "T7", f"v1 +{name}")
         out |= {f"{name}_diff": f["diff"], f"{name}_paper": f["effect"], f"{name}_value": f["diff_value"],
                 f"{name}_ci": f["ci_value"]}
     both = next(r for r in rows if r["table"] == "T7" and r["setting"] == "v1 +both" and r["reference"] == "v1 baseline")

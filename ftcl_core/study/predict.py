@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ftcl_core.config import config_diff
+from ftcl_core.config import ConfigError, config_diff
 from ftcl_core.runs import RunDir, atomic_write_bytes
-from ftcl_core.study import experiments
+from ftcl_core.study import experiment_file, store
 from ftcl_core.study.results.paired import by_seed, pair
 
 WINDOW = 100  # steps after the switch
@@ -222,14 +222,14 @@ def ft_pairs(profile: str = "cpu", folders: Sequence[str] = ("experiments", "exp
     trains without FT and whose arm differs from it only in ``ft.*`` keys (FT's own effect, nothing else)."""
     out = []
     for folder in folders:
-        for path in sorted((experiments.ROOT / folder).glob("*.yaml")):
-            exp = experiments.Experiment.load(path)
-            base = experiments.base_for(exp, profile)
+        for path in sorted((experiment_file.ROOT / folder).glob("*.yaml")):
+            exp = experiment_file.Experiment.load(path)
+            base = experiment_file.base_for(exp, profile)
             for arm, ref in exp.compare.items():
-                a = experiments.resolve(base, exp.overrides(arm, 0), profile)
-                r = experiments.resolve(base, exp.overrides(ref, 0), profile)
+                a = experiment_file.resolve(base, exp.overrides(arm, 0), profile)
+                r = experiment_file.resolve(base, exp.overrides(ref, 0), profile)
                 if a.ft.any and not r.ft.any and all(k.startswith("ft.") for k in config_diff(a, r)):
-                    out.append((str(path.relative_to(experiments.ROOT)), exp.table, arm, ref))
+                    out.append((str(path.relative_to(experiment_file.ROOT)), exp.table, arm, ref))
     return out
 
 
@@ -285,7 +285,7 @@ def stored_examples(profile: str = "cpu", window: int = WINDOW, dedupe: bool = T
     (:func:`link_experiments`)."""
     out = []
     for path, table, arm, ref in ft_pairs(profile):
-        records = experiments.load_records(path, profile)
+        records = store.load_records(path, profile)
         runs = {r["seed"]: r for r in records if r["setting"] == arm}
         refs = {r["seed"]: r for r in records if r["setting"] == ref}
         paired = pair(by_seed(records, arm), by_seed(records, ref))
@@ -309,9 +309,9 @@ def report_path(profile: str = "cpu", out: str | None = None) -> Path:
     on the committed store, and ``<profile's store>/predictor.json`` for any other profile or ``FTCL_RUNS_ROOT`` (so
     that a smoke or scratch fit never replaces the committed one)."""
     if out:
-        return experiments.ROOT / out
+        return experiment_file.ROOT / out
     own = profile != "cpu" or bool(os.environ.get("FTCL_RUNS_ROOT"))
-    return experiments.profile_root(profile) / "predictor.json" if own else experiments.ROOT / REPORT
+    return experiment_file.profile_root(profile) / "predictor.json" if own else experiment_file.ROOT / REPORT
 
 
 def write_report(profile: str = "cpu", out: str | None = None) -> dict:
@@ -321,7 +321,7 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
     every = stored_examples(profile, dedupe=False)
     examples = link_experiments(distinct(every)[0])
     if not examples:  # nothing to fit: never replace a stored report with an empty one
-        raise experiments.ConfigError(f"no stored FT run of the {profile} profile to fit the predictor on (it needs FT "
+        raise ConfigError(f"no stored FT run of the {profile} profile to fit the predictor on (it needs FT "
                                       "runs and their baselines, paired by seed); nothing was written.")
     res = leave_one_experiment_out(examples)
     model: Model | None = res["model"]
@@ -355,7 +355,7 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
 
 def load_model(path: str | None = None) -> Model:
     """The model fitted on every stored FT run, from ``results/predictor.json`` (:func:`write_report`)."""
-    target = experiments.ROOT / (path or REPORT)
+    target = experiment_file.ROOT / (path or REPORT)
     if not target.is_file():
         raise FileNotFoundError(f"{target} not found: run `{COMMAND}` to fit the predictor on the stored runs.")
     m = json.loads(target.read_text())["model"]

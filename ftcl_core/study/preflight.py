@@ -16,7 +16,7 @@ import torch
 from ftcl_core.config import ConfigError, RunConfig, load_yaml_mapping
 from ftcl_core.execution import resolve_device
 from ftcl_core.runs import RunDir, one_line
-from ftcl_core.study.experiments import ROOT
+from ftcl_core.study.experiment_file import ROOT
 from ftcl_core.training import check_compatible
 
 
@@ -155,7 +155,7 @@ def check_schedule(cfg: RunConfig) -> None:
 def check_experiment_file(path: str) -> None:
     """An experiment file is a YAML mapping with its keys given once: empty, not a mapping (``42``, a list) or with a
     key given twice is a :class:`ConfigError` naming the file and the fix, before anything reads or trains it (its
-    layout is :meth:`ftcl_core.study.experiments.Experiment.load`'s to check)."""
+    layout is :meth:`ftcl_core.study.experiment_file.Experiment.load`'s to check)."""
     p = Path(path) if Path(path).is_file() else ROOT / path
     if not p.is_file():
         return  # Experiment.load says it is not found

@@ -39,12 +39,12 @@ def collapse_signature(neg_mean: np.ndarray, neg_var: np.ndarray, threshold: flo
 
 
 def signature_rows(records: Mapping[str, list[dict]], threshold: float = LEVEL) -> list[dict]:
-    """Chapter 6's table: per experiment file's records (path -> :func:`ftcl_core.study.experiments.load_records`),
+    """Chapter 6's table: per experiment file's records (path -> :func:`ftcl_core.study.store.load_records`),
     each setting's lowest seed with its :func:`collapse_signature`, its linear top-1, the random-init encoder's, and
     its baseline's (the setting its comparisons lead to, same seed; None for a baseline or a missing run).
     ``kept``: the share of the baseline's gain over the random-init encoder the run keeps (None without one)."""
     from ftcl_core.runs import RunDir
-    from ftcl_core.study.experiments import Experiment
+    from ftcl_core.study.experiment_file import Experiment
 
     rows = []
     for path, runs in records.items():

@@ -1,7 +1,7 @@
 """How many threads a training process uses, given the machine's other training processes.
 
 A policy of the runner, not of the loop: the study's commands and sweeps (:mod:`ftcl_core.study.cli`,
-:func:`ftcl_core.study.experiments.sweep`) train each run inside :func:`threads_to_train`; the library's
+:func:`ftcl_core.study.sweeps.sweep`) train each run inside :func:`threads_to_train`; the library's
 :func:`ftcl_core.training.train` uses the threads it finds.  Every training process so wrapped registers in a folder
 of the system's temporary directory (``ftcl_core-trainers``, or ``$FTCL_TRAINERS_DIR``): one file per run, holding
 its thread count and locked (``flock``) while the run lives, so the file of a killed process is known to be stale

@@ -136,7 +136,7 @@ class Paired:
     @property
     def mixed_seeds(self) -> list[int]:
         """Seeds whose two runs trained on different kinds of machine (``cpu/AMD EPYC`` against ``cpu/Intel Xeon``,
-        or a CPU run against a GPU run: :func:`ftcl_core.study.experiments.machine_kind`)."""
+        or a CPU run against a GPU run: :func:`ftcl_core.study.store.machine_kind`)."""
         return [s for s, (a, b) in zip(self.seeds, self.devices) if a != b]
 
     @property
