@@ -173,6 +173,8 @@ FLIPS = {
                                                                                       diff_mean=1.5),
     "headroom-crowding-fades": lambda ev: dataclasses.replace(
         ev, room={**ev.room, "crowd_both_120_end_word": "crowds"}),
+    "headroom-switch-costs-without-crowding": lambda ev: dataclasses.replace(
+        ev, room={**ev.room, "switch_from_18_of_120_crowd_word": "crowds"}),
 }
 
 

@@ -298,8 +298,7 @@ def test_the_switch_experiment_reads_each_arm_against_the_maps_baseline_of_its_l
     assert (f["switch_from_9_of_120_side"], f["switch_from_9_of_120_n"], f["switch_from_9_of_120_step"]) == (
         "costs", "5", "351")
     assert f["switch_from_9_of_240_side"] == "undecided" and f["switch_from_18_of_120_diff"] == "not run"
-    names = ("switch-from-9-of-120-costs", "switch-from-9-of-240-short-of-its-seeds",
-             "switch-from-18-of-120-short-of-its-seeds")
+    names = ("switch-from-9-of-120-costs", "switch-from-9-of-240-short-of-its-seeds")
     assert checks.failures(headroom.CHECKS, f, *names) == {}
     assert "switch-from-9-of-120-crowds" in checks.failures(headroom.CHECKS, f, "switch-from-9-of-120-crowds")  # no metrics
     gains = [{**r, "linear_top1": r["linear_top1"] + 20} for r in arm]
@@ -316,3 +315,27 @@ def test_the_switch_experiment_reads_each_arm_against_the_maps_baseline_of_its_l
         headroom.CHECKS, headroom.switch_facts(base, arm + costs), "switch-from-9-of-240-holds-zero")
     every = arm + [{**r, "setting": s} for r in arm for s in ("+both from 9 of 240", "+both from 18 of 120")]
     assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, every), *names)) == set(names[1:])
+
+
+def test_the_later_switch_is_read_against_the_earlier_one_and_its_crowding():
+    """The switch at epoch 18 of 120 (issue 66): it costs, costs less than the switch at epoch 9 (paired by seed: E1,
+    the clock) and does not crowd; each check fails when the runs or the crowding say otherwise."""
+    base = [{"setting": "baseline 120", "seed": s, "linear_top1": 60.0 + s} for s in range(5)]
+    early = [{"setting": "+both from 9 of 120", "seed": s, "linear_top1": 48.0 + s + 0.5 * (s % 2)} for s in range(5)]
+    late = [{"setting": "+both from 18 of 120", "seed": s, "linear_top1": 57.0 + s - 0.3 * (s % 2)} for s in range(5)]
+    names = ("switch-from-18-of-120-costs", "switch-later-costs-less")
+    f = headroom.switch_facts(base, early + late)
+    assert (f["switch_from_18_of_120_side"], f["switch_later_side"], f["switch_later_n"]) == ("costs", "gains", "5")
+    assert checks.failures(headroom.CHECKS, f, *names) == {}
+    worse = [{**r, "linear_top1": r["linear_top1"] - 12} for r in late]  # costs more than the early switch
+    assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, early + worse), *names)) == {
+        "switch-later-costs-less"}
+    even = [{**r, "linear_top1": r["linear_top1"] + 3.5} for r in late]  # no cost against its baseline
+    assert "switch-from-18-of-120-costs" in checks.failures(headroom.CHECKS, headroom.switch_facts(base, early + even),
+                                                          *names)
+    spread = {**f, "switch_from_18_of_120_crowd_word": "spread"}
+    assert checks.failures(headroom.CHECKS, spread, "switch-from-18-of-120-does-not-crowd") == {}
+    for word in ("crowds", "mixed", "undecided"):
+        crowded = {**f, "switch_from_18_of_120_crowd_word": word}
+        assert "switch-from-18-of-120-does-not-crowd" in checks.failures(headroom.CHECKS, crowded,
+                                                                       "switch-from-18-of-120-does-not-crowd")

@@ -70,7 +70,7 @@ class Evidence:
     headroom: tuple[dict, ...] = ()  # results/headroom.csv's rows (cpu): the map on the task with headroom
     diagnosis: tuple[dict, ...] = ()  # results/diagnosis.csv's rows (cpu): the diagnosis comparisons after BH
     undone: Mapping | None = None  # the mechanism: Table 7's v1 +pos against its baseline, X.undone_positive_facts
-    room: Mapping | None = None  # the map's facts from its runs: headroom.crowding_facts and headroom.gap_facts (cpu only)
+    room: Mapping | None = None  # the map's facts from its runs: headroom.crowding_facts, gap_facts, switch_facts (cpu)
 
     @classmethod
     def load(cls, profile: str = "cpu", root: str | Path | None = None, summary: str | Path | None = None) -> Evidence:
@@ -111,7 +111,8 @@ class Evidence:
         undone = readings.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t5
                                                         if r["setting"] == s} for s in ("v1 +pos", "v1 baseline")})
         room_runs = store.load_records(headroom.MAP, profile, root) if profile == "cpu" else None
-        room = ({**headroom.crowding_facts(headroom.run_metrics(room_runs)), **headroom.gap_facts(room_runs)}
+        room = ({**headroom.crowding_facts(headroom.run_metrics(room_runs)), **headroom.gap_facts(room_runs),
+                 **headroom.switch_facts(room_runs, store.load_records(headroom.SWITCH, profile, root))}
                 if room_runs is not None else None)
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(diagnosis.capacity_rows(profile, root=root)),
                    tuple(diagnosis.capacity_rows(profile, "knn_top1", root=root)), diagnosis.resolution_row(profile, root=root),
@@ -678,6 +679,7 @@ CHECKS: dict[str, Check] = {
     "headroom-negatives-not-the-papers-size-at-240": _headroom("negatives-alone-not-the-papers-size-at-240"),
     "headroom-crowding-goes-with-the-cost": _headroom("crowding-goes-with-the-cost"),
     "headroom-crowding-fades": _headroom("first-step-crowding-fades-at-120"),
+    "headroom-switch-costs-without-crowding": _headroom("switch-from-18-of-120-costs", "switch-from-18-of-120-does-not-crowd"),
 }
 
 

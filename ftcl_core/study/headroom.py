@@ -204,6 +204,11 @@ def switch_facts(map_records: list[dict], switch_records: list[dict], tail: int 
         pairs = {s: (RunDir(runs[s]["dir"]).load_metrics(), RunDir(bases[s]["dir"]).load_metrics())
                  for s in sorted(set(runs) & set(bases))}
         out |= _crowding(f"{k}_crowd", pairs, start, length, tail)
+    # E1's own comparison: the later switch of the same length against the earlier, paired by seed
+    p = paired_records(records, SWITCH_ARMS["from_18_of_120"][0], SWITCH_ARMS["from_9_of_120"][0])
+    out |= {"switch_later_diff": plus_minus(p.mean, p.ci95, signed=True) if p.n else NOT_RUN, "switch_later_n": str(p.n),
+            "switch_later_seeds": p.n, "switch_later_side": verdicts.UNDECIDED if p.n < MIN_SEEDS else
+            "costs" if p.hi < 0 else "gains" if p.lo > 0 else "neither"}
     return out
 
 
@@ -411,6 +416,14 @@ def _switch_crowds(key: str):
     return check
 
 
+def _switch_spreads(key: str):
+    """The separating experiment's arm ``key`` does not crowd the images as FT switches on, in any seed."""
+    def check(f: Mapping) -> str | None:
+        word = f[f"switch_{key}_crowd_word"]
+        return None if word == "spread" else f"switch_{key} after the switch: {word}, not spread in every seed"
+    return check
+
+
 def _switch_side(key: str, side: str):
     """The separating experiment's arm ``key`` (:data:`SWITCH_ARMS`) holds the seeds its file plans and reads
     ``side`` ("costs", "gains", "neither") against its baseline (:func:`switch_facts`)."""
@@ -523,7 +536,12 @@ CHECKS = {
         f"switch_from_9_of_240: {f['switch_from_9_of_240_diff']} over {f['switch_from_9_of_240_n']} seeds reads "
         f"{f['switch_from_9_of_240_side']}, not an interval that holds zero"),
     "switch-from-9-of-240-crowds": _switch_crowds("from_9_of_240"),
-    "switch-from-18-of-120-short-of-its-seeds": _switch_short("from_18_of_120"),
+    "switch-from-18-of-120-costs": _switch_side("from_18_of_120", "costs"),
+    "switch-from-18-of-120-does-not-crowd": _switch_spreads("from_18_of_120"),
+    # E1, the clock: the later switch costs less than the earlier one of the same length (paired by seed)
+    "switch-later-costs-less": lambda f: None if f["switch_later_side"] == "gains" else (
+        f"from 18 minus from 9 of 120: {f['switch_later_diff']} over {f['switch_later_n']} seeds reads "
+        f"{f['switch_later_side']}, not above zero"),
     "negatives-alone-never-crowd": _negatives_never_crowd,
 }
 
