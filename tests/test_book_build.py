@@ -306,8 +306,9 @@ def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatc
     Table 6 run among them, and choosing one shows its own curves (to the packing's 16-bit precision)."""
     import numpy as np
 
-    from ftcl_core.pages import explorers, plotting
+    from ftcl_core.pages import explorers, run_figures
     from ftcl_core.study import store
+    from ftcl_core.study.curves import smooth
 
     monkeypatch.delenv("FTCL_RUNS_ROOT", raising=False)  # the committed results/cpu
     stored = store.stored_runs("cpu")
@@ -336,9 +337,9 @@ def test_run_explorer_reaches_every_stored_setting(browser, tmp_path, monkeypatc
     shown = pick_setting(page, "T6-fmnist", 2)
     assert shown.startswith("T6-fmnist/"), shown
     m = stored[shown].load_metrics()
-    x = plotting.fractional_epoch(m)
+    x = run_figures.fractional_epoch(m)
     keep = np.unique(np.linspace(0, len(x) - 1, min(300, len(x))).round().astype(int))
-    want = plotting.smooth(m["pos_mean"], 10)[keep]
+    want = smooth(m["pos_mean"], 10)[keep]
     got = np.array(explorer_y(page), dtype=float)
     assert got.shape == want.shape and np.allclose(got, want, atol=np.ptp(want) / 65534 + 1e-12)
     page.close()

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ftcl_core.config import config_diff
-from ftcl_core.study import diagnosis, experiment_file, store, sweeps, table_verdicts
+from ftcl_core.study import diagnosis, experiment_file, gradient_algebra, store, sweeps, table_verdicts
+from ftcl_core.study import diagnosis_readings as chapter7  # chapter 7's readings of the diagnosis
 from ftcl_core.study.checks import failures
 from ftcl_core.study.results import claims as verdicts
 
@@ -22,23 +23,23 @@ def test_the_analytic_gradient_is_the_autograd_gradient(seed, lam, tau):
     z = torch.randn(16, 8, generator=g, dtype=torch.float64) * 2
     k = F.normalize(torch.randn(16, 8, generator=g, dtype=torch.float64), dim=1)
     negatives = F.normalize(torch.randn(40, 8, generator=g, dtype=torch.float64), dim=1)
-    want = diagnosis.autograd_gradient(z, k, negatives, lam, tau)
-    got = diagnosis.analytic_gradient(z, k, negatives, lam, tau)
+    want = gradient_algebra.autograd_gradient(z, k, negatives, lam, tau)
+    got = gradient_algebra.analytic_gradient(z, k, negatives, lam, tau)
     torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-12)
 
 
 def test_weights_and_threshold():
-    assert diagnosis.alignment_weight(1.0) == 1 and diagnosis.attraction_threshold(1.0) == 0
-    assert diagnosis.attraction_threshold(1.5) == pytest.approx(0.4)
-    assert diagnosis.mean_weight_ratio(2.0) == pytest.approx(1.68, abs=0.005)  # E[A / l], l ~ Beta(2, 2) + 1
+    assert gradient_algebra.alignment_weight(1.0) == 1 and gradient_algebra.attraction_threshold(1.0) == 0
+    assert gradient_algebra.attraction_threshold(1.5) == pytest.approx(0.4)
+    assert gradient_algebra.mean_weight_ratio(2.0) == pytest.approx(1.68, abs=0.005)  # E[A / l], l ~ Beta(2, 2) + 1
 
 
 @pytest.mark.parametrize("lam", [1.0, 1.5])
 def test_a_concentrated_state_contracts_below_the_threshold_and_spreads_above(lam):
-    edge = diagnosis.attraction_threshold(lam)
-    assert diagnosis.contraction_rate(edge - 0.25, lam) < 0 < diagnosis.contraction_rate(edge + 0.25, lam)
+    edge = gradient_algebra.attraction_threshold(lam)
+    assert gradient_algebra.contraction_rate(edge - 0.25, lam) < 0 < gradient_algebra.contraction_rate(edge + 0.25, lam)
     # the stronger the views' agreement, the faster it spreads (monotone in rho)
-    rates = [diagnosis.contraction_rate(r, lam) for r in (-0.5, 0.0, 0.5, 0.9)]
+    rates = [gradient_algebra.contraction_rate(r, lam) for r in (-0.5, 0.0, 0.5, 0.9)]
     assert rates == sorted(rates)
 
 
@@ -207,21 +208,21 @@ def test_a_comparisons_checks_bind_its_reading_to_the_side_of_its_verdict():
 
     row = {"comparison": "x", "baseline": 50.0, "ft": 40.0, "diff": -10.0, "ci95": 2.0, "n_seeds": 3,
            "verdict": "opposite to the paper"}
-    facts = diagnosis.comparison_facts(row)
+    facts = chapter7.comparison_facts(row)
     assert (facts["diff"], facts["cost"], facts["n_seeds"], facts["verdict"]) == ("-10.0 ± 2.0", "10.0 ± 2.0", "3",
                                                                                   "opposite to the paper")
-    expect(diagnosis.CHECKS, facts, "costs")
+    expect(chapter7.CHECKS, facts, "costs")
     for flipped in ({**row, "diff": 10.0, "verdict": "matches the paper"}, {**row, "ci95": 12.0, "verdict": "undecided"},
                     {**row, "n_seeds": 2}):
         with pytest.raises(TextDisagrees, match="costs"):
-            expect(diagnosis.CHECKS, diagnosis.comparison_facts(flipped), "costs")
-    expect(diagnosis.CHECKS, diagnosis.comparison_facts({**row, "diff": 10.0, "verdict": "matches the paper"}), "helps")
-    flat = diagnosis.comparison_facts({**row, "ci95": 12.0, "verdict": "no effect of the paper's size"})
-    expect(diagnosis.CHECKS, flat, "cannot be told from zero")
+            expect(chapter7.CHECKS, chapter7.comparison_facts(flipped), "costs")
+    expect(chapter7.CHECKS, chapter7.comparison_facts({**row, "diff": 10.0, "verdict": "matches the paper"}), "helps")
+    flat = chapter7.comparison_facts({**row, "ci95": 12.0, "verdict": "no effect of the paper's size"})
+    expect(chapter7.CHECKS, flat, "cannot be told from zero")
     with pytest.raises(TextDisagrees, match="cannot be told from zero"):
-        expect(diagnosis.CHECKS, facts, "cannot be told from zero")
+        expect(chapter7.CHECKS, facts, "cannot be told from zero")
     with pytest.raises(KeyError, match="no check named"):
-        expect(diagnosis.CHECKS, facts, "no such claim")
+        expect(chapter7.CHECKS, facts, "no such claim")
     assert diagnosis.comparison_cells(row)[3] == "-10.0 ± 2.0"
     recs = [{"setting": "a", "seed": 0}, {"setting": "b", "seed": 0}]
     assert diagnosis.relabel(recs, {"a": "c"}) == [{"setting": "c", "seed": 0}]
@@ -280,18 +281,18 @@ def test_the_switch_on_checks_say_whether_the_collapse_level_marks_the_starts_th
     claims = ("an early start costs", "the collapse level does not separate the starts that lose")
     starts = [("start 0", row("opposite to the paper"), state(20, None, None)),
               ("start 15", row("undecided"), state(None, None, None))]
-    facts = diagnosis.switch_on_facts(starts)
+    facts = chapter7.switch_on_facts(starts)
     assert (facts["level"], facts["start_0"], facts["passed_0"], facts["n_0"], facts["passed_1"]) == (
         "0.9", "start 0", "1", "3", "0")
     assert (facts["costly"], facts["partial"]) == ("start 0", "start 0")
     assert (facts["costly_passed"], facts["costly_n"]) == ("1", "3")  # the undecided start 15 is not counted
-    assert not failures(diagnosis.CHECKS, facts, *claims)
-    every = diagnosis.switch_on_facts([("start 0", row("opposite to the paper"), state(20, 30, 40))])  # every seed passes: flips
-    assert list(failures(diagnosis.CHECKS, every, *claims)) == [claims[1]]
-    two_seeds = diagnosis.switch_on_facts(
+    assert not failures(chapter7.CHECKS, facts, *claims)
+    every = chapter7.switch_on_facts([("start 0", row("opposite to the paper"), state(20, 30, 40))])  # every seed passes: flips
+    assert list(failures(chapter7.CHECKS, every, *claims)) == [claims[1]]
+    two_seeds = chapter7.switch_on_facts(
         [("start 0", row("opposite to the paper", 2), state(20, None))]
     )  # 2 seeds decide nothing
-    assert list(failures(diagnosis.CHECKS, two_seeds, *claims)) == list(claims)
+    assert list(failures(chapter7.CHECKS, two_seeds, *claims)) == list(claims)
 
 
 def test_the_baseline_checks_name_the_aims_a_paired_baseline_misses():
@@ -302,16 +303,16 @@ def test_the_baseline_checks_name_the_aims_a_paired_baseline_misses():
                 "spread_met": ci <= table_verdicts.BASELINE_AIMS["spread"]}
 
     claims = ("v1 meets the bar", "v2 misses the spread only", "v2 reads out below v1")
-    stored = diagnosis.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 55.7, 13.6, 35.5)])
+    stored = chapter7.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 55.7, 13.6, 35.5)])
     assert (stored["v2_readout"], stored["v2_seeds"], stored["v2_spread"], stored["spread_aim"], stored["v1_mean"]) == (
         "55.7 ± 13.6", "3 seeds", "13.6", "5", "79.4")
-    assert not failures(diagnosis.CHECKS, stored, *claims)
-    good = diagnosis.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 81.0, 2.0, 61.0)])
-    assert list(failures(diagnosis.CHECKS, good, *claims)) == list(claims[1:])
-    both = diagnosis.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 35.7, 13.6, 15.5)])
-    assert list(failures(diagnosis.CHECKS, both, *claims)) == [claims[1]]  # v2 misses the gain too
-    other = diagnosis.baseline_facts([aim("v2 baseline", 35.7, 13.6, 15.5, data="fmnist")])  # other data: not read
-    assert list(failures(diagnosis.CHECKS, other, *claims)) == list(claims)
+    assert not failures(chapter7.CHECKS, stored, *claims)
+    good = chapter7.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 81.0, 2.0, 61.0)])
+    assert list(failures(chapter7.CHECKS, good, *claims)) == list(claims[1:])
+    both = chapter7.baseline_facts([aim("v1 baseline", 79.4, 4.0, 59.0), aim("v2 baseline", 35.7, 13.6, 15.5)])
+    assert list(failures(chapter7.CHECKS, both, *claims)) == [claims[1]]  # v2 misses the gain too
+    other = chapter7.baseline_facts([aim("v2 baseline", 35.7, 13.6, 15.5, data="fmnist")])  # other data: not read
+    assert list(failures(chapter7.CHECKS, other, *claims)) == list(claims)
 
 
 def test_the_random_queue_checks_test_the_papers_account_of_an_early_start():
@@ -323,15 +324,15 @@ def test_the_random_queue_checks_test_the_papers_account_of_an_early_start():
 
     claims = ("the start sees real keys only", "costs")
     loses = {"comparison": "start 1", "diff": -35.6, "ci95": 21.8, "verdict": "opposite to the paper", "n_seeds": 3}
-    facts = diagnosis.random_queue_facts(cfg(1), loses)
+    facts = chapter7.random_queue_facts(cfg(1), loses)
     assert (facts["queue"], facts["fill"], facts["switch"], facts["diff"], facts["seeds"]) == (
         "4096", "16", "39", "-35.6 ± 21.8", "3 seeds")
-    assert not failures(diagnosis.CHECKS, facts, *claims)
-    early = diagnosis.random_queue_facts(cfg(1, queue=65536), loses)  # 256 steps to fill: still random keys
-    assert list(failures(diagnosis.CHECKS, early, *claims)) == [claims[0]]
-    unclear = diagnosis.random_queue_facts(cfg(1), {**loses, "diff": -5.0, "verdict": "undecided"})  # holds 0 and +7.1
-    assert list(failures(diagnosis.CHECKS, unclear, *claims)) == [claims[1]]
-    assert list(failures(diagnosis.CHECKS, diagnosis.random_queue_facts(cfg(1), {"n_seeds": 0}), *claims)) == [claims[1]]
+    assert not failures(chapter7.CHECKS, facts, *claims)
+    early = chapter7.random_queue_facts(cfg(1, queue=65536), loses)  # 256 steps to fill: still random keys
+    assert list(failures(chapter7.CHECKS, early, *claims)) == [claims[0]]
+    unclear = chapter7.random_queue_facts(cfg(1), {**loses, "diff": -5.0, "verdict": "undecided"})  # holds 0 and +7.1
+    assert list(failures(chapter7.CHECKS, unclear, *claims)) == [claims[1]]
+    assert list(failures(chapter7.CHECKS, chapter7.random_queue_facts(cfg(1), {"n_seeds": 0}), *claims)) == [claims[1]]
 
 
 def test_a_calibration_is_said_to_rule_out_only_the_knobs_it_varied(tmp_path):
@@ -350,10 +351,10 @@ def test_the_phase_diagram_labels_every_cell_and_keeps_small_effects_visible():
     import matplotlib
 
     matplotlib.use("Agg")
-    from ftcl_core.pages import plotting
+    from ftcl_core.pages import result_figures
 
     diff = np.array([[-42.4, np.nan], [0.8, -0.1]])
-    fig = plotting.difference_grid(["a", "b"], ["x", "y"], diff, np.full_like(diff, 0.5),
+    fig = result_figures.difference_grid(["a", "b"], ["x", "y"], diff, np.full_like(diff, 0.5),
                             [["opposite to the paper", ""], ["matches the paper", "undecided"]])
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "not run" in texts and "+0.8 ± 0.5 matches the paper" in {" ".join(t.split()) for t in texts}  # wrapped
@@ -396,13 +397,13 @@ def test_a_pair_whose_arms_trained_on_different_devices_is_named(tmp_path):
     # the device-gap facts: the 30-epoch arms of two stored experiments, paired by seed across devices
     length = diagnosis.relabel(records, {"never": "baseline 30", "start 9": "+both 30"})
     cpu = diagnosis.relabel(records, {"start 9": "baseline", "never": "+both"})
-    gap = diagnosis.device_gap_facts(length, cpu)
+    gap = chapter7.device_gap_facts(length, cpu)
     assert (gap["pairs"], gap["least"], gap["most"], gap["mean"]) == ("4", "1.00", "1.00", "1.00")
-    assert not failures(diagnosis.CHECKS, gap, "some pair trained on two devices")
-    one_device = diagnosis.device_gap_facts(
+    assert not failures(chapter7.CHECKS, gap, "some pair trained on two devices")
+    one_device = chapter7.device_gap_facts(
         diagnosis.relabel(records, {"start 9": "baseline 30"}), diagnosis.relabel(records, {"start 9": "baseline"})
     )
-    assert one_device["n"] == 0 and failures(diagnosis.CHECKS, one_device, "some pair trained on two devices")
+    assert one_device["n"] == 0 and failures(chapter7.CHECKS, one_device, "some pair trained on two devices")
 
 
 def test_the_volatility_checks_follow_which_momentum_swings_most():
@@ -414,15 +415,15 @@ def test_the_volatility_checks_follow_which_momentum_swings_most():
     def rows(neg, grad):
         return [{"setting": s, "n_seeds": 3, "neg": n, "grad": g} for s, n, g in zip(("m=0.5", "m=0.99", "m=1.0"), neg, grad)]
 
-    stored = diagnosis.volatility_facts(rows((0.02, 0.01, 0.05), (3.0, 1.0, 2.0)))
+    stored = chapter7.volatility_facts(rows((0.02, 0.01, 0.05), (3.0, 1.0, 2.0)))
     assert (stored["neg_most"], stored["neg_least"], stored["grad_most"], stored["grad_least"]) == (
         "m=1.0", "m=0.99", "m=0.5", "m=0.99")
-    assert not failures(diagnosis.CHECKS, stored, *claims)
-    papers = diagnosis.volatility_facts(rows((0.05, 0.01, 0.02), (3.0, 1.0, 2.0)))  # Mean(neg) swings most at m = 0.5
-    assert list(failures(diagnosis.CHECKS, papers, *claims)) == [claims[0], claims[2]]
-    calm = diagnosis.volatility_facts(rows((0.02, 0.01, 0.05), (1.0, 3.0, 2.0)))  # the gradient norm swings most at m = 0.99
-    assert list(failures(diagnosis.CHECKS, calm, *claims)) == [claims[1]]
-    assert list(failures(diagnosis.CHECKS, diagnosis.volatility_facts([]), *claims)) == list(claims)
+    assert not failures(chapter7.CHECKS, stored, *claims)
+    papers = chapter7.volatility_facts(rows((0.05, 0.01, 0.02), (3.0, 1.0, 2.0)))  # Mean(neg) swings most at m = 0.5
+    assert list(failures(chapter7.CHECKS, papers, *claims)) == [claims[0], claims[2]]
+    calm = chapter7.volatility_facts(rows((0.02, 0.01, 0.05), (1.0, 3.0, 2.0)))  # the gradient norm swings most at m = 0.99
+    assert list(failures(chapter7.CHECKS, calm, *claims)) == [claims[1]]
+    assert list(failures(chapter7.CHECKS, chapter7.volatility_facts([]), *claims)) == list(claims)
 
 
 def test_the_gradient_swing_checks_read_the_small_and_large_momenta_apart():
@@ -435,16 +436,16 @@ def test_the_gradient_swing_checks_read_the_small_and_large_momenta_apart():
         return [{"setting": s, "n_seeds": 3, "neg": 0.01, "grad": g}
                 for s, g in zip(("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0"), grad)]
 
-    stored = diagnosis.volatility_facts(rows((1.0, 1.42, 1.21, 0.61, 0.43)))
+    stored = chapter7.volatility_facts(rows((1.0, 1.42, 1.21, 0.61, 0.43)))
     assert (stored["grad_small_lo"], stored["grad_small_hi"], stored["grad_large_hi"]) == ("1.00", "1.42", "0.61")
     assert (stored["grad_smallest"], stored["grad_smallest_sd"]) == ("0", "1.00")
-    assert not failures(diagnosis.CHECKS, stored, *claims)
-    overlap = diagnosis.volatility_facts(rows((1.0, 1.42, 1.21, 1.1, 0.43)))  # m = 0.99 swings more than m = 0
-    assert list(failures(diagnosis.CHECKS, overlap, *claims)) == [claims[0]]
-    papers = diagnosis.volatility_facts(rows((1.6, 1.42, 1.21, 0.61, 0.43)))  # the swing grows as m shrinks
-    assert list(failures(diagnosis.CHECKS, papers, *claims)) == [claims[1]]
-    only_small = diagnosis.volatility_facts(rows((1.0, 1.42, 1.21))[:3])
-    assert list(failures(diagnosis.CHECKS, only_small, *claims)) == list(claims)
+    assert not failures(chapter7.CHECKS, stored, *claims)
+    overlap = chapter7.volatility_facts(rows((1.0, 1.42, 1.21, 1.1, 0.43)))  # m = 0.99 swings more than m = 0
+    assert list(failures(chapter7.CHECKS, overlap, *claims)) == [claims[0]]
+    papers = chapter7.volatility_facts(rows((1.6, 1.42, 1.21, 0.61, 0.43)))  # the swing grows as m shrinks
+    assert list(failures(chapter7.CHECKS, papers, *claims)) == [claims[1]]
+    only_small = chapter7.volatility_facts(rows((1.0, 1.42, 1.21))[:3])
+    assert list(failures(chapter7.CHECKS, only_small, *claims)) == list(claims)
 
 
 def test_mixing_narrows_the_negative_scores_and_renormalising_widens_them_again():
@@ -497,25 +498,25 @@ def test_negative_readings_and_the_supp_f_sentence_follow_the_stored_statistics(
     against = diagnosis.paired_comparison("renorm against plain", plain + renorm, "plain", "renorm")
     claims = ("Supp F decided", "re-normalised mixes are wider, not harder than the queue",
               "re-normalised mixes cost, plain ones do not")
-    facts = diagnosis.renorm_facts(rows[0], rows[1], against)
+    facts = chapter7.renorm_facts(rows[0], rows[1], against)
     assert facts["cost"].startswith("16.3 ± ") and (facts["plain_spread"], facts["renorm_spread"]) == ("0.61", "0.88")
-    assert not failures(diagnosis.CHECKS, facts, *claims)
-    assert list(failures(diagnosis.CHECKS, diagnosis.renorm_facts({**rows[0], "n_seeds": 2}, rows[1], against), *claims)) == list(
+    assert not failures(chapter7.CHECKS, facts, *claims)
+    assert list(failures(chapter7.CHECKS, chapter7.renorm_facts({**rows[0], "n_seeds": 2}, rows[1], against), *claims)) == list(
         claims
     )
     same = runs("same", 0.0, [0.61, 0.60, 0.62], [64, 63, 66])
     row_same = diagnosis.negative_rows([("same", base + same, "baseline", "same")])[0]
-    assert list(failures(diagnosis.CHECKS, diagnosis.renorm_facts(rows[0], row_same, against), *claims)) == [claims[1]]
-    assert list(failures(diagnosis.CHECKS, diagnosis.renorm_facts(rows[0], rows[2], against), *claims)) == [claims[1]]  # harder
+    assert list(failures(chapter7.CHECKS, chapter7.renorm_facts(rows[0], row_same, against), *claims)) == [claims[1]]
+    assert list(failures(chapter7.CHECKS, chapter7.renorm_facts(rows[0], rows[2], against), *claims)) == [claims[1]]  # harder
     no_cost = {**against, "verdict": "undecided"}  # re-normalised mixes read out as plain ones
-    assert list(failures(diagnosis.CHECKS, diagnosis.renorm_facts(rows[0], rows[1], no_cost), *claims)) == [claims[2]]
-    named = [{**r, "comparison": name} for r, name in zip((rows[1], rows[2], rows[2]), diagnosis.HARDER_NEGATIVES)]
-    harder = diagnosis.harder_facts(named)
+    assert list(failures(chapter7.CHECKS, chapter7.renorm_facts(rows[0], rows[1], no_cost), *claims)) == [claims[2]]
+    named = [{**r, "comparison": name} for r, name in zip((rows[1], rows[2], rows[2]), chapter7.HARDER_NEGATIVES)]
+    harder = chapter7.harder_facts(named)
     assert (harder["mean_1"], harder["spread_0"]) == ("+0.18", "x0.88")
     assert harder["base_final"] == f"{rows[1]['baseline_final_neg_mean']:.2f}"
-    assert list(failures(diagnosis.CHECKS, harder, "harder as written")) == ["harder as written"]  # row 0 is harder by neither
-    wide = {**rows[1], "comparison": diagnosis.HARDER_NEGATIVES[0], "neg_var_ratio": 2.5}
-    assert not failures(diagnosis.CHECKS, diagnosis.harder_facts([wide, *named[1:]]), "harder as written")
+    assert list(failures(chapter7.CHECKS, harder, "harder as written")) == ["harder as written"]  # row 0 is harder by neither
+    wide = {**rows[1], "comparison": chapter7.HARDER_NEGATIVES[0], "neg_var_ratio": 2.5}
+    assert not failures(chapter7.CHECKS, chapter7.harder_facts([wide, *named[1:]]), "harder as written")
 
 
 def test_the_capacity_checks_say_what_the_decided_encoders_show():
@@ -531,19 +532,19 @@ def test_the_capacity_checks_say_what_the_decided_encoders_show():
     opp = "opposite to the paper"
     rows = [row("small", 1e5, -40.0, opp, 3, 10.0), row("large", 1e6, -45.0, opp, 3, 10.5),
             row("giant", 1e8, float("nan"), "not run", 0, float("nan"))]
-    facts = diagnosis.capacity_facts(rows)
+    facts = chapter7.capacity_facts(rows)
     assert (facts["name_1"], facts["params_1"], facts["diff_1"], facts["unrun"], facts["param_ratio"]) == (
         "large", "1.00", "-45.0 ± 5.0", "giant", "10")
     assert (facts["first"], facts["last"], facts["ft_erank_lo"], facts["base_erank_hi"]) == ("small", "large", "10.0", "40.0")
-    assert not failures(diagnosis.CHECKS, facts, *claims)
+    assert not failures(chapter7.CHECKS, facts, *claims)
     huge = row("huge", 1e7, float("nan"), "undecided", 1, float("nan"))
-    assert list(failures(diagnosis.CHECKS, diagnosis.capacity_facts([*rows, huge]), *claims)) == [claims[1]]
-    assert list(failures(diagnosis.CHECKS, diagnosis.capacity_facts(rows[:2]), *claims)) == [claims[2]]
-    kept = diagnosis.capacity_facts([rows[0], {**rows[1], "ft_erank": 20.0}, rows[2]])
-    assert list(failures(diagnosis.CHECKS, kept, *claims)) == [claims[3]]
-    mixed = diagnosis.capacity_facts([rows[0], {**rows[1], "diff": 6.0, "verdict": "matches the paper"}, rows[2]])  # holds +5.77
-    assert list(failures(diagnosis.CHECKS, mixed, *claims)) == [claims[0]]
-    assert claims[0] in failures(diagnosis.CHECKS, diagnosis.capacity_facts(rows[:1] + rows[2:]), *claims)  # one encoder decided
+    assert list(failures(chapter7.CHECKS, chapter7.capacity_facts([*rows, huge]), *claims)) == [claims[1]]
+    assert list(failures(chapter7.CHECKS, chapter7.capacity_facts(rows[:2]), *claims)) == [claims[2]]
+    kept = chapter7.capacity_facts([rows[0], {**rows[1], "ft_erank": 20.0}, rows[2]])
+    assert list(failures(chapter7.CHECKS, kept, *claims)) == [claims[3]]
+    mixed = chapter7.capacity_facts([rows[0], {**rows[1], "diff": 6.0, "verdict": "matches the paper"}, rows[2]])  # holds +5.77
+    assert list(failures(chapter7.CHECKS, mixed, *claims)) == [claims[0]]
+    assert claims[0] in failures(chapter7.CHECKS, chapter7.capacity_facts(rows[:1] + rows[2:]), *claims)  # one encoder decided
 
 
 def test_the_resolution_check_holds_while_the_56px_point_is_undecided():
@@ -551,12 +552,12 @@ def test_the_resolution_check_holds_while_the_56px_point_is_undecided():
     def row(diff, ci, verdict, n):
         return {"comparison": "56 px", "diff": diff, "ci95": ci, "verdict": verdict, "n_seeds": n}
 
-    two = diagnosis.resolution_facts(row(-30.0, 12.0, "undecided", 2))
+    two = chapter7.resolution_facts(row(-30.0, 12.0, "undecided", 2))
     assert (two["n_seeds"], two["min_seeds"], two["diff"], two["where"]) == ("2", "3", "-30.0 ± 12.0", diagnosis.RESOLUTION[1])
     assert (two["crop"], two["image"]) == ("56", "64")
-    assert not failures(diagnosis.CHECKS, two, "undecided")
+    assert not failures(chapter7.CHECKS, two, "undecided")
     for flipped in (row(float("nan"), float("nan"), "not run", 0), row(-20.0, 5.0, "opposite to the paper", 3)):
-        assert failures(diagnosis.CHECKS, diagnosis.resolution_facts(flipped), "undecided")
+        assert failures(chapter7.CHECKS, chapter7.resolution_facts(flipped), "undecided")
 
 
 def test_the_resolution_row_is_not_run_without_stored_runs(tmp_path):

@@ -1,6 +1,7 @@
-"""Every matplotlib figure of ``ftcl_core.pages.plotting`` as the book shows it: text at least 11 px tall in the page's
-column at its narrowest (:func:`plotting.smallest_text_px` at :data:`plotting.NARROWEST_COLUMN_PX`: font size in pt x
-dpi / 72 x displayed width / PNG width) and no legend on plotted data (:func:`plotting.legend_overlaps_data`).
+"""Every matplotlib figure of the pages (``ftcl_core.pages.run_figures``, ``result_figures``, ``diagrams``) as the
+book shows it: text at least 11 px tall in the page's column at its narrowest (:func:`legibility.smallest_text_px` at
+:data:`legibility.NARROWEST_COLUMN_PX`: font size in pt x dpi / 72 x displayed width / PNG width) and no legend on
+plotted data (:func:`legibility.legend_overlaps_data`).
 
 Each figure is built from small fake inputs shaped like the stored runs' (ten momenta, 69 claims of the summary,
 the seven-by-five phase diagram), at the size the chapter calls it with; the checks themselves are shown to fail
@@ -19,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from ftcl_core.pages import plotting  # noqa: E402
+from ftcl_core.pages import diagrams, legibility, result_figures, run_figures  # noqa: E402
 from ftcl_core.study import experiment_file  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -53,7 +54,7 @@ def fake_forest_rows(n_claims: int = 69) -> list[dict[str, str]]:
     """Rows of ``results/summary.csv``: per table a baseline row and claims against it, every verdict word."""
     tables = {"T1": 16, "T1-fmnist": 9, "T2": 4, "T4": 4, "T3": 2, "T7": 16, "T7-fmnist": 8, "T5": 4, "T6": 8,
               "S-F": 9, "S-G": 3}
-    verdicts = list(plotting.VERDICT_COLORS)
+    verdicts = list(result_figures.VERDICT_COLORS)
     rows, k = [], 0
     for table, n in tables.items():
         data = "fashion_mnist" if table.endswith("fmnist") else "shapes"
@@ -110,7 +111,7 @@ def landscape(n_epochs: int = 30, n_layers: int = 12) -> np.ndarray:
 
 def chapter_score_statistics_with_title():
     """Chapter 10: the score statistics of one method, titled by the chapter with ``plt.suptitle``."""
-    fig = plotting.score_statistics(TABLE5, columns=("pos_mean", "neg_mean", "neg_var"))
+    fig = run_figures.score_statistics(TABLE5, columns=("pos_mean", "neg_mean", "neg_var"))
     plt.suptitle("SimCLR", y=1.02)
     return fig
 
@@ -128,45 +129,45 @@ CHAPTER10_GRID = ["table7_simclr", "supp_e_byol", "table7_simsiam", "table7_swav
 
 # name -> the figure (or figures) as its chapter draws it
 BOOK_FIGURES: dict[str, Callable[[], object]] = {
-    "score_statistics, one run (ch 2, 4)": lambda: plotting.score_statistics({"MoCo v2": MOMENTA["m=0.99"]}),
-    "score_statistics, ten momenta (ch 5)": lambda: plotting.score_statistics(MOMENTA),
+    "score_statistics, one run (ch 2, 4)": lambda: run_figures.score_statistics({"MoCo v2": MOMENTA["m=0.99"]}),
+    "score_statistics, ten momenta (ch 5)": lambda: run_figures.score_statistics(MOMENTA),
     "score_statistics, titled by the chapter (ch 10)": chapter_score_statistics_with_title,
-    "score_statistics, ten momenta, four highlighted (ch 5)": lambda: plotting.score_statistics(
+    "score_statistics, ten momenta, four highlighted (ch 5)": lambda: run_figures.score_statistics(
         MOMENTA, highlight=["m=0", "m=0.5", "m=0.99", "m=1.0"], others="the other momenta"),
-    "score_trajectory_3d, ten momenta (ch 5)": lambda: plotting.score_trajectory_3d(
+    "score_trajectory_3d, ten momenta (ch 5)": lambda: run_figures.score_trajectory_3d(
         MOMENTA, highlight=["m=0", "m=0.5", "m=0.99", "m=1.0"], others="the other momenta"),
-    "grad_heatmap (ch 4)": lambda: plotting.grad_heatmap(landscape(n_layers=26), LAYERS, title="MoCo v2, query encoder"),
-    "grad_norm_epochs, five momenta (ch 5)": lambda: plotting.grad_norm_epochs(
+    "grad_heatmap (ch 4)": lambda: run_figures.grad_heatmap(landscape(n_layers=26), LAYERS, title="MoCo v2, query encoder"),
+    "grad_norm_epochs, five momenta (ch 5)": lambda: run_figures.grad_norm_epochs(
         {f"m={m}": landscape() for m in (0, 0.5, 0.9, 0.99, 1.0)}),
-    "grad_norm_epochs, baseline and +both (ch 6)": lambda: plotting.grad_norm_epochs(
+    "grad_norm_epochs, baseline and +both (ch 6)": lambda: run_figures.grad_norm_epochs(
         {"v1 baseline": landscape(), "v1 +both": landscape()}),
-    "score_bound (ch 3)": lambda: plotting.score_bound(),
-    "ft_geometry (ch 3)": lambda: plotting.ft_geometry(),
-    "moco_pipeline (ch 1)": lambda: plotting.moco_pipeline(),
-    "experiment_bars, ten momenta (ch 5)": lambda: plotting.experiment_bars(
+    "score_bound (ch 3)": lambda: diagrams.score_bound(),
+    "ft_geometry (ch 3)": lambda: diagrams.ft_geometry(),
+    "moco_pipeline (ch 1)": lambda: diagrams.moco_pipeline(),
+    "experiment_bars, ten momenta (ch 5)": lambda: result_figures.experiment_bars(
         EXPERIMENT["table1_momentum"], fake_summary(EXPERIMENT["table1_momentum"])),
-    "experiment_bars, Fashion-MNIST with pixels (ch 5)": lambda: plotting.experiment_bars(
+    "experiment_bars, Fashion-MNIST with pixels (ch 5)": lambda: result_figures.experiment_bars(
         EXPERIMENT["table1_momentum_fmnist"], fake_summary(EXPERIMENT["table1_momentum_fmnist"], pixels=True)),
-    "experiment_bars, no run yet": lambda: plotting.experiment_bars(EXPERIMENT["table7_ft_v1"], {}),
-    "experiment_grid, the other tables (ch 6)": lambda: plotting.experiment_grid(
+    "experiment_bars, no run yet": lambda: result_figures.experiment_bars(EXPERIMENT["table7_ft_v1"], {}),
+    "experiment_grid, the other tables (ch 6)": lambda: result_figures.experiment_grid(
         [(EXPERIMENT[n], fake_summary(EXPERIMENT[n], pixels=n == "table5_queue")) for n in CHAPTER6_GRID]),
-    "experiment_grid, the methods (ch 10)": lambda: plotting.experiment_grid(
+    "experiment_grid, the methods (ch 10)": lambda: result_figures.experiment_grid(
         [(EXPERIMENT[n], fake_summary(EXPERIMENT[n])) for n in CHAPTER10_GRID],
         titles=[EXPERIMENT[n].title.split(":")[0] for n in CHAPTER10_GRID]),
-    "readout_by_length (ch 7)": lambda: plotting.readout_by_length(
+    "readout_by_length (ch 7)": lambda: result_figures.readout_by_length(
         [1170, 4680, 9360], {"baseline": [[80, 78, 77], [97, 96, 97], []], "FT (+pos +neg)": [[34, 38, 36],
                                                                                            [72, 81, 77], []]},
         random_init=21.0, title="Shapes, calibrated MoCo v1: linear top-1 against the length of the run"),
-    "verdict_forests, a few tables a figure (ch 9)": lambda: plotting.verdict_forests(fake_forest_rows()),
-    "difference_grid, 2 x 2 (ch 7)": lambda: plotting.difference_grid(
+    "verdict_forests, a few tables a figure (ch 9)": lambda: result_figures.verdict_forests(fake_forest_rows()),
+    "difference_grid, 2 x 2 (ch 7)": lambda: result_figures.difference_grid(
         ["MoCo v1", "MoCo v2"], ["original recipe", "calibrated recipe"], np.array([[-30.2, -3.1], [0.4, np.nan]]),
         np.array([[3.0, 1.2], [0.8, np.nan]]), [["opposite to the paper", "no effect of the paper's size"],
                                                  ["undecided", ""]],
         title="FT (+pos +neg) minus its baseline, by method and recipe"),
-    "difference_grid, phase diagram 7 x 5 (ch 7)": lambda: plotting.difference_grid(
+    "difference_grid, phase diagram 7 x 5 (ch 7)": lambda: result_figures.difference_grid(
         *phase_inputs(), title="MoCo v1: FT minus the same run without FT (linear top-1, points)"),
-    "capacity_figure (ch 7)": lambda: plotting.capacity_figure(capacity_rows()),
-    "predictor_figure (ch 7)": lambda: plotting.predictor_figure(predictor_report()),
+    "capacity_figure (ch 7)": lambda: result_figures.capacity_figure(capacity_rows()),
+    "predictor_figure (ch 7)": lambda: result_figures.predictor_figure(predictor_report()),
 }
 
 
@@ -187,11 +188,12 @@ def figures_of(name: str) -> list:
 def test_figure_text_is_11_px_or_more_and_no_legend_covers_data(name):
     figs = figures_of(name)
     for fig in figs:
-        sizes = plotting.text_sizes_px(fig, plotting.NARROWEST_COLUMN_PX)
+        sizes = legibility.text_sizes_px(fig, legibility.NARROWEST_COLUMN_PX)
         assert sizes, "no text measured: the check would pass on anything"
         px, text = min(sizes)
-        assert px >= plotting.MIN_TEXT_PX, f"{text!r} is {px:.1f} px tall in the book's {plotting.NARROWEST_COLUMN_PX}-px column"
-        assert plotting.legend_overlaps_data(fig) == []
+        column = legibility.NARROWEST_COLUMN_PX
+        assert px >= legibility.MIN_TEXT_PX, f"{text!r} is {px:.1f} px tall in the book's {column}-px column"
+        assert legibility.legend_overlaps_data(fig) == []
 
 
 def test_the_overlap_check_reports_a_legend_placed_on_data():
@@ -201,33 +203,33 @@ def test_the_overlap_check_reports_a_legend_placed_on_data():
     axb.bar([0, 1, 2], [95, 90, 97], label="bars")
     axb.set_ylim(0, 100)
     axb.legend(loc="upper left")  # the old accuracy_bars placement: on the bars that reach the top
-    found = plotting.legend_overlaps_data(fig)
+    found = legibility.legend_overlaps_data(fig)
     assert any("axes 0" in f and "Line2D 'diagonal'" in f for f in found)
     assert any("Rectangle" in f and "axes 1" in f for f in found)
     ax.get_legend().remove()
     axb.get_legend().remove()
     axb.legend(loc="upper left", bbox_to_anchor=(1.02, 1))  # beside the axes: clear
-    assert plotting.legend_overlaps_data(fig) == []
+    assert legibility.legend_overlaps_data(fig) == []
     scatter_fig, sax = plt.subplots()
     sax.scatter([0.5], [0.5], label="one point")
     sax.legend(loc="center")
-    assert any("PathCollection" in f for f in plotting.legend_overlaps_data(scatter_fig))
+    assert any("PathCollection" in f for f in legibility.legend_overlaps_data(scatter_fig))
 
 
 def test_text_size_is_what_the_page_shows():
     small, ax = plt.subplots(figsize=(5, 3))
     ax.set_title("ten points", fontsize=10)
     ax.tick_params(labelsize=10)
-    assert plotting.smallest_text_px(small) == pytest.approx(10 * 100 / 72)  # narrower than the column: its own size
+    assert legibility.smallest_text_px(small) == pytest.approx(10 * 100 / 72)  # narrower than the column: its own size
     wide, ax = plt.subplots(figsize=(20, 3))
     ax.tick_params(labelsize=10)
-    width = plotting.rendered_width_px(wide)
+    width = legibility.rendered_width_px(wide)
     assert 1500 < width < 2020  # the tight box: the axes and their labels, not the empty margins
-    assert plotting.smallest_text_px(wide) == pytest.approx(10 * 100 / 72 * plotting.BOOK_COLUMN_PX / width)  # scaled down
-    assert plotting.smallest_text_px(wide, column_px=4000) == pytest.approx(10 * 100 / 72)
+    assert legibility.smallest_text_px(wide) == pytest.approx(10 * 100 / 72 * legibility.BOOK_COLUMN_PX / width)  # scaled down
+    assert legibility.smallest_text_px(wide, column_px=4000) == pytest.approx(10 * 100 / 72)
     ax.set_xticks([0.5], ["a tick"])
     ax.tick_params(labelsize=5)
-    assert plotting.smallest_text_px(wide) < 5 * 100 / 72
+    assert legibility.smallest_text_px(wide) < 5 * 100 / 72
 
 
 def test_the_phase_diagram_colour_bar_reads_plain_numbers():
@@ -239,18 +241,18 @@ def test_the_phase_diagram_colour_bar_reads_plain_numbers():
     assert {"0", "+1", "\N{MINUS SIGN}1", "+10", "\N{MINUS SIGN}10", "\N{MINUS SIGN}40"} <= set(labels)
     assert not bar.yaxis.get_minorticklocs().size
     cells = [t for t in fig.axes[0].texts if "±" in t.get_text()]
-    assert cells and all(t.get_fontsize() * fig.dpi / 72 >= plotting.MIN_TEXT_PX for t in cells)
-    assert plotting.plain_number(-40.0) == "\N{MINUS SIGN}40"
-    assert plotting.plain_number(0.5) == "+0.5" and plotting.plain_number(0) == "0"
+    assert cells and all(t.get_fontsize() * fig.dpi / 72 >= legibility.MIN_TEXT_PX for t in cells)
+    assert result_figures.plain_number(-40.0) == "\N{MINUS SIGN}40"
+    assert result_figures.plain_number(0.5) == "+0.5" and result_figures.plain_number(0) == "0"
 
 
 def test_the_forest_splits_by_table_and_keeps_every_claim():
     rows = fake_forest_rows()
     claims = [r for r in rows if r["verdict"] != "baseline"]
-    figs = plotting.verdict_forests(rows)
+    figs = result_figures.verdict_forests(rows)
     assert len(figs) > 1
     drawn = []
-    for fig, group in zip(figs, plotting.forest_groups(rows)):
+    for fig, group in zip(figs, result_figures.forest_groups(rows)):
         ax = fig.axes[0]
         labels = [t.get_text() for t in ax.get_yticklabels()]
         drawn += labels
@@ -259,12 +261,12 @@ def test_the_forest_splits_by_table_and_keeps_every_claim():
         assert ax.get_title() == ", ".join(group)
     assert len(drawn) == len(claims)
     data = {r["table"]: r["data"] for r in rows}
-    assert all(len({data[t] for t in group}) == 1 for group in plotting.forest_groups(rows))  # one data set a figure
-    t5 = plotting.verdict_forest(rows, table="T7")
+    assert all(len({data[t] for t in group}) == 1 for group in result_figures.forest_groups(rows))  # one data set a figure
+    t5 = result_figures.verdict_forest(rows, table="T7")
     assert len(t5.axes[0].get_yticklabels()) == sum(r["table"] == "T7" for r in claims)
-    everything = plotting.verdict_forest(rows)  # the old call: every claim in one figure, still drawn
+    everything = result_figures.verdict_forest(rows)  # the old call: every claim in one figure, still drawn
     assert len(everything.axes[0].get_yticklabels()) == len(claims)
-    assert plotting.legend_overlaps_data(everything) == []
+    assert legibility.legend_overlaps_data(everything) == []
 
 
 def test_the_grid_of_tables_has_one_legend_outside_its_panels():
@@ -280,18 +282,18 @@ def test_the_grid_of_tables_has_one_legend_outside_its_panels():
 
 def test_chapter_sevens_own_figures_read_at_page_width():
     """The contraction test and the early-training figure: text of at least 11 px, legends off the data."""
-    from ftcl_core.study import diagnosis
+    from ftcl_core.study import gradient_algebra
 
     rhos = np.linspace(-0.5, 1.0, 7)
     lams = (1.0, 1.5, 2.0)
-    rates = {lam: rhos - diagnosis.attraction_threshold(lam) for lam in lams}
+    rates = {lam: rhos - gradient_algebra.attraction_threshold(lam) for lam in lams}
     steps = np.arange(200)
     runs = {f"v1 {arm}": {"step": steps, "rho": np.linspace(0, 0.8, 200) * (0.5 if arm == "+both" else 1),
                           "neg_mean": np.linspace(0, 0.9 if arm == "+both" else 0.3, 200)} for arm in ("baseline", "+both")}
-    for fig in (plotting.contraction_figure(rhos, rates, {lam: diagnosis.attraction_threshold(lam) for lam in lams}),
-                plotting.early_training(runs, (0.13, 0.56))):
-        assert plotting.smallest_text_px(fig, plotting.NARROWEST_COLUMN_PX) >= plotting.MIN_TEXT_PX
-        assert plotting.legend_overlaps_data(fig) == []
+    for fig in (run_figures.contraction_figure(rhos, rates, {lam: gradient_algebra.attraction_threshold(lam) for lam in lams}),
+                run_figures.early_training(runs, (0.13, 0.56))):
+        assert legibility.smallest_text_px(fig, legibility.NARROWEST_COLUMN_PX) >= legibility.MIN_TEXT_PX
+        assert legibility.legend_overlaps_data(fig) == []
         plt.close(fig)
 
 
@@ -307,28 +309,28 @@ def test_a_table_shows_its_verdict_second_and_a_note_row_across_the_table():
 
 def test_the_phase_diagram_cells_are_11_px_at_the_narrowest_column():
     (fig,) = figures_of("difference_grid, phase diagram 7 x 5 (ch 7)")
-    scale = min(1.0, plotting.NARROWEST_COLUMN_PX / plotting.rendered_width_px(fig))
+    scale = min(1.0, legibility.NARROWEST_COLUMN_PX / legibility.rendered_width_px(fig))
     cells = [t for t in fig.axes[0].texts if t.get_text().strip()]
-    assert cells and min(t.get_fontsize() * fig.dpi / 72 * scale for t in cells) >= plotting.MIN_TEXT_PX
+    assert cells and min(t.get_fontsize() * fig.dpi / 72 * scale for t in cells) >= legibility.MIN_TEXT_PX
 
 
 def test_a_highlighted_figure_draws_one_run_in_colour_and_the_rest_grey():
-    fig = plotting.score_statistics(MOMENTA, highlight=["m=0", "m=0.99", "not a run"], others="the other momenta")
+    fig = run_figures.score_statistics(MOMENTA, highlight=["m=0", "m=0.99", "not a run"], others="the other momenta")
     assert len(fig.axes) == 2 * 3  # a row per highlighted run that exists, a column per statistic
     for ax in fig.axes:
         colours = [line.get_color() for line in ax.lines]
-        assert len(colours) == len(MOMENTA) and colours.count(plotting.GREY) == len(MOMENTA) - 1
+        assert len(colours) == len(MOMENTA) and colours.count(run_figures.GREY) == len(MOMENTA) - 1
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["the other momenta"]
-    grads = plotting.grad_norm_epochs({f"m={m}": landscape() for m in (0, 0.5, 0.9, 0.99, 1.0)})
+    grads = run_figures.grad_norm_epochs({f"m={m}": landscape() for m in (0, 0.5, 0.9, 0.99, 1.0)})
     drawn = [ax for ax in grads.axes if ax.get_visible()]
-    assert len(drawn) == 5 and all(sum(line.get_color() != plotting.GREY for line in ax.lines) == 1 for ax in drawn)
+    assert len(drawn) == 5 and all(sum(line.get_color() != run_figures.GREY for line in ax.lines) == 1 for ax in drawn)
 
 
 def test_the_readout_axis_is_zoomed_to_the_data_and_its_references():
     exp = EXPERIMENT["table1_momentum_fmnist"]
     summary = {s: {"mean": 84.0 + 0.2 * i, "ci95": 0.8, "random_init_mean": 77.6, "raw_pixels_mean": 80.3}
                for i, s in enumerate(exp.settings)}
-    fig = plotting.experiment_bars(exp, summary)
+    fig = result_figures.experiment_bars(exp, summary)
     ax = fig.axes[0]
     lo, hi = ax.get_ylim()
     assert 70 < lo < 77.6 and 85 < hi < 92  # not 0-100: readouts a point apart stay apart
@@ -339,7 +341,7 @@ def test_the_readout_axis_is_zoomed_to_the_data_and_its_references():
     marks = np.asarray(paper_axes[0].lines[0].get_ydata(), dtype=float)
     plo, phi = paper_axes[0].get_ylim()
     assert plo <= np.nanmin(marks) and np.nanmax(marks) <= phi
-    assert plotting._zoomed([]) == (0.0, 100.0) and plotting._zoomed([50.0]) == (48.0, 52.0)
+    assert result_figures._zoomed([]) == (0.0, 100.0) and result_figures._zoomed([50.0]) == (48.0, 52.0)
 
 
 def test_the_chapters_draw_no_3d_gradient_landscape():
@@ -351,10 +353,10 @@ def test_the_chapters_draw_no_3d_gradient_landscape():
 
 
 def test_each_verdict_is_told_apart_by_marker_and_fill_as_well_as_colour():
-    styles = {v: (plotting.VERDICT_MARKERS[v], plotting.VERDICT_COLORS[v]) for v in plotting.VERDICT_COLORS}
-    assert set(plotting.VERDICT_MARKERS) == set(plotting.VERDICT_COLORS)
+    styles = {v: (result_figures.VERDICT_MARKERS[v], result_figures.VERDICT_COLORS[v]) for v in result_figures.VERDICT_COLORS}
+    assert set(result_figures.VERDICT_MARKERS) == set(result_figures.VERDICT_COLORS)
     assert len({m for m, _ in styles.values()}) == len(styles)  # no two verdicts share marker and fill
-    fig = plotting.verdict_forest(fake_forest_rows(), table="T7")
+    fig = result_figures.verdict_forest(fake_forest_rows(), table="T7")
     legend = fig.legends[0] if fig.legends else fig.axes[0].get_legend()
     shown = {h.get_label(): (h.get_marker(), h.get_markerfacecolor()) for h in legend.legend_handles}
     assert shown["matches the paper"][0] == shown["smaller than the paper"][0] and shown["smaller than the paper"][1] == "white"

@@ -107,13 +107,13 @@ def test_the_map_figure_lists_every_planned_comparison_in_readable_text():
 
     matplotlib.use("Agg")
     from ftcl_core.pages import headroom as headroom_figures
-    from ftcl_core.pages import plotting
+    from ftcl_core.pages import legibility
 
     fig = headroom_figures.map_figure(at_30())  # only 30 epochs stored: its four rows, the other lengths left out
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert len(labels) == len(headroom.ARMS) and all(label.startswith("30 ep.") for label in labels)
     assert "FT worse" in fig.axes[0].get_xlabel() and "FT worse" in fig.axes[1].get_xlabel()
-    assert plotting.smallest_text_px(fig) >= 11
+    assert legibility.smallest_text_px(fig) >= 11
     # one seed at 120 epochs, its errors 1.8x the baseline's, the paper's 0.8x: an axis as wide as today's map
     longer = at_30() + [{**row("both", 120, 1, -3.0, float("nan"), "undecided", 0.6), "paper_log_error_ratio": -0.223}]
     fig = headroom_figures.map_figure(longer)  # a length with one seed: its four rows, the unstored arms "not run", "(1 seed)"
@@ -271,11 +271,11 @@ def test_the_crowding_check_needs_a_costing_and_a_gaining_arm():
 
 def test_the_crowding_figure_draws_a_panel_per_length_in_readable_text():
     from ftcl_core.pages import headroom as headroom_figures
-    from ftcl_core.pages import plotting
+    from ftcl_core.pages import legibility
 
     metrics = crowding_like()
     fig = headroom_figures.crowding_figure({n: headroom.neg_curves(metrics, n) for n in (30, 120)})
-    assert len(fig.axes) == 2 and plotting.smallest_text_px(fig) >= plotting.MIN_TEXT_PX
+    assert len(fig.axes) == 2 and legibility.smallest_text_px(fig) >= legibility.MIN_TEXT_PX
     assert len(fig.axes[1].get_lines()) == 4  # baseline, two arms, the switch
 
 

@@ -64,7 +64,8 @@ def test_the_layers_hold_the_files_they_should():
             "ftcl_core.study.table_verdicts", "ftcl_core.study.readings", "ftcl_core.study.moco_diagnosis",
             "ftcl_core.study.cli", "ftcl_core.study.threads",
             "ftcl_core.study.replay", "ftcl_core.study.fashion_mnist"} <= {_name(p) for p in STUDY}
-    assert "ftcl_core.pages.plotting" in {_name(p) for p in PAGES}
+    assert {"ftcl_core.pages.legibility", "ftcl_core.pages.run_figures", "ftcl_core.pages.result_figures",
+            "ftcl_core.pages.diagrams"} <= {_name(p) for p in PAGES}
     assert (PACKAGE.parent / "benchmarks" / "profiling.py").is_file() and not (PACKAGE / "profiling.py").exists()
 
 

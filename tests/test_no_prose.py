@@ -36,7 +36,7 @@ ALLOWED = {"_rerun": "error message: the command a damaged run's recovery names 
            "_parse_yaml": "error message: what is wrong with a damaged run file (runs.py)",
            "plan_threads": "log line: the thread count a training run prints (study/threads.py)",
            "recipe_note": "CLI output: the comment `switch_to_calibrated` writes into an experiment file",
-           "_draw_noting_text": "returns the text a figure draws, for the legibility checks (plotting.py)"}
+           "_draw_noting_text": "returns the text a figure draws, for the legibility checks (legibility.py)"}
 
 
 def _local_sources(fn: ast.FunctionDef) -> dict[str, list[ast.AST]]:

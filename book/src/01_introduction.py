@@ -59,7 +59,7 @@ import os
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
 
 # %% [markdown]
-# **One step of MoCo with FT, in one picture** (the paper's Fig 2; `ftcl_core.pages.plotting.moco_pipeline`). Two
+# **One step of MoCo with FT, in one picture** (the paper's Fig 2; `ftcl_core.pages.diagrams.moco_pipeline`). Two
 # augmented views of an image pass through the query encoder and the key encoder, which follows the query encoder
 # slowly (eq. 2). FT acts on their outputs and on the queue just before the scores; the loss (eq. 1) trains the
 # query encoder only, and the clean keys, not the transformed ones, enter the queue.
@@ -68,9 +68,9 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
-from ftcl_core.pages import markup, plotting
+from ftcl_core.pages import diagrams, legibility, markup
 
-plotting.moco_pipeline()
+diagrams.moco_pipeline()
 plt.show()
 
 # %% [markdown]
@@ -134,7 +134,7 @@ import torch
 
 from ftcl_core import augment
 from ftcl_core.data import SHAPE_CLASSES, make_shapes
-from ftcl_core.pages import plotting
+from ftcl_core.pages import diagrams
 
 sample = make_shapes(10 * 6, seed=0)
 order = torch.argsort(sample.labels, stable=True)
@@ -143,7 +143,7 @@ gen = torch.Generator().manual_seed(0)
 views = [augment.augment(images, augment.moco_v2(24), gen) for _ in range(2)]
 std, mean = torch.tensor(augment.moco_v2().std).view(1, 3, 1, 1), torch.tensor(augment.moco_v2().mean).view(1, 3, 1, 1)
 
-fig, axes = plt.subplots(3, 10, figsize=(plotting.BOOK_WIDTH_IN, 2.9))
+fig, axes = plt.subplots(3, 10, figsize=(legibility.BOOK_WIDTH_IN, 2.9))
 for c in range(10):
     i = c * 6
     axes[0, c].imshow(images[i].permute(1, 2, 0))

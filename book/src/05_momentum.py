@@ -31,10 +31,10 @@ landscape_momenta = [0, 0.5, 0.9, 0.99, 1.0]  # gradient landscapes drawn (those
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core.pages import markup, plotting
+from ftcl_core.pages import markup, result_figures, run_figures
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.runs import RunDir
-from ftcl_core.study import checks, diagnosis, experiment_file, readings, store, sweeps, table_verdicts
+from ftcl_core.study import checks, diagnosis_readings, experiment_file, readings, store, sweeps, table_verdicts
 
 # the experiment file's setting names ("m=0.9"); kept out of the parameters cell, whose lines papermill parses
 settings, shown_if_stored, landscapes = ([f"m={m}" for m in ms] for ms in (momenta, momenta_if_stored, landscape_momenta))
@@ -97,7 +97,7 @@ SPLIT = ((["sanity"], "each momentum against the same seed's random-init encoder
 for kinds, rows_are in SPLIT:
     _, header, cells = table_verdicts.table_cells(exp, records, kinds)
     display(markup.html_table(header, cells, caption=f"{caption(exp, records)}. Rows: {rows_are}"))
-plotting.experiment_bars(exp, summary)
+result_figures.experiment_bars(exp, summary)
 plt.show()
 
 # %% [markdown]
@@ -110,9 +110,9 @@ plt.show()
 # %%
 # one row per momentum of landscape_momenta, in colour over the other momenta in grey
 close_up = [s for s in landscapes if s in metrics]
-plotting.score_statistics(metrics, highlight=close_up, others="the other momenta")
+run_figures.score_statistics(metrics, highlight=close_up, others="the other momenta")
 plt.show()
-plotting.score_trajectory_3d(metrics, highlight=close_up, others="the other momenta")
+run_figures.score_trajectory_3d(metrics, highlight=close_up, others="the other momenta")
 plt.show()
 
 # %% [markdown]
@@ -205,7 +205,7 @@ if fm_records:
     for kinds, rows_are in SPLIT:
         _, header, cells = table_verdicts.table_cells(fm_exp, fm_records, kinds)
         display(markup.html_table(header, cells, caption=f"{caption(fm_exp, fm_records)}. Rows: {rows_are}"))
-    plotting.experiment_bars(fm_exp, table_verdicts.summarize(fm_records))
+    result_figures.experiment_bars(fm_exp, table_verdicts.summarize(fm_records))
     plt.show()
 else:
     display(markup.markdown_html("No stored runs of `experiments/table1_momentum_fmnist.yaml` for this profile yet."))
@@ -235,7 +235,7 @@ checks.expect(readings.CHECKS, fm_momentum, "every momentum has 3 seeds", "every
 
 # %%
 drawn = [r for r in records if r["seed"] == seeds[0] and r["setting"] in landscapes]
-plotting.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in drawn})
+run_figures.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in drawn})
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -260,15 +260,15 @@ checks.expect(curves.CHECKS, spikes, "every small momentum swings more than ever
 # averaged over the stored seeds of each momentum.
 
 # %%
-volatility = diagnosis.volatility_rows(records)
+volatility = diagnosis_readings.volatility_rows(records)
 display(markup.html_table(["setting", "seeds", "sd of step change in Mean(neg)", "sd of epoch change in total grad norm"],
                      [[v["setting"], str(v["n_seeds"]), f"{v['neg']:.4f}", f"{v['grad']:.4f}"] for v in volatility],
                      caption="Each momentum on the embedded shapes, mean over seeds"))
 
 # %% tags=["remove-cell"]
-swings = diagnosis.volatility_facts(volatility if profile == "cpu" else diagnosis.volatility_rows(stored))
+swings = diagnosis_readings.volatility_facts(volatility if profile == "cpu" else diagnosis_readings.volatility_rows(stored))
 glue_facts("vol_", swings)
-checks.expect(diagnosis.CHECKS, swings, "Mean(neg) swings most at a large momentum",
+checks.expect(diagnosis_readings.CHECKS, swings, "Mean(neg) swings most at a large momentum",
               "the gradient norm swings most at a small momentum", "the frozen key encoder swings most in Mean(neg)",
               "the gradient norm swings more at every small momentum than at every large one",
               "the smallest momentum swings least of the small ones")

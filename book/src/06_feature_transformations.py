@@ -42,7 +42,7 @@ show = ["experiments/table2_alpha_ex.yaml", "experiments/table4_alpha_in.yaml",
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core.pages import markup, plotting
+from ftcl_core.pages import markup, result_figures, run_figures
 from ftcl_core.runs import RunDir
 from ftcl_core.study import experiment_file, readings, store, sweeps, table_verdicts
 
@@ -90,7 +90,7 @@ display(markup.source_code(losses.moco_ft_logits, collapsed="moco_ft_logits: whe
 # %%
 path = train[0]
 exp, s = experiment_file.Experiment.load(path), summaries[path]
-plotting.experiment_bars(exp, s)
+result_figures.experiment_bars(exp, s)
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -117,7 +117,7 @@ findings.expect(stored_ev, "positive-mixing-costs")
 # %%
 others = [p for p in records if p != train[0]]
 if others:
-    plotting.experiment_grid([(experiment_file.Experiment.load(path), summaries[path]) for path in others])
+    result_figures.experiment_grid([(experiment_file.Experiment.load(path), summaries[path]) for path in others])
     plt.show()
 
 # %% [markdown]
@@ -151,9 +151,9 @@ if others:
 # %%
 recs = records[train[0]]
 pick = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in recs if r["seed"] == seeds[0]}
-plotting.score_statistics(pick, columns=("pos_mean", "neg_mean", "neg_var"))
+run_figures.score_statistics(pick, columns=("pos_mean", "neg_mean", "neg_var"))
 plt.show()
-plotting.score_statistics(pick, columns=("ft_pos_mean", "ft_neg_mean", "ft_neg_var"))  # the baseline too: same colours
+run_figures.score_statistics(pick, columns=("ft_pos_mean", "ft_neg_mean", "ft_neg_var"))  # the baseline too: same colours
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -233,7 +233,7 @@ checks.expect(signatures.CHECKS, sig, "some rows lose their readout without pass
 
 # %%
 pair_names = [next(iter(pick)), [k for k in pick if k.endswith("+both")][0]]
-plotting.grad_norm_epochs({name: RunDir(next(r for r in recs if r["setting"] == name and r["seed"] == seeds[0])["dir"])
+run_figures.grad_norm_epochs({name: RunDir(next(r for r in recs if r["setting"] == name and r["seed"] == seeds[0])["dir"])
                     .load_grad_norms()["per_epoch"] for name in pair_names})
 plt.show()
 

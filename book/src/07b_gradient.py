@@ -21,15 +21,15 @@ import torch
 import torch.nn.functional as F
 from IPython.display import display
 
-from ftcl_core.pages import markup, plotting
+from ftcl_core.pages import markup, run_figures
 from ftcl_core.runs import RunDir
-from ftcl_core.study import diagnosis, findings
+from ftcl_core.study import diagnosis, diagnosis_readings, findings, gradient_algebra
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the runs below (smoke: trains tiny ones)
 rhos = np.linspace(-0.5, 1.0, points if profile != "smoke" else 7)
 lams = (1.0, 1.25, 1.5, 1.75, 2.0)
-rates = {lam: np.array([diagnosis.contraction_rate(float(r), lam) for r in rhos]) for lam in lams}
-plotting.contraction_figure(rhos, rates, {lam: diagnosis.attraction_threshold(lam) for lam in lams})
+rates = {lam: np.array([gradient_algebra.contraction_rate(float(r), lam) for r in rhos]) for lam in lams}
+run_figures.contraction_figure(rhos, rates, {lam: gradient_algebra.attraction_threshold(lam) for lam in lams})
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -65,18 +65,18 @@ findings.expect(stored, "rho-below-band-first", "rho-above-band-late")
 # the cell after it compares it with autograd through the library's own FT and loss.
 
 # %%
-display(markup.source_code(diagnosis.analytic_gradient))
+display(markup.source_code(gradient_algebra.analytic_gradient))
 gen = torch.Generator().manual_seed(0)
 z = torch.randn(64, 32, generator=gen, dtype=torch.float64) * 2
 k = F.normalize(torch.randn(64, 32, generator=gen, dtype=torch.float64), dim=1)
 negatives = F.normalize(torch.randn(512, 32, generator=gen, dtype=torch.float64), dim=1)
-worst = max(float((diagnosis.analytic_gradient(z, k, negatives, lam, 0.2) - diagnosis.autograd_gradient(z, k, negatives, lam, 0.2))
-                  .abs().max() / diagnosis.autograd_gradient(z, k, negatives, lam, 0.2).abs().max())
+worst = max(float((gradient_algebra.analytic_gradient(z, k, negatives, lam, 0.2) - gradient_algebra.autograd_gradient(z, k, negatives, lam, 0.2))
+                  .abs().max() / gradient_algebra.autograd_gradient(z, k, negatives, lam, 0.2).abs().max())
             for lam in (1.0, 1.25, 1.5, 1.75, 2.0))
 markup.markdown_html(
     f"Largest difference between the formula and autograd, relative to the gradient's largest entry, over "
     f"λ = 1 … 2 (float64): **{worst:.1e}**. Averaged over the paper's λ ~ Beta(2, 2) + 1, the pull is weighed "
-    f"**{diagnosis.mean_weight_ratio(2.0):.2f}** times as much as the push (E[A/λ]; 1 without FT).")
+    f"**{gradient_algebra.mean_weight_ratio(2.0):.2f}** times as much as the push (E[A/λ]; 1 without FT).")
 
 # %% [markdown]
 # ## A concentrated state: does it attract or repel?
@@ -93,13 +93,13 @@ markup.markdown_html(
 # FT it rises (0.4 at $\lambda = 1.5$, up to 0.6 at $\lambda = 2$): concentration attracts until the views agree
 # well. This is a local statement about a state that is already concentrated, not a model of training. The figure
 # at the top of this page checks it without the linearisation: one SGD step, in float64, of the real loss on a
-# concentrated state built with a chosen $\rho$ (`ftcl_core.study.diagnosis.contraction_rate`; 4 096 unrelated
+# concentrated state built with a chosen $\rho$ (`ftcl_core.study.gradient_algebra.contraction_rate`; 4 096 unrelated
 # negatives, $\tau = 0.2$). Below zero the state contracts; dotted lines mark the predicted thresholds.
 
 # %%
-crossings = {lam: diagnosis.zero_crossing(rhos, rate) for lam, rate in rates.items()}
+crossings = {lam: diagnosis_readings.zero_crossing(rhos, rate) for lam, rate in rates.items()}
 markup.markdown_html("Measured sign changes against the predicted thresholds: " + "; ".join(
-    f"λ = {lam:g}: {crossings[lam]:.2f} (predicted {diagnosis.attraction_threshold(lam):.2f})" for lam in lams) +
+    f"λ = {lam:g}: {crossings[lam]:.2f} (predicted {gradient_algebra.attraction_threshold(lam):.2f})" for lam in lams) +
     ". The measured crossings sit a little left of the prediction: the softmax-weighted negatives closest to a "
     "query push it away, a repulsion the linearisation leaves out.")
 
@@ -118,7 +118,7 @@ early = {f"{version} {r['setting']}": RunDir(r["dir"]).load_metrics()
          for version, key in (("v1", "recipe"), ("v2", "recipe v2")) for r in runs_of[key] if r["seed"] == 0}
 early = {name: m for name, m in early.items() if "rho" in m}
 if early:
-    plotting.early_training(early, ev.band)
+    run_figures.early_training(early, ev.band)
     plt.show()
 
 # %% [markdown]

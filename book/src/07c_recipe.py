@@ -18,15 +18,15 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core.pages import markup, plotting, tables
+from ftcl_core.pages import markup, result_figures, tables
 from ftcl_core.pages.glue import glue_checked, glue_facts
-from ftcl_core.study import calibration, checks, diagnosis, experiment_file, findings, store, table_verdicts
+from ftcl_core.study import calibration, checks, diagnosis, diagnosis_readings, experiment_file, findings, store, table_verdicts
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 paths = diagnosis.FIRST_STEP_EXPERIMENTS
 runs_of = {key: ev.records[path] for key, path in paths.items()}
 CHANGES = ("recipe", "recipe v2", "init", "oracle", "classes", "shards")
-plotting.comparison_forest([ev.first_step[key] for key in CHANGES],
+result_figures.comparison_forest([ev.first_step[key] for key in CHANGES],
                     "Shapes, MoCo: FT from the first step minus its baseline (linear top-1), one change at a time")
 plt.show()
 # the runs the page's authored text rests on, whatever profile this page ran with: the stored runs of the cpu profile
@@ -36,7 +36,7 @@ stored_runs = {key: stored.records[path] for key, path in paths.items()}
 
 
 def comparison(prefix, row, *claims):  # a paired comparison glued, and the claims its words make checked
-    glue_checked(prefix, diagnosis.comparison_facts(row), diagnosis.CHECKS, *claims)
+    glue_checked(prefix, diagnosis_readings.comparison_facts(row), diagnosis_readings.CHECKS, *claims)
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "first-step-costs")
@@ -61,9 +61,9 @@ display(tables.comparison_table(rows, "Linear top-1 (%), mean over seeds; Δ pai
 
 # %% tags=["remove-cell"]
 comparison("cal_", stored.first_step["recipe"], "costs")
-baselines = diagnosis.baseline_facts(table_verdicts.baseline_aims(list(stored.summary)))
+baselines = diagnosis_readings.baseline_facts(table_verdicts.baseline_aims(list(stored.summary)))
 glue_facts("base_", baselines)
-checks.expect(diagnosis.CHECKS, baselines, "v1 meets the bar", "v2 misses the spread only", "v2 reads out below v1")
+checks.expect(diagnosis_readings.CHECKS, baselines, "v1 meets the bar", "v2 misses the spread only", "v2 reads out below v1")
 
 # %% [markdown]
 # Calibrating the baseline without FT does not remove the cost: at this scale it is not an artefact of the knobs the
@@ -165,7 +165,7 @@ comparison("classes_gain_", stored_classes[1], "cannot be told from zero")
 # from its gain at 10.
 
 # %%
-shares = diagnosis.same_class_share(runs_of["classes"])
+shares = diagnosis_readings.same_class_share(runs_of["classes"])
 if shares is not None:
     markup.markdown_html(f"The queue's same-class share, averaged over every step and run: **{shares:.3f}** (1/30 = "
                     f"{1 / 30:.3f}).")

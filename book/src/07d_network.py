@@ -17,22 +17,22 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core.pages import plotting, tables
+from ftcl_core.pages import result_figures, tables
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis, findings
+from ftcl_core.study import checks, diagnosis_readings, findings
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
-plotting.capacity_figure(list(ev.capacity))
+result_figures.capacity_figure(list(ev.capacity))
 plt.show()
 stored = ev if profile == "cpu" else findings.Evidence.load("cpu")  # the words rest on the stored cpu runs
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "network-costs")
-capacity = diagnosis.capacity_facts(list(stored.capacity))
+capacity = diagnosis_readings.capacity_facts(list(stored.capacity))
 glue_facts("cap_", capacity)
-checks.expect(diagnosis.CHECKS, capacity, "every decided encoder costs", "no encoder is undecided",
+checks.expect(diagnosis_readings.CHECKS, capacity, "every decided encoder costs", "no encoder is undecided",
               "the largest encoder keeps no more rank")
-resolution = diagnosis.resolution_facts(stored.resolution)
+resolution = diagnosis_readings.resolution_facts(stored.resolution)
 glue_facts("res_", {**resolution, "where": f"`{resolution['where']}`"})
 
 # %% [markdown]

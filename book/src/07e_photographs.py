@@ -17,9 +17,9 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core.pages import plotting, tables
+from ftcl_core.pages import result_figures, tables
 from ftcl_core.pages.glue import glue_checked
-from ftcl_core.study import diagnosis, findings
+from ftcl_core.study import diagnosis, diagnosis_readings, findings
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 paths = diagnosis.FIRST_STEP_EXPERIMENTS
@@ -36,7 +36,7 @@ def real_rows_of(e, runs):
 
 
 real_rows, gain = real_rows_of(ev, runs_of)
-plotting.comparison_forest(real_rows, "Fashion-MNIST, MoCo v1: FT from the first step minus its baseline (top-1)")
+result_figures.comparison_forest(real_rows, "Fashion-MNIST, MoCo v1: FT from the first step minus its baseline (top-1)")
 plt.show()
 # the words rest on the stored cpu runs, whatever profile this page ran with
 stored = ev if profile == "cpu" else findings.Evidence.load("cpu")
@@ -44,7 +44,7 @@ stored_runs = {key: stored.records[path] for key, path in paths.items()}
 
 
 def comparison(prefix, row, *claims):  # a paired comparison glued, and the claims its words make checked
-    glue_checked(prefix, diagnosis.comparison_facts(row), diagnosis.CHECKS, *claims)
+    glue_checked(prefix, diagnosis_readings.comparison_facts(row), diagnosis_readings.CHECKS, *claims)
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "photos-no-gain", "photos-little-room", "photos-knn-costs")

@@ -17,15 +17,15 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from ftcl_core.pages import plotting, tables
+from ftcl_core.pages import result_figures, tables
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis, findings
+from ftcl_core.study import checks, diagnosis, diagnosis_readings, findings
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 length_path = diagnosis.LENGTH_EXPERIMENTS["the shapes"]
-steps, arms, random_init = diagnosis.length_arms(ev.records[length_path], ev.length)
+steps, arms, random_init = diagnosis_readings.length_arms(ev.records[length_path], ev.length)
 if any(arms["baseline"]):
-    plotting.readout_by_length(steps, arms, random_init=random_init,
+    result_figures.readout_by_length(steps, arms, random_init=random_init,
                         title="Shapes, calibrated MoCo v1: linear top-1 against the length of the run")
     plt.show()
 stored = ev if profile == "cpu" else findings.Evidence.load("cpu")  # the words rest on the stored cpu runs
@@ -50,9 +50,9 @@ display(tables.comparison_table([r for r in ev.length if r["n_seeds"] and r["kin
 display(tables.error_ratio_table(ev.length))
 
 # %% tags=["remove-cell"]
-gap = diagnosis.device_gap_facts(stored.records[length_path], stored.records[diagnosis.FIRST_STEP_EXPERIMENTS["recipe"]])
+gap = diagnosis_readings.device_gap_facts(stored.records[length_path], stored.records[diagnosis.FIRST_STEP_EXPERIMENTS["recipe"]])
 glue_facts("gap_", gap)
-checks.expect(diagnosis.CHECKS, gap, "some pair trained on two devices")
+checks.expect(diagnosis_readings.CHECKS, gap, "some pair trained on two devices")
 
 # %% [markdown]
 # The same config and seed trained once on the GPU and once on the CPU: {glue:md}`gap_pairs` pairs of 30-epoch runs

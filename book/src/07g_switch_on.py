@@ -21,7 +21,7 @@ from IPython.display import display
 from ftcl_core.pages import findings as findings_figure
 from ftcl_core.pages import tables
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis, experiment_file, findings
+from ftcl_core.study import checks, diagnosis, diagnosis_readings, experiment_file, findings
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 for knn, readout in ((False, "linear"), (True, "kNN")):
@@ -55,14 +55,14 @@ display(tables.switch_on_table(later, "Table 6's runs (MoCo v1, +pos +neg), seed
 
 # %% tags=["remove-cell"]
 stored_later = diagnosis.switch_on_rows(stored.phase[t7], stored.switch[t7])
-switch = diagnosis.switch_on_facts(stored_later)
+switch = diagnosis_readings.switch_on_facts(stored_later)
 glue_facts("sw_", switch)
-checks.expect(diagnosis.CHECKS, switch, "an early start costs", "the collapse level does not separate the starts that lose")
+checks.expect(diagnosis_readings.CHECKS, switch, "an early start costs", "the collapse level does not separate the starts that lose")
 t7_exp = experiment_file.Experiment.load(diagnosis.START_EXPERIMENTS[t7])
-queue = diagnosis.random_queue_facts(experiment_file.resolve(experiment_file.base_for(t7_exp, "cpu"), t7_exp.overrides("start 1", 0), "cpu"),
+queue = diagnosis_readings.random_queue_facts(experiment_file.resolve(experiment_file.base_for(t7_exp, "cpu"), t7_exp.overrides("start 1", 0), "cpu"),
                              next((r for _, r, _ in stored_later if r["comparison"] == "start 1"), {"n_seeds": 0}))
 glue_facts("rq_", queue)
-checks.expect(diagnosis.CHECKS, queue, "the start sees real keys only", "costs")
+checks.expect(diagnosis_readings.CHECKS, queue, "the start sees real keys only", "costs")
 
 # %% [markdown]
 # FT costs {term}`linear readout` significantly only from {glue:md}`sw_costly`. Of those starts'

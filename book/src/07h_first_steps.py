@@ -17,12 +17,12 @@ import json
 
 import matplotlib.pyplot as plt
 
-from ftcl_core.pages import markup, plotting
+from ftcl_core.pages import markup, result_figures
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks, experiment_file, predict
 
 predictor = json.loads((experiment_file.ROOT / predict.REPORT).read_text())  # the stored report, whatever the profile
-plotting.predictor_figure(predictor)
+result_figures.predictor_figure(predictor)
 plt.show()
 
 # %% tags=["remove-cell"]

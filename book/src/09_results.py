@@ -27,7 +27,7 @@ import csv
 
 import matplotlib.pyplot as plt
 
-from ftcl_core.pages.plotting import verdict_forests
+from ftcl_core.pages.result_figures import verdict_forests
 from ftcl_core.study import experiment_file, readings, sweeps, table_verdicts
 
 if profile == "smoke":

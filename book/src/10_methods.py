@@ -67,7 +67,7 @@ from IPython.display import display
 
 from ftcl_core import losses
 from ftcl_core.methods import BYOL, SimCLR, SimSiam, SwAV, base, byol
-from ftcl_core.pages import markup, plotting
+from ftcl_core.pages import markup, result_figures, run_figures
 
 display(markup.source_code(losses.simclr_ft_logits, losses.other_sample_mask))
 display(markup.source_code(SimCLR, collapsed="SimCLR (ftcl_core/methods/simclr.py)"))
@@ -124,7 +124,7 @@ for i, (path, recs) in enumerate(records.items()):
     summaries[path] = table_verdicts.summarize(recs)
 
 # %%
-plotting.experiment_grid([(experiment_file.Experiment.load(path), summaries[path]) for path in method_files],
+result_figures.experiment_grid([(experiment_file.Experiment.load(path), summaries[path]) for path in method_files],
                   titles=[experiment_file.Experiment.load(path).title.split(":")[0] for path in method_files])
 plt.show()
 
@@ -143,7 +143,7 @@ plt.show()
 # %%
 for path in method_files:
     pick = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records[path] if r["seed"] == seeds[0]}
-    plotting.score_statistics(pick, columns=("pos_mean", "neg_mean", "neg_var"), title=experiment_file.Experiment.load(path).title.split(":")[0])
+    run_figures.score_statistics(pick, columns=("pos_mean", "neg_mean", "neg_var"), title=experiment_file.Experiment.load(path).title.split(":")[0])
     plt.show()
 
 # %% [markdown]

@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 from ftcl_core import ft
 from ftcl_core.data import make_shapes
 from ftcl_core.pages import headroom as headroom_figures
-from ftcl_core.pages import markup, plotting
+from ftcl_core.pages import legibility, markup
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks, headroom
 from ftcl_core.study.results import claims
@@ -81,7 +81,7 @@ checks.expect(headroom.CHECKS, facts, "the ceiling never binds on the map")
 
 # %% tags=["hide-input"]
 sample = make_shapes(30, size=32, seed=0, classes=30, clutter=1)
-fig, axes = plt.subplots(3, 10, figsize=(plotting.BOOK_WIDTH_IN, 2.6), layout="constrained")
+fig, axes = plt.subplots(3, 10, figsize=(legibility.BOOK_WIDTH_IN, 2.6), layout="constrained")
 for ax, image in zip(axes.flat, sample.images):
     ax.imshow(image.permute(1, 2, 0).numpy())
     ax.set_axis_off()

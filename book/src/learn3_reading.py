@@ -28,7 +28,7 @@ from ftcl_core import augment
 from ftcl_core.data import load_data
 from ftcl_core.methods import build_model
 from ftcl_core.pages import learn as learn_figures
-from ftcl_core.pages import markup, plotting
+from ftcl_core.pages import markup, run_figures
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.runs import RunDir
 from ftcl_core.stats import score_statistics
@@ -106,7 +106,7 @@ checks.expect(curves.CHECKS, init, "a random encoder's positives score above its
 
 # %% tags=["remove-input"]
 metrics = run.load_metrics()
-plotting.score_statistics({"MoCo v2": metrics}, columns=("pos_mean", "neg_mean", "neg_var", "top1"))
+run_figures.score_statistics({"MoCo v2": metrics}, columns=("pos_mean", "neg_mean", "neg_var", "top1"))
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -140,7 +140,7 @@ checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "th
 
 # %% tags=["remove-input"]
 g = run.load_grad_norms()
-plotting.grad_heatmap(g["per_epoch"], g["layers"], title="MoCo v2, query encoder")
+run_figures.grad_heatmap(g["per_epoch"], g["layers"], title="MoCo v2, query encoder")
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -165,7 +165,7 @@ t1 = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
 t1_runs = [r for r in store.load_records(t1.path, "cpu", experiment_file.STORED) if r["seed"] == t1.seeds[0]]  # stored, never trained
 t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
 if t1_metrics:
-    plotting.score_statistics(t1_metrics, highlight=["m=0", "m=0.9", "m=0.99", "m=1.0"], others="the other momenta",
+    run_figures.score_statistics(t1_metrics, highlight=["m=0", "m=0.9", "m=0.99", "m=1.0"], others="the other momenta",
                               row_height=1.0)
     plt.show()
 
@@ -173,7 +173,7 @@ if t1_metrics:
 # each momentum's gradient landscape, summed over its layers, epoch by epoch (folded: open it for the third reading)
 shown = ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")
 if t1_metrics:
-    plotting.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_runs
+    run_figures.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_runs
                         if r["setting"] in shown})
     plt.show()
 

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import transforms
-from ftcl_core.pages import explorers, plotting
+from ftcl_core.pages import diagrams, explorers
 from ftcl_core.pages import learn as learn_figures
 
 # %% tags=["remove-cell"]
@@ -88,7 +88,7 @@ assert torch.allclose(mixed, transforms.interpolate_negatives(queue, lam_in, par
 # inside the sphere. The paper's Fig 6 draws both in the plane:
 
 # %% tags=["hide-input"]
-plotting.ft_geometry()
+diagrams.ft_geometry()
 plt.show()
 
 # %% [markdown]

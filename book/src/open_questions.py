@@ -16,13 +16,13 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %% tags=["hide-input"]
 from ftcl_core.pages import markup
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis, experiment_file, findings, headroom, table_verdicts
+from ftcl_core.study import checks, diagnosis_readings, experiment_file, findings, headroom, table_verdicts
 
 # this page trains nothing: it reads the committed runs, whatever the profile
 stored = findings.Evidence.load("cpu")
-capacity = diagnosis.capacity_facts(list(stored.capacity))
+capacity = diagnosis_readings.capacity_facts(list(stored.capacity))
 glue_facts("cap_", capacity)
-resolution = diagnosis.resolution_facts(stored.resolution)
+resolution = diagnosis_readings.resolution_facts(stored.resolution)
 glue_facts("res_", {**resolution, "where": f"`{resolution['where']}`"})
 map_rows, map_records = headroom.load()
 map_facts = headroom.facts(map_rows, map_records, headroom.run_metrics(map_records))
@@ -31,8 +31,8 @@ open_rows = table_verdicts.open_runs(profile="cpu", root=experiment_file.STORED)
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "paper-runs-longer")
-checks.expect(diagnosis.CHECKS, capacity, "an encoder is planned but not run")
-checks.expect(diagnosis.CHECKS, resolution, "undecided")
+checks.expect(diagnosis_readings.CHECKS, capacity, "an encoder is planned but not run")
+checks.expect(diagnosis_readings.CHECKS, resolution, "undecided")
 checks.expect(headroom.CHECKS, map_facts, "crowding-confounded-with-the-clock", "switch-from-9-of-120-costs",
               "switch-from-9-of-240-short-of-its-seeds", "switch-from-18-of-120-costs",
               "switch-from-18-of-120-does-not-crowd")

@@ -14,7 +14,7 @@ from math import lgamma
 
 import numpy as np
 
-from ftcl_core.pages.plotting import STAT_LABELS, fractional_epoch, grad_landscape, score_statistics
+from ftcl_core.pages.run_figures import STAT_LABELS, fractional_epoch, grad_landscape, score_statistics
 from ftcl_core.study import experiment_file, store
 from ftcl_core.study.curves import smooth
 from ftcl_core.transforms import score_range, transformed_positive_score
@@ -274,7 +274,7 @@ RUNS_EXPLORER_JS = """function (cfg) {
       o.value = row[0]; o.textContent = row[1]; setting.appendChild(o);
     });
   }
-  function unpack(p) {  // plotting._pack's [lowest, step, base64 of uint16 codes] -> values (null: missing)
+  function unpack(p) {  // explorers._pack's [lowest, step, base64 of uint16 codes] -> values (null: missing)
     var bin = atob(p[2]), out = new Array(bin.length / 2);
     for (var i = 0; i < out.length; i++) {
       var c = bin.charCodeAt(2 * i) | (bin.charCodeAt(2 * i + 1) << 8);

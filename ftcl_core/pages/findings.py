@@ -8,16 +8,16 @@ import io
 from collections.abc import Callable
 from pathlib import Path
 
-from ftcl_core.pages import plotting
+from ftcl_core.pages import result_figures
 from ftcl_core.runs import atomic_write_bytes
 from ftcl_core.study import experiment_file, findings
 
 
 def draw_phase_diagram(ev: findings.Evidence, knn: bool = False, *, title: str, column: Callable[[float], str]):
-    """The phase diagram (:func:`ftcl_core.pages.plotting.difference_grid` of
+    """The phase diagram (:func:`ftcl_core.pages.result_figures.difference_grid` of
     :func:`ftcl_core.study.findings.phase_grid`), titled ``title``, each column labelled ``column(start fraction)``."""
     labels, fractions, diff, ci, words = findings.phase_grid(ev, knn)
-    return plotting.difference_grid(labels, [column(f) for f in fractions], diff, ci, words, title=title)
+    return result_figures.difference_grid(labels, [column(f) for f in fractions], diff, ci, words, title=title)
 
 
 def write_figure(ev: findings.Evidence, out: str | Path | None = None, **labels) -> Path:

@@ -9,19 +9,19 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ftcl_core.pages import plotting
+from ftcl_core.pages import legibility, result_figures
 from ftcl_core.study import headroom
 
 ARM_LABELS = {"both": "+pos +neg from the first step", "both_late": "+pos +neg from 30 %", "neg": "+neg alone",
               "pos_late": "+pos alone from 30 %"}
-COLORS = {**plotting.VERDICT_COLORS, "compared": "#4c72b0"}  # "compared": the paper claims nothing of that arm
+COLORS = {**result_figures.VERDICT_COLORS, "compared": "#4c72b0"}  # "compared": the paper claims nothing of that arm
 
 
 def _style(verdict: str) -> dict:
-    """A dot's marker keywords: a verdict's colour, marker and fill (:func:`ftcl_core.pages.plotting.verdict_style`),
+    """A dot's marker keywords: a verdict's colour, marker and fill (:func:`ftcl_core.pages.result_figures.verdict_style`),
     a filled blue hexagon where the map compares an arm the paper claims nothing of."""
-    if verdict in plotting.VERDICT_MARKERS:
-        return plotting.verdict_style(verdict)
+    if verdict in result_figures.VERDICT_MARKERS:
+        return result_figures.verdict_style(verdict)
     colour = COLORS.get(verdict, "#7f7f7f")
     return {"marker": "h", "color": colour, "markerfacecolor": colour, "markeredgecolor": colour}
 
@@ -81,13 +81,13 @@ def map_figure(rows: list[Mapping]):
             labels.append(f"{length} ep.  {ARM_LABELS[arm]}{seeds}")
             cells.append(cell)
     ys = np.arange(len(cells))[::-1]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(plotting.BOOK_WIDTH_IN, 0.3 * len(cells) + 1.9), sharey=True,
+    fig, (left, right) = plt.subplots(1, 2, figsize=(legibility.BOOK_WIDTH_IN, 0.3 * len(cells) + 1.9), sharey=True,
                                       layout="constrained", width_ratios=(1.2, 1))
     for y, r in zip(ys, cells):
         n = int(_num(r.get("n_seeds")) or 0) if r else 0
         if n == 0 or not math.isfinite(_num(r.get("diff_mean"))):
             left.annotate("not run", (0, y), xycoords=("axes fraction", "data"), xytext=(4, 0), va="center",
-                          textcoords="offset points", fontsize=plotting.TEXT_PT, color="dimgray")
+                          textcoords="offset points", fontsize=legibility.TEXT_PT, color="dimgray")
             continue
         style = _style(r["verdict"])
         diff, ci = _num(r["diff_mean"]), _num(r["diff_ci95"])
@@ -110,19 +110,19 @@ def map_figure(rows: list[Mapping]):
     right.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}×"))
     right.xaxis.set_minor_formatter(plt.NullFormatter())
     for ax in (left, right):
-        ax.tick_params(labelsize=plotting.TEXT_PT)
+        ax.tick_params(labelsize=legibility.TEXT_PT)
         for y in ys[len(headroom.ARMS)::len(headroom.ARMS)] + 0.5:  # a rule between lengths
             ax.axhline(y, color="lightgray", lw=0.8)
-    left.set_yticks(ys, labels, fontsize=plotting.TEXT_PT)
+    left.set_yticks(ys, labels, fontsize=legibility.TEXT_PT)
     left.set_ylim(-0.7, len(cells) - 0.3)
-    left.set_xlabel("difference in linear top-1 (points)\n← FT worse    FT better →", fontsize=plotting.TEXT_PT)
-    right.set_xlabel("test errors, FT / baseline (log)\n← FT better    FT worse →", fontsize=plotting.TEXT_PT)
+    left.set_xlabel("difference in linear top-1 (points)\n← FT worse    FT better →", fontsize=legibility.TEXT_PT)
+    right.set_xlabel("test errors, FT / baseline (log)\n← FT better    FT worse →", fontsize=legibility.TEXT_PT)
     drawn = [v for v in COLORS if any(c and c.get("verdict") == v for c in cells)]
     handles = [plt.Line2D([], [], ls="", label="compared (no paper claim)" if v == "compared" else v, **_style(v))
                for v in drawn]
     handles.append(plt.Line2D([], [], marker="D", ls="", mfc="none", mew=1.5, color="darkorange",
                               label="paper (ImageNet-100)"))
-    plotting._legend_outside(fig, handles, [h.get_label() for h in handles], "upper")
+    legibility._legend_outside(fig, handles, [h.get_label() for h in handles], "upper")
     return fig
 
 
@@ -154,17 +154,17 @@ def crowding_figure(curves: Mapping[int, Mapping[str, tuple[np.ndarray, np.ndarr
     legend names each arm as the map figure does."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(curves), figsize=(plotting.BOOK_WIDTH_IN, 2.9), sharey=True, layout="constrained",
+    fig, axes = plt.subplots(1, len(curves), figsize=(legibility.BOOK_WIDTH_IN, 2.9), sharey=True, layout="constrained",
                              squeeze=False)
     for ax, (length, by_arm) in zip(axes[0], curves.items()):
         for arm, (epochs, means) in by_arm.items():
             ax.plot(epochs + 1, means, label="baseline (no FT)" if arm == "baseline" else ARM_LABELS[arm],
                     markevery=max(1, length // 15), **CURVE_STYLE[arm])
         ax.axvline(length * 3 // 10 + 1, color="black", lw=0.8, ls=":")
-        ax.set_title(f"{length} epochs", fontsize=plotting.TITLE_PT)
-        ax.set_xlabel("epoch", fontsize=plotting.TEXT_PT)
-        ax.tick_params(labelsize=plotting.TEXT_PT)
-    axes[0][0].set_ylabel("Mean(neg), raw cosine", fontsize=plotting.TEXT_PT)
-    handles, labels = plotting._unique_handles(axes[0])
-    plotting._legend_outside(fig, handles, labels, "upper")
+        ax.set_title(f"{length} epochs", fontsize=legibility.TITLE_PT)
+        ax.set_xlabel("epoch", fontsize=legibility.TEXT_PT)
+        ax.tick_params(labelsize=legibility.TEXT_PT)
+    axes[0][0].set_ylabel("Mean(neg), raw cosine", fontsize=legibility.TEXT_PT)
+    handles, labels = legibility._unique_handles(axes[0])
+    legibility._legend_outside(fig, handles, labels, "upper")
     return fig

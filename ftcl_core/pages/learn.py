@@ -146,9 +146,9 @@ def moco_training_figure(history: dict, queue_size: int) -> plt.Figure:
 def score_histograms(panels: Sequence[tuple[np.ndarray, np.ndarray, str]]) -> plt.Figure:
     """Side by side, each panel's negative and positive scores as densities (``(l_pos, l_neg, x label)`` per panel):
     where a batch's cosines lie before the tool (Supp A) reduces them to three numbers."""
-    from ftcl_core.pages import plotting
+    from ftcl_core.pages import legibility
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(plotting.BOOK_WIDTH_IN, 3), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(legibility.BOOK_WIDTH_IN, 3), layout="constrained", squeeze=False)
     for ax, (pos, neg, label) in zip(axes[0], panels):
         ax.hist(np.asarray(neg).ravel(), bins=80, density=True, alpha=0.6, label="negative scores")
         ax.hist(np.asarray(pos).ravel(), bins=40, density=True, alpha=0.6, label="positive scores")
@@ -163,9 +163,9 @@ def bound_panels(alpha: float = 2.0, lam: float = 1.5, s: float = 0.6) -> plt.Fi
     and the density of the transformed positive score for a starting score ``s``, with its value at ``lam`` and the
     range [-4 + 5S, S] shaded (right)."""
     from ftcl_core import transforms
-    from ftcl_core.pages import explorers, plotting
+    from ftcl_core.pages import explorers, legibility
 
-    fig, ax = plt.subplots(1, 2, figsize=(plotting.BOOK_WIDTH_IN, 3.4), layout="constrained")
+    fig, ax = plt.subplots(1, 2, figsize=(legibility.BOOK_WIDTH_IN, 3.4), layout="constrained")
     u = np.linspace(0.001, 0.999, 300)
     ax[0].plot(1 + u, explorers.beta_density(u, alpha))
     ax[0].axvline(lam, color="crimson")
@@ -182,11 +182,11 @@ def bound_panels(alpha: float = 2.0, lam: float = 1.5, s: float = 0.6) -> plt.Fi
 def bound_check_figure(s, s_ex, s_in, shown: int = 3000) -> plt.Figure:
     """eq. 4 measured: the score of each test pair after extrapolation (``s_ex``, left, between the bounds S and
     5S - 4) and after interpolation (``s_in``, right, above S), against its score ``s`` before; ``shown`` pairs."""
-    from ftcl_core.pages import plotting
+    from ftcl_core.pages import legibility
 
     s, s_ex, s_in = (np.asarray(v)[:shown] for v in (s, s_ex, s_in))
     grid = np.linspace(-1, 1, 100)
-    fig, ax = plt.subplots(1, 2, figsize=(plotting.BOOK_WIDTH_IN, 4.0), layout="constrained")
+    fig, ax = plt.subplots(1, 2, figsize=(legibility.BOOK_WIDTH_IN, 4.0), layout="constrained")
     ax[0].scatter(s, s_ex, s=2, alpha=0.4, label="measured (λ ~ Beta(2,2)+1)")
     ax[0].plot(grid, grid, "k-", lw=1, label="S (upper bound)")
     ax[0].plot(grid, -4 + 5 * grid, "k--", lw=1, label="5S - 4 (lower bound)")

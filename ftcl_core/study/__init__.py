@@ -3,7 +3,8 @@
 An experiment file and its runs' configs and folders (:mod:`.experiment_file`); the stored runs (:mod:`.store`);
 sweeps, forks and plans (:mod:`.sweeps`); the paper's tables judged and ``results/summary.csv``
 (:mod:`.table_verdicts`); the chapters' readings of those tables (:mod:`.readings`); run records, paired
-comparisons and the paper's claims (:mod:`.results`); the diagnosis rows and the gradient algebra (:mod:`.diagnosis`); calibration
+comparisons and the paper's claims (:mod:`.results`); the diagnosis rows (:mod:`.diagnosis`), what chapter 7's pages say of them
+(:mod:`.diagnosis_readings`) and the gradient algebra (:mod:`.gradient_algebra`); calibration
 (:mod:`.calibration`); the outcome predictor (:mod:`.predict`); what the book finds (:mod:`.findings`); the MoCo
 variants of the diagnosis (:mod:`.moco_diagnosis`); the command line (:mod:`.cli`).  Data out: nothing here draws
 a figure (the pages do, :mod:`ftcl_core.pages`).

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import diagnosis, experiment_file, headroom, readings, store, table_verdicts
+from ftcl_core.study import diagnosis, experiment_file, gradient_algebra, headroom, readings, store, table_verdicts
 from ftcl_core.study.checks import failures
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import MIN_SEEDS
@@ -117,7 +117,7 @@ class Evidence:
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(diagnosis.capacity_rows(profile, root=root)),
                    tuple(diagnosis.capacity_rows(profile, "knn_top1", root=root)), diagnosis.resolution_row(profile, root=root),
                    mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(_summary(summary, profile)),
-                   diagnosis.threshold_band(), loaded, tuple(_stored_rows(diagnosis.HEADROOM_CSV, profile) or ()),
+                   gradient_algebra.threshold_band(), loaded, tuple(_stored_rows(diagnosis.HEADROOM_CSV, profile) or ()),
                    tuple(_stored_rows(experiment_file.ROOT / "results" / "diagnosis.csv", profile) or ()), undone, room)
 
     def table_row(self, table: str, setting: str, reference: str) -> dict:

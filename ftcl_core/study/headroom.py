@@ -420,7 +420,7 @@ def _switch_spreads(key: str):
     """The separating experiment's arm ``key`` does not crowd the images as FT switches on, in any seed."""
     def check(f: Mapping) -> str | None:
         word = f[f"switch_{key}_crowd_word"]
-        return None if word == "spread" else f"switch_{key} after the switch: {word}, not spread in every seed"
+        return None if word == "spread" else f"switch_{key} after the switch: {word}"
     return check
 
 
