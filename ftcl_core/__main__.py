@@ -77,6 +77,9 @@ def report(argv: list[str]) -> int:
                         help='a papermill parameter; VALUE is read as YAML, so -p seeds "[0, 1, 2]" is a list')
     parser.add_argument("--out", help="the page to write (default reports/<chapter>.html)")
     args = parser.parse_args(argv)
+    if sum(a == "--out" or a.startswith("--out=") for a in argv) > 1:
+        print("error: --out given more than once (the last would win silently); give the page once.", file=sys.stderr)
+        return 2
     from ftcl_core.pages import report as report_page
 
     def terminate(signum: int, frame: object) -> None:

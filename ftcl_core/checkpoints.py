@@ -22,7 +22,7 @@ import torch
 
 from ftcl_core import distributed
 from ftcl_core.config import RunConfig
-from ftcl_core.runs import CODE_COMMIT, RunDir, one_line, read_seal, verified_bytes, write_npz, write_torch
+from ftcl_core.runs import CODE_COMMIT, RunDir, RunFileError, one_line, read_seal, verified_bytes, write_npz, write_torch
 from ftcl_core.stats import REPRESENTATION_COLUMNS, SCORE_COLUMNS, StepRecorder
 from ftcl_core.transforms import DeviceDraws
 
@@ -73,8 +73,14 @@ class TrainingLog:
     def load(self, run: RunDir, epochs: int, steps_per_epoch: int) -> None:
         """The stored log of ``run`` up to the end of epoch ``epochs`` (where its checkpoint was written)."""
         steps = epochs * steps_per_epoch
-        self.recorder.load(run.load_metrics(), upto_step=steps)
-        g = run.load_grad_norms()
+        metrics, g = run.load_metrics(), run.load_grad_norms()
+        kept = np.asarray(metrics["step"])[np.asarray(metrics["step"]) < steps]
+        if not np.array_equal(kept, np.arange(steps)) or len(g["per_epoch"]) < epochs:
+            raise RunFileError(f"{run.metrics} and {run.grad_norms} do not hold the log of this run's first {epochs} "
+                               f"epoch(s) ({steps} steps; the log holds {len(kept)} of them, "
+                               f"{len(g['per_epoch'])} epochs of gradient norms): they were replaced or cut. Restore "
+                               f"them, or delete {run.checkpoint.name} to train the run again from its start.")
+        self.recorder.load(metrics, upto_step=steps)
         self.grad_epoch = list(g["per_epoch"][:epochs])
         if "per_step" in g:
             self.grad_steps = list(g["per_step"][:steps])

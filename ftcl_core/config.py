@@ -24,6 +24,7 @@ import difflib
 import functools
 import math
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -806,13 +807,22 @@ def merge(base: dict, update: dict) -> dict:
 
 def parse_overrides(items: list[str]) -> dict:
     """``["ft.pos=true", "moco.momentum=0.9"]`` -> nested dict; values are parsed as YAML scalars."""
+    if isinstance(items, str):
+        raise ConfigError(f"overrides {items!r} must be a list of KEY=VALUE strings, e.g. [{items!r}].")
     out: dict = {}
     for item in items:
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not KEY=VALUE (for example ft.pos=true).")
         key, raw = item.split("=", 1)
-        _set(out, key.strip(), yaml.safe_load(raw))
+        value = yaml.safe_load(raw)
+        if isinstance(value, int) and not isinstance(value, bool) and not DECIMAL.fullmatch(raw.strip()):
+            raise ConfigError(f"override {item!r}: YAML reads {raw.strip()!r} as {value} (an octal, hex or base-60 "
+                              "number); write the number in plain decimal digits, with no leading zero or colon.")
+        _set(out, key.strip(), value)
     return out
+
+
+DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9_]*)")  # an integer as a user means it (YAML 1.1 also reads 010, 0x8, 1:00)
 
 
 
@@ -847,18 +857,33 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
     """The defaults, updated by the YAML file at ``path`` (may be None), updated by ``key=value`` overrides;
     checked once, here."""
     raw: dict = {}
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"load_config takes a config file's path, not a {type(path).__name__}: for a dict of keys "
+                          "use RunConfig.from_dict(d), or pass its keys as overrides, load_config(None, ['k=v', ...]).")
     if path is not None:
         p = Path(path)
         if not p.is_file():
             raise ConfigError(
                 f"config file {p} not found; the default CPU runs are configs/cpu_moco_v2.yaml and configs/cpu_moco_v1.yaml."
             )
-        raw = _migrate(load_yaml_mapping(p, "config file", "configs/cpu_moco_v2.yaml"))
+        raw = _migrate(_nested(load_yaml_mapping(p, "config file", "configs/cpu_moco_v2.yaml"), p))
         _check_other_methods(raw, raw.get("method", "moco"))
     asked = parse_overrides(overrides or [])
     raw = merge(raw, asked)
     _check_other_methods(asked, raw.get("method", "moco"))  # typed now: no old key is mapped onto the new
     return RunConfig.from_dict(raw)
+
+
+def _nested(raw: dict, path: Path) -> dict:
+    """``raw`` with its dotted keys (``ft.pos: true`` at the top of a file) moved into their sections, as an
+    override's are; a key given both ways is refused (one of the two would be lost)."""
+    dotted = {k: v for k, v in raw.items() if isinstance(k, str) and "." in k}
+    if not dotted:
+        return raw
+    plain = {k: v for k, v in raw.items() if k not in dotted}
+    if twice := sorted(set(_flatten(plain)) & set(_flatten(_nest(dotted)))):
+        raise ConfigError(f"config file {path} gives {twice[0]} twice, as a dotted key and inside its section; keep one.")
+    return merge(plain, dotted)
 
 
 def _check_other_methods(raw: dict, method: str) -> None:

@@ -71,6 +71,11 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
     if not (q.is_floating_point() and k.is_floating_point() and queue.is_floating_point()):
         raise TypeError(f"q, k and queue must be floating-point features (normalised), got {q.dtype}, {k.dtype} and "
                         f"{queue.dtype}: pass F.normalize(x.float(), dim=1).")
+    if not q.dtype == k.dtype == queue.dtype:  # under autocast the queue keeps its own dtype: cast q and k to it
+        raise TypeError(f"q, k and queue must share one dtype, got {q.dtype}, {k.dtype} and {queue.dtype}: cast the "
+                        f"features to the queue's, q.to(queue.dtype) and k.to(queue.dtype).")
+    if n == 0:
+        raise ValueError("q and k hold no query (N = 0): pass a batch of at least one image's features.")
     if queue.dim() != 2:
         raise ValueError(f"queue must be K x C = (K, {c}), one stored key per row, got shape {tuple(queue.shape)}.")
     if queue.shape[0] == 0:

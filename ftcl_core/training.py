@@ -43,7 +43,7 @@ from ftcl_core.execution import (
 )
 from ftcl_core.ft import PlateauStart
 from ftcl_core.methods import Method, Scores, StepContext, build_model
-from ftcl_core.runs import RunDir, provenance, read_seal, run_lock, write_json, write_yaml
+from ftcl_core.runs import RunDir, RunFileError, provenance, read_seal, run_lock, write_json, write_yaml
 from ftcl_core.stats import (
     layer_grad_norms,
     layer_names,
@@ -268,6 +268,12 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
     if stored and not as_config(stored).ft.any and seal["epoch"] <= cfg.ft.start_epoch:
         stored = {**stored, "ft": cfg.to_dict()["ft"]}
     trained = run.checkpoint.is_file() or run.eval.is_file()  # a config.yaml alone (stopped before epoch 1) holds no run
+    if not trained and run.config.is_file():
+        try:
+            run.load_config()
+        except RunFileError as err:  # not a run's config: a file of the user's, never replaced by the command's
+            raise IncompatibleCheckpoint(f"run folder {run.path} holds a config.yaml that is not a run's ({err}); a run "
+                                         "would replace it. Move the file, or name another folder with --out.") from None
     if stored and trained and run.config.is_file() and config_diff(stored, run.load_config()):
         edited = config_mismatch(stored, run.load_config()).replace("(this command's)", "(its config.yaml's)")
         raise IncompatibleCheckpoint(f"run folder {run.path}: its config.yaml and its checkpoint.pt disagree, "
@@ -279,6 +285,14 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
         if theirs and (diff := config_mismatch(theirs, cfg)):
             raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of another config (its {source}): {diff}. "
                                          "Run the command with the run's values, or use another --out.")
+    if run.is_complete() and run.provenance.is_file():  # a config.yaml edited where no seal is left to compare
+        try:
+            recorded = run.load_provenance().get("seed")
+        except RunFileError:
+            recorded = None  # a damaged record: the readers that need it say so
+        if recorded is not None and recorded != cfg.seed:
+            raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of seed {recorded} (its provenance.json), "
+                                         f"not seed={cfg.seed}: run the command with seed={recorded}, or use another --out.")
 
 
 def check_data(cfg: RunConfig, train_set: ImageSet, test_set: ImageSet) -> None:

@@ -141,3 +141,102 @@ def test_sigterm_during_a_report_is_one_line(tmp_path):
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert proc.returncode == 128 + signal.SIGTERM and len(lines) == 1 and "Traceback" not in err, (proc.returncode, err)
     assert "SIGTERM" in lines[0] and not (tmp_path / "r.html").exists()
+
+
+# ---- the fifth trial's findings (a helper, ~250 inputs) ----
+
+
+@pytest.mark.parametrize(("settings", "named"), [
+    ("  ..: {}\n", "setting name"), ("  .: {}\n", "setting name"), ("  0.99: {}\n", "setting name"),
+    ("  a: {seed: 5}\n", "seed"), ("  a: {}\n  b: {}\ncompare: {b: b}\n", "against itself"),
+])
+def test_an_experiment_setting_that_would_misplace_a_run_is_refused(tmp_path, settings, named):
+    path = tmp_path / "e.yaml"
+    path.write_text(f"table: H1\nbase: {{cpu: {SMOKE}}}\nseeds: [0]\nsettings:\n{settings}")
+    with pytest.raises(ConfigError, match=named):
+        Experiment.load(path)
+
+
+@pytest.mark.parametrize(("text", "named"), [("seed: [0]\n", "did you mean seeds"), ("base: {cpu: x, smoke: y}\n", "smoke")])
+def test_an_experiment_key_that_would_be_ignored_is_refused(tmp_path, text, named):
+    path = tmp_path / "e.yaml"
+    body = f"table: H1\nbase: {{cpu: {SMOKE}}}\nseeds: [0]\nsettings: {{a: {{}}}}\n"
+    path.write_text(body.replace("base: {cpu: " + SMOKE + "}\n", "") + text if "base" in text else body + text)
+    with pytest.raises(ConfigError, match=named):
+        Experiment.load(path)
+
+
+def test_dotted_keys_in_a_config_file_are_read_and_a_key_given_both_ways_refused(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("ft.pos: true\ntrain.epochs: 3\n")
+    cfg = load_config(path)
+    assert cfg.ft.pos and cfg.train.epochs == 3
+    path.write_text("ft.pos: true\nft: {pos: false}\n")
+    with pytest.raises(ConfigError, match="twice"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("override", ["seed=010", "train.epochs=1:00", "seed=0x8"])
+def test_a_number_yaml_reads_in_another_base_is_refused(override):
+    with pytest.raises(ConfigError, match="decimal"):
+        load_config(SMOKE, [override])
+
+
+def test_load_config_refuses_a_dict_and_a_bare_override_string():
+    with pytest.raises(ConfigError, match="from_dict"):
+        load_config({"ft": {"pos": True}})
+    with pytest.raises(ConfigError, match="list of KEY=VALUE"):
+        load_config(None, "ft.pos=true")
+
+
+def test_mixed_dtypes_and_an_empty_batch_are_refused_by_the_lifted_logits():
+    import torch
+
+    from ftcl_core import ft
+
+    q = torch.nn.functional.normalize(torch.randn(4, 8), dim=1)
+    queue = torch.nn.functional.normalize(torch.randn(16, 8), dim=1)
+    with pytest.raises(TypeError, match="one dtype"):
+        ft.logits(q.double(), q.double(), queue, ft.FTConfig(), torch.Generator(), tau=0.2)
+    with pytest.raises(ValueError, match="N = 0"):
+        ft.logits(q[:0], q[:0], queue, ft.FTConfig(), torch.Generator(), tau=0.2)
+
+
+def test_a_folder_with_a_users_config_is_not_overwritten(capsys, tmp_path):
+    from ftcl_core.study.cli import main
+
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "config.yaml").write_text("foo: 1\n")
+    code = main(["train", SMOKE, "--out", str(tmp_path / "r"), "--no-progress"])
+    assert_one_line(code, capsys.readouterr().err, EXIT_ERROR, "not a run's")
+    assert (tmp_path / "r" / "config.yaml").read_text() == "foo: 1\n"
+
+
+def test_a_complete_run_of_another_seed_is_refused_by_its_provenance(capsys, tmp_path):
+    from ftcl_core.study.cli import main
+
+    cfg = load_config(SMOKE)
+    run = fake_run(tmp_path / "r", {**cfg.to_dict(), "seed": 1}, {"linear_top1": 50.0})  # config.yaml edited to seed 1
+    (run / "provenance.json").write_text(json.dumps({"seed": 0}))
+    code = main(["train", SMOKE, "seed=1", "--out", str(run), "--no-progress"])
+    assert_one_line(code, capsys.readouterr().err, EXIT_ERROR, "seed 0", "provenance.json")
+
+
+def test_summary_refuses_a_copied_seed_whose_config_was_edited_to_match(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "root"))
+    cfg, path = planned("m=0.3", 1)
+    fake_run(path, cfg.to_dict(), {"linear_top1": 50.0})
+    (path / "provenance.json").write_text(json.dumps({"seed": 0}))  # seed 0's run, its config.yaml says seed 1
+    code, err = cli(capsys, "summary", "--profile", "smoke")
+    assert_one_line(code, err, EXIT_ERROR, str(path), "seed 0")
+
+
+def test_report_refuses_to_write_over_a_notebook_it_did_not_make(capsys, tmp_path):
+    from ftcl_core.__main__ import report
+
+    sibling = tmp_path / "05_momentum.ipynb"
+    sibling.write_bytes((ROOT / "book" / "05_momentum.ipynb").read_bytes())
+    code = report(["book/learn1_contrastive.ipynb", "--out", str(tmp_path / "05_momentum.html")])
+    assert_one_line(code, capsys.readouterr().err, EXIT_ERROR, "not an earlier report")
+    assert sibling.read_bytes() == (ROOT / "book" / "05_momentum.ipynb").read_bytes()
+    assert report(["book/learn1_contrastive.ipynb", "--out", "a.html", "--out", "b.html"]) == EXIT_ERROR

@@ -119,6 +119,23 @@ def test_an_unfinished_run_resumes_to_the_numbers_of_the_uninterrupted_one(made,
     assert_same_run(made["complete"], run)
 
 
+@pytest.mark.parametrize("cut", ["first rows", "last epoch"])
+def test_a_log_that_does_not_reach_the_checkpoint_is_refused_on_resume(made, tmp_path, capsys, cut):
+    """A metrics.npz replaced by a shorter or gapped one (issue 64, fifth trial) would leave holes in the resumed log:
+    refused with the file named, the run's files as they were."""
+    from ftcl_core.runs import write_npz
+    from ftcl_core.study.cli import main
+
+    run = copy(made, "interrupted", tmp_path / "run")
+    metrics = RunDir(run).load_metrics()
+    keep = metrics["step"] >= 2 if cut == "first rows" else metrics["step"] < STEPS_PER_EPOCH - 1
+    write_npz(RunDir(run).metrics, {k: np.asarray(v)[keep] for k, v in metrics.items()})
+    before = contents(run)
+    code = main(["train", SMOKE, *TINY, "--out", str(run), "--no-progress"])
+    assert_one_line(code, capsys.readouterr().err, EXIT_ERROR, "metrics.npz", "do not hold the log")
+    assert contents(run) == before
+
+
 def test_a_checkpoint_written_before_seals_still_resumes_to_the_same_numbers(made, tmp_path):
     from ftcl_core.runs import read_seal
 

@@ -139,6 +139,15 @@ def parse_parameters(pairs: list[list[str]] | None) -> dict:
     return out
 
 
+def _executed_from(notebook: Path, chapter: Path) -> bool:
+    """Whether ``notebook`` is papermill's output of ``chapter`` (an earlier report, which a new one may replace)."""
+    try:
+        run = nbformat.read(notebook, as_version=4).metadata.get("papermill", {})
+    except Exception:  # noqa: BLE001  (not a notebook at all: not a report either)
+        return False
+    return Path(str(run.get("input_path", ""))).name == chapter.name
+
+
 def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, parameters: Mapping | None = None,
            kernel: str = "python3") -> Path:
     """Run ``chapter`` (a ``book/*.ipynb``) under papermill with ``parameters`` and write it rendered as HTML to
@@ -167,6 +176,9 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
     if executed.resolve() == src.resolve():
         raise ReportError(f"--out {page} would write the executed notebook over the chapter itself ({src}): name a "
                           f"page in another folder, e.g. --out reports/{src.stem}.html")
+    if executed.is_file() and not _executed_from(executed, src):
+        raise ReportError(f"--out {page} would write the executed notebook over {executed}, which is not an earlier "
+                          f"report of {src.name}: name a page whose .ipynb twin is free, e.g. --out reports/{src.stem}.html")
     page.parent.mkdir(parents=True, exist_ok=True)
     print(f"running {src} with {dict(parameters or {})}; the page will be {page}", flush=True)
     try:

@@ -22,6 +22,7 @@ ImageNet-100, under ``runs/gpu/``).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 from dataclasses import dataclass
@@ -91,6 +92,11 @@ class Experiment:
         missing = [k for k in ("table", "base", "settings") if k not in d]
         if missing:
             raise ConfigError(f"experiment file {p} lacks {missing}; see experiments/table7_ft_v1.yaml for the layout.")
+        if unknown := sorted(map(str, set(d) - set(EXPERIMENT_KEYS))):
+            close = {k: difflib.get_close_matches(k, EXPERIMENT_KEYS, n=1) for k in unknown}
+            raise ConfigError(f"experiment file {p}: unknown key(s) {unknown} would be ignored"
+                              + "".join(f"; {k}: did you mean {c[0]}?" for k, c in close.items() if c)
+                              + f" (an experiment file holds {', '.join(EXPERIMENT_KEYS)}).")
         settings = d["settings"]
         if not isinstance(settings, dict) or not settings:
             raise ConfigError(f"experiment file {p}: `settings` must map at least one name to its overrides.")
@@ -111,6 +117,13 @@ class Experiment:
         common = d.get("common") or {}
         if not isinstance(common, dict):
             raise ConfigError(f"experiment file {p}: `common` must map config keys to values, e.g. {{train.epochs: 10}}.")
+        if where := next((f"setting {k!r}" for k, v in settings.items() if "seed" in v), "common" if "seed" in common
+                         else None):
+            raise ConfigError(f"experiment file {p}: {where} sets `seed`, which each run takes from `seeds`; drop it "
+                              "and list the seeds in `seeds: [...]`.")
+        if same := next((k for k, v in compare.items() if k == v), None):
+            raise ConfigError(f"experiment file {p}: compare sets {same!r} against itself; name another setting as "
+                              "its reference.")
         exp = cls(d["table"], d.get("title", d["table"]), d["base"], list(d.get("seeds", [0])),
                   settings, paper, p, compare, (), common)
         try:
@@ -282,6 +295,10 @@ def _yaml_scalar(v) -> str:
     return yaml.safe_dump(v, default_flow_style=True).strip().removesuffix("...").strip()
 
 
+EXPERIMENT_KEYS = ("table", "title", "question", "paper_label", "base", "seeds", "settings", "common", "compare",
+                   "paper", "claims")  # the keys an experiment file may hold (experiments/table7_ft_v1.yaml shows them)
+
+
 def check_experiment_names(path: Path, table: object, settings: dict, base: object, seeds: object) -> None:
     """Refuse, with the fix, what would put runs in the wrong folder or count one run twice: a table name that is not
     one folder name, settings that are not mappings or that share a folder (:func:`setting_folder`), a base that is
@@ -292,8 +309,14 @@ def check_experiment_names(path: Path, table: object, settings: dict, base: obje
     if not isinstance(base, dict):
         raise ConfigError(f"experiment file {path}: `base` must map profiles to configs, e.g. "
                           "base: {cpu: configs/cpu_cal_moco_v1.yaml}.")
+    if other := next((k for k in base if k not in ("cpu", "gpu")), None):
+        raise ConfigError(f"experiment file {path}: base {other!r} is not a profile with a base of its own: `base` "
+                          "names cpu and gpu (the smoke profile shrinks the cpu base); drop it.")
     folders: dict[str, str] = {}
     for name, overrides in settings.items():
+        if not isinstance(name, str) or not name.strip() or setting_folder(name) in (".", ".."):
+            raise ConfigError(f"experiment file {path}: setting name {name!r} must be a text that names a folder "
+                              "(not empty, not '.' or '..'; a number in quotes, e.g. \"m=0.99\": {...}).")
         if not isinstance(overrides, dict):
             raise ConfigError(f"experiment file {path}: setting {name!r} must map config keys to values, e.g. "
                               f"{name}: {{ft.pos: true}} (it holds {type(overrides).__name__} {overrides!r}).")

@@ -131,6 +131,12 @@ def check_store(profile: str = "cpu", folder: str | os.PathLike | None = None) -
             if (name, seed) not in stored:
                 continue
             checked += 1
+            recorded = RunDir(path).load_provenance().get("seed", seed)
+            if recorded != seed:  # a run copied into another seed's folder, its config.yaml edited to match
+                raise RunFileError(f"{path} holds a run of seed {recorded} (its provenance.json), in the folder of "
+                                   f"seed {seed}: move the folder out of the store, then train the run with: python -m "
+                                   f"ftcl_core sweep {f.relative_to(ROOT) if f.is_relative_to(ROOT) else f} --settings "
+                                   f"{name!r} --seeds {seed}")
             if diff := config_mismatch(RunDir(path).load_config(), cfg).replace("(this command's)", f"({f.name}'s)"):
                 raise RunFileError(f"{path} holds a run of another config than {f.name} asks of setting {name!r}, "
                                    f"seed {seed}: {diff}. Move the folder out of the store (a summary would count it "
