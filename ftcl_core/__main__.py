@@ -83,21 +83,24 @@ def report(argv: list[str]) -> int:
     from ftcl_core.pages import report as report_page
 
     def terminate(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second signal while the kernel shuts down is not news
         raise KeyboardInterrupt(signal.SIGTERM)
 
     previous = signal.signal(signal.SIGTERM, terminate)  # SIGTERM stops a report as Ctrl-C does: one line
     try:
         report_page.report(args.chapter, args.out, report_page.parse_parameters(args.parameter))
     except report_page.ReportError as err:
+        signal.signal(signal.SIGTERM, previous)
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:
+        for each in (signal.SIGINT, signal.SIGTERM):  # the kernel's shutdown may signal again: one line is said
+            signal.signal(each, signal.SIG_IGN)
         sig = signal.SIGTERM if err.args == (signal.SIGTERM,) else signal.SIGINT
         print(f"interrupted ({sig.name}) while running {args.chapter}: its page was not written (an executed notebook "
               "beside it is partial); run the same command again.", file=sys.stderr)
-        return 128 + sig
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        return 128 + sig  # the signals stay ignored: the process is ending
+    signal.signal(signal.SIGTERM, previous)
     return 0
 
 
