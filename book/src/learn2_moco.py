@@ -165,9 +165,12 @@ if profile != "smoke":  # the words below read a full minute of training; a smok
 # guess's $\log(K+1)$, and almost no query picks out its key. From there the encoder learns: the loss falls and the
 # share of queries that find their key among 4 096 (the {term}`contrastive top-1`) rises, without a single label.
 #
-# Finding one's own key is the training task, not the goal. Are the features worth anything? The
-# {term}`kNN readout` of the first chapter answers it without training anything on top: each test image's backbone
-# features vote among the training images' nearest features, labels used only here, for the vote.
+# Finding one's own key is the training task, not the goal. Are the features worth anything? The encoder has two
+# parts: the backbone (the ResNet, ending in one pooled vector an image) and the head (a small layer on top that
+# maps it to the C-dimensional features the loss scores). The loss trains both; what a user keeps, and what
+# a {term}`readout` scores, is the backbone's pooled vector, as in the paper. The {term}`kNN readout` of the first chapter
+# answers the question without training anything on top: each test image's backbone features vote among the
+# training images' nearest features, labels used only here, for the vote.
 
 # %%
 def knn_readout(backbone: nn.Module) -> float:

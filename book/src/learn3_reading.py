@@ -208,7 +208,8 @@ glue_facts("swing_", swings)
 # **Mean(neg)**: at the small momenta the images crowd together. It ends highest at $m =$ {glue:md}`mom_crowd_m`
 # ({glue:md}`mom_crowd_neg`), where every key in the queue was made by a different encoder, one step apart. Crowded,
 # but not collapsed: Mean(neg) stays below the collapse level, and the readout of that run stays
-# {glue:md}`mom_m0_diff` points above the {term}`random-init baseline` ({glue:md}`mom_random` %, its mean over seeds).
+# {glue:md}`mom_m0_diff` points above the {term}`random-init baseline` ({glue:md}`mom_random` %, its mean over seeds;
+# "a ± b" is the mean difference over seeds ± the half-width of its 95 % interval, as the box below explains).
 # The paper reports readouts below that baseline for the small momenta and calls them a collapse; this book calls
 # them {term}`below random init`, and [the momentum chapter](05_momentum.ipynb) tests them over every seed.
 #
