@@ -40,8 +40,9 @@ checks.expect(learn.FIRST_STEP_CHECKS, first, "both transformations cost from th
 #
 # **Positive extrapolation** (Sec 4.1, eq. 3) mixes a query and its key *beyond* the segment between them:
 #
-# $$\begin{aligned}\hat z_q &= \lambda z_q + (1-\lambda) z_{k^+},\qquad \hat z_{k^+} = \lambda z_{k^+} + (1-\lambda) z_q,\\
-#   \lambda &\sim \mathrm{Beta}(\alpha_{ex},\alpha_{ex})+1 \in (1, 2).\end{aligned} \tag{3}$$
+# $$\hat z_q = \lambda z_q + (1-\lambda) z_{k^+},\qquad \hat z_{k^+} = \lambda z_{k^+} + (1-\lambda) z_q, \tag{3}$$
+#
+# $$\lambda \sim \mathrm{Beta}(\alpha_{ex},\alpha_{ex})+1 \in (1, 2).$$
 #
 # With $\lambda > 1$ each vector moves away from the other, so the pair scores lower: a harder positive. The
 # {term}`+pos` of the paper's tables. **Negative interpolation** (Sec 4.2, the {term}`+neg`) mixes each key of the
