@@ -99,7 +99,9 @@ def report(argv: list[str]) -> int:
         sig = signal.SIGTERM if err.args == (signal.SIGTERM,) else signal.SIGINT
         print(f"interrupted ({sig.name}) while running {args.chapter}: its page was not written (an executed notebook "
               "beside it is partial); run the same command again.", file=sys.stderr)
-        return 128 + sig  # the signals stay ignored: the process is ending
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(128 + sig)  # at once: asyncio's teardown would log the interrupted kernel task's traceback
     signal.signal(signal.SIGTERM, previous)
     return 0
 
