@@ -230,15 +230,12 @@ class DataConfig(Section):
         folder_only = [k for k in ("test_root", "class_list", "max_per_class", "cache") if getattr(self, k) is not None]
         if self.workers:
             folder_only.append("workers")
-        if self.name not in ("imagefolder", "shapes") and folder_only:
+        if self.name != "imagefolder" and folder_only:
             raise ConfigError(f"data.{folder_only[0]} applies to data.name=imagefolder only; data.name={self.name} "
                               f"would ignore it. Drop data.{folder_only[0]}, or set data.name=imagefolder.")
         if self.download and self.name in ("imagefolder", "shapes"):
             raise ConfigError(f"data.download=true fetches a torchvision set (fashion_mnist, cifar10, cifar100, stl10); "
                               f"data.name={self.name} has nothing to download. Drop data.download.")
-        if self.name == "shapes" and folder_only:
-            raise ConfigError(f"data.{folder_only[0]} applies to data.name=imagefolder only; the shapes are drawn in "
-                              f"memory and would ignore it. Drop data.{folder_only[0]}.")
         if self.name == "imagefolder" and not (self.root and self.test_root):
             raise ConfigError("data.name=imagefolder needs data.root=<train folder> and data.test_root=<held-out "
                               "folder> (without a test_root the readout would score the training images; to do that "

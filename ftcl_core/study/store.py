@@ -131,17 +131,16 @@ def check_store(profile: str = "cpu", folder: str | os.PathLike | None = None) -
             if (name, seed) not in stored:
                 continue
             checked += 1
-            recorded = RunDir(path).load_provenance().get("seed", seed)
-            if recorded != seed:  # a run copied into another seed's folder, its config.yaml edited to match
-                raise RunFileError(f"{path} holds a run of seed {recorded} (its provenance.json), in the folder of "
-                                   f"seed {seed}: move the folder out of the store, then train the run with: python -m "
-                                   f"ftcl_core sweep {f.relative_to(ROOT) if f.is_relative_to(ROOT) else f} --settings "
-                                   f"{name!r} --seeds {seed}")
-            if diff := config_mismatch(RunDir(path).load_config(), cfg).replace("(this command's)", f"({f.name}'s)"):
-                raise RunFileError(f"{path} holds a run of another config than {f.name} asks of setting {name!r}, "
-                                   f"seed {seed}: {diff}. Move the folder out of the store (a summary would count it "
-                                   f"as this setting's), then train the run with: python -m ftcl_core sweep "
-                                   f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f} --settings {name!r} --seeds {seed}")
+            run, rel = RunDir(path), f.relative_to(ROOT) if f.is_relative_to(ROOT) else f
+            recorded = run.load_provenance().get("seed", seed)  # a copied seed whose config.yaml was edited to match
+            diff = config_mismatch(run.load_config(), cfg).replace("(this command's)", f"({f.name}'s)")
+            problem = (f"a run of seed {recorded} (its provenance.json), in the folder of seed {seed}" if recorded != seed
+                       else f"a run of another config than {f.name} asks of setting {name!r}, seed {seed}: {diff}"
+                       if diff else "")
+            if problem:
+                raise RunFileError(f"{path} holds {problem}. Move the folder out of the store (a summary would count it "
+                                   f"as this setting's), then train the run with: python -m ftcl_core sweep {rel} "
+                                   f"--settings {name!r} --seeds {seed}")
     return checked
 
 
