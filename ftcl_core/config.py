@@ -499,6 +499,7 @@ class FTConfig(Section):
     start: Literal["epoch", "auto"] = "epoch"  # auto: the run switches FT on itself (ft.PlateauStart; issue 66)
     auto_window: int = 5              # ft.start=auto: epochs over which the loss's recent fall is measured
     auto_fraction: float = 0.1        # ft.start=auto: on once that fall is below this share of the fall so far
+    pos_gate: float | None = None     # +pos skipped where raw Mean(neg) is this far above the epoch before (issue 66)
     # the released run's 8 processes each draw their own lambda (and mix the queue their own way) for their
     # 32 queries: shards > 1 does that in one process, one draw per shard of batch / shards queries (not in the paper)
     shards: int = 1
@@ -632,7 +633,7 @@ class RunConfig(Section):
                               f"never switch on. It needs train.epochs >= ft.auto_window + 2"
                               + (f", or ft.auto_window <= {self.train.epochs - 2}." if self.train.epochs > 2 else "."))
         defaults = FTConfig()
-        for on, keys in (("pos", ("pos_mode", "alpha_ex", "renorm_pos")), ("neg", ("neg_mode", "alpha_in")),
+        for on, keys in (("pos", ("pos_mode", "alpha_ex", "renorm_pos", "pos_gate")), ("neg", ("neg_mode", "alpha_in")),
                          ("hard", ("hard_a", "hard_b"))):
             idle = [k for k in keys if not getattr(ft, on) and getattr(ft, k) != getattr(defaults, k)]
             if idle:
@@ -646,6 +647,10 @@ class RunConfig(Section):
         if ft.start != "auto" and (ft.auto_window, ft.auto_fraction) != (defaults.auto_window, defaults.auto_fraction):
             raise ConfigError("ft.auto_window and ft.auto_fraction shape the rule of ft.start=auto; this config has "
                               "ft.start=epoch, so they would be ignored. Set ft.start=auto, or drop them.")
+        if ft.pos_gate is not None and not (method == "moco" and ft.start_epoch >= 1 and 0 < ft.pos_gate < 2):
+            raise ConfigError(f"ft.pos_gate={ft.pos_gate} skips +pos on a step whose raw Mean(neg) exceeds its mean over "
+                              "the epoch before FT switches on by this cosine margin: it needs a margin in (0, 2), "
+                              "method=moco (a queue) and ft.start_epoch >= 1. Set them, or drop ft.pos_gate.")
         if ft.any and not 0 <= ft.start_epoch < self.train.epochs:
             raise ConfigError(f"ft.start_epoch={ft.start_epoch} must lie in [0, train.epochs={self.train.epochs}): "
                               "otherwise FT never switches on.")

@@ -38,8 +38,9 @@ PAGES = sorted((PACKAGE / "pages").rglob("*.py"))
 # folder set's data keys on the shapes or Fashion-MNIST, milestones under a cosine schedule), ~ in a path, and a
 # hand-edited eval.json ~75; its fifth trial: a config file's dotted keys, numbers in another base, a user's
 # config.yaml in --out, a complete run's recorded seed, a resumed log that does not reach the checkpoint, mixed dtypes
-# and an empty batch in ft.logits ~50
-LIBRARY_LINES = 5_290
+# and an empty batch in ft.logits ~50; issue 66's held-back arm: ft.pos_gate's key and check and the loop's level ~10
+# (the gate itself is the study's GatedMoCo)
+LIBRARY_LINES = 5_300
 FIGURES = ("matplotlib", "plotly", "IPython", "ipywidgets")
 
 

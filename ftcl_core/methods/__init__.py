@@ -53,7 +53,8 @@ def method_class(cfg: RunConfig) -> type[Method]:
         if (cls := pick(cfg)) is not None:
             return cls
     asked = [key for key, on in (("moco.drop_same_class", cfg.moco.drop_same_class),
-                                 ("stats.same_class", cfg.stats.same_class), ("ft.shards", cfg.ft.shards > 1)) if on]
+                                 ("stats.same_class", cfg.stats.same_class), ("ft.shards", cfg.ft.shards > 1),
+                                 ("ft.pos_gate", cfg.ft.pos_gate is not None)) if on]
     if asked:
         raise ConfigError(f"{', '.join(asked)} asks for a variant of {cfg.method} that no registered picker builds: "
                           "import ftcl_core.study first (python -m ftcl_core does), which registers the diagnosis' MoCo.")

@@ -46,6 +46,7 @@ class StepContext:
     labels: torch.Tensor | None = None  # the batch's classes: only a queue that keeps labels reads them
     device_draws: DeviceDraws | None = None  # FT's draws on the device (train.ft_draws); None: from ``gen``
     captured: bool = False          # the networks replay CUDA graphs (train.cuda_graph): each step marks its start
+    pos_gate_at: float | None = None  # ft.pos_gate: the raw Mean(neg) above which this step skips +pos (None: never)
 
     @classmethod
     def from_config(cls, cfg: RunConfig, gen: torch.Generator, wrapped: nn.Module | None = None,

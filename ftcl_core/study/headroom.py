@@ -29,7 +29,8 @@ MAP = experiment_file.ROOT / "experiments" / "headroom" / "map_v1.yaml"
 SWITCH = experiment_file.ROOT / "experiments" / "headroom" / "switch_v1.yaml"  # issue 66: the crowding against the clock
 # the separating experiment's arms: key -> (setting, length in epochs, the epoch FT switches on)
 SWITCH_ARMS = {"from_9_of_120": ("+both from 9 of 120", 120, 9), "from_18_of_120": ("+both from 18 of 120", 120, 18),
-               "from_9_of_240": ("+both from 9 of 240", 240, 9)}
+               "from_9_of_240": ("+both from 9 of 240", 240, 9),
+               "held_9_of_120": ("+both held back from 9 of 120", 120, 9)}  # ft.pos_gate: +pos held back while crowded
 CHAPTER = experiment_file.ROOT / "book" / "src" / "11_headroom.py"  # the chapter whose words CHECKS bind
 LENGTHS = (30, 120, 240)  # epochs; the late starts switch FT on after 30 % of the run (Tab. 6's start 30 of 100)
 ARMS = ("both", "both_late", "neg", "pos_late")  # the four arms set against the baseline of the same length and seed

@@ -7,6 +7,8 @@ equations (:class:`ftcl_core.methods.moco.MoCo`) and changes one thing.
   readout without them, false negatives are not the cause.
 - :class:`ShardedMoCo`: one FT lambda per shard of queries (``ft.shards``), the released run's 8 processes
   imitated in one.
+- :class:`GatedMoCo`: +pos held back on a step whose raw Mean(neg) stands above its level before the switch
+  (``ft.pos_gate``; issue 66's arm in which the crowding changes and the clock does not).
 
 :func:`moco_class` picks the class a config asks for; :mod:`ftcl_core.study` registers it with the library's
 registry (:func:`ftcl_core.methods.register_variants`), so :func:`ftcl_core.methods.build_model` builds these by
@@ -15,6 +17,7 @@ the config's keys while the library names none of them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -22,9 +25,10 @@ import torch
 
 from ftcl_core import distributed, transforms
 from ftcl_core.config import ConfigError, FTConfig, RunConfig
-from ftcl_core.losses import FTLogits, mixed_queue, positive_ft
+from ftcl_core.losses import FTLogits, mixed_queue, moco_logits, positive_ft
 from ftcl_core.methods.base import Scores, StepContext, contrastive_loss
 from ftcl_core.methods.moco import MoCo
+from ftcl_core.stats import score_statistics
 
 
 @dataclass(frozen=True)
@@ -121,11 +125,30 @@ class LabelledShardedMoCo(ShardedMoCo, LabelledMoCo):
     """Both: the same-class share recorded with one lambda per shard (the config forbids the oracle here)."""
 
 
+class GatedMoCo(MoCo):
+    """MoCo with +pos held back while the images crowd (``ft.pos_gate``): a step whose raw Mean(neg) (Supp A, the
+    recorded statistic: its first ``ctx.n_stats`` queries against the queue before this step enqueues) exceeds
+    ``ctx.pos_gate_at`` (the loop's level: the mean over the epoch before the switch plus the margin) runs without
+    +pos; the queue's FT, the clock and the draws of every other step are the run's without the gate."""
+
+    def ft_logits(self, q: torch.Tensor, k: torch.Tensor, ctx: StepContext) -> FTLogits:
+        if ctx.pos_gate_at is not None and ctx.ft_on and ctx.ft.pos:
+            n = ctx.n_stats
+            if float(score_statistics(*moco_logits(q[:n].detach(), k[:n], self.queue), n)[1]) > ctx.pos_gate_at:
+                ctx = dataclasses.replace(ctx, ft=dataclasses.replace(ctx.ft, pos=False, pos_gate=None))
+        return super().ft_logits(q, k, ctx)
+
+
 def moco_class(cfg: RunConfig) -> type[MoCo]:
     """The MoCo a config asks for: a queue that keeps labels (``moco.drop_same_class`` or ``stats.same_class``),
     one FT lambda per shard against the queue (``ft.shards > 1`` with ``ft.neg``), both, or the paper's."""
     labelled = cfg.moco.drop_same_class or cfg.stats.same_class
     sharded = cfg.ft.shards > 1 and cfg.ft.neg
+    if cfg.ft.pos_gate is not None:
+        if labelled or sharded:
+            raise ConfigError("ft.pos_gate runs on MoCo's own queue: drop moco.drop_same_class, stats.same_class and "
+                              "ft.shards, or drop ft.pos_gate.")
+        return GatedMoCo
     return {(False, False): MoCo, (True, False): LabelledMoCo, (False, True): ShardedMoCo,
             (True, True): LabelledShardedMoCo}[(labelled, sharded)]
 
@@ -135,8 +158,9 @@ def pick_variant(cfg: RunConfig) -> type[MoCo] | None:
     get :func:`moco_class`; the other methods are not this picker's.  The diagnosis' keys run in one process only
     (the oracle's labels, the released run's per-process draws imitated in one): under torchrun, a
     :class:`~ftcl_core.config.ConfigError`."""
-    asked = [key for key, on in (("ft.shards > 1", cfg.ft.shards > 1), ("moco.drop_same_class=true",
-             cfg.moco.drop_same_class), ("stats.same_class=true", cfg.stats.same_class)) if on]
+    asked = [key for key, on in (("ft.shards > 1", cfg.ft.shards > 1), ("ft.pos_gate", cfg.ft.pos_gate is not None),
+                                 ("moco.drop_same_class=true", cfg.moco.drop_same_class),
+                                 ("stats.same_class=true", cfg.stats.same_class)) if on]
     if asked and distributed.world_size() > 1:
         raise ConfigError(f"{', '.join(asked)} (the diagnosis' MoCo) runs in one process only: launch without torchrun.")
     return moco_class(cfg) if cfg.method == "moco" else None
