@@ -546,6 +546,9 @@ class EvalConfig(Section):
         for key in ("knn_t", "linear_lr"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"eval.{key}={getattr(self, key)} must be > 0 (default {getattr(EvalConfig, key)}).")
+        if self.knn_t < 0.02:  # the kNN's weights exp(cosine / t) pass float32's largest number below t = 1 / 88
+            raise ConfigError(f"eval.knn_t={self.knn_t} is too small: the kNN weights exp(cosine / t) overflow "
+                              "below 0.012. Use 0.02 or more (0.07 and 0.1 are usual).")
 
 
 MAX_SEED = 2**32 - 1  # the largest seed numpy's generators take (torch's: 2**64 - 1)
@@ -621,6 +624,16 @@ class RunConfig(Section):
         if ft.shards > 1 and (bs % ft.shards or self.moco.drop_same_class or (ft.neg and method != "moco")):
             raise ConfigError(f"ft.shards={ft.shards} needs train.batch_size={bs} divisible by it, method=moco where "
                               "ft.neg=true, and no moco.drop_same_class; set ft.shards=1 otherwise.")
+        if self.optim.warmup_epochs >= self.train.epochs:
+            raise ConfigError(f"optim.warmup_epochs={self.optim.warmup_epochs} is not below train.epochs="
+                              f"{self.train.epochs}: the learning rate would never reach optim.lr. Lower the warm-up "
+                              "(the recipes use 0 or 10 of 100 or more epochs).")
+        if self.stats.n_queries > bs:
+            raise ConfigError(f"stats.n_queries={self.stats.n_queries} exceeds train.batch_size={bs}: the statistics "
+                              f"read the first n queries of a batch. Set stats.n_queries <= {bs} (64 is usual).")
+        if self.data.eval_split == "test" and self.data.n_val != DataConfig.n_val:
+            raise ConfigError(f"data.n_val={self.data.n_val} sizes the validation split, and data.eval_split=test "
+                              "scores the test set, so it would be ignored. Set data.eval_split=val, or drop data.n_val.")
         if self.eval.knn_k > self.data.n_train:
             raise ConfigError(f"eval.knn_k={self.eval.knn_k} exceeds data.n_train={self.data.n_train}: the kNN readout "
                               "votes over the training images' features; set eval.knn_k <= data.n_train (200 is usual).")

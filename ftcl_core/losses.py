@@ -64,6 +64,9 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
         fix = "FTConfig(**d)" if isinstance(ft, Mapping) else "FTConfig(pos=..., neg=...)"
         raise TypeError(f"ft must be an FTConfig (from ftcl_core.ft import FTConfig), got {type(ft).__name__}: "
                         f"build it with {fix}; FTConfig() is FT off.")
+    if queue_layout not in ("auto", "KC"):
+        raise ValueError(f"queue_layout={queue_layout!r}: 'auto' (told by shape, or by data when K = C) or 'KC' (one "
+                         "key per row, stated); builder.py's C x K queue is passed as queue.T.")
     if q.dim() != 2 or k.shape != q.shape:
         raise ValueError(f"q and k must both be N x C (normalised query and key features), got q {tuple(q.shape)} "
                          f"and k {tuple(k.shape)}.")

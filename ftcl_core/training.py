@@ -274,6 +274,11 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
         except RunFileError as err:  # not a run's config: a file of the user's, never replaced by the command's
             raise IncompatibleCheckpoint(f"run folder {run.path} holds a config.yaml that is not a run's ({err}); a run "
                                          "would replace it. Move the file, or name another folder with --out.") from None
+    kept = [f.name for f in (run.metrics, run.grad_norms, run.histograms, run.provenance) if f.is_file()]
+    if not trained and kept and not (run.config.is_file() and not config_mismatch(run.load_config(), cfg)):
+        raise IncompatibleCheckpoint(f"run folder {run.path} holds {', '.join(kept)} and no checkpoint.pt, eval.json or "
+                                     "config.yaml of this config: a run would write over them. Move them away, or name "
+                                     "another folder with --out.")  # with this config's config.yaml: its own remains
     if stored and trained and run.config.is_file() and config_diff(stored, run.load_config()):
         edited = config_mismatch(stored, run.load_config()).replace("(this command's)", "(its config.yaml's)")
         raise IncompatibleCheckpoint(f"run folder {run.path}: its config.yaml and its checkpoint.pt disagree, "

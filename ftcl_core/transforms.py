@@ -20,6 +20,7 @@ Where the draws are made is the caller's choice, by what it passes as ``gen`` (:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -186,8 +187,8 @@ def sample_beta(a: float, b: float, shape: tuple[int, ...], gen: Draws) -> torch
 
     From a host generator: :func:`sample_gamma` on the CPU (the draws of every stored run, unchanged); from a
     :class:`DeviceDraws`: :func:`sample_beta_on` on its device."""
-    if a <= 0 or b <= 0:
-        raise ValueError(f"Beta parameters must be > 0; got a={a}, b={b}. The paper uses alpha in [0.2, 2.0].")
+    if not (0 < a < math.inf and 0 < b < math.inf):  # NaN too; an infinite one never leaves Gamma's rejection loop
+        raise ValueError(f"Beta parameters must be > 0 and finite; got a={a}, b={b}. The paper uses alpha in [0.2, 2.0].")
     if isinstance(gen, DeviceDraws):
         return sample_beta_on(a, b, shape, gen.gen)
     x = sample_gamma(torch.full(shape, float(a)), gen)

@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 
 from ftcl_core.pages.portable import BIB, citations
+from ftcl_core.study.experiment_file import PROFILES
 
 ROLE = re.compile(r"\{(glue(?::\w+)?|term|cite|ref|doc|eval)\}`([^`]*)`")
 LEFTOVER = ("{glue", "{term}", "{eval}", "{ref}", "{doc}", "{cite}")  # what a rendered page never shows
@@ -168,6 +169,10 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
     if unknown:
         raise ReportError(f"{src.name} takes no parameter {', '.join(unknown)}; its parameters are "
                           f"{', '.join(sorted(known)) or 'none'}")
+    profile = (parameters or {}).get("profile")
+    if profile is not None and profile not in PROFILES:  # said before a kernel starts, not from a failed cell
+        raise ReportError(f"-p profile {profile}: a chapter's profile is one of {', '.join(PROFILES)} (smoke: seconds, "
+                          "cpu: the stored runs' recipe, gpu: ImageNet-100)")
     page = Path(out) if out else Path("reports") / f"{src.stem}.html"
     if page.is_dir() or page.suffix != ".html":
         raise ReportError(f"--out {page} must name an HTML page to write (a file ending in .html), e.g. --out "

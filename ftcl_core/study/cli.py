@@ -362,6 +362,10 @@ def _screen(args) -> int:
     except TrainingInterrupted as err:  # its temporary folder is gone: nothing to resume
         print(f"{str(err).split(';')[0]}; a screen keeps nothing: run the same command again.", file=sys.stderr)
         return 128 + err.signal
+    if len(m["loss"]) < args.steps:
+        print(f"note: --steps {args.steps} asks past the config's whole run, {len(m['loss'])} steps "
+              f"(train.epochs={cfg.train.epochs}): these are all of them. Raise train.epochs to screen more.",
+              file=sys.stderr)
     sig = collapse_signature(m["neg_mean"], m["neg_var"], early_steps=len(m["loss"]))
     first = sig["first_step_above"]
     print(f"{args.config} {' '.join(args.overrides)}: {len(m['loss'])} steps in {took:.1f} s "

@@ -265,10 +265,15 @@ def resolve(base: str, overrides: list[str] | dict, profile: str) -> RunConfig:
         overrides = picked
     items = overrides if isinstance(overrides, list) else [f"{k}={_yaml_scalar(v)}" for k, v in overrides.items()]
     extra = SMOKE_OVERRIDES if profile == "smoke" else []
+    base_keys = load_yaml_mapping(_path(base), "config file", "configs/cpu_moco_v2.yaml")
     method = next((yaml.safe_load(i.split("=", 1)[1]) for i in reversed(items) if i.startswith("method=")),
-                  load_yaml_mapping(_path(base), "config file", "configs/cpu_moco_v2.yaml").get("method", "moco"))
+                  base_keys.get("method", "moco"))
     if method != "moco":  # the smoke profile's queue is MoCo's key alone
         extra = [o for o in extra if not o.startswith("moco.")]
+    split = next((yaml.safe_load(i.split("=", 1)[1]) for i in reversed(items) if i.startswith("data.eval_split=")),
+                 (base_keys.get("data") or {}).get("eval_split", "test"))
+    if split != "val":  # the smoke profile's validation size sizes a validation split alone
+        extra = [o for o in extra if not o.startswith("data.n_val=")]
     return load_config(_path(base), [*extra, *items])
 
 
