@@ -309,6 +309,23 @@ def test_shown_code_fits_the_column(name):
     assert not long, long
 
 
+def _readable_code(chapter: str) -> list[tuple[str, str]]:
+    """``(tags, line)`` of each code line a reader of ``chapter`` (its ``book/src`` source) sees: the cells shown
+    (``show-input``, the ``teaching`` code) and those folded for the reader to open (``hide-cell``: solutions)."""
+    cells = re.split(r"^(?=# %%)", (ROOT / "book" / "src" / f"{chapter}.py").read_text(), flags=re.M)
+    return [(head, line) for head, _, body in (c.partition("\n") for c in cells)
+            if head.startswith("# %%") and "[markdown]" not in head
+            and any(t in head for t in ('"show-input"', '"teaching"', '"hide-cell"')) for line in body.splitlines()]
+
+
+@pytest.mark.parametrize("name", [c for c in CHAPTERS if c.startswith("learn")])
+def test_the_code_a_learner_reads_fits_the_column(name):
+    """A Learn chapter's shown and folded code wraps nowhere (a comment wrapped at column 0 reads as broken code):
+    SHOWN_WIDTH characters a line at most, as the library's shown sources."""
+    long = [f"{line[:60]}... ({len(line)})" for _, line in _readable_code(name) if len(line.rstrip()) > SHOWN_WIDTH]
+    assert _readable_code(name) and not long, long
+
+
 def test_source_code_names_the_lines_it_shows_and_folds_on_request():
     from ftcl_core import models
     from ftcl_core.methods import simsiam

@@ -360,3 +360,16 @@ def test_each_verdict_is_told_apart_by_marker_and_fill_as_well_as_colour():
     legend = fig.legends[0] if fig.legends else fig.axes[0].get_legend()
     shown = {h.get_label(): (h.get_marker(), h.get_markerfacecolor()) for h in legend.legend_handles}
     assert shown["matches the paper"][0] == shown["smaller than the paper"][0] and shown["smaller than the paper"][1] == "white"
+
+
+def test_the_bound_explorer_opens_at_the_papers_alpha_ex():
+    """Its slider opens at alpha = 2.0 (eq. 3's alpha_ex), not at the queue's 1.6, and shows that alpha's traces."""
+    from ftcl_core.pages.explorers import bound_explorer
+
+    fig = bound_explorer()
+    slider = fig.layout.sliders[0]
+    assert slider.steps[slider.active].label == "2.0"
+    shown = {t.name for t in fig.data if t.visible is True}
+    assert "α=2.0" in shown and not any(n.startswith("α=") and n != "α=2.0" for n in shown)
+    with pytest.raises(ValueError, match="start"):
+        bound_explorer(start=3.0)

@@ -3,7 +3,8 @@ first chapter's InfoNCE equals :func:`ftcl_core.losses.info_nce` on the toy's lo
 ``MyMoCo`` with ``my_moco_step`` takes the same steps as :class:`ftcl_core.methods.MoCo` under
 :func:`ftcl_core.training.train_step` (loss, weights, BN statistics, queue), from the same start and draws; the
 fourth chapter's transformations are :func:`ftcl_core.transforms.extrapolate_positive` and
-:func:`ftcl_core.transforms.interpolate_negatives`."""
+:func:`ftcl_core.transforms.interpolate_negatives`; the fifth chapter's ``my_ft_step`` (the six lines in that step)
+takes the library's steps with FT on."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def teaching(chapter: str) -> dict:
     namespace: dict = {}
     prelude = ("import copy\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
                "from ftcl_core.losses import info_nce\nfrom ftcl_core.study.toy import in_batch_logits\n"
-               "from ftcl_core import transforms\n")  # chapters' imports
+               "from ftcl_core import ft, transforms\n")  # chapters' imports
     exec(compile(prelude + "\n".join(code), chapter, "exec"), namespace)
     return namespace
 
@@ -162,3 +163,25 @@ def test_the_brief_moco_readout_check_needs_a_real_gain():
     name = "a minute of MoCo already reads better than its start"
     assert failures(learn.MOCO_TRAINING_CHECKS, {"before": 19.2, "after": 40.2, "chance": 10.0}, name) == {}
     assert name in failures(learn.MOCO_TRAINING_CHECKS, {"before": 19.2, "after": 21.0, "chance": 10.0}, name)
+
+
+@pytest.mark.parametrize("pos, neg", [(True, True), (False, True), (True, False)])
+def test_the_step_with_the_six_lines_takes_the_librarys_steps_with_ft(pos, neg):
+    from ftcl_core.ft import FTConfig
+
+    my_ft_step = teaching("learn5_your_moco.py")["my_ft_step"]
+    cfg = load_config("configs/smoke_moco_v2.yaml")
+    library = build_model(cfg)
+    mine = copy.deepcopy(library)
+    opt_lib, opt_mine = build_optimizer(cfg, library, "cpu"), build_optimizer(cfg, mine, "cpu")
+    ft_cfg = FTConfig(pos=pos, neg=neg)
+    gen_lib, gen_mine, images = (torch.Generator().manual_seed(s) for s in (5, 5, 6))
+    ctx = StepContext(gen_lib, ft=ft_cfg)
+    size = cfg.augment.out_size
+    for step in range(6):  # past the queue's wrap (256 keys, batches of 64)
+        x_q, x_k = (torch.randn(cfg.train.batch_size, 3, size, size, generator=images) for _ in range(2))
+        lib_loss = train_step(library, opt_lib, (x_q, x_k), ctx).loss
+        my_loss = my_ft_step(mine, opt_mine, x_q, x_k, gen_mine, ft_cfg)
+        assert torch.allclose(lib_loss, my_loss, atol=1e-6), (step, float(lib_loss), float(my_loss))
+        for (name, a), b in zip(_state(mine).items(), _state(library).values()):
+            assert torch.allclose(a.float(), b.float(), atol=1e-6), (step, name)

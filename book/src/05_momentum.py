@@ -13,8 +13,8 @@
 # {term}`Var(neg)` swing and the gradient landscape spiky.
 #
 # Here the same sweep runs on the embedded data with MoCo v1 at [the scale of the `cpu` profile](#cpu-scale). Each
-# setting is an entry of `experiments/table1_momentum.yaml`; the chapter trains what is missing and
-# loads what is stored.
+# setting is an entry of the chapter's experiment file (named under *Try it*, at the foot of the page); the chapter
+# trains what is missing and loads what is stored.
 
 # %% colab-setup
 
@@ -50,8 +50,8 @@ metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in records if r["
 def caption(exp, records):
     """A table's caption: what :func:`ftcl_core.experiments.table_facts` names, and how to read its columns."""
     t = table_verdicts.table_facts(exp, profile, records)
-    kind = {"calibrated": " (calibrated without FT)", "original": " (original recipe, not calibrated)"}
-    return (f"{t['table']}: {t['title']}. {t['data']}; recipe {t['recipe']}{kind.get(t['recipe_kind'], '')}. ours: "
+    kind = {"calibrated": "; the recipe calibrated without FT", "original": "; the original recipe, not calibrated"}
+    return (f"{t['table']}: {t['title']}. {t['data']}{kind.get(t['recipe_kind'], '')} (its file: Try it, below). ours: "
             "linear top-1 % (mean ± 95 % CI over n seeds); Δ: the paired difference against the row or reference named "
             "under 'vs', in points; paper: the paper's top-1 % on ImageNet-100 (the paper has no run on these data)")
 # the runs the chapter's authored reading rests on: the stored runs of the cpu profile at the experiment's seeds,
@@ -193,10 +193,10 @@ checks.expect(readings.CLAIM_CHECKS, rise, "matches: the interval holds the pape
 # %% [markdown]
 # ## The same sweep on real images (Fashion-MNIST)
 #
-# `experiments/table1_momentum_fmnist.yaml` runs six of the momenta (0, 0.5, 0.9, 0.99, 0.999, 1) on
+# The same sweep runs six of the momenta (0, 0.5, 0.9, 0.99, 0.999, 1) on
 # Fashion-MNIST's photographs, on the MoCo v1 recipe {term}`calibrated` there without {term}`FT` (its m = 0.99). On this data a third reference matters: the linear
 # probe on the raw pixels, drawn beside the random-init encoder; an encoder is worth something only above it.
-# Stored runs only (never trained here; `python -m ftcl_core sweep experiments/table1_momentum_fmnist.yaml`).
+# Stored runs only: this page never trains them (the command that does is under *Try it*).
 
 # %%
 fm_exp = experiment_file.Experiment.load("experiments/table1_momentum_fmnist.yaml")
@@ -307,6 +307,10 @@ checks.expect(diagnosis_readings.CHECKS, swings, "Mean(neg) swings most at a lar
 # %% [markdown]
 # (try-it-05)=
 # ## Try it
+#
+# The sweep is `experiments/table1_momentum.yaml`, one entry a momentum on the recipe `configs/cpu_cal_moco_v1.yaml`
+# (calibrated without FT); `.venv/bin/python -m ftcl_core sweep experiments/table1_momentum_fmnist.yaml` trains the
+# Fashion-MNIST sweep this page only reads.
 #
 # * **The `landscape_momenta` parameter.** `.venv/bin/papermill book/05_momentum.ipynb /tmp/05_momentum.ipynb -y
 #   "landscape_momenta: [0.5, 0.99]" --cwd book` draws only those two momenta in colour, and their summed gradient

@@ -137,7 +137,8 @@ plt.show()
 # - **+neg alone** changes {term}`readout` by {glue:md}`hr_neg_30_diff` points ({glue:md}`hr_neg_30_errors` the errors):
 #   {glue:md}`hr_neg_30_verdict`.
 #
-# Three of the paper's claims are judged here, {term}`Benjamini-Hochberg` adjusted within the map; +pos alone from
+# Three of the paper's claims are judged here, each verdict corrected for the map's several comparisons
+# ({term}`Benjamini-Hochberg`); +pos alone from
 # 30 % is a comparison of our own, with no paper number to judge it against. So at 30 epochs, with room to help, FT does not help with this network and data: as on the
 # shapes ([Feature transformations in training](06_feature_transformations.ipynb), [the phase diagram](#phase-diagram)), it costs most from the first step and less from a {term}`late start`. At 120 epochs the
 # late start pays (below).
@@ -158,7 +159,7 @@ checks.expect(headroom.CHECKS, facts, "first-step-costs-at-30", "late-start-cost
 #
 # **Switched on after 30 % of the run, FT now gains**: {glue:md}`hr_both_late_120_diff` points over
 # {glue:md}`hr_both_late_120_n` paired seeds, {glue:md}`hr_both_late_120_errors` the errors: {glue:md}`hr_both_late_120_verdict`
-# (after {term}`Benjamini-Hochberg` within the map, q = {glue:md}`hr_both_late_120_q`:
+# (once corrected for the map's several comparisons, q = {glue:md}`hr_both_late_120_q`:
 # {glue:md}`hr_both_late_120_verdict_bh`). The same late start read {glue:md}`hr_both_late_30_diff` at 30 epochs:
 # on a task with room, at 120 epochs of this network, the paper's late start pays. Seed by seed (each arm against
 # the baseline of its own seed):
@@ -197,7 +198,7 @@ checks.expect(headroom.CHECKS, facts, "first-step-costs-at-120", "late-start-gai
 # remains. Switched on after 30 % of the run, **it reaches the paper's size**: FT gains {glue:md}`hr_both_late_240_diff`
 # points over {glue:md}`hr_both_late_240_n` paired seeds, {glue:md}`hr_both_late_240_errors` the errors (Table 6:
 # {glue:md}`hr_both_late_paper`, {glue:md}`hr_both_late_paper_ratio`): on points, the paper's own scale, it
-# {glue:md}`hr_both_late_240_verdict` (after {term}`Benjamini-Hochberg` within the map, q =
+# {glue:md}`hr_both_late_240_verdict` (corrected for the map's several comparisons, q =
 # {glue:md}`hr_both_late_240_q`: {glue:md}`hr_both_late_240_verdict_bh`); on the {term}`error scale` it is
 # {glue:md}`hr_both_late_240_verdict_errors`. Seed by seed (a blank cell is a run not stored):
 

@@ -53,18 +53,20 @@ steps = 60 if profile == "smoke" else 300  # a smoke run only checks that the pa
 
 # %% tags=["show-input", "teaching"]
 def my_info_nce(q: torch.Tensor, k: torch.Tensor, tau: float) -> torch.Tensor:
-    """InfoNCE with the other points of the batch as negatives. q, k: N x C unit features."""
-    scores = q @ k.T                                        # N x N: every query against every key
-    l_pos = scores.diagonal()[:, None]                      # N x 1: each query's own key
+    """InfoNCE, the batch's other points as negatives. q, k: N x C unit features."""
+    scores = q @ k.T                                    # N x N: each query, each key
+    l_pos = scores.diagonal()[:, None]                  # N x 1: the query's own key
     off = ~torch.eye(len(q), dtype=torch.bool)
-    l_neg = scores[off].view(len(q), len(q) - 1)            # N x (N-1): every other key
-    logits = torch.cat([l_pos, l_neg], dim=1) / tau         # N x N, the right answer in column 0
+    l_neg = scores[off].view(len(q), len(q) - 1)        # N x (N-1): every other key
+    logits = torch.cat([l_pos, l_neg], dim=1) / tau     # N x N, the answer in column 0
     labels = torch.zeros(len(q), dtype=torch.long)
     return F.cross_entropy(logits, labels)
 
 
-q, k = (F.normalize(torch.randn(8, 2, generator=torch.Generator().manual_seed(s)), dim=1) for s in (0, 1))
-print("from scratch:", float(my_info_nce(q, k, 0.2)), " library:", float(info_nce(in_batch_logits(q, k, 0.2))))
+seeds = (torch.Generator().manual_seed(s) for s in (0, 1))
+q, k = (F.normalize(torch.randn(8, 2, generator=g), dim=1) for g in seeds)
+print("from scratch:", float(my_info_nce(q, k, 0.2)),
+      " library:", float(info_nce(in_batch_logits(q, k, 0.2))))
 
 # %% tags=["remove-cell"]
 assert torch.allclose(my_info_nce(q, k, 0.2), info_nce(in_batch_logits(q, k, 0.2)))  # the taught loss is the library's
@@ -148,6 +150,24 @@ if profile != "smoke":
     checks.expect(learn.CHECKS, facts, "the colder the temperature, the higher the push curve starts")
 
 # %% [markdown]
+# The cold curves bend near a sixth of the negatives. With six clusters, about a sixth of a query's negatives are
+# points of its own cluster; once trained they sit closest to it, so they are its hardest negatives, and a cold
+# temperature spends most of its push on them:
+
+# %%
+print(f"the query's own cluster: {facts['own_count']} of its negatives; their share of the push "
+      f"{facts['own_push_' + facts['coldest']]} at τ = {facts['coldest']}, "
+      f"{facts['own_push_' + facts['warmest']]} at τ = {facts['warmest']}")
+
+# %% tags=["remove-cell"]
+if profile != "smoke":
+    checks.expect(learn.CHECKS, facts, "at the coldest temperature most of the push falls on the query's own "
+                  "cluster, a sixth of its negatives")
+
+# %% [markdown]
+# These are {term}`false negatives <false negative>`: inputs that show the same thing as the query, pushed away only
+# because no label says so. Contrastive learning accepts them; the MoCo chapter meets them again.
+#
 # MoCo v1 uses $\tau = 0.07$ and MoCo v2 $\tau = 0.2$. The paper we follow makes the hard cases harder on purpose,
 # which is why the temperature, and the statistics of the scores, come back in every later chapter.
 #
@@ -173,28 +193,35 @@ if profile != "smoke":
 # %% tags=["hide-cell"]
 import math
 
-# Solution 1: more noise makes the two views of a point differ more, so alignment ends higher; and to keep such
-# different views together the encoder must map whole neighbourhoods alike, so the points spread less evenly: the
-# uniformity ends higher too. Both get worse.
+# Solution 1: more noise makes the two views of a point differ more, so alignment ends
+# higher; and to keep such different views together the encoder must map whole
+# neighbourhoods alike, so the points spread less evenly: the uniformity ends higher
+# too. Both get worse.
 ends = {}
 for noise, name in ((0.15, "clean"), (0.6, "noisy")):
     r = train_toy(0.2, steps=steps, noise=noise)
-    ends[f"align_{name}"], ends[f"uniform_{name}"] = r.history["align"][-1], r.history["uniform"][-1]
-    print(f"noise {noise}: alignment {ends[f'align_{name}']:.3f}, uniformity {ends[f'uniform_{name}']:.2f}")
+    align, uniform = r.history["align"][-1], r.history["uniform"][-1]
+    ends[f"align_{name}"], ends[f"uniform_{name}"] = align, uniform
+    print(f"noise {noise}: alignment {align:.3f}, uniformity {uniform:.2f}")
 
-# Solution 2: each cluster's mean direction, and the angle to its nearest neighbour. On the circle six clusters sit
-# about 60 degrees apart, evenly round it; on the sphere they spread out further, towards the corners of an
-# octahedron (the six points of a sphere furthest apart, 90 degrees from each neighbour, each with one opposite).
-# More room also means a lower uniformity.
+# Solution 2: each cluster's mean direction, and the angle to its nearest neighbour. On
+# the circle six clusters sit about 60 degrees apart, evenly round it; on the sphere
+# they spread out further, towards the corners of an octahedron (the six points of a
+# sphere furthest apart, 90 degrees from each neighbour, each with one opposite). More
+# room also means a lower uniformity.
 r3 = train_toy(0.2, steps=steps, dim=3)
-ends["uniform_3d"], ends["uniform_2d"] = r3.history["uniform"][-1], shown.history["uniform"][-1]
+ends["uniform_3d"] = r3.history["uniform"][-1]
+ends["uniform_2d"] = shown.history["uniform"][-1]
 ends["nearest_3d"] = learn.nearest_cluster_angles(r3.after, r3.labels)
 ends["nearest_2d"] = learn.nearest_cluster_angles(shown.after, shown.labels)
-print("nearest cluster, degrees: on the sphere", ends["nearest_3d"].round(), " on the circle", ends["nearest_2d"].round())
-print(f"uniformity {ends['uniform_3d']:.2f} on the sphere, {ends['uniform_2d']:.2f} on the circle")
+print("nearest cluster, degrees: on the sphere", ends["nearest_3d"].round(),
+      " on the circle", ends["nearest_2d"].round())
+print(f"uniformity {ends['uniform_3d']:.2f} on the sphere, "
+      f"{ends['uniform_2d']:.2f} on the circle")
 
-# Solution 3: with every score 1 each of the N logits is 1 / tau, so the loss is log N whatever tau is: exactly the
-# random guess's. A collapsed encoder learns nothing from InfoNCE, and InfoNCE does not reward it.
+# Solution 3: with every score 1 each of the N logits is 1 / tau, so the loss is log N
+# whatever tau is: exactly the random guess's. A collapsed encoder learns nothing from
+# InfoNCE, and InfoNCE does not reward it.
 n, tau = 256, 0.2
 logits = torch.full((n, n), 1 / tau)
 print(float(info_nce(logits)), math.log(n))

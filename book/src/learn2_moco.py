@@ -77,45 +77,46 @@ plt.show()
 
 # %% tags=["show-input", "teaching"]
 class MyMoCo(nn.Module):
-    """MoCo: a query encoder, a momentum key encoder, and a queue of K keys (one per row)."""
+    """MoCo: a query encoder, a momentum key encoder, a queue of K keys (one a row)."""
 
-    def __init__(self, encoder: nn.Module, dim: int, K: int, m: float, tau: float, seed: int = 0):
+    def __init__(self, encoder: nn.Module, dim: int, K: int, m: float, tau: float,
+                 seed: int = 0):
         super().__init__()
-        self.encoder_q = encoder                                   # trained by gradient
-        self.encoder_k = copy.deepcopy(encoder)                    # trained by following (eq. 2)
+        self.encoder_q = encoder                        # trained by gradient
+        self.encoder_k = copy.deepcopy(encoder)         # trained by following (eq. 2)
         for p in self.encoder_k.parameters():
             p.requires_grad = False
         self.m, self.tau = m, tau
         start = torch.randn(K, dim, generator=torch.Generator().manual_seed(seed))
-        self.register_buffer("queue", F.normalize(start, dim=1))   # K x C: random keys until real ones arrive
+        self.register_buffer("queue", F.normalize(start, dim=1))  # K x C, random
         self.register_buffer("ptr", torch.zeros((), dtype=torch.long))
 
     @torch.no_grad()
-    def momentum_update(self):                                     # eq. 2
+    def momentum_update(self):                          # eq. 2
         for p_k, p_q in zip(self.encoder_k.parameters(), self.encoder_q.parameters()):
             p_k.mul_(self.m).add_(p_q.detach(), alpha=1 - self.m)
 
     @torch.no_grad()
-    def enqueue(self, k: torch.Tensor):                            # replace the oldest keys by the batch's
+    def enqueue(self, k: torch.Tensor):                 # new keys replace the oldest
         rows = (torch.arange(len(k)) + self.ptr) % len(self.queue)
         self.queue[rows] = k
         self.ptr.fill_((int(self.ptr) + len(k)) % len(self.queue))
 
 
-def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator) -> torch.Tensor:
-    q = F.normalize(model.encoder_q(x_q), dim=1)                   # queries: N x C
-    with torch.no_grad():                                          # no gradient to the keys
+def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator):
+    q = F.normalize(model.encoder_q(x_q), dim=1)        # queries: N x C
+    with torch.no_grad():                               # no gradient to the keys
         model.momentum_update()
-        perm = torch.randperm(len(x_k), generator=gen)             # shuffle the key batch (see below)
-        k = F.normalize(model.encoder_k(x_k[perm]), dim=1)[perm.argsort()]  # keys: N x C
-    l_pos = (q * k).sum(1, keepdim=True)                           # N x 1: each query with its own key
-    l_neg = q @ model.queue.T                                      # N x K: each query with the queue
-    logits = torch.cat([l_pos, l_neg], dim=1) / model.tau          # N x (1+K), the right answer in column 0
+        perm = torch.randperm(len(x_k), generator=gen)  # shuffle the keys (see below)
+        k = F.normalize(model.encoder_k(x_k[perm]), dim=1)[perm.argsort()]  # N x C
+    l_pos = (q * k).sum(1, keepdim=True)                # N x 1: query with own key
+    l_neg = q @ model.queue.T                           # N x K: query with the queue
+    logits = torch.cat([l_pos, l_neg], dim=1) / model.tau  # N x (1+K), answer: col 0
     loss = F.cross_entropy(logits, torch.zeros(len(q), dtype=torch.long))  # eq. 1
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
-    model.enqueue(k)                                               # after the loss used the old queue
+    model.enqueue(k)                                    # after the loss read the queue
     return loss.detach()
 
 
@@ -251,11 +252,19 @@ checks.expect(learn.MOCO_CHECKS, match, "the two steps agree")
 # The solutions are folded below; each runs as written (shorter runs than the one above).
 
 # %% tags=["hide-cell"]
-def short_run(m: float = cfg.moco.momentum, K: int = cfg.moco.queue_size, n: int = 5 if profile == "smoke" else 40):
-    """A short training of MyMoCo from the same start: the mean loss of its last five steps."""
+def short_run(
+    m: float = cfg.moco.momentum,
+    K: int = cfg.moco.queue_size,
+    n: int = 5 if profile == "smoke" else 40,
+):
+    """A short training of MyMoCo from one start: the mean loss of its last 5 steps."""
     torch.manual_seed(0)
-    model = MyMoCo(copy.deepcopy(build_model(cfg).encoder_q), cfg.model.dim, K, m, cfg.moco.tau)
-    opt = torch.optim.SGD(model.encoder_q.parameters(), lr=cfg.optim.lr, momentum=0.9, weight_decay=1e-4)
+    model = MyMoCo(
+        copy.deepcopy(build_model(cfg).encoder_q), cfg.model.dim, K, m, cfg.moco.tau
+    )
+    opt = torch.optim.SGD(
+        model.encoder_q.parameters(), lr=cfg.optim.lr, momentum=0.9, weight_decay=1e-4
+    )
     g = torch.Generator().manual_seed(0)
     losses = []
     for _ in range(n):
@@ -267,13 +276,15 @@ def short_run(m: float = cfg.moco.momentum, K: int = cfg.moco.queue_size, n: int
 
 ends = {"m99": short_run(), "m0": short_run(m=0.0), "k256": short_run(K=256)}
 ends["k4096"] = ends["m99"]
-# Solution 1: without momentum the loss ends higher over these steps: every key in the queue was made by a different
-# encoder, one step apart, so the queue's keys no longer agree with each other or with the fresh key. (Momenta below
-# the paper's 0.99 are the subject of its Table 1, read in a later chapter.)
+# Solution 1: without momentum the loss ends higher over these steps: every key in the
+# queue was made by a different encoder, one step apart, so the queue's keys no longer
+# agree with each other or with the fresh key. (Momenta below the paper's 0.99 are the
+# subject of its Table 1, read in a later chapter.)
 print(f"m = 0: {ends['m0']:.2f}   m = 0.99: {ends['m99']:.2f}")
-# Solution 2: a queue of one batch ends lower, because a guess among 257 costs log(257) = 5.5, among 4 097 log(4097) =
-# 8.3: fewer negatives make an easier, less informative test. A lower loss here does not mean a better encoder: loss
-# values are not comparable across K (nor across temperatures); encoders are compared by their readout.
+# Solution 2: a queue of one batch ends lower, because a guess among 257 costs log(257)
+# = 5.5, among 4 097 log(4097) = 8.3: fewer negatives make an easier, less informative
+# test. A lower loss here does not mean a better encoder: loss values are not comparable
+# across K (nor across temperatures); encoders are compared by their readout.
 print(f"K = 256: {ends['k256']:.2f}   K = 4096: {ends['k4096']:.2f}")
 
 # %% tags=["remove-cell"]

@@ -170,11 +170,13 @@ if t1_metrics:
     plt.show()
 
 # %% tags=["hide-cell"]
-# each momentum's gradient landscape, summed over its layers, epoch by epoch (folded: open it for the third reading)
+# each momentum's gradient landscape, summed over its layers, epoch by epoch (folded:
+# open it for the third reading)
 shown = ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")
 if t1_metrics:
-    run_figures.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_runs
-                        if r["setting"] in shown})
+    per_epoch_norms = {r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"]
+                       for r in t1_runs if r["setting"] in shown}
+    run_figures.grad_norm_epochs(per_epoch_norms)
     plt.show()
 
 # %% tags=["remove-cell"]
@@ -256,24 +258,33 @@ import math
 
 import numpy as np
 
-# Solution 1: per query, the mean and the variance over its row of negatives, then averaged over the first 64 queries.
+# Solution 1: per query, the mean and the variance over its row of negatives, then
+# averaged over the first 64 queries.
 n = 64
-mine = (float(l_pos[:n].mean()), float(l_neg[:n].mean(1).mean()), float(l_neg[:n].var(1, unbiased=False).mean()))
+mine = (
+    float(l_pos[:n].mean()),
+    float(l_neg[:n].mean(1).mean()),
+    float(l_neg[:n].var(1, unbiased=False).mean()),
+)
 print("mine:   ", [round(v, 4) for v in mine])
 print("library:", [round(float(v), 4) for v in stats])
 
-# Solution 2: after t steps the starting weights keep a share m**t, one half at t = ln 2 / -ln m.
-per_epoch = stored_cfg.data.n_train // stored_cfg.train.batch_size  # optimiser steps in one epoch
+# Solution 2: after t steps the starting weights keep a share m**t: one half at
+# t = ln 2 / -ln m.
+per_epoch = stored_cfg.data.n_train // stored_cfg.train.batch_size  # steps an epoch
 for m in (0.99, 0.999):
     t = math.log(2) / -math.log(m)
-    print(f"m = {m}: {t:.0f} steps, {t / per_epoch:.1f} epochs of {stored_cfg.train.epochs}")
+    epochs = stored_cfg.train.epochs
+    print(f"m = {m}: {t:.0f} steps, {t / per_epoch:.1f} epochs of {epochs}")
 
-# Solution 3: the run whose Mean(neg) ends highest ends below the collapse level, and its linear readout stays above
-# the never-trained encoder's: crowded features, not collapsed ones.
+# Solution 3: the run whose Mean(neg) ends highest ends below the collapse level, and
+# its linear readout stays above the never-trained encoder's: crowded features, not
+# collapsed ones.
 for r in t1_runs:
     end_neg = float(np.mean(t1_metrics[r["setting"]]["neg_mean"][-100:]))
-    print(f"{r['setting']:>8}: Mean(neg) {end_neg:.2f}, readout {r['linear_top1']:.1f} % "
-          f"(random init {r['random_init_linear_top1']:.1f} %)")
+    readout, untrained = r["linear_top1"], r["random_init_linear_top1"]
+    print(f"{r['setting']:>8}: Mean(neg) {end_neg:.2f}, "
+          f"readout {readout:.1f} % (random init {untrained:.1f} %)")
 
 # %% tags=["remove-cell"]
 assert all(abs(a - float(b)) < 1e-5 for a, b in zip(mine, stats)), (mine, stats)

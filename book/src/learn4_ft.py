@@ -55,38 +55,48 @@ checks.expect(learn.FIRST_STEP_CHECKS, first, "both transformations cost from th
 # itself. Both fit in a line each:
 
 # %% tags=["show-input", "teaching"]
-def my_extrapolate(z_q: torch.Tensor, z_k: torch.Tensor, lam) -> tuple[torch.Tensor, torch.Tensor]:
+def my_extrapolate(z_q: torch.Tensor, z_k: torch.Tensor, lam):
     """Positive extrapolation, eq. 3. z_q, z_k: N x C unit features; lam in (1, 2)."""
     return lam * z_q + (1 - lam) * z_k, lam * z_k + (1 - lam) * z_q
 
 
 def my_interpolate(queue: torch.Tensor, lam, partners: torch.Tensor) -> torch.Tensor:
-    """Negative interpolation, Sec 4.2 (eq. 5). queue: K x C keys; lam in (0, 1); partners: a permutation of K."""
+    """Negative interpolation, Sec 4.2 (eq. 5). queue: K x C keys; lam in (0, 1);
+    partners: a permutation of K."""
     return lam * queue + (1 - lam) * queue[partners]
 
 
 gen = torch.Generator().manual_seed(0)
 z_q, z_k = transforms.unit_pairs(8, 128, gen)
 queue = F.normalize(torch.randn(4096, 128, generator=gen, dtype=torch.float64), dim=1)
-lam_ex = transforms.sample_lambda(2.0, "step", 8, 128, gen, shift=1.0).double()  # one draw for the step, in (1, 2)
+# one draw for the step, in (1, 2)
+lam_ex = transforms.sample_lambda(2.0, "step", 8, 128, gen, shift=1.0).double()
 lam_in = transforms.sample_lambda(1.6, "step", 4096, 128, gen).double()  # in (0, 1)
 partners = transforms.sample_permutation(4096, gen)
-mine, library = my_extrapolate(z_q, z_k, lam_ex), transforms.extrapolate_positive(z_q, z_k, lam_ex)
-print("extrapolation, largest difference from the library's:", float((mine[0] - library[0]).abs().max()))
+mine = my_extrapolate(z_q, z_k, lam_ex)
+library = transforms.extrapolate_positive(z_q, z_k, lam_ex)
+print("extrapolation, largest difference from the library's:",
+      float((mine[0] - library[0]).abs().max()))
 mixed = my_interpolate(queue, lam_in, partners)
+library_mixed = transforms.interpolate_negatives(queue, lam_in, partners)
 print("interpolation, largest difference from the library's:",
-      float((mixed - transforms.interpolate_negatives(queue, lam_in, partners)).abs().max()))
-print(f"λ_ex = {float(lam_ex):.2f}: the pairs' mean score {float((z_q * z_k).sum(1).mean()):.3f} -> "
-      f"{float((mine[0] * mine[1]).sum(1).mean()):.3f};  λ_in = {float(lam_in):.2f}: the new negatives' length "
-      f"{float(mixed.norm(dim=1).mean()):.3f} on average, {float(mixed.norm(dim=1).max()):.3f} at most")
+      float((mixed - library_mixed).abs().max()))
+before, order = (z_q * z_k).sum(1).sort(descending=True)      # the 8 pairs' scores S
+after = (mine[0] * mine[1]).sum(1)[order]                       # and after eq. 3
+print(f"λ_ex = {float(lam_ex):.2f}; the pairs' scores, highest first")
+print("  before:", " ".join(f"{float(v):6.2f}" for v in before))
+print("  after: ", " ".join(f"{float(v):6.2f}" for v in after))
+lengths = mixed.norm(dim=1)
+print(f"λ_in = {float(lam_in):.2f}: the new negatives' length "
+      f"{float(lengths.mean()):.3f} on average, {float(lengths.max()):.3f} at most")
 
 # %% tags=["remove-cell"]
 assert torch.allclose(mine[0], library[0]) and torch.allclose(mine[1], library[1])  # the taught FT is the library's
 assert torch.allclose(mixed, transforms.interpolate_negatives(queue, lam_in, partners))
 
 # %% [markdown]
-# The scores of the pairs fell, and no new negative is longer than one: each lies on the chord between two keys,
-# inside the sphere. The paper's Fig 6 draws both in the plane:
+# Every pair's score fell, the less the higher it was (a pair of near copies stays near 1), and no new negative is
+# longer than one: each lies on the chord between two keys, inside the sphere. The paper's Fig 6 draws both in the plane:
 
 # %% tags=["hide-input"]
 diagrams.ft_geometry()
@@ -203,17 +213,23 @@ explorers.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1)
 # The solutions are folded below, in one cell that runs as written.
 
 # %% tags=["hide-cell"]
-# Solution 1: |l q + (1-l) k|^2 = l^2 + (1-l)^2 + 2 l (1-l) S = 1 - 2 l (1-l)(1-S): longer than one whenever l > 1
-# and S < 1, which is why the extrapolated query also scales every negative it meets.
+# Solution 1: |l q + (1-l) k|^2 = l^2 + (1-l)^2 + 2 l (1-l) S = 1 - 2 l (1-l)(1-S):
+# longer than one whenever l > 1 and S < 1, which is why the extrapolated query also
+# scales every negative it meets.
 norm2 = sp.expand(lam**2 + (1 - lam) ** 2 + 2 * lam * (1 - lam) * S)
 print(sp.simplify(norm2 - (1 + 2 * lam * (lam - 1) * (1 - S))))  # 0
 
-# Solution 2: with lambda = 1 + u, u ~ Beta(2, 2): E[lambda (lambda - 1)] = E[u] + E[u^2] = 1/2 + 3/10 = 4/5, so by
-# eq. 4 E[S'] = S - 2 (4/5)(1 - S) = 0.87 - 1.6 * 0.13, about 0.66.
-draws = transforms.sample_lambda(2.0, "sample", 100_000, 1, torch.Generator().manual_seed(0), shift=1.0)
-print(f"predicted {0.87 - 1.6 * 0.13:.3f}, sampled {float(transforms.transformed_positive_score(0.87, draws).mean()):.3f}")
+# Solution 2: with lambda = 1 + u, u ~ Beta(2, 2): E[lambda (lambda - 1)] = E[u] +
+# E[u^2] = 1/2 + 3/10 = 4/5, so by eq. 4 E[S'] = S - 2 (4/5)(1 - S) = 0.87 - 1.6 * 0.13,
+# about 0.66.
+draws = transforms.sample_lambda(
+    2.0, "sample", 100_000, 1, torch.Generator().manual_seed(0), shift=1.0
+)
+sampled = float(transforms.transformed_positive_score(0.87, draws).mean())
+print(f"predicted {0.87 - 1.6 * 0.13:.3f}, sampled {sampled:.3f}")
 
-# Solution 3: its squared length is l^2 + (1-l)^2 + 2 l (1-l) c = 1 - 2 l (1-l)(1-c): at most one, so the new
-# negative lies inside the sphere, shortest at l = 1/2 between two keys far apart.
+# Solution 3: its squared length is l^2 + (1-l)^2 + 2 l (1-l) c = 1 - 2 l (1-l)(1-c): at
+# most one, so the new negative lies inside the sphere, shortest at l = 1/2 between two
+# keys far apart.
 c = sp.symbols("c", real=True)
 print(sp.factor(sp.expand(lam**2 + (1 - lam) ** 2 + 2 * lam * (1 - lam) * c) - 1))

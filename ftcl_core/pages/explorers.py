@@ -43,9 +43,12 @@ def transformed_score_density(s: float, a: float, grid: np.ndarray) -> np.ndarra
     return dens
 
 
-def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3, 0.0)):
+def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3, 0.0), start: float = 2.0):
     """Plotly figure with an alpha slider: Beta(a, a) + 1 density of lambda (left) and the density of the
-    transformed positive score S' for several S (right), eq. 4 with its range [-4 + 5S, S] shaded."""
+    transformed positive score S' for several S (right), eq. 4 with its range [-4 + 5S, S] shaded. The slider
+    opens at ``start`` (the paper's alpha_ex, 2.0), one of ``alphas``."""
+    if start not in alphas:
+        raise ValueError(f"start={start} is not one of the slider's alphas {alphas}")
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -53,8 +56,8 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
     grid = np.linspace(-4, 1, 600)
     fig = make_subplots(rows=1, cols=2, subplot_titles=("λ ~ Beta(α, α) + 1", "density of Ŝ (eq. 4)"))
     n_traces = 1 + len(scores)
-    for i, a in enumerate(alphas):
-        visible = i == len(alphas) // 2
+    for a in alphas:
+        visible = a == start
         fig.add_trace(go.Scatter(x=lam, y=beta_density(lam - 1, a), name=f"α={a}", visible=visible,
                                  line=dict(color="#4c72b0")), 1, 1)
         for s in scores:
@@ -65,7 +68,7 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
         vis = [False] * (n_traces * len(alphas))
         vis[i * n_traces : (i + 1) * n_traces] = [True] * n_traces
         steps.append(dict(method="update", args=[{"visible": vis}], label=str(a)))
-    fig.update_layout(sliders=[dict(active=len(alphas) // 2, currentvalue={"prefix": "α = "}, steps=steps, pad={"t": 50})],
+    fig.update_layout(sliders=[dict(active=alphas.index(start), currentvalue={"prefix": "α = "}, steps=steps, pad={"t": 50})],
                       height=420, margin=dict(t=64, b=10), legend=dict(x=1.02, y=1, yanchor="top"))  # clear of the slider
     fig.update_xaxes(title_text="λ", row=1, col=1)
     fig.update_xaxes(title_text="Ŝ", row=1, col=2)

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ftcl_core.study.results.numbers import fixed
-from ftcl_core.study.toy import ToyRun, hardest_share
+from ftcl_core.study.toy import ToyRun, hardest_share, own_cluster_push
 
 
 def cluster_tightness(features: np.ndarray, labels: np.ndarray) -> float:
@@ -65,6 +65,11 @@ def toy_facts(runs: Sequence[ToyRun], shown: float = 0.2) -> dict:
         out[f"loss_{r.tau:g}"] = fixed(float(r.history["loss"][-1]), 2)
         out[f"tight_{r.tau:g}_value"] = cluster_tightness(r.after, r.labels)
     by_tau = sorted((r for r in runs if r.negatives), key=lambda r: r.tau)  # the explorer's curves, coldest first
+    for r in (by_tau[0], by_tau[-1]):  # the false negatives' share of the push at the coldest and warmest temperature
+        push, count = own_cluster_push(r.after, r.labels, r.tau)
+        out |= {f"own_push_{r.tau:g}_value": push, f"own_push_{r.tau:g}": f"{100 * push:.0f} %",
+                "own_count_value": count, "own_count": f"{100 * count:.0f} %"}
+    out["coldest"], out["warmest"] = f"{by_tau[0].tau:g}", f"{by_tau[-1].tau:g}"
     out["hardest_shares_value"] = [hardest_share(r.after, r.tau) for r in by_tau]
     out["hardest_shares"] = ", ".join(f"τ = {r.tau:g}: {100 * v:.0f} %" for r, v in zip(by_tau, out["hardest_shares_value"]))
     return out
@@ -85,6 +90,11 @@ CHECKS = {
         f"the untrained toy's readout is {f['knn_before']} %"),
     "the collapsed features are worth little": lambda f: None if f["knn_collapse_value"] < f["knn_after_value"] - 30
     else f"the collapsed toy's readout is {f['knn_collapse']} % against {f['knn_after']} %",
+    "at the coldest temperature most of the push falls on the query's own cluster, a sixth of its negatives":
+    lambda f: None if f[f"own_push_{f['coldest']}_value"] > 0.5 and 0.1 < f["own_count_value"] < 0.25
+    and f[f"own_push_{f['warmest']}_value"] < f[f"own_push_{f['coldest']}_value"] else (
+        f"own cluster: {f['own_count']} of the negatives, {f['own_push_' + f['coldest']]} of the push at the "
+        f"coldest temperature, {f['own_push_' + f['warmest']]} at the warmest"),
     "the colder the temperature, the higher the push curve starts": lambda f: None if all(
         a > b for a, b in zip(f["hardest_shares_value"], f["hardest_shares_value"][1:])) else (
         f"the hardest tenth's share of the push does not fall as the temperature rises: {f['hardest_shares']}"),

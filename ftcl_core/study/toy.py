@@ -138,3 +138,18 @@ def push_curve(features: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray
     w = torch.softmax(scores / tau, dim=1).sort(dim=1, descending=True).values
     share = w.cumsum(dim=1).mean(0).numpy()
     return np.arange(1, n) / (n - 1), share
+
+
+def own_cluster_push(features: np.ndarray, labels: np.ndarray, tau: float) -> tuple[float, float]:
+    """How much of InfoNCE's push falls on a query's false negatives (the other points of its own cluster, which a
+    label-free loss pushes away like any other): per query the share of the softmax weights ``exp(s_j / tau)`` of
+    eq. 1's gradient on same-label negatives, averaged over queries; and the share of the negatives they are (about
+    ``1 / clusters``). Returns ``(push share, count share)``."""
+    f, y = torch.as_tensor(features, dtype=torch.float64), torch.as_tensor(labels)
+    n = f.shape[0]
+    if n < 2:
+        raise ValueError(f"own_cluster_push needs at least 2 features (a query needs a negative), got {n}")
+    off = ~torch.eye(n, dtype=torch.bool)
+    w = torch.softmax((f @ f.T)[off].view(n, n - 1) / tau, dim=1)
+    same = (y[:, None] == y[None, :])[off].view(n, n - 1)
+    return float((w * same).sum(1).mean()), float(same.double().mean())
