@@ -156,6 +156,23 @@ def test_the_push_curve_check_holds_on_ordered_shares_and_fails_otherwise():
     assert name in failures(learn.CHECKS, {**ordered, "hardest_shares_value": [0.9, 0.3, 0.6]}, name)
 
 
+def test_the_false_negative_check_needs_most_of_the_cold_push_on_a_sixth_of_the_negatives():
+    from ftcl_core.study import learn
+    from ftcl_core.study.checks import failures
+    from ftcl_core.study.toy import own_cluster_push
+
+    name = "at the coldest temperature most of the push falls on the query's own cluster, a sixth of its negatives"
+    held = {"coldest": "0.05", "warmest": "1", "own_push_0.05_value": 0.89, "own_push_0.05": "89 %",
+            "own_push_1_value": 0.36, "own_push_1": "36 %", "own_count_value": 0.167, "own_count": "17 %"}
+    assert failures(learn.CHECKS, held, name) == {}
+    for flip in ({"own_push_0.05_value": 0.4}, {"own_count_value": 0.5}, {"own_push_1_value": 0.95}):
+        assert name in failures(learn.CHECKS, {**held, **flip}, name), flip
+    # the measure: two clusters of two points, at a cold temperature the push goes to the same-cluster point
+    feats = torch.tensor([[1.0, 0.0], [0.99, 0.141], [-1.0, 0.0], [-0.99, -0.141]])
+    push, count = own_cluster_push(feats.numpy(), torch.tensor([0, 0, 1, 1]).numpy(), tau=0.05)
+    assert abs(count - 1 / 3) < 1e-9 and push > 0.99
+
+
 def test_the_brief_moco_readout_check_needs_a_real_gain():
     from ftcl_core.study import learn
     from ftcl_core.study.checks import failures
