@@ -339,3 +339,23 @@ def test_the_later_switch_is_read_against_the_earlier_one_and_its_crowding():
         crowded = {**f, "switch_from_18_of_120_crowd_word": word}
         assert "switch-from-18-of-120-does-not-crowd" in checks.failures(headroom.CHECKS, crowded,
                                                                        "switch-from-18-of-120-does-not-crowd")
+
+
+def test_the_240_epoch_switch_is_read_at_its_seeds_against_the_time_lefts_predicted_gain():
+    """At its five planned seeds the switch at epoch 9 of 240 holds zero and lies below the +3 that E2 (the time
+    left) predicted; the held-back arm is short of its seeds until its runs are stored. Each check fails otherwise."""
+    base = [{"setting": f"baseline {n}", "seed": s, "linear_top1": 60.0 + s} for n in (120, 240) for s in range(5)]
+    spread = [{"setting": "+both from 9 of 240", "seed": s, "linear_top1": 60.0 + s + d}
+              for s, d in enumerate((-9.0, 2.0, -4.0, -8.0, 1.0))]
+    names = ("switch-from-9-of-240-holds-zero-at-its-seeds", "switch-from-9-of-240-below-the-time-lefts-gain",
+             "switch-held-9-of-120-short-of-its-seeds")
+    f = headroom.switch_facts(base, spread)
+    assert checks.failures(headroom.CHECKS, f, *names) == {}
+    four = headroom.switch_facts(base, spread[:4])  # short of its seeds: neither verdict binds
+    assert set(checks.failures(headroom.CHECKS, four, *names[:2])) == set(names[:2])
+    near = [{**r, "linear_top1": r["linear_top1"] + 5.0} for r in spread]  # its interval reaches past +3
+    assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, near), *names)) == {names[1]}
+    costs = [{**r, "linear_top1": r["linear_top1"] - 15.0} for r in spread]  # a cost: no longer holds zero
+    assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, costs), *names)) == {names[0]}
+    held = [{**r, "setting": "+both held back from 9 of 120"} for r in spread]
+    assert names[2] in checks.failures(headroom.CHECKS, headroom.switch_facts(base, spread + held), names[2])

@@ -409,6 +409,18 @@ def _switch_short(key: str):
     return check
 
 
+def _switch_below(key: str, gain: float):
+    """The separating experiment's arm ``key`` holds the seeds its file plans and its whole 95 % interval lies below
+    ``gain`` points (a prediction of at least that gain is refuted)."""
+    def check(f: Mapping) -> str | None:
+        k = f"switch_{key}"
+        if f[f"{k}_seeds"] < f["switch_planned_seeds"]:
+            return f"{k}: {f[f'{k}_seeds']} of {f['switch_planned']} planned paired seeds"
+        top = f[f"{k}_value"] + f[f"{k}_ci"]
+        return None if top < gain else f"{k}: {f[f'{k}_diff']} reaches {top:+.1f}, not below {gain:+.1f}"
+    return check
+
+
 def _switch_crowds(key: str):
     """The separating experiment's arm ``key`` crowds the images as FT switches on (:func:`switch_facts`)."""
     def check(f: Mapping) -> str | None:
@@ -536,7 +548,11 @@ CHECKS = {
     "switch-from-9-of-240-holds-zero": lambda f: None if f["switch_from_9_of_240_side"] == "neither" else (
         f"switch_from_9_of_240: {f['switch_from_9_of_240_diff']} over {f['switch_from_9_of_240_n']} seeds reads "
         f"{f['switch_from_9_of_240_side']}, not an interval that holds zero"),
+    "switch-from-9-of-240-holds-zero-at-its-seeds": _switch_side("from_9_of_240", "neither"),
+    # E2, the time left, predicted a gain of at least 3 points here (experiments/headroom/switch_v1.yaml)
+    "switch-from-9-of-240-below-the-time-lefts-gain": _switch_below("from_9_of_240", 3.0),
     "switch-from-9-of-240-crowds": _switch_crowds("from_9_of_240"),
+    "switch-held-9-of-120-short-of-its-seeds": _switch_short("held_9_of_120"),
     "switch-from-18-of-120-costs": _switch_side("from_18_of_120", "costs"),
     "switch-from-18-of-120-does-not-crowd": _switch_spreads("from_18_of_120"),
     # E1, the clock: the later switch costs less than the earlier one of the same length (paired by seed)
