@@ -91,11 +91,14 @@ def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_the_config_module_imports_nothing_else_from_the_package():
-    assert import_graph()["ftcl_core.config"] == set()
+def test_the_config_modules_import_nothing_else_from_the_package():
+    graph = import_graph()
+    assert graph["ftcl_core.config_fields"] == set()
+    assert graph["ftcl_core.config_sections"] == {"ftcl_core.config_fields"}
+    assert graph["ftcl_core.config"] == {"ftcl_core.config_fields", "ftcl_core.config_sections"}
     code = "import sys, ftcl_core.config; print(sorted(m for m in sys.modules if m.startswith('ftcl_core.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['ftcl_core.config']"
+    assert out.strip() == "['ftcl_core.config', 'ftcl_core.config_fields', 'ftcl_core.config_sections']"
 
 
 def test_the_names_kept_as_data_in_the_config_match_their_owners():

@@ -41,8 +41,9 @@ PAGES = sorted((PACKAGE / "pages").rglob("*.py"))
 # and an empty batch in ft.logits ~50; issue 66's held-back arm: ft.pos_gate's key and check and the loop's level ~10
 # (the gate itself is the study's GatedMoCo); issue 64's sixth round (a warm-up as long as the run, statistics over
 # more queries than a batch, n_val under the test split, a kNN temperature that overflows, a Beta parameter that is
-# not finite, a queue layout that is none, run files of no run in --out) ~20
-LIBRARY_LINES = 5_320
+# not finite, a queue layout that is none, run files of no run in --out) ~20; issue 67's split of config.py (950
+# lines) into config_fields, config_sections and config (headers, imports, the re-export list) ~70
+LIBRARY_LINES = 5_390
 FIGURES = ("matplotlib", "plotly", "IPython", "ipywidgets")
 
 

@@ -1,0 +1,157 @@
+"""Typed config sections: a frozen dataclass whose fields are checked against their annotations, then by its own
+``check``.
+
+:class:`Section` is the base of every section of a run config (:mod:`ftcl_core.config_sections`) and of the config
+itself (:class:`ftcl_core.config.RunConfig`): a number where a number belongs, one of the listed names where a
+``Literal`` stands, every float finite; :class:`ConfigError` names the key and the fix. This module imports nothing
+from ``ftcl_core`` (a test walks the imports).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+
+class ConfigError(ValueError):
+    """A config key or value is wrong; the message names the key and the fix."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Type checks from the annotations
+# ---------------------------------------------------------------------------------------------------
+
+
+def _describe(tp: Any) -> str:
+    """How an annotation reads in an error message."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is bool:
+        return "true or false"
+    if tp is int:
+        return "an integer"
+    if tp is float:
+        return "a number"
+    if tp is str:
+        return "a string"
+    if tp is type(None):
+        return "null"
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin is tuple:
+        inner = _describe(args[0])
+        return f"a list of {inner}s" if args[-1] is Ellipsis else f"a list of {len(args)} ({inner} each)"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in args)
+    return str(tp)
+
+
+def _number(text: str, integer: bool) -> int | float | None:
+    """YAML 1.1 reads ``1e-4`` (no dot) as a string: numeric fields take it as the number it spells."""
+    try:
+        x = float(text)
+    except ValueError:
+        return None
+    if integer:
+        return int(x) if x.is_integer() else None
+    return x
+
+
+def _conform(value: Any, tp: Any) -> tuple[bool, Any]:
+    """(True, ``value`` in the annotation's type) or (False, None). Lists become tuples (frozen); integers are
+    numbers; numeric strings that YAML left unread are numbers; bools are never numbers, numbers never bools."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return True, value
+    if isinstance(tp, type) and issubclass(tp, Section):
+        return isinstance(value, tp), value
+    if tp is type(None):
+        return value is None, None
+    if tp is bool:
+        return isinstance(value, bool), value
+    if tp in (int, float):
+        if isinstance(value, bool):
+            return False, None
+        if isinstance(value, str):
+            value = _number(value, integer=tp is int)
+        if tp is int:
+            return isinstance(value, int), value
+        return isinstance(value, (int, float)), None if value is None else float(value)
+    if tp is str:
+        return isinstance(value, str), value
+    if origin is Literal:
+        return (not isinstance(value, bool) and value in args), value
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)) or (args[-1] is not Ellipsis and len(value) != len(args)):
+            return False, None
+        kinds = [args[0]] * len(value) if args[-1] is Ellipsis else list(args)
+        out = [_conform(v, k) for v, k in zip(value, kinds)]
+        return all(ok for ok, _ in out), tuple(v for _, v in out)
+    if origin in (typing.Union, types.UnionType):
+        for arm in args:
+            ok, v = _conform(value, arm)
+            if ok:
+                return True, v
+        return False, None
+    raise TypeError(f"config annotation {tp!r} is not supported")  # a programming error, not a user's
+
+
+def _type_error(key: str, value: Any, tp: Any, default: Any) -> ConfigError:
+    if typing.get_origin(tp) is not Literal:
+        return ConfigError(f"{key}={value!r} must be {_describe(tp)} (default {_yaml(default)}).")
+    choices = typing.get_args(tp)
+    close = difflib.get_close_matches(value, [str(a) for a in choices], n=1) if isinstance(value, str) else []
+    hint = f"; did you mean {close[0]!r}?" if close else "."
+    return ConfigError(f"{key}={value!r}: choose one of {choices}{hint}")
+
+
+def _floats(value: Any) -> list[float]:
+    """The floats in a conformed value (a number, or a tuple of them)."""
+    if isinstance(value, float):
+        return [value]
+    return [x for v in value for x in _floats(v)] if isinstance(value, tuple) else []
+
+
+def _yaml(value: Any) -> str:
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A config section: frozen, its fields type-checked from their annotations, then :meth:`check`-ed."""
+
+    section: ClassVar[str] = ""  # the YAML key of the section
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            ok, conformed = _conform(value, hints[f.name])
+            if not ok:
+                default = f.default if f.default is not dataclasses.MISSING else None
+                raise _type_error(f"{self.key(f.name)}", value, hints[f.name], default)
+            if not all(math.isfinite(x) for x in _floats(conformed)):
+                default = _yaml(_plain(f.default)) if f.default is not dataclasses.MISSING else "none"
+                raise ConfigError(f"{self.key(f.name)}={_yaml(_plain(conformed))} must be finite (no nan or inf); "
+                                  f"the default is {default}.")
+            object.__setattr__(self, f.name, conformed)  # frozen: set once, here
+        self.check()
+
+    def key(self, field_name: str) -> str:
+        return f"{self.section}.{field_name}" if self.section else field_name
+
+    def check(self) -> None:
+        """Value checks beyond the type (ranges, combinations inside the section)."""
+
+    def _positive(self, *names: str) -> None:
+        for n in names:
+            if getattr(self, n) < 1:
+                raise ConfigError(f"{self.key(n)}={getattr(self, n)} must be >= 1.")
+
+
+def _plain(value: Any) -> Any:
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value

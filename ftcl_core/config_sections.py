@@ -1,0 +1,398 @@
+"""The sections of a run config, one frozen, typed dataclass each (the ``data.*``, ``model.*``, ``ft.*`` ... keys), with
+the checks inside a section; checks that need two sections live in :meth:`ftcl_core.config.RunConfig.check`.
+
+The names that other modules own (methods, encoders, augmentation presets, lambda granularities) are kept here as
+plain data, and the owners check at import time that their tables agree with these. Imported from
+:mod:`ftcl_core.config`, which re-exports every name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from ftcl_core.config_fields import ConfigError, Section
+
+# The names a config may use; each owner (see the comment) checks that its table matches.
+METHODS = ("moco", "simclr", "byol", "simsiam", "swav")  # the keys of ftcl_core.methods.METHODS
+CONTRASTIVE = ("moco", "simclr")  # the methods with negatives (the others take positive FT only, Table 7)
+SMALL_ENCODERS = ("resnet10_w16", "resnet10_w32", "resnet18_w16", "resnet18_w32", "resnet18_w64")  # models.SMALL
+TORCHVISION_ENCODERS = ("resnet18", "resnet50", "resnet18_cifar", "resnet50_cifar")  # ftcl_core.models.TORCHVISION
+AUGMENT_PRESETS = ("v1", "v2", "simclr")  # ftcl_core.augment.PRESETS
+GRANULARITIES = ("step", "sample", "dim")  # ftcl_core.transforms.lambda_shape
+
+Method = Literal["moco", "simclr", "byol", "simsiam", "swav"]
+DataSet = Literal["shapes", "fashion_mnist", "imagefolder", "cifar10", "cifar100", "stl10"]
+Preset = Literal["v1", "v2", "simclr"]
+Granularity = Literal["step", "sample", "dim"]
+Auto = Literal["auto"]
+
+
+@dataclass(frozen=True)
+class DataConfig(Section):
+    """The images: which set, how many, at what size, and which held-out split the readout scores."""
+
+    section: ClassVar[str] = "data"
+    name: DataSet = "shapes"             # shapes | fashion_mnist | imagefolder | cifar10 | cifar100 | stl10
+    root: str | None = None              # imagefolder / torchvision sets; fashion_mnist: default the Debian folder
+    test_root: str | None = None         # imagefolder: the validation tree
+    class_list: str | None = None        # imagefolder: e.g. data/imagenet100.txt
+    image_size: int = 32                 # stored size (shapes are drawn at it; real images resized to it)
+    n_train: int = 10000                 # shapes: drawn; fashion_mnist: a class-balanced subset of the 60 000
+    n_test: int = 2000                   # shapes: drawn; fashion_mnist: a class-balanced subset of the 10 000
+    classes: int = 10                    # shapes: 10 (the shapes) | 20 | 30 (shape x fill: solid, outline, striped)
+    clutter: int = 0                     # shapes: smaller unlabelled distractor shapes behind the labelled one (0-8)
+    max_per_class: int | None = None     # imagefolder: cap per class (quick runs)
+    download: bool = False               # torchvision sets: download only when asked
+    workers: int = 0                     # imagefolder: processes that decode the images (once, before training)
+    cache: str | None = None             # imagefolder: folder where the decoded set is kept and memory-mapped
+    # which held-out images the readout scores: test (the reported numbers) | val (calibration: shapes drawn from
+    # their own seed; other sets: the last n_val images of a fixed shuffle of train, removed from training)
+    eval_split: Literal["test", "val"] = "test"
+    n_val: int = 2000
+
+    def check(self) -> None:
+        for name in ("root", "test_root", "class_list", "cache"):  # a path typed as ~/data means the home folder's
+            if (value := getattr(self, name)) and value.startswith("~"):
+                object.__setattr__(self, name, os.path.expanduser(value))
+        self._positive("image_size", "n_train", "n_test", "n_val")
+        if self.name == "shapes" and self.image_size < 8:
+            raise ConfigError(f"data.image_size={self.image_size}: the drawn shapes need at least 8 px (default 32).")
+        if self.classes != 10 and self.name != "shapes":
+            raise ConfigError(f"data.classes={self.classes} applies to the embedded shapes only; data.name="
+                              f"{self.name} has its own classes. Remove data.classes.")
+        if self.clutter and self.name != "shapes":
+            raise ConfigError(f"data.clutter={self.clutter} applies to the embedded shapes only; remove it for "
+                              f"data.name={self.name}.")
+        if not 0 <= self.clutter <= 8:
+            raise ConfigError(f"data.clutter={self.clutter} must lie in [0, 8] (distractor shapes per image).")
+        if self.classes not in (10, 20, 30):
+            raise ConfigError(f"data.classes={self.classes}: the shapes set has 10 shapes x 3 fills; choose 10, "
+                              "20 or 30.")
+        if self.name == "shapes" and (self.root or self.test_root):
+            raise ConfigError("data.name=shapes draws its images in memory and reads no folder; drop data.root and "
+                              "data.test_root, or name the data set they hold (data.name=imagefolder, ...).")
+        folder_only = [k for k in ("test_root", "class_list", "max_per_class", "cache") if getattr(self, k) is not None]
+        if self.workers:
+            folder_only.append("workers")
+        if self.name != "imagefolder" and folder_only:
+            raise ConfigError(f"data.{folder_only[0]} applies to data.name=imagefolder only; data.name={self.name} "
+                              f"would ignore it. Drop data.{folder_only[0]}, or set data.name=imagefolder.")
+        if self.download and self.name in ("imagefolder", "shapes"):
+            raise ConfigError(f"data.download=true fetches a torchvision set (fashion_mnist, cifar10, cifar100, stl10); "
+                              f"data.name={self.name} has nothing to download. Drop data.download.")
+        if self.name == "imagefolder" and not (self.root and self.test_root):
+            raise ConfigError("data.name=imagefolder needs data.root=<train folder> and data.test_root=<held-out "
+                              "folder> (without a test_root the readout would score the training images; to do that "
+                              "knowingly, set data.test_root to data.root).")
+
+
+@dataclass(frozen=True)
+class AugmentationConfig(Section):
+    """The two views' augmentation: a preset (MoCo v1 / v2, SimCLR) and the knobs calibration may change."""
+
+    section: ClassVar[str] = "augment"
+    preset: Preset = "v2"
+    out_size: int = 24
+    crop_scale: tuple[float, float] = (0.4, 1.0)
+    blur_sigma: tuple[float, float] | None = None             # v2 blur sigma range; null = the recipe's [0.1, 2]
+    jitter: tuple[float, float, float, float] | None = None   # ColorJitter (b, c, s, hue); null = the preset's
+    jitter_p: float | None = None                              # probability of the jitter; null = the preset's
+    gray_p: float | None = None                                # probability of grayscale; null = the preset's
+    blur_p: float | None = None                                # probability of the Gaussian blur; null = the preset's
+
+    def check(self) -> None:
+        self._positive("out_size")
+        if self.out_size < 2:
+            raise ConfigError(f"augment.out_size={self.out_size}: a view needs at least 2 px a side (the blur pads by "
+                              "reflection); this book's views are 24-32 px, the paper's 224.")
+        if self.blur_sigma is not None and not 0 < self.blur_sigma[0] <= self.blur_sigma[1]:
+            raise ConfigError(f"augment.blur_sigma={list(self.blur_sigma)} must be [low, high] with 0 < low <= high "
+                              "(MoCo v2: [0.1, 2.0]), or null for the recipe's.")
+        lo, hi = self.crop_scale
+        if not 0 < lo <= hi <= 1:
+            raise ConfigError(f"augment.crop_scale={list(self.crop_scale)} must be [low, high] with 0 < low <= high <= 1.")
+        if self.jitter is not None and not (min(self.jitter) >= 0 and self.jitter[3] <= 0.5):
+            raise ConfigError(f"augment.jitter={list(self.jitter)} must be [brightness, contrast, saturation, hue], "
+                              "each >= 0 and hue <= 0.5 (MoCo v2: [0.4, 0.4, 0.4, 0.1]), or null for the preset's.")
+        for key in ("jitter_p", "gray_p", "blur_p"):
+            p = getattr(self, key)
+            if p is not None and not 0 <= p <= 1:
+                raise ConfigError(f"augment.{key}={p} must be a probability in [0, 1], or null for the preset's.")
+
+
+@dataclass(frozen=True)
+class ModelConfig(Section):
+    """The encoder and the heads every method shares."""
+
+    section: ClassVar[str] = "model"
+    encoder: str = "resnet10_w16"
+    mlp: bool = True                     # MoCo v2 head; false = v1 linear head
+    dim: int = 128
+    bn_splits: int = 4                   # split-BN groups per process (shuffle-BN in one process; 1 = plain BN)
+    sync_bn: bool = False                # torch.distributed: batch statistics over all ranks (needs bn_splits=1)
+    hidden: int | None = None            # SimCLR/BYOL/SimSiam projector hidden size (null = backbone width)
+    pred_hidden: int | None = None       # SimSiam predictor bottleneck (null = dim // 4)
+    init: Literal["default", "kaiming"] = "default"  # backbone init: PyTorch's, or fan-out (torchvision/PyContrast)
+
+    def check(self) -> None:
+        self._positive("dim", "bn_splits")
+        known = [*SMALL_ENCODERS, *TORCHVISION_ENCODERS]
+        if self.encoder not in known and not self.encoder.startswith("timm:"):
+            close = difflib.get_close_matches(self.encoder, known, n=3)
+            raise ConfigError(f"unknown encoder model.encoder={self.encoder!r}; did you mean {close}? Known: {known} "
+                              "or timm:<model>.")
+        if self.encoder.startswith("timm:"):  # checked here, before a run folder or its config.yaml is written
+            import timm  # only for a timm encoder: the import takes a second
+
+            name = self.encoder.removeprefix("timm:")
+            if not timm.is_model(name):
+                close = difflib.get_close_matches(name, timm.list_models(), n=3)
+                raise ConfigError(f"unknown timm model model.encoder={self.encoder!r}; close names: "
+                                  f"{[f'timm:{c}' for c in close]} (timm.list_models() lists them all).")
+        for key in ("hidden", "pred_hidden"):
+            v = getattr(self, key)
+            if v is not None and v < 1:
+                raise ConfigError(f"model.{key}={v} must be a positive integer or null (a default size).")
+        if self.sync_bn and self.bn_splits != 1:
+            raise ConfigError("model.sync_bn=true needs model.bn_splits=1 (SyncBN replaces split-BN).")
+
+
+def _check_tau(key: str, tau: float, hint: str) -> None:
+    if tau <= 0:
+        raise ConfigError(f"{key}={tau} must be > 0; {hint}.")
+
+
+def _check_momentum(key: str, m: float, hint: str) -> None:
+    if not 0.0 <= m <= 1.0:
+        raise ConfigError(f"{key}={m} is outside [0, 1]; {hint}.")
+
+
+@dataclass(frozen=True)
+class MoCoConfig(Section):
+    """MoCo (eq. 1, eq. 2): the queue, the key encoder's momentum, the temperature."""
+
+    section: ClassVar[str] = "moco"
+    queue_size: int = 4096
+    momentum: float = 0.99
+    tau: float = 0.2
+    # a diagnosis oracle, not in the paper: the training labels let the loss ignore queue negatives of the query's
+    # own class (no false negatives); it tests whether false negatives make FT collapse
+    drop_same_class: bool = False
+
+    def check(self) -> None:
+        _check_momentum("moco.momentum", self.momentum, "MoCo uses 0.99 (IN-100) or 0.999")
+        _check_tau("moco.tau", self.tau, "MoCo v1 uses 0.07, v2 0.2")
+
+
+@dataclass(frozen=True)
+class SimCLRConfig(Section):
+    """SimCLR: the NT-Xent temperature."""
+
+    section: ClassVar[str] = "simclr"
+    tau: float = 0.2
+
+    def check(self) -> None:
+        _check_tau("simclr.tau", self.tau, "SimCLR uses 0.1 to 0.5")
+
+
+@dataclass(frozen=True)
+class BYOLConfig(Section):
+    """BYOL: the target network's base momentum, raised to 1 on a cosine over training."""
+
+    section: ClassVar[str] = "byol"
+    momentum: float = 0.99
+
+    def check(self) -> None:
+        _check_momentum("byol.momentum", self.momentum, "BYOL uses 0.996")
+
+
+@dataclass(frozen=True)
+class SwAVConfig(Section):
+    """SwAV (two crops, no queue): prototypes, the temperature, Sinkhorn's entropy weight and iterations."""
+
+    section: ClassVar[str] = "swav"
+    prototypes: int = 300
+    epsilon: float = 0.05
+    sinkhorn_iters: int = 3
+    freeze_prototypes_epochs: int = 1
+    tau: float = 0.2
+
+    def check(self) -> None:
+        self._positive("prototypes", "sinkhorn_iters")
+        if self.epsilon <= 0:
+            raise ConfigError(f"swav.epsilon={self.epsilon} must be > 0 (Sinkhorn's entropy weight; SwAV uses 0.05).")
+        _check_tau("swav.tau", self.tau, "SwAV uses 0.1")
+
+
+@dataclass(frozen=True)
+class OptimConfig(Section):
+    """SGD with momentum, its learning-rate schedule and warm-up."""
+
+    section: ClassVar[str] = "optim"
+    lr: float = 0.12
+    momentum: float = 0.9
+    weight_decay: float = 5.0e-4
+    schedule: Literal["cosine", "step"] = "cosine"
+    milestones: tuple[int, ...] = ()     # epochs where a step schedule multiplies lr by 0.1
+    warmup_epochs: int = 0
+    fused: bool | Auto = "auto"          # fused SGD: auto (on CUDA) | true | false
+
+    def check(self) -> None:
+        if self.lr <= 0:
+            raise ConfigError(f"optim.lr={self.lr} must be > 0 (the CPU recipes use 0.06 to 0.12).")
+        if not 0 <= self.momentum < 1:
+            raise ConfigError(f"optim.momentum={self.momentum} must lie in [0, 1) (SGD's momentum; the recipes use 0.9).")
+        if self.weight_decay < 0:
+            raise ConfigError(f"optim.weight_decay={self.weight_decay} must be >= 0 (the recipes use 5e-4 or 1e-4).")
+        if self.warmup_epochs < 0:
+            raise ConfigError(f"optim.warmup_epochs={self.warmup_epochs} must be >= 0 (0: no warm-up).")
+        if any(m < 0 for m in self.milestones):
+            raise ConfigError(f"optim.milestones={list(self.milestones)} must be epochs >= 0.")
+        if self.milestones and self.schedule != "step":
+            raise ConfigError(f"optim.milestones={list(self.milestones)} are the epochs where a step schedule decays; "
+                              f"optim.schedule={self.schedule} would ignore them. Set optim.schedule=step, or drop "
+                              "optim.milestones.")
+
+
+@dataclass(frozen=True)
+class TrainConfig(Section):
+    """The loop: epochs, batch, checkpoints, and how (not what) the steps compute."""
+
+    section: ClassVar[str] = "train"
+    epochs: int = 30
+    batch_size: int = 256
+    checkpoint_every: int = 1
+    amp: Literal["bf16"] | None = None   # null | bf16 (autocast on CUDA or CPU)
+    # NHWC memory format: auto (on: measured faster on CPU, and on tensor cores) | true | false. It changes how,
+    # not what, a run computes (float rounding only), so configs that differ only here describe the same run.
+    channels_last: bool | Auto = "auto"
+    # torch.compile the networks: auto (inductor on CPU for runs long enough to pay for a cold compile, see
+    # ftcl_core.execution.compile_backend) | true (inductor) | false | a backend name. Like channels_last it
+    # changes float rounding only, so it is not part of a run's identity.
+    compile: bool | str = "auto"
+    # Where FT draws its lambdas and queue permutations: auto (device on CUDA, host on CPU) | host (a CPU generator,
+    # copied to the device each step: every run stored before this key) | device (a generator on the device,
+    # seeded from the seed, checkpointed; ftcl_core.execution.ft_device_draws). The same distributions, so not part
+    # of a run's identity; but device draws are another random stream: not the numbers of a host-drawn run.
+    ft_draws: Literal["auto", "host", "device"] = "auto"
+    # How split batch-norm computes its groups in the channels-last (blocks) layout: auto (one batch-norm per group
+    # written into one output on the CPU; one pass over a view of the batch on CUDA, under autocast and compiled) |
+    # per_group (one batch-norm per group everywhere: off the CPU a concatenation, as every run stored before this
+    # key) | view (ftcl_core.models.grouped_batch_norm everywhere). The same groups and maths: float rounding only.
+    split_bn: Literal["auto", "per_group", "view"] = "auto"
+    # A captured step on CUDA: the networks compiled by inductor with CUDA graphs (torch.compile mode
+    # "reduce-overhead"), so a small network's hundreds of kernel launches a step replay as one graph. CUDA only,
+    # one process; the same maths as eager to float32 rounding (the GPU check compares them).
+    cuda_graph: bool = False
+
+    def check(self) -> None:
+        self._positive("epochs", "checkpoint_every")
+        if isinstance(self.compile, str) and self.compile not in ("auto", "inductor"):
+            from torch._dynamo import list_backends  # only for a named backend: the config loads without torch
+
+            if self.compile not in list_backends(exclude_tags=()):
+                raise ConfigError(f"train.compile={self.compile!r} is neither auto, true, false nor a compiler backend "
+                                  f"torch knows ({', '.join(list_backends(exclude_tags=()))}).")
+        if self.cuda_graph and isinstance(self.compile, str) and self.compile not in ("auto", "inductor"):
+            raise ConfigError(f"train.cuda_graph=true compiles the networks with inductor's CUDA graphs (it compiles "
+                              f"whatever train.compile says); train.compile={self.compile!r} names another compiler "
+                              "backend. Set train.compile=auto, or train.cuda_graph=false.")
+        if self.batch_size < 2:
+            raise ConfigError(f"train.batch_size={self.batch_size} must be an integer >= 2.")
+
+
+@dataclass(frozen=True)
+class StatsConfig(Section):
+    """What the training log records beside the loss (score statistics, histograms, gradient norms)."""
+
+    section: ClassVar[str] = "stats"
+    n_queries: int = 64
+    sync_every: int = 50
+    histograms: bool = False
+    grad_norms_per_step: bool = False
+    same_class: bool = False  # MoCo: record the queue's same-class share per step (keeps the keys' labels)
+
+    def check(self) -> None:
+        self._positive("n_queries", "sync_every")
+
+
+# The Beta parameters FT may draw lambda with (ft.alpha_ex, ft.alpha_in, ft.hard_a, ft.hard_b): within it every draw
+# terminates and is a number in (0, 1) (ftcl_core.transforms.sample_gamma's rejection loop never ends at inf).
+BETA_RANGE = (0.05, 100.0)
+
+
+@dataclass(frozen=True)
+class FTConfig(Section):
+    """Which feature transformations to apply, and how (the ``ft.*`` keys of a run config)."""
+
+    section: ClassVar[str] = "ft"
+    pos: bool = False                 # positive extrapolation, eq. 3
+    pos_mode: Literal["extrapolate", "interpolate"] = "extrapolate"   # interpolate: Table 3 ablation
+    alpha_ex: float = 2.0
+    neg: bool = False                 # negative interpolation, Sec 4.2
+    neg_mode: Literal["interpolate", "extrapolate"] = "interpolate"   # extrapolate: Supp G.1
+    alpha_in: float = 1.6
+    union_queue: bool = False         # negatives = Z' U Z_neg (Table 5)
+    hard: bool = False                # hard negatives mixed with the query (Supp G.2)
+    hard_a: float = 2.0
+    hard_b: float = 1.0
+    granularity: Granularity = "step"
+    renorm_pos: bool = False          # Supp F: re-normalise q', k'
+    renorm_neg: bool = False          # Supp F: re-normalise the transformed queue
+    start_epoch: int = 0              # Table 6
+    start: Literal["epoch", "auto"] = "epoch"  # auto: the run switches FT on itself (ft.PlateauStart; issue 66)
+    auto_window: int = 5              # ft.start=auto: epochs over which the loss's recent fall is measured
+    auto_fraction: float = 0.1        # ft.start=auto: on once that fall is below this share of the fall so far
+    pos_gate: float | None = None     # +pos skipped where raw Mean(neg) is this far above the epoch before (issue 66)
+    # the released run's 8 processes each draw their own lambda (and mix the queue their own way) for their
+    # 32 queries: shards > 1 does that in one process, one draw per shard of batch / shards queries (not in the paper)
+    shards: int = 1
+
+    def check(self) -> None:
+        lo, hi = BETA_RANGE
+        for name in ("alpha_ex", "alpha_in", "hard_a", "hard_b"):
+            if not lo <= getattr(self, name) <= hi:
+                raise ConfigError(f"ft.{name}={getattr(self, name)} must lie in [{lo:g}, {hi:g}] (a Beta parameter; the "
+                                  "paper uses 0.2 to 2.0): beyond that a draw of lambda is a constant or a NaN.")
+        self._positive("shards")
+        self._positive("auto_window")
+        if not 0.0 < self.auto_fraction < 1.0:
+            raise ConfigError(f"ft.auto_fraction={self.auto_fraction} must lie in (0, 1): a share of the loss's fall "
+                              "so far (0.1 switches FT on once the last ft.auto_window epochs fell by under a tenth).")
+        if self.start == "auto" and self.start_epoch != 0:
+            raise ConfigError(f"ft.start=auto lets the run choose when FT switches on; ft.start_epoch={self.start_epoch} "
+                              "names an epoch too. Drop ft.start_epoch, or set ft.start=epoch.")
+        if self.shards > 1 and (self.granularity != "step" or self.hard or self.union_queue):
+            raise ConfigError("ft.shards > 1 draws one lambda per shard: it needs ft.granularity=step and neither "
+                              "ft.hard nor ft.union_queue; set ft.shards=1 for those.")
+
+    @property
+    def any(self) -> bool:
+        return self.pos or self.neg or self.hard
+
+
+@dataclass(frozen=True)
+class EvalConfig(Section):
+    """The readouts after training: kNN, linear, and the random-init and raw-pixel references."""
+
+    section: ClassVar[str] = "eval"
+    knn_k: int = 200
+    knn_t: float = 0.1
+    linear_epochs: int = 100
+    linear_lr: float = 0.1
+    random_init: bool = True
+    # the linear readout of raw pixels, a third reference: auto (real images; the shapes' palette makes it ~14 %,
+    # below the random-init encoder) | true | false
+    raw_pixels: bool | Auto = "auto"
+
+    def check(self) -> None:
+        self._positive("knn_k", "linear_epochs")
+        for key in ("knn_t", "linear_lr"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"eval.{key}={getattr(self, key)} must be > 0 (default {getattr(EvalConfig, key)}).")
+        if self.knn_t < 0.02:  # the kNN's weights exp(cosine / t) pass float32's largest number below t = 1 / 88
+            raise ConfigError(f"eval.knn_t={self.knn_t} is too small: the kNN weights exp(cosine / t) overflow "
+                              "below 0.012. Use 0.02 or more (0.07 and 0.1 are usual).")
