@@ -14,6 +14,7 @@ under a sha256 checksum: a damaged one is refused on load, and the folder stays 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import sys
 
@@ -87,6 +88,14 @@ class TrainingLog:
         if run.histograms.is_file():
             self.histograms = list(torch.from_numpy(run.load_histograms()["counts"][:steps]))
 
+    def digest(self) -> str:
+        """A sha256 of the log so far (every recorded step's values and each epoch's gradient norms): the checkpoint's
+        seal keeps it, so a resume knows the log it reads is the run's own, not another run's of the same length."""
+        self.recorder.flush()
+        h = hashlib.sha256(np.ascontiguousarray(np.asarray(self.recorder.rows, dtype=np.float64)).tobytes())
+        h.update(np.ascontiguousarray(np.asarray(self.grad_epoch, dtype=np.float64)).tobytes())
+        return h.hexdigest()
+
     def save(self, run: RunDir) -> None:
         write_npz(run.metrics, self.recorder.as_arrays())
         grads = {"per_epoch": np.stack(self.grad_epoch), "layers": np.asarray(self.layer_names)}
@@ -115,7 +124,8 @@ def save(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, 
         "model": model.state_dict(), "optimizer": optimizer.state_dict(),
         "rng": rng,
         "world_size": distributed.world_size(),
-    }, seal={"epoch": epoch, **CODE_COMMIT, **({"config": cfg.to_dict()} if cfg is not None else {})})
+    }, seal={"epoch": epoch, **CODE_COMMIT, **({"config": cfg.to_dict()} if cfg is not None else {}),
+             "log": log.digest()})
 
 
 def resume(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, gen: torch.Generator,
@@ -144,6 +154,10 @@ def resume(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer
     torch.set_rng_state(state["rng"]["torch"].cpu())
     draws = resume_draws(run, state["rng"].get("ft_gen"), device_draws, device)
     log.load(run, state["epoch"], steps_per_epoch)
+    if (sealed := (read_seal(run.checkpoint) or {}).get("log")) and log.digest() != sealed:
+        raise RunFileError(f"{run.metrics} and {run.grad_norms} are not the log {run.checkpoint.name} was written with "
+                           f"(the first {state['epoch']} epoch(s) differ: another run's log, or edited). Restore them, "
+                           f"or delete {run.checkpoint.name} to train the run again from its start.")
     return state["epoch"], state["train_s"], draws
 
 

@@ -335,8 +335,14 @@ def parse_overrides(items: list[str]) -> dict:
     """``["ft.pos=true", "moco.momentum=0.9"]`` -> nested dict; values are parsed as YAML scalars."""
     if isinstance(items, str):
         raise ConfigError(f"overrides {items!r} must be a list of KEY=VALUE strings, e.g. [{items!r}].")
+    if isinstance(items, dict):
+        raise ConfigError(f"overrides must be a list of KEY=VALUE strings, got a dict: pass "
+                          f"{[f'{k}={v}' for k, v in items.items()]!r}.")
     out: dict = {}
     for item in items:
+        if not isinstance(item, str):
+            raise ConfigError(f"override {item!r} is a {type(item).__name__}, not a KEY=VALUE string (for example "
+                              "ft.pos=true).")
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not KEY=VALUE (for example ft.pos=true).")
         key, raw = item.split("=", 1)
@@ -361,6 +367,16 @@ class _UniqueKeys(yaml.SafeLoader):
             raise ConfigError(f"gives the key {twice.value!r} twice (again on line {twice.start_mark.line + 1}): YAML "
                               "would keep the second silently; merge them into one")
         return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node):  # noqa: ANN001, ANN201  (PyYAML's signature)
+        value = super().construct_yaml_int(node)
+        if not DECIMAL.fullmatch(node.value.strip()):  # 010 is 8 to YAML 1.1, 0x8 is 8, 1:00 is 60
+            raise ConfigError(f"writes {node.value!r} (line {node.start_mark.line + 1}), which YAML reads as {value} (an "
+                              "octal, hex or base-60 number); write the number in plain decimal digits")
+        return value
+
+
+_UniqueKeys.add_constructor("tag:yaml.org,2002:int", _UniqueKeys.construct_yaml_int)
 
 
 def load_yaml_mapping(path: str | os.PathLike, what: str, example: str) -> dict:

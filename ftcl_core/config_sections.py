@@ -144,6 +144,9 @@ class ModelConfig(Section):
             close = difflib.get_close_matches(self.encoder, known, n=3)
             raise ConfigError(f"unknown encoder model.encoder={self.encoder!r}; did you mean {close}? Known: {known} "
                               "or timm:<model>.")
+        if self.encoder.startswith("timm:") and self.bn_splits > 1:
+            raise ConfigError(f"model.bn_splits={self.bn_splits} splits batch-norm inside the ResNet encoders only; "
+                              f"{self.encoder} has its own. Set model.bn_splits=1.")
         if self.encoder.startswith("timm:"):  # checked here, before a run folder or its config.yaml is written
             import timm  # only for a timm encoder: the import takes a second
 
@@ -290,6 +293,9 @@ class TrainConfig(Section):
 
     def check(self) -> None:
         self._positive("epochs", "checkpoint_every")
+        if self.epochs > 1_000_000:  # the paper's longest run is 800 epochs; a typo of digits would never end
+            raise ConfigError(f"train.epochs={self.epochs} is beyond any run (the paper's longest is 800): write the "
+                              "epochs meant, at most 1 000 000.")
         if isinstance(self.compile, str) and self.compile not in ("auto", "inductor"):
             from torch._dynamo import list_backends  # only for a named backend: the config loads without torch
 

@@ -26,6 +26,7 @@ with) and :class:`DeviceDraws` (FT's draws made on the GPU, no host copy).
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 
@@ -49,6 +50,13 @@ def logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, cfg: FTConfig,
     return logits_from_scores(pos, neg, tau)
 
 
+def _real(x: object) -> bool:
+    """A real number (Python's, NumPy's, or a one-element tensor), not a bool or a string."""
+    if isinstance(x, torch.Tensor):
+        return x.numel() == 1 and x.dtype != torch.bool
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
 class PlateauStart:
     """When to switch FT on, decided by the run itself (``ft.start=auto``; issue 66): once learning slows.
 
@@ -70,9 +78,9 @@ class PlateauStart:
     choice and its predictions).  Once on, FT stays on; ``start_epoch`` is its first epoch (None while off)."""
 
     def __init__(self, window: int = FTConfig.auto_window, fraction: float = FTConfig.auto_fraction) -> None:
-        if not (isinstance(window, int) and window >= 1):
+        if not (isinstance(window, int) and not isinstance(window, bool) and window >= 1):
             raise ValueError(f"PlateauStart(window={window!r}): the window is a whole number of epochs, at least 1.")
-        if not 0.0 < fraction < 1.0:
+        if not (_real(fraction) and 0.0 < fraction < 1.0):
             raise ValueError(f"PlateauStart(fraction={fraction!r}): a fraction of the loss's fall so far, in (0, 1).")
         self.window, self.fraction = window, fraction
         self.losses: list[float] = []
@@ -85,7 +93,7 @@ class PlateauStart:
 
     def update(self, epoch_loss: float) -> bool:
         """Record the mean loss of the epoch just ended; whether FT is on from the next epoch."""
-        if not math.isfinite(epoch_loss):
+        if not (_real(epoch_loss) and math.isfinite(epoch_loss)):
             raise ValueError(f"PlateauStart.update({epoch_loss!r}): an epoch's mean loss must be a finite number.")
         self.losses.append(float(epoch_loss))
         e = len(self.losses) - 1

@@ -25,7 +25,16 @@ from ftcl_core.config import FTConfig
 
 
 def info_nce(logits: torch.Tensor) -> torch.Tensor:
-    """eq. 1 with the positive in column 0: ``-log softmax(logits)[:, 0]`` (logits already divided by tau)."""
+    """eq. 1 with the positive in column 0: ``-log softmax(logits)[:, 0]`` (logits already divided by tau).
+    ``logits`` is a floating-point ``N x (1 + K)`` tensor, N >= 1 and K >= 1; anything else is refused with the fix."""
+    if not (isinstance(logits, torch.Tensor) and logits.dim() == 2 and logits.is_floating_point()):
+        what = f"a {logits.dtype} tensor of shape {tuple(logits.shape)}" if isinstance(logits, torch.Tensor) else \
+            type(logits).__name__
+        raise TypeError(f"info_nce takes floating-point logits N x (1 + K), the positive in column 0, got {what}: "
+                        "build them with ft.logits (or torch.cat([l_pos, l_neg], 1) / tau).")
+    if logits.shape[0] == 0 or logits.shape[1] < 2:
+        raise ValueError(f"info_nce needs at least one query and one negative, got logits of shape "
+                         f"{tuple(logits.shape)} (N x (1 + K)): with no negative the loss is 0 whatever the features.")
     return F.cross_entropy(logits, torch.zeros(logits.shape[0], dtype=torch.long, device=logits.device))
 
 
@@ -64,6 +73,13 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
         fix = "FTConfig(**d)" if isinstance(ft, Mapping) else "FTConfig(pos=..., neg=...)"
         raise TypeError(f"ft must be an FTConfig (from ftcl_core.ft import FTConfig), got {type(ft).__name__}: "
                         f"build it with {fix}; FTConfig() is FT off.")
+    if not all(isinstance(t, torch.Tensor) for t in (q, k, queue)):
+        kinds = ", ".join(type(t).__name__ for t in (q, k, queue))
+        raise TypeError(f"q, k and queue must be torch tensors, got {kinds}: pass torch.as_tensor(x) (features, "
+                        "normalised: F.normalize(x, dim=1)).")
+    if ft.shards > 1 and q.dim() == 2 and q.shape[0] % ft.shards:
+        raise ValueError(f"ft.shards={ft.shards} draws one lambda per shard of queries: the batch of {q.shape[0]} "
+                         f"must divide into {ft.shards} equal shards. Set shards to a divisor of the batch, or 1.")
     if queue_layout not in ("auto", "KC"):
         raise ValueError(f"queue_layout={queue_layout!r}: 'auto' (told by shape, or by data when K = C) or 'KC' (one "
                          "key per row, stated); builder.py's C x K queue is passed as queue.T.")

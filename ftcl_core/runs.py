@@ -305,10 +305,10 @@ class RunDir:
         if not self.is_complete() or self.config.is_file():
             return
         seal, prov = (read_seal(self.checkpoint) or {}).get("config"), self.load_provenance()
-        if not seal and "seed" not in prov:  # readouts with no record of what made them: never adopt a command's
+        if not seal and "seed" not in prov and "config" not in prov:  # no record of the readouts: adopt nothing
             raise RunFileError(f"{self.config} is missing, and nothing in {self.path} records its readouts' config (no "
                                "sealed checkpoint.pt, no provenance.json): restore it, or move the folder and train again.")
-        stored = seal or merge(cfg.to_dict(), {"seed": prov["seed"]})
+        stored = seal or prov.get("config") or merge(cfg.to_dict(), {"seed": prov["seed"]})
         if diff := config_mismatch(stored, cfg):
             raise RunFileError(f"{self.config} is missing, and the run in {self.path} has another config than this "
                                f"command's: {diff}. Run the command with the run's values, or use another --out.")

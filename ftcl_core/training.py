@@ -28,7 +28,7 @@ import torch
 
 from ftcl_core import augment, checkpoints, distributed
 from ftcl_core.checkpoints import IncompatibleCheckpoint, TrainingLog
-from ftcl_core.config import ConfigError, RunConfig, as_config, config_diff, config_mismatch
+from ftcl_core.config import EXECUTION_KEYS, ConfigError, RunConfig, as_config, config_diff, config_mismatch
 from ftcl_core.data import ImageSet, load_data_rank0_first
 from ftcl_core.evaluation import evaluate_backbone, raw_pixel_readout
 from ftcl_core.execution import (
@@ -285,6 +285,10 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
                                      f"{edited}: "
                                      "config.yaml was changed after the run began. Delete config.yaml (the checkpoint "
                                      "restores it) and run the command with the checkpoint's values.")
+    if stored and run.checkpoint.is_file() and (moved := _execution_moved(stored, cfg)):
+        raise IncompatibleCheckpoint(f"run folder {run.path} holds a run that executes with {moved[0]} (its "
+                                     f"checkpoint.pt); resumed otherwise, its numbers would no longer be the "
+                                     f"uninterrupted run's. Resume with {moved[0]}, or use another --out.")
     for source, theirs in (("checkpoint.pt", stored), ("config.yaml", trained and run.config.is_file()
                                                         and run.load_config())):
         if theirs and (diff := config_mismatch(theirs, cfg)):
@@ -298,6 +302,29 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
         if recorded is not None and recorded != cfg.seed:
             raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of seed {recorded} (its provenance.json), "
                                          f"not seed={cfg.seed}: run the command with seed={recorded}, or use another --out.")
+        if (made := _recorded_config(run)) and (diff := config_mismatch(made, cfg)):
+            raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of another config (its provenance.json): "
+                                         f"{diff}. Run the command with the run's values, or use another --out.")
+
+
+def _execution_moved(stored: dict, cfg: RunConfig) -> list[str]:
+    """``key=value`` of each execution key (:data:`ftcl_core.config.EXECUTION_KEYS`, ``train.ft_draws`` aside: a
+    resume keeps its draws and says so) whose value in the checkpoint's config differs from ``cfg``'s."""
+    theirs, ours = as_config(stored).to_dict(), cfg.to_dict()
+
+    def get(d: dict, key: str):
+        for part in key.split("."):
+            d = d[part]
+        return d
+    return [f"{k}={get(theirs, k)}" for k in EXECUTION_KEYS if k != "train.ft_draws" and get(theirs, k) != get(ours, k)]
+
+
+def _recorded_config(run: RunDir) -> dict | None:
+    """The config a complete run's ``provenance.json`` records (runs since its ``config`` key), else None."""
+    try:
+        return run.load_provenance().get("config") or None
+    except RunFileError:
+        return None  # a damaged record: the readers that need it say so
 
 
 def check_data(cfg: RunConfig, train_set: ImageSet, test_set: ImageSet) -> None:
@@ -584,7 +611,8 @@ def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_
     write_json(run.provenance, {**provenance(device, cfg.seed), "status": "complete", "world_size": distributed.world_size(),
                                 "execution": {**execution_path(cfg, device, steps),
                                               "ft_draws": "host" if draws is None else "device"},
-                                "train_s": train_s, "eval_s": eval_s})
+                                "train_s": train_s, "eval_s": eval_s,
+                                "config": cfg.to_dict()})  # what made the readouts, kept if config.yaml is lost
     write_json(run.eval, result)  # last: its presence marks the run complete
     return result
 

@@ -181,6 +181,10 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
     if executed.resolve() == src.resolve():
         raise ReportError(f"--out {page} would write the executed notebook over the chapter itself ({src}): name a "
                           f"page in another folder, e.g. --out reports/{src.stem}.html")
+    if page.is_file() and not (executed.is_file() and _executed_from(executed, src)):
+        raise ReportError(f"--out {page} exists and is not an earlier report of {src.name} (its executed notebook "
+                          f"{executed.name} would sit beside it): a report would write over it. Name a free page, e.g. "
+                          f"--out reports/{src.stem}.html, or move the file away.")
     if executed.is_file() and not _executed_from(executed, src):
         raise ReportError(f"--out {page} would write the executed notebook over {executed}, which is not an earlier "
                           f"report of {src.name}: name a page whose .ipynb twin is free, e.g. --out reports/{src.stem}.html")

@@ -103,16 +103,25 @@ class Experiment:
         check_experiment_names(p, d["table"], settings, d.get("base"), d.get("seeds", [0]))
         first = next(iter(settings))
         compare = d.get("compare") or {k: first for k in settings if k != first}
+        if not isinstance(compare, dict) or not all(isinstance(v, str) for v in compare.values()):
+            raise ConfigError(f"experiment file {p}: `compare` must map each setting to the setting it is compared "
+                              f"with, e.g. compare: {{{next(reversed(settings))!r}: {first!r}}}.")
+        if not isinstance(d.get("title", ""), str) or not isinstance(d.get("question", ""), str):
+            raise ConfigError(f"experiment file {p}: `title` and `question` are text, one line each.")
         paper = d.get("paper") or {}
+        if not isinstance(paper, dict):
+            raise ConfigError(f"experiment file {p}: `paper` must map settings to the paper's top-1 %, e.g. "
+                              f"paper: {{{first!r}: 77.5}}.")
         claims = parse_claims(d.get("claims"), compare, p)
         named = {c.arm for c in claims} | {c.reference for c in claims if c.kind != "sanity"}
         unknown = sorted({*compare, *compare.values(), *paper, *named} - set(settings))
         if unknown:
             raise ConfigError(f"experiment file {p} names unknown setting(s) {unknown} in compare/paper/claims; "
                               f"its settings are {list(settings)}.")
-        bad = {k: v for k, v in paper.items() if v != "collapse" and not isinstance(v, (int, float))}
+        bad = {k: v for k, v in paper.items() if v != "collapse" and not (isinstance(v, (int, float))
+                                                                         and not isinstance(v, bool) and math.isfinite(v))}
         if bad:
-            raise ConfigError(f"experiment file {p}: {bad}: a paper entry is a number or 'collapse', a claim "
+            raise ConfigError(f"experiment file {p}: {bad}: a paper entry is a finite number or 'collapse', a claim "
                               "is 'above' or 'below'.")
         common = d.get("common") or {}
         if not isinstance(common, dict):
@@ -317,6 +326,9 @@ def check_experiment_names(path: Path, table: object, settings: dict, base: obje
     if other := next((k for k in base if k not in ("cpu", "gpu")), None):
         raise ConfigError(f"experiment file {path}: base {other!r} is not a profile with a base of its own: `base` "
                           "names cpu and gpu (the smoke profile shrinks the cpu base); drop it.")
+    if bad := next((k for k, v in base.items() if not isinstance(v, str) or not v), None):
+        raise ConfigError(f"experiment file {path}: base {bad}: {base[bad]!r} is not a config file's path, e.g. "
+                          "base: {cpu: configs/cpu_cal_moco_v1.yaml}.")
     folders: dict[str, str] = {}
     for name, overrides in settings.items():
         if not isinstance(name, str) or not name.strip() or setting_folder(name) in (".", ".."):

@@ -45,6 +45,9 @@ def check_out(out: str | os.PathLike) -> Path:
         raise ConfigError('--out "" names no folder (the run would be written into the current one): give the run '
                           "folder, e.g. --out runs/my_run.")
     path = Path(text)
+    if path.exists() and path.resolve() == Path.cwd().resolve() and not (path / "config.yaml").is_file():
+        raise ConfigError(f"--out {text} is the current folder itself: the run's files would lie among yours. Give "
+                          "the run a folder of its own, e.g. --out runs/my_run.")
     try:
         limit = os.pathconf(next(p for p in path.parents if _exists(p)), "PC_NAME_MAX")
     except (OSError, ValueError, StopIteration):
@@ -90,6 +93,9 @@ def check_device(device: str) -> None:
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
         raise ConfigError(f"device={device}: this machine has {torch.cuda.device_count()} CUDA device(s) "
                           f"(cuda:0 to cuda:{torch.cuda.device_count() - 1}); {choices}.")
+    if dev.type == "meta":  # allocates nothing: a run there cannot read a single number back
+        raise ConfigError(f"device={device} holds no data (torch's meta device, for shapes only): a run cannot train "
+                          f"there; {choices}.")
     if dev.type not in ("cpu", "cuda"):
         try:
             torch.empty(1, device=dev)
