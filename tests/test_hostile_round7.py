@@ -22,7 +22,7 @@ from ftcl_core.pages.report import ReportError, report
 from ftcl_core.runs import RunDir
 from ftcl_core.study.experiment_file import Experiment
 from ftcl_core.study.preflight import check_device, check_out
-from ftcl_core.training import IncompatibleCheckpoint, train
+from ftcl_core.training import train
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = "configs/smoke_moco_v2.yaml"
