@@ -310,12 +310,12 @@ def test_shown_code_fits_the_column(name):
 
 
 def _readable_code(chapter: str) -> list[tuple[str, str]]:
-    """``(tags, line)`` of each code line a reader of ``chapter`` (its ``book/src`` source) sees: the cells shown
-    (``show-input``, the ``teaching`` code) and those folded for the reader to open (``hide-cell``: solutions)."""
+    """``(tags, line)`` of each code line a reader of ``chapter`` (its ``book/src`` source) sees, shown or folded
+    for the reader to open: every code cell but those removed from the page (``remove-cell``, ``remove-input``)."""
     cells = re.split(r"^(?=# %%)", (ROOT / "book" / "src" / f"{chapter}.py").read_text(), flags=re.M)
     return [(head, line) for head, _, body in (c.partition("\n") for c in cells)
             if head.startswith("# %%") and "[markdown]" not in head
-            and any(t in head for t in ('"show-input"', '"teaching"', '"hide-cell"')) for line in body.splitlines()]
+            and not any(t in head for t in ('"remove-cell"', '"remove-input"')) for line in body.splitlines()]
 
 
 @pytest.mark.parametrize("name", [c for c in CHAPTERS if c.startswith("learn")])

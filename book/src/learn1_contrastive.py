@@ -24,7 +24,8 @@
 # %% tags=["parameters"]
 import os
 
-profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+# smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+profile = os.environ.get("FTCL_PROFILE", "cpu")
 
 # %%
 import matplotlib.pyplot as plt
@@ -37,7 +38,8 @@ from ftcl_core.pages import learn as learn_figures
 from ftcl_core.study import checks, learn
 from ftcl_core.study.toy import in_batch_logits, toy_points, train_toy
 
-steps = 60 if profile == "smoke" else 300  # a smoke run only checks that the page executes
+# a smoke run only checks that the page executes
+steps = 60 if profile == "smoke" else 300
 
 # %% [markdown]
 # ## InfoNCE: pick your partner out of a line-up
@@ -94,7 +96,8 @@ shown = next(r for r in runs if r.tau == 0.2)
 points, point_labels = toy_points(600, 6, torch.Generator().manual_seed(10_000))
 learn_figures.toy_figure(points.numpy(), point_labels.numpy(), shown, collapsed)
 plt.show()
-facts = learn.toy_facts([*runs, collapsed])  # alignment, uniformity and readouts of these runs, as numbers
+# alignment, uniformity and readouts of these runs, as numbers
+facts = learn.toy_facts([*runs, collapsed])
 
 # %% tags=["remove-cell"]
 if profile != "smoke":  # the words below describe a full run; a smoke run's few steps prove only that the page runs
@@ -117,8 +120,10 @@ if profile != "smoke":  # the words below describe a full run; a smoke run's few
 # the circle (a {term}`kNN readout`), which needs no training:
 
 # %%
-print(f"kNN readout (% of points whose cluster is found; chance {facts['chance_value']:.0f} %): before training "
-      f"{facts['knn_before_value']:.0f}, after InfoNCE {facts['knn_after_value']:.0f}, "
+print(f"kNN readout (% of points whose cluster is found; chance "
+      f"{facts['chance_value']:.0f} %): "
+      f"before training {facts['knn_before_value']:.0f}, "
+      f"after InfoNCE {facts['knn_after_value']:.0f}, "
       f"after positives only {facts['knn_collapse_value']:.0f}")
 
 # %% tags=["remove-cell"]
@@ -155,9 +160,10 @@ if profile != "smoke":
 # temperature spends most of its push on them:
 
 # %%
-print(f"the query's own cluster: {facts['own_count']} of its negatives; their share of the push "
-      f"{facts['own_push_' + facts['coldest']]} at τ = {facts['coldest']}, "
-      f"{facts['own_push_' + facts['warmest']]} at τ = {facts['warmest']}")
+cold, warm = facts["coldest"], facts["warmest"]
+print(f"the query's own cluster: {facts['own_count']} of its negatives; their share "
+      f"of the push {facts['own_push_' + cold]} at τ = {cold}, "
+      f"{facts['own_push_' + warm]} at τ = {warm}")
 
 # %% tags=["remove-cell"]
 if profile != "smoke":
@@ -182,7 +188,8 @@ if profile != "smoke":
 #
 # ## Exercises
 #
-# 1. Train the toy with half and with twice the noise between the two views (`train_toy(0.2, noise=...)`). Which of
+# 1. Train the toy with half and with twice the noise between the two views (0.3 by default: `train_toy(0.2,
+#    noise=...)`). Which of
 #    alignment and uniformity changes, and why?
 # 2. Give the encoder three output dimensions (`dim=3`): where do the six clusters sit on the sphere now?
 # 3. Compute the loss of a collapsed encoder by hand: every score equals 1, $N = 256$, $\tau = 0.2$. Compare it

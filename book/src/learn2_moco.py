@@ -22,7 +22,8 @@
 # %% tags=["parameters"]
 import os
 
-profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+# smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+profile = os.environ.get("FTCL_PROFILE", "cpu")
 
 # %%
 import copy
@@ -41,8 +42,13 @@ from ftcl_core.study import checks, learn
 from ftcl_core.study.experiment_file import ROOT
 from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
 
-# the recipe: a small ResNet (0.3 M parameters), MoCo v1's loss and head at this book's recipe for the embedded shapes
-cfg = load_config(ROOT / "configs" / ("smoke_moco_v2.yaml" if profile == "smoke" else "cpu_cal_moco_v1.yaml"))
+# the recipe: a small ResNet (0.3 M parameters), MoCo v1's loss and head at this book's
+# recipe for the embedded shapes
+cfg = load_config(
+    ROOT
+    / "configs"
+    / ("smoke_moco_v2.yaml" if profile == "smoke" else "cpu_cal_moco_v1.yaml")
+)
 train_set, test_set = load_data(cfg)
 aug = augment_config(cfg)
 gen = torch.Generator().manual_seed(0)
@@ -133,17 +139,21 @@ def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator):
 # %%
 steps = 5 if profile == "smoke" else 200
 torch.manual_seed(cfg.seed)
-library_model = build_model(cfg)                                   # the library's MoCo, for its encoder only
-mine = MyMoCo(copy.deepcopy(library_model.encoder_q), cfg.model.dim, cfg.moco.queue_size, cfg.moco.momentum,
-              cfg.moco.tau, seed=cfg.seed)
-optimizer = torch.optim.SGD(mine.encoder_q.parameters(), lr=cfg.optim.lr, momentum=0.9, weight_decay=1e-4)
+# the library's MoCo, for its encoder only
+library_model = build_model(cfg)
+mine = MyMoCo(copy.deepcopy(library_model.encoder_q), cfg.model.dim,
+              cfg.moco.queue_size, cfg.moco.momentum, cfg.moco.tau, seed=cfg.seed)
+optimizer = torch.optim.SGD(
+    mine.encoder_q.parameters(), lr=cfg.optim.lr, momentum=0.9, weight_decay=1e-4
+)
 gen = torch.Generator().manual_seed(cfg.seed)
 batch = cfg.train.batch_size
 history = {"loss": [], "found": []}
 for _ in range(steps):
     idx = torch.randint(len(train_set.images), (batch,), generator=gen)
     x_q, x_k = make_views(train_set.images[idx], aug, gen)
-    with torch.no_grad():  # how often the query's own key scores above all 4 096 negatives (before the step)
+    # how often the query's own key scores above all 4 096 negatives (before the step)
+    with torch.no_grad():
         q = F.normalize(mine.encoder_q(x_q), dim=1)
         k = F.normalize(mine.encoder_k(x_k), dim=1)
         found = ((q * k).sum(1) > (q @ mine.queue.T).max(1).values).float().mean()
@@ -175,16 +185,18 @@ if profile != "smoke":  # the words below read a full minute of training; a smok
 
 # %%
 def knn_readout(backbone: nn.Module) -> float:
-    """Top-1 % of the test images whose class the nearest training images' features vote for."""
-    train_features = extract_features(backbone, train_set.images, aug)    # N_train x F, the pooled backbone
-    test_features = extract_features(backbone, test_set.images, aug)      # N_test x F
+    """Top-1 % of test images whose class their nearest training images vote for."""
+    train_features = extract_features(backbone, train_set.images, aug)  # N_train x F
+    test_features = extract_features(backbone, test_set.images, aug)    # N_test x F
     return knn_top1(train_features, train_set.labels, test_features, test_set.labels)
 
 
-readout = {"before": knn_readout(library_model.encoder_q.backbone), "after": knn_readout(mine.encoder_q.backbone),
+readout = {"before": knn_readout(library_model.encoder_q.backbone),
+           "after": knn_readout(mine.encoder_q.backbone),
            "chance": 100 / len(train_set.classes)}
-print(f"kNN readout of the test images: untrained {readout['before']:.1f} %, after {steps} steps "
-      f"{readout['after']:.1f} % (chance {readout['chance']:.0f} %)")
+print(f"kNN readout of the test images: untrained {readout['before']:.1f} %, "
+      f"after {steps} steps {readout['after']:.1f} % "
+      f"(chance {readout['chance']:.0f} %)")
 
 # %% tags=["remove-cell"]
 if profile != "smoke":
@@ -204,25 +216,30 @@ if profile != "smoke":
 # %%
 torch.manual_seed(0)
 library_model = build_model(cfg)
-mine = MyMoCo(copy.deepcopy(library_model.encoder_q), cfg.model.dim, cfg.moco.queue_size, cfg.moco.momentum,
-              cfg.moco.tau, seed=cfg.seed)
+mine = MyMoCo(copy.deepcopy(library_model.encoder_q), cfg.model.dim,
+              cfg.moco.queue_size, cfg.moco.momentum, cfg.moco.tau, seed=cfg.seed)
 opt_library = build_optimizer(cfg, library_model, "cpu")
-opt_mine = torch.optim.SGD(mine.encoder_q.parameters(), lr=cfg.optim.lr, momentum=cfg.optim.momentum,
-                           weight_decay=cfg.optim.weight_decay)
+o = cfg.optim
+opt_mine = torch.optim.SGD(mine.encoder_q.parameters(), lr=o.lr, momentum=o.momentum,
+                           weight_decay=o.weight_decay)
 gen_library, gen_mine, images = (torch.Generator().manual_seed(s) for s in (1, 1, 2))
 ctx = StepContext(gen_library)
 losses_mine, losses_library = [], []
 for _ in range(5):
     idx = torch.randint(len(train_set.images), (batch,), generator=images)
     x_q, x_k = make_views(train_set.images[idx], aug, images)
-    losses_library.append(float(train_step(library_model, opt_library, (x_q, x_k), ctx).loss))
+    losses_library.append(
+        float(train_step(library_model, opt_library, (x_q, x_k), ctx).loss)
+    )
     losses_mine.append(float(my_moco_step(mine, opt_mine, x_q, x_k, gen_mine)))
-weights = max(float((a - b).abs().max()) for a, b in zip(mine.encoder_q.state_dict().values(),
-                                                          library_model.encoder_q.state_dict().values()))
+pairs = zip(mine.encoder_q.state_dict().values(),
+            library_model.encoder_q.state_dict().values())
+weights = max(float((a - b).abs().max()) for a, b in pairs)
 match = learn.moco_match_facts(losses_mine, losses_library, weights)
 print(f"losses, mine:    {[round(v, 5) for v in losses_mine]}")
 print(f"losses, library: {[round(v, 5) for v in losses_library]}")
-print(f"largest difference of any weight after {match['steps']} steps: {match['weight_diff']}")
+print(f"largest difference of any weight after {match['steps']} steps: "
+      f"{match['weight_diff']}")
 
 # %% tags=["remove-cell"]
 checks.expect(learn.MOCO_CHECKS, match, "the two steps agree")
@@ -276,10 +293,11 @@ def short_run(
 
 ends = {"m99": short_run(), "m0": short_run(m=0.0), "k256": short_run(K=256)}
 ends["k4096"] = ends["m99"]
-# Solution 1: without momentum the loss ends higher over these steps: every key in the
-# queue was made by a different encoder, one step apart, so the queue's keys no longer
-# agree with each other or with the fresh key. (Momenta below the paper's 0.99 are the
-# subject of its Table 1, read in a later chapter.)
+# Solution 1: without momentum the loss ends higher over these steps: the key encoder
+# moves a whole optimiser step between two batches of keys (at 0.99, a hundredth of
+# one), so the queue's keys no longer agree with each other or with the fresh key.
+# (Momenta below the paper's 0.99 are the subject of its Table 1, read in a later
+# chapter.)
 print(f"m = 0: {ends['m0']:.2f}   m = 0.99: {ends['m99']:.2f}")
 # Solution 2: a queue of one batch ends lower, because a guess among 257 costs log(257)
 # = 5.5, among 4 097 log(4097) = 8.3: fewer negatives make an easier, less informative

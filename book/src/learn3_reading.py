@@ -16,7 +16,8 @@
 # %% tags=["parameters"]
 import os
 
-profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+# smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+profile = os.environ.get("FTCL_PROFILE", "cpu")
 
 # %%
 import matplotlib.pyplot as plt
@@ -32,15 +33,32 @@ from ftcl_core.pages import markup, run_figures
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.runs import RunDir
 from ftcl_core.stats import score_statistics
-from ftcl_core.study import checks, curves, experiment_file, learn, readings, store, sweeps
+from ftcl_core.study import (
+    checks,
+    curves,
+    experiment_file,
+    learn,
+    readings,
+    store,
+    sweeps,
+)
 from ftcl_core.training import augment_config
 
 exp = experiment_file.Experiment.load("experiments/table7_ft_v2.yaml")
-cfg = experiment_file.resolve(experiment_file.base_for(exp, profile), {**exp.settings["v2 baseline"], "seed": 0}, profile)
-rec = sweeps.sweep(exp.path, profile, seeds=[0], settings=["v2 baseline"], progress=False)[0]  # trained here if missing
+cfg = experiment_file.resolve(
+    experiment_file.base_for(exp, profile),
+    {**exp.settings["v2 baseline"], "seed": 0},
+    profile,
+)
+# trained here if missing
+rec = sweeps.sweep(
+    exp.path, profile, seeds=[0], settings=["v2 baseline"], progress=False
+)[0]
 run = RunDir(rec["dir"])
 # the words below read the stored cpu run, whatever profile this page ran with
-stored = RunDir(experiment_file.run_dir(exp, "v2 baseline", 0, "cpu", experiment_file.STORED))
+stored = RunDir(
+    experiment_file.run_dir(exp, "v2 baseline", 0, "cpu", experiment_file.STORED)
+)
 stored_cfg = stored.load_config()
 
 # %% [markdown]
@@ -73,12 +91,16 @@ with torch.no_grad():
     q = F.normalize(model.encoder_q(augment.augment(x, aug, gen)), dim=1)  # N x C
     k = F.normalize(model.encoder_q(augment.augment(x, aug, gen)), dim=1)
 off = ~torch.eye(len(q), dtype=torch.bool)
-l_pos, l_neg = (q * k).sum(1), (q @ k.T)[off].view(len(q), -1)  # N, and N x (N-1): the other images as negatives
+# N, and N x (N-1): the other images as negatives
+l_pos, l_neg = (q * k).sum(1), (q @ k.T)[off].view(len(q), -1)
 stats = score_statistics(l_pos, l_neg, n=64)
 print(f"Mean(pos) {stats[0]:.3f}   Mean(neg) {stats[1]:.3f}   Var(neg) {stats[2]:.4f}")
-qc, kc = F.normalize(q - q.mean(0), dim=1), F.normalize(k - k.mean(0), dim=1)  # each view's batch mean removed
+# each view's batch mean removed
+qc, kc = F.normalize(q - q.mean(0), dim=1), F.normalize(k - k.mean(0), dim=1)
 c_pos, c_neg = (qc * kc).sum(1), (qc @ kc.T)[off].view(len(qc), -1)
-learn_figures.score_histograms([(l_pos, l_neg, "cosine"), (c_pos, c_neg, "cosine, batch mean removed")])
+learn_figures.score_histograms(
+    [(l_pos, l_neg, "cosine"), (c_pos, c_neg, "cosine, batch mean removed")]
+)
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -162,21 +184,28 @@ checks.expect(curves.CHECKS, landscape, "the batch-norm layers carry the smalles
 
 # %%
 t1 = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
-t1_runs = [r for r in store.load_records(t1.path, "cpu", experiment_file.STORED) if r["seed"] == t1.seeds[0]]  # stored, never trained
+# stored, never trained
+t1_runs = [
+    r
+    for r in store.load_records(t1.path, "cpu", experiment_file.STORED)
+    if r["seed"] == t1.seeds[0]
+]
 t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
+momenta = ["m=0", "m=0.9", "m=0.99", "m=1.0"]  # one colour each, kept below
 if t1_metrics:
-    run_figures.score_statistics(t1_metrics, highlight=["m=0", "m=0.9", "m=0.99", "m=1.0"], others="the other momenta",
-                              row_height=1.0)
+    run_figures.score_statistics(t1_metrics, highlight=momenta,
+                                 others="the other momenta", row_height=1.0)
     plt.show()
 
 # %% tags=["hide-cell"]
 # each momentum's gradient landscape, summed over its layers, epoch by epoch (folded:
 # open it for the third reading)
 shown = ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")
+colours = {m: f"C{i}" for i, m in enumerate([*momenta, "m=0.5"])}  # as above
 if t1_metrics:
     per_epoch_norms = {r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"]
                        for r in t1_runs if r["setting"] in shown}
-    run_figures.grad_norm_epochs(per_epoch_norms)
+    run_figures.grad_norm_epochs(per_epoch_norms, colours=colours)
     plt.show()
 
 # %% tags=["remove-cell"]
@@ -208,12 +237,11 @@ glue_facts("swing_", swings)
 # [the momentum chapter](05_momentum.ipynb)) peaks at $m =$ {glue:md}`mom_peak`, between the two. Harder positives help, up to a point; the next chapter's transformation makes them harder on purpose.
 #
 # **Mean(neg)**: at the small momenta the images crowd together. It ends highest at $m =$ {glue:md}`mom_crowd_m`
-# ({glue:md}`mom_crowd_neg`), where every key in the queue was made by a different encoder, one step apart. Crowded,
-# but not collapsed: Mean(neg) stays below the collapse level, and the readout of that run stays
-# {glue:md}`mom_m0_diff` points above the {term}`random-init baseline` ({glue:md}`mom_random` %, its mean over seeds;
-# "a ± b" is the mean difference over seeds ± the half-width of its 95 % interval, as the box below explains).
-# The paper reports readouts below that baseline for the small momenta and calls them a collapse; this book calls
-# them {term}`below random init`, and [the momentum chapter](05_momentum.ipynb) tests them over every seed.
+# ({glue:md}`mom_crowd_neg`), where the key encoder is the query encoder of each step, so the queue's keys come from
+# encoders a whole step apart. Crowded, but not collapsed: Mean(neg) stays below the collapse level, and that run still
+# reads better than the same network never trained (the {term}`random-init baseline`, {glue:md}`mom_random` %), by
+# {glue:md}`mom_m0_diff` points (how the book writes such a difference: the box below). The paper calls the small
+# momenta's readouts a collapse; [the momentum chapter](05_momentum.ipynb) tests them over every seed.
 #
 # :::{admonition} How this book states a difference
 # :class: dropdown

@@ -17,7 +17,8 @@
 # %% tags=["parameters"]
 import os
 
-profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+# smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+profile = os.environ.get("FTCL_PROFILE", "cpu")
 
 # %%
 import matplotlib.pyplot as plt
@@ -69,7 +70,8 @@ def my_interpolate(queue: torch.Tensor, lam, partners: torch.Tensor) -> torch.Te
 gen = torch.Generator().manual_seed(0)
 z_q, z_k = transforms.unit_pairs(8, 128, gen)
 queue = F.normalize(torch.randn(4096, 128, generator=gen, dtype=torch.float64), dim=1)
-# one draw for the step, in (1, 2)
+# "step": one λ for the whole batch, drawn anew each training step (the paper's);
+# "sample" would draw one per pair. Shifted by 1: λ in (1, 2)
 lam_ex = transforms.sample_lambda(2.0, "step", 8, 128, gen, shift=1.0).double()
 lam_in = transforms.sample_lambda(1.6, "step", 4096, 128, gen).double()  # in (0, 1)
 partners = transforms.sample_permutation(4096, gen)
@@ -126,13 +128,24 @@ import sympy as sp
 lam, S = sp.symbols("lambda S", real=True)
 qq, kk, qk = 1, 1, S  # unit vectors
 # (l q + (1-l) k) . (l k + (1-l) q), expanded bilinearly
-expr = lam * lam * qk + lam * (1 - lam) * qq + (1 - lam) * lam * kk + (1 - lam) ** 2 * qk
+expr = (
+    lam * lam * qk + lam * (1 - lam) * qq + (1 - lam) * lam * kk + (1 - lam) ** 2 * qk
+)
 closed = S + 2 * lam * (1 - lam) * (1 - S)  # eq. 4
 print("Ŝ =", sp.simplify(expr))
 print("Ŝ - (S + 2 l (1 - l)(1 - S)) =", sp.simplify(expr - closed))
 print("Ŝ - S =", sp.factor(closed - S), " -> <= 0 when l >= 1 since 1 - S >= 0")
-print("Ŝ at l = 1:", sp.simplify(closed.subs(lam, 1)), "  at l = 2:", sp.expand(closed.subs(lam, 2)))
-print("d Ŝ/d l =", sp.factor(sp.diff(closed, lam)), " -> negative on (1, 2]: Ŝ falls monotonically from S to 5S - 4")
+print(
+    "Ŝ at l = 1:",
+    sp.simplify(closed.subs(lam, 1)),
+    "  at l = 2:",
+    sp.expand(closed.subs(lam, 2)),
+)
+print(
+    "d Ŝ/d l =",
+    sp.factor(sp.diff(closed, lam)),
+    " -> negative on (1, 2]: Ŝ falls monotonically from S to 5S - 4",
+)
 
 # %% [markdown]
 # ## Checked on random pairs
@@ -147,14 +160,21 @@ n = 10_000 if profile == "smoke" else 100_000
 gen = torch.Generator().manual_seed(0)
 zq, zk = transforms.unit_pairs(n, 128, gen)
 s = (zq * zk).sum(1)
-lam_ex = transforms.sample_lambda(2.0, "sample", n, 128, gen, shift=1.0).double()  # one draw per pair
+# one draw per pair
+lam_ex = transforms.sample_lambda(2.0, "sample", n, 128, gen, shift=1.0).double()
 q2, k2 = transforms.extrapolate_positive(zq, zk, lam_ex)
 s_ex = (q2 * k2).sum(1)
-err = float((s_ex - transforms.transformed_positive_score(s, lam_ex.squeeze(1))).abs().max())
+err = float(
+    (s_ex - transforms.transformed_positive_score(s, lam_ex.squeeze(1))).abs().max()
+)
 lo, hi = transforms.score_range(s)
 inside = bool(((s_ex >= lo - 1e-12) & (s_ex <= hi + 1e-12)).all())
-print(f"{n} pairs; largest |measured - eq. 4| = {err:.1e}; every score inside [5S - 4, S]: {inside}")
-q3, k3 = transforms.extrapolate_positive(zq, zk, transforms.sample_lambda(2.0, "sample", n, 128, gen).double())  # λ in (0, 1)
+print(f"{n} pairs; largest |measured - eq. 4| = {err:.1e}; "
+      f"every score inside [5S - 4, S]: {inside}")
+# λ in (0, 1)
+q3, k3 = transforms.extrapolate_positive(
+    zq, zk, transforms.sample_lambda(2.0, "sample", n, 128, gen).double()
+)
 learn_figures.bound_check_figure(s, s_ex, (q3 * k3).sum(1))
 plt.show()
 
@@ -175,8 +195,8 @@ glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 # score $\hat S$ for several starting scores $S$. A small $\alpha$ (U-shaped) puts most draws near $\lambda=1$ (no
 # change) or $\lambda=2$ (the extreme $5S-4$); $\alpha>1$ gathers them around $1.5$, the paper's reading of why
 # $\alpha_{ex}=2$ works best (Table 2). Below: $\hat S$ against $S$ for one $\lambda$; below one the line lies above
-# the diagonal (interpolation), above one below it. Both respond in the page, without a kernel; in a live kernel the
-# cell below them gives one slider each for $\alpha$, $\lambda$ and $S$.
+# the diagonal (interpolation), above one below it. Both respond in the page, without a kernel. Run the chapter in
+# JupyterLab or Colab and a cell below them gives one slider each for $\alpha$, $\lambda$ and $S$.
 
 # %% tags=["remove-input"]
 explorers.plotly_html(explorers.bound_explorer(), include_js=True)

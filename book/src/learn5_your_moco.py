@@ -2,7 +2,7 @@
 # # Switching FT on in your own MoCo
 #
 # **In this chapter you will learn** how the previous chapter's transformations enter the MoCo built two chapters
-# ago: the six lines that switch {term}`FT` on in a MoCo step of your own, the whole step with FT as the library takes
+# ago: the four lines that switch {term}`FT` on in a MoCo step of your own, the whole step with FT as the library takes
 # it, how to switch FT on only part-way through a run, and what this book's runs say, in plain words, about when that
 # helps.
 
@@ -11,7 +11,8 @@
 # %% tags=["parameters"]
 import os
 
-profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+# smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+profile = os.environ.get("FTCL_PROFILE", "cpu")
 
 # %%
 import matplotlib.pyplot as plt
@@ -26,15 +27,18 @@ from ftcl_core.study import auto_start, headroom
 from ftcl_core.study.experiment_file import ROOT
 
 # isort: split
-rows, records = headroom.load()  # the stored runs of the harder task (chapter "Does FT help once there is room")
-metrics = headroom.run_metrics(records)  # their per-step score statistics, by setting and seed
+# the stored runs of the harder task (chapter "Does FT help once there is room")
+rows, records = headroom.load()
+# their per-step score statistics, by setting and seed
+metrics = headroom.run_metrics(records)
 
 # %% [markdown]
-# ## Six lines
+# ## Four lines
 #
 # In the MoCo step you built, three lines turn the queries `q`, the keys `k` and the `queue` into the loss: the
-# positive scores, the negative scores, and InfoNCE over both. FT replaces them. With `q` and `k` normalised
-# ($N\times C$) and the queue $K\times C$, one key per row, and `from ftcl_core import ft`:
+# positive scores, the negative scores, and InfoNCE over both. FT replaces them with four: a config, a generator
+# for FT's random draws, the logits after FT and the loss. With `q` and `k` normalised ($N\times C$), the queue
+# $K\times C$ (one key per row) and `from ftcl_core import ft`, here on random features:
 
 # %% tags=["show-input"]
 gen = torch.Generator().manual_seed(0)  # only for the example's features
@@ -88,9 +92,8 @@ display(markup.source_code(moco_ft_step))
 cfg = ft.FTConfig(pos=True, neg=True, start_epoch=36)  # 120 epochs, FT from 30 %
 for epoch in (0, 35, 36, 119):
     active = epoch >= cfg.start_epoch
-    logits = ft.logits(q, k, queue, cfg, gen, tau=0.2, active=active)
-    loss = float(ft.info_nce(logits))
-    print(f"epoch {epoch:3d}: FT {'on ' if active else 'off'}, loss {loss:.3f}")
+    logits = ft.logits(q, k, queue, cfg, gen, tau=0.2, active=active)  # plain before
+    print(f"epoch {epoch:3d}: FT {'on' if active else 'off'}")
 
 # %% [markdown]
 # In a run of the library the same switch is the config key `ft.start_epoch`.
@@ -157,7 +160,8 @@ checks.expect(auto_start.CHECKS, auto, "auto-never-costs", "auto-no-gain-where-t
               "auto-switches-past-half-of-a-30-epoch-run")
 checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs-at-120", "first-step-costs-at-240", "late-start-gains-at-120",
               "late-start-gains-at-240", "late-start-matches-at-240", "crowding-goes-with-the-cost",
-              "crowding-confounded-with-the-clock")
+              "crowding-confounded-with-the-clock", "switch-from-18-of-120-costs",
+              "switch-from-18-of-120-does-not-crowd")
 
 # %% [markdown]
 # **From the first step, FT costs.** On the drawn shapes, MoCo v1 with both transformations from the first step reads
@@ -166,7 +170,7 @@ checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs
 # {glue:md}`t7_both_paper` ([the evidence](07a_when_ft_helps.ipynb)).
 #
 # **Positive extrapolation carries the cost.** Alone it reads {glue:md}`t7_pos_diff` points; negative interpolation
-# alone reads {glue:md}`t7_neg_diff`, an interval that holds zero. The harder positive pair of the previous chapter
+# alone changes it by too little to tell from zero ({glue:md}`t7_neg_diff`). The harder positive pair of the previous chapter
 # is, from the first step, too hard for this encoder ([the evidence](06_feature_transformations.ipynb)).
 #
 # **Switched on late, on a task with room to grow, FT pays.** On the shapes the baseline soon reads near 100 %, which
@@ -176,31 +180,38 @@ checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs
 # first step, on the same task, it still costs ({glue:md}`hr_both_120_diff` and {glue:md}`hr_both_240_diff`)
 # ([the evidence](11_headroom.ipynb)).
 #
-# **Watch {term}`Mean(neg)` when FT switches on.** With the tool of the reading chapter, the cost has a face: where FT
-# costs, the images crowd together as it switches on, raw Mean(neg) rising above the baseline's; where it gains, they
-# do not. At 30 epochs the late start crowds too, and there it costs. Crowding is not a collapse: Mean(neg) stays below the {term}`collapse level` of the reading chapter, and the
+# **{term}`Mean(neg)` can flag a cost, not clear one.** With the tool of the reading chapter, the cost often has a
+# face: on the harder task, the runs where FT costs crowd the images together as it switches on, raw Mean(neg) rising
+# above the baseline's; where it gains, they do not. At 30 epochs the late start crowds too, and there it costs. Crowding is not a collapse: Mean(neg) stays below the {term}`collapse level` of the reading chapter, and the
 # encoder still spreads the images apart later in the run. The figure draws it, each curve the mean of its seeds, the dotted line where the late start switches on.
 
 # %%
 from ftcl_core.pages import headroom as headroom_figures
 
-headroom_figures.crowding_figure({length: headroom.neg_curves(metrics, length) for length in headroom.LENGTHS if headroom.neg_curves(metrics, length)})
+headroom_figures.crowding_figure(
+    {
+        length: headroom.neg_curves(metrics, length)
+        for length in headroom.LENGTHS
+        if headroom.neg_curves(metrics, length)
+    }
+)
 plt.show()
 
 # %% [markdown]
-# The crowding goes with the cost, but it is not yet shown to cause it: every run that crowds also switches FT on
-# early in its steps (by step {glue:md}`hr_crowd_clock_latest_steps`), every run that does not, later
-# ([the evidence](11_headroom.ipynb)). So, in a MoCo of your own: switch FT on part-way through the run, not from the
-# first step, and watch Mean(neg) as it switches on.
+# But a flat Mean(neg) does not mean FT is helping: switched on at epoch 18 of 120, FT does not crowd the images and
+# still costs ({glue:md}`hr_switch_from_18_of_120_diff` points, [the evidence](#crowding)). The crowding goes with the
+# cost; it is not needed for it. So, in a MoCo of your own: switch FT on part-way through the run, not from the first
+# step, and judge it by the {term}`readout`, not by Mean(neg).
 #
 # ## Summary
 #
-# - FT enters a MoCo step of your own in six lines: a config, a generator for its draws, the logits after FT, and
+# - FT enters a MoCo step of your own in four lines: a config, a generator for its draws, the logits after FT, and
 #   InfoNCE. The queue still receives the clean keys.
 # - `FTConfig()` is plain MoCo; `active` (or `ft.start_epoch` in a run) switches FT on part-way through a run, and
 #   `ft.PlateauStart` (`ft.start=auto`) lets the run choose that moment from its own loss.
-# - At this book's scale FT from the first step costs readout, and positive extrapolation carries the cost; where it
-#   costs, Mean(neg) rises as it switches on. Switched on late, on a task with room to grow, it gains, and over the
+# - At this book's scale FT from the first step costs readout, and positive extrapolation carries the cost. A rise of
+#   Mean(neg) as FT switches on came with a cost here, but a cost came without it too: judge by the readout. Switched
+#   on late, on a task with room to grow, it gains, and over the
 #   longest runs here about as much as the paper reports.
 #
 # ## Exercises
@@ -209,7 +220,7 @@ plt.show()
 # 2. At which optimiser step does FT switch on in a 120-epoch run of the harder task, started at 30 % of the run?
 # 3. From the stored runs of the harder task, compare raw Mean(neg) in the tenth of the run after FT switches on,
 #    with FT from the first step and without FT, at 120 epochs.
-# 4. Put the six lines into the MoCo step you built two chapters ago and train it for a minute on the shapes, three
+# 4. Put the four lines into the MoCo step you built two chapters ago and train it for a minute on the shapes, three
 #    ways from one start: plain, with both transformations, and with negative interpolation alone. Score each
 #    encoder with the {term}`kNN readout`. What can one seed and one minute tell you, and what not?
 #
@@ -245,7 +256,7 @@ for seed in sorted(set(ft_runs) & set(base_runs)):
 
 
 # %% tags=["hide-cell", "teaching"]
-# Solution 4: the step of the MoCo chapter with the six lines in place of its three
+# Solution 4: the step of the MoCo chapter with the four lines in place of its three
 # scoring lines, on the library's MoCo (the same two encoders, momentum update and queue
 # you built). A test holds it to the library's own step.
 def my_ft_step(model, optimizer, x_q, x_k, gen: torch.Generator, cfg: ft.FTConfig):

@@ -133,11 +133,12 @@ def score_trajectory_3d(runs: Mapping[str, Mapping[str, np.ndarray]], window: in
 
 
 def grad_norm_epochs(per_epoch: Mapping[str, np.ndarray], title: str = "", ylabel: str = "summed gradient L2 norm",
-                     cols: int = 3):
+                     cols: int = 3, colours: Mapping[str, str] | None = None):
     """Supp C's landscape reduced to the slice that carries its reading: each run's per-layer gradient norms
     (:meth:`RunDir.load_grad_norms`' ``per_epoch``) summed over the layers, against the epoch.  Two runs or fewer share
     one panel; more become small multiples, ``cols`` a row, each run in colour over the others in grey, on one
-    shared axis (the spikiness the paper reads off a landscape is this curve's epoch-to-epoch swing)."""
+    shared axis (the spikiness the paper reads off a landscape is this curve's epoch-to-epoch swing).  ``colours``
+    (name -> colour) keeps a run's colour of another figure; a run it does not name takes its place's."""
     import matplotlib.pyplot as plt
 
     totals = {name: np.asarray(p, dtype=float).sum(1) for name, p in per_epoch.items()}
@@ -160,9 +161,9 @@ def grad_norm_epochs(per_epoch: Mapping[str, np.ndarray], title: str = "", ylabe
         for other, t in totals.items():
             if other != name:
                 ax.plot(np.arange(1, len(t) + 1), t, color=GREY, lw=0.9)
-        t = totals[name]
-        ax.plot(np.arange(1, len(t) + 1), t, color=f"C{i}", lw=1.6)
-        ax.set_title(name, fontsize=TITLE_PT, color=f"C{i}")
+        t, colour = totals[name], (colours or {}).get(name, f"C{i}")
+        ax.plot(np.arange(1, len(t) + 1), t, color=colour, lw=1.6)
+        ax.set_title(name, fontsize=TITLE_PT, color=colour)
         ax.tick_params(labelsize=TEXT_PT)
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(totals):]:
