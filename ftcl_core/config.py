@@ -152,29 +152,11 @@ class RunConfig(Section):
         if self.eval.knn_k > self.data.n_train:
             raise ConfigError(f"eval.knn_k={self.eval.knn_k} exceeds data.n_train={self.data.n_train}: the kNN readout "
                               "votes over the training images' features; set eval.knn_k <= data.n_train (200 is usual).")
-        if ft.start == "auto" and not ft.any:
-            raise ConfigError("ft.start=auto switches FT on when the run decides; with no transformation on (ft.pos, "
-                              "ft.neg or ft.hard) there is nothing to switch. Turn one on, or drop ft.start.")
         if ft.start == "auto" and ft.auto_window > self.train.epochs - 2:
             raise ConfigError(f"ft.start=auto decides at an epoch's end once ft.auto_window={ft.auto_window} epochs "
                               f"have passed, and FT runs from the next: with train.epochs={self.train.epochs} it could "
                               f"never switch on. It needs train.epochs >= ft.auto_window + 2"
                               + (f", or ft.auto_window <= {self.train.epochs - 2}." if self.train.epochs > 2 else "."))
-        defaults = FTConfig()
-        for on, keys in (("pos", ("pos_mode", "alpha_ex", "renorm_pos", "pos_gate")), ("neg", ("neg_mode", "alpha_in")),
-                         ("hard", ("hard_a", "hard_b"))):
-            idle = [k for k in keys if not getattr(ft, on) and getattr(ft, k) != getattr(defaults, k)]
-            if idle:
-                raise ConfigError(f"ft.{idle[0]}={_yaml(_plain(getattr(ft, idle[0])))} shapes ft.{on}, which is off, so "
-                                  f"it would be ignored. Set ft.{on}=true, or drop ft.{idle[0]}.")
-        idle = [k for k in ("granularity", "start_epoch", "shards") if not ft.any and getattr(ft, k) != getattr(defaults, k)]
-        if idle:
-            raise ConfigError(f"ft.{idle[0]}={_yaml(_plain(getattr(ft, idle[0])))} shapes the transformations, and none "
-                              "is on (ft.pos, ft.neg, ft.hard), so it would be ignored. Turn one on, or drop "
-                              f"ft.{idle[0]}.")
-        if ft.start != "auto" and (ft.auto_window, ft.auto_fraction) != (defaults.auto_window, defaults.auto_fraction):
-            raise ConfigError("ft.auto_window and ft.auto_fraction shape the rule of ft.start=auto; this config has "
-                              "ft.start=epoch, so they would be ignored. Set ft.start=auto, or drop them.")
         if ft.pos_gate is not None and not (method == "moco" and ft.start_epoch >= 1 and 0 < ft.pos_gate < 2):
             raise ConfigError(f"ft.pos_gate={ft.pos_gate} skips +pos on a step whose raw Mean(neg) exceeds its mean over "
                               "the epoch before FT switches on by this cosine margin: it needs a margin in (0, 2), "

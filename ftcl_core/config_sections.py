@@ -8,12 +8,13 @@ plain data, and the owners check at import time that their tables agree with the
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from ftcl_core.config_fields import ConfigError, Section
+from ftcl_core.config_fields import ConfigError, Section, _plain, _yaml
 
 # The names a config may use; each owner (see the comment) checks that its table matches.
 METHODS = ("moco", "simclr", "byol", "simsiam", "swav")  # the keys of ftcl_core.methods.METHODS
@@ -371,6 +372,25 @@ class FTConfig(Section):
         if self.start == "auto" and self.start_epoch != 0:
             raise ConfigError(f"ft.start=auto lets the run choose when FT switches on; ft.start_epoch={self.start_epoch} "
                               "names an epoch too. Drop ft.start_epoch, or set ft.start=epoch.")
+        if self.start == "auto" and not self.any:
+            raise ConfigError("ft.start=auto switches FT on when the run decides; with no transformation on (ft.pos, "
+                              "ft.neg or ft.hard) there is nothing to switch. Turn one on, or drop ft.start.")
+        defaults = {f.name: f.default for f in dataclasses.fields(FTConfig)}  # keys a transformation that is off ignores
+        for on, keys in (("pos", ("pos_mode", "alpha_ex", "renorm_pos", "pos_gate")),
+                         ("neg", ("neg_mode", "alpha_in", "renorm_neg", "union_queue")), ("hard", ("hard_a", "hard_b"))):
+            idle = [k for k in keys if not getattr(self, on) and getattr(self, k) != defaults[k]]
+            if idle:
+                raise ConfigError(f"ft.{idle[0]}={_yaml(_plain(getattr(self, idle[0])))} shapes ft.{on}, which is off, "
+                                  f"so it would be ignored. Set ft.{on}=true, or drop ft.{idle[0]}.")
+        idle = [k for k in ("granularity", "start_epoch", "shards") if not self.any and getattr(self, k) != defaults[k]]
+        if idle:
+            raise ConfigError(f"ft.{idle[0]}={_yaml(_plain(getattr(self, idle[0])))} shapes the transformations, and none "
+                              "is on (ft.pos, ft.neg, ft.hard), so it would be ignored. Turn one on, or drop "
+                              f"ft.{idle[0]}.")
+        if self.start != "auto" and (self.auto_window, self.auto_fraction) != (defaults["auto_window"],
+                                                                               defaults["auto_fraction"]):
+            raise ConfigError("ft.auto_window and ft.auto_fraction shape the rule of ft.start=auto; this config has "
+                              "ft.start=epoch, so they would be ignored. Set ft.start=auto, or drop them.")
         if self.shards > 1 and (self.granularity != "step" or self.hard or self.union_queue):
             raise ConfigError("ft.shards > 1 draws one lambda per shard: it needs ft.granularity=step and neither "
                               "ft.hard nor ft.union_queue; set ft.shards=1 for those.")

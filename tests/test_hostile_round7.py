@@ -150,3 +150,13 @@ def test_a_config_file_number_in_another_base_is_refused_as_an_override_is(tmp_p
 def test_a_run_that_could_never_run_is_refused_before_anything_is_written(overrides, named):
     with pytest.raises(ConfigError, match=named.replace(".", r"\.")):
         load_config(SMOKE, overrides)
+
+
+@pytest.mark.parametrize("kwargs", [{"alpha_ex": 0.5}, {"renorm_neg": True}, {"union_queue": True},
+                                    {"neg_mode": "extrapolate"}, {"hard_a": 3.0}, {"granularity": "dim"},
+                                    {"pos_gate": 0.3}, {"start": "auto"}])
+def test_the_librarys_ft_config_refuses_a_key_its_transformation_would_ignore(kwargs):
+    """What the run config refuses, the lift refuses too: ft.logits would give the plain logits all the same."""
+    with pytest.raises(ConfigError, match="ignored|nothing to switch"):
+        ft.FTConfig(**kwargs)
+    ft.FTConfig(pos=True, neg=True, hard=True, **kwargs)  # with its transformation on, kept

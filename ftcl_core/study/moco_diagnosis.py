@@ -135,8 +135,16 @@ class GatedMoCo(MoCo):
         if ctx.pos_gate_at is not None and ctx.ft_on and ctx.ft.pos:
             n = ctx.n_stats
             if float(score_statistics(*moco_logits(q[:n].detach(), k[:n], self.queue), n)[1]) > ctx.pos_gate_at:
-                ctx = dataclasses.replace(ctx, ft=dataclasses.replace(ctx.ft, pos=False, pos_gate=None))
+                ctx = dataclasses.replace(ctx, ft=without_pos(ctx.ft))
         return super().ft_logits(q, k, ctx)
+
+
+def without_pos(cfg: FTConfig) -> FTConfig:
+    """``cfg`` with positive extrapolation off, its own keys back at their defaults (an FTConfig refuses keys of a
+    transformation that is off)."""
+    keys = ("pos_mode", "alpha_ex", "renorm_pos", "pos_gate")
+    defaults = {f.name: f.default for f in dataclasses.fields(FTConfig) if f.name in keys}
+    return dataclasses.replace(cfg, pos=False, **defaults)
 
 
 def moco_class(cfg: RunConfig) -> type[MoCo]:
