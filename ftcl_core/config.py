@@ -390,7 +390,11 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
             raise ConfigError(
                 f"config file {p} not found; the default CPU runs are configs/cpu_moco_v2.yaml and configs/cpu_moco_v1.yaml."
             )
-        raw = _migrate(_nested(load_yaml_mapping(p, "config file", "configs/cpu_moco_v2.yaml"), p))
+        raw = load_yaml_mapping(p, "config file", "configs/cpu_moco_v2.yaml")
+        if {"table", "settings"} <= set(raw):  # an experiment file: its settings are several runs, not one config
+            raise ConfigError(f"{p} is an experiment file (it holds table and settings), not a run's config: train its "
+                              f"runs with python -m ftcl_core sweep {p}, or train one config, e.g. its base.")
+        raw = _migrate(_nested(raw, p))
         _check_other_methods(raw, raw.get("method", "moco"))
     asked = parse_overrides(overrides or [])
     raw = merge(raw, asked)

@@ -160,3 +160,18 @@ def test_the_librarys_ft_config_refuses_a_key_its_transformation_would_ignore(kw
     with pytest.raises(ConfigError, match="ignored|nothing to switch"):
         ft.FTConfig(**kwargs)
     ft.FTConfig(pos=True, neg=True, hard=True, **kwargs)  # with its transformation on, kept
+
+
+def test_an_experiment_file_given_to_train_says_to_sweep_it(capsys):
+    code, err = cli(capsys, "train", "experiments/table1_momentum.yaml", "--out", "/nonexistent/never")
+    assert_one_line(code, err, EXIT_ERROR, "experiment file", "sweep")
+
+
+def test_a_setting_the_smoke_profile_cannot_run_names_its_file_setting_and_fix(tmp_path):
+    from ftcl_core.study.experiment_file import planned_runs
+
+    path = tmp_path / "x.yaml"
+    path.write_text("table: X\nbase: {cpu: configs/cpu_moco_v1.yaml}\nsettings: {a: {}, late: {ft.pos: true, "
+                    "ft.start_epoch: 5}}\n")
+    with pytest.raises(ConfigError, match=r"x\.yaml, setting 'late', profile smoke: .*\{cpu: 9, smoke: 1\}"):
+        planned_runs(Experiment.load(path), "smoke")

@@ -417,9 +417,18 @@ def planned_runs(exp: Experiment, profile: str, seeds: list[int] | None = None, 
                  execution: dict | None = None) -> list[tuple[str, int, RunConfig, Path]]:
     """(setting, seed, config, run folder) of every run an experiment asks for under a profile, seed-major (the
     order a sweep trains them in, so that every setting has seed 0 before any has seed 1)."""
-    return [(name, seed, resolve(base_for(exp, profile), {**exp.overrides(name, seed), **(execution or {})}, profile),
-             run_dir(exp, name, seed, profile))
+    return [(name, seed, _setting_config(exp, name, seed, profile, execution), run_dir(exp, name, seed, profile))
             for seed in (seeds if seeds is not None else exp.seeds) for name in (settings or list(exp.settings))]
+
+
+def _setting_config(exp: Experiment, name: str, seed: int, profile: str, execution: dict | None) -> RunConfig:
+    """:func:`resolve` for one planned run; a refusal names the file, the setting and the profile it was read under."""
+    try:
+        return resolve(base_for(exp, profile), {**exp.overrides(name, seed), **(execution or {})}, profile)
+    except ConfigError as err:
+        hint = (" (the smoke profile trains each setting 2 epochs: give a value per profile, e.g. {cpu: 9, smoke: 1})"
+                if profile == "smoke" else "")
+        raise ConfigError(f"experiment file {exp.path}, setting {name!r}, profile {profile}: {err}{hint}") from None
 
 
 def calibrated_base(exp: Experiment) -> Experiment:
