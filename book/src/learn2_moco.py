@@ -33,24 +33,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core.config import load_config
-from ftcl_core.data import load_data
 from ftcl_core.evaluation import extract_features, knn_top1
 from ftcl_core.methods import StepContext, build_model
 from ftcl_core.pages import learn as learn_figures
 from ftcl_core.study import checks, learn
-from ftcl_core.study.experiment_file import ROOT
-from ftcl_core.training import augment_config, build_optimizer, make_views, train_step
+from ftcl_core.training import build_optimizer, make_views, train_step
 
-# the recipe: a small ResNet (0.3 M parameters), MoCo v1's loss and head at this book's
-# recipe for the embedded shapes
-cfg = load_config(
-    ROOT
-    / "configs"
-    / ("smoke_moco_v2.yaml" if profile == "smoke" else "cpu_cal_moco_v1.yaml")
-)
-train_set, test_set = load_data(cfg)
-aug = augment_config(cfg)
+# a small ResNet (0.3 M parameters) with MoCo v1's loss and head, tuned on the shapes
+cfg, train_set, test_set, aug = learn.shapes_recipe(profile)
 gen = torch.Generator().manual_seed(0)
 x = train_set.images[:8]
 view_1, view_2 = make_views(x, aug, gen)

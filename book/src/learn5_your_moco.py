@@ -275,19 +275,12 @@ def my_ft_step(model, optimizer, x_q, x_k, gen: torch.Generator, cfg: ft.FTConfi
 
 
 # %% tags=["hide-cell"]
-from ftcl_core.config import load_config
-from ftcl_core.data import load_data
 from ftcl_core.evaluation import extract_features, knn_top1
 from ftcl_core.methods import build_model
-from ftcl_core.training import augment_config, build_optimizer, make_views
+from ftcl_core.study import learn
+from ftcl_core.training import build_optimizer, make_views
 
-recipe = load_config(
-    ROOT
-    / "configs"
-    / ("smoke_moco_v2.yaml" if profile == "smoke" else "cpu_cal_moco_v1.yaml")
-)
-train_set, test_set = load_data(recipe)
-aug = augment_config(recipe)
+recipe, train_set, test_set, aug = learn.shapes_recipe(profile)  # the MoCo chapter's
 
 
 def minute(cfg: ft.FTConfig, steps: int = 5 if profile == "smoke" else 200) -> float:

@@ -207,3 +207,18 @@ FIRST_STEP_CHECKS: Mapping = {  # the last Learn chapter (first_step_facts)
     "negative interpolation alone holds zero": lambda f: None if abs(f["neg_value"]) < f["neg_ci"] else (
         f"+neg reads {f['neg_diff']}"),
 }
+
+
+def shapes_recipe(profile: str):
+    """The Learn chapters' recipe for training a minute on the drawn shapes: a small ResNet (0.3 M parameters) with
+    MoCo v1's loss and head, tuned on these shapes without FT (``configs/cpu_cal_moco_v1.yaml``; the ``smoke``
+    profile's seconds-long config under it): ``(config, training set, test set, augmentation)``. Loads the training
+    code only when called (the pages that read stored runs never do)."""
+    from ftcl_core.config import load_config
+    from ftcl_core.data import load_data
+    from ftcl_core.study.experiment_file import ROOT
+    from ftcl_core.training import augment_config
+
+    cfg = load_config(ROOT / "configs" / ("smoke_moco_v2.yaml" if profile == "smoke" else "cpu_cal_moco_v1.yaml"))
+    train_set, test_set = load_data(cfg)
+    return cfg, train_set, test_set, augment_config(cfg)
