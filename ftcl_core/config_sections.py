@@ -145,9 +145,6 @@ class ModelConfig(Section):
             close = difflib.get_close_matches(self.encoder, known, n=3)
             raise ConfigError(f"unknown encoder model.encoder={self.encoder!r}; did you mean {close}? Known: {known} "
                               "or timm:<model>.")
-        if self.encoder.startswith("timm:") and self.bn_splits > 1:
-            raise ConfigError(f"model.bn_splits={self.bn_splits} splits batch-norm inside the ResNet encoders only; "
-                              f"{self.encoder} has its own. Set model.bn_splits=1.")
         if self.encoder.startswith("timm:"):  # checked here, before a run folder or its config.yaml is written
             import timm  # only for a timm encoder: the import takes a second
 
@@ -156,6 +153,9 @@ class ModelConfig(Section):
                 close = difflib.get_close_matches(name, timm.list_models(), n=3)
                 raise ConfigError(f"unknown timm model model.encoder={self.encoder!r}; close names: "
                                   f"{[f'timm:{c}' for c in close]} (timm.list_models() lists them all).")
+            if self.bn_splits > 1:
+                raise ConfigError(f"model.bn_splits={self.bn_splits} splits batch-norm inside the ResNet encoders "
+                                  f"only; {self.encoder} has its own. Set model.bn_splits=1.")
         for key in ("hidden", "pred_hidden"):
             v = getattr(self, key)
             if v is not None and v < 1:

@@ -27,8 +27,8 @@ import numpy as np
 import torch
 
 from ftcl_core import augment, checkpoints, distributed
-from ftcl_core.checkpoints import IncompatibleCheckpoint, TrainingLog
-from ftcl_core.config import EXECUTION_KEYS, ConfigError, RunConfig, as_config, config_diff, config_mismatch
+from ftcl_core.checkpoints import TrainingLog, check_compatible
+from ftcl_core.config import ConfigError, RunConfig, as_config
 from ftcl_core.data import ImageSet, load_data_rank0_first
 from ftcl_core.evaluation import evaluate_backbone, raw_pixel_readout
 from ftcl_core.execution import (
@@ -43,7 +43,7 @@ from ftcl_core.execution import (
 )
 from ftcl_core.ft import PlateauStart
 from ftcl_core.methods import Method, Scores, StepContext, build_model
-from ftcl_core.runs import RunDir, RunFileError, provenance, read_seal, run_lock, write_json, write_yaml
+from ftcl_core.runs import RunDir, provenance, read_seal, run_lock, write_json, write_yaml
 from ftcl_core.stats import (
     layer_grad_norms,
     layer_names,
@@ -255,76 +255,6 @@ def _autocast(device: torch.device, amp: str | None):
     if amp is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-
-
-def check_compatible(run: RunDir, cfg: RunConfig) -> None:
-    """Refuse ``cfg`` where the run folder holds another run: against the config its checkpoint was sealed with (read
-    whether or not ``config.yaml`` is there) and its ``config.yaml``, the execution keys aside; each differing key is
-    named with both values; a folder holding only a ``config.yaml`` (stopped before its first checkpoint) holds nothing
-    to keep, so the command's config replaces it.  A late-start fork (a checkpoint of a run without FT, at or before
-    ``ft.start_epoch``, :func:`ftcl_core.study.sweeps.fork_from_prefix`) computed the same steps: it continues."""
-    seal = read_seal(run.checkpoint) or {}
-    stored = seal.get("config")
-    if stored and not as_config(stored).ft.any and seal["epoch"] <= cfg.ft.start_epoch:
-        stored = {**stored, "ft": cfg.to_dict()["ft"]}
-    trained = run.checkpoint.is_file() or run.eval.is_file()  # a config.yaml alone (stopped before epoch 1) holds no run
-    if not trained and run.config.is_file():
-        try:
-            run.load_config()
-        except RunFileError as err:  # not a run's config: a file of the user's, never replaced by the command's
-            raise IncompatibleCheckpoint(f"run folder {run.path} holds a config.yaml that is not a run's ({err}); a run "
-                                         "would replace it. Move the file, or name another folder with --out.") from None
-    kept = [f.name for f in (run.metrics, run.grad_norms, run.histograms, run.provenance) if f.is_file()]
-    if not trained and kept and not (run.config.is_file() and not config_mismatch(run.load_config(), cfg)):
-        raise IncompatibleCheckpoint(f"run folder {run.path} holds {', '.join(kept)} and no checkpoint.pt, eval.json or "
-                                     "config.yaml of this config: a run would write over them. Move them away, or name "
-                                     "another folder with --out.")  # with this config's config.yaml: its own remains
-    if stored and trained and run.config.is_file() and config_diff(stored, run.load_config()):
-        edited = config_mismatch(stored, run.load_config()).replace("(this command's)", "(its config.yaml's)")
-        raise IncompatibleCheckpoint(f"run folder {run.path}: its config.yaml and its checkpoint.pt disagree, "
-                                     f"{edited}: "
-                                     "config.yaml was changed after the run began. Delete config.yaml (the checkpoint "
-                                     "restores it) and run the command with the checkpoint's values.")
-    if stored and run.checkpoint.is_file() and (moved := _execution_moved(stored, cfg)):
-        raise IncompatibleCheckpoint(f"run folder {run.path} holds a run that executes with {moved[0]} (its "
-                                     f"checkpoint.pt); resumed otherwise, its numbers would no longer be the "
-                                     f"uninterrupted run's. Resume with {moved[0]}, or use another --out.")
-    for source, theirs in (("checkpoint.pt", stored), ("config.yaml", trained and run.config.is_file()
-                                                        and run.load_config())):
-        if theirs and (diff := config_mismatch(theirs, cfg)):
-            raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of another config (its {source}): {diff}. "
-                                         "Run the command with the run's values, or use another --out.")
-    if run.is_complete() and run.provenance.is_file():  # a config.yaml edited where no seal is left to compare
-        try:
-            recorded = run.load_provenance().get("seed")
-        except RunFileError:
-            recorded = None  # a damaged record: the readers that need it say so
-        if recorded is not None and recorded != cfg.seed:
-            raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of seed {recorded} (its provenance.json), "
-                                         f"not seed={cfg.seed}: run the command with seed={recorded}, or use another --out.")
-        if (made := _recorded_config(run)) and (diff := config_mismatch(made, cfg)):
-            raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of another config (its provenance.json): "
-                                         f"{diff}. Run the command with the run's values, or use another --out.")
-
-
-def _execution_moved(stored: dict, cfg: RunConfig) -> list[str]:
-    """``key=value`` of each execution key (:data:`ftcl_core.config.EXECUTION_KEYS`, ``train.ft_draws`` aside: a
-    resume keeps its draws and says so) whose value in the checkpoint's config differs from ``cfg``'s."""
-    theirs, ours = as_config(stored).to_dict(), cfg.to_dict()
-
-    def get(d: dict, key: str):
-        for part in key.split("."):
-            d = d[part]
-        return d
-    return [f"{k}={get(theirs, k)}" for k in EXECUTION_KEYS if k != "train.ft_draws" and get(theirs, k) != get(ours, k)]
-
-
-def _recorded_config(run: RunDir) -> dict | None:
-    """The config a complete run's ``provenance.json`` records (runs since its ``config`` key), else None."""
-    try:
-        return run.load_provenance().get("config") or None
-    except RunFileError:
-        return None  # a damaged record: the readers that need it say so
 
 
 def check_data(cfg: RunConfig, train_set: ImageSet, test_set: ImageSet) -> None:

@@ -15,9 +15,10 @@ from test_hostile_inputs import assert_one_line, cli, own_registry  # noqa: F401
 
 from ftcl_core import ft, transforms
 from ftcl_core.__main__ import EXIT_ERROR
+from ftcl_core.checkpoints import IncompatibleCheckpoint
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.pages.report import ReportError, report
-from ftcl_core.training import IncompatibleCheckpoint, train
+from ftcl_core.training import train
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = "configs/smoke_moco_v2.yaml"

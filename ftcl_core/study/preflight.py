@@ -13,11 +13,11 @@ from pathlib import Path
 
 import torch
 
+from ftcl_core.checkpoints import check_compatible
 from ftcl_core.config import ConfigError, RunConfig, load_yaml_mapping
 from ftcl_core.execution import resolve_device
 from ftcl_core.runs import RunDir, one_line
 from ftcl_core.study.experiment_file import ROOT
-from ftcl_core.training import check_compatible
 
 
 def check_command(cfg: RunConfig, out: str | os.PathLike | None) -> None:
@@ -45,9 +45,6 @@ def check_out(out: str | os.PathLike) -> Path:
         raise ConfigError('--out "" names no folder (the run would be written into the current one): give the run '
                           "folder, e.g. --out runs/my_run.")
     path = Path(text)
-    if path.exists() and path.resolve() == Path.cwd().resolve() and not (path / "config.yaml").is_file():
-        raise ConfigError(f"--out {text} is the current folder itself: the run's files would lie among yours. Give "
-                          "the run a folder of its own, e.g. --out runs/my_run.")
     try:
         limit = os.pathconf(next(p for p in path.parents if _exists(p)), "PC_NAME_MAX")
     except (OSError, ValueError, StopIteration):
@@ -61,6 +58,9 @@ def check_out(out: str | os.PathLike) -> Path:
                               "its target, remove the link, or name another folder.")
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--out {path} is a file, not a folder: name a new or existing run folder instead.")
+    if path.exists() and path.resolve() == Path.cwd().resolve() and not (path / "config.yaml").is_file():
+        raise ConfigError(f"--out {text} is the current folder itself: the run's files would lie among yours. Give "
+                          "the run a folder of its own, e.g. --out runs/my_run.")
     if blocked := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
         raise ConfigError(f"--out {path} lies under {blocked}, a file, not a folder: name a run folder elsewhere.")
     return path
