@@ -143,7 +143,7 @@ class RunConfig(Section):
             raise ConfigError(f"optim.warmup_epochs={self.optim.warmup_epochs} is not below train.epochs="
                               f"{self.train.epochs}: the learning rate would never reach optim.lr. Lower the warm-up "
                               "(the recipes use 0 or 10 of 100 or more epochs).")
-        if self.stats.n_queries > bs:
+        if self.stats.n_queries > bs and self.stats.n_queries != StatsConfig.n_queries:  # asked for, not the default
             raise ConfigError(f"stats.n_queries={self.stats.n_queries} exceeds train.batch_size={bs}: the statistics "
                               f"read the first n queries of a batch. Set stats.n_queries <= {bs} (64 is usual).")
         if self.data.eval_split == "test" and self.data.n_val != DataConfig.n_val:

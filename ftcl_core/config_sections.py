@@ -377,7 +377,7 @@ class FTConfig(Section):
                               "ft.neg or ft.hard) there is nothing to switch. Turn one on, or drop ft.start.")
         defaults = {f.name: f.default for f in dataclasses.fields(FTConfig)}  # keys a transformation that is off ignores
         for on, keys in (("pos", ("pos_mode", "alpha_ex", "renorm_pos", "pos_gate")),
-                         ("neg", ("neg_mode", "alpha_in", "renorm_neg", "union_queue")), ("hard", ("hard_a", "hard_b"))):
+                         ("neg", ("neg_mode", "alpha_in")), ("hard", ("hard_a", "hard_b"))):
             idle = [k for k in keys if not getattr(self, on) and getattr(self, k) != defaults[k]]
             if idle:
                 raise ConfigError(f"ft.{idle[0]}={_yaml(_plain(getattr(self, idle[0])))} shapes ft.{on}, which is off, "

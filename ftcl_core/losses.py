@@ -77,6 +77,8 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
         kinds = ", ".join(type(t).__name__ for t in (q, k, queue))
         raise TypeError(f"q, k and queue must be torch tensors, got {kinds}: pass torch.as_tensor(x) (features, "
                         "normalised: F.normalize(x, dim=1)).")
+    if (idle := next((k for k in ("union_queue", "renorm_neg") if getattr(ft, k)), None)) and not ft.neg:
+        raise ValueError(f"ft.{idle}=True acts on the transformed negatives only; set neg=True too, or drop it.")
     if ft.shards > 1 and q.dim() == 2 and q.shape[0] % ft.shards:
         raise ValueError(f"ft.shards={ft.shards} draws one lambda per shard of queries: the batch of {q.shape[0]} "
                          f"must divide into {ft.shards} equal shards. Set shards to a divisor of the batch, or 1.")

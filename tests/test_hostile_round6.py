@@ -26,7 +26,7 @@ SMOKE = "configs/smoke_moco_v2.yaml"
 
 @pytest.mark.parametrize(("overrides", "named"), [
     (["optim.warmup_epochs=2"], "optim.warmup_epochs"),      # the smoke run has 2 epochs: lr would never peak
-    (["stats.n_queries=65"], "stats.n_queries"),             # its batch holds 64
+    (["stats.n_queries=65"], "stats.n_queries"),             # its batch holds 64 (the default 64 above a batch: all)
     (["data.n_val=500"], "data.eval_split=val"),             # the test split ignores the validation size
     (["eval.knn_t=0.005"], "eval.knn_t"),                    # exp(1 / 0.005) is no float32
 ])

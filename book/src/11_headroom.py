@@ -15,9 +15,8 @@
 # **In short:** on a task with room, FT switched on from the first step costs {term}`readout` at 30, 120 and 240 epochs; switched
 # on after 30 % of the run it costs at 30 epochs, gains at 120 ({glue:md}`hr_both_late_120_diff` points, a little less
 # than the paper's Table 6 in points) and at 240 reaches the paper's size ({glue:md}`hr_both_late_240_diff` points over
-# {glue:md}`hr_both_late_240_n` {term}`paired` seeds). On the map, the runs that cost crowd the images together as FT switches on and the runs
-# that gain do not, but a later switch that does not crowd still costs: the crowding goes with the cost, and is not
-# needed for it ([below](#crowding)).
+# {glue:md}`hr_both_late_240_n` {term}`paired` seeds). The runs that cost crowd the images as FT switches on, but a later switch that does not crowd
+# still costs: the crowding is not needed for the cost ([below](#crowding)).
 
 # %% colab-setup
 
@@ -302,11 +301,9 @@ markup.html_table(["epochs", "FT", "seeds", "Mean(neg) after the switch, FT / ba
 # points that the time left predicted. Twice the time after the switch did not turn the early switch into the late
 # start's gain.
 #
-# Whether the crowding adds to the cost where it occurs takes an early switch that holds positive extrapolation back
-# while the images crowd (`ft.pos_gate`: +pos skipped on every step whose raw Mean(neg) stands more than 0.05 above
-# its mean over the epoch before the switch). That arm was added to the experiment, with its predictions, before its
-# first run; {glue:md}`hr_switch_held_9_of_120_n` of its {glue:md}`hr_switch_planned` seeds are stored. It is on the
-# [open questions](open-questions) page.
+# Whether the crowding adds to the cost takes an early switch that holds +pos back while the images crowd
+# (`ft.pos_gate`), added with its predictions before its first run: {glue:md}`hr_switch_held_9_of_120_n` of
+# {glue:md}`hr_switch_planned` seeds stored ([open questions](open-questions)).
 
 # %% tags=["remove-cell"]
 checks.expect(headroom.CHECKS, facts, "crowding-goes-with-the-cost", "first-step-crowding-fades-at-120",

@@ -70,8 +70,7 @@ def my_interpolate(queue: torch.Tensor, lam, partners: torch.Tensor) -> torch.Te
 gen = torch.Generator().manual_seed(0)
 z_q, z_k = transforms.unit_pairs(8, 128, gen)
 queue = F.normalize(torch.randn(4096, 128, generator=gen, dtype=torch.float64), dim=1)
-# "step": one λ for the whole batch, drawn anew each training step (the paper's);
-# "sample" would draw one per pair. Shifted by 1: λ in (1, 2)
+# "step": one λ for the whole batch, new each step (the paper's); +1: λ in (1, 2)
 lam_ex = transforms.sample_lambda(2.0, "step", 8, 128, gen, shift=1.0).double()
 lam_in = transforms.sample_lambda(1.6, "step", 4096, 128, gen).double()  # in (0, 1)
 partners = transforms.sample_permutation(4096, gen)
@@ -195,8 +194,8 @@ glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 # score $\hat S$ for several starting scores $S$. A small $\alpha$ (U-shaped) puts most draws near $\lambda=1$ (no
 # change) or $\lambda=2$ (the extreme $5S-4$); $\alpha>1$ gathers them around $1.5$, the paper's reading of why
 # $\alpha_{ex}=2$ works best (Table 2). Below: $\hat S$ against $S$ for one $\lambda$; below one the line lies above
-# the diagonal (interpolation), above one below it. Both respond in the page, without a kernel. Run the chapter in
-# JupyterLab or Colab and a cell below them gives one slider each for $\alpha$, $\lambda$ and $S$.
+# the diagonal (interpolation), above one below it. Both respond in the page; in JupyterLab or Colab a cell below
+# them adds one slider each for $\alpha$, $\lambda$ and $S$.
 
 # %% tags=["remove-input"]
 explorers.plotly_html(explorers.bound_explorer(), include_js=True)

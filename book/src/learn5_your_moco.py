@@ -36,9 +36,8 @@ metrics = headroom.run_metrics(records)
 # ## Four lines
 #
 # In the MoCo step you built, three lines turn the queries `q`, the keys `k` and the `queue` into the loss: the
-# positive scores, the negative scores, and InfoNCE over both. FT replaces them with four: a config, a generator
-# for FT's random draws, the logits after FT and the loss. With `q` and `k` normalised ($N\times C$), the queue
-# $K\times C$ (one key per row) and `from ftcl_core import ft`, here on random features:
+# positive scores, the negative scores, and InfoNCE over both. FT replaces them with four lines. With `q`, `k`
+# normalised ($N\times C$), the queue $K\times C$ and `from ftcl_core import ft`, on random features:
 
 # %% tags=["show-input"]
 gen = torch.Generator().manual_seed(0)  # only for the example's features
