@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from ftcl_core import distributed
-from ftcl_core.config import EXECUTION_KEYS, RunConfig, as_config, config_diff, config_mismatch
+from ftcl_core.config import EXECUTION_KEYS, RunConfig, _flatten, as_config, config_diff, config_mismatch
 from ftcl_core.runs import CODE_COMMIT, RunDir, RunFileError, one_line, read_seal, verified_bytes, write_npz, write_torch
 from ftcl_core.stats import REPRESENTATION_COLUMNS, SCORE_COLUMNS, StepRecorder
 from ftcl_core.transforms import DeviceDraws
@@ -255,13 +255,13 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
                                          "Run the command with the run's values, or use another --out.")
     if run.is_complete() and run.provenance.is_file():  # a config.yaml edited where no seal is left to compare
         try:
-            recorded = run.load_provenance().get("seed")
+            prov = run.load_provenance()
         except RunFileError:
-            recorded = None  # a damaged record: the readers that need it say so
-        if recorded is not None and recorded != cfg.seed:
+            prov = {}  # a damaged record: the readers that need it say so
+        if (recorded := prov.get("seed")) is not None and recorded != cfg.seed:
             raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of seed {recorded} (its provenance.json), "
                                          f"not seed={cfg.seed}: run the command with seed={recorded}, or use another --out.")
-        if (made := _recorded_config(run)) and (diff := config_mismatch(made, cfg)):
+        if (made := prov.get("config")) and (diff := config_mismatch(made, cfg)):
             raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of another config (its provenance.json): "
                                          f"{diff}. Run the command with the run's values, or use another --out.")
 
@@ -269,18 +269,5 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
 def _execution_moved(stored: dict, cfg: RunConfig) -> list[str]:
     """``key=value`` of each execution key (:data:`ftcl_core.config.EXECUTION_KEYS`, ``train.ft_draws`` aside: a
     resume keeps its draws and says so) whose value in the checkpoint's config differs from ``cfg``'s."""
-    theirs, ours = as_config(stored).to_dict(), cfg.to_dict()
-
-    def get(d: dict, key: str):
-        for part in key.split("."):
-            d = d[part]
-        return d
-    return [f"{k}={get(theirs, k)}" for k in EXECUTION_KEYS if k != "train.ft_draws" and get(theirs, k) != get(ours, k)]
-
-
-def _recorded_config(run: RunDir) -> dict | None:
-    """The config a complete run's ``provenance.json`` records (runs since its ``config`` key), else None."""
-    try:
-        return run.load_provenance().get("config") or None
-    except RunFileError:
-        return None  # a damaged record: the readers that need it say so
+    theirs, ours = _flatten(as_config(stored).to_dict()), _flatten(cfg.to_dict())
+    return [f"{k}={theirs[k]}" for k in EXECUTION_KEYS if k != "train.ft_draws" and theirs[k] != ours[k]]
