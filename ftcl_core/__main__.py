@@ -24,11 +24,13 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _announce(argv: list[str]) -> bool:
-    """Print ``train``'s first line (:func:`train_banner`) from the config alone; False where it
-    cannot (another command, a config that does not load: the command line then says why)."""
+def _announce(argv: list[str]) -> str | None:
+    """Print ``train``'s first line (:func:`train_banner`) from the config alone, before torch loads, where nothing
+    the command line checks next could contradict it; else return it, for the command line to print once its checks
+    pass (an ``--out`` under a file, a folder holding another config's run: their refusal comes alone). None where
+    there is no such line (another command, a config that does not load: the command line then says why)."""
     if argv[:1] != ["train"] or argv.count("--out") != 1 or os.environ.get("RANK", "0") != "0":
-        return False
+        return None
     from ftcl_core.config import load_config
 
     at = argv.index("--out")
@@ -36,12 +38,38 @@ def _announce(argv: list[str]) -> bool:
     try:
         cfg = load_config(argv[1], overrides)
     except Exception:  # noqa: BLE001  (the command line reports it, in its one line)
-        return False
+        return None
     try:
         banner = train_banner(argv[1], overrides, argv[at + 1], cfg.train.checkpoint_every)
+        plain = _plainly_this_run(Path(argv[at + 1]), cfg)
     except OSError:  # an --out the system cannot look at (a name too long, say): the command line says why
-        return False
+        return None
+    if not plain:
+        return banner
     print(banner, flush=True)
+    return ""
+
+
+def _plainly_this_run(out: Path, cfg) -> bool:  # noqa: ANN001  (a RunConfig; its module loads lazily)
+    """Whether ``out`` is a plain folder (or none yet, under folders) whose run files, if any, are of ``cfg``'s
+    config by its ``config.yaml`` and a complete run's ``provenance.json``: the cases the banner's words are sure of.
+    Everything else waits for the command line's checks (torch-free here: the config module alone)."""
+    from ftcl_core.config import config_mismatch, load_config
+
+    if any(p.is_symlink() and not p.exists() or p.exists() and not p.is_dir() for p in (out, *out.parents)):
+        return False
+    if out.is_dir() and any((out / f).exists() for f in ("checkpoint.pt", "eval.json", "metrics.npz")):
+        try:
+            if config_mismatch(load_config(out / "config.yaml"), cfg):
+                return False
+            if (out / "eval.json").is_file():
+                import json
+
+                prov = json.loads((out / "provenance.json").read_text())
+                if prov.get("seed") != cfg.seed or config_mismatch(prov["config"], cfg):
+                    return False
+        except Exception:  # noqa: BLE001  (missing, damaged or another's: the command line's checks say which)
+            return False
     return True
 
 
@@ -113,12 +141,12 @@ def run(argv: list[str]) -> int:
     if argv[:1] == ["report"]:
         return report(argv[1:])
     try:
-        _announce(argv)
+        banner = _announce(argv)
         from ftcl_core.study.cli import main as cli_main
     except KeyboardInterrupt:
         print(STARTUP_INTERRUPTED, file=sys.stderr)
         return 130
-    return cli_main(argv)
+    return cli_main(argv, banner=banner or None)
 
 
 if __name__ == "__main__":

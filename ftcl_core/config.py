@@ -328,6 +328,9 @@ def parse_overrides(items: list[str]) -> dict:
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not KEY=VALUE (for example ft.pos=true).")
         key, raw = item.split("=", 1)
+        if not raw.strip():  # YAML reads "" as null: "device=" would become device=None, which no one typed
+            raise ConfigError(f"override {item!r} gives no value after '=': write {key.strip()}=VALUE, or "
+                              f"{key.strip()}=null to unset a key that may be empty.")
         value = yaml.safe_load(raw)
         if isinstance(value, int) and not isinstance(value, bool) and not DECIMAL.fullmatch(raw.strip()):
             raise ConfigError(f"override {item!r}: YAML reads {raw.strip()!r} as {value} (an octal, hex or base-60 "

@@ -508,6 +508,21 @@ def register_data_set(name: str, load: Callable[[RunConfig], tuple[ImageSet, Ima
     LOADERS[name] = load
 
 
+def _check_same_classes(root: str | os.PathLike, test_root: str | os.PathLike) -> None:
+    """Without a class list the classes are ``root``'s folders; a class folder of ``test_root`` that ``root`` lacks
+    would be dropped from the readouts without a word, so it is refused (with the fix) before anything is decoded."""
+    test = Path(test_root)
+    if not Path(root).is_dir() or not test.is_dir():
+        return  # _list_image_folder says which folder is missing
+    present = {p.name for p in Path(root).iterdir() if p.is_dir()}
+    extra = sorted(p.name for p in test.iterdir() if p.is_dir() and p.name not in present)
+    if extra:
+        raise ValueError(f"data.test_root {test} holds {len(extra)} class folder(s) that data.root {root} lacks: "
+                         f"{extra[:5]}{' ...' if len(extra) > 5 else ''}; their images would be left out of the "
+                         "readouts. Add the classes to data.root, move them out of data.test_root, or name the classes "
+                         "to use in data.class_list.")
+
+
 def load_data(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
     """Train and held-out :class:`ImageSet` s for ``cfg.data``: the test set, or with ``data.eval_split=val``
     a validation set that is neither (for calibration, so that the test set never chooses a recipe)."""
@@ -531,6 +546,8 @@ def _load_train_test(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
         return shapes_splits(d.n_train, d.n_test, size=d.image_size, seed=cfg.seed, classes=d.classes, clutter=d.clutter)
     if d.name == "imagefolder":
         classes = read_class_list(d.class_list) if d.class_list else None  # root, test_root: checked by the config
+        if classes is None:
+            _check_same_classes(d.root, d.test_root)
         kw = dict(max_per_class=d.max_per_class, workers=d.workers, cache=d.cache)
         train = load_image_folder(d.root, d.image_size, classes, **kw)
         return train, load_image_folder(d.test_root, d.image_size, list(train.classes), **kw)

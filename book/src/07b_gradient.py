@@ -12,7 +12,7 @@
 import os
 
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
-points = 21  # values of rho in the contraction figure
+points = 21  # values of rho in the contraction figure (every profile draws them all)
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -26,7 +26,7 @@ from ftcl_core.runs import RunDir
 from ftcl_core.study import diagnosis, diagnosis_readings, findings, gradient_algebra
 
 ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the runs below (smoke: trains tiny ones)
-rhos = np.linspace(-0.5, 1.0, points if profile != "smoke" else 7)
+rhos = np.array(gradient_algebra.rho_grid(points))
 lams = (1.0, 1.25, 1.5, 1.75, 2.0)
 rates = {lam: np.array([gradient_algebra.contraction_rate(float(r), lam) for r in rhos]) for lam in lams}
 run_figures.contraction_figure(rhos, rates, {lam: gradient_algebra.attraction_threshold(lam) for lam in lams})

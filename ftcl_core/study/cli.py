@@ -82,14 +82,15 @@ def check_unique_overrides(items: list[str]) -> None:
         seen[key] = item
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line (see the module).  A damaged run file that any command meets (``summary`` reading the
+def main(argv: list[str] | None = None, banner: str | None = None) -> int:
+    """The command line (see the module); ``banner``, ``train``'s first line where the program could not yet be sure
+    of it, is printed once the command's checks pass.  A damaged run file that any command meets (``summary`` reading the
     stored runs, say) is its one ``error:`` line, naming the file and the recovery, as every other fault is; a
     diverged run is its one line and :data:`EXIT_DIVERGED`; Ctrl-C and SIGTERM are one line and 128 + the signal's
     number (130, 143), wherever they come."""
     with _sigterm_interrupts():
         try:
-            return _main(argv)
+            return _main(argv, banner)
         except RunFileError as err:
             print(f"error: {err}", file=sys.stderr)
             return EXIT_ERROR
@@ -141,7 +142,7 @@ def _sigterm_interrupts():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _main(argv: list[str] | None = None) -> int:
+def _main(argv: list[str] | None = None, banner: str | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
     twice = sorted({a.split("=")[0] for a in given if a.startswith("--")
                     and sum(b.split("=")[0] == a.split("=")[0] for b in given) > 1})
@@ -234,12 +235,15 @@ def _main(argv: list[str] | None = None) -> int:
         return _plan(args)
     if args.command == "calibration":
         rows = trials(profile=args.profile)
+        if not rows:
+            return _none_where_files_put_them(args.profile, "calibration", "experiments/calibration/")
         scratch = profile_root(args.profile) / "calibration.csv"  # a store elsewhere keeps its own (writes_committed)
         path = write_csv(rows) if writes_committed(args.profile) else write_csv(rows, scratch) if args.profile == "cpu" else None
         print((f"<!-- written: {path} -->\n" if path else "") + markdown(rows))
         return 0
     if args.command == "summary":
-        check_store(args.profile)  # every run where its experiment file says, or a one-line refusal
+        if not check_store(args.profile):  # every run where its experiment file says, or a one-line refusal
+            return _none_where_files_put_them(args.profile, "summary", "experiments/")
         path = write_summary(args.profile)
         print(f"<!-- written: {path} -->\n" + summary_markdown(path))
         with open(path) as fh:
@@ -288,6 +292,8 @@ def _main(argv: list[str] | None = None) -> int:
     except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if banner:
+        print(banner, flush=True)
     try:
         with threads_to_train(args.out, say=not args.no_progress and distributed.rank_from_env() == 0):
             result = train(cfg, args.out, progress=not args.no_progress)
@@ -451,6 +457,18 @@ def _sweep_parallel(args, seeds: list[int]) -> int:
         for child in children:
             child.wait()
         return 130
+
+
+def _none_where_files_put_them(profile: str, command: str, files: str) -> int:
+    """Say that the store holds runs, but none where an experiment file under ``files`` puts them (runs trained with
+    ``train --out`` elsewhere, say), so ``command`` would write empty results; status 2, nothing written."""
+    root = profile_root(profile)
+    found = sum(1 for _ in root.rglob("eval.json"))
+    print(f"error: {found} complete run(s) under {root}, but none in a folder an experiment file of {files} names "
+          f"({root}/<table>/<setting>/seed<N>, where sweep writes): {command} reads only those, and would write empty "
+          f"results; nothing was written. Train the runs with python -m ftcl_core sweep EXPERIMENT_FILE, or point "
+          "FTCL_RUNS_ROOT at a store a sweep made.", file=sys.stderr)
+    return EXIT_ERROR
 
 
 def _has_runs(root) -> bool:

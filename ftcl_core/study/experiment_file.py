@@ -239,6 +239,10 @@ def profile_root(profile: str) -> Path:
         raise ConfigError(f"unknown profile {profile!r}; choose one of {PROFILES}.")
     env = os.environ.get("FTCL_RUNS_ROOT")
     if env:
+        if blocked := next((p for p in (Path(env), *Path(env).parents) if p.exists() and not p.is_dir()), None):
+            raise ConfigError(f"FTCL_RUNS_ROOT={env}" + (" is" if blocked == Path(env) else f" lies under {blocked},")
+                              + " a file, not a folder: point FTCL_RUNS_ROOT at a folder for the runs (made if "
+                              "missing), or unset it to use the repository's store.")
         return Path(env) / profile
     return ROOT / ("results" if profile == "cpu" else "runs") / profile
 

@@ -88,6 +88,19 @@ def autograd_gradient(z: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor,
     return grad
 
 
+RHO_RANGE = (-0.5, 1.0)  # the contraction figure's correlations: from keys that disagree to keys that agree fully
+
+
+def rho_grid(points: int) -> list[float]:
+    """``points`` evenly spaced correlations over :data:`RHO_RANGE` for the contraction figure (chapter 7b's
+    ``points`` parameter, which every profile honours); refused unless an integer from 2 to 401."""
+    if isinstance(points, bool) or not isinstance(points, int) or not 2 <= points <= 401:
+        raise ValueError(f"points={points!r}: the contraction figure needs an integer from 2 to 401 values of rho "
+                         "(each costs a gradient step at five values of lambda), e.g. -p points 21.")
+    lo, hi = RHO_RANGE
+    return [lo + (hi - lo) * i / (points - 1) for i in range(points)]
+
+
 def contraction_rate(rho: float, lam: float, tau: float = 0.2, n: int = 512, dim: int = 64, queue: int = 4096,
                      spread: float = 1e-3, lr: float = 1e-2, seed: int = 0) -> float:
     """Relative change of a concentrated representation's spread after one SGD step of the FT loss.
