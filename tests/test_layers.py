@@ -46,8 +46,9 @@ PAGES = sorted((PACKAGE / "pages").rglob("*.py"))
 # trial (the log's digest in the seal, the config in provenance.json, a resume that executes otherwise, the lift's
 # refusals of what is not logits or features, PlateauStart's of strings and bools, a config file's other bases,
 # overrides that are no strings, a run beyond a million epochs, timm with split batch-norm, the idle keys checked in
-# FTConfig itself, check_compatible moved beside the checkpoints it reads) ~95
-LIBRARY_LINES = 5_485
+# FTConfig itself, check_compatible moved beside the checkpoints it reads) ~95; issue 64's seventh trial (an
+# override with no value, a held-out class the training folder lacks) ~6
+LIBRARY_LINES = 5_491
 FIGURES = ("matplotlib", "plotly", "IPython", "ipywidgets")
 
 

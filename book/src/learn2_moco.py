@@ -117,12 +117,13 @@ def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator):
 
 
 # %% [markdown]
-# One line needs a word: the key batch is shuffled before the key encoder sees it and unshuffled after. Batch
-# normalisation computes statistics over a batch, and a query and its key computed in the same batch statistics can
-# find each other by those statistics alone, a shortcut. MoCo's fix (*shuffle-BN*) gives the key encoder a
-# differently composed batch. With ordinary batch normalisation on one device a shuffle would change nothing (the
-# whole batch shares one set of statistics); the library's encoder therefore normalises in groups of the batch, as
-# MoCo's own single-machine demo does, so that shuffling changes which images share a group.
+# One line needs a word: the keys' batch is shuffled before the key encoder sees it, and put back in order after.
+# Batch normalisation normalises each image with the mean and variance of the images batched with it. If query $i$
+# and key $i$ were normalised among the same images, both would carry a trace of that group, and the loss could fall
+# by matching the trace instead of the image: the MoCo paper found that the model then "cheats", its loss low and its
+# features poor. With one set of statistics for the whole batch a shuffle would change nothing, so the library's
+# encoder normalises in groups of the batch (as MoCo's own single-machine demo does), and the shuffle puts key $i$ in
+# another group than query $i$: *shuffle-BN*.
 #
 # ## Train it for a minute
 

@@ -6,7 +6,7 @@
 # and how a *collapse* would show, and what only looks like one.
 #
 # The previous chapter watched the loss of the MoCo it built. A loss says little on its own: its value moves with the
-# size of the queue and the temperature, so two runs' losses cannot be compared. The paper (Sec 3.2) looks at the
+# size of the queue and the temperature, so two runs' losses cannot be compared. The paper looks at the
 # scores instead, the cosines that the loss turns into a softmax: how high the positive pair scores, and how the
 # negatives sit around it. The run we read is {term}`MoCo v2`, the previous chapter's MoCo with an MLP head, stronger
 # augmentations and a temperature of 0.2, trained for a few minutes on the drawn shapes and stored with the book.
@@ -119,16 +119,19 @@ checks.expect(curves.CHECKS, init, "a random encoder's positives score above its
 # positives still agree ({glue:md}`init_centred_pos`) while the negatives do not ({glue:md}`init_centred_neg`, right).
 # High cosines at the start are the network's, not a collapse. That is why a collapse is read *during* training, on
 # the encoder being trained: Mean(neg) climbing back towards one, above the {term}`collapse level`
-# ({glue:md}`init_level`), and the gap to Mean(pos) gone.
+# ({glue:md}`init_level`: negatives as close to their query as the trained run's positives end, {glue:md}`curve_pos_end`
+# below), and the gap to Mean(pos) gone.
 #
 # ## A whole run, read with the tool
 #
 # The stored run recorded the three statistics at every step, and the {term}`contrastive top-1`: how often the
-# positive outscores all $K$ negatives.
+# positive outscores all $K$ negatives. The top row is the whole run; the bottom row zooms into its first two epochs,
+# step by step, where the queue fills and everything moves fast. The red dots are the numbers the next paragraphs quote.
 
 # %% tags=["remove-input"]
 metrics = run.load_metrics()
-run_figures.score_statistics({"MoCo v2": metrics}, columns=("pos_mean", "neg_mean", "neg_var", "top1"))
+own = curves.training_curve_facts(metrics, cfg.moco.queue_size, cfg.train.batch_size)  # this run's, as drawn
+run_figures.whole_run(metrics, curves.curve_marks(own))
 plt.show()
 
 # %% tags=["remove-cell"]
@@ -155,10 +158,10 @@ checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "th
 # images of that shape: false negatives, scoring as high as the positive or higher. The top-1 falls while the
 # features get better; a wide spread of the negatives is the sign.
 #
-# ## The gradient landscape (Supp C)
+# ## The gradient landscape
 #
-# The tool's second picture is the L2 norm of every layer's gradient, averaged over each epoch: one row of colour
-# per layer of the query encoder, from the input (top) to the head (bottom).
+# The tool's second picture (Supp C of the paper) is the L2 norm of every layer's gradient, averaged over each
+# epoch: one row of colour per layer of the query encoder, from the input (top) to the head (bottom).
 
 # %% tags=["remove-input"]
 g = run.load_grad_norms()
@@ -244,7 +247,7 @@ glue_facts("swing_", swings)
 # momenta's readouts a collapse; [the momentum chapter](05_momentum.ipynb) tests them over every seed.
 #
 # :::{admonition} How this book states a difference
-# :class: dropdown
+# :class: note
 #
 # {term}`Readout <readout>` is top-1 accuracy in percent, so a difference between two settings is in **points**. The two are
 # compared {term}`paired`: the same seed (the same initial weights and data order) trained once with each setting, one

@@ -185,8 +185,9 @@ glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 # Every one of the {glue:md}`check_n` measured scores lies on eq. 4 and inside its range (left). The same formula
 # with $\lambda$ in $(0, 1)$ is *interpolation* of the positive pair, and it raises every score (right): an easier
 # pair, which is why the paper's Table 3 finds that it hurts. One more consequence: the mixed vectors are no longer of
-# length one ($\|\hat z_q\|^2 = 1 + 2\lambda(\lambda-1)(1-S)$, the first exercise), so $\hat S$ is a dot product, not a
-# cosine, and it can fall below $-1$.
+# length one (how long, and when longer than one, is the first exercise), so $\hat S$ is a dot product, not a
+# cosine, and it can fall below $-1$. The extrapolated query also meets the negatives (the paper's code scores them
+# with it too), so its length scales every negative score of its row, not only the positive's.
 #
 # ## Explorer: α, λ and S
 #

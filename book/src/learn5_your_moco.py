@@ -216,9 +216,12 @@ plt.show()
 # ## Exercises
 #
 # 1. Switch on negative interpolation alone. Which column of the logits changes, and which stays as in plain MoCo?
-# 2. At which optimiser step does FT switch on in a 120-epoch run of the harder task, started at 30 % of the run?
-# 3. From the stored runs of the harder task, compare raw Mean(neg) in the tenth of the run after FT switches on,
-#    with FT from the first step and without FT, at 120 epochs.
+# 2. Replay the plateau rule on the same stored losses with a window $w$ of 2, 5 and 10 epochs
+#    (`ft.PlateauStart.replay`). Where does each switch FT on, and which would you trust, knowing that FT from the
+#    first steps costs readout?
+# 3. Predict, then check: in the tenth of the run after FT switches on, is raw Mean(neg) higher with FT from the first
+#    step or without FT? Check it seed by seed on the stored 120-epoch runs of the harder task. What does the answer
+#    suggest about why FT from the first step costs?
 # 4. Put the four lines into the MoCo step you built two chapters ago and train it for a minute on the shapes, three
 #    ways from one start: plain, with both transformations, and with negative interpolation alone. Score each
 #    encoder with the {term}`kNN readout`. What can one seed and one minute tell you, and what not?
@@ -232,14 +235,17 @@ neg_only = ft.logits(q, k, queue, ft.FTConfig(neg=True), gen, tau=0.2)
 print(f"positive column unchanged: {torch.allclose(neg_only[:, 0], plain[:, 0])}; "
       f"negative columns unchanged: {torch.allclose(neg_only[:, 1:], plain[:, 1:])}")
 
-# Solution 2: 30 % of 120 epochs is epoch 36, times the optimiser steps of one epoch of
-# its recipe.
-per_epoch = headroom.steps_per_epoch()
-print(f"step {36 * per_epoch} ({per_epoch} steps an epoch)")
+# Solution 2: a short window sees a slowdown as soon as the first fast fall ends, and
+# switches FT on within the first epochs, where it costs; a longer window waits for the
+# loss to slow for longer, and switches later.
+losses = auto_start.epoch_losses(stored)
+for w in (2, 5, 10):
+    print(f"window {w:>2}: FT on from epoch {ft.PlateauStart.replay(losses, window=w)}")
 
 # Solution 3: the tenth of the run after the switch, FT from the first step (switch at
 # step 0) against the baseline, seed by seed: FT's Mean(neg) stands above the
-# baseline's.
+# baseline's, its images crowded together early (an association: the book's evidence
+# pages test whether the crowding is the cause).
 import numpy as np
 
 ft_runs, base_runs = (
@@ -253,6 +259,10 @@ for seed in sorted(set(ft_runs) & set(base_runs)):
     )
     print(f"seed {seed}: Mean(neg) {with_ft:.2f} with FT, {without:.2f} without")
 
+# %% tags=["remove-cell"]
+# the solutions' words: a short window switches within the first tenth, a longer one later
+switches = [ft.PlateauStart.replay(losses, window=w) for w in (2, 5, 10)]
+assert switches == sorted(switches) and switches[0] < 12 <= switches[1], switches
 
 # %% tags=["hide-cell", "teaching"]
 # Solution 4: the step of the MoCo chapter with the four lines in place of its three

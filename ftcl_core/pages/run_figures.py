@@ -66,6 +66,34 @@ def score_statistics(runs: Mapping[str, Mapping[str, np.ndarray]], columns=("pos
     return fig
 
 
+def whole_run(m: Mapping[str, np.ndarray], marks: Mapping[str, Sequence[tuple[float, float, str]]],
+              columns=("pos_mean", "neg_mean", "neg_var", "top1"), zoom: float = 2.0, window: int = 10):
+    """One run's score statistics over the whole run (top row, ``window``-step means) and over its first ``zoom``
+    epochs, step by step (bottom row), where the queue fills and the curves move fastest. ``marks`` (per column,
+    ``(epoch, value, text)``: :func:`ftcl_core.study.curves.curve_marks`) are the numbers the prose quotes, drawn as
+    dots with their text, in the row whose span holds them."""
+    import matplotlib.pyplot as plt
+
+    xs = fractional_epoch(m)
+    fig, axes = plt.subplots(2, len(columns), figsize=(BOOK_WIDTH_IN, 4.6), squeeze=False, layout="constrained")
+    for axs, early in zip(axes, (False, True)):
+        keep = xs <= zoom if early else np.ones_like(xs, dtype=bool)
+        for ax, col in zip(axs, columns):
+            ax.plot(xs[keep], smooth(m[col], 1 if early else window)[keep], lw=1.0 if early else 1.4, color="C0")
+            for x, y, text in marks.get(col, ()):
+                if (x <= zoom) == early:
+                    ax.plot([x], [y], "o", color="C3", ms=4, zorder=3)
+                    right = x > 0.75 * (zoom if early else xs[-1])  # a label near the right edge reads leftwards
+                    ax.annotate(text, (x, y), textcoords="offset points", xytext=(-4 if right else 4, 4),
+                                ha="right" if right else "left", fontsize=TEXT_PT - 1, color="C3")
+            ax.set_title(STAT_LABELS.get(col, col) if not early else f"first {zoom:g} epochs", fontsize=TITLE_PT)
+            ax.set_xlabel(_progress_label("epoch", 1 if early else window), fontsize=TEXT_PT - 1)
+            ax.tick_params(labelsize=TEXT_PT)
+            ax.grid(alpha=0.3)
+            ax.margins(y=0.14)  # room for a label above the highest dot
+    return fig
+
+
 GREY = "#c8c8c8"
 """The runs a highlighted figure sets back (:func:`score_statistics`, :func:`grad_norm_epochs`)."""
 

@@ -143,7 +143,8 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
     pos, neg_s = smooth(metrics["pos_mean"], window), smooth(metrics["neg_mean"], window)
     v.update(pos_low=float(pos[:early].min()), pos_low_step=int(np.argmin(pos[:early])),
              pos_end=float(np.mean(pos[-tail:])), neg_low=float(neg_s[:early].min()),
-             neg_end=float(np.mean(neg_s[-tail:])), var_peak=float(var.max()), var_peak_step=int(np.argmax(var)))
+             neg_end=float(np.mean(neg_s[-tail:])), var_peak=float(var.max()), var_peak_step=int(np.argmax(var)),
+             neg_low_step=int(np.argmin(neg_s[:early])))
     return {"ln_k": fixed(ln_k, 2), "fill": str(fill), "fill_epoch": fixed(fill / per_epoch, 1),
             "loss_start": fixed(v["loss_start"], 1), "loss_peak": fixed(v["loss_peak"], 1), "peak_step": str(peak),
             "loss_end": fixed(v["loss_end"], 1), "neg_start": _num(v["neg_start"], 2),
@@ -156,6 +157,24 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
             "pos_low_epoch": fixed(v["pos_low_step"] / per_epoch, 1), "pos_end": fixed(v["pos_end"], 2),
             "neg_low": _num(v["neg_low"], 2), "neg_end": _num(v["neg_end"], 2), "var_peak": fixed(v["var_peak"], 2),
             "var_peak_epoch": fixed(v["var_peak_step"] / per_epoch, 0), "values": v}
+
+
+def curve_marks(facts: Mapping) -> dict[str, list[tuple[float, float, str]]]:
+    """The numbers :func:`training_curve_facts` quotes, as points to mark on the figure that draws its curves:
+    ``{column: [(epoch, value, text), ...]}``, the text as the prose prints it (an end value is the mean of the last
+    ``tail`` steps, marked at the last step)."""
+    v, per_epoch = facts["values"], facts["values"]["per_epoch"]
+    end = (v["steps"] - 1) / per_epoch
+
+    def at(step: int) -> float:
+        return step / per_epoch
+
+    return {"pos_mean": [(at(v["pos_low_step"]), v["pos_low"], facts["pos_low"]), (end, v["pos_end"], facts["pos_end"])],
+            "neg_mean": [(0.0, v["neg_start"], facts["neg_start"]), (at(v["peak_step"]), v["neg_peak"], facts["neg_peak"]),
+                         (at(v["neg_low_step"]), v["neg_low"], facts["neg_low"]), (end, v["neg_end"], facts["neg_end"])],
+            "neg_var": [(at(v["top1_step"]), v["var_at_top1"], facts["var_at_top1"]),
+                        (at(v["var_peak_step"]), v["var_peak"], facts["var_peak"]), (end, v["var_end"], facts["var_end"])],
+            "top1": [(at(v["top1_step"]), v["top1_peak"], facts["top1_peak"]), (end, v["top1_end"], facts["top1_end"])]}
 
 
 def _batch_norm(name: str) -> bool:
