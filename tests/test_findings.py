@@ -12,7 +12,7 @@ import re
 import pytest
 import yaml
 
-from ftcl_core.study import experiment_file, findings, table_verdicts
+from ftcl_core.study import evidence, experiment_file, findings, table_verdicts
 from ftcl_core.study.results import claims
 from ftcl_core.study.results.numbers import plus_minus
 
@@ -25,8 +25,8 @@ GLUE = re.compile(r"\{glue:text\}`(?:([\w.]+)::)?(\w+)(?::s)?`")
 
 
 @pytest.fixture(scope="module")
-def ev() -> findings.Evidence:
-    return findings.Evidence.load("cpu")
+def ev() -> evidence.Evidence:
+    return evidence.Evidence.load("cpu")
 
 
 def answer_markdown() -> str:
@@ -55,7 +55,7 @@ def test_every_check_holds_on_the_stored_runs(ev):
         findings.expect(ev, "nonsense")
 
 
-def _summary(ev: findings.Evidence, pick, **change) -> findings.Evidence:
+def _summary(ev: evidence.Evidence, pick, **change) -> evidence.Evidence:
     """``ev`` with the summary rows ``pick`` selects changed."""
     return dataclasses.replace(ev, summary=tuple({**r, **change} if pick(r) else r for r in ev.summary))
 
@@ -64,40 +64,40 @@ def _row(table: str, setting: str, reference: str):
     return lambda r: r["table"] == table and r["setting"] == setting and r["reference"] == reference
 
 
-def _comparison(ev: findings.Evidence, table: str, setting: str, reference: str):
+def _comparison(ev: evidence.Evidence, table: str, setting: str, reference: str):
     """Every summary row of the comparison ``setting`` against ``reference`` in ``table`` is (tables share runs: T7's
     v1 +both is T6's start 0, counted once, under whichever table comes first)."""
     key = table_verdicts.comparison_key(next(r for r in ev.summary if _row(table, setting, reference)(r)))
     return lambda r: table_verdicts.comparison_key(r) == key
 
 
-def _cell(ev: findings.Evidence, label: str, f: float, knn: bool = False, **change) -> findings.Evidence:
+def _cell(ev: evidence.Evidence, label: str, f: float, knn: bool = False, **change) -> evidence.Evidence:
     grid = ev.phase_knn if knn else ev.phase
     new = {**grid, label: {**grid[label], f: {**grid[label][f], **change}}}
     return dataclasses.replace(ev, **{"phase_knn" if knn else "phase": new})
 
 
-def _first(ev: findings.Evidence, key: str, knn: bool = False, **change) -> findings.Evidence:
+def _first(ev: evidence.Evidence, key: str, knn: bool = False, **change) -> evidence.Evidence:
     rows = ev.first_step_knn if knn else ev.first_step
     return dataclasses.replace(ev, **{"first_step_knn" if knn else "first_step": {**rows, key: {**rows[key], **change}}})
 
 
-def _length(ev: findings.Evidence, epochs: int, **change) -> findings.Evidence:
+def _length(ev: evidence.Evidence, epochs: int, **change) -> evidence.Evidence:
     return dataclasses.replace(ev, length=tuple({**r, **change} if r["kind"] == "length" and r["epochs"] == epochs
                                                 else r for r in ev.length))
 
 
-def _switch(ev: findings.Evidence, pick, **change) -> findings.Evidence:
+def _switch(ev: evidence.Evidence, pick, **change) -> evidence.Evidence:
     return dataclasses.replace(ev, switch={lb: {f: {**st, **change} if pick(lb, f) else st for f, st in rows.items()}
                                            for lb, rows in ev.switch.items()})
 
 
-def _headroom(ev: findings.Evidence, setting: str, **change) -> findings.Evidence:
+def _headroom(ev: evidence.Evidence, setting: str, **change) -> evidence.Evidence:
     return dataclasses.replace(ev, headroom=tuple({**r, **change} if r["setting"] == setting else r
                                                   for r in ev.headroom))
 
 
-def _capacity(ev: findings.Evidence, name: str, **change) -> findings.Evidence:
+def _capacity(ev: evidence.Evidence, name: str, **change) -> evidence.Evidence:
     return dataclasses.replace(ev, capacity=tuple({**r, **change} if r["comparison"] == name else r
                                                   for r in ev.capacity))
 
@@ -105,7 +105,7 @@ def _capacity(ev: findings.Evidence, name: str, **change) -> findings.Evidence:
 LONGEST = 240  # the longest decided length today (the longer-run checks rest on it)
 
 # One fabricated change of the stored rows per check, under which its verdict flips: the check must fail.
-def _summary_row(ev: findings.Evidence, table: str, setting: str, **change) -> findings.Evidence:
+def _summary_row(ev: evidence.Evidence, table: str, setting: str, **change) -> evidence.Evidence:
     return dataclasses.replace(ev, summary=tuple({**r, **change} if (r["table"], r["setting"]) == (table, setting)
                                                  else r for r in ev.summary))
 
@@ -127,7 +127,7 @@ FLIPS = {
     "photos-knn-costs": lambda ev: _first(ev, "real, longer", knn=True, verdict=claims.NO_EFFECT),
     "photos-little-room": lambda ev: dataclasses.replace(ev, pixels=50.0),
     "rho-below-band-first": lambda ev: _switch(ev, lambda lb, f: f == 0.0 and lb.startswith("shapes"), rho_before=0.9),
-    "rho-above-band-late": lambda ev: _switch(ev, lambda lb, f: f >= findings.LATE_FROM, rho_before=0.1),
+    "rho-above-band-late": lambda ev: _switch(ev, lambda lb, f: f >= evidence.LATE_FROM, rho_before=0.1),
     "photos-concentrate-as-far": lambda ev: _switch(ev, lambda lb, f: f == 0.0 and not lb.startswith("shapes"),
                                                     peak_neg_mean_after=0.3),
     "late-helps-where-stated": lambda ev: _cell(ev, "Fashion-MNIST, 30 epochs", 0.8, verdict=claims.NO_EFFECT),
@@ -186,13 +186,13 @@ def test_every_check_has_a_flip():
 def test_a_flipped_verdict_fails_the_check_that_rests_on_it(ev, name):
     flipped = FLIPS[name](ev)
     assert findings.CHECKS[name](flipped), f"{name} still holds after its verdict flipped"
-    with pytest.raises(findings.FindingsDisagree, match=re.escape(repr(name))):
+    with pytest.raises(evidence.FindingsDisagree, match=re.escape(repr(name))):
         findings.expect(flipped)
 
 
 def test_a_flip_fails_only_the_checks_that_rest_on_it(ev):
     flipped = FLIPS["first-step-costs"](ev)
-    with pytest.raises(findings.FindingsDisagree, match="'first-step-costs'.*matches the paper"):
+    with pytest.raises(evidence.FindingsDisagree, match="'first-step-costs'.*matches the paper"):
         findings.expect(flipped)
     findings.expect(flipped, *(name for name in findings.CHECKS if name != "first-step-costs"))
 
@@ -200,23 +200,23 @@ def test_a_flip_fails_only_the_checks_that_rest_on_it(ev):
 def test_a_cell_where_ft_helps_early_or_unstated_fails_the_late_start_words(ev):
     """FT helping from the first step, or at Table 6's epoch 1 (3 % of the run, not a late start), contradicts the
     words "all late starts"; so does a late cell that starts to help where the text names none."""
-    label = next(lb for lb, rows in ev.phase.items() if any(0 < f < findings.LATE_FROM for f in rows))
-    early_f = next(f for f in ev.phase[label] if 0 < f < findings.LATE_FROM)
+    label = next(lb for lb, rows in ev.phase.items() if any(0 < f < evidence.LATE_FROM for f in rows))
+    early_f = next(f for f in ev.phase[label] if 0 < f < evidence.LATE_FROM)
     assert (label, early_f) not in {(lb, f) for lb, f, _ in ev.late_cells()}
-    assert ev.late_cells() and all(f >= findings.LATE_FROM for _, f, _ in ev.late_cells())
-    assert all(f >= findings.LATE_FROM for _, f in findings.STATED_HELPS)
+    assert ev.late_cells() and all(f >= evidence.LATE_FROM for _, f, _ in ev.late_cells())
+    assert all(f >= evidence.LATE_FROM for _, f in findings.STATED_HELPS)
     for f in (0.0, early_f):
         helps = _cell(ev, label, f, verdict=claims.MATCHES, scale=claims.POINTS, diff=7.0, n_seeds=3)
-        with pytest.raises(findings.FindingsDisagree, match="'late-helps-where-stated'"):
+        with pytest.raises(evidence.FindingsDisagree, match="'late-helps-where-stated'"):
             findings.expect(helps, "late-helps-where-stated")
-    with pytest.raises(findings.FindingsDisagree, match="'late-helps-where-stated'"):
+    with pytest.raises(evidence.FindingsDisagree, match="'late-helps-where-stated'"):
         findings.expect(_cell(ev, "shapes, 30 epochs", 0.8, verdict=claims.SMALLER), "late-helps-where-stated")
 
 
 def test_a_resolution_point_where_ft_helps_fails_the_network_words(ev):
     """The "first step" and "network" words rest on the 56-px pair too once it is decided."""
     helps = {**ev.resolution, "n_seeds": 3, "diff": 6.0, "ci95": 2.0, "verdict": claims.MATCHES}
-    with pytest.raises(findings.FindingsDisagree, match="'network-costs'.*56-px crops: matches the paper"):
+    with pytest.raises(evidence.FindingsDisagree, match="'network-costs'.*56-px crops: matches the paper"):
         findings.expect(dataclasses.replace(ev, resolution=helps), "network-costs")
 
 
@@ -225,16 +225,16 @@ def test_a_longer_length_landing_cannot_falsify_the_words_on_30_and_120_epochs(e
     its check standing (the longer-run checks are the ones that fail)."""
     longer = _length(ev, LONGEST, n_seeds=3, diff=-1.0, ci95=1.0, verdict=claims.NO_EFFECT, ft=97.0, baseline=98.0)
     findings.expect(longer, "length-narrows-not-damage")
-    with pytest.raises(findings.FindingsDisagree, match="'longest-shrinks-points-not-errors'"):
+    with pytest.raises(evidence.FindingsDisagree, match="'longest-shrinks-points-not-errors'"):
         findings.expect(longer, "longest-shrinks-points-not-errors")
 
 
 def test_no_runs_decide_nothing_and_the_checks_say_so(tmp_path):
-    empty = findings.Evidence.load("cpu", root=tmp_path)
+    empty = evidence.Evidence.load("cpu", root=tmp_path)
     assert all(r["n_seeds"] == 0 for r in empty.first_step.values())
-    with pytest.raises(findings.FindingsDisagree, match="undecided"):
+    with pytest.raises(evidence.FindingsDisagree, match="undecided"):
         findings.expect(empty, "first-step-costs")
-    with pytest.raises(findings.FindingsDisagree, match="undecided"):
+    with pytest.raises(evidence.FindingsDisagree, match="undecided"):
         findings.expect(empty, "encoder-undoes-harder-positive")
 
 
@@ -244,8 +244,8 @@ def test_facts_are_the_stored_numbers_formatted_once(ev):
     facts = findings.facts(ev)
     assert facts["first_recipe"] == plus_minus(ev.first_step["recipe"]["diff"], ev.first_step["recipe"]["ci95"], signed=True)
     cell = ev.phase["shapes, 120 epochs"][0.3]
-    assert facts[findings.cell_key("shapes, 120 epochs", 0.3)] == plus_minus(cell["diff"], cell["ci95"], signed=True)
-    assert findings.cell_key("Fashion-MNIST, 30 epochs", 0.8, knn=True) == "phase_knn_fmnist_30_80"
+    assert facts[evidence.cell_key("shapes, 120 epochs", 0.3)] == plus_minus(cell["diff"], cell["ci95"], signed=True)
+    assert evidence.cell_key("Fashion-MNIST, 30 epochs", 0.8, knn=True) == "phase_knn_fmnist_30_80"
     counts = table_verdicts.tally(list(ev.summary))["all"]["ft"]
     assert sum(int(facts[f"claims_{k}"]) for k in findings.TALLY_KEYS.values()) == int(facts["claims"]) == sum(counts.values())
     assert all(isinstance(v, str) for v in facts.values())
@@ -306,7 +306,7 @@ def test_the_readmes_findings_are_what_the_script_writes(ev):
     block = tool().block(ev)
     assert block in readme, "README's findings are stale: run `python tools/readme_findings.py`"
     assert "{glue" not in block and "](#" not in block
-    assert (experiment_file.ROOT / findings.FIGURE).is_file()
+    assert (experiment_file.ROOT / evidence.FIGURE).is_file()
 
 
 def test_the_script_finds_a_stale_readme_and_rewrites_only_its_block(tmp_path):
@@ -315,7 +315,7 @@ def test_the_script_finds_a_stale_readme_and_rewrites_only_its_block(tmp_path):
     readme.write_text(current)
     script = tool()
     assert script.main(["--check", "--readme", str(readme)]) == 0
-    stale = current.replace(findings.facts(findings.Evidence.load("cpu"))["t7_v1_both"], "-1.0 ± 0.1", 1)
+    stale = current.replace(findings.facts(evidence.Evidence.load("cpu"))["t7_v1_both"], "-1.0 ± 0.1", 1)
     readme.write_text(stale)
     assert script.main(["--check", "--readme", str(readme)]) == 1
     text = "intro\n" + script.MARKERS[0] + "\nold\n" + script.MARKERS[1] + "\nrest\n"
@@ -336,10 +336,10 @@ def test_the_script_fills_glue_and_links_and_refuses_unknown_names():
 
 
 def test_the_phase_diagram_holds_the_task_with_rooms_rows(ev):
-    labels, fractions, diff, _, words = findings.phase_grid(ev)
-    rows = findings.room_rows(ev)
+    labels, fractions, diff, _, words = evidence.phase_grid(ev)
+    rows = evidence.room_rows(ev)
     assert rows and set(rows) <= set(labels) and set(rows["task with room, 120 epochs"]) == {0.0, 0.3}
     i, j = labels.index("task with room, 120 epochs"), fractions.index(0.3)
     late = next(r for r in ev.headroom if r["setting"] == "+both from 36 of 120")
     assert diff[i, j] == float(late["diff_mean"]) and words[i][j].startswith(late["verdict"])
-    assert findings.room_rows(dataclasses.replace(ev, headroom=())) == {}
+    assert evidence.room_rows(dataclasses.replace(ev, headroom=())) == {}

@@ -55,9 +55,9 @@ def render(markdown: str, facts: Mapping[str, str], anchors: Mapping[str, str]) 
 
 def block(ev=None) -> str:
     """README.md's findings block, markers included, once every check holds on the stored runs (``ev``)."""
-    from ftcl_core.study import findings
+    from ftcl_core.study import evidence, findings
 
-    ev = ev or findings.Evidence.load("cpu")
+    ev = ev or evidence.Evidence.load("cpu")
     findings.expect(ev)
     return "\n".join([MARKERS[0], "", render(SOURCE.read_text(), findings.facts(ev), labels()).strip(), "",
                       MARKERS[1]])
@@ -74,7 +74,7 @@ def replace_block(text: str, new: str) -> str:
 
 
 def write_figure(ev) -> Path:
-    """The phase diagram the README and the index show (:data:`ftcl_core.study.findings.FIGURE`)."""
+    """The phase diagram the README and the index show (:data:`ftcl_core.study.evidence.FIGURE`)."""
     from ftcl_core.pages.findings import write_figure as draw
 
     return draw(ev, title="MoCo v1: FT minus the same run without FT (linear top-1, points)",
@@ -86,13 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when README.md's block is stale; write nothing")
     parser.add_argument("--readme", type=Path, default=README, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    from ftcl_core.study import findings
+    from ftcl_core.study import evidence
 
-    ev = findings.Evidence.load("cpu")
+    ev = evidence.Evidence.load("cpu")
     text = args.readme.read_text()
     try:
         fresh = replace_block(text, block(ev))
-    except (findings.FindingsDisagree, KeyError, ValueError) as err:
+    except (evidence.FindingsDisagree, KeyError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.check:

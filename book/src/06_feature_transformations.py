@@ -95,10 +95,10 @@ plt.show()
 
 # %% tags=["remove-cell"]
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, findings
+from ftcl_core.study import checks, evidence, findings
 
 # the authored reading rests on the stored cpu runs, whatever profile this page ran with (results/summary.csv)
-stored_ev = findings.Evidence.load("cpu")
+stored_ev = evidence.Evidence.load("cpu")
 glue_facts("", {k: v for k, v in findings.facts(stored_ev).items() if k.startswith(("t7_v1_pos", "t7_v1_neg"))})
 findings.expect(stored_ev, "positive-mixing-costs")
 

@@ -19,16 +19,16 @@ import matplotlib.pyplot as plt
 from myst_nb import glue
 
 from ftcl_core.pages import findings as findings_figure
-from ftcl_core.study import findings
+from ftcl_core.study import evidence, findings
 
-ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
+ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 findings_figure.draw_phase_diagram(ev, False, title="MoCo v1: FT minus the same run without FT (linear top-1, points)",
                                    column=lambda f: f"FT from {f:.0%} of the run" if f else "FT from the start")
 plt.show()
 
 # %% tags=["remove-cell"]
 # the answer rests on the stored runs of the cpu profile, whatever profile this page ran with
-stored = ev if profile == "cpu" else findings.Evidence.load("cpu")
+stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")
 for name, value in findings.facts(stored).items():  # the index and chapter 1 paste them too (book/findings.md)
     glue(name, value, display=False)
 findings.expect(stored)  # every check the sentences below and book/findings.md name (<!-- checks: ... -->)

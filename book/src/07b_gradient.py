@@ -23,9 +23,9 @@ from IPython.display import display
 
 from ftcl_core.pages import markup, run_figures
 from ftcl_core.runs import RunDir
-from ftcl_core.study import diagnosis, diagnosis_readings, findings, gradient_algebra
+from ftcl_core.study import diagnosis, diagnosis_readings, evidence, findings, gradient_algebra
 
-ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the runs below (smoke: trains tiny ones)
+ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the runs below (smoke: trains tiny ones)
 rhos = np.array(gradient_algebra.rho_grid(points))
 lams = (1.0, 1.25, 1.5, 1.75, 2.0)
 rates = {lam: np.array([gradient_algebra.contraction_rate(float(r), lam) for r in rhos]) for lam in lams}
@@ -33,7 +33,7 @@ run_figures.contraction_figure(rhos, rates, {lam: gradient_algebra.attraction_th
 plt.show()
 
 # %% tags=["remove-cell"]
-stored = ev if profile == "cpu" else findings.Evidence.load("cpu")  # the words rest on the stored cpu runs
+stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")  # the words rest on the stored cpu runs
 findings.expect(stored, "rho-below-band-first", "rho-above-band-late")
 
 # %% [markdown]

@@ -20,9 +20,19 @@ from IPython.display import display
 
 from ftcl_core.pages import markup, result_figures, tables
 from ftcl_core.pages.glue import glue_checked, glue_facts
-from ftcl_core.study import calibration, checks, diagnosis, diagnosis_readings, experiment_file, findings, store, table_verdicts
+from ftcl_core.study import (
+    calibration,
+    checks,
+    diagnosis,
+    diagnosis_readings,
+    evidence,
+    experiment_file,
+    findings,
+    store,
+    table_verdicts,
+)
 
-ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
+ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 paths = diagnosis.FIRST_STEP_EXPERIMENTS
 runs_of = {key: ev.records[path] for key, path in paths.items()}
 CHANGES = ("recipe", "recipe v2", "init", "oracle", "classes", "shards")
@@ -31,7 +41,7 @@ result_figures.comparison_forest([ev.first_step[key] for key in CHANGES],
 plt.show()
 # the runs the page's authored text rests on, whatever profile this page ran with: the stored runs of the cpu profile
 # (their numbers are glued into the text, and hidden cells check each claim of it against them)
-stored = ev if profile == "cpu" else findings.Evidence.load("cpu")
+stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")
 stored_runs = {key: stored.records[path] for key, path in paths.items()}
 
 

@@ -19,12 +19,12 @@ from IPython.display import display
 
 from ftcl_core.pages import result_figures, tables
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis_readings, findings
+from ftcl_core.study import checks, diagnosis_readings, evidence, findings
 
-ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
+ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 result_figures.capacity_figure(list(ev.capacity))
 plt.show()
-stored = ev if profile == "cpu" else findings.Evidence.load("cpu")  # the words rest on the stored cpu runs
+stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")  # the words rest on the stored cpu runs
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "network-costs")

@@ -19,9 +19,9 @@ from IPython.display import display
 
 from ftcl_core.pages import result_figures, tables
 from ftcl_core.pages.glue import glue_checked
-from ftcl_core.study import diagnosis, diagnosis_readings, findings
+from ftcl_core.study import diagnosis, diagnosis_readings, evidence, findings
 
-ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
+ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 paths = diagnosis.FIRST_STEP_EXPERIMENTS
 runs_of = {key: ev.records[path] for key, path in paths.items()}
 
@@ -39,7 +39,7 @@ real_rows, gain = real_rows_of(ev, runs_of)
 result_figures.comparison_forest(real_rows, "Fashion-MNIST, MoCo v1: FT from the first step minus its baseline (top-1)")
 plt.show()
 # the words rest on the stored cpu runs, whatever profile this page ran with
-stored = ev if profile == "cpu" else findings.Evidence.load("cpu")
+stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")
 stored_runs = {key: stored.records[path] for key, path in paths.items()}
 
 

@@ -19,16 +19,16 @@ from IPython.display import display
 
 from ftcl_core.pages import result_figures, tables
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis, diagnosis_readings, findings
+from ftcl_core.study import checks, diagnosis, diagnosis_readings, evidence, findings
 
-ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
+ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 length_path = diagnosis.LENGTH_EXPERIMENTS["the shapes"]
 steps, arms, random_init = diagnosis_readings.length_arms(ev.records[length_path], ev.length)
 if any(arms["baseline"]):
     result_figures.readout_by_length(steps, arms, random_init=random_init,
                         title="Shapes, calibrated MoCo v1: linear top-1 against the length of the run")
     plt.show()
-stored = ev if profile == "cpu" else findings.Evidence.load("cpu")  # the words rest on the stored cpu runs
+stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")  # the words rest on the stored cpu runs
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "length-narrows-not-damage", "longest-shrinks-points-not-errors")

@@ -21,14 +21,14 @@ from IPython.display import display
 from ftcl_core.pages import findings as findings_figure
 from ftcl_core.pages import tables
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis, diagnosis_readings, experiment_file, findings
+from ftcl_core.study import checks, diagnosis, diagnosis_readings, evidence, experiment_file, findings
 
-ev = findings.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
+ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 for knn, readout in ((False, "linear"), (True, "kNN")):
     findings_figure.draw_phase_diagram(ev, knn, title=f"MoCo v1: FT minus the same run without FT ({readout} top-1, points)",
                                        column=lambda f: f"FT from {f:.0%} of the run" if f else "FT from the start")
     plt.show()
-stored = ev if profile == "cpu" else findings.Evidence.load("cpu")  # the words rest on the stored cpu runs
+stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")  # the words rest on the stored cpu runs
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "late-avoids-most", "late-helps-where-stated", "epoch-one-too-early", "knn-late-mixed")

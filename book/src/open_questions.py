@@ -16,10 +16,10 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %% tags=["hide-input"]
 from ftcl_core.pages import markup
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis_readings, experiment_file, findings, headroom, table_verdicts
+from ftcl_core.study import checks, diagnosis_readings, evidence, experiment_file, findings, headroom, table_verdicts
 
 # this page trains nothing: it reads the committed runs, whatever the profile
-stored = findings.Evidence.load("cpu")
+stored = evidence.Evidence.load("cpu")
 capacity = diagnosis_readings.capacity_facts(list(stored.capacity))
 glue_facts("cap_", capacity)
 resolution = diagnosis_readings.resolution_facts(stored.resolution)

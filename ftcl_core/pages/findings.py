@@ -1,4 +1,4 @@
-"""The findings' figure: the phase diagram of :func:`ftcl_core.study.findings.phase_grid`, drawn, and written as the
+"""The findings' figure: the phase diagram of :func:`ftcl_core.study.evidence.phase_grid`, drawn, and written as the
 PNG that the README and the book's index show (``tools/readme_findings.py``, run by ``python -m ftcl_core summary``,
 rewrites it). Titles and column labels come from the caller: the words are the page's."""
 
@@ -10,25 +10,25 @@ from pathlib import Path
 
 from ftcl_core.pages import result_figures
 from ftcl_core.runs import atomic_write_bytes
-from ftcl_core.study import experiment_file, findings
+from ftcl_core.study import evidence, experiment_file
 
 
-def draw_phase_diagram(ev: findings.Evidence, knn: bool = False, *, title: str, column: Callable[[float], str]):
+def draw_phase_diagram(ev: evidence.Evidence, knn: bool = False, *, title: str, column: Callable[[float], str]):
     """The phase diagram (:func:`ftcl_core.pages.result_figures.difference_grid` of
-    :func:`ftcl_core.study.findings.phase_grid`), titled ``title``, each column labelled ``column(start fraction)``."""
-    labels, fractions, diff, ci, words = findings.phase_grid(ev, knn)
+    :func:`ftcl_core.study.evidence.phase_grid`), titled ``title``, each column labelled ``column(start fraction)``."""
+    labels, fractions, diff, ci, words = evidence.phase_grid(ev, knn)
     return result_figures.difference_grid(labels, [column(f) for f in fractions], diff, ci, words, title=title)
 
 
-def write_figure(ev: findings.Evidence, out: str | Path | None = None, **labels) -> Path:
+def write_figure(ev: evidence.Evidence, out: str | Path | None = None, **labels) -> Path:
     """The phase diagram (``labels``: :func:`draw_phase_diagram`'s title and column) as a PNG for the README and the
-    index (:data:`ftcl_core.study.findings.FIGURE`)."""
+    index (:data:`ftcl_core.study.evidence.FIGURE`)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    target = Path(out) if out else experiment_file.ROOT / findings.FIGURE
+    target = Path(out) if out else experiment_file.ROOT / evidence.FIGURE
     draw_phase_diagram(ev, **labels)
     buf = io.BytesIO()
     plt.gcf().savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})

@@ -304,7 +304,7 @@ def chapter_records(path: str | Path, profile: str, settings: list[str] | None =
 
 def switch_on_rows(phase: dict[float, dict], switch: dict[float, dict]) -> list[tuple[str, dict, dict]]:
     """``(setting, row, switch_on_state)`` per start of one phase-diagram row (:func:`start_fraction_rows` and the
-    same cells' :func:`switch_on_state`, as :class:`ftcl_core.study.findings.Evidence` holds them), earliest first; starts
+    same cells' :func:`switch_on_state`, as :class:`ftcl_core.study.evidence.Evidence` holds them), earliest first; starts
     without stored runs are left out."""
     return [(phase[f]["comparison"], phase[f], switch[f]) for f in sorted(phase) if phase[f]["n_seeds"]]
 
