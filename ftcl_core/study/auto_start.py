@@ -30,14 +30,15 @@ EXPERIMENTS = experiment_file.ROOT / "experiments"
 @dataclass(frozen=True)
 class Setting:
     """One place the rule is tried: the auto arm and its baseline (``file``), and the fixed 30 % start there with
-    its own baseline (``fixed_file``), ``role`` "chosen on" (the rule's training set) or "held out"."""
+    its own baseline (``fixed_file``; None where no fixed start was trained), ``role`` "chosen on" (the rule's
+    training set) or "held out"."""
 
     key: str
     label: str
     file: str
     auto: str
     baseline: str
-    fixed_file: str
+    fixed_file: str | None
     fixed: str
     fixed_baseline: str
     role: str
@@ -56,12 +57,14 @@ SETTINGS = (
             "diagnosis/start_long_v1.yaml", "start 36", "never", "held out"),
     Setting("fmnist_30", "Fashion-MNIST, 30 epochs", "headroom/auto_start_fmnist_v1.yaml", "auto", "baseline",
             "table6_start_epoch_fmnist.yaml", "start 9", "never", "held out"),
+    Setting("width_30", "shapes, 30 epochs, resnet10_w32", "headroom/auto_start_width_v1.yaml", "auto 30 w32",
+            "baseline 30 w32", None, "", "", "held out"),  # no fixed start at this width
 )
 
 
 def load() -> dict[str, list[dict]]:
     """Every file's stored run records (the committed runs; nothing here trains), by file."""
-    files = {s.file for s in SETTINGS} | {s.fixed_file for s in SETTINGS}
+    files = {s.file for s in SETTINGS} | {s.fixed_file for s in SETTINGS if s.fixed_file}
     return {f: store.load_records(EXPERIMENTS / f, "cpu", experiment_file.STORED) for f in sorted(files)}
 
 
@@ -102,7 +105,7 @@ def facts(records: Mapping[str, list[dict]] | None = None) -> dict:
     gaps: list[float] = []
     for s in SETTINGS:
         rec, k = records[s.file], s.key
-        p, fixed = paired_records(rec, s.auto, s.baseline), paired_records(records[s.fixed_file], s.fixed,
+        p, fixed = paired_records(rec, s.auto, s.baseline), paired_records(records.get(s.fixed_file, []), s.fixed,
                                                                          s.fixed_baseline)
         autos = {r["seed"]: r for r in rec if r["setting"] == s.auto and r.get("dir")}
         bases = {r["seed"]: r for r in rec if r["setting"] == s.baseline and r.get("dir")}
