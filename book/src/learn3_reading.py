@@ -125,8 +125,8 @@ checks.expect(curves.CHECKS, init, "a random encoder's positives score above its
 # ## A whole run, read with the tool
 #
 # The stored run recorded the three statistics at every step, and the {term}`contrastive top-1`: how often the
-# positive outscores all $K$ negatives. The top row is the whole run; the bottom row zooms into its first two epochs,
-# step by step, where the queue fills and everything moves fast. The red dots are the numbers the next paragraphs quote.
+# positive outscores all $K$ negatives. Top: the whole run; bottom: its first two epochs, step by step, where the
+# queue fills. The red dots are the numbers quoted below.
 
 # %% tags=["remove-input"]
 metrics = run.load_metrics()
@@ -197,7 +197,7 @@ t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
 momenta = ["m=0", "m=0.9", "m=0.99", "m=1.0"]  # one colour each, kept below
 if t1_metrics:
     run_figures.score_statistics(t1_metrics, highlight=momenta,
-                                 others="the other momenta", row_height=1.0)
+                                 others="the other momenta", row_height=0.85)
     plt.show()
 
 # %% tags=["hide-cell"]
@@ -243,11 +243,11 @@ glue_facts("swing_", swings)
 # ({glue:md}`mom_crowd_neg`), where the key encoder is the query encoder of each step, so the queue's keys come from
 # encoders a whole step apart. Crowded, but not collapsed: Mean(neg) stays below the collapse level, and that run still
 # reads better than the same network never trained (the {term}`random-init baseline`, {glue:md}`mom_random` %), by
-# {glue:md}`mom_m0_diff` points (how the book writes such a difference: the box below). The paper calls the small
+# {glue:md}`mom_m0_diff` points (how the book writes such a difference: open the box below). The paper calls the small
 # momenta's readouts a collapse; [the momentum chapter](05_momentum.ipynb) tests them over every seed.
 #
 # :::{admonition} How this book states a difference
-# :class: note
+# :class: dropdown
 #
 # {term}`Readout <readout>` is top-1 accuracy in percent, so a difference between two settings is in **points**. The two are
 # compared {term}`paired`: the same seed (the same initial weights and data order) trained once with each setting, one

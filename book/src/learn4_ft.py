@@ -149,7 +149,7 @@ print(
 # %% [markdown]
 # ## Checked on random pairs
 #
-# Algebra can hide a slip; random numbers rarely do. Draw pairs of unit vectors in 128 dimensions whose scores cover
+# Draw pairs of unit vectors in 128 dimensions whose scores cover
 # all of $[-1, 1]$, one $\lambda\sim\mathrm{Beta}(2,2)+1$ for each, extrapolate them with the library, and measure:
 
 # %%
@@ -195,8 +195,8 @@ glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 # score $\hat S$ for several starting scores $S$. A small $\alpha$ (U-shaped) puts most draws near $\lambda=1$ (no
 # change) or $\lambda=2$ (the extreme $5S-4$); $\alpha>1$ gathers them around $1.5$, the paper's reading of why
 # $\alpha_{ex}=2$ works best (Table 2). Below: $\hat S$ against $S$ for one $\lambda$; below one the line lies above
-# the diagonal (interpolation), above one below it. Both respond in the page; in JupyterLab or Colab a cell below
-# them adds one slider each for $\alpha$, $\lambda$ and $S$.
+# the diagonal (interpolation), above one below it. Both respond in the page (in JupyterLab or Colab, a cell below
+# adds sliders).
 
 # %% tags=["remove-input"]
 explorers.plotly_html(explorers.bound_explorer(), include_js=True)

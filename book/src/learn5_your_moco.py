@@ -181,8 +181,9 @@ checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs
 #
 # **{term}`Mean(neg)` can flag a cost, not clear one.** With the tool of the reading chapter, the cost often has a
 # face: on the harder task, the runs where FT costs crowd the images together as it switches on, raw Mean(neg) rising
-# above the baseline's; where it gains, they do not. At 30 epochs the late start crowds too, and there it costs. Crowding is not a collapse: Mean(neg) stays below the {term}`collapse level` of the reading chapter, and the
-# encoder still spreads the images apart later in the run. The figure draws it, each curve the mean of its seeds, the dotted line where the late start switches on.
+# above the baseline's; where it gains, they do not. At 30 epochs the late start crowds too, and there it costs.
+# Crowding is not a collapse: Mean(neg) stays below the {term}`collapse level`, and the encoder spreads the images
+# apart later in the run. Each curve is the mean of its seeds; the dotted line, where the late start switches on.
 
 # %%
 from ftcl_core.pages import headroom as headroom_figures

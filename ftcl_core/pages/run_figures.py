@@ -75,7 +75,7 @@ def whole_run(m: Mapping[str, np.ndarray], marks: Mapping[str, Sequence[tuple[fl
     import matplotlib.pyplot as plt
 
     xs = fractional_epoch(m)
-    fig, axes = plt.subplots(2, len(columns), figsize=(BOOK_WIDTH_IN, 4.6), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(2, len(columns), figsize=(BOOK_WIDTH_IN, 4.2), squeeze=False, layout="constrained")
     for axs, early in zip(axes, (False, True)):
         keep = xs <= zoom if early else np.ones_like(xs, dtype=bool)
         for ax, col in zip(axs, columns):
@@ -216,7 +216,7 @@ def grad_heatmap(per_epoch: np.ndarray, layers: Sequence[str], title: str = ""):
 
     per_epoch = np.asarray(per_epoch, dtype=float)
     n_epochs, n_layers = per_epoch.shape
-    fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 0.17 * n_layers + 1.4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 0.15 * n_layers + 1.2), layout="constrained")
     positive = per_epoch[per_epoch > 0]
     norm = LogNorm(vmin=float(positive.min()), vmax=float(positive.max())) if positive.size else None
     im = ax.imshow(per_epoch.T, aspect="auto", cmap="viridis", norm=norm, interpolation="nearest",
