@@ -359,3 +359,29 @@ def test_the_240_epoch_switch_is_read_at_its_seeds_against_the_time_lefts_predic
     assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, costs), *names)) == {names[0]}
     held = [{**r, "setting": "+both held back from 9 of 120"} for r in spread]
     assert names[2] in checks.failures(headroom.CHECKS, headroom.switch_facts(base, spread + held), names[2])
+
+
+def test_the_held_back_arm_is_read_against_the_same_switch_without_its_gate():
+    """The held-back arm (issue 66's E3 arm, ft.pos_gate) at its planned seeds: it costs against its baseline, still
+    crowds, and crowds and costs less than the ungated switch at the same step, paired by seed; each check fails when
+    the runs or the crowding say otherwise."""
+    base = [{"setting": "baseline 120", "seed": s, "linear_top1": 60.0 + s} for s in range(5)]
+    ungated = [{"setting": "+both from 9 of 120", "seed": s, "linear_top1": 48.0 + s + 0.5 * (s % 2)} for s in range(5)]
+    held = [{"setting": "+both held back from 9 of 120", "seed": s, "linear_top1": 52.0 + s - 0.3 * (s % 2)}
+            for s in range(5)]
+    names = ("switch-held-9-of-120-costs", "switch-held-9-of-120-crowds", "switch-held-crowds-and-costs-less-than-ungated")
+    crowding = {"switch_held_9_of_120_crowd_ft": "0.10", "switch_from_9_of_120_crowd_ft": "0.23",
+                "switch_held_9_of_120_crowd_word": "crowds"}
+    f = {**headroom.switch_facts(base, ungated + held), **crowding}
+    assert (f["switch_held_diff"], f["switch_held_side"]) == ("+3.7 ± 0.5", "gains")
+    assert checks.failures(headroom.CHECKS, f, *names) == {}
+    assert checks.failures(headroom.CHECKS, {**f, "switch_held_9_of_120_crowd_ft": "0.25"}, names[2])
+    assert checks.failures(headroom.CHECKS, {**f, "switch_held_9_of_120_crowd_word": "spread"}, names[1])
+    same = [{**r, "linear_top1": r["linear_top1"] - 4.0} for r in held]  # no better than the ungated arm
+    assert set(checks.failures(headroom.CHECKS, {**headroom.switch_facts(base, ungated + same), **crowding},
+                               *names)) == {names[2]}
+    free = [{**r, "linear_top1": r["linear_top1"] + 9.0} for r in held]  # no cost against its baseline
+    assert names[0] in checks.failures(headroom.CHECKS, {**headroom.switch_facts(base, ungated + free), **crowding},
+                                       *names)
+    four = {**headroom.switch_facts(base, ungated + held[:4]), **crowding}  # short of its seeds: no verdict binds
+    assert set(checks.failures(headroom.CHECKS, four, names[0], names[2])) == {names[0], names[2]}

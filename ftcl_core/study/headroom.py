@@ -205,12 +205,31 @@ def switch_facts(map_records: list[dict], switch_records: list[dict], tail: int 
         pairs = {s: (RunDir(runs[s]["dir"]).load_metrics(), RunDir(bases[s]["dir"]).load_metrics())
                  for s in sorted(set(runs) & set(bases))}
         out |= _crowding(f"{k}_crowd", pairs, start, length, tail)
-    # E1's own comparison: the later switch of the same length against the earlier, paired by seed
-    p = paired_records(records, SWITCH_ARMS["from_18_of_120"][0], SWITCH_ARMS["from_9_of_120"][0])
-    out |= {"switch_later_diff": plus_minus(p.mean, p.ci95, signed=True) if p.n else NOT_RUN, "switch_later_n": str(p.n),
-            "switch_later_seeds": p.n, "switch_later_side": verdicts.UNDECIDED if p.n < MIN_SEEDS else
-            "costs" if p.hi < 0 else "gains" if p.lo > 0 else "neither"}
+    # E1's own comparison: the later switch of the same length against the earlier, paired by seed; E3's: the arm
+    # with +pos held back while crowded against the same switch without the gate
+    for key, (arm, ref) in {"later": ("from_18_of_120", "from_9_of_120"), "held": ("held_9_of_120", "from_9_of_120")}.items():
+        p = paired_records(records, SWITCH_ARMS[arm][0], SWITCH_ARMS[ref][0])
+        out |= {f"switch_{key}_diff": plus_minus(p.mean, p.ci95, signed=True) if p.n else NOT_RUN,
+                f"switch_{key}_n": str(p.n), f"switch_{key}_seeds": p.n, f"switch_{key}_side": verdicts.UNDECIDED
+                if p.n < MIN_SEEDS else "costs" if p.hi < 0 else "gains" if p.lo > 0 else "neither"}
+    out |= _held_back_share(records, per_epoch)
     return out
+
+
+def _held_back_share(records: list[dict], per_epoch: int) -> dict:
+    """How often the gate of the held-back arm (``ft.pos_gate``) held +pos back over the first tenth of the run after
+    its switch: the share of those steps whose logged positive score after FT equals the raw one (+neg leaves the
+    positive as it is), averaged over its seeds (``switch_held_share``, percent; raw ``_value``)."""
+    name, length, start = SWITCH_ARMS["held_9_of_120"]
+    first, tenth = start * per_epoch, length * per_epoch // 10
+    shares = []
+    for r in records:
+        if r["setting"] == name and r.get("dir"):
+            m = RunDir(r["dir"]).load_metrics()
+            ft_pos, raw = (np.asarray(m[k], dtype=float)[first:first + tenth] for k in ("ft_pos_mean", "pos_mean"))
+            shares.append(float(np.isclose(ft_pos, raw, rtol=0.0, atol=1e-6).mean()))
+    value = 100 * float(np.mean(shares)) if shares else math.nan
+    return {"switch_held_share": fixed(value, 0) if shares else NOT_RUN, "switch_held_share_value": value}
 
 
 def crowding_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], tail: int = 100) -> dict:
@@ -448,6 +467,20 @@ def _switch_side(key: str, side: str):
     return check
 
 
+def _switch_held_against_ungated(f: Mapping) -> str | None:
+    """The held-back arm (``ft.pos_gate``), at the seeds its file plans, crowds less than the same switch without
+    the gate and costs less than it, paired by seed (its interval wholly above 0)."""
+    if f["switch_held_seeds"] < f["switch_planned_seeds"]:
+        return f"switch_held: {f['switch_held_seeds']} of {f['switch_planned']} planned paired seeds"
+    held, ungated = (f[f"switch_{k}_crowd_ft"] for k in ("held_9_of_120", "from_9_of_120"))
+    try:
+        problems = [] if float(held) < float(ungated) else [f"crowds {held}, not less than the ungated {ungated}"]
+    except ValueError:  # a crowding not measured (no stored curves): nothing to compare
+        problems = [f"crowding {held} against the ungated {ungated}"]
+    problems += [] if f["switch_held_side"] == "gains" else [f"against the ungated arm {f['switch_held_diff']}"]
+    return "; ".join(problems) or None
+
+
 def _aim(name: str):
     def check(f: Mapping) -> str | None:
         if name == "longest" and not math.isfinite(f["longest_value"]):
@@ -553,6 +586,10 @@ CHECKS = {
     "switch-from-9-of-240-below-the-time-lefts-gain": _switch_below("from_9_of_240", 3.0),
     "switch-from-9-of-240-crowds": _switch_crowds("from_9_of_240"),
     "switch-held-9-of-120-short-of-its-seeds": _switch_short("held_9_of_120"),
+    # E3, the crowding, predicted no cost for the held-back arm (experiments/headroom/switch_v1.yaml)
+    "switch-held-9-of-120-costs": _switch_side("held_9_of_120", "costs"),
+    "switch-held-9-of-120-crowds": _switch_crowds("held_9_of_120"),
+    "switch-held-crowds-and-costs-less-than-ungated": _switch_held_against_ungated,
     "switch-from-18-of-120-costs": _switch_side("from_18_of_120", "costs"),
     "switch-from-18-of-120-does-not-crowd": _switch_spreads("from_18_of_120"),
     # E1, the clock: the later switch costs less than the earlier one of the same length (paired by seed)
