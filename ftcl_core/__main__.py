@@ -41,7 +41,7 @@ def _announce(argv: list[str]) -> str | None:
         return None
     try:
         banner = train_banner(argv[1], overrides, argv[at + 1], cfg.train.checkpoint_every)
-        plain = _plainly_this_run(Path(argv[at + 1]), cfg)
+        plain = _plainly_this_run(Path(os.path.expanduser(argv[at + 1])), cfg)
     except OSError:  # an --out the system cannot look at (a name too long, say): the command line says why
         return None
     if not plain:
@@ -58,6 +58,16 @@ def _plainly_this_run(out: Path, cfg) -> bool:  # noqa: ANN001  (a RunConfig; it
 
     if any(p.is_symlink() and not p.exists() or p.exists() and not p.is_dir() for p in (out, *out.parents)):
         return False
+    if not os.access(next(p for p in (out, *out.parents) if p.exists()), os.W_OK | os.X_OK):
+        return False  # a folder that cannot be written
+    if cfg.device not in ("cpu", "auto") or any(v and not Path(os.path.expanduser(v)).exists()
+                                                 for v in (cfg.data.root, cfg.data.test_root)):
+        return False  # a device torch must look at, or data the command line will not find
+    from ftcl_core.runs import RUN_FILES
+
+    names = {p.name for p in out.iterdir()} if out.is_dir() else set()
+    if names and not names & set(RUN_FILES):
+        return False  # a folder of the user's files
     if out.is_dir() and any((out / f).exists() for f in ("checkpoint.pt", "eval.json", "metrics.npz")):
         try:
             if config_mismatch(load_config(out / "config.yaml"), cfg):

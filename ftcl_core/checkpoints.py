@@ -223,8 +223,9 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
     to keep, so the command's config replaces it.  A late-start fork (a checkpoint of a run without FT, at or before
     ``ft.start_epoch``, :func:`ftcl_core.study.sweeps.fork_from_prefix`) computed the same steps: it continues."""
     seal = read_seal(run.checkpoint) or {}
-    stored = seal.get("config")
-    if stored and not as_config(stored).ft.any and seal["epoch"] <= cfg.ft.start_epoch:
+    stored = sealed = seal.get("config")
+    fork = bool(stored) and not as_config(stored).ft.any and seal["epoch"] <= cfg.ft.start_epoch
+    if fork:  # a run without FT, resumed as a late start's prefix: its config.yaml is the plain run's, and is replaced
         stored = {**stored, "ft": cfg.to_dict()["ft"]}
     trained = run.checkpoint.is_file() or run.eval.is_file()  # a config.yaml alone (stopped before epoch 1) holds no run
     if not trained and run.config.is_file():
@@ -238,8 +239,8 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
         raise IncompatibleCheckpoint(f"run folder {run.path} holds {', '.join(kept)} and no checkpoint.pt, eval.json or "
                                      "config.yaml of this config: a run would write over them. Move them away, or name "
                                      "another folder with --out.")  # with this config's config.yaml: its own remains
-    if stored and trained and run.config.is_file() and config_diff(stored, run.load_config()):
-        edited = config_mismatch(stored, run.load_config()).replace("(this command's)", "(its config.yaml's)")
+    if sealed and trained and run.config.is_file() and config_diff(sealed, run.load_config()):
+        edited = config_mismatch(sealed, run.load_config()).replace("(this command's)", "(its config.yaml's)")
         raise IncompatibleCheckpoint(f"run folder {run.path}: its config.yaml and its checkpoint.pt disagree, "
                                      f"{edited}: "
                                      "config.yaml was changed after the run began. Delete config.yaml (the checkpoint "
@@ -248,7 +249,7 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
         raise IncompatibleCheckpoint(f"run folder {run.path} holds a run that executes with {moved[0]} (its "
                                      f"checkpoint.pt); resumed otherwise, its numbers would no longer be the "
                                      f"uninterrupted run's. Resume with {moved[0]}, or use another --out.")
-    for source, theirs in (("checkpoint.pt", stored), ("config.yaml", trained and run.config.is_file()
+    for source, theirs in (("checkpoint.pt", stored), ("config.yaml", trained and run.config.is_file() and not fork
                                                         and run.load_config())):
         if theirs and (diff := config_mismatch(theirs, cfg)):
             raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of another config (its {source}): {diff}. "

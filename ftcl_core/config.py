@@ -24,6 +24,7 @@ import difflib
 import functools
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,7 +197,10 @@ class RunConfig(Section):
             values = raw.get(name) or {}
             try:
                 kwargs[name] = section(**values)
-            except TypeError as err:  # a section given a non-mapping, e.g. ``ft: true``
+            except TypeError as err:  # a section given a non-mapping (``ft: true``), or a value of the wrong type
+                if isinstance(values, Mapping) and (key := _wrong_type(section, values)):
+                    raise ConfigError(f"{name}.{key}={values[key]!r} is of the wrong type ({err}); see the default "
+                                      f"{getattr(section, key, '?')!r}.") from None
                 raise ConfigError(f"config section {name!r} must map keys to values ({err}).") from err
         return cls(**kwargs)
 
@@ -332,6 +336,11 @@ def parse_overrides(items: list[str]) -> dict:
             raise ConfigError(f"override {item!r} gives no value after '=': write {key.strip()}=VALUE, or "
                               f"{key.strip()}=null to unset a key that may be empty.")
         value = yaml.safe_load(raw)
+        if value == {}:  # an empty mapping would merge as nothing: the key would keep its default without a word
+            raise ConfigError(f"override {item!r} gives an empty mapping: write {key.strip()}=VALUE.")
+        if isinstance(value, float) and ":" in raw:  # YAML 1.1 reads 1:0.5 as a base-60 number, 60.5
+            raise ConfigError(f"override {item!r}: YAML reads {raw.strip()!r} as {value} (a base-60 number); write the "
+                              "number in plain decimal digits, with no colon.")
         if isinstance(value, int) and not isinstance(value, bool) and not DECIMAL.fullmatch(raw.strip()):
             raise ConfigError(f"override {item!r}: YAML reads {raw.strip()!r} as {value} (an octal, hex or base-60 "
                               "number); write the number in plain decimal digits, with no leading zero or colon.")
@@ -341,6 +350,18 @@ def parse_overrides(items: list[str]) -> dict:
 
 DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9_]*)")  # an integer as a user means it (YAML 1.1 also reads 010, 0x8, 1:00)
 
+
+
+def _wrong_type(section: type, values: Mapping) -> str | None:
+    """The first key of ``values`` that ``section`` cannot take alone for its type (a TypeError), if any."""
+    for key, value in values.items():
+        try:
+            section(**{key: value})
+        except TypeError:
+            return key
+        except Exception:  # noqa: BLE001  (another key's check, not this value's type)
+            continue
+    return None
 
 
 class _UniqueKeys(yaml.SafeLoader):
@@ -353,6 +374,13 @@ class _UniqueKeys(yaml.SafeLoader):
                               "would keep the second silently; merge them into one")
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_float(self, node):  # noqa: ANN001, ANN201  (PyYAML's signature)
+        value = super().construct_yaml_float(node)
+        if ":" in node.value:  # 1:30.0 is 90.0 to YAML 1.1
+            raise ConfigError(f"writes {node.value!r} (line {node.start_mark.line + 1}), which YAML reads as {value} (a "
+                              "base-60 number); write the number in plain decimal digits")
+        return value
+
     def construct_yaml_int(self, node):  # noqa: ANN001, ANN201  (PyYAML's signature)
         value = super().construct_yaml_int(node)
         if not DECIMAL.fullmatch(node.value.strip()):  # 010 is 8 to YAML 1.1, 0x8 is 8, 1:00 is 60
@@ -362,6 +390,7 @@ class _UniqueKeys(yaml.SafeLoader):
 
 
 _UniqueKeys.add_constructor("tag:yaml.org,2002:int", _UniqueKeys.construct_yaml_int)
+_UniqueKeys.add_constructor("tag:yaml.org,2002:float", _UniqueKeys.construct_yaml_float)
 
 
 def load_yaml_mapping(path: str | os.PathLike, what: str, example: str) -> dict:

@@ -59,6 +59,14 @@ class DataConfig(Section):
             if (value := getattr(self, name)) and value.startswith("~"):
                 object.__setattr__(self, name, os.path.expanduser(value))
         self._positive("image_size", "n_train", "n_test", "n_val")
+        if self.workers < 0:
+            raise ConfigError(f"data.workers={self.workers} must be >= 0 (0 decodes in this process, N in N others).")
+        if self.max_per_class is not None and self.max_per_class < 1:
+            raise ConfigError(f"data.max_per_class={self.max_per_class} would keep no image of a class: give a cap "
+                              ">= 1, or drop data.max_per_class to keep them all.")
+        if self.eval_split == "val" and self.n_val < 10:
+            raise ConfigError(f"data.n_val={self.n_val}: a readout over fewer than 10 held-out images reads 0 or 100 "
+                              "% by chance; give data.n_val >= 10 (default 2000).")
         if self.name == "shapes" and self.image_size < 8:
             raise ConfigError(f"data.image_size={self.image_size}: the drawn shapes need at least 8 px (default 32).")
         if self.classes != 10 and self.name != "shapes":
@@ -226,6 +234,9 @@ class SwAVConfig(Section):
 
     def check(self) -> None:
         self._positive("prototypes", "sinkhorn_iters")
+        if self.freeze_prototypes_epochs < 0:
+            raise ConfigError(f"swav.freeze_prototypes_epochs={self.freeze_prototypes_epochs} must be >= 0 (the "
+                              "epochs the prototypes stay fixed at the start; SwAV uses 1).")
         if self.epsilon <= 0:
             raise ConfigError(f"swav.epsilon={self.epsilon} must be > 0 (Sinkhorn's entropy weight; SwAV uses 0.05).")
         _check_tau("swav.tau", self.tau, "SwAV uses 0.1")

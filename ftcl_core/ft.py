@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 
 import torch
 
@@ -105,6 +106,8 @@ class PlateauStart:
 
     def switch_on(self, epoch: int) -> None:
         """Switch FT on from ``epoch`` whatever the losses say (several processes follow the first's decision)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral) or epoch < 0:
+            raise ValueError(f"PlateauStart.switch_on({epoch!r}): an epoch is a whole number >= 0.")
         if not self.on:
             self.start_epoch = epoch
 
@@ -113,6 +116,9 @@ class PlateauStart:
                ) -> int | None:
         """The epoch the rule switches FT on at, given a run's mean loss per epoch (before FT, the loss of the run
         without FT: the rule only ever reads those); None if it never does."""
+        if isinstance(epoch_losses, (str, bytes)) or not isinstance(epoch_losses, Iterable):
+            raise ValueError(f"PlateauStart.replay({epoch_losses!r}): give the run's mean loss of each epoch, a "
+                             "sequence of numbers.")
         rule = cls(window, fraction)
-        next((e for e in epoch_losses if rule.update(float(e))), None)
+        next((e for e in epoch_losses if rule.update(e)), None)
         return rule.start_epoch

@@ -250,6 +250,29 @@ def provenance(device: str, seed: int) -> dict:
     }
 
 
+RUN_FILES = ("config.yaml", "checkpoint.pt", "eval.json", "metrics.npz", "grad_norms.npz", "histograms.npz",
+             "provenance.json", ".lock")  # what a run folder may hold (a sweep adds its prefix-epoch folders)
+
+
+def check_run_folder(out: str | os.PathLike) -> Path:
+    """``out`` as a run folder, refused (a :class:`ConfigError` naming it and the fix) where the run's files would lie
+    among a user's: an empty name (the current folder), the current folder itself, or a folder that holds files and
+    none of a run's (:data:`RUN_FILES`). Nothing is created."""
+    text = os.path.expanduser(os.fspath(out))
+    if not text.strip():
+        raise ConfigError('--out "" names no folder (the run would be written into the current one): give the run '
+                          "folder, e.g. --out runs/my_run.")
+    path = Path(text)
+    if path.is_dir() and not any((path / f).exists() for f in RUN_FILES):
+        if path.resolve() == Path.cwd().resolve():
+            raise ConfigError(f"--out {text} is the current folder itself: the run's files would lie among yours. Give "
+                              "the run a folder of its own, e.g. --out runs/my_run.")
+        if theirs := sorted(p.name for p in path.iterdir() if not p.name.startswith("prefix-epoch"))[:3]:
+            raise ConfigError(f"--out {text} holds files of no run ({', '.join(theirs)}): the run's files would lie "
+                              "among them. Give the run a new folder, e.g. --out runs/my_run.")
+    return path
+
+
 class RunDir:
     """Paths and loaders of one run folder."""
 
@@ -336,6 +359,20 @@ class RunDir:
             f"device from config.yaml), or move the folder {self.path} away and run {_rerun(self.path)} again to "
             "train the run anew, with a new record."
         ))
+
+    def file_digests(self) -> dict[str, str]:
+        """A sha256 of each log file the run holds (``metrics.npz``, ``grad_norms.npz``, ``histograms.npz``): a
+        complete run's ``provenance.json`` keeps them, so another run's log copied in is found
+        (:meth:`changed_files`)."""
+        return {f.name: hashlib.sha256(f.read_bytes()).hexdigest()
+                for f in (self.metrics, self.grad_norms, self.histograms) if f.is_file()}
+
+    def changed_files(self) -> list[str]:
+        """The log files whose sha256 differs from the one ``provenance.json`` recorded when the run completed (runs
+        completed before the record was kept: none)."""
+        kept = self.load_provenance().get("files", {}) if self.provenance.is_file() else {}
+        now = self.file_digests()
+        return sorted(name for name, digest in kept.items() if now.get(name) != digest)
 
     def load_metrics(self) -> dict:
         """The per-step columns (``metrics.npz``); a missing or damaged file is a :class:`RunFileError`."""

@@ -43,7 +43,7 @@ from ftcl_core.execution import (
 )
 from ftcl_core.ft import PlateauStart
 from ftcl_core.methods import Method, Scores, StepContext, build_model
-from ftcl_core.runs import RunDir, provenance, read_seal, run_lock, write_json, write_yaml
+from ftcl_core.runs import RunDir, check_run_folder, provenance, read_seal, run_lock, write_json, write_yaml
 from ftcl_core.stats import (
     layer_grad_norms,
     layer_names,
@@ -313,7 +313,7 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
     reproducing the uninterrupted run exactly on CPU.
     """
     cfg = as_config(cfg)  # a dict (a stored config, say) is parsed and checked here
-    run = RunDir(out)
+    run = RunDir(check_run_folder(out))  # not "", the current folder, nor a folder of the user's files
     if run.path.exists() and not run.path.is_dir():
         raise ConfigError(f"--out {run.path} is a file, not a folder: name a new or existing run folder instead.")
     if blocked := next((p for p in run.path.parents if p.exists() and not p.is_dir()), None):
@@ -541,7 +541,7 @@ def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_
     write_json(run.provenance, {**provenance(device, cfg.seed), "status": "complete", "world_size": distributed.world_size(),
                                 "execution": {**execution_path(cfg, device, steps),
                                               "ft_draws": "host" if draws is None else "device"},
-                                "train_s": train_s, "eval_s": eval_s,
+                                "train_s": train_s, "eval_s": eval_s, "files": run.file_digests(),
                                 "config": cfg.to_dict()})  # what made the readouts, kept if config.yaml is lost
     write_json(run.eval, result)  # last: its presence marks the run complete
     return result

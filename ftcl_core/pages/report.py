@@ -149,6 +149,17 @@ def _executed_from(notebook: Path, chapter: Path) -> bool:
     return Path(str(run.get("input_path", ""))).name == chapter.name
 
 
+def _check_place(page: Path, src: Path) -> None:
+    """Refuse (:class:`ReportError`) a page under a file, or whose executed-notebook twin (``page`` with ``.ipynb``)
+    is a folder; an ``OSError`` from the file system (a name too long) is the caller's to word."""
+    if blocked := next((p for p in page.parents if p.exists() and not p.is_dir()), None):
+        raise ReportError(f"--out {page} lies under {blocked}, a file, not a folder: name a page elsewhere, e.g. "
+                          f"--out reports/{src.stem}.html")
+    if page.with_suffix(".ipynb").is_dir():
+        raise ReportError(f"--out {page}: its executed notebook would be {page.with_suffix('.ipynb')}, which is a "
+                          f"folder: name another page, e.g. --out reports/{src.stem}.html")
+
+
 def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, parameters: Mapping | None = None,
            kernel: str = "python3") -> Path:
     """Run ``chapter`` (a ``book/*.ipynb``) under papermill with ``parameters`` and write it rendered as HTML to
@@ -174,6 +185,11 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
         raise ReportError(f"-p profile {profile}: a chapter's profile is one of {', '.join(PROFILES)} (smoke: seconds, "
                           "cpu: the stored runs' recipe, gpu: ImageNet-100)")
     page = Path(out) if out else Path("reports") / f"{src.stem}.html"
+    try:
+        _check_place(page, src)
+    except OSError as err:  # a name too long, a folder the system will not show: said, not a traceback
+        raise ReportError(f"--out {str(page)[:80]} cannot be written ({err.strerror or err}): name a page in a folder "
+                          f"you can write, e.g. --out reports/{src.stem}.html") from None
     if page.is_dir() or page.suffix != ".html":
         raise ReportError(f"--out {page} must name an HTML page to write (a file ending in .html), e.g. --out "
                           f"reports/{src.stem}.html")
@@ -188,7 +204,11 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
     if executed.is_file() and not _executed_from(executed, src):
         raise ReportError(f"--out {page} would write the executed notebook over {executed}, which is not an earlier "
                           f"report of {src.name}: name a page whose .ipynb twin is free, e.g. --out reports/{src.stem}.html")
-    page.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        page.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ReportError(f"--out {page}: its folder cannot be made ({err.strerror or err}): name a page in a folder "
+                          f"you can write, e.g. --out reports/{src.stem}.html") from None
     print(f"running {src} with {dict(parameters or {})}; the page will be {page}", flush=True)
     try:
         pm.execute_notebook(str(src), str(executed), parameters=dict(parameters or {}), cwd=str(src.resolve().parent),

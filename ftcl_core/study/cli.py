@@ -194,6 +194,8 @@ def _main(argv: list[str] | None = None, banner: str | None = None) -> int:
     sub.add_parser("report", help="run a chapter under papermill with parameters and write it as one HTML page: "
                    "report CHAPTER [-p NAME VALUE ...] [--out PAGE]", add_help=False)
     args, extra = parser.parse_known_args(argv)
+    if getattr(args, "out", None):  # --out=~/x reaches us unexpanded (the shell expands only a word that starts with ~)
+        args.out = os.path.expanduser(args.out)
     if args.command == "report":  # reached only when this parser is called on its own, not through python -m ftcl_core
         print("error: report runs as python -m ftcl_core report CHAPTER [-p NAME VALUE ...] [--out PAGE]",
               file=sys.stderr)
@@ -418,16 +420,20 @@ def _sweep(args) -> int:
               "--settings out to train every setting of the file", file=sys.stderr)
         return 2
     try:
-        for moved in switch_to_calibrated(args.experiment, args.profile) if args.calibrated else ():
-            print(f"moved to the dated record: {moved}", flush=True)
-        if args.parallel > 1:
-            return _sweep_parallel(args, list(args.seeds or Experiment.load(args.experiment).seeds))
         pairs = [_key_value(e) for e in args.execution]
         if twice := sorted({k for k, _ in pairs if [p for p, _ in pairs].count(k) > 1}):
             raise ConfigError(f"--set names {twice} twice: give each key once (the last would win silently).")
         execution = dict(pairs)
         if execution.get("device", "auto") != "auto":
             preflight.check_device(str(execution["device"]))
+        exp = Experiment.load(args.experiment)
+        if unknown := [name for name in args.settings or [] if name not in exp.settings]:  # as sweep() says it
+            raise ConfigError(f"unknown setting(s) {unknown} of {exp.table}; known: {list(exp.settings)}.")
+        # checked first: switching rewrites the file and moves its runs, so nothing refused may follow it
+        for moved in switch_to_calibrated(args.experiment, args.profile) if args.calibrated else ():
+            print(f"moved to the dated record: {moved}", flush=True)
+        if args.parallel > 1:
+            return _sweep_parallel(args, list(args.seeds or Experiment.load(args.experiment).seeds))
         records = sweep(args.experiment, args.profile, args.seeds, args.settings, progress=not args.no_progress,
                         execution=execution)
     except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:

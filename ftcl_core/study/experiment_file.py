@@ -237,7 +237,7 @@ def profile_root(profile: str) -> Path:
     """Where a profile's runs live: ``results/cpu`` (committed), ``runs/smoke``, ``runs/gpu``."""
     if profile not in PROFILES:
         raise ConfigError(f"unknown profile {profile!r}; choose one of {PROFILES}.")
-    env = os.environ.get("FTCL_RUNS_ROOT")
+    env = os.path.expanduser(os.environ.get("FTCL_RUNS_ROOT", ""))  # "~/store" is the home folder's, as a shell says
     if env:
         if blocked := next((p for p in (Path(env), *Path(env).parents) if p.exists() and not p.is_dir()), None):
             raise ConfigError(f"FTCL_RUNS_ROOT={env}" + (" is" if blocked == Path(env) else f" lies under {blocked},")

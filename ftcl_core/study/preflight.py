@@ -16,7 +16,7 @@ import torch
 from ftcl_core.checkpoints import check_compatible
 from ftcl_core.config import ConfigError, RunConfig, load_yaml_mapping
 from ftcl_core.execution import resolve_device
-from ftcl_core.runs import RunDir, one_line
+from ftcl_core.runs import RunDir, check_run_folder, one_line
 from ftcl_core.study.experiment_file import ROOT
 
 
@@ -40,7 +40,7 @@ def check_out(out: str | os.PathLike) -> Path:
     """``out`` as a run folder's path, refused (a :class:`ConfigError` naming it and the fix) where it cannot be one:
     empty, a file or under one, a dangling symbolic link or under one, or a name longer than the file system takes.
     Nothing is created."""
-    text = os.fspath(out)
+    text = os.path.expanduser(os.fspath(out))
     if not str(text).strip():
         raise ConfigError('--out "" names no folder (the run would be written into the current one): give the run '
                           "folder, e.g. --out runs/my_run.")
@@ -58,12 +58,9 @@ def check_out(out: str | os.PathLike) -> Path:
                               "its target, remove the link, or name another folder.")
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--out {path} is a file, not a folder: name a new or existing run folder instead.")
-    if path.exists() and path.resolve() == Path.cwd().resolve() and not (path / "config.yaml").is_file():
-        raise ConfigError(f"--out {text} is the current folder itself: the run's files would lie among yours. Give "
-                          "the run a folder of its own, e.g. --out runs/my_run.")
     if blocked := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
         raise ConfigError(f"--out {path} lies under {blocked}, a file, not a folder: name a run folder elsewhere.")
-    return path
+    return check_run_folder(path)
 
 
 def _exists(path: Path) -> bool:
@@ -106,13 +103,15 @@ def check_device(device: str) -> None:
 # The keys that size each part of memory_needed, as a refusal names them.
 SIZED_BY = {"images": ("data.n_train", "data.n_test", "data.n_val", "data.image_size"),
             "drawing": ("data.image_size",), "views": ("train.batch_size", "augment.out_size"),
-            "queue": ("moco.queue_size", "model.dim")}
+            "queue": ("moco.queue_size", "model.dim"),
+            "weights": ("model.encoder", "model.dim", "model.hidden", "swav.prototypes")}
 
 
 def memory_needed(cfg: RunConfig) -> dict[str, int]:
     """A lower bound of the bytes a run holds at once, by part (:data:`SIZED_BY`): the uint8 images held in memory
     (the shapes and Fashion-MNIST at ``data.image_size``), the shapes' drawing (ten float32 distance maps an image,
-    2 048 images at a time), a step's two float32 views, MoCo's queue.  The networks' activations come on top, so
+    2 048 images at a time), a step's two float32 views, MoCo's queue, the networks' weights and their gradients
+    (counted on the meta device, so a head of 10**12 outputs is refused, not allocated).  Activations come on top, so
     this refuses only what cannot fit whatever else the run holds."""
     d, bs = cfg.data, cfg.train.batch_size
     n_images = d.n_train + (d.n_val if d.eval_split == "val" else d.n_test)
@@ -123,7 +122,16 @@ def memory_needed(cfg: RunConfig) -> dict[str, int]:
         parts["drawing"] = min(n_images, 2048) * 10 * 4 * d.image_size**2
     if cfg.method == "moco":
         parts["queue"] = cfg.moco.queue_size * cfg.model.dim * 4
+    parts["weights"] = _parameters(cfg) * 4 * 2  # float32 weights and their gradients
     return parts
+
+
+def _parameters(cfg: RunConfig) -> int:
+    """The networks' parameters, counted on the meta device (nothing is allocated): encoders, heads, prototypes."""
+    from ftcl_core.methods import build_model
+
+    with torch.device("meta"):
+        return sum(p.numel() for p in build_model(cfg).parameters())
 
 
 def check_memory(cfg: RunConfig, device: str) -> None:

@@ -132,6 +132,11 @@ def check_store(profile: str = "cpu", folder: str | os.PathLike | None = None) -
                 continue
             checked += 1
             run, rel = RunDir(path), f.relative_to(ROOT) if f.is_relative_to(ROOT) else f
+            if changed := run.changed_files():  # another run's log copied in: its curves would be read as this one's
+                raise RunFileError(f"{path}: {', '.join(changed)} is not the file this run completed with (its "
+                                   "provenance.json keeps each log's sha256). Restore the run's own file, or move the "
+                                   f"folder out of the store and train it again: python -m ftcl_core sweep {rel} "
+                                   f"--settings {name!r} --seeds {seed}")
             recorded = run.load_provenance().get("seed", seed)  # a copied seed whose config.yaml was edited to match
             diff = config_mismatch(run.load_config(), cfg).replace("(this command's)", f"({f.name}'s)")
             problem = (f"a run of seed {recorded} (its provenance.json), in the folder of seed {seed}" if recorded != seed
