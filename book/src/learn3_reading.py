@@ -119,8 +119,8 @@ checks.expect(curves.CHECKS, init, "a random encoder's positives score above its
 # positives still agree ({glue:md}`init_centred_pos`) while the negatives do not ({glue:md}`init_centred_neg`, right).
 # High cosines at the start are the network's, not a collapse. That is why a collapse is read *during* training, on
 # the encoder being trained: Mean(neg) climbing back towards one, above the {term}`collapse level`
-# ({glue:md}`init_level`: negatives as close to their query as the trained run's positives end, {glue:md}`curve_pos_end`
-# below), and the gap to Mean(pos) gone.
+# ({glue:md}`init_level`: above where the trained run's own positives end, {glue:md}`curve_pos_end`, so a query could
+# no longer pick out its partner), and the gap to Mean(pos) gone.
 #
 # ## A whole run, read with the tool
 #
@@ -222,8 +222,8 @@ momentum = readings.momentum_facts(t1, t1_stored)
 crowd = learn.crowding_facts(ends, curves.COLLAPSE_LEVEL)
 swings = curves.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_stored
                              if r["seed"] == t1.seeds[0] and r["setting"] in ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")})
-glue_facts("mom_", {**ends, **hard, **crowd, "random": momentum["random"], "m0_diff": momentum["collapse_diff_0"],
-                    "peak": momentum["peak"]})
+glue_facts("mom_", {**ends, **hard, **crowd, "random": momentum["random"], "m0_mean": momentum["collapse_mean_0"],
+                    "peak": momentum["peak"], "peak_mean": momentum["peak_mean"]})
 checks.expect(readings.CHECKS, ends, "the frozen key encoder's views agree least")
 checks.expect(readings.CHECKS, hard, "a larger momentum makes the positives harder")
 checks.expect(readings.CHECKS, momentum, "the collapse is not reproduced")
@@ -236,25 +236,16 @@ glue_facts("swing_", swings)
 # over the run it reads {glue:md}`mom_pos_easy` at $m = 0.9$ and {glue:md}`mom_pos_hard` at $m = 0.99$, lower in each
 # of {glue:md}`mom_seeds` seeds: a key encoder that trails further behind makes keys that agree less with their
 # queries. A frozen key encoder gives the hardest positives of all (Mean(pos) {glue:md}`mom_frozen_pos`), too hard:
-# a query from a trained encoder meets a key from a random one. Readout (tabulated in
-# [the momentum chapter](05_momentum.ipynb)) peaks at $m =$ {glue:md}`mom_peak`, between the two. Harder positives help, up to a point; the next chapter's transformation makes them harder on purpose.
+# a query from a trained encoder meets a key from a random one. Readout peaks at $m =$ {glue:md}`mom_peak`
+# ({glue:md}`mom_peak_mean` % on average over its seeds), between the two. Harder positives help, up to a point; the
+# next chapter's transformation makes them harder on purpose.
 #
 # **Mean(neg)**: at the small momenta the images crowd together. It ends highest at $m =$ {glue:md}`mom_crowd_m`
 # ({glue:md}`mom_crowd_neg`), where the key encoder is the query encoder of each step, so the queue's keys come from
 # encoders a whole step apart. Crowded, but not collapsed: Mean(neg) stays below the collapse level, and that run still
-# reads better than the same network never trained (the {term}`random-init baseline`, {glue:md}`mom_random` %), by
-# {glue:md}`mom_m0_diff` points (how the book writes such a difference: open the box below). The paper calls the small
-# momenta's readouts a collapse; [the momentum chapter](05_momentum.ipynb) tests them over every seed.
-#
-# :::{admonition} How this book states a difference
-# :class: dropdown
-#
-# {term}`Readout <readout>` is top-1 accuracy in percent, so a difference between two settings is in **points**. The two are
-# compared {term}`paired`: the same seed (the same initial weights and data order) trained once with each setting, one
-# change apart, and the difference taken seed by seed. The book gives the mean of those differences ± the half-width
-# of its 95 % interval over seeds, written "mean ± half-width (n seeds)". An interval that holds zero is no evidence either way
-# at that many seeds; below three seeds it gives no interval at all.
-# :::
+# reads {glue:md}`mom_m0_mean` % on average, well above the same network never trained (the
+# {term}`random-init baseline`, {glue:md}`mom_random` %). The paper calls the small momenta's readouts a collapse;
+# [the momentum chapter](05_momentum.ipynb) tests that over every seed.
 #
 # **The landscape** (folded above): $m = 0$, $0.5$ and $0.9$ swing more from epoch to epoch than $m = 0.99$ and $m = 1$
 # (the standard deviation of the summed norm's change between epochs: {glue:md}`swing_most_sd` at

@@ -122,13 +122,10 @@ for epoch_loss in auto_start.epoch_losses(stored):
 print(f"FT switches on from epoch {start.start_epoch} of 120")
 
 # %% [markdown]
-# In a run of the library it is the config key `ft.start=auto` (with `ft.auto_window` and `ft.auto_fraction`), and
-# the run's `eval.json` says where FT switched on (`ft_start_epoch`). Four things to know. A loss that never
-# flattens never switches FT on. A loss that still rises (as in the first steps of the MoCo chapter, while the queue
-# fills) can switch it on early: look where it switched. A step of the learning rate makes the loss fall again, so the
-# rule reads best on a schedule like the one it was chosen on (steps at 60 % and 80 % of the run). To resume, keep
-# `start.losses` with your checkpoint, or replay the logged losses (`ft.PlateauStart.replay`); with several
-# processes, let the first decide (`start.switch_on(epoch)` on the others).
+# In a run of the library it is the config key `ft.start=auto`. Two cautions: a loss that still rises (as in the
+# first steps of the MoCo chapter, while the queue fills) can switch FT on early, and a step of the learning rate makes
+# the loss fall again; [Using ftcl](guide.md) says how to resume it
+# and run it on several processes.
 #
 # The rule was fixed on a few runs and then tried on settings it never saw. There it has never cost
 # {term}`readout` against the same run without FT; in runs of 30 epochs it switched on late, past half of the run.
@@ -164,9 +161,19 @@ checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs
 
 # %% [markdown]
 # **From the first step, FT costs.** On the drawn shapes, MoCo v1 with both transformations from the first step reads
-# {glue:md}`t7_both_diff` points of {term}`linear readout` against the same run without them (from
-# {glue:md}`t7_base` to {glue:md}`t7_ft`, over {glue:md}`t7_seeds` {term}`paired` seeds), where the paper reports a gain of
-# {glue:md}`t7_both_paper` ([the evidence](07a_when_ft_helps.ipynb)).
+# {glue:md}`t7_both_diff` points of {term}`linear readout` against the same run without them (from {glue:md}`t7_base`
+# to {glue:md}`t7_ft`, over {glue:md}`t7_seeds` {term}`paired` seeds; the box below says how to read such a
+# difference), where the paper reports a gain of {glue:md}`t7_both_paper` ([the evidence](07a_when_ft_helps.ipynb)).
+#
+# :::{admonition} How this book states a difference
+# :class: dropdown
+#
+# {term}`Readout <readout>` is top-1 accuracy in percent, so a difference between two settings is in **points**. The two are
+# compared {term}`paired`: the same seed (the same initial weights and data order) trained once with each setting, one
+# change apart, and the difference taken seed by seed. The book gives the mean of those differences ± the half-width
+# of its 95 % interval over seeds, written "mean ± half-width (n seeds)". An interval that holds zero is no evidence either way
+# at that many seeds; below three seeds it gives no interval at all.
+# :::
 #
 # **Positive extrapolation carries the cost.** Alone it reads {glue:md}`t7_pos_diff` points; negative interpolation
 # alone changes it by too little to tell from zero ({glue:md}`t7_neg_diff`). The harder positive pair of the previous chapter

@@ -118,6 +118,7 @@ def momentum_facts(exp: Experiment, records: list[dict]) -> dict:
     n_seeds = sorted({r["n_seeds"] for r in rows.values()})
     out.update({"seeds": " to ".join(map(str, n_seeds[::max(1, len(n_seeds) - 1)])), "min_seeds": min(n_seeds),
                 "peak": peak.removeprefix("m="), "peak_readout": plus_minus(rows[peak]["mean"], rows[peak]["ci95"]),
+                "peak_mean": fixed(rows[peak]["mean"]),
                 "random": fixed(float(np.mean([r["random_init_mean"] for r in rows.values()])))})
     if "m=1.0" in rows:
         out["frozen_readout"] = plus_minus(rows["m=1.0"]["mean"], rows["m=1.0"]["ci95"])
@@ -129,6 +130,7 @@ def momentum_facts(exp: Experiment, records: list[dict]) -> dict:
     for i, s in enumerate(said_collapse):
         out.update({f"collapse_m_{i}": s.removeprefix("m="),
                     f"collapse_readout_{i}": plus_minus(rows[s]["mean"], rows[s]["ci95"]),
+                    f"collapse_mean_{i}": fixed(rows[s]["mean"]),
                     f"collapse_diff_{i}": plus_minus(rows[s]["diff_mean"], rows[s]["diff_ci95"], signed=True),
                     f"collapse_verdict_{i}": rows[s]["verdict"]})
     if said_collapse and said_learn:  # the paper's boundary: readout steps up between its last collapse and first learner
