@@ -154,9 +154,10 @@ print(
 # ## Checked on random pairs
 #
 # Draw pairs of unit vectors in 128 dimensions whose scores cover
-# all of $[-1, 1]$, one $\lambda\sim\mathrm{Beta}(2,2)+1$ for each, extrapolate them with the library, and measure:
+# all of $[-1, 1]$, one $\lambda\sim\mathrm{Beta}(2,2)+1$ for each, extrapolate them with the library, and measure
+# (the code is folded: open it to read how):
 
-# %%
+# %% tags=["hide-input"]
 from ftcl_core.pages.glue import glue_facts
 
 n = 10_000 if profile == "smoke" else 100_000
