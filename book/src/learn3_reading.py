@@ -161,29 +161,15 @@ checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "th
 # ## The gradient landscape
 #
 # The tool's second picture (Supp C of the paper) is the L2 norm of every layer's gradient, averaged over each
-# epoch: one row of colour per layer of the query encoder, from the input (top) to the head (bottom).
-
-# %% tags=["remove-input"]
-g = run.load_grad_norms()
-run_figures.grad_heatmap(g["per_epoch"], g["layers"], title="MoCo v2, query encoder")
-plt.show()
-
-# %% tags=["remove-cell"]
-stored_g = stored.load_grad_norms()
-landscape = curves.grad_swing_facts({"v2 baseline": stored_g["per_epoch"]}, stored_g["layers"])
-checks.expect(curves.CHECKS, landscape, "the batch-norm layers carry the smallest gradients")
-
-# %% [markdown]
-# Every batch-norm layer (`bn`, `stem.1`, `shortcut.1`) carries a smaller gradient than every convolution and the
-# head. What the paper reads off this picture is its texture: a smooth landscape for a stable run, a spiky one
-# where training swings from epoch to epoch.
+# epoch. What the paper reads off it is its texture: a smooth landscape for a stable run, a spiky one where training
+# swings from epoch to epoch. The momentum sweep below shows both, each run's landscape summed over its layers.
 #
 # ## Momentum, read with the tool (Table 1)
 #
 # The paper's first use of the tool is the momentum $m$ of eq. 2. It trains MoCo v1 with $m$ from $0$ (the key
 # encoder copies the query encoder every step) to $1$ (it never moves from its random start) and reports that
 # {term}`readout` rises with $m$ up to $0.99$ and falls after. Here is the same sweep at this book's scale, four momenta in
-# colour, the others in grey (and, folded below it, each run's gradient landscape summed over its layers):
+# colour, the others in grey (and, below it, each run's gradient landscape summed over its layers):
 
 # %%
 t1 = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
@@ -200,9 +186,8 @@ if t1_metrics:
                                  others="the other momenta", row_height=0.85)
     plt.show()
 
-# %% tags=["hide-cell"]
-# each momentum's gradient landscape, summed over its layers, epoch by epoch (folded:
-# open it for the third reading)
+# %% tags=["hide-input"]
+# each momentum's gradient landscape, summed over its layers, epoch by epoch
 shown = ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")
 colours = {m: f"C{i}" for i, m in enumerate([*momenta, "m=0.5"])}  # as above
 if t1_metrics:
@@ -247,7 +232,7 @@ glue_facts("swing_", swings)
 # {term}`random-init baseline`, {glue:md}`mom_random` %). The paper calls the small momenta's readouts a collapse;
 # [the momentum chapter](05_momentum.ipynb) tests that over every seed.
 #
-# **The landscape** (folded above): $m = 0$, $0.5$ and $0.9$ swing more from epoch to epoch than $m = 0.99$ and $m = 1$
+# **The landscape** (the second figure above): $m = 0$, $0.5$ and $0.9$ swing more from epoch to epoch than $m = 0.99$ and $m = 1$
 # (the standard deviation of the summed norm's change between epochs: {glue:md}`swing_most_sd` at
 # $m =$ {glue:md}`swing_most`, {glue:md}`swing_least_sd` at $m =$ {glue:md}`swing_least`), the spiky landscape the
 # paper reads as unstable training.
