@@ -147,3 +147,14 @@ def test_a_plain_run_resumed_as_a_late_starts_prefix_is_not_told_its_config_was_
                     "--no-progress")
     assert code == 0 and "changed after the run began" not in err, err
     assert RunDir(out).load_config().ft.pos and RunDir(out).is_complete()
+
+
+@pytest.mark.parametrize("value", [{"train.epochs": "abc"}, {"train.epochs": -5}, {"optim.milestones": ["abc"]},
+                                   {"ft.pos": {}}])
+def test_a_setting_value_is_checked_on_the_smoke_profile_as_on_the_cpu(value):
+    from ftcl_core.study.experiment_file import resolve
+
+    with pytest.raises(ConfigError, match=next(iter(value))):
+        resolve("configs/cpu_moco_v1.yaml", value, "smoke")
+    with pytest.raises(ConfigError, match=next(iter(value))):
+        resolve("configs/cpu_moco_v1.yaml", value, "cpu")

@@ -272,9 +272,10 @@ def resolve(base: str, overrides: list[str] | dict, profile: str) -> RunConfig:
         if profile == "smoke":
             # smoke trains every setting for its own 2 epochs: a 120-epoch setting runs the same code as a 30-epoch
             # one, and taking its length at face value made CI train 120 epochs (2.7 of chapter 7's 4 minutes)
-            for key in ("train.epochs", "optim.milestones"):
-                if key in overrides and not _has_entry(overrides[key], "smoke"):
-                    picked.pop(key)
+            dropped = {key: picked.pop(key) for key in ("train.epochs", "optim.milestones")
+                       if key in overrides and not _has_entry(overrides[key], "smoke")}
+            if dropped:  # checked as the cpu profile reads them: a value it refuses is refused here too
+                load_config(_path(base), [f"{k}={_yaml_scalar(v)}" for k, v in dropped.items()])
         overrides = picked
     items = overrides if isinstance(overrides, list) else [f"{k}={_yaml_scalar(v)}" for k, v in overrides.items()]
     extra = SMOKE_OVERRIDES if profile == "smoke" else []
@@ -296,6 +297,9 @@ def _has_entry(value, profile: str) -> bool:
 
 def _for_profile(key: str, value, profile: str):
     """``value``, or its entry for ``profile`` when it is a mapping keyed by profile names."""
+    if value == {}:  # neither a value nor a profile's entry: it would merge as nothing, the default kept unsaid
+        raise ConfigError(f"setting value {key}={{}} is an empty mapping: give the value, or one per profile "
+                          "({cpu: ..., gpu: ...}).")
     if not (isinstance(value, dict) and value and set(value) <= set(PROFILES)):
         return value
     if profile in value:
