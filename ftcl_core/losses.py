@@ -14,6 +14,7 @@ Every random draw of FT comes from the ``gen`` the caller passes (:data:`ftcl_co
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
@@ -313,9 +314,14 @@ def simsiam_loss(l_pos: torch.Tensor) -> torch.Tensor:
 
 
 def logits_from_scores(l_pos: torch.Tensor, l_neg: torch.Tensor, tau: float) -> torch.Tensor:
-    """Stack positive and negative scores into InfoNCE logits divided by the temperature ``tau`` (eq. 1)."""
-    if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not math.isfinite(tau) or tau <= 0:
-        raise ValueError(f"temperature tau={tau!r} must be a finite number > 0; MoCo v1 uses 0.07, v2 0.2.")
+    """Stack positive and negative scores into InfoNCE logits divided by the temperature ``tau`` (eq. 1): a number
+    (NumPy's too), or a one-element tensor, a learnable temperature (not checked for its sign: that would wait on
+    the device every step)."""
+    if isinstance(tau, torch.Tensor) and tau.numel() == 1 and tau.is_floating_point():
+        return torch.cat([l_pos.unsqueeze(1), l_neg], dim=1) / tau
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not math.isfinite(tau) or tau <= 0:
+        raise ValueError(f"temperature tau={tau!r} must be a finite number > 0 (or a one-element float tensor); MoCo "
+                         "v1 uses 0.07, v2 0.2.")
     return torch.cat([l_pos.unsqueeze(1), l_neg], dim=1) / tau
 
 

@@ -158,3 +158,19 @@ def test_a_setting_value_is_checked_on_the_smoke_profile_as_on_the_cpu(value):
         resolve("configs/cpu_moco_v1.yaml", value, "smoke")
     with pytest.raises(ConfigError, match=next(iter(value))):
         resolve("configs/cpu_moco_v1.yaml", value, "cpu")
+
+
+def test_a_numpy_or_learnable_temperature_is_taken():
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    q, k, queue = (F.normalize(torch.randn(n, 8, generator=torch.Generator().manual_seed(n)), dim=1) for n in (4, 5, 16))
+    k = k[:4]
+    plain = ft.logits(q, k, queue, ft.FTConfig(), torch.Generator().manual_seed(0), tau=0.2)
+    for tau in (np.float32(0.2), torch.nn.Parameter(torch.tensor(0.2))):
+        got = ft.logits(q, k, queue, ft.FTConfig(), torch.Generator().manual_seed(0), tau=tau)
+        assert torch.allclose(got, plain)
+    assert ft.logits(q, k, queue, ft.FTConfig(), torch.Generator(), tau=torch.nn.Parameter(torch.tensor(0.2))).requires_grad
+    with pytest.raises(ValueError, match="tau"):
+        ft.logits(q, k, queue, ft.FTConfig(), torch.Generator(), tau=torch.tensor([0.1, 0.2]))
