@@ -278,41 +278,34 @@ markup.html_table(["epochs", "FT", "seeds", "Mean(neg) after the switch, FT / ba
 #
 # **Holding the switch step, changing the length.** An experiment written down with each explanation's prediction
 # before its first run switches FT (+pos +neg) on at epoch 9 of a 120-epoch run: step
-# {glue:md}`hr_switch_from_9_of_120_step`, the 30-epoch late start's step, with the encoder in the same state there
-# (the recipes share their learning rate until well after it). If what matters were the time left after the switch,
-# this arm would gain; it costs: {glue:md}`hr_switch_from_9_of_120_diff` points against its baseline over
-# {glue:md}`hr_switch_from_9_of_120_n` paired seeds. It crowds the images as it switches on (Mean(neg)
-# {glue:md}`hr_switch_from_9_of_120_crowd_ft` against {glue:md}`hr_switch_from_9_of_120_crowd_base` over the
-# tenth of the run that follows). So the time left does not explain the cost at this length, while the clock and
-# the crowding both predicted it: this arm cannot tell those two apart.
+# {glue:md}`hr_switch_from_9_of_120_step`, the 30-epoch late start's step, the encoder in the same state there. If the
+# time left after the switch mattered, this arm would gain; it costs {glue:md}`hr_switch_from_9_of_120_diff` points over
+# {glue:md}`hr_switch_from_9_of_120_n` paired seeds, and crowds the images (Mean(neg)
+# {glue:md}`hr_switch_from_9_of_120_crowd_ft` against {glue:md}`hr_switch_from_9_of_120_crowd_base` over the tenth of
+# the run after the switch). The clock and the crowding both predicted that; this arm cannot tell them apart.
 #
-# The third arm can. Switched on at epoch 18 of 120 (step {glue:md}`hr_switch_from_18_of_120_step`), FT still
-# costs, {glue:md}`hr_switch_from_18_of_120_diff` points over {glue:md}`hr_switch_from_18_of_120_n` paired seeds,
-# but less than from epoch 9: {glue:md}`hr_switch_later_diff` points better, paired by seed, as the clock predicted.
-# And it does not crowd the images (Mean(neg) {glue:md}`hr_switch_from_18_of_120_crowd_ft` against
-# {glue:md}`hr_switch_from_18_of_120_crowd_base`, under the threshold in every seed). The crowding's prediction,
-# written before the runs, was that an arm which does not crowd does not cost; this one costs. So at this budget
-# and network an early switch costs without the crowding: the crowding is not needed for the cost.
+# The third arm can. Switched on at epoch 18 of 120 (step {glue:md}`hr_switch_from_18_of_120_step`), FT still costs,
+# {glue:md}`hr_switch_from_18_of_120_diff` points over {glue:md}`hr_switch_from_18_of_120_n` paired seeds, but
+# {glue:md}`hr_switch_later_diff` points less than from epoch 9 (paired by seed), as the clock predicted; and it does
+# not crowd (Mean(neg) {glue:md}`hr_switch_from_18_of_120_crowd_ft` against
+# {glue:md}`hr_switch_from_18_of_120_crowd_base`, under the threshold in every seed). The crowding predicted no cost for
+# an arm that does not crowd: at this budget and network the crowding is not needed for the cost.
 #
-# The switch at epoch 9 of a 240-epoch run crowds the images too (Mean(neg)
-# {glue:md}`hr_switch_from_9_of_240_crowd_ft` against {glue:md}`hr_switch_from_9_of_240_crowd_base`) and reads
-# {glue:md}`hr_switch_from_9_of_240_diff` points over {glue:md}`hr_switch_from_9_of_240_n` paired seeds: an interval
-# that holds zero, so whether it costs is {term}`undecided`; but the whole interval lies below the gain of at least 3
-# points that the time left predicted. Twice the time after the switch did not turn the early switch into the late
-# start's gain.
+# At epoch 9 of 240 the switch crowds too (Mean(neg) {glue:md}`hr_switch_from_9_of_240_crowd_ft` against
+# {glue:md}`hr_switch_from_9_of_240_crowd_base`) and reads {glue:md}`hr_switch_from_9_of_240_diff` points over
+# {glue:md}`hr_switch_from_9_of_240_n` paired seeds: {term}`undecided` in sign, but wholly below the gain of at least
+# 3 points that the time left predicted.
 #
-# The fourth arm changes the crowding at the same clock: it switches on at epoch 9 of 120 as the first, but holds
-# +pos back on every step whose raw Mean(neg) rises more than 0.05 above its level in the epoch before the switch
-# (`ft.pos_gate`; +neg stays on), an arm added with its predictions before its first run. The gate held +pos back on
-# {glue:md}`hr_switch_held_share` % of the steps in the tenth of the run after the switch, and the images crowded less
-# than without it (Mean(neg) {glue:md}`hr_switch_held_9_of_120_crowd_ft` against
-# {glue:md}`hr_switch_from_9_of_120_crowd_ft`; the baseline {glue:md}`hr_switch_held_9_of_120_crowd_base`), though
-# still above the baseline. The crowding predicted no cost for this arm; it costs,
-# {glue:md}`hr_switch_held_9_of_120_diff` points over {glue:md}`hr_switch_held_9_of_120_n` paired seeds. It costs less
-# than the same switch without the gate, by {glue:md}`hr_switch_held_diff` points paired by seed. The gate takes both
-# +pos and part of the crowding out of those steps, so this says that +pos in the crowded steps adds to the cost, not
-# whether it does so through the crowding. At this budget and network no arm contradicted the clock; the time left
-# did not hold, and the crowding is not needed for the cost, nor does lessening it remove the cost.
+# The fourth arm changes the crowding at the same clock: from epoch 9 of 120, it holds +pos back on each step whose
+# raw Mean(neg) rises 0.05 above its level before the switch (`ft.pos_gate`, added with its predictions before its
+# first run). It held +pos back on {glue:md}`hr_switch_held_share` % of the steps in the tenth after the switch, and
+# the images crowded less (Mean(neg) {glue:md}`hr_switch_held_9_of_120_crowd_ft` against
+# {glue:md}`hr_switch_from_9_of_120_crowd_ft` without the gate; baseline {glue:md}`hr_switch_held_9_of_120_crowd_base`).
+# The crowding predicted no cost; it costs {glue:md}`hr_switch_held_9_of_120_diff` points over
+# {glue:md}`hr_switch_held_9_of_120_n` paired seeds, {glue:md}`hr_switch_held_diff` less than without the gate (paired
+# by seed). The gate removes +pos as well as crowding from those steps, so which of the two adds to the cost stays
+# open. At this budget and network no arm contradicted the clock, the time left did not hold, and lessening the
+# crowding did not remove the cost.
 
 # %% tags=["remove-cell"]
 checks.expect(headroom.CHECKS, facts, "crowding-goes-with-the-cost", "first-step-crowding-fades-at-120",

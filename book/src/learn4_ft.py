@@ -5,16 +5,13 @@
 # in a few lines of torch; why extrapolation can only lower the positive score (eq. 4), derived with sympy and
 # checked on random pairs; and how the two numbers $\alpha$ and $\lambda$ shape the result.
 #
-# **The paper's case.** Its first figure compares MoCo at two momenta: at $m = 0.99$ the positive pairs score lower
-# than at $m = 0.9$, and the encoder reads better ({glue:md}`paper_t1_m099` % against {glue:md}`paper_t1_m09` %, its
-# Table 1). A pair that scores lower holds two views that differ more, so matching them asks the encoder to ignore more
-# of what a view changes: the paper calls such pairs *hard positives* and conjectures that they teach a more
-# view-invariant encoder. FT makes them on purpose, by mixing features inside the loss (the queue keeps the clean
-# keys), and makes the negatives more varied too, to teach a more discriminative one. On ImageNet-100, MoCo v1 with
-# both transformations reads {glue:md}`paper_t7_both` % against {glue:md}`paper_t7_base` % without
-# ({glue:md}`paper_t7_gain` points, its Table 7) {cite}`zhu2021improving`. The previous chapter saw the first half
-# of the argument here: a larger momentum lowered {term}`Mean(pos)` and {term}`readout` rose with it. Whether FT
-# itself pays off in this book's runs is [the next chapter's](learn5_your_moco.ipynb) question.
+# **The paper's case.** At momentum $m = 0.99$ MoCo's positive pairs score lower than at $m = 0.9$, and its encoder
+# reads better ({glue:md}`paper_t1_m099` % against {glue:md}`paper_t1_m09` %, the paper's Table 1). Pairs that score
+# lower, *hard positives*, ask the encoder to ignore more of what a view changes; FT makes them on purpose by mixing
+# features inside the loss, and makes the negatives more varied. On ImageNet-100, MoCo v1 with both reads
+# {glue:md}`paper_t7_both` % against {glue:md}`paper_t7_base` % ({glue:md}`paper_t7_gain` points, Table 7)
+# {cite}`zhu2021improving`. Whether FT pays off in this book's runs is [the next chapter's](learn5_your_moco.ipynb)
+# question.
 
 # %% colab-setup
 
@@ -197,11 +194,9 @@ glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 # ## Explorer: α, λ and S
 #
 # Left: the slider sets $\alpha$, the Beta density of $\lambda$, and through eq. 4 the spread of the transformed
-# score $\hat S$ for several starting scores $S$. A small $\alpha$ (U-shaped) puts most draws near $\lambda=1$ (no
-# change) or $\lambda=2$ (the extreme $5S-4$); $\alpha>1$ gathers them around $1.5$, the paper's reading of why
-# $\alpha_{ex}=2$ works best (Table 2). Below: $\hat S$ against $S$ for one $\lambda$; below one the line lies above
-# the diagonal (interpolation), above one below it. Both respond in the page (in JupyterLab or Colab, a cell below
-# adds sliders).
+# score $\hat S$ for several starting scores $S$. A small $\alpha$ puts most draws near $\lambda=1$ or $2$; $\alpha>1$
+# gathers them around $1.5$, the paper's reading of why $\alpha_{ex}=2$ works best (Table 2). Below: $\hat S$ against
+# $S$ for one $\lambda$, above the diagonal for $\lambda<1$, below it for $\lambda>1$.
 
 # %% tags=["remove-input"]
 explorers.plotly_html(explorers.bound_explorer(), include_js=True)

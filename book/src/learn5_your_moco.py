@@ -122,10 +122,8 @@ for epoch_loss in auto_start.epoch_losses(stored):
 print(f"FT switches on from epoch {start.start_epoch} of 120")
 
 # %% [markdown]
-# In a run of the library it is the config key `ft.start=auto`. Two cautions: a loss that still rises (as in the
-# first steps of the MoCo chapter, while the queue fills) can switch FT on early, and a step of the learning rate makes
-# the loss fall again; [Using ftcl](guide.md) says how to resume it
-# and run it on several processes.
+# In a run of the library it is the config key `ft.start=auto`. A loss that still rises (while the queue fills) can
+# switch FT on early; [Using ftcl](guide.md) says more, and how to resume it.
 #
 # The rule was fixed on a few runs and then tried on settings it never saw. There it has never cost
 # {term}`readout` against the same run without FT; in runs of 30 epochs it switched on late, past half of the run.

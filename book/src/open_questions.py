@@ -64,8 +64,8 @@ checks.expect(headroom.CHECKS, map_facts, "crowding-confounded-with-the-clock", 
 #   needed for the cost; a switch at epoch 9 of 240 did not gain as the time left predicted
 #   ({glue:md}`hr_switch_from_9_of_240_diff`). Holding positive extrapolation back while the images crowd
 #   (`ft.pos_gate`) lessened the crowding and the cost, but did not remove the cost
-#   ({glue:md}`hr_switch_held_9_of_120_diff` points). Open: whether the crowding itself, rather than +pos in the
-#   crowded steps, adds to the cost; an arm that lessens the crowding without touching +pos would tell.
+#   ({glue:md}`hr_switch_held_9_of_120_diff` points). Open: whether the crowding itself, rather than {term}`+pos` in
+#   the crowded steps, adds to the cost; an arm that lessens the crowding without touching +pos would tell.
 #
 # ## Runs not stored yet
 #

@@ -474,10 +474,10 @@ def _switch_held_against_ungated(f: Mapping) -> str | None:
         return f"switch_held: {f['switch_held_seeds']} of {f['switch_planned']} planned paired seeds"
     held, ungated = (f[f"switch_{k}_crowd_ft"] for k in ("held_9_of_120", "from_9_of_120"))
     try:
-        problems = [] if float(held) < float(ungated) else [f"crowds {held}, not less than the ungated {ungated}"]
+        problems = [] if float(held) < float(ungated) else [f"crowd {held} >= {ungated}"]
     except ValueError:  # a crowding not measured (no stored curves): nothing to compare
-        problems = [f"crowding {held} against the ungated {ungated}"]
-    problems += [] if f["switch_held_side"] == "gains" else [f"against the ungated arm {f['switch_held_diff']}"]
+        problems = [f"crowd {held} vs {ungated}"]
+    problems += [] if f["switch_held_side"] == "gains" else [f"switch_held {f['switch_held_diff']}"]
     return "; ".join(problems) or None
 
 
