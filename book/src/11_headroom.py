@@ -321,7 +321,7 @@ checks.expect(headroom.CHECKS, facts, "crowding-goes-with-the-cost", "first-step
 # ## Can a run decide when to switch FT on?
 #
 # A user who lifts FT into a MoCo of their own has no Table 6 for their data. So the library offers a rule that reads
-# nothing but the run's own training loss (`ft.start=auto`, the class `ft.PlateauStart`): at the end of each epoch,
+# only the run's own training loss (`ft.start=auto`, `ft.PlateauStart`): at the end of each epoch,
 # FT switches on from the next once the loss fell, over the last {glue:md}`auto_window` epochs, by less than
 # {glue:md}`auto_fraction` of all it has fallen since the first. The window and the share were chosen on this map's
 # 30- and 120-epoch runs only, to switch on near the start that gains at 120 epochs and well after the step that costs
@@ -340,9 +340,8 @@ markup.html_table(["setting", "rule", "switched on at epoch (predicted)", "auto 
 
 # %% [markdown]
 # Of the {glue:md}`auto_runs` stored auto runs, {glue:md}`auto_agree` switched FT on within an epoch of where their
-# baseline's stored losses said they would; the others switched up to {glue:md}`auto_max_off` epochs away, though
-# their losses before the switch lay at most {glue:md}`auto_loss_gap` from their baseline's (the two did not compute
-# bit-identical steps): near its threshold the rule is sensitive to such small differences. Of the
+# baseline's stored losses said they would; the others up to {glue:md}`auto_max_off` epochs away, their losses before
+# the switch at most {glue:md}`auto_loss_gap` from their baseline's: near its threshold the rule is that sensitive. Of the
 # {glue:md}`auto_settings` settings, {glue:md}`auto_decided` hold their paired seeds so far, and in none of them does
 # the rule cost {term}`readout`. It does not always gain where the fixed 30 % start does: on Fashion-MNIST it switches
 # on at about 80 % of the run, on the shapes at 120 epochs before the fixed start's 30 %, and in both its difference
@@ -370,7 +369,3 @@ checks.expect(auto_start.CHECKS, auto, "auto-never-costs", "auto-some-runs-switc
 #   `ftcl_core.runs`) holds a run's scores step by step with each step's epoch: compare `neg_mean` over the three
 #   epochs after FT switches on, in both +pos runs, with the same steps of `runs/try-base`. Does the earlier switch
 #   crowd the images more, and cost more readout?
-# * **A harder task.** `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml data.clutter=2
-#   data.eval_split=val --out runs/try-clutter` scores a baseline with two distractors on the validation split, as
-#   the screen did (its one seed read less than with one distractor: `results/screens/2026-12-02_headroom-task.md`
-#   has both).

@@ -227,7 +227,7 @@ explorers.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1)
 #
 # 1. Show that $\|\hat z_q\|^2 = 1 + 2\lambda(\lambda-1)(1-S)$. When is the extrapolated query longer than one?
 # 2. The run of the previous chapter ends with positive pairs near $S = 0.87$. With $\alpha_{ex} = 2$, predict
-#    Mean(pos) after extrapolation before you compute it.
+#    {term}`Mean(pos)` after extrapolation before you compute it.
 # 3. Two keys of the queue at cosine $c$ are interpolated with $\lambda_{in}$. How long is the new negative?
 #
 # The solutions are folded below, in one cell that runs as written.
