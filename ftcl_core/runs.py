@@ -255,14 +255,18 @@ RUN_FILES = ("config.yaml", "checkpoint.pt", "eval.json", "metrics.npz", "grad_n
 
 
 def check_run_folder(out: str | os.PathLike) -> Path:
-    """``out`` as a run folder, refused (a :class:`ConfigError` naming it and the fix) where the run's files would lie
-    among a user's: an empty name (the current folder), the current folder itself, or a folder that holds files and
-    none of a run's (:data:`RUN_FILES`). Nothing is created."""
+    """``out`` as a run folder, refused (a :class:`ConfigError` naming it and the fix) where it cannot be one (a file,
+    or a path under one) or where the run's files would lie among a user's: an empty name (the current folder), the
+    current folder itself, or a folder that holds files and none of a run's (:data:`RUN_FILES`). Nothing is created."""
     text = os.path.expanduser(os.fspath(out))
     if not text.strip():
         raise ConfigError('--out "" names no folder (the run would be written into the current one): give the run '
                           "folder, e.g. --out runs/my_run.")
     path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--out {path} is a file, not a folder: name a new or existing run folder instead.")
+    if blocked := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
+        raise ConfigError(f"--out {path} lies under {blocked}, a file, not a folder: name a run folder elsewhere.")
     if path.is_dir() and not any((path / f).exists() for f in RUN_FILES):
         if path.resolve() == Path.cwd().resolve():
             raise ConfigError(f"--out {text} is the current folder itself: the run's files would lie among yours. Give "

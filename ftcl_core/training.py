@@ -313,11 +313,7 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
     reproducing the uninterrupted run exactly on CPU.
     """
     cfg = as_config(cfg)  # a dict (a stored config, say) is parsed and checked here
-    run = RunDir(check_run_folder(out))  # not "", the current folder, nor a folder of the user's files
-    if run.path.exists() and not run.path.is_dir():
-        raise ConfigError(f"--out {run.path} is a file, not a folder: name a new or existing run folder instead.")
-    if blocked := next((p for p in run.path.parents if p.exists() and not p.is_dir()), None):
-        raise ConfigError(f"--out {run.path} lies under {blocked}, a file, not a folder: name a run folder elsewhere.")
+    run = RunDir(check_run_folder(out))  # a folder (or none yet), not "", a file, the current folder, a user's folder
     check_compatible(run, cfg)
     if run.is_complete():
         run.restore_config(cfg)  # its damaged config.yaml was deleted: the recovery RunDir.load_config gives

@@ -56,11 +56,7 @@ def check_out(out: str | os.PathLike) -> Path:
         if p.is_symlink() and not p.exists():
             raise ConfigError(f"--out {path}: {p} is a symbolic link to {os.readlink(p)}, which does not exist. Create "
                               "its target, remove the link, or name another folder.")
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"--out {path} is a file, not a folder: name a new or existing run folder instead.")
-    if blocked := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
-        raise ConfigError(f"--out {path} lies under {blocked}, a file, not a folder: name a run folder elsewhere.")
-    return check_run_folder(path)
+    return check_run_folder(path)  # a file, or a folder under one, refused there
 
 
 def _exists(path: Path) -> bool:
