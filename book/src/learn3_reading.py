@@ -29,7 +29,7 @@ from ftcl_core import augment
 from ftcl_core.data import load_data
 from ftcl_core.methods import build_model
 from ftcl_core.pages import learn as learn_figures
-from ftcl_core.pages import markup, run_figures
+from ftcl_core.pages import markup, result_figures, run_figures
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.runs import RunDir
 from ftcl_core.stats import score_statistics
@@ -41,6 +41,7 @@ from ftcl_core.study import (
     readings,
     store,
     sweeps,
+    table_verdicts,
 )
 from ftcl_core.training import augment_config
 
@@ -168,17 +169,19 @@ checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "th
 #
 # The paper's first use of the tool is the momentum $m$ of eq. 2. It trains MoCo v1 with $m$ from $0$ (the key
 # encoder copies the query encoder every step) to $1$ (it never moves from its random start) and reports that
-# {term}`readout` rises with $m$ up to $0.99$ and falls after. Here is the same sweep at this book's scale, four momenta in
-# colour, the others in grey (and, below it, each run's gradient landscape summed over its layers):
+# {term}`readout` rises with $m$ up to $0.99$ and falls after. Here is the same sweep at this book's scale: first each
+# momentum's readout (the mean over its seeds, with its 95 % interval) beside the paper's, on its own axis; then the
+# three statistics through the run, four momenta in colour, the others in grey; then each run's gradient landscape
+# summed over its layers.
 
 # %%
 t1 = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
 # stored, never trained
-t1_runs = [
-    r
-    for r in store.load_records(t1.path, "cpu", experiment_file.STORED)
-    if r["seed"] == t1.seeds[0]
-]
+t1_all = store.load_records(t1.path, "cpu", experiment_file.STORED)
+if t1_all:
+    result_figures.experiment_bars(t1, table_verdicts.summarize(t1_all))
+    plt.show()
+t1_runs = [r for r in t1_all if r["seed"] == t1.seeds[0]]
 t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
 momenta = ["m=0", "m=0.9", "m=0.99", "m=1.0"]  # one colour each, kept below
 if t1_metrics:
@@ -255,8 +258,9 @@ glue_facts("swing_", swings)
 #    `score_statistics`, and compare.
 # 2. Eq. 2 is an exponential moving average. After how many steps has the key encoder forgotten half of where it
 #    started, at $m = 0.99$ and at $m = 0.999$? How many epochs of the stored run is that?
-# 3. Which momentum's run ends with Mean(neg) nearest the collapse level, and what do its readout and the
-#    random-init baseline's say about its features?
+# 3. Predict, then check: from where each momentum's Mean(neg) ends in the statistics figure, which runs would you
+#    expect to read lowest? Check against the readout figure. Does the run whose Mean(neg) ends highest read below
+#    the never-trained encoder, as a collapsed one would?
 #
 # The solutions are folded below, in one cell that runs as written.
 
@@ -284,9 +288,9 @@ for m in (0.99, 0.999):
     epochs = stored_cfg.train.epochs
     print(f"m = {m}: {t:.0f} steps, {t / per_epoch:.1f} epochs of {epochs}")
 
-# Solution 3: the run whose Mean(neg) ends highest ends below the collapse level, and
-# its linear readout stays above the never-trained encoder's: crowded features, not
-# collapsed ones.
+# Solution 3: the small momenta, whose Mean(neg) ends highest, read lowest; yet the
+# highest ends below the collapse level and its linear readout stays above the
+# never-trained encoder's: crowded features, not collapsed ones.
 for r in t1_runs:
     end_neg = float(np.mean(t1_metrics[r["setting"]]["neg_mean"][-100:]))
     readout, untrained = r["linear_top1"], r["random_init_linear_top1"]
@@ -295,3 +299,10 @@ for r in t1_runs:
 
 # %% tags=["remove-cell"]
 assert all(abs(a - float(b)) < 1e-5 for a, b in zip(mine, stats)), (mine, stats)
+# solution 3's words: the run whose Mean(neg) ends highest reads below every momentum of 0.9 and more, and above the
+# never-trained encoder
+if t1_runs:
+    ends_at = {r["setting"]: float(np.mean(t1_metrics[r["setting"]]["neg_mean"][-100:])) for r in t1_runs}
+    crowded = next(r for r in t1_runs if r["setting"] == max(ends_at, key=ends_at.get))
+    large = [r["linear_top1"] for r in t1_runs if float(r["setting"].removeprefix("m=")) >= 0.9]
+    assert crowded["random_init_linear_top1"] < crowded["linear_top1"] < min(large), (crowded, large)

@@ -133,8 +133,9 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 #
 # ## What the runs say
 #
-# This book trains MoCo with FT and without, on a laptop CPU, each pair with the same seeds. Four things stand out;
-# each links to its evidence.
+# This book trains MoCo with FT and without, on a laptop CPU, each pair with the same seeds. The figure gives each
+# difference in {term}`readout` that this section names, FT's run minus the same run without FT, with the paper's where
+# it reports one. Four things stand out; each links to its evidence.
 
 # %% tags=["remove-cell"]
 
@@ -152,16 +153,33 @@ auto = auto_start.facts()
 checks.expect(auto_start.CHECKS, auto, "auto-never-costs", "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist",
               "auto-no-gain-where-the-fixed-start-gains-on-the-shapes-at-120",
               "auto-switches-past-half-of-a-30-epoch-run")
-checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs-at-120", "first-step-costs-at-240", "late-start-gains-at-120",
+checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs-at-30", "first-step-costs-at-120",
+              "first-step-costs-at-240", "late-start-gains-at-120",
               "late-start-gains-at-240", "late-start-matches-at-240", "crowding-goes-with-the-cost",
               "crowding-confounded-with-the-clock", "switch-from-18-of-120-costs",
               "switch-from-18-of-120-does-not-crowd")
 
+# %%
+from ftcl_core.pages import learn as learn_figures
+
+learn_figures.differences_figure({
+    "the shapes, both, from the first step": (first, "both", "both_paper"),
+    "the shapes, positive extrapolation alone": (first, "pos", "pos_paper"),
+    "the shapes, negative interpolation alone": (first, "neg", "neg_paper"),
+    "harder task, from the first step, 120 epochs": (room, "both_120", None),
+    "harder task, from the first step, 240 epochs": (room, "both_240", None),
+    "harder task, after 30 %, 30 epochs": (room, "both_late_30", None),
+    "harder task, after 30 %, 120 epochs": (room, "both_late_120", None),
+    "harder task, after 30 %, 240 epochs": (room, "both_late_240", "both_late_paper"),
+    "harder task, from epoch 18 of 120": (room, "switch_from_18_of_120", None),
+})
+plt.show()
+
 # %% [markdown]
-# **From the first step, FT costs.** On the drawn shapes, MoCo v1 with both transformations from the first step reads
-# {glue:md}`t7_both_diff` points of {term}`linear readout` against the same run without them (from {glue:md}`t7_base`
-# to {glue:md}`t7_ft`, over {glue:md}`t7_seeds` {term}`paired` seeds; the box below says how to read such a
-# difference), where the paper reports a gain of {glue:md}`t7_both_paper` ([the evidence](07a_when_ft_helps.ipynb)).
+# **From the first step, FT costs.** On the drawn shapes, MoCo v1 with both transformations from the first step falls
+# from {glue:md}`t7_base` of {term}`linear readout` to {glue:md}`t7_ft` ({glue:md}`t7_seeds` {term}`paired` seeds; the
+# box below says how to read such a difference), where the paper reports a gain of {glue:md}`t7_both_paper` points
+# ([the evidence](07a_when_ft_helps.ipynb)).
 #
 # :::{admonition} How this book states a difference
 # :class: dropdown
@@ -173,16 +191,14 @@ checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs
 # at that many seeds; below three seeds it gives no interval at all.
 # :::
 #
-# **Positive extrapolation carries the cost.** Alone it reads {glue:md}`t7_pos_diff` points; negative interpolation
-# alone changes it by too little to tell from zero ({glue:md}`t7_neg_diff`). The harder positive pair of the previous chapter
-# is, from the first step, too hard for this encoder ([the evidence](06_feature_transformations.ipynb)).
+# **Positive extrapolation carries the cost:** alone it costs too; negative interpolation alone changes
+# the readout by too little to tell from zero. The harder positive pair of the previous chapter is, from the first
+# step, too hard for this encoder ([the evidence](06_feature_transformations.ipynb)).
 #
-# **Switched on late, on a task with room to grow, FT pays.** On the shapes the baseline soon reads near 100 %, which
-# leaves no room for a gain. On the harder task of the rule's example, FT switched on after 30 %
-# of the run reads {glue:md}`hr_both_late_120_diff` points at 120 epochs and {glue:md}`hr_both_late_240_diff` at 240,
-# about the size of the paper's Table 6 gain ({glue:md}`hr_both_late_paper` points) at the longer length. From the
-# first step, on the same task, it still costs ({glue:md}`hr_both_120_diff` and {glue:md}`hr_both_240_diff`)
-# ([the evidence](11_headroom.ipynb)).
+# **Switched on late, on a task with room to grow, FT pays.** On the shapes a longer run's baseline nears 100 %, which
+# leaves little room for a gain. On the harder task of the rule's example, FT switched on after 30 % of the run
+# gains at 120 and 240 epochs, at 240 about as much as the paper's Table 6 ({glue:md}`hr_both_late_paper` points); at
+# 30 epochs it still costs, and from the first step it costs at every length ([the evidence](11_headroom.ipynb)).
 #
 # **{term}`Mean(neg)` can flag a cost, not clear one.** With the tool of the reading chapter, the cost often has a
 # face: on the harder task, the runs where FT costs crowd the images together as it switches on, raw Mean(neg) rising
@@ -204,7 +220,7 @@ plt.show()
 
 # %% [markdown]
 # But a flat Mean(neg) does not mean FT is helping: switched on at epoch 18 of 120, FT does not crowd the images and
-# still costs ({glue:md}`hr_switch_from_18_of_120_diff` points, [the evidence](#crowding)). The crowding goes with the
+# still costs (the last line of the first figure; [the evidence](#crowding)). The crowding goes with the
 # cost; it is not needed for it. So, in a MoCo of your own: switch FT on part-way through the run, not from the first
 # step, and judge it by the {term}`readout`, not by Mean(neg).
 #

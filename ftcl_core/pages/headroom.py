@@ -160,7 +160,7 @@ def crowding_figure(curves: Mapping[int, Mapping[str, tuple[np.ndarray, np.ndarr
         for arm, (epochs, means) in by_arm.items():
             ax.plot(epochs + 1, means, label="baseline (no FT)" if arm == "baseline" else ARM_LABELS[arm],
                     markevery=max(1, length // 15), **CURVE_STYLE[arm])
-        ax.axvline(length * 3 // 10 + 1, color="black", lw=0.8, ls=":")
+        ax.axvline(length * 3 // 10 + 1, color="black", lw=1.3, ls=(0, (1.5, 2)), label="the late start switches FT on")
         ax.set_title(f"{length} epochs", fontsize=legibility.TITLE_PT)
         ax.set_xlabel("epoch", fontsize=legibility.TEXT_PT)
         ax.tick_params(labelsize=legibility.TEXT_PT)

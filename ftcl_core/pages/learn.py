@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -25,32 +25,38 @@ def _circle(ax, features: np.ndarray, labels: np.ndarray, title: str) -> None:
     ax.set_ylim(-1.3, 1.3)
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=9)
 
 
 def toy_figure(points: np.ndarray, point_labels: np.ndarray, run: ToyRun, collapsed: ToyRun):
     """Four panels: the toy's inputs in the plane; their features on the circle before training, after InfoNCE, and
-    after the positives-only loss (a collapse); and under them alignment and uniformity through training."""
-    fig = plt.figure(figsize=(11, 5.6))
-    grid = fig.add_gridspec(2, 4, height_ratios=(1.15, 1))
+    after the positives-only loss (a collapse); and under them alignment and uniformity through training. Drawn at
+    the book column's width, so its text keeps its size on the page."""
+    from ftcl_core.pages import legibility
+
+    fig = plt.figure(figsize=(legibility.BOOK_WIDTH_IN, 4.9), layout="constrained")
+    grid = fig.add_gridspec(2, 4, height_ratios=(1.1, 1))
     ax = fig.add_subplot(grid[0, 0])
     for c in np.unique(point_labels):
         p = points[point_labels == c]
-        ax.scatter(p[:, 0], p[:, 1], s=6, color=CLUSTER_COLOURS[int(c) % len(CLUSTER_COLOURS)], alpha=0.6)
+        ax.scatter(p[:, 0], p[:, 1], s=4, color=CLUSTER_COLOURS[int(c) % len(CLUSTER_COLOURS)], alpha=0.6)
     ax.set_aspect("equal")
-    ax.set_title("inputs (colour: cluster, unseen by the loss)", fontsize=10)
-    _circle(fig.add_subplot(grid[0, 1]), run.before, run.labels, "features before training")
-    _circle(fig.add_subplot(grid[0, 2]), run.after, run.labels, f"after InfoNCE (τ = {run.tau:g})")
-    _circle(fig.add_subplot(grid[0, 3]), collapsed.after, collapsed.labels, "after positives only: collapse")
-    for i, (key, name) in enumerate((("align", "alignment (0: the two views coincide)"),
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title("inputs (colour:\ncluster, unseen)", fontsize=legibility.TEXT_PT)
+    _circle(fig.add_subplot(grid[0, 1]), run.before, run.labels, "features\nbefore training")
+    _circle(fig.add_subplot(grid[0, 2]), run.after, run.labels, f"after InfoNCE\n(τ = {run.tau:g})")
+    _circle(fig.add_subplot(grid[0, 3]), collapsed.after, collapsed.labels, "after positives\nonly: collapse")
+    for i, (key, name) in enumerate((("align", "alignment (0: the views coincide)"),
                                      ("uniform", "uniformity (0: all at one point)"))):
         ax = fig.add_subplot(grid[1, 2 * i: 2 * i + 2])
         ax.plot(run.history[key], label="InfoNCE", color="#4c72b0")
         ax.plot(collapsed.history[key], label="positives only", color="#c44e52")
-        ax.set_xlabel("step")
-        ax.set_title(name, fontsize=10)
-        ax.legend(fontsize=8, frameon=False)
-    fig.tight_layout()
+        ax.set_xlabel("step", fontsize=legibility.TEXT_PT)
+        ax.tick_params(labelsize=legibility.TEXT_PT)
+        ax.set_title(name, fontsize=legibility.TEXT_PT)
+    handles, labels = legibility._unique_handles(fig.axes)
+    legibility._legend_outside(fig, handles, labels, "lower")
     return fig
 
 
@@ -95,7 +101,7 @@ def temperature_explorer(runs: Sequence[ToyRun]):
         vis = [False] * (per * len(runs)) + [True, True]
         vis[i * per:(i + 1) * per] = [True] * per
         steps.append(dict(method="update", label=f"{run.tau:g}",
-                          args=[{"visible": vis}, {"title": _title(run)}]))
+                          args=[{"visible": vis}, {"title.text": _title(run)}]))
     fig.update_layout(sliders=[dict(active=mid, currentvalue={"prefix": "temperature τ = "}, steps=steps, pad={"t": 40})],
                       title=_title(runs[mid]), height=460, margin=dict(t=80, b=10, l=10, r=10))
     fig.update_xaxes(range=[-1.3, 1.3], visible=False, row=1, col=1)
@@ -128,18 +134,20 @@ def views_figure(images, view_1, view_2, aug) -> plt.Figure:
 
 def moco_training_figure(history: dict, queue_size: int) -> plt.Figure:
     """A from-scratch MoCo's first steps: its loss against a guess among ``queue_size + 1`` (left), and the share of
-    queries whose own key scores above every key of the queue (right)."""
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
+    queries whose own key scores above every key of the queue (right), at the book column's width."""
+    from ftcl_core.pages import legibility
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(legibility.BOOK_WIDTH_IN, 3.0), layout="constrained")
     a.plot(history["loss"], color="#4c72b0")
     a.axhline(np.log(queue_size + 1), color="#999999", ls="--", lw=1, label=f"log({queue_size + 1}): a guess")
-    a.set_xlabel("step")
-    a.set_title("InfoNCE loss", fontsize=10)
-    a.legend(fontsize=8, frameon=False)
+    a.set_title("InfoNCE loss", fontsize=legibility.TITLE_PT)
+    a.legend(fontsize=legibility.TEXT_PT, frameon=False)
     b.plot(100 * np.asarray(history["found"]), color="#55a868")
-    b.set_xlabel("step")
     b.set_ylim(0, 100)
-    b.set_title(f"contrastive top-1: % of queries whose key beats all {queue_size} negatives", fontsize=10)
-    fig.tight_layout()
+    b.set_title(f"contrastive top-1: % of queries whose\nkey beats all {queue_size} negatives", fontsize=legibility.TITLE_PT)
+    for ax in (a, b):
+        ax.set_xlabel("step", fontsize=legibility.TEXT_PT)
+        ax.tick_params(labelsize=legibility.TEXT_PT)
     return fig
 
 
@@ -197,4 +205,35 @@ def bound_check_figure(s, s_ex, s_in, shown: int = 3000) -> plt.Figure:
     for a in ax:
         a.set_xlabel("S")
         a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=9, frameon=False)
+    return fig
+
+
+def differences_figure(said: Mapping[str, tuple[Mapping, str, str | None]]) -> plt.Figure:
+    """What the runs say, one line each (``said``: label -> ``(facts, key, paper key or None)``): the paired
+    difference ``facts[key + '_value']`` ± its 95 % interval ``facts[key + '_ci']`` in points, with
+    ``facts[key + '_seeds']`` paired seeds in the label where given, and the paper's effect ``facts[paper key]`` (a
+    signed number) as a diamond. A line's colour says only its side: a cost, a gain, or an interval across zero."""
+    from ftcl_core.pages import legibility
+
+    fig, ax = plt.subplots(figsize=(legibility.BOOK_WIDTH_IN, 0.36 * len(said) + 1.3), layout="constrained")
+    ys = np.arange(len(said))[::-1]
+    sides = {"costs": "#c44e52", "gains": "#4c72b0", "too small to tell from zero": "#8c8c8c"}
+    drawn: dict[str, object] = {}
+    labels = []
+    for y, (label, (facts, key, paper)) in zip(ys, said.items()):
+        value, ci = float(facts[f"{key}_value"]), float(facts[f"{key}_ci"])
+        side = "costs" if value + ci < 0 else "gains" if value - ci > 0 else "too small to tell from zero"
+        drawn[side] = ax.errorbar(value, y, xerr=ci, fmt="o", color=sides[side], ms=6, capsize=3)
+        if paper is not None:
+            drawn["the paper's effect"] = ax.plot(float(facts[paper]), y, "D", mfc="none", mec="darkorange", mew=1.5,
+                                                  ms=8, zorder=3)[0]
+        seeds = facts.get(f"{key}_seeds")
+        labels.append(f"{label} ({seeds} seeds)" if seeds else label)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(ys, labels, fontsize=legibility.TEXT_PT)
+    ax.set_ylim(-0.7, len(said) - 0.3)
+    ax.tick_params(axis="x", labelsize=legibility.TEXT_PT)
+    ax.set_xlabel("readout with FT minus without (points, ± 95 % interval)", fontsize=legibility.TEXT_PT)
+    order = [s for s in (*sides, "the paper's effect") if s in drawn]
+    legibility._legend_outside(fig, [drawn[s] for s in order], order, "lower")
     return fig

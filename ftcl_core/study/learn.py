@@ -45,8 +45,8 @@ def toy_facts(runs: Sequence[ToyRun], shown: float = 0.2) -> dict:
     """The toy runs as the first Learn chapter quotes them: for the run at temperature ``shown``, alignment and
     uniformity at the first and last step (``align_first``, ``align_last``, ``uniform_first``, ``uniform_last``)
     and the clusters' tightness before and after training (``tight_before``, ``tight_after``); over every
-    temperature, the loss at the end (``loss_<tau>``) and the tightness after (``tight_<tau>``). Raw values under the
-    same names with ``_value``."""
+    temperature, the loss at the end (``loss_<tau>``), the tightness after (``tight_<tau>_value``) and the uniformity
+    at the end (``uniform_<tau>_value``). Raw values under the same names with ``_value``."""
     run = next(r for r in runs if r.tau == shown and r.negatives)
     h = run.history
     raw = {"align_first": h["align"][0], "align_last": h["align"][-1], "uniform_first": h["uniform"][0],
@@ -64,6 +64,7 @@ def toy_facts(runs: Sequence[ToyRun], shown: float = 0.2) -> dict:
     for r in (r for r in runs if r.negatives):
         out[f"loss_{r.tau:g}"] = fixed(float(r.history["loss"][-1]), 2)
         out[f"tight_{r.tau:g}_value"] = cluster_tightness(r.after, r.labels)
+        out[f"uniform_{r.tau:g}_value"] = float(r.history["uniform"][-1])
     by_tau = sorted((r for r in runs if r.negatives), key=lambda r: r.tau)  # the explorer's curves, coldest first
     for r in (by_tau[0], by_tau[-1]):  # the false negatives' share of the push at the coldest and warmest temperature
         push, count = own_cluster_push(r.after, r.labels, r.tau)
@@ -73,6 +74,13 @@ def toy_facts(runs: Sequence[ToyRun], shown: float = 0.2) -> dict:
     out["hardest_shares_value"] = [hardest_share(r.after, r.tau) for r in by_tau]
     out["hardest_shares"] = ", ".join(f"τ = {r.tau:g}: {100 * v:.0f} %" for r, v in zip(by_tau, out["hardest_shares_value"]))
     return out
+
+
+def _coldest_bunched(f: Mapping) -> str | None:
+    """The coldest run's points end less evenly spread than the shown run's (uniformity higher by more than 0.2)."""
+    cold = f[f"uniform_{f['coldest']}_value"]
+    return None if cold > f["uniform_last_value"] + 0.2 else (
+        f"uniformity ends at {cold:.2f} at τ = {f['coldest']}, {f['uniform_last']} at τ = {f['tau']}")
 
 
 CHECKS = {
@@ -95,6 +103,7 @@ CHECKS = {
     and f[f"own_push_{f['warmest']}_value"] < f[f"own_push_{f['coldest']}_value"] else (
         f"own cluster: {f['own_count']} of the negatives, {f['own_push_' + f['coldest']]} of the push at the "
         f"coldest temperature, {f['own_push_' + f['warmest']]} at the warmest"),
+    "at the coldest temperature the clusters stay bunched": lambda f: _coldest_bunched(f),
     "the colder the temperature, the higher the push curve starts": lambda f: None if all(
         a > b for a, b in zip(f["hardest_shares_value"], f["hardest_shares_value"][1:])) else (
         f"the hardest tenth's share of the push does not fall as the temperature rises: {f['hardest_shares']}"),
@@ -193,8 +202,9 @@ def first_step_facts(rows: list[dict] | None = None) -> dict:
     """The last Learn chapters' reading of Table 7's MoCo v1 on the shapes, FT from the first step against the same
     run without FT, from ``rows`` (by default the stored runs' ``results/summary.csv``): each arm's
     :func:`ftcl_core.study.readings.claim_facts` under ``both_``, ``pos_``, ``neg_`` (``diff``: points ± 95 %
-    interval, ``paper``: the paper's effect; raw ``_value``, ``_ci`` for the checks), and the scale they are read on:
-    ``base`` and ``ft`` (the baseline's and +both's mean readout, %) and ``seeds`` (+both's paired seeds)."""
+    interval, ``paper``: the paper's effect; raw ``_value``, ``_ci`` for the checks; ``_seeds``: its paired seeds),
+    and the scale they are read on: ``base`` and ``ft`` (the baseline's and +both's mean readout, %) and ``seeds``
+    (+both's paired seeds)."""
     from ftcl_core.study import experiment_file, readings
 
     if rows is None:
@@ -203,8 +213,9 @@ def first_step_facts(rows: list[dict] | None = None) -> dict:
     out: dict = {}
     for name in ("both", "pos", "neg"):
         f = readings.claim_facts(rows, "T7", f"v1 +{name}")
+        arm = next(r for r in rows if r["table"] == "T7" and r["setting"] == f"v1 +{name}" and r.get("effect"))
         out |= {f"{name}_diff": f["diff"], f"{name}_paper": f["effect"], f"{name}_value": f["diff_value"],
-                f"{name}_ci": f["ci_value"]}
+                f"{name}_ci": f["ci_value"], f"{name}_seeds": arm["n_seeds"]}
     both = next(r for r in rows if r["table"] == "T7" and r["setting"] == "v1 +both" and r["reference"] == "v1 baseline")
     base = next(r for r in rows if r["table"] == "T7" and r["setting"] == "v1 baseline")
     out |= {"base": f"{float(base['mean']):.1f} %", "ft": f"{float(both['mean']):.1f} %", "seeds": both["n_seeds"]}
