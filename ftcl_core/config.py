@@ -335,7 +335,17 @@ def parse_overrides(items: list[str]) -> dict:
         if not raw.strip():  # YAML reads "" as null: "device=" would become device=None, which no one typed
             raise ConfigError(f"override {item!r} gives no value after '=': write {key.strip()}=VALUE, or "
                               f"{key.strip()}=null to unset a key that may be empty.")
-        value = yaml.safe_load(raw)
+        if re.match(r"\s*[&*!]", raw):  # YAML's anchor, alias or tag: "&a 1" would read as 1, "*a" fail
+            raise ConfigError(f"override {item!r}: the value begins with {raw.strip()[0]!r}, which YAML reads as an anchor, "
+                              f"an alias or a tag: write the plain value, e.g. {key.strip()}=1.")
+        try:
+            value = yaml.safe_load(raw)
+        except (yaml.YAMLError, RecursionError) as err:
+            raise ConfigError(f"override {item!r}: {raw.strip()[:40]!r} is not a YAML value "
+                              f"({' '.join(str(err).split())[:100]}); write a number, true/false, a word or a [list].") from None
+        if isinstance(value, str) and not value.isascii() and _number(value):  # int("١") is 1 to Python
+            raise ConfigError(f"override {item!r}: {value!r} holds digits that are not ASCII; write the number in the "
+                              "digits 0-9.")
         if value == {}:  # an empty mapping would merge as nothing: the key would keep its default without a word
             raise ConfigError(f"override {item!r} gives an empty mapping: write {key.strip()}=VALUE.")
         if isinstance(value, float) and ":" in raw:  # YAML 1.1 reads 1:0.5 as a base-60 number, 60.5
@@ -349,6 +359,15 @@ def parse_overrides(items: list[str]) -> dict:
 
 
 DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9_]*)")  # an integer as a user means it (YAML 1.1 also reads 010, 0x8, 1:00)
+
+
+def _number(text: str) -> bool:
+    """Python reads ``text`` as a number (``float`` takes any script's decimal digits)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 
@@ -402,11 +421,26 @@ def load_yaml_mapping(path: str | os.PathLike, what: str, example: str) -> dict:
             f"holds a YAML {type(loaded).__name__} ({' '.join(str(loaded).split())[:60]}), not a mapping"
     except ConfigError as err:
         problem = str(err)
+    except RecursionError:  # thousands of nested brackets
+        problem = "is not a YAML mapping (nested too deeply to read)"
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         problem = f"is not a YAML mapping ({' '.join(str(err).split())[:160]})"
     if problem:
         raise ConfigError(f"{what} {path} {problem}; compare it with {example}.")
     return loaded
+
+
+def _not_a_file(p: Path) -> str | None:
+    """What ``p`` is, where it exists but is not a regular file (a folder, a device, a symbolic link loop)."""
+    try:
+        p.stat()
+    except RuntimeError:  # Path.stat raises it for a symlink loop on some Pythons
+        return "is a symbolic link loop"
+    except OSError as err:
+        return "is a symbolic link loop" if err.errno == 40 else None  # ELOOP; a missing file is said below
+    if p.is_dir():
+        return "is a folder"
+    return None if p.is_file() else "is not a regular file (a device or a pipe)"
 
 
 def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> RunConfig:
@@ -418,6 +452,9 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
                           "use RunConfig.from_dict(d), or pass its keys as overrides, load_config(None, ['k=v', ...]).")
     if path is not None:
         p = Path(path)
+        what = _not_a_file(p)
+        if what:
+            raise ConfigError(f"config file {p} {what}: give the path of a YAML file, e.g. configs/cpu_moco_v2.yaml.")
         if not p.is_file():
             raise ConfigError(
                 f"config file {p} not found; the default CPU runs are configs/cpu_moco_v2.yaml and configs/cpu_moco_v1.yaml."

@@ -16,6 +16,8 @@ from typing import ClassVar, Literal
 
 from ftcl_core.config_fields import ConfigError, Section, _plain, _yaml
 
+FLOAT32_MAX = 3.4028234663852886e38  # the largest float32: a value beyond it cannot enter a weight update
+
 # The names a config may use; each owner (see the comment) checks that its table matches.
 METHODS = ("moco", "simclr", "byol", "simsiam", "swav")  # the keys of ftcl_core.methods.METHODS
 CONTRASTIVE = ("moco", "simclr")  # the methods with negatives (the others take positive FT only, Table 7)
@@ -258,6 +260,10 @@ class OptimConfig(Section):
     def check(self) -> None:
         if self.lr <= 0:
             raise ConfigError(f"optim.lr={self.lr} must be > 0 (the CPU recipes use 0.06 to 0.12).")
+        for key in ("lr", "weight_decay"):  # torch's update multiplies float32 weights by it
+            if getattr(self, key) > FLOAT32_MAX:
+                raise ConfigError(f"optim.{key}={getattr(self, key)} is beyond float32's largest number (3.4e38), which "
+                                  "a weight update cannot hold (the recipes use 0.06 to 0.12 and 1e-4 to 5e-4).")
         if not 0 <= self.momentum < 1:
             raise ConfigError(f"optim.momentum={self.momentum} must lie in [0, 1) (SGD's momentum; the recipes use 0.9).")
         if self.weight_decay < 0:
@@ -377,6 +383,8 @@ class FTConfig(Section):
                                   "paper uses 0.2 to 2.0): beyond that a draw of lambda is a constant or a NaN.")
         self._positive("shards")
         self._positive("auto_window")
+        if self.start_epoch < 0:  # a run config also bounds it by train.epochs (RunConfig)
+            raise ConfigError(f"ft.start_epoch={self.start_epoch} must be an epoch >= 0 (0: FT from the first step).")
         if not 0.0 < self.auto_fraction < 1.0:
             raise ConfigError(f"ft.auto_fraction={self.auto_fraction} must lie in (0, 1): a share of the loss's fall "
                               "so far (0.1 switches FT on once the last ft.auto_window epochs fell by under a tenth).")

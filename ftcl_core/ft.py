@@ -76,7 +76,9 @@ class PlateauStart:
             start.update(epoch_loss)                    # FT is on from the next epoch once start.on
 
     Window and fraction were chosen on the task with room (``experiments/headroom/auto_start_v1.yaml`` holds the
-    choice and its predictions).  Once on, FT stays on; ``start_epoch`` is its first epoch (None while off)."""
+    choice and its predictions).  Once on, FT stays on; ``start_epoch`` is its first epoch (None while off).  A loss
+    that never falls below its first epoch's gives the rule no fall to measure a slowdown against, so FT stays off
+    (``replay([2.0] * 20)`` is None): switch such a run on by ``ft.start_epoch``."""
 
     def __init__(self, window: int = FTConfig.auto_window, fraction: float = FTConfig.auto_fraction) -> None:
         if not (isinstance(window, int) and not isinstance(window, bool) and window >= 1):
@@ -120,5 +122,9 @@ class PlateauStart:
             raise ValueError(f"PlateauStart.replay({epoch_losses!r}): give the run's mean loss of each epoch, a "
                              "sequence of numbers.")
         rule = cls(window, fraction)
-        next((e for e in epoch_losses if rule.update(e)), None)
+        losses = list(epoch_losses)
+        if not all(_real(e) and math.isfinite(e) for e in losses):
+            raise ValueError(f"PlateauStart.replay({epoch_losses!r}): each epoch's mean loss must be a finite number "
+                             "(a dict or a 2-D array is not a sequence of losses).")
+        next((e for e in losses if rule.update(e)), None)
         return rule.start_epoch

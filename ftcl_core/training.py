@@ -411,7 +411,9 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                     saved = epoch + 1
         if not main:  # rank 0 evaluates and writes eval.json; no collective waits on that
             return {}
-        switched = {} if auto is None else {"ft_start_epoch": auto.start_epoch}  # ft.start=auto: where (None: never)
+        # ft.start=auto: where FT switched on (None: never; a decision at the last epoch's end trained no FT step)
+        switched = {} if auto is None else {
+            "ft_start_epoch": auto.start_epoch if auto.start_epoch is not None and auto.start_epoch < epochs else None}
         return _finish(run, cfg, model, train_set, test_set, aug, device, train_s, steps, draws, switched)
     except StopTraining:  # a step callback ended the loop (train(max_steps=...)): no checkpoint, no evaluation
         return {"metrics": log.recorder.as_arrays()}

@@ -21,41 +21,54 @@ class SmokeBook:
         self.root, self.errors = root, errors
 
 
+WORKERS = 2  # chapters executed at once, each kernel on one thread: the machines have two cores
+
+
+def _execute(chapter: str, out: Path, runs: Path) -> BaseException | None:
+    """One chapter under papermill's command line, as a user runs it (``-p profile smoke``), in a process of its own
+    whose kernel trains on one thread into ``runs`` (a store of this worker's own: two chapters that train the same
+    smoke run never share its folder). The error, or None."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FTCL_RUNS_ROOT": str(runs), "FTCL_BOOK_BUILD": "1", "FTCL_PROFILE": "smoke",
+           "OMP_NUM_THREADS": "1"}
+    env.pop("MPLBACKEND", None)  # the kernel's inline backend draws the figures
+    # a smoke cell takes seconds: one that waits 15 minutes is a hung kernel, reported as such (a guard against
+    # hangs, not a speed test: a busy CPU may be slow)
+    cmd = [sys.executable, "-m", "papermill", str(ROOT / "book" / f"{chapter}.ipynb"), str(out), "-p", "profile",
+           "smoke", "--cwd", str(ROOT / "book"), "-k", "python3", "--no-progress-bar", "--execution-timeout", "900"]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    return None if res.returncode == 0 else RuntimeError(f"papermill exited {res.returncode}:\n{res.stderr[-4000:]}")
+
+
 @pytest.fixture(scope="session")
 def smoke_book(tmp_path_factory) -> SmokeBook:
+    from concurrent.futures import ThreadPoolExecutor
+
     import nbformat
-    import papermill as pm
 
     root = tmp_path_factory.mktemp("smoke_book")
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(ROOT / name, root / name)
     shutil.copytree(ROOT / "book", root / "book", ignore=shutil.ignore_patterns("*.ipynb", "src", "__pycache__"))
-    env = {"FTCL_RUNS_ROOT": str(root / "runs"), "FTCL_BOOK_BUILD": "1", "FTCL_PROFILE": "smoke"}
-    saved = {k: os.environ.get(k) for k in [*env, "MPLBACKEND"]}
-    os.environ.update(env)
-    os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend draws the figures
-    errors: dict[str, BaseException | None] = {}
-    try:
-        for chapter in CHAPTERS:
-            out = root / "book" / f"{chapter}.ipynb"
-            try:
-                # a smoke cell takes seconds: one that waits 15 minutes is a hung kernel, reported as such
-                pm.execute_notebook(str(ROOT / "book" / f"{chapter}.ipynb"), str(out), parameters={"profile": "smoke"},
-                                    cwd=str(ROOT / "book"), kernel_name="python3", progress_bar=False,
-                                    execution_timeout=900)  # a guard against hangs, not a speed test: a busy CPU may be slow
-                errors[chapter] = None
-            except Exception as err:  # reported by the chapter's own test
-                errors[chapter] = err
-            if out.is_file():  # papermill's injected parameters cell is not part of the book
-                nb = nbformat.read(out, as_version=4)
-                nb.cells = [c for c in nb.cells if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
-                nbformat.write(nb, out)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    free = [root / f"runs{i}" for i in range(WORKERS)]  # each worker's store, handed to one chapter at a time
+
+    def run(chapter: str) -> BaseException | None:
+        runs = free.pop()
+        try:
+            return _execute(chapter, root / "book" / f"{chapter}.ipynb", runs)
+        finally:
+            free.append(runs)
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        errors = dict(zip(CHAPTERS, pool.map(run, CHAPTERS)))
+    for chapter in CHAPTERS:
+        out = root / "book" / f"{chapter}.ipynb"
+        if out.is_file():  # papermill's injected parameters cell is not part of the book
+            nb = nbformat.read(out, as_version=4)
+            nb.cells = [c for c in nb.cells if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+            nbformat.write(nb, out)
     return SmokeBook(root, errors)
 
 

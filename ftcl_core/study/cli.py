@@ -161,7 +161,7 @@ def _main(argv: list[str] | None = None, banner: str | None = None) -> int:
     sw.add_argument("--profile", default="cpu", choices=["smoke", "cpu", "gpu"])
     sw.add_argument("--seeds", type=_seed, nargs="*", help="only these seeds (default: the file's)")
     sw.add_argument("--settings", nargs="*", help="only these settings (default: all)")
-    sw.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", dest="execution",
+    sw.add_argument("--set", nargs="*", default=None, metavar="KEY=VALUE", dest="execution",
                     help="how every run executes, e.g. device=cuda (only the execution keys: "
                          "device, train.compile, train.channels_last, train.ft_draws)")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -419,6 +419,11 @@ def _sweep(args) -> int:
         print("error: --settings names no setting: give one or more (quoted when they hold spaces), or leave "
               "--settings out to train every setting of the file", file=sys.stderr)
         return 2
+    if args.execution == []:  # "--set" with nothing after it: refused as --settings is, never read as "no change"
+        print("error: --set names no KEY=VALUE: give one or more (e.g. --set device=cuda), or leave --set out",
+              file=sys.stderr)
+        return 2
+    args.execution = args.execution or []
     try:
         pairs = [_key_value(e) for e in args.execution]
         if twice := sorted({k for k, _ in pairs if [p for p, _ in pairs].count(k) > 1}):
