@@ -150,6 +150,10 @@ class RunConfig(Section):
         if self.data.eval_split == "test" and self.data.n_val != DataConfig.n_val:
             raise ConfigError(f"data.n_val={self.data.n_val} sizes the validation split, and data.eval_split=test "
                               "scores the test set, so it would be ignored. Set data.eval_split=val, or drop data.n_val.")
+        if self.augment.out_size > self.data.image_size:  # a crop resized past its stored image: pixels, no detail
+            raise ConfigError(f"augment.out_size={self.augment.out_size} exceeds data.image_size={self.data.image_size}: "
+                              "a view would be upsampled past the stored image, and its memory grows with its square. "
+                              f"Set augment.out_size <= {self.data.image_size}.")
         if self.eval.knn_k > self.data.n_train:
             raise ConfigError(f"eval.knn_k={self.eval.knn_k} exceeds data.n_train={self.data.n_train}: the kNN readout "
                               "votes over the training images' features; set eval.knn_k <= data.n_train (200 is usual).")

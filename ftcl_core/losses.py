@@ -66,6 +66,9 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
       state it.  A ``C x K`` buffer passes for ``K x C`` only if its C rows are unit-norm by chance as well:
       5 % of random unit-column buffers at C = 2, 0.1 % at C = 3, none in 200 000 from C = 6.
 
+    Not checked: that the features are of unit norm and finite (a check would read the device every step); pass
+    ``F.normalize(x, dim=1)`` of finite features, as MoCo does.
+
     Cost: for ``K != C``, or ``queue_layout="KC"``, a few comparisons of shapes on the host (about a
     microsecond, no work on the device, no synchronisation).  For a square queue with ``queue_layout="auto"``,
     one pass over the ``K x K`` queue and one device-to-host read (a synchronisation on a GPU), every call.
@@ -78,6 +81,9 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
         kinds = ", ".join(type(t).__name__ for t in (q, k, queue))
         raise TypeError(f"q, k and queue must be torch tensors, got {kinds}: pass torch.as_tensor(x) (features, "
                         "normalised: F.normalize(x, dim=1)).")
+    if q.dim() == 2 and q.shape[1] == 0:
+        raise ValueError(f"q is {tuple(q.shape)}: features with no dimension (C = 0) score 0 against everything; pass "
+                         "the encoder's N x C output, C >= 1.")
     if (idle := next((k for k in ("union_queue", "renorm_neg") if getattr(ft, k)), None)) and not ft.neg:
         raise ValueError(f"ft.{idle}=True acts on the transformed negatives only; set neg=True too, or drop it.")
     if ft.shards > 1 and q.dim() == 2 and q.shape[0] % ft.shards:

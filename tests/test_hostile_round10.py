@@ -81,3 +81,17 @@ def test_the_librarys_ft_config_and_rule_refuse_what_the_command_line_does():
         with pytest.raises(ValueError, match="replay"):
             ft.PlateauStart.replay(losses)
     assert ft.PlateauStart.replay([2.0] * 20, window=2) is None  # no fall to measure a slowdown against: documented
+
+
+def test_a_view_larger_than_its_stored_image_is_refused(capsys, tmp_path):
+    code, err = cli(capsys, "train", SMOKE, "augment.out_size=1000", "--out", str(tmp_path / "run"))
+    assert_one_line(code, err, EXIT_ERROR, "augment.out_size", "data.image_size")
+    assert not (tmp_path / "run").exists()
+
+
+def test_features_with_no_dimension_are_refused_by_the_lift():
+    import torch
+
+    empty = torch.zeros(4, 0)
+    with pytest.raises(ValueError, match="C = 0"):
+        ft.logits(empty, empty, torch.zeros(8, 0), ft.FTConfig(pos=True), torch.Generator(), tau=0.2)
