@@ -66,7 +66,7 @@ def test_a_held_out_class_the_training_folder_lacks_is_refused(tmp_path):
     _folder(tmp_path / "train", ["cat", "dog"])
     _folder(tmp_path / "val", ["cat", "dog", "eel"])
     keys = ["data.name=imagefolder", f"data.root={tmp_path / 'train'}", f"data.test_root={tmp_path / 'val'}",
-            "data.image_size=8"]
+            "data.image_size=8", "augment.out_size=8"]
     with pytest.raises(ValueError, match=r"eel.*class_list"):
         load_data(load_config(ROOT / SMOKE, keys))
     (tmp_path / "list.txt").write_text("cat\ndog\n")  # named classes: the others are left out knowingly
