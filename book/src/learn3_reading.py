@@ -5,10 +5,8 @@
 # recorded at every step, and the gradient landscape; what the momentum of eq. 2 does to them (the paper's Table 1);
 # and how a *collapse* would show, and what only looks like one.
 #
-# The previous chapter watched the loss of the MoCo it built. A loss says little on its own: its value moves with the
-# size of the queue and the temperature, so two runs' losses cannot be compared. The paper looks at the
-# scores instead, the cosines that the loss turns into a softmax: how high the positive pair scores, and how the
-# negatives sit around it. The run we read is {term}`MoCo v2`, the previous chapter's MoCo with an MLP head, stronger
+# A loss says little on its own: its value moves with the size of the queue and the temperature. The paper reads
+# the scores instead, the cosines that the loss turns into a softmax. The run we read is {term}`MoCo v2`, the previous chapter's MoCo with an MLP head, stronger
 # augmentations and a temperature of 0.2, trained for a few minutes on the drawn shapes and stored with the book.
 
 # %% colab-setup
@@ -155,9 +153,8 @@ checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "th
 # **Var(neg)** and the **top-1** tell a second story. The top-1 peaks at {glue:md}`curve_top1_peak` % while the
 # negatives are spread evenly (Var(neg) {glue:md}`curve_var_at_top1`), then sinks to {glue:md}`curve_top1_end` % as
 # Var(neg) rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch` (it ends at
-# {glue:md}`curve_var_end`). The encoder has learnt what images of one shape share, and the queue holds many other
-# images of that shape: false negatives, scoring as high as the positive or higher. The top-1 falls while the
-# features get better; a wide spread of the negatives is the sign.
+# {glue:md}`curve_var_end`): the queue holds many other images of the query's shape, false negatives that score
+# with the positive. The top-1 falls while the features get better.
 #
 # ## The gradient landscape
 #
@@ -186,7 +183,7 @@ t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
 momenta = ["m=0", "m=0.9", "m=0.99", "m=1.0"]  # one colour each, kept below
 if t1_metrics:
     run_figures.score_statistics(t1_metrics, highlight=momenta,
-                                 others="the other momenta", row_height=0.85)
+                                 others="the other momenta", row_height=0.75)
     plt.show()
 
 # %% tags=["hide-input"]
@@ -196,7 +193,7 @@ colours = {m: f"C{i}" for i, m in enumerate([*momenta, "m=0.5"])}  # as above
 if t1_metrics:
     per_epoch_norms = {r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"]
                        for r in t1_runs if r["setting"] in shown}
-    run_figures.grad_norm_epochs(per_epoch_norms, colours=colours)
+    run_figures.grad_norm_epochs(per_epoch_norms, colours=colours, cols=5)
     plt.show()
 
 # %% tags=["remove-cell"]

@@ -58,22 +58,17 @@ print(f"loss with FT {float(loss):.3f}, without {float(ft.info_nce(plain)):.3f};
 assert torch.allclose(off, plain)  # FT off is the plain MoCo of the second chapter
 
 # %% [markdown]
-# The loss with FT is far higher than without, and that is expected: the extrapolated pair scores lower (it can fall
-# below $-1$), and the longer extrapolated query scales every negative it meets, so the two losses are not comparable;
-# runs are compared by their {term}`readout`. Then `loss.backward()`, the optimiser's step, and the *clean* keys `k` into
-# the queue, as before. (The MoCo of
-# facebookresearch keeps its queue as $C\times K$: pass it transposed. The library refuses a queue the wrong way
-# round, and says how to fix it.) `FTConfig()` with nothing switched on gives the plain logits, so one flag turns FT
-# on and off.
+# The loss with FT is far higher than without, as expected: the extrapolated pair scores lower, so the two losses
+# are not comparable; runs are compared by their {term}`readout`. Then `loss.backward()`, the optimiser's step, and
+# the *clean* keys `k` into the queue, as before. (facebookresearch's MoCo keeps its queue as $C\times K$: pass it
+# transposed; the library says so if you forget.)
 #
 # ## The whole step
 #
-# Here is one MoCo step with FT as the library takes it, in one process. Read it beside the `my_moco_step` you wrote:
-# the same queries, the same momentum update (eq. 2), the same shuffled keys ({term}`shuffle-BN`, as there). Two lines
-# are new, `extrapolate_positive` and `interpolate_negatives`, and two details follow the paper's released code: the
-# negatives are scored against the *extrapolated* query, which is no longer of length one, and the queue receives the
-# clean keys, never the mixed ones. The library's training loop, with `FTConfig(pos=True, neg=True)`, takes exactly
-# this step; a test holds the two to the same loss, gradients, weights and queue.
+# Here is one MoCo step with FT as the library's training loop takes it (a test holds the two to the same loss,
+# gradients, weights and queue). Beside your `my_moco_step`, two lines are new, `extrapolate_positive` and
+# `interpolate_negatives`; as in the paper's released code, the negatives meet the *extrapolated* query, and the
+# queue receives the clean keys ({term}`shuffle-BN` as before).
 
 # %%
 from ftcl_core.methods.moco import moco_ft_step
@@ -84,8 +79,7 @@ display(markup.source_code(moco_ft_step))
 # ## Switching FT on late
 #
 # The paper's Table 6 asks *when* FT should start: from the first step, or after part of the run (a
-# {term}`late start`). In your own loop it is one condition; `ft.logits` takes it as `active`, and before it the step is
-# plain MoCo:
+# {term}`late start`). In your loop it is one condition, `active`; before it the step is plain MoCo:
 
 # %% tags=["show-input"]
 cfg = ft.FTConfig(pos=True, neg=True, start_epoch=36)  # 120 epochs, FT from 30 %
@@ -106,10 +100,9 @@ for epoch in (0, 35, 36, 119):
 #
 # $$L_{e-w} - L_e < f\,(L_0 - L_e),\qquad w = 5,\ f = 0.1 \text{ by default}.$$
 #
-# Until then the loss it reads is plain MoCo's; once on, FT stays on. In your loop, `active=start.on` in every step and
-# one call after each epoch. Below, the loop runs over the mean losses of a stored 120-epoch run of a harder task
-# than the shapes of the earlier chapters (thirty classes, ten shapes in three fills, with a second, distracting shape
-# in every image), which stand in for your training, beside the fixed start after 30 % of it that the cell above switches on:
+# Once on, FT stays on. In your loop: `active=start.on` in every step, one call after each epoch. Below, the mean
+# losses of a stored 120-epoch run of a harder task than the shapes (thirty classes of shapes, a distracting shape in
+# every image) stand in for your training:
 
 # %% tags=["show-input"]
 stored = RunDir(ROOT / "results/cpu/H-map-v1/baseline_120/seed0")  # no FT in it
@@ -122,45 +115,24 @@ for epoch_loss in auto_start.epoch_losses(stored):
 print(f"FT switches on from epoch {start.start_epoch} of 120")
 
 # %% [markdown]
-# In a run of the library it is the config key `ft.start=auto`. A loss that still rises (while the queue fills) can
-# switch FT on early; [Using ftcl](guide.md) says more, and how to resume it.
-#
-# The rule was fixed on a few runs and then tried on settings it never saw. There it has never cost
-# {term}`readout` against the same run without FT; in runs of 30 epochs it switched on late, past half of the run.
-# Where the fixed start gained a little (on Fashion-MNIST, small greyscale photographs of clothes in ten classes,
-# and on the shapes at 120 epochs) the rule's difference is
-# too small to tell from zero ([the evidence](#auto-start)).
+# In a run of the library it is `ft.start=auto` ([Using ftcl](guide.md) says more). Fixed on a few runs, then tried
+# on settings it never saw, the rule has never cost {term}`readout` against the same run without FT; in runs of 30
+# epochs it switched on past half of the run; where the fixed start gained a little (on Fashion-MNIST, greyscale
+# photographs of clothes, and on the shapes at 120 epochs) its difference is too small to tell from zero
+# ([the evidence](#auto-start)).
 #
 # ## What the runs say
 #
 # This book trains MoCo with FT and without, on a laptop CPU, each pair with the same seeds. The figure gives each
-# difference in {term}`readout` that this section names, FT's run minus the same run without FT, with the paper's where
-# it reports one. Four things stand out; each links to its evidence.
-
-# %% tags=["remove-cell"]
-
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, learn
-
-# the stored cpu runs, whatever profile this page ran with: this chapter trains nothing
-first = learn.first_step_facts()
-glue_facts("t7_", first)
-checks.expect(learn.FIRST_STEP_CHECKS, first, "both transformations cost from the first step",
-              "positive extrapolation alone costs", "negative interpolation alone holds zero")
-room = {**headroom.facts(rows, records, metrics), **headroom.paper_facts()}
-glue_facts("hr_", room)
-auto = auto_start.facts()
-checks.expect(auto_start.CHECKS, auto, "auto-never-costs", "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist",
-              "auto-no-gain-where-the-fixed-start-gains-on-the-shapes-at-120",
-              "auto-switches-past-half-of-a-30-epoch-run")
-checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs-at-30", "first-step-costs-at-120",
-              "first-step-costs-at-240", "late-start-gains-at-120",
-              "late-start-gains-at-240", "late-start-matches-at-240", "crowding-goes-with-the-cost",
-              "crowding-confounded-with-the-clock", "switch-from-18-of-120-costs",
-              "switch-from-18-of-120-does-not-crowd")
+# difference in {term}`readout` below, with the paper's where it reports one.
 
 # %%
 from ftcl_core.pages import learn as learn_figures
+from ftcl_core.study import learn
+
+# the stored cpu runs, whatever profile this page ran with: this chapter trains nothing
+first = learn.first_step_facts()  # the shapes, FT from the first step
+room = {**headroom.facts(rows, records, metrics), **headroom.paper_facts()}  # the harder task
 
 learn_figures.differences_figure({
     "the shapes, both, from the first step": (first, "both", "both_paper"),
@@ -175,11 +147,29 @@ learn_figures.differences_figure({
 })
 plt.show()
 
+# %% tags=["remove-cell"]
+
+from ftcl_core.pages.glue import glue_facts
+from ftcl_core.study import checks
+
+glue_facts("t7_", first)
+checks.expect(learn.FIRST_STEP_CHECKS, first, "both transformations cost from the first step",
+              "positive extrapolation alone costs", "negative interpolation alone holds zero")
+glue_facts("hr_", room)
+auto = auto_start.facts()
+checks.expect(auto_start.CHECKS, auto, "auto-never-costs", "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist",
+              "auto-no-gain-where-the-fixed-start-gains-on-the-shapes-at-120",
+              "auto-switches-past-half-of-a-30-epoch-run")
+checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs-at-30", "first-step-costs-at-120",
+              "first-step-costs-at-240", "late-start-gains-at-120",
+              "late-start-gains-at-240", "late-start-matches-at-240", "crowding-goes-with-the-cost",
+              "crowding-confounded-with-the-clock", "switch-from-18-of-120-costs",
+              "switch-from-18-of-120-does-not-crowd")
+
 # %% [markdown]
-# **From the first step, FT costs.** On the drawn shapes, MoCo v1 with both transformations from the first step falls
-# from {glue:md}`t7_base` of {term}`linear readout` to {glue:md}`t7_ft` ({glue:md}`t7_seeds` {term}`paired` seeds; the
-# box below says how to read such a difference), where the paper reports a gain of {glue:md}`t7_both_paper` points
-# ([the evidence](07a_when_ft_helps.ipynb)).
+# **From the first step, FT costs.** On the drawn shapes, MoCo v1 with both transformations falls from
+# {glue:md}`t7_base` of {term}`linear readout` to {glue:md}`t7_ft` ({glue:md}`t7_seeds` {term}`paired` seeds), where
+# the paper gains {glue:md}`t7_both_paper` points ([the evidence](07a_when_ft_helps.ipynb)).
 #
 # :::{admonition} How this book states a difference
 # :class: dropdown
@@ -191,20 +181,17 @@ plt.show()
 # at that many seeds; below three seeds it gives no interval at all.
 # :::
 #
-# **Positive extrapolation carries the cost:** alone it costs too; negative interpolation alone changes
-# the readout by too little to tell from zero. The harder positive pair of the previous chapter is, from the first
-# step, too hard for this encoder ([the evidence](06_feature_transformations.ipynb)).
+# **Positive extrapolation carries the cost:** alone it costs too; negative interpolation alone is too small to tell
+# from zero ([the evidence](06_feature_transformations.ipynb)).
 #
 # **Switched on late, on a task with room to grow, FT pays.** On the shapes a longer run's baseline nears 100 %, which
 # leaves little room for a gain. On the harder task of the rule's example, FT switched on after 30 % of the run
 # gains at 120 and 240 epochs, at 240 about as much as the paper's Table 6 ({glue:md}`hr_both_late_paper` points); at
 # 30 epochs it still costs, and from the first step it costs at every length ([the evidence](11_headroom.ipynb)).
 #
-# **{term}`Mean(neg)` can flag a cost, not clear one.** With the tool of the reading chapter, the cost often has a
-# face: on the harder task, the runs where FT costs crowd the images together as it switches on, raw Mean(neg) rising
-# above the baseline's; where it gains, they do not. At 30 epochs the late start crowds too, and there it costs.
-# Crowding is not a collapse: Mean(neg) stays below the {term}`collapse level`, and the encoder spreads the images
-# apart later in the run. Each curve is the mean of its seeds; the dotted line, where the late start switches on.
+# **{term}`Mean(neg)` can flag a cost, not clear one.** On the harder task, the runs where FT costs crowd the images
+# together as it switches on, raw Mean(neg) rising above the baseline's (each curve the mean of its seeds); where it
+# gains, they do not. Crowding is not a collapse: Mean(neg) stays below the {term}`collapse level`.
 
 # %%
 from ftcl_core.pages import headroom as headroom_figures
@@ -230,10 +217,8 @@ plt.show()
 #   InfoNCE. The queue still receives the clean keys.
 # - `FTConfig()` is plain MoCo; `active` (or `ft.start_epoch` in a run) switches FT on part-way through a run, and
 #   `ft.PlateauStart` (`ft.start=auto`) lets the run choose that moment from its own loss.
-# - At this book's scale FT from the first step costs readout, and positive extrapolation carries the cost. A rise of
-#   Mean(neg) as FT switches on came with a cost here, but a cost came without it too: judge by the readout. Switched
-#   on late, on a task with room to grow, it gains, and over the
-#   longest runs here about as much as the paper reports.
+# - At this book's scale FT from the first step costs readout (positive extrapolation carries the cost); switched on
+#   late, on a task with room to grow, it gains. Judge it by the readout, not by Mean(neg).
 #
 # ## Exercises
 #

@@ -154,7 +154,7 @@ def crowding_figure(curves: Mapping[int, Mapping[str, tuple[np.ndarray, np.ndarr
     legend names each arm as the map figure does."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(curves), figsize=(legibility.BOOK_WIDTH_IN, 2.9), sharey=True, layout="constrained",
+    fig, axes = plt.subplots(1, len(curves), figsize=(legibility.BOOK_WIDTH_IN, 2.5), sharey=True, layout="constrained",
                              squeeze=False)
     for ax, (length, by_arm) in zip(axes[0], curves.items()):
         for arm, (epochs, means) in by_arm.items():
