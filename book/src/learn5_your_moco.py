@@ -132,7 +132,8 @@ from ftcl_core.study import learn
 
 # the stored cpu runs, whatever profile this page ran with: this chapter trains nothing
 first = learn.first_step_facts()  # the shapes, FT from the first step
-room = {**headroom.facts(rows, records, metrics), **headroom.paper_facts()}  # the harder task
+# the harder task
+room = {**headroom.facts(rows, records, metrics), **headroom.paper_facts()}
 
 learn_figures.differences_figure({
     "the shapes, both, from the first step": (first, "both", "both_paper"),
