@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import errno
 import functools
 import os
 import re
@@ -31,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from ftcl_core.config_fields import ConfigError, Section, _plain, _yaml
+from ftcl_core.config_fields import ConfigError, Section, _number, _plain, _yaml
 from ftcl_core.config_sections import (  # the sections, re-exported: ftcl_core.config is where users import them
     AUGMENT_PRESETS,
     BETA_RANGE,
@@ -347,7 +348,8 @@ def parse_overrides(items: list[str]) -> dict:
         except (yaml.YAMLError, RecursionError) as err:
             raise ConfigError(f"override {item!r}: {raw.strip()[:40]!r} is not a YAML value "
                               f"({' '.join(str(err).split())[:100]}); write a number, true/false, a word or a [list].") from None
-        if isinstance(value, str) and not value.isascii() and _number(value):  # int("١") is 1 to Python
+        # int("١") is 1 to Python
+        if isinstance(value, str) and not value.isascii() and _number(value, integer=False) is not None:
             raise ConfigError(f"override {item!r}: {value!r} holds digits that are not ASCII; write the number in the "
                               "digits 0-9.")
         if value == {}:  # an empty mapping would merge as nothing: the key would keep its default without a word
@@ -363,15 +365,6 @@ def parse_overrides(items: list[str]) -> dict:
 
 
 DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9_]*)")  # an integer as a user means it (YAML 1.1 also reads 010, 0x8, 1:00)
-
-
-def _number(text: str) -> bool:
-    """Python reads ``text`` as a number (``float`` takes any script's decimal digits)."""
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 
@@ -438,10 +431,8 @@ def _not_a_file(p: Path) -> str | None:
     """What ``p`` is, where it exists but is not a regular file (a folder, a device, a symbolic link loop)."""
     try:
         p.stat()
-    except RuntimeError:  # Path.stat raises it for a symlink loop on some Pythons
-        return "is a symbolic link loop"
     except OSError as err:
-        return "is a symbolic link loop" if err.errno == 40 else None  # ELOOP; a missing file is said below
+        return "is a symbolic link loop" if err.errno == errno.ELOOP else None  # a missing file is said below
     if p.is_dir():
         return "is a folder"
     return None if p.is_file() else "is not a regular file (a device or a pipe)"

@@ -213,9 +213,8 @@ def first_step_facts(rows: list[dict] | None = None) -> dict:
     out: dict = {}
     for name in ("both", "pos", "neg"):
         f = readings.claim_facts(rows, "T7", f"v1 +{name}")
-        arm = next(r for r in rows if r["table"] == "T7" and r["setting"] == f"v1 +{name}" and r.get("effect"))
         out |= {f"{name}_diff": f["diff"], f"{name}_paper": f["effect"], f"{name}_value": f["diff_value"],
-                f"{name}_ci": f["ci_value"], f"{name}_seeds": arm["n_seeds"]}
+                f"{name}_ci": f["ci_value"], f"{name}_seeds": f["seeds"]}
     both = next(r for r in rows if r["table"] == "T7" and r["setting"] == "v1 +both" and r["reference"] == "v1 baseline")
     base = next(r for r in rows if r["table"] == "T7" and r["setting"] == "v1 baseline")
     out |= {"base": f"{float(base['mean']):.1f} %", "ft": f"{float(both['mean']):.1f} %", "seeds": both["n_seeds"]}

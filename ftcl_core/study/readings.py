@@ -281,7 +281,8 @@ METHOD_CHECKS = {  # chapter 10's reading (methods_facts)
 def claim_facts(rows: list[dict], table: str, setting: str) -> dict:
     """One claim of ``results/summary.csv`` (``rows``) as chapter 9's text quotes it: our paired difference ± 95 %
     interval (``diff``), the paper's effect (``effect``), ours over the paper's (``ratio``), the verdict
-    (``verdict``); raw values for the checks: ``diff_value``, ``ci_value``, ``effect_value``, ``verdict_word``.
+    (``verdict``), its paired seeds (``seeds``); raw values for the checks: ``diff_value``, ``ci_value``,
+    ``effect_value``, ``verdict_word``.
     Raises KeyError naming the table and setting when the summary holds no such claim."""
     row = next((r for r in rows if r["table"] == table and r["setting"] == setting and r.get("effect")), None)
     if row is None:
@@ -289,7 +290,8 @@ def claim_facts(rows: list[dict], table: str, setting: str) -> dict:
     diff, ci, effect = float(row["diff_mean"]), float(row["diff_ci95"] or "nan"), float(row["effect"])
     return {"diff": plus_minus(diff, ci, signed=True), "effect": fixed(effect, signed=True),
             "ratio": fixed(float(row["ratio"]), 0), "verdict": row["verdict"],
-            "diff_value": diff, "ci_value": ci, "effect_value": effect, "verdict_word": row["verdict"]}
+            "seeds": row["n_seeds"], "diff_value": diff, "ci_value": ci, "effect_value": effect,
+            "verdict_word": row["verdict"]}
 
 
 def _beyond_the_paper(f: Mapping) -> str | None:
