@@ -817,7 +817,7 @@ def test_sweep_parallel_deals_the_seeds_to_processes_of_fewer_threads(tmp_path, 
 def test_a_claim_far_past_the_papers_effect_is_told_apart_from_one_that_matches_it():
     def summary(diff: float, ci: float, verdict: str) -> list[dict]:
         return [{"table": "T3", "setting": "interpolate a=0.2", "diff_mean": str(diff), "diff_ci95": str(ci),
-                 "effect": "-2.0", "ratio": str(diff / -2.0), "verdict": verdict}]
+                 "effect": "-2.0", "ratio": str(diff / -2.0), "verdict": verdict, "n_seeds": "3"}]
 
     name = "larger than the paper's size"
     far = readings.claim_facts(summary(-37.7, 2.1, "larger than the paper"), "T3", "interpolate a=0.2")
