@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from ftcl_core.config_fields import ConfigError, Section, _number, _plain, _yaml
+from ftcl_core.config_fields import ConfigError, Section, _non_ascii_digits, _plain, _yaml
 from ftcl_core.config_sections import (  # the sections, re-exported: ftcl_core.config is where users import them
     AUGMENT_PRESETS,
     BETA_RANGE,
@@ -349,7 +349,7 @@ def parse_overrides(items: list[str]) -> dict:
             raise ConfigError(f"override {item!r}: {raw.strip()[:40]!r} is not a YAML value "
                               f"({' '.join(str(err).split())[:100]}); write a number, true/false, a word or a [list].") from None
         # int("١") is 1 to Python
-        if isinstance(value, str) and not value.isascii() and _number(value, integer=False) is not None:
+        if _non_ascii_digits(value):
             raise ConfigError(f"override {item!r}: {value!r} holds digits that are not ASCII; write the number in the "
                               "digits 0-9.")
         if value == {}:  # an empty mapping would merge as nothing: the key would keep its default without a word

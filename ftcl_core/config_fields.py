@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -50,15 +51,31 @@ def _describe(tp: Any) -> str:
     return str(tp)
 
 
+# YAML 1.1 reads a float only with a dot and a signed exponent: "1e-4" and "1.0e4" stay strings
+UNREAD_NUMBER = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+")
+
+
 def _number(text: str, integer: bool) -> int | float | None:
-    """YAML 1.1 reads ``1e-4`` (no dot) as a string: numeric fields take it as the number it spells."""
-    try:
-        x = float(text)
-    except ValueError:
+    """A numeric field takes a string only where YAML 1.1 left a number unread (``1e-4``, ``1.0e4``: exponent form,
+    ASCII digits); any other string (``"2"``, ``"nan"``, ``"١"``, which Python's ``float`` would read) is no
+    number, so a quoted or typed-as-text value is refused, not coerced."""
+    if not UNREAD_NUMBER.fullmatch(text.strip()):
         return None
+    x = float(text)
     if integer:
         return int(x) if x.is_integer() else None
     return x
+
+
+def _non_ascii_digits(value: Any) -> bool:
+    """Whether ``value`` is text Python would read as a number in digits other than 0-9 (``float("١")`` is 1.0)."""
+    if not isinstance(value, str) or value.isascii():
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _conform(value: Any, tp: Any) -> tuple[bool, Any]:
@@ -102,7 +119,8 @@ def _conform(value: Any, tp: Any) -> tuple[bool, Any]:
 
 def _type_error(key: str, value: Any, tp: Any, default: Any) -> ConfigError:
     if typing.get_origin(tp) is not Literal:
-        return ConfigError(f"{key}={value!r} must be {_describe(tp)} (default {_yaml(default)}).")
+        why = "; it holds digits that are not ASCII: write the number in the digits 0-9" if _non_ascii_digits(value) else ""
+        return ConfigError(f"{key}={value!r} must be {_describe(tp)}{why} (default {_yaml(default)}).")
     choices = typing.get_args(tp)
     close = difflib.get_close_matches(value, [str(a) for a in choices], n=1) if isinstance(value, str) else []
     hint = f"; did you mean {close[0]!r}?" if close else "."

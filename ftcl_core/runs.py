@@ -353,6 +353,22 @@ class RunDir:
             raise RunFileError(f"{self.eval} is damaged ({what}). {recovery}")
         return readouts
 
+    def load_complete(self) -> dict:
+        """A complete run's readouts (:meth:`load_eval`) once its other files are checked whole: ``provenance.json``
+        parses, ``metrics.npz`` (and ``grad_norms.npz`` or ``histograms.npz`` where present) loads in full, and each
+        log matches the sha256 ``provenance.json`` recorded.  What ``train`` returns for a run already done, so a
+        rerun never reports a damaged run as fine; anything damaged is a :class:`RunFileError` naming the file and
+        the fix."""
+        readouts = self.load_eval()
+        self.load_provenance()
+        for log in (self.metrics, self.grad_norms, self.histograms):
+            if log == self.metrics or log.is_file():
+                _load_npz(log)
+        if changed := self.changed_files():
+            raise RunFileError(f"{', '.join(changed)} in {self.path} differ from the files this run wrote (another "
+                               f"run's log copied in, or edited). {_retrain(self.path / changed[0])}")
+        return readouts
+
     def load_provenance(self) -> dict:
         """The run's provenance (commit, versions, device, ...; ``{}`` for runs stored before it was recorded);
         a damaged file is a :class:`RunFileError`."""

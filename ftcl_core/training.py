@@ -317,7 +317,7 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
     check_compatible(run, cfg)
     if run.is_complete():
         run.restore_config(cfg)  # its damaged config.yaml was deleted: the recovery RunDir.load_config gives
-        return run.load_eval()
+        return run.load_complete()
     device = distributed.init_from_env(resolve_device(cfg))
     exact_float32(cfg, device)
     data = load_data_rank0_first(cfg)

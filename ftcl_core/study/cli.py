@@ -27,6 +27,7 @@ import csv
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -48,6 +49,7 @@ from ftcl_core.study.calibration import markdown, trials, write_csv
 from ftcl_core.study.diagnosis import HEADROOM_CSV, diagnosis_rows, headroom_rows, write_diagnosis_csv
 from ftcl_core.study.experiment_file import ROOT, Experiment, profile_root, writes_committed
 from ftcl_core.study.results.claims import row_label
+from ftcl_core.study.results.records import unfinished_runs
 from ftcl_core.study.results.numbers import pm_cell
 from ftcl_core.study.signatures import collapse_signature
 from ftcl_core.study.store import check_store
@@ -61,14 +63,15 @@ EXIT_DIVERGED = 3  # a run's features, loss or gradient became NaN or infinite (
 
 
 def _seed(value: str) -> int:
-    """A --seeds value: a whole number; a file name there was meant to come before the option (``--seeds`` takes
-    every word after it)."""
-    try:
+    """A --seeds value: a whole number in the digits 0-9; a file name there was meant to come before the option
+    (``--seeds`` takes every word after it)."""
+    if re.fullmatch(r"[0-9]+", value.strip()):
         return int(value)
-    except ValueError:
-        hint = " (put the experiment files before --seeds: it takes every word after it)" if "." in value or "/" in \
-            value else ""
-        raise argparse.ArgumentTypeError(f"{value!r} is not a seed, a whole number{hint}") from None
+    if value.endswith((".yaml", ".yml")) or "/" in value:
+        hint = " (put the experiment files before --seeds: it takes every word after it)"
+    else:
+        hint = "; give each seed as a word of digits 0-9, e.g. --seeds 0 1 2"
+    raise argparse.ArgumentTypeError(f"{value!r} is not a seed, a whole number{hint}")
 
 
 def check_unique_overrides(items: list[str]) -> None:
@@ -248,6 +251,12 @@ def _main(argv: list[str] | None = None, banner: str | None = None) -> int:
             return _none_where_files_put_them(args.profile, "summary", "experiments/")
         path = write_summary(args.profile)
         print(f"<!-- written: {path} -->\n" + summary_markdown(path))
+        if left := unfinished_runs(profile_root(args.profile)):  # fewer seeds than the store holds folders for
+            shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+            print(f"note: {len(left)} run folder{'s' if len(left) > 1 else ''} under {profile_root(args.profile)} "
+                  f"hold{'' if len(left) > 1 else 's'} no eval.json, so the summary counts no seed of "
+                  f"{'them' if len(left) > 1 else 'it'} ({shown}): a run still training, interrupted, or whose "
+                  "readouts were deleted. Run its sweep again to finish or re-evaluate it.", file=sys.stderr)
         with open(path) as fh:
             print("\nVerdicts by table (distinct comparisons):")
             for table, t in tally(list(csv.DictReader(fh))).items():  # one line per table and kind, no empty words

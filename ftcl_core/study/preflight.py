@@ -8,6 +8,7 @@ the data itself.  A refused command leaves nothing behind, so the corrected one 
 from __future__ import annotations
 
 import functools
+import errno
 import os
 from pathlib import Path
 
@@ -53,9 +54,18 @@ def check_out(out: str | os.PathLike) -> Path:
         raise ConfigError(f"--out {text[:60]}...: the name {long[:40]}... is {len(os.fsencode(long))} bytes, longer "
                           f"than the {limit} the file system takes for one name. Name a shorter folder.")
     for p in (path, *path.parents):
-        if p.is_symlink() and not p.exists():
-            raise ConfigError(f"--out {path}: {p} is a symbolic link to {os.readlink(p)}, which does not exist. Create "
-                              "its target, remove the link, or name another folder.")
+        if p.is_symlink() and not _exists(p):
+            try:
+                p.resolve(strict=True)
+            except RuntimeError:  # Python 3.11: a loop of links (3.13 says OSError ELOOP)
+                loop = True
+            except OSError as err:
+                loop = err.errno == errno.ELOOP
+            else:
+                loop = False
+            what = ("a symbolic link in a loop of links that never reaches a folder. Remove the links" if loop else
+                    f"a symbolic link to {os.readlink(p)}, which does not exist. Create its target, remove the link")
+            raise ConfigError(f"--out {path}: {p} is {what}, or name another folder.")
     return check_run_folder(path)  # a file, or a folder under one, refused there
 
 

@@ -25,6 +25,17 @@ def complete_runs(root: str | Path) -> dict[str, RunDir]:
             if RunDir(p.parent).is_complete()}
 
 
+def unfinished_runs(root: str | Path) -> list[str]:
+    """The run folders under ``root`` (any depth) that hold a ``config.yaml`` but no ``eval.json``: a run still
+    training, interrupted, or whose readouts were deleted. :func:`complete_runs` leaves them out, so a summary that
+    counts seeds names them. Paths under ``root``, sorted."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return [str(p.parent.relative_to(root)) for p in sorted(root.glob("**/config.yaml"))
+            if not RunDir(p.parent).is_complete()]
+
+
 def seed_folders(folder: str | Path) -> list[tuple[int, Path]]:
     """``(seed, path)`` of the ``seed<N>`` folders of one setting's folder, by seed."""
     folder = Path(folder)
