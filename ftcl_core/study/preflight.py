@@ -7,8 +7,8 @@ the data itself.  A refused command leaves nothing behind, so the corrected one 
 
 from __future__ import annotations
 
-import functools
 import errno
+import functools
 import os
 from pathlib import Path
 
