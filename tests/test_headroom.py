@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ftcl_core.study import checks, headroom
+from ftcl_core.study import checks, headroom, switch_time
 
 
 def row(arm: str, length: int, n: int, diff: float, ci: float, verdict: str, ler: float = math.nan) -> dict:
@@ -294,7 +294,7 @@ def test_the_switch_experiment_reads_each_arm_against_the_maps_baseline_of_its_l
     each check bound to chapter 11's words fails when its arm's runs say otherwise."""
     base = [{"setting": f"baseline {n}", "seed": s, "linear_top1": 60.0 + s} for n in (120, 240) for s in range(5)]
     arm = [{"setting": "+both from 9 of 120", "seed": s, "linear_top1": 48.0 + s + 0.5 * (s % 2)} for s in range(5)]
-    f = headroom.switch_facts(base, arm)
+    f = switch_time.facts(base, arm)
     assert (f["switch_from_9_of_120_side"], f["switch_from_9_of_120_n"], f["switch_from_9_of_120_step"]) == (
         "costs", "5", "351")
     assert f["switch_from_9_of_240_side"] == "undecided" and f["switch_from_18_of_120_diff"] == "not run"
@@ -302,19 +302,19 @@ def test_the_switch_experiment_reads_each_arm_against_the_maps_baseline_of_its_l
     assert checks.failures(headroom.CHECKS, f, *names) == {}
     assert "switch-from-9-of-120-crowds" in checks.failures(headroom.CHECKS, f, "switch-from-9-of-120-crowds")  # no metrics
     gains = [{**r, "linear_top1": r["linear_top1"] + 20} for r in arm]
-    assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, gains), *names)) == {"switch-from-9-of-120-costs"}
-    short = headroom.switch_facts(base, arm[:4])  # below the planned five seeds: no verdict to bind words to
+    assert set(checks.failures(headroom.CHECKS, switch_time.facts(base, gains), *names)) == {"switch-from-9-of-120-costs"}
+    short = switch_time.facts(base, arm[:4])  # below the planned five seeds: no verdict to bind words to
     assert "switch-from-9-of-120-costs" in checks.failures(headroom.CHECKS, short, "switch-from-9-of-120-costs")
     # three of five seeds at 240 epochs, spread across zero: short of its seeds, an interval that holds zero
     spread = [{"setting": "+both from 9 of 240", "seed": s, "linear_top1": 60.0 + s + d} for s, d in enumerate((-9, 6, -2))]
-    three = headroom.switch_facts(base, arm + spread)
+    three = switch_time.facts(base, arm + spread)
     assert checks.failures(headroom.CHECKS, three, "switch-from-9-of-240-short-of-its-seeds",
                            "switch-from-9-of-240-holds-zero") == {}
     costs = [{**r, "linear_top1": r["linear_top1"] - 20} for r in spread]
     assert "switch-from-9-of-240-holds-zero" in checks.failures(
-        headroom.CHECKS, headroom.switch_facts(base, arm + costs), "switch-from-9-of-240-holds-zero")
+        headroom.CHECKS, switch_time.facts(base, arm + costs), "switch-from-9-of-240-holds-zero")
     every = arm + [{**r, "setting": s} for r in arm for s in ("+both from 9 of 240", "+both from 18 of 120")]
-    assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, every), *names)) == set(names[1:])
+    assert set(checks.failures(headroom.CHECKS, switch_time.facts(base, every), *names)) == set(names[1:])
 
 
 def test_the_later_switch_is_read_against_the_earlier_one_and_its_crowding():
@@ -324,14 +324,14 @@ def test_the_later_switch_is_read_against_the_earlier_one_and_its_crowding():
     early = [{"setting": "+both from 9 of 120", "seed": s, "linear_top1": 48.0 + s + 0.5 * (s % 2)} for s in range(5)]
     late = [{"setting": "+both from 18 of 120", "seed": s, "linear_top1": 57.0 + s - 0.3 * (s % 2)} for s in range(5)]
     names = ("switch-from-18-of-120-costs", "switch-later-costs-less")
-    f = headroom.switch_facts(base, early + late)
+    f = switch_time.facts(base, early + late)
     assert (f["switch_from_18_of_120_side"], f["switch_later_side"], f["switch_later_n"]) == ("costs", "gains", "5")
     assert checks.failures(headroom.CHECKS, f, *names) == {}
     worse = [{**r, "linear_top1": r["linear_top1"] - 12} for r in late]  # costs more than the early switch
-    assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, early + worse), *names)) == {
+    assert set(checks.failures(headroom.CHECKS, switch_time.facts(base, early + worse), *names)) == {
         "switch-later-costs-less"}
     even = [{**r, "linear_top1": r["linear_top1"] + 3.5} for r in late]  # no cost against its baseline
-    assert "switch-from-18-of-120-costs" in checks.failures(headroom.CHECKS, headroom.switch_facts(base, early + even),
+    assert "switch-from-18-of-120-costs" in checks.failures(headroom.CHECKS, switch_time.facts(base, early + even),
                                                           *names)
     spread = {**f, "switch_from_18_of_120_crowd_word": "spread"}
     assert checks.failures(headroom.CHECKS, spread, "switch-from-18-of-120-does-not-crowd") == {}
@@ -349,16 +349,16 @@ def test_the_240_epoch_switch_is_read_at_its_seeds_against_the_time_lefts_predic
               for s, d in enumerate((-9.0, 2.0, -4.0, -8.0, 1.0))]
     names = ("switch-from-9-of-240-holds-zero-at-its-seeds", "switch-from-9-of-240-below-the-time-lefts-gain",
              "switch-held-9-of-120-short-of-its-seeds")
-    f = headroom.switch_facts(base, spread)
+    f = switch_time.facts(base, spread)
     assert checks.failures(headroom.CHECKS, f, *names) == {}
-    four = headroom.switch_facts(base, spread[:4])  # short of its seeds: neither verdict binds
+    four = switch_time.facts(base, spread[:4])  # short of its seeds: neither verdict binds
     assert set(checks.failures(headroom.CHECKS, four, *names[:2])) == set(names[:2])
     near = [{**r, "linear_top1": r["linear_top1"] + 5.0} for r in spread]  # its interval reaches past +3
-    assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, near), *names)) == {names[1]}
+    assert set(checks.failures(headroom.CHECKS, switch_time.facts(base, near), *names)) == {names[1]}
     costs = [{**r, "linear_top1": r["linear_top1"] - 15.0} for r in spread]  # a cost: no longer holds zero
-    assert set(checks.failures(headroom.CHECKS, headroom.switch_facts(base, costs), *names)) == {names[0]}
+    assert set(checks.failures(headroom.CHECKS, switch_time.facts(base, costs), *names)) == {names[0]}
     held = [{**r, "setting": "+both held back from 9 of 120"} for r in spread]
-    assert names[2] in checks.failures(headroom.CHECKS, headroom.switch_facts(base, spread + held), names[2])
+    assert names[2] in checks.failures(headroom.CHECKS, switch_time.facts(base, spread + held), names[2])
 
 
 def test_the_held_back_arm_is_read_against_the_same_switch_without_its_gate():
@@ -372,16 +372,16 @@ def test_the_held_back_arm_is_read_against_the_same_switch_without_its_gate():
     names = ("switch-held-9-of-120-costs", "switch-held-9-of-120-crowds", "switch-held-crowds-and-costs-less-than-ungated")
     crowding = {"switch_held_9_of_120_crowd_ft": "0.10", "switch_from_9_of_120_crowd_ft": "0.23",
                 "switch_held_9_of_120_crowd_word": "crowds"}
-    f = {**headroom.switch_facts(base, ungated + held), **crowding}
+    f = {**switch_time.facts(base, ungated + held), **crowding}
     assert (f["switch_held_diff"], f["switch_held_side"]) == ("+3.7 ± 0.5", "gains")
     assert checks.failures(headroom.CHECKS, f, *names) == {}
     assert checks.failures(headroom.CHECKS, {**f, "switch_held_9_of_120_crowd_ft": "0.25"}, names[2])
     assert checks.failures(headroom.CHECKS, {**f, "switch_held_9_of_120_crowd_word": "spread"}, names[1])
     same = [{**r, "linear_top1": r["linear_top1"] - 4.0} for r in held]  # no better than the ungated arm
-    assert set(checks.failures(headroom.CHECKS, {**headroom.switch_facts(base, ungated + same), **crowding},
+    assert set(checks.failures(headroom.CHECKS, {**switch_time.facts(base, ungated + same), **crowding},
                                *names)) == {names[2]}
     free = [{**r, "linear_top1": r["linear_top1"] + 9.0} for r in held]  # no cost against its baseline
-    assert names[0] in checks.failures(headroom.CHECKS, {**headroom.switch_facts(base, ungated + free), **crowding},
+    assert names[0] in checks.failures(headroom.CHECKS, {**switch_time.facts(base, ungated + free), **crowding},
                                        *names)
-    four = {**headroom.switch_facts(base, ungated + held[:4]), **crowding}  # short of its seeds: no verdict binds
+    four = {**switch_time.facts(base, ungated + held[:4]), **crowding}  # short of its seeds: no verdict binds
     assert set(checks.failures(headroom.CHECKS, four, names[0], names[2])) == {names[0], names[2]}

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import diagnosis, experiment_file, gradient_algebra, headroom, readings, store, table_verdicts
+from ftcl_core.study import diagnosis, experiment_file, gradient_algebra, headroom, readings, store, switch_time, table_verdicts
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import MIN_SEEDS
 
@@ -65,7 +65,7 @@ class Evidence:
     headroom: tuple[dict, ...] = ()  # results/headroom.csv's rows (cpu): the map on the task with headroom
     diagnosis: tuple[dict, ...] = ()  # results/diagnosis.csv's rows (cpu): the diagnosis comparisons after BH
     undone: Mapping | None = None  # the mechanism: Table 7's v1 +pos against its baseline, X.undone_positive_facts
-    room: Mapping | None = None  # the map's facts from its runs: headroom.crowding_facts, gap_facts, switch_facts (cpu)
+    room: Mapping | None = None  # the map's facts from its runs: headroom.crowding_facts, gap_facts, switch_time.facts (cpu)
 
     @classmethod
     def load(cls, profile: str = "cpu", root: str | Path | None = None, summary: str | Path | None = None) -> Evidence:
@@ -107,7 +107,7 @@ class Evidence:
                                                         if r["setting"] == s} for s in ("v1 +pos", "v1 baseline")})
         room_runs = store.load_records(headroom.MAP, profile, root) if profile == "cpu" else None
         room = ({**headroom.crowding_facts(headroom.run_metrics(room_runs)), **headroom.gap_facts(room_runs),
-                 **headroom.switch_facts(room_runs, store.load_records(headroom.SWITCH, profile, root))}
+                 **switch_time.facts(room_runs, store.load_records(switch_time.SWITCH, profile, root))}
                 if room_runs is not None else None)
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(diagnosis.capacity_rows(profile, root=root)),
                    tuple(diagnosis.capacity_rows(profile, "knn_top1", root=root)), diagnosis.resolution_row(profile, root=root),

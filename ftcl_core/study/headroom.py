@@ -6,7 +6,8 @@ image (``configs/cpu_headroom_moco_v1.yaml``), chosen without FT on the validati
 (``experiments/headroom/task_screen_v1.yaml``), then frozen; the map (``experiments/headroom/map_v1.yaml``) trains
 five arms at 30, 120 and 240 epochs, five seeds each, paired by seed. :func:`task_facts` says whether the task meets
 the aims set before it was chosen; :func:`map_facts` gives each arm's paired difference on both scales; the chapter's
-words are bound to :data:`CHECKS`.
+words are bound to :data:`CHECKS` (with :mod:`ftcl_core.study.switch_time`'s, the experiment that separates the
+crowding from the clock).
 """
 
 from __future__ import annotations
@@ -16,33 +17,17 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ftcl_core.runs import RunDir
-from ftcl_core.study import experiment_file, store
+from ftcl_core.study import experiment_file, store, switch_time
 from ftcl_core.study.checks import failures
 from ftcl_core.study.diagnosis import COMPARED, NOT_RUN, headroom_rows
+from ftcl_core.study.headroom_task import ARMS, CROWDS, LENGTHS, MAP, crowding, run_metrics, setting, steps_per_epoch  # noqa: F401
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import MIN_SEEDS
 from ftcl_core.study.results.numbers import fixed, plus_minus
 from ftcl_core.study.results.paired import by_seed, mean_ci95, paired_records
 
-MAP = experiment_file.ROOT / "experiments" / "headroom" / "map_v1.yaml"
-SWITCH = experiment_file.ROOT / "experiments" / "headroom" / "switch_v1.yaml"  # issue 66: the crowding against the clock
-# the separating experiment's arms: key -> (setting, length in epochs, the epoch FT switches on)
-SWITCH_ARMS = {"from_9_of_120": ("+both from 9 of 120", 120, 9), "from_18_of_120": ("+both from 18 of 120", 120, 18),
-               "from_9_of_240": ("+both from 9 of 240", 240, 9),
-               "held_9_of_120": ("+both held back from 9 of 120", 120, 9)}  # ft.pos_gate: +pos held back while crowded
 CHAPTER = experiment_file.ROOT / "book" / "src" / "11_headroom.py"  # the chapter whose words CHECKS bind
-LENGTHS = (30, 120, 240)  # epochs; the late starts switch FT on after 30 % of the run (Tab. 6's start 30 of 100)
-ARMS = ("both", "both_late", "neg", "pos_late")  # the four arms set against the baseline of the same length and seed
-CROWDS = 0.05  # cosine: an arm crowds the images when its raw Mean(neg) exceeds its baseline's by more than this
 AIMS = {"gain": 20.0, "spread": 3.0, "images_per_half_point": 10, "longest": 90.0}  # issue 50, item 2
-
-
-def setting(arm: str, length: int) -> str:
-    """The map's setting of ``arm`` (:data:`ARMS`, or ``baseline``) at ``length`` epochs."""
-    start = length * 3 // 10
-    return {"baseline": f"baseline {length}", "both": f"+both {length}", "both_late": f"+both from {start} of {length}",
-            "neg": f"+neg {length}", "pos_late": f"+pos from {start} of {length}"}[arm]
 
 
 def load() -> tuple[list[dict], list[dict]]:
@@ -137,99 +122,9 @@ def seed_pairs(records: list[dict], length: int) -> list[list[str]]:
     return out
 
 
-def run_metrics(records: list[dict]) -> dict[str, dict[int, dict]]:
-    """Each stored map run's per-step metrics (``metrics.npz``), by setting and seed; records without a run
-    folder (``dir``) are left out."""
-    out: dict[str, dict[int, dict]] = {}
-    for r in records:
-        if r.get("dir"):
-            out.setdefault(r["setting"], {})[int(r["seed"])] = RunDir(r["dir"]).load_metrics()
-    return out
-
-
 def _switch(arm: str, length: int) -> int:
     """The epoch FT switches on in ``arm`` at ``length`` epochs (0 from the first step, else 30 % of the run)."""
     return length * 3 // 10 if arm.endswith("_late") else 0
-
-
-def steps_per_epoch() -> int:
-    """The map's optimiser steps an epoch (its recipe's ``data.n_train // train.batch_size``, the last partial batch
-    dropped)."""
-    exp = experiment_file.Experiment.load(MAP)
-    cfg = experiment_file.resolve(exp.base["cpu"], exp.settings[setting("baseline", 30)], "cpu")
-    return cfg.data.n_train // cfg.train.batch_size
-
-
-def _crowding(key: str, pairs: Mapping[int, tuple[Mapping, Mapping]], start: int, length: int, tail: int) -> dict:
-    """:func:`crowding_facts` for one arm: ``pairs`` holds, per seed, the arm's and its baseline's run metrics; FT
-    switches on at epoch ``start`` of a ``length``-epoch run (the window: the tenth of the run from there)."""
-    width, window, end = max(1, length // 10), {}, {}
-    for s, (ft, base) in pairs.items():
-        epoch = np.asarray(ft["epoch"])
-        step = (epoch >= start) & (epoch < start + width)
-        window[s] = [float(np.mean(np.asarray(m["neg_mean"])[step])) for m in (ft, base)]
-        end[s] = [float(np.mean(np.asarray(m["neg_mean"])[-tail:])) for m in (ft, base)]
-
-    def word(both: dict) -> str:
-        if len(both) < MIN_SEEDS:
-            return verdicts.UNDECIDED
-        above = [a - b > CROWDS for a, b in both.values()]
-        return "crowds" if all(above) else "spread" if not any(above) else "mixed"
-
-    avg = lambda both, i: f"{np.mean([p[i] for p in both.values()]):.2f}" if both else NOT_RUN  # noqa: E731
-    return {f"{key}_ft": avg(window, 0), f"{key}_base": avg(window, 1), f"{key}_end_ft": avg(end, 0),
-            f"{key}_end_base": avg(end, 1), f"{key}_n": str(len(pairs)), f"{key}_seeds": len(pairs),
-            f"{key}_word": word(window), f"{key}_end_word": word(end)}
-
-
-def switch_facts(map_records: list[dict], switch_records: list[dict], tail: int = 100) -> dict:
-    """The separating experiment of issue 66 (:data:`SWITCH`, its predictions committed before its runs): each arm of
-    :data:`SWITCH_ARMS` against the map's baseline of the same length and seed (``switch_<key>_diff``: points ± 95 %
-    interval, ``_n`` paired seeds, ``_step`` the optimiser step FT switches on at; raw ``_value``, ``_ci``,
-    ``_seeds``), its side (``_side``: "costs" or "gains" where 3 or more paired seeds put the interval wholly on that
-    side of 0, "neither" where it holds 0, "undecided" below 3 seeds), and whether it crowds the images as it
-    switches on (``switch_<key>_crowd_...``, as :func:`crowding_facts`). ``switch_planned``: the seeds the file
-    plans (raw ``switch_planned_seeds``). Compared, not claimed: the paper has no such arm."""
-    records = [*switch_records, *map_records]
-    planned = len(experiment_file.Experiment.load(SWITCH).seeds)
-    per_epoch, out = steps_per_epoch(), {"switch_planned": str(planned), "switch_planned_seeds": planned}
-    for key, (name, length, start) in SWITCH_ARMS.items():
-        p, k = paired_records(records, name, setting("baseline", length)), f"switch_{key}"
-        side = (verdicts.UNDECIDED if p.n < MIN_SEEDS else "costs" if p.hi < 0 else "gains" if p.lo > 0
-                else "neither")
-        out |= {f"{k}_diff": plus_minus(p.mean, p.ci95, signed=True) if p.n else NOT_RUN, f"{k}_n": str(p.n),
-                f"{k}_value": p.mean, f"{k}_ci": p.ci95, f"{k}_seeds": p.n, f"{k}_side": side,
-                f"{k}_step": f"{start * per_epoch:,}".replace(",", " ")}
-        runs = {r["seed"]: r for r in records if r["setting"] == name and r.get("dir")}
-        bases = {r["seed"]: r for r in records if r["setting"] == setting("baseline", length) and r.get("dir")}
-        pairs = {s: (RunDir(runs[s]["dir"]).load_metrics(), RunDir(bases[s]["dir"]).load_metrics())
-                 for s in sorted(set(runs) & set(bases))}
-        out |= _crowding(f"{k}_crowd", pairs, start, length, tail)
-    # E1's own comparison: the later switch of the same length against the earlier, paired by seed; E3's: the arm
-    # with +pos held back while crowded against the same switch without the gate
-    for key, (arm, ref) in {"later": ("from_18_of_120", "from_9_of_120"), "held": ("held_9_of_120", "from_9_of_120")}.items():
-        p = paired_records(records, SWITCH_ARMS[arm][0], SWITCH_ARMS[ref][0])
-        out |= {f"switch_{key}_diff": plus_minus(p.mean, p.ci95, signed=True) if p.n else NOT_RUN,
-                f"switch_{key}_n": str(p.n), f"switch_{key}_seeds": p.n, f"switch_{key}_side": verdicts.UNDECIDED
-                if p.n < MIN_SEEDS else "costs" if p.hi < 0 else "gains" if p.lo > 0 else "neither"}
-    out |= _held_back_share(records, per_epoch)
-    return out
-
-
-def _held_back_share(records: list[dict], per_epoch: int) -> dict:
-    """How often the gate of the held-back arm (``ft.pos_gate``) held +pos back over the first tenth of the run after
-    its switch: the share of those steps whose logged positive score after FT equals the raw one (+neg leaves the
-    positive as it is), averaged over its seeds (``switch_held_share``, percent; raw ``_value``)."""
-    name, length, start = SWITCH_ARMS["held_9_of_120"]
-    first, tenth = start * per_epoch, length * per_epoch // 10
-    shares = []
-    for r in records:
-        if r["setting"] == name and r.get("dir"):
-            m = RunDir(r["dir"]).load_metrics()
-            ft_pos, raw = (np.asarray(m[k], dtype=float)[first:first + tenth] for k in ("ft_pos_mean", "pos_mean"))
-            shares.append(float(np.isclose(ft_pos, raw, rtol=0.0, atol=1e-6).mean()))
-    value = 100 * float(np.mean(shares)) if shares else math.nan
-    return {"switch_held_share": fixed(value, 0) if shares else NOT_RUN, "switch_held_share_value": value}
 
 
 def crowding_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]], tail: int = 100) -> dict:
@@ -247,7 +142,7 @@ def crowding_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]]
         for arm in ARMS:
             runs, key = metrics.get(setting(arm, length), {}), f"crowd_{arm}_{length}"
             seeds = sorted(set(runs) & set(base))
-            out |= _crowding(key, {s: (runs[s], base[s]) for s in seeds}, _switch(arm, length), length, tail)
+            out |= crowding(key, {s: (runs[s], base[s]) for s in seeds}, _switch(arm, length), length, tail)
     # the clock beside the crowding (issue 66): the step each decided cell that extrapolates positives switches FT
     # on at, crowding or not (+neg alone never crowds)
     per_epoch, clock = steps_per_epoch(), {"crowds": [], "spread": []}
@@ -280,7 +175,7 @@ def facts(rows: list[dict], records: list[dict], metrics: Mapping | None = None,
           switch_records: list[dict] | None = None) -> dict:
     """Every fact :data:`CHECKS` reads: :func:`task_facts`, :func:`map_facts`, :func:`gap_facts`,
     :func:`crowding_facts` (on ``metrics``, loaded from the records' run folders when not given) and
-    :func:`switch_facts` (on ``switch_records``, the stored runs of :data:`SWITCH` when not given), the seeds
+    :func:`ftcl_core.study.switch_time.facts` (on ``switch_records``, the stored runs of its file when not given), the seeds
     the map plans (``planned_seeds``; raw ``planned``) and the median minutes a stored baseline run of each length took
     (``minutes_<length>``: wall time, one CPU thread here)."""
     planned = len(experiment_file.Experiment.load(MAP).seeds)
@@ -289,8 +184,8 @@ def facts(rows: list[dict], records: list[dict], metrics: Mapping | None = None,
         walls = [r["wall_s"] / 60 for r in records if r["setting"] == setting("baseline", length) and "wall_s" in r]
         minutes[f"minutes_{length}"] = fixed(float(np.median(walls)), 0) if walls else NOT_RUN
     crowding = crowding_facts(run_metrics(records) if metrics is None else metrics)
-    switch = switch_facts(records, store.load_records(SWITCH, "cpu", experiment_file.STORED) if switch_records is None
-                          else switch_records)
+    switch = switch_time.facts(records, store.load_records(switch_time.SWITCH, "cpu", experiment_file.STORED)
+                               if switch_records is None else switch_records)
     return {**task_facts(records), **map_facts(rows), **gap_facts(records), **crowding, **switch, **minutes,
             "planned_seeds": str(planned), "planned": planned}
 
@@ -419,68 +314,6 @@ def _plan(length: int, full: bool):
     return check
 
 
-def _switch_short(key: str):
-    """The separating experiment's arm ``key`` holds fewer paired seeds than its file plans (the words say how many
-    and give no verdict of the whole arm)."""
-    def check(f: Mapping) -> str | None:
-        n = f[f"switch_{key}_seeds"]
-        return None if n < f["switch_planned_seeds"] else f"switch_{key} holds all {n} planned seeds: report its verdict"
-    return check
-
-
-def _switch_below(key: str, gain: float):
-    """The separating experiment's arm ``key`` holds the seeds its file plans and its whole 95 % interval lies below
-    ``gain`` points (a prediction of at least that gain is refuted)."""
-    def check(f: Mapping) -> str | None:
-        k = f"switch_{key}"
-        if f[f"{k}_seeds"] < f["switch_planned_seeds"]:
-            return f"{k}: {f[f'{k}_seeds']} of {f['switch_planned']} planned paired seeds"
-        top = f[f"{k}_value"] + f[f"{k}_ci"]
-        return None if top < gain else f"{k}: {f[f'{k}_diff']} reaches {top:+.1f}, not below {gain:+.1f}"
-    return check
-
-
-def _switch_crowds(key: str):
-    """The separating experiment's arm ``key`` crowds the images as FT switches on (:func:`switch_facts`)."""
-    def check(f: Mapping) -> str | None:
-        word = f[f"switch_{key}_crowd_word"]
-        return None if word == "crowds" else f"switch_{key} after the switch: {word}"
-    return check
-
-
-def _switch_spreads(key: str):
-    """The separating experiment's arm ``key`` does not crowd the images as FT switches on, in any seed."""
-    def check(f: Mapping) -> str | None:
-        word = f[f"switch_{key}_crowd_word"]
-        return None if word == "spread" else f"switch_{key} after the switch: {word}"
-    return check
-
-
-def _switch_side(key: str, side: str):
-    """The separating experiment's arm ``key`` (:data:`SWITCH_ARMS`) holds the seeds its file plans and reads
-    ``side`` ("costs", "gains", "neither") against its baseline (:func:`switch_facts`)."""
-    def check(f: Mapping) -> str | None:
-        k = f"switch_{key}"
-        if f[f"{k}_seeds"] < f["switch_planned_seeds"]:
-            return f"{k}: {f[f'{k}_seeds']} of {f['switch_planned']} planned paired seeds"
-        return None if f[f"{k}_side"] == side else f"{k}: {f[f'{k}_diff']} {f[f'{k}_side']}, not {side}"
-    return check
-
-
-def _switch_held_against_ungated(f: Mapping) -> str | None:
-    """The held-back arm (``ft.pos_gate``), at the seeds its file plans, crowds less than the same switch without
-    the gate and costs less than it, paired by seed (its interval wholly above 0)."""
-    if f["switch_held_seeds"] < f["switch_planned_seeds"]:
-        return f"switch_held: {f['switch_held_seeds']} of {f['switch_planned']} planned paired seeds"
-    held, ungated = (f[f"switch_{k}_crowd_ft"] for k in ("held_9_of_120", "from_9_of_120"))
-    try:
-        problems = [] if float(held) < float(ungated) else [f"crowd {held} >= {ungated}"]
-    except ValueError:  # a crowding not measured (no stored curves): nothing to compare
-        problems = [f"crowd {held} vs {ungated}"]
-    problems += [] if f["switch_held_side"] == "gains" else [f"switch_held {f['switch_held_diff']}"]
-    return "; ".join(problems) or None
-
-
 def _aim(name: str):
     def check(f: Mapping) -> str | None:
         if name == "longest" and not math.isfinite(f["longest_value"]):
@@ -574,28 +407,7 @@ CHECKS = {
     else (f"a cell that crowds switches on at step {f['crowd_clock_latest']}, one that does not at "
           f"{f['spread_clock_earliest']}: the map itself separates the crowding from the clock"),
     "first-step-crowding-fades-at-120": _crowding_fades(120),
-    # the separating experiment (issue 66): FT switched on at the 30-epoch late start's step in longer runs
-    "switch-from-9-of-120-costs": _switch_side("from_9_of_120", "costs"),
-    "switch-from-9-of-120-crowds": _switch_crowds("from_9_of_120"),
-    "switch-from-9-of-240-short-of-its-seeds": _switch_short("from_9_of_240"),
-    "switch-from-9-of-240-holds-zero": lambda f: None if f["switch_from_9_of_240_side"] == "neither" else (
-        f"switch_from_9_of_240: {f['switch_from_9_of_240_diff']} over {f['switch_from_9_of_240_n']} seeds reads "
-        f"{f['switch_from_9_of_240_side']}, not an interval that holds zero"),
-    "switch-from-9-of-240-holds-zero-at-its-seeds": _switch_side("from_9_of_240", "neither"),
-    # E2, the time left, predicted a gain of at least 3 points here (experiments/headroom/switch_v1.yaml)
-    "switch-from-9-of-240-below-the-time-lefts-gain": _switch_below("from_9_of_240", 3.0),
-    "switch-from-9-of-240-crowds": _switch_crowds("from_9_of_240"),
-    "switch-held-9-of-120-short-of-its-seeds": _switch_short("held_9_of_120"),
-    # E3, the crowding, predicted no cost for the held-back arm (experiments/headroom/switch_v1.yaml)
-    "switch-held-9-of-120-costs": _switch_side("held_9_of_120", "costs"),
-    "switch-held-9-of-120-crowds": _switch_crowds("held_9_of_120"),
-    "switch-held-crowds-and-costs-less-than-ungated": _switch_held_against_ungated,
-    "switch-from-18-of-120-costs": _switch_side("from_18_of_120", "costs"),
-    "switch-from-18-of-120-does-not-crowd": _switch_spreads("from_18_of_120"),
-    # E1, the clock: the later switch costs less than the earlier one of the same length (paired by seed)
-    "switch-later-costs-less": lambda f: None if f["switch_later_side"] == "gains" else (
-        f"from 18 minus from 9 of 120: {f['switch_later_diff']} over {f['switch_later_n']} seeds reads "
-        f"{f['switch_later_side']}, not above zero"),
+    **switch_time.CHECKS,
     "negatives-alone-never-crowd": _negatives_never_crowd,
 }
 
