@@ -1,18 +1,20 @@
-"""No English built in code (issue 51, part 2): no function of ``ftcl_core`` returns prose.
+"""No English built in code (issues 51 and 67): no function of ``ftcl_core``, ``benchmarks`` or ``tools`` returns prose.
 
-The package returns facts (named numbers and verdict words); chapters carry the words as authored Markdown and
-bind them to named checks (:mod:`ftcl_core.study.checks`). This test reads every module's syntax tree and fails on a
-function that
+The code returns facts (named numbers and verdict words); chapters carry the words as authored Markdown and bind
+them to named checks (:mod:`ftcl_core.study.checks`), and the GPU check's report is a Markdown template written by
+people (``benchmarks/gpucheck/report.md``). This test reads every module's syntax tree and fails on a function that
 
 * is named like a prose generator (``*_sentence``, ``*_paragraph``, ``*_answer``, ``*_text``, ``*_caption``), or
 * returns a string built from literals holding more than :data:`MAX_WORDS` English words in all: the literal
   parts of the returned expression, of f-strings, ``+`` concatenations, ``str.join`` / ``format`` and conditional
   expressions in it, and of every local name it returns (what was assigned, added or appended to that name).
 
-Not prose, so not counted: docstrings; literals passed to any other call (a table's fixed caption handed to
-``html_table``, a figure's label handed to matplotlib); anything inside ``raise`` or ``assert``; the CLI
-(``__main__.py``: help and the lines it prints); and message helpers, functions whose every call in the package sits
-inside a ``raise``, an ``assert``, a ``print``, a warning or a log call (an error message built in one place).
+Not prose, so not counted: docstrings; a config override (``key=value``, no space); in a list or tuple of two or
+more, a literal cell of at most :data:`LABEL_WORDS` words (a table's heading or a row's name); literals passed to
+any other call (a table's fixed caption handed to ``html_table``, a figure's label handed to matplotlib); anything
+inside ``raise`` or ``assert``; the CLI (``__main__.py``: help and the lines it prints); message helpers, functions
+whose every call sits inside a ``raise``, an ``assert``, a ``print``, a warning or a log call (an error message built
+in one place); and check functions, the values of a ``...CHECKS`` mapping (why a check fails).
 """
 
 from __future__ import annotations
@@ -21,9 +23,14 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "ftcl_core"
+FOLDERS = ("ftcl_core", "benchmarks", "tools")  # every folder of Python the project ships
 MAX_WORDS = 8
+LABEL_WORDS = 5  # a literal of at most this many words among two or more in a list is a table's cell: a label
+OVERRIDE = re.compile(r"[\w.]+=\S*")  # a config override, key=value with no space: not English
 PROSE_NAMES = ("_sentence", "_paragraph", "_answer", "_text", "_caption")
 WORD = re.compile(r"[A-Za-z][a-z]+(?:'[a-z]+)?")  # a word of two letters or more: "FT", "%" and numbers do not count
 MESSAGE_CALLS = {"print", "warn", "debug", "info", "warning", "error", "exception", "critical", "log"}
@@ -61,7 +68,9 @@ def _words(node: ast.AST | None, sources: dict[str, list[ast.AST]], seen: set[st
     if node is None:
         return 0
     if isinstance(node, ast.Constant):
-        return len(WORD.findall(node.value)) if isinstance(node.value, str) else 0
+        if not isinstance(node.value, str) or OVERRIDE.fullmatch(node.value):
+            return 0  # a number, or a config override ("model.encoder=resnet18"): no words
+        return len(WORD.findall(node.value))
     if isinstance(node, ast.JoinedStr):
         return sum(_words(v, sources, seen) for v in node.values)
     if isinstance(node, ast.FormattedValue):
@@ -72,7 +81,11 @@ def _words(node: ast.AST | None, sources: dict[str, list[ast.AST]], seen: set[st
         parts = [node.body, node.orelse] if isinstance(node, ast.IfExp) else node.values
         return max(_words(p, sources, seen) for p in parts)
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        return sum(_words(e, sources, seen) for e in node.elts)
+        cells = [_words(e, sources, seen) for e in node.elts]
+        if len(cells) > 1:  # a row of a table: a cell of a few words is a label (a heading, a row's name)
+            cells = [0 if isinstance(e, (ast.Constant, ast.JoinedStr)) and n <= LABEL_WORDS else n
+                     for e, n in zip(node.elts, cells)]
+        return sum(cells)
     if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
         return _words(node.elt, sources, seen)
     if isinstance(node, ast.Starred):
@@ -109,10 +122,22 @@ def _message_helpers(trees: dict[Path, ast.Module]) -> set[str]:
     return {name for name, quiet in calls.items() if quiet and all(quiet)}
 
 
+def _check_functions(trees: dict[Path, ast.Module]) -> set[str]:
+    """Functions named as the values of a ``...CHECKS`` mapping: each returns why its check fails (a message to
+    whoever broke the binding), never the book's words."""
+    names = set()
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+                    and any(isinstance(t, ast.Name) and t.id.endswith("CHECKS") for t in node.targets)):
+                names |= {v.id for v in node.value.values if isinstance(v, ast.Name)}
+    return names
+
+
 def prose_functions(root: Path = PACKAGE) -> list[tuple[str, str, int, str]]:
-    """``(file, function, line, why)`` for every function of the package that returns prose."""
+    """``(file, function, line, why)`` for every function under ``root`` that returns prose."""
     trees = {p: ast.parse(p.read_text()) for p in sorted(root.rglob("*.py"))}
-    helpers = _message_helpers(trees)
+    helpers = _message_helpers(trees) | _check_functions(trees)
     found = []
     for path, tree in trees.items():
         if path.name in CLI:
@@ -133,14 +158,16 @@ def prose_functions(root: Path = PACKAGE) -> list[tuple[str, str, int, str]]:
     return found
 
 
-def _shown(rows) -> str:
-    return "\n".join(f"ftcl_core/{f}:{line} {name}: {why}" for f, name, line, why in rows)
+def _shown(folder: str, rows) -> str:
+    return "\n".join(f"{folder}/.../{f}:{line} {name}: {why}" for f, name, line, why in rows)
 
 
-def test_no_function_of_the_package_returns_prose():
-    rows = [r for r in prose_functions() if r[1] not in set(ALLOWED)]
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_no_function_returns_prose(folder):
+    rows = [r for r in prose_functions(ROOT / folder) if r[1] not in set(ALLOWED)]
     assert not rows, ("functions that return English prose; return facts and author the words in the chapter "
-                      "(ftcl_core/study/checks.py):\n" + _shown(rows))
+                      "(ftcl_core/study/checks.py) or a Markdown template (benchmarks/gpucheck/report.md):\n"
+                      + _shown(folder, rows))
 
 
 def test_the_scan_finds_a_generated_sentence(tmp_path):

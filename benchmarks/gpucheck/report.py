@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from benchmarks.gpucheck.setting import PARTS
@@ -131,42 +132,41 @@ def captured_table(parts: dict[str, dict]) -> Table | None:
 
 
 def loader_table(parts: dict[str, dict]) -> Table | None:
-    """The per-sample anchor: ms per view of each transform, one process's rate, the DataLoader's rate and busy
-    cores per worker count."""
+    """The per-sample anchor: ms per view of each transform, one process's rate (with PIL's blur, and with
+    torchvision's instead), the DataLoader's rate and busy cores per worker count."""
     lo = parts.get("loader", {})
     if "per_transform_ms_per_view" not in lo:
         return None
-    header = ["what", "value"]
-    rows = [[f"{name} (ms a view)", fmt(ms, 3)] for name, ms in lo["per_transform_ms_per_view"].items()]
-    rows.append(["one process (images/s, two views each)", fmt(lo["one_process_images_per_s"], 3)])
+    header = ["what", "ms a view", "images/s", "busy cores", "images/s a busy core"]
+    rows = [[name, fmt(ms, 3), "", "", ""] for name, ms in lo["per_transform_ms_per_view"].items()]
+    rows.append(["one process", "", fmt(lo["one_process_images_per_s"], 3), "", ""])
     if "torchvision_blur_ms_per_view" in lo:
-        rows.append(["torchvision's GaussianBlur instead (ms a view; one process images/s)",
-                     f"{fmt(lo['torchvision_blur_ms_per_view'], 3)}; "
-                     f"{fmt(lo['one_process_images_per_s_torchvision_blur'], 3)}"])
+        rows.append(["torchvision's GaussianBlur instead", fmt(lo["torchvision_blur_ms_per_view"], 3),
+                     fmt(lo["one_process_images_per_s_torchvision_blur"], 3), "", ""])
     for d in lo.get("dataloader", []):
         if "skipped" in d:
-            rows.append([f"DataLoader, {d['workers']} workers", f"skipped: {d['skipped']}"])
+            rows.append(_skipped(f"DataLoader, {d['workers']} workers", d["skipped"], len(header)))
             continue
-        rows.append([f"DataLoader, {d['workers']} workers (images/s; busy cores; images/s a busy core)",
-                     f"{fmt(d['images_per_s'], 4)}; {fmt(d['busy_cores'], 3)}; {fmt(d['images_per_s_per_busy_core'], 3)}"])
+        rows.append([f"DataLoader, {d['workers']} workers", "", fmt(d["images_per_s"], 4), fmt(d["busy_cores"], 3),
+                     fmt(d["images_per_s_per_busy_core"], 3)])
     return header, rows
 
 
 def imagenet_table(parts: dict[str, dict]) -> Table | None:
-    """The ImageNet-100-shaped run: the tree made, the cache build, training and the readout."""
+    """The ImageNet-100-shaped run: the tree made, the cache build, training and the readout, then the command."""
     im = parts.get("imagenet", {})
     if "cache" not in im:
         return None
-    header = ["stage", "value"]
+    header = ["stage", "images/s", "busy cores", "size", "s"]
     ft, c = im["fabricate_train"], im["cache"]
-    rows = [["fabricated training tree", f"{ft['images']} JPEGs, {fmt(ft['mean_kib'], 3)} KiB each"],
-            ["cache build (images/s; busy cores; GB)", f"{fmt(c['images_per_s'], 4)}; {fmt(c['busy_cores'], 3)}; "
-                                                      f"{fmt(c['bytes'] / 1e9, 3)} at {c['image_size']} px"]]
+    rows = [["fabricated training tree", "", "", f"{ft['images']} JPEGs of {fmt(ft['mean_kib'], 3)} KiB", ""],
+            ["cache build", fmt(c["images_per_s"], 4), fmt(c["busy_cores"], 3),
+             f"{fmt(c['bytes'] / 1e9, 3)} GB at {c['image_size']} px", ""]]
     if "train" in im:
-        rows += [["training, one epoch (images/s; s)", f"{fmt(im['train']['images_per_s'], 4)}; "
-                                                      f"{fmt(im['train']['seconds'], 3)}"],
-                 [f"readout ({im['readout']['linear_epochs']} linear epochs, kNN; s)", fmt(im["readout"]["seconds"], 3)],
-                 ["the command", f"`python {im['command']}`"]]
+        rows += [["training, one epoch", fmt(im["train"]["images_per_s"], 4), "", "", fmt(im["train"]["seconds"], 3)],
+                 [f"readout: {im['readout']['linear_epochs']} linear epochs, kNN", "", "", "",
+                  fmt(im["readout"]["seconds"], 3)],
+                 ["the command", "", "", f"`python {im['command']}`", ""]]
     return header, rows
 
 
@@ -184,50 +184,49 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [f"| {' | '.join(header)} |", "|" + "---|" * len(header)] + [f"| {' | '.join(row)} |" for row in rows]
 
 
+TEMPLATE = Path(__file__).with_name("report.md")  # the report's words, written by people; the values glued in
+
+
+def fill(template: str, values: dict[str, str]) -> str:
+    """``template`` (Markdown in sections under ``## `` headings, paragraphs between blank lines) with ``{name}``
+    replaced by ``values[name]``: a paragraph naming a value that is missing (absent or None) is left out, and so is
+    a section left with nothing under its heading (or whose heading names such a value)."""
+    def filled(paragraph: str) -> str | None:
+        names = re.findall(r"\{(\w+)\}", paragraph)
+        return None if any(values.get(n) is None for n in names) else paragraph.format_map(values)
+
+    out = []
+    for section in re.split(r"\n(?=## )", template.strip()):
+        heading, *body = [p.strip() for p in section.strip().split("\n\n")]
+        kept = [p for p in map(filled, body) if p is not None]
+        if (title := filled(heading)) is not None and (kept or not body):
+            out.append("\n\n".join([title, *kept]))
+    return "\n\n".join(out) + "\n"
+
+
 def report_markdown(report: dict) -> str:
-    """The Markdown report (``gpucheck.md``) of a check's JSON: the status of every part, the environment, then
-    :func:`tables`."""
+    """The Markdown report (``gpucheck.md``) of a check's JSON: :data:`TEMPLATE` filled with the status of every
+    part, the environment, then :func:`tables`, each as a Markdown table."""
     parts = report.get("parts", {})
     env = parts.get("environment", {}).get("info", {})
-    title = env.get("gpu") or f"no GPU ({env.get('cpu', 'cpu')})"
-    lines = [f"# GPU check: {title}", "",
-             f"Started {report.get('started')}, {'dry run, ' if report.get('dry_run') else ''}budget "
-             f"{report.get('budget_s')} s, used {fmt(report.get('used_s'), 4)} s. Command: `{report.get('command')}`.", ""]
-    status = []
-    for name in PARTS:
-        p = parts.get(name, {"status": "not run"})
-        status.append([name, f"{p.get('status')}{': ' + p['why'] if p.get('why') else ''}"])
-    lines += ["## Status", "", *markdown_table(["part", "status"], status)]
-    if env:
-        lines += ["", "## 1. Environment", "", *markdown_table(["item", "value"], [[k, fmt(v, 4)] for k, v in env.items()])]
-    found = tables(parts)
-    if "agreement" in found:
-        lines += ["", "## 2. The GPU path agrees with the CPU", "", *markdown_table(*found["agreement"])]
-    if "throughput" in found:
-        lines += ["", "## 3. Throughput (MoCo v2, bf16 + channels_last, synthetic images in memory)", "",
-                  *markdown_table(*found["throughput"]),
-                  "", "Step phases (ms, synchronised at every phase, so they add up to an upper bound of the step):", ""]
-        for name, t in parts["throughput"]["settings"].items():
-            if "phases_ms_synchronised" in t:
-                lines.append(f"- {name}: " + ", ".join(f"{k} {fmt(v)}" for k, v in t["phases_ms_synchronised"].items()))
-    headings = {"kernels": "## 3a. Split batch-norm on the device: per-group against one pass over a view",
-                "captured": "## 3b. The CPU profile's small network: eager, compiled, captured (CUDA graphs)",
-                "loader": "## 3c. Where the per-sample torchvision anchor spends its time",
-                "imagenet": "## 3d. An ImageNet-100-shaped run end to end (fabricated JPEGs, the user's command)"}
-    for name, heading in headings.items():
-        if name in found:
-            lines += ["", heading, "", *markdown_table(*found[name])]
-    if "scale" in found:
-        scale = parts["scale"]
-        lines += ["", f"## 4. The scale question, one pair ({fmt(scale.get('epochs'))} epochs, {fmt(scale.get('steps'))} "
-                  f"steps, {fmt(scale.get('classes'))} classes)", "", *markdown_table(*found["scale"])]
-        if "ft_minus_baseline" in scale:
-            lines += ["", f"FT minus baseline: {fmt(scale['ft_minus_baseline'], 3)} points (one seed each: a first point "
-                      "beyond the CPU's scale, not a verdict)."]
-    for name, p in parts.items():
-        if p.get("error"):
-            lines += ["", f"## Error in {name}", "", "```", p["error"], "```"]
-    return "\n".join(lines) + "\n"
+    status = [[name, f"{p.get('status')}{': ' + p['why'] if p.get('why') else ''}"]
+              for name, p in ((n, parts.get(n, {"status": "not run"})) for n in PARTS)]
+    values = {"title": str(env.get("gpu") or f"no GPU ({env.get('cpu', 'cpu')})"), "started": str(report.get("started")),
+              "dry_run": "dry run, " if report.get("dry_run") else "", "budget_s": str(report.get("budget_s")),
+              "used_s": fmt(report.get("used_s"), 4), "command": str(report.get("command")),
+              "status": "\n".join(markdown_table(["part", "status"], status)),
+              "environment": "\n".join(markdown_table(["item", "value"], [[k, fmt(v, 4)] for k, v in env.items()]))
+              if env else None}
+    values |= {name: "\n".join(markdown_table(*table)) for name, table in tables(parts).items()}
+    settings = parts.get("throughput", {}).get("settings", {}) if "throughput" in values else {}
+    values["phases"] = "\n".join(f"- {name}: " + ", ".join(f"{k} {fmt(v)}" for k, v in t["phases_ms_synchronised"].items())
+                                 for name, t in settings.items() if "phases_ms_synchronised" in t) or None
+    scale = parts.get("scale", {}) if "scale" in values else {}
+    values |= {f"scale_{k}": fmt(scale.get(k)) for k in ("epochs", "steps", "classes") if scale}
+    values["ft_minus_baseline"] = fmt(scale["ft_minus_baseline"], 3) if "ft_minus_baseline" in scale else None
+    values["errors"] = "\n\n".join(f"### {name}\n\n```\n{p['error']}\n```" for name, p in parts.items()
+                                    if p.get("error")) or None
+    return fill(TEMPLATE.read_text(encoding="utf-8"), values)
 
 
 def write(out: Path, report: dict) -> None:
