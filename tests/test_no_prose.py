@@ -170,6 +170,59 @@ def test_no_function_returns_prose(folder):
                       + _shown(folder, rows))
 
 
+# Calls whose literal arguments are not a page's words, each with the reason
+FIGURE_TEXT = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "text", "annotate", "legend", "make_subplots",
+               "add_annotation", "update_layout", "update_xaxes", "update_yaxes"}  # text inside a picture
+FIGURE_KEYWORDS = {"title", "label", "xlabel", "ylabel", "subplot_titles", "column"}
+CLI_TEXT = {"add_argument", "add_parser", "ArgumentParser", "add_subparsers", "ArgumentTypeError"}  # --help
+ALLOWED_CALLS = {"_load_json": "the recovery a damaged run file's error message names (runs.py)",
+                 "_say_once": "a log line on stderr: where the data was read from (study/fashion_mnist.py)"}
+EXCEPTION = re.compile(r"[A-Z]\w*(Error|Exception|Interrupted|Diverged|Warning)")  # a message, raised where it is made
+
+
+def prose_arguments(root: Path = PACKAGE) -> list[tuple[str, int, str, int]]:
+    """``(file, line, call, words)`` for every literal argument of more than :data:`MAX_WORDS` words that a call under
+    ``root`` receives outside a raise, an assert, a message, the command line's help, a picture's own text and the
+    calls of :data:`ALLOWED_CALLS` (a table's caption, an HTML note: the page's words, which its chapter writes)."""
+    trees = {p: ast.parse(p.read_text()) for p in sorted(root.rglob("*.py"))}
+    helpers = _message_helpers(trees)
+    quiet_names = MESSAGE_CALLS | FIGURE_TEXT | CLI_TEXT | set(ALLOWED_CALLS) | helpers
+    found = []
+    for path, tree in trees.items():
+        if path.name in CLI:
+            continue
+        quiet: set[int] = set()
+        for node in ast.walk(tree):
+            name = ""
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if isinstance(node, (ast.Raise, ast.Assert)) or name in quiet_names or EXCEPTION.fullmatch(name or "-"):
+                quiet |= {id(n) for n in ast.walk(node)}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or id(node) in quiet:
+                continue
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ast.unparse(f)
+            args = [*node.args, *(k.value for k in node.keywords if k.arg not in FIGURE_KEYWORDS)]
+            for arg in args:
+                if isinstance(arg, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.List, ast.Tuple)):
+                    words = _words(arg, {}, set())
+                    if words > MAX_WORDS:
+                        where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+                        found.append((str(where), node.lineno, name, words))
+    return found
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_no_call_is_handed_prose(folder):
+    """A table's caption, a notice, a note: the chapter writes it (and passes it in), or a template written by
+    people holds it (``ftcl_core/pages/smoke_notice.html``), never a literal in the code."""
+    rows = prose_arguments(ROOT / folder)
+    assert not rows, "literal prose handed to a call:\n" + "\n".join(f"{f}:{line} {name}(...): {w} words"
+                                                                    for f, line, name, w in rows)
+
+
 def test_the_scan_finds_a_generated_sentence(tmp_path):
     """The heuristic flags a function that builds a sentence in any of the ways the old generators did, and passes
     facts, error messages, fixed captions handed to another call, and short labels."""
@@ -208,3 +261,28 @@ def summary_caption(exp):
     return exp.title
 ''')
     assert {name for _, name, _, _ in prose_functions(tmp_path)} == {"reading", "listed", "summary_caption"}
+
+
+def test_the_argument_scan_finds_a_caption_in_code(tmp_path):
+    """A table's caption or a notice handed to a call is found; a figure's own text, an error message, the command
+    line's help and a config override are not."""
+    (tmp_path / "m.py").write_text('''
+def table(rows):
+    return html_table(rows, caption="Linear top-1 (%), mean over seeds; the paired difference against the baseline")
+
+def notice():
+    return HTML("<p>This page ran with the smoke profile, a few steps on a few images, so its numbers mean nothing</p>")
+
+def figure(ax, n):
+    ax.set_title(f"each run predicted by a model that never saw its experiment, {n} runs in all")
+
+def refuse(path):
+    raise ValueError(f"the experiment file {path} has no settings; add one under settings: and run it again")
+
+def cli(parser):
+    parser.add_argument("--seeds", help="the seeds to run, each a whole number; every word after the option is one")
+
+def scaled(run):
+    return run(["model.encoder=resnet18", "data.image_size=72", "augment.out_size=64", "data.n_train=10000"])
+''')
+    assert sorted(name for _, _, name, _ in prose_arguments(tmp_path)) == ["HTML", "html_table"]

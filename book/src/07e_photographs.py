@@ -80,5 +80,9 @@ plain, oracle = runs_of["recipe"], runs_of["oracle"]
 display(tables.signature_table({"shapes, baseline": (plain, "baseline"), "shapes, FT": (plain, "+both"),
                            "shapes, FT, no same-class negatives": (oracle, "+both"),
                            "Fashion-MNIST, baseline": (runs_of["real"], "baseline"),
-                           "Fashion-MNIST, FT": (runs_of["real"], "+both")}))
-display(tables.reference_table(runs_of["real"] + runs_of["real, longer"]))
+                           "Fashion-MNIST, FT": (runs_of["real"], "+both")},
+                           "How far the features concentrate, mean over seeds: Mean(neg) of the raw cosines at its "
+                           "highest, and the effective rank and views' correlation at the last step"))
+display(tables.reference_table(runs_of["real"] + runs_of["real, longer"],
+                               "The room an effect has on Fashion-MNIST: the encoder's readout beside the raw-pixel "
+                               "probe and the random-init encoder, on the same test images, mean over seeds"))

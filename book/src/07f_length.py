@@ -47,7 +47,8 @@ display(tables.comparison_table([r for r in ev.length if r["n_seeds"] and r["kin
 display(tables.comparison_table([r for r in ev.length if r["n_seeds"] and r["kind"] == "gain"],
                            "FT's gain over its baseline (points) at the longer length against 30 epochs",
                            ("gain at 30 epochs", "gain when longer", "Δ (longer - 30 epochs)")))
-display(tables.error_ratio_table(ev.length))
+display(tables.error_ratio_table(ev.length, "FT's error rate relative to its baseline's at each length (linear readout, "
+                                            "means over seeds)"))
 
 # %% tags=["remove-cell"]
 gap = diagnosis_readings.device_gap_facts(stored.records[length_path], stored.records[diagnosis.FIRST_STEP_EXPERIMENTS["recipe"]])

@@ -18,7 +18,7 @@ from IPython.display import display
 
 from ftcl_core.pages import result_figures, tables
 from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis_readings, experiment_file
+from ftcl_core.study import checks, diagnosis, diagnosis_readings, experiment_file
 
 neg_rows, against = diagnosis_readings.negative_comparisons(profile)
 result_figures.comparison_forest(neg_rows, "Shapes, calibrated MoCo v1: each setting minus its reference (linear top-1)",
@@ -45,7 +45,9 @@ checks.expect(diagnosis_readings.CHECKS, harder, "harder as written")
 # recipe and seeds.
 
 # %%
-display(tables.negative_table(neg_rows))
+display(tables.negative_table(neg_rows, "Linear top-1 (%), mean over seeds, Δ paired by seed; then, over the FT runs' "
+                              "seeds (± 95 % interval), how FT changes the negatives the loss sees, and the raw "
+                              f"Mean(neg) of the baseline's last {diagnosis.NEGATIVE_WINDOW} steps"))
 
 # %% [markdown]
 # Without re-normalisation, mixing leaves the mean score of the negatives where it was (shift

@@ -195,7 +195,7 @@ def live_widget(make_widget):
     if os.environ.get("FTCL_BOOK_BUILD") == "1":
         from IPython.display import Markdown
 
-        return Markdown("*The ipywidgets version of this explorer runs in a live kernel (JupyterLab, Colab).*")
+        return Markdown("*Its ipywidgets version needs a live kernel.*")
     return make_widget()
 
 

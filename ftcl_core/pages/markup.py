@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import pathlib
 import re
+import string
 from html import escape
 
 NBSP_PM = "\u00a0±\u00a0"  # "33.8 ± 2.6" never breaks at its "±" (a narrow column used to stack it on three lines)
@@ -40,6 +41,7 @@ def _cells(row: list, width: int) -> str:
 
 
 SMOKE_NOTICE = "smoke run: tiny data and steps, numbers mean nothing"
+SMOKE_NOTICE_HTML = pathlib.Path(__file__).with_name("smoke_notice.html")  # the notice's words, with $notice and $runs
 
 
 def smoke_notice(profile: str):
@@ -52,13 +54,8 @@ def smoke_notice(profile: str):
         return None
     from ftcl_core.study.experiment_file import profile_root
 
-    return HTML('<div class="admonition warning ftcl-smoke"><p class="admonition-title">Smoke run</p>'
-                f"<p>{SMOKE_NOTICE}: this page ran with <code>profile = \"smoke\"</code>, a few steps on a few images "
-                "so that every cell runs in seconds. Run it with the <code>cpu</code> profile (the book's) for results."
-                f" The runs it trains are written to <code>{escape(str(profile_root(profile)))}</code> (set "
-                "<code>FTCL_RUNS_ROOT</code> to put them elsewhere).</p></div>"
-                "<script>(() => { const notice = document.currentScript.previousElementSibling; "
-                "const title = document.querySelector('main h1'); if (notice && title) title.after(notice); })();</script>")
+    words = string.Template(SMOKE_NOTICE_HTML.read_text(encoding="utf-8"))  # written by people, two values glued in
+    return HTML(words.substitute(notice=SMOKE_NOTICE, runs=escape(str(profile_root(profile)))).strip())
 
 
 def html_table(header: list[str], rows: list[list[str]], caption: str | None = None, collapsed: str | None = None):

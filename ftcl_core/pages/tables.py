@@ -1,4 +1,5 @@
-"""Chapter 7's tables: the study's diagnosis rows (:mod:`ftcl_core.study.diagnosis`) as HTML tables."""
+"""Chapter 7's tables: the study's diagnosis rows (:mod:`ftcl_core.study.diagnosis`) as HTML tables, each with
+the caption its chapter writes."""
 
 from __future__ import annotations
 
@@ -30,18 +31,17 @@ def switch_on_table(starts: list[tuple[str, dict, dict]], caption: str):
                        for setting, row, st in starts], caption=caption)
 
 
-def signature_table(arms: dict[str, tuple[list[dict], str]]):
+def signature_table(arms: dict[str, tuple[list[dict], str]], caption: str):
     """How far each named arm ``(records, setting)`` concentrates its features (:func:`diagnosis.representation_signature`),
     as an HTML table."""
     sigs = {name: diagnosis.representation_signature(recs, setting) for name, (recs, setting) in arms.items()}
     return html_table(["runs (MoCo v1, calibrated)", "seeds", "highest Mean(neg)", "final effective rank", "final ρ"],
                       [[name, str(s["n_seeds"]), fixed(s["peak_neg_mean"], 2), fixed(s["final_erank"]),
                         fixed(s["final_rho"], 2)] for name, s in sigs.items() if s["n_seeds"]],
-                      caption="How far the features concentrate, mean over seeds: Mean(neg) of the raw cosines at its "
-                              "highest, and the effective rank and views' correlation at the last step")
+                      caption=caption)
 
 
-def reference_table(records: list[dict]):
+def reference_table(records: list[dict], caption: str):
     """The references a readout on real images stands against, averaged over ``records``' runs: the raw-pixel
     linear probe, the random-init encoder and each arm's readout, as an HTML table (one row per setting)."""
     def mean(recs: list[dict], key: str) -> str:
@@ -54,11 +54,10 @@ def reference_table(records: list[dict]):
     if not rows:
         return html_table(["setting"], [], caption="No runs on real images stored.")
     return html_table(["setting", "raw pixels, linear %", "random-init encoder, linear %", "encoder, linear %"], rows,
-                      caption="The room an effect has on Fashion-MNIST: the encoder's readout beside the raw-pixel "
-                              "probe and the random-init encoder, on the same test images, mean over seeds")
+                      caption=caption)
 
 
-def error_ratio_table(rows: list[dict]):
+def error_ratio_table(rows: list[dict], caption: str):
     """For each training length of :func:`diagnosis.length_rows` with runs, how many times as many test images FT gets
     wrong as its baseline ((100 - FT) / (100 - baseline)), as an HTML table: a gap in points shrinks near the
     ceiling even when the relative damage grows."""
@@ -66,15 +65,12 @@ def error_ratio_table(rows: list[dict]):
     return html_table(["steps", "baseline %", "FT %", "errors, FT / baseline"],
                       [[str(r["steps"]), fixed(r["baseline"]), fixed(r["ft"]),
                         fixed(diagnosis.error_ratio(r))] for r in runs],
-                      caption="FT's error rate relative to its baseline's at each length (linear readout, means over "
-                              "seeds)")
+                      caption=caption)
 
 
-def negative_table(rows: list[dict]):
+def negative_table(rows: list[dict], caption: str):
     """:func:`diagnosis.negative_rows` as an HTML table."""
     return html_table(
         ["comparison", "baseline", "FT", "Δ (FT - baseline)", "seeds", "verdict", "Mean(neg) shift by FT",
          "Var(neg) after FT / raw", "final raw Mean(neg) (baseline)"], [diagnosis.negative_cells(r) for r in rows],
-        caption="Linear top-1 (%), mean over seeds, Δ paired by seed; then, over the FT runs' seeds (± 95 % interval), "
-                "how FT changes the negatives the loss sees, and the raw Mean(neg) of the baseline's last "
-                f"{diagnosis.NEGATIVE_WINDOW} steps")
+        caption=caption)
