@@ -58,7 +58,7 @@ SETTINGS = (
     Setting("fmnist_30", "Fashion-MNIST, 30 epochs", "headroom/auto_start_fmnist_v1.yaml", "auto", "baseline",
             "table6_start_epoch_fmnist.yaml", "start 9", "never", "held out"),
     Setting("width_30", "shapes, 30 epochs, resnet10_w32", "headroom/auto_start_width_v1.yaml", "auto 30 w32",
-            "baseline 30 w32", None, "", "", "held out"),  # no fixed start at this width
+            "baseline 30 w32", "headroom/auto_start_width_v1.yaml", "fixed 30 w32", "baseline 30 w32", "held out"),
 )
 
 
