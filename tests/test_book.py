@@ -261,7 +261,7 @@ SHOWN = {"learn3_reading": {"ftcl_core.stats.score_statistics"},
                                         "ftcl_core.transforms.interpolate_negatives"},
          "10_methods": {"ftcl_core.methods.simclr.SimCLR", "ftcl_core.methods.byol.BYOL",
                         "ftcl_core.methods.simsiam.SimSiam", "ftcl_core.methods.swav.SwAV",
-                        "ftcl_core.methods.base.predictive_scores", "ftcl_core.losses.simclr_ft_logits"}}
+                        "ftcl_core.methods.base.predictive_scores", "ftcl_core.batch_losses.simclr_ft_logits"}}
 
 
 def shown_objects(name: str) -> list:

@@ -8,16 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import transforms
+from ftcl_core.batch_losses import in_batch_negative_scores, simclr_ft_logits, sinkhorn, swav_loss
 from ftcl_core.config import ConfigError, load_config
-from ftcl_core.losses import (
-    FTConfig,
-    in_batch_negative_scores,
-    info_nce,
-    logits_from_scores,
-    simclr_ft_logits,
-    sinkhorn,
-    swav_loss,
-)
+from ftcl_core.losses import FTConfig, info_nce, logits_from_scores
 from ftcl_core.methods import build_model
 from ftcl_core.models import SplitBatchNorm1d
 from ftcl_core.training import train

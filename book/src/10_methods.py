@@ -65,11 +65,11 @@ settings = {"experiments/table7_simclr.yaml": ["simclr baseline", "simclr +pos",
 # %%
 from IPython.display import display
 
-from ftcl_core import losses
+from ftcl_core import batch_losses
 from ftcl_core.methods import BYOL, SimCLR, SimSiam, SwAV, base, byol
 from ftcl_core.pages import markup, result_figures, run_figures
 
-display(markup.source_code(losses.simclr_ft_logits, losses.other_sample_mask))
+display(markup.source_code(batch_losses.simclr_ft_logits, batch_losses.other_sample_mask))
 display(markup.source_code(SimCLR, collapsed="SimCLR (ftcl_core/methods/simclr.py)"))
 display(markup.source_code(byol.cosine_momentum, BYOL, collapsed="BYOL (ftcl_core/methods/byol.py)"))
 display(markup.source_code(SimSiam, collapsed="SimSiam (ftcl_core/methods/simsiam.py)"))

@@ -17,15 +17,9 @@ import torch
 import torch.nn as nn
 
 from ftcl_core import distributed
+from ftcl_core.batch_losses import in_batch_negative_scores, symmetric_pairs, symmetric_rows
 from ftcl_core.config import FTConfig, RunConfig
-from ftcl_core.losses import (
-    in_batch_negative_scores,
-    info_nce,
-    logits_from_scores,
-    positive_ft,
-    symmetric_pairs,
-    symmetric_rows,
-)
+from ftcl_core.losses import info_nce, logits_from_scores, positive_ft
 from ftcl_core.models import build_encoder, kaiming_init
 from ftcl_core.transforms import DeviceDraws, Draws
 

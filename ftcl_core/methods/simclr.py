@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ftcl_core.batch_losses import other_sample_mask, simclr_ft_logits, symmetric_pairs
 from ftcl_core.config import RunConfig
 from ftcl_core.distributed import gather_rows, global_rows
-from ftcl_core.losses import other_sample_mask, simclr_ft_logits, symmetric_pairs
 from ftcl_core.methods.base import Method, Scores, StepContext, contrastive_loss
 from ftcl_core.models import Encoder, mlp
 
@@ -38,7 +38,7 @@ class SimCLR(Method):
 
     def scores(self, out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores:
         """NT-Xent's symmetric scores with FT (Supp E.1,
-        :func:`ftcl_core.losses.simclr_ft_logits`): each view against the other and
+        :func:`ftcl_core.batch_losses.simclr_ft_logits`): each view against the other and
         against every other sample of both views of the (all-rank) batch."""
         z1, z2 = out
         bank1, bank2 = gather_rows(z1, grad=True), gather_rows(z2, grad=True)

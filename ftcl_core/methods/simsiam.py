@@ -6,8 +6,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ftcl_core.batch_losses import simsiam_loss
 from ftcl_core.config import RunConfig
-from ftcl_core.losses import simsiam_loss
 from ftcl_core.methods.base import Method, Scores, StepContext, predictive_scores, raw_top1
 from ftcl_core.models import Encoder, mlp
 

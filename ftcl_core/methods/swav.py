@@ -8,8 +8,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ftcl_core import distributed
+from ftcl_core.batch_losses import in_batch_negative_scores, swav_loss, symmetric_pairs
 from ftcl_core.config import RunConfig
-from ftcl_core.losses import in_batch_negative_scores, positive_ft, swav_loss, symmetric_pairs
+from ftcl_core.losses import positive_ft
 from ftcl_core.methods.base import Method, Scores, StepContext, raw_top1
 from ftcl_core.models import Encoder, mlp
 
@@ -17,7 +18,7 @@ from ftcl_core.models import Encoder, mlp
 class SwAV(Method):
     """SwAV with two crops: one encoder, learnable prototypes (kept on the unit
     sphere), codes from Sinkhorn-Knopp and a swapped prediction
-    (:func:`ftcl_core.losses.swav_loss`).
+    (:func:`ftcl_core.batch_losses.swav_loss`).
 
     ``forward`` returns the normalised features of both views; :meth:`scores` applies FT
     to them and scores them against ``self.prototypes``.  ``freeze_prototypes`` (set by
