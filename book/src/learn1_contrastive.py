@@ -113,9 +113,7 @@ if profile != "smoke":  # the words below describe a full run; a smoke run's few
 # perfect alignment the cheap way: every point, of every cluster, lands on the same spot, and its uniformity goes to
 # 0. That is a **collapse**: the encoder maps every input to (nearly) the same feature, so a negative scores as high
 # as a positive and the features say nothing about the input. The negatives are what prevent it; methods without
-# them (BYOL, SimSiam) need other devices. (The paper also says a run "collapses" when its readout falls below that of
-# the same network never trained; this book keeps the word for the features above, calls that case
-# {term}`below random init`, and reads the paper's momentum runs with both in the third chapter.)
+# them (BYOL, SimSiam) need other devices.
 #
 # How much are the features worth? That is what a {term}`readout` measures: give a simple classifier the features
 # of some labelled points and score it on others. Here the classifier is a vote of each point's nearest neighbours on
@@ -179,7 +177,7 @@ if profile != "smoke":
 # circle, where the untrained encoder crowded them, because the push goes to each query's own cluster and little is
 # left to move the clusters apart.
 #
-# MoCo v1 uses $\tau = 0.07$ and MoCo v2 $\tau = 0.2$. The paper we follow makes the hard cases harder on purpose,
+# MoCo, the next chapter's method, uses $\tau = 0.07$ (its first version) and $\tau = 0.2$ (its second). The paper we follow makes the hard cases harder on purpose,
 # which is why the temperature, and the statistics of the scores, come back in every later chapter.
 #
 # ## Summary

@@ -123,7 +123,9 @@ def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator):
 # by matching the trace instead of the image: the MoCo paper found that the model then "cheats", its loss low and its
 # features poor. With one set of statistics for the whole batch a shuffle would change nothing, so the library's
 # encoder normalises in groups of the batch (as MoCo's own single-machine demo does), and the shuffle puts key $i$ in
-# another group than query $i$: *shuffle-BN*.
+# another group than query $i$: *shuffle-BN*. In your own code, note that the MoCo below borrows the library's
+# encoder for this: with a plain `nn.BatchNorm2d` the shuffle does nothing, so use a batch norm split into groups
+# (`ftcl_core.models.SplitBatchNorm2d`) or several GPUs.
 #
 # ## Train it for a minute
 

@@ -142,9 +142,10 @@ def crowding_table(f: Mapping) -> list[list[str]]:
                              f"{f[f'{key}_end_ft']} / {f[f'{key}_end_base']}", f[f"{arm}_{length}_diff"]])
     return rows
 
-CURVE_STYLE = {"baseline": {"color": "dimgray", "ls": "-", "lw": 2.4},  # under the late start's markers, which
-               "both": {"color": "#c44e52", "ls": "-", "lw": 1.6},           # can follow it exactly (120 epochs)
-               "both_late": {"color": "#4c72b0", "ls": "--", "lw": 1.4, "marker": "o", "ms": 3.5, "zorder": 3},
+CURVE_STYLE = {"baseline": {"color": "black", "ls": (0, (4, 2)), "lw": 1.1, "zorder": 5},  # thin, on top of the late
+               "both": {"color": "#c44e52", "ls": "-", "lw": 1.6},  # start, which can follow it exactly (120, 240 epochs)
+               "both_late": {"color": "#4c72b0", "ls": "-", "lw": 2.6, "alpha": 0.85, "marker": "o", "ms": 3.5,
+                             "zorder": 3},
                "pos_late": {"color": "#55a868", "ls": ":", "lw": 1.4}}
 
 

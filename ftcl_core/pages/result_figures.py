@@ -26,9 +26,11 @@ from ftcl_core.pages.legibility import (
 )
 
 
-def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None, legend: bool = True):
+def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None, legend: bool = True,
+                    paper_beside: bool = False):
     """:func:`accuracy_bars` of an experiment's summary (:func:`ftcl_core.study.table_verdicts.summarize`); ``legend=False``
-    leaves the key to the caller (:func:`experiment_grid` draws one for all its panels)."""
+    leaves the key to the caller (:func:`experiment_grid` draws one for all its panels); ``paper_beside``: the
+    paper's numbers in a panel of their own."""
     if not summary:  # a table switched to a new recipe before its first run landed: an empty, labelled panel
         import matplotlib.pyplot as plt
 
@@ -46,7 +48,7 @@ def experiment_bars(exp, summary: Mapping[str, Mapping[str, float]], ax=None, le
                          paper_collapse=[exp.paper.get(k) == "collapse" for k in summary],
                          pixels=None if np.all(np.isnan(pixels)) else float(np.nanmean(pixels)),
                          paper_label="paper (ImageNet-1K)" if "IN-1K" in exp.title else "paper (ImageNet-100)",
-                         legend=legend)
+                         legend=legend, paper_beside=paper_beside)
 
 
 def experiment_grid(panels: list[tuple[experiment_file.Experiment, Mapping[str, Mapping[str, float]]]], cols: int = 2,
@@ -97,20 +99,24 @@ def _zoomed(values: Iterable[float], lo: float = 0.0, hi: float = 100.0, pad: fl
 def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], baseline: float | None = None,
                   paper: list[float] | None = None, title: str = "", ax=None, pixels: float | None = None,
                   paper_label: str = "paper (ImageNet-100)", legend: bool = True,
-                  paper_collapse: Sequence[bool] | None = None):
+                  paper_collapse: Sequence[bool] | None = None, paper_beside: bool = False):
     """Readout accuracy per setting: our mean ± 95 % CI as a point with its interval, the random-init encoder (and
     the raw pixels' linear probe, where given) as reference lines, on an axis zoomed to them (readouts that sit
     within a few points of each other stay apart; points, not bars, since the axis does not start at zero).  The
     paper's numbers, when given, are diamonds on an axis of their own at the right, zoomed to them likewise
     (ImageNet-100 against the embedded data: compare the pattern across settings, not the levels). A setting the paper
     reports as collapsed (``paper_collapse``: True; no number) is a cross at the foot of the paper's axis.
+    ``paper_beside``: the paper's numbers in a panel of their own to the right (a figure of its own only), so no
+    point of one reads against the other's axis.
 
     The legend never sits in the frame: under the axes in a figure of its own, beside the axes in a caller's
     (``ax``), none with ``legend=False``."""
     import matplotlib.pyplot as plt
 
-    own = ax is None
-    if own:
+    own, beside = ax is None, None
+    if own and paper_beside:
+        fig, (ax, beside) = plt.subplots(1, 2, figsize=(BOOK_WIDTH_IN, 3.9), layout="constrained")
+    elif own:
         fig, ax = plt.subplots(figsize=(min(BOOK_WIDTH_IN, max(5.0, 0.45 * len(labels) + 3.0)), 3.9),
                                layout="constrained")
     fig = ax.figure
@@ -134,8 +140,13 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
     handles, names = ax.get_legend_handles_labels()
     marks = np.asarray(paper if paper is not None else [], dtype=float)
     if np.isfinite(marks).any():
-        pax = ax.twinx()
+        pax = ax.twinx() if beside is None else beside
         pax.plot(xs, marks, "D", color="darkorange", label=paper_label)
+        if beside is not None:
+            pax.set_xticks(xs, labels, rotation=30, ha="right")
+            pax.set_xlim(-0.6, len(labels) - 0.4)
+            pax.grid(axis="y", alpha=0.3)
+            pax.set_title(paper_label, fontsize=TITLE_PT)
         pax.set_ylim(*_zoomed(marks))
         fell = [x for x, c in zip(xs, paper_collapse or []) if c]
         if fell:  # no number in the paper, only "collapse": a cross at the bottom of its axis

@@ -179,7 +179,19 @@ def crowding_facts(ends: Mapping, level: float) -> dict:
             "crowd_m_value": m, "level_value": level}
 
 
-READING_CHECKS: Mapping = {  # the third Learn chapter (crowding_facts)
+def run_end_facts(readouts: Mapping, queue_size: int, classes: int) -> dict:
+    """What a run's end says beside its falling contrastive top-1 (the third Learn chapter): its linear readout and
+    the same network's untrained (``readout``, ``random``, %; raw ``_value``) from its ``eval.json`` ``readouts``,
+    and how many of a queue of ``queue_size`` keys share a query's class when the classes are balanced
+    (``same_class``: ``queue_size / classes``, the false negatives a query meets)."""
+    readout, random = float(readouts["linear_top1"]), float(readouts["random_init_linear_top1"])
+    return {"readout": fixed(readout), "random": fixed(random), "readout_value": readout, "random_value": random,
+            "same_class": str(round(queue_size / classes))}
+
+
+READING_CHECKS: Mapping = {  # the third Learn chapter (crowding_facts, run_end_facts)
+    "the run ends well above the same network untrained": lambda f: None if f["readout_value"] > f["random_value"] + 10
+    else f"linear readout {f['readout']} % against {f['random']} % untrained",
     "a small momentum crowds the images, short of a collapse": lambda f: None if f["crowd_m_value"] <= 0.5 and (
         0.4 < f["crowd_neg_value"] < f["level_value"]) else (
         f"Mean(neg) ends highest at m = {f['crowd_m']} ({f['crowd_neg']}; the collapse level {f['level']})"),
@@ -219,6 +231,20 @@ def first_step_facts(rows: list[dict] | None = None) -> dict:
     base = next(r for r in rows if r["table"] == "T7" and r["setting"] == "v1 baseline")
     out |= {"base": f"{float(base['mean']):.1f} %", "ft": f"{float(both['mean']):.1f} %", "seeds": both["n_seeds"]}
     return out
+
+
+def why_facts() -> dict:
+    """Why FT from the first step costs, as the last Learn chapter reads it: :func:`ftcl_core.study.readings.
+    undone_positive_facts` on Table 7's stored MoCo v1 runs, positive extrapolation alone against the same run
+    without FT (raw Mean(pos), Mean(neg) and the margin after FT at the end of training, in every seed); the checks
+    that bind its words are :data:`ftcl_core.study.readings.CHECKS`' "the encoder undoes the harder positive" and "the
+    encoder crowds the images together"."""
+    from ftcl_core.runs import RunDir
+    from ftcl_core.study import evidence, experiment_file, readings, store
+
+    runs = store.load_records(evidence.T5_V1, "cpu", experiment_file.STORED)
+    return readings.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in runs
+                                               if r["setting"] == s} for s in ("v1 +pos", "v1 baseline")})
 
 
 FIRST_STEP_CHECKS: Mapping = {  # the last Learn chapter (first_step_facts)
