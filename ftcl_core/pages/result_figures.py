@@ -147,6 +147,7 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
             pax.set_xlim(-0.6, len(labels) - 0.4)
             pax.grid(axis="y", alpha=0.3)
             pax.set_title(paper_label, fontsize=TITLE_PT)
+            pax.tick_params(axis="x", labelsize=TEXT_PT)
         pax.set_ylim(*_zoomed(marks))
         fell = [x for x, c in zip(xs, paper_collapse or []) if c]
         if fell:  # no number in the paper, only "collapse": a cross at the bottom of its axis
