@@ -87,7 +87,7 @@ def ft_geometry(lam_ex: float = 1.5, lam_in: float = 0.4, angle_deg: float = 50.
     right.plot(*zip(a, b), ":", color="0.5", lw=1)
     right.quiver([0, 0], [0, 0], *zip(a, b), color="C0", **arrow)
     right.quiver([0], [0], [mixed[0]], [mixed[1]], color="C2", **arrow)
-    for v, text in ((a, "$z_{neg}$"), (b, "$z_{\pi}$")):
+    for v, text in ((a, "$z_{neg}$"), (b, "$z_{\\pi}$")):
         right.annotate(text, v, xytext=(4, 4 if v[1] > 0 else -12), textcoords="offset points", color="C0")
     right.annotate("$\\hat z_{neg}$", mixed, xytext=(4, 4), textcoords="offset points", color="C2")
     right.set_title(f"negative interpolation (eq. 5), λ = {lam_in:g}\nbetween two negatives, shorter than one",

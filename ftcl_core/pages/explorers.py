@@ -59,7 +59,7 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
     for a in alphas:
         visible = a == start
         fig.add_trace(go.Scatter(x=lam, y=beta_density(lam - 1, a), name=f"α={a}", visible=visible,
-                                 line=dict(color="#4c72b0")), 1, 1)
+                                 line=dict(color="#4c72b0"), showlegend=False), 1, 1)  # the slider names α
         for s in scores:
             fig.add_trace(go.Scatter(x=grid, y=transformed_score_density(s, a, grid), name=f"S={s}",
                                      visible=visible), 1, 2)
@@ -69,8 +69,8 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
         vis[i * n_traces : (i + 1) * n_traces] = [True] * n_traces
         steps.append(dict(method="update", args=[{"visible": vis}], label=str(a)))
     fig.update_layout(sliders=[dict(active=alphas.index(start), currentvalue={"prefix": "α = "}, steps=steps, pad={"t": 50})],
-                      height=420, margin=dict(t=64, b=10, r=130),  # room for the legend's names: α=2.0, S=0.9
-                      legend=dict(x=1.02, y=1, yanchor="top"))  # clear of the slider
+                      height=420, margin=dict(t=64, b=10, r=130),  # room for the legend's names: S=0.9
+                      legend=dict(x=1.02, y=1, yanchor="top", title=dict(text="raw score")))  # clear of the slider
     fig.update_xaxes(title_text="λ", row=1, col=1)
     fig.update_xaxes(title_text="Ŝ", row=1, col=2)
     fig.update_yaxes(title_text="density", row=1, col=1)
