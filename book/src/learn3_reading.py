@@ -117,11 +117,10 @@ checks.expect(curves.CHECKS, init, "a random encoder's positives score above its
 # features share is taken away (its pooled activations come out of ReLUs, so they are all non-negative), the
 # positives still agree ({glue:md}`init_centred_pos`) while the negatives do not ({glue:md}`init_centred_neg`, right).
 # High cosines at the start are the network's, not a collapse. That is why a collapse is read *during* training, on
-# the encoder being trained: Mean(neg) climbing back towards one, above the {term}`collapse level`, and the gap to
-# Mean(pos) gone. The level, {glue:md}`init_level`, is a rule of thumb for these runs, not a constant: it lies above
-# where the trained run's own positives end ({glue:md}`curve_pos_end`), so a query whose negatives score that high
-# could no longer pick out its partner. The untrained encoder exceeds it, which is why it is read only during
-# training.
+# the encoder being trained: Mean(neg) climbing back towards one, above the {term}`collapse level`
+# ({glue:md}`init_level`), and the gap to Mean(pos) gone. The level is a rule of thumb for these runs, not a
+# constant: above where the trained run's positives end ({glue:md}`curve_pos_end`), a query could no longer pick
+# out its partner.
 #
 # ## A whole run, read with the tool
 #
@@ -164,20 +163,14 @@ checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "th
 # {glue:md}`end_same_class` keys of each query's own shape, false negatives; once the encoder groups a shape together
 # they score close to the positive, and the top-1 counts each one that outscores it as a miss.
 #
-# ## The gradient landscape
-#
-# The tool's second picture (Supp C of the paper) is the L2 norm of every layer's gradient, averaged over each
-# epoch. What the paper reads off it is its texture: a smooth landscape for a stable run, a spiky one where training
-# swings from epoch to epoch. The momentum sweep below shows both, each run's landscape summed over its layers.
-#
 # ## Momentum, read with the tool (Table 1)
 #
 # The paper's first use of the tool is the momentum $m$ of eq. 2. It trains MoCo v1 with $m$ from $0$ (the key
 # encoder copies the query encoder every step) to $1$ (it never moves from its random start) and reports that
 # {term}`readout` rises with $m$ up to $0.99$ and falls after. Here is the same sweep at this book's scale: first each
 # momentum's readout (the mean over its seeds, with its 95 % interval) and, in a panel of its own, the paper's; then
-# the three statistics through the run, one colour a momentum; then each run's gradient landscape summed over its
-# layers.
+# the three statistics through the run, four momenta in colour, each over the others in grey; then each run's
+# gradient landscape summed over its layers.
 
 # %%
 t1 = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
@@ -190,16 +183,16 @@ if t1_all:
     plt.show()
 t1_runs = [r for r in t1_all if r["seed"] == t1.seeds[0]]
 t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
-momenta = list(t1_metrics)  # every momentum, one colour each, kept below
+momenta = ["m=0", "m=0.9", "m=0.99", "m=1.0"]  # one colour each, kept below
 if t1_metrics:
     run_figures.score_statistics(t1_metrics, highlight=momenta,
-                                 others="the other momenta", row_height=0.6)
+                                 others="the other momenta", row_height=0.75)
     plt.show()
 
 # %% tags=["hide-input"]
 # each momentum's gradient landscape, summed over its layers, epoch by epoch
 shown = ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")
-colours = {m: f"C{i}" for i, m in enumerate(momenta)}  # as above
+colours = {m: f"C{i}" for i, m in enumerate([*momenta, "m=0.5"])}  # as above
 if t1_metrics:
     per_epoch_norms = {r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"]
                        for r in t1_runs if r["setting"] in shown}
@@ -243,7 +236,9 @@ glue_facts("swing_", swings)
 # a second sense of the word, a readout {term}`below random init`; [the momentum chapter](05_momentum.ipynb) tests
 # that over every seed.
 #
-# **The landscape** (the second figure above): $m = 0$, $0.5$ and $0.9$ swing more from epoch to epoch than $m = 0.99$ and $m = 1$
+# **The landscape** (the last figure above): the tool's second picture (Supp C) is the L2 norm of every layer's
+# gradient, averaged over each epoch, drawn here summed over the layers; the paper reads its texture, smooth for a
+# stable run, spiky where training swings. $m = 0$, $0.5$ and $0.9$ swing more from epoch to epoch than $m = 0.99$ and $m = 1$
 # (the standard deviation of the summed norm's change between epochs: {glue:md}`swing_most_sd` at
 # $m =$ {glue:md}`swing_most`, {glue:md}`swing_least_sd` at $m =$ {glue:md}`swing_least`), the spiky landscape the
 # paper reads as unstable training.
@@ -266,8 +261,8 @@ glue_facts("swing_", swings)
 #    `score_statistics`, and compare.
 # 2. Eq. 2 is an exponential moving average. After how many steps has the key encoder forgotten half of where it
 #    started, at $m = 0.99$ and at $m = 0.999$? How many epochs of the stored run is that?
-# 3. Predict, then check: from where each momentum's Mean(neg) ends in the statistics figure, which runs would you
-#    expect to read lowest? Check against the readout figure. Does the run whose Mean(neg) ends highest read below
+# 3. Predict, then check: from where each coloured momentum's Mean(neg) ends in the statistics figure, which would
+#    you expect to read lowest? Check against the readout figure. Does the run whose Mean(neg) ends highest read below
 #    the never-trained encoder, as a collapsed one would?
 #
 # The solutions are folded below, in one cell that runs as written.

@@ -127,6 +127,8 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 # difference in {term}`readout` below, with the paper's where it reports one.
 #
 # :::{admonition} How this book states a difference
+# :class: dropdown
+#
 # {term}`Readout <readout>` is top-1 accuracy in percent, so a difference between two settings is in **points**. The two are
 # compared {term}`paired`: the same seed (the same initial weights and data order) trained once with each setting, one
 # change apart, and the difference taken seed by seed. The book gives the mean of those differences ± the half-width
