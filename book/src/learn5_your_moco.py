@@ -115,11 +115,10 @@ for epoch_loss in auto_start.epoch_losses(stored):
 print(f"FT switches on from epoch {start.start_epoch} of 120")
 
 # %% [markdown]
-# In a run of the library it is `ft.start=auto` ([Using ftcl](guide.md) says more). Tested on runs it was not tuned
-# on, the automatic start never did worse than the same run without FT (its {term}`readout`); in runs of 30 epochs it
-# switched on past half of the run. Where a fixed start after 30 % of the run helped a little (on Fashion-MNIST,
-# greyscale photographs of clothes, and on the shapes at 120 epochs), the automatic start's gain was too small to
-# tell from zero ([the automatic start's runs](#auto-start)).
+# In a run of the library it is `ft.start=auto` ([Using ftcl](guide.md)). On runs it was not tuned on it never did
+# worse than the same run without FT (its {term}`readout`), and in 30-epoch runs it switched on past half of the
+# run; where a fixed start after 30 % helped a little (Fashion-MNIST, greyscale photographs of clothes; the shapes
+# at 120 epochs), its gain was too small to tell from zero ([its runs](#auto-start)).
 #
 # ## What the runs say
 #
@@ -187,12 +186,11 @@ checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs
 #
 # **Positive extrapolation carries the cost:** alone it costs too; negative interpolation alone is too small to tell
 # from zero ([Feature transformations](06_feature_transformations.ipynb)). Why? Extrapolation makes each positive
-# pair harder, and the encoder answers by mapping an image's two views almost onto one point: at the end of training
-# their raw cosine is {glue:md}`why_arm_pos` with positive extrapolation against {glue:md}`why_ref_pos` without FT.
-# But every other image comes closer too (a negative's cosine {glue:md}`why_arm_neg` against {glue:md}`why_ref_neg`),
-# so the margin the loss rewards, a positive's score over its negatives', ends smaller: {glue:md}`why_arm_margin`
-# against {glue:md}`why_ref_margin`, in each of {glue:md}`why_seeds` seeds. The runs show this beside the cost, which
-# makes it an association, not yet a proven cause.
+# pair harder, and the encoder answers by mapping an image's two views almost onto one point (a raw cosine of
+# {glue:md}`why_arm_pos` at the end, {glue:md}`why_ref_pos` without FT), but every other image comes closer too
+# ({glue:md}`why_arm_neg` against {glue:md}`why_ref_neg`), so the margin the loss rewards, a positive's score over
+# its negatives', ends smaller: {glue:md}`why_arm_margin` against {glue:md}`why_ref_margin`, in each of
+# {glue:md}`why_seeds` seeds. An association seen beside the cost, not yet a proven cause.
 #
 # **Switched on late, on a task with room to grow, FT pays.** On the shapes a longer run's baseline nears 100 %, which
 # leaves little room for a gain. On the harder task of the rule's example, FT switched on after 30 % of the run

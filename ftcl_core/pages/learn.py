@@ -215,7 +215,7 @@ def differences_figure(said: Mapping[str, tuple[Mapping, str, str | None]]) -> p
     signed number) as a diamond. A line's colour says only its side: a cost, a gain, or an interval across zero."""
     from ftcl_core.pages import legibility
 
-    fig, ax = plt.subplots(figsize=(legibility.BOOK_WIDTH_IN, 0.26 * len(said) + 1.1), layout="constrained")
+    fig, ax = plt.subplots(figsize=(legibility.BOOK_WIDTH_IN, 0.24 * len(said) + 1.0), layout="constrained")
     ys = np.arange(len(said))[::-1]
     sides = {"costs": "#c44e52", "gains": "#4c72b0", "too small to tell from zero": "#8c8c8c"}
     drawn: dict[str, object] = {}
