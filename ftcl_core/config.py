@@ -309,8 +309,10 @@ def _set(d: dict, dotted: str, value: Any) -> None:
     if dotted not in known:
         raise _unknown_key(dotted, known)
     *parents, leaf = dotted.split(".")
-    for p in parents:
+    for i, p in enumerate(parents):
         d = d.setdefault(p, {})
+        if not isinstance(d, dict):  # the file gave the section one value (data: null): refused as it is alone
+            raise _unknown_key(".".join(parents[:i + 1]), known)
     d[leaf] = value
 
 

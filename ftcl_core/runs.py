@@ -254,6 +254,12 @@ RUN_FILES = ("config.yaml", "checkpoint.pt", "eval.json", "metrics.npz", "grad_n
              "provenance.json", ".lock")  # what a run folder may hold (a sweep adds its prefix-epoch folders)
 
 
+def readouts_digest(readouts: dict) -> str:
+    """A sha256 of a run's readouts as JSON with sorted keys: ``provenance.json`` keeps it, so readouts copied in
+    from another run, or edited, are found (:meth:`RunDir.changed_files`) whatever the file's spacing."""
+    return hashlib.sha256(json.dumps(readouts, sort_keys=True).encode()).hexdigest()
+
+
 def check_run_folder(out: str | os.PathLike) -> Path:
     """``out`` as a run folder, refused (a :class:`ConfigError` naming it and the fix) where it cannot be one (a file,
     or a path under one) or where the run's files would lie among a user's: an empty name (the current folder), the
@@ -388,11 +394,15 @@ class RunDir:
                 for f in (self.metrics, self.grad_norms, self.histograms) if f.is_file()}
 
     def changed_files(self) -> list[str]:
-        """The log files whose sha256 differs from the one ``provenance.json`` recorded when the run completed (runs
-        completed before the record was kept: none)."""
-        kept = self.load_provenance().get("files", {}) if self.provenance.is_file() else {}
-        now = self.file_digests()
-        return sorted(name for name, digest in kept.items() if now.get(name) != digest)
+        """The log files whose sha256 differs from the one ``provenance.json`` recorded when the run completed, and
+        ``eval.json`` where its readouts differ from the ones it recorded (:func:`readouts_digest`; runs completed
+        before either record was kept: none)."""
+        prov = self.load_provenance() if self.provenance.is_file() else {}
+        kept, now = prov.get("files", {}), self.file_digests()
+        changed = [name for name, digest in kept.items() if now.get(name) != digest]
+        if "readouts" in prov and self.eval.is_file() and readouts_digest(self.load_eval()) != prov["readouts"]:
+            changed.append(self.eval.name)  # another run's readouts copied in, or edited
+        return sorted(changed)
 
     def load_metrics(self) -> dict:
         """The per-step columns (``metrics.npz``); a missing or damaged file is a :class:`RunFileError`."""

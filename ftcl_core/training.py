@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
 import os
 import signal
@@ -43,7 +44,7 @@ from ftcl_core.execution import (
 )
 from ftcl_core.ft import PlateauStart
 from ftcl_core.methods import Method, Scores, StepContext, build_model
-from ftcl_core.runs import RunDir, check_run_folder, provenance, read_seal, run_lock, write_json, write_yaml
+from ftcl_core.runs import RunDir, check_run_folder, provenance, read_seal, readouts_digest, run_lock, write_json, write_yaml
 from ftcl_core.stats import (
     layer_grad_norms,
     layer_names,
@@ -540,6 +541,7 @@ def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_
                                 "execution": {**execution_path(cfg, device, steps),
                                               "ft_draws": "host" if draws is None else "device"},
                                 "train_s": train_s, "eval_s": eval_s, "files": run.file_digests(),
+                                "readouts": readouts_digest(json.loads(json.dumps(result))),  # as eval.json reads back
                                 "config": cfg.to_dict()})  # what made the readouts, kept if config.yaml is lost
     write_json(run.eval, result)  # last: its presence marks the run complete
     return result

@@ -6,6 +6,7 @@ word that is no seed told to move its experiment files.  One test a class."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -92,3 +93,28 @@ def test_a_seeds_word_that_is_no_seed_says_what_a_seed_is(capsys, word, named):
     err = capsys.readouterr().err
     assert stop.value.code == EXIT_ERROR and named in err.splitlines()[-1], err
     assert ("before --seeds" in err) == (named == "before --seeds")
+
+
+# ---- the tenth trial (a helper's ~520 inputs at fbbc221): T 2, D 1 of its findings ----
+
+@pytest.mark.parametrize("section", ["null", "[1, 2]"])
+def test_a_section_given_one_value_is_refused_with_an_override_too(capsys, tmp_path, section):
+    path = tmp_path / "c.yaml"
+    path.write_text(f"method: moco\ndata: {section}\n")
+    code, err = cli(capsys, "train", str(path), "data.n_test=64", "--out", str(tmp_path / "run"))
+    assert_one_line(code, err, EXIT_ERROR, "data is a section")
+    assert not (tmp_path / "run").exists()
+
+
+def test_another_runs_readouts_copied_into_a_finished_run_are_refused(capsys, tmp_path, finished):
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    code, err = cli(capsys, "train", SMOKE, *TINY, "--out", str(run), "--no-progress")
+    assert code == 0, err
+    readouts = json.loads((run / "eval.json").read_text())
+    (run / "eval.json").write_text(json.dumps({**readouts, "linear_top1": 99.0}))
+    code, err = cli(capsys, "train", SMOKE, *TINY, "--out", str(run), "--no-progress")
+    assert_one_line(code, err, EXIT_ERROR, "eval.json")
+    (run / "eval.json").write_text(json.dumps(readouts, indent=4))  # its own readouts, spaced otherwise: whole
+    code, err = cli(capsys, "train", SMOKE, *TINY, "--out", str(run), "--no-progress")
+    assert code == 0, err
