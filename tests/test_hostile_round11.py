@@ -118,3 +118,23 @@ def test_another_runs_readouts_copied_into_a_finished_run_are_refused(capsys, tm
     (run / "eval.json").write_text(json.dumps(readouts, indent=4))  # its own readouts, spaced otherwise: whole
     code, err = cli(capsys, "train", SMOKE, *TINY, "--out", str(run), "--no-progress")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("plan", "experiments/diagnosis/init_v1.yaml", "--profile", "smoke", "--seeds", "0", "0"), ("twice",)),
+    (("train", SMOKE, "device=cpu:99"), ("device=cpu:99", "one device")),
+])
+def test_a_seed_twice_in_plan_and_a_cpu_index_are_refused(capsys, tmp_path, argv, words):
+    code, err = cli(capsys, *argv, *(("--out", str(tmp_path / "run")) if argv[0] == "train" else ()))
+    assert_one_line(code, err, EXIT_ERROR, *words)
+
+
+@pytest.mark.parametrize("effect, words", [(".inf", "finite"), ("abc", "'x'")])
+def test_a_claims_effect_that_is_no_finite_number_names_the_claim(tmp_path, effect, words):
+    from ftcl_core.study.experiment_file import Experiment
+    path = tmp_path / "e.yaml"
+    path.write_text("table: X\nquestion: q\ntitle: t\nbase: {cpu: configs/cpu_cal_moco_v1.yaml}\nseeds: [0]\n"
+                    "settings:\n  baseline: {}\n  x: {ft.pos: true}\ncompare: {x: baseline}\n"
+                    f"claims:\n  - {{arm: x, vs: baseline, effect: {effect}}}\n")
+    with pytest.raises(ConfigError, match=words):
+        Experiment.load(path)

@@ -224,12 +224,14 @@ def parse_claims(raw, compare: dict[str, str], path: Path) -> list[Claim]:
         try:
             if numbers is not None and not (isinstance(numbers, list) and len(numbers) == 2):
                 raise ValueError(f"claim {item!r}: `paper` is the paper's two readouts [reference, arm]")
-            out.append(Claim(item["arm"], ref, item.get("kind", "difference"),
-                             None if item.get("effect") is None else float(item["effect"]),
+            effect = None if item.get("effect") is None else float(item["effect"])
+            if effect is not None and not math.isfinite(effect):
+                raise ValueError(f"claim {item!r}: `effect` must be a finite number of points")
+            out.append(Claim(item["arm"], ref, item.get("kind", "difference"), effect,
                              1 if direction == "above" else -1, item.get("margin"), item.get("source", ""),
                              item.get("text", ""), None if numbers is None else (float(numbers[0]), float(numbers[1]))))
         except (ValueError, TypeError) as e:
-            raise ConfigError(f"experiment file {path}: {e}.") from None
+            raise ConfigError(f"experiment file {path}: claim of {item['arm']!r}: {e}.") from None
     return out
 
 

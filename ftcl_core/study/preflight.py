@@ -96,6 +96,8 @@ def check_device(device: str) -> None:
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
         raise ConfigError(f"device={device}: this machine has {torch.cuda.device_count()} CUDA device(s) "
                           f"(cuda:0 to cuda:{torch.cuda.device_count() - 1}); {choices}.")
+    if dev.type == "cpu" and dev.index not in (None, 0):  # torch takes cpu:99 and runs on the one CPU device
+        raise ConfigError(f"device={device}: the CPU is one device, cpu (or cpu:0); {choices}.")
     if dev.type == "meta":  # allocates nothing: a run there cannot read a single number back
         raise ConfigError(f"device={device} holds no data (torch's meta device, for shapes only): a run cannot train "
                           f"there; {choices}.")

@@ -246,7 +246,7 @@ def plan_rows(paths: list[str | os.PathLike], profile: str = "cpu", seeds: list[
         exp = calibrated_base(exp) if calibrated else exp
         row = {"file": str(path), "table": exp.table, "base": base_for(exp, profile), "runs": 0, "stored": 0,
                "stale": 0, "copy": 0, "train": 0, "steps": 0, "seconds": 0.0, "to_train": [], "stale_runs": []}
-        for name, seed, cfg, out in planned_runs(exp, profile, seeds):
+        for name, seed, cfg, out in planned_runs(exp, profile, seed_list(seeds)):  # a seed twice refused
             run, identity = RunDir(out), config_identity(cfg)
             row["runs"] += 1
             if run.is_complete() and config_identity(run.load_config()) == identity:
