@@ -38,8 +38,9 @@ class SimCLR(Method):
 
     def scores(self, out: tuple[torch.Tensor, ...], ctx: StepContext) -> Scores:
         """NT-Xent's symmetric scores with FT (Supp E.1,
-        :func:`ftcl_core.batch_losses.simclr_ft_logits`): each view against the other and
-        against every other sample of both views of the (all-rank) batch."""
+        :func:`ftcl_core.batch_losses.simclr_ft_logits`): each view against the
+        other and against every other sample of both views of the (all-rank)
+        batch."""
         z1, z2 = out
         bank1, bank2 = gather_rows(z1, grad=True), gather_rows(z2, grad=True)
         rows = global_rows(z1.shape[0], z1.device)
