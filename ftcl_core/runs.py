@@ -266,7 +266,7 @@ def check_run_folder(out: str | os.PathLike) -> Path:
     current folder itself, or a folder that holds files and none of a run's (:data:`RUN_FILES`). Nothing is created."""
     text = os.path.expanduser(os.fspath(out))
     if not text.strip():
-        raise ConfigError('--out "" names no folder (the run would be written into the current one): give the run '
+        raise ConfigError(f'--out {text!r} names no folder (the run would be written into the current one): give the run '
                           "folder, e.g. --out runs/my_run.")
     path = Path(text)
     if path.exists() and not path.is_dir():
@@ -365,10 +365,9 @@ class RunDir:
         log matches the sha256 ``provenance.json`` recorded.  What ``train`` returns for a run already done, so a
         rerun never reports a damaged run as fine; anything damaged is a :class:`RunFileError` naming the file and
         the fix."""
-        readouts = self.load_eval()
-        self.load_provenance()
+        readouts, recorded = self.load_eval(), self.load_provenance().get("files", {})
         for log in (self.metrics, self.grad_norms, self.histograms):
-            if log == self.metrics or log.is_file():
+            if log == self.metrics or log.name in recorded or log.exists():  # a recorded log gone is "missing"
                 _load_npz(log)
         if changed := self.changed_files():
             raise RunFileError(f"{', '.join(changed)} in {self.path} differ from the files this run wrote (another "

@@ -138,3 +138,17 @@ def test_a_claims_effect_that_is_no_finite_number_names_the_claim(tmp_path, effe
                     f"claims:\n  - {{arm: x, vs: baseline, effect: {effect}}}\n")
     with pytest.raises(ConfigError, match=words):
         Experiment.load(path)
+
+
+def test_a_recorded_log_gone_from_a_finished_run_is_called_missing(capsys, tmp_path, finished):
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    (run / "grad_norms.npz").unlink()
+    code, err = cli(capsys, "train", SMOKE, *TINY, "--out", str(run), "--no-progress")
+    line = assert_one_line(code, err, EXIT_ERROR, "grad_norms.npz", "missing")
+    assert "differ" not in line
+
+
+def test_an_out_of_spaces_is_quoted_as_given(capsys):
+    code, err = cli(capsys, "train", SMOKE, "--out", "  ")
+    assert_one_line(code, err, EXIT_ERROR, "--out '  '", "names no folder")

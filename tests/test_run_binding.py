@@ -255,7 +255,7 @@ def test_the_corrected_command_then_runs_in_the_same_folder(capsys, tmp_path):
 
 def test_output_paths_that_cannot_be_a_run_folder_are_one_line(capsys, tmp_path):
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
-    cases = [("", '--out ""'), (str(tmp_path / ("x" * 300)), "longer than"),
+    cases = [("", "--out ''"), (str(tmp_path / ("x" * 300)), "longer than"),
              (str(tmp_path / "dangling"), "does not exist"), (str(tmp_path / "dangling" / "run"), "does not exist")]
     for out, word in cases:
         code, err = cli(capsys, "train", SMOKE, *TINY, "--out", out, "--no-progress")

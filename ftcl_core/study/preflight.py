@@ -43,7 +43,7 @@ def check_out(out: str | os.PathLike) -> Path:
     Nothing is created."""
     text = os.path.expanduser(os.fspath(out))
     if not str(text).strip():
-        raise ConfigError('--out "" names no folder (the run would be written into the current one): give the run '
+        raise ConfigError(f'--out {text!r} names no folder (the run would be written into the current one): give the run '
                           "folder, e.g. --out runs/my_run.")
     path = Path(text)
     try:
