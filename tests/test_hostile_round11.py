@@ -152,3 +152,9 @@ def test_a_recorded_log_gone_from_a_finished_run_is_called_missing(capsys, tmp_p
 def test_an_out_of_spaces_is_quoted_as_given(capsys):
     code, err = cli(capsys, "train", SMOKE, "--out", "  ")
     assert_one_line(code, err, EXIT_ERROR, "--out '  '", "names no folder")
+
+
+def test_an_experiment_folder_is_called_a_folder(capsys):
+    code, err = cli(capsys, "sweep", "experiments", "--profile", "smoke", "--seeds", "0")
+    line = assert_one_line(code, err, EXIT_ERROR, "is a folder", "*.yaml")
+    assert "not found" not in line

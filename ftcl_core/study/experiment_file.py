@@ -83,6 +83,8 @@ class Experiment:
         p = Path(path)
         if not p.is_file():
             p = ROOT / path
+        if p.is_dir():  # a folder of experiment files: name them, or let the shell list them
+            raise ConfigError(f"experiment file {path} is a folder: name its files, e.g. {path}/*.yaml.")
         if not p.is_file():
             raise ConfigError(f"experiment file {path} not found; see the experiments/ folder.")
         d = yaml.safe_load(p.read_text()) or {}
