@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ftcl_core.runs import RunDir
 from ftcl_core.study import diagnosis, experiment_file, gradient_algebra, headroom, readings, store, switch_time, table_verdicts
 from ftcl_core.study.results import claims as verdicts
 from ftcl_core.study.results.claims import MIN_SEEDS
@@ -103,8 +102,7 @@ class Evidence:
         mean = (lambda key: float(np.mean([r[key] for r in real if key in r])) if any(key in r for r in real)  # noqa: E731
                 else math.nan)
         t5 = store.load_records(T5_V1, profile, root) if not smoke else []  # chapter 6's Table 7 runs, never trained here
-        undone = readings.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t5
-                                                        if r["setting"] == s} for s in ("v1 +pos", "v1 baseline")})
+        undone = readings.undone_positive_records(t5)
         room_runs = store.load_records(headroom.MAP, profile, root) if profile == "cpu" else None
         room = ({**headroom.crowding_facts(headroom.run_metrics(room_runs)), **headroom.gap_facts(room_runs),
                  **switch_time.facts(room_runs, store.load_records(switch_time.SWITCH, profile, root))}

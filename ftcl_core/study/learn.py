@@ -239,12 +239,9 @@ def why_facts() -> dict:
     without FT (raw Mean(pos), Mean(neg) and the margin after FT at the end of training, in every seed); the checks
     that bind its words are :data:`ftcl_core.study.readings.CHECKS`' "the encoder undoes the harder positive" and "the
     encoder crowds the images together"."""
-    from ftcl_core.runs import RunDir
     from ftcl_core.study import evidence, experiment_file, readings, store
 
-    runs = store.load_records(evidence.T5_V1, "cpu", experiment_file.STORED)
-    return readings.undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in runs
-                                               if r["setting"] == s} for s in ("v1 +pos", "v1 baseline")})
+    return readings.undone_positive_records(store.load_records(evidence.T5_V1, "cpu", experiment_file.STORED))
 
 
 FIRST_STEP_CHECKS: Mapping = {  # the last Learn chapter (first_step_facts)

@@ -65,6 +65,15 @@ def undone_positive_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.nda
                            and margin(arm, k) < margin(reference, k) for k in seeds)}
 
 
+
+def undone_positive_records(records: list[dict]) -> dict:
+    """:func:`undone_positive_facts` of Table 7's MoCo v1 run records (+pos alone and its baseline), read from each
+    record's run folder (the findings' mechanism and the last Learn chapter's why)."""
+    from ftcl_core.runs import RunDir
+
+    return undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in records if r["setting"] == s}
+                                  for s in ("v1 +pos", "v1 baseline")})
+
 def moco_order_facts(aims: list[dict], data: str = "shapes") -> dict:
     """Chapter 4's run in context: MoCo v1's and v2's baselines on ``data`` (:func:`baseline_aims`), each as
     "mean ± 95 % CI" (``v1``, ``v2``), the fewer seeds of the two (``seeds``), and ``v2_below``: v2's mean below
