@@ -7,6 +7,7 @@ imports load torch (seconds).
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import signal
@@ -122,13 +123,20 @@ def report(argv: list[str]) -> int:
 
     def terminate(signum: int, frame: object) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second signal while the kernel shuts down is not news
+        logging.disable(logging.CRITICAL)  # nbclient logs "Kernel died" as the kernel goes down: one line is said
         raise KeyboardInterrupt(signal.SIGTERM)
 
+    def interrupt(signum: int, frame: object) -> None:
+        logging.disable(logging.CRITICAL)
+        raise KeyboardInterrupt(signal.SIGINT)
+
     previous = signal.signal(signal.SIGTERM, terminate)  # SIGTERM stops a report as Ctrl-C does: one line
+    previous_int = signal.signal(signal.SIGINT, interrupt)
     try:
         report_page.report(args.chapter, args.out, report_page.parse_parameters(args.parameter))
     except report_page.ReportError as err:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         print(f"error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:
@@ -141,6 +149,7 @@ def report(argv: list[str]) -> int:
         sys.stderr.flush()
         os._exit(128 + sig)  # at once: asyncio's teardown would log the interrupted kernel task's traceback
     signal.signal(signal.SIGTERM, previous)
+    signal.signal(signal.SIGINT, previous_int)
     return 0
 
 
