@@ -52,10 +52,10 @@ def _announce(argv: list[str]) -> str | None:
 
 
 def _plainly_this_run(out: Path, cfg) -> bool:  # noqa: ANN001  (a RunConfig; its module loads lazily)
-    """Whether ``out`` is a plain folder (or none yet, under folders) whose run files, if any, are of ``cfg``'s
-    config by its ``config.yaml`` and a complete run's ``provenance.json``: the cases the banner's words are sure of.
+    """Whether ``out`` is a plain folder (or none yet, under folders) whose run files, if any, are an unfinished run
+    of ``cfg``'s config by its ``config.yaml``: the cases the banner's words are sure of.
     Everything else waits for the command line's checks (torch-free here: the config module alone)."""
-    from ftcl_core.config import config_mismatch, load_config
+    from ftcl_core.config import ConfigError, check_schedule, config_mismatch, load_config
 
     if any(p.is_symlink() and not p.exists() or p.exists() and not p.is_dir() for p in (out, *out.parents)):
         return False
@@ -69,16 +69,18 @@ def _plainly_this_run(out: Path, cfg) -> bool:  # noqa: ANN001  (a RunConfig; it
     names = {p.name for p in out.iterdir()} if out.is_dir() else set()
     if names and not names & set(RUN_FILES):
         return False  # a folder of the user's files
+    if any((out / f).exists() and not (out / f).is_file() for f in set(RUN_FILES) & names):
+        return False  # a run's file that is a folder
+    try:
+        check_schedule(cfg)
+    except ConfigError:
+        return False
     if out.is_dir() and any((out / f).exists() for f in ("checkpoint.pt", "eval.json", "metrics.npz")):
         try:
             if config_mismatch(load_config(out / "config.yaml"), cfg):
                 return False
             if (out / "eval.json").is_file():
-                import json
-
-                prov = json.loads((out / "provenance.json").read_text())
-                if prov.get("seed") != cfg.seed or config_mismatch(prov["config"], cfg):
-                    return False
+                return False  # a complete run: its files are checked whole first (quick, nothing trains)
         except Exception:  # noqa: BLE001  (missing, damaged or another's: the command line's checks say which)
             return False
     return True

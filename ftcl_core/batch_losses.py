@@ -108,6 +108,9 @@ def sinkhorn(scores: torch.Tensor, epsilon: float = 0.05, iters: int = 3) -> tor
 
     SwAV's iterations, run in the log domain: the same numbers, but no overflow or underflow when FT's
     extrapolated features score far outside [-1, 1]."""
+    if not epsilon > 0 or isinstance(iters, bool) or not isinstance(iters, int) or iters < 1:
+        raise ValueError(f"sinkhorn(epsilon={epsilon}, iters={iters!r}): epsilon is an entropy weight > 0 and iters a "
+                         "count >= 1 (SwAV: epsilon=0.05, iters=3).")
     log_q = scores.float().T / epsilon  # (C, B)
     n_proto, batch = log_q.shape[0], log_q.shape[1] * distributed.world_size()
     log_q = log_q - _logsumexp_all_ranks(log_q)
@@ -121,6 +124,8 @@ def swav_loss(scores1: torch.Tensor, scores2: torch.Tensor, tau: float, epsilon:
               iters: int = 3) -> torch.Tensor:
     """SwAV's swapped prediction: each view predicts the other view's codes from its prototype scores
     (Caron et al. 2020, eq. 1; Table 7's SwAV row)."""
+    if not tau > 0:
+        raise ValueError(f"swav_loss(tau={tau}): the temperature must be > 0 (SwAV uses 0.1).")
     q1, q2 = sinkhorn(scores1.detach(), epsilon, iters), sinkhorn(scores2.detach(), epsilon, iters)
     return -0.5 * ((q2 * F.log_softmax(scores1 / tau, dim=1)).sum(1).mean()
                    + (q1 * F.log_softmax(scores2 / tau, dim=1)).sum(1).mean())

@@ -170,6 +170,12 @@ class RunConfig(Section):
         if ft.any and not 0 <= ft.start_epoch < self.train.epochs:
             raise ConfigError(f"ft.start_epoch={ft.start_epoch} must lie in [0, train.epochs={self.train.epochs}): "
                               "otherwise FT never switches on.")
+        if method == "moco" and self.model.hidden is not None:
+            raise ConfigError(f"model.hidden={self.model.hidden} sizes the SimCLR/BYOL/SimSiam/SwAV projector; MoCo's "
+                              "head is the backbone width (MoCo v2), so it would be ignored. Drop model.hidden.")
+        if method != "simsiam" and self.model.pred_hidden is not None:
+            raise ConfigError(f"model.pred_hidden={self.model.pred_hidden} sizes SimSiam's predictor bottleneck; "
+                              f"method={method} has none, so it would be ignored. Drop model.pred_hidden.")
         if method == "moco" and k < bs:
             raise ConfigError(f"moco.queue_size K={k} is smaller than train.batch_size={bs}; use K >= batch size.")
         if method == "moco" and self.data.name in ("shapes", "fashion_mnist") and k >= self.data.n_train:
@@ -438,6 +444,24 @@ def _not_a_file(p: Path) -> str | None:
     if p.is_dir():
         return "is a folder"
     return None if p.is_file() else "is not a regular file (a device or a pipe)"
+
+
+def check_schedule(cfg: RunConfig) -> None:
+    """A step schedule's milestones inside the run: each in ``(0, train.epochs)``, or the decay it asks for never
+    happens.  Checked where a user's config enters (``train``, ``screen``), not in
+    :meth:`~ftcl_core.config.RunConfig.check`: the smoke profile shortens every recipe to two epochs and keeps its
+    milestones on purpose."""
+    o, epochs = cfg.optim, cfg.train.epochs
+    late = [m for m in o.milestones if not 0 < m < epochs]
+    if o.schedule == "step" and late and epochs < 2:
+        raise ConfigError(f"optim.milestones={list(o.milestones)}: a step schedule decays inside the run, and "
+                          f"train.epochs={epochs} leaves no epoch to decay at. Use optim.schedule=cosine, or "
+                          "train.epochs >= 2 with milestones below it.")
+    if o.schedule == "step" and late:
+        raise ConfigError(f"optim.milestones={list(o.milestones)}: {late} not inside the run's train.epochs={epochs}, "
+                          "so the learning rate never decays there. Give milestones between 1 and "
+                          f"{epochs - 1} (e.g. optim.milestones=[{max(1, epochs * 6 // 10)}, {max(1, epochs * 8 // 10)}]),"
+                          " or raise train.epochs.")
 
 
 def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> RunConfig:

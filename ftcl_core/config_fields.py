@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import numbers
 import re
 import types
 import typing
@@ -95,9 +96,9 @@ def _conform(value: Any, tp: Any) -> tuple[bool, Any]:
             return False, None
         if isinstance(value, str):
             value = _number(value, integer=tp is int)
-        if tp is int:
-            return isinstance(value, int), value
-        return isinstance(value, (int, float)), None if value is None else float(value)
+        if tp is int:  # NumPy's integers too, stored as Python's
+            return (True, int(value)) if isinstance(value, numbers.Integral) else (False, None)
+        return (True, float(value)) if isinstance(value, numbers.Real) else (False, None)
     if tp is str:
         return isinstance(value, str), value
     if origin is Literal:

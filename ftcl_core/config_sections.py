@@ -236,6 +236,9 @@ class SwAVConfig(Section):
 
     def check(self) -> None:
         self._positive("prototypes", "sinkhorn_iters")
+        if self.prototypes < 2:
+            raise ConfigError(f"swav.prototypes={self.prototypes}: one prototype takes every code, so the loss is 0 "
+                              "and nothing is learnt. Use at least 2 (SwAV uses 3000 on ImageNet; this book 300).")
         if self.freeze_prototypes_epochs < 0:
             raise ConfigError(f"swav.freeze_prototypes_epochs={self.freeze_prototypes_epochs} must be >= 0 (the "
                               "epochs the prototypes stay fixed at the start; SwAV uses 1).")

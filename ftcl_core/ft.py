@@ -32,7 +32,7 @@ from collections.abc import Iterable
 import torch
 
 from ftcl_core.config import FTConfig
-from ftcl_core.losses import FTLogits, QueueLayout, check_moco_inputs, info_nce, logits_from_scores, moco_ft_logits
+from ftcl_core.losses import UNIT_NORM_TOL, FTLogits, QueueLayout, check_moco_inputs, info_nce, logits_from_scores, moco_ft_logits
 from ftcl_core.transforms import DeviceDraws, Draws
 
 __all__ = ["DeviceDraws", "FTConfig", "FTLogits", "PlateauStart", "check_moco_inputs", "info_nce", "logits",
@@ -46,9 +46,27 @@ def logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, cfg: FTConfig,
     FT as the released code runs it (:func:`moco_ft_logits`): eq. 3 on the pair, Sec 4.2 on the queue, on the
     normalised features inside the loss; the extrapolated query also meets the negatives.  ``active=False``
     (before ``cfg.start_epoch``, Table 6) or ``FTConfig()`` gives MoCo's plain logits.  ``queue`` is ``K x C``;
-    ``queue_layout="KC"`` states it for a square queue (``K = C``) and skips its data check."""
-    pos, neg, _ = moco_ft_logits(q, k, queue, cfg, gen, active, queue_layout=queue_layout)
+    ``queue_layout="KC"`` states it for a square queue (``K = C``) and skips its data check.
+
+    On the CPU, ``q`` and ``k`` must be rows of unit norm (``F.normalize(x, dim=1)``, as MoCo passes them); on a
+    GPU this is not checked, since a check would read the device every step.  Non-finite rows pass: a diverged
+    step's loss is NaN, the signal a training loop watches for."""
+    pos, neg, _ = moco_ft_logits(q, k, queue, cfg, gen, active, queue_layout=queue_layout)  # checks shapes, types
+    _check_unit_rows(q, k)
     return logits_from_scores(pos, neg, tau)
+
+
+def _check_unit_rows(q: torch.Tensor, k: torch.Tensor) -> None:
+    """On the CPU: the finite rows of ``q`` and ``k`` have unit norm (within ``UNIT_NORM_TOL``), else a ValueError."""
+    if q.device.type != "cpu" or k.device.type != "cpu":
+        return
+    for name, x in (("q", q), ("k", k)):
+        off = (x.detach().float().norm(dim=1) - 1).abs()
+        worst = float(off.nan_to_num(0.0, posinf=0.0).max())
+        if worst > UNIT_NORM_TOL:
+            raise ValueError(f"{name} must hold L2-normalised features (one per row), but a row's norm is off 1 by "
+                             f"{worst:.3g}: pass F.normalize({name}, dim=1), as MoCo does (FT's extrapolation and "
+                             "its scores are defined on the unit sphere).")
 
 
 def _real(x: object) -> bool:

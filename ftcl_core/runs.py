@@ -273,6 +273,9 @@ def check_run_folder(out: str | os.PathLike) -> Path:
         raise ConfigError(f"--out {path} is a file, not a folder: name a new or existing run folder instead.")
     if blocked := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
         raise ConfigError(f"--out {path} lies under {blocked}, a file, not a folder: name a run folder elsewhere.")
+    if path.is_dir() and (odd := next((f for f in RUN_FILES if (path / f).exists() and not (path / f).is_file()), None)):
+        raise ConfigError(f"--out {path}: its {odd} is a folder, not a run's file: move it away (without its "
+                          "checkpoint the run starts again from epoch 0), or name another run folder.")
     if path.is_dir() and not any((path / f).exists() for f in RUN_FILES):
         if path.resolve() == Path.cwd().resolve():
             raise ConfigError(f"--out {text} is the current folder itself: the run's files would lie among yours. Give "

@@ -136,7 +136,9 @@ def parse_parameters(pairs: list[list[str]] | None) -> dict:
         try:
             out[name] = yaml.safe_load(value)
         except yaml.YAMLError as err:
-            raise ReportError(f"parameter {name}={value!r} is not a value (write a list as \"[0, 1, 2]\"): {err}") from None
+            why = getattr(err, "problem", None) or "not YAML"  # YAML's message spans lines: its one-line cause
+            raise ReportError(f"parameter {name}={value!r} is not a value ({why}); write a list as \"[0, 1, 2]\", a "
+                              "number as 3, a word as smoke") from None
     return out
 
 

@@ -376,6 +376,9 @@ def base_for(exp: Experiment, profile: str) -> str:
     key = "gpu" if profile == "gpu" else "cpu"
     if key not in exp.base:
         raise ConfigError(f"experiment {exp.table} has no {key} base config.")
+    if not Path(_path(exp.base[key])).is_file():
+        raise ConfigError(f"experiment file {exp.path}: base {key}: {exp.base[key]} is not a file (read from here or "
+                          f"from the repository root, {ROOT}); name an existing config, e.g. configs/cpu_cal_moco_v1.yaml.")
     return exp.base[key]
 
 
@@ -439,7 +442,7 @@ def _setting_config(exp: Experiment, name: str, seed: int, profile: str, executi
         return resolve(base_for(exp, profile), {**exp.overrides(name, seed), **(execution or {})}, profile)
     except ConfigError as err:
         hint = (" (the smoke profile trains each setting 2 epochs: give a value per profile, e.g. {cpu: 9, smoke: 1})"
-                if profile == "smoke" else "")
+                if profile == "smoke" and "epoch" in str(err) else "")
         raise ConfigError(f"experiment file {exp.path}, setting {name!r}, profile {profile}: {err}{hint}") from None
 
 

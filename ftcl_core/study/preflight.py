@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from ftcl_core.checkpoints import check_compatible
-from ftcl_core.config import ConfigError, RunConfig, load_yaml_mapping
+from ftcl_core.config import ConfigError, RunConfig, check_schedule, load_yaml_mapping
 from ftcl_core.execution import resolve_device
 from ftcl_core.runs import RunDir, check_run_folder, one_line
 from ftcl_core.study.experiment_file import ROOT
@@ -29,7 +29,8 @@ def check_command(cfg: RunConfig, out: str | os.PathLike | None) -> None:
         path = check_out(out)
         check_compatible(RunDir(path), cfg)  # another run's folder: refused before the start-up line, not after
         if RunDir(path).is_complete():
-            return  # read, not trained: nothing is written nor allocated
+            RunDir(path).load_complete()  # read, not trained: a damaged file is said before the start-up line
+            return
         _check_writable(path)
     device = resolve_device(cfg)
     check_device(device)
@@ -158,20 +159,6 @@ def check_memory(cfg: RunConfig, device: str) -> None:
             raise ConfigError(f"this run needs at least {need / 2**30:,.1f} GiB of memory, {name} has "
                               f"{have / 2**30:,.1f} GiB; most of it for its {biggest} ({group[biggest] / 2**30:,.1f} "
                               f"GiB), sized by {keys}. Lower those values.")
-
-
-def check_schedule(cfg: RunConfig) -> None:
-    """A step schedule's milestones inside the run: each in ``(0, train.epochs)``, or the decay it asks for never
-    happens.  Checked where a user's config enters (``train``, ``screen``), not in
-    :meth:`~ftcl_core.config.RunConfig.check`: the smoke profile shortens every recipe to two epochs and keeps its
-    milestones on purpose."""
-    o, epochs = cfg.optim, cfg.train.epochs
-    late = [m for m in o.milestones if not 0 < m < epochs]
-    if o.schedule == "step" and late:
-        raise ConfigError(f"optim.milestones={list(o.milestones)}: {late} not inside the run's train.epochs={epochs}, "
-                          "so the learning rate never decays there. Give milestones between 1 and "
-                          f"{epochs - 1} (e.g. optim.milestones=[{max(1, epochs * 6 // 10)}, {max(1, epochs * 8 // 10)}]),"
-                          " or raise train.epochs.")
 
 
 def check_experiment_file(path: str) -> None:
