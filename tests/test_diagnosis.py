@@ -13,7 +13,7 @@ from ftcl_core.config import config_diff
 from ftcl_core.study import diagnosis, experiment_file, gradient_algebra, store, sweeps, table_verdicts
 from ftcl_core.study import diagnosis_readings as chapter7  # chapter 7's readings of the diagnosis
 from ftcl_core.study.checks import failures
-from ftcl_core.study.results import claims as verdicts
+from ftcl_core.study.results import verdicts
 
 
 @settings(max_examples=25, deadline=None)

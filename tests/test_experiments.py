@@ -14,9 +14,9 @@ from ftcl_core.config import ConfigError
 from ftcl_core.runs import RunDir
 from ftcl_core.study import experiment_file, readings, store, sweeps, table_verdicts
 from ftcl_core.study.checks import failures
-from ftcl_core.study.results.claims import Claim, verdict_word
 from ftcl_core.study.results.numbers import fixed, plus_minus
 from ftcl_core.study.results.paired import mean_ci95
+from ftcl_core.study.results.verdicts import Claim, verdict_word
 
 ROOT = experiment_file.ROOT
 
@@ -740,14 +740,14 @@ def test_a_claims_entry_gives_the_papers_two_readouts_and_is_judged_on_both_scal
 
 
 def test_a_pair_trained_on_two_devices_leaves_the_bh_family():
-    from ftcl_core.study.results import claims
+    from ftcl_core.study.results import verdicts
     from ftcl_core.study.results.paired import pair
 
-    claim = claims.Claim("ft", "base", effect=2.0)
+    claim = verdicts.Claim("ft", "base", effect=2.0)
 
     def row(mean, devices):
         paired = pair({0: mean, 1: mean + 1, 2: mean + 2}, {0: 50.0, 1: 50.5, 2: 50.2}, devices)
-        judged = claims.judge(claim, paired)  # as table_rows leaves a row: unadjusted until apply_bh
+        judged = verdicts.judge(claim, paired)  # as table_rows leaves a row: unadjusted until apply_bh
         return {"data": "shapes", "base": "c.yaml", "mean": mean, "ci95": 1.0, "n_seeds": 3, "diff_mean": paired.mean,
                 "diff_ci95": paired.ci95, "q_value": math.nan, "verdict_bh": judged.word, "_verdict": judged}
 

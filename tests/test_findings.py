@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from ftcl_core.study import evidence, experiment_file, findings, table_verdicts
-from ftcl_core.study.results import claims
+from ftcl_core.study.results import verdicts
 from ftcl_core.study.results.numbers import plus_minus
 
 pytestmark = pytest.mark.skipif(not (experiment_file.STORED / "T7").is_dir(), reason="no stored cpu runs")
@@ -113,63 +113,64 @@ def _summary_row(ev: evidence.Evidence, table: str, setting: str, **change) -> e
 FLIPS = {
     # MoCo v2's baseline spread within the bar: it is no longer below it, as the words name it
     "unfit-baselines-as-named": lambda ev: _summary_row(ev, "T7", "v2 baseline", ci95="1.0"),
-    "headline-reversed": lambda ev: _summary(ev, _row("T7", "v1 +both", "v1 baseline"), verdict=claims.MATCHES),
+    "headline-reversed": lambda ev: _summary(ev, _row("T7", "v1 +both", "v1 baseline"), verdict=verdicts.MATCHES),
     "positive-mixing-costs": lambda ev: _summary(ev, _row("T7", "v1 +neg", "v1 baseline"), diff_mean=-9.0,
                                                  diff_ci95=3.0),
     "encoder-undoes-harder-positive": lambda ev: dataclasses.replace(ev, undone={**ev.undone, "crowded": False}),
-    "claims-tally-as-stated": lambda ev: _summary(ev, lambda r: r["verdict"] == claims.NOT_EQUIVALENT,
-                                                  verdict=claims.UNDECIDED, verdict_bh=claims.UNDECIDED),
-    "claims-on-points": lambda ev: _summary(ev, _comparison(ev, "T7", "v1 +both", "v1 baseline"), scale=claims.ERRORS),
-    "first-step-costs": lambda ev: _first(ev, "oracle", verdict=claims.MATCHES, diff=3.0),
-    "network-costs": lambda ev: _capacity(ev, "resnet10_w32", verdict=claims.MATCHES, diff=6.0),
+    "claims-tally-as-stated": lambda ev: _summary(ev, lambda r: r["verdict"] == verdicts.NOT_EQUIVALENT,
+                                                  verdict=verdicts.UNDECIDED, verdict_bh=verdicts.UNDECIDED),
+    "claims-on-points": lambda ev: _summary(ev, _comparison(ev, "T7", "v1 +both", "v1 baseline"), scale=verdicts.ERRORS),
+    "first-step-costs": lambda ev: _first(ev, "oracle", verdict=verdicts.MATCHES, diff=3.0),
+    "network-costs": lambda ev: _capacity(ev, "resnet10_w32", verdict=verdicts.MATCHES, diff=6.0),
     "encoders-as-stated": lambda ev: _capacity(ev, "resnet18_w64", n_seeds=1),
-    "photos-no-gain": lambda ev: _first(ev, "real", verdict=claims.OPPOSITE),
-    "photos-knn-costs": lambda ev: _first(ev, "real, longer", knn=True, verdict=claims.NO_EFFECT),
+    "photos-no-gain": lambda ev: _first(ev, "real", verdict=verdicts.OPPOSITE),
+    "photos-knn-costs": lambda ev: _first(ev, "real, longer", knn=True, verdict=verdicts.NO_EFFECT),
     "photos-little-room": lambda ev: dataclasses.replace(ev, pixels=50.0),
     "rho-below-band-first": lambda ev: _switch(ev, lambda lb, f: f == 0.0 and lb.startswith("shapes"), rho_before=0.9),
     "rho-above-band-late": lambda ev: _switch(ev, lambda lb, f: f >= evidence.LATE_FROM, rho_before=0.1),
     "photos-concentrate-as-far": lambda ev: _switch(ev, lambda lb, f: f == 0.0 and not lb.startswith("shapes"),
                                                     peak_neg_mean_after=0.3),
-    "late-helps-where-stated": lambda ev: _cell(ev, "Fashion-MNIST, 30 epochs", 0.8, verdict=claims.NO_EFFECT),
+    "late-helps-where-stated": lambda ev: _cell(ev, "Fashion-MNIST, 30 epochs", 0.8, verdict=verdicts.NO_EFFECT),
     "late-avoids-most": lambda ev: _cell(ev, "shapes, 30 epochs", 0.5, diff=-40.0),
-    "epoch-one-too-early": lambda ev: _cell(ev, "shapes, 30 epochs", 0.03, verdict=claims.NO_EFFECT),
-    "knn-late-mixed": lambda ev: _cell(ev, "shapes, 120 epochs", 0.3, knn=True, verdict=claims.NO_EFFECT),
+    "epoch-one-too-early": lambda ev: _cell(ev, "shapes, 30 epochs", 0.03, verdict=verdicts.NO_EFFECT),
+    "knn-late-mixed": lambda ev: _cell(ev, "shapes, 120 epochs", 0.3, knn=True, verdict=verdicts.NO_EFFECT),
     "length-narrows-not-damage": lambda ev: _length(ev, 120, ft=99.0),
-    "longest-shrinks-points-not-errors": lambda ev: _length(ev, LONGEST, verdict=claims.NO_EFFECT),
-    "longest-opposite-on-errors": lambda ev: _length(ev, LONGEST, scale=claims.POINTS),
+    "longest-shrinks-points-not-errors": lambda ev: _length(ev, LONGEST, verdict=verdicts.NO_EFFECT),
+    "longest-opposite-on-errors": lambda ev: _length(ev, LONGEST, scale=verdicts.POINTS),
     "longest-fewer-errors-than-long": lambda ev: _length(ev, LONGEST, ft=60.0, baseline=98.0),
     "paper-runs-longer": lambda ev: _length(ev, LONGEST, steps=10**6),
-    "momentum-falls": lambda ev: _summary(ev, _row("T1", "m=0.999", "m=0.99"), verdict=claims.NO_EFFECT),
-    "momentum-no-collapse": lambda ev: _summary(ev, _row("T1", "m=0", "random init"), verdict=claims.MATCHES),
+    "momentum-falls": lambda ev: _summary(ev, _row("T1", "m=0.999", "m=0.99"), verdict=verdicts.NO_EFFECT),
+    "momentum-no-collapse": lambda ev: _summary(ev, _row("T1", "m=0", "random init"), verdict=verdicts.MATCHES),
     "momentum-lower-rise-undecided": lambda ev: _summary(
         ev, lambda r: r["table"] == "T1" and r["reference"].startswith("m=") and float(r["effect"] or 0) > 0,
-        verdict=claims.MATCHES),
-    "momentum-last-rise-matches": lambda ev: _summary(ev, _row("T1", "m=0.99", "m=0.9"), verdict=claims.UNDECIDED),
+        verdict=verdicts.MATCHES),
+    "momentum-last-rise-matches": lambda ev: _summary(ev, _row("T1", "m=0.99", "m=0.9"), verdict=verdicts.UNDECIDED),
     "length-short-pair-on-gpu": lambda ev: _length(ev, 30, devices=["cpu", "cuda"]),
     "late-gain-after-bh": lambda ev: dataclasses.replace(ev, diagnosis=tuple(
-        {**r, "verdict_bh": claims.UNDECIDED} if (r["table"], r["setting"]) == findings.LATE_GAIN else r for r in ev.diagnosis)),
+        {**r, "verdict_bh": verdicts.UNDECIDED} if (r["table"], r["setting"]) == findings.LATE_GAIN else r
+        for r in ev.diagnosis)),
     "late-gain-sensitive-to-the-floor": lambda ev: dataclasses.replace(ev, diagnosis=tuple(
         {**r, "floor_sensitive": ""} if (r["table"], r["setting"]) == findings.LATE_GAIN else r for r in ev.diagnosis)),
-    "headroom-costs-at-30": lambda ev: _headroom(ev, "+both from 9 of 30", verdict=claims.MATCHES, diff_mean=6.0),
-    "headroom-first-step-costs-at-120": lambda ev: _headroom(ev, "+both 120", verdict=claims.UNDECIDED, diff_mean=1.0),
-    "headroom-late-gains-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=claims.UNDECIDED,
+    "headroom-costs-at-30": lambda ev: _headroom(ev, "+both from 9 of 30", verdict=verdicts.MATCHES, diff_mean=6.0),
+    "headroom-first-step-costs-at-120": lambda ev: _headroom(ev, "+both 120", verdict=verdicts.UNDECIDED, diff_mean=1.0),
+    "headroom-late-gains-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=verdicts.UNDECIDED,
                                                        diff_mean=1.0),
-    "headroom-negatives-not-the-papers-size-at-120": lambda ev: _headroom(ev, "+neg 120", verdict=claims.UNDECIDED,
+    "headroom-negatives-not-the-papers-size-at-120": lambda ev: _headroom(ev, "+neg 120", verdict=verdicts.UNDECIDED,
                                                                           diff_ci95=5.0),
-    "headroom-late-smaller-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=claims.MATCHES),
+    "headroom-late-smaller-at-120": lambda ev: _headroom(ev, "+both from 36 of 120", verdict=verdicts.MATCHES),
     "headroom-positive-alone-gains-at-120": lambda ev: _headroom(ev, "+pos from 36 of 120", diff_mean=-1.0),
     "headroom-negatives-add-at-240": lambda ev: dataclasses.replace(ev, room={**ev.room, "late_gap_240_ci": 9.0}),
     "headroom-positive-alone-gains-at-240": lambda ev: _headroom(ev, "+pos from 72 of 240", diff_mean=-1.0),
-    "headroom-first-step-costs-at-240": lambda ev: _headroom(ev, "+both 240", verdict=claims.UNDECIDED, diff_mean=1.0),
-    "headroom-late-gains-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=claims.UNDECIDED,
+    "headroom-first-step-costs-at-240": lambda ev: _headroom(ev, "+both 240", verdict=verdicts.UNDECIDED, diff_mean=1.0),
+    "headroom-late-gains-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=verdicts.UNDECIDED,
                                                        diff_mean=1.0),
-    "headroom-late-matches-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=claims.SMALLER),
-    "headroom-late-larger-on-errors-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict_errors=claims.MATCHES),
+    "headroom-late-matches-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=verdicts.SMALLER),
+    "headroom-late-larger-on-errors-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict_errors=verdicts.MATCHES),
     "headroom-crowding-confounded-with-the-clock": lambda ev: dataclasses.replace(  # a crowding cell as late as a spread
         ev, room={**ev.room, "crowd_clock_latest": ev.room["spread_clock_earliest"]}),
     "headroom-crowding-goes-with-the-cost": lambda ev: dataclasses.replace(
         ev, room={**ev.room, "crowd_both_late_120_word": "crowds"}),
-    "headroom-negatives-not-the-papers-size-at-240": lambda ev: _headroom(ev, "+neg 240", verdict=claims.SMALLER,
+    "headroom-negatives-not-the-papers-size-at-240": lambda ev: _headroom(ev, "+neg 240", verdict=verdicts.SMALLER,
                                                                                       diff_mean=1.5),
     "headroom-crowding-fades": lambda ev: dataclasses.replace(
         ev, room={**ev.room, "crowd_both_120_end_word": "crowds"}),
@@ -206,16 +207,16 @@ def test_a_cell_where_ft_helps_early_or_unstated_fails_the_late_start_words(ev):
     assert ev.late_cells() and all(f >= evidence.LATE_FROM for _, f, _ in ev.late_cells())
     assert all(f >= evidence.LATE_FROM for _, f in findings.STATED_HELPS)
     for f in (0.0, early_f):
-        helps = _cell(ev, label, f, verdict=claims.MATCHES, scale=claims.POINTS, diff=7.0, n_seeds=3)
+        helps = _cell(ev, label, f, verdict=verdicts.MATCHES, scale=verdicts.POINTS, diff=7.0, n_seeds=3)
         with pytest.raises(evidence.FindingsDisagree, match="'late-helps-where-stated'"):
             findings.expect(helps, "late-helps-where-stated")
     with pytest.raises(evidence.FindingsDisagree, match="'late-helps-where-stated'"):
-        findings.expect(_cell(ev, "shapes, 30 epochs", 0.8, verdict=claims.SMALLER), "late-helps-where-stated")
+        findings.expect(_cell(ev, "shapes, 30 epochs", 0.8, verdict=verdicts.SMALLER), "late-helps-where-stated")
 
 
 def test_a_resolution_point_where_ft_helps_fails_the_network_words(ev):
     """The "first step" and "network" words rest on the 56-px pair too once it is decided."""
-    helps = {**ev.resolution, "n_seeds": 3, "diff": 6.0, "ci95": 2.0, "verdict": claims.MATCHES}
+    helps = {**ev.resolution, "n_seeds": 3, "diff": 6.0, "ci95": 2.0, "verdict": verdicts.MATCHES}
     with pytest.raises(evidence.FindingsDisagree, match="'network-costs'.*56-px crops: matches the paper"):
         findings.expect(dataclasses.replace(ev, resolution=helps), "network-costs")
 
@@ -223,7 +224,7 @@ def test_a_resolution_point_where_ft_helps_fails_the_network_words(ev):
 def test_a_longer_length_landing_cannot_falsify_the_words_on_30_and_120_epochs(ev):
     """The length paragraph speaks of 30 and 120 epochs only: a decided 240-epoch pair that reads otherwise leaves
     its check standing (the longer-run checks are the ones that fail)."""
-    longer = _length(ev, LONGEST, n_seeds=3, diff=-1.0, ci95=1.0, verdict=claims.NO_EFFECT, ft=97.0, baseline=98.0)
+    longer = _length(ev, LONGEST, n_seeds=3, diff=-1.0, ci95=1.0, verdict=verdicts.NO_EFFECT, ft=97.0, baseline=98.0)
     findings.expect(longer, "length-narrows-not-damage")
     with pytest.raises(evidence.FindingsDisagree, match="'longest-shrinks-points-not-errors'"):
         findings.expect(longer, "longest-shrinks-points-not-errors")

@@ -79,14 +79,14 @@ def test_summary_has_the_promised_columns_and_verdicts():
     assert rows
     for col in ("table", "data", "setting", "mean", "ci95", "n_seeds", "paper", "verdict"):
         assert col in rows[0]
-    from ftcl_core.study.results.claims import BASELINE, TALLY_WORDS
+    from ftcl_core.study.results.verdicts import BASELINE, TALLY_WORDS
 
     assert {r["verdict"] for r in rows} <= {*TALLY_WORDS, BASELINE}
     assert {r["verdict_bh"] for r in rows} <= {*TALLY_WORDS, BASELINE}
     for r in rows:  # a paper table, on the data it names (T6-fmnist: Table 6 on Fashion-MNIST)
         assert re.fullmatch(r"(T[1-7]|S-[EFG])(-fmnist)?", r["table"]) and r["data"], r
         assert (r["data"] == "fashion_mnist") == r["table"].endswith("-fmnist"), r
-    from ftcl_core.study.results.claims import ERRORS, POINTS
+    from ftcl_core.study.results.verdicts import ERRORS, POINTS
 
     for r in (r for r in rows if r["kind"] in ("difference", "ordering")):  # both scales, the deciding one named
         assert r["scale"] in (POINTS, ERRORS) and r["verdict_points"] in TALLY_WORDS, r

@@ -79,7 +79,7 @@ display(markup.source_code(ema_update))
 # Every table of this book gives each setting a **verdict** on the paper's claim about it. We take the
 # {term}`paired` difference over seeds against the setting's reference (here: the same seed's random-init encoder)
 # and its 95 % t-interval [lo, hi], judged against the paper's own effect d where it states one
-# (ftcl_core.study.results.claims), in words that say how big: **matches the paper** when the interval holds d and
+# (ftcl_core.study.results.verdicts), in words that say how big: **matches the paper** when the interval holds d and
 # excludes zero, **larger than the paper** when it lies wholly beyond d, **smaller than the paper** when wholly between
 # zero and d, **{term}`no effect of the paper's size`** when it holds zero but excludes d, **opposite to the paper**
 # when it lies wholly on the other side of zero, and **{term}`undecided`** when it holds both, or rests on fewer than

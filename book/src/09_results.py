@@ -79,7 +79,7 @@ checks.expect(readings.CLAIM_CHECKS, unfit, "the baselines below the bar are tho
 from IPython.display import display
 
 from ftcl_core.pages.markup import html_table
-from ftcl_core.study.results import claims as verdicts
+from ftcl_core.study.results import verdicts
 
 counts = table_verdicts.tally(rows)["all"]
 kinds = ("ft", "ft_bh", "sanity")  # the paper's claims, the same after BH, Table 1's checks

@@ -19,8 +19,8 @@ from IPython.display import display
 
 from ftcl_core.pages.markup import html_table, markdown_html
 from ftcl_core.study import experiment_file, readings, store, sweeps, table_verdicts
-from ftcl_core.study.results.claims import MIN_SEEDS
 from ftcl_core.study.results.numbers import plus_minus
+from ftcl_core.study.results.verdicts import MIN_SEEDS
 
 if profile == "smoke":  # the smoke profile's two runs, as on the results page (trained once, then found)
     sweeps.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)

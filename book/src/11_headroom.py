@@ -34,7 +34,7 @@ from ftcl_core.pages import headroom as headroom_figures
 from ftcl_core.pages import legibility, markup
 from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks, headroom
-from ftcl_core.study.results import claims
+from ftcl_core.study.results import verdicts
 
 RULE = ft.FTConfig()  # its auto_window and auto_fraction: the rule ft.start=auto runs, frozen
 
@@ -66,7 +66,7 @@ checks.expect(headroom.CHECKS, facts, "first-step-costs-at-30", "first-step-cost
 # decide every row of its map. The rule is the plain bound, not a tuned threshold:
 
 # %%
-markup.source_code(claims.ceiling_binds)
+markup.source_code(verdicts.ceiling_binds)
 
 # %% tags=["remove-cell"]
 checks.expect(headroom.CHECKS, facts, "the ceiling never binds on the map")

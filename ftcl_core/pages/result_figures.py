@@ -196,7 +196,7 @@ def readout_by_length(steps: list[int], arms: Mapping[str, list[list[float]]], r
     return fig
 
 
-VERDICT_COLORS = {  # one colour per verdict word of ftcl_core.study.results.claims (greens: the paper's side)
+VERDICT_COLORS = {  # one colour per verdict word of ftcl_core.study.results.verdicts (greens: the paper's side)
     "matches the paper": "#2ca02c", "larger than the paper": "#006d2c", "smaller than the paper": "#98df8a",
     "no effect of the paper's size": "#ff9896", "opposite to the paper": "#d62728", "equivalent": "#1f77b4",
     "not equivalent": "#9467bd", "undecided": "#c7c7c7"}
@@ -244,7 +244,7 @@ def verdict_forest(rows: list[Mapping[str, str]], ax=None, table: str | Collecti
     tables = None if table is None else ({table} if isinstance(table, str) else set(table))
     claims = _forest_claims(rows, tables)
     unknown = sorted({r["verdict"] for r in claims} - set(VERDICT_COLORS))
-    if unknown:  # a new verdict word of results.claims: give it a colour rather than drop its claims
+    if unknown:  # a new verdict word of results.verdicts: give it a colour rather than drop its claims
         raise KeyError(f"verdict(s) without a colour in VERDICT_COLORS: {unknown}")
     paper = {(r["table"], r["setting"]): num(r["paper"]) for r in rows}
     own = ax is None

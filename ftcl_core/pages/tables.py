@@ -7,7 +7,7 @@ import numpy as np
 
 from ftcl_core.pages.markup import html_table
 from ftcl_core.study import diagnosis
-from ftcl_core.study.results import claims as verdicts
+from ftcl_core.study.results import verdicts
 from ftcl_core.study.results.numbers import fixed, plus_minus
 
 

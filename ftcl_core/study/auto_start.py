@@ -20,9 +20,9 @@ from ftcl_core.ft import PlateauStart
 from ftcl_core.runs import RunDir
 from ftcl_core.study import experiment_file, store
 from ftcl_core.study.diagnosis import NOT_RUN
-from ftcl_core.study.results.claims import MIN_SEEDS, UNDECIDED
 from ftcl_core.study.results.numbers import plus_minus
 from ftcl_core.study.results.paired import paired_records
+from ftcl_core.study.results.verdicts import MIN_SEEDS, UNDECIDED
 
 EXPERIMENTS = experiment_file.ROOT / "experiments"
 

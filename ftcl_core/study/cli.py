@@ -48,9 +48,9 @@ from ftcl_core.study import predict, preflight
 from ftcl_core.study.calibration import markdown, trials, write_csv
 from ftcl_core.study.diagnosis import HEADROOM_CSV, diagnosis_rows, headroom_rows, write_diagnosis_csv
 from ftcl_core.study.experiment_file import ROOT, Experiment, profile_root, writes_committed
-from ftcl_core.study.results.claims import row_label
 from ftcl_core.study.results.numbers import pm_cell
 from ftcl_core.study.results.records import unfinished_runs
+from ftcl_core.study.results.verdicts import row_label
 from ftcl_core.study.signatures import collapse_signature
 from ftcl_core.study.store import check_store
 from ftcl_core.study.sweeps import plan_rows, step_rates_here, sweep, switch_to_calibrated

@@ -20,10 +20,10 @@ from ftcl_core.runs import RunDir, atomic_write_bytes
 from ftcl_core.study import experiment_file, store, sweeps, table_verdicts
 from ftcl_core.study.curves import COLLAPSE_LEVEL  # noqa: F401  (one level for chapters 2, 6 and 7)
 from ftcl_core.study.fashion_mnist import fashion_mnist_root
-from ftcl_core.study.results import claims as verdicts
-from ftcl_core.study.results.claims import BASELINE, MIN_SEEDS, Claim
+from ftcl_core.study.results import verdicts
 from ftcl_core.study.results.numbers import cell, csv_number, plus_minus
 from ftcl_core.study.results.paired import by_seed, mean_ci95, pair, paired_records
+from ftcl_core.study.results.verdicts import BASELINE, MIN_SEEDS, Claim
 from ftcl_core.study.signatures import collapse_signature, first_step_above
 
 NOT_RUN = verdicts.NOT_RUN  # a comparison with no paired seed stored: never trained, not undecided
@@ -33,7 +33,7 @@ COMPARED = "compared"  # an arm set against its reference of which the paper cla
 def paired_comparison(label: str, records: list[dict], baseline: str, treated: str, key: str = "linear_top1",
                       claim: Claim | None = None) -> dict:
     """One row of the diagnosis: ``treated`` (FT) against ``baseline`` over the seeds both have, with the paired
-    95 % interval and the verdict (:func:`ftcl_core.study.results.claims.judge`) on the paper's claim that FT helps:
+    95 % interval and the verdict (:func:`ftcl_core.study.results.verdicts.judge`) on the paper's claim that FT helps:
     ``claim`` (:func:`stated_claim`: the paper's effect in points and its two readouts, so that the verdict sees
     the ceiling), else above ``baseline`` by no stated size; ``key``: the readout compared (``knn_top1`` for the
     kNN readout). The row carries both scales (``log_error_ratio``/``_ci95``, ``verdict_points``,

@@ -22,9 +22,9 @@ from ftcl_core.study.diagnosis import (
     relabel,
     same_run_gaps,
 )
-from ftcl_core.study.results import claims as verdicts
-from ftcl_core.study.results.claims import MIN_SEEDS
+from ftcl_core.study.results import verdicts
 from ftcl_core.study.results.numbers import fixed, plus_minus
+from ftcl_core.study.results.verdicts import MIN_SEEDS
 from ftcl_core.study.signatures import volatility
 
 # --- chapter 7's tables and sentences, so that the chapter holds narrative and calls --------------------------------

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from ftcl_core.study import diagnosis, experiment_file, gradient_algebra, headroom, readings, store, switch_time, table_verdicts
-from ftcl_core.study.results import claims as verdicts
-from ftcl_core.study.results.claims import MIN_SEEDS
+from ftcl_core.study.results import verdicts
+from ftcl_core.study.results.verdicts import MIN_SEEDS
 
 SHAPES_FIRST_STEP = ("recipe", "recipe v2", "init", "oracle", "classes", "shards")  # one change each, on the shapes
 REAL_FIRST_STEP = ("real", "real, longer")  # Fashion-MNIST at 10 and 30 epochs

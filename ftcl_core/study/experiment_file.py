@@ -39,7 +39,7 @@ from ftcl_core.config import (
     load_config,
     load_yaml_mapping,
 )
-from ftcl_core.study.results.claims import KINDS, Claim
+from ftcl_core.study.results.verdicts import KINDS, Claim
 
 PROFILES = ("smoke", "cpu", "gpu")
 ROOT = Path(__file__).resolve().parents[2]  # the repository: ftcl_core/study/ is two below
@@ -201,7 +201,7 @@ def parse_claims(raw, compare: dict[str, str], path: Path) -> list[Claim]:
     """An experiment file's ``claims:``, in one of two forms: a mapping ``{setting: above | below}`` (a difference
     against ``compare[setting]`` whose size the paper does not state), or ``{setting: {vs, kind, effect, margin,
     source}}``; or a list of such mappings, each with its ``arm``. ``kind`` (default ``difference``) is one of
-    :data:`~ftcl_core.study.results.claims.KINDS`; ``effect`` is the paper's ``arm - vs`` in points (default: read off
+    :data:`~ftcl_core.study.results.verdicts.KINDS`; ``effect`` is the paper's ``arm - vs`` in points (default: read off
     ``paper``, else the file's ``paper:`` numbers); ``margin`` is an equivalence claim's ± points; ``paper`` the
     paper's two readouts ``[reference, arm]`` in % where the file's ``paper:`` lacks them (a diagnosis quoting
     Table 7), from which the claim's size on the error scale is read."""

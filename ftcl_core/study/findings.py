@@ -27,9 +27,9 @@ from ftcl_core.study.evidence import (
     cell_key,
     diagram_rows,
 )
-from ftcl_core.study.results import claims as verdicts
-from ftcl_core.study.results.claims import MIN_SEEDS
+from ftcl_core.study.results import verdicts
 from ftcl_core.study.results.numbers import fixed, plus_minus
+from ftcl_core.study.results.verdicts import MIN_SEEDS
 
 LATE_GAIN = ("D-start-long-v1", "start 36")  # the phase diagram's shapes-120-epochs late cell, as diagnosis.csv names it
 STATED_LATE_BH = verdicts.LARGER  # what the late-start bullet says that cell reads after BH

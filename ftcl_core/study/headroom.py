@@ -21,10 +21,10 @@ from ftcl_core.study import experiment_file, store, switch_time
 from ftcl_core.study.checks import failures
 from ftcl_core.study.diagnosis import COMPARED, NOT_RUN, headroom_rows
 from ftcl_core.study.headroom_task import ARMS, CROWDS, LENGTHS, MAP, crowding, run_metrics, setting, steps_per_epoch  # noqa: F401
-from ftcl_core.study.results import claims as verdicts
-from ftcl_core.study.results.claims import MIN_SEEDS
+from ftcl_core.study.results import verdicts
 from ftcl_core.study.results.numbers import fixed, plus_minus
 from ftcl_core.study.results.paired import by_seed, mean_ci95, paired_records
+from ftcl_core.study.results.verdicts import MIN_SEEDS
 
 CHAPTER = experiment_file.ROOT / "book" / "src" / "11_headroom.py"  # the chapter whose words CHECKS bind
 AIMS = {"gain": 20.0, "spread": 3.0, "images_per_half_point": 10, "longest": 90.0}  # issue 50, item 2

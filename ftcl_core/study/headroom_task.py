@@ -15,8 +15,8 @@ import numpy as np
 from ftcl_core.runs import RunDir
 from ftcl_core.study import experiment_file
 from ftcl_core.study.diagnosis import NOT_RUN
-from ftcl_core.study.results import claims as verdicts
-from ftcl_core.study.results.claims import MIN_SEEDS
+from ftcl_core.study.results import verdicts
+from ftcl_core.study.results.verdicts import MIN_SEEDS
 
 MAP = experiment_file.ROOT / "experiments" / "headroom" / "map_v1.yaml"
 LENGTHS = (30, 120, 240)  # epochs; the late starts switch FT on after 30 % of the run (Tab. 6's start 30 of 100)

@@ -13,10 +13,10 @@ from ftcl_core.config import (
     RunConfig,
 )
 from ftcl_core.study.experiment_file import Experiment
-from ftcl_core.study.results import claims as verdicts
-from ftcl_core.study.results.claims import BASELINE, MIN_SEEDS, NOT_RUN, Claim
+from ftcl_core.study.results import verdicts
 from ftcl_core.study.results.numbers import fixed, plus_minus
 from ftcl_core.study.results.paired import by_seed, pair
+from ftcl_core.study.results.verdicts import BASELINE, MIN_SEEDS, NOT_RUN, Claim
 from ftcl_core.study.table_verdicts import baseline_aims, comparison_key, distinct_claims, table_rows, tally, unfit_baselines
 
 

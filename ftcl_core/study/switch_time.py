@@ -17,10 +17,10 @@ from ftcl_core.runs import RunDir
 from ftcl_core.study import experiment_file
 from ftcl_core.study.diagnosis import NOT_RUN
 from ftcl_core.study.headroom_task import crowding, setting, steps_per_epoch
-from ftcl_core.study.results import claims as verdicts
-from ftcl_core.study.results.claims import MIN_SEEDS
+from ftcl_core.study.results import verdicts
 from ftcl_core.study.results.numbers import fixed, plus_minus
 from ftcl_core.study.results.paired import paired_records
+from ftcl_core.study.results.verdicts import MIN_SEEDS
 
 SWITCH = experiment_file.ROOT / "experiments" / "headroom" / "switch_v1.yaml"  # issue 66: the crowding against the clock
 # the separating experiment's arms: key -> (setting, length in epochs, the epoch FT switches on)

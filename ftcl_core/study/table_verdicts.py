@@ -23,10 +23,10 @@ from ftcl_core.study.experiment_file import (
     recipe_kind,
     writes_committed,
 )
-from ftcl_core.study.results import claims as verdicts
-from ftcl_core.study.results.claims import BASELINE, MIN_SEEDS, Claim
+from ftcl_core.study.results import verdicts
 from ftcl_core.study.results.numbers import csv_number, fixed, pm_cell
 from ftcl_core.study.results.paired import by_seed, mean_ci95, pair
+from ftcl_core.study.results.verdicts import BASELINE, MIN_SEEDS, Claim
 from ftcl_core.study.store import load_records, machine_kind, recorded_table
 
 
@@ -106,7 +106,7 @@ KNN = "knn_top1"  # the kNN readout, judged beside the linear one where the runs
 def claim_row(exp: Experiment, records: list[dict], claim: Claim, key: str = "linear_top1") -> dict:
     """The paired comparison of one claim on ``records`` and its verdict, as row fields: the reference, the
     paired difference, the claim's kind, the paper's effect and margin, our effect over the paper's, the p-value
-    and the verdict (:func:`ftcl_core.study.results.claims.judge`) with both of its scales (:data:`SCALE_COLUMNS`), and
+    and the verdict (:func:`ftcl_core.study.results.verdicts.judge`) with both of its scales (:data:`SCALE_COLUMNS`), and
     the same verdict on the kNN readout. A sanity check against ``random init`` pairs each run with its own
     random-init encoder's readout."""
     def paired_on(readout: str):
@@ -324,7 +324,7 @@ def comparison_key(row: dict) -> tuple:
 def apply_bh(rows: list[dict]) -> None:
     """Fill ``q_value`` and ``verdict_bh`` of ``rows`` (:func:`table_rows`' rows, holding their ``_verdict``) in
     place: Benjamini-Hochberg over the family of the rows' claims that are not sanity checks
-    (:attr:`~ftcl_core.study.results.claims.Claim.in_family`: differences, orderings, equivalences), each distinct
+    (:attr:`~ftcl_core.study.results.verdicts.Claim.in_family`: differences, orderings, equivalences), each distinct
     comparison (:func:`comparison_key`) counted once; the linear readout only (the kNN verdicts are not adjusted).
     A pair with a seed whose two runs trained on different types of device (a CPU run against a GPU run: float
     rounding besides the effect) leaves the family: its q-value stays blank and its verdict is not adjusted. A pair on
