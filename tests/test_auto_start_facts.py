@@ -19,7 +19,10 @@ def test_auto_never_costs_holds_until_a_decided_setting_reads_a_cost():
     f = auto_start.facts(records({"map_120": [4.0, 5.0, 6.0], "fmnist_30": [0.1, -0.2, 0.3]}))
     assert (f["map_120_side"], f["fmnist_30_side"], f["map_240_side"]) == ("gains", "neither", "undecided")
     assert f["map_120_diff"] == "+5.0 ± 2.5" and f["decided"] == "2"
-    assert failures(auto_start.CHECKS, f, "auto-never-costs", "auto-some-settings-not-run") == {}
+    assert failures(auto_start.CHECKS, f, "auto-never-costs") == {}
+    assert "map_240" in failures(auto_start.CHECKS, f, "auto-every-setting-holds-its-seeds")["auto-every-setting-holds-its-seeds"]
+    every = auto_start.facts(records({s.key: [1.0, 2.0, 3.0] for s in auto_start.SETTINGS}))
+    assert failures(auto_start.CHECKS, every, "auto-every-setting-holds-its-seeds") == {}
     costs = auto_start.facts(records({"map_120": [4.0, 5.0, 6.0], "shapes_30": [-2.0, -3.0, -2.5]}))
     assert "auto-never-costs" in failures(auto_start.CHECKS, costs, "auto-never-costs")
     two_seeds = auto_start.facts(records({"shapes_30": [-2.0, -3.0]}))  # below 3 seeds: undecided, not a cost
