@@ -23,6 +23,7 @@ its author tags it ``show-input``: the code the chapter is about.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -82,6 +83,43 @@ def visibility(cell: nbformat.NotebookNode, colab: bool) -> None:
         del cell.metadata["tags"]
 
 
+def fold_prompt(cell: nbformat.NotebookNode, exercises: bool, setup: bool) -> str | None:
+    """What a folded code cell holds, for its fold's label: the parameters, the page's set-up (``setup``: its first
+    code after them), a solution (a folded cell under the Exercises heading, ``exercises``; by its number where its
+    opening comment gives one), or the cell's opening comment; None keeps myst-nb's "Show code cell source"."""
+    tags = set(cell.metadata.get("tags", []))
+    if not tags & {"hide-input", "hide-cell"}:
+        return None
+    lines = [ln for ln in cell.source.splitlines() if ln.strip()]
+    first = lines[0] if lines else ""
+    if "parameters" in tags:
+        return "the settings (the profile: smoke, cpu or gpu)"
+    if exercises and "hide-cell" in tags:
+        numbered = re.match(r"#\s*Solutions?\s+(\d[\d, –-]*\d|\d)", first)
+        return f"the solution {numbered.group(1)}" if numbered else "the solutions"
+    if setup and first.startswith(("import ", "from ")):
+        return "the imports and set-up"
+    if first.startswith("#"):
+        words = first.lstrip("# ").rstrip(".:")
+        return f"the code: {words[:70]}{'...' if len(words) > 70 else ''}"
+    return None
+
+
+def label_folds(cells: list[nbformat.NotebookNode]) -> None:
+    """Name each fold by what it holds (:func:`fold_prompt`), in myst-nb's per-cell setting."""
+    exercises, setup_seen = False, False
+    for cell in cells:
+        if cell.cell_type == "markdown" or PORTABLE in cell.metadata:
+            myst = cell.metadata.get(PORTABLE, {}).get("myst", cell.source)
+            exercises = exercises or bool(re.search(r"^## Exercises", myst, re.M))
+            continue
+        tags = set(cell.metadata.get("tags", []))
+        setup = not setup_seen and not tags & {"parameters", "remove-cell", "remove-input"}
+        setup_seen = setup_seen or setup
+        if prompt := fold_prompt(cell, exercises, setup):
+            cell.metadata["mystnb"] = {"code_prompt_show": f"Show {prompt}", "code_prompt_hide": f"Hide {prompt}"}
+
+
 def portable(cell: nbformat.NotebookNode, cites: dict[str, str]) -> list[nbformat.NotebookNode]:
     """A Markdown cell as it reads outside the book (:mod:`ftcl_core.pages.portable`): plain CommonMark, or, where it
     quotes glued numbers, a code cell that prints it (after the chapter's title, kept as Markdown, where the cell
@@ -132,6 +170,7 @@ def to_notebook(source: str) -> nbformat.NotebookNode:
         if cell.cell_type == "code":
             cell.execution_count, cell.outputs = None, []
             visibility(cell, colab="google.colab" in cell.source)
+    label_folds(nb.cells)
     return nb
 
 
