@@ -140,6 +140,9 @@ glue_facts("curve_", curve)
 end = learn.run_end_facts(stored.load_eval(), stored_cfg.moco.queue_size, stored_cfg.data.classes)
 glue_facts("end_", end)
 checks.expect(learn.READING_CHECKS, end, "the run ends well above the same network untrained")
+order = learn.recipe_order_facts()
+glue_facts("order_", order)
+checks.expect(readings.CHECKS, order, "MoCo v2's baseline reads below MoCo v1's")
 checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "the contrastive top-1 spikes and sinks",
               "Var(neg) grows as the top-1 sinks", "the loss peaks as the queue fills",
               "Mean(pos) falls in the first epoch and climbs back", "Mean(neg) dips below zero and settles at zero",
@@ -158,8 +161,10 @@ checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "th
 # negatives are spread evenly (Var(neg) {glue:md}`curve_var_at_top1`), then sinks to {glue:md}`curve_top1_end` % as
 # Var(neg) rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch` (it ends at
 # {glue:md}`curve_var_end`). A falling top-1 is not a failing encoder: the run ends with a {term}`linear readout`
-# of {glue:md}`end_readout` %, against {glue:md}`end_random` % for the same network untrained. One reading of the
-# fall, not measured here: with the shapes' classes balanced, a queue of $K$ keys holds about
+# of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. (On the shapes MoCo
+# v2 reads less than MoCo v1, {glue:md}`order_v2` % against {glue:md}`order_v1` %, the reverse of the paper's order;
+# [the baselines](#calibrated-baselines) compare them.) One reading of the fall, not measured here: with the shapes'
+# classes balanced, a queue of $K$ keys holds about
 # {glue:md}`end_same_class` keys of each query's own shape, false negatives; once the encoder groups a shape together
 # they score close to the positive, and the top-1 counts each one that outscores it as a miss.
 #
@@ -168,7 +173,8 @@ checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "th
 # The paper's first use of the tool is the momentum $m$ of eq. 2. It trains MoCo v1 with $m$ from $0$ (the key
 # encoder copies the query encoder every step) to $1$ (it never moves from its random start) and reports that
 # {term}`readout` rises with $m$ up to $0.99$ and falls after. Here is the same sweep at this book's scale: first each
-# momentum's readout (the mean over its seeds, with its 95 % interval) and, in a panel of its own, the paper's; then
+# momentum's readout (the mean over its seeds, with its 95 % interval, the range that likely holds the mean) and, in
+# a panel of its own, the paper's; then
 # the three statistics through the run, four momenta in colour, each over the others in grey; then each run's
 # gradient landscape summed over its layers.
 
@@ -236,7 +242,7 @@ glue_facts("swing_", swings)
 # a second sense of the word, a readout {term}`below random init`; [the momentum chapter](05_momentum.ipynb) tests
 # that over every seed.
 #
-# **The landscape** (the last figure above): the tool's second picture (Supp C) is the L2 norm of every layer's
+# **The landscape** (the last figure above): the tool's second picture (the paper's supplement, section C) is the L2 norm of every layer's
 # gradient, averaged over each epoch, drawn here summed over the layers; the paper reads its texture, smooth for a
 # stable run, spiky where training swings. $m = 0$, $0.5$ and $0.9$ swing more from epoch to epoch than $m = 0.99$ and $m = 1$
 # (the standard deviation of the summed norm's change between epochs: {glue:md}`swing_most_sd` at
@@ -250,8 +256,8 @@ glue_facts("swing_", swings)
 # - A collapse is every input mapped to nearly the same feature. Read it during training, as Mean(neg) climbing
 #   towards one with the gap to Mean(pos) gone; an untrained encoder's high cosines are not one.
 # - Over a whole run Mean(pos) falls in the first epoch and climbs back, Mean(neg) dips below zero and settles at
-#   zero, and Var(neg) peaks mid-run and eases; a growing Var(neg) shows false negatives, images of the same shape,
-#   scoring with the positive.
+#   zero, and Var(neg) peaks mid-run and eases; a growing Var(neg) may show false negatives, images of the same
+#   shape, scoring with the positive.
 # - A larger momentum makes the positive pairs harder, and readout rises with it up to a point; small momenta crowd
 #   the images together and make the landscape spiky.
 #

@@ -40,7 +40,8 @@ glue_facts("paper_", learn.paper_case_facts())
 # %% [markdown]
 # ## The two transformations, in code
 #
-# **Positive extrapolation** (Sec 4.1, eq. 3) mixes a query and its key *beyond* the segment between them:
+# **Positive extrapolation** (Sec 4.1, eq. 3) mixes a query $z_q$ and its positive key $z_{k^+}$ (the $k$ of the
+# code below) *beyond* the segment between them:
 #
 # $$\hat z_q = \lambda z_q + (1-\lambda) z_{k^+},\qquad \hat z_{k^+} = \lambda z_{k^+} + (1-\lambda) z_q, \tag{3}$$
 #
@@ -71,9 +72,11 @@ def my_interpolate(queue: torch.Tensor, lam, partners: torch.Tensor) -> torch.Te
 gen = torch.Generator().manual_seed(0)
 z_q, z_k = transforms.unit_pairs(8, 128, gen)
 queue = F.normalize(torch.randn(4096, 128, generator=gen, dtype=torch.float64), dim=1)
-# "step": one λ for the whole batch, new each step (the paper's); +1: λ in (1, 2)
-lam_ex = transforms.sample_lambda(2.0, "step", 8, 128, gen, shift=1.0).double()
-lam_in = transforms.sample_lambda(1.6, "step", 4096, 128, gen).double()  # in (0, 1)
+# "step": one λ for the whole batch, new each step (the paper's); shift=1: λ in (1, 2)
+lam_ex = transforms.sample_lambda(alpha=2.0, granularity="step", n=8, dim=128,
+                                  gen=gen, shift=1.0).double()
+lam_in = transforms.sample_lambda(alpha=1.6, granularity="step", n=4096, dim=128,
+                                  gen=gen).double()  # in (0, 1)
 partners = transforms.sample_permutation(4096, gen)
 mine = my_extrapolate(z_q, z_k, lam_ex)
 library = transforms.extrapolate_positive(z_q, z_k, lam_ex)

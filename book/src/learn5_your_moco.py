@@ -22,9 +22,7 @@ from IPython.display import display
 
 from ftcl_core import ft
 from ftcl_core.pages import markup
-from ftcl_core.runs import RunDir
 from ftcl_core.study import auto_start, headroom
-from ftcl_core.study.experiment_file import ROOT
 
 # isort: split
 # the stored runs of the harder task (chapter "Does FT help once there is room")
@@ -105,35 +103,28 @@ for epoch in (0, 35, 36, 119):
 # every image) stand in for your training:
 
 # %% tags=["show-input"]
-stored = RunDir(ROOT / "results/cpu/H-map-v1/baseline_120/seed0")  # no FT in it
+stored = headroom.stored_run(records, "baseline 120", seed=0)  # no FT in it
 start = ft.PlateauStart(window=5, fraction=0.1)
 for epoch_loss in auto_start.epoch_losses(stored):
-    for _ in range(1):  # your epoch's steps; FT is on or off for the whole epoch
-        logits = ft.logits(q, k, queue, cfg, gen, tau=0.2, active=start.on)
-        loss = ft.info_nce(logits)  # backward, step, the clean keys into the queue
+    # one step stands in for your epoch's steps; FT is on or off for the whole epoch
+    logits = ft.logits(q, k, queue, cfg, gen, tau=0.2, active=start.on)
+    loss = ft.info_nce(logits)  # backward, step, the clean keys into the queue
     start.update(epoch_loss)  # the epoch's mean training loss, once it has ended
 print(f"FT switches on from epoch {start.start_epoch} of 120")
 
 # %% [markdown]
 # In a run of the library it is `ft.start=auto` ([Using ftcl](guide.md)). On runs it was not tuned on it never did
-# worse than the same run without FT (its {term}`readout`), and in 30-epoch runs it switched on past half of the
+# worse than the same run without FT (judged by {term}`readout`), and in 30-epoch runs it switched on past half of the
 # run; where a fixed start after 30 % helped a little (Fashion-MNIST, greyscale photographs of clothes; the shapes
-# at 120 epochs), its gain was too small to tell from zero ([its runs](#auto-start)).
+# at 120 epochs), its gain was too small to tell from zero ([the rule's held-out runs](#auto-start)).
 #
 # ## What the runs say
 #
-# This book trains MoCo with FT and without, on a laptop CPU, each pair with the same seeds. The figure gives each
-# difference in {term}`readout` below, with the paper's where it reports one.
-#
-# :::{admonition} How this book states a difference
-# :class: dropdown
-#
-# {term}`Readout <readout>` is top-1 accuracy in percent, so a difference between two settings is in **points**. The two are
-# compared {term}`paired`: the same seed (the same initial weights and data order) trained once with each setting, one
-# change apart, and the difference taken seed by seed. The book gives the mean of those differences ± the half-width
-# of its 95 % interval over seeds, written "mean ± half-width (n seeds)". An interval that holds zero is no evidence either way
-# at that many seeds; below three seeds it gives no interval at all.
-# :::
+# This book trains MoCo with FT and without on a laptop CPU. A difference is in **points** of {term}`readout`
+# (top-1 %), {term}`paired`: each seed (the same initial weights and data order) trained once with each setting, the
+# difference taken seed by seed and written as its mean ± the half-width of its 95 % interval over the seeds. An
+# interval that holds zero is no evidence either way. The figure gives each difference, with the paper's where it
+# reports one.
 
 # %%
 from ftcl_core.pages import learn as learn_figures
@@ -193,12 +184,12 @@ checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs
 # {glue:md}`why_seeds` seeds. An association seen beside the cost, not yet a proven cause.
 #
 # **Switched on late, on a task with room to grow, FT pays.** On the shapes a longer run's baseline nears 100 %, which
-# leaves little room for a gain. On the harder task of the rule's example, FT switched on after 30 % of the run
+# leaves little room for a gain. On the harder task whose losses the rule read above, FT switched on after 30 % of the run
 # gains at 120 and 240 epochs, at 240 about as much as the paper's Table 6 ({glue:md}`hr_both_late_paper` points); at
 # 30 epochs it still costs, and from the first step it costs at every length
 # ([Does FT help once there is room to help?](11_headroom.ipynb)).
 #
-# **{term}`Mean(neg)` can flag a cost, not clear one.** On the harder task, the runs where FT costs crowd the images
+# **A rising {term}`Mean(neg)` warns of a cost; a flat one does not promise a gain.** On the harder task, the runs where FT costs crowd the images
 # together as it switches on, raw Mean(neg) rising above the baseline's (each curve the mean of its seeds); where it
 # gains, they do not. Crowding is not a collapse: Mean(neg) stays below the {term}`collapse level`.
 
@@ -216,7 +207,7 @@ plt.show()
 
 # %% [markdown]
 # But a flat Mean(neg) does not mean FT is helping: switched on at epoch 18 of 120, FT does not crowd the images and
-# still costs (the last line of the first figure; [the crowding's runs](#crowding)). The crowding goes with the
+# still costs (the last row of the differences figure above; [the runs behind the crowding](#crowding)). The crowding goes with the
 # cost; it is not needed for it. So, in a MoCo of your own: switch FT on part-way through the run, not from the first
 # step, and judge it by the {term}`readout`, not by Mean(neg).
 #

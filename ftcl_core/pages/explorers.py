@@ -188,14 +188,12 @@ def plotly_html(fig, include_js: bool = True):
 
 def live_widget(make_widget):
     """The widget ``make_widget()`` builds, in a live kernel; in the static book build (``FTCL_BOOK_BUILD=1``,
-    set by ``make book``) a note instead, and the widget is never built: ipywidgets need a kernel, the static
+    set by ``make book``) nothing, and the widget is never built: ipywidgets need a kernel, the static
     explorers above already respond, and building one during the build froze the executing client at random
     (jupyter/nbclient#312: a widget's comm messages while a cell executes).  ``tests/test_jupyterlab.py`` runs
     chapters 3 and 8 in a headless JupyterLab and moves their widgets' sliders."""
     if os.environ.get("FTCL_BOOK_BUILD") == "1":
-        from IPython.display import Markdown
-
-        return Markdown("*Its ipywidgets version needs a live kernel.*")
+        return None  # nothing shown: the static explorer above is the page's
     return make_widget()
 
 

@@ -153,7 +153,7 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
         if fell:  # no number in the paper, only "collapse": a cross at the bottom of its axis
             foot = pax.get_ylim()[0]
             pax.plot(fell, [foot] * len(fell), "X", color="darkorange", ms=8, clip_on=False,
-                     label="paper: collapse (no number)")
+                     label="paper: below random init (no number)")
         pax.tick_params(axis="y", labelsize=TEXT_PT, colors="darkorange")
         pax.set_ylabel("paper top-1 (%)", fontsize=TEXT_PT, color="darkorange")
         more = pax.get_legend_handles_labels()

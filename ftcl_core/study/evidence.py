@@ -109,7 +109,7 @@ class Evidence:
                 if room_runs is not None else None)
         return cls(phase, knn, switch, first, first_knn, tuple(length), tuple(diagnosis.capacity_rows(profile, root=root)),
                    tuple(diagnosis.capacity_rows(profile, "knn_top1", root=root)), diagnosis.resolution_row(profile, root=root),
-                   mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(_summary(summary, profile)),
+                   mean("raw_pixels_linear_top1"), mean("random_init_linear_top1"), tuple(summary_rows(summary, profile)),
                    gradient_algebra.threshold_band(), loaded, tuple(_stored_rows(diagnosis.HEADROOM_CSV, profile) or ()),
                    tuple(_stored_rows(experiment_file.ROOT / "results" / "diagnosis.csv", profile) or ()), undone, room)
 
@@ -139,7 +139,8 @@ def _stored_rows(target: Path, profile: str) -> list[dict] | None:
         return list(csv.DictReader(fh))
 
 
-def _summary(path: str | Path | None, profile: str) -> list[dict]:
+def summary_rows(path: str | Path | None = None, profile: str = "cpu") -> list[dict]:
+    """The rows of results/summary.csv (or ``path``) as stored, else summarised from the stored runs."""
     rows = _stored_rows(Path(path) if path else experiment_file.ROOT / "results" / "summary.csv", profile)
     return rows if rows is not None else table_verdicts.summary_rows(profile)
 

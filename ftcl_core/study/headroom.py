@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ftcl_core.runs import RunDir
 from ftcl_core.study import experiment_file, store, switch_time
 from ftcl_core.study.checks import failures
 from ftcl_core.study.diagnosis import COMPARED, NOT_RUN, headroom_rows
@@ -34,6 +35,15 @@ def load() -> tuple[list[dict], list[dict]]:
     """The map's rows (:func:`ftcl_core.study.diagnosis.headroom_rows`) and its runs' records: the committed runs
     (:data:`ftcl_core.study.experiment_file.STORED`, wherever ``FTCL_RUNS_ROOT`` points; nothing here trains)."""
     return headroom_rows("cpu", experiment_file.STORED), store.load_records(MAP, "cpu", experiment_file.STORED)
+
+
+def stored_run(records: list[dict], name: str, seed: int) -> RunDir:
+    """The run folder of the map's setting ``name`` (e.g. "baseline 120") and ``seed`` among ``records``
+    (:func:`load`); a KeyError names what the records hold when it is not stored."""
+    found = [r["dir"] for r in records if r["setting"] == name and r["seed"] == seed]
+    if not found:
+        raise KeyError(f"no stored run of {name!r}, seed {seed}; stored: {sorted({r['setting'] for r in records})}")
+    return RunDir(found[0])
 
 
 def task_facts(records: list[dict], test_images: int = 2000) -> dict:
