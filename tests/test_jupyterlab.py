@@ -2,7 +2,7 @@
 ``tests/test_book_build.py`` does).
 
 JupyterLab is one of the named ways to read the book, and the ipywidgets explorers (:func:`ftcl_core.pages.explorers.
-live_widget`) only run there: the static build replaces them with a note.  Each test opens a chapter in a
+live_widget`) only run there: the static build leaves them out.  Each test opens a chapter in a
 JupyterLab started on a free port with a token, runs every cell, waits for the chapter's widget, moves one of its
 sliders with the keyboard, and checks that the figure the widget draws changes.  The server serves a temporary
 folder holding copies of the notebooks, so nothing is written into the repository's notebooks, and its runs

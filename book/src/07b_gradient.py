@@ -85,7 +85,7 @@ markup.markdown_html(
 # and keys $k_i = m + e_i$ with small tangent deviations, and negatives whose weighted deviation is unrelated to
 # $d_i$. One gradient step moves $d_i$ by $c\,(A e_i - (A - \lambda) d_i)$, so the spread
 # $\mathbb{E}\lvert d\rvert^2$ changes at the rate $2c\,(A\rho - (A - \lambda))\,\mathbb{E}\lvert d\rvert^2$. The
-# spread **shrinks** (the collapse deepens) when
+# spread **shrinks** (the {term}`collapse` deepens) when
 #
 # $$\rho < 1 - \frac{\lambda}{A}.$$
 #
