@@ -181,7 +181,7 @@ checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs
 # {glue:md}`why_arm_pos` at the end, {glue:md}`why_ref_pos` without FT), but every other image comes closer too
 # ({glue:md}`why_arm_neg` against {glue:md}`why_ref_neg`), so the margin the loss rewards, a positive's score over
 # its negatives', ends smaller: {glue:md}`why_arm_margin` against {glue:md}`why_ref_margin`, in each of
-# {glue:md}`why_seeds` seeds. An association seen beside the cost, not yet a proven cause.
+# {glue:md}`why_seeds` seeds. This goes with the cost; no experiment here has shown that it causes it.
 #
 # **Switched on late, on a task with room to grow, FT pays.** On the shapes a longer run's baseline nears 100 %, which
 # leaves little room for a gain. On the harder task whose losses the rule read above, FT switched on after 30 % of the run
