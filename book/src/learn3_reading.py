@@ -174,9 +174,7 @@ checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "th
 # encoder copies the query encoder every step) to $1$ (it never moves from its random start) and reports that
 # {term}`readout` rises with $m$ up to $0.99$ and falls after. Here is the same sweep at this book's scale: first each
 # momentum's readout (the mean over its seeds, with its 95 % interval, the range that likely holds the mean) and, in
-# a panel of its own, the paper's; then
-# the three statistics through the run, four momenta in colour, each over the others in grey; then each run's
-# gradient landscape summed over its layers.
+# a panel of its own, the paper's; then the three statistics through the run; then each run's gradient landscape.
 
 # %%
 t1 = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
@@ -242,12 +240,11 @@ glue_facts("swing_", swings)
 # a second sense of the word, a readout {term}`below random init`; [the momentum chapter](05_momentum.ipynb) tests
 # that over every seed.
 #
-# **The landscape** (the last figure above): the tool's second picture (the paper's supplement, section C) is the L2 norm of every layer's
-# gradient, averaged over each epoch, drawn here summed over the layers; the paper reads its texture, smooth for a
-# stable run, spiky where training swings. $m = 0$, $0.5$ and $0.9$ swing more from epoch to epoch than $m = 0.99$ and $m = 1$
-# (the standard deviation of the summed norm's change between epochs: {glue:md}`swing_most_sd` at
-# $m =$ {glue:md}`swing_most`, {glue:md}`swing_least_sd` at $m =$ {glue:md}`swing_least`), the spiky landscape the
-# paper reads as unstable training.
+# **The landscape** (the last figure above): the tool's second picture (the paper's supplement, section C) is the L2
+# norm of every layer's gradient, averaged over each epoch, drawn here summed over the layers; the paper reads its
+# texture, smooth for a stable run, spiky where training swings. $m = 0$, $0.5$ and $0.9$ swing more from epoch to
+# epoch than $m = 0.99$ and $m = 1$ (the standard deviation of the summed norm's change between epochs:
+# {glue:md}`swing_most_sd` at $m =$ {glue:md}`swing_most`, {glue:md}`swing_least_sd` at $m =$ {glue:md}`swing_least`).
 #
 # ## Summary
 #

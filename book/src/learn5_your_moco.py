@@ -120,11 +120,9 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 #
 # ## What the runs say
 #
-# This book trains MoCo with FT and without on a laptop CPU. A difference is in **points** of {term}`readout`
-# (top-1 %), {term}`paired`: each seed (the same initial weights and data order) trained once with each setting, the
-# difference taken seed by seed and written as its mean ± the half-width of its 95 % interval over the seeds. An
-# interval that holds zero is no evidence either way. The figure gives each difference, with the paper's where it
-# reports one.
+# A difference is in **points** of {term}`readout` (top-1 %), {term}`paired` by seed (each seed trained once with
+# and once without), written as its mean ± the half-width of its 95 % interval over the seeds; an interval that holds
+# zero is no evidence either way. The figure gives each, with the paper's where it reports one.
 
 # %%
 from ftcl_core.pages import learn as learn_figures
