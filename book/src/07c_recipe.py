@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ftcl_core.pages import markup, result_figures, tables
-from ftcl_core.pages.glue import glue_checked, glue_facts
+from ftcl_core.pages.glue import glue_comparison, glue_facts
 from ftcl_core.study import (
     calibration,
     checks,
@@ -45,9 +45,6 @@ stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")
 stored_runs = {key: stored.records[path] for key, path in paths.items()}
 
 
-def comparison(prefix, row, *claims):  # a paired comparison glued, and the claims its words make checked
-    glue_checked(prefix, diagnosis_readings.comparison_facts(row), diagnosis_readings.CHECKS, *claims)
-
 # %% tags=["remove-cell"]
 findings.expect(stored, "first-step-costs")
 
@@ -70,7 +67,7 @@ display(tables.comparison_table(rows, "Linear top-1 (%), mean over seeds; Δ pai
                                  "verdict is on the paper's claim that FT helps"))
 
 # %% tags=["remove-cell"]
-comparison("cal_", stored.first_step["recipe"], "costs")
+glue_comparison("cal_", stored.first_step["recipe"], "costs")
 baselines = diagnosis_readings.baseline_facts(table_verdicts.baseline_aims(list(stored.summary)))
 glue_facts("base_", baselines)
 checks.expect(diagnosis_readings.CHECKS, baselines, "v1 meets the bar", "v2 misses the spread only", "v2 reads out below v1")
@@ -107,7 +104,7 @@ checks.expect(calibration.CHECKS, init, "both trials are stored", "the calibrati
 display(tables.comparison_table([ev.first_step["init"]], "Linear top-1 (%), mean over seeds; Δ paired by seed"))
 
 # %% tags=["remove-cell"]
-comparison("kaiming_", stored.first_step["init"], "costs")
+glue_comparison("kaiming_", stored.first_step["init"], "costs")
 
 # %% [markdown]
 # Kaiming fan-out initialisation, the released code's, does not spare the encoder either.
@@ -122,26 +119,14 @@ comparison("kaiming_", stored.first_step["init"], "costs")
 # run with them.
 
 # %%
-def oracle_rows_of(e, runs):
-    """The oracle's comparisons on the evidence ``e`` (its runs ``runs``): FT against its baseline without
-    same-class negatives, then each arm without against with them, paired by seed."""
-    plain, oracle = runs["recipe"], runs["oracle"]
-    both = (diagnosis.relabel(plain, {"+both": "FT"}) + diagnosis.relabel(oracle, {"+both": "FT, no same-class"})
-            + diagnosis.relabel(plain, {"baseline": "base"}) + diagnosis.relabel(oracle, {"baseline": "base, no same-class"}))
-    return [e.first_step["oracle"],
-            diagnosis.paired_comparison("FT: without against with same-class negatives", both, "FT", "FT, no same-class"),
-            diagnosis.paired_comparison("baseline: without against with same-class negatives", both, "base",
-                                "base, no same-class")]
-
-
-oracle_rows = oracle_rows_of(ev, runs_of)
+oracle_rows = diagnosis_readings.oracle_rows(ev, runs_of)
 display(tables.comparison_table(oracle_rows, "Linear top-1 (%), mean over seeds; Δ paired by seed (rows 2-3: right minus "
                                         "left, 'matches the paper' or 'larger' when removing them helps)", ("left", "right", "Δ (right - left)")))
 
 # %% tags=["remove-cell"]
-stored_oracle = oracle_rows if stored is ev else oracle_rows_of(stored, stored_runs)
-comparison("oracle_", stored_oracle[0], "costs")
-comparison("oracle_ft_", stored_oracle[1], "cannot be told from zero")
+stored_oracle = oracle_rows if stored is ev else diagnosis_readings.oracle_rows(stored, stored_runs)
+glue_comparison("oracle_", stored_oracle[0], "costs")
+glue_comparison("oracle_ft_", stored_oracle[1], "cannot be told from zero")
 
 # %% [markdown]
 # FT still loses without a single same-class negative: false negatives are not what makes FT cost readout here.
@@ -153,22 +138,15 @@ comparison("oracle_ft_", stored_oracle[1], "cannot be told from zero")
 # baseline at 30 and at 10 classes, paired by seed.
 
 # %%
-def class_rows_of(e, runs):
-    """FT against its baseline at 30 classes, and FT's gain at 30 against 10 classes, paired by seed."""
-    return [e.first_step["classes"], diagnosis.paired_comparison(
-        "FT's gain over its baseline: 30 against 10 classes", diagnosis.gap_records(runs["recipe"], "baseline", "+both", "10 classes")
-        + diagnosis.gap_records(runs["classes"], "baseline", "+both", "30 classes"), "10 classes", "30 classes")]
-
-
-class_rows = class_rows_of(ev, runs_of)
+class_rows = diagnosis_readings.class_rows(ev, runs_of)
 display(tables.comparison_table(class_rows[:1], "Linear top-1 (%) on 30 classes, mean over seeds; Δ paired by seed"))
 display(tables.comparison_table(class_rows[1:], "FT's gain over its baseline (points) at 10 and 30 classes; Δ paired by seed",
                            ("10 classes", "30 classes", "Δ (30 - 10)")))
 
 # %% tags=["remove-cell"]
-stored_classes = class_rows if stored is ev else class_rows_of(stored, stored_runs)
-comparison("classes_", stored_classes[0], "costs")
-comparison("classes_gain_", stored_classes[1], "cannot be told from zero")
+stored_classes = class_rows if stored is ev else diagnosis_readings.class_rows(stored, stored_runs)
+glue_comparison("classes_", stored_classes[0], "costs")
+glue_comparison("classes_gain_", stored_classes[1], "cannot be told from zero")
 
 # %% [markdown]
 # With a third as many same-class negatives (30 classes), FT still loses, and its gain at 30 classes cannot be told
@@ -190,7 +168,7 @@ if shares is not None:
 display(tables.comparison_table([ev.first_step["shards"]], "Linear top-1 (%), mean over seeds; Δ paired by seed"))
 
 # %% tags=["remove-cell"]
-comparison("shards_", stored.first_step["shards"], "costs")
+glue_comparison("shards_", stored.first_step["shards"], "costs")
 
 # %% [markdown]
 # One λ per shard of 32 queries, as the released run draws it, loses as well: sharing one λ across the batch is not

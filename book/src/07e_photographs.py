@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ftcl_core.pages import result_figures, tables
-from ftcl_core.pages.glue import glue_checked
+from ftcl_core.pages.glue import glue_comparison
 from ftcl_core.study import diagnosis, diagnosis_readings, evidence, findings
 
 ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
@@ -26,25 +26,13 @@ paths = diagnosis.FIRST_STEP_EXPERIMENTS
 runs_of = {key: ev.records[path] for key, path in paths.items()}
 
 
-def real_rows_of(e, runs):
-    """Fashion-MNIST's pairs at 10 and 30 epochs, the kNN readout at 30, and FT's gain at 30 against 10 epochs."""
-    rows = [e.first_step["real"], e.first_step["real, longer"], e.first_step_knn["real, longer"]]
-    rows[2] = {**rows[2], "comparison": f"{rows[2]['comparison']}, kNN readout"}
-    return rows, diagnosis.paired_comparison("FT's gain over its baseline: 30 against 10 epochs",
-                                     diagnosis.gap_records(runs["real"], "baseline", "+both", "short")
-                                     + diagnosis.gap_records(runs["real, longer"], "baseline", "+both", "long"), "short", "long")
-
-
-real_rows, gain = real_rows_of(ev, runs_of)
+real_rows, gain = diagnosis_readings.real_rows(ev, runs_of)
 result_figures.comparison_forest(real_rows, "Fashion-MNIST, MoCo v1: FT from the first step minus its baseline (top-1)")
 plt.show()
 # the words rest on the stored cpu runs, whatever profile this page ran with
 stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")
 stored_runs = {key: stored.records[path] for key, path in paths.items()}
 
-
-def comparison(prefix, row, *claims):  # a paired comparison glued, and the claims its words make checked
-    glue_checked(prefix, diagnosis_readings.comparison_facts(row), diagnosis_readings.CHECKS, *claims)
 
 # %% tags=["remove-cell"]
 findings.expect(stored, "photos-no-gain", "photos-little-room", "photos-knn-costs")
@@ -63,11 +51,11 @@ display(tables.comparison_table([gain], "FT's gain over its baseline (points) at
                            ("10 epochs", "30 epochs", "Δ (30 - 10 epochs)")))
 
 # %% tags=["remove-cell"]
-stored_real, stored_gain = (real_rows, gain) if stored is ev else real_rows_of(stored, stored_runs)
-comparison("real_", stored_real[0], "cannot be told from zero")
-comparison("real_longer_", stored_real[1], "cannot be told from zero")
-comparison("real_knn_", stored_real[2], "costs")
-comparison("real_gain_", stored_gain, "cannot be told from zero")
+stored_real, stored_gain = (real_rows, gain) if stored is ev else diagnosis_readings.real_rows(stored, stored_runs)
+glue_comparison("real_", stored_real[0], "cannot be told from zero")
+glue_comparison("real_longer_", stored_real[1], "cannot be told from zero")
+glue_comparison("real_knn_", stored_real[2], "costs")
+glue_comparison("real_gain_", stored_gain, "cannot be told from zero")
 
 # %% [markdown]
 # Neither length of the {term}`linear readout` can be told from zero, and neither can FT's gain at 30 against 10

@@ -33,3 +33,11 @@ def glue_checked(prefix: str, facts: Mapping, checks: Mapping, *claims: str) -> 
     a check of ``checks`` (:func:`ftcl_core.study.checks.expect` raises when the stored data disagree)."""
     glue_facts(prefix, facts)
     expect(checks, facts, *claims)
+
+
+def glue_comparison(prefix: str, row: Mapping, *claims: str) -> None:
+    """A paired comparison's row glued (:func:`ftcl_core.study.diagnosis_readings.comparison_facts`) and the claims the
+    page's words make of it checked (names of :data:`ftcl_core.study.diagnosis_readings.CHECKS`): chapter 7's pages."""
+    from ftcl_core.study import diagnosis_readings
+
+    glue_checked(prefix, diagnosis_readings.comparison_facts(row), diagnosis_readings.CHECKS, *claims)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from ftcl_core.study.diagnosis import (
     RESOLUTION,
     _decided,
     chapter_records,
+    gap_records,
     harder_by,
     harder_negatives,
     negative_rows,
@@ -398,3 +400,37 @@ CHECKS = {
     "the gradient norm swings more at every small momentum than at every large one": _small_swing_more,
     "the smallest momentum swings least of the small ones": _smallest_calmest,
 }
+
+
+# ---- the rows of chapter 7's tables that compare two arms of different experiments (07c, 07e) ----
+
+
+def oracle_rows(e, runs: Mapping[str, list[dict]]) -> list[dict]:  # noqa: ANN001  (an evidence.Evidence)
+    """The false-negative oracle's rows (07c): FT against its baseline without same-class negatives (the evidence
+    ``e``'s first-step row), then each arm without against with them, paired by seed, from ``runs`` (records by the
+    keys of :data:`ftcl_core.study.diagnosis.FIRST_STEP_EXPERIMENTS`)."""
+    plain, oracle = runs["recipe"], runs["oracle"]
+    both = (relabel(plain, {"+both": "FT"}) + relabel(oracle, {"+both": "FT, no same-class"})
+            + relabel(plain, {"baseline": "base"}) + relabel(oracle, {"baseline": "base, no same-class"}))
+    return [e.first_step["oracle"],
+            paired_comparison("FT: without against with same-class negatives", both, "FT", "FT, no same-class"),
+            paired_comparison("baseline: without against with same-class negatives", both, "base",
+                              "base, no same-class")]
+
+
+def class_rows(e, runs: Mapping[str, list[dict]]) -> list[dict]:  # noqa: ANN001  (an evidence.Evidence)
+    """FT against its baseline at 30 classes, and FT's gain at 30 against 10 classes, paired by seed (07c)."""
+    gains = (gap_records(runs["recipe"], "baseline", "+both", "10 classes")
+             + gap_records(runs["classes"], "baseline", "+both", "30 classes"))
+    return [e.first_step["classes"],
+            paired_comparison("FT's gain over its baseline: 30 against 10 classes", gains, "10 classes", "30 classes")]
+
+
+def real_rows(e, runs: Mapping[str, list[dict]]) -> tuple[list[dict], dict]:  # noqa: ANN001  (an evidence.Evidence)
+    """Fashion-MNIST's pairs at 10 and 30 epochs and the kNN readout at 30, then FT's gain at 30 against 10 epochs
+    (07e)."""
+    rows = [e.first_step["real"], e.first_step["real, longer"], e.first_step_knn["real, longer"]]
+    rows[2] = {**rows[2], "comparison": f"{rows[2]['comparison']}, kNN readout"}
+    gains = (gap_records(runs["real"], "baseline", "+both", "short")
+             + gap_records(runs["real, longer"], "baseline", "+both", "long"))
+    return rows, paired_comparison("FT's gain over its baseline: 30 against 10 epochs", gains, "short", "long")
