@@ -474,7 +474,8 @@ def test_every_page_keeps_to_its_parts_budget(browser, server):
             page.goto(f"{server}/book/{chapter}.html", wait_until="load")
             page.wait_for_timeout(300)
             height = page.evaluate("document.documentElement.scrollHeight")
-            tables = page.evaluate("document.querySelectorAll('main table').length")
+            # the tables a reader meets with every fold closed (a closed <details> hides its tables)
+            tables = page.evaluate("[...document.querySelectorAll('main table')].filter(t => t.checkVisibility()).length")
             page.close()
             if height > max_px or tables > max_tables:
                 over.append(f"{chapter}: {height} px (at most {max_px}), {tables} tables (at most {max_tables})")
