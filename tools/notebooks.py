@@ -93,21 +93,23 @@ def fold_prompt(cell: nbformat.NotebookNode, exercises: bool, setup: bool) -> st
     lines = [ln for ln in cell.source.splitlines() if ln.strip()]
     first = lines[0] if lines else ""
     if "parameters" in tags:
-        return "the settings (the profile: smoke, cpu or gpu)"
+        return "how long this page trains (its profile)"
     if exercises and "hide-cell" in tags:
-        numbered = re.match(r"#\s*Solutions?\s+(\d[\d, –-]*\d|\d)", first)
-        return f"the solution {numbered.group(1)}" if numbered else "the solutions"
+        numbers = re.findall(r"^#\s*Solution\s+(\d+)", cell.source, re.M)
+        if len(numbers) > 1:
+            return f"solutions {numbers[0]}–{numbers[-1]}"
+        return f"solution {numbers[0]}" if numbers else "the solutions"
     if setup and first.startswith(("import ", "from ")):
         return "the imports and set-up"
     if first.startswith("#"):
-        words = first.lstrip("# ").rstrip(".:")
-        return f"the code: {words[:70]}{'...' if len(words) > 70 else ''}"
+        words = first.lstrip("# ").rstrip(".:").split(":")[0]
+        return words if len(words) <= 60 else words[:60].rsplit(" ", 1)[0] + " ..."
     return None
 
 
 def label_folds(cells: list[nbformat.NotebookNode]) -> None:
     """Name each fold by what it holds (:func:`fold_prompt`), in myst-nb's per-cell setting."""
-    exercises, setup_seen = False, False
+    exercises, setup_seen, last_solution = False, False, None
     for cell in cells:
         if cell.cell_type == "markdown" or PORTABLE in cell.metadata:
             myst = cell.metadata.get(PORTABLE, {}).get("myst", cell.source)
@@ -116,7 +118,13 @@ def label_folds(cells: list[nbformat.NotebookNode]) -> None:
         tags = set(cell.metadata.get("tags", []))
         setup = not setup_seen and not tags & {"parameters", "remove-cell", "remove-input"}
         setup_seen = setup_seen or setup
-        if prompt := fold_prompt(cell, exercises, setup):
+        prompt = fold_prompt(cell, exercises, setup)
+        if prompt == "the solutions" and last_solution:  # a solution's code continued in the next cell
+            prompt = f"the rest of {last_solution}"
+        if prompt and prompt.startswith("solution"):
+            last_solution = prompt.replace("solutions", "solution").split("–")[-1]
+            last_solution = last_solution if last_solution.startswith("solution") else f"solution {last_solution}"
+        if prompt:
             cell.metadata["mystnb"] = {"code_prompt_show": f"Show {prompt}", "code_prompt_hide": f"Hide {prompt}"}
 
 

@@ -134,6 +134,7 @@ def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator):
 # ## Train it for a minute
 
 # %%
+# the training loop, plain PyTorch: MyMoCo on the shapes for 200 steps
 steps = 5 if profile == "smoke" else 200
 torch.manual_seed(cfg.seed)
 # the library's MoCo, for its encoder only
@@ -169,8 +170,8 @@ if profile != "smoke":  # the words below read a full minute of training; a smok
 # Read the first steps with care. The queue starts full of random keys, far from any image's features, so at first
 # every query finds its own key at once and the loss is tiny. Each step replaces a batch of random keys by real ones,
 # and the test turns hard at once: the untrained encoder gives every image similar features, so a single batch of
-# real keys is enough to hide a query's own key. The loss keeps climbing as real keys fill the queue, towards a
-# guess's $\log(K+1)$, and almost no query picks out its key. From there the encoder learns: the loss falls and the
+# real keys is enough to hide a query's own key. The loss climbs as real keys fill the queue, towards (though short
+# of) a blind guess's $\log(K+1)$, and almost no query picks out its key. From there the encoder learns: the loss falls and the
 # share of queries that find their key among 4 096 (the {term}`contrastive top-1`) rises, without a single label.
 #
 # Finding one's own key is the training task, not the goal. Are the features worth anything? The encoder has two

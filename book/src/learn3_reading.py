@@ -111,9 +111,10 @@ checks.expect(curves.CHECKS, init, "a random encoder's positives score above its
 
 # %% [markdown]
 # Every score is close to one (left): Mean(pos) {glue:md}`init_pos`, Mean(neg) {glue:md}`init_neg`. Is that a
-# {term}`collapse`? This book uses the word in one sense: the encoder maps every input to nearly the same feature, so
-# a negative scores about as high as a positive and the features tell inputs apart no better than chance. The
-# random encoder does not: its positives still score above its negatives, and once the one direction that all its
+# {term}`collapse`? This book uses the word in one sense: the features no longer tell inputs apart, every input mapped
+# to nearly the same feature with nothing of the input left in what differs, so a negative scores as high as a
+# positive. The random encoder's features do point one way, but it is not that: its positives still score above its
+# negatives, and once the one direction that all its
 # features share is taken away (its pooled activations come out of ReLUs, so they are all non-negative), the
 # positives still agree ({glue:md}`init_centred_pos`) while the negatives do not ({glue:md}`init_centred_neg`, right).
 # High cosines at the start are the network's, not a collapse. That is why a collapse is read *during* training, on
@@ -141,7 +142,6 @@ end = learn.run_end_facts(stored.load_eval(), stored_cfg.moco.queue_size, stored
 glue_facts("end_", end)
 checks.expect(learn.READING_CHECKS, end, "the run ends well above the same network untrained")
 order = learn.recipe_order_facts()
-glue_facts("order_", order)
 checks.expect(readings.CHECKS, order, "MoCo v2's baseline reads below MoCo v1's")
 checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "the contrastive top-1 spikes and sinks",
               "Var(neg) grows as the top-1 sinks", "the loss peaks as the queue fills",
@@ -162,9 +162,8 @@ checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "th
 # Var(neg) rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch` (it ends at
 # {glue:md}`curve_var_end`). A falling top-1 is not a failing encoder: the run ends with a {term}`linear readout`
 # of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. (On the shapes MoCo
-# v2 reads less than MoCo v1, {glue:md}`order_v2` % against {glue:md}`order_v1` %, the reverse of the paper's order;
-# [the baselines](#calibrated-baselines) compare them.) One reading of the fall, not measured here: with the shapes'
-# classes balanced, a queue of $K$ keys holds about
+# v2 reads less than MoCo v1, the reverse of the paper's order: [the baselines](#calibrated-baselines).) One reading
+# of the fall, not measured here: with the shapes' classes balanced, a queue of $K$ keys holds about
 # {glue:md}`end_same_class` keys of each query's own shape, false negatives; once the encoder groups a shape together
 # they score close to the positive, and the top-1 counts each one that outscores it as a miss.
 #
@@ -174,7 +173,8 @@ checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "th
 # encoder copies the query encoder every step) to $1$ (it never moves from its random start) and reports that
 # {term}`readout` rises with $m$ up to $0.99$ and falls after. Here is the same sweep at this book's scale: first each
 # momentum's readout (the mean over its seeds, with its 95 % interval, the range that likely holds the mean) and, in
-# a panel of its own, the paper's; then the three statistics through the run; then each run's gradient landscape.
+# a panel of its own, the paper's; then the three statistics through the run; then each run's gradient landscape
+# (every layer's gradient norm, epoch by epoch).
 
 # %%
 t1 = experiment_file.Experiment.load("experiments/table1_momentum.yaml")

@@ -103,6 +103,7 @@ for epoch in (0, 35, 36, 119):
 # every image) stand in for your training:
 
 # %% tags=["show-input"]
+# records: the harder task's stored runs; headroom, auto_start: their readers (set-up)
 stored = headroom.stored_run(records, "baseline 120", seed=0)  # no FT in it
 start = ft.PlateauStart(window=5, fraction=0.1)
 for epoch_loss in auto_start.epoch_losses(stored):

@@ -152,7 +152,8 @@ def moco_training_facts(history: Mapping[str, Sequence[float]], queue_size: int,
 MOCO_TRAINING_CHECKS: Mapping = {
     "random keys make it easy at first": lambda f: None if f["loss_first_value"] < 1 and f["found_first_value"] > 90
     else f"first step: loss {f['loss_first']}, {f['found_first']} % found",
-    "real keys make it hard": lambda f: None if f["loss_peak_value"] > f["guess_value"] - 2.5 and f["found_low_value"] < 5
+    "real keys make it hard": lambda f: None if f["guess_value"] - 2.5 < f["loss_peak_value"] < f["guess_value"] and (
+        f["found_low_value"] < 5)
     else f"peak loss {f['loss_peak']} against a guess's {f['guess']}; lowest share found {f['found_low']} %",
     "then the encoder learns": lambda f: None if f["loss_last_value"] < f["loss_peak_value"] - 1 and (
         f["found_last_value"] > f["found_low_value"] + 5) else (
