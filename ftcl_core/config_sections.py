@@ -177,6 +177,9 @@ class ModelConfig(Section):
 def _check_tau(key: str, tau: float, hint: str) -> None:
     if tau <= 0:
         raise ConfigError(f"{key}={tau} must be > 0; {hint}.")
+    if tau > 10:  # cosines in [-1, 1] over tau: every logit near 0, nothing to learn
+        raise ConfigError(f"{key}={tau} divides cosines in [-1, 1] into logits all near 0: the loss cannot tell "
+                          f"the positive apart. Use at most 10; {hint}.")
 
 
 def _check_momentum(key: str, m: float, hint: str) -> None:
@@ -441,6 +444,11 @@ class EvalConfig(Section):
         for key in ("knn_t", "linear_lr"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"eval.{key}={getattr(self, key)} must be > 0 (default {getattr(EvalConfig, key)}).")
+        if self.linear_lr > 10 or self.knn_t > 10:  # the probe diverges; the kNN's weights all equal
+            key = "linear_lr" if self.linear_lr > 10 else "knn_t"
+            raise ConfigError(f"eval.{key}={getattr(self, key)} is far beyond what a readout of unit features uses "
+                              f"(the linear probe diverges, the kNN vote loses its weights): use at most 10 (default "
+                              f"{getattr(EvalConfig, key)}).")
         if self.knn_t < 0.02:  # the kNN's weights exp(cosine / t) pass float32's largest number below t = 1 / 88
             raise ConfigError(f"eval.knn_t={self.knn_t} is too small: the kNN weights exp(cosine / t) overflow "
                               "below 0.012. Use 0.02 or more (0.07 and 0.1 are usual).")

@@ -372,6 +372,9 @@ class RunDir:
         for log in (self.metrics, self.grad_norms, self.histograms):
             if log == self.metrics or log.name in recorded or log.exists():  # a recorded log gone is "missing"
                 _load_npz(log)
+            if recorded and log.exists() and log.name not in recorded:  # a log this run never wrote, copied in
+                raise RunFileError(f"{log} is not a file this run wrote (its provenance.json records "
+                                   f"{', '.join(sorted(recorded))}): move it out of {self.path}.")
         if changed := self.changed_files():
             raise RunFileError(f"{', '.join(changed)} in {self.path} differ from the files this run wrote (another "
                                f"run's log copied in, or edited). {_retrain(self.path / changed[0])}")
@@ -382,11 +385,16 @@ class RunDir:
         a damaged file is a :class:`RunFileError`."""
         if not self.provenance.is_file():
             return {}
-        return _load_json(self.provenance, (
-            "Delete it to keep the run without its record of commit, versions and device (readers then take the "
-            f"device from config.yaml), or move the folder {self.path} away and run {_rerun(self.path)} again to "
-            "train the run anew, with a new record."
-        ))
+        recovery = ("Delete it to keep the run without its record of commit, versions and device (readers then take "
+                    f"the device from config.yaml), or move the folder {self.path} away and run {_rerun(self.path)} "
+                    "again to train the run anew, with a new record.")
+        prov = _load_json(self.provenance, recovery)
+        files = prov.get("files", {}) if isinstance(prov, dict) else None
+        if not isinstance(files, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+            raise RunFileError(f"{self.provenance} is damaged (a mapping whose 'files' maps each log to its sha256). "
+                               f"{recovery}")
+        return prov
 
     def file_digests(self) -> dict[str, str]:
         """A sha256 of each log file the run holds (``metrics.npz``, ``grad_norms.npz``, ``histograms.npz``): a

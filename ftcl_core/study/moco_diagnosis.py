@@ -142,6 +142,8 @@ class GatedMoCo(MoCo):
 def without_pos(cfg: FTConfig) -> FTConfig:
     """``cfg`` with positive extrapolation off, its own keys back at their defaults (an FTConfig refuses keys of a
     transformation that is off)."""
+    if not (cfg.neg or cfg.hard):  # +pos was the only transformation: without it, plain MoCo
+        return FTConfig()
     keys = ("pos_mode", "alpha_ex", "renorm_pos", "pos_gate")
     defaults = {f.name: f.default for f in dataclasses.fields(FTConfig) if f.name in keys}
     return dataclasses.replace(cfg, pos=False, **defaults)
