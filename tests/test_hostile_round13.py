@@ -2,7 +2,7 @@
 temperature far beyond any use (the probe diverged, or every logit near 0, reported as a result), a gated +pos run
 that died at its first gated step and left a run of another config behind, a log copied into a complete run that
 never wrote one, an edited eval.json that summary met with a KeyError, a provenance.json whose record of files is
-no mapping.  One test a class."""
+no mapping, a --set value YAML cannot read, a runs root that is a file.  One test a class."""
 
 from __future__ import annotations
 
@@ -78,3 +78,16 @@ def test_summary_names_an_edited_eval_json(capsys, tmp_path, monkeypatch):
     code, err = cli(capsys, "summary", "--profile", "smoke")
     assert_one_line(code, err, EXIT_ERROR, "eval.json")
     assert "KeyError" not in err
+
+
+def test_a_set_value_yaml_cannot_read_is_one_line(capsys):
+    code, err = cli(capsys, "sweep", "experiments/table7_ft_v1.yaml", "--profile", "smoke", "--set", "device=[1")
+    assert_one_line(code, err, EXIT_ERROR, "not YAML")
+
+
+@pytest.mark.parametrize("command", ["summary", "predict", "calibration"])
+def test_a_runs_root_that_is_a_file_is_one_line(capsys, tmp_path, monkeypatch, command):
+    (tmp_path / "afile").write_text("")
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "afile"))
+    code, err = cli(capsys, command, "--profile", "smoke")
+    assert_one_line(code, err, EXIT_ERROR, "FTCL_RUNS_ROOT", "is a file")

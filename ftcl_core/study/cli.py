@@ -94,8 +94,12 @@ def main(argv: list[str] | None = None, banner: str | None = None) -> int:
     with _sigterm_interrupts():
         try:
             return _main(argv, banner)
-        except RunFileError as err:
+        except (RunFileError, ConfigError) as err:  # a command's own checks say theirs earlier; these are the rest
             print(f"error: {err}", file=sys.stderr)
+            return EXIT_ERROR
+        except yaml.YAMLError as err:  # a value typed on the command line that YAML cannot read
+            print(f"error: a value is not YAML ({getattr(err, 'problem', None) or 'unreadable'}): write a list as "
+                  "[1, 2], a text with brackets or colons in quotes.", file=sys.stderr)
             return EXIT_ERROR
         except TrainingDiverged as err:
             print(f"error: {err}", file=sys.stderr)
