@@ -51,6 +51,9 @@ def logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, cfg: FTConfig,
     On the CPU, ``q`` and ``k`` must be rows of unit norm (``F.normalize(x, dim=1)``, as MoCo passes them); on a
     GPU this is not checked, since a check would read the device every step.  Non-finite rows pass: a diverged
     step's loss is NaN, the signal a training loop watches for."""
+    if meta := [n for n, t in (("q", q), ("k", k), ("queue", queue)) if isinstance(t, torch.Tensor) and t.is_meta]:
+        raise ValueError(f"{', '.join(meta)} on the meta device hold shapes but no numbers: FT and its scores need "
+                         "data; build the model on a real device (cpu, cuda) or load its weights first.")
     pos, neg, _ = moco_ft_logits(q, k, queue, cfg, gen, active, queue_layout=queue_layout)  # checks shapes, types
     _check_unit_rows(q, k)
     return logits_from_scores(pos, neg, tau)

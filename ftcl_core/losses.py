@@ -82,9 +82,6 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
         kinds = ", ".join(type(t).__name__ for t in (q, k, queue))
         raise TypeError(f"q, k and queue must be torch tensors, got {kinds}: pass torch.as_tensor(x) (features, "
                         "normalised: F.normalize(x, dim=1)).")
-    if meta := [name for name, t in (("q", q), ("k", k), ("queue", queue)) if t.is_meta]:
-        raise ValueError(f"{', '.join(meta)} on the meta device hold shapes but no numbers: FT and its scores need "
-                         "data; build the model on a real device (cpu, cuda) or load its weights first.")
     if q.dim() == 2 and q.shape[1] == 0:
         raise ValueError(f"q is {tuple(q.shape)}: features with no dimension (C = 0) score 0 against everything; pass "
                          "the encoder's N x C output, C >= 1.")

@@ -30,11 +30,13 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")
 # %%
 import matplotlib.pyplot as plt
 import torch
+import torch.nn.functional as F
 
+from ftcl_core.losses import info_nce
 from ftcl_core.pages import explorers
 from ftcl_core.pages import learn as learn_figures
 from ftcl_core.study import checks, learn
-from ftcl_core.study.toy import toy_points, train_toy
+from ftcl_core.study.toy import in_batch_logits, toy_points, train_toy
 
 # a smoke run only checks that the page executes
 steps = 60 if profile == "smoke" else 300
@@ -52,12 +54,8 @@ steps = 60 if profile == "smoke" else 300
 # Written out it is a classification with the positive in column 0. Here it is from scratch, next to the library's:
 
 # %% tags=["show-input", "teaching"]
-import torch.nn.functional as F
-
-from ftcl_core.losses import info_nce  # the library's InfoNCE, to compare with
-from ftcl_core.study.toy import in_batch_logits  # q, k -> the N x N logits
-
-
+# F is torch.nn.functional; info_nce and in_batch_logits: the library's loss and logits,
+# to compare with (imported in the set-up above)
 def my_info_nce(q: torch.Tensor, k: torch.Tensor, tau: float) -> torch.Tensor:
     """InfoNCE, the batch's other points as negatives. q, k: N x C unit features."""
     scores = q @ k.T                                    # N x N: each query, each key

@@ -223,16 +223,14 @@ plt.show()
 #
 # 1. Switch on negative interpolation alone. Which column of the logits changes, and which stays as in plain MoCo?
 # 2. Replay the plateau rule on the same stored losses with a window $w$ of 2, 5 and 10 epochs
-#    (`ft.PlateauStart.replay`). Where does each switch FT on, and which would you trust, knowing that FT from the
-#    first steps costs readout?
+#    (`ft.PlateauStart.replay`). Where does each switch FT on, and which would you trust?
 # 3. Predict, then check: in the tenth of the run after FT switches on, is raw Mean(neg) higher with FT from the first
 #    step or without FT? Check it seed by seed on the stored 120-epoch runs of the harder task. What does the answer
 #    suggest about why FT from the first step costs?
 # 4. Put the four lines into the MoCo step you built two chapters ago and train it for a minute on the shapes, three
 #    ways from one start: plain, with both transformations, and with negative interpolation alone. Score each
-#    encoder with the {term}`kNN readout`. What can one seed and one minute tell you, and what not?
-#
-# The solutions are folded below; each cell runs as written.
+#    encoder with the {term}`kNN readout`. What can one seed and one minute tell you, and what not? (The solutions,
+#    folded below, run as written.)
 
 # %% tags=["hide-cell"]
 # Solution 1: the positive column 0 is the plain one, since only the queue is mixed;
