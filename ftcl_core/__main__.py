@@ -75,12 +75,12 @@ def _plainly_this_run(out: Path, cfg) -> bool:  # noqa: ANN001  (a RunConfig; it
         check_schedule(cfg)
     except ConfigError:
         return False
-    if out.is_dir() and any((out / f).exists() for f in ("checkpoint.pt", "eval.json", "metrics.npz")):
+    if (out / "eval.json").exists():
+        return False  # a complete run: its files are checked whole first (quick, nothing trains)
+    if out.is_dir() and any((out / f).exists() for f in ("checkpoint.pt", "metrics.npz")):
         try:
             if config_mismatch(load_config(out / "config.yaml"), cfg):
                 return False
-            if (out / "eval.json").is_file():
-                return False  # a complete run: its files are checked whole first (quick, nothing trains)
         except Exception:  # noqa: BLE001  (missing, damaged or another's: the command line's checks say which)
             return False
     return True
@@ -123,17 +123,14 @@ def report(argv: list[str]) -> int:
         return 2
     from ftcl_core.pages import report as report_page
 
-    def terminate(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second signal while the kernel shuts down is not news
+    def stop(signum: int, frame: object) -> None:
+        if signum == signal.SIGTERM:  # once: a second signal while the kernel shuts down is not news
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         logging.disable(logging.CRITICAL)  # nbclient logs "Kernel died" as the kernel goes down: one line is said
-        raise KeyboardInterrupt(signal.SIGTERM)
+        raise KeyboardInterrupt(signal.Signals(signum))
 
-    def interrupt(signum: int, frame: object) -> None:
-        logging.disable(logging.CRITICAL)
-        raise KeyboardInterrupt(signal.SIGINT)
-
-    previous = signal.signal(signal.SIGTERM, terminate)  # SIGTERM stops a report as Ctrl-C does: one line
-    previous_int = signal.signal(signal.SIGINT, interrupt)
+    previous = signal.signal(signal.SIGTERM, stop)  # SIGTERM stops a report as Ctrl-C does: one line
+    previous_int = signal.signal(signal.SIGINT, stop)
     try:
         report_page.report(args.chapter, args.out, report_page.parse_parameters(args.parameter))
     except report_page.ReportError as err:

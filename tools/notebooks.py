@@ -121,9 +121,8 @@ def label_folds(cells: list[nbformat.NotebookNode]) -> None:
         prompt = fold_prompt(cell, exercises, setup)
         if prompt == "the solutions" and last_solution:  # a solution's code continued in the next cell
             prompt = f"the rest of {last_solution}"
-        if prompt and prompt.startswith("solution"):
-            last_solution = prompt.replace("solutions", "solution").split("–")[-1]
-            last_solution = last_solution if last_solution.startswith("solution") else f"solution {last_solution}"
+        if prompt and prompt.startswith("solution"):  # "solution 4", "solutions 1–3": the last one named
+            last_solution = f"solution {re.findall(r'[0-9]+', prompt)[-1]}"
         if prompt:
             cell.metadata["mystnb"] = {"code_prompt_show": f"Show {prompt}", "code_prompt_hide": f"Hide {prompt}"}
 
