@@ -35,14 +35,15 @@ def _announce(argv: list[str]) -> str | None:
     from ftcl_core.config import load_config
 
     at = argv.index("--out")
-    overrides = [a for a in argv[2:at] if not a.startswith("-")]
+    overrides = [a for i, a in enumerate(argv[2:], 2) if not a.startswith("-") and i != at + 1]  # before or after --out
     try:
         cfg = load_config(argv[1], overrides)
     except Exception:  # noqa: BLE001  (the command line reports it, in its one line)
         return None
     try:
         banner = train_banner(argv[1], overrides, argv[at + 1], cfg.train.checkpoint_every)
-        plain = _plainly_this_run(Path(os.path.expanduser(argv[at + 1])), cfg)
+        keys = [o.split("=", 1)[0].strip() for o in overrides]
+        plain = len(set(keys)) == len(keys) and _plainly_this_run(Path(os.path.expanduser(argv[at + 1])), cfg)
     except OSError:  # an --out the system cannot look at (a name too long, say): the command line says why
         return None
     if not plain:
@@ -53,7 +54,8 @@ def _announce(argv: list[str]) -> str | None:
 
 def _plainly_this_run(out: Path, cfg) -> bool:  # noqa: ANN001  (a RunConfig; its module loads lazily)
     """Whether ``out`` is a plain folder (or none yet, under folders) whose run files, if any, are an unfinished run
-    of ``cfg``'s config by its ``config.yaml``: the cases the banner's words are sure of.
+    of ``cfg``'s config by its ``config.yaml``, and the config's images are of a size the machine surely holds: the
+    cases the banner's words are sure of.
     Everything else waits for the command line's checks (torch-free here: the config module alone)."""
     from ftcl_core.config import ConfigError, check_schedule, config_mismatch, load_config
 
@@ -61,6 +63,9 @@ def _plainly_this_run(out: Path, cfg) -> bool:  # noqa: ANN001  (a RunConfig; it
         return False
     if not os.access(next(p for p in (out, *out.parents) if p.exists()), os.W_OK | os.X_OK):
         return False  # a folder that cannot be written
+    d = cfg.data
+    if d.image_size > 256 or d.n_train > 1_000_000:  # perhaps beyond the machine's memory (study.preflight weighs it)
+        return False
     if cfg.device not in ("cpu", "auto") or any(v and not Path(os.path.expanduser(v)).exists()
                                                  for v in (cfg.data.root, cfg.data.test_root)):
         return False  # a device torch must look at, or data the command line will not find
@@ -102,8 +107,13 @@ def train_banner(config: str, overrides: list[str], out: str | os.PathLike, ever
             f"Interrupted (Ctrl-C), the same command resumes from the last checkpoint: {again}")
 
 
-STARTUP_INTERRUPTED = ("interrupted (SIGINT) while the command started, before it wrote anything; run the same "
+STARTUP_INTERRUPTED = ("interrupted ({signal}) while the command started, before it wrote anything; run the same "
                        "command again.")
+
+
+def _startup_signal(signum: int, frame: object) -> None:
+    """SIGTERM while the command starts (torch loading): raised as Ctrl-C is, naming the signal."""
+    raise KeyboardInterrupt(signal.Signals(signum))
 
 
 def report(argv: list[str]) -> int:
@@ -155,15 +165,19 @@ def report(argv: list[str]) -> int:
 def run(argv: list[str]) -> int:
     """The program: ``train``'s first line, then the command line (:func:`ftcl_core.study.cli.main`, which turns
     every interrupt inside it into its one line); ``report`` (:func:`report`).  Ctrl-C before that, while the
-    imports load torch (seconds), is one line too, and status 130."""
+    imports load torch (seconds), is one line too, and status 130 (SIGTERM: 143)."""
     if argv[:1] == ["report"]:
         return report(argv[1:])
+    previous = signal.signal(signal.SIGTERM, _startup_signal)  # the command line installs its own once loaded
     try:
         banner = _announce(argv)
         from ftcl_core.study.cli import main as cli_main
-    except KeyboardInterrupt:
-        print(STARTUP_INTERRUPTED, file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        sig = signal.SIGTERM if err.args == (signal.SIGTERM,) else signal.SIGINT
+        print(STARTUP_INTERRUPTED.format(signal=sig.name), file=sys.stderr)
+        return 128 + sig
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return cli_main(argv, banner=banner or None)
 
 
@@ -171,11 +185,12 @@ if __name__ == "__main__":
     try:
         status = run(sys.argv[1:])
     except KeyboardInterrupt:  # between the command line's handlers: still one line
-        print(STARTUP_INTERRUPTED.replace("while the command started, before it wrote anything", "outside a run's "
-                                          "training steps; nothing was lost"), file=sys.stderr)
+        print(STARTUP_INTERRUPTED.format(signal="SIGINT").replace("while the command started, before it wrote "
+                                                                   "anything", "outside a run's training steps; "
+                                                                   "nothing was lost"), file=sys.stderr)
         status = 130
-    if status == 130:  # interrupted while torch was half imported: its teardown can die of the same interrupt
+    if status in (130, 143):  # interrupted while torch was half imported: its teardown can die of the same interrupt
         sys.stdout.flush()  # (status -2 instead of 130), so leave at once, the one line said
         sys.stderr.flush()
-        os._exit(130)
+        os._exit(status)
     sys.exit(status)

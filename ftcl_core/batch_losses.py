@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from ftcl_core import distributed, transforms
 from ftcl_core.config import FTConfig
-from ftcl_core.losses import moco_ft_logits
+from ftcl_core.losses import is_count, is_real, moco_ft_logits
 
 
 def symmetric_pairs(v1: torch.Tensor, v2: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor
@@ -100,6 +100,15 @@ def _logsumexp_all_ranks(x: torch.Tensor, dim: int | None = None) -> torch.Tenso
     return m + torch.log(distributed.sum_over_ranks(torch.exp(local - m)))
 
 
+def _check_scores(caller: str, **scores: object) -> None:
+    """Each of ``scores`` is a floating-point ``B x C`` tensor with B, C >= 1 (prototype scores), else named."""
+    for name, x in scores.items():
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() != 2 or 0 in x.shape:
+            got = f"a {x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+            raise TypeError(f"{caller}: {name} must be a floating-point B x C tensor (each sample's scores against "
+                            f"the C prototypes, B, C >= 1), got {got}: pass z @ prototypes.T of normalised z.")
+
+
 @torch.no_grad()
 def sinkhorn(scores: torch.Tensor, epsilon: float = 0.05, iters: int = 3) -> torch.Tensor:
     """SwAV's codes ``(B, C)``: Sinkhorn-Knopp on ``exp(scores / epsilon)`` so that the (all-rank) batch
@@ -108,9 +117,10 @@ def sinkhorn(scores: torch.Tensor, epsilon: float = 0.05, iters: int = 3) -> tor
 
     SwAV's iterations, run in the log domain: the same numbers, but no overflow or underflow when FT's
     extrapolated features score far outside [-1, 1]."""
-    if not epsilon > 0 or isinstance(iters, bool) or not isinstance(iters, int) or iters < 1:
-        raise ValueError(f"sinkhorn(epsilon={epsilon}, iters={iters!r}): epsilon is an entropy weight > 0 and iters a "
-                         "count >= 1 (SwAV: epsilon=0.05, iters=3).")
+    _check_scores("sinkhorn", scores=scores)
+    if not (is_real(epsilon) and 0 < epsilon < math.inf) or not is_count(iters) or iters < 1:
+        raise ValueError(f"sinkhorn(epsilon={epsilon!r}, iters={iters!r}): epsilon is an entropy weight > 0 and iters "
+                         "a count >= 1 (SwAV: epsilon=0.05, iters=3).")
     log_q = scores.float().T / epsilon  # (C, B)
     n_proto, batch = log_q.shape[0], log_q.shape[1] * distributed.world_size()
     log_q = log_q - _logsumexp_all_ranks(log_q)
@@ -124,8 +134,12 @@ def swav_loss(scores1: torch.Tensor, scores2: torch.Tensor, tau: float, epsilon:
               iters: int = 3) -> torch.Tensor:
     """SwAV's swapped prediction: each view predicts the other view's codes from its prototype scores
     (Caron et al. 2020, eq. 1; Table 7's SwAV row)."""
-    if not tau > 0:
-        raise ValueError(f"swav_loss(tau={tau}): the temperature must be > 0 (SwAV uses 0.1).")
+    _check_scores("swav_loss", scores1=scores1, scores2=scores2)
+    if scores1.shape != scores2.shape:
+        raise ValueError(f"swav_loss: scores1 {tuple(scores1.shape)} and scores2 {tuple(scores2.shape)} must be the "
+                         "same B x C (each view's scores against the same prototypes).")
+    if not (is_real(tau) and 0 < tau < math.inf):
+        raise ValueError(f"swav_loss(tau={tau!r}): the temperature must be a number > 0 (SwAV uses 0.1).")
     q1, q2 = sinkhorn(scores1.detach(), epsilon, iters), sinkhorn(scores2.detach(), epsilon, iters)
     return -0.5 * ((q2 * F.log_softmax(scores1 / tau, dim=1)).sum(1).mean()
                    + (q1 * F.log_softmax(scores2 / tau, dim=1)).sum(1).mean())

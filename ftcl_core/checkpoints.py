@@ -245,7 +245,7 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
                                      f"{edited}: "
                                      "config.yaml was changed after the run began. Delete config.yaml (the checkpoint "
                                      "restores it) and run the command with the checkpoint's values.")
-    if stored and run.checkpoint.is_file() and (moved := _execution_moved(stored, cfg)):
+    if stored and run.checkpoint.is_file() and not run.eval.is_file() and (moved := _execution_moved(stored, cfg)):
         raise IncompatibleCheckpoint(f"run folder {run.path} holds a run that executes with {moved[0]} (its "
                                      f"checkpoint.pt); resumed otherwise, its numbers would no longer be the "
                                      f"uninterrupted run's. Resume with {moved[0]}, or use another --out.")
@@ -269,6 +269,10 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
 
 def _execution_moved(stored: dict, cfg: RunConfig) -> list[str]:
     """``key=value`` of each execution key (:data:`ftcl_core.config.EXECUTION_KEYS`, ``train.ft_draws`` aside: a
-    resume keeps its draws and says so) whose value in the checkpoint's config differs from ``cfg``'s."""
+    resume keeps its draws and says so) whose value in the checkpoint's config differs from ``cfg``'s; ``device=auto``
+    read as the device it resolves to on this machine."""
     theirs, ours = _flatten(as_config(stored).to_dict()), _flatten(cfg.to_dict())
+    here = "cuda" if torch.cuda.is_available() else "cpu"
+    for values in (theirs, ours):  # device=auto is the device it resolves to here (execution.resolve_device)
+        values["device"] = here if values["device"] == "auto" else values["device"]
     return [f"{k}={theirs[k]}" for k in EXECUTION_KEYS if k != "train.ft_draws" and theirs[k] != ours[k]]

@@ -186,6 +186,18 @@ class RunConfig(Section):
         if bs % self.model.bn_splits:
             raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={self.model.bn_splits}; "
                               "each step's batch is split into bn_splits groups.")
+        if bs // self.model.bn_splits < 2:  # batch-norm over one image normalises it against itself
+            raise ConfigError(f"model.bn_splits={self.model.bn_splits} splits train.batch_size={bs} into groups of "
+                              f"{bs // self.model.bn_splits} image: batch-norm over one image normalises it against "
+                              f"itself. Use model.bn_splits <= {max(1, bs // 2)} (4 is usual; 1 is plain BN).")
+        freeze = self.swav.freeze_prototypes_epochs
+        if method == "swav" and (freeze > self.train.epochs or (freeze == self.train.epochs > 1)):
+            raise ConfigError(f"swav.freeze_prototypes_epochs={freeze} holds the prototypes fixed for the whole run "
+                              f"(train.epochs={self.train.epochs}), so they never learn. Use fewer epochs than the run "
+                              "(SwAV uses 1).")
+        if self.data.eval_split == "test" and self.data.n_test < 10:
+            raise ConfigError(f"data.n_test={self.data.n_test}: a readout over fewer than 10 held-out images reads 0 or "
+                              "100 % by chance; give data.n_test >= 10 (default 2000).")
 
     # ---- the method's own settings, named for what they are to the loop ----
 
@@ -353,6 +365,11 @@ def parse_overrides(items: list[str]) -> dict:
                               f"an alias or a tag: write the plain value, e.g. {key.strip()}=1.")
         try:
             value = yaml.safe_load(raw)
+        except ValueError as err:  # YAML's int() refuses over 4 300 digits; its dates refuse a 13th month
+            what = "a number of thousands of digits" if "digits" in str(err) else f"a value YAML cannot read ({err})"
+            shown = raw.strip() if len(raw.strip()) <= 40 else f"<{len(raw.strip())} characters>"
+            raise ConfigError(f"override {key.strip()}={shown} writes {what}: write a number "
+                              f"of at most {MAX_DIGITS} digits, true/false, a word or a [list].") from None
         except (yaml.YAMLError, RecursionError) as err:
             raise ConfigError(f"override {item!r}: {raw.strip()[:40]!r} is not a YAML value "
                               f"({' '.join(str(err).split())[:100]}); write a number, true/false, a word or a [list].") from None
@@ -372,6 +389,7 @@ def parse_overrides(items: list[str]) -> dict:
     return out
 
 
+MAX_DIGITS = 100  # the longest number a config may write (the largest key, seed, has 10 digits)
 DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9_]*)")  # an integer as a user means it (YAML 1.1 also reads 010, 0x8, 1:00)
 
 
@@ -406,6 +424,9 @@ class _UniqueKeys(yaml.SafeLoader):
         return value
 
     def construct_yaml_int(self, node):  # noqa: ANN001, ANN201  (PyYAML's signature)
+        if len(node.value) > MAX_DIGITS:  # Python refuses to read an int of over 4 300 digits (a ValueError)
+            raise ConfigError(f"writes a number of {len(node.value)} digits (line {node.start_mark.line + 1}); no key "
+                              f"takes one of more than {MAX_DIGITS}: write the number meant")
         value = super().construct_yaml_int(node)
         if not DECIMAL.fullmatch(node.value.strip()):  # 010 is 8 to YAML 1.1, 0x8 is 8, 1:00 is 60
             raise ConfigError(f"writes {node.value!r} (line {node.start_mark.line + 1}), which YAML reads as {value} (an "

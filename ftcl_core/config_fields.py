@@ -79,6 +79,11 @@ def _non_ascii_digits(value: Any) -> bool:
     return True
 
 
+def _is_bool(value: Any) -> bool:
+    """Python's bool or NumPy's (``np.True_``), told without importing NumPy."""
+    return isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"))
+
+
 def _conform(value: Any, tp: Any) -> tuple[bool, Any]:
     """(True, ``value`` in the annotation's type) or (False, None). Lists become tuples (frozen); integers are
     numbers; numeric strings that YAML left unread are numbers; bools are never numbers, numbers never bools."""
@@ -89,13 +94,15 @@ def _conform(value: Any, tp: Any) -> tuple[bool, Any]:
         return isinstance(value, tp), value
     if tp is type(None):
         return value is None, None
-    if tp is bool:
-        return isinstance(value, bool), value
+    if tp is bool:  # NumPy's bools too, stored as Python's
+        return (True, bool(value)) if _is_bool(value) else (False, None)
     if tp in (int, float):
-        if isinstance(value, bool):
+        if _is_bool(value):
             return False, None
         if isinstance(value, str):
             value = _number(value, integer=tp is int)
+        if tp is int and isinstance(value, float) and value.is_integer():  # 1.0e+3 as YAML reads it, like "1e3"
+            value = int(value)
         if tp is int:  # NumPy's integers too, stored as Python's
             return (True, int(value)) if isinstance(value, numbers.Integral) else (False, None)
         return (True, float(value)) if isinstance(value, numbers.Real) else (False, None)

@@ -122,12 +122,19 @@ class AugmentationConfig(Section):
         if self.blur_sigma is not None and not 0 < self.blur_sigma[0] <= self.blur_sigma[1]:
             raise ConfigError(f"augment.blur_sigma={list(self.blur_sigma)} must be [low, high] with 0 < low <= high "
                               "(MoCo v2: [0.1, 2.0]), or null for the recipe's.")
+        if self.blur_sigma is not None and self.blur_sigma[1] > self.out_size:
+            raise ConfigError(f"augment.blur_sigma={list(self.blur_sigma)} blurs wider than the {self.out_size}-px view "
+                              f"(every view one colour): keep the high end <= augment.out_size={self.out_size} "
+                              "(MoCo v2: [0.1, 2.0] at 224 px).")
         lo, hi = self.crop_scale
-        if not 0 < lo <= hi <= 1:
-            raise ConfigError(f"augment.crop_scale={list(self.crop_scale)} must be [low, high] with 0 < low <= high <= 1.")
-        if self.jitter is not None and not (min(self.jitter) >= 0 and self.jitter[3] <= 0.5):
+        if not 0.01 <= lo <= hi <= 1:  # below 1 % of the image a crop of a 32-px image is one or two pixels
+            raise ConfigError(f"augment.crop_scale={list(self.crop_scale)} must be [low, high] with 0.01 <= low <= "
+                              "high <= 1 (the share of the image a crop keeps; MoCo uses [0.2, 1.0]).")
+        if self.jitter is not None and not (min(self.jitter) >= 0 and max(self.jitter[:3]) <= 1
+                                            and self.jitter[3] <= 0.5):
             raise ConfigError(f"augment.jitter={list(self.jitter)} must be [brightness, contrast, saturation, hue], "
-                              "each >= 0 and hue <= 0.5 (MoCo v2: [0.4, 0.4, 0.4, 0.1]), or null for the preset's.")
+                              "each in [0, 1] and hue <= 0.5 (MoCo v2: [0.4, 0.4, 0.4, 0.1]; 1 already draws black "
+                              "or gray images), or null for the preset's.")
         for key in ("jitter_p", "gray_p", "blur_p"):
             p = getattr(self, key)
             if p is not None and not 0 <= p <= 1:

@@ -26,13 +26,23 @@ with) and :class:`DeviceDraws` (FT's draws made on the GPU, no host copy).
 from __future__ import annotations
 
 import math
-import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import torch
 
 from ftcl_core.config import FTConfig
-from ftcl_core.losses import UNIT_NORM_TOL, FTLogits, QueueLayout, check_moco_inputs, info_nce, logits_from_scores, moco_ft_logits
+from ftcl_core.losses import (
+    UNIT_NORM_TOL,
+    FTLogits,
+    QueueLayout,
+    check_moco_inputs,
+    info_nce,
+    is_count,
+    is_real,
+    logits_from_scores,
+    moco_ft_logits,
+    off_unit_norm,
+)
 from ftcl_core.transforms import DeviceDraws, Draws
 
 __all__ = ["DeviceDraws", "FTConfig", "FTLogits", "PlateauStart", "check_moco_inputs", "info_nce", "logits",
@@ -55,28 +65,20 @@ def logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, cfg: FTConfig,
         raise ValueError(f"{', '.join(meta)} on the meta device hold shapes but no numbers: FT and its scores need "
                          "data; build the model on a real device (cpu, cuda) or load its weights first.")
     pos, neg, _ = moco_ft_logits(q, k, queue, cfg, gen, active, queue_layout=queue_layout)  # checks shapes, types
-    _check_unit_rows(q, k)
+    _check_unit_rows(q, k, queue)
     return logits_from_scores(pos, neg, tau)
 
 
-def _check_unit_rows(q: torch.Tensor, k: torch.Tensor) -> None:
-    """On the CPU: the finite rows of ``q`` and ``k`` have unit norm (within ``UNIT_NORM_TOL``), else a ValueError."""
-    if q.device.type != "cpu" or k.device.type != "cpu":
+def _check_unit_rows(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor) -> None:
+    """On the CPU: the finite rows of ``q``, ``k`` and ``queue`` have unit norm (``|norm^2 - 1| <= UNIT_NORM_TOL``),
+    else a ValueError."""
+    if any(x.device.type != "cpu" for x in (q, k, queue)):
         return
-    for name, x in (("q", q), ("k", k)):
-        off = (x.detach().float().norm(dim=1) - 1).abs()
-        worst = float(off.nan_to_num(0.0, posinf=0.0).max())
-        if worst > UNIT_NORM_TOL:
-            raise ValueError(f"{name} must hold L2-normalised features (one per row), but a row's norm is off 1 by "
-                             f"{worst:.3g}: pass F.normalize({name}, dim=1), as MoCo does (FT's extrapolation and "
-                             "its scores are defined on the unit sphere).")
-
-
-def _real(x: object) -> bool:
-    """A real number (Python's, NumPy's, or a one-element tensor), not a bool or a string."""
-    if isinstance(x, torch.Tensor):
-        return x.numel() == 1 and x.dtype != torch.bool
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+    for name, x in (("q", q), ("k", k), ("queue", queue)):
+        if (worst := off_unit_norm(x)) > UNIT_NORM_TOL:
+            raise ValueError(f"{name} must hold L2-normalised features (one per row), but a row's squared norm is off 1 "
+                             f"by {worst:.3g}: pass F.normalize({name}, dim=1), as MoCo does (FT's extrapolation and "
+                             "its scores are defined on the unit sphere; MoCo enqueues normalised keys).")
 
 
 class PlateauStart:
@@ -102,11 +104,11 @@ class PlateauStart:
     (``replay([2.0] * 20)`` is None): switch such a run on by ``ft.start_epoch``."""
 
     def __init__(self, window: int = FTConfig.auto_window, fraction: float = FTConfig.auto_fraction) -> None:
-        if not (isinstance(window, int) and not isinstance(window, bool) and window >= 1):
+        if not (is_count(window) and window >= 1):
             raise ValueError(f"PlateauStart(window={window!r}): the window is a whole number of epochs, at least 1.")
-        if not (_real(fraction) and 0.0 < fraction < 1.0):
+        if not (is_real(fraction) and 0.0 < fraction < 1.0):
             raise ValueError(f"PlateauStart(fraction={fraction!r}): a fraction of the loss's fall so far, in (0, 1).")
-        self.window, self.fraction = window, fraction
+        self.window, self.fraction = int(window), float(fraction)
         self.losses: list[float] = []
         self.start_epoch: int | None = None
 
@@ -117,7 +119,7 @@ class PlateauStart:
 
     def update(self, epoch_loss: float) -> bool:
         """Record the mean loss of the epoch just ended; whether FT is on from the next epoch."""
-        if not (_real(epoch_loss) and math.isfinite(epoch_loss)):
+        if not (is_real(epoch_loss) and math.isfinite(epoch_loss)):
             raise ValueError(f"PlateauStart.update({epoch_loss!r}): an epoch's mean loss must be a finite number.")
         self.losses.append(float(epoch_loss))
         e = len(self.losses) - 1
@@ -129,7 +131,7 @@ class PlateauStart:
 
     def switch_on(self, epoch: int) -> None:
         """Switch FT on from ``epoch`` whatever the losses say (several processes follow the first's decision)."""
-        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral) or epoch < 0:
+        if not is_count(epoch) or epoch < 0:
             raise ValueError(f"PlateauStart.switch_on({epoch!r}): an epoch is a whole number >= 0.")
         if not self.on:
             self.start_epoch = epoch
@@ -139,12 +141,14 @@ class PlateauStart:
                ) -> int | None:
         """The epoch the rule switches FT on at, given a run's mean loss per epoch (before FT, the loss of the run
         without FT: the rule only ever reads those); None if it never does."""
-        if isinstance(epoch_losses, (str, bytes)) or not isinstance(epoch_losses, Iterable):
+        if isinstance(epoch_losses, (str, bytes, Mapping)) or not isinstance(epoch_losses, Iterable):
+            fix = " (a dict's keys would read as losses: pass list(d.values()) in epoch order)" \
+                if isinstance(epoch_losses, Mapping) else ""
             raise ValueError(f"PlateauStart.replay({epoch_losses!r}): give the run's mean loss of each epoch, a "
-                             "sequence of numbers.")
+                             f"sequence of numbers{fix}.")
         rule = cls(window, fraction)
         losses = list(epoch_losses)
-        if not all(_real(e) and math.isfinite(e) for e in losses):
+        if not all(is_real(e) and math.isfinite(e) for e in losses):
             raise ValueError(f"PlateauStart.replay({epoch_losses!r}): each epoch's mean loss must be a finite number "
                              "(a dict or a 2-D array is not a sequence of losses).")
         next((e for e in losses if rule.update(e)), None)

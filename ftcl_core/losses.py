@@ -52,6 +52,25 @@ QueueLayout = Literal["auto", "KC"]
 UNIT_NORM_TOL = 0.02
 
 
+def off_unit_norm(x: torch.Tensor, dim: int = 1) -> float:
+    """The largest ``|norm^2 - 1|`` over ``x``'s vectors along ``dim`` (rows for ``dim=1``), non-finite ones skipped
+    (0.0 when there are none): how far a buffer of features is from L2-normalised."""
+    off = (x.detach().float().square().sum(dim) - 1).abs()
+    return float(off.nan_to_num(0.0, posinf=0.0).max()) if off.numel() else 0.0
+
+
+def is_real(x: object) -> bool:
+    """A real number (Python's, NumPy's, or a one-element tensor), not a bool or a string."""
+    if isinstance(x, torch.Tensor):
+        return x.numel() == 1 and x.dtype != torch.bool
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and type(x).__name__ not in ("bool", "bool_")
+
+
+def is_count(x: object) -> bool:
+    """A whole number (Python's or NumPy's), not a bool."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool) and type(x).__name__ not in ("bool", "bool_")
+
+
 def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: object,
                       queue_layout: QueueLayout = "auto") -> None:
     """The errors a MoCo that lifts FT meets first, named with their fix (:func:`moco_ft_logits` runs this).
@@ -123,10 +142,9 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
         return
     if queue_layout != "auto":
         raise ValueError(f"queue_layout={queue_layout!r}: 'auto' (the default) or 'KC' (a stated K x C queue).")
-    sq = queue.detach().float().square()
-    if bool(((sq.sum(1) - 1).abs() <= UNIT_NORM_TOL).all()):  # rows of unit norm: normalised keys, K x C
+    if off_unit_norm(queue, 1) <= UNIT_NORM_TOL and queue.isfinite().all():  # rows of unit norm: normalised keys
         return
-    if bool(((sq.sum(0) - 1).abs() <= UNIT_NORM_TOL).all()):
+    if off_unit_norm(queue, 0) <= UNIT_NORM_TOL and queue.isfinite().all():
         raise ValueError(builder + f" (K = C = {c}: its columns are unit-norm keys, its rows are not).")
     raise ValueError(f"queue is square (K = C = {c}) and its rows are not unit-norm keys, nor are its columns: "
                      "the layout cannot be told. MoCo stores normalised keys; if this queue is K x C (one key per "

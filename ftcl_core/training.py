@@ -275,6 +275,11 @@ def check_data(cfg: RunConfig, train_set: ImageSet, test_set: ImageSet) -> None:
                               f"{len(images.classes) - 1}): the labels file is damaged or another set's. Replace it.")
     if n < bs:
         raise ConfigError(f"the training set holds {n} images, fewer than train.batch_size={bs}.")
+    for images, key in ((train_set, "data.root"), (test_set, "data.test_root" if d.test_root else "data.root")):
+        if len(images.labels.unique()) < 2:  # one class: the readouts score 100 % whatever the encoder learnt
+            raise ConfigError(f"{key}={getattr(d, key.removeprefix('data.')) or d.name} holds images of one class "
+                              "only: a readout over one class scores 100 % whatever the encoder learnt. Point it at "
+                              "a folder with one sub-folder per class, at least two.")
     if bs % (splits * world):
         raise ConfigError(f"train.batch_size={bs} is not divisible by model.bn_splits={splits} x {world} "
                           "processes; each process takes batch_size / processes images, split into bn_splits groups.")
@@ -314,6 +319,8 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
     reproducing the uninterrupted run exactly on CPU.
     """
     cfg = as_config(cfg)  # a dict (a stored config, say) is parsed and checked here
+    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
+        raise ConfigError(f"max_steps={max_steps!r} must be a whole number of steps >= 1, or None for the whole run.")
     run = RunDir(check_run_folder(out))  # a folder (or none yet), not "", a file, the current folder, a user's folder
     check_compatible(run, cfg)
     if run.is_complete():

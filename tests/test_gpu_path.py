@@ -94,8 +94,11 @@ def test_every_gpu_config_takes_a_step_on_cpu(config):
     from ftcl_core.augment import AugmentConfig
     from ftcl_core.training import augment_config, make_views, train_step
 
-    small = min(64, load_config(f"configs/{config}").data.image_size)  # views no larger than the stored images
-    cfg = load_config(f"configs/{config}", ["device=cpu", "train.batch_size=8", f"augment.out_size={small}"])
+    recipe = load_config(f"configs/{config}")
+    small = min(64, recipe.data.image_size)  # views no larger than the stored images
+    splits = min(recipe.model.bn_splits, 4)  # groups of at least 2 of the 8 images: split-BN's path, at any size
+    cfg = load_config(f"configs/{config}", ["device=cpu", "train.batch_size=8", f"augment.out_size={small}",
+                                            f"model.bn_splits={splits}"])
     assert cfg.train.amp == "bf16" and cfg.train.channels_last
     model, net = prepare_model(cfg, "cpu")
     opt = build_optimizer(cfg, model, "cpu")

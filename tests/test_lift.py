@@ -122,8 +122,11 @@ def test_a_square_queue_is_read_by_its_data_both_ways():
     raw = torch.randn(16, 16, generator=torch.Generator().manual_seed(5))
     with pytest.raises(ValueError, match=r"cannot be told.*queue_layout='KC'"):
         ft.logits(q, k, raw, cfg, gen, tau=0.2)
-    torch.testing.assert_close(ft.logits(q, k, raw, cfg, gen, tau=0.2, queue_layout="KC"),
-                               torch.cat([(q * k).sum(1, keepdim=True), q @ raw.T], 1) / 0.2)
+    with pytest.raises(ValueError, match="queue must hold L2-normalised"):  # stated K x C, and still not keys
+        ft.logits(q, k, raw, cfg, gen, tau=0.2, queue_layout="KC")
+    keys = F.normalize(raw, dim=1)
+    torch.testing.assert_close(ft.logits(q, k, keys, cfg, gen, tau=0.2, queue_layout="KC"),
+                               torch.cat([(q * k).sum(1, keepdim=True), q @ keys.T], 1) / 0.2)
     with pytest.raises(ValueError, match="queue_layout"):
         ft.logits(q, k, raw, cfg, gen, tau=0.2, queue_layout="CK")
 

@@ -38,7 +38,7 @@ def test_config_file_then_overrides():
         ("model.encoder=resnet1o_w16", "unknown encoder"),
         ("ft.union_queue=true", "set ft.neg=true too"),
         ("ft.renorm_neg=true", "set ft.neg=true too"),
-        ("augment.crop_scale=[1.5, 0.2]", "0 < low <= high <= 1"),
+        ("augment.crop_scale=[1.5, 0.2]", "0.01 <= low <= high <= 1"),
     ],
 )
 def test_bad_values_name_the_key_and_the_fix(override, match):

@@ -139,6 +139,9 @@ def parse_parameters(pairs: list[list[str]] | None) -> dict:
             why = getattr(err, "problem", None) or "not YAML"  # YAML's message spans lines: its one-line cause
             raise ReportError(f"parameter {name}={value!r} is not a value ({why}); write a list as \"[0, 1, 2]\", a "
                               "number as 3, a word as smoke") from None
+        if out[name] is None:  # no chapter's parameter defaults to None: a null would reach its cells as a value
+            raise ReportError(f"parameter {name}={value!r} reads as null, no value: leave -p {name} out for the "
+                              "chapter's default, or give one (a list as \"[0, 1, 2]\", a word as smoke)")
     return out
 
 
