@@ -32,9 +32,10 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ftcl_core.pages import markup, result_figures, run_figures
-from ftcl_core.pages.glue import glue_facts
+from ftcl_core.pages.glue import glue_reading
 from ftcl_core.runs import RunDir
-from ftcl_core.study import checks, diagnosis_readings, experiment_file, readings, store, sweeps, table_verdicts
+from ftcl_core.study import diagnosis_readings, experiment_file, store, sweeps, table_verdicts
+from ftcl_core.study.chapters import momentum
 
 # the experiment file's setting names ("m=0.9"); kept out of the parameters cell, whose lines papermill parses
 settings, shown_if_stored, landscapes = ([f"m={m}" for m in ms] for ms in (momenta, momenta_if_stored, landscape_momenta))
@@ -126,15 +127,8 @@ plt.show()
 # **What the runs say.** The paragraphs below read the stored runs of the `cpu` profile.
 
 # %% tags=["remove-cell"]
-ends = readings.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in stored if r["seed"] == exp.seeds[0]},
-                          exp.seeds[0])
-glue_facts("ends_", ends)
-checks.expect(readings.CHECKS, ends, "the frozen key encoder's views agree least")
-momentum = readings.momentum_facts(exp, stored)
-glue_facts("mom_", momentum)
-checks.expect(readings.CHECKS, momentum, "every momentum has 3 seeds", "every learning momentum learns as the paper says",
-              "the collapse is not reproduced",
-              "no learning momentum is below the collapse edge", "the step from collapse to learning is not seen")
+glue_reading(momentum.read(stored, seeds[0], landscapes))
+
 
 # %% [markdown]
 # Over the last {glue:md}`ends_window` steps of seed {glue:md}`ends_seed`, Mean(neg) ends highest at
@@ -160,23 +154,6 @@ checks.expect(readings.CHECKS, momentum, "every momentum has 3 seeds", "every le
 # score high: an *easy* positive pair. Raising $m$ from 0.9 to 0.99 lowers Mean(pos) from about 0.9 to about 0.7
 # (the paper's Fig 5c) and raises readout from 46.5 to 56.2 %: harder positives, better features, though only up to a
 # point, since a frozen key encoder ($m = 1$) gives the hardest positives of all and falls back to 31.2 %.
-
-# %% tags=["remove-cell"]
-import csv
-import math
-
-by_seed = {s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in stored if r["setting"] == s} for s in ("m=0.9", "m=0.99")}
-hard = readings.harder_positive_facts(by_seed)
-glue_facts("hard_", hard)
-checks.expect(readings.CHECKS, hard, "a larger momentum makes the positives harder")
-cfg_099 = experiment_file.resolve(experiment_file.base_for(exp, "cpu"), exp.settings["m=0.99"], "cpu")
-per_epoch = cfg_099.data.n_train // cfg_099.train.batch_size  # optimiser steps in one epoch of the stored runs
-half_life = {m: math.log(2) / -math.log(m) for m in (0.99, 0.999)}  # eq. 2: m**t = 1/2
-glue_facts("ema_", {"steps_per_epoch": str(per_epoch), "epochs": str(cfg_099.train.epochs), **{f"half_{str(m)[2:]}": f"{t:.0f}" for m, t in half_life.items()},
-                    **{f"half_{str(m)[2:]}_epochs": f"{t / per_epoch:.0f}" for m, t in half_life.items()}})
-rise = readings.claim_facts(list(csv.DictReader((experiment_file.ROOT / "results" / "summary.csv").open())), "T1", "m=0.99")
-glue_facts("rise_", rise)
-checks.expect(readings.CLAIM_CHECKS, rise, "matches: the interval holds the paper's effect and excludes zero")
 
 # %% [markdown]
 # The same happens here. Averaged over the whole run, Mean(pos) reads {glue:md}`hard_pos_easy` at m = 0.9 and
@@ -210,13 +187,6 @@ if fm_records:
 else:
     display(markup.markdown_html("No stored runs of `experiments/table1_momentum_fmnist.yaml` for this profile yet."))
 
-# %% tags=["remove-cell"]
-fm_momentum = readings.momentum_facts(fm_exp, fm_records if profile == "cpu" else store.load_records(fm_exp.path, "cpu", experiment_file.STORED))
-glue_facts("fm_", fm_momentum)
-checks.expect(readings.CHECKS, fm_momentum, "every momentum has 3 seeds", "every learning momentum learns as the paper says",
-              "the collapse is undecided",
-              "every learning momentum is above the collapse edge", "the collapsing momenta are below the raw pixels")
-
 # %% [markdown]
 # On the photographs too, every momentum the paper says learns reads out above the random-init encoder and above
 # m = {glue:md}`fm_edge`, over {glue:md}`fm_seeds` seeds each; readout peaks at m = {glue:md}`fm_peak`
@@ -238,14 +208,6 @@ drawn = [r for r in records if r["seed"] == seeds[0] and r["setting"] in landsca
 run_figures.grad_norm_epochs({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in drawn})
 plt.show()
 
-# %% tags=["remove-cell"]
-from ftcl_core.study import curves
-
-drawn_stored = [r for r in stored if r["seed"] == seeds[0] and r["setting"] in landscapes]
-spikes = curves.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in drawn_stored})
-glue_facts("spikes_", spikes)
-checks.expect(curves.CHECKS, spikes, "every small momentum swings more than every large one")
-
 # %% [markdown]
 # In seed {glue:md}`ends_seed`, every momentum up to 0.9 jumps from epoch to epoch more than m = 0.99 and m = 1 do
 # (the largest swing, the standard deviation of the epoch-to-epoch change, at m = {glue:md}`spikes_most`:
@@ -264,14 +226,6 @@ volatility = diagnosis_readings.volatility_rows(records)
 display(markup.html_table(["setting", "seeds", "sd of step change in Mean(neg)", "sd of epoch change in total grad norm"],
                      [[v["setting"], str(v["n_seeds"]), f"{v['neg']:.4f}", f"{v['grad']:.4f}"] for v in volatility],
                      caption="Each momentum on the embedded shapes, mean over seeds"))
-
-# %% tags=["remove-cell"]
-swings = diagnosis_readings.volatility_facts(volatility if profile == "cpu" else diagnosis_readings.volatility_rows(stored))
-glue_facts("vol_", swings)
-checks.expect(diagnosis_readings.CHECKS, swings, "Mean(neg) swings most at a large momentum",
-              "the gradient norm swings most at a small momentum", "the frozen key encoder swings most in Mean(neg)",
-              "the gradient norm swings more at every small momentum than at every large one",
-              "the smallest momentum swings least of the small ones")
 
 # %% [markdown]
 # The summed gradient norm swings more at every momentum up to 0.9 ({glue:md}`vol_grad_small_lo` to

@@ -44,7 +44,7 @@ from IPython.display import display
 
 from ftcl_core.pages import markup, result_figures, run_figures
 from ftcl_core.runs import RunDir
-from ftcl_core.study import experiment_file, readings, store, sweeps, table_verdicts
+from ftcl_core.study import experiment_file, store, sweeps, table_verdicts
 
 records = {}
 for path in train:  # the seeds asked for are trained when missing; other stored seeds are shown too
@@ -94,13 +94,13 @@ result_figures.experiment_bars(exp, s)
 plt.show()
 
 # %% tags=["remove-cell"]
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, evidence, findings
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study import evidence
+from ftcl_core.study.chapters import feature_transformations
 
 # the authored reading rests on the stored cpu runs, whatever profile this page ran with (results/summary.csv)
-stored_ev = evidence.Evidence.load("cpu")
-glue_facts("", {k: v for k, v in findings.facts(stored_ev).items() if k.startswith(("t7_v1_pos", "t7_v1_neg"))})
-findings.expect(stored_ev, "positive-mixing-costs")
+glue_reading(feature_transformations.read(evidence.Evidence.load("cpu")))
+
 
 # %% [markdown]
 # Positive extrapolation alone carries FT's cost here: MoCo v1 with {term}`+pos` alone reads {glue:md}`t7_v1_pos` points
@@ -156,11 +156,6 @@ plt.show()
 run_figures.score_statistics(pick, columns=("ft_pos_mean", "ft_neg_mean", "ft_neg_var"))  # the baseline too: same colours
 plt.show()
 
-# %% tags=["remove-cell"]
-undone = stored_ev.undone  # the mechanism's facts, read from the stored Table 7 runs with the evidence above
-glue_facts("undone_", undone)
-checks.expect(readings.CHECKS, undone, "the encoder undoes the harder positive", "the encoder crowds the images together")
-
 # %% [markdown]
 # **The encoder undoes the harder positive, and crowds every image together to do it.** Look at {term}`Mean(pos)`
 # and {term}`Mean(neg)` in the two figures. Write $S = z_q\cdot z_k$ for the raw cosine of a unit query and its key,
@@ -179,9 +174,6 @@ checks.expect(readings.CHECKS, undone, "the encoder undoes the harder positive",
 # The early rise of Mean(neg) in the first figure, which the paper reports in Supp D, is this crowding at its
 # strongest. [Does FT help once there is room to help?](#crowding) follows it on a task with room to help: there FT
 # costs wherever the images crowd as it switches on, and gains where they do not, as when it is switched on late in a longer run.
-
-# %% tags=["remove-cell"]
-findings.expect(stored_ev, "headroom-crowding-goes-with-the-cost")
 
 # %% [markdown]
 # ## The collapse signature of every setting
@@ -209,13 +201,6 @@ markup.html_table(["table", "setting", "linear", "gain kept (%)", "Mean(neg) > 0
                      "random-init encoder it keeps, and the statistics of its raw cosines",
              collapsed=f"The collapse signature of every stored setting ({len(sig_rows)} settings)")
 
-# %% tags=["remove-cell"]
-stored_records = {path: store.load_records(path, "cpu", experiment_file.STORED) for path in [*train, *show]}
-sig = signatures.signature_facts(signatures.signature_rows(stored_records))
-glue_facts("sig_", sig)
-checks.expect(signatures.CHECKS, sig, "some rows lose their readout without passing the level",
-              "some rows pass the level and keep their readout")
-
 # %% [markdown]
 # Passing {glue:md}`sig_level` marks an early concentration, not a lost readout: it is neither needed nor enough.
 # Say a run *loses most of its readout* when it keeps less than {glue:md}`sig_kept_share` % of its baseline's gain
@@ -236,16 +221,6 @@ pair_names = [next(iter(pick)), [k for k in pick if k.endswith("+both")][0]]
 run_figures.grad_norm_epochs({name: RunDir(next(r for r in recs if r["setting"] == name and r["seed"] == seeds[0])["dir"])
                     .load_grad_norms()["per_epoch"] for name in pair_names})
 plt.show()
-
-# %% tags=["remove-cell"]
-from ftcl_core.study import curves
-
-# the authored reading rests on the stored cpu runs of seed 0, whatever profile this page ran with
-stored_pair = {r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"]
-               for r in store.load_records(train[0], "cpu", experiment_file.STORED) if r["seed"] == 0 and r["setting"] in ("v1 baseline", "v1 +both")}
-both_swing = curves.grad_swing_facts(stored_pair)
-glue_facts("swing_", both_swing)
-checks.expect(curves.CHECKS, both_swing, "FT swings more than its baseline")
 
 # %% [markdown]
 # In seed 0, {glue:md}`swing_most`'s summed norm swings more from epoch to epoch than {glue:md}`swing_least`'s (the

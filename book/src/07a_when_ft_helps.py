@@ -16,10 +16,11 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-from myst_nb import glue
 
 from ftcl_core.pages import findings as findings_figure
-from ftcl_core.study import evidence, findings
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study import evidence
+from ftcl_core.study.chapters import when_ft_helps
 
 ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 findings_figure.draw_phase_diagram(ev, False, title="MoCo v1: FT minus the same run without FT (linear top-1, points)",
@@ -29,9 +30,8 @@ plt.show()
 # %% tags=["remove-cell"]
 # the answer rests on the stored runs of the cpu profile, whatever profile this page ran with
 stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")
-for name, value in findings.facts(stored).items():  # the index and chapter 1 paste them too (book/findings.md)
-    glue(name, value, display=False)
-findings.expect(stored)  # every check the sentences below and book/findings.md name (<!-- checks: ... -->)
+glue_reading(when_ft_helps.read(stored))  # the index and chapter 1 paste its numbers too (book/findings.md)
+
 
 # %% [markdown]
 # Each cell is FT minus the same run without FT, {term}`paired` by seed, with its {term}`verdict` against the paper's

@@ -22,8 +22,10 @@ import torch.nn.functional as F
 from IPython.display import display
 
 from ftcl_core.pages import markup, run_figures
+from ftcl_core.pages.glue import glue_reading
 from ftcl_core.runs import RunDir
-from ftcl_core.study import diagnosis, diagnosis_readings, evidence, findings, gradient_algebra
+from ftcl_core.study import diagnosis, diagnosis_readings, evidence, gradient_algebra
+from ftcl_core.study.chapters import gradient
 
 ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the runs below (smoke: trains tiny ones)
 rhos = np.array(gradient_algebra.rho_grid(points))
@@ -34,7 +36,8 @@ plt.show()
 
 # %% tags=["remove-cell"]
 stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")  # the words rest on the stored cpu runs
-findings.expect(stored, "rho-below-band-first", "rho-above-band-late")
+glue_reading(gradient.read(stored))
+
 
 # %% [markdown]
 # The runs agree with the algebra: at the first step their $\rho$ lies inside or below the band where FT makes

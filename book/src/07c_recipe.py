@@ -19,18 +19,14 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ftcl_core.pages import markup, result_figures, tables
-from ftcl_core.pages.glue import glue_comparison, glue_facts
+from ftcl_core.pages.glue import glue_reading
 from ftcl_core.study import (
-    calibration,
-    checks,
     diagnosis,
     diagnosis_readings,
     evidence,
-    experiment_file,
-    findings,
     store,
-    table_verdicts,
 )
+from ftcl_core.study.chapters import recipe
 
 ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 paths = diagnosis.FIRST_STEP_EXPERIMENTS
@@ -42,11 +38,11 @@ plt.show()
 # the runs the page's authored text rests on, whatever profile this page ran with: the stored runs of the cpu profile
 # (their numbers are glued into the text, and hidden cells check each claim of it against them)
 stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")
-stored_runs = {key: stored.records[path] for key, path in paths.items()}
 
 
 # %% tags=["remove-cell"]
-findings.expect(stored, "first-step-costs")
+glue_reading(recipe.read(stored))
+
 
 # %% [markdown]
 # ## FT on calibrated baselines
@@ -66,12 +62,6 @@ for version, key, path in (("v1", "recipe", "experiments/table7_ft_v1.yaml"),
 display(tables.comparison_table(rows, "Linear top-1 (%), mean over seeds; Δ paired by seed with its 95 % interval; the "
                                  "verdict is on the paper's claim that FT helps"))
 
-# %% tags=["remove-cell"]
-glue_comparison("cal_", stored.first_step["recipe"], "costs")
-baselines = diagnosis_readings.baseline_facts(table_verdicts.baseline_aims(list(stored.summary)))
-glue_facts("base_", baselines)
-checks.expect(diagnosis_readings.CHECKS, baselines, "v1 meets the bar", "v2 misses the spread only", "v2 reads out below v1")
-
 # %% [markdown]
 # Calibrating the baseline without FT does not remove the cost: at this scale it is not an artefact of the knobs the
 # calibration varied.
@@ -86,12 +76,6 @@ checks.expect(diagnosis_readings.CHECKS, baselines, "v1 meets the bar", "v2 miss
 # The released code trains from Kaiming fan-out initialisation, the calibrated recipe from PyTorch's default. What
 # the calibration measured, and the pair again with Kaiming on both arms:
 
-# %% tags=["remove-cell"]
-init_encoder = experiment_file.resolve(experiment_file.base_for(experiment_file.Experiment.load(paths["init"]), "cpu"), {}, "cpu").model.encoder
-init = calibration.init_facts(calibration.trials(profile="cpu", root=experiment_file.STORED), "moco_v1", init_encoder)
-glue_facts("init_", {**init, "encoder": f"`{init['encoder']}`", "pick": f"`{init.get('pick')}`"})
-checks.expect(calibration.CHECKS, init, "both trials are stored", "the calibration chose another trial")
-
 # %% [markdown]
 # Kaiming fan-out (torchvision's and PyContrast's initialisation) starts {glue:md}`init_encoder` with
 # {glue:md}`init_ratio` times the convolution weight norm of PyTorch's default. In the {glue:md}`init_method`
@@ -102,9 +86,6 @@ checks.expect(calibration.CHECKS, init, "both trials are stored", "the calibrati
 
 # %%
 display(tables.comparison_table([ev.first_step["init"]], "Linear top-1 (%), mean over seeds; Δ paired by seed"))
-
-# %% tags=["remove-cell"]
-glue_comparison("kaiming_", stored.first_step["init"], "costs")
 
 # %% [markdown]
 # Kaiming fan-out initialisation, the released code's, does not spare the encoder either.
@@ -123,11 +104,6 @@ oracle_rows = diagnosis_readings.oracle_rows(ev, runs_of)
 display(tables.comparison_table(oracle_rows, "Linear top-1 (%), mean over seeds; Δ paired by seed (rows 2-3: right minus "
                                         "left, 'matches the paper' or 'larger' when removing them helps)", ("left", "right", "Δ (right - left)")))
 
-# %% tags=["remove-cell"]
-stored_oracle = oracle_rows if stored is ev else diagnosis_readings.oracle_rows(stored, stored_runs)
-glue_comparison("oracle_", stored_oracle[0], "costs")
-glue_comparison("oracle_ft_", stored_oracle[1], "cannot be told from zero")
-
 # %% [markdown]
 # FT still loses without a single same-class negative: false negatives are not what makes FT cost readout here.
 # Removing them does not change FT's own readout by an amount these seeds can tell from zero (the second row).
@@ -142,11 +118,6 @@ class_rows = diagnosis_readings.class_rows(ev, runs_of)
 display(tables.comparison_table(class_rows[:1], "Linear top-1 (%) on 30 classes, mean over seeds; Δ paired by seed"))
 display(tables.comparison_table(class_rows[1:], "FT's gain over its baseline (points) at 10 and 30 classes; Δ paired by seed",
                            ("10 classes", "30 classes", "Δ (30 - 10)")))
-
-# %% tags=["remove-cell"]
-stored_classes = class_rows if stored is ev else diagnosis_readings.class_rows(stored, stored_runs)
-glue_comparison("classes_", stored_classes[0], "costs")
-glue_comparison("classes_gain_", stored_classes[1], "cannot be told from zero")
 
 # %% [markdown]
 # With a third as many same-class negatives (30 classes), FT still loses, and its gain at 30 classes cannot be told
@@ -166,9 +137,6 @@ if shares is not None:
 
 # %%
 display(tables.comparison_table([ev.first_step["shards"]], "Linear top-1 (%), mean over seeds; Δ paired by seed"))
-
-# %% tags=["remove-cell"]
-glue_comparison("shards_", stored.first_step["shards"], "costs")
 
 # %% [markdown]
 # One λ per shard of 32 queries, as the released run draws it, loses as well: sharing one λ across the batch is not

@@ -18,8 +18,9 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ftcl_core.pages import result_figures, tables
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis_readings, evidence, findings
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study import evidence
+from ftcl_core.study.chapters import network
 
 ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 result_figures.capacity_figure(list(ev.capacity))
@@ -27,13 +28,8 @@ plt.show()
 stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")  # the words rest on the stored cpu runs
 
 # %% tags=["remove-cell"]
-findings.expect(stored, "network-costs")
-capacity = diagnosis_readings.capacity_facts(list(stored.capacity))
-glue_facts("cap_", capacity)
-checks.expect(diagnosis_readings.CHECKS, capacity, "every decided encoder costs", "no encoder is undecided",
-              "the largest encoder keeps no more rank")
-resolution = diagnosis_readings.resolution_facts(stored.resolution)
-glue_facts("res_", {**resolution, "where": f"`{resolution['where']}`"})
+glue_reading(network.read(stored))
+
 
 # %% [markdown]
 # Every run of the other pages uses one small encoder (a CIFAR-stem ResNet-10 of width 16 on 24-px crops), against

@@ -18,8 +18,9 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ftcl_core.pages import result_figures, tables
-from ftcl_core.pages.glue import glue_comparison
-from ftcl_core.study import diagnosis, diagnosis_readings, evidence, findings
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study import diagnosis, diagnosis_readings, evidence
+from ftcl_core.study.chapters import photographs
 
 ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 paths = diagnosis.FIRST_STEP_EXPERIMENTS
@@ -31,11 +32,11 @@ result_figures.comparison_forest(real_rows, "Fashion-MNIST, MoCo v1: FT from the
 plt.show()
 # the words rest on the stored cpu runs, whatever profile this page ran with
 stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")
-stored_runs = {key: stored.records[path] for key, path in paths.items()}
 
 
 # %% tags=["remove-cell"]
-findings.expect(stored, "photos-no-gain", "photos-little-room", "photos-knn-costs")
+glue_reading(photographs.read(stored))
+
 
 # %% [markdown]
 # Fashion-MNIST holds real 28×28 greyscale photographs of clothing in 10 classes. Its MoCo v1 recipe was {term}`calibrated`
@@ -49,13 +50,6 @@ display(tables.comparison_table(real_rows, "Top-1 (%) on Fashion-MNIST's test im
                                       "last row kNN); Δ paired by seed"))
 display(tables.comparison_table([gain], "FT's gain over its baseline (points) at the two lengths; Δ paired by seed",
                            ("10 epochs", "30 epochs", "Δ (30 - 10 epochs)")))
-
-# %% tags=["remove-cell"]
-stored_real, stored_gain = (real_rows, gain) if stored is ev else diagnosis_readings.real_rows(stored, stored_runs)
-glue_comparison("real_", stored_real[0], "cannot be told from zero")
-glue_comparison("real_longer_", stored_real[1], "cannot be told from zero")
-glue_comparison("real_knn_", stored_real[2], "costs")
-glue_comparison("real_gain_", stored_gain, "cannot be told from zero")
 
 # %% [markdown]
 # Neither length of the {term}`linear readout` can be told from zero, and neither can FT's gain at 30 against 10

@@ -18,8 +18,9 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ftcl_core.pages import result_figures, tables
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis, diagnosis_readings, evidence, findings
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study import diagnosis, diagnosis_readings, evidence
+from ftcl_core.study.chapters import length
 
 ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 length_path = diagnosis.LENGTH_EXPERIMENTS["the shapes"]
@@ -31,7 +32,8 @@ if any(arms["baseline"]):
 stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")  # the words rest on the stored cpu runs
 
 # %% tags=["remove-cell"]
-findings.expect(stored, "length-narrows-not-damage", "longest-shrinks-points-not-errors")
+glue_reading(length.read(stored))
+
 
 # %% [markdown]
 # The calibrated MoCo v1 pair at the recipe's length and at four and eight times that length (lr steps at 60 % and
@@ -49,11 +51,6 @@ display(tables.comparison_table([r for r in ev.length if r["n_seeds"] and r["kin
                            ("gain at 30 epochs", "gain when longer", "Δ (longer - 30 epochs)")))
 display(tables.error_ratio_table(ev.length, "FT's error rate relative to its baseline's at each length (linear readout, "
                                             "means over seeds)"))
-
-# %% tags=["remove-cell"]
-gap = diagnosis_readings.device_gap_facts(stored.records[length_path], stored.records[diagnosis.FIRST_STEP_EXPERIMENTS["recipe"]])
-glue_facts("gap_", gap)
-checks.expect(diagnosis_readings.CHECKS, gap, "some pair trained on two devices")
 
 # %% [markdown]
 # The same config and seed trained once on the GPU and once on the CPU: {glue:md}`gap_pairs` pairs of 30-epoch runs

@@ -20,8 +20,9 @@ from IPython.display import display
 
 from ftcl_core.pages import findings as findings_figure
 from ftcl_core.pages import tables
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis, diagnosis_readings, evidence, experiment_file, findings
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study import diagnosis, evidence
+from ftcl_core.study.chapters import switch_on
 
 ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 for knn, readout in ((False, "linear"), (True, "kNN")):
@@ -31,7 +32,8 @@ for knn, readout in ((False, "linear"), (True, "kNN")):
 stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")  # the words rest on the stored cpu runs
 
 # %% tags=["remove-cell"]
-findings.expect(stored, "late-avoids-most", "late-helps-where-stated", "epoch-one-too-early", "knn-late-mixed")
+glue_reading(switch_on.read(stored))
+
 
 # %% [markdown]
 # Switching FT on later should spare the encoder the {term}`collapse` if [the algebra](07b_gradient.ipynb) is right, and the
@@ -52,17 +54,6 @@ t7 = "shapes, 30 epochs"  # Table 6's runs
 later = diagnosis.switch_on_rows(ev.phase[t7], ev.switch[t7])
 display(tables.switch_on_table(later, "Table 6's runs (MoCo v1, +pos +neg), seeds averaged; ρ and Mean(neg) over the 5 "
                                  "steps before FT switches on (the first step for FT from the start)"))
-
-# %% tags=["remove-cell"]
-stored_later = diagnosis.switch_on_rows(stored.phase[t7], stored.switch[t7])
-switch = diagnosis_readings.switch_on_facts(stored_later)
-glue_facts("sw_", switch)
-checks.expect(diagnosis_readings.CHECKS, switch, "an early start costs", "the collapse level does not separate the starts that lose")
-t7_exp = experiment_file.Experiment.load(diagnosis.START_EXPERIMENTS[t7])
-queue = diagnosis_readings.random_queue_facts(experiment_file.resolve(experiment_file.base_for(t7_exp, "cpu"), t7_exp.overrides("start 1", 0), "cpu"),
-                             next((r for _, r, _ in stored_later if r["comparison"] == "start 1"), {"n_seeds": 0}))
-glue_facts("rq_", queue)
-checks.expect(diagnosis_readings.CHECKS, queue, "the start sees real keys only", "costs")
 
 # %% [markdown]
 # FT costs {term}`linear readout` significantly only from {glue:md}`sw_costly`. Of those starts'

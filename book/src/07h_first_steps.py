@@ -18,19 +18,17 @@ import json
 import matplotlib.pyplot as plt
 
 from ftcl_core.pages import markup, result_figures
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, experiment_file, predict
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study import experiment_file, predict
+from ftcl_core.study.chapters import first_steps
 
 predictor = json.loads((experiment_file.ROOT / predict.REPORT).read_text())  # the stored report, whatever the profile
 result_figures.predictor_figure(predictor)
 plt.show()
 
 # %% tags=["remove-cell"]
-held_out = predict.report_facts(predictor)
-glue_facts("pred_", held_out)
-checks.expect(predict.CHECKS, held_out, "the model beats the majority outcome",
-              "the model's gain is not decided at the level of settings",
-              "the rule misses runs that lose", "the data sets are as written")
+glue_reading(first_steps.read(predictor))
+
 
 # %% [markdown]
 # From six named statistics of the 100 steps after FT switches on (the peak and final Mean(neg), the

@@ -17,8 +17,9 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ftcl_core.pages import result_figures, tables
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis, diagnosis_readings, experiment_file
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study import diagnosis, diagnosis_readings, experiment_file
+from ftcl_core.study.chapters import negatives
 
 neg_rows, against = diagnosis_readings.negative_comparisons(profile)
 result_figures.comparison_forest(neg_rows, "Shapes, calibrated MoCo v1: each setting minus its reference (linear top-1)",
@@ -27,14 +28,9 @@ plt.show()
 
 # %% tags=["remove-cell"]
 # the words rest on the stored cpu runs, whatever profile this page ran with
-stored_neg, stored_against = (neg_rows, against) if profile == "cpu" else diagnosis_readings.negative_comparisons("cpu", experiment_file.STORED)
-renorm = diagnosis_readings.renorm_facts(stored_neg[0], stored_neg[1], stored_against)
-glue_facts("renorm_", renorm)
-checks.expect(diagnosis_readings.CHECKS, renorm, "Supp F decided", "re-normalised mixes are wider, not harder than the queue",
-              "re-normalised mixes cost, plain ones do not")
-harder = diagnosis_readings.harder_facts(stored_neg[2:])
-glue_facts("hard_", harder)
-checks.expect(diagnosis_readings.CHECKS, harder, "harder as written")
+stored = (neg_rows, against) if profile == "cpu" else diagnosis_readings.negative_comparisons("cpu", experiment_file.STORED)
+glue_reading(negatives.read(*stored))
+
 
 # %% [markdown]
 # Supp F re-normalises each mixed negative $\lambda n_i + (1-\lambda) n_j$ onto the sphere; {term}`Supp G`

@@ -28,7 +28,7 @@ import csv
 import matplotlib.pyplot as plt
 
 from ftcl_core.pages.result_figures import verdict_forests
-from ftcl_core.study import experiment_file, readings, sweeps, table_verdicts
+from ftcl_core.study import sweeps, table_verdicts
 
 if profile == "smoke":
     sweeps.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
@@ -39,20 +39,11 @@ verdict_forests(ft_first)  # a few whole tables a figure, none taller than a scr
 plt.show()
 
 # %% tags=["remove-cell"]
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study.chapters import results
 
-# the authored reading rests on the stored cpu runs, whatever profile this page ran with
-stored = list(csv.DictReader((experiment_file.ROOT / "results" / "summary.csv").open()))
-interp = readings.claim_facts(stored, "T3", "interpolate a=0.2")
-glue_facts("t3_interp_", interp)
-checks.expect(readings.CLAIM_CHECKS, interp, "larger than the paper's size")
-shared = readings.shared_run_facts(stored)
-glue_facts("shared_", shared)
-checks.expect(readings.CLAIM_CHECKS, shared, "tables share runs")
-unfit = readings.unfit_facts(stored)  # the authored words rest on the stored cpu runs
-glue_facts("", {"unfit_claims": unfit["unfit_claims"]})
-checks.expect(readings.CLAIM_CHECKS, unfit, "the baselines below the bar are those named")
+glue_reading(results.read())  # the authored reading rests on the stored cpu runs, whatever profile this page ran with
+
 
 # %% [markdown]
 # A dot far past its diamond reads "larger than the paper": the words say how big an effect is, not only its side. Table 3's positive interpolation at a = 0.2 reads {glue:md}`t3_interp_diff` points against

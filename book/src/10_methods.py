@@ -96,7 +96,7 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import experiment_file, readings, store, sweeps, table_verdicts
+from ftcl_core.study import experiment_file, store, sweeps, table_verdicts
 
 
 def shown_records(path):
@@ -153,24 +153,11 @@ for path in method_files:
 # [Results against the paper](09_results.ipynb) gives every verdict with its interval.
 
 # %% tags=["remove-cell"]
-import csv
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study.chapters import methods
 
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks
+glue_reading(methods.read())  # the authored reading rests on the stored cpu runs
 
-stored_rows = list(csv.DictReader((experiment_file.ROOT / "results" / "summary.csv").open()))
-last = {}  # each stored setting's lowest seed at its last step
-for path in method_files:
-    stored = store.load_records(path, "cpu", experiment_file.STORED)
-    for r in stored:
-        if r["seed"] == min(x["seed"] for x in stored if x["setting"] == r["setting"]):
-            m = RunDir(r["dir"]).load_metrics()
-            last[r["setting"]] = {k: float(m[k][-1]) for k in ("pos_mean", "neg_mean", "loss")}
-simclr = experiment_file.Experiment.load(method_files[0])
-batch = experiment_file.resolve(simclr.base["cpu"], simclr.settings["simclr baseline"], "cpu").train.batch_size
-method_facts = readings.methods_facts(stored_rows, last, negatives=2 * batch - 2)  # SimCLR: the other 2M - 2 samples
-glue_facts("m_", method_facts)
-checks.expect(readings.METHOD_CHECKS, method_facts, *readings.METHOD_CHECKS)
 
 # %% [markdown]
 # **With negatives, positive extrapolation collapses SimCLR as it does MoCo.** SimCLR's baseline reads

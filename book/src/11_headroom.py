@@ -28,29 +28,20 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %%
 import matplotlib.pyplot as plt
 
-from ftcl_core import ft
 from ftcl_core.data import make_shapes
 from ftcl_core.pages import headroom as headroom_figures
 from ftcl_core.pages import legibility, markup
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, headroom
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study import headroom
+from ftcl_core.study.chapters import headroom as reading
 from ftcl_core.study.results import verdicts
-
-RULE = ft.FTConfig()  # its auto_window and auto_fraction: the rule ft.start=auto runs, frozen
 
 # this chapter trains nothing: it reads the committed map (bash tools/headroom_map.sh trains it), whatever the profile
 rows, records = headroom.load()
 metrics = headroom.run_metrics(records)  # each run's per-step scores, for the crowding section
 facts = headroom.facts(rows, records, metrics)  # the aims, each arm against its baseline, the late arms, the crowding
-paper = headroom.paper_facts()
-glue_facts("hr_", {**facts, **paper})
-
-# %% tags=["remove-cell"]
-checks.expect(headroom.CHECKS, facts, "first-step-costs-at-30", "first-step-costs-at-120", "first-step-costs-at-240",
-              "late-start-costs-at-30",
-              "late-start-gains-at-120", "late-start-smaller-at-120", "late-start-gains-at-240",
-              "late-start-matches-at-240", "crowding-goes-with-the-cost", "switch-from-18-of-120-costs",
-              "switch-from-18-of-120-does-not-crowd")
+auto = reading.auto_facts()  # the rule ft.start=auto runs, on every setting it was tried on
+glue_reading(reading.read(facts, auto))  # the map's numbers in the words, and each claim checked
 
 # %% [markdown]
 # ## The error scale
@@ -67,9 +58,6 @@ checks.expect(headroom.CHECKS, facts, "first-step-costs-at-30", "first-step-cost
 
 # %%
 markup.source_code(verdicts.ceiling_binds)
-
-# %% tags=["remove-cell"]
-checks.expect(headroom.CHECKS, facts, "the ceiling never binds on the map")
 
 # %% [markdown]
 # ## A task with room
@@ -96,9 +84,6 @@ plt.show()
 # one image's luck). At 240 epochs, the
 # longest length planned, the baseline still reads {glue:md}`hr_longest` % (over {glue:md}`hr_longest_n` seeds;
 # aim: 90 or less), so far the room remains at every length of the map.
-
-# %% tags=["remove-cell"]
-checks.expect(headroom.CHECKS, facts, "aim-gain-met", "aim-spread-met", "aim-images-met", "aim-longest-met")
 
 # %% [markdown]
 # (headroom-map)=
@@ -144,11 +129,6 @@ plt.show()
 # shapes ([Feature transformations in training](06_feature_transformations.ipynb), [the phase diagram](#phase-diagram)), it costs most from the first step and less from a {term}`late start`. At 120 epochs the
 # late start pays (below).
 
-# %% tags=["remove-cell"]
-checks.expect(headroom.CHECKS, facts, "first-step-costs-at-30", "late-start-costs-at-30", "late-positive-alone-costs-at-30",
-              "positive-mixing-carries-the-late-cost", "negatives-share-of-the-late-cost-open-at-30",
-              "negatives-alone-not-the-papers-size-at-30", "late-start-costs-less-at-30", "late-start-gains-at-120")
-
 # %% [markdown]
 # ## Longer runs
 #
@@ -186,12 +166,6 @@ markup.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+po
 # from the first step, in Table 7). Every arm at 120 epochs holds the {glue:md}`hr_planned_seeds` planned seeds.
 # [The phase diagram](#phase-diagram) shows where a late start pays on the shapes, near the ceiling.
 
-# %% tags=["remove-cell"]
-checks.expect(headroom.CHECKS, facts, "first-step-costs-at-120", "late-start-gains-at-120", "late-start-costs-at-30",
-              "late-positive-alone-costs-at-30", "late-positive-alone-gains-at-120",
-              "negatives-share-of-the-late-gain-open-at-120", "negatives-alone-not-the-papers-size-at-120",
-              "120-holds-the-planned-seeds")
-
 # %% [markdown]
 # ## At 240 epochs
 #
@@ -222,13 +196,6 @@ markup.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+po
 # above +pos alone over {glue:md}`hr_late_gap_240_n` paired seeds, an interval wholly above zero
 # (a comparison of our own, outside the paper's claims and their correction; at 120 epochs it read
 # {glue:md}`hr_late_gap_120_diff`, an interval that held zero).
-
-# %% tags=["remove-cell"]
-checks.expect(headroom.CHECKS, facts, "first-step-costs-at-240", "late-start-gains-at-240", "late-start-matches-at-240",
-              "late-start-larger-on-errors-at-240",
-              "late-positive-alone-gains-at-240", "negatives-add-to-the-late-gain-at-240",
-              "negatives-share-of-the-late-gain-open-at-120",
-              "negatives-alone-not-the-papers-size-at-240", "negatives-alone-not-the-papers-size-at-120")
 
 # %% [markdown]
 # (crowding)=
@@ -307,15 +274,6 @@ markup.html_table(["epochs", "FT", "seeds", "Mean(neg) after the switch, FT / ba
 # open. At this budget and network no arm contradicted the clock, the time left did not hold, and lessening the
 # crowding did not remove the cost.
 
-# %% tags=["remove-cell"]
-checks.expect(headroom.CHECKS, facts, "crowding-goes-with-the-cost", "first-step-crowding-fades-at-120",
-              "negatives-alone-never-crowd", "crowding-confounded-with-the-clock", "switch-from-9-of-120-costs",
-              "switch-from-9-of-120-crowds", "switch-from-9-of-240-holds-zero-at-its-seeds",
-              "switch-from-9-of-240-below-the-time-lefts-gain", "switch-from-9-of-240-crowds",
-              "switch-held-9-of-120-costs", "switch-held-9-of-120-crowds",
-              "switch-held-crowds-and-costs-less-than-ungated", "switch-from-18-of-120-costs",
-              "switch-from-18-of-120-does-not-crowd", "switch-later-costs-less")
-
 # %% [markdown]
 # (auto-start)=
 # ## Can a run decide when to switch FT on?
@@ -331,8 +289,6 @@ checks.expect(headroom.CHECKS, facts, "crowding-goes-with-the-cost", "first-step
 # %%
 from ftcl_core.study import auto_start
 
-auto = {**auto_start.facts(), "window": str(RULE.auto_window), "fraction": f"{RULE.auto_fraction:g}"}
-glue_facts("auto_", auto)
 markup.html_table(["setting", "rule", "switched on at epoch (predicted)", "auto − baseline", "fixed 30 % start − baseline",
               "seeds"], auto_start.rows(auto),
              caption="FT (+pos +neg) switched on by the run's own loss, against the same run without FT, and the fixed "
@@ -346,13 +302,6 @@ markup.html_table(["setting", "rule", "switched on at epoch (predicted)", "auto 
 # It does not always gain where the fixed 30 % start does: on Fashion-MNIST it switches on at about 80 % of the run, on
 # the shapes at 120 epochs before the fixed start's 30 %, and in both its difference cannot be told from zero where
 # the fixed start gains a little.
-
-# %% tags=["remove-cell"]
-checks.expect(auto_start.CHECKS, auto, "auto-never-costs", "auto-some-runs-switch-away-from-their-baselines-replay",
-              "auto-loss-gaps-small", "auto-every-setting-holds-its-seeds",
-              "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist",
-              "auto-no-gain-where-the-fixed-start-gains-on-the-shapes-at-120",
-              "auto-switches-before-30-percent-of-120-epochs")
 
 # %% [markdown]
 # (try-it-11)=

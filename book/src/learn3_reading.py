@@ -28,19 +28,17 @@ from ftcl_core.data import load_data
 from ftcl_core.methods import build_model
 from ftcl_core.pages import learn as learn_figures
 from ftcl_core.pages import markup, result_figures, run_figures
-from ftcl_core.pages.glue import glue_facts
+from ftcl_core.pages.glue import glue_reading
 from ftcl_core.runs import RunDir
 from ftcl_core.stats import score_statistics
 from ftcl_core.study import (
-    checks,
     curves,
     experiment_file,
-    learn,
-    readings,
     store,
     sweeps,
     table_verdicts,
 )
+from ftcl_core.study.chapters import reading
 from ftcl_core.training import augment_config
 
 exp = experiment_file.Experiment.load("experiments/table7_ft_v2.yaml")
@@ -103,11 +101,8 @@ learn_figures.score_histograms(
 plt.show()
 
 # %% tags=["remove-cell"]
-init = curves.init_score_facts(q.numpy(), k.numpy(), stored.load_metrics())
-glue_facts("init_", init)
-checks.expect(curves.CHECKS, init, "a random encoder's positives score above its negatives",
-              "a random encoder's cosines sit above the collapse level", "the shared direction carries the level",
-              "the queue's random keys score near zero", "the trained run ends with a wide gap below the collapse level")
+glue_reading([reading.init(q.numpy(), k.numpy(), stored)])
+
 
 # %% [markdown]
 # Every score is close to one (left): Mean(pos) {glue:md}`init_pos`, Mean(neg) {glue:md}`init_neg`. Is that a
@@ -136,17 +131,8 @@ run_figures.whole_run(metrics, curves.curve_marks(own))
 plt.show()
 
 # %% tags=["remove-cell"]
-curve = curves.training_curve_facts(stored.load_metrics(), stored_cfg.moco.queue_size, stored_cfg.train.batch_size)
-glue_facts("curve_", curve)
-end = learn.run_end_facts(stored.load_eval(), stored_cfg.moco.queue_size, stored_cfg.data.classes)
-glue_facts("end_", end)
-checks.expect(learn.READING_CHECKS, end, "the run ends well above the same network untrained")
-order = learn.recipe_order_facts()
-checks.expect(readings.CHECKS, order, "MoCo v2's baseline reads below MoCo v1's")
-checks.expect(curves.CHECKS, curve, "Mean(neg) climbs from the random keys", "the contrastive top-1 spikes and sinks",
-              "Var(neg) grows as the top-1 sinks", "the loss peaks as the queue fills",
-              "Mean(pos) falls in the first epoch and climbs back", "Mean(neg) dips below zero and settles at zero",
-              "Var(neg) peaks mid-run and eases")
+glue_reading(reading.read(stored))
+
 
 # %% [markdown]
 # **Mean(neg)** starts near zero ({glue:md}`init_queue_neg`): the queue starts full of random keys. As real keys
@@ -202,26 +188,6 @@ if t1_metrics:
                        for r in t1_runs if r["setting"] in shown}
     run_figures.grad_norm_epochs(per_epoch_norms, colours=colours, cols=5)
     plt.show()
-
-# %% tags=["remove-cell"]
-t1_stored = [r for r in store.load_records(t1.path, "cpu", experiment_file.STORED) if r["seed"] in t1.seeds]
-ends = readings.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_stored
-                           if r["seed"] == t1.seeds[0]}, t1.seeds[0])
-by_seed = {s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in t1_stored if r["setting"] == s}
-           for s in ("m=0.9", "m=0.99")}
-hard = readings.harder_positive_facts(by_seed)
-momentum = readings.momentum_facts(t1, t1_stored)
-crowd = learn.crowding_facts(ends, curves.COLLAPSE_LEVEL)
-swings = curves.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in t1_stored
-                             if r["seed"] == t1.seeds[0] and r["setting"] in ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")})
-glue_facts("mom_", {**ends, **hard, **crowd, "random": momentum["random"], "m0_mean": momentum["collapse_mean_0"],
-                    "peak": momentum["peak"], "peak_mean": momentum["peak_mean"]})
-checks.expect(readings.CHECKS, ends, "the frozen key encoder's views agree least")
-checks.expect(readings.CHECKS, hard, "a larger momentum makes the positives harder")
-checks.expect(readings.CHECKS, momentum, "the collapse is not reproduced")
-checks.expect(learn.READING_CHECKS, crowd, "a small momentum crowds the images, short of a collapse")
-checks.expect(curves.CHECKS, swings, "every small momentum swings more than every large one")
-glue_facts("swing_", swings)
 
 # %% [markdown]
 # Three readings, one per statistic. **Mean(pos)**: the larger the momentum, the harder the positive pair. Averaged

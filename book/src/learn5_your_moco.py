@@ -148,26 +148,11 @@ learn_figures.differences_figure({
 plt.show()
 
 # %% tags=["remove-cell"]
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study.chapters import your_moco
 
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, readings
+glue_reading(your_moco.read(first, room))
 
-glue_facts("t7_", first)
-checks.expect(learn.FIRST_STEP_CHECKS, first, "both transformations cost from the first step",
-              "positive extrapolation alone costs", "negative interpolation alone holds zero")
-glue_facts("hr_", room)
-why = learn.why_facts()
-glue_facts("why_", why)
-checks.expect(readings.CHECKS, why, "the encoder undoes the harder positive", "the encoder crowds the images together")
-auto = auto_start.facts()
-checks.expect(auto_start.CHECKS, auto, "auto-never-costs", "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist",
-              "auto-no-gain-where-the-fixed-start-gains-on-the-shapes-at-120",
-              "auto-switches-past-half-of-a-30-epoch-run")
-checks.expect(headroom.CHECKS, room, "late-start-costs-at-30", "first-step-costs-at-30", "first-step-costs-at-120",
-              "first-step-costs-at-240", "late-start-gains-at-120",
-              "late-start-gains-at-240", "late-start-matches-at-240", "crowding-goes-with-the-cost",
-              "crowding-confounded-with-the-clock", "switch-from-18-of-120-costs",
-              "switch-from-18-of-120-does-not-crowd")
 
 # %% [markdown]
 # **From the first step, FT costs.** On the drawn shapes, MoCo v1 with both transformations falls from

@@ -15,29 +15,17 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 
 # %% tags=["hide-input"]
 from ftcl_core.pages import markup
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, diagnosis_readings, evidence, experiment_file, findings, headroom, table_verdicts
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study import evidence, experiment_file, table_verdicts
+from ftcl_core.study.chapters import open_questions
 
 # this page trains nothing: it reads the committed runs, whatever the profile
 stored = evidence.Evidence.load("cpu")
-capacity = diagnosis_readings.capacity_facts(list(stored.capacity))
-glue_facts("cap_", capacity)
-resolution = diagnosis_readings.resolution_facts(stored.resolution)
-glue_facts("res_", {**resolution, "where": f"`{resolution['where']}`"})
-map_rows, map_records = headroom.load()
-map_facts = headroom.facts(map_rows, map_records, headroom.run_metrics(map_records))
-glue_facts("hr_", map_facts)
 open_rows = table_verdicts.open_runs(profile="cpu", root=experiment_file.STORED)
 
 # %% tags=["remove-cell"]
-findings.expect(stored, "paper-runs-longer")
-checks.expect(diagnosis_readings.CHECKS, capacity, "an encoder is planned but not run")
-checks.expect(diagnosis_readings.CHECKS, resolution, "undecided")
-checks.expect(headroom.CHECKS, map_facts, "crowding-confounded-with-the-clock", "switch-from-9-of-120-costs",
-              "switch-from-9-of-240-below-the-time-lefts-gain", "switch-held-9-of-120-costs",
-              "switch-held-crowds-and-costs-less-than-ungated",
-              "switch-from-18-of-120-costs",
-              "switch-from-18-of-120-does-not-crowd")
+glue_reading(open_questions.read(stored))
+
 
 # %% [markdown]
 # ## Questions the runs leave open

@@ -4,12 +4,13 @@ book (:mod:`ftcl_core.pages.portable`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from IPython.display import Markdown
 from myst_nb import glue as myst_glue
 
 from ftcl_core.pages.portable import glued
+from ftcl_core.study.chapters import Block
 from ftcl_core.study.checks import expect
 
 
@@ -28,16 +29,14 @@ def glue_facts(prefix: str, facts: Mapping) -> None:
             glue(f"{prefix}{name}", Markdown(value), display=False)
 
 
-def glue_checked(prefix: str, facts: Mapping, checks: Mapping, *claims: str) -> None:
-    """Glue ``facts`` (:func:`glue_facts`) and check the claims the page's words make of them: each name in ``claims``
-    a check of ``checks`` (:func:`ftcl_core.study.checks.expect` raises when the stored data disagree)."""
-    glue_facts(prefix, facts)
-    expect(checks, facts, *claims)
-
-
-def glue_comparison(prefix: str, row: Mapping, *claims: str) -> None:
-    """A paired comparison's row glued (:func:`ftcl_core.study.diagnosis_readings.comparison_facts`) and the claims the
-    page's words make of it checked (names of :data:`ftcl_core.study.diagnosis_readings.CHECKS`): chapter 7's pages."""
-    from ftcl_core.study import diagnosis_readings
-
-    glue_checked(prefix, diagnosis_readings.comparison_facts(row), diagnosis_readings.CHECKS, *claims)
+def glue_reading(blocks: Iterable[Block]) -> None:
+    """A page's reading (:mod:`ftcl_core.study.chapters`) glued, and every claim its words make checked: each block's
+    facts glued as ``<prefix><name>`` (``{glue:text}`` where the block says so), then its named checks run
+    (:func:`ftcl_core.study.checks.expect` raises when the stored data disagree)."""
+    for block in blocks:
+        if block.prefix is not None and block.text:
+            for name, value in block.facts.items():
+                glue(f"{block.prefix}{name}", value)
+        elif block.prefix is not None:
+            glue_facts(block.prefix, block.facts)
+        expect(block.checks, block.facts, *block.claims)

@@ -1,0 +1,121 @@
+"""Issue 67: one reading per page (:mod:`ftcl_core.study.chapters`): a page's numbers and the checks that bind its
+words are found from the page's name, hold on the stored runs, and stop the page when they no longer do."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+from ftcl_core.study import chapters
+from ftcl_core.study.chapters import Block
+from ftcl_core.study.checks import TextDisagrees
+
+BOOK = Path(__file__).resolve().parent.parent / "book" / "src"
+READINGS = sorted(m.name for m in pkgutil.iter_modules(chapters.__path__))
+
+
+def _page(name: str) -> Path:
+    found = [p for p in BOOK.glob("*.py") if re.fullmatch(rf"(\w+_)?{name}", p.stem) and
+             (p.stem == name or re.fullmatch(r"(\d+[a-z]?|learn\d)", p.stem.removesuffix(f"_{name}")))]
+    assert len(found) == 1, (name, found)
+    return found[0]
+
+
+def test_there_are_readings():
+    assert len(READINGS) >= 10, READINGS
+
+
+@pytest.mark.parametrize("name", READINGS)
+def test_a_reading_is_found_from_its_page_s_name_and_the_page_reads_it(name):
+    page = _page(name)
+    module = importlib.import_module(f"ftcl_core.study.chapters.{name}")
+    title = re.search(r"^# # (.+)$", page.read_text(), re.M).group(1)
+    assert f"*{title.split(': ')[0].split('?')[0]}" in module.__doc__.replace("\n", " "), (title, module.__doc__[:120])
+    tree = ast.parse(page.read_text())
+    imported = {a.name: a.asname or a.name for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.module == "ftcl_core.study.chapters" for a in n.names}
+    assert name in imported, f"{page.name} does not read ftcl_core.study.chapters.{name}"
+    assert f"glue_reading({imported[name]}.read(" in page.read_text()
+
+
+@pytest.fixture(scope="module")
+def stored():
+    from ftcl_core.study.evidence import Evidence
+
+    return Evidence.load("cpu")
+
+
+def _arguments(name: str, stored):  # noqa: ANN001, ANN202  (an Evidence; the call's arguments)
+    """What the page passes its reading, built from the stored cpu runs as the page builds it."""
+    from ftcl_core.runs import RunDir
+    from ftcl_core.study import diagnosis_readings, experiment_file, headroom, learn, predict, store
+    from ftcl_core.study.chapters import headroom as room_reading
+
+    if name == "momentum":
+        exp = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
+        runs = sorted((r for r in store.load_records(exp.path, "cpu", experiment_file.STORED) if r["seed"] in exp.seeds),
+                      key=lambda r: (list(exp.settings).index(r["setting"]), r["seed"]))
+        return runs, exp.seeds[0], ["m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0"]
+    if name == "first_steps":
+        return (json.loads((experiment_file.ROOT / predict.REPORT).read_text()),)
+    if name == "negatives":
+        return diagnosis_readings.negative_comparisons("cpu", experiment_file.STORED)
+    if name == "headroom":
+        rows, records = headroom.load()
+        return headroom.facts(rows, records, headroom.run_metrics(records)), room_reading.auto_facts()
+    if name == "reading":
+        exp = experiment_file.Experiment.load("experiments/table7_ft_v2.yaml")
+        return (RunDir(experiment_file.run_dir(exp, "v2 baseline", 0, "cpu", experiment_file.STORED)),)
+    if name == "your_moco":
+        rows, records = headroom.load()
+        return learn.first_step_facts(), {**headroom.facts(rows, records, headroom.run_metrics(records)),
+                                          **headroom.paper_facts()}
+    if name in ("results", "methods"):
+        return ()
+    return (stored,)
+
+
+@pytest.mark.parametrize("name", READINGS)
+def test_every_claim_of_a_page_holds_on_the_stored_runs(name, stored):
+    from ftcl_core.study.checks import expect
+
+    module = importlib.import_module(f"ftcl_core.study.chapters.{name}")
+    blocks = module.read(*_arguments(name, stored))
+    assert blocks and all(isinstance(b, Block) for b in blocks)
+    for block in blocks:
+        expect(block.checks, block.facts, *block.claims)
+        if block.prefix is not None:
+            assert any(isinstance(v, str) for v in block.facts.values()), name  # something to glue
+
+
+def test_a_claim_the_stored_runs_no_longer_hold_stops_the_page():
+    pytest.importorskip("myst_nb")
+    from ftcl_core.pages.glue import glue_reading
+    from ftcl_core.pages.portable import GLUED
+
+    holds = Block({"gain": "+1.0", "value": 1.0}, {"gains": lambda f: None if f["value"] > 0 else "no gain"},
+                  ("gains",), "t_")
+    glue_reading([holds])
+    assert str(GLUED["t_gain"]) and "t_value" not in GLUED  # the raw value is the check's, not glued
+    flipped = Block({"gain": "-1.0", "value": -1.0}, holds.checks, ("gains",), "t_")
+    with pytest.raises(TextDisagrees, match="gains"):
+        glue_reading([flipped])
+
+
+def test_reading_the_pages_imports_no_training():
+    """The readings read stored runs; none of them loads the code that trains (issue 67, item 3)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, importlib; "
+            + "; ".join(f"importlib.import_module('ftcl_core.study.chapters.{n}')" for n in READINGS)
+            + "; print(sorted(m for m in sys.modules if m == 'ftcl_core.training'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "[]", out.stdout
