@@ -13,7 +13,6 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 
 # %%
 import csv
-import math
 
 from IPython.display import display
 
@@ -133,13 +132,10 @@ if trials:
     display(markdown_html(f"<details><summary>Every trial, method by method ({len(trials)} runs)</summary>\n\n"
                           + calibration.markdown(trials) + "\n</details>"))  # opens on demand
     def aim(b):  # on real images the bar is the raw-pixel probe: their random-init encoder already reads out well
-        gain = b["val_linear"] - b["random_init_val_linear"]
-        pixels = b.get("raw_pixels_val_linear", math.nan)
-        if math.isnan(pixels):
-            return (f"{gain:+.1f} points; the bar is +{table_verdicts.BASELINE_AIMS['gain']:.0f}, "
-                    f"{'met' if gain >= table_verdicts.BASELINE_AIMS['gain'] else 'not met at this budget'}")
-        return (f"{gain:+.1f} points; on real images the bar is the raw-pixel probe's {pixels:.1f} % "
-                f"(validation split), {'met' if b['val_linear'] > pixels else 'not met at this budget'}")
+        a = calibration.chosen_aim(b)
+        bar = (f"the bar is +{a['need']:.0f}" if a["bar"] == "gain" else
+               f"on real images the bar is the raw-pixel probe's {a['need']:.1f} % (validation split)")
+        return f"{a['gain']:+.1f} points; {bar}, {'met' if a['met'] else 'not met at this budget'}"
 
     display(markdown_html("\n".join(
         f"* **{method}**: trial *{b['trial']}*, {b['knobs']}: validation kNN {b['val_knn']:.1f} % over {b['n_seeds']} seed(s), "

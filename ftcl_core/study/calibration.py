@@ -109,6 +109,20 @@ def choose(rows: list[dict]) -> dict[str, dict]:
             for method in dict.fromkeys(r["method"] for r in rows)}
 
 
+def chosen_aim(best: dict) -> dict:
+    """Whether a chosen trial (:func:`choose`) meets the bar a baseline is held to: ``gain``, its validation linear
+    readout above its random-init encoder's; ``bar`` is ``"gain"`` (``BASELINE_AIMS["gain"]`` points) where no raw-pixel
+    probe was read, else ``"pixels"``: on real images, whose random-init encoder already reads out well, the bar is the
+    raw-pixel probe's readout (``pixels``); ``met`` against it."""
+    from ftcl_core.study.table_verdicts import BASELINE_AIMS
+
+    gain = best["val_linear"] - best["random_init_val_linear"]
+    pixels = best.get("raw_pixels_val_linear", math.nan)
+    if math.isnan(pixels):
+        return {"gain": gain, "bar": "gain", "need": BASELINE_AIMS["gain"], "met": gain >= BASELINE_AIMS["gain"]}
+    return {"gain": gain, "bar": "pixels", "need": pixels, "met": best["val_linear"] > pixels}
+
+
 def trial_scores(rows: list[dict], method: str) -> dict[str, dict]:
     """Per trial of ``method`` (in the CSV's order): its mean validation kNN with CI, and the means of its linear
     readout, its random-init encoder's and, on real images, the raw-pixel probe's, over its seeds."""
