@@ -51,7 +51,8 @@ plt.show()
 # ## Why a queue, and why a momentum encoder
 #
 # InfoNCE gets better with more negatives: picking your key out of 4 096 is a harder, more informative test than out
-# of the few hundred a batch holds. The previous chapter took its negatives from the batch, so their number was tied to the batch size. MoCo
+# of the few hundred a batch holds. The previous chapter took its negatives from the batch, as **SimCLR** does (it
+# needs batches of thousands for enough of them), so their number was tied to the batch size. MoCo
 # keeps a **queue** instead: the keys of the last few batches, $K$ of them (here 4 096), stored as plain tensors. Each
 # step the new batch's keys are enqueued and the oldest dropped, so the negatives cost no extra computation.
 #
@@ -65,6 +66,11 @@ plt.show()
 # No gradient flows into the key encoder; it only follows. The momentum $m$ is the first thing the paper studies
 # (a later chapter reads its runs): too small and the keys drift from step to step; at $m = 1$ the key encoder never
 # moves from its random start.
+#
+# Two other families drop the negatives altogether. **BYOL** and **SimSiam** train the query branch to predict the
+# key branch's feature through a small extra head, with no gradient into the key branch, which is what keeps them
+# from collapsing; **SwAV** compares the two views' assignments to learned clusters. The paper applies FT's harder
+# positive to them too ([Beyond MoCo](10_methods.ipynb) runs all four); this course stays with MoCo.
 #
 # ## The whole method
 #
