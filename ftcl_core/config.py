@@ -510,7 +510,11 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
     asked = parse_overrides(overrides or [])
     raw = merge(raw, asked)
     _check_other_methods(asked, raw.get("method", "moco"))  # typed now: no old key is mapped onto the new
-    return RunConfig.from_dict(raw)
+    cfg = RunConfig.from_dict(raw)
+    if "n_test" in asked.get("data", {}) and cfg.data.eval_split == "val":  # stored files keep theirs: typed, refused
+        raise ConfigError(f"data.n_test={cfg.data.n_test} sizes the test set, and data.eval_split=val scores the "
+                          "validation split (data.n_val), so it would be ignored. Set data.n_val, or data.eval_split=test.")
+    return cfg
 
 
 def _nested(raw: dict, path: Path) -> dict:

@@ -93,6 +93,13 @@ def test_the_recipes_augmentations_still_load():
         load_config(ROOT / "configs" / f"{name}.yaml")
 
 
+def test_a_test_set_size_typed_under_the_validation_split_is_refused():
+    with pytest.raises(ConfigError, match="data.n_val"):
+        load_config(SMOKE, ["data.eval_split=val", "data.n_test=100"])
+    kept = load_config("configs/cpu_cal_fmnist_moco_v2.yaml", ["data.eval_split=val"])  # a file's own n_test stays
+    assert kept.data.eval_split == "val" and kept.data.n_test == 10000
+
+
 def test_prototypes_frozen_for_the_whole_run_are_refused():
     with pytest.raises(ConfigError, match="swav.freeze_prototypes_epochs"):
         load_config("configs/smoke_swav.yaml", ["swav.freeze_prototypes_epochs=50"])

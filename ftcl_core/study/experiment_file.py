@@ -290,8 +290,8 @@ def resolve(base: str, overrides: list[str] | dict, profile: str) -> RunConfig:
         extra = [o for o in extra if not o.startswith("moco.")]
     split = next((yaml.safe_load(i.split("=", 1)[1]) for i in reversed(items) if i.startswith("data.eval_split=")),
                  (base_keys.get("data") or {}).get("eval_split", "test"))
-    if split != "val":  # the smoke profile's validation size sizes a validation split alone
-        extra = [o for o in extra if not o.startswith("data.n_val=")]
+    # the smoke profile's validation size sizes a validation split alone, its test size a test split alone
+    extra = [o for o in extra if not o.startswith("data.n_test=" if split == "val" else "data.n_val=")]
     return load_config(_path(base), [*extra, *items])
 
 
