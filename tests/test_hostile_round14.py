@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from test_hostile_inputs import ROOT, assert_one_line, cli, own_registry  # noqa: F401  (own_registry: autouse)
 from test_hostile_round9 import SMOKE
+from test_hostile_round13 import TINY, finished  # noqa: F401  (finished: a fixture, one complete smoke run)
 
 from ftcl_core import ft
 from ftcl_core.__main__ import _announce
@@ -27,17 +28,6 @@ from ftcl_core.batch_losses import sinkhorn, swav_loss
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.data import ImageSet
 from ftcl_core.training import check_data, train
-
-TINY = ["train.epochs=1", "data.n_train=320", "data.n_test=64", "eval.linear_epochs=1"]
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    out = tmp_path_factory.mktemp("finished") / "run"
-    from ftcl_core.__main__ import main
-    assert main(["train", SMOKE, *TINY, "--out", str(out), "--no-progress"]) == 0
-    return out
-
 
 # ---- T: tracebacks ----
 
@@ -168,7 +158,7 @@ def test_the_start_up_line_waits_for_checks_that_may_refuse(capsys, tmp_path, ov
     assert banner and capsys.readouterr().out == ""  # printed by the command line only once its checks pass
 
 
-def test_device_auto_is_the_device_it_resolves_to(capsys, tmp_path, finished):
+def test_device_auto_is_the_device_it_resolves_to(capsys, tmp_path, finished):  # noqa: F811  (the fixture)
     code, err = cli(capsys, "train", SMOKE, *TINY, "device=auto", "--out", str(finished), "--no-progress")
     assert code == 0, err
     run = tmp_path / "run"
