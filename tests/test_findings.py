@@ -283,7 +283,11 @@ def test_every_glued_name_is_a_fact_chapter_7_glues(ev):
     glued = GLUE.findall(answer_markdown())
     assert glued and all(doc == "" for doc, _ in glued)
     assert {key for _, key in pasted + glued} - set(facts) == set()
-    assert "findings.facts(stored)" in (BOOK / "src" / "07a_when_ft_helps.py").read_text()
+    assert "glue_reading(when_ft_helps.read(stored))" in (BOOK / "src" / "07a_when_ft_helps.py").read_text()
+    from ftcl_core.study.chapters import when_ft_helps  # the page's reading glues every fact, for {glue:text}
+
+    blocks = when_ft_helps.read(ev)
+    assert any(b.prefix == "" and b.text and b.facts == facts for b in blocks)
 
 
 def test_the_findings_open_reproduce_the_index_and_chapter_1_link_them_and_their_links_name_chapter_labels():
