@@ -149,3 +149,17 @@ def test_the_check_reads_no_data_unless_the_queue_is_square_and_unstated():
     check_moco_inputs(meta[0], meta[0], meta[1], ft.FTConfig())
     square = torch.empty(128, 128, device="meta")
     check_moco_inputs(meta[0], meta[0], square, ft.FTConfig(), queue_layout="KC")
+
+
+def test_the_guides_lift_runs_and_switches_ft_on_at_its_epoch():
+    """The fenced python block under the guide's "FT in your own code": off before epoch 36, on from it."""
+    section = (ROOT / "book" / "guide.md").read_text().split("### FT in your own code", 1)[1].split("\n### ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    q, k, queue = feats()
+    losses = {}
+    for epoch in (35, 36):
+        scope = {"q": q, "k": k, "queue": queue, "gen": torch.Generator().manual_seed(0), "epoch": epoch}
+        exec(code, scope)  # noqa: S102  (the guide's own block)
+        losses[epoch] = scope["loss"]
+    assert torch.allclose(losses[35], plain_info_nce(q, k, queue, 0.2))
+    assert not torch.allclose(losses[36], plain_info_nce(q, k, queue, 0.2))

@@ -12,7 +12,7 @@
 # 1. **A visualization tool** (Sec 3.2, {term}`Supp A`): per training step, the mean positive score
 #    {term}`Mean(pos)`, and for the negatives the mean {term}`Mean(neg)` and variance {term}`Var(neg)` of their scores. With it
 #    they show how MoCo's momentum $m$ shapes training: too small an $m$ and the scores and gradients
-#    swing, and the representation collapses (Table 1, Figs 3-5).
+#    swing, and the representation "collapses" (the paper's word for a readout below a random encoder's; Table 1, Figs 3-5).
 # 2. **Feature transformations ({term}`FT`)** (Sec 4): *positive extrapolation* mixes the query and its key
 #    with $\lambda \sim \mathrm{Beta}(\alpha,\alpha)+1$, which provably lowers the positive score
 #    (eq. 4) and makes positives harder; *negative interpolation* mixes the queue with a permutation of
@@ -41,7 +41,7 @@
 # | **Reproduce** | |
 # | [Momentum and collapse](05_momentum.ipynb) | the momentum sweep of Table 1 and Figs 3-5 |
 # | [Feature transformations in training](06_feature_transformations.ipynb) | Tables 2-7 and {term}`Supp F`/G, measured; re-normalisation and dimension-level mixing |
-# | [When does feature transformation help?](07a_when_ft_helps.ipynb) and the pages after it | the gradient algebra of the collapse, checked; where training sits; FT on {term}`calibrated` baselines, without false negatives, on real photographs; a phase diagram of when to switch FT on; the answer |
+# | [When does feature transformation help?](07a_when_ft_helps.ipynb) and the pages after it | the gradient algebra of FT's cost, checked; where training sits; FT on {term}`calibrated` baselines, without false negatives, on real photographs; a phase diagram of when to switch FT on; the answer |
 # | [Does FT help once there is room to help?](11_headroom.ipynb) | a harder task, far from a perfect score, where FT has room to gain |
 # | [Results against the paper](09_results.ipynb), [every table](09b_every_table.ipynb) and [baselines and recipes](09c_baselines.ipynb) | every reproduced number with seeds, intervals and a verdict; the baseline calibration |
 # | [Beyond MoCo](10_methods.ipynb) | SimCLR, BYOL, SimSiam and SwAV with FT |

@@ -142,10 +142,10 @@ if others:
 # cosines rises towards one
 # within the first steps and {term}`Var(neg)` falls towards zero: for a while the images sit near one point, the
 # effect the paper reports in Supp D (FT at epoch 0 on a randomly filled queue pushes the negative scores
-# up). The table of collapse signatures further down gives, for every setting, the step at which Mean(neg)
+# up). The table of concentration signatures further down gives, for every setting, the step at which Mean(neg)
 # passes 0.9 and where it ends, beside its readout. [Why does FT from the first step cost?](07b_gradient.ipynb)
 # derives what positive extrapolation does to the gradient, [Is it our recipe?](#recipe-changes) tests whether the
-# collapse survives baselines {term}`calibrated` without FT, and [the phase diagram](#phase-diagram) maps when a later
+# cost survives baselines {term}`calibrated` without FT, and [the phase diagram](#phase-diagram) maps when a later
 # start helps.
 
 # %%
@@ -176,7 +176,7 @@ plt.show()
 # costs wherever the images crowd as it switches on, and gains where they do not, as when it is switched on late in a longer run.
 
 # %% [markdown]
-# ## The collapse signature of every setting
+# ## The concentration signature of every setting
 #
 # The same reading for every stored setting (its lowest seed), in numbers from
 # `ftcl_core.study.signatures.signature_rows`: its linear top-1, the share of its baseline's gain over a
@@ -199,7 +199,7 @@ markup.html_table(["table", "setting", "linear", "gain kept (%)", "Mean(neg) > 0
               "final Mean(neg)", "final Var(neg)"], sig_rows,
              caption="Each setting's lowest seed: its linear top-1 %, the share of its baseline's gain over a "
                      "random-init encoder it keeps, and the statistics of its raw cosines",
-             collapsed=f"The collapse signature of every stored setting ({len(sig_rows)} settings)")
+             collapsed=f"The concentration signature of every stored setting ({len(sig_rows)} settings)")
 
 # %% [markdown]
 # Passing {glue:md}`sig_level` marks an early concentration, not a lost readout: it is neither needed nor enough.
@@ -234,12 +234,12 @@ plt.show()
 #
 # * **The `seeds` parameter.** `.venv/bin/papermill book/06_feature_transformations.ipynb
 #   /tmp/06_feature_transformations.ipynb -y "seeds: [1]" --cwd book` draws the statistics and the gradient landscapes
-#   of seed 1 (trained if missing). The text reads the collapse in seed 0: see whether Mean(neg) of the raw cosines
+#   of seed 1 (trained if missing). The text reads the concentration in seed 0: see whether Mean(neg) of the raw cosines
 #   again rises towards one under positive extrapolation from the first step, and read why in *A concentrated state:
 #   does it attract or repel?* of [Why does FT from the first step cost?](07b_gradient.ipynb).
 # * **A config key, `ft.pos`.** `.venv/bin/python -m ftcl_core train configs/cpu_cal_moco_v1.yaml ft.pos=true --out
-#   runs/try-pos` adds positive extrapolation to the calibrated MoCo v1 baseline. Expect the collapse signature of
-#   *The collapse signature of every setting*, and find whether it survives the calibrated baselines in
+#   runs/try-pos` adds positive extrapolation to the calibrated MoCo v1 baseline. Expect the concentration signature of
+#   *The concentration signature of every setting*, and find whether it survives the calibrated baselines in
 #   {ref}`recipe-changes`.
 # * **A config key, `ft.start_epoch`.** `.venv/bin/python -m ftcl_core train configs/cpu_cal_moco_v1.yaml ft.pos=true
 #   ft.neg=true ft.start_epoch=15 --out runs/try-late` switches FT on only at epoch 15, after the randomly filled

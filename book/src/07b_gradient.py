@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Why does FT from the first step cost? The gradient's algebra
 #
-# **Because {term}`FT` weighs the pull of a query towards its key less than the push from its negatives, a concentrated
+# **Because {term}`FT` weighs the pull of a query towards its key more than the push from its negatives, a concentrated
 # state attracts until the two views agree well, and in the first steps training sits where it attracts.** The
 # figure shows one gradient step of the real loss: below zero a concentrated state contracts, and the further
 # {term}`FT`'s λ is from 1, the better the views must agree before it spreads out again.
@@ -88,7 +88,7 @@ markup.markdown_html(
 # and keys $k_i = m + e_i$ with small tangent deviations, and negatives whose weighted deviation is unrelated to
 # $d_i$. One gradient step moves $d_i$ by $c\,(A e_i - (A - \lambda) d_i)$, so the spread
 # $\mathbb{E}\lvert d\rvert^2$ changes at the rate $2c\,(A\rho - (A - \lambda))\,\mathbb{E}\lvert d\rvert^2$. The
-# spread **shrinks** (the {term}`collapse` deepens) when
+# spread **shrinks** (the features concentrate further) when
 #
 # $$\rho < 1 - \frac{\lambda}{A}.$$
 #

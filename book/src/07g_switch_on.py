@@ -36,7 +36,7 @@ glue_reading(switch_on.read(stored))
 
 
 # %% [markdown]
-# Switching FT on later should spare the encoder the {term}`collapse` if [the algebra](07b_gradient.ipynb) is right, and the
+# Switching FT on later should spare the encoder the early concentration if [the algebra](07b_gradient.ipynb) is right, and the
 # paper's Table 6 finds FT from epoch 2 of 100 a little better than from the start. The rows: the shapes (30 and 120
 # epochs), Fashion-MNIST (10 and 30 epochs), the task with room to help of
 # [Does FT help once there is room to help?](#headroom-map) (from the start and from 30 % only) and, at the bottom, [the larger encoders](is-it-the-network). The kNN classifier reads the features'

@@ -59,7 +59,7 @@ display(tables.negative_table(neg_rows, "Linear top-1 (%), mean over seeds, Δ p
 #
 # Supp G's settings are harder than the queue they come from: extrapolated negatives by their spread alone, both
 # hard-negative settings (Beta(2,1) and Beta(5,2)) by their mean alone; the table gives each one's readout and verdict.
-# Where the raw {term}`Mean(neg)` at the end (the table's last column) nears 1, the features sit near one direction ([the collapse
+# Where the raw {term}`Mean(neg)` at the end (the table's last column) nears 1, the features sit near one direction ([the concentration
 # signature](06_feature_transformations.ipynb), an early concentration rather than a lost readout).
 
 # %% [markdown]

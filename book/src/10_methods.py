@@ -160,7 +160,7 @@ glue_reading(methods.read())  # the authored reading rests on the stored cpu run
 
 
 # %% [markdown]
-# **With negatives, positive extrapolation collapses SimCLR as it does MoCo.** SimCLR's baseline reads
+# **With negatives, positive extrapolation collapses SimCLR**, where MoCo's features only crowd. SimCLR's baseline reads
 # {glue:md}`m_simclr_base` %. With {term}`+pos` it reads {glue:md}`m_simclr_pos` points against that baseline (the
 # paper: {glue:md}`m_simclr_pos_paper`), with {term}`+both` {glue:md}`m_simclr_both` and with one $\lambda$ per
 # dimension {glue:md}`m_simclr_both_dim`: opposite to the paper, all three. {term}`+neg` alone reads {glue:md}`m_simclr_neg`,

@@ -140,7 +140,7 @@ plt.show()
 #
 # **Switched on after 30 % of the run, FT now gains**: {glue:md}`hr_both_late_120_diff` points over
 # {glue:md}`hr_both_late_120_n` paired seeds, {glue:md}`hr_both_late_120_errors` the errors: {glue:md}`hr_both_late_120_verdict`
-# (once corrected for the map's several comparisons, q = {glue:md}`hr_both_late_120_q`:
+# (once corrected for the map's several comparisons, q {glue:md}`hr_both_late_120_q`:
 # {glue:md}`hr_both_late_120_verdict_bh`). The same late start read {glue:md}`hr_both_late_30_diff` at 30 epochs:
 # on a task with room, at 120 epochs of this network, the paper's late start pays. Seed by seed (each arm against
 # the baseline of its own seed):
@@ -173,9 +173,9 @@ markup.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+po
 # remains. Switched on after 30 % of the run, **it reaches the paper's size**: FT gains {glue:md}`hr_both_late_240_diff`
 # points over {glue:md}`hr_both_late_240_n` paired seeds, {glue:md}`hr_both_late_240_errors` the errors (Table 6:
 # {glue:md}`hr_both_late_paper`, {glue:md}`hr_both_late_paper_ratio`): on points, the paper's own scale, it
-# {glue:md}`hr_both_late_240_verdict` (corrected for the map's several comparisons, q =
+# {glue:md}`hr_both_late_240_verdict` (corrected for the map's several comparisons, q
 # {glue:md}`hr_both_late_240_q`: {glue:md}`hr_both_late_240_verdict_bh`); on the {term}`error scale` it is
-# {glue:md}`hr_both_late_240_verdict_errors`. Seed by seed (a blank cell is a run not stored):
+# {glue:md}`hr_both_late_240_verdict_errors`. Seed by seed:
 
 # %% tags=["hide-input"]
 markup.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+pos alone from 30 %", "difference"],

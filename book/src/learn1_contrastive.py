@@ -175,9 +175,9 @@ if profile != "smoke":
 # %% [markdown]
 # These are {term}`false negatives <false negative>`: inputs that show the same thing as the query, pushed away only
 # because no label says so. Contrastive learning accepts them; the MoCo chapter meets them again. They also explain
-# the slider's coldest position, $\tau = 0.05$: after the same steps its clusters still bunch on one side of the
-# circle, where the untrained encoder crowded them, because the push goes to each query's own cluster and little is
-# left to move the clusters apart.
+# the slider's coldest position, $\tau = 0.05$: after the same steps its clusters sit less evenly round the circle
+# than at $\tau = 0.2$ (its uniformity ends higher), keeping more of the untrained encoder's crowding, because the
+# push goes to each query's own cluster and little is left to move the clusters apart.
 #
 # MoCo, the next chapter's method, uses $\tau = 0.07$ (its first version) and $\tau = 0.2$ (its second). The paper we follow makes the hard cases harder on purpose,
 # which is why the temperature, and the statistics of the scores, come back in every later chapter.
@@ -219,8 +219,8 @@ for noise, name in ((0.15, "clean"), (0.6, "noisy")):
 # Solution 2: each cluster's mean direction, and the angle to its nearest neighbour. On
 # the circle six clusters sit about 60 degrees apart, evenly round it; on the sphere
 # they spread out further, towards the corners of an octahedron (the six points of a
-# sphere furthest apart, 90 degrees from each neighbour, each with one opposite). More
-# room also means a lower uniformity.
+# sphere furthest apart, 90 degrees from each neighbour, each with one opposite): these
+# steps get part of the way. More room also means a lower uniformity.
 r3 = train_toy(0.2, steps=steps, dim=3)
 ends["uniform_3d"] = r3.history["uniform"][-1]
 ends["uniform_2d"] = shown.history["uniform"][-1]

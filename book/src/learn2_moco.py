@@ -249,7 +249,7 @@ print(f"largest difference of any weight after {match['steps']} steps: "
 checks.expect(learn.MOCO_CHECKS, match, "the two steps agree")
 
 # %% [markdown]
-# They agree to float rounding. The library's MoCo is this class; everything else it does is bookkeeping.
+# They agree, at most float rounding apart (the difference above). The library's MoCo is this class; everything else it does is bookkeeping.
 #
 # ## Summary
 #

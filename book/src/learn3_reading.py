@@ -202,7 +202,7 @@ if t1_metrics:
 # ({glue:md}`mom_crowd_neg`), where the key encoder is the query encoder of each step, so the queue's keys come from
 # encoders a whole step apart. Crowded, but not collapsed: Mean(neg) stays below the collapse level, and that run still
 # reads {glue:md}`mom_m0_mean` % on average, well above the same network never trained (the
-# {term}`random-init baseline`, {glue:md}`mom_random` %). The paper calls the small momenta's readouts a collapse in
+# {term}`random-init baseline`, {glue:md}`mom_random` % averaged over the seeds). The paper calls the small momenta's readouts a collapse in
 # a second sense of the word, a readout {term}`below random init`; [the momentum chapter](05_momentum.ipynb) tests
 # that over every seed.
 #

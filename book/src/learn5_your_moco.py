@@ -108,6 +108,7 @@ stored = headroom.stored_run(records, "baseline 120", seed=0)  # no FT in it
 start = ft.PlateauStart(window=5, fraction=0.1)
 for epoch_loss in auto_start.epoch_losses(stored):
     # one step stands in for your epoch's steps; FT is on or off for the whole epoch
+    # (ft.logits reads only `active`: cfg.start_epoch above was the fixed start's)
     logits = ft.logits(q, k, queue, cfg, gen, tau=0.2, active=start.on)
     loss = ft.info_nce(logits)  # backward, step, the clean keys into the queue
     start.update(epoch_loss)  # the epoch's mean training loss, once it has ended

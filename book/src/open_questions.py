@@ -66,5 +66,5 @@ glue_reading(open_questions.read(stored))
 # %%
 markup.html_table(["table", "setting", "seeds stored", "seeds to train", "experiment file"],
              [[r["table"], r["setting"], ", ".join(map(str, r["stored"])) or "none",
-               ", ".join(map(str, r["missing"])), f"<code>{r['file']}</code>"] for r in open_rows],
+               ", ".join(map(str, r["missing"])), r["file"]] for r in open_rows],
              caption="Settings short of their seeds (none stored: never run).")

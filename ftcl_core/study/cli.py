@@ -5,7 +5,7 @@ on CUDA); each process takes ``batch_size / N`` images of every batch.
 
 Trains into DIR, or resumes from DIR's checkpoint with the same command, or prints DIR's results when
 the run is complete.  ``python -m ftcl_core sweep FILE`` trains an experiment file's missing runs;
-``python -m ftcl_core screen CONFIG [key=value ...] --steps N`` trains N steps and prints the collapse signature;
+``python -m ftcl_core screen CONFIG [key=value ...] --steps N`` trains N steps and prints the concentration signature;
 ``python -m ftcl_core calibration`` writes ``results/calibration.csv`` from the baseline calibration runs;
 ``python -m ftcl_core plan [--calibrated --seeds 0 1 2]`` says which runs are left to train;
 ``python -m ftcl_core summary`` writes ``results/summary.csv`` (and, through ``tools/readme_findings.py``, the README's
@@ -179,7 +179,7 @@ def _main(argv: list[str] | None = None, banner: str | None = None) -> int:
     sw.add_argument("--calibrated", action="store_true",
                     help="first move the file's runs of another recipe to the dated record (results/cpu-2026-11/) "
                          "and point the file at its calibrated recipe (configs/cpu_cal_*.yaml); resumable")
-    sc = sub.add_parser("screen", help="train N steps of a config (nothing stored) and print the collapse signature")
+    sc = sub.add_parser("screen", help="train N steps of a config (nothing stored) and print the concentration signature")
     sc.add_argument("config", help="YAML config, e.g. configs/cpu_moco_v1.yaml")
     sc.add_argument("overrides", nargs="*", help="key=value overrides, e.g. ft.pos=true")
     sc.add_argument("--steps", type=int, default=120, help="steps to train (default 120)")
@@ -360,8 +360,8 @@ def _plan(args) -> int:
 
 
 def _screen(args) -> int:
-    """A screen: the first ``--steps`` steps of a config in a temporary folder, then
-    the collapse signature of the raw cosines (:func:`ftcl_core.study.signatures.collapse_signature`) and the time per step."""
+    """A screen: the first ``--steps`` steps of a config in a temporary folder, then the concentration signature of
+    the raw cosines (:func:`ftcl_core.study.signatures.collapse_signature`) and the time per step."""
     if args.steps < 1:
         print(f"error: --steps {args.steps} must be >= 1", file=sys.stderr)
         return 2

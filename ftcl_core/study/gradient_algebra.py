@@ -48,6 +48,18 @@ def mean_weight_ratio(alpha: float = 2.0, points: int = 20_001) -> float:
     return float((density * ratio).sum() / density.sum())
 
 
+def weight_facts(alpha: float = 2.0) -> dict:
+    """How FT weighs the pull against the push, averaged over its lambdas (:func:`mean_weight_ratio`): the ratio
+    formatted (``ratio``) and raw (``value``; 1 without FT)."""
+    value = mean_weight_ratio(alpha)
+    return {"ratio": f"{value:.2f}", "value": value}
+
+
+CHECKS = {  # chapter 7b's words on the algebra (ftcl_core.study.chapters.gradient)
+    "FT weighs the pull more than the push": lambda f: None if f["value"] > 1 else f"E[A/l] = {f['ratio']}",
+}
+
+
 def threshold_band(alpha: float = 2.0, lo: float = 0.05, hi: float = 0.95, points: int = 20_001) -> tuple[float, float]:
     """The attraction thresholds ``1 - l / A`` at the ``lo`` and ``hi`` quantiles of ``l ~ Beta(alpha, alpha) + 1``
     (the threshold rises with ``l`` on [1, 2], so these are the band's quantiles too)."""

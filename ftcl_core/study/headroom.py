@@ -23,7 +23,7 @@ from ftcl_core.study.checks import failures
 from ftcl_core.study.diagnosis import COMPARED, NOT_RUN, headroom_rows
 from ftcl_core.study.headroom_task import ARMS, CROWDS, LENGTHS, MAP, crowding, run_metrics, setting, steps_per_epoch  # noqa: F401
 from ftcl_core.study.results import verdicts
-from ftcl_core.study.results.numbers import fixed, plus_minus
+from ftcl_core.study.results.numbers import fixed, plus_minus, relation
 from ftcl_core.study.results.paired import by_seed, mean_ci95, paired_records
 from ftcl_core.study.results.verdicts import MIN_SEEDS
 
@@ -93,7 +93,7 @@ def map_facts(rows: list[dict]) -> dict:
             out[f"{key}_verdict"] = verdicts.row_label({**r, "verdict": word}) if r else word
             out[f"{key}_verdict_errors"] = (r.get("verdict_errors") or "") if r and n else NOT_RUN  # the other scale
             q = _float(r.get("q_value")) if r and n else math.nan  # Benjamini-Hochberg within the map (claims only)
-            out[f"{key}_q"], out[f"{key}_verdict_bh"] = fixed(q, 3), (r.get("verdict_bh") or word) if r else word
+            out[f"{key}_q"], out[f"{key}_verdict_bh"] = relation(q), (r.get("verdict_bh") or word) if r else word
             out[f"{key}_value"], out[f"{key}_ci"], out[f"{key}_word"], out[f"{key}_seeds"] = diff, ci, word, n
     for length in LENGTHS:  # the paired seeds of the length's arms: "3", or "3-4" where they differ
         lo, hi = min(out[f"{a}_{length}_seeds"] for a in ARMS), max(out[f"{a}_{length}_seeds"] for a in ARMS)

@@ -1,5 +1,5 @@
 """What a run's stored statistics say about collapse (Supp A, Figs 3-4), in a few numbers: when Mean(neg) of the raw
-cosines first passes a level, the collapse signature a screen prints, and how much the statistics swing."""
+cosines first passes a level, the concentration signature a screen prints, and how much the statistics swing."""
 
 from __future__ import annotations
 

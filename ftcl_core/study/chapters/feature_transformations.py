@@ -1,5 +1,5 @@
 """The reading of *Feature transformations in training* (``book/06_feature_transformations``): Table 7's FT against
-its baseline, how the encoder undoes the harder positive, the collapse signatures of every stored table, and how
+its baseline, how the encoder undoes the harder positive, the concentration signatures of every stored table, and how
 much FT's gradient swings."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from ftcl_core.study.chapters import Block
 from ftcl_core.study.evidence import Evidence
 
 TABLE_7_V1 = "experiments/table7_ft_v1.yaml"
-# the experiment files whose stored cpu runs the words on the collapse signatures read (the page's train and show)
+# the experiment files whose stored cpu runs the words on the concentration signatures read (the page's train and show)
 SIGNATURES = (TABLE_7_V1, "experiments/table7_ft_v2.yaml", "experiments/table2_alpha_ex.yaml",
               "experiments/table4_alpha_in.yaml", "experiments/table3_interp_vs_extrap.yaml",
               "experiments/table5_queue.yaml", "experiments/table6_start_epoch.yaml", "experiments/supp_f_renorm.yaml",

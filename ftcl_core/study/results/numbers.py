@@ -25,6 +25,12 @@ def fixed(x: float, digits: int = 1, signed: bool = False) -> str:
     return f"{rounded:{'+' if signed else ''}f}"
 
 
+def relation(q: float, digits: int = 3) -> str:
+    """A p- or q-value as the relation a sentence states: ``= 0.012``, or ``< 0.001`` below what ``digits`` show."""
+    floor = 10.0 ** -digits
+    return f"< {fixed(floor, digits)}" if q < floor else f"= {fixed(q, digits)}"
+
+
 def plus_minus(mean: float, ci: float, digits: int = 1, signed: bool = False) -> str:
     """``mean ± ci`` (just the mean when there is no interval, e.g. a single seed); ``signed``: ``+`` on gains."""
     return fixed(mean, digits, signed) + ("" if missing(ci) else f" ± {fixed(ci, digits)}")
