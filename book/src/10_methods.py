@@ -1,6 +1,10 @@
 # %% [markdown]
 # # Beyond MoCo: SimCLR, BYOL, SimSiam and SwAV with FT
 #
+# **With negatives, positive extrapolation costs here too: SimCLR collapses and SwAV loses readout; without
+# negatives (BYOL, SimSiam) these seeds cannot tell a gain from zero.** [What the runs say](#methods-answer) gives
+# the numbers.
+#
 # The paper calls its feature transformations generic (Sec 1, Table 7 and the supplement): it adds them
 # to SimCLR {cite}`chen2020simple`, and positive extrapolation alone to the methods without negatives,
 # BYOL {cite}`grill2020bootstrap` and SimSiam {cite}`chen2020exploring`, and to the clustering method
@@ -147,6 +151,7 @@ for path in method_files:
     plt.show()
 
 # %% [markdown]
+# (methods-answer)=
 # ## What the runs say
 #
 # The reading rests on the stored runs of the `cpu` profile (3 seeds each), whatever profile this page ran with;
