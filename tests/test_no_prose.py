@@ -12,7 +12,8 @@ people (``benchmarks/gpucheck/report.md``). This test reads every module's synta
 Not prose, so not counted: docstrings; a config override (``key=value``, no space); in a list or tuple of two or
 more, a literal cell of at most :data:`LABEL_WORDS` words (a table's heading or a row's name); literals passed to
 any other call (a table's fixed caption handed to ``html_table``, a figure's label handed to matplotlib); anything
-inside ``raise`` or ``assert``; the CLI (``__main__.py``: help and the lines it prints); message helpers, functions
+inside ``raise`` or ``assert``; the names of checks (keys of a ``...CHECKS`` mapping), which a page's reading
+cites as the claims its words make; the CLI (``__main__.py``: help and the lines it prints); message helpers, functions
 whose every call sits inside a ``raise``, an ``assert``, a ``print``, a warning or a log call (an error message built
 in one place); and check functions, the values of a ``...CHECKS`` mapping (why a check fails).
 """
@@ -180,11 +181,30 @@ ALLOWED_CALLS = {"_load_json": "the recovery a damaged run file's error message 
 EXCEPTION = re.compile(r"[A-Z]\w*(Error|Exception|Interrupted|Diverged|Warning)")  # a message, raised where it is made
 
 
+def check_names(trees: dict) -> set[str]:
+    """The names of every check (the string keys of each ``...CHECKS`` mapping written as a literal): identifiers a
+    page's reading cites to bind its words (:mod:`ftcl_core.study.chapters`), not words a reader is shown."""
+    names: set[str] = set()
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target if isinstance(node, ast.AnnAssign) else None
+            if isinstance(target, ast.Name) and target.id.endswith("CHECKS") and isinstance(node.value, ast.Dict):
+                names |= {k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return names
+
+
+def _names_only(arg: ast.AST, names: set[str]) -> bool:
+    """A tuple or list of check names (a block's claims), or one check name."""
+    items = arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]
+    return all(isinstance(i, ast.Constant) and i.value in names for i in items) and bool(items)
+
+
 def prose_arguments(root: Path = PACKAGE) -> list[tuple[str, int, str, int]]:
     """``(file, line, call, words)`` for every literal argument of more than :data:`MAX_WORDS` words that a call under
     ``root`` receives outside a raise, an assert, a message, the command line's help, a picture's own text and the
     calls of :data:`ALLOWED_CALLS` (a table's caption, an HTML note: the page's words, which its chapter writes)."""
     trees = {p: ast.parse(p.read_text()) for p in sorted(root.rglob("*.py"))}
+    names = check_names({p: ast.parse(p.read_text()) for p in sorted(PACKAGE.rglob("*.py"))})
     helpers = _message_helpers(trees)
     quiet_names = MESSAGE_CALLS | FIGURE_TEXT | CLI_TEXT | set(ALLOWED_CALLS) | helpers
     found = []
@@ -207,6 +227,8 @@ def prose_arguments(root: Path = PACKAGE) -> list[tuple[str, int, str, int]]:
             args = [*node.args, *(k.value for k in node.keywords if k.arg not in FIGURE_KEYWORDS)]
             for arg in args:
                 if isinstance(arg, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.List, ast.Tuple)):
+                    if _names_only(arg, names):  # the claims a page's words make: checks' names
+                        continue
                     words = _words(arg, {}, set())
                     if words > MAX_WORDS:
                         where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name

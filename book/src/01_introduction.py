@@ -12,7 +12,7 @@
 # 1. **A visualization tool** (Sec 3.2, {term}`Supp A`): per training step, the mean positive score
 #    {term}`Mean(pos)`, and for the negatives the mean {term}`Mean(neg)` and variance {term}`Var(neg)` of their scores. With it
 #    they show how MoCo's momentum $m$ shapes training: too small an $m$ and the scores and gradients
-#    swing, and the representation "collapses" (the paper's word for a readout below a random encoder's; Table 1, Figs 3-5).
+#    swing, and the representation "collapses" (the paper's word for a {term}`readout` below a random encoder's; Table 1, Figs 3-5).
 # 2. **Feature transformations ({term}`FT`)** (Sec 4): *positive extrapolation* mixes the query and its key
 #    with $\lambda \sim \mathrm{Beta}(\alpha,\alpha)+1$, which provably lowers the positive score
 #    (eq. 4) and makes positives harder; *negative interpolation* mixes the queue with a permutation of

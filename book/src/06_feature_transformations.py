@@ -3,8 +3,8 @@
 #
 # **From the first step, positive extrapolation costs MoCo {term}`readout` here ({glue:md}`t7_v1_pos` points with
 # {term}`+pos` alone, where the paper gains {glue:md}`t7_v1_pos_paper`): the encoder undoes the harder positive and
-# crowds every image together to do it.** This chapter shows how the feature transformations act inside MoCo's
-# loss, what they do to the readout and to the score statistics, and how to recognise a collapse in those statistics.
+# crowds every image together to do it.** In this chapter you will learn how the feature transformations act inside
+# MoCo's loss, what they do to the readout and to the score statistics, and how to recognise a collapse in those statistics.
 #
 # The paper's central claim (Sec 4, Table 7): on ImageNet-100, positive extrapolation and negative
 # interpolation each improve MoCo's {term}`linear readout`, together more than either alone, for MoCo v1 and v2, and

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Beyond MoCo: SimCLR, BYOL, SimSiam and SwAV with FT
 #
-# **With negatives, positive extrapolation costs here too: SimCLR collapses and SwAV loses readout; without
+# **With negatives, positive extrapolation costs here too: SimCLR collapses and SwAV loses {term}`readout`; without
 # negatives (BYOL, SimSiam) these seeds cannot tell a gain from zero.** [What the runs say](#methods-answer) gives
 # the numbers.
 #

@@ -69,7 +69,7 @@ plt.show()
 #
 # Two other families drop the negatives altogether. **BYOL** and **SimSiam** train the query branch to predict the
 # key branch's feature through a small extra head, with no gradient into the key branch, which is what keeps them
-# from collapsing; **SwAV** compares the two views' assignments to learned clusters. The paper applies FT's harder
+# from collapsing; **SwAV** compares the two views' assignments to learned clusters. The paper applies {term}`FT`'s harder
 # positive to them too ([Beyond MoCo](10_methods.ipynb) runs all four); this course stays with MoCo.
 #
 # ## The whole method
