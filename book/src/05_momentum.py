@@ -99,7 +99,8 @@ SPLIT = ((["sanity"], "each momentum against the same seed's random-init encoder
          (["ordering"], "each momentum against the next smaller one"))
 for kinds, rows_are in SPLIT:
     _, header, cells = table_verdicts.table_cells(exp, records, kinds)
-    display(markup.html_table(header, cells, caption=f"{caption(exp, records)}. Rows: {rows_are}"))
+    head = caption(exp, records) if kinds == SPLIT[0][0] else "The same runs, columns as above"
+    display(markup.html_table(header, cells, caption=f"{head}. Rows: {rows_are}"))
 result_figures.experiment_bars(exp, summary)
 plt.show()
 
@@ -183,7 +184,8 @@ fm_records = store.load_records(fm_exp.path, profile) if profile != "smoke" else
 if fm_records:
     for kinds, rows_are in SPLIT:
         _, header, cells = table_verdicts.table_cells(fm_exp, fm_records, kinds)
-        display(markup.html_table(header, cells, caption=f"{caption(fm_exp, fm_records)}. Rows: {rows_are}"))
+        head = caption(fm_exp, fm_records) if kinds == SPLIT[0][0] else "The same runs, columns as above"
+        display(markup.html_table(header, cells, caption=f"{head}. Rows: {rows_are}"))
     result_figures.experiment_bars(fm_exp, table_verdicts.summarize(fm_records))
     plt.show()
 else:

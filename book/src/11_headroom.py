@@ -1,6 +1,12 @@
 # %% [markdown]
 # # Does FT help once there is room to help?
 #
+# **In short:** on a task with room, {term}`FT` switched on from the first step costs {term}`readout` at 30, 120 and 240 epochs; switched
+# on after 30 % of the run it costs at 30 epochs, gains at 120 ({glue:md}`hr_both_late_120_diff` points, a little less
+# than the paper's Table 6 in points) and at 240 reaches the paper's size ({glue:md}`hr_both_late_240_diff` points over
+# {glue:md}`hr_both_late_240_n` {term}`paired` seeds). The runs that cost crowd the images as FT switches on, but a later switch that does not crowd
+# still costs: the crowding is not needed for the cost ([below](#crowding)).
+#
 # In this chapter you will learn why a baseline near 100 % can force a verdict, how the ratio of test errors reads a
 # comparison there, and what {term}`FT` does on a task whose baseline has room to grow.
 #
@@ -11,12 +17,6 @@
 # the paper's gain, so "no effect of the
 # paper's size" in points is forced there, whatever FT does. This chapter takes two ways out: judge a comparison near
 # the ceiling on the {term}`error scale`, and move to a task with room.
-#
-# **In short:** on a task with room, FT switched on from the first step costs {term}`readout` at 30, 120 and 240 epochs; switched
-# on after 30 % of the run it costs at 30 epochs, gains at 120 ({glue:md}`hr_both_late_120_diff` points, a little less
-# than the paper's Table 6 in points) and at 240 reaches the paper's size ({glue:md}`hr_both_late_240_diff` points over
-# {glue:md}`hr_both_late_240_n` {term}`paired` seeds). The runs that cost crowd the images as FT switches on, but a later switch that does not crowd
-# still costs: the crowding is not needed for the cost ([below](#crowding)).
 
 # %% colab-setup
 
