@@ -189,6 +189,8 @@ if __name__ == "__main__":
                                                                    "anything", "outside a run's training steps; "
                                                                    "nothing was lost"), file=sys.stderr)
         status = 130
+    for each in (signal.SIGINT, signal.SIGTERM):  # the command is done: an interrupt now would only break torch's
+        signal.signal(each, signal.SIG_IGN)      # exit handlers (a traceback after the last line)
     if status in (130, 143):  # interrupted while torch was half imported: its teardown can die of the same interrupt
         sys.stdout.flush()  # (status -2 instead of 130), so leave at once, the one line said
         sys.stderr.flush()

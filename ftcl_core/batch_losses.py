@@ -12,7 +12,17 @@ import torch.nn.functional as F
 
 from ftcl_core import distributed, transforms
 from ftcl_core.config import FTConfig
-from ftcl_core.losses import is_count, is_real, moco_ft_logits
+from ftcl_core.losses import (
+    MIN_TEMPERATURE,
+    UNIT_NORM_TOL,
+    check_dense,
+    check_global_rows,
+    is_count,
+    is_real,
+    moco_ft_logits,
+    off_unit_norm,
+    temperature,
+)
 
 
 def symmetric_pairs(v1: torch.Tensor, v2: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor
@@ -43,6 +53,31 @@ def other_sample_mask(rows: torch.Tensor, n_global: int) -> torch.Tensor:
     return keep
 
 
+def _check_simclr_inputs(z1: torch.Tensor, z2: torch.Tensor, bank1: torch.Tensor, bank2: torch.Tensor,
+                         rows: torch.Tensor) -> None:
+    """:func:`simclr_ft_logits`' arguments: normalised N x C views, M x C banks (M >= 2), N global rows."""
+    _check_views(z1=z1, z2=z2, bank1=bank1, bank2=bank2)
+    if z1.shape != z2.shape or bank1.shape != bank2.shape or bank1.shape[1:] != z1.shape[1:]:
+        raise ValueError(f"simclr_ft_logits: the views z1 {tuple(z1.shape)} and z2 {tuple(z2.shape)} must share one N x C, "
+                         f"and the banks bank1 {tuple(bank1.shape)} and bank2 {tuple(bank2.shape)} one M x C.")
+    if bank1.shape[0] < 2:
+        raise ValueError("simclr_ft_logits: a batch of one sample has no in-batch negatives: use at least 2.")
+    check_global_rows(rows, bank1.shape[0], z1.shape[0])
+
+
+def _check_views(**views: object) -> None:
+    """SimCLR's views and banks: dense floating-point N x C tensors, of unit rows on the CPU (as ft.logits asks)."""
+    check_dense("simclr_ft_logits", **views)
+    for name, x in views.items():
+        if not (isinstance(x, torch.Tensor) and x.dim() == 2 and x.is_floating_point()):
+            got = f"a {x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+            raise TypeError(f"simclr_ft_logits: {name} must be a floating-point N x C tensor of normalised features, "
+                            f"got {got}: pass F.normalize(torch.as_tensor(x), dim=1).")
+        if x.device.type == "cpu" and (worst := off_unit_norm(x)) > UNIT_NORM_TOL:
+            raise ValueError(f"simclr_ft_logits: {name} must hold L2-normalised features (one per row), but a row's "
+                             f"squared norm is off 1 by {worst:.3g}: pass F.normalize({name}, dim=1).")
+
+
 def simclr_ft_logits(
     z1: torch.Tensor, z2: torch.Tensor, bank1: torch.Tensor, bank2: torch.Tensor,
     rows: torch.Tensor, ft: FTConfig, gen: transforms.Draws, active: bool = True,
@@ -58,6 +93,7 @@ def simclr_ft_logits(
     by the index of the sample it was drawn from, so it may hold a share of the anchor,
     as a mixed queue entry can in MoCo.
     """
+    _check_simclr_inputs(z1, z2, bank1, bank2, rows)
     anchors, positives = symmetric_pairs(z1, z2, z1, z2)
     bank = torch.cat([bank1, bank2])
     m = bank1.shape[0]
@@ -102,6 +138,7 @@ def _logsumexp_all_ranks(x: torch.Tensor, dim: int | None = None) -> torch.Tenso
 
 def _check_scores(caller: str, **scores: object) -> None:
     """Each of ``scores`` is a floating-point ``B x C`` tensor with B, C >= 1 (prototype scores), else named."""
+    check_dense(caller, **scores)
     for name, x in scores.items():
         if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() != 2 or 0 in x.shape:
             got = f"a {x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
@@ -118,9 +155,11 @@ def sinkhorn(scores: torch.Tensor, epsilon: float = 0.05, iters: int = 3) -> tor
     SwAV's iterations, run in the log domain: the same numbers, but no overflow or underflow when FT's
     extrapolated features score far outside [-1, 1]."""
     _check_scores("sinkhorn", scores=scores)
-    if not (is_real(epsilon) and 0 < epsilon < math.inf) or not is_count(iters) or iters < 1:
-        raise ValueError(f"sinkhorn(epsilon={epsilon!r}, iters={iters!r}): epsilon is an entropy weight > 0 and iters "
-                         "a count >= 1 (SwAV: epsilon=0.05, iters=3).")
+    if not (is_real(epsilon) and MIN_TEMPERATURE <= epsilon < math.inf) or not is_count(iters) or iters < 1:
+        raise ValueError(f"sinkhorn(epsilon={epsilon!r}, iters={iters!r}): epsilon is an entropy weight >= "
+                         f"{MIN_TEMPERATURE:g} (below, scores / epsilon overflow) and iters a count >= 1 (SwAV: "
+                         "epsilon=0.05, iters=3).")
+    epsilon = float(epsilon)
     log_q = scores.float().T / epsilon  # (C, B)
     n_proto, batch = log_q.shape[0], log_q.shape[1] * distributed.world_size()
     log_q = log_q - _logsumexp_all_ranks(log_q)
@@ -138,8 +177,7 @@ def swav_loss(scores1: torch.Tensor, scores2: torch.Tensor, tau: float, epsilon:
     if scores1.shape != scores2.shape:
         raise ValueError(f"swav_loss: scores1 {tuple(scores1.shape)} and scores2 {tuple(scores2.shape)} must be the "
                          "same B x C (each view's scores against the same prototypes).")
-    if not (is_real(tau) and 0 < tau < math.inf):
-        raise ValueError(f"swav_loss(tau={tau!r}): the temperature must be a number > 0 (SwAV uses 0.1).")
+    tau = temperature("swav_loss", tau, "SwAV uses 0.1")
     q1, q2 = sinkhorn(scores1.detach(), epsilon, iters), sinkhorn(scores2.detach(), epsilon, iters)
     return -0.5 * ((q2 * F.log_softmax(scores1 / tau, dim=1)).sum(1).mean()
                    + (q1 * F.log_softmax(scores2 / tau, dim=1)).sum(1).mean())

@@ -242,9 +242,10 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
     if sealed and trained and run.config.is_file() and config_diff(sealed, run.load_config()):
         edited = config_mismatch(sealed, run.load_config()).replace("(this command's)", "(its config.yaml's)")
         raise IncompatibleCheckpoint(f"run folder {run.path}: its config.yaml and its checkpoint.pt disagree, "
-                                     f"{edited}: "
-                                     "config.yaml was changed after the run began. Delete config.yaml (the checkpoint "
-                                     "restores it) and run the command with the checkpoint's values.")
+                                     f"{edited}: one was changed, or copied from another run, after this run began. "
+                                     "An edited config.yaml: delete it (the checkpoint restores it) and run the command "
+                                     "with the checkpoint's values; a checkpoint.pt of another run: delete it (the run "
+                                     "trains anew from its first step).")
     if stored and run.checkpoint.is_file() and not run.eval.is_file() and (moved := _execution_moved(stored, cfg)):
         raise IncompatibleCheckpoint(f"run folder {run.path} holds a run that executes with {moved[0]} (its "
                                      f"checkpoint.pt); resumed otherwise, its numbers would no longer be the "

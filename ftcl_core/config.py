@@ -138,9 +138,13 @@ class RunConfig(Section):
             if getattr(ft, key) and not ft.neg:
                 raise ConfigError(f"ft.{key}=true acts on the transformed negatives only; set ft.neg=true too, "
                                   "or drop it.")
-        if ft.shards > 1 and (bs % ft.shards or self.moco.drop_same_class or (ft.neg and method != "moco")):
-            raise ConfigError(f"ft.shards={ft.shards} needs train.batch_size={bs} divisible by it, method=moco where "
-                              "ft.neg=true, and no moco.drop_same_class; set ft.shards=1 otherwise.")
+        if ft.shards > 1 and bs % ft.shards:
+            raise ConfigError(f"ft.shards={ft.shards} does not divide train.batch_size={bs} (one lambda per shard of "
+                              f"{bs} / {ft.shards} queries): choose a divisor of the batch, or ft.shards=1.")
+        if ft.shards > 1 and (self.moco.drop_same_class or (ft.neg and method != "moco")):
+            why = "moco.drop_same_class=true" if self.moco.drop_same_class else f"ft.neg=true under method={method}"
+            raise ConfigError(f"ft.shards={ft.shards} cannot run with {why} (sharded draws mix MoCo's queue per shard, "
+                              "without the oracle); set ft.shards=1, or drop it.")
         if self.optim.warmup_epochs >= self.train.epochs:
             raise ConfigError(f"optim.warmup_epochs={self.optim.warmup_epochs} is not below train.epochs="
                               f"{self.train.epochs}: the learning rate would never reach optim.lr. Lower the warm-up "
@@ -377,6 +381,11 @@ def parse_overrides(items: list[str]) -> dict:
         if _non_ascii_digits(value):
             raise ConfigError(f"override {item!r}: {value!r} holds digits that are not ASCII; write the number in the "
                               "digits 0-9.")
+        if isinstance(value, dict) and value and key.strip() in _known_keys():  # "timm:" or "a: b" read as a mapping
+            raise ConfigError(f"override {item!r}: YAML reads {raw.strip()!r} as a mapping (a colon then a space or the "
+                              f"end), but {key.strip()} takes one value: quote it, {key.strip()}='{raw.strip()}'"
+                              + (", or name the model (model.encoder=timm:resnet18)." if key.strip() == "model.encoder"
+                                 else "."))
         if value == {}:  # an empty mapping would merge as nothing: the key would keep its default without a word
             raise ConfigError(f"override {item!r} gives an empty mapping: write {key.strip()}=VALUE.")
         if isinstance(value, float) and ":" in raw:  # YAML 1.1 reads 1:0.5 as a base-60 number, 60.5

@@ -139,6 +139,12 @@ class AugmentationConfig(Section):
             p = getattr(self, key)
             if p is not None and not 0 <= p <= 1:
                 raise ConfigError(f"augment.{key}={p} must be a probability in [0, 1], or null for the preset's.")
+        no_blur = self.blur_p == 0 or (self.blur_p is None and self.preset == "v1")  # MoCo v1's recipe has no blur
+        for knob, off, why in (("blur_sigma", no_blur, "augment.blur_p=0" if self.blur_p == 0 else "preset v1 has no blur"),
+                               ("jitter", self.jitter_p == 0, "augment.jitter_p=0")):
+            if off and getattr(self, knob) is not None:
+                raise ConfigError(f"augment.{knob} shapes a transform that never runs here ({why}), so it would be "
+                                  f"ignored. Drop augment.{knob}, or switch the transform on (its probability > 0).")
 
 
 @dataclass(frozen=True)
@@ -184,6 +190,9 @@ class ModelConfig(Section):
 def _check_tau(key: str, tau: float, hint: str) -> None:
     if tau <= 0:
         raise ConfigError(f"{key}={tau} must be > 0; {hint}.")
+    if tau < 1e-4:  # the library's floor (ftcl_core.losses.MIN_TEMPERATURE): 1 / tau of a cosine nears float32's range
+        raise ConfigError(f"{key}={tau} is below 0.0001: cosines over it overflow float32's logits and the run diverges "
+                          f"at its first step. {hint[0].upper()}{hint[1:]}.")
     if tau > 10:  # cosines in [-1, 1] over tau: every logit near 0, nothing to learn
         raise ConfigError(f"{key}={tau} divides cosines in [-1, 1] into logits all near 0: the loss cannot tell "
                           f"the positive apart. Use at most 10; {hint}.")

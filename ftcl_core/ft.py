@@ -64,9 +64,20 @@ def logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, cfg: FTConfig,
     if meta := [n for n, t in (("q", q), ("k", k), ("queue", queue)) if isinstance(t, torch.Tensor) and t.is_meta]:
         raise ValueError(f"{', '.join(meta)} on the meta device hold shapes but no numbers: FT and its scores need "
                          "data; build the model on a real device (cpu, cuda) or load its weights first.")
+    if isinstance(cfg, FTConfig) and (when := _when_keys(cfg)):
+        raise ValueError(f"ft.logits has no epoch, so FTConfig({when}) would be ignored: build the FTConfig without it "
+                         "and pass active=epoch >= start_epoch (or active=start.on with an ft.PlateauStart; pos_gate "
+                         "is the library loop's).")
     pos, neg, _ = moco_ft_logits(q, k, queue, cfg, gen, active, queue_layout=queue_layout)  # checks shapes, types
     _check_unit_rows(q, k, queue)
     return logits_from_scores(pos, neg, tau)
+
+
+def _when_keys(cfg: FTConfig) -> str:
+    """The keys of ``cfg`` that say when FT acts (a run's loop reads them; :func:`logits` cannot), as ``k=v``."""
+    default = FTConfig()
+    return ", ".join(f"{k}={getattr(cfg, k)!r}" for k in ("start_epoch", "start", "pos_gate")
+                     if getattr(cfg, k) != getattr(default, k))
 
 
 def _check_unit_rows(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor) -> None:
@@ -141,9 +152,11 @@ class PlateauStart:
                ) -> int | None:
         """The epoch the rule switches FT on at, given a run's mean loss per epoch (before FT, the loss of the run
         without FT: the rule only ever reads those); None if it never does."""
-        if isinstance(epoch_losses, (str, bytes, Mapping)) or not isinstance(epoch_losses, Iterable):
+        if isinstance(epoch_losses, (str, bytes, Mapping, set, frozenset)) or not isinstance(epoch_losses, Iterable) \
+                or getattr(epoch_losses, "ndim", 1) != 1:
             fix = " (a dict's keys would read as losses: pass list(d.values()) in epoch order)" \
-                if isinstance(epoch_losses, Mapping) else ""
+                if isinstance(epoch_losses, Mapping) else " (a set has no epoch order)" \
+                if isinstance(epoch_losses, (set, frozenset)) else ""
             raise ValueError(f"PlateauStart.replay({epoch_losses!r}): give the run's mean loss of each epoch, a "
                              f"sequence of numbers{fix}.")
         rule = cls(window, fraction)

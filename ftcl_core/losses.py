@@ -29,6 +29,7 @@ from ftcl_core.config import FTConfig
 def info_nce(logits: torch.Tensor) -> torch.Tensor:
     """eq. 1 with the positive in column 0: ``-log softmax(logits)[:, 0]`` (logits already divided by tau).
     ``logits`` is a floating-point ``N x (1 + K)`` tensor, N >= 1 and K >= 1; anything else is refused with the fix."""
+    check_dense("info_nce", logits=logits)
     if not (isinstance(logits, torch.Tensor) and logits.dim() == 2 and logits.is_floating_point()):
         what = f"a {logits.dtype} tensor of shape {tuple(logits.shape)}" if isinstance(logits, torch.Tensor) else \
             type(logits).__name__
@@ -71,6 +72,28 @@ def is_count(x: object) -> bool:
     return isinstance(x, numbers.Integral) and not isinstance(x, bool) and type(x).__name__ not in ("bool", "bool_")
 
 
+MIN_TEMPERATURE = 1e-4  # below it 1 / tau of a cosine nears float32's range: logits overflow to inf, the loss to NaN
+
+
+def check_dense(caller: str, **tensors: torch.Tensor) -> None:
+    """Each of ``tensors`` holds numbers in the usual (strided) layout: a meta tensor (shapes, no data) or a sparse
+    one is refused naming the argument and the fix."""
+    for name, x in tensors.items():
+        if isinstance(x, torch.Tensor) and x.is_meta:
+            raise ValueError(f"{caller}: {name} is on the meta device, shapes without numbers: build the model on a "
+                             "real device (cpu, cuda) or load its weights first.")
+        if isinstance(x, torch.Tensor) and x.layout != torch.strided:
+            raise TypeError(f"{caller}: {name} is a {x.layout} tensor; features are dense: pass {name}.to_dense().")
+
+
+def temperature(caller: str, tau: object, hint: str) -> float:
+    """``tau`` as a float: a real number in [:data:`MIN_TEMPERATURE`, inf), else a ValueError naming it."""
+    if not (is_real(tau) and not isinstance(tau, torch.Tensor) and math.isfinite(tau) and tau >= MIN_TEMPERATURE):
+        raise ValueError(f"{caller}: temperature tau={tau!r} must be a finite number > 0, at least {MIN_TEMPERATURE:g} "
+                         f"(below, the logits overflow), or a one-element float tensor; {hint}.")
+    return float(tau)
+
+
 def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: object,
                       queue_layout: QueueLayout = "auto") -> None:
     """The errors a MoCo that lifts FT meets first, named with their fix (:func:`moco_ft_logits` runs this).
@@ -101,6 +124,8 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
         kinds = ", ".join(type(t).__name__ for t in (q, k, queue))
         raise TypeError(f"q, k and queue must be torch tensors, got {kinds}: pass torch.as_tensor(x) (features, "
                         "normalised: F.normalize(x, dim=1)).")
+    if sparse := next((n for n, t in (("q", q), ("k", k), ("queue", queue)) if t.layout != torch.strided), None):
+        raise TypeError(f"{sparse} is a sparse tensor; features are dense: pass {sparse}.to_dense().")  # no data read
     if q.dim() == 2 and q.shape[1] == 0:
         raise ValueError(f"q is {tuple(q.shape)}: features with no dimension (C = 0) score 0 against everything; pass "
                          "the encoder's N x C output, C >= 1.")
@@ -179,6 +204,27 @@ def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: transforms.
     return q, k
 
 
+def check_global_rows(rows: object, n_global: object, n: int) -> None:
+    """``rows``, the global indices of this process's ``n`` pairs among ``n_global`` (several processes), come
+    together: a 1-D integer tensor of ``n`` entries, each in ``[0, n_global)`` (read on the CPU only), and a count
+    ``n_global >= n``; anything else is refused naming the argument."""
+    if rows is None or n_global is None:
+        raise ValueError("rows and n_global come together (the global indices of this process's pairs among all "
+                         "processes' n_global): pass both, or neither in one process.")
+    if not is_count(n_global) or n_global < n:
+        raise ValueError(f"n_global={n_global!r} must be a whole number >= the {n} local pairs (the batch over all "
+                         "processes).")
+    if not (isinstance(rows, torch.Tensor) and rows.dim() == 1 and len(rows) == n and not rows.is_floating_point()
+            and rows.dtype != torch.bool and not rows.is_complex()):
+        got = f"a {rows.dtype} tensor of shape {tuple(rows.shape)}" if isinstance(rows, torch.Tensor) else \
+            type(rows).__name__
+        raise TypeError(f"rows must be a 1-D integer tensor of the {n} local pairs' global indices, got {got}: pass "
+                        "torch.arange(n) + rank * n, say.")
+    if rows.device.type == "cpu" and n and not (0 <= int(rows.min()) and int(rows.max()) < n_global):
+        raise ValueError(f"rows hold indices from {int(rows.min())} to {int(rows.max())}, outside [0, "
+                         f"n_global={n_global}): each is a pair's place in the whole batch.")
+
+
 class FTLogits(NamedTuple):
     """MoCo's scores after FT (before the temperature), and where each negative comes from."""
 
@@ -210,6 +256,8 @@ def moco_ft_logits(
     of a square queue and skips its data check).
     """
     check_moco_inputs(q, k, queue, ft, queue_layout)
+    if rows is not None or n_global is not None:
+        check_global_rows(rows, n_global, q.shape[0])
     if not isinstance(active, bool):
         raise TypeError(f"active={active!r}: True (FT on) or False (plain MoCo's "
                         "logits); a string or a number is refused, since 'no' and "
@@ -266,7 +314,5 @@ def logits_from_scores(l_pos: torch.Tensor, l_neg: torch.Tensor, tau: float) -> 
     the device every step)."""
     if isinstance(tau, torch.Tensor) and tau.numel() == 1 and tau.is_floating_point():
         return torch.cat([l_pos.unsqueeze(1), l_neg], dim=1) / tau
-    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not math.isfinite(tau) or tau <= 0:
-        raise ValueError(f"temperature tau={tau!r} must be a finite number > 0 (or a one-element float tensor); MoCo "
-                         "v1 uses 0.07, v2 0.2.")
+    tau = temperature("logits", tau, "MoCo v1 uses 0.07, v2 0.2")
     return torch.cat([l_pos.unsqueeze(1), l_neg], dim=1) / tau

@@ -34,6 +34,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +274,10 @@ def check_run_folder(out: str | os.PathLike) -> Path:
         raise ConfigError(f"--out {path} is a file, not a folder: name a new or existing run folder instead.")
     if blocked := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
         raise ConfigError(f"--out {path} lies under {blocked}, a file, not a folder: name a run folder elsewhere.")
+    host = next((p for p in path.parents if (p / "eval.json").is_file() or (p / "checkpoint.pt").is_file()), None)
+    if host is not None and not path.relative_to(host).parts[0].startswith("prefix-epoch"):  # a sweep's own prefixes
+        raise ConfigError(f"--out {path} lies inside the run folder {host}: its files would mix with that run's. Name "
+                          "a run folder of its own, e.g. beside it.")
     if path.is_dir() and (odd := next((f for f in RUN_FILES if (path / f).exists() and not (path / f).is_file()), None)):
         raise ConfigError(f"--out {path}: its {odd} is a folder, not a run's file: move it away (without its "
                           "checkpoint the run starts again from epoch 0), or name another run folder.")
@@ -379,6 +384,27 @@ class RunDir:
             raise RunFileError(f"{', '.join(changed)} in {self.path} differ from the files this run wrote (another "
                                f"run's log copied in, or edited). {_retrain(self.path / changed[0])}")
         return readouts
+
+    def check_finished_checkpoint(self) -> None:
+        """A complete run's ``checkpoint.pt``, where one is kept and sealed, is of the run's last epoch: readouts
+        beside a checkpoint of an earlier epoch are not this run's (an ``eval.json`` copied into an unfinished run).
+        What ``train`` checks before it reports a run as done; the readouts do not rest on the checkpoint, so a
+        damaged one is not refused here (a sweep copies such a run without reading it)."""
+        seal = read_seal(self.checkpoint) if self.checkpoint.is_file() else None
+        if seal is None or not isinstance(seal.get("epoch"), int):
+            return
+        try:
+            epochs = self.load_config().train.epochs
+        except RunFileError:
+            return  # a missing or damaged config.yaml: the callers' own checks name it
+        if seal["epoch"] < epochs:
+            raise RunFileError(f"{self.eval} sits beside a checkpoint of epoch {seal['epoch']} of {epochs}: these readouts "
+                               f"are not this run's (an eval.json copied in?). Delete {self.eval} and run "
+                               f"{_rerun(self.path)} again to finish training from that checkpoint.")
+
+    def whole_checkpoint(self) -> bool:
+        """Whether ``checkpoint.pt`` is there and reads as a checkpoint (a zip archive), without loading it."""
+        return self.checkpoint.is_file() and zipfile.is_zipfile(self.checkpoint)
 
     def load_provenance(self) -> dict:
         """The run's provenance (commit, versions, device, ...; ``{}`` for runs stored before it was recorded);

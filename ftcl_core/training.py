@@ -325,6 +325,7 @@ def train(cfg: RunConfig | dict, out: str | os.PathLike, progress: bool = True, 
     check_compatible(run, cfg)
     if run.is_complete():
         run.restore_config(cfg)  # its damaged config.yaml was deleted: the recovery RunDir.load_config gives
+        run.check_finished_checkpoint()  # whole, and of the last epoch: readouts copied in are not this run's
         return run.load_complete()
     device = distributed.init_from_env(resolve_device(cfg))
     exact_float32(cfg, device)

@@ -63,8 +63,11 @@ PAGES = sorted((PACKAGE / "pages").rglob("*.py"))
 # rate and a temperature bounded above, a log the run never wrote, a provenance whose files are no mapping) ~16; its
 # leftovers (numbers of thousands of digits, SwAV's scores checked, readouts of under 10 images, batch-norm groups of
 # one, prototypes frozen for the run, a one-class set, augmentations bounded, the queue's norm in ft.logits, NumPy's
-# bools, device=auto resolved, max_steps < 1, a test size typed under the validation split) ~86
-LIBRARY_LINES = 5_853
+# bools, device=auto resolved, max_steps < 1, a test size typed under the validation split) ~86; the twelfth trial
+# (meta and sparse tensors named, a temperature floor, the global rows and SimCLR's inputs checked, an FTConfig whose
+# start ft.logits cannot honour, knobs of a transform that never runs, a run nested in a run, readouts beside an
+# earlier epoch's checkpoint, names no folder can take, the shards' conditions said apart) ~143
+LIBRARY_LINES = 5_996
 FIGURES = ("matplotlib", "plotly", "IPython", "ipywidgets")
 
 

@@ -80,9 +80,9 @@ display(markup.source_code(moco_ft_step))
 # {term}`late start`). In your loop it is one condition, `active`; before it the step is plain MoCo:
 
 # %% tags=["show-input"]
-cfg = ft.FTConfig(pos=True, neg=True, start_epoch=36)  # 120 epochs, FT from 30 %
+cfg, start_epoch = ft.FTConfig(pos=True, neg=True), 36  # 120 epochs, FT from 30 %
 for epoch in (0, 35, 36, 119):
-    active = epoch >= cfg.start_epoch
+    active = epoch >= start_epoch
     logits = ft.logits(q, k, queue, cfg, gen, tau=0.2, active=active)  # plain before
     print(f"epoch {epoch:3d}: FT {'on' if active else 'off'}")
 
@@ -108,7 +108,6 @@ stored = headroom.stored_run(records, "baseline 120", seed=0)  # no FT in it
 start = ft.PlateauStart(window=5, fraction=0.1)
 for epoch_loss in auto_start.epoch_losses(stored):
     # one step stands in for your epoch's steps; FT is on or off for the whole epoch
-    # (ft.logits reads only `active`: cfg.start_epoch above was the fixed start's)
     logits = ft.logits(q, k, queue, cfg, gen, tau=0.2, active=start.on)
     loss = ft.info_nce(logits)  # backward, step, the clean keys into the queue
     start.update(epoch_loss)  # the epoch's mean training loss, once it has ended

@@ -307,7 +307,8 @@ def _main(argv: list[str] | None = None, banner: str | None = None) -> int:
     except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if banner:
+    complete = RunDir(args.out).is_complete()  # its files are checked whole in train: the line waits for them
+    if banner and not complete:
         print(banner, flush=True)
     try:
         with threads_to_train(args.out, say=not args.no_progress and distributed.rank_from_env() == 0):
@@ -317,11 +318,15 @@ def _main(argv: list[str] | None = None, banner: str | None = None) -> int:
         return 2
     finally:
         distributed.shutdown()
+    if banner and complete:
+        print(banner, flush=True)
     if distributed.rank_from_env() == 0:
         print(json.dumps(result, indent=2, sort_keys=True))
-        if RunDir(args.out).is_complete():
-            print(f"readouts: {RunDir(args.out).eval} (the run folder {args.out} holds its config, metrics and "
-                  "checkpoint)", flush=True)
+        run = RunDir(args.out)
+        if run.is_complete():
+            held = [f.name for f in (run.config, run.metrics) if f.is_file()] + ["checkpoint.pt"] * run.whole_checkpoint()
+            print(f"readouts: {run.eval} (the run folder {args.out} holds {', '.join(held) or 'its readouts alone'})",
+                  flush=True)
     return 0
 
 

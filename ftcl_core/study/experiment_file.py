@@ -325,6 +325,9 @@ EXPERIMENT_KEYS = ("table", "title", "question", "paper_label", "base", "seeds",
                    "paper", "claims")  # the keys an experiment file may hold (experiments/table7_ft_v1.yaml shows them)
 
 
+MAX_NAME = 100  # characters of a table or setting name: each names a folder (a file system allows 255 bytes)
+
+
 def check_experiment_names(path: Path, table: object, settings: dict, base: object, seeds: object) -> None:
     """Refuse, with the fix, what would put runs in the wrong folder or count one run twice: a table name that is not
     one folder name, settings that are not mappings or that share a folder (:func:`setting_folder`), a base that is
@@ -332,6 +335,10 @@ def check_experiment_names(path: Path, table: object, settings: dict, base: obje
     if not isinstance(table, str) or not table or "/" in table or "\\" in table or table in (".", ".."):
         raise ConfigError(f"experiment file {path}: table {table!r} must be one folder name (no '/', not '..'), "
                           "e.g. table: T1.")
+    for kind, name in (("table", table), *(("setting name", n) for n in settings if isinstance(n, str))):
+        if not name.isprintable() or len(name) > MAX_NAME:  # a NUL byte, a line break; a folder name too long
+            raise ConfigError(f"experiment file {path}: {kind} {name[:40]!r}{'...' if len(name) > 40 else ''} names a "
+                              f"folder: write it in at most {MAX_NAME} printable characters (no control characters).")
     if not isinstance(base, dict):
         raise ConfigError(f"experiment file {path}: `base` must map profiles to configs, e.g. "
                           "base: {cpu: configs/cpu_cal_moco_v1.yaml}.")
