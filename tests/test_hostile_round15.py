@@ -195,3 +195,28 @@ def test_a_complete_run_says_its_line_after_its_files_are_checked_and_names_what
     code = main(["train", SMOKE, *TINY, "--out", str(tmp_path / "whole"), "--no-progress"])
     said = capsys.readouterr().out
     assert code == 0 and "checkpoint" not in said.splitlines()[-1], said
+
+
+@pytest.mark.slow  # two child sweeps in subprocesses
+def test_sigterm_to_a_parallel_sweep_stops_its_children_and_says_so(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_hostile_inputs import ROOT
+
+    exp = tmp_path / "par.yaml"
+    exp.write_text("table: PAR\nbase: {cpu: configs/cpu_moco_v2.yaml}\nseeds: [0, 1, 2, 3]\nsettings:\n  plain: {}\n")
+    env = {**os.environ, "FTCL_RUNS_ROOT": str(tmp_path / "root"), "OMP_NUM_THREADS": "1"}
+    parent = subprocess.Popen([sys.executable, "-m", "ftcl_core", "sweep", str(exp), "--profile", "smoke",
+                               "--parallel", "2"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    deadline = time.monotonic() + 240
+    while not list((tmp_path / "root").rglob("config.yaml")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    parent.send_signal(signal.SIGTERM)
+    _, err = parent.communicate(timeout=300)
+    assert parent.returncode == 143 and "interrupted (SIGTERM)" in err, (parent.returncode, err[-500:])
+    assert len(list((tmp_path / "root").rglob("eval.json"))) < 4  # the children stopped, not trained on

@@ -482,10 +482,16 @@ def _sweep_parallel(args, seeds: list[int]) -> int:
     children = [subprocess.Popen([*base, "--seeds", *map(str, seeds[i::n])], env=env) for i in range(n)]
     try:
         return max(child.wait() for child in children)
-    except KeyboardInterrupt:  # the children got the same Ctrl-C: each stops at its checkpoint; wait for them
+    except KeyboardInterrupt as err:  # Ctrl-C reached the children too; SIGTERM (the parent's alone) is passed on
+        sig = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
         for child in children:
+            if sig == signal.SIGTERM and child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in children:  # each stops at its checkpoint and says so
             child.wait()
-        return 130
+        print(f"interrupted ({sig.name}): the {n} sweeps stopped at their checkpoints; the same command resumes them.",
+              file=sys.stderr)
+        return 128 + int(sig)
 
 
 def _none_where_files_put_them(profile: str, command: str, files: str) -> int:
