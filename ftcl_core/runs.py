@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ftcl_core.config import DEFAULTS, ConfigError, RunConfig, as_config, config_mismatch, merge
+from ftcl_core.config import DEFAULTS, EXECUTION_KEYS, ConfigError, RunConfig, _flatten, as_config, config_mismatch, merge
 
 
 class RunFileError(ValueError):
@@ -261,6 +261,13 @@ def readouts_digest(readouts: dict) -> str:
     return hashlib.sha256(json.dumps(readouts, sort_keys=True).encode()).hexdigest()
 
 
+def config_digest(cfg: RunConfig | dict) -> str:
+    """A sha256 of what a config computes (its execution keys aside): ``eval.json`` keeps it, so readouts left under
+    an edited ``config.yaml`` are found (:meth:`RunDir.load_complete`) even with the checkpoint and provenance gone."""
+    flat = {k: v for k, v in _flatten(as_config(cfg).to_dict()).items() if k not in EXECUTION_KEYS}
+    return hashlib.sha256(json.dumps(flat, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def check_run_folder(out: str | os.PathLike) -> Path:
     """``out`` as a run folder, refused (a :class:`ConfigError` naming it and the fix) where it cannot be one (a file,
     or a path under one) or where the run's files would lie among a user's: an empty name (the current folder), the
@@ -374,6 +381,10 @@ class RunDir:
         rerun never reports a damaged run as fine; anything damaged is a :class:`RunFileError` naming the file and
         the fix."""
         readouts, recorded = self.load_eval(), self.load_provenance().get("files", {})
+        if (made := readouts.get("config_sha256")) and self.config.is_file() and config_digest(self.load_config()) != made:
+            raise RunFileError(f"{self.config} is not the config {self.eval}'s readouts were made with (edited after the "
+                               f"run completed?): restore its values, or move {self.path} away and run "
+                               f"{_rerun(self.path)} again to train that config anew.")
         for log in (self.metrics, self.grad_norms, self.histograms):
             if log == self.metrics or log.name in recorded or log.exists():  # a recorded log gone is "missing"
                 _load_npz(log)
@@ -487,10 +498,15 @@ def _load_json(path: Path, recovery: str) -> dict:
 
 def _bad_readout(readouts: dict) -> str:
     """What is wrong with the readouts of an ``eval.json`` (empty when nothing): no ``linear_top1``, a value that
-    is not a finite number, an accuracy (``*_top1``) outside [0, 100] or a time below 0."""
+    is not a finite number (``config_sha256`` aside: a sha256), an accuracy (``*_top1``) outside [0, 100] or a time
+    below 0."""
     if "linear_top1" not in readouts:
         return "no linear_top1"
     for key, value in readouts.items():
+        if key == "config_sha256":  # the config the readouts were made with (config_digest)
+            if not (isinstance(value, str) and len(value) == 64):
+                return f"config_sha256={json.dumps(value)[:40]} is not a sha256"
+            continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             return f"{key}={json.dumps(value)[:40]} is not a finite number"
         if key.endswith("_top1") and not 0 <= value <= 100:

@@ -44,7 +44,17 @@ from ftcl_core.execution import (
 )
 from ftcl_core.ft import PlateauStart
 from ftcl_core.methods import Method, Scores, StepContext, build_model
-from ftcl_core.runs import RunDir, check_run_folder, provenance, read_seal, readouts_digest, run_lock, write_json, write_yaml
+from ftcl_core.runs import (
+    RunDir,
+    check_run_folder,
+    config_digest,
+    provenance,
+    read_seal,
+    readouts_digest,
+    run_lock,
+    write_json,
+    write_yaml,
+)
 from ftcl_core.stats import (
     layer_grad_norms,
     layer_names,
@@ -544,7 +554,8 @@ def _finish(run, cfg: RunConfig, model, train_set, test_set, aug, device, train_
         result["raw_pixels_linear_top1"] = raw_pixel_readout(train_set, test_set, aug, e.linear_epochs, e.linear_lr,
                                                              cfg.seed)
     eval_s = time.perf_counter() - t0
-    result.update({**(extra or {}), "train_s": train_s, "eval_s": eval_s, "wall_s": train_s + eval_s})
+    result.update({**(extra or {}), "train_s": train_s, "eval_s": eval_s, "wall_s": train_s + eval_s,
+                   "config_sha256": config_digest(cfg)})  # binds the readouts to what made them
     write_json(run.provenance, {**provenance(device, cfg.seed), "status": "complete", "world_size": distributed.world_size(),
                                 "execution": {**execution_path(cfg, device, steps),
                                               "ft_draws": "host" if draws is None else "device"},

@@ -135,7 +135,12 @@ def test_an_eval_json_copied_into_an_unfinished_run_is_refused(capsys, tmp_path,
     with step_callback(press):
         code, _ = cli(capsys, "train", SMOKE, *two, "--out", str(run), "--no-progress")
     assert code == 130 and (run / "checkpoint.pt").is_file() and not (run / "eval.json").exists()
-    shutil.copy(finished / "eval.json", run / "eval.json")  # another run's readouts
+    shutil.copy(finished / "eval.json", run / "eval.json")  # another config's readouts: their config is not this one
+    code, err = cli(capsys, "train", SMOKE, *two, "--out", str(run), "--no-progress")
+    assert_one_line(code, err, EXIT_ERROR, "eval.json", "config")
+    twin = tmp_path / "twin"  # the same config, trained to the end elsewhere: only the epochs tell
+    assert cli(capsys, "train", SMOKE, *two, "--out", str(twin), "--no-progress")[0] == 0
+    shutil.copy(twin / "eval.json", run / "eval.json")
     code, err = cli(capsys, "train", SMOKE, *two, "--out", str(run), "--no-progress")
     assert_one_line(code, err, EXIT_ERROR, "eval.json", "epoch 1 of 2")
 
@@ -220,3 +225,16 @@ def test_sigterm_to_a_parallel_sweep_stops_its_children_and_says_so(tmp_path):
     _, err = parent.communicate(timeout=300)
     assert parent.returncode == 143 and "interrupted (SIGTERM)" in err, (parent.returncode, err[-500:])
     assert len(list((tmp_path / "root").rglob("eval.json"))) < 4  # the children stopped, not trained on
+
+
+def test_readouts_left_under_an_edited_config_are_refused(capsys, tmp_path, finished):  # noqa: F811
+    """Their eval.json names the config that made them, so editing config.yaml is found with the checkpoint and the
+    provenance gone (the run's other witnesses)."""
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    for name in ("checkpoint.pt", "provenance.json"):
+        (run / name).unlink()
+    (run / "config.yaml").write_text((run / "config.yaml").read_text().replace("lr: 0.06", "lr: 0.5"))
+    assert "lr: 0.5" in (run / "config.yaml").read_text()
+    code, err = cli(capsys, "train", SMOKE, *TINY, "optim.lr=0.5", "--out", str(run), "--no-progress")
+    assert_one_line(code, err, EXIT_ERROR, "config.yaml", "eval.json")
