@@ -132,6 +132,5 @@ glue_reading(when_ft_helps.read(stored))  # the index and chapter 1 paste its nu
 # tasks a start after 30 % of the run avoids most of the cost and helps in a few cells only; judge FT with a kNN
 # readout beside the linear probe. A {term}`late start` needs a long enough run, though: on a task with room to
 # help ([Does FT help once there is room to help?](11_headroom.ipynb): 30 classes of shapes with a distractor), FT switched on after 30 % of the
-# run costs readout at 30 epochs and gains at 120, while from the first step it costs at both lengths. The index and
-# [the introduction](01_introduction.ipynb) give these findings as bullets.
+# run costs readout at 30 epochs and gains at 120, while from the first step it costs at both lengths.
 # <!-- checks: first-step-costs, late-avoids-most, late-helps-where-stated, knn-late-mixed, headroom-costs-at-30, headroom-first-step-costs-at-120, headroom-late-gains-at-120 -->

@@ -9,8 +9,7 @@
 # to SimCLR {cite}`chen2020simple`, and positive extrapolation alone to the methods without negatives,
 # BYOL {cite}`grill2020bootstrap` and SimSiam {cite}`chen2020exploring`, and to the clustering method
 # SwAV {cite}`caron2020unsupervised`. This chapter shows how each method takes {term}`FT` in `ftcl_core`, trains
-# them on the embedded data with and without it, and
-# measures where the time of a step goes, the first step towards ImageNet-100 on a GPU.
+# them on the embedded data with and without it.
 #
 # ## Where FT enters each loss
 #
@@ -93,7 +92,7 @@ display(markup.source_code(base.predictive_scores, collapsed="BYOL's and SimSiam
 # seed, and names any setting that has none yet: the book never trains them
 # (`python -m ftcl_core sweep experiments/supp_e_byol.yaml --seeds 0 1 2` does, resumably). The `smoke` and `gpu`
 # profiles train the `seeds` asked for when missing. A symmetric loss encodes both views with gradients, so a
-# step costs more than a MoCo step (the step-time table below says how much).
+# step costs more than a MoCo step ([Several processes and GPUs](gpus.ipynb) measures how much).
 
 # %%
 import matplotlib.pyplot as plt

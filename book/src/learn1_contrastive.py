@@ -114,7 +114,7 @@ if profile != "smoke":  # the words below describe a full run; a smoke run's few
 # around the circle. The positives-only loss reaches
 # perfect alignment the cheap way: every point, of every cluster, lands on the same spot, and its uniformity goes to
 # 0. That is a **collapse**: the encoder maps every input to (nearly) the same feature, so a negative scores as high
-# as a positive and the features say nothing about the input. The negatives are what prevent it; methods without
+# as a positive and the features say little about the input. The negatives are what prevent it; methods without
 # them (BYOL, SimSiam) need other devices.
 #
 # How much are the features worth? That is what a {term}`readout` measures: give a simple classifier the features

@@ -117,7 +117,7 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 # In a run of the library it is `ft.start=auto` ([Using ftcl](guide.md)). On runs it was not tuned on it never did
 # worse than the same run without FT (judged by {term}`readout`), and in 30-epoch runs it switched on past half of the
 # run; where a fixed start after 30 % helped a little (Fashion-MNIST, greyscale photographs of clothes; the shapes
-# at 120 epochs), its gain was too small to tell from zero ([the rule's held-out runs](#auto-start)).
+# at 120 epochs), its gain was too small to tell from zero ([the runs the rule was not chosen on](#auto-start)).
 #
 # ## What the runs say
 #
@@ -202,9 +202,9 @@ plt.show()
 # - `FTConfig()` is plain MoCo; `active` (or `ft.start_epoch` in a run) switches FT on part-way through a run, and
 #   `ft.PlateauStart` (`ft.start=auto`) lets the run choose that moment from its own loss.
 # - At this book's scale FT from the first step costs readout (positive extrapolation carries the cost). Switched on
-#   after 30 % of the run on the harder task, it cost {glue:md}`hr_both_late_30_diff` points in 30-epoch runs and
-#   gained {glue:md}`hr_both_late_120_diff` at 120 epochs and {glue:md}`hr_both_late_240_diff` at 240: give it a long
-#   run, and judge it by the readout, not by Mean(neg).
+#   after 30 % of the run on the harder task, it changed readout by {glue:md}`hr_both_late_30_diff` points in
+#   30-epoch runs (a cost), {glue:md}`hr_both_late_120_diff` at 120 epochs and {glue:md}`hr_both_late_240_diff` at
+#   240: give it a long run, and judge it by the readout, not by Mean(neg).
 #
 # ## Exercises
 #
