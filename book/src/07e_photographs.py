@@ -67,4 +67,5 @@ display(tables.signature_table({"shapes, baseline": (plain, "baseline"), "shapes
                            "highest, and the effective rank and views' correlation at the last step"))
 display(tables.reference_table(runs_of["real"] + runs_of["real, longer"],
                                "The room an effect has on Fashion-MNIST: the encoder's readout beside the raw-pixel "
-                               "probe and the random-init encoder, on the same test images, mean over seeds"))
+                               "probe and the random-init encoder, on the same test images, mean over the seeds of "
+                               "both lengths (10 and 30 epochs) together"))
