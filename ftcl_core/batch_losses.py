@@ -63,6 +63,10 @@ def _check_simclr_inputs(z1: torch.Tensor, z2: torch.Tensor, bank1: torch.Tensor
     if bank1.shape[0] < 2:
         raise ValueError("simclr_ft_logits: a batch of one sample has no in-batch negatives: use at least 2.")
     check_global_rows(rows, bank1.shape[0], z1.shape[0])
+    if rows.device.type == "cpu" and (len(rows.unique()) != len(rows) or not torch.equal(bank1.detach()[rows],
+                                                                                          z1.detach())):
+        raise ValueError("simclr_ft_logits: rows must give each of z1's samples its own row of bank1 (bank1[rows] is "
+                         "z1; one process: torch.arange(N)), or a mixed negative would be the anchor itself.")
 
 
 def _check_views(**views: object) -> None:
@@ -121,12 +125,24 @@ def byol_loss(l_pos: torch.Tensor) -> torch.Tensor:
 
     The mean over both directions is half of BYOL's summed ``L + L~``, so the same lr takes half the step
     (the configs' lr is chosen for this scale)."""
+    _check_positive_scores("byol_loss", l_pos)
     return (2 - 2 * l_pos).mean()
 
 
 def simsiam_loss(l_pos: torch.Tensor) -> torch.Tensor:
     """SimSiam's loss, the mean negative cosine over both directions, on scores after FT (eq. 3)."""
+    _check_positive_scores("simsiam_loss", l_pos)
     return -l_pos.mean()
+
+
+def _check_positive_scores(caller: str, l_pos: object) -> None:
+    """BYOL's and SimSiam's scores: a dense floating-point tensor of the pairs' cosines ``(2N,)``."""
+    check_dense(caller, l_pos=l_pos)
+    if not (isinstance(l_pos, torch.Tensor) and l_pos.is_floating_point() and l_pos.dim() == 1 and len(l_pos)):
+        got = f"a {l_pos.dtype} tensor of shape {tuple(l_pos.shape)}" if isinstance(l_pos, torch.Tensor) else \
+            type(l_pos).__name__
+        raise TypeError(f"{caller}: l_pos must be a floating-point tensor of the pairs' cosines (2N,), got {got}: pass "
+                        "the scores of base.predictive_scores.")
 
 
 def _logsumexp_all_ranks(x: torch.Tensor, dim: int | None = None) -> torch.Tensor:

@@ -136,7 +136,7 @@ class PlateauStart:
         e = len(self.losses) - 1
         if not self.on and e >= self.window:
             recent, total = self.losses[e - self.window] - self.losses[e], self.losses[0] - self.losses[e]
-            if recent < self.fraction * total:
+            if total > 0 and recent < self.fraction * total:  # no fall since the first epoch: no slowdown to read
                 self.start_epoch = e + 1
         return self.on
 

@@ -64,12 +64,17 @@ def is_real(x: object) -> bool:
     """A real number (Python's, NumPy's, or a one-element tensor), not a bool or a string."""
     if isinstance(x, torch.Tensor):
         return x.numel() == 1 and x.dtype != torch.bool
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) and type(x).__name__ not in ("bool", "bool_")
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and not is_numpy_bool(x)
+
+
+def is_numpy_bool(x: object) -> bool:
+    """NumPy's bool (``np.True_``), told without importing NumPy."""
+    return type(x).__module__ == "numpy" and type(x).__name__ in ("bool", "bool_")
 
 
 def is_count(x: object) -> bool:
     """A whole number (Python's or NumPy's), not a bool."""
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool) and type(x).__name__ not in ("bool", "bool_")
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool) and not is_numpy_bool(x)
 
 
 MIN_TEMPERATURE = 1e-4  # below it 1 / tau of a cosine nears float32's range: logits overflow to inf, the loss to NaN
@@ -258,10 +263,11 @@ def moco_ft_logits(
     check_moco_inputs(q, k, queue, ft, queue_layout)
     if rows is not None or n_global is not None:
         check_global_rows(rows, n_global, q.shape[0])
+    active = bool(active) if is_numpy_bool(active) else active
     if not isinstance(active, bool):
         raise TypeError(f"active={active!r}: True (FT on) or False (plain MoCo's "
-                        "logits); a string or a number is refused, since 'no' and "
-                        "0.0 would read differently.")
+                        "logits); a string, a number or a tensor is refused ('no' "
+                        "and 0.0 would read differently): pass bool(...) of it.")
     own_rows = torch.arange(queue.shape[0], device=queue.device)
     if not (active and ft.any):
         pos, neg = moco_logits(q, k, queue)

@@ -173,6 +173,8 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
     import papermill as pm
 
     src = Path(chapter)
+    if not src.exists():
+        raise ReportError(f"{chapter} not found: name a chapter of the book, e.g. book/05_momentum.ipynb")
     if not src.is_file() or src.suffix != ".ipynb":
         raise ReportError(f"{chapter} is not a notebook: name a chapter, e.g. book/05_momentum.ipynb")
     try:

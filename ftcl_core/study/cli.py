@@ -42,7 +42,7 @@ import yaml
 
 from ftcl_core import distributed
 from ftcl_core.checkpoints import IncompatibleCheckpoint
-from ftcl_core.config import ConfigError, load_config
+from ftcl_core.config import EXECUTION_KEYS, ConfigError, load_config
 from ftcl_core.runs import RunDir, RunFileError
 from ftcl_core.study import predict, preflight
 from ftcl_core.study.calibration import markdown, trials, write_csv
@@ -170,7 +170,7 @@ def _main(argv: list[str] | None = None, banner: str | None = None) -> int:
     sw.add_argument("--settings", nargs="*", help="only these settings (default: all)")
     sw.add_argument("--set", nargs="*", default=None, metavar="KEY=VALUE", dest="execution",
                     help="how every run executes, e.g. device=cuda (only the execution keys: "
-                         "device, train.compile, train.channels_last, train.ft_draws)")
+                         f"{', '.join(EXECUTION_KEYS)})")
     sw.add_argument("--no-progress", action="store_true", help="no progress bar")
     sw.add_argument("--parallel", type=int, default=1, metavar="N",
                     help="N training processes at once, the seeds dealt among them, each with cores // N threads "
@@ -487,9 +487,10 @@ def _sweep_parallel(args, seeds: list[int]) -> int:
         for child in children:
             if sig == signal.SIGTERM and child.poll() is None:
                 child.send_signal(signal.SIGTERM)
-        for child in children:  # each stops at its checkpoint and says so
-            child.wait()
-        print(f"interrupted ({sig.name}): the {n} sweeps stopped at their checkpoints; the same command resumes them.",
+        codes = [child.wait() for child in children]  # each stops at its checkpoint and says so
+        done = "stopped at their checkpoints" if any(c in (130, 143) for c in codes) else \
+            "ran to their end (the signal reached this process only)"
+        print(f"interrupted ({sig.name}): the {n} sweeps {done}; the same command resumes what is left.",
               file=sys.stderr)
         return 128 + int(sig)
 

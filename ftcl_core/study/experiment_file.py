@@ -270,7 +270,8 @@ def resolve(base: str, overrides: list[str] | dict, profile: str) -> RunConfig:
     """
     if isinstance(overrides, dict):
         picked = {k: _for_profile(k, v, profile) for k, v in overrides.items()}
-        if profile == "smoke" and "moco.queue_size" in overrides and not _has_entry(overrides["moco.queue_size"], "smoke"):
+        if (profile == "smoke" and "moco.queue_size" in overrides and isinstance(picked["moco.queue_size"], int)
+                and not isinstance(picked["moco.queue_size"], bool) and not _has_entry(overrides["moco.queue_size"], "smoke")):
             # the smoke data holds 512 images: scale a setting's queue as the profile scales the default (4096 -> 128)
             picked["moco.queue_size"] //= 32
         if profile == "smoke":
