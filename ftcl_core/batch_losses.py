@@ -63,8 +63,8 @@ def _check_simclr_inputs(z1: torch.Tensor, z2: torch.Tensor, bank1: torch.Tensor
     if bank1.shape[0] < 2:
         raise ValueError("simclr_ft_logits: a batch of one sample has no in-batch negatives: use at least 2.")
     check_global_rows(rows, bank1.shape[0], z1.shape[0])
-    if rows.device.type == "cpu" and (len(rows.unique()) != len(rows) or not torch.equal(bank1.detach()[rows],
-                                                                                          z1.detach())):
+    if rows.device.type == "cpu" and (len(rows.unique()) != len(rows) or not torch.allclose(
+            bank1.detach()[rows], z1.detach(), rtol=0, atol=0, equal_nan=True)):  # a diverged step's NaN: its own line
         raise ValueError("simclr_ft_logits: rows must give each of z1's samples its own row of bank1 (bank1[rows] is "
                          "z1; one process: torch.arange(N)), or a mixed negative would be the anchor itself.")
 
