@@ -110,9 +110,11 @@ class PlateauStart:
             start.update(epoch_loss)                    # FT is on from the next epoch once start.on
 
     Window and fraction were chosen on the task with room (``experiments/headroom/auto_start_v1.yaml`` holds the
-    choice and its predictions).  Once on, FT stays on; ``start_epoch`` is its first epoch (None while off).  A loss
-    that never falls below its first epoch's gives the rule no fall to measure a slowdown against, so FT stays off
-    (``replay([2.0] * 20)`` is None): switch such a run on by ``ft.start_epoch``."""
+    choice and its predictions).  Once on, FT stays on; ``start_epoch`` is its first epoch (None while off).  A flat
+    loss gives the rule no fall to measure a slowdown against, so FT stays off (``replay([2.0] * 20)`` is None); a
+    loss that has risen above its first epoch's (MoCo's loss climbs while the queue fills) reads as slowed, so FT
+    switches on once ``window`` epochs have passed (``replay([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])`` is 6): the rule as its
+    predictions were committed; to wait, set ``ft.start_epoch`` instead."""
 
     def __init__(self, window: int = FTConfig.auto_window, fraction: float = FTConfig.auto_fraction) -> None:
         if not (is_count(window) and window >= 1):
@@ -136,7 +138,7 @@ class PlateauStart:
         e = len(self.losses) - 1
         if not self.on and e >= self.window:
             recent, total = self.losses[e - self.window] - self.losses[e], self.losses[0] - self.losses[e]
-            if total > 0 and recent < self.fraction * total:  # no fall since the first epoch: no slowdown to read
+            if recent < self.fraction * total:
                 self.start_epoch = e + 1
         return self.on
 

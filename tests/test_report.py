@@ -38,8 +38,11 @@ def test_parameters_are_read_as_values():
 
 
 def test_a_notebook_is_required(tmp_path):
-    with pytest.raises(report.ReportError, match="not a notebook"):
+    with pytest.raises(report.ReportError, match="not found"):
         report.report(tmp_path / "nothing.ipynb")
+    (tmp_path / "text.txt").write_text("no notebook")
+    with pytest.raises(report.ReportError, match="not a notebook"):
+        report.report(tmp_path / "text.txt")
 
 
 @pytest.mark.slow
