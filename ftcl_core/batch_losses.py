@@ -17,6 +17,7 @@ from ftcl_core.losses import (
     UNIT_NORM_TOL,
     check_dense,
     check_global_rows,
+    described,
     is_count,
     is_real,
     moco_ft_logits,
@@ -74,9 +75,8 @@ def _check_views(**views: object) -> None:
     check_dense("simclr_ft_logits", **views)
     for name, x in views.items():
         if not (isinstance(x, torch.Tensor) and x.dim() == 2 and x.is_floating_point()):
-            got = f"a {x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
             raise TypeError(f"simclr_ft_logits: {name} must be a floating-point N x C tensor of normalised features, "
-                            f"got {got}: pass F.normalize(torch.as_tensor(x), dim=1).")
+                            f"got {described(x)}: pass F.normalize(torch.as_tensor(x), dim=1).")
         if x.device.type == "cpu" and (worst := off_unit_norm(x)) > UNIT_NORM_TOL:
             raise ValueError(f"simclr_ft_logits: {name} must hold L2-normalised features (one per row), but a row's "
                              f"squared norm is off 1 by {worst:.3g}: pass F.normalize({name}, dim=1).")
@@ -139,9 +139,8 @@ def _check_positive_scores(caller: str, l_pos: object) -> None:
     """BYOL's and SimSiam's scores: a dense floating-point tensor of the pairs' cosines ``(2N,)``."""
     check_dense(caller, l_pos=l_pos)
     if not (isinstance(l_pos, torch.Tensor) and l_pos.is_floating_point() and l_pos.dim() == 1 and len(l_pos)):
-        got = f"a {l_pos.dtype} tensor of shape {tuple(l_pos.shape)}" if isinstance(l_pos, torch.Tensor) else \
-            type(l_pos).__name__
-        raise TypeError(f"{caller}: l_pos must be a floating-point tensor of the pairs' cosines (2N,), got {got}: pass "
+        raise TypeError(f"{caller}: l_pos must be a floating-point tensor of the pairs' cosines (2N,), got "
+                        f"{described(l_pos)}: pass "
                         "the scores of base.predictive_scores.")
 
 
@@ -157,9 +156,8 @@ def _check_scores(caller: str, **scores: object) -> None:
     check_dense(caller, **scores)
     for name, x in scores.items():
         if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() != 2 or 0 in x.shape:
-            got = f"a {x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
             raise TypeError(f"{caller}: {name} must be a floating-point B x C tensor (each sample's scores against "
-                            f"the C prototypes, B, C >= 1), got {got}: pass z @ prototypes.T of normalised z.")
+                            f"the C prototypes, B, C >= 1), got {described(x)}: pass z @ prototypes.T of normalised z.")
 
 
 @torch.no_grad()

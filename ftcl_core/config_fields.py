@@ -79,9 +79,14 @@ def _non_ascii_digits(value: Any) -> bool:
     return True
 
 
+def is_numpy_bool(value: Any) -> bool:
+    """NumPy's bool (``np.True_``), told without importing NumPy."""
+    return type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")
+
+
 def _is_bool(value: Any) -> bool:
-    """Python's bool or NumPy's (``np.True_``), told without importing NumPy."""
-    return isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"))
+    """Python's bool or NumPy's."""
+    return isinstance(value, bool) or is_numpy_bool(value)
 
 
 def _conform(value: Any, tp: Any) -> tuple[bool, Any]:

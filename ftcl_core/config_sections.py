@@ -17,6 +17,7 @@ from typing import ClassVar, Literal
 from ftcl_core.config_fields import ConfigError, Section, _plain, _yaml
 
 FLOAT32_MAX = 3.4028234663852886e38  # the largest float32: a value beyond it cannot enter a weight update
+MIN_TEMPERATURE = 1e-4  # below it 1 / tau of a cosine nears float32's range: logits overflow to inf, the loss to NaN
 
 # The names a config may use; each owner (see the comment) checks that its table matches.
 METHODS = ("moco", "simclr", "byol", "simsiam", "swav")  # the keys of ftcl_core.methods.METHODS
@@ -190,9 +191,9 @@ class ModelConfig(Section):
 def _check_tau(key: str, tau: float, hint: str) -> None:
     if tau <= 0:
         raise ConfigError(f"{key}={tau} must be > 0; {hint}.")
-    if tau < 1e-4:  # the library's floor (ftcl_core.losses.MIN_TEMPERATURE): 1 / tau of a cosine nears float32's range
-        raise ConfigError(f"{key}={tau} is below 0.0001: cosines over it overflow float32's logits and the run diverges "
-                          f"at its first step. {hint[0].upper()}{hint[1:]}.")
+    if tau < MIN_TEMPERATURE:  # the library's floor too (ftcl_core.losses.temperature)
+        raise ConfigError(f"{key}={tau} is below {MIN_TEMPERATURE:g}: cosines over it overflow float32's logits and the "
+                          f"run diverges at its first step. {hint[0].upper()}{hint[1:]}.")
     if tau > 10:  # cosines in [-1, 1] over tau: every logit near 0, nothing to learn
         raise ConfigError(f"{key}={tau} divides cosines in [-1, 1] into logits all near 0: the loss cannot tell "
                           f"the positive apart. Use at most 10; {hint}.")

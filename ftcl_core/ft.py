@@ -35,6 +35,7 @@ from ftcl_core.losses import (
     UNIT_NORM_TOL,
     FTLogits,
     QueueLayout,
+    check_dense,
     check_moco_inputs,
     info_nce,
     is_count,
@@ -61,9 +62,7 @@ def logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, cfg: FTConfig,
     On the CPU, ``q`` and ``k`` must be rows of unit norm (``F.normalize(x, dim=1)``, as MoCo passes them); on a
     GPU this is not checked, since a check would read the device every step.  Non-finite rows pass: a diverged
     step's loss is NaN, the signal a training loop watches for."""
-    if meta := [n for n, t in (("q", q), ("k", k), ("queue", queue)) if isinstance(t, torch.Tensor) and t.is_meta]:
-        raise ValueError(f"{', '.join(meta)} on the meta device hold shapes but no numbers: FT and its scores need "
-                         "data; build the model on a real device (cpu, cuda) or load its weights first.")
+    check_dense("ft.logits", q=q, k=k, queue=queue)  # meta and sparse tensors named (check_moco_inputs reads shapes)
     if isinstance(cfg, FTConfig) and (when := _when_keys(cfg)):
         raise ValueError(f"ft.logits has no epoch, so FTConfig({when}) would be ignored: build the FTConfig without it "
                          "and pass active=epoch >= start_epoch (or active=start.on with an ft.PlateauStart; pos_gate "

@@ -24,6 +24,8 @@ import torch.nn.functional as F
 
 from ftcl_core import transforms
 from ftcl_core.config import FTConfig
+from ftcl_core.config_fields import is_numpy_bool
+from ftcl_core.config_sections import MIN_TEMPERATURE
 
 
 def info_nce(logits: torch.Tensor) -> torch.Tensor:
@@ -31,9 +33,7 @@ def info_nce(logits: torch.Tensor) -> torch.Tensor:
     ``logits`` is a floating-point ``N x (1 + K)`` tensor, N >= 1 and K >= 1; anything else is refused with the fix."""
     check_dense("info_nce", logits=logits)
     if not (isinstance(logits, torch.Tensor) and logits.dim() == 2 and logits.is_floating_point()):
-        what = f"a {logits.dtype} tensor of shape {tuple(logits.shape)}" if isinstance(logits, torch.Tensor) else \
-            type(logits).__name__
-        raise TypeError(f"info_nce takes floating-point logits N x (1 + K), the positive in column 0, got {what}: "
+        raise TypeError(f"info_nce takes floating-point logits N x (1 + K), the positive in column 0, got {described(logits)}: "
                         "build them with ft.logits (or torch.cat([l_pos, l_neg], 1) / tau).")
     if logits.shape[0] == 0 or logits.shape[1] < 2:
         raise ValueError(f"info_nce needs at least one query and one negative, got logits of shape "
@@ -67,17 +67,14 @@ def is_real(x: object) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool) and not is_numpy_bool(x)
 
 
-def is_numpy_bool(x: object) -> bool:
-    """NumPy's bool (``np.True_``), told without importing NumPy."""
-    return type(x).__module__ == "numpy" and type(x).__name__ in ("bool", "bool_")
-
-
 def is_count(x: object) -> bool:
     """A whole number (Python's or NumPy's), not a bool."""
     return isinstance(x, numbers.Integral) and not isinstance(x, bool) and not is_numpy_bool(x)
 
 
-MIN_TEMPERATURE = 1e-4  # below it 1 / tau of a cosine nears float32's range: logits overflow to inf, the loss to NaN
+def described(x: object) -> str:
+    """What an argument is, for an error message: ``a torch.float32 tensor of shape (5,)``, or its type's name."""
+    return f"a {x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
 
 
 def check_dense(caller: str, **tensors: torch.Tensor) -> None:
@@ -221,9 +218,7 @@ def check_global_rows(rows: object, n_global: object, n: int) -> None:
                          "processes).")
     if not (isinstance(rows, torch.Tensor) and rows.dim() == 1 and len(rows) == n and not rows.is_floating_point()
             and rows.dtype != torch.bool and not rows.is_complex()):
-        got = f"a {rows.dtype} tensor of shape {tuple(rows.shape)}" if isinstance(rows, torch.Tensor) else \
-            type(rows).__name__
-        raise TypeError(f"rows must be a 1-D integer tensor of the {n} local pairs' global indices, got {got}: pass "
+        raise TypeError(f"rows must be a 1-D integer tensor of the {n} local pairs' global indices, got {described(rows)}: pass "
                         "torch.arange(n) + rank * n, say.")
     if rows.device.type == "cpu" and n and not (0 <= int(rows.min()) and int(rows.max()) < n_global):
         raise ValueError(f"rows hold indices from {int(rows.min())} to {int(rows.max())}, outside [0, "
