@@ -83,9 +83,12 @@ def _plainly_this_run(out: Path, cfg) -> bool:  # noqa: ANN001  (a RunConfig; it
     if (out / "eval.json").exists():
         return False  # a complete run: its files are checked whole first (quick, nothing trains)
     if out.is_dir() and any((out / f).exists() for f in ("checkpoint.pt", "metrics.npz")):
+        from ftcl_core.runs import RunDir
+
         try:
             if config_mismatch(load_config(out / "config.yaml"), cfg):
                 return False
+            RunDir(out).check_logs()  # a damaged log is refused by the command line's checks: no line before it
         except Exception:  # noqa: BLE001  (missing, damaged or another's: the command line's checks say which)
             return False
     return True

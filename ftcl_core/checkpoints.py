@@ -78,11 +78,14 @@ class TrainingLog:
         steps = epochs * steps_per_epoch
         metrics, g = run.load_metrics(), run.load_grad_norms()
         kept = np.asarray(metrics["step"])[np.asarray(metrics["step"]) < steps]
-        if not np.array_equal(kept, np.arange(steps)) or len(g["per_epoch"]) < epochs:
-            raise RunFileError(f"{run.metrics} and {run.grad_norms} do not hold the log of this run's first {epochs} "
-                               f"epoch(s) ({steps} steps; the log holds {len(kept)} of them, "
-                               f"{len(g['per_epoch'])} epochs of gradient norms): they were replaced or cut. Restore "
-                               f"them, or delete {run.checkpoint.name} to train the run again from its start.")
+        short = [f"{run.metrics} (it holds {len(kept)} of the {steps} steps)"] * (not np.array_equal(kept, np.arange(steps)))
+        short += [f"{run.grad_norms} (it holds {len(g['per_epoch'])} of the {epochs} epochs)"] * (len(g["per_epoch"]) < epochs)
+        if short:  # only the log that falls short is named: the other is the run's own
+            one = len(short) == 1
+            raise RunFileError(f"{' and '.join(short)} {'does' if one else 'do'} not hold the log of this run's first "
+                               f"{epochs} epoch(s), where its checkpoint stands: {'it was' if one else 'they were'} "
+                               f"replaced or cut. Restore {'it' if one else 'them'}, or delete {run.checkpoint.name} to "
+                               "train the run again from its start.")
         self.recorder.load(metrics, upto_step=steps)
         self.grad_epoch = list(g["per_epoch"][:epochs])
         if "per_step" in g:
@@ -246,6 +249,17 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
                                      "An edited config.yaml: delete it (the checkpoint restores it) and run the command "
                                      "with the checkpoint's values; a checkpoint.pt of another run: delete it (the run "
                                      "trains anew from its first step).")
+    if not sealed and run.is_complete() and run.config.is_file() and run.provenance.is_file():
+        try:  # a finished run whose checkpoint is gone: its provenance.json records the config it ran
+            made = run.load_provenance().get("config")
+        except RunFileError:
+            made = None  # a damaged record: the readers that need it say so
+        if made and config_diff(made, run.load_config()):
+            edited = config_mismatch(made, run.load_config()).replace("(this command's)", "(its config.yaml's)")
+            raise IncompatibleCheckpoint(f"run folder {run.path}: its config.yaml and its provenance.json disagree, "
+                                         f"{edited}: config.yaml was changed after this run ended. Delete config.yaml "
+                                         "(the run's provenance.json restores it) and run the command with the run's "
+                                         "values.")
     if stored and run.checkpoint.is_file() and not run.eval.is_file() and (moved := _execution_moved(stored, cfg)):
         raise IncompatibleCheckpoint(f"run folder {run.path} holds a run that executes with {moved[0]} (its "
                                      f"checkpoint.pt); resumed otherwise, its numbers would no longer be the "

@@ -451,6 +451,13 @@ class RunDir:
             changed.append(self.eval.name)  # another run's readouts copied in, or edited
         return sorted(changed)
 
+    def check_logs(self) -> None:
+        """Read every training log the folder holds (``metrics.npz``, ``grad_norms.npz``) in full: a damaged one is
+        the :class:`RunFileError` a resume would meet, said before anything announces the resume."""
+        for log in (self.metrics, self.grad_norms):
+            if log.exists():
+                _load_npz(log)
+
     def load_metrics(self) -> dict:
         """The per-step columns (``metrics.npz``); a missing or damaged file is a :class:`RunFileError`."""
         return _load_npz(self.metrics)

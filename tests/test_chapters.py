@@ -76,7 +76,7 @@ def _arguments(name: str, stored):  # noqa: ANN001, ANN202  (an Evidence; the ca
         rows, records = headroom.load()
         return learn.first_step_facts(), {**headroom.facts(rows, records, headroom.run_metrics(records)),
                                           **headroom.paper_facts()}
-    if name in ("results", "methods"):
+    if name in ("results", "methods", "every_table"):
         return ()
     return (stored,)
 
@@ -119,3 +119,47 @@ def test_reading_the_pages_imports_no_training():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parent.parent)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_ninth_reader_s_new_claims_fail_when_the_runs_disagree():
+    """07b's first steps, chapter 5's twin runs and 09b's row count: each check fails on facts that contradict it."""
+    import numpy as np
+
+    from ftcl_core.study import diagnosis_readings as dr
+    from ftcl_core.study import readings
+
+    steps = np.arange(1, 401)
+    rising, low, high = np.linspace(0, 0.9, 400), np.full(400, 0.05), np.full(400, 0.8)
+    runs = {"v1 baseline": {"step": steps, "rho": rising, "neg_mean": low},
+            "v1 +both": {"step": steps, "rho": rising, "neg_mean": high}}
+    band = (0.1, 0.55)
+    ok = dr.early_rho_facts(runs, band)
+    assert dr.CHECKS["FT's ρ passes above the band"](ok) is None
+    assert dr.CHECKS["FT's Mean(neg) stays above every baseline's once ρ has passed the band"](ok) is None
+    assert ok["ft_above_lo"] == str(int(steps[np.flatnonzero(np.convolve(rising, np.ones(5), "same") / 5 > 0.55)[0]]))
+    never = dr.early_rho_facts({**runs, "v1 +both": {**runs["v1 +both"], "rho": np.full(400, 0.2)}}, band)
+    assert dr.CHECKS["FT's ρ passes above the band"](never)
+    spread = dr.early_rho_facts({**runs, "v1 +both": {**runs["v1 +both"], "neg_mean": low}}, band)
+    assert dr.CHECKS["FT's Mean(neg) stays above every baseline's once ρ has passed the band"](spread)
+
+    twins = {"n_value": 3, "same_config": True, "machines_differ": True, "gap_value": 0.4, "ci_value": 4.0, "gap": "0.4"}
+    assert dr.CHECKS["the twins share config and seeds and differ by machine"](twins) is None
+    assert dr.CHECKS["the twins share config and seeds and differ by machine"]({**twins, "machines_differ": False})
+    assert dr.CHECKS["the twins share config and seeds and differ by machine"]({**twins, "same_config": False})
+    assert dr.CHECKS["the twins' gap lies inside their intervals"]({**twins, "gap_value": 5.0})
+
+    rows = {"rows": "93", "distinct": "85", "same": True, "paper_claims": "61", "checks": "16", "unfit": "8"}
+    name = "the distinct rows are the claims, the checks and the claims set apart"
+    assert readings.CLAIM_CHECKS[name]({**rows, "parts_value": 85}) is None
+    assert readings.CLAIM_CHECKS[name]({**rows, "parts_value": 84})
+
+
+def test_chapter_5_s_twins_are_one_recipe_on_two_machines():
+    from ftcl_core.study import diagnosis_readings, experiment_file, store
+
+    a = store.load_records("experiments/table1_momentum.yaml", "cpu", experiment_file.STORED)
+    b = store.load_records("experiments/table7_ft_v1.yaml", "cpu", experiment_file.STORED)
+    f = diagnosis_readings.twin_facts(a, "m=0.99", b, "v1 baseline")
+    assert f["same_config"] and f["n_value"] == 3
+    differs = diagnosis_readings.twin_facts(a, "m=0.99", a, "m=0.9")  # another config: the check must see it
+    assert not differs["same_config"]

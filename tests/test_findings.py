@@ -165,6 +165,7 @@ FLIPS = {
     "headroom-late-gains-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=verdicts.UNDECIDED,
                                                        diff_mean=1.0),
     "headroom-late-matches-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict=verdicts.SMALLER),
+    "headroom-knn-late-follows-linear": lambda ev: _headroom(ev, "+both from 36 of 120", knn_verdict=verdicts.OPPOSITE),
     "headroom-late-larger-on-errors-at-240": lambda ev: _headroom(ev, "+both from 72 of 240", verdict_errors=verdicts.MATCHES),
     "headroom-crowding-confounded-with-the-clock": lambda ev: dataclasses.replace(  # a crowding cell as late as a spread
         ev, room={**ev.room, "crowd_clock_latest": ev.room["spread_clock_earliest"]}),

@@ -148,6 +148,14 @@ glue_reading(momentum.read(stored, seeds[0], landscapes))
 # m = {glue:md}`mom_first` reads {glue:md}`mom_step_diff` points against it, an interval that holds zero, though no
 # larger momentum reads below it.
 # The table above gives each momentum's verdict.
+#
+# The m = 0.99 runs are the same recipe and seeds as the MoCo v1 baseline of
+# [Feature transformations in training](06_feature_transformations.ipynb), yet they read {glue:md}`twin_a_mean` %
+# here and {glue:md}`twin_b_mean` % there: the two were trained on different processors ({glue:md}`twin_a_machine` here,
+# {glue:md}`twin_b_machine` there), which round floating-point sums differently, and a run's path drifts from its
+# first steps (one seed by up to {glue:md}`twin_most` points). The gap of the means, {glue:md}`twin_gap` points, lies
+# well inside either's 95 % interval (± {glue:md}`twin_ci` at the narrowest); a comparison in this book pairs runs of
+# one machine where it can, and marks the pairs it cannot.
 
 # %% [markdown]
 # ## Harder positives: from momentum to FT (Sec 3.3)

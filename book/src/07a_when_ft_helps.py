@@ -107,8 +107,10 @@ glue_reading(when_ft_helps.read(stored))  # the index and chapter 1 paste its nu
 # run) is too early: on the shapes it still reads {glue:text}`start_3pc` points (kNN {glue:text}`start_3pc_knn`). The
 # kNN readout is mixed: it loses in {glue:text}`knn_late_lose` of the {glue:text}`late_cells` late cells, by
 # {glue:text}`knn_late_lose_least` to {glue:text}`knn_late_lose_most` points, and gains in {glue:text}`knn_late_gain`
-# (shapes, 120 epochs, FT from 30 % of the run: {glue:text}`phase_knn_shapes_120_30`).
-# <!-- checks: late-helps-where-stated, late-avoids-most, epoch-one-too-early, knn-late-mixed -->
+# (shapes, 120 epochs, FT from 30 % of the run: {glue:text}`phase_knn_shapes_120_30`). On the task with room it
+# takes the linear readout's side at every length: FT from 30 % of the run reads {glue:text}`hr_both_late_30_knn`
+# points at 30 epochs, {glue:text}`hr_both_late_120_knn` at 120 and {glue:text}`hr_both_late_240_knn` at 240.
+# <!-- checks: late-helps-where-stated, late-avoids-most, epoch-one-too-early, knn-late-mixed, headroom-knn-late-follows-linear -->
 #
 # **Four times the steps narrow the gap in points, not the damage.** On the shapes, four times the steps take FT's
 # first-step cost from {glue:text}`short_cost` to {glue:text}`long_cost` points ({glue:text}`length_gain` paired by

@@ -11,6 +11,12 @@
 # [Does FT help once there is room to help?](11_headroom.ipynb), not here), and its setting by the feature transformation it switches on: {term}`+pos`, {term}`+neg`,
 # {term}`+both`, {term}`+both_dim`, or a {term}`late start`. "ours" is the linear {term}`readout` (top-1 %, mean
 # ± 95 % CI over seeds).
+#
+# The tables hold {glue:md}`rows_rows` verdict rows, {glue:md}`rows_distinct` distinct comparisons
+# ({glue:md}`rows_repeats` rows repeat a comparison another table holds, as Table 2's $\alpha_{ex} = 2$ is Table 7's
+# {term}`+pos`): the {glue:md}`rows_paper_claims` claims of the paper that [Results against the paper](09_results.ipynb)
+# and the findings count, Table 1's {glue:md}`rows_checks` checks of each momentum against the random-init encoder,
+# and {glue:md}`rows_unfit` claims measured against a baseline below this book's bar, counted apart.
 
 
 # %% colab-setup
@@ -19,6 +25,12 @@
 import os
 
 profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+
+# %% tags=["remove-cell"]
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study.chapters import every_table
+
+glue_reading(every_table.read())  # the words rest on the stored cpu runs (results/summary.csv)
 
 # %%
 from ftcl_core.pages.markup import markdown_html

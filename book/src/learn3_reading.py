@@ -2,8 +2,8 @@
 # # Reading a run
 #
 # **In this chapter you will learn** how to read a MoCo run with the paper's own tool: three statistics of the scores,
-# recorded at every step, and the gradient landscape; what the momentum of eq. 2 does to them (the paper's Table 1);
-# and how a *collapse* would show, and what only looks like one.
+# recorded at every step, and the gradient landscape (every layer's gradient norm, epoch by epoch); what the momentum
+# of eq. 2 does to them (the paper's Table 1); and how a *collapse* would show, and what only looks like one.
 #
 # A loss says little on its own: its value moves with the size of the queue and the temperature. The paper reads
 # the scores instead, the cosines that the loss turns into a softmax. The run we read is {term}`MoCo v2`, the previous chapter's MoCo with an MLP head, stronger
@@ -159,8 +159,7 @@ glue_reading(reading.read(stored))
 # encoder copies the query encoder every step) to $1$ (it never moves from its random start) and reports that
 # {term}`readout` rises with $m$ up to $0.99$ and falls after. Here is the same sweep at this book's scale: first each
 # momentum's readout (the mean over its seeds, with its 95 % interval, the range that likely holds the mean) and, in
-# a panel of its own, the paper's; then the three statistics through the run; then each run's gradient landscape
-# (every layer's gradient norm, epoch by epoch).
+# a panel of its own, the paper's; then the three statistics through the run; then each run's gradient landscape.
 
 # %%
 t1 = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
@@ -198,8 +197,9 @@ if t1_metrics:
 # ({glue:md}`mom_peak_mean` % on average over its seeds), between the two. Harder positives help, up to a point; the
 # next chapter's transformation makes them harder on purpose.
 #
-# **Mean(neg)**: at the small momenta the images crowd together. It ends highest at $m =$ {glue:md}`mom_crowd_m`
-# ({glue:md}`mom_crowd_neg`), where the key encoder is the query encoder of each step, so the queue's keys come from
+# **Mean(neg)**: at the small momenta the images crowd together: different images' features draw closer, and
+# Mean(neg) rises above the larger momenta's (this book calls that {term}`crowding`). It ends highest at
+# $m =$ {glue:md}`mom_crowd_m` ({glue:md}`mom_crowd_neg`), where the key encoder is the query encoder of each step, so the queue's keys come from
 # encoders a whole step apart. Crowded, but not collapsed: Mean(neg) stays below the collapse level, and that run still
 # reads {glue:md}`mom_m0_mean` % on average, well above the same network never trained (the
 # {term}`random-init baseline`, {glue:md}`mom_random` % averaged over the seeds). The paper calls the small momenta's readouts a collapse in

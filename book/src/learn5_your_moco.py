@@ -173,9 +173,10 @@ glue_reading(your_moco.read(first, room))
 # 30 epochs it still costs, and from the first step it costs at every length
 # ([Does FT help once there is room to help?](11_headroom.ipynb)).
 #
-# **A rising {term}`Mean(neg)` warns of a cost; a flat one does not promise a gain.** On the harder task, the runs where FT costs crowd the images
-# together as it switches on, raw Mean(neg) rising above the baseline's (each curve the mean of its seeds); where it
-# gains, they do not. Crowding is not a collapse: Mean(neg) stays below the {term}`collapse level`.
+# **A rising {term}`Mean(neg)` warns of a cost; a flat one does not promise a gain.** On the harder task, the runs where FT costs
+# show {term}`crowding` as it switches on: different images' features draw closer, raw Mean(neg) rising above the
+# baseline's (each curve the mean of its seeds); where it gains, they do not. Crowding is not a collapse: Mean(neg)
+# stays below the {term}`collapse level`.
 
 # %%
 from ftcl_core.pages import headroom as headroom_figures

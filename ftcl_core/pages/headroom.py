@@ -9,24 +9,24 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ftcl_core.pages import legibility, result_figures
+from ftcl_core.pages import legibility, palette
 from ftcl_core.study import headroom
 
 ARM_LABELS = {"both": "+pos +neg from the first step", "both_late": "+pos +neg from 30 %", "neg": "+neg alone",
               "pos_late": "+pos alone from 30 %"}
-COLORS = {**result_figures.VERDICT_COLORS, "compared": "#4c72b0"}  # "compared": the paper claims nothing of that arm
+COLORS = {**palette.VERDICT_COLORS, "compared": "#4c72b0"}  # "compared": the paper claims nothing of that arm
 
 
 def _style(verdict: str) -> dict:
-    """A dot's marker keywords: a verdict's colour, marker and fill (:func:`ftcl_core.pages.result_figures.verdict_style`),
+    """A dot's marker keywords: a verdict's colour, marker and fill (:func:`ftcl_core.pages.palette.verdict_style`),
     a filled blue hexagon where the map compares an arm the paper claims nothing of."""
-    if verdict in result_figures.VERDICT_MARKERS:
-        return result_figures.verdict_style(verdict)
+    if verdict in palette.VERDICT_MARKERS:
+        return palette.verdict_style(verdict)
     colour = COLORS.get(verdict, "#7f7f7f")
     return {"marker": "h", "color": colour, "markerfacecolor": colour, "markeredgecolor": colour}
 
 
-PAPER_LIFT = 0.28  # rows apart: the paper's diamond sits just above its row's dot, so a dot near it stays in view
+PAPER_LIFT = 0.36  # rows apart: the paper's diamond sits above its row's dot, drawn under it, so a dot near it stays in view
 
 def _num(v) -> float:
     try:
@@ -91,16 +91,16 @@ def map_figure(rows: list[Mapping]):
             continue
         style = _style(r["verdict"])
         diff, ci = _num(r["diff_mean"]), _num(r["diff_ci95"])
-        left.errorbar(diff, y, xerr=np.nan_to_num(ci), ls="", ms=5, capsize=2, **style)
+        left.errorbar(diff, y, xerr=np.nan_to_num(ci), ls="", ms=5, capsize=2, zorder=3, **style)
         ler, ler_ci = _num(r.get("log_error_ratio")), _num(r.get("log_error_ratio_ci95"))
         if math.isfinite(ler):
             lo, hi = math.exp(ler - np.nan_to_num(ler_ci)), math.exp(ler + np.nan_to_num(ler_ci))
             right.errorbar(math.exp(ler), y, xerr=[[math.exp(ler) - lo], [hi - math.exp(ler)]], ls="", ms=5,
-                           capsize=2, **style)
+                           capsize=2, zorder=3, **style)
         if math.isfinite(effect := _num(r.get("effect"))):
-            left.plot(effect, y + PAPER_LIFT, "D", ms=6, mfc="none", mew=1.5, color="darkorange", zorder=1)
+            left.plot(effect, y + PAPER_LIFT, zorder=1, **palette.PAPER_MARK)
         if math.isfinite(paper := _num(r.get("paper_log_error_ratio"))):
-            right.plot(math.exp(paper), y + PAPER_LIFT, "D", ms=6, mfc="none", mew=1.5, color="darkorange", zorder=1)
+            right.plot(math.exp(paper), y + PAPER_LIFT, zorder=1, **palette.PAPER_MARK)
     left.axvline(0, color="black", lw=0.8)
     right.axvline(1, color="black", lw=0.8)
     right.set_xscale("log")
@@ -120,8 +120,7 @@ def map_figure(rows: list[Mapping]):
     drawn = [v for v in COLORS if any(c and c.get("verdict") == v for c in cells)]
     handles = [plt.Line2D([], [], ls="", label="compared (no paper claim)" if v == "compared" else v, **_style(v))
                for v in drawn]
-    handles.append(plt.Line2D([], [], marker="D", ls="", mfc="none", mew=1.5, color="darkorange",
-                              label="paper (ImageNet-100)"))
+    handles.append(plt.Line2D([], [], label="paper (ImageNet-100)", **palette.PAPER_MARK))
     legibility._legend_outside(fig, handles, [h.get_label() for h in handles], "upper")
     return fig
 

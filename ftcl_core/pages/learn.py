@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ftcl_core.pages import palette
 from ftcl_core.study.toy import ToyRun, hardest_share, push_curve
 
 CLUSTER_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
@@ -199,7 +200,7 @@ def bound_check_figure(s, s_ex, s_in, shown: int = 3000) -> plt.Figure:
     ax[0].plot(grid, grid, "k-", lw=1, label="S (upper bound)")
     ax[0].plot(grid, -4 + 5 * grid, "k--", lw=1, label="5S - 4 (lower bound)")
     ax[0].set_ylabel("Ŝ after extrapolation")
-    ax[1].scatter(s, s_in, s=2, alpha=0.4, color="darkorange", label="interpolation, λ ~ Beta(2,2)")
+    ax[1].scatter(s, s_in, s=2, alpha=0.4, color="tab:purple", label="interpolation, λ ~ Beta(2,2)")
     ax[1].plot(grid, grid, "k-", lw=1, label="S")
     ax[1].set_ylabel("Ŝ after interpolation")
     for a in ax:
@@ -217,7 +218,7 @@ def differences_figure(said: Mapping[str, tuple[Mapping, str, str | None]]) -> p
 
     fig, ax = plt.subplots(figsize=(legibility.BOOK_WIDTH_IN, 0.24 * len(said) + 1.0), layout="constrained")
     ys = np.arange(len(said))[::-1]
-    sides = {"costs": "#c44e52", "gains": "#4c72b0", "too small to tell from zero": "#8c8c8c"}
+    sides = palette.SIDE_COLORS
     drawn: dict[str, object] = {}
     labels = []
     for y, (label, (facts, key, paper)) in zip(ys, said.items()):
@@ -225,8 +226,7 @@ def differences_figure(said: Mapping[str, tuple[Mapping, str, str | None]]) -> p
         side = "costs" if value + ci < 0 else "gains" if value - ci > 0 else "too small to tell from zero"
         drawn[side] = ax.errorbar(value, y, xerr=ci, fmt="o", color=sides[side], ms=6, capsize=3)
         if paper is not None:
-            drawn["the paper's effect"] = ax.plot(float(facts[paper]), y, "D", mfc="none", mec="darkorange", mew=1.5,
-                                                  ms=8, zorder=3)[0]
+            drawn["the paper's effect"] = ax.plot(float(facts[paper]), y, zorder=3, **palette.PAPER_MARK)[0]
         seeds = facts.get(f"{key}_seeds")
         labels.append(f"{label} ({seeds} seeds)" if seeds else label)
     ax.axvline(0, color="black", lw=0.8)

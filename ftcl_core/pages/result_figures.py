@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ftcl_core.pages.palette import PAPER_COLOR, PAPER_MARK, VERDICT_COLORS, VERDICT_MARKERS, verdict_style  # noqa: F401
 from ftcl_core.study import experiment_file
 
 if TYPE_CHECKING:  # annotations only: matplotlib loads when a figure is drawn
@@ -141,7 +142,7 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
     marks = np.asarray(paper if paper is not None else [], dtype=float)
     if np.isfinite(marks).any():
         pax = ax.twinx() if beside is None else beside
-        pax.plot(xs, marks, "D", color="darkorange", label=paper_label)
+        pax.plot(xs, marks, label=paper_label, **PAPER_MARK)
         if beside is not None:
             pax.set_xticks(xs, labels, rotation=30, ha="right")
             pax.set_xlim(-0.6, len(labels) - 0.4)
@@ -152,10 +153,10 @@ def accuracy_bars(labels: list[str], means: list[float], ci95: list[float], base
         fell = [x for x, c in zip(xs, paper_collapse or []) if c]
         if fell:  # no number in the paper, only "collapse": a cross at the bottom of its axis
             foot = pax.get_ylim()[0]
-            pax.plot(fell, [foot] * len(fell), "X", color="darkorange", ms=8, clip_on=False,
+            pax.plot(fell, [foot] * len(fell), "X", color=PAPER_COLOR, ms=8, clip_on=False,
                      label="paper: below random init (no number)")
-        pax.tick_params(axis="y", labelsize=TEXT_PT, colors="darkorange")
-        pax.set_ylabel("paper top-1 (%)", fontsize=TEXT_PT, color="darkorange")
+        pax.tick_params(axis="y", labelsize=TEXT_PT, colors=PAPER_COLOR)
+        pax.set_ylabel("paper top-1 (%)", fontsize=TEXT_PT, color=PAPER_COLOR)
         more = pax.get_legend_handles_labels()
         handles, names = handles + more[0], names + more[1]
     if legend and own:
@@ -194,27 +195,6 @@ def readout_by_length(steps: list[int], arms: Mapping[str, list[list[float]]], r
     _legend_beside(ax)
     _finish(fig)
     return fig
-
-
-VERDICT_COLORS = {  # one colour per verdict word of ftcl_core.study.results.verdicts (greens: the paper's side)
-    "matches the paper": "#2ca02c", "larger than the paper": "#006d2c", "smaller than the paper": "#98df8a",
-    "no effect of the paper's size": "#ff9896", "opposite to the paper": "#d62728", "equivalent": "#1f77b4",
-    "not equivalent": "#9467bd", "undecided": "#c7c7c7"}
-# and one marker, so that a reader who cannot tell red from green still can: circles where a claim reaches the
-# paper's side (a diamond where it goes beyond the paper's size), squares where it goes the other way or falls
-# short of its size, hollow for the weaker of each pair
-VERDICT_MARKERS = {"matches the paper": ("o", True), "larger than the paper": ("D", True),
-                   "smaller than the paper": ("o", False), "opposite to the paper": ("s", True),
-                   "no effect of the paper's size": ("s", False), "equivalent": ("v", True),
-                   "not equivalent": ("P", True), "undecided": ("p", False)}  # verdict -> (marker, filled)
-
-
-def verdict_style(verdict: str) -> dict:
-    """Matplotlib marker keywords for ``verdict`` (:data:`VERDICT_COLORS`, :data:`VERDICT_MARKERS`)."""
-    marker, filled = VERDICT_MARKERS[verdict]
-    colour = VERDICT_COLORS[verdict]
-    return {"marker": marker, "color": colour, "markerfacecolor": colour if filled else "white",
-            "markeredgecolor": colour}
 
 
 def _forest_claims(rows: list[Mapping[str, str]], tables: set[str] | None = None) -> list[Mapping[str, str]]:
@@ -261,7 +241,7 @@ def verdict_forest(rows: list[Mapping[str, str]], ax=None, table: str | Collecti
                         for r in claims], dtype=float)
     diamonds = bool(np.isfinite(claimed).any())
     if diamonds:
-        ax.plot(claimed[np.isfinite(claimed)], ys[np.isfinite(claimed)], "D", ls="", ms=5, color="darkorange")
+        ax.plot(claimed[np.isfinite(claimed)], ys[np.isfinite(claimed)], zorder=1, **PAPER_MARK)
     ax.axvline(0, color="black", lw=0.8)
     one_table = len({r["table"] for r in claims}) == 1
     ax.set_yticks(ys, [(f"{r['setting']}" if one_table else f"{r['table']} {r['setting']}") + f"  (vs {r['reference']})"
@@ -274,7 +254,7 @@ def verdict_forest(rows: list[Mapping[str, str]], ax=None, table: str | Collecti
     drawn = [v for v in VERDICT_COLORS if any(r["verdict"] == v for r in claims)]
     handles = [plt.Line2D([], [], ls="", label=v, **verdict_style(v)) for v in drawn]
     if diamonds:
-        handles.append(plt.Line2D([], [], marker="D", ls="", color="darkorange", label="paper (ImageNet scale)"))
+        handles.append(plt.Line2D([], [], label="paper (ImageNet scale)", **PAPER_MARK))
     if handles and own:
         _legend_outside(ax.figure, handles, [h.get_label() for h in handles], "upper")
     elif handles:

@@ -309,6 +309,11 @@ def _main(argv: list[str] | None = None, banner: str | None = None) -> int:
         return 2
     complete = RunDir(args.out).is_complete()  # its files are checked whole in train: the line waits for them
     if banner and not complete:
+        try:
+            RunDir(args.out).check_logs()  # a resume's damaged log is refused alone, not after "resuming ..."
+        except RunFileError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
         print(banner, flush=True)
     try:
         with threads_to_train(args.out, say=not args.no_progress and distributed.rank_from_env() == 0):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ftcl_core.runs import RunDir
-from ftcl_core.study import experiment_file, readings, table_verdicts
-from ftcl_core.study.curves import COLLAPSE_LEVEL  # noqa: F401  (one level for chapters 2, 6 and 7)
+from ftcl_core.runs import RunDir, config_digest
+from ftcl_core.study import experiment_file, readings, store, table_verdicts
+from ftcl_core.study.curves import COLLAPSE_LEVEL, smooth  # noqa: F401  (one level for chapters 2, 6 and 7)
 from ftcl_core.study.diagnosis import (
     RESOLUTION,
     _decided,
@@ -26,6 +26,7 @@ from ftcl_core.study.diagnosis import (
 )
 from ftcl_core.study.results import verdicts
 from ftcl_core.study.results.numbers import fixed, plus_minus
+from ftcl_core.study.results.paired import mean_ci95
 from ftcl_core.study.results.verdicts import MIN_SEEDS
 from ftcl_core.study.signatures import volatility
 
@@ -39,6 +40,64 @@ def zero_crossing(x: np.ndarray, y: np.ndarray) -> float:
         return math.nan
     i = sign[0]
     return float(np.interp(0, y[i:i + 2], x[i:i + 2]))
+
+
+EARLY_STEPS, EARLY_WINDOW, SETTLED_FROM = 400, 5, 100  # 07b's figure: the first 400 steps, a 5-step moving average
+
+
+def early_metrics(records: Mapping[str, list[dict]], seed: int | None = None) -> dict[str, dict]:
+    """The per-step metrics of the first-step pairs that recorded ρ (07b), keyed ``"<version> <setting>"`` for
+    ``records`` keyed by version (``{"v1": [...], "v2": [...]}``), every seed (keyed ``... seed <n>``) or ``seed``'s."""
+    out = {}
+    for version, rows in records.items():
+        for r in rows:
+            if seed is not None and r["seed"] != seed:
+                continue
+            m = RunDir(r["dir"]).load_metrics()
+            if "rho" in m:
+                out[f"{version} {r['setting']}" + ("" if seed is not None else f" seed {r['seed']}")] = m
+    return out
+
+
+def early_rho_facts(metrics: Mapping[str, Mapping[str, np.ndarray]], band: tuple[float, float]) -> dict:
+    """Where the first steps of the first-step pairs sit against the band of attraction thresholds (07b's figure):
+    for each run (``metrics`` keyed by a name holding ``baseline`` for the baselines) the first step whose smoothed ρ
+    passes above the band's top, and its smoothed Mean(neg) averaged over steps ``SETTLED_FROM`` to ``EARLY_STEPS``.
+    Facts ``ft_above_lo``/``_hi`` (steps), ``ft_neg_lo``/``_hi``, ``base_neg_lo``/``_hi``, ``n_ft``, ``n_base``;
+    raw values under ``_value``."""
+    firsts: dict[str, list[float]] = {"ft": [], "base": []}
+    negs: dict[str, list[float]] = {"ft": [], "base": []}
+    for name, m in metrics.items():
+        arm = "base" if "baseline" in name else "ft"
+        rho = smooth(np.asarray(m["rho"][:EARLY_STEPS], dtype=float), EARLY_WINDOW)
+        neg = smooth(np.asarray(m["neg_mean"][:EARLY_STEPS], dtype=float), EARLY_WINDOW)
+        above = np.flatnonzero(rho > band[1])
+        firsts[arm].append(float(m["step"][above[0]]) if above.size else math.inf)
+        negs[arm].append(float(neg[SETTLED_FROM:].mean()))
+    out: dict = {"n_ft": str(len(negs["ft"])), "n_base": str(len(negs["base"]))}
+    for arm in ("ft", "base"):
+        if negs[arm]:
+            out[f"{arm}_above_lo_value"], out[f"{arm}_above_hi_value"] = min(firsts[arm]), max(firsts[arm])
+            out[f"{arm}_neg_lo_value"], out[f"{arm}_neg_hi_value"] = min(negs[arm]), max(negs[arm])
+            for key in ("above_lo", "above_hi"):
+                v = out[f"{arm}_{key}_value"]
+                out[f"{arm}_{key}"] = "never" if math.isinf(v) else str(int(v))
+            for key in ("neg_lo", "neg_hi"):
+                out[f"{arm}_{key}"] = fixed(out[f"{arm}_{key}_value"], 2)
+    return out
+
+
+def _ft_passes_the_band(f: dict) -> str | None:
+    if not f.get("ft_above_hi_value") or math.isinf(f["ft_above_hi_value"]):
+        return "an FT run's ρ never passes above the band in the steps shown"
+    return None
+
+
+def _ft_stays_crowded(f: dict) -> str | None:
+    if "ft_neg_lo_value" not in f or "base_neg_hi_value" not in f:
+        return "no FT run or no baseline to compare"
+    return None if f["ft_neg_lo_value"] > f["base_neg_hi_value"] else (
+        f"an FT run's Mean(neg) ({f['ft_neg_lo']}) is not above every baseline's ({f['base_neg_hi']})")
 
 
 def same_class_share(records: list[dict]) -> float | None:
@@ -238,6 +297,38 @@ def device_gap_facts(length_records: list[dict], cpu_records: list[dict]) -> dic
                                                           "mean": fixed(float(np.mean(gaps)), 2)} if gaps else {})}
 
 
+def twin_facts(a: list[dict], a_setting: str, b: list[dict], b_setting: str) -> dict:
+    """Two stored sets of runs of one recipe and seeds (Table 1's m = 0.99 and Table 7's MoCo v1 baseline, say):
+    their mean readouts over the seeds both hold with 95 % intervals, the largest per-seed gap, the machine each set
+    trained on (:func:`ftcl_core.study.store.machine_kind`) and whether every pair shares its config
+    (:func:`ftcl_core.runs.config_digest`). Facts ``a_mean``, ``b_mean``, ``a_ci``, ``b_ci``, ``ci`` (the narrower),
+    ``gap``, ``most``, ``n``, ``a_machine``, ``b_machine``; raw values under ``_value``, ``same_config`` and
+    ``machines_differ``."""
+    left = {r["seed"]: r for r in a if r["setting"] == a_setting}
+    right = {r["seed"]: r for r in b if r["setting"] == b_setting}
+    seeds = sorted(set(left) & set(right))
+    if not seeds:
+        return {"n": "0", "n_value": 0}
+    runs = {s: (RunDir(left[s]["dir"]), RunDir(right[s]["dir"])) for s in seeds}
+    same = all(config_digest(x.load_config()) == config_digest(y.load_config()) for x, y in runs.values())
+    machines = [(store.machine_kind(x), store.machine_kind(y)) for x, y in runs.values()]
+    (am, ac), (bm, bc) = (mean_ci95([side[s]["linear_top1"] for s in seeds]) for side in (left, right))
+    gaps = [abs(left[s]["linear_top1"] - right[s]["linear_top1"]) for s in seeds]
+    names = [sorted({m[i].split("/", 1)[1] for m in machines}) for i in (0, 1)]
+    return {"n": str(len(seeds)), "n_value": len(seeds), "a_mean": fixed(am), "b_mean": fixed(bm),
+            "a_ci": fixed(ac), "b_ci": fixed(bc), "ci": fixed(min(ac, bc)), "gap": fixed(abs(am - bm)), "most": fixed(max(gaps)),
+            "a_machine": " and ".join(names[0]), "b_machine": " and ".join(names[1]),
+            "gap_value": abs(am - bm), "ci_value": min(ac, bc), "same_config": same,
+            "machines_differ": all(x != y for x, y in machines)}
+
+
+def _twins_differ_by_machine(f: dict) -> str | None:
+    if not f["n_value"]:
+        return "no seed holds both twins"
+    return None if f["same_config"] and f["machines_differ"] else (
+        "the twins' configs differ" if not f["same_config"] else "some pair trained on one kind of machine")
+
+
 def renorm_facts(plain: dict, renorm: dict, against: dict) -> dict:
     """Supp F's re-normalisation reading on stored runs: ``plain`` and ``renorm`` are :func:`negative_rows` rows of
     interpolated negatives without and with re-normalisation against the same baseline, ``against`` the
@@ -368,6 +459,13 @@ CHECKS = {
     "costs": _row_side(-1),
     "helps": _row_side(1),
     "cannot be told from zero": _row_side(0),
+    # 07b's first steps (early_rho_facts)
+    "FT's ρ passes above the band": _ft_passes_the_band,
+    "FT's Mean(neg) stays above every baseline's once ρ has passed the band": _ft_stays_crowded,
+    # Table 1's m = 0.99 and Table 7's baseline, one recipe on two machines (twin_facts)
+    "the twins share config and seeds and differ by machine": _twins_differ_by_machine,
+    "the twins' gap lies inside their intervals": lambda f: None if f["n_value"] and f["gap_value"] < f["ci_value"] else (
+        f"gap {f.get('gap')} not inside the narrower interval ± {fixed(f.get('ci_value', math.nan))}"),
     # Table 6's starts (switch_on_facts)
     "an early start costs": lambda f: None if f["costly_starts"] else "no start costs linear readout significantly",
     "the collapse level does not separate the starts that lose": (

@@ -268,12 +268,14 @@ def resolve(base: str, overrides: list[str] | dict, profile: str) -> RunConfig:
     ``{cpu: 9, gpu: 30}`` (Table 6's start epoch, scaled to each profile's run length).  The smoke profile
     takes its own entry, else the cpu one.
     """
+    scaled = None  # (the setting's queue, the smoke profile's): named when the scaled queue is refused
     if isinstance(overrides, dict):
         picked = {k: _for_profile(k, v, profile) for k, v in overrides.items()}
         if (profile == "smoke" and "moco.queue_size" in overrides and isinstance(picked["moco.queue_size"], int)
                 and not isinstance(picked["moco.queue_size"], bool) and not _has_entry(overrides["moco.queue_size"], "smoke")):
             # the smoke data holds 512 images: scale a setting's queue as the profile scales the default (4096 -> 128)
-            picked["moco.queue_size"] //= 32
+            scaled = (picked["moco.queue_size"], picked["moco.queue_size"] // 32)
+            picked["moco.queue_size"] = scaled[1]
         if profile == "smoke":
             # smoke trains every setting for its own 2 epochs: a 120-epoch setting runs the same code as a 30-epoch
             # one, and taking its length at face value made CI train 120 epochs (2.7 of chapter 7's 4 minutes)
@@ -293,7 +295,14 @@ def resolve(base: str, overrides: list[str] | dict, profile: str) -> RunConfig:
                  (base_keys.get("data") or {}).get("eval_split", "test"))
     # the smoke profile's validation size sizes a validation split alone, its test size a test split alone
     extra = [o for o in extra if not o.startswith("data.n_test=" if split == "val" else "data.n_val=")]
-    return load_config(_path(base), [*extra, *items])
+    try:
+        return load_config(_path(base), [*extra, *items])
+    except ConfigError as err:
+        if scaled is None or "queue_size" not in str(err):
+            raise
+        raise ConfigError(f"{err} The smoke profile scales a setting's queue by 1/32 ({scaled[0]} -> {scaled[1]}, as "
+                          f"the default 4096 -> 128); give the setting its own smoke value, e.g. moco.queue_size: "
+                          f"{{cpu: {scaled[0]}, smoke: 128}}.") from None
 
 
 def _has_entry(value, profile: str) -> bool:

@@ -366,6 +366,16 @@ def _knn_late_mixed(ev: Evidence) -> str | None:
     return _joined(out)
 
 
+def _headroom_knn_late_follows(ev: Evidence) -> str | None:
+    """On the task with room, the kNN readout of +pos +neg from 30 % lies on the linear readout's side at every
+    stored length."""
+    f = headroom.map_facts(list(ev.headroom))
+    out = [f"{n} epochs: kNN {f[f'both_late_{n}_knn_word']}, linear {f[f'both_late_{n}_word']}"
+           for n in headroom.LENGTHS if f[f"both_late_{n}_seeds"]
+           and verdicts.side(f[f"both_late_{n}_knn_word"]) != verdicts.side(f[f"both_late_{n}_word"])]
+    return _joined(out) if any(f[f"both_late_{n}_seeds"] for n in headroom.LENGTHS) else "no stored length"
+
+
 PROSE_LENGTHS = (30, 120)  # epochs: the two lengths chapter 7's length paragraph speaks of ("four times")
 
 
@@ -519,6 +529,7 @@ CHECKS: dict[str, Check] = {
     "late-gain-sensitive-to-the-floor": _late_gain_floor_sensitive,
     "epoch-one-too-early": _epoch_one_too_early,
     "knn-late-mixed": _knn_late_mixed,
+    "headroom-knn-late-follows-linear": _headroom_knn_late_follows,
     "length-narrows-not-damage": _length_narrows_not_damage,
     "longest-shrinks-points-not-errors": _longest_shrinks_points_not_errors,
     "longest-opposite-on-errors": _longest_opposite_on_errors,

@@ -72,7 +72,8 @@ def map_facts(rows: list[dict]) -> dict:
     points ± 95 % interval (``diff``), the ratio of test errors (``errors``: FT's errors over the baseline's, the
     exponentiated mean paired log error ratio, with its interval), seeds (``n``) and verdict (``verdict``: on the
     paper's claim, on the scale that decided; "compared" where the paper claims nothing; "not run"). Raw values for
-    the checks under the same names with ``_value``/``_ci``/``_word``; each length's baseline (``baseline_<length>``,
+    the checks under the same names with ``_value``/``_ci``/``_word``; the kNN readout's difference and verdict
+    (``knn``, ``knn_word``); each length's baseline (``baseline_<length>``,
     mean ± 95 % interval); ``pending``: the lengths with no stored comparison ("120 and 240")."""
     by_setting = {r["setting"]: r for r in rows}
     out: dict = {}
@@ -95,6 +96,10 @@ def map_facts(rows: list[dict]) -> dict:
             q = _float(r.get("q_value")) if r and n else math.nan  # Benjamini-Hochberg within the map (claims only)
             out[f"{key}_q"], out[f"{key}_verdict_bh"] = relation(q), (r.get("verdict_bh") or word) if r else word
             out[f"{key}_value"], out[f"{key}_ci"], out[f"{key}_word"], out[f"{key}_seeds"] = diff, ci, word, n
+            knn = _float(r.get("knn_diff_mean")) if n else math.nan  # the kNN readout's difference, its own verdict
+            out[f"{key}_knn"] = (plus_minus(knn, _float(r.get("knn_diff_ci95")), signed=True) if math.isfinite(knn)
+                                 else "" if n else NOT_RUN)  # "": an arm the paper claims nothing of has no kNN claim
+            out[f"{key}_knn_word"] = (r.get("knn_verdict") or "") if n else NOT_RUN
     for length in LENGTHS:  # the paired seeds of the length's arms: "3", or "3-4" where they differ
         lo, hi = min(out[f"{a}_{length}_seeds"] for a in ARMS), max(out[f"{a}_{length}_seeds"] for a in ARMS)
         out[f"seeds_{length}"], out[f"seeds_{length}_least"] = str(lo) if lo == hi else f"{lo}–{hi}", lo

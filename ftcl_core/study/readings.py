@@ -337,6 +337,9 @@ CLAIM_CHECKS = {  # chapters 5 and 9: the reading of one claim (claim_facts)
     "tables share runs": lambda f: None if f["same"] and int(f["distinct"]) < int(f["rows"]) else (
         f"T2 alpha_ex=2.0 and T7 v1 +pos are {'one' if f['same'] else 'not one'} comparison; "
         f"{f['distinct']} distinct of {f['rows']} claim rows"),
+    "the distinct rows are the claims, the checks and the claims set apart": lambda f: None if (
+        f["parts_value"] == int(f["distinct"])) else (
+        f"{f['distinct']} distinct rows, but {f['paper_claims']} + {f['checks']} + {f['unfit']} counted"),
     "larger than the paper's size": _beyond_the_paper,
     "undecided: the interval holds zero and the paper's effect": (
         lambda f: None if f["verdict_word"] == verdicts.UNDECIDED else f"the verdict is {f['verdict_word']}"),
@@ -370,12 +373,18 @@ CHECKS = {
 def shared_run_facts(rows: list[dict], a: tuple[str, str] = ("T2", "alpha_ex=2.0"),
                      b: tuple[str, str] = ("T7", "v1 +pos")) -> dict:
     """How many of ``rows`` (summary rows) make a claim (``rows``) and how many distinct comparisons they hold
-    (``distinct``, :func:`distinct_claims`), and whether the rows ``a`` and ``b`` (table, setting) are one comparison
+    (``distinct``, :func:`distinct_claims`; ``repeats``: rows that repeat one), how the distinct ones divide
+    (:func:`tally`: the paper's claims ``paper_claims``, Table 1's ``checks`` against the random-init encoder, the
+    claims against a baseline below the bar ``unfit``), and whether the rows ``a`` and ``b`` (table, setting) are one comparison
     (``same``: one set of runs listed under two tables)."""
     claims = [r for r in rows if r["verdict"] != BASELINE]
     pick = [next((r for r in claims if (r["table"], r["setting"]) == t), None) for t in (a, b)]
     same = None not in pick and comparison_key(pick[0]) == comparison_key(pick[1])
-    return {"rows": str(len(claims)), "distinct": str(len(distinct_claims(claims))), "same": same}
+    counts = {part: sum(n.values()) for part, n in tally(rows)["all"].items()}
+    distinct = len(distinct_claims(claims))
+    return {"rows": str(len(claims)), "distinct": str(distinct), "same": same, "repeats": str(len(claims) - distinct),
+            "paper_claims": str(counts["ft"]), "checks": str(counts["sanity"]), "unfit": str(counts["unfit"]),
+            "parts_value": counts["ft"] + counts["sanity"] + counts["unfit"]}
 
 
 def recipe_rows(cfg: RunConfig, keys: tuple[str, ...]) -> list[list[str]]:

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -73,6 +74,8 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
             if progress:
                 print(f"[{exp.table}] {name} seed {seed}: same config as {twin}, copied", flush=True)
 
+    from ftcl_core.checkpoints import IncompatibleCheckpoint  # the training side: loaded when a sweep trains
+
     jobs = planned_runs(exp, profile, seeds, names, execution)
     forks = late_start_forks([(cfg, out) for _, _, cfg, out in jobs])
     for _, _, cfg, out in jobs:  # a complete run whose damaged config.yaml was deleted (RunDir.load_config's
@@ -90,12 +93,26 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
             print(f"[{exp.table}] {name} seed {seed} -> {out}" + (" (compiled)" if out in compiled else "")
                   + (f" (from {forked}, epoch {forks[out][1]})" if forked else ""), flush=True)
         keep = sorted(e for src, e in forks.values() if src == out)
-        with epoch_callback(keep_prefix(keep)) if keep else contextlib.nullcontext(), threads_to_train(out, progress):
-            result = train(cfg, out, progress=progress)
+        try:
+            with epoch_callback(keep_prefix(keep)) if keep else contextlib.nullcontext(), threads_to_train(out, progress):
+                result = train(cfg, out, progress=progress)
+        except IncompatibleCheckpoint as err:  # the folder is the setting's: a sweep has no --out to change
+            raise IncompatibleCheckpoint(_in_a_sweep(str(err), out, exp.path)) from None
         if forked:
             note_fork(out, forked, forks[out][1])
         records.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(out), **result})
     return records
+
+
+SWEEP_ADVICE = ". Move the folder {out} away, and the sweep trains the setting anew as {path} asks."
+_OUT_ADVICE = re.compile(r"(\. |: |; )(?:(?!\. |: |; ).)*--out\.$")  # the closing advice of a refusal, naming train's --out
+
+
+def _in_a_sweep(message: str, out: Path, path: Path) -> str:
+    """A refusal of :func:`ftcl_core.checkpoints.check_compatible` (or its siblings) as a sweep says it: the sweep's
+    folder ``out`` is its setting's, so the fix is to move it away, never to change ``--out`` or the command's values
+    (a sweep has neither; the experiment file ``path`` says what the folder should hold)."""
+    return _OUT_ADVICE.sub(SWEEP_ADVICE.format(out=out, path=path), message)
 
 
 PREFIX_FOLDER = "prefix-epoch{}"  # inside a run folder: its checkpoint and log after that many epochs

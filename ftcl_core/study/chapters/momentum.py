@@ -13,6 +13,7 @@ from ftcl_core.study.chapters import Block
 
 TABLE_1 = "experiments/table1_momentum.yaml"
 TABLE_1_FMNIST = "experiments/table1_momentum_fmnist.yaml"
+TABLE_7_V1 = "experiments/table7_ft_v1.yaml"  # its MoCo v1 baseline is Table 1's m = 0.99: one recipe, same seeds
 
 
 def read(stored: list[dict], seed: int, landscapes: list[str]) -> list[Block]:
@@ -44,6 +45,10 @@ def read(stored: list[dict], seed: int, landscapes: list[str]) -> list[Block]:
         Block(readings.harder_positive_facts(by_seed), readings.CHECKS,
               ("a larger momentum makes the positives harder",), "hard_"),
         Block(ema, {}, prefix="ema_"),
+        Block(diagnosis_readings.twin_facts(stored, "m=0.99", store.load_records(TABLE_7_V1, "cpu", experiment_file.STORED),
+                                            "v1 baseline"), diagnosis_readings.CHECKS,
+              ("the twins share config and seeds and differ by machine", "the twins' gap lies inside their intervals"),
+              "twin_"),
         Block(rise, readings.CLAIM_CHECKS, ("matches: the interval holds the paper's effect and excludes zero",), "rise_"),
         Block(fm, readings.CHECKS, ("every momentum has 3 seeds", "every learning momentum learns as the paper says",
                                     "the collapse is undecided", "every learning momentum is above the collapse edge",
