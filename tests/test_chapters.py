@@ -76,7 +76,7 @@ def _arguments(name: str, stored):  # noqa: ANN001, ANN202  (an Evidence; the ca
         rows, records = headroom.load()
         return learn.first_step_facts(), {**headroom.facts(rows, records, headroom.run_metrics(records)),
                                           **headroom.paper_facts()}
-    if name in ("results", "methods", "every_table"):
+    if name in ("results", "methods", "every_table", "ft"):
         return ()
     return (stored,)
 

@@ -32,10 +32,10 @@ from ftcl_core.pages import learn as learn_figures
 
 # %% tags=["remove-cell"]
 # the opening's numbers are the paper's, read from the experiment files (this chapter trains nothing)
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import learn
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study.chapters import ft as ft_reading
 
-glue_facts("paper_", learn.paper_case_facts())
+glue_reading(ft_reading.read())
 
 # %% [markdown]
 # ## The two transformations, in code
