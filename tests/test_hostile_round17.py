@@ -8,30 +8,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+import test_run_binding
 from test_hostile_inputs import assert_one_line, cli, own_registry  # noqa: F401  (own_registry: autouse)
 
 from ftcl_core.__main__ import EXIT_ERROR
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.runs import RunDir
-from ftcl_core.study import threads
-from ftcl_core.training import train
 
-SMOKE = "configs/smoke_moco_v2.yaml"
-TINY = ["data.n_train=256", "data.n_test=128", "moco.queue_size=128", "eval.linear_epochs=1", "eval.random_init=false"]
-STEPS_PER_EPOCH = 256 // 64
-
-
-@pytest.fixture(scope="module")
-def made(tmp_path_factory) -> dict[str, Path]:
-    """A tiny run stopped after its first epoch's checkpoint and the same run finished."""
-    tmp = tmp_path_factory.mktemp("round17")
-    cfg = load_config(SMOKE, TINY)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(threads.ENV_DIR, str(tmp / "trainers"))
-        train(cfg, tmp / "interrupted", progress=False, max_steps=STEPS_PER_EPOCH + 1)
-        train(cfg, tmp / "complete", progress=False)
-    return {"interrupted": tmp / "interrupted", "complete": tmp / "complete"}
-
+SMOKE, TINY = test_run_binding.SMOKE, test_run_binding.TINY
+made = test_run_binding.made  # the fixture: a tiny run interrupted after its first checkpoint, and the same run finished
 
 def test_a_smoke_queue_scaled_below_the_batch_says_how_to_give_its_own(tmp_path):
     from ftcl_core.study.experiment_file import Experiment, resolve
