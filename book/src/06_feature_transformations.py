@@ -174,7 +174,7 @@ plt.show()
 # reads {glue:md}`t7_v1_pos` points against its baseline.
 #
 # The early rise of Mean(neg) in the first figure, which the paper reports in Supp D, is this crowding at its
-# strongest. [Does FT help once there is room to help?](#crowding) follows it on a task with room to help: there FT
+# strongest. [Does FT help once there is room to help?](#the-crowding) follows it on a task with room to help: there FT
 # costs wherever the images crowd as it switches on, and gains where they do not, as when it is switched on late in a longer run.
 
 # %% [markdown]

@@ -5,7 +5,7 @@
 # on after 30 % of the run it costs at 30 epochs, gains at 120 ({glue:md}`hr_both_late_120_diff` points, a little less
 # than the paper's Table 6 in points) and at 240 reaches the paper's size ({glue:md}`hr_both_late_240_diff` points over
 # {glue:md}`hr_both_late_240_n` {term}`paired` seeds). The runs that cost crowd the images as FT switches on, but a later switch that does not crowd
-# still costs: the crowding is not needed for the cost ([below](#crowding)).
+# still costs: the crowding is not needed for the cost ([below](#the-crowding)).
 #
 # In this chapter you will learn why a baseline near 100 % can force a verdict, how the ratio of test errors reads a
 # comparison there, and what {term}`FT` does on a task whose baseline has room to grow.
@@ -198,7 +198,7 @@ markup.html_table(["seed", "baseline", "+pos +neg from 30 %", "difference", "+po
 # {glue:md}`hr_late_gap_120_diff`, an interval that held zero).
 
 # %% [markdown]
-# (crowding)=
+# (the-crowding)=
 # ## When a late start pays: the crowding
 #
 # [Feature transformations in training](#mechanism) found how positive extrapolation costs on the shapes: the encoder undoes the harder

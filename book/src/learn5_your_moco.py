@@ -192,7 +192,7 @@ plt.show()
 
 # %% [markdown]
 # But a flat Mean(neg) does not mean FT is helping: switched on at epoch 18 of 120, FT does not crowd the images and
-# still costs (the last row of the differences figure above; [the runs behind the crowding](#crowding)). The crowding goes with the
+# still costs (the last row of the differences figure above; [the runs behind the crowding](#the-crowding)). The crowding goes with the
 # cost; it is not needed for it. So, in a MoCo of your own: switch FT on part-way through the run, not from the first
 # step, and judge it by the {term}`readout`, not by Mean(neg).
 #

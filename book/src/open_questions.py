@@ -45,7 +45,7 @@ glue_reading(open_questions.read(stored))
 # * **The crowding or the clock.** On the task with room, every cell that crowds the images switches FT on by step
 #   {glue:md}`hr_crowd_clock_latest_steps` of its run, every cell that does not at step
 #   {glue:md}`hr_spread_clock_earliest_steps` or later, so the map cannot tell the two apart
-#   ([the crowding](#crowding)). The experiment that holds the switch step and changes the length
+#   ([the crowding](#the-crowding)). The experiment that holds the switch step and changes the length
 #   (`experiments/headroom/switch_v1.yaml`) found that the time left after the switch does not explain the cost at
 #   120 epochs ({glue:md}`hr_switch_from_9_of_120_diff` points from epoch 9 of 120), and that a switch at epoch 18
 #   of 120 costs without crowding the images ({glue:md}`hr_switch_from_18_of_120_diff` points): the crowding is not
