@@ -11,8 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import distributed, transforms
-from ftcl_core.config import FTConfig
-from ftcl_core.losses import (
+from ftcl_core.arguments import (
     MIN_TEMPERATURE,
     UNIT_NORM_TOL,
     check_dense,
@@ -20,10 +19,11 @@ from ftcl_core.losses import (
     described,
     is_count,
     is_real,
-    moco_ft_logits,
     off_unit_norm,
     temperature,
 )
+from ftcl_core.config import FTConfig
+from ftcl_core.losses import moco_ft_logits
 
 
 def symmetric_pairs(v1: torch.Tensor, v2: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor

@@ -191,7 +191,7 @@ class ModelConfig(Section):
 def _check_tau(key: str, tau: float, hint: str) -> None:
     if tau <= 0:
         raise ConfigError(f"{key}={tau} must be > 0; {hint}.")
-    if tau < MIN_TEMPERATURE:  # the library's floor too (ftcl_core.losses.temperature)
+    if tau < MIN_TEMPERATURE:  # the library's floor too (ftcl_core.arguments.temperature)
         raise ConfigError(f"{key}={tau} is below {MIN_TEMPERATURE:g}: cosines over it overflow float32's logits and the "
                           f"run diverges at its first step. {hint[0].upper()}{hint[1:]}.")
     if tau > 10:  # cosines in [-1, 1] over tau: every logit near 0, nothing to learn

@@ -30,19 +30,15 @@ from collections.abc import Iterable, Mapping
 
 import torch
 
+from ftcl_core.arguments import UNIT_NORM_TOL, check_dense, is_count, is_real, off_unit_norm
 from ftcl_core.config import FTConfig
 from ftcl_core.losses import (
-    UNIT_NORM_TOL,
     FTLogits,
     QueueLayout,
-    check_dense,
     check_moco_inputs,
     info_nce,
-    is_count,
-    is_real,
     logits_from_scores,
     moco_ft_logits,
-    off_unit_norm,
 )
 from ftcl_core.transforms import DeviceDraws, Draws
 

@@ -14,8 +14,6 @@ Every random draw of FT comes from the ``gen`` the caller passes (:data:`ftcl_co
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
@@ -23,9 +21,16 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core import transforms
+from ftcl_core.arguments import (
+    UNIT_NORM_TOL,
+    check_dense,
+    check_global_rows,
+    described,
+    off_unit_norm,
+    temperature,
+)
 from ftcl_core.config import FTConfig
 from ftcl_core.config_fields import is_numpy_bool
-from ftcl_core.config_sections import MIN_TEMPERATURE
 
 
 def info_nce(logits: torch.Tensor) -> torch.Tensor:
@@ -47,54 +52,6 @@ def moco_logits(q: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor) -> tu
 
 
 QueueLayout = Literal["auto", "KC"]
-
-# |row norm^2 - 1| below which a square queue's rows count as unit-norm keys (:func:`check_moco_inputs`): keys
-# normalised in bf16 are off by at most 2 * 2^-8 ~ 0.008, in fp16 by 2 * 2^-11.
-UNIT_NORM_TOL = 0.02
-
-
-def off_unit_norm(x: torch.Tensor, dim: int = 1) -> float:
-    """The largest ``|norm^2 - 1|`` over ``x``'s vectors along ``dim`` (rows for ``dim=1``), non-finite ones skipped
-    (0.0 when there are none): how far a buffer of features is from L2-normalised."""
-    off = (x.detach().float().square().sum(dim) - 1).abs()
-    return float(off.nan_to_num(0.0, posinf=0.0).max()) if off.numel() else 0.0
-
-
-def is_real(x: object) -> bool:
-    """A real number (Python's, NumPy's, or a one-element tensor), not a bool or a string."""
-    if isinstance(x, torch.Tensor):
-        return x.numel() == 1 and x.dtype != torch.bool
-    return isinstance(x, numbers.Real) and not isinstance(x, bool) and not is_numpy_bool(x)
-
-
-def is_count(x: object) -> bool:
-    """A whole number (Python's or NumPy's), not a bool."""
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool) and not is_numpy_bool(x)
-
-
-def described(x: object) -> str:
-    """What an argument is, for an error message: ``a torch.float32 tensor of shape (5,)``, or its type's name."""
-    return f"a {x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
-
-
-def check_dense(caller: str, **tensors: torch.Tensor) -> None:
-    """Each of ``tensors`` holds numbers in the usual (strided) layout: a meta tensor (shapes, no data) or a sparse
-    one is refused naming the argument and the fix."""
-    for name, x in tensors.items():
-        if isinstance(x, torch.Tensor) and x.is_meta:
-            raise ValueError(f"{caller}: {name} is on the meta device, shapes without numbers: build the model on a "
-                             "real device (cpu, cuda) or load its weights first.")
-        if isinstance(x, torch.Tensor) and x.layout != torch.strided:
-            raise TypeError(f"{caller}: {name} is a {x.layout} tensor; features are dense: pass {name}.to_dense().")
-
-
-def temperature(caller: str, tau: object, hint: str) -> float:
-    """``tau`` as a float: a real number in [:data:`MIN_TEMPERATURE`, inf), else a ValueError naming it."""
-    if not (is_real(tau) and not isinstance(tau, torch.Tensor) and math.isfinite(tau) and tau >= MIN_TEMPERATURE):
-        raise ValueError(f"{caller}: temperature tau={tau!r} must be a finite number > 0, at least {MIN_TEMPERATURE:g} "
-                         f"(below, the logits overflow), or a one-element float tensor; {hint}.")
-    return float(tau)
-
 
 def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft: object,
                       queue_layout: QueueLayout = "auto") -> None:
@@ -204,25 +161,6 @@ def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: transforms.
     if ft.renorm_pos:  # Supp F
         q, k = transforms.renormalize(q), transforms.renormalize(k)
     return q, k
-
-
-def check_global_rows(rows: object, n_global: object, n: int) -> None:
-    """``rows``, the global indices of this process's ``n`` pairs among ``n_global`` (several processes), come
-    together: a 1-D integer tensor of ``n`` entries, each in ``[0, n_global)`` (read on the CPU only), and a count
-    ``n_global >= n``; anything else is refused naming the argument."""
-    if rows is None or n_global is None:
-        raise ValueError("rows and n_global come together (the global indices of this process's pairs among all "
-                         "processes' n_global): pass both, or neither in one process.")
-    if not is_count(n_global) or n_global < n:
-        raise ValueError(f"n_global={n_global!r} must be a whole number >= the {n} local pairs (the batch over all "
-                         "processes).")
-    if not (isinstance(rows, torch.Tensor) and rows.dim() == 1 and len(rows) == n and not rows.is_floating_point()
-            and rows.dtype != torch.bool and not rows.is_complex()):
-        raise TypeError(f"rows must be a 1-D integer tensor of the {n} local pairs' global indices, got {described(rows)}: pass "
-                        "torch.arange(n) + rank * n, say.")
-    if rows.device.type == "cpu" and n and not (0 <= int(rows.min()) and int(rows.max()) < n_global):
-        raise ValueError(f"rows hold indices from {int(rows.min())} to {int(rows.max())}, outside [0, "
-                         f"n_global={n_global}): each is a pair's place in the whole batch.")
 
 
 class FTLogits(NamedTuple):
