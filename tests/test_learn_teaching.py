@@ -48,6 +48,18 @@ def test_the_taught_info_nce_is_the_librarys(n, tau, seed):
     assert torch.allclose(my_info_nce(q, k, tau), info_nce(in_batch_logits(q, k, tau)), atol=1e-6)
 
 
+@pytest.mark.parametrize("n, seed", [(8, 0), (33, 1), (2, 2)])
+def test_the_taught_alignment_and_uniformity_are_the_librarys(n, seed):
+    from ftcl_core.stats import representation_statistics
+
+    ns = teaching("learn1_contrastive.py")
+    g = torch.Generator().manual_seed(seed)
+    q, k = (F.normalize(torch.randn(n, 5, generator=g), dim=1) for _ in range(2))
+    align, uniform = representation_statistics(q, k)[:2]
+    assert torch.allclose(ns["my_alignment"](q, k), align, atol=1e-5)
+    assert torch.allclose(ns["my_uniformity"](q), uniform, atol=1e-5)
+
+
 def _state(module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in module.state_dict().items()}
 

@@ -144,7 +144,7 @@ if others:
 # cosines rises towards one
 # within the first steps and {term}`Var(neg)` falls towards zero: for a while the images sit near one point, the
 # effect the paper reports in Supp D (FT at epoch 0 on a randomly filled queue pushes the negative scores
-# up). The table of concentration signatures further down gives, for every setting, the step at which Mean(neg)
+# up). The table of {term}`concentration signatures <concentration signature>` further down gives, for every setting, the step at which Mean(neg)
 # passes 0.9 and where it ends, beside its readout. [Why does FT from the first step cost?](07b_gradient.ipynb)
 # derives what positive extrapolation does to the gradient, [Is it our recipe?](#recipe-changes) tests whether the
 # cost survives baselines {term}`calibrated` without FT, and [the phase diagram](#phase-diagram) maps when a later

@@ -101,6 +101,7 @@ glue_reading(when_ft_helps.read(stored))  # the index and chapter 1 paste its nu
 # Table 6's epoch 1 (3 % of the run) is too early: on the shapes it still reads {glue:text}`start_3pc` points. The
 # {term}`kNN readout` loses in some late cells of the shapes and Fashion-MNIST, and takes the linear readout's side on
 # the task with room (the fold below).
+# <!-- checks: late-helps-where-stated, late-avoids-most, epoch-one-too-early, knn-late-mixed, headroom-knn-late-follows-linear -->
 #
 # :::{admonition} Each cell where FT helps, and the kNN readout
 # :class: dropdown
@@ -122,7 +123,6 @@ glue_reading(when_ft_helps.read(stored))  # the index and chapter 1 paste its nu
 # at every length: FT from 30 % of the run reads {glue:text}`hr_both_late_30_knn` points at 30 epochs,
 # {glue:text}`hr_both_late_120_knn` at 120 and {glue:text}`hr_both_late_240_knn` at 240.
 # :::
-# <!-- checks: late-helps-where-stated, late-avoids-most, epoch-one-too-early, knn-late-mixed, headroom-knn-late-follows-linear -->
 #
 # **Four times the steps narrow the gap in points, not the damage.** On the shapes, four times the steps take FT's
 # first-step cost from {glue:text}`short_cost` to {glue:text}`long_cost` points ({glue:text}`length_gain` paired by

@@ -1,8 +1,9 @@
 # %% [markdown]
 # # Why does FT from the first step cost? The gradient's algebra
 #
-# **Because {term}`FT` weighs the pull of a query towards its key more than the push from its negatives, a concentrated
-# state attracts until the two views agree well, and in the first steps training sits where it attracts.** The
+# **Because {term}`FT` weighs the pull of a query towards its key more than the push from its negatives, a
+# {term}`concentrated state` attracts until the two views agree well, and in the first steps training sits where it
+# attracts.** The
 # figure shows one gradient step of the real loss: below zero a concentrated state contracts, and the further
 # {term}`FT`'s λ is from 1, the better the views must agree before it spreads out again.
 

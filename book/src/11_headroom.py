@@ -311,7 +311,7 @@ markup.html_table(["setting", "rule", "switched on at epoch (predicted)", "auto 
 #   --out runs/try-base` and `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml seed=5
 #   ft.pos=true ft.start_epoch=9 --out runs/try-pos` train a sixth baseline and its +pos arm from 30 % (the map's
 #   30-epoch baselines took about {glue:md}`hr_minutes_30` minutes each on one CPU thread). Each folder's `eval.json` holds the {term}`linear readout`: expect the +pos run below
-#   its baseline, as the figure's 30-epoch blue dot is.
+#   its baseline, as the figure's 30-epoch dark grey dot is.
 # * **See the crowding.** `.venv/bin/python -m ftcl_core train configs/cpu_headroom_moco_v1.yaml seed=5 ft.pos=true
 #   ft.start_epoch=3 --out runs/try-pos3` switches +pos on earlier. `RunDir(folder).load_metrics()` (from
 #   `ftcl_core.runs`) holds a run's scores step by step with each step's epoch: compare `neg_mean` over the three

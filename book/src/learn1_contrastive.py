@@ -86,8 +86,20 @@ assert torch.allclose(my_info_nce(q, k, 0.2), info_nce(in_batch_logits(q, k, 0.2
 # distance between the two views' features, $\mathbb{E}\,\lVert q_i - k_i\rVert^2$: 0 when the views coincide.
 # **Uniformity** is $\log \mathbb{E}_{i\ne j}\, e^{-2\lVert q_i - q_j\rVert^2}$: 0 when every input sits at one point,
 # more negative the more evenly the features cover the sphere. The positive term of the loss pulls the views
-# together (alignment); the negatives push the inputs apart (uniformity).
-#
+# together (alignment); the negatives push the inputs apart (uniformity). Each is a line of torch:
+
+# %% tags=["show-input", "teaching"]
+def my_alignment(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """E ||q_i - k_i||^2 over the pairs; q, k: N x C unit features (0: the views coincide, at most 4)."""
+    return (q - k).pow(2).sum(1).mean()
+
+
+def my_uniformity(q: torch.Tensor) -> torch.Tensor:
+    """log E_{i != j} exp(-2 ||q_i - q_j||^2); q: N x C unit features (0: one point; lower: more spread)."""
+    return torch.pdist(q).pow(2).mul(-2).exp().mean().log()
+
+
+# %% [markdown]
 # Train the toy for a few hundred steps at $\tau = 0.2$, and, for contrast, a second encoder whose loss keeps only the
 # positive term, $-q_i\cdot k_i/\tau$: pull the views together, push nothing apart.
 

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 
 from ftcl_core.evaluation import extract_features, knn_top1
 from ftcl_core.methods import StepContext, build_model
+from ftcl_core.pages import diagrams
 from ftcl_core.pages import learn as learn_figures
 from ftcl_core.study import checks, learn
 from ftcl_core.training import build_optimizer, make_views, train_step
@@ -74,7 +75,15 @@ plt.show()
 #
 # ## The whole method
 #
-# Here is MoCo: two encoders, a queue, the momentum update, and one training step. Each tensor's shape is in its
+# One step in a picture (the paper's Fig 2 without {term}`FT`, which a later chapter adds between the features and the
+# scores):
+
+# %% tags=["hide-input"]
+diagrams.moco_pipeline(ft=False)
+plt.show()
+
+# %% [markdown]
+# Here is MoCo in code: two encoders, a queue, the momentum update, and one training step. Each tensor's shape is in its
 # comment ($N$ images a batch, $C$ feature dimensions, $K$ keys in the queue).
 
 # %% tags=["show-input", "teaching"]

@@ -144,8 +144,8 @@ glue_reading(reading.read(stored))
 # image share, and Mean(pos) climbs back to {glue:md}`curve_pos_end`: a wide gap over negatives far below the collapse level.
 #
 # **Var(neg)** and the **top-1** tell a second story. The top-1 peaks at {glue:md}`curve_top1_peak` % while the
-# negatives are spread evenly (Var(neg) {glue:md}`curve_var_at_top1`), then sinks to {glue:md}`curve_top1_end` % as
-# Var(neg) rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch` (it ends at
+# negatives' scores vary less than they will later (Var(neg) {glue:md}`curve_var_at_top1`), then sinks to
+# {glue:md}`curve_top1_end` % as Var(neg) rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch` (it ends at
 # {glue:md}`curve_var_end`). A falling top-1 is not a failing encoder: the run ends with a {term}`linear readout`
 # of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. (On the shapes MoCo
 # v2 reads less than MoCo v1, the reverse of the paper's order: [the baselines](#calibrated-baselines).) One reading

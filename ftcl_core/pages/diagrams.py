@@ -13,20 +13,22 @@ if TYPE_CHECKING:  # annotations only: matplotlib loads when a figure is drawn
 from ftcl_core.pages.legibility import BOOK_WIDTH_IN, TEXT_PT, TITLE_PT, _legend_beside
 
 
-def moco_pipeline():
+def moco_pipeline(ft: bool = True):
     """One MoCo step with FT as a block diagram (the paper's Fig 2): two views of an image through the query encoder and
     the momentum key encoder (eq. 2), FT on their outputs and on the queue (eqs. 3 and 5), the logits and InfoNCE
-    (eq. 1); the clean keys enter the queue, and the loss's gradient reaches the query encoder only."""
+    (eq. 1); the clean keys enter the queue, and the loss's gradient reaches the query encoder only.  ``ft=False``:
+    plain MoCo, the scores taken from the features and the queue as they are (Learn 2, before FT is taught)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 3.3), layout="constrained")
+    fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 3.3 if ft else 2.9), layout="constrained")
     ax.set_xlim(0, 10.4)
     ax.set_ylim(0, 4.0)
     ax.axis("off")
     for x, y, text, colour in (
             (0.55, 2.0, "image", "0.9"), (2.0, 3.3, "view 1", "0.9"), (2.0, 0.7, "view 2", "0.9"),
             (3.95, 3.3, "query encoder $f_q$", "#cfe2f3"), (3.95, 0.7, "key encoder $f_k$", "#cfe2f3"),
-            (6.6, 2.3, "FT\nextrapolate $z_q, z_{k^+}$ (eq. 3)\ninterpolate the queue (eq. 5)", "#f4cccc"),
+            (6.6, 2.3, "FT\nextrapolate $z_q, z_{k^+}$ (eq. 3)\ninterpolate the queue (eq. 5)" if ft else
+             "cosines: $z_q \\cdot z_{k^+}$ and\n$z_q \\cdot$ each queued key", "#f4cccc" if ft else "#eeeeee"),
             (6.6, 0.45, "queue of $K$ keys", "#d9ead3"), (9.25, 2.3, "scores / $\\tau$\nInfoNCE (eq. 1)", "#fff2cc")):
         ax.text(x, y, text, ha="center", va="center", fontsize=TEXT_PT, zorder=3,
                 bbox={"boxstyle": "round,pad=0.35", "facecolor": colour, "edgecolor": "0.4"})
@@ -47,7 +49,7 @@ def moco_pipeline():
           (3.8, 2.0), "right", ls="--")
     arrow((4.85, 0.55), (5.75, 0.45), "enqueue the clean keys", (5.3, 0.12))
     arrow((6.6, 0.75), (6.6, 1.7), "negatives", (6.72, 1.22), "left")
-    arrow((7.85, 2.3), (8.45, 2.3), "$\\hat S$", (8.15, 2.55))
+    arrow((7.85, 2.3), (8.45, 2.3), "$\\hat S$" if ft else "$S$", (8.15, 2.55))
     ax.text(9.25, 1.55, "gradient to $f_q$ only", ha="center", va="center", fontsize=TEXT_PT, color="0.2")
     return fig
 

@@ -14,7 +14,7 @@ from ftcl_core.study import headroom
 
 ARM_LABELS = {"both": "+pos +neg from the first step", "both_late": "+pos +neg from 30 %", "neg": "+neg alone",
               "pos_late": "+pos alone from 30 %"}
-COLORS = {**palette.VERDICT_COLORS, "compared": "#4c72b0"}  # "compared": the paper claims nothing of that arm
+COLORS = {**palette.VERDICT_COLORS, "compared": palette.NO_CLAIM_COLOR}  # "compared": the paper claims nothing of that arm
 
 
 def _style(verdict: str) -> dict:
