@@ -186,6 +186,7 @@ from IPython.display import display
 
 from ftcl_core.runs import RunDir
 from ftcl_core.study import experiment_file, readings
+from ftcl_core.study.results.numbers import fixed
 
 exp = experiment_file.Experiment.load("experiments/table7_ft_v2.yaml")
 run = RunDir(experiment_file.run_dir(exp, "v2 baseline", 0, "cpu", experiment_file.STORED))  # the stored cpu run, whatever profile this page ran with
@@ -195,7 +196,7 @@ display(markup.html_table(["setting", "value"], recipe, caption=f"The stored run
                                                            "the whole config is the run folder's config.yaml)"))
 ev, prov = run.load_eval(), run.load_provenance()
 n_steps = len(run.load_metrics()["loss"])
-print(f"linear top-1 {ev['linear_top1']:.1f} %  (random init {ev['random_init_linear_top1']:.1f} %)")
+print(f"linear top-1 {fixed(ev['linear_top1'])} %  (random init {fixed(ev['random_init_linear_top1'])} %)")  # as every page rounds
 print(f"train {ev['train_s']:.0f} s for {n_steps} steps ({n_steps / ev['train_s']:.1f} steps per second) + eval "
       f"{ev['eval_s']:.0f} s on {prov.get('cpu_model') or prov.get('device_name')} ({prov.get('threads')} threads)")
 

@@ -114,8 +114,8 @@ for epoch_loss in auto_start.epoch_losses(stored):
 print(f"FT switches on from epoch {start.start_epoch} of 120")
 
 # %% [markdown]
-# In a run of the library it is `ft.start=auto` ([Using ftcl](guide.md)). On runs it was not tuned on it never did
-# worse than the same run without FT (judged by {term}`readout`), and in 30-epoch runs it switched on past half of the
+# In a run of the library it is `ft.start=auto` ([Using ftcl](guide.md)). In no setting it was not tuned on did it read
+# clearly below the same run without FT (no {term}`readout` interval wholly below zero), and in 30-epoch runs it switched on past half of the
 # run; where a fixed start after 30 % helped a little (Fashion-MNIST, greyscale photographs of clothes; the shapes
 # at 120 epochs), its gain was too small to tell from zero ([the runs the rule was not chosen on](#auto-start)).
 #
