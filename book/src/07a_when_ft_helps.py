@@ -99,8 +99,8 @@ glue_reading(when_ft_helps.read(stored))  # the index and chapter 1 paste its nu
 # with room of [Does FT help once there is room to help?](11_headroom.ipynb): {glue:text}`hr_both_late_120_diff`
 # points at 120 epochs and {glue:text}`hr_both_late_240_diff` at 240 ({glue:text}`hr_both_late_240_verdict`).
 # Table 6's epoch 1 (3 % of the run) is too early: on the shapes it still reads {glue:text}`start_3pc` points. The
-# {term}`kNN readout` loses in some late cells of the shapes and Fashion-MNIST, and takes the linear readout's side on
-# the task with room (the fold below).
+# {term}`kNN readout` loses in some late cells of the shapes and Fashion-MNIST, and takes the {term}`linear readout`'s side
+# on the task with room (the fold below).
 # <!-- checks: late-helps-where-stated, late-avoids-most, epoch-one-too-early, knn-late-mixed, headroom-knn-late-follows-linear -->
 #
 # :::{admonition} Each cell where FT helps, and the kNN readout

@@ -118,7 +118,7 @@ markup.markdown_html("Measured sign changes against the predicted thresholds: " 
 # %%
 early = diagnosis_readings.early_metrics(gradient.first_step_records(ev), seed=0)
 if early:
-    run_figures.early_training(early, ev.band)
+    run_figures.early_training(early, ev.band, steps=diagnosis_readings.EARLY_STEPS)
     plt.show()
 
 # %% [markdown]
@@ -127,7 +127,8 @@ if early:
 #
 # With FT on from the first step, $\rho$ passes above the band too, in each of the {glue:md}`early_n_ft` FT runs by
 # step {glue:md}`early_ft_above_hi` (the earliest at step {glue:md}`early_ft_above_lo`, over every seed), yet the
-# images stay crowded: from step 100 to 400 their Mean(neg) averages {glue:md}`early_ft_neg_lo` to
-# {glue:md}`early_ft_neg_hi`, against {glue:md}`early_base_neg_lo` to {glue:md}`early_base_neg_hi` in the baselines.
+# images stay crowded: from step {glue:md}`early_from` to {glue:md}`early_steps` their Mean(neg) averages
+# {glue:md}`early_ft_neg_lo` to {glue:md}`early_ft_neg_hi`, against {glue:md}`early_base_neg_lo` to {glue:md}`early_base_neg_hi` in the baselines.
 # Above the band the algebra says a concentrated state no longer attracts; it does not say how fast the
-# concentration built in the first steps undoes itself, and in these runs it has not within the first 400 steps.
+# concentration built in the first steps undoes itself, and in these runs it has not within the first
+# {glue:md}`early_steps` steps.

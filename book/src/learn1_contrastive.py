@@ -90,12 +90,12 @@ assert torch.allclose(my_info_nce(q, k, 0.2), info_nce(in_batch_logits(q, k, 0.2
 
 # %% tags=["show-input", "teaching"]
 def my_alignment(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """E ||q_i - k_i||^2 over the pairs; q, k: N x C unit features (0: the views coincide, at most 4)."""
+    """E ||q_i - k_i||^2; q, k: N x C unit features (0: views coincide)."""
     return (q - k).pow(2).sum(1).mean()
 
 
 def my_uniformity(q: torch.Tensor) -> torch.Tensor:
-    """log E_{i != j} exp(-2 ||q_i - q_j||^2); q: N x C unit features (0: one point; lower: more spread)."""
+    """log E_{i != j} exp(-2 ||q_i - q_j||^2); q: N x C unit features."""
     return torch.pdist(q).pow(2).mul(-2).exp().mean().log()
 
 

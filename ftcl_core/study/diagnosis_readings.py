@@ -63,7 +63,8 @@ def early_rho_facts(metrics: Mapping[str, Mapping[str, np.ndarray]], band: tuple
     """Where the first steps of the first-step pairs sit against the band of attraction thresholds (07b's figure):
     for each run (``metrics`` keyed by a name holding ``baseline`` for the baselines) the first step whose smoothed ρ
     passes above the band's top, and its smoothed Mean(neg) averaged over steps ``SETTLED_FROM`` to ``EARLY_STEPS``.
-    Facts ``ft_above_lo``/``_hi`` (steps), ``ft_neg_lo``/``_hi``, ``base_neg_lo``/``_hi``, ``n_ft``, ``n_base``;
+    Facts ``from``, ``steps`` (the window), ``ft_above_lo``/``_hi`` (steps), ``ft_neg_lo``/``_hi``,
+    ``base_neg_lo``/``_hi``, ``n_ft``, ``n_base``;
     raw values under ``_value``."""
     firsts: dict[str, list[float]] = {"ft": [], "base": []}
     negs: dict[str, list[float]] = {"ft": [], "base": []}
@@ -74,7 +75,8 @@ def early_rho_facts(metrics: Mapping[str, Mapping[str, np.ndarray]], band: tuple
         above = np.flatnonzero(rho > band[1])
         firsts[arm].append(float(m["step"][above[0]]) if above.size else math.inf)
         negs[arm].append(float(neg[SETTLED_FROM:].mean()))
-    out: dict = {"n_ft": str(len(negs["ft"])), "n_base": str(len(negs["base"]))}
+    out: dict = {"n_ft": str(len(negs["ft"])), "n_base": str(len(negs["base"])), "from": str(SETTLED_FROM),
+                 "steps": str(EARLY_STEPS)}
     for arm in ("ft", "base"):
         if negs[arm]:
             out[f"{arm}_above_lo_value"], out[f"{arm}_above_hi_value"] = min(firsts[arm]), max(firsts[arm])
