@@ -72,7 +72,7 @@ def table_cells(exp: Experiment, records: list[dict], kinds: Collection[str] | N
         rows.append([r["setting"], fixed(r["mean"]), pm_cell(r["ci95"], None), str(r["n_seeds"]),
                      pm_cell(r["diff_mean"], r["diff_ci95"], signed=True), r["reference"],
                      "" if r["paper"] is None else str(r["paper"]), pm_cell(r["effect"], None, 2, signed=True),
-                     pm_cell(r["ratio"], None, 2), r["verdict"]])
+                     pm_cell(r["ratio"], None, 2), verdicts.row_label(r)])
     return f"{exp.table}: {exp.title}", TABLE_HEADER, rows
 
 

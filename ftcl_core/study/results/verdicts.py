@@ -246,10 +246,15 @@ def labelled(word: str, scale: str = POINTS, floor_sensitive: bool | str = False
     return out + FLOOR_SENSITIVE if floor_sensitive in (True, "yes") else out
 
 
+SIGN_ONLY = " (sign only)"  # a sanity check's verdict (Table 1: above or below the random-init encoder) weighs no size
+
+
 def row_label(row) -> str:
     """:func:`labelled` of a results row (a CSV's or a comparison's): its ``verdict``, ``scale`` and
-    ``floor_sensitive``."""
-    return labelled(row["verdict"], row.get("scale", ""), row.get("floor_sensitive", ""))
+    ``floor_sensitive``; a sanity check's decided verdict (``kind`` "sanity": only which side of the random-init
+    encoder, no effect size) says so."""
+    out = labelled(row["verdict"], row.get("scale", ""), row.get("floor_sensitive", ""))
+    return out + SIGN_ONLY if row.get("kind") == "sanity" and side(row["verdict"]) else out
 
 
 def side(word: str) -> int:
