@@ -58,6 +58,9 @@ def _check_simclr_inputs(z1: torch.Tensor, z2: torch.Tensor, bank1: torch.Tensor
                          rows: torch.Tensor) -> None:
     """:func:`simclr_ft_logits`' arguments: normalised N x C views, M x C banks (M >= 2), N global rows."""
     _check_views(z1=z1, z2=z2, bank1=bank1, bank2=bank2)
+    if len(dtypes := {str(x.dtype).removeprefix("torch.") for x in (z1, z2, bank1, bank2)}) > 1:
+        raise TypeError(f"simclr_ft_logits: z1, z2, bank1 and bank2 must share one dtype, got {sorted(dtypes)}: cast "
+                        "them to one, e.g. .float().")
     if z1.shape != z2.shape or bank1.shape != bank2.shape or bank1.shape[1:] != z1.shape[1:]:
         raise ValueError(f"simclr_ft_logits: the views z1 {tuple(z1.shape)} and z2 {tuple(z2.shape)} must share one N x C, "
                          f"and the banks bank1 {tuple(bank1.shape)} and bank2 {tuple(bank2.shape)} one M x C.")

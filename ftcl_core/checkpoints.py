@@ -130,7 +130,7 @@ def save(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, 
         "rng": rng,
         "world_size": distributed.world_size(),
     }, seal={"epoch": epoch, **CODE_COMMIT, **({"config": cfg.to_dict()} if cfg is not None else {}),
-             "log": log.digest()})
+             "log": log.digest(), "threads": torch.get_num_threads()})  # a resume keeps the count: it rounds the sums
 
 
 def resume(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, gen: torch.Generator,

@@ -391,7 +391,10 @@ class RunDir:
             if recorded and log.exists() and log.name not in recorded:  # a log this run never wrote, copied in
                 raise RunFileError(f"{log} is not a file this run wrote (its provenance.json records "
                                    f"{', '.join(sorted(recorded))}): move it out of {self.path}.")
-        if changed := self.changed_files():
+        if (changed := self.changed_files()) == ["eval.json"] and self.whole_checkpoint():
+            raise RunFileError(f"{self.eval} differs from the readouts this run wrote (another run's copied in, or "
+                               "edited). Delete it: the run's last checkpoint evaluates it again.")
+        if changed:
             raise RunFileError(f"{', '.join(changed)} in {self.path} differ from the files this run wrote (another "
                                f"run's log copied in, or edited). {_retrain(self.path / changed[0])}")
         return readouts

@@ -27,9 +27,27 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ftcl_core.arguments import described, is_count, is_real
 from ftcl_core.config import Granularity  # "step" | "sample" | "dim": one definition, the config's
 
 Lam = float | torch.Tensor
+
+
+def _check_mix(caller: str, lam: object, **features: object) -> None:
+    """A mix's arguments (shapes only, nothing read from the tensors): ``features`` tensors of one N x C shape, and
+    ``lam`` a real number or a tensor of shape (), (1,), (N, 1), (1, C) or (N, C)."""
+    for name, x in features.items():
+        if not isinstance(x, torch.Tensor) or x.dim() != 2:
+            raise TypeError(f"{caller}: {name} must be an N x C tensor of features, got {described(x)}.")
+    shape = next(iter(features.values())).shape
+    if any(x.shape != shape for x in features.values()):
+        raise ValueError(f"{caller}: {' and '.join(features)} must share one N x C shape, got "
+                         f"{[tuple(x.shape) for x in features.values()]}.")
+    n, c = shape
+    fits = isinstance(lam, torch.Tensor) and lam.dim() <= 2 and tuple(lam.shape) in {(), (1,), (n, 1), (1, c), (n, c)}
+    if not (fits or (is_real(lam) and not isinstance(lam, torch.Tensor))):
+        raise TypeError(f"{caller}: lam must be a number or a tensor of shape (), ({n}, 1) or (1, {c}) (one per step, "
+                        f"sample or dimension: sample_lambda draws it), got {described(lam)}.")
 
 
 def extrapolate_positive(z_q: torch.Tensor, z_k: torch.Tensor, lam: Lam
@@ -40,8 +58,10 @@ def extrapolate_positive(z_q: torch.Tensor, z_k: torch.Tensor, lam: Lam
     With ``l`` in [1, 2] (``Beta(a, a) + 1``) the positive score drops (eq. 4,
     ``transformed_positive_score``); with ``l`` in (0, 1) the same formula is
     positive *interpolation*, the Table 3 ablation.  Gradient flows through both
-    outputs (the released code has no stop-gradient on the mixed key).
+    outputs (the released code has no stop-gradient on the mixed key).  ``z_q, z_k``: N x C; a wrong shape or
+    type is refused naming the argument.
     """
+    _check_mix("extrapolate_positive", lam, z_q=z_q, z_k=z_k)
     return lam * z_q + (1 - lam) * z_k, lam * z_k + (1 - lam) * z_q
 
 
@@ -52,8 +72,18 @@ def interpolate_negatives(queue: torch.Tensor, lam: Lam, perm: torch.Tensor
 
     ``lam`` in (0, 1) keeps every new negative in the convex hull of two queue
     entries; ``lam`` in (1, 2) is negative extrapolation (Supp G.1, eq. of Sec G.1).
-    ``queue`` is ``(K, D)``.
+    ``queue`` is ``(K, D)``, ``perm`` a permutation of its K rows (:func:`sample_permutation`): anything else is
+    refused naming it (its values read on the CPU only).
     """
+    _check_mix("interpolate_negatives", lam, queue=queue)
+    k = queue.shape[0]
+    if not (isinstance(perm, torch.Tensor) and perm.dim() == 1 and len(perm) == k and not perm.is_floating_point()
+            and perm.dtype != torch.bool and not perm.is_complex()):
+        raise TypeError(f"interpolate_negatives: perm must be a 1-D integer tensor of the queue's {k} rows in some "
+                        f"order (sample_permutation({k}, gen)), got {described(perm)}.")
+    if perm.device.type == "cpu" and k and not (0 <= int(perm.min()) and int(perm.max()) < k):
+        raise ValueError(f"interpolate_negatives: perm holds rows {int(perm.min())} to {int(perm.max())}, outside "
+                         f"the queue's 0 to {k - 1}: use sample_permutation({k}, gen).")
     return lam * queue + (1 - lam) * queue[perm]
 
 
@@ -66,6 +96,7 @@ def hard_negative_logits(z_q: torch.Tensor, queue: torch.Tensor, lam: Lam, z_anc
     is mixed into the negatives (default ``z_q``; pass the clean query when ``z_q`` was extrapolated).
     """
     anchor = z_q if z_anchor is None else z_anchor
+    _check_mix("hard_negative_logits", lam, z_q=z_q, z_anchor=anchor)
     if isinstance(lam, torch.Tensor) and lam.dim() == 2 and lam.shape[1] > 1:  # per-dimension
         return ((lam * anchor) * z_q).sum(1, keepdim=True) + ((1 - lam) * z_q) @ queue.T
     lam_col = lam if not isinstance(lam, torch.Tensor) or lam.dim() == 0 else lam.view(-1, 1)
@@ -223,6 +254,16 @@ def lambda_shape(granularity: Granularity, n: int, dim: int) -> tuple[int, ...]:
     return shapes[granularity]
 
 
+def _check_draws(caller: str, gen: object, **counts: object) -> None:
+    """A sampler's arguments: each of ``counts`` a whole number >= 1, ``gen`` a generator the caller owns."""
+    for name, v in counts.items():
+        if not is_count(v) or v < 1:
+            raise ValueError(f"{caller}: {name}={v!r} must be a whole number >= 1.")
+    if not isinstance(gen, (torch.Generator, DeviceDraws)):
+        raise TypeError(f"{caller}: gen must be a torch.Generator you seed (or a DeviceDraws), got {described(gen)}: "
+                        "every draw of FT comes from the caller's generator, never torch's global one.")
+
+
 def sample_lambda(
     alpha: float, granularity: Granularity, n: int, dim: int, gen: Draws,
     shift: float = 0.0, beta: float | None = None,
@@ -230,14 +271,20 @@ def sample_lambda(
     """lambda ~ Beta(alpha, beta or alpha) + shift, shaped for ``granularity``; on the CPU from a host generator,
     on its device from a :class:`DeviceDraws` (:func:`sample_beta`).
 
-    ``shift=1`` gives extrapolation (eq. 3, lambda in (1, 2)); ``shift=0`` interpolation (Sec 4.2).
+    ``shift=1`` gives extrapolation (eq. 3, lambda in (1, 2)); ``shift=0`` interpolation (Sec 4.2).  ``n`` and
+    ``dim`` are whole numbers >= 1, ``shift`` finite, ``gen`` the caller's generator: anything else is refused.
     """
+    _check_draws("sample_lambda", gen, n=n, dim=dim)
+    if not (is_real(shift) and not isinstance(shift, torch.Tensor) and math.isfinite(shift)):
+        raise ValueError(f"sample_lambda: shift={shift!r} must be a finite number (1 for extrapolation, 0 for "
+                         "interpolation).")
     return sample_beta(alpha, alpha if beta is None else beta, lambda_shape(granularity, n, dim), gen) + shift
 
 
 def sample_permutation(k: int, gen: Draws) -> torch.Tensor:
     """A random permutation of the K queue entries (Sec 4.2, ``Z_perm``): on the CPU from a host generator, on
     its device from a :class:`DeviceDraws` (``torch.randperm`` runs there: no copy of K indices per step)."""
+    _check_draws("sample_permutation", gen, k=k)
     if isinstance(gen, DeviceDraws):
         return torch.randperm(k, generator=gen.gen, device=gen.device)
     return torch.randperm(k, generator=gen)

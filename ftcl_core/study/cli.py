@@ -47,7 +47,7 @@ from ftcl_core.runs import RunDir, RunFileError
 from ftcl_core.study import predict, preflight
 from ftcl_core.study.calibration import markdown, trials, write_csv
 from ftcl_core.study.diagnosis import HEADROOM_CSV, diagnosis_rows, headroom_rows, write_diagnosis_csv
-from ftcl_core.study.experiment_file import ROOT, Experiment, profile_root, writes_committed
+from ftcl_core.study.experiment_file import ROOT, Experiment, profile_root, seed_list, writes_committed
 from ftcl_core.study.results.numbers import pm_cell
 from ftcl_core.study.results.records import unfinished_runs
 from ftcl_core.study.results.verdicts import row_label
@@ -457,6 +457,8 @@ def _sweep(args) -> int:
         exp = Experiment.load(args.experiment)
         if unknown := [name for name in args.settings or [] if name not in exp.settings]:  # as sweep() says it
             raise ConfigError(f"unknown setting(s) {unknown} of {exp.table}; known: {list(exp.settings)}.")
+        if args.seeds is not None:  # a seed given twice, refused before --parallel deals the seeds out
+            seed_list(args.seeds)
         # checked first: switching rewrites the file and moves its runs, so nothing refused may follow it
         for moved in switch_to_calibrated(args.experiment, args.profile) if args.calibrated else ():
             print(f"moved to the dated record: {moved}", flush=True)

@@ -133,9 +133,9 @@ def check_store(profile: str = "cpu", folder: str | os.PathLike | None = None) -
             checked += 1
             run, rel = RunDir(path), f.relative_to(ROOT) if f.is_relative_to(ROOT) else f
             if changed := run.changed_files():  # another run's log copied in: its curves would be read as this one's
-                for name in changed:  # a damaged file says so first, with its own recovery
+                for changed_file in changed:  # a damaged file says so first, with its own recovery
                     {"metrics.npz": run.load_metrics, "grad_norms.npz": run.load_grad_norms,
-                     "histograms.npz": run.load_histograms, "eval.json": run.load_eval}[name]()
+                     "histograms.npz": run.load_histograms, "eval.json": run.load_eval}[changed_file]()
                 raise RunFileError(f"{run.path / changed[0]} is not the file this run completed with (its "
                                    "provenance.json keeps each log's sha256). Restore the run's own file, or move the "
                                    f"folder out of the store and train it again: python -m ftcl_core sweep {rel} "

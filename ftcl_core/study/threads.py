@@ -24,7 +24,8 @@ from pathlib import Path
 
 import torch
 
-from ftcl_core.runs import RunDir
+from ftcl_core.config import ConfigError
+from ftcl_core.runs import RunDir, read_seal
 
 ENV_DIR = "FTCL_TRAINERS_DIR"  # where the runs register (default: <temp dir>/ftcl_core-trainers)
 SUFFIX = ".trainer"
@@ -87,12 +88,15 @@ def pinned() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def training_threads(say: bool = True) -> Iterator[int]:
+def training_threads(say: bool = True, keep: int | None = None) -> Iterator[int]:
     """Register this run, set its threads (:func:`plan_threads`) for the block, and restore them after it; yields
     the count.  The line is printed (stdout) when ``say``, and always when the count was lowered or the machine is
-    oversubscribed.  A registry that cannot be written (a read-only temp dir) counts no other run."""
+    oversubscribed.  A registry that cannot be written (a read-only temp dir) counts no other run.  ``keep``: the
+    count a resumed run began with, kept whatever else trains."""
     before = torch.get_num_threads()
-    explicit = bool(_pinned) or "OMP_NUM_THREADS" in os.environ
+    explicit = bool(_pinned) or "OMP_NUM_THREADS" in os.environ or keep is not None
+    if keep is not None:
+        torch.set_num_threads(keep)
     folder = registry()
     entry = None
     try:
@@ -100,14 +104,16 @@ def training_threads(say: bool = True) -> Iterator[int]:
         with open(folder / ".registering", "a") as guard:  # two runs starting at once see each other
             fcntl.flock(guard, fcntl.LOCK_EX)
             others = others_threads(folder)
-            threads, line = plan_threads(before, os.cpu_count() or 1, others, explicit)
+            threads, line = plan_threads(torch.get_num_threads(), os.cpu_count() or 1, others, explicit)
             entry = open(folder / f"{os.getpid()}-{next(_names)}{SUFFIX}", "w")
             fcntl.flock(entry, fcntl.LOCK_EX)
             entry.write(str(threads))
             entry.flush()
     except OSError:
         others = []
-        threads, line = plan_threads(before, os.cpu_count() or 1, others, explicit)
+        threads, line = plan_threads(torch.get_num_threads(), os.cpu_count() or 1, others, explicit)
+    if keep is not None:
+        line = line.removesuffix(".") + ", the count this resumed run began with."
     torch.set_num_threads(threads)
     if say or threads != before or threads + sum(others) > (os.cpu_count() or 1):
         print(line, flush=True)
@@ -120,7 +126,20 @@ def training_threads(say: bool = True) -> Iterator[int]:
             entry.close()
 
 
+RESUME_THREADS = ("run folder {out} began training with {sealed} thread(s) and would resume with {now} "
+                  "(OMP_NUM_THREADS): another count rounds the sums otherwise, so its numbers would no longer be the "
+                  "uninterrupted run's. Resume with OMP_NUM_THREADS={sealed}, or use another --out.")
+
+
 def threads_to_train(out: str | os.PathLike, say: bool = True) -> contextlib.AbstractContextManager:
     """:func:`training_threads` around the training of the run in folder ``out``; nothing around a complete run,
-    which :func:`ftcl_core.training.train` only loads."""
-    return contextlib.nullcontext() if RunDir(out).is_complete() else training_threads(say)
+    which :func:`ftcl_core.training.train` only loads.  A resumed run keeps the thread count its checkpoint was
+    sealed with (a CPU's sums round by it): chosen for it where no count is set, refused where ``OMP_NUM_THREADS``
+    sets another (:class:`~ftcl_core.config.ConfigError`)."""
+    run = RunDir(out)
+    if run.is_complete():
+        return contextlib.nullcontext()
+    sealed = (read_seal(run.checkpoint) or {}).get("threads") if run.checkpoint.is_file() else None
+    if sealed is not None and (_pinned or "OMP_NUM_THREADS" in os.environ) and torch.get_num_threads() != sealed:
+        raise ConfigError(RESUME_THREADS.format(out=out, sealed=sealed, now=torch.get_num_threads()))
+    return training_threads(say, keep=sealed)
