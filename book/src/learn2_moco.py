@@ -68,10 +68,9 @@ plt.show()
 # (a later chapter reads its runs): too small and the keys drift from step to step; at $m = 1$ the key encoder never
 # moves from its random start.
 #
-# Two other families drop the negatives altogether. **BYOL** and **SimSiam** train the query branch to predict the
-# key branch's feature through a small extra head, with no gradient into the key branch, which is what keeps them
-# from collapsing; **SwAV** compares the two views' assignments to learned clusters. The paper applies {term}`FT`'s harder
-# positive to them too ([Beyond MoCo](10_methods.ipynb) runs all four); this course stays with MoCo.
+# Other families drop the negatives: **BYOL** and **SimSiam** predict the key branch's feature (no gradient into it),
+# **SwAV** compares the views' cluster assignments. [Beyond MoCo](10_methods.ipynb) gives them {term}`FT`'s harder
+# positive; this course stays with MoCo.
 #
 # ## The whole method
 #

@@ -8,11 +8,10 @@
 # **The paper's case.** At momentum $m = 0.99$ MoCo's positive pairs score lower than at $m = 0.9$, and its encoder
 # reads better ({glue:md}`paper_t1_m099` % against {glue:md}`paper_t1_m09` %, the paper's Table 1). Pairs that score
 # lower, *hard positives*, ask the encoder to ignore more of what a view changes; FT makes them on purpose by mixing
-# features inside the loss, and adds negatives the queue never held (the paper calls them more diverse). On
-# ImageNet-100 with a larger network trained twice as long (Table 7: a ResNet-50 for 200 epochs, where Table 1 trains
-# a ResNet-18 for 100), MoCo v1 with both reads {glue:md}`paper_t7_both` % against {glue:md}`paper_t7_base` %
-# ({glue:md}`paper_t7_gain` points) {cite}`zhu2021improving`. Whether FT pays off in this book's runs is [the next chapter's](learn5_your_moco.ipynb)
-# question.
+# features inside the loss, and adds negatives the queue never held. In Table 7 (a ResNet-50 for 200 epochs; Table
+# 1's is a ResNet-18 for 100) MoCo v1 with both reads {glue:md}`paper_t7_both` % against {glue:md}`paper_t7_base` %
+# ({glue:md}`paper_t7_gain` points) {cite}`zhu2021improving`. Whether FT pays off here is
+# [the next chapter's](learn5_your_moco.ipynb) question.
 
 # %% colab-setup
 
@@ -55,10 +54,9 @@ glue_reading(ft_reading.read())
 # $$\hat Z_{neg} = \lambda_{in} Z_{neg} + (1-\lambda_{in}) Z_{\pi},\qquad
 #   \lambda_{in}\sim\mathrm{Beta}(\alpha_{in},\alpha_{in}) \in (0, 1). \tag{5}$$
 #
-# Each step gets $K$ new negatives, none of them an image: points between two images. The paper calls them more
-# diverse, but a mix's score against a query, $\lambda_{in}\, q\cdot z_i + (1-\lambda_{in})\, q\cdot z_{\pi(i)}$, lies
-# between its two sources' scores, so the mixed scores spread less than the queue's, not more
-# ([measured on the shapes](07i_negatives.ipynb)). Both fit in a line each:
+# Each step gets $K$ new negatives, none of them an image. The paper calls them more diverse, but a mix scores
+# $\lambda_{in}\, q\cdot z_i + (1-\lambda_{in})\, q\cdot z_{\pi(i)}$, between its two sources, so the mixed scores
+# spread less ([measured](07i_negatives.ipynb)). Both fit in a line each:
 
 # %% tags=["show-input", "teaching"]
 def my_extrapolate(z_q: torch.Tensor, z_k: torch.Tensor, lam):
@@ -192,10 +190,9 @@ glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 # %% [markdown]
 # Every one of the {glue:md}`check_n` measured scores lies on eq. 4 and inside its range (left). The same formula
 # with $\lambda$ in $(0, 1)$ is *interpolation* of the positive pair, and it raises every score (right): an easier
-# pair, which is why the paper's Table 3 finds that it hurts. One more consequence: the mixed vectors are no longer of
-# length one (how long, and when longer than one, is the first exercise), so $\hat S$ is a dot product, not a
-# cosine, and it can fall below $-1$. The extrapolated query also meets the negatives (the paper's code scores them
-# with it too), so its length scales every negative score of its row, not only the positive's.
+# pair, which is why the paper's Table 3 finds that it hurts. The mixed vectors are no longer of length one (the
+# first exercise), so $\hat S$ is a dot product, not a cosine; and since the extrapolated query also meets the
+# negatives, its length scales every negative score of its row.
 #
 # ## Explorer: α, λ and S
 #
