@@ -58,8 +58,8 @@ def extrapolate_positive(z_q: torch.Tensor, z_k: torch.Tensor, lam: Lam
     With ``l`` in [1, 2] (``Beta(a, a) + 1``) the positive score drops (eq. 4,
     ``transformed_positive_score``); with ``l`` in (0, 1) the same formula is
     positive *interpolation*, the Table 3 ablation.  Gradient flows through both
-    outputs (the released code has no stop-gradient on the mixed key).  ``z_q, z_k``: N x C; a wrong shape or
-    type is refused naming the argument.
+    outputs (the released code has no stop-gradient on the mixed key).
+    ``z_q, z_k``: N x C; a wrong shape or type is refused, naming it.
     """
     _check_mix("extrapolate_positive", lam, z_q=z_q, z_k=z_k)
     return lam * z_q + (1 - lam) * z_k, lam * z_k + (1 - lam) * z_q
@@ -72,11 +72,16 @@ def interpolate_negatives(queue: torch.Tensor, lam: Lam, perm: torch.Tensor
 
     ``lam`` in (0, 1) keeps every new negative in the convex hull of two queue
     entries; ``lam`` in (1, 2) is negative extrapolation (Supp G.1, eq. of Sec G.1).
-    ``queue`` is ``(K, D)``, ``perm`` a permutation of its K rows (:func:`sample_permutation`): anything else is
-    refused naming it (its values read on the CPU only).
+    ``queue`` is ``(K, D)``, ``perm`` a permutation of its K rows
+    (:func:`sample_permutation`): anything else is refused, naming it.
     """
     _check_mix("interpolate_negatives", lam, queue=queue)
-    k = queue.shape[0]
+    _check_permutation(perm, queue.shape[0])
+    return lam * queue + (1 - lam) * queue[perm]
+
+
+def _check_permutation(perm: object, k: int) -> None:
+    """``perm``, a 1-D integer tensor of K rows (its values read on the CPU only)."""
     if not (isinstance(perm, torch.Tensor) and perm.dim() == 1 and len(perm) == k and not perm.is_floating_point()
             and perm.dtype != torch.bool and not perm.is_complex()):
         raise TypeError(f"interpolate_negatives: perm must be a 1-D integer tensor of the queue's {k} rows in some "
@@ -84,7 +89,6 @@ def interpolate_negatives(queue: torch.Tensor, lam: Lam, perm: torch.Tensor
     if perm.device.type == "cpu" and k and not (0 <= int(perm.min()) and int(perm.max()) < k):
         raise ValueError(f"interpolate_negatives: perm holds rows {int(perm.min())} to {int(perm.max())}, outside "
                          f"the queue's 0 to {k - 1}: use sample_permutation({k}, gen).")
-    return lam * queue + (1 - lam) * queue[perm]
 
 
 def hard_negative_logits(z_q: torch.Tensor, queue: torch.Tensor, lam: Lam, z_anchor: torch.Tensor | None = None) -> torch.Tensor:
