@@ -34,20 +34,24 @@ Lam = float | torch.Tensor
 
 
 def _check_mix(caller: str, lam: object, **features: object) -> None:
-    """A mix's arguments (shapes only, nothing read from the tensors): ``features`` tensors of one N x C shape, and
-    ``lam`` a real number or a tensor of shape (), (1,), (N, 1), (1, C) or (N, C)."""
+    """A mix's arguments (shapes only, nothing read from the arrays): ``features`` tensors (or NumPy arrays) of one
+    shape, and ``lam`` a real number or an array that broadcasts to that shape without changing it (one per step,
+    sample or dimension)."""
     for name, x in features.items():
-        if not isinstance(x, torch.Tensor) or x.dim() != 2:
-            raise TypeError(f"{caller}: {name} must be an N x C tensor of features, got {described(x)}.")
-    shape = next(iter(features.values())).shape
-    if any(x.shape != shape for x in features.values()):
-        raise ValueError(f"{caller}: {' and '.join(features)} must share one N x C shape, got "
-                         f"{[tuple(x.shape) for x in features.values()]}.")
-    n, c = shape
-    fits = isinstance(lam, torch.Tensor) and lam.dim() <= 2 and tuple(lam.shape) in {(), (1,), (n, 1), (1, c), (n, c)}
-    if not (fits or (is_real(lam) and not isinstance(lam, torch.Tensor))):
-        raise TypeError(f"{caller}: lam must be a number or a tensor of shape (), ({n}, 1) or (1, {c}) (one per step, "
-                        f"sample or dimension: sample_lambda draws it), got {described(lam)}.")
+        if not isinstance(x, (torch.Tensor, np.ndarray)) or x.ndim < 1:
+            raise TypeError(f"{caller}: {name} must be a tensor of features (N x C), got {described(x)}.")
+    shapes = [tuple(x.shape) for x in features.values()]
+    if len(set(shapes)) > 1:
+        raise ValueError(f"{caller}: {' and '.join(features)} must share one shape, got {shapes}.")
+    if is_real(lam) and not isinstance(lam, torch.Tensor):
+        return
+    try:
+        fits = isinstance(lam, (torch.Tensor, np.ndarray)) and np.broadcast_shapes(tuple(lam.shape), shapes[0]) == shapes[0]
+    except ValueError:
+        fits = False
+    if not fits:
+        raise TypeError(f"{caller}: lam must be a number or a tensor that broadcasts to the features' {shapes[0]} "
+                        f"(one per step, sample or dimension: sample_lambda draws it), got {described(lam)}.")
 
 
 def extrapolate_positive(z_q: torch.Tensor, z_k: torch.Tensor, lam: Lam
