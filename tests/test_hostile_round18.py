@@ -100,3 +100,13 @@ def test_a_changed_stored_file_is_given_its_setting_s_sweep_and_an_edited_eval_i
     sweep("experiments/table7_ft_v2.yaml", "smoke", seeds=[0], settings=["v2 baseline"], progress=False)
     again = json.loads(run.eval.read_text())
     assert {k: again[k] for k in ("linear_top1", "knn_top1")} == {k: readouts[k] for k in ("linear_top1", "knn_top1")}
+
+
+def test_a_one_seed_sweep_prints_no_nan_interval(tmp_path, monkeypatch, capsys):
+    from ftcl_core.study.cli import main
+
+    monkeypatch.setenv("FTCL_RUNS_ROOT", str(tmp_path / "store"))
+    assert main(["sweep", "experiments/table7_ft_v2.yaml", "--profile", "smoke", "--seeds", "0", "--settings",
+                 "v2 baseline", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "(n=1)" in out and "nan" not in out

@@ -470,7 +470,8 @@ def _sweep(args) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for setting, s in summarize(records).items():
-        print(f"{setting:>24}: linear {s['mean']:6.2f} +- {s['ci95']:.2f} (n={s['n_seeds']}), "
+        spread = f" +- {s['ci95']:.2f}" if s["n_seeds"] > 1 else ""  # one seed has no interval
+        print(f"{setting:>24}: linear {s['mean']:6.2f}{spread} (n={s['n_seeds']}), "
               f"random init {s['random_init_mean']:6.2f}")
     return 0
 
