@@ -110,3 +110,9 @@ def test_a_one_seed_sweep_prints_no_nan_interval(tmp_path, monkeypatch, capsys):
                  "v2 baseline", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "(n=1)" in out and "nan" not in out
+
+
+def test_a_memory_refusal_names_only_the_keys_that_size_the_run(capsys, tmp_path):
+    code, err = cli(capsys, "train", SMOKE, "model.dim=100000000", "--out", str(tmp_path / "run"))
+    line = assert_one_line(code, err, EXIT_ERROR, "model.dim=100000000")
+    assert "swav.prototypes" not in line and "None" not in line and not (tmp_path / "run").exists()

@@ -116,6 +116,15 @@ SIZED_BY = {"images": ("data.n_train", "data.n_test", "data.n_val", "data.image_
             "weights": ("model.encoder", "model.dim", "model.hidden", "swav.prototypes")}
 
 
+def _sizes(cfg: RunConfig, key: str) -> bool:
+    """Whether ``key`` of :data:`SIZED_BY` sizes ``cfg``'s run: a method's own section only under that method, the
+    split it does not evaluate on never."""
+    section = key.split(".")[0]
+    if section in ("moco", "swav"):
+        return cfg.method == section
+    return key != ("data.n_test" if cfg.data.eval_split == "val" else "data.n_val")
+
+
 def memory_needed(cfg: RunConfig) -> dict[str, int]:
     """A lower bound of the bytes a run holds at once, by part (:data:`SIZED_BY`): the uint8 images held in memory
     (the shapes and Fashion-MNIST at ``data.image_size``), the shapes' drawing (ten float32 distance maps an image,
@@ -155,7 +164,8 @@ def check_memory(cfg: RunConfig, device: str) -> None:
     for group, have, name in groups:
         if group and (need := sum(group.values())) > have:
             biggest = max(group, key=group.get)
-            keys = ", ".join(f"{k}={functools.reduce(getattr, k.split('.'), cfg)}" for k in SIZED_BY[biggest])
+            keys = ", ".join(f"{k}={v}" for k in SIZED_BY[biggest] if _sizes(cfg, k)
+                             and (v := functools.reduce(getattr, k.split("."), cfg)) is not None)
             raise ConfigError(f"this run needs at least {need / 2**30:,.1f} GiB of memory, {name} has "
                               f"{have / 2**30:,.1f} GiB; most of it for its {biggest} ({group[biggest] / 2**30:,.1f} "
                               f"GiB), sized by {keys}. Lower those values.")
