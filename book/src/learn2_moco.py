@@ -13,9 +13,8 @@
 # pixels a side). Two views of an image are two random *augmentations* of it: a random crop, resized to 24 pixels,
 # a random flip, random changes of brightness, contrast and colour, sometimes grey. Two views of one picture share
 # the shape and little else. A good encoder must keep what survives augmentation, which is what a later classifier
-# needs. Two different pictures may share a colour or a place, and with ten shapes one in ten shares the shape too:
-# such a *false negative* is pushed away although it shows the same thing, a cost contrastive learning accepts
-# without labels.
+# needs. With ten shapes one picture in ten shares the shape too: such a *false negative* is pushed away although it
+# shows the same thing, a cost contrastive learning accepts without labels.
 
 # %% colab-setup
 
@@ -64,9 +63,8 @@ plt.show()
 #
 # $$\theta_k \leftarrow m\,\theta_k + (1 - m)\,\theta_q,\qquad m = 0.99 \text{ here}.$$
 #
-# No gradient flows into the key encoder; it only follows. The momentum $m$ is the first thing the paper studies
-# (a later chapter reads its runs): too small and the keys drift from step to step; at $m = 1$ the key encoder never
-# moves from its random start.
+# No gradient flows into the key encoder; it only follows. Too small an $m$ and the keys drift from step to step; at
+# $m = 1$ the key encoder never moves from its random start (the paper's first study, read in a later chapter).
 #
 # Other families drop the negatives: **BYOL** and **SimSiam** predict the key branch's feature (no gradient into it),
 # **SwAV** compares the views' cluster assignments. [Beyond MoCo](10_methods.ipynb) gives them {term}`FT`'s harder
@@ -74,8 +72,7 @@ plt.show()
 #
 # ## The whole method
 #
-# One step in a picture (the paper's Fig 2 without {term}`FT`, which a later chapter adds between the features and the
-# scores):
+# One step in a picture (the paper's Fig 2, without {term}`FT`):
 
 # %% tags=["hide-input"]
 diagrams.moco_pipeline(ft=False)

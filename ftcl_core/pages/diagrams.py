@@ -20,7 +20,7 @@ def moco_pipeline(ft: bool = True):
     plain MoCo, the scores taken from the features and the queue as they are (Learn 2, before FT is taught)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 3.3 if ft else 2.5), layout="constrained")
+    fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 3.3 if ft else 2.2), layout="constrained")
     ax.set_xlim(0, 10.4)
     ax.set_ylim(0, 4.0)
     ax.axis("off")
