@@ -124,6 +124,13 @@ def chapter_parameters(nb: nbformat.NotebookNode) -> set[str]:
     return {m for c in cells for m in re.findall(r"^(\w+)\s*(?::[^=]*)?=(?!=)", c.source, flags=re.M)}
 
 
+def list_parameters(nb: nbformat.NotebookNode) -> set[str]:
+    """The names a chapter's ``parameters`` cell assigns a list (``seeds = [0, 1, 2]``): a value given them must be a
+    list too."""
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    return {m for c in cells for m in re.findall(r"^(\w+)\s*(?::[^=]*)?=\s*\[", c.source, flags=re.M)}
+
+
 def parse_parameters(pairs: list[list[str]] | None) -> dict:
     """``-p name value`` pairs as papermill parameters: each value read as YAML, so ``"[0, 1, 2]"`` is a list, ``3`` an
     int and ``smoke`` a string."""
@@ -187,6 +194,10 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
     if unknown:
         raise ReportError(f"{src.name} takes no parameter {', '.join(unknown)}; its parameters are "
                           f"{', '.join(sorted(known)) or 'none'}")
+    if wrong := sorted(n for n in list_parameters(nbformat.read(src, as_version=4)) & set(parameters or {})
+                       if not isinstance(parameters[n], list)):  # "0 1", 5 or abc would reach a cell as a string
+        raise ReportError(f"-p {wrong[0]} {parameters[wrong[0]]!r}: {src.name}'s {wrong[0]} is a list; write it as one, "
+                          f'e.g. -p {wrong[0]} "[0, 1]"')
     profile = (parameters or {}).get("profile")
     if profile is not None and profile not in PROFILES:  # said before a kernel starts, not from a failed cell
         raise ReportError(f"-p profile {profile}: a chapter's profile is one of {', '.join(PROFILES)} (smoke: seconds, "
