@@ -118,17 +118,21 @@ def page_text(nb: nbformat.NotebookNode) -> list[str]:
     return out
 
 
+def _assigned(nb: nbformat.NotebookNode, value: str) -> set[str]:
+    """The names a chapter's ``parameters`` cell assigns a value that begins as the pattern ``value`` says."""
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    return {m for c in cells for m in re.findall(rf"^(\w+)\s*(?::[^=]*)?={value}", c.source, flags=re.M)}
+
+
 def chapter_parameters(nb: nbformat.NotebookNode) -> set[str]:
     """The names a chapter's ``parameters`` cell assigns (what papermill may set)."""
-    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
-    return {m for c in cells for m in re.findall(r"^(\w+)\s*(?::[^=]*)?=(?!=)", c.source, flags=re.M)}
+    return _assigned(nb, "(?!=)")
 
 
 def list_parameters(nb: nbformat.NotebookNode) -> set[str]:
     """The names a chapter's ``parameters`` cell assigns a list (``seeds = [0, 1, 2]``): a value given them must be a
     list too."""
-    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
-    return {m for c in cells for m in re.findall(r"^(\w+)\s*(?::[^=]*)?=\s*\[", c.source, flags=re.M)}
+    return _assigned(nb, r"\s*\[")
 
 
 def parse_parameters(pairs: list[list[str]] | None) -> dict:
@@ -185,16 +189,17 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
     if not src.is_file() or src.suffix != ".ipynb":
         raise ReportError(f"{chapter} is not a notebook: name a chapter, e.g. book/05_momentum.ipynb")
     try:
-        nbformat.validate(nbformat.read(src, as_version=4))
+        nb = nbformat.read(src, as_version=4)
+        nbformat.validate(nb)
     except Exception as err:  # noqa: BLE001  (nbformat raises several kinds on a file that is not a notebook)
         raise ReportError(f"{chapter} is not a readable notebook ({type(err).__name__}): name a chapter of the book, "
                           "e.g. book/05_momentum.ipynb") from None
-    known = chapter_parameters(nbformat.read(src, as_version=4))
+    known = chapter_parameters(nb)
     unknown = sorted(set(parameters or {}) - known)
     if unknown:
         raise ReportError(f"{src.name} takes no parameter {', '.join(unknown)}; its parameters are "
                           f"{', '.join(sorted(known)) or 'none'}")
-    if wrong := sorted(n for n in list_parameters(nbformat.read(src, as_version=4)) & set(parameters or {})
+    if wrong := sorted(n for n in list_parameters(nb) & set(parameters or {})
                        if not isinstance(parameters[n], list)):  # "0 1", 5 or abc would reach a cell as a string
         raise ReportError(f"-p {wrong[0]} {parameters[wrong[0]]!r}: {src.name}'s {wrong[0]} is a list; write it as one, "
                           f'e.g. -p {wrong[0]} "[0, 1]"')

@@ -76,6 +76,11 @@ def plan_threads(current: int, cores: int, others: list[int], explicit: bool) ->
     return threads, line + "."
 
 
+def chosen() -> bool:
+    """Whether the caller chose the thread count (``OMP_NUM_THREADS``, or a :func:`pinned` block)."""
+    return bool(_pinned) or "OMP_NUM_THREADS" in os.environ
+
+
 @contextlib.contextmanager
 def pinned() -> Iterator[None]:
     """Inside the block, a run keeps the thread count it finds (the caller chose it)."""
@@ -94,7 +99,7 @@ def training_threads(say: bool = True, keep: int | None = None) -> Iterator[int]
     oversubscribed.  A registry that cannot be written (a read-only temp dir) counts no other run.  ``keep``: the
     count a resumed run began with, kept whatever else trains."""
     before = torch.get_num_threads()
-    explicit = bool(_pinned) or "OMP_NUM_THREADS" in os.environ or keep is not None
+    explicit = chosen() or keep is not None
     if keep is not None:
         torch.set_num_threads(keep)
     folder = registry()
@@ -140,6 +145,6 @@ def threads_to_train(out: str | os.PathLike, say: bool = True) -> contextlib.Abs
     if run.is_complete():
         return contextlib.nullcontext()
     sealed = (read_seal(run.checkpoint) or {}).get("threads") if run.checkpoint.is_file() else None
-    if sealed is not None and (_pinned or "OMP_NUM_THREADS" in os.environ) and torch.get_num_threads() != sealed:
+    if sealed is not None and chosen() and torch.get_num_threads() != sealed:
         raise ConfigError(RESUME_THREADS.format(out=out, sealed=sealed, now=torch.get_num_threads()))
     return training_threads(say, keep=sealed)
