@@ -35,8 +35,10 @@ def read_idx(path: str | os.PathLike) -> torch.Tensor:
     dims = raw[3]
     shape = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
     body = raw[4 + 4 * dims:]
-    if len(body) != math.prod(shape):
-        raise ValueError(f"{p} holds {len(body)} bytes of data, its header says {shape}: the file is truncated.")
+    if len(body) != math.prod(shape):  # either the body or the header's dimensions are not what was written
+        what = "is cut short or its header is damaged" if len(body) < math.prod(shape) else "has a damaged header or extra bytes"
+        raise ValueError(f"{p} holds {len(body)} bytes of data, its header says {shape}: the file {what}; "
+                         "re-install or re-download it.")
     return torch.frombuffer(bytearray(body), dtype=torch.uint8).view(*shape)
 
 

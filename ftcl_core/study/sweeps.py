@@ -178,6 +178,12 @@ def note_fork(out: Path, base: Path, epoch: int) -> None:
         write_json(run.provenance, {**run.load_provenance(), "forked_from": {"run": rel, "epochs": epoch}})
 
 
+def check_calibrated_profile(profile: str) -> None:
+    """Refuse a calibrated rerun (or its plan) on a profile other than ``cpu``: only its tables have calibrated recipes."""
+    if profile != "cpu":
+        raise ConfigError(f"only the cpu profile's tables have calibrated recipes (configs/cpu_cal_*.yaml), not {profile!r}.")
+
+
 def switch_to_calibrated(path: str | os.PathLike, profile: str = "cpu", record: str | os.PathLike | None = None) -> list[Path]:
     """Prepare an experiment file's rerun on its calibrated recipe (:func:`calibrated_base`, issue "fair
     baselines"), the step before :func:`sweep`: move every complete run of the file's settings that holds the
@@ -188,8 +194,7 @@ def switch_to_calibrated(path: str | os.PathLike, profile: str = "cpu", record: 
     run that holds neither recipe's config, or a base line that cannot be rewritten stops it with an error that
     names them. A second call on a switched file moves nothing, so an interrupted rerun resumes with the same
     command."""
-    if profile != "cpu":
-        raise ConfigError(f"only the cpu profile's tables have calibrated recipes (configs/cpu_cal_*.yaml), not {profile!r}.")
+    check_calibrated_profile(profile)
     exp = Experiment.load(path)
     cal = calibrated_base(exp)
     if cal is exp and recipe_kind(base_for(exp, profile)) != "calibrated":
@@ -254,6 +259,8 @@ def plan_rows(paths: list[str | os.PathLike], profile: str = "cpu", seeds: list[
     with their optimiser steps (:func:`planned_steps`) and, given ``rates`` (:func:`step_rates_here`), their
     seconds here. ``seeds``/``calibrated`` plan a rerun at other seeds or on :func:`calibrated_base`. Nothing is
     trained, copied or moved here."""
+    if calibrated:  # what sweep --calibrated refuses is not planned
+        check_calibrated_profile(profile)
     index: dict[tuple, Path] = {}
     for run in stored_runs(profile).values():
         index.setdefault(config_identity(run.load_config()), run.path)
