@@ -64,12 +64,12 @@ def test_an_edited_config_in_a_finished_run_is_answered_one_way(made, tmp_path, 
 
 def test_a_sweep_s_refusal_names_its_folder_not_an_out(made, tmp_path):
     from ftcl_core.checkpoints import IncompatibleCheckpoint, check_compatible
-    from ftcl_core.study.sweeps import _in_a_sweep
+    from ftcl_core.study.sweeps import SWEEP_ADVICE
 
     folder = tmp_path / "seed0"
     shutil.copytree(made["interrupted"], folder)
     with pytest.raises(IncompatibleCheckpoint) as refused:
         check_compatible(RunDir(folder), load_config(SMOKE, [*TINY, "seed=1"]))
-    said = _in_a_sweep(str(refused.value), folder, Path("experiments/e.yaml"))
+    said = str(refused.value.instead(SWEEP_ADVICE.format(out=folder, path=Path("experiments/e.yaml"))))
     assert "--out" in str(refused.value) and "--out" not in said
     assert f"Move the folder {folder} away" in said and "seed=0 (the run's)" in said

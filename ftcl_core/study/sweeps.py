@@ -8,7 +8,6 @@ import contextlib
 import dataclasses
 import math
 import os
-import re
 import shutil
 from pathlib import Path
 
@@ -97,22 +96,14 @@ def sweep(path: str | os.PathLike, profile: str = "cpu", seeds: list[int] | None
             with epoch_callback(keep_prefix(keep)) if keep else contextlib.nullcontext(), threads_to_train(out, progress):
                 result = train(cfg, out, progress=progress)
         except IncompatibleCheckpoint as err:  # the folder is the setting's: a sweep has no --out to change
-            raise IncompatibleCheckpoint(_in_a_sweep(str(err), out, exp.path)) from None
+            raise err.instead(SWEEP_ADVICE.format(out=out, path=exp.path)) from None
         if forked:
             note_fork(out, forked, forks[out][1])
         records.append({"table": exp.table, "setting": name, "seed": seed, "dir": str(out), **result})
     return records
 
 
-SWEEP_ADVICE = ". Move the folder {out} away, and the sweep trains the setting anew as {path} asks."
-_OUT_ADVICE = re.compile(r"(\. |: |; )(?:(?!\. |: |; ).)*--out\.$")  # the closing advice of a refusal, naming train's --out
-
-
-def _in_a_sweep(message: str, out: Path, path: Path) -> str:
-    """A refusal of :func:`ftcl_core.checkpoints.check_compatible` (or its siblings) as a sweep says it: the sweep's
-    folder ``out`` is its setting's, so the fix is to move it away, never to change ``--out`` or the command's values
-    (a sweep has neither; the experiment file ``path`` says what the folder should hold)."""
-    return _OUT_ADVICE.sub(SWEEP_ADVICE.format(out=out, path=path), message)
+SWEEP_ADVICE = "move the folder {out} away, and the sweep trains the setting anew as {path} asks"  # its way round
 
 
 PREFIX_FOLDER = "prefix-epoch{}"  # inside a run folder: its checkpoint and log after that many epochs
