@@ -441,10 +441,12 @@ def hidden_names_in_sight(cells: list[dict]) -> set[str]:
         if cell["cell_type"] != "code":
             continue
         tags = cell["metadata"].get("tags", [])
-        defined, read = _names_defined_and_read("".join(cell["source"]))
+        source = "".join(cell["source"])
+        defined, read = _names_defined_and_read(source)
         if "remove-cell" in tags or "remove-input" in tags:
             removed |= defined
             continue
+        seen |= {name for name in removed if re.search(rf"^#\s+{name} = ", source, re.M)}  # a parameter the fold shows
         late |= (read - defined - seen) & removed
         seen |= defined
     return late
@@ -465,3 +467,6 @@ def test_the_hidden_names_check_finds_a_removed_definition():
     assert hidden_names_in_sight([cell("facts = 1", "remove-cell"), cell("print(facts)", "hide-input")]) == {"facts"}
     assert not hidden_names_in_sight([cell("facts = 1", "hide-input"), cell("print(facts)")])
     assert not hidden_names_in_sight([cell("facts = 1", "remove-cell"), cell("print(facts)", "remove-cell")])
+    named = "# the page's parameters:\n#   profile = 'cpu'\nimport os"  # a removed parameter the set-up fold shows
+    assert not hidden_names_in_sight([cell("profile = 'cpu'", "parameters", "remove-cell"), cell(named, "hide-input"),
+                                      cell("print(profile)", "hide-input")])

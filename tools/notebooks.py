@@ -15,8 +15,8 @@ plain CommonMark, and a paragraph that quotes numbers from the runs is a code ce
 puts the MyST each converted cell was written in back (``book/_ext/myst_cells.py``).
 
 What the rendered book shows of the code (:func:`visibility`): a chapter is read for its prose, figures and tables,
-so every code cell's source starts hidden behind a toggle (``hide-input``), the parameters cell folds away whole
-(``hide-cell``), the Colab cell is left out of the page (``remove-cell``), and a cell shows its source only when
+so every code cell's source starts hidden behind a toggle (``hide-input``), the parameters and Colab cells are left
+out of the page (``remove-cell``; the notebook keeps them), and a cell shows its source only when
 its author tags it ``show-input``: the code the chapter is about.
 """
 
@@ -69,31 +69,39 @@ def repository() -> tuple[str, str]:
     return repo["url"], repo.get("branch", "main")
 
 
+PARAMETER_NOTE = "# The page's parameters (papermill sets them, in the notebook's parameters cell):"
+
+
+def parameter_note(parameters: str) -> str:
+    """The parameters cell's lines (its imports aside) as comments under :data:`PARAMETER_NOTE`: the set-up fold's
+    opening, since the cell itself is left out of the page."""
+    kept = [ln for ln in parameters.splitlines() if ln.strip() and not ln.startswith(("import ", "from "))]
+    return "\n".join([PARAMETER_NOTE, *(f"#   {ln}" for ln in kept)])
+
 VISIBILITY_TAGS = {"show-input", "hide-input", "hide-cell", "hide-output", "remove-input", "remove-cell", "remove-output"}
 
 
 def visibility(cell: nbformat.NotebookNode, colab: bool) -> None:
     """Set how the built book shows a code cell (module docstring): an author's own visibility tag wins, else the
-    set-up cells (Colab, parameters) fold away and every other cell hides its source."""
+    set-up cells (Colab, parameters) leave the rendered page (a notebook keeps them, where papermill and Colab read
+    them; the guide says what a profile is) and every other cell hides its source."""
     tags = list(cell.metadata.get("tags", []))
     if not VISIBILITY_TAGS & set(tags):
-        tags.append("remove-cell" if colab else "hide-cell" if "parameters" in tags else "hide-input")
+        tags.append("remove-cell" if colab or "parameters" in tags else "hide-input")
     cell.metadata["tags"] = [t for t in tags if t != "show-input"]
     if not cell.metadata["tags"]:
         del cell.metadata["tags"]
 
 
 def fold_prompt(cell: nbformat.NotebookNode, exercises: bool, setup: bool) -> str | None:
-    """What a folded code cell holds, for its fold's label: the parameters, the page's set-up (``setup``: its first
+    """What a folded code cell holds, for its fold's label: the page's set-up (``setup``: its first
     code after them), a solution (a folded cell under the Exercises heading, ``exercises``; by its number where its
     opening comment gives one), or the cell's opening comment; None keeps myst-nb's "Show code cell source"."""
     tags = set(cell.metadata.get("tags", []))
     if not tags & {"hide-input", "hide-cell"}:
         return None
-    lines = [ln for ln in cell.source.splitlines() if ln.strip()]
+    lines = [ln for ln in cell.source.splitlines() if ln.strip() and not ln.startswith((PARAMETER_NOTE, "#   "))]
     first = lines[0] if lines else ""
-    if "parameters" in tags:
-        return "how long this page trains (its profile)"
     if exercises and "hide-cell" in tags:
         numbers = re.findall(r"^#\s*Solution\s+(\d+)", cell.source, re.M)
         if len(numbers) > 1:
@@ -177,6 +185,11 @@ def to_notebook(source: str) -> nbformat.NotebookNode:
         if cell.cell_type == "code":
             cell.execution_count, cell.outputs = None, []
             visibility(cell, colab="google.colab" in cell.source)
+    parameters = next((c for c in nb.cells if "parameters" in c.metadata.get("tags", [])), None)
+    setup = next((c for c in nb.cells if c.cell_type == "code" and not {"parameters", "remove-cell", "remove-input"}
+                  & set(c.metadata.get("tags", []))), None)
+    if parameters is not None and setup is not None:  # the parameters cell is left out of the page: the fold shows it
+        setup.source = parameter_note(parameters.source) + "\n" + setup.source
     label_folds(nb.cells)
     return nb
 

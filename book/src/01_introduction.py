@@ -86,9 +86,10 @@ plt.show()
 #
 # ## How to read and run it
 #
-# Read the rendered HTML: figures are static, and the two explorers ([FT: the bound and the transformations](learn4_ft.ipynb) and
-# [Run explorer](08_run_explorer.ipynb)) respond to
-# their sliders without a kernel. To run a chapter, open it in JupyterLab (`make lab` from the repository root),
+# Read the rendered HTML: figures are static, and the explorers (the temperature of
+# [Why contrastive learning works](learn1_contrastive.ipynb), α and λ in
+# [FT: the bound and the transformations](learn4_ft.ipynb), and the [Run explorer](08_run_explorer.ipynb)) respond
+# to their sliders without a kernel. To run a chapter, open it in JupyterLab (`make lab` from the repository root),
 # or run it headless with [papermill](https://papermill.readthedocs.io); each chapter takes a `profile` parameter.
 # Once the book is published from a repository, launch buttons at the top of each page also open a chapter in
 # Colab or Binder. From the repository root, after `make test` or `make book` has created `.venv`, run a chapter

@@ -128,12 +128,6 @@ def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator):
 
 
 # %% [markdown]
-# :::{note}
-# **Copying this class?** With a plain `nn.BatchNorm2d` its key shuffle does nothing (the next paragraph says why).
-# The training below borrows the library's encoder, whose batch norm is split into groups; in your own code use
-# `ftcl_core.models.SplitBatchNorm2d`, or several GPUs.
-# :::
-#
 # One line needs a word: the keys' batch is shuffled before the key encoder sees it, and put back in order after.
 # Batch normalisation normalises each image with the mean and variance of the images batched with it. If query $i$
 # and key $i$ were normalised among the same images, both would carry a trace of that group, and the loss could fall
@@ -141,6 +135,12 @@ def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator):
 # features poor. With one set of statistics for the whole batch a shuffle would change nothing, so the library's
 # encoder normalises in groups of the batch (as MoCo's own single-machine demo does), and the shuffle puts key $i$ in
 # another group than query $i$: *shuffle-BN*.
+#
+# :::{note}
+# **Copying this class?** With a plain `nn.BatchNorm2d` its key shuffle does nothing (the paragraph above says why).
+# The training below borrows the library's encoder, whose batch norm is split into groups; in your own code use
+# `ftcl_core.models.SplitBatchNorm2d`, or several GPUs.
+# :::
 #
 # ## Train it for a minute
 

@@ -147,8 +147,7 @@ glue_reading(reading.read(stored))
 # negatives' scores vary less than they will later (Var(neg) {glue:md}`curve_var_at_top1`), then sinks to
 # {glue:md}`curve_top1_end` % as Var(neg) rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch` (it ends at
 # {glue:md}`curve_var_end`). A falling top-1 is not a failing encoder: the run ends with a {term}`linear readout`
-# of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. (On the shapes MoCo
-# v2 reads less than MoCo v1, the reverse of the paper's order: [the baselines](#calibrated-baselines).) One reading
+# of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. One reading
 # of the fall, not measured here: with the shapes' classes balanced, a queue of $K$ keys holds about
 # {glue:md}`end_same_class` keys of each query's own shape, false negatives; once the encoder groups a shape together
 # they score close to the positive, and the top-1 counts each one that outscores it as a miss.
@@ -157,9 +156,8 @@ glue_reading(reading.read(stored))
 #
 # The paper's first use of the tool is the momentum $m$ of eq. 2. It trains MoCo v1 with $m$ from $0$ (the key
 # encoder copies the query encoder every step) to $1$ (it never moves from its random start) and reports that
-# {term}`readout` rises with $m$ up to $0.99$ and falls after. Here is the same sweep at this book's scale: first each
-# momentum's readout (the mean over its seeds, with its 95 % interval, the range that likely holds the mean) and, in
-# a panel of its own, the paper's; then the three statistics through the run; then each run's gradient landscape.
+# {term}`readout` rises with $m$ up to $0.99$ and falls after. The same sweep at this book's scale: each momentum's
+# mean readout over its seeds with its 95 % interval (the range that likely holds the mean), the paper's beside it.
 
 # %%
 t1 = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
@@ -170,13 +168,40 @@ if t1_all:
         t1, table_verdicts.summarize(t1_all), paper_beside=True
     )
     plt.show()
+
+# %% [markdown]
+# Look at the peak: readout rises with $m$ to $m =$ {glue:md}`mom_peak` ({glue:md}`mom_peak_mean` % on average over
+# its seeds) and falls after, as in the paper. Why? The three statistics through each run (one seed):
+
+# %%
 t1_runs = [r for r in t1_all if r["seed"] == t1.seeds[0]]
 t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
 momenta = ["m=0", "m=0.9", "m=0.99", "m=1.0"]  # one colour each, kept below
 if t1_metrics:
     run_figures.score_statistics(t1_metrics, highlight=momenta,
-                                 others="the other momenta", row_height=0.75)
+                                 others="the other momenta", row_height=0.68)
     plt.show()
+
+# %% [markdown]
+# **Mean(pos)**: the larger the momentum, the harder the positive pair. Averaged over the run it reads
+# {glue:md}`mom_pos_easy` at $m = 0.9$ and {glue:md}`mom_pos_hard` at $m = 0.99$, lower in each of
+# {glue:md}`mom_seeds` seeds: a key encoder that trails further behind makes keys that agree less with their queries.
+# A frozen key encoder gives the hardest positives of all (Mean(pos) {glue:md}`mom_frozen_pos`), too hard: a query
+# from a trained encoder meets a key from a random one. Harder positives help, up to a point; the next chapter's
+# transformation makes them harder on purpose.
+#
+# **Mean(neg)**: at the small momenta the images crowd together: different images' features draw closer, and
+# Mean(neg) rises above the larger momenta's (this book calls that {term}`crowding`). It ends highest at
+# $m =$ {glue:md}`mom_crowd_m` ({glue:md}`mom_crowd_neg`), where the key encoder copies the query encoder every step.
+# Crowded, but not collapsed: Mean(neg) stays below the
+# collapse level, and that run still reads {glue:md}`mom_m0_mean` % on average, well above the same network never
+# trained (the {term}`random-init baseline`, {glue:md}`mom_random` % averaged over the seeds). The paper reports that
+# its small momenta read {term}`below random init`; [the momentum chapter](05_momentum.ipynb) tests that over every
+# seed.
+#
+# **The landscape**, the tool's second picture (the paper's supplement, section C): the L2 norm of every layer's
+# gradient, averaged over each epoch, drawn here summed over the layers. The paper reads its texture, smooth for a
+# stable run, spiky where training swings.
 
 # %% tags=["hide-input"]
 # each momentum's gradient landscape, summed over its layers, epoch by epoch
@@ -189,28 +214,9 @@ if t1_metrics:
     plt.show()
 
 # %% [markdown]
-# Three readings, one per statistic. **Mean(pos)**: the larger the momentum, the harder the positive pair. Averaged
-# over the run it reads {glue:md}`mom_pos_easy` at $m = 0.9$ and {glue:md}`mom_pos_hard` at $m = 0.99$, lower in each
-# of {glue:md}`mom_seeds` seeds: a key encoder that trails further behind makes keys that agree less with their
-# queries. A frozen key encoder gives the hardest positives of all (Mean(pos) {glue:md}`mom_frozen_pos`), too hard:
-# a query from a trained encoder meets a key from a random one. Readout peaks at $m =$ {glue:md}`mom_peak`
-# ({glue:md}`mom_peak_mean` % on average over its seeds), between the two. Harder positives help, up to a point; the
-# next chapter's transformation makes them harder on purpose.
-#
-# **Mean(neg)**: at the small momenta the images crowd together: different images' features draw closer, and
-# Mean(neg) rises above the larger momenta's (this book calls that {term}`crowding`). It ends highest at
-# $m =$ {glue:md}`mom_crowd_m` ({glue:md}`mom_crowd_neg`), where the key encoder is the query encoder of each step, so the queue's keys come from
-# encoders a whole step apart. Crowded, but not collapsed: Mean(neg) stays below the collapse level, and that run still
-# reads {glue:md}`mom_m0_mean` % on average, well above the same network never trained (the
-# {term}`random-init baseline`, {glue:md}`mom_random` % averaged over the seeds). The paper calls the small momenta's readouts a collapse in
-# a second sense of the word, a readout {term}`below random init`; [the momentum chapter](05_momentum.ipynb) tests
-# that over every seed.
-#
-# **The landscape** (the last figure above): the tool's second picture (the paper's supplement, section C) is the L2
-# norm of every layer's gradient, averaged over each epoch, drawn here summed over the layers; the paper reads its
-# texture, smooth for a stable run, spiky where training swings. $m = 0$, $0.5$ and $0.9$ swing more from epoch to
-# epoch than $m = 0.99$ and $m = 1$ (the standard deviation of the summed norm's change between epochs:
-# {glue:md}`swing_most_sd` at $m =$ {glue:md}`swing_most`, {glue:md}`swing_least_sd` at $m =$ {glue:md}`swing_least`).
+# Look at how jagged each line is: $m = 0$, $0.5$ and $0.9$ jump more from one epoch to the next than $m = 0.99$ and
+# $m = 1$ (a typical jump of {glue:md}`swing_most_sd` at $m =$ {glue:md}`swing_most` against
+# {glue:md}`swing_least_sd` at $m =$ {glue:md}`swing_least`, in the figure's units).
 #
 # ## Summary
 #
@@ -219,8 +225,7 @@ if t1_metrics:
 # - A collapse is every input mapped to nearly the same feature. Read it during training, as Mean(neg) climbing
 #   towards one with the gap to Mean(pos) gone; an untrained encoder's high cosines are not one.
 # - Over a whole run Mean(pos) falls in the first epoch and climbs back, Mean(neg) dips below zero and settles at
-#   zero, and Var(neg) peaks mid-run and eases; a growing Var(neg) may show false negatives, images of the same
-#   shape, scoring with the positive.
+#   zero, and Var(neg) peaks mid-run and eases (false negatives, images of the same shape, may drive it).
 # - A larger momentum makes the positive pairs harder, and readout rises with it up to a point; small momenta crowd
 #   the images together and make the landscape spiky.
 #

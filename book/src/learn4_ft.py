@@ -40,12 +40,19 @@ glue_reading(ft_reading.read())
 # %% [markdown]
 # ## The two transformations, in code
 #
+# In a MoCo step FT sits between the features and the scores (the paper's Fig 2): the loss scores mixes, while the
+# queue still receives the keys as the encoder made them, the *clean* keys.
+
+# %% tags=["remove-input"]
+diagrams.moco_pipeline()
+plt.show()
+
+# %% [markdown]
 # **Positive extrapolation** (Sec 4.1, eq. 3) mixes a query $z_q$ and its positive key $z_{k^+}$ (the $k$ of the
 # code below) *beyond* the segment between them:
 #
-# $$\hat z_q = \lambda z_q + (1-\lambda) z_{k^+},\qquad \hat z_{k^+} = \lambda z_{k^+} + (1-\lambda) z_q, \tag{3}$$
-#
-# $$\lambda \sim \mathrm{Beta}(\alpha_{ex},\alpha_{ex})+1 \in (1, 2).$$
+# $$\hat z_q = \lambda z_q + (1-\lambda) z_{k^+},\quad \hat z_{k^+} = \lambda z_{k^+} + (1-\lambda) z_q,\quad
+#   \lambda \sim \mathrm{Beta}(\alpha_{ex},\alpha_{ex})+1 \in (1, 2). \tag{3}$$
 #
 # With $\lambda > 1$ each vector moves away from the other, so the pair scores lower: a harder positive. The
 # {term}`+pos` of the paper's tables. **Negative interpolation** (Sec 4.2, the {term}`+neg`) mixes each key of the
@@ -56,7 +63,8 @@ glue_reading(ft_reading.read())
 #
 # Each step gets $K$ new negatives, none of them an image. The paper calls them more diverse, but a mix scores
 # $\lambda_{in}\, q\cdot z_i + (1-\lambda_{in})\, q\cdot z_{\pi(i)}$, between its two sources, so the mixed scores
-# spread less ([measured](07i_negatives.ipynb)). Both fit in a line each:
+# spread less: in this book's runs their variance is {glue:md}`mix_plain_spread` of the raw queue's
+# ([Is it how hard the negatives are?](07i_negatives.ipynb)). Both fit in a line each:
 
 # %% tags=["show-input", "teaching"]
 def my_extrapolate(z_q: torch.Tensor, z_k: torch.Tensor, lam):
@@ -70,6 +78,8 @@ def my_interpolate(queue: torch.Tensor, lam, partners: torch.Tensor) -> torch.Te
     return lam * queue + (1 - lam) * queue[partners]
 
 
+# %% tags=["hide-input"]
+# Eight pairs and a queue, mine against the library's; the scores before and after
 gen = torch.Generator().manual_seed(0)
 z_q, z_k = transforms.unit_pairs(8, 128, gen)
 queue = F.normalize(torch.randn(4096, 128, generator=gen, dtype=torch.float64), dim=1)
@@ -101,8 +111,10 @@ assert torch.allclose(mine[0], library[0]) and torch.allclose(mine[1], library[1
 assert torch.allclose(mixed, transforms.interpolate_negatives(queue, lam_in, partners))
 
 # %% [markdown]
-# Every pair's score fell, the less the higher it was (a pair of near copies stays near 1), and no new negative is
-# longer than one: each lies on the chord between two keys, inside the sphere. The paper's Fig 6 draws both in the plane:
+# Every pair's score fell, the less the higher it was. The mixed vectors are longer than one (the first exercise), so
+# these scores are dot products, not cosines, and can fall below $-1$; the extrapolated query's length also scales
+# every negative score of its row. No new negative is longer than one: each lies on the chord between two keys,
+# inside the sphere. The paper's Fig 6 draws both:
 
 # %% tags=["hide-input"]
 diagrams.ft_geometry()
@@ -123,8 +135,8 @@ plt.show()
 #
 # For $\lambda \ge 1$ the factor $\lambda(1-\lambda)$ is at most zero and $1-S$ is at least zero, so $\hat S \le S$:
 # the pair can only get harder. At $\lambda = 2$ it is $5S-4$, the bottom of the range $[5S-4,\ S]$. A worked case: a
-# positive pair at $S = 0.87$, mixed with $\lambda = 1.5$, scores $0.87 + 2\cdot 1.5\cdot(-0.5)\cdot 0.13 = 0.675$.
-# Sympy checks each step (open the cell to read how):
+# positive pair at $S = 0.87$, mixed with $\lambda = 1.5$, scores $0.87 + 2\cdot 1.5\cdot(-0.5)\cdot 0.13 = 0.675$;
+# sympy checks each step:
 
 # %% tags=["hide-input"]
 import sympy as sp
@@ -154,9 +166,8 @@ print(
 # %% [markdown]
 # ## Checked on random pairs
 #
-# Draw pairs of unit vectors in 128 dimensions whose scores cover
-# all of $[-1, 1]$, one $\lambda\sim\mathrm{Beta}(2,2)+1$ for each, extrapolate them with the library, and measure
-# (the code is folded: open it to read how):
+# Pairs of unit vectors in 128 dimensions whose scores cover $[-1, 1]$, one $\lambda\sim\mathrm{Beta}(2,2)+1$ each,
+# extrapolated with the library and measured (the code is folded):
 
 # %% tags=["hide-input"]
 from ftcl_core.pages.glue import glue_facts
@@ -190,16 +201,13 @@ glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 # %% [markdown]
 # Every one of the {glue:md}`check_n` measured scores lies on eq. 4 and inside its range (left). The same formula
 # with $\lambda$ in $(0, 1)$ is *interpolation* of the positive pair, and it raises every score (right): an easier
-# pair, which is why the paper's Table 3 finds that it hurts. The mixed vectors are no longer of length one (the
-# first exercise), so $\hat S$ is a dot product, not a cosine; and since the extrapolated query also meets the
-# negatives, its length scales every negative score of its row.
+# pair, which is why the paper's Table 3 finds that it hurts.
 #
 # ## Explorer: α, λ and S
 #
-# Left: the slider sets $\alpha$, the Beta density of $\lambda$, and through eq. 4 the spread of the transformed
-# score $\hat S$ for several starting scores $S$. A small $\alpha$ puts most draws near $\lambda=1$ or $2$; $\alpha>1$
-# gathers them around $1.5$, the paper's reading of why $\alpha_{ex}=2$ works best (Table 2). Below: $\hat S$ against
-# $S$ for one $\lambda$, above the diagonal for $\lambda<1$, below it for $\lambda>1$.
+# Top: $\alpha$ sets the Beta density of $\lambda$ and, through eq. 4, the spread of $\hat S$ for several $S$; $\alpha>1$
+# gathers the draws around $1.5$, the paper's reading of why $\alpha_{ex}=2$ works best (Table 2). Below: $\hat S$
+# against $S$ for one $\lambda$, below the diagonal for $\lambda>1$.
 
 # %% tags=["remove-input"]
 explorers.plotly_html(explorers.bound_explorer(), include_js=True)
@@ -222,7 +230,7 @@ explorers.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1)
 # ## Summary
 #
 # - Positive extrapolation (eq. 3, $\lambda\in(1,2)$) pushes a query and its key apart: by eq. 4 the pair scores
-#   $\hat S = S + 2\lambda(1-\lambda)(1-S) \le S$, at worst $5S-4$. The closer $S$ is to one, the less it can fall.
+#   $\hat S = S + 2\lambda(1-\lambda)(1-S) \le S$, at worst $5S-4$: the closer $S$ is to one, the less it falls.
 # - Negative interpolation (eq. 5, $\lambda\in(0,1)$) makes new negatives on the chords between keys of the queue.
 # - $\alpha$ sets how far the draws of $\lambda$ go: the paper's $\alpha_{ex} = 2$ gathers them around $1.5$.
 #

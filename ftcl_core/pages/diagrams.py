@@ -20,9 +20,9 @@ def moco_pipeline(ft: bool = True):
     plain MoCo, the scores taken from the features and the queue as they are (Learn 2, before FT is taught)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 3.3 if ft else 2.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(BOOK_WIDTH_IN, 3.0 if ft else 2.2), layout="constrained")
     ax.set_xlim(0, 10.4)
-    ax.set_ylim(0, 4.0)
+    ax.set_ylim(0, 3.7)
     ax.axis("off")
     for x, y, text, colour in (
             (0.55, 2.0, "image", "0.9"), (2.0, 3.3, "view 1", "0.9"), (2.0, 0.7, "view 2", "0.9"),
@@ -47,7 +47,7 @@ def moco_pipeline(ft: bool = True):
     arrow((4.85, 0.85), (5.45, 1.85), "$z_{k^+}$,\nno gradient", (5.3, 1.25), "left")
     arrow((3.95, 3.0), (3.95, 1.0), "momentum, eq. 2:\n$\\theta_k \\leftarrow m\\theta_k + (1-m)\\theta_q$",
           (3.8, 2.0), "right", ls="--")
-    arrow((4.85, 0.55), (5.75, 0.45), "enqueue the clean keys", (5.3, 0.12))
+    arrow((4.85, 0.55), (5.75, 0.45), "enqueue the clean keys" if ft else "enqueue the keys", (5.3, 0.12))
     arrow((6.6, 0.75), (6.6, 1.7), "negatives", (6.72, 1.22), "left")
     arrow((7.85, 2.3), (8.45, 2.3), "$\\hat S$" if ft else "$S$", (8.15, 2.55))
     ax.text(9.25, 1.55, "gradient to $f_q$ only", ha="center", va="center", fontsize=TEXT_PT, color="0.2")

@@ -69,7 +69,7 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
         vis[i * n_traces : (i + 1) * n_traces] = [True] * n_traces
         steps.append(dict(method="update", args=[{"visible": vis}], label=str(a)))
     fig.update_layout(sliders=[dict(active=alphas.index(start), currentvalue={"prefix": "α = "}, steps=steps, pad={"t": 50})],
-                      height=420, margin=dict(t=64, b=10, r=130),  # room for the legend's names: S=0.9
+                      height=370, margin=dict(t=36, b=10, r=130),  # room for the legend's names: S=0.9
                       legend=dict(x=1.02, y=1, yanchor="top", title=dict(text="raw score")))  # clear of the slider
     fig.update_xaxes(title_text="λ", row=1, col=1)
     fig.update_xaxes(title_text="Ŝ", row=1, col=2)
@@ -98,7 +98,7 @@ def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in r
         vis = [True, True, True] + [j == i for j in range(len(lams))]  # the diagonal and the range stay
         steps.append(dict(method="update", args=[{"visible": vis}], label=str(lam)))
     fig.update_layout(sliders=[dict(active=len(lams) * 3 // 4, currentvalue={"prefix": "λ = "}, steps=steps)],
-                      xaxis_title="S = z_q · z_k", yaxis_title="Ŝ", height=360, margin=dict(t=56, b=10),
+                      xaxis_title="S = z_q · z_k", yaxis_title="Ŝ", height=310, margin=dict(t=20, b=10),
                       yaxis_range=[-9.2, 1.2])
     return fig
 

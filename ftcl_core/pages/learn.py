@@ -1,4 +1,5 @@
-"""The Learn chapters' figures of the toy contrastive problem (:mod:`ftcl_core.study.toy`)."""
+"""The Learn chapters' figures: the toy contrastive problem (:mod:`ftcl_core.study.toy`), the minutes of MoCo they
+train, the bound's panels and what the runs say."""
 
 from __future__ import annotations
 
@@ -195,7 +196,7 @@ def bound_check_figure(s, s_ex, s_in, shown: int = 3000) -> plt.Figure:
 
     s, s_ex, s_in = (np.asarray(v)[:shown] for v in (s, s_ex, s_in))
     grid = np.linspace(-1, 1, 100)
-    fig, ax = plt.subplots(1, 2, figsize=(legibility.BOOK_WIDTH_IN, 4.0), layout="constrained")
+    fig, ax = plt.subplots(1, 2, figsize=(legibility.BOOK_WIDTH_IN, 3.2), layout="constrained")
     ax[0].scatter(s, s_ex, s=2, alpha=0.4, label="measured (λ ~ Beta(2,2)+1)")
     ax[0].plot(grid, grid, "k-", lw=1, label="S (upper bound)")
     ax[0].plot(grid, -4 + 5 * grid, "k--", lw=1, label="5S - 4 (lower bound)")
@@ -236,4 +237,26 @@ def differences_figure(said: Mapping[str, tuple[Mapping, str, str | None]]) -> p
     ax.set_xlabel("readout with FT minus without (points, ± 95 % interval)", fontsize=legibility.TEXT_PT)
     order = [s for s in (*sides, "the paper's effect") if s in drawn]
     legibility._legend_outside(fig, [drawn[s] for s in order], order, "lower")
+    return fig
+
+
+MINUTE_LABELS = {"plain": "plain MoCo", "both": "FT from the first step"}
+
+
+def minute_figure(readings: Mapping[str, Mapping[str, Sequence[float]]], knn: Mapping[str, float]) -> plt.Figure:
+    """A minute of MoCo read with the paper's tool, one line a run (``readings``: ``plain`` or ``both`` -> its probe's
+    ``step``, raw ``pos`` and ``neg``; ``knn``: the same names -> kNN readout, %, in the legend): Mean(pos) left,
+    Mean(neg) right."""
+    from ftcl_core.pages import legibility
+
+    fig, axes = plt.subplots(1, 2, figsize=(legibility.BOOK_WIDTH_IN, 2.6), layout="constrained", sharex=True)
+    for (label, r), colour in zip(readings.items(), ("#4c72b0", palette.SIDE_COLORS["costs"])):
+        for ax, stat in zip(axes, ("pos", "neg")):
+            ax.plot(r["step"], r[stat], color=colour, label=f"{MINUTE_LABELS.get(label, label)} (kNN {knn[label]:.1f} %)")
+    for ax, title in zip(axes, ("Mean(pos): a view against its other view", "Mean(neg): against the queue's keys")):
+        ax.set_title(title, fontsize=legibility.TITLE_PT)
+        ax.set_xlabel("step", fontsize=legibility.TEXT_PT)
+        ax.set_ylim(-0.1, 1.0)
+        ax.tick_params(labelsize=legibility.TEXT_PT)
+    axes[0].legend(fontsize=legibility.TEXT_PT, frameon=False)
     return fig

@@ -336,7 +336,8 @@ def renorm_facts(plain: dict, renorm: dict, against: dict) -> dict:
     interpolated negatives without and with re-normalisation against the same baseline, ``against`` the
     :func:`paired_comparison` of the readout, re-normalised against plain (the same seeds). ``wider``: the
     re-normalised mixes' spread beyond the plain ones' (each outside the other's 95 % interval); ``harder``:
-    re-normalised mixes harder than the raw queue itself (:func:`harder_negatives`)."""
+    re-normalised mixes harder than the raw queue itself (:func:`harder_negatives`); ``narrower``: plain mixes'
+    spread below the raw queue's (their ratio's 95 % interval under 1)."""
     n = min(plain["n_seeds"], renorm["n_seeds"], against["n_seeds"])
     out: dict = {"n": n}
     if n:
@@ -345,6 +346,7 @@ def renorm_facts(plain: dict, renorm: dict, against: dict) -> dict:
                     "renorm_shift": plus_minus(renorm["neg_shift"], renorm["neg_shift_ci95"], 3, signed=True),
                     "cost": plus_minus(-against["diff"], against["ci95"]), "against_diff": _pm(against),
                     "n_seeds": str(against["n_seeds"]), "plain_diff": _pm(plain),
+                    "narrower": plain["neg_var_ratio"] + plain["neg_var_ratio_ci95"] < 1,
                     "wider": renorm["neg_var_ratio"] - renorm["neg_var_ratio_ci95"]
                     > plain["neg_var_ratio"] + plain["neg_var_ratio_ci95"],
                     "harder": bool(harder_negatives(renorm)), "against_side": verdicts.side(against["verdict"]),
@@ -362,6 +364,12 @@ def _renorm_wider_not_harder(f: dict) -> str | None:
     if not f["wider"]:
         return "the spreads do not differ"
     return "harder than the raw queue" if f["harder"] else None
+
+
+def _mixing_narrows(f: dict) -> str | None:
+    if f["n"] < MIN_SEEDS:
+        return "undecided"
+    return None if f["narrower"] else f"the mixes' spread is {f['plain_spread']} of the queue's, not clearly below it"
 
 
 def _renorm_costs_yet_baseline_as_plain(f: dict) -> str | None:
@@ -492,6 +500,7 @@ CHECKS = {
     "Supp F decided": _renorm_decided,
     "re-normalised mixes are wider, not harder than the queue": _renorm_wider_not_harder,
     "re-normalised mixes cost, plain ones do not": _renorm_costs_yet_baseline_as_plain,
+    "mixing narrows the negatives' spread": _mixing_narrows,  # Learn 4's "the mixed scores spread less"
     "harder as written": _harder_as_written,
     # chapter 5's volatility (volatility_facts)
     "Mean(neg) swings most at a large momentum": _swings_most("neg", small=False),

@@ -263,6 +263,26 @@ FIRST_STEP_CHECKS: Mapping = {  # the last Learn chapter (first_step_facts)
 }
 
 
+def minute_facts(readings: Mapping[str, Mapping[str, Sequence[float]]], knn: Mapping[str, float]) -> dict:
+    """The last Learn chapter's minute of training, plain MoCo against FT from the first step (``readings``: name ->
+    its probe's raw ``pos`` and ``neg``, Mean(pos) and Mean(neg) every few steps; ``knn``: name -> kNN readout, %),
+    for the names ``plain`` and ``both``: each statistic over the last quarter of the readings (``<name>_pos``,
+    ``<name>_neg``) and each readout (``<name>_knn``); raw values under ``_value``."""
+    raw = {f"{name}_{stat}": float(np.mean(readings[name][stat][-max(1, len(readings[name][stat]) // 4):]))
+           for name in ("plain", "both") for stat in ("pos", "neg")} | {f"{n}_knn": knn[n] for n in ("plain", "both")}
+    return {k: fixed(v, 1 if k.endswith("knn") else 2) for k, v in raw.items()} | {f"{k}_value": v for k, v in raw.items()}
+
+
+MINUTE_CHECKS: Mapping = {  # minute_facts: the words under the last Learn chapter's minute of training
+    "FT pulls the two views closer": lambda f: None if f["both_pos_value"] > f["plain_pos_value"] + 0.1 else (
+        f"Mean(pos) ends at {f['both_pos']} with FT, {f['plain_pos']} without"),
+    "FT crowds the images": lambda f: None if f["both_neg_value"] > f["plain_neg_value"] + 0.2 else (
+        f"Mean(neg) ends at {f['both_neg']} with FT, {f['plain_neg']} without"),
+    "FT reads below plain MoCo": lambda f: None if f["both_knn_value"] < f["plain_knn_value"] - 5 else (
+        f"kNN readout {f['both_knn']} % with FT, {f['plain_knn']} % without"),
+}
+
+
 def shapes_recipe(profile: str):
     """The Learn chapters' recipe for training a minute on the drawn shapes: a small ResNet (0.3 M parameters) with
     MoCo v1's loss and head, tuned on these shapes without FT (``configs/cpu_cal_moco_v1.yaml``; the ``smoke``

@@ -16,6 +16,16 @@ TABLE_1_FMNIST = "experiments/table1_momentum_fmnist.yaml"
 TABLE_7_V1 = "experiments/table7_ft_v1.yaml"  # its MoCo v1 baseline is Table 1's m = 0.99: one recipe, same seeds
 
 
+def twin_block(stored: list[dict]) -> Block:
+    """Table 1's m = 0.99 runs (among ``stored``, the stored cpu runs of Table 1) beside Table 7's MoCo v1 baseline:
+    one recipe and seeds, trained on two processors (this page and the last Learn chapter quote both)."""
+    return Block(diagnosis_readings.twin_facts(stored, "m=0.99", store.load_records(TABLE_7_V1, "cpu",
+                                                                                  experiment_file.STORED),
+                                               "v1 baseline"), diagnosis_readings.CHECKS,
+                 ("the twins share config and seeds and differ by machine", "the twins' gap lies inside their intervals"),
+                 "twin_")
+
+
 def read(stored: list[dict], seed: int, landscapes: list[str]) -> list[Block]:
     """``stored``: the stored cpu runs of Table 1 the page reads (its settings at the experiment's seeds); ``seed``
     and ``landscapes``: the seed and the settings whose gradient curves the page draws."""
@@ -45,10 +55,7 @@ def read(stored: list[dict], seed: int, landscapes: list[str]) -> list[Block]:
         Block(readings.harder_positive_facts(by_seed), readings.CHECKS,
               ("a larger momentum makes the positives harder",), "hard_"),
         Block(ema, {}, prefix="ema_"),
-        Block(diagnosis_readings.twin_facts(stored, "m=0.99", store.load_records(TABLE_7_V1, "cpu", experiment_file.STORED),
-                                            "v1 baseline"), diagnosis_readings.CHECKS,
-              ("the twins share config and seeds and differ by machine", "the twins' gap lies inside their intervals"),
-              "twin_"),
+        twin_block(stored),
         Block(rise, readings.CLAIM_CHECKS, ("matches: the interval holds the paper's effect and excludes zero",), "rise_"),
         Block(fm, readings.CHECKS, ("every momentum has 3 seeds", "every learning momentum learns as the paper says",
                                     "the collapse is undecided", "every learning momentum is above the collapse edge",
