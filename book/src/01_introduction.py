@@ -39,7 +39,7 @@
 # | [FT: the bound and the transformations](learn4_ft.ipynb) | eq. 4 derived with sympy and checked numerically; interpolation; an interactive explorer |
 # | [Switching FT on in your own MoCo](learn5_your_moco.ipynb) | FT in a MoCo step of your own, from the first step or switched on late |
 # | **Reproduce** | |
-# | [Momentum and collapse](05_momentum.ipynb) | the momentum sweep of Table 1 and Figs 3-5 |
+# | [Momentum (Table 1)](05_momentum.ipynb) | the momentum sweep of Table 1 and Figs 3-5 |
 # | [Feature transformations in training](06_feature_transformations.ipynb) | Tables 2-7 and {term}`Supp F`/G, measured; re-normalisation and dimension-level mixing |
 # | [When does feature transformation help?](07a_when_ft_helps.ipynb) and the pages after it | the gradient algebra of FT's cost, checked; where training sits; FT on {term}`calibrated` baselines, without false negatives, on real photographs; a phase diagram of when to switch FT on; the answer |
 # | [Does FT help once there is room to help?](11_headroom.ipynb) | a harder task, far from a perfect score, where FT has room to gain |
@@ -78,7 +78,7 @@ plt.show()
 #
 # The paper's machinery reproduces ([MoCo from scratch](learn2_moco.ipynb), [Reading a run](learn3_reading.ipynb),
 # [FT: the bound and the transformations](learn4_ft.ipynb)), and so do parts of its momentum study
-# ([Momentum and collapse](05_momentum.ipynb)). Its headline, that feature transformation improves contrastive
+# ([Momentum (Table 1)](05_momentum.ipynb)). Its headline, that feature transformation improves contrastive
 # learning, comes out reversed at this scale when FT runs from the first step
 # ([Feature transformations in training](06_feature_transformations.ipynb)).
 # [When does feature transformation help?](07a_when_ft_helps.ipynb) asks why and gives [the answer](answer). The findings, each with its numbers and
@@ -114,7 +114,7 @@ print(textwrap.fill(", ".join(chapters), 80))  # lines the page holds, no name s
 #
 # * `smoke`: every chapter in seconds to a minute on tiny data (what CI runs);
 # * `cpu` (default): the embedded data at [the scale stated below](#cpu-scale); runs already stored under
-#   `results/cpu` are loaded; [Reading a run](learn3_reading.ipynb), [Momentum and collapse](05_momentum.ipynb) and
+#   `results/cpu` are loaded; [Reading a run](learn3_reading.ipynb), [Momentum (Table 1)](05_momentum.ipynb) and
 #   [Feature transformations in training](06_feature_transformations.ipynb) train the few runs they show if one is
 #   missing, the others only read stored runs (`python -m ftcl_core sweep FILE` trains an experiment's);
 # * `gpu`: ImageNet-100 at the paper's recipe (set `data.root` in `configs/gpu_in100_*.yaml`).

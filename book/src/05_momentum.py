@@ -1,10 +1,10 @@
 # %% [markdown]
-# # Momentum and collapse
+# # Momentum (Table 1)
 #
 # **At this scale {term}`readout` peaks at m = {glue:md}`mom_peak` as in the paper, but no momentum reads below a random
-# encoder: the paper's collapse of the small momenta is not reproduced; a small momentum stalls learning instead.**
-# In this chapter you will learn how MoCo's momentum shapes training, and how the paper's signs of collapse in the
-# score statistics and the gradient landscape hold up here.
+# encoder: the paper's fall of the small momenta {term}`below random init` (its "collapse") is not reproduced; a small
+# momentum stalls learning instead.** In this chapter you will learn how MoCo's momentum shapes training, and how the
+# paper's signs of that fall in the score statistics and the gradient landscape hold up here.
 #
 # MoCo's key encoder follows the query encoder slowly, $\theta_k \leftarrow m\theta_k + (1-m)\theta_q$
 # (eq. 2). The paper sweeps $m$ for MoCo v1 (ResNet-18, ImageNet-100, 100 epochs, $\tau=0.07$) and

@@ -216,7 +216,7 @@ markup.html_table(["table", "setting", "linear", "gain kept (%)", "Mean(neg) > 0
 # ## Gradient landscapes: baseline against +both
 #
 # Each run's gradient landscape ([Reading a run](learn3_reading.ipynb)) summed over its layers, epoch by epoch: the
-# curve whose swings the paper reads as a spiky landscape ([Momentum and collapse](05_momentum.ipynb)).
+# curve whose swings the paper reads as a spiky landscape ([Momentum (Table 1)](05_momentum.ipynb)).
 
 # %%
 pair_names = [next(iter(pick)), [k for k in pick if k.endswith("+both")][0]]

@@ -1,4 +1,4 @@
-"""The reading of *Momentum and collapse* (``book/05_momentum``): Table 1's momenta on the shapes and on Fashion-MNIST,
+"""The reading of *Momentum (Table 1)* (``book/05_momentum``): Table 1's momenta on the shapes and on Fashion-MNIST,
 the score statistics where the runs end, the harder positive of a larger momentum, the key encoder's half-life
 (eq. 2), the paper's rise to 0.99, and how much each momentum's curves swing."""
 
