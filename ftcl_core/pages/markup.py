@@ -106,7 +106,7 @@ def source_code(*objects, caption: str | None = None, collapsed: str | None = No
         where = path.relative_to(root) if path.is_relative_to(root) else path.name
         prefix = f"src-{path.stem}-{first}"
         html = highlight("".join(lines), PythonLexer(), HtmlFormatter(noclasses=True, linespans=prefix))
-        parts.append(f"<p><code>{escape(str(where))}</code>, lines {first}-{first + len(lines) - 1}</p>"
+        parts.append(f"<p>The library's code, <code>{escape(str(where))}</code>, lines {first}-{first + len(lines) - 1}</p>"
                      + _hanging_lines(html, prefix, lines))
     cap = f"<p>{escape(caption)}</p>" if caption else ""
     body = cap + "".join(parts)
