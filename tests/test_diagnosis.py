@@ -611,3 +611,17 @@ def test_a_pair_on_two_cpu_models_is_marked_from_provenance(tmp_path):
     paired = pair({0: 1.0, 1: 2.0, 2: 3.0}, {0: 0.0, 1: 0.0, 2: 0.0},
                   {0: ("cpu/AMD EPYC", "cpu/Intel Xeon"), 1: ("cpu/AMD EPYC",) * 2, 2: ("cuda/H200", "cpu/AMD EPYC")})
     assert paired.mixed_seeds == [0, 2] and paired.mixed_device_types == [2]
+
+
+def test_a_comparison_of_the_book_s_own_reads_its_side_not_the_paper_s_words():
+    """A gain against a gain (own=True) has no paper claim to match: decided, its label is higher or lower."""
+    from ftcl_core.study.diagnosis import paired_comparison
+    from ftcl_core.study.results.verdicts import row_label
+
+    records = [{"setting": s, "seed": seed, "linear_top1": v + (5.0 if s == "long" else 0.0) + 0.1 * seed}
+               for seed, v in enumerate((50.0, 52.0, 51.0, 49.0)) for s in ("short", "long")]
+    own = paired_comparison("gain: long against short", records, "short", "long", own=True)
+    theirs = paired_comparison("gain: long against short", records, "short", "long")
+    assert row_label(own) == "higher" and "paper" in row_label(theirs)
+    flipped = paired_comparison("gain: short against long", records, "long", "short", own=True)
+    assert row_label(flipped) == "lower"

@@ -102,7 +102,7 @@ display(tables.comparison_table([ev.first_step["init"]], "Linear top-1 (%), mean
 # %%
 oracle_rows = diagnosis_readings.oracle_rows(ev, runs_of)
 display(tables.comparison_table(oracle_rows, "Linear top-1 (%), mean over seeds; Δ paired by seed (rows 2-3: right minus "
-                                        "left, 'matches the paper' or 'larger' when removing them helps)", ("left", "right", "Δ (right - left)")))
+                                        "left, 'higher' when removing them helps)", ("left", "right", "Δ (right - left)")))
 
 # %% [markdown]
 # FT still loses without a single same-class negative: false negatives are not what makes FT cost readout here.

@@ -31,13 +31,15 @@ COMPARED = "compared"  # an arm set against its reference of which the paper cla
 
 
 def paired_comparison(label: str, records: list[dict], baseline: str, treated: str, key: str = "linear_top1",
-                      claim: Claim | None = None) -> dict:
+                      claim: Claim | None = None, own: bool = False) -> dict:
     """One row of the diagnosis: ``treated`` (FT) against ``baseline`` over the seeds both have, with the paired
     95 % interval and the verdict (:func:`ftcl_core.study.results.verdicts.judge`) on the paper's claim that FT helps:
     ``claim`` (:func:`stated_claim`: the paper's effect in points and its two readouts, so that the verdict sees
     the ceiling), else above ``baseline`` by no stated size; ``key``: the readout compared (``knn_top1`` for the
     kNN readout). The row carries both scales (``log_error_ratio``/``_ci95``, ``verdict_points``,
-    ``verdict_errors``, ``scale``); :data:`NOT_RUN` while no seed is paired."""
+    ``verdict_errors``, ``scale``); :data:`NOT_RUN` while no seed is paired.  ``own``: a question of this book's, not
+    the paper's (a gain against a gain, one recipe against another): its row is labelled by its side only
+    (:func:`ftcl_core.study.results.verdicts.row_label`), never in the paper's words."""
     base, ft = ([r[key] for r in records if r["setting"] == s] for s in (baseline, treated))
     paired = paired_records(records, treated, baseline, key, device=run_device)  # each run's provenance read once
     claim = claim or Claim(treated, baseline, direction=1)
@@ -45,7 +47,7 @@ def paired_comparison(label: str, records: list[dict], baseline: str, treated: s
     return {"comparison": label, "baseline": mean_ci95(base)[0], "ft": mean_ci95(ft)[0], "diff": paired.mean,
             "ci95": paired.ci95, "n_seeds": paired.n, "verdict": judged.word if paired.n else NOT_RUN,
             "mixed_devices": paired.mixed_seeds, "devices": sorted({d for pair_ in paired.devices for d in pair_} - {""}),
-            **table_verdicts.scale_cells(judged)}
+            **table_verdicts.scale_cells(judged), **({"own": True} if own else {})}
 
 
 def stated_claim(path: str | Path, arm: str, reference: str) -> Claim | None:
@@ -116,7 +118,7 @@ def length_rows(path: str | Path, records: list[dict], profile: str = "cpu", key
     gap = [(n, gap_records(records, f"baseline {n}", f"+both {n}", f"gap {n}", key)) for n in lengths]
     for n, recs in gap[1:]:
         rows.append({**paired_comparison(f"{prefix}FT's gain over its baseline: {steps[n]} against {steps[short]} "
-                                         "steps", recs + gap[0][1], f"gap {short}", f"gap {n}", key),
+                                         "steps", recs + gap[0][1], f"gap {short}", f"gap {n}", key, own=True),
                      "steps": steps[n], "epochs": n, "kind": "gain"})
     return rows
 

@@ -522,9 +522,10 @@ def oracle_rows(e, runs: Mapping[str, list[dict]]) -> list[dict]:  # noqa: ANN00
     both = (relabel(plain, {"+both": "FT"}) + relabel(oracle, {"+both": "FT, no same-class"})
             + relabel(plain, {"baseline": "base"}) + relabel(oracle, {"baseline": "base, no same-class"}))
     return [e.first_step["oracle"],
-            paired_comparison("FT: without against with same-class negatives", both, "FT", "FT, no same-class"),
+            paired_comparison("FT: without against with same-class negatives", both, "FT", "FT, no same-class",
+                              own=True),
             paired_comparison("baseline: without against with same-class negatives", both, "base",
-                              "base, no same-class")]
+                              "base, no same-class", own=True)]
 
 
 def class_rows(e, runs: Mapping[str, list[dict]]) -> list[dict]:  # noqa: ANN001  (an evidence.Evidence)
@@ -532,7 +533,8 @@ def class_rows(e, runs: Mapping[str, list[dict]]) -> list[dict]:  # noqa: ANN001
     gains = (gap_records(runs["recipe"], "baseline", "+both", "10 classes")
              + gap_records(runs["classes"], "baseline", "+both", "30 classes"))
     return [e.first_step["classes"],
-            paired_comparison("FT's gain over its baseline: 30 against 10 classes", gains, "10 classes", "30 classes")]
+            paired_comparison("FT's gain over its baseline: 30 against 10 classes", gains, "10 classes", "30 classes",
+                                              own=True)]
 
 
 def real_rows(e, runs: Mapping[str, list[dict]]) -> tuple[list[dict], dict]:  # noqa: ANN001  (an evidence.Evidence)
@@ -542,4 +544,4 @@ def real_rows(e, runs: Mapping[str, list[dict]]) -> tuple[list[dict], dict]:  # 
     rows[2] = {**rows[2], "comparison": f"{rows[2]['comparison']}, kNN readout"}
     gains = (gap_records(runs["real"], "baseline", "+both", "short")
              + gap_records(runs["real, longer"], "baseline", "+both", "long"))
-    return rows, paired_comparison("FT's gain over its baseline: 30 against 10 epochs", gains, "short", "long")
+    return rows, paired_comparison("FT's gain over its baseline: 30 against 10 epochs", gains, "short", "long", own=True)

@@ -249,10 +249,16 @@ def labelled(word: str, scale: str = POINTS, floor_sensitive: bool | str = False
 SIGN_ONLY = " (sign only)"  # a sanity check's verdict (Table 1: above or below the random-init encoder) weighs no size
 
 
+OWN_SIDES = {1: "higher", -1: "lower"}  # a decided comparison of the book's own (``own``): right against left
+
+
 def row_label(row) -> str:
     """:func:`labelled` of a results row (a CSV's or a comparison's): its ``verdict``, ``scale`` and
     ``floor_sensitive``; a sanity check's decided verdict (``kind`` "sanity": only which side of the random-init
-    encoder, no effect size) says so."""
+    encoder, no effect size) says so; a comparison of the book's own (``own``) reads only its side, higher or lower
+    (:data:`OWN_SIDES`), the paper having no claim to match."""
+    if row.get("own") and side(row["verdict"]):
+        return OWN_SIDES[side(row["verdict"])]
     out = labelled(row["verdict"], row.get("scale", ""), row.get("floor_sensitive", ""))
     return out + SIGN_ONLY if row.get("kind") == "sanity" and side(row["verdict"]) else out
 
