@@ -17,9 +17,9 @@ import csv
 from IPython.display import display
 
 from ftcl_core.pages.markup import html_table, markdown_html
-from ftcl_core.study import experiment_file, readings, store, sweeps, table_verdicts
+from ftcl_core.study import store, sweeps, table_verdicts
+from ftcl_core.study.chapters import baselines
 from ftcl_core.study.results.numbers import plus_minus
-from ftcl_core.study.results.verdicts import MIN_SEEDS
 
 if profile == "smoke":  # the smoke profile's two runs, as on the results page (trained once, then found)
     sweeps.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0, 1], settings=["v2 baseline", "v2 +pos"], progress=False)
@@ -37,24 +37,10 @@ rows = list(csv.DictReader(table_verdicts.write_summary(profile).open()))
 # one data set's runs are still on the original recipe while another's are {term}`calibrated` (not compared).
 
 # %%
-across = table_verdicts.data_set_verdicts(rows)
-data_sets = sorted({d for r in across for d in r["per_data"]})
-if across:
-    # seeds and recipe in the caption when every cell shares them, in the cell only where one differs
-    shared = {(r["per_data"][d][1], r["recipes"][d] or "own") for r in across for d in r["per_data"]}
-    common = next(iter(shared)) if len(shared) == 1 else None
-
-    def verdict_cell(r, d):
-        if d not in r["per_data"]:
-            return ""
-        verdict, n = r["per_data"][d][:2]
-        return verdict if common else f"{verdict} ({n} seeds, {r['recipes'][d] or 'own'} recipe)"
-
-    display(html_table(["table", "setting", "claim", *(experiment_file.DATA_NAMES.get(d, d) for d in data_sets), "holds on"],
-                       [[r["table"], r["setting"], r["claim"], *(verdict_cell(r, d) for d in data_sets),
-                         ", ".join(experiment_file.DATA_NAMES.get(d, d) for d in r["holds_on"].split(", "))] for r in across],
-                       caption="Claims tested on more than one data set; verdicts as above, per data set"
-                               + (f", each over {common[0]} seeds on the {common[1]} recipe" if common else "")))
+header, cells = baselines.across_table(rows)
+if cells:
+    display(html_table(header, cells, caption="Claims tested on more than one data set: the verdict on each, with "
+                                              "its seeds and recipe"))
 else:
     display(markdown_html("No table has runs on more than one data set yet (the `experiments/*_fmnist.yaml` files)."))
 
@@ -68,27 +54,13 @@ else:
 
 # %%
 before_rows = list(csv.DictReader(store.RECIPE_RECORD.open())) if store.RECIPE_RECORD.is_file() else []
-moved = table_verdicts.recipe_sensitivity(before_rows, rows)
+moved = baselines.recipe_table(before_rows, rows)
 if moved:
-    uniform = len({r[side][3] for r in moved for side in ("before", "after")}) == 1  # one seed count throughout
-
-    def cell(v):
-        verdict, diff, ci, n = v
-        return f"{verdict}: {plus_minus(float(diff), float(ci) if ci else float('nan'))}" + ("" if uniform else f" ({n} seeds)")
-
-    def changed(r):  # a verdict that changed only because the record had too few seeds to decide says so
-        if not r["changed"]:
-            return "no"
-        return "yes" if r["before"][3] >= MIN_SEEDS else "yes (the record's seeds decided nothing)"
-
-    display(html_table(["table", "setting", "claim", "original recipe", "calibrated recipe", "verdict changed"],
-                       [[r["table"], r["setting"], r["claim"], cell(r["before"]), cell(r["after"]),
-                         changed(r)] for r in moved],
-                       caption="Paired difference against the reference (points) and verdict, on each recipe"
-                               + (f", each over {moved[0]['after'][3]} seeds" if uniform else "")))
+    display(html_table(["table", "setting", "claim", "original recipe", "calibrated recipe", "verdict changed"], moved,
+                       caption="Verdict and paired difference against the reference (points) on each recipe"))
 else:
-    display(markdown_html(f"No table has been rerun on a calibrated recipe yet: all {len(before_rows)} rows of the "
-                          "dated record still stand as the tables above."))
+    display(markdown_html("No table has been rerun on a calibrated recipe yet: the dated record's rows still stand "
+                          "as the tables above."))
 
 # %% [markdown]
 # (calibrated-baselines)=
@@ -109,41 +81,23 @@ else:
 # The aim for every calibrated baseline is 25 linear-readout points above its random-init encoder; on Fashion-MNIST,
 # where a random-init encoder already reads out far above chance, the aim is the linear probe on the raw pixels of
 # the same validation images (the "validation split" below; elsewhere the book quotes the probe on the test images).
-# Where a method misses the aim, the list below the trials gives one reason to look at: the effective rank of its
+# Where a method misses the aim, the table below the trials gives one reason to look at: the effective rank of its
 # features at the end of the budget. A method whose features still span a handful of dimensions may not have
 # finished learning at this budget, whichever knob it is given; compare it with the methods that meet the aim.
 
 # %%
 from ftcl_core.study import calibration
 
-trials = calibration.trials(profile="cpu") if profile != "smoke" else []
-if profile == "smoke":  # CI: two tiny trials, so the code path runs
-    import tempfile
-    from pathlib import Path
-
-    tmp = Path(tempfile.mkdtemp())
-    (tmp / "moco_v2.yaml").write_text("table: CAL-moco_v2\nbase: {cpu: configs/cpu_moco_v2.yaml}\nseeds: [0]\n"
-                                      "common: {train.epochs: 1, data.eval_split: val}\n"
-                                      "settings:\n  recipe: {}\n  kaiming: {model.init: kaiming}\n")
-    sweeps.sweep(tmp / "moco_v2.yaml", profile, progress=False)
-    trials = calibration.trials(tmp, profile)
+trials = baselines.trials_for(profile)  # under smoke: two tiny trials, so that CI runs this code
 if trials:
-    best = calibration.choose(trials)
-    display(markdown_html(f"<details><summary>Every trial, method by method ({len(trials)} runs)</summary>\n\n"
+    display(markdown_html("<details><summary>Every trial, method by method</summary>\n\n"
                           + calibration.markdown(trials) + "\n</details>"))  # opens on demand
-    def aim(b):  # on real images the bar is the raw-pixel probe: their random-init encoder already reads out well
-        a = calibration.chosen_aim(b)
-        bar = (f"the bar is +{a['need']:.0f}" if a["bar"] == "gain" else
-               f"on real images the bar is the raw-pixel probe's {a['need']:.1f} % (validation split)")
-        return f"{a['gain']:+.1f} points; {bar}, {'met' if a['met'] else 'not met at this budget'}"
-
-    display(markdown_html("\n".join(
-        f"* **{method}**: trial *{b['trial']}*, {b['knobs']}: validation kNN {b['val_knn']:.1f} % over {b['n_seeds']} seed(s), "
-        f"linear {b['val_linear']:.1f} % against {b['random_init_val_linear']:.1f} % for its random-init encoder "
-        f"({aim(b)}); effective rank of its features at the last step {calibration.final_erank(trials, method, b['trial']):.1f}."
-        for method, b in best.items())))
+    display(html_table(baselines.TRIAL_COLUMNS, baselines.chosen_trials_table(trials),
+                       caption="Each method's chosen trial against the bar (on Fashion-MNIST, the raw-pixel probe "
+                               "of the validation images)"))
 else:
-    display(markdown_html("No calibration trial is stored yet: `python -m ftcl_core sweep experiments/calibration/<method>.yaml`."))
+    display(markdown_html("No calibration trial is stored yet: "
+                          "`python -m ftcl_core sweep experiments/calibration/<method>.yaml`."))
 
 # %% [markdown]
 # (baselines-at-budget)=
@@ -173,8 +127,7 @@ if aims:
                          met(a["spread_met"])] for a in aims],
                        caption="Calibrated baselines of Table 7 and Supp E (BYOL) at the tables' budget, against the bar this "
                                "book sets for a baseline"))
-    display(markdown_html("\n".join(
-        f"* {experiment_file.DATA_NAMES.get(d, d)}: MoCo v2 {v2:.1f} % against MoCo v1 {v1:.1f} %, so the bar v2 ≥ v1 is "
-        f"{'met' if v2 >= v1 else '**not met**'}." for d, (v1, v2) in readings.v2_against_v1(aims).items())))
+    display(html_table(["data set", "MoCo v1 %", "MoCo v2 %", "v2 ≥ v1"], baselines.v2_against_v1_table(aims),
+                       caption="MoCo v2's baseline against MoCo v1's at the tables' budget"))
 else:
     display(markdown_html("No Table 7 baseline runs on a calibrated recipe yet."))
