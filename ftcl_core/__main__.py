@@ -107,9 +107,8 @@ def train_banner(config: str, overrides: list[str], out: str | os.PathLike, ever
                 f"the same command resumes: {again}")
     when = "each epoch" if every == 1 else f"every {every} epochs"
     if (out / "metrics.npz").is_file():  # an unfinished run whose checkpoint is gone: its log cannot resume
-        return (f"training the run in {out} again from its first step: it holds a log (metrics.npz) but no "
-                f"checkpoint.pt to resume from, so its log is replaced. Interrupted (Ctrl-C), the same command resumes "
-                f"from the last checkpoint: {again}")
+        return (f"training the run in {out} again from its first step: it holds a log (metrics.npz) but no checkpoint.pt "
+                f"to resume from, so its log is replaced. Interrupted (Ctrl-C), the same command resumes: {again}")
     return (f"training into {out}: config.yaml now, metrics and checkpoint.pt after {when}, eval.json at the end. "
             f"Interrupted (Ctrl-C), the same command resumes from the last checkpoint: {again}")
 

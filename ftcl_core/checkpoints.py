@@ -33,25 +33,19 @@ METRIC_COLUMNS = ("epoch", "lr", "loss", "top1") + SCORE_COLUMNS + REPRESENTATIO
 CHECKPOINT_FORMAT = 1
 
 
-OTHER_OUT = "use another --out"  # train's way round a folder that holds another run
-RUN_VALUES = f"run the command with the run's values, or {OTHER_OUT}"
+OTHER_OUT, RUN_VALUES = "use another --out", "run the command with the run's values, or use another --out"  # train's ways round
 
 
 class IncompatibleCheckpoint(RuntimeError):
-    """A run folder's checkpoint or config does not match the config asked for, or its checkpoint cannot be read.
-
-    ``problem`` says what is wrong, ``fix`` what to do in the folder whatever runs in it (or nothing), ``elsewhere``
-    what ``train``'s command line can change instead (its values, its ``--out``; None where nothing): the message is
-    the problem, then the two.  A caller with no command line of its own (a sweep: the folder is its setting's, the
-    values its file's) raises :meth:`instead` with its own way round."""
+    """A run folder holds another run, or a checkpoint that cannot be read: the ``problem``, ``fix`` (what to do in the
+    folder) and ``elsewhere`` (what ``train`` can change instead; None: nothing); a sweep raises :meth:`instead`."""
 
     def __init__(self, problem: str, fix: str = "", elsewhere: str | None = OTHER_OUT) -> None:
         self.problem, self.fix, self.elsewhere = problem, fix, elsewhere
         ways = ", or ".join(w for w in (fix, elsewhere) if w)
         super().__init__(f"{problem} {ways[0].upper()}{ways[1:]}." if ways else problem)
 
-    def instead(self, elsewhere: str) -> IncompatibleCheckpoint:
-        """The same refusal with another way round (none added where this one offers none)."""
+    def instead(self, elsewhere: str) -> IncompatibleCheckpoint:  # the same refusal with another way round, if any
         return IncompatibleCheckpoint(self.problem, self.fix, elsewhere if self.elsewhere else None)
 
 
@@ -169,9 +163,9 @@ def resume(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer
               f"({CODE_COMMIT['commit'][:12]}).", file=sys.stderr)
     if state.get("world_size", 1) != distributed.world_size():
         raise IncompatibleCheckpoint(
-            f"{run.checkpoint} was written by {state.get('world_size', 1)} process(es), this run has "
-            f"{distributed.world_size()}: batch-norm groups, sharding and random draws would change.",
-            elsewhere=f"resume with --nproc_per_node={state.get('world_size', 1)}, or {OTHER_OUT}")
+            f"{run.checkpoint} was written by {state.get('world_size', 1)} process(es), this run has {distributed.world_size()}: "
+            "batch-norm groups, sharding and random draws would change.", "",
+            f"resume with --nproc_per_node={state.get('world_size', 1)}, or {OTHER_OUT}")
     gen.set_state(state["rng"]["gen"].cpu())  # a CPU state (loaded onto the run's device: back to the CPU)
     torch.set_rng_state(state["rng"]["torch"].cpu())
     draws = resume_draws(run, state["rng"].get("ft_gen"), device_draws, device)
@@ -198,8 +192,7 @@ def resume_draws(run: RunDir, stored: dict | None, wanted: DeviceDraws | None, d
     if kind == "cuda" and not device.startswith("cuda"):
         raise IncompatibleCheckpoint(
             f"{run.checkpoint} drew FT's lambdas and permutations from a CUDA generator (train.ft_draws=device or "
-            f"auto on CUDA); on {device} that stream cannot continue.",
-            elsewhere=f"resume it on CUDA (device=cuda), or {OTHER_OUT}")
+            f"auto on CUDA); on {device} that stream cannot continue.", "", f"resume it on CUDA (device=cuda), or {OTHER_OUT}")
     if wanted is None:
         print(f"ftcl_core: {run.checkpoint} was written with FT's draws on the device ({kind}): the run resumes with "
               "them, as it started; its provenance says ft_draws: device.", file=sys.stderr)
@@ -224,8 +217,7 @@ def load(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, 
             "by this version of ftcl_core.", "Delete it and run the same command again: the run trains anew from its "
             "first step (its log so far is replaced)") from err
     if state.get("format") != CHECKPOINT_FORMAT:
-        raise IncompatibleCheckpoint(f"{run.checkpoint} has format {state.get('format')}, expected {CHECKPOINT_FORMAT}.",
-                                     elsewhere=None)
+        raise IncompatibleCheckpoint(f"{run.checkpoint} has format {state.get('format')} (not {CHECKPOINT_FORMAT}).", "", None)
     try:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
@@ -255,8 +247,7 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
     kept = [f.name for f in (run.metrics, run.grad_norms, run.histograms, run.provenance) if f.is_file()]
     if not trained and kept and not (run.config.is_file() and not config_mismatch(run.load_config(), cfg)):
         raise IncompatibleCheckpoint(f"run folder {run.path} holds {', '.join(kept)} and no checkpoint.pt, eval.json or "
-                                     "config.yaml of this config: a run would write over them.",
-                                     "Move them away")  # with this config's config.yaml: its own remains
+                                     "config.yaml of this config: a run would write over them.", "Move them away")
     if sealed and trained and run.config.is_file() and config_diff(sealed, run.load_config()):
         edited = config_mismatch(sealed, run.load_config()).replace("(this command's)", "(its config.yaml's)")
         raise IncompatibleCheckpoint(f"run folder {run.path}: its config.yaml and its checkpoint.pt disagree, "
@@ -276,9 +267,9 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
                                          "(the run's provenance.json restores it) and run the command with the run's "
                                          "values.", elsewhere=None)
     if stored and run.checkpoint.is_file() and not run.eval.is_file() and (moved := _execution_moved(stored, cfg)):
-        raise IncompatibleCheckpoint(f"run folder {run.path} holds a run that executes with {moved[0]} (its "
-                                     f"checkpoint.pt); resumed otherwise, its numbers would no longer be the "
-                                     f"uninterrupted run's.", elsewhere=f"resume with {moved[0]}, or {OTHER_OUT}")
+        raise IncompatibleCheckpoint(f"run folder {run.path} holds a run that executes with {moved[0]} (its checkpoint.pt); "
+                                     "resumed otherwise, its numbers would no longer be the uninterrupted run's.", "",
+                                     f"resume with {moved[0]}, or {OTHER_OUT}")
     for source, theirs in (("checkpoint.pt", stored), ("config.yaml", trained and run.config.is_file() and not fork
                                                         and run.load_config())):
         if theirs and (diff := config_mismatch(theirs, cfg)):
@@ -291,8 +282,7 @@ def check_compatible(run: RunDir, cfg: RunConfig) -> None:
             prov = {}  # a damaged record: the readers that need it say so
         if (recorded := prov.get("seed")) is not None and recorded != cfg.seed:
             raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of seed {recorded} (its provenance.json), "
-                                         f"not seed={cfg.seed}.",
-                                         elsewhere=f"run the command with seed={recorded}, or {OTHER_OUT}")
+                                         f"not seed={cfg.seed}.", "", f"run the command with seed={recorded}, or {OTHER_OUT}")
         if (made := prov.get("config")) and (diff := config_mismatch(made, cfg)):
             raise IncompatibleCheckpoint(f"run folder {run.path} holds a run of another config (its provenance.json): "
                                          f"{diff}.", elsewhere=RUN_VALUES)

@@ -35,9 +35,7 @@ from ftcl_core import distributed
 from ftcl_core.config import ConfigError, RunConfig
 from ftcl_core.runs import write_json
 
-SHAPE_CLASSES = (
-    "disc", "square", "triangle", "star", "cross", "ring", "bar", "half_disc", "corner", "two_dots",
-)
+SHAPE_CLASSES = ("disc", "square", "triangle", "star", "cross", "ring", "bar", "half_disc", "corner", "two_dots")
 # Colours (RGB, 0-1).  Each image draws a foreground and a different background colour from it.
 PALETTE = torch.tensor(
     [
@@ -124,12 +122,8 @@ def _shape_sdf(kind: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Te
     bar = box(1.0, 0.3)
     half_disc = torch.maximum(r - 0.95, -(y + 0.05))
     corner = torch.minimum(box(0.85, 0.25, 0.0, -0.6), box(0.25, 0.85, -0.6, 0.0))
-    two_dots = torch.minimum(
-        torch.sqrt((x - 0.5) ** 2 + y**2) - 0.42, torch.sqrt((x + 0.5) ** 2 + y**2) - 0.42
-    )
-    all_sdf = torch.stack(
-        [disc, square, triangle, star, cross, ring, bar, half_disc, corner, two_dots], dim=1
-    )
+    two_dots = torch.minimum(torch.sqrt((x - 0.5) ** 2 + y**2) - 0.42, torch.sqrt((x + 0.5) ** 2 + y**2) - 0.42)
+    all_sdf = torch.stack([disc, square, triangle, star, cross, ring, bar, half_disc, corner, two_dots], dim=1)
     return all_sdf.gather(1, kind.view(-1, 1, 1, 1).expand(-1, 1, *x.shape[1:])).squeeze(1)
 
 

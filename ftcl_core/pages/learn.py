@@ -241,6 +241,7 @@ def differences_figure(said: Mapping[str, tuple[Mapping, str, str | None]]) -> p
 
 
 MINUTE_LABELS = {"plain": "plain MoCo", "both": "FT from the first step"}
+MINUTE_TITLES = ("Mean(pos): a view against its other view", "Mean(neg): against the queue's keys")
 
 
 def minute_figure(readings: Mapping[str, Mapping[str, Sequence[float]]], knn: Mapping[str, float]) -> plt.Figure:
@@ -253,7 +254,7 @@ def minute_figure(readings: Mapping[str, Mapping[str, Sequence[float]]], knn: Ma
     for (label, r), colour in zip(readings.items(), ("#4c72b0", palette.SIDE_COLORS["costs"])):
         for ax, stat in zip(axes, ("pos", "neg")):
             ax.plot(r["step"], r[stat], color=colour, label=f"{MINUTE_LABELS.get(label, label)} (kNN {knn[label]:.1f} %)")
-    for ax, title in zip(axes, ("Mean(pos): a view against its other view", "Mean(neg): against the queue's keys")):
+    for ax, title in zip(axes, MINUTE_TITLES):
         ax.set_title(title, fontsize=legibility.TITLE_PT)
         ax.set_xlabel("step", fontsize=legibility.TEXT_PT)
         ax.set_ylim(-0.1, 1.0)
