@@ -54,9 +54,9 @@ def check_dense(caller: str, **tensors: torch.Tensor) -> None:
 
 def temperature(caller: str, tau: object, hint: str) -> float:
     """``tau`` as a float: a real number in [:data:`MIN_TEMPERATURE`, inf), else a ValueError naming it."""
-    if not (is_real(tau) and not isinstance(tau, torch.Tensor) and math.isfinite(tau) and tau >= MIN_TEMPERATURE):
-        raise ValueError(f"{caller}: temperature tau={tau!r} must be a finite number > 0, at least {MIN_TEMPERATURE:g} "
-                         f"(below, the logits overflow), or a one-element float tensor; {hint}.")
+    if not (is_real(tau) and not isinstance(tau, torch.Tensor) and math.isfinite(tau) and MIN_TEMPERATURE <= tau <= 10):
+        raise ValueError(f"{caller}: temperature tau={tau!r} must be a number from {MIN_TEMPERATURE:g} (below, the logits "
+                         f"overflow) to 10 (above, every logit is near 0), or a one-element float tensor; {hint}.")
     return float(tau)
 
 
@@ -77,3 +77,38 @@ def check_global_rows(rows: object, n_global: object, n: int) -> None:
     if rows.device.type == "cpu" and n and not (0 <= int(rows.min()) and int(rows.max()) < n_global):
         raise ValueError(f"rows hold indices from {int(rows.min())} to {int(rows.max())}, outside [0, "
                          f"n_global={n_global}): each is a pair's place in the whole batch.")
+
+
+def check_readout(caller: str, train_feats: object, train_labels: object, test_feats: object, test_labels: object,
+                  **positive: object) -> None:
+    """A readout's arguments: features as 2-D floating tensors of one width, labels as 1-D non-negative integer tensors
+    of their rows, at least one test image, and each of ``positive`` (k, t, epochs, lr ...) a finite number > 0."""
+    for feats, labels, which in ((train_feats, train_labels, "train"), (test_feats, test_labels, "test")):
+        if not (isinstance(feats, torch.Tensor) and feats.dim() == 2 and feats.is_floating_point()):
+            raise TypeError(f"{caller}: {which}_feats must be a 2-D float tensor (images x features), got {described(feats)}.")
+        if not (isinstance(labels, torch.Tensor) and labels.shape == feats.shape[:1] and not labels.is_floating_point()
+                and labels.dtype != torch.bool and (not len(labels) or int(labels.min()) >= 0)):
+            raise ValueError(f"{caller}: {which}_labels must be a 1-D integer tensor of class indices >= 0, one per "
+                             f"row of {which}_feats ({feats.shape[0]}), got {described(labels)}.")
+    if train_feats.shape[1] != test_feats.shape[1] or not len(test_feats) or not len(train_feats):
+        raise ValueError(f"{caller}: train and test features must share their width and hold images, got "
+                         f"{tuple(train_feats.shape)} and {tuple(test_feats.shape)}.")
+    for name, v in positive.items():
+        if not (is_real(v) and math.isfinite(v) and v > 0):
+            raise ValueError(f"{caller}: {name}={v!r} must be a finite number > 0.")
+
+
+def check_scores(caller: str, l_pos: object, l_neg: object, rows: bool = True) -> None:
+    """A batch's scores: ``l_pos`` (N,) and ``l_neg`` (N, K), tensors (shapes only, nothing read; ``rows=False``: the
+    statistics, which read the first queries of each, let N differ)."""
+    if not (isinstance(l_pos, torch.Tensor) and isinstance(l_neg, torch.Tensor) and l_pos.dim() == 1 and l_neg.dim() == 2
+            and (len(l_pos) == len(l_neg) or not rows)):
+        raise ValueError(f"{caller}: l_pos must be (N,) and l_neg (N, K), got {described(l_pos)} and {described(l_neg)}.")
+
+
+def check_views(caller: str, a: object, b: object) -> None:
+    """Two views' features: 2-D float tensors of one shape and dtype (shapes only, nothing read)."""
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == 2 and a.shape == b.shape
+            and a.dtype == b.dtype and a.is_floating_point()):
+        raise ValueError(f"{caller}: the two views must be float tensors of one shape and dtype (N x C), got "
+                         f"{described(a)} and {described(b)}.")

@@ -16,6 +16,7 @@ from ftcl_core.arguments import (
     UNIT_NORM_TOL,
     check_dense,
     check_global_rows,
+    check_views,
     described,
     is_count,
     is_real,
@@ -44,6 +45,7 @@ def other_sample_mask(rows: torch.Tensor, n_global: int) -> torch.Tensor:
     ``rows`` are the global indices (in ``0..M-1``) of this process's N samples; an
     anchor's own column and its positive's column are excluded, every other sample of
     either view is a negative."""
+    check_global_rows(rows, n_global, len(rows) if isinstance(rows, torch.Tensor) else 0)
     n = rows.shape[0]
     own = symmetric_rows(rows, n_global)
     pos = torch.cat([rows + n_global, rows])
@@ -117,6 +119,10 @@ def in_batch_negative_scores(anchors: torch.Tensor, positives: torch.Tensor) -> 
 
     BYOL and SimSiam have no negatives; these scores only feed the statistics (a collapsed encoder drives
     them to 1, as it does Mean(neg) in MoCo)."""
+    check_views("in_batch_negative_scores", anchors, positives)
+    if len(anchors) < 2 or len(anchors) % 2:
+        raise ValueError(f"in_batch_negative_scores: anchors must stack two views of N >= 1 samples ([a1; a2], 2N rows), "
+                         f"got {len(anchors)} rows.")
     n = anchors.shape[0] // 2
     bank = torch.cat([positives[n:], positives[:n]])  # [view-1 features; view-2 features]
     keep = other_sample_mask(torch.arange(n, device=anchors.device), n)

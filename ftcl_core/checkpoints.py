@@ -113,6 +113,11 @@ class TrainingLog:
         h.update(np.ascontiguousarray(np.asarray(self.grad_epoch, dtype=np.float64)).tobytes())
         return h.hexdigest()
 
+    def histogram_digest(self) -> str | None:
+        """A sha256 of the score histograms so far (None without any): sealed beside :meth:`digest`."""
+        stacked = torch.stack([h.cpu() for h in self.histograms]).numpy() if self.histograms else None
+        return None if stacked is None else hashlib.sha256(np.ascontiguousarray(stacked).tobytes()).hexdigest()
+
     def save(self, run: RunDir) -> None:
         write_npz(run.metrics, self.recorder.as_arrays())
         grads = {"per_epoch": np.stack(self.grad_epoch), "layers": np.asarray(self.layer_names)}
@@ -142,7 +147,8 @@ def save(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, 
         "rng": rng,
         "world_size": distributed.world_size(),
     }, seal={"epoch": epoch, **CODE_COMMIT, **({"config": cfg.to_dict()} if cfg is not None else {}),
-             "log": log.digest(), "threads": torch.get_num_threads()})  # a resume keeps the count: it rounds the sums
+             "log": log.digest(), "histograms": log.histogram_digest(),
+             "threads": torch.get_num_threads()})  # a resume keeps the count: it rounds the sums
 
 
 def resume(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer, gen: torch.Generator,
@@ -174,6 +180,9 @@ def resume(run: RunDir, model: torch.nn.Module, optimizer: torch.optim.Optimizer
         raise RunFileError(f"{run.metrics} and {run.grad_norms} are not the log {run.checkpoint.name} was written with "
                            f"(the first {state['epoch']} epoch(s) differ: another run's log, or edited). Restore them, "
                            f"or delete {run.checkpoint.name} to train the run again from its start.")
+    if (sealed := (read_seal(run.checkpoint) or {}).get("histograms")) and log.histogram_digest() != sealed:
+        raise RunFileError(f"{run.histograms} is not the score histograms {run.checkpoint.name} was written with (missing, "
+                           f"cut or edited). Restore it, or delete {run.checkpoint.name} to train the run again from its start.")
     return state["epoch"], state["train_s"], draws
 
 

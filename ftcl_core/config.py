@@ -300,10 +300,14 @@ def _migrate(raw: dict) -> dict:
         raise ConfigError(f"a config must map keys to values, not {type(raw).__name__}.")
     method = raw.get("method", "moco")
     old = raw.get("moco")
-    if method not in OLD_KEYS or not isinstance(old, dict):
-        return raw
+    if not isinstance(method, str) or method not in OLD_KEYS or not isinstance(old, dict):
+        return raw  # a method that is no name is refused with the choices where the values are checked
     out = copy.deepcopy(raw)
     own = out.setdefault(method, {})
+    if own is None:  # "byol:" with nothing under it: an empty section
+        own = out[method] = {}
+    if not isinstance(own, dict):
+        raise ConfigError(f"{method} is a section: give it keys ({method}.<key>: value), not {own!r}.")
     for old_key, new_key in OLD_KEYS[method].items():
         if old_key not in old:
             continue

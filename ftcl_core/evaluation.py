@@ -14,6 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ftcl_core.arguments import check_readout
 from ftcl_core.augment import AugmentConfig, center_view
 
 
@@ -37,6 +38,7 @@ def knn_top1(
     k: int = 200, t: float = 0.1, chunk: int = 1024,
 ) -> float:
     """Weighted kNN (InstDisc / MoCo monitor): cosine neighbours, weights ``exp(s / t)``; top-1 in percent."""
+    check_readout("knn_top1", train_feats, train_labels, test_feats, test_labels, k=k, t=t, chunk=chunk)
     n_cls = int(max(train_labels.max(), test_labels.max())) + 1
     bank = F.normalize(train_feats, dim=1)
     k = min(k, len(bank))
@@ -58,6 +60,8 @@ def linear_readout(
 
     The paper's linear protocol (Supp B.2-B.3: frozen encoder, one linear layer, lr 10 on raw features) with the
     features standardised first, so that one modest lr serves every encoder and scale."""
+    check_readout("linear_readout", train_feats, train_labels, test_feats, test_labels, epochs=epochs, lr=lr,
+                  batch_size=batch_size)
     gen = torch.Generator().manual_seed(seed)
     mean, std = train_feats.mean(0), train_feats.std(0).clamp_min(1e-6)
     xtr, xte = (train_feats - mean) / std, (test_feats - mean) / std

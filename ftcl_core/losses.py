@@ -25,6 +25,7 @@ from ftcl_core.arguments import (
     UNIT_NORM_TOL,
     check_dense,
     check_global_rows,
+    check_scores,
     described,
     off_unit_norm,
     temperature,
@@ -251,6 +252,7 @@ def logits_from_scores(l_pos: torch.Tensor, l_neg: torch.Tensor, tau: float) -> 
     """Stack positive and negative scores into InfoNCE logits divided by the temperature ``tau`` (eq. 1): a number
     (NumPy's too), or a one-element tensor, a learnable temperature (not checked for its sign: that would wait on
     the device every step)."""
+    check_scores("logits_from_scores", l_pos, l_neg)
     if isinstance(tau, torch.Tensor) and tau.numel() == 1 and tau.is_floating_point():
         return torch.cat([l_pos.unsqueeze(1), l_neg], dim=1) / tau
     tau = temperature("logits", tau, "MoCo v1 uses 0.07, v2 0.2")

@@ -22,6 +22,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ftcl_core.arguments import check_scores, check_views, is_count, is_real
+
 SCORE_COLUMNS = ("pos_mean", "neg_mean", "neg_var", "ft_pos_mean", "ft_neg_mean", "ft_neg_var")
 # Of the batch's two views (runs stored before these existed lack them): see representation_statistics
 REPRESENTATION_COLUMNS = ("align", "uniform", "rho", "erank", "same_class")
@@ -41,6 +43,7 @@ def representation_statistics(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tenso
 
     Never raises on non-finite features (a diverged step): each statistic they reach is NaN.
     """
+    check_views("representation_statistics", z1, z2)
     a, b = F.normalize(z1.detach().float(), dim=1), F.normalize(z2.detach().float(), dim=1)
     n = a.shape[0]
     align = (a - b).pow(2).sum(1).mean()
@@ -71,6 +74,7 @@ def score_statistics(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64
     ``l_pos`` is ``(N,)``, ``l_neg`` ``(N, K)``; Var is the population variance over
     the K negatives.
     """
+    check_scores("score_statistics", l_pos, l_neg, rows=False)
     p, g = l_pos[:n].detach().float(), l_neg[:n].detach().float()
     var, mean = torch.var_mean(g, dim=1, correction=0)
     return torch.stack([p.mean(), mean.mean(), var.mean()])
@@ -85,6 +89,10 @@ def score_histogram(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64, bins:
     query, longer than one, scales every negative.  Such scores are counted in the end bins rather than
     dropped, so each row always sums to the number of scores.
     """
+    check_scores("score_histogram", l_pos, l_neg, rows=False)
+    if not (is_count(bins) and bins >= 1 and is_real(lo) and is_real(hi) and lo < hi):
+        raise ValueError(f"score_histogram: bins={bins!r} must be a whole number >= 1 and lo={lo!r} < hi={hi!r}.")
+
     def hist(x: torch.Tensor) -> torch.Tensor:
         return torch.histc(x.detach().float().clamp(lo, hi), bins, lo, hi)
 

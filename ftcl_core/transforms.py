@@ -90,9 +90,10 @@ def _check_permutation(perm: object, k: int) -> None:
             and perm.dtype != torch.bool and not perm.is_complex()):
         raise TypeError(f"interpolate_negatives: perm must be a 1-D integer tensor of the queue's {k} rows in some "
                         f"order (sample_permutation({k}, gen)), got {described(perm)}.")
-    if perm.device.type == "cpu" and k and not (0 <= int(perm.min()) and int(perm.max()) < k):
-        raise ValueError(f"interpolate_negatives: perm holds rows {int(perm.min())} to {int(perm.max())}, outside "
-                         f"the queue's 0 to {k - 1}: use sample_permutation({k}, gen).")
+    if perm.device.type == "cpu" and k and not (0 <= int(perm.min()) and int(perm.max()) < k
+                                                and bool((perm.bincount(minlength=k) == 1).all())):
+        raise ValueError(f"interpolate_negatives: perm must hold each of the queue's rows 0 to {k - 1} once (a "
+                         f"permutation), got rows {int(perm.min())} to {int(perm.max())}: use sample_permutation({k}, gen).")
 
 
 def hard_negative_logits(z_q: torch.Tensor, queue: torch.Tensor, lam: Lam, z_anchor: torch.Tensor | None = None) -> torch.Tensor:
@@ -105,6 +106,8 @@ def hard_negative_logits(z_q: torch.Tensor, queue: torch.Tensor, lam: Lam, z_anc
     """
     anchor = z_q if z_anchor is None else z_anchor
     _check_mix("hard_negative_logits", lam, z_q=z_q, z_anchor=anchor)
+    if not (isinstance(queue, torch.Tensor) and queue.dim() == 2 and queue.shape[1] == z_q.shape[-1]):
+        raise ValueError(f"hard_negative_logits: queue must be K x {z_q.shape[-1]} (the queries' width), got {described(queue)}.")
     if isinstance(lam, torch.Tensor) and lam.dim() == 2 and lam.shape[1] > 1:  # per-dimension
         return ((lam * anchor) * z_q).sum(1, keepdim=True) + ((1 - lam) * z_q) @ queue.T
     lam_col = lam if not isinstance(lam, torch.Tensor) or lam.dim() == 0 else lam.view(-1, 1)
@@ -133,12 +136,15 @@ def per_dimension_positive_score(z_q: torch.Tensor, z_k: torch.Tensor, lam: Lam)
     """eq. 4 with one ``l`` per dimension (Sec 4.3), for unit z_q, z_k of shape (N, D) and ``lam`` broadcasting to
     them: ``S' = S + sum_d l_d (1 - l_d)(z_q,d - z_k,d)^2``, shape (N,). Each term is <= 0 when every ``l_d`` >= 1,
     so the pair is harder pair by pair; with one ``l`` it is eq. 4, since ``sum_d (z_q,d - z_k,d)^2 = 2 (1 - S)``."""
+    _check_mix("per_dimension_positive_score", lam, z_q=z_q, z_k=z_k)
     s = (z_q * z_k).sum(-1)  # (N,)
     return s + (lam * (1 - lam) * (z_q - z_k) ** 2).sum(-1)
 
 
 def renormalize(z: torch.Tensor) -> torch.Tensor:
     """Re-projection onto the unit sphere after FT (Supp F): ``z / ||z||``."""
+    if not (isinstance(z, torch.Tensor) and z.is_floating_point()):
+        raise TypeError(f"renormalize: z must be a float tensor of features, got {described(z)}.")
     return F.normalize(z, dim=-1)
 
 
@@ -146,6 +152,9 @@ def unit_pairs(n: int, dim: int, gen: torch.Generator, dtype: torch.dtype = torc
                ) -> tuple[torch.Tensor, torch.Tensor]:
     """``n`` pairs of unit vectors ``(z_q, z_k)`` whose cosines S spread over the whole of [-1, 1]: test pairs
     for eq. 3/4, since random pairs in high dimension all have S near 0."""
+    _check_draws("unit_pairs", gen, n=n, dim=dim)
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"unit_pairs: dtype must be a float dtype (torch.float64, say), got {dtype!r}.")
     zq = F.normalize(torch.randn(n, dim, generator=gen, dtype=dtype), dim=1)
     noise = F.normalize(torch.randn(n, dim, generator=gen, dtype=dtype), dim=1)
     mix = torch.rand(n, 1, generator=gen, dtype=dtype) * 2 - 1
@@ -199,6 +208,9 @@ def sample_gamma(alpha: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """Gamma(alpha, 1) draws by Marsaglia and Tsang's method, from ``gen`` only (torch's own Gamma
     sampler takes no generator).  For alpha < 1 uses ``Gamma(a) = Gamma(a+1) * U^(1/a)``.  The loop ends for every
     finite alpha > 0 (at an infinite one it never would: the config bounds FT's, ``config.BETA_RANGE``)."""
+    if not isinstance(alpha, torch.Tensor) or alpha.device.type == "cpu" and not bool(((alpha > 0) & alpha.isfinite()).all()):
+        raise ValueError(f"sample_gamma: alpha must be a tensor of finite numbers > 0 (it never ends otherwise), got "
+                         f"{described(alpha)}: e.g. torch.tensor([2.0]).")  # read on the CPU only: no wait on a GPU
     alpha = alpha.double()
     boost = alpha < 1
     a = torch.where(boost, alpha + 1, alpha)
@@ -228,6 +240,8 @@ def sample_beta(a: float, b: float, shape: tuple[int, ...], gen: Draws) -> torch
     :class:`DeviceDraws`: :func:`sample_beta_on` on its device."""
     if not (0 < a < math.inf and 0 < b < math.inf):  # NaN too; an infinite one never leaves Gamma's rejection loop
         raise ValueError(f"Beta parameters must be > 0 and finite; got a={a}, b={b}. The paper uses alpha in [0.2, 2.0].")
+    if not (isinstance(shape, tuple) and all(is_count(d) and d >= 0 for d in shape)):
+        raise ValueError(f"sample_beta: shape must be a tuple of whole numbers >= 0, got {shape!r}.")
     if isinstance(gen, DeviceDraws):
         return sample_beta_on(a, b, shape, gen.gen)
     x = sample_gamma(torch.full(shape, float(a)), gen)
