@@ -45,8 +45,8 @@ def other_sample_mask(rows: torch.Tensor, n_global: int) -> torch.Tensor:
     ``rows`` are the global indices (in ``0..M-1``) of this process's N samples; an
     anchor's own column and its positive's column are excluded, every other sample of
     either view is a negative."""
-    check_global_rows(rows, n_global, len(rows) if isinstance(rows, torch.Tensor) else 0)
-    n = rows.shape[0]
+    n = rows.shape[0] if isinstance(rows, torch.Tensor) else 0
+    check_global_rows(rows, n_global, n)
     own = symmetric_rows(rows, n_global)
     pos = torch.cat([rows + n_global, rows])
     keep = torch.ones(2 * n, 2 * n_global, dtype=torch.bool, device=rows.device)

@@ -4,7 +4,7 @@
 # **From the first step, positive extrapolation costs MoCo {term}`readout` here ({glue:md}`t7_v1_pos` points with
 # {term}`+pos` alone, where the paper gains {glue:md}`t7_v1_pos_paper`): the encoder undoes the harder positive and
 # crowds every image together to do it.** In this chapter you will learn how the feature transformations act inside
-# MoCo's loss, what they do to the readout and to the score statistics, and how to recognise a collapse in those statistics.
+# MoCo's loss, what they do to the readout and to the score statistics, and how to recognise crowding in those statistics.
 #
 # The paper's central claim (Sec 4, Table 7): on ImageNet-100, positive extrapolation and negative
 # interpolation each improve MoCo's {term}`linear readout`, together more than either alone, for MoCo v1 and v2, and
@@ -240,8 +240,8 @@ plt.show()
 #   again rises towards one under positive extrapolation from the first step, and read why in *A concentrated state:
 #   does it attract or repel?* of [Why does FT from the first step cost?](07b_gradient.ipynb).
 # * **A config key, `ft.pos`.** `.venv/bin/python -m ftcl_core train configs/cpu_cal_moco_v1.yaml ft.pos=true --out
-#   runs/try-pos` adds positive extrapolation to the calibrated MoCo v1 baseline. Expect the concentration signature of
-#   *The concentration signature of every setting*, and find whether it survives the calibrated baselines in
+#   runs/try-pos` adds positive extrapolation to the calibrated MoCo v1 baseline. Expect the signature the section
+#   *The concentration signature of every setting* tabulates, and find whether it survives the calibrated baselines in
 #   {ref}`recipe-changes`.
 # * **A config key, `ft.start_epoch`.** `.venv/bin/python -m ftcl_core train configs/cpu_cal_moco_v1.yaml ft.pos=true
 #   ft.neg=true ft.start_epoch=15 --out runs/try-late` switches FT on only at epoch 15, after the randomly filled

@@ -17,8 +17,7 @@ import csv
 from IPython.display import display
 
 from ftcl_core.pages.markup import html_table, markdown_html
-from ftcl_core.study import store, sweeps, table_verdicts
-from ftcl_core.study.chapters import baselines
+from ftcl_core.study import baseline_tables, store, sweeps, table_verdicts
 from ftcl_core.study.results.numbers import plus_minus
 
 if profile == "smoke":  # the smoke profile's two runs, as on the results page (trained once, then found)
@@ -37,7 +36,7 @@ rows = list(csv.DictReader(table_verdicts.write_summary(profile).open()))
 # one data set's runs are still on the original recipe while another's are {term}`calibrated` (not compared).
 
 # %%
-header, cells = baselines.across_table(rows)
+header, cells = baseline_tables.across_table(rows)
 if cells:
     display(html_table(header, cells, caption="Claims tested on more than one data set: the verdict on each, with "
                                               "its seeds and recipe"))
@@ -54,7 +53,7 @@ else:
 
 # %%
 before_rows = list(csv.DictReader(store.RECIPE_RECORD.open())) if store.RECIPE_RECORD.is_file() else []
-moved = baselines.recipe_table(before_rows, rows)
+moved = baseline_tables.recipe_table(before_rows, rows)
 if moved:
     display(html_table(["table", "setting", "claim", "original recipe", "calibrated recipe", "verdict changed"], moved,
                        caption="Verdict and paired difference against the reference (points) on each recipe"))
@@ -88,11 +87,11 @@ else:
 # %%
 from ftcl_core.study import calibration
 
-trials = baselines.trials_for(profile)  # under smoke: two tiny trials, so that CI runs this code
+trials = baseline_tables.trials_for(profile)  # under smoke: two tiny trials, so that CI runs this code
 if trials:
     display(markdown_html("<details><summary>Every trial, method by method</summary>\n\n"
                           + calibration.markdown(trials) + "\n</details>"))  # opens on demand
-    display(html_table(baselines.TRIAL_COLUMNS, baselines.chosen_trials_table(trials),
+    display(html_table(baseline_tables.TRIAL_COLUMNS, baseline_tables.chosen_trials_table(trials),
                        caption="Each method's chosen trial against the bar (on Fashion-MNIST, the raw-pixel probe "
                                "of the validation images)"))
 else:
@@ -127,7 +126,7 @@ if aims:
                          met(a["spread_met"])] for a in aims],
                        caption="Calibrated baselines of Table 7 and Supp E (BYOL) at the tables' budget, against the bar this "
                                "book sets for a baseline"))
-    display(html_table(["data set", "MoCo v1 %", "MoCo v2 %", "v2 ≥ v1"], baselines.v2_against_v1_table(aims),
+    display(html_table(["data set", "MoCo v1 %", "MoCo v2 %", "v2 ≥ v1"], baseline_tables.v2_against_v1_table(aims),
                        caption="MoCo v2's baseline against MoCo v1's at the tables' budget"))
 else:
     display(markdown_html("No Table 7 baseline runs on a calibrated recipe yet."))

@@ -67,8 +67,8 @@ plt.show()
 # $m = 1$ the key encoder never moves from its random start (the paper's first study, read in a later chapter).
 #
 # Other families drop the negatives: **BYOL** and **SimSiam** predict the key branch's feature (no gradient into it),
-# **SwAV** compares the views' cluster assignments. [Beyond MoCo](10_methods.ipynb) gives them {term}`FT`'s harder
-# positive; this course stays with MoCo.
+# **SwAV** compares the views' cluster assignments. [Beyond MoCo](10_methods.ipynb) tries the paper's feature
+# transformations on them too; this course stays with MoCo.
 #
 # ## The whole method
 #

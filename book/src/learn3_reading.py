@@ -214,9 +214,9 @@ if t1_metrics:
     plt.show()
 
 # %% [markdown]
-# Look at how jagged each line is: $m = 0$, $0.5$ and $0.9$ jump more from one epoch to the next than $m = 0.99$ and
-# $m = 1$ (a typical jump of {glue:md}`swing_most_sd` at $m =$ {glue:md}`swing_most` against
-# {glue:md}`swing_least_sd` at $m =$ {glue:md}`swing_least`, in the figure's units).
+# Look at how jagged each line is, not at its level: $m = 0$, $0.5$ and $0.9$ jump more from one epoch to the next
+# than $m = 0.99$ and $m = 1$, the jumps at $m =$ {glue:md}`swing_most` about {glue:md}`swing_ratio` times those at
+# $m =$ {glue:md}`swing_least`.
 #
 # ## Summary
 #
@@ -265,9 +265,10 @@ for m in (0.99, 0.999):
     epochs = stored_cfg.train.epochs
     print(f"m = {m}: {t:.0f} steps, {t / per_epoch:.1f} epochs of {epochs}")
 
-# Solution 3: the small momenta, whose Mean(neg) ends highest, read lowest; yet the
-# highest ends below the collapse level and its linear readout stays above the
-# never-trained encoder's: crowded features, not collapsed ones.
+# Solution 3: the run whose Mean(neg) ends highest reads below every momentum from 0.9
+# on, yet it ends below the collapse level and reads above the never-trained encoder:
+# crowded, not collapsed. Mean(neg) flags crowding but does not rank the others'
+# readouts: compare m = 1 with m = 0.8 below.
 for r in t1_runs:
     end_neg = float(np.mean(t1_metrics[r["setting"]]["neg_mean"][-100:]))
     readout, untrained = r["linear_top1"], r["random_init_linear_top1"]

@@ -40,8 +40,8 @@ glue_reading(ft_reading.read())
 # %% [markdown]
 # ## The two transformations, in code
 #
-# In a MoCo step FT sits between the features and the scores (the paper's Fig 2): the loss scores mixes, while the
-# queue still receives the keys as the encoder made them, the *clean* keys.
+# In a MoCo step FT sits between the features and the scores (the paper's Fig 2): the loss scores mixed features,
+# while the queue still receives the keys as the encoder made them, the *clean* keys.
 
 # %% tags=["remove-input"]
 diagrams.moco_pipeline()
@@ -79,7 +79,7 @@ def my_interpolate(queue: torch.Tensor, lam, partners: torch.Tensor) -> torch.Te
 
 
 # %% tags=["hide-input"]
-# Eight pairs and a queue, mine against the library's; the scores before and after
+# Mine against the library's, on eight pairs and a queue
 gen = torch.Generator().manual_seed(0)
 z_q, z_k = transforms.unit_pairs(8, 128, gen)
 queue = F.normalize(torch.randn(4096, 128, generator=gen, dtype=torch.float64), dim=1)

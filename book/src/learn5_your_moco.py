@@ -28,8 +28,8 @@ from ftcl_core.study import auto_start, headroom
 # %% [markdown]
 # ## Four lines
 #
-# In the MoCo step you built, three lines turn the queries `q`, the keys `k` and the `queue` into the loss: the
-# positive scores, the negative scores, and InfoNCE over both. FT replaces them with four lines. With `q`, `k`
+# In the MoCo step you built, a few lines turn the queries `q`, the keys `k` and the `queue` into the loss: the
+# positive scores, the negative scores, the logits and InfoNCE over them. FT replaces them with four lines. With `q`, `k`
 # normalised ($N\times C$), the queue $K\times C$ and `from ftcl_core import ft`, on random features:
 
 # %% tags=["show-input"]
@@ -58,7 +58,7 @@ assert torch.allclose(off, plain)  # FT off is the plain MoCo of the second chap
 #
 # ## The whole step
 #
-# Put the four lines into the MoCo step of the second chapter, in place of its three scoring lines, and you have
+# Put the four lines into the MoCo step of the second chapter, in place of its scoring lines, and you have
 # MoCo with FT. As in the paper's released code, the negatives meet the *extrapolated* query, and the queue
 # receives the keys as the encoder made them, not the mixed ones (the *clean* keys). A test holds this step to the
 # library's, loss, gradients, weights and queue:
@@ -93,7 +93,7 @@ display(markup.source_code(moco_ft_step))
 # images, as raw cosines of the encoder's features (before any mixing).
 
 # %% tags=["hide-input"]
-# Train the recipe's MoCo with my_ft_step for a minute, reading it every few steps
+# A minute of training, read every 10 steps
 from ftcl_core.evaluation import extract_features, knn_top1
 from ftcl_core.methods import build_model
 from ftcl_core.study import learn
@@ -150,7 +150,7 @@ if profile != "smoke":  # the words below read a full minute; a smoke run proves
 
 # %% [markdown]
 # The harder positive is answered at once. With FT the encoder pulls an image's two views almost onto one point
-# (Mean(pos) {glue:md}`minute_both_pos` against {glue:md}`minute_plain_pos` plain), but it pulls every other image
+# (Mean(pos) {glue:md}`minute_both_pos` at the end, against {glue:md}`minute_plain_pos` plain), but it pulls every other image
 # close too (Mean(neg) {glue:md}`minute_both_neg` against {glue:md}`minute_plain_neg`): the images {term}`crowd
 # <crowding>` together, and the features tell them apart less well (a {term}`kNN readout` of
 # {glue:md}`minute_both_knn` % against {glue:md}`minute_plain_knn` %). That is one seed and one minute; the stored
@@ -171,22 +171,17 @@ for epoch in (0, 35, 36, 119):
 # %% [markdown]
 # In a run of the library the same switch is the config key `ft.start_epoch`.
 #
-# ## Letting the run decide
-#
-# Not in the paper: a rule this book adds, tuned on one task. On data of your own you do not know where 30 % of a
-# good run lies, nor whether it is the right moment. `ft.PlateauStart` decides from the run's own training loss, no labels needed. After each epoch $e$ it is told the
-# epoch's mean loss $L_e$, and FT switches on from the next epoch once the loss fell, over the last $w$ epochs, by
-# less than a share $f$ of all it has fallen since the first:
-#
-# $$L_{e-w} - L_e < f\,(L_0 - L_e),\qquad w = 5,\ f = 0.1 \text{ by default}.$$
-#
-# Once on, FT stays on. In your loop: `active=start.on` in every step, one call after each epoch. Below, the mean
-# losses of a stored 120-epoch run of a harder task than the shapes (thirty classes of shapes, a distracting shape in
-# every image) stand in for your training:
+# **Not in the paper: letting the run decide.** On data of your own you do not know where 30 % of a good run lies.
+# `ft.PlateauStart`, a rule this book adds and tuned on one task, switches FT on once the epoch's mean training loss
+# $L_e$ has stopped falling much: once $L_{e-w} - L_e < f\,(L_0 - L_e)$ ($w = 5$ epochs, $f = 0.1$), and FT stays on.
+# On the tasks it was not tuned on it never clearly hurt, and where a fixed start after 30 % helped, it did not
+# ([the runs](#auto-start)): a fixed start after 30 % of a long run is the safe default. The fold runs the rule on the
+# losses of a stored run of the harder task below:
 
-# %% tags=["show-input"]
+# %% tags=["hide-cell"]
+# PlateauStart on a stored run's epoch losses (the harder task, 120 epochs, no FT)
 rows, records = headroom.load()  # the harder task's stored runs
-stored = headroom.stored_run(records, "baseline 120", seed=0)  # no FT in it
+stored = headroom.stored_run(records, "baseline 120", seed=0)
 start = ft.PlateauStart(window=5, fraction=0.1)
 for epoch_loss in auto_start.epoch_losses(stored):
     # one step stands in for your epoch's steps; FT is on or off for the whole epoch
@@ -196,15 +191,12 @@ for epoch_loss in auto_start.epoch_losses(stored):
 print(f"FT switches on from epoch {start.start_epoch} of 120")
 
 # %% [markdown]
-# In a run of the library it is `ft.start=auto` ([Using ftcl](guide.md)). On the tasks it was not tuned on, the rule
-# never clearly hurt; where a fixed start after 30 % helped a little, its own gain was too small to tell from zero;
-# and in 30-epoch runs it switched on past half of the run ([the runs the rule was not chosen on](#auto-start)).
-#
 # ## What the runs say
 #
-# A difference is in **points** of {term}`readout` (top-1 %), {term}`paired` by seed (each seed trained once with
-# and once without), written as its mean ± the half-width of its 95 % interval over the seeds; an interval that holds
-# zero is no evidence either way. Each line is one comparison of the stored runs, with the paper's where it reports one.
+# The book's stored runs answer at full length, on the drawn shapes and on a harder task (thirty classes of shapes, a
+# distracting shape in every image), each seed trained once with FT and once without. Each line is FT's readout minus
+# the same run's without it, in points, with the range that likely holds the mean (its 95 % interval): left of zero
+# FT costs, right of it FT gains; the diamond is the paper's gain, where it reports one.
 
 # %%
 # the stored cpu runs, whatever profile this page ran with
@@ -216,6 +208,7 @@ learn_figures.differences_figure({
     "the shapes, from the first step": (first, "both", "both_paper"),
     "harder task, from the first step, 240 epochs": (room, "both_240", None),
     "harder task, after 30 %, 30 epochs": (room, "both_late_30", None),
+    "harder task, after 30 %, 120 epochs": (room, "both_late_120", None),
     "harder task, after 30 %, 240 epochs": (room, "both_late_240", "both_late_paper"),
 })
 plt.show()
@@ -228,29 +221,23 @@ glue_reading(your_moco.read(first, room))
 
 # %% [markdown]
 # **From the first step, FT costs.** On the drawn shapes, MoCo v1 with both transformations falls from
-# {glue:md}`t7_base` of {term}`linear readout` to {glue:md}`t7_ft` ({glue:md}`t7_seeds` {term}`paired` seeds), where
-# the paper gains {glue:md}`t7_both_paper` points. (The third chapter's $m = 0.99$ runs are the same recipe and
-# seeds, trained on another processor: {glue:md}`twin_a_mean` %, a gap well inside either's interval.) Positive
-# extrapolation alone costs too ({glue:md}`t7_pos_diff` points); negative interpolation alone
-# ({glue:md}`t7_neg_diff`) is too small to tell from zero. At the end of these runs the encoder has done what the
-# minute above showed: a positive pair scores {glue:md}`why_arm_pos` with positive extrapolation against
-# {glue:md}`why_ref_pos` without, but the negatives score {glue:md}`why_arm_neg` against {glue:md}`why_ref_neg`, so
-# the margin the loss rewards, a positive's score over its negatives', ends smaller ({glue:md}`why_arm_margin`
-# against {glue:md}`why_ref_margin`, in each of {glue:md}`why_seeds` seeds). This goes with the cost; no experiment
-# here has shown that it causes it ([When does FT help?](07a_when_ft_helps.ipynb)).
+# {glue:md}`t7_base` of {term}`linear readout` to {glue:md}`t7_ft`, where the paper gains {glue:md}`t7_both_paper`
+# points. Positive extrapolation alone costs too; negative interpolation alone is too small to tell from zero. At the
+# end of these runs the encoder has done what the minute above showed: positive pairs score higher with positive
+# extrapolation than without, but the negatives higher still, so the margin the loss rewards ends smaller in every
+# seed. This goes with the cost; no experiment here has shown that it causes it
+# ([When does FT help?](07a_when_ft_helps.ipynb)).
 #
 # **Switched on late, on a task with room to grow, FT pays.** On the shapes a longer run's baseline nears 100 %, which
-# leaves little room for a gain. On the harder task, FT switched on after 30 % of the run still costs in 30-epoch
-# runs, and gains at 120 and 240 epochs, at 240 about as much as the paper's Table 6
-# ({glue:md}`hr_both_late_paper` points); from the first step it costs at every length
-# ([Does FT help once there is room to help?](11_headroom.ipynb)).
+# leaves little room for a gain. On the harder task FT switched on after 30 % of the run still costs in 30-epoch runs,
+# and gains at 120 and 240 epochs, at 240 about as much as the paper's Table 6; from the first step it costs at every
+# length ([Does FT help once there is room to help?](11_headroom.ipynb)).
 #
 # **Crowding warns of a cost; its absence does not promise a gain.** On the harder task the runs where FT costs show
 # the minute's {term}`crowding` as FT switches on, and the runs where it gains do not. But switched on at epoch 18 of
-# 120, an experiment designed to separate the two, FT does not crowd the images and still costs
-# ({glue:md}`hr_switch_from_18_of_120_diff` points; [the runs behind the crowding](#the-crowding)). So, in a MoCo of
-# your own: switch FT on part-way through a long run, not from the first step, and judge it by the
-# {term}`readout`, not by Mean(neg).
+# 120, an experiment designed to tell the two apart, FT does not crowd the images and still costs
+# ([the runs behind the crowding](#the-crowding)). So, in a MoCo of your own: switch FT on part-way through a long
+# run, not from the first step, and judge it by the {term}`readout`, not by Mean(neg).
 #
 # ## Summary
 #

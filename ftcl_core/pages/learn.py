@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ftcl_core.pages import palette
+from ftcl_core.study.results.numbers import fixed
 from ftcl_core.study.toy import ToyRun, hardest_share, push_curve
 
 CLUSTER_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
@@ -253,7 +254,7 @@ def minute_figure(readings: Mapping[str, Mapping[str, Sequence[float]]], knn: Ma
     fig, axes = plt.subplots(1, 2, figsize=(legibility.BOOK_WIDTH_IN, 2.6), layout="constrained", sharex=True)
     for (label, r), colour in zip(readings.items(), ("#4c72b0", palette.SIDE_COLORS["costs"])):
         for ax, stat in zip(axes, ("pos", "neg")):
-            ax.plot(r["step"], r[stat], color=colour, label=f"{MINUTE_LABELS.get(label, label)} (kNN {knn[label]:.1f} %)")
+            ax.plot(r["step"], r[stat], color=colour, label=f"{MINUTE_LABELS.get(label, label)} (kNN {fixed(knn[label], 1)} %)")
     for ax, title in zip(axes, MINUTE_TITLES):
         ax.set_title(title, fontsize=legibility.TITLE_PT)
         ax.set_xlabel("step", fontsize=legibility.TEXT_PT)

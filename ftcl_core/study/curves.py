@@ -197,7 +197,7 @@ def grad_swing_facts(per_epoch: Mapping[str, np.ndarray], layers: Sequence[str] 
         return out
     most, least = max(sd, key=sd.get), min(sd, key=sd.get)
     out.update({"most": most.removeprefix("m="), "least": least.removeprefix("m="), "most_sd": fixed(sd[most], 2),
-                "least_sd": fixed(sd[least], 2)})
+                "least_sd": fixed(sd[least], 2), "ratio": fixed(sd[most] / sd[least], 0) if sd[least] else "many"})
     first = next(iter(totals.values()))
     out.update({"first": fixed(float(first[0]), 1), "last": fixed(float(first[-1]), 1),
                 "growth": float(first[-1] / first[0])})

@@ -266,10 +266,10 @@ FIRST_STEP_CHECKS: Mapping = {  # the last Learn chapter (first_step_facts)
 def minute_facts(readings: Mapping[str, Mapping[str, Sequence[float]]], knn: Mapping[str, float]) -> dict:
     """The last Learn chapter's minute of training, plain MoCo against FT from the first step (``readings``: name ->
     its probe's raw ``pos`` and ``neg``, Mean(pos) and Mean(neg) every few steps; ``knn``: name -> kNN readout, %),
-    for the names ``plain`` and ``both``: each statistic over the last quarter of the readings (``<name>_pos``,
-    ``<name>_neg``) and each readout (``<name>_knn``); raw values under ``_value``."""
-    raw = {f"{name}_{stat}": float(np.mean(readings[name][stat][-max(1, len(readings[name][stat]) // 4):]))
-           for name in ("plain", "both") for stat in ("pos", "neg")} | {f"{n}_knn": knn[n] for n in ("plain", "both")}
+    for the names ``plain`` and ``both``: each statistic at the last reading, where the figure's lines end
+    (``<name>_pos``, ``<name>_neg``), and each readout (``<name>_knn``); raw values under ``_value``."""
+    raw = {f"{name}_{stat}": float(readings[name][stat][-1]) for name in ("plain", "both") for stat in ("pos", "neg")}
+    raw |= {f"{n}_knn": knn[n] for n in ("plain", "both")}
     return {k: fixed(v, 1 if k.endswith("knn") else 2) for k, v in raw.items()} | {f"{k}_value": v for k, v in raw.items()}
 
 

@@ -1,14 +1,13 @@
 """The reading of *Switching FT on in your own MoCo* (``book/learn5_your_moco``): what the runs say of FT from the
 first step on the shapes, of the late start on the harder task, why the encoder undoes the harder positive, and how
-the rule that switches FT on by the run's own loss fared; and that the baseline it quotes is the third chapter's
-m = 0.99 runs retrained on another processor."""
+the rule that switches FT on by the run's own loss fared."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ftcl_core.study import auto_start, experiment_file, headroom, learn, readings, store
-from ftcl_core.study.chapters import Block, momentum
+from ftcl_core.study import auto_start, headroom, learn, readings
+from ftcl_core.study.chapters import Block
 
 
 def read(first: Mapping, room: Mapping) -> list[Block]:
@@ -25,9 +24,7 @@ def read(first: Mapping, room: Mapping) -> list[Block]:
                                       "switch-from-18-of-120-does-not-crowd"), "hr_"),
         Block(learn.why_facts(), readings.CHECKS, ("the encoder undoes the harder positive",
                                                    "the encoder crowds the images together"), "why_"),
-        momentum.twin_block(store.load_records(momentum.TABLE_1, "cpu", experiment_file.STORED)),
         Block(auto_start.facts(), auto_start.CHECKS,
               ("auto-never-costs", "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist",
-               "auto-no-gain-where-the-fixed-start-gains-on-the-shapes-at-120",
-               "auto-switches-past-half-of-a-30-epoch-run")),
+               "auto-no-gain-where-the-fixed-start-gains-on-the-shapes-at-120")),
     ]

@@ -1,4 +1,4 @@
-"""The tables of *The baselines at the tables' budget* (``book/09c_baselines``): each claim's verdict per data set,
+"""The tables of *Baselines and recipes* (``book/09c_baselines``), which glues no words: each claim's verdict per data set,
 each verdict before and after calibration, the calibration's chosen trials and the baselines against the bar, as
 table cells (the page's captions and words are written in the page; nothing here makes a sentence)."""
 
