@@ -264,6 +264,9 @@ glue_reading(your_moco.read(first, room))
 # 4. Predict, then train: run the minute above with positive extrapolation alone (`ft.FTConfig(pos=True)`) and with
 #    negative interpolation alone. Which of the two crowds the images? Does that fit the stored runs, where positive
 #    extrapolation carries the cost? What can one seed and one minute tell you, and what not?
+# 5. See FT help: in the stored runs of the harder task, take each seed's readout with FT switched on after 30 % of
+#    the run minus the same seed's without FT, at 30, 120 and 240 epochs (`headroom.setting("both_late", length)`
+#    against `headroom.setting("baseline", length)`). In how many seeds does FT help at each length?
 #
 # The solutions are folded below, in cells that run as written.
 
@@ -320,3 +323,19 @@ if profile != "smoke":  # solution 4's words: +pos alone crowds and reads below 
                                                           {"plain": knn["plain"], "both": alone["pos"][1]}),
                   "FT crowds the images", "FT reads below plain MoCo")
     assert alone["neg"][0]["neg"][-1] < readings["both"]["neg"][-1] - 0.2, alone["neg"][0]["neg"]
+
+# %% tags=["hide-cell"]
+# Solution 5: the late start costs in every seed at 30 epochs and gains in every seed at
+# 120 and 240: a gain you can check seed by seed, on runs long enough to give it room.
+readout = {(r["setting"], r["seed"]): r["linear_top1"] for r in records}
+late_gains = {}
+for length in (30, 120, 240):
+    late = headroom.setting("both_late", length)
+    base = headroom.setting("baseline", length)
+    seeds = sorted({seed for setting, seed in readout if setting == late})
+    late_gains[length] = [readout[late, s] - readout[base, s] for s in seeds]
+    print(f"{length:>3} epochs: " + "  ".join(f"{d:+.1f}" for d in late_gains[length]))
+
+# %% tags=["remove-cell"]
+# solution 5's words, on the stored runs
+assert all(d < 0 for d in late_gains[30]) and all(d > 0 for d in late_gains[120] + late_gains[240]), late_gains
