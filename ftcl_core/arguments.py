@@ -55,8 +55,8 @@ def check_dense(caller: str, **tensors: torch.Tensor) -> None:
 def temperature(caller: str, tau: object, hint: str) -> float:
     """``tau`` as a float: a real number in [:data:`MIN_TEMPERATURE`, inf), else a ValueError naming it."""
     if not (is_real(tau) and not isinstance(tau, torch.Tensor) and math.isfinite(tau) and MIN_TEMPERATURE <= tau <= 10):
-        raise ValueError(f"{caller}: temperature tau={tau!r} must be a number from {MIN_TEMPERATURE:g} (below, the logits "
-                         f"overflow) to 10 (above, every logit is near 0), or a one-element float tensor; {hint}.")
+        raise ValueError(f"{caller}: temperature tau={tau!r} must be a finite number > 0, from {MIN_TEMPERATURE:g} (below, "
+                         f"the logits overflow) to 10 (above, every logit is near 0), or a one-element float tensor; {hint}.")
     return float(tau)
 
 

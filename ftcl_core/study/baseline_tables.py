@@ -24,14 +24,14 @@ def across_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     across = table_verdicts.data_set_verdicts(rows)
     data_sets = sorted({d for r in across for d in r["per_data"]})
 
-    def verdict(r: dict, d: str) -> str:
+    def data_cell(r: dict, d: str) -> str:
         if d not in r["per_data"]:
             return ""
         word, n = r["per_data"][d][:2]
         return f"{word} ({n} seeds, {r['recipes'][d] or 'own'} recipe)"
 
     return (["table", "setting", "claim", *map(_data_name, data_sets), "holds on"],
-            [[r["table"], r["setting"], r["claim"], *(verdict(r, d) for d in data_sets),
+            [[r["table"], r["setting"], r["claim"], *(data_cell(r, d) for d in data_sets),
               ", ".join(_data_name(d) for d in r["holds_on"].split(", "))] for r in across])
 
 
