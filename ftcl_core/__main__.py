@@ -137,6 +137,10 @@ def report(argv: list[str]) -> int:
     if sum(a == "--out" or a.startswith("--out=") for a in argv) > 1:
         print("error: --out given more than once (the last would win silently); give the page once.", file=sys.stderr)
         return 2
+    if args.out is not None and not args.out.strip():
+        print("error: --out '' names no page; give one (--out reports/momentum.html) or leave --out out for the default.",
+              file=sys.stderr)
+        return 2
     from ftcl_core.pages import report as report_page
 
     def stop(signum: int, frame: object) -> None:

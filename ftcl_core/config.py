@@ -494,7 +494,7 @@ def check_schedule(cfg: RunConfig) -> None:
     if o.schedule == "step" and late:
         raise ConfigError(f"optim.milestones={list(o.milestones)}: {late} not inside the run's train.epochs={epochs}, "
                           "so the learning rate never decays there. Give milestones between 1 and "
-                          f"{epochs - 1} (e.g. optim.milestones=[{max(1, epochs * 6 // 10)}, {max(1, epochs * 8 // 10)}]),"
+                          f"{epochs - 1} (e.g. optim.milestones={sorted({max(1, epochs * 6 // 10), max(1, epochs * 8 // 10)})}),"
                           " or raise train.epochs.")
 
 

@@ -98,3 +98,14 @@ def test_an_unfinished_run_s_deleted_histograms_are_refused_on_resume(tmp_path, 
         train(cfg, tmp_path / "run", progress=False)
     shutil.copy(tmp_path / "kept.npz", tmp_path / "run" / "histograms.npz")  # restored: it resumes
     assert "linear_top1" in train(cfg, tmp_path / "run", progress=False)
+
+
+def test_two_unclear_messages_of_the_trial(tmp_path, capsys):
+    """U5: a report's empty --out was taken as the default page; U7: a milestone example repeated its one epoch."""
+    from ftcl_core.__main__ import report
+
+    code = report(["book/05_momentum.ipynb", "--out", ""])
+    assert_one_line(code, capsys.readouterr().err, EXIT_ERROR, "--out ''")
+    code, err = cli(capsys, "train", SMOKE, *TINY, "optim.schedule=step", "optim.milestones=[5]", "train.epochs=2",
+                    "--out", str(tmp_path / "run"), "--no-progress")
+    assert_one_line(code, err, EXIT_ERROR, "optim.milestones=[1])")
