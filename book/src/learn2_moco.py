@@ -72,7 +72,7 @@ plt.show()
 #
 # ## The whole method
 #
-# One step in a picture (the paper's Fig 2, without {term}`FT`):
+# One step in a picture (the paper's Fig 2, without {term}`FT`; its $z_q$ and $z_{k^+}$ are the code's `q` and `k`):
 
 # %% tags=["hide-input"]
 diagrams.moco_pipeline(ft=False)
