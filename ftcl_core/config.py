@@ -546,6 +546,8 @@ def _check_other_methods(raw: dict, method: str) -> None:
     """Refuse a key of another method's section than ``method``'s (``simclr.tau`` for a MoCo run) in ``raw`` (a
     file, or the overrides): the run would ignore it, and :meth:`RunConfig.to_dict` would not even store it.  A
     file's own keys are judged by the file's method, so a MoCo file run with ``method=simclr`` keeps working."""
+    if method not in METHODS:  # no method's name (null, a number): refused with the choices, not blamed on a key
+        return
     for owner, name in METHOD_SECTIONS.items():
         given = raw.get(name)
         if owner == method or not isinstance(given, dict):

@@ -109,3 +109,12 @@ def test_two_unclear_messages_of_the_trial(tmp_path, capsys):
     code, err = cli(capsys, "train", SMOKE, *TINY, "optim.schedule=step", "optim.milestones=[5]", "train.epochs=2",
                     "--out", str(tmp_path / "run"), "--no-progress")
     assert_one_line(code, err, EXIT_ERROR, "optim.milestones=[1])")
+
+
+@pytest.mark.parametrize("method", ["null", "1"])
+def test_a_method_that_is_no_name_is_not_blamed_on_another_key(tmp_path, capsys, method):
+    """U1: ``method: null`` beside MoCo's keys was told that moco.queue_size belongs to another method."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"method: {method}\nmoco: {{queue_size: 256}}\n")
+    code, err = cli(capsys, "train", str(path), "--out", str(tmp_path / "run"), "--no-progress")
+    assert_one_line(code, err, EXIT_ERROR, "choose one of")
