@@ -178,9 +178,9 @@ def sinkhorn(scores: torch.Tensor, epsilon: float = 0.05, iters: int = 3) -> tor
     SwAV's iterations, run in the log domain: the same numbers, but no overflow or underflow when FT's
     extrapolated features score far outside [-1, 1]."""
     _check_scores("sinkhorn", scores=scores)
-    if not (is_real(epsilon) and MIN_TEMPERATURE <= epsilon < math.inf) or not is_count(iters) or iters < 1:
+    if not (is_real(epsilon) and MIN_TEMPERATURE <= epsilon < math.inf) or not is_count(iters) or not 1 <= iters <= 1000:
         raise ValueError(f"sinkhorn(epsilon={epsilon!r}, iters={iters!r}): epsilon is an entropy weight >= "
-                         f"{MIN_TEMPERATURE:g} (below, scores / epsilon overflow) and iters a count >= 1 (SwAV: "
+                         f"{MIN_TEMPERATURE:g} (below, scores / epsilon overflow) and iters a count from 1 to 1000 (SwAV: "
                          "epsilon=0.05, iters=3).")
     epsilon = float(epsilon)
     log_q = scores.float().T / epsilon  # (C, B)

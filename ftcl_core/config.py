@@ -464,9 +464,18 @@ def load_yaml_mapping(path: str | os.PathLike, what: str, example: str) -> dict:
         problem = "is not a YAML mapping (nested too deeply to read)"
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         problem = f"is not a YAML mapping ({' '.join(str(err).split())[:160]})"
+    if not problem and _contains_itself(loaded):  # an alias to its own anchor (a: &x {b: *x}): endless to walk
+        problem = "holds a mapping that contains itself (a YAML alias inside its own anchor)"
     if problem:
         raise ConfigError(f"{what} {path} {problem}; compare it with {example}.")
     return loaded
+
+
+def _contains_itself(x: object, within: tuple = ()) -> bool:
+    if not isinstance(x, (dict, list)):
+        return False
+    return any(x is w for w in within) or any(_contains_itself(v, (*within, x))
+                                              for v in (x.values() if isinstance(x, dict) else x))
 
 
 def _not_a_file(p: Path) -> str | None:

@@ -256,6 +256,8 @@ class SwAVConfig(Section):
 
     def check(self) -> None:
         self._positive("prototypes", "sinkhorn_iters")
+        if self.sinkhorn_iters > 1000:  # each step would wait on them; the codes settle within a few (SwAV: 3)
+            raise ConfigError(f"swav.sinkhorn_iters={self.sinkhorn_iters}: use at most 1000 (SwAV uses 3).")
         if self.prototypes < 2:
             raise ConfigError(f"swav.prototypes={self.prototypes}: one prototype takes every code, so the loss is 0 "
                               "and nothing is learnt. Use at least 2 (SwAV uses 3000 on ImageNet; this book 300).")

@@ -118,3 +118,17 @@ def test_a_method_that_is_no_name_is_not_blamed_on_another_key(tmp_path, capsys,
     path.write_text(f"method: {method}\nmoco: {{queue_size: 256}}\n")
     code, err = cli(capsys, "train", str(path), "--out", str(tmp_path / "run"), "--no-progress")
     assert_one_line(code, err, EXIT_ERROR, "choose one of")
+
+
+def test_the_sixteenth_trial_s_command_line_cases(tmp_path, capsys):
+    """A YAML alias inside its own anchor was a RecursionError's traceback; a Sinkhorn of 10^8 iterations hung at step 0."""
+    path = tmp_path / "alias.yaml"
+    path.write_text("a: &x {b: *x}\n")
+    code, err = cli(capsys, "train", str(path), "--out", str(tmp_path / "a"), "--no-progress")
+    assert_one_line(code, err, EXIT_ERROR, "contains itself")
+    code, err = cli(capsys, "train", "configs/smoke_swav.yaml", "swav.sinkhorn_iters=100000000", "--out",
+                    str(tmp_path / "s"), "--no-progress")
+    assert_one_line(code, err, EXIT_ERROR, "swav.sinkhorn_iters")
+    with pytest.raises(ValueError, match="iters"):
+        batch_losses.sinkhorn(torch.randn(4, 3), 0.05, 10**12)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "s").exists()
