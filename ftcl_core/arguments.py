@@ -10,7 +10,7 @@ import numbers
 import torch
 
 from ftcl_core.config_fields import is_numpy_bool
-from ftcl_core.config_sections import MIN_TEMPERATURE
+from ftcl_core.config_sections import MAX_TEMPERATURE, MIN_TEMPERATURE
 
 # |row norm^2 - 1| below which a square queue's rows count as unit-norm keys (:func:`check_moco_inputs`): keys
 # normalised in bf16 are off by at most 2 * 2^-8 ~ 0.008, in fp16 by 2 * 2^-11.
@@ -53,10 +53,12 @@ def check_dense(caller: str, **tensors: torch.Tensor) -> None:
 
 
 def temperature(caller: str, tau: object, hint: str) -> float:
-    """``tau`` as a float: a real number in [:data:`MIN_TEMPERATURE`, inf), else a ValueError naming it."""
-    if not (is_real(tau) and not isinstance(tau, torch.Tensor) and math.isfinite(tau) and MIN_TEMPERATURE <= tau <= 10):
+    """``tau`` as a float: a real number in [:data:`MIN_TEMPERATURE`, :data:`MAX_TEMPERATURE`], else a ValueError."""
+    if not (is_real(tau) and not isinstance(tau, torch.Tensor) and math.isfinite(tau)
+            and MIN_TEMPERATURE <= tau <= MAX_TEMPERATURE):
         raise ValueError(f"{caller}: temperature tau={tau!r} must be a finite number > 0, from {MIN_TEMPERATURE:g} (below, "
-                         f"the logits overflow) to 10 (above, every logit is near 0), or a one-element float tensor; {hint}.")
+                         f"the logits overflow) to {MAX_TEMPERATURE} (above, every logit is near 0), or a one-element "
+                         f"float tensor; {hint}.")
     return float(tau)
 
 

@@ -18,6 +18,7 @@ from ftcl_core.config_fields import ConfigError, Section, _plain, _yaml
 
 FLOAT32_MAX = 3.4028234663852886e38  # the largest float32: a value beyond it cannot enter a weight update
 MIN_TEMPERATURE = 1e-4  # below it 1 / tau of a cosine nears float32's range: logits overflow to inf, the loss to NaN
+MAX_TEMPERATURE = 10  # above it cosines in [-1, 1] over tau are logits all near 0: nothing to learn
 
 # The names a config may use; each owner (see the comment) checks that its table matches.
 METHODS = ("moco", "simclr", "byol", "simsiam", "swav")  # the keys of ftcl_core.methods.METHODS
@@ -194,9 +195,9 @@ def _check_tau(key: str, tau: float, hint: str) -> None:
     if tau < MIN_TEMPERATURE:  # the library's floor too (ftcl_core.arguments.temperature)
         raise ConfigError(f"{key}={tau} is below {MIN_TEMPERATURE:g}: cosines over it overflow float32's logits and the "
                           f"run diverges at its first step. {hint[0].upper()}{hint[1:]}.")
-    if tau > 10:  # cosines in [-1, 1] over tau: every logit near 0, nothing to learn
+    if tau > MAX_TEMPERATURE:
         raise ConfigError(f"{key}={tau} divides cosines in [-1, 1] into logits all near 0: the loss cannot tell "
-                          f"the positive apart. Use at most 10; {hint}.")
+                          f"the positive apart. Use at most {MAX_TEMPERATURE}; {hint}.")
 
 
 def _check_momentum(key: str, m: float, hint: str) -> None:
