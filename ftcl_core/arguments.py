@@ -114,3 +114,34 @@ def check_views(caller: str, a: object, b: object) -> None:
             and a.dtype == b.dtype and a.is_floating_point()):
         raise ValueError(f"{caller}: the two views must be float tensors of one shape and dtype (N x C), got "
                          f"{described(a)} and {described(b)}.")
+
+
+def check_counts(caller: str, minimum: int = 1, **counts: object) -> None:
+    """Each of ``counts`` is a whole number >= ``minimum`` (sizes, batch sizes, layers, splits)."""
+    for name, v in counts.items():
+        if not is_count(v) or v < minimum:
+            raise ValueError(f"{caller}: {name}={v!r} must be a whole number >= {minimum}.")
+
+
+def check_images(caller: str, images: object) -> None:
+    """A batch of images as the library stores them: a uint8 tensor ``(N, 3, H, W)`` of 0-255 values, N >= 1
+    (shapes and dtype only, nothing read). Float images are refused: read as 0-255 they would be near black."""
+    if isinstance(images, torch.Tensor) and images.is_floating_point():
+        raise TypeError(f"{caller}: images must be uint8 (0-255), got {described(images)}: images in [0, 1] become "
+                        "uint8 with (images * 255).round().to(torch.uint8).")
+    if not (isinstance(images, torch.Tensor) and images.dtype == torch.uint8 and images.dim() == 4
+            and images.shape[1] == 3 and len(images) and images.shape[2] and images.shape[3]):
+        four = isinstance(images, torch.Tensor) and images.dim() == 4
+        hint = (": channels last? pass images.permute(0, 3, 1, 2)." if four and images.shape[-1] == 3 else
+                ": one gray channel becomes three with images.expand(-1, 3, -1, -1)." if four and images.shape[1] == 1
+                else ".")
+        raise ValueError(f"{caller}: images must be a uint8 tensor (N, 3, H, W) with N >= 1, got {described(images)}"
+                         + hint)
+
+
+def check_finite(caller: str, **tensors: torch.Tensor) -> None:
+    """Each of ``tensors`` holds finite numbers only (read: for once-a-run inputs such as a readout's features)."""
+    for name, x in tensors.items():
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{caller}: {name} holds NaN or infinite values (a diverged encoder?): a readout of them "
+                             "means nothing. Check the run's health first.")

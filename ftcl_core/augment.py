@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ftcl_core.arguments import check_counts, check_images, described, is_count, is_real
 from ftcl_core.config import AUGMENT_PRESETS
 
 GRAY_WEIGHTS = (0.299, 0.587, 0.114)
@@ -37,6 +38,35 @@ class AugmentConfig:
     blur_sigma: tuple[float, float] = (0.1, 2.0)
     mean: tuple[float, float, float] = (0.485, 0.456, 0.406)
     std: tuple[float, float, float] = (0.229, 0.224, 0.225)
+
+    def __post_init__(self) -> None:
+        """Every field in its range, or a ValueError naming it (the config checks its own keys the same way)."""
+        check_counts("AugmentConfig", minimum=2, out_size=self.out_size)
+
+        def pair(name: str, lo: float, hi: float, what: str) -> None:
+            v = getattr(self, name)
+            if not (isinstance(v, (tuple, list)) and len(v) == 2 and all(is_real(x) for x in v)
+                    and lo <= v[0] <= v[1] <= hi):
+                raise ValueError(f"AugmentConfig: {name}={v!r} must be (low, high) with {lo:g} <= low <= high <= "
+                                 f"{hi:g}: {what}.")
+
+        pair("crop_scale", 1e-4, 1.0, "the share of the image a crop keeps (MoCo: (0.2, 1.0))")
+        pair("crop_ratio", 1e-2, 1e2, "a crop's aspect ratio (MoCo: (3/4, 4/3))")
+        pair("blur_sigma", 0.0, float(self.out_size), "the blur's sigma in pixels (MoCo v2: (0.1, 2.0))")
+        for name in ("flip_p", "jitter_p", "gray_p", "blur_p"):
+            p = getattr(self, name)
+            if not (is_real(p) and 0 <= p <= 1):
+                raise ValueError(f"AugmentConfig: {name}={p!r} must be a probability in [0, 1].")
+        j = self.jitter
+        if not (isinstance(j, (tuple, list)) and len(j) == 4 and all(is_real(x) and 0 <= x <= 1 for x in j)
+                and j[3] <= 0.5):
+            raise ValueError(f"AugmentConfig: jitter={j!r} must be (brightness, contrast, saturation, hue), each in "
+                             "[0, 1] and hue <= 0.5 (MoCo v2: (0.4, 0.4, 0.4, 0.1)).")
+        for name, low in (("mean", -math.inf), ("std", 0.0)):
+            v = getattr(self, name)
+            if not (isinstance(v, (tuple, list)) and len(v) == 3 and all(is_real(x) and low < x < math.inf for x in v)):
+                raise ValueError(f"AugmentConfig: {name}={v!r} must be three finite numbers, one per channel"
+                                 + (" and each > 0" if low == 0 else "") + " (ImageNet's by default).")
 
 
 def moco_v1(out_size: int = 24) -> AugmentConfig:
@@ -149,7 +179,14 @@ def augment(images: torch.Tensor, cfg: AugmentConfig, gen: torch.Generator, rows
     Under torch.distributed each rank holds ``rows`` (``rank::world``) of a global batch of ``n_total``:
     the parameters are drawn for the whole batch, alike on every rank, and this rank applies its rows, so
     the views are those one process would make of the whole batch."""
+    check_images("augment", images)
+    if not isinstance(gen, torch.Generator):
+        raise TypeError(f"augment: gen must be a torch.Generator you seed, got {described(gen)}: every draw comes from "
+                        "the caller's generator, never torch's global one.")
     n = images.shape[0] if n_total is None else n_total
+    if rows is not None and not (isinstance(rows, slice) and is_count(n) and len(range(n)[rows]) == len(images)):
+        raise ValueError(f"augment: rows={rows!r} must be the slice of the n_total={n_total!r} images this process "
+                         f"holds (rank::world), one per image given ({len(images)}).")
 
     def mine(t: torch.Tensor) -> torch.Tensor:
         return t if rows is None else t[rows]
@@ -185,7 +222,9 @@ def normalize(x: torch.Tensor, cfg: AugmentConfig) -> torch.Tensor:
 
 
 def center_view(images: torch.Tensor, cfg: AugmentConfig) -> torch.Tensor:
-    """The evaluation view: the whole image resized to ``out_size``, normalised (no randomness)."""
+    """The evaluation view: the whole image resized to ``out_size``, normalised (no randomness). ``images``: uint8
+    ``(N, 3, H, W)``; float images are refused (read as 0-255, ones in [0, 1] would be near black)."""
+    check_images("center_view", images)
     x = images.float() / 255.0
     if x.shape[-1] != cfg.out_size:
         x = F.interpolate(x, size=(cfg.out_size, cfg.out_size), mode="bilinear", antialias=True, align_corners=False)

@@ -29,6 +29,7 @@ AUGMENT_PRESETS = ("v1", "v2", "simclr")  # ftcl_core.augment.PRESETS
 GRANULARITIES = ("step", "sample", "dim")  # ftcl_core.transforms.lambda_shape
 
 Method = Literal["moco", "simclr", "byol", "simsiam", "swav"]
+MAX_SHAPES_SIZE = 1024  # the shapes are drawn at any size; past this one image alone takes 3 MB
 DataSet = Literal["shapes", "fashion_mnist", "imagefolder", "cifar10", "cifar100", "stl10"]
 Preset = Literal["v1", "v2", "simclr"]
 Granularity = Literal["step", "sample", "dim"]
@@ -71,8 +72,9 @@ class DataConfig(Section):
         if self.eval_split == "val" and self.n_val < 10:
             raise ConfigError(f"data.n_val={self.n_val}: a readout over fewer than 10 held-out images reads 0 or 100 "
                               "% by chance; give data.n_val >= 10 (default 2000).")
-        if self.name == "shapes" and self.image_size < 8:
-            raise ConfigError(f"data.image_size={self.image_size}: the drawn shapes need at least 8 px (default 32).")
+        if self.name == "shapes" and not 8 <= self.image_size <= MAX_SHAPES_SIZE:
+            raise ConfigError(f"data.image_size={self.image_size}: the drawn shapes need 8 to {MAX_SHAPES_SIZE} px "
+                              "(default 32).")
         if self.classes != 10 and self.name != "shapes":
             raise ConfigError(f"data.classes={self.classes} applies to the embedded shapes only; data.name="
                               f"{self.name} has its own classes. Remove data.classes.")

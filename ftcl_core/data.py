@@ -24,6 +24,7 @@ import json
 import math
 import os
 import shutil
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,9 @@ import numpy as np
 import torch
 
 from ftcl_core import distributed
-from ftcl_core.config import ConfigError, RunConfig
+from ftcl_core.arguments import check_counts, described, is_count, is_real
+from ftcl_core.config import ConfigError, DataSet, RunConfig
+from ftcl_core.config_sections import MAX_SHAPES_SIZE
 from ftcl_core.runs import write_json
 
 SHAPE_CLASSES = ("disc", "square", "triangle", "star", "cross", "ring", "bar", "half_disc", "corner", "two_dots")
@@ -182,11 +185,21 @@ def make_shapes(
     drawn from a generator of their own, so ``clutter=0`` gives the same images as before it existed and an image
     with clutter differs from its twin without only by the distractors.
     """
+    check_counts("make_shapes", n=n)
+    check_counts("make_shapes", minimum=0, seed=seed, clutter=clutter)
+    if not (is_count(size) and 8 <= size <= MAX_SHAPES_SIZE):
+        raise ValueError(f"make_shapes: size={size!r} must be a whole number of pixels from 8 to {MAX_SHAPES_SIZE} "
+                         "(the book draws 32).")
     names = shape_class_names(classes)
-    if n <= 0 or size < 8:
-        raise ValueError(f"make_shapes needs n > 0 and size >= 8; got n={n}, size={size}.")
-    if not 0 <= clutter <= MAX_CLUTTER:
+    if not clutter <= MAX_CLUTTER:
         raise ValueError(f"make_shapes: clutter={clutter} must lie in [0, {MAX_CLUTTER}].")
+    if not (isinstance(scale, (tuple, list)) and len(scale) == 2 and all(is_real(v) for v in scale)
+            and 0 < scale[0] <= scale[1] <= 0.5):
+        raise ValueError(f"make_shapes: scale={scale!r} must be (low, high) radii as shares of the side, with 0 < low "
+                         "<= high <= 0.5 (the book's (0.28, 0.42)).")
+    for name, v in (("jitter", jitter), ("noise", noise)):
+        if not (is_real(v) and 0 <= v <= 0.5):
+            raise ValueError(f"make_shapes: {name}={v!r} must be a number in [0, 0.5] (the book's jitter 0.15, noise 0.04).")
     gen = torch.Generator().manual_seed(seed)
     clutter_gen = torch.Generator().manual_seed(seed + CLUTTER_SEED_OFFSET)
     n_cls = len(names)
@@ -321,6 +334,7 @@ def load_image_folder(
 def cache_bytes(n_images: int, size: int) -> int:
     """The bytes a cache of ``n_images`` images at ``size`` x ``size`` takes on disk (uint8 RGB; ImageNet-100's
     126 689 training images: 24.9 GB at 256 px, 9.7 GB at 160 px)."""
+    check_counts("cache_bytes", minimum=0, n_images=n_images, size=size)
     return n_images * 3 * size * size
 
 
@@ -498,7 +512,16 @@ LOADERS: dict[str, Callable[[RunConfig], tuple[ImageSet, ImageSet]]] = {}
 
 
 def register_data_set(name: str, load: Callable[[RunConfig], tuple[ImageSet, ImageSet]]) -> None:
-    """Let ``load(cfg)`` give the train and held-out sets (both ``data.eval_split`` s) of ``data.name=name``."""
+    """Let ``load(cfg)`` give the train and held-out sets (both ``data.eval_split`` s) of ``data.name=name``: a name
+    the config admits that the library does not draw or read itself (fashion_mnist, or a torchvision set's name
+    to read it another way)."""
+    own = ("shapes", "imagefolder")
+    if name not in typing.get_args(DataSet) or name in own:
+        raise ValueError(f"register_data_set: name={name!r} must be one of the config's data.name values other than "
+                         f"{own} (the library's own): {[n for n in typing.get_args(DataSet) if n not in own]}.")
+    if not callable(load):
+        raise TypeError(f"register_data_set: load must be a function of the run's config giving (train, held-out) "
+                        f"ImageSets, got {described(load)}.")
     LOADERS[name] = load
 
 

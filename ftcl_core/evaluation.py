@@ -14,15 +14,27 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core.arguments import check_readout
+from ftcl_core.arguments import check_counts, check_finite, check_images, check_readout, described, is_real
 from ftcl_core.augment import AugmentConfig, center_view
+
+# Below this kNN temperature exp(s / t) overflows float32 for a cosine s near 1 (exp(88.7) is its largest value).
+MIN_KNN_T = 0.012
 
 
 @torch.no_grad()
 def extract_features(
     backbone: nn.Module, images: torch.Tensor, cfg: AugmentConfig, batch_size: int = 512, device: str = "cpu"
 ) -> torch.Tensor:
-    """Pooled backbone features ``(N, F)`` of uint8 images, in eval mode, from the evaluation view."""
+    """Pooled backbone features ``(N, F)`` of uint8 images ``(N, 3, H, W)``, in eval mode, from the evaluation view
+    (float images are refused: :func:`~ftcl_core.augment.center_view`)."""
+    if not isinstance(backbone, nn.Module):
+        raise TypeError(f"extract_features: backbone must be a torch.nn.Module (an encoder's backbone), got "
+                        f"{described(backbone)}.")
+    check_images("extract_features", images)
+    if not isinstance(cfg, AugmentConfig):
+        raise TypeError(f"extract_features: cfg must be an AugmentConfig (its out_size, mean and std make the "
+                        f"evaluation view), got {described(cfg)}: e.g. augment.moco_v2(24).")
+    check_counts("extract_features", batch_size=batch_size)
     was_training = backbone.training
     backbone.eval()
     feats = []
@@ -39,7 +51,12 @@ def knn_top1(
 ) -> float:
     """Weighted kNN (InstDisc / MoCo monitor): cosine neighbours, weights ``exp(s / t)``; top-1 in percent."""
     check_readout("knn_top1", train_feats, train_labels, test_feats, test_labels, k=k, t=t, chunk=chunk)
-    n_cls = int(max(train_labels.max(), test_labels.max())) + 1
+    check_counts("knn_top1", k=k, chunk=chunk)
+    if t < MIN_KNN_T:
+        raise ValueError(f"knn_top1: t={t!r} is below {MIN_KNN_T}, where exp(s / t) overflows float32: the weights "
+                         "would be infinite. InstDisc and MoCo use t=0.07 or 0.1.")
+    check_finite("knn_top1", train_feats=train_feats, test_feats=test_feats)
+    n_cls = _classes("knn_top1", train_labels, test_labels)
     bank = F.normalize(train_feats, dim=1)
     k = min(k, len(bank))
     correct = 0
@@ -47,9 +64,20 @@ def knn_top1(
         f = F.normalize(test_feats[start : start + chunk], dim=1)
         sim, idx = (f @ bank.T).topk(k, dim=1)
         weights = (sim / t).exp()
-        votes = torch.zeros(len(f), n_cls).scatter_add_(1, train_labels[idx], weights)
+        votes = torch.zeros(len(f), n_cls, dtype=weights.dtype).scatter_add_(1, train_labels[idx].long(), weights)
         correct += int((votes.argmax(1) == test_labels[start : start + chunk]).sum())
     return 100.0 * correct / len(test_feats)
+
+
+def _classes(caller: str, train_labels: torch.Tensor, test_labels: torch.Tensor) -> int:
+    """The number of classes, ``max label + 1``: refused when it passes the images given (labels are class indices
+    0 .. C-1, not arbitrary codes, which would size the vote and the classifier by the largest)."""
+    n_cls = int(max(train_labels.max(), test_labels.max())) + 1
+    if n_cls > len(train_labels) + len(test_labels):
+        raise ValueError(f"{caller}: the labels reach {n_cls - 1}, more classes than the {len(train_labels)} + "
+                         f"{len(test_labels)} images: labels are class indices 0 .. C-1; map codes to them with "
+                         "torch.unique(labels, return_inverse=True).")
+    return n_cls
 
 
 def linear_readout(
@@ -62,10 +90,20 @@ def linear_readout(
     features standardised first, so that one modest lr serves every encoder and scale."""
     check_readout("linear_readout", train_feats, train_labels, test_feats, test_labels, epochs=epochs, lr=lr,
                   batch_size=batch_size)
+    check_counts("linear_readout", epochs=epochs, batch_size=batch_size)
+    check_counts("linear_readout", minimum=0, seed=seed)
+    if not (is_real(weight_decay) and 0 <= weight_decay < float("inf")):
+        raise ValueError(f"linear_readout: weight_decay={weight_decay!r} must be a finite number >= 0 (0 is usual).")
+    if len(train_feats) < 2:
+        raise ValueError("linear_readout: one training image has no spread to standardise the features by: give "
+                         "at least 2.")
+    check_finite("linear_readout", train_feats=train_feats, test_feats=test_feats)
+    n_cls = _classes("linear_readout", train_labels, test_labels)
+    train_feats, test_feats, train_labels, test_labels = (train_feats.float(), test_feats.float(), train_labels.long(),
+                                                          test_labels.long())
     gen = torch.Generator().manual_seed(seed)
     mean, std = train_feats.mean(0), train_feats.std(0).clamp_min(1e-6)
     xtr, xte = (train_feats - mean) / std, (test_feats - mean) / std
-    n_cls = int(max(train_labels.max(), test_labels.max())) + 1
     clf = nn.Linear(xtr.shape[1], n_cls)
     with torch.no_grad():
         clf.weight.copy_(0.01 * torch.randn(clf.weight.shape, generator=gen))

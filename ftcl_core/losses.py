@@ -48,8 +48,22 @@ def info_nce(logits: torch.Tensor) -> torch.Tensor:
 
 
 def moco_logits(q: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Positive scores ``(N,)`` and negative scores ``(N, K)``: cosines for unit inputs (the scores of eq. 1)."""
+    """Positive scores ``(N,)`` and negative scores ``(N, K)``: cosines for unit inputs (the scores of eq. 1).
+    ``q``, ``k``: N x C; ``negatives``: K x C (shapes checked, nothing read)."""
+    if not (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and q.dim() == 2 and q.shape == k.shape
+            and q.is_floating_point() and k.is_floating_point()):
+        raise ValueError(f"moco_logits: q and k must be float tensors of one shape N x C, got {described(q)} and "
+                         f"{described(k)}.")
+    _check_queue("moco_logits", negatives, q.shape[1])
     return (q * k).sum(1), q @ negatives.T
+
+
+def _check_queue(caller: str, queue: object, width: int) -> None:
+    """A queue of keys: a 2-D float tensor K x C with K >= 1 and C the features' width (shape only)."""
+    if not (isinstance(queue, torch.Tensor) and queue.dim() == 2 and queue.is_floating_point() and len(queue)
+            and queue.shape[1] == width):
+        raise ValueError(f"{caller}: the queue must be a float tensor K x {width} (K >= 1 keys of the features' "
+                         f"width), got {described(queue)}.")
 
 
 QueueLayout = Literal["auto", "KC"]
@@ -239,6 +253,8 @@ def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: transforms.Draws) -> tup
     """Sec 4.2 (interpolation) or Supp G.1 (extrapolation) of the queue with a random partner per row, then
     Supp F if asked: the transformed negatives and the partners' rows.  Lambda first, then the permutation,
     both from ``gen`` (on the host or on the device, :data:`ftcl_core.transforms.Draws`)."""
+    if not (isinstance(queue, torch.Tensor) and queue.dim() == 2):
+        raise ValueError(f"mixed_queue: the queue must be a float tensor K x C, got {described(queue)}.")
     shift = 1.0 if ft.neg_mode == "extrapolate" else 0.0
     lam_n = transforms.sample_lambda(ft.alpha_in, ft.granularity, queue.shape[0], queue.shape[1], gen, shift=shift)
     perm = transforms.sample_permutation(queue.shape[0], gen).to(queue.device)

@@ -14,6 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ftcl_core.arguments import check_counts, described, is_real
 from ftcl_core.config import SMALL_ENCODERS, TORCHVISION_ENCODERS
 
 _aten = torch.ops.aten
@@ -174,6 +175,7 @@ class SplitBatchNorm2d(nn.BatchNorm2d):
     """
 
     def __init__(self, num_features: int, num_splits: int, **kwargs) -> None:
+        check_counts("SplitBatchNorm2d", num_features=num_features, num_splits=num_splits)
         super().__init__(num_features, **kwargs)
         self.num_splits = num_splits
         self.layout = "interleaved"
@@ -358,7 +360,12 @@ def build_encoder(name: str, bn_splits: int = 1) -> nn.Module:
 
     ``resnet10_w16`` etc. are CIFAR-stem CPU models; ``resnet18``/``resnet50`` are torchvision's
     (``_cifar`` for the 3x3 stem); ``timm:<model>`` is any timm model, randomly initialised, no download.
+    ``bn_splits``: a whole number >= 1 (split batch-norm's groups).
     """
+    if not isinstance(name, str):
+        raise TypeError(f"build_encoder: name must be an encoder's name (a str), got {described(name)}; known: "
+                        f"{encoder_names()}.")
+    check_counts("build_encoder", bn_splits=bn_splits)
     if name in SMALL:
         return SmallResNet(**SMALL[name], bn_splits=bn_splits)
     if name in TORCHVISION:
@@ -381,6 +388,7 @@ def build_encoder(name: str, bn_splits: int = 1) -> nn.Module:
 
 def projection_head(in_dim: int, out_dim: int = 128, mlp: bool = True) -> nn.Module:
     """MoCo v1: one linear layer; MoCo v2: Linear-ReLU-Linear (hidden size = in_dim)."""
+    check_counts("projection_head", in_dim=in_dim, out_dim=out_dim)
     if not mlp:
         return nn.Linear(in_dim, out_dim)
     return nn.Sequential(nn.Linear(in_dim, in_dim), nn.ReLU(inplace=True), nn.Linear(in_dim, out_dim))
@@ -402,7 +410,8 @@ def mlp(in_dim: int, hidden: int, out_dim: int, layers: int = 2, last_bn: bool =
         ) -> nn.Sequential:
     """Linear-BN-ReLU blocks then a last Linear (optionally followed by an affine-free BN, as SimSiam's
     projector).  The BN layers are split like the backbone's (``bn_splits``), so a head sees the same batch
-    statistics in one process as on ``bn_splits`` ranks."""
+    statistics in one process as on ``bn_splits`` ranks.  ``layers`` >= 1 (1: one Linear)."""
+    check_counts("mlp", in_dim=in_dim, hidden=hidden, out_dim=out_dim, layers=layers, bn_splits=bn_splits)
     norm = _norm1d(bn_splits)
     mods: list[nn.Module] = []
     d = in_dim
@@ -418,9 +427,15 @@ def mlp(in_dim: int, hidden: int, out_dim: int, layers: int = 2, last_bn: bool =
 @torch.no_grad()
 def ema_update(target: nn.Module, online: nn.Module, m: float) -> None:
     """eq. 2 (and BYOL's target update): theta_t <- m theta_t + (1 - m) theta_o; BN
-    statistics stay separate."""
+    statistics stay separate.  ``m`` is a number in [0, 1]; the two networks have parameters of the same shapes."""
+    if not (is_real(m) and not isinstance(m, torch.Tensor) and 0 <= m <= 1):
+        raise ValueError(f"ema_update: m={m!r} must be a number in [0, 1] (MoCo: 0.99 or 0.999): the target keeps m "
+                         "of itself and takes 1 - m of the online network.")
     t_params = list(target.parameters())
     o_params = list(online.parameters())
+    if len(t_params) != len(o_params):
+        raise ValueError(f"ema_update: the target has {len(t_params)} parameter tensors and the online network "
+                         f"{len(o_params)}: the target must be a copy of the online network (frozen_copy).")
     torch._foreach_mul_(t_params, m)
     torch._foreach_add_(t_params, o_params, alpha=1.0 - m)
 

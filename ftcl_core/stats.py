@@ -22,7 +22,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core.arguments import check_scores, check_views, is_count, is_real
+from ftcl_core.arguments import check_counts, check_scores, check_views, is_count, is_real
 
 SCORE_COLUMNS = ("pos_mean", "neg_mean", "neg_var", "ft_pos_mean", "ft_neg_mean", "ft_neg_var")
 # Of the batch's two views (runs stored before these existed lack them): see representation_statistics
@@ -44,6 +44,9 @@ def representation_statistics(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tenso
     Never raises on non-finite features (a diverged step): each statistic they reach is NaN.
     """
     check_views("representation_statistics", z1, z2)
+    if len(z1) < 2:
+        raise ValueError("representation_statistics: uniformity and rank compare images with each other: give at "
+                         f"least 2 rows, got {len(z1)}.")
     a, b = F.normalize(z1.detach().float(), dim=1), F.normalize(z2.detach().float(), dim=1)
     n = a.shape[0]
     align = (a - b).pow(2).sum(1).mean()
@@ -75,9 +78,13 @@ def score_statistics(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64
     the K negatives.
     """
     check_scores("score_statistics", l_pos, l_neg, rows=False)
+    check_counts("score_statistics", n=n)
     p, g = l_pos[:n].detach().float(), l_neg[:n].detach().float()
     var, mean = torch.var_mean(g, dim=1, correction=0)
     return torch.stack([p.mean(), mean.mean(), var.mean()])
+
+
+MAX_BINS = 10_000  # a histogram's bins: the recorder keeps 50 per step; beyond this one row is a large allocation
 
 
 def score_histogram(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64, bins: int = 50,
@@ -90,8 +97,10 @@ def score_histogram(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64, bins:
     dropped, so each row always sums to the number of scores.
     """
     check_scores("score_histogram", l_pos, l_neg, rows=False)
-    if not (is_count(bins) and bins >= 1 and is_real(lo) and is_real(hi) and lo < hi):
-        raise ValueError(f"score_histogram: bins={bins!r} must be a whole number >= 1 and lo={lo!r} < hi={hi!r}.")
+    check_counts("score_histogram", n=n)
+    if not (is_count(bins) and 1 <= bins <= MAX_BINS and is_real(lo) and is_real(hi) and -math.inf < lo < hi < math.inf):
+        raise ValueError(f"score_histogram: bins={bins!r} must be a whole number from 1 to {MAX_BINS} and lo={lo!r} < "
+                         f"hi={hi!r} finite (the recorder's: 50 bins over [-1, 1]).")
 
     def hist(x: torch.Tensor) -> torch.Tensor:
         return torch.histc(x.detach().float().clamp(lo, hi), bins, lo, hi)

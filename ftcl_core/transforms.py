@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core.arguments import described, is_count, is_real
-from ftcl_core.config import Granularity  # "step" | "sample" | "dim": one definition, the config's
+from ftcl_core.config import BETA_RANGE, Granularity  # "step" | "sample" | "dim": one definition, the config's
 
 Lam = float | torch.Tensor
 
@@ -44,6 +44,9 @@ def _check_mix(caller: str, lam: object, **features: object) -> None:
     if len(set(shapes)) > 1:
         raise ValueError(f"{caller}: {' and '.join(features)} must share one shape, got {shapes}.")
     if is_real(lam) and not isinstance(lam, torch.Tensor):
+        if not 0 <= lam <= 2:  # NaN too
+            raise ValueError(f"{caller}: lam={lam!r} must lie in [0, 2]: the paper mixes with lam in (0, 1) "
+                             "(interpolation) or (1, 2) (extrapolation, eq. 3).")
         return
     try:
         fits = isinstance(lam, (torch.Tensor, np.ndarray)) and np.broadcast_shapes(tuple(lam.shape), shapes[0]) == shapes[0]
@@ -114,13 +117,30 @@ def hard_negative_logits(z_q: torch.Tensor, queue: torch.Tensor, lam: Lam, z_anc
     return lam_col * (z_q * anchor).sum(1, keepdim=True) + (1 - lam_col) * (z_q @ queue.T)
 
 
+def _check_cosine(caller: str, s: object, lam: object = 1.5) -> None:
+    """A score argument: a cosine in [-1, 1] (a number, tensor or array; read: these are the formulas of eq. 4, not
+    the training step), and ``lam`` a number or array of numbers in [0, 2] (NaN refused)."""
+    for name, v, lo, hi in (("s", s, -1.0, 1.0), ("lam", lam, 0.0, 2.0)):
+        numeric = (isinstance(v, torch.Tensor) and v.dtype != torch.bool and not v.is_complex()
+                   or isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.number) and v.dtype.kind != "c")
+        if not (is_real(v) or numeric):
+            raise TypeError(f"{caller}: {name} must be a number or a tensor of numbers, got {described(v)}.")
+        x = v.detach().cpu().double().numpy() if isinstance(v, torch.Tensor) else np.asarray(v, dtype=float)
+        if x.size and not (x.min() >= lo and x.max() <= hi):  # NaN fails both
+            raise ValueError(f"{caller}: {name} must lie in [{lo:g}, {hi:g}]"
+                             + (" (a cosine of unit vectors)" if name == "s" else " (the paper's lam: (0, 1) or (1, 2))")
+                             + f", got values from {x.min():g} to {x.max():g}.")
+
+
 def transformed_positive_score(s: torch.Tensor | float, lam: Lam) -> torch.Tensor | float:
     """eq. 4: the score of the extrapolated pair, ``S' = S + 2 l (1 - l)(1 - S)``, for unit z_q, z_k."""
+    _check_cosine("transformed_positive_score", s, lam)
     return s + 2 * lam * (1 - lam) * (1 - s)
 
 
 def score_range(s: torch.Tensor | float) -> tuple:
     """eq. 4 range for ``l`` in [1, 2]: ``S'`` lies in ``[-4 + 5 S, S]`` (``l=2`` gives the low end)."""
+    _check_cosine("score_range", s)
     return -4 + 5 * s, s
 
 
@@ -128,6 +148,7 @@ def renormalized_positive_score(s: torch.Tensor | float, lam: Lam) -> torch.Tens
     """eq. 4 after Supp F's re-projection onto the sphere, for unit z_q, z_k and one ``l`` per pair: with
     ``c = 2 l (l - 1)(1 - S)`` both mixed vectors have squared norm ``1 + c`` and dot product ``S - c`` (eq. 4), so
     their cosine is ``(S - c) / (1 + c)``, which is <= S for ``l`` >= 1 (since ``c (1 + S)`` >= 0)."""
+    _check_cosine("renormalized_positive_score", s, lam)
     c = 2 * lam * (lam - 1) * (1 - s)
     return (s - c) / (1 + c)
 
@@ -232,14 +253,22 @@ def sample_gamma(alpha: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     return torch.where(boost, out * u ** (1.0 / alpha), out).clamp_min(torch.finfo(torch.float64).tiny)
 
 
+def _check_beta(caller: str, a: object, b: object) -> None:
+    """Beta parameters a, b: finite numbers >= ``BETA_RANGE[0]`` (NaN too; an infinite one never leaves Gamma's
+    rejection loop, and below the bound Gamma's draws underflow to the smallest float: alpha 1e-5 gave 0.5 every
+    time instead of 0 or 1)."""
+    if not (is_real(a) and is_real(b) and BETA_RANGE[0] <= a < math.inf and BETA_RANGE[0] <= b < math.inf):
+        raise ValueError(f"{caller}: Beta parameters must be finite and >= {BETA_RANGE[0]} (below, the draws "
+                         f"underflow); got a={a!r}, b={b!r}. The paper uses alpha in [0.2, 2.0].")
+
+
 def sample_beta(a: float, b: float, shape: tuple[int, ...], gen: Draws) -> torch.Tensor:
     """Beta(a, b) draws of ``shape`` as ``X / (X + Y)``, X ~ Gamma(a), Y ~ Gamma(b) (Sec 4.1 and 4.2 draw
     lambda from a symmetric Beta(alpha, alpha)), float32.
 
     From a host generator: :func:`sample_gamma` on the CPU (the draws of every stored run, unchanged); from a
     :class:`DeviceDraws`: :func:`sample_beta_on` on its device."""
-    if not (0 < a < math.inf and 0 < b < math.inf):  # NaN too; an infinite one never leaves Gamma's rejection loop
-        raise ValueError(f"Beta parameters must be > 0 and finite; got a={a}, b={b}. The paper uses alpha in [0.2, 2.0].")
+    _check_beta("sample_beta", a, b)
     if not (isinstance(shape, tuple) and all(is_count(d) and d >= 0 for d in shape)):
         raise ValueError(f"sample_beta: shape must be a tuple of whole numbers >= 0, got {shape!r}.")
     if isinstance(gen, DeviceDraws):
@@ -258,8 +287,7 @@ def sample_beta_on(a: float, b: float, shape: tuple[int, ...], gen: torch.Genera
     asks the host whether every draw was accepted).  Each Gamma draw is clamped to the smallest normal float64,
     as ``torch.distributions.Gamma`` does, so ``X + Y`` is never 0 (Gamma(0.2) underflows with probability
     about 1e-62)."""
-    if a <= 0 or b <= 0:
-        raise ValueError(f"Beta parameters must be > 0; got a={a}, b={b}. The paper uses alpha in [0.2, 2.0].")
+    _check_beta("sample_beta_on", a, b)
     tiny = torch.finfo(torch.float64).tiny
     conc = {"dtype": torch.float64, "device": gen.device}
     x = torch._standard_gamma(torch.full(shape, float(a), **conc), generator=gen).clamp_min(tiny)

@@ -152,7 +152,7 @@ def test_the_start_up_line_keeps_overrides_given_after_out(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("overrides", [["data.n_train=700", "data.n_train=320"],
-                                       ["data.image_size=4000", "augment.out_size=2000"]])
+                                       ["data.image_size=1024", "augment.out_size=1024"]])
 def test_the_start_up_line_waits_for_checks_that_may_refuse(capsys, tmp_path, overrides):
     banner = _announce(["train", SMOKE, *overrides, "--out", str(tmp_path / "run")])
     assert banner and capsys.readouterr().out == ""  # printed by the command line only once its checks pass
