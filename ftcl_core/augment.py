@@ -43,16 +43,14 @@ class AugmentConfig:
         """Every field in its range, or a ValueError naming it (the config checks its own keys the same way)."""
         check_counts("AugmentConfig", minimum=2, out_size=self.out_size)
 
-        def pair(name: str, lo: float, hi: float, what: str) -> None:
+        for name, lo, hi, usual in (("crop_scale", 1e-4, 1.0, "the share of the image a crop keeps, MoCo's (0.2, 1.0)"),
+                                    ("crop_ratio", 1e-2, 1e2, "a crop's aspect ratio, MoCo's (3/4, 4/3)"),
+                                    ("blur_sigma", 0.0, float(self.out_size), "in pixels, MoCo v2's (0.1, 2.0)")):
             v = getattr(self, name)
             if not (isinstance(v, (tuple, list)) and len(v) == 2 and all(is_real(x) for x in v)
                     and lo <= v[0] <= v[1] <= hi):
                 raise ValueError(f"AugmentConfig: {name}={v!r} must be (low, high) with {lo:g} <= low <= high <= "
-                                 f"{hi:g}: {what}.")
-
-        pair("crop_scale", 1e-4, 1.0, "the share of the image a crop keeps (MoCo: (0.2, 1.0))")
-        pair("crop_ratio", 1e-2, 1e2, "a crop's aspect ratio (MoCo: (3/4, 4/3))")
-        pair("blur_sigma", 0.0, float(self.out_size), "the blur's sigma in pixels (MoCo v2: (0.1, 2.0))")
+                                 f"{hi:g}: {usual}.")
         for name in ("flip_p", "jitter_p", "gray_p", "blur_p"):
             p = getattr(self, name)
             if not (is_real(p) and 0 <= p <= 1):

@@ -73,8 +73,8 @@ class DataConfig(Section):
             raise ConfigError(f"data.n_val={self.n_val}: a readout over fewer than 10 held-out images reads 0 or 100 "
                               "% by chance; give data.n_val >= 10 (default 2000).")
         if self.name == "shapes" and not 8 <= self.image_size <= MAX_SHAPES_SIZE:
-            raise ConfigError(f"data.image_size={self.image_size}: the drawn shapes need 8 to {MAX_SHAPES_SIZE} px "
-                              "(default 32).")
+            raise ConfigError(f"data.image_size={self.image_size}: the drawn shapes need at least 8 px and at most "
+                              f"{MAX_SHAPES_SIZE} (default 32).")
         if self.classes != 10 and self.name != "shapes":
             raise ConfigError(f"data.classes={self.classes} applies to the embedded shapes only; data.name="
                               f"{self.name} has its own classes. Remove data.classes.")

@@ -427,15 +427,17 @@ def mlp(in_dim: int, hidden: int, out_dim: int, layers: int = 2, last_bn: bool =
 @torch.no_grad()
 def ema_update(target: nn.Module, online: nn.Module, m: float) -> None:
     """eq. 2 (and BYOL's target update): theta_t <- m theta_t + (1 - m) theta_o; BN
-    statistics stay separate.  ``m`` is a number in [0, 1]; the two networks have parameters of the same shapes."""
+    statistics stay separate.  ``m``: a number in [0, 1]; ``target``: a copy of
+    ``online``."""
     if not (is_real(m) and not isinstance(m, torch.Tensor) and 0 <= m <= 1):
-        raise ValueError(f"ema_update: m={m!r} must be a number in [0, 1] (MoCo: 0.99 or 0.999): the target keeps m "
-                         "of itself and takes 1 - m of the online network.")
+        raise ValueError(f"ema_update: m={m!r} must be a number in [0, 1] (MoCo: "
+                         "0.99 or 0.999): the target keeps m of itself.")
     t_params = list(target.parameters())
     o_params = list(online.parameters())
     if len(t_params) != len(o_params):
-        raise ValueError(f"ema_update: the target has {len(t_params)} parameter tensors and the online network "
-                         f"{len(o_params)}: the target must be a copy of the online network (frozen_copy).")
+        n_t, n_o = len(t_params), len(o_params)
+        raise ValueError(f"ema_update: {n_t} parameter tensors in the target, {n_o} "
+                         "in the online network: copy it (frozen_copy).")
     torch._foreach_mul_(t_params, m)
     torch._foreach_add_(t_params, o_params, alpha=1.0 - m)
 

@@ -19,7 +19,7 @@ import numpy as np
 from ftcl_core.ft import PlateauStart
 from ftcl_core.runs import RunDir
 from ftcl_core.study import experiment_file, store
-from ftcl_core.study.diagnosis import NOT_RUN
+from ftcl_core.study.diagnosis import NOT_RUN, encoder_label
 from ftcl_core.study.results.numbers import plus_minus
 from ftcl_core.study.results.paired import paired_records
 from ftcl_core.study.results.verdicts import MIN_SEEDS, UNDECIDED
@@ -57,7 +57,7 @@ SETTINGS = (
             "diagnosis/start_long_v1.yaml", "start 36", "never", "held out"),
     Setting("fmnist_30", "Fashion-MNIST, 30 epochs", "headroom/auto_start_fmnist_v1.yaml", "auto", "baseline",
             "table6_start_epoch_fmnist.yaml", "start 9", "never", "held out"),
-    Setting("width_30", "shapes, 30 epochs, resnet10_w32", "headroom/auto_start_width_v1.yaml", "auto 30 w32",
+    Setting("width_30", f"shapes, 30 epochs, {encoder_label('resnet10_w32')}", "headroom/auto_start_width_v1.yaml", "auto 30 w32",
             "baseline 30 w32", "headroom/auto_start_width_v1.yaml", "fixed 30 w32", "baseline 30 w32", "held out"),
 )
 

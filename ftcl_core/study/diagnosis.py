@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import io
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -389,6 +390,13 @@ def write_diagnosis_csv(rows: list[dict], out=None):
 
 # Is it the network? FT (+pos +neg) from the first step against the baseline at four encoders, the calibrated MoCo
 # v1 recipe on the shapes (30 epochs): resnet10_w16 is D-recipe-v1's pair, the others D-capacity-v1's.
+def encoder_label(name: str) -> str:
+    """A page's name for an encoder of :data:`CAPACITY`: ``resnet18_w32`` reads ``ResNet-18, width 32`` (a name
+    that is no small ResNet's stays as it is)."""
+    m = re.fullmatch(r"resnet(\d+)_w(\d+)", name)
+    return f"ResNet-{m[1]}, width {m[2]}" if m else name
+
+
 CAPACITY = {"resnet10_w16": ("experiments/diagnosis/recipe_v1.yaml", "baseline", "+both"),
             "resnet10_w32": ("experiments/diagnosis/capacity_v1.yaml", "baseline w32", "+both w32"),
             "resnet18_w32": ("experiments/diagnosis/capacity_v1.yaml", "baseline r18-w32", "+both r18-w32"),

@@ -188,7 +188,7 @@ def diagram_rows(ev: Evidence, knn: bool = False) -> dict[str, dict[float, dict]
     grid = {**(ev.phase_knn if knn else ev.phase), **room_rows(ev, knn)}
     for row in (ev.capacity_knn if knn else ev.capacity)[1:]:  # the first encoder is the recipe's own row
         if row["n_seeds"]:  # an encoder without stored runs is the capacity section's, not an empty row here
-            grid[f"shapes, 30 epochs, {row['comparison']}"] = {0.0: row}
+            grid[f"shapes, 30 epochs, {diagnosis.encoder_label(row['comparison'])}"] = {0.0: row}
     return grid
 
 
