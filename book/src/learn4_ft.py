@@ -32,7 +32,7 @@ from ftcl_core.pages import learn as learn_figures
 
 # %% tags=["remove-cell"]
 # the opening's numbers are the paper's, read from the experiment files (this chapter trains nothing)
-from ftcl_core.pages.glue import glue_reading
+from ftcl_core.pages.glue import glue_facts, glue_reading
 from ftcl_core.study.chapters import ft as ft_reading
 
 glue_reading(ft_reading.read())
@@ -63,8 +63,7 @@ plt.show()
 #
 # Each step gets $K$ new negatives, none of them an image. The paper calls them more diverse, but a mix scores
 # $\lambda_{in}\, q\cdot z_i + (1-\lambda_{in})\, q\cdot z_{\pi(i)}$, between its two sources, so the mixed scores
-# spread less: in this book's runs their variance is {glue:md}`mix_plain_spread` of the raw queue's
-# ([Is it how hard the negatives are?](07i_negatives.ipynb)). Both fit in a line each:
+# spread less. Both fit in a line each:
 
 # %% tags=["show-input", "teaching"]
 def my_extrapolate(z_q: torch.Tensor, z_k: torch.Tensor, lam):
@@ -105,16 +104,25 @@ print("  after: ", " ".join(f"{float(v):6.2f}" for v in after))
 lengths = mixed.norm(dim=1)
 print(f"λ_in = {float(lam_in):.2f}: the new negatives' length "
       f"{float(lengths.mean()):.3f} on average, {float(lengths.max()):.3f} at most")
+spread = float((z_q @ mixed.T).var() / (z_q @ queue.T).var())  # the negatives' scores
+expected = float(lam_in**2 + (1 - lam_in) ** 2)  # for keys that are independent
+print(f"their scores' variance: {spread:.2f} of the raw queue's "
+      f"(λ² + (1 - λ)² = {expected:.2f})")
 
 # %% tags=["remove-cell"]
 assert torch.allclose(mine[0], library[0]) and torch.allclose(mine[1], library[1])  # the taught FT is the library's
 assert torch.allclose(mixed, transforms.interpolate_negatives(queue, lam_in, partners))
+assert spread < 1 and abs(spread - expected) < 0.05  # "the mixed scores spread less", as the formula says
+glue_facts("toy_", {"spread": f"{spread:.2f}"})
 
 # %% [markdown]
 # Every pair's score fell, the less the higher it was. The mixed vectors are longer than one (the first exercise), so
 # these scores are dot products, not cosines, and can fall below $-1$; the extrapolated query's length also scales
 # every negative score of its row. No new negative is longer than one: each lies on the chord between two keys,
-# inside the sphere. The paper's Fig 6 draws both:
+# inside the sphere. Their scores spread less: {glue:md}`toy_spread` of the raw queue's variance, close to
+# $\lambda^2 + (1-\lambda)^2$ for keys that are independent. In this book's runs, over training, the ratio is
+# {glue:md}`mix_plain_spread` ([Is it how hard the negatives are?](07i_negatives.ipynb)). The paper's Fig 6 draws
+# both:
 
 # %% tags=["hide-input"]
 diagrams.ft_geometry()
@@ -170,8 +178,6 @@ print(
 # extrapolated with the library and measured (the code is folded):
 
 # %% tags=["hide-input"]
-from ftcl_core.pages.glue import glue_facts
-
 n = 10_000 if profile == "smoke" else 100_000
 gen = torch.Generator().manual_seed(0)
 zq, zk = transforms.unit_pairs(n, 128, gen)
