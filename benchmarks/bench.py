@@ -352,10 +352,57 @@ def lightly(config: str = "configs/cpu_moco_v2.yaml", epochs: int = 3, workers: 
             "flops": _flops_and_profile(config), "overhead": over}
 
 
+# The argument checks a MoCo step with FT runs, by the module that holds each name: made no-ops to time the step
+# without them (:func:`check_cost`).
+STEP_CHECKS = {"ftcl_core.transforms": ("_check_mix", "_check_permutation", "_check_draws", "_check_beta"),
+               "ftcl_core.losses": ("check_dense", "check_global_rows", "check_scores", "check_moco_inputs")}
+
+
+def check_cost(config: str = "configs/cpu_moco_v2.yaml", rounds: int = 7, number: int = 20) -> dict:
+    """The time the library's argument checks add to a step's FT scores and loss (``moco_ft_logits`` then
+    ``info_nce``, +pos +neg, at the config's batch, queue and width), with them and with each made a no-op."""
+    import importlib
+
+    import torch.nn.functional as F
+
+    from ftcl_core import losses
+    from ftcl_core.runs import cpu_model
+
+    cfg = load_config(config, [])
+    n, k, c = cfg.train.batch_size, cfg.moco.queue_size, cfg.model.dim
+    gen = torch.Generator().manual_seed(0)
+    q, key, queue = (F.normalize(torch.randn(rows, c, generator=gen), dim=1) for rows in (n, n, k))
+    ft = FTConfig(pos=True, neg=True)
+
+    def step() -> None:
+        out = losses.moco_ft_logits(q, key, queue, ft, gen)
+        losses.info_nce(torch.cat([out.pos.view(-1, 1), out.neg], 1) / cfg.moco.tau)
+
+    saved = {(m, name): getattr(importlib.import_module(m), name) for m, names in STEP_CHECKS.items() for name in names}
+
+    def checks(on: bool) -> None:
+        for (m, name), f in saved.items():
+            setattr(importlib.import_module(m), name, f if on else (lambda *a, **kw: None))
+
+    with_checks, without = [], []
+    try:
+        for _ in range(rounds):  # alternated, so that a disturbed round disturbs both
+            checks(True)
+            with_checks.append(timing.timed(step, number, warmup=2))
+            checks(False)
+            without.append(timing.timed(step, number, warmup=2))
+    finally:
+        checks(True)
+    checked, bare = statistics.median(with_checks), statistics.median(without)
+    return {"cpu": cpu_model(), "threads": torch.get_num_threads(), "batch": n, "queue": k, "dim": c,
+            "checked_ms": 1e3 * checked, "bare_ms": 1e3 * bare, "checks_us": 1e6 * (checked - bare),
+            "share": (checked - bare) / checked}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench")
-    parser.add_argument("what", choices=["overhead", "lightly", "breakdown", "paths", "compile", "anchor", "_worker",
-                                         "_compile_child"])
+    parser.add_argument("what", choices=["overhead", "lightly", "breakdown", "paths", "compile", "anchor", "checks",
+                                         "_worker", "_compile_child"])
     parser.add_argument("which", nargs="*", help="breakdown: key=value overrides of --config")
     parser.add_argument("--steps", type=int, default=20, help="breakdown: timed steps")
     parser.add_argument("--synthetic", type=int, default=0, help="breakdown: N random images instead of the data")
@@ -413,6 +460,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"model step, {name}: {1e3 * t:.1f} ms")
         print(f"speedup of the default path ({r['new']}) over {r['old']}: {r['speedup']:.3f}")
         print(f"view_ratio (step with {r['view']} over the default's): {r['view_ratio']:.3f}")
+        return 0
+    if args.what == "checks":
+        r = check_cost(args.config)
+        print(f"config={args.config} cpu={r['cpu']} threads={r['threads']} batch={r['batch']} queue={r['queue']} "
+              f"dim={r['dim']}: FT scores and loss (+pos +neg)")
+        print(f"with the argument checks {r['checked_ms']:.2f} ms, without {r['bare_ms']:.2f} ms: the checks "
+              f"{r['checks_us']:.0f} us, share {r['share']:.4f}")
         return 0
     if args.what == "lightly":
         return _print_lightly(lightly(args.config, epochs=args.epochs), args.config)
