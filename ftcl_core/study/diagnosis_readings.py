@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,6 +46,13 @@ def zero_crossing(x: np.ndarray, y: np.ndarray) -> float:
 EARLY_STEPS, EARLY_WINDOW, SETTLED_FROM = 400, 5, 100  # 07b's figure: the first 400 steps, a 5-step moving average
 
 
+@functools.lru_cache(maxsize=64)
+def _stored_metrics(run_dir: str) -> dict[str, np.ndarray]:
+    """A stored run's per-step metrics, read once per process (07b reads the first-step pairs for its facts, every
+    seed, and again for its figure, seed 0). The stored runs do not change while a page reads them."""
+    return RunDir(run_dir).load_metrics()
+
+
 def early_metrics(records: Mapping[str, list[dict]], seed: int | None = None) -> dict[str, dict]:
     """The per-step metrics of the first-step pairs that recorded ρ (07b), keyed ``"<version> <setting>"`` for
     ``records`` keyed by version (``{"v1": [...], "v2": [...]}``), every seed (keyed ``... seed <n>``) or ``seed``'s."""
@@ -53,7 +61,7 @@ def early_metrics(records: Mapping[str, list[dict]], seed: int | None = None) ->
         for r in rows:
             if seed is not None and r["seed"] != seed:
                 continue
-            m = RunDir(r["dir"]).load_metrics()
+            m = _stored_metrics(str(r["dir"]))
             if "rho" in m:
                 out[f"{version} {r['setting']}" + ("" if seed is not None else f" seed {r['seed']}")] = m
     return out
