@@ -179,3 +179,15 @@ def test_eq_4_still_takes_numbers_arrays_and_tensors():
     assert transforms.transformed_positive_score(grid, 1.5).shape == (5,)
     assert transforms.renormalized_positive_score(torch.linspace(-1, 1, 5), torch.full((5,), 1.2)).shape == (5,)
     assert transforms.score_range(0.5) == (-1.5, 0.5)
+
+
+@pytest.mark.parametrize("seeds", ["[-1]", "[0, 0]", "[]", "[1.5]"])
+def test_a_reports_seeds_are_refused_before_a_kernel_starts(capsys, tmp_path, seeds):
+    """The fifteenth trial's U: -p seeds "[-1]" was refused only by the chapter's first cell, in a kernel."""
+    from test_hostile_inputs import assert_one_line
+
+    from ftcl_core.__main__ import run
+
+    code = run(["report", "book/05_momentum.ipynb", "-p", "seeds", seeds, "--out", str(tmp_path / "r.html")])
+    assert_one_line(code, capsys.readouterr().err, 2, "seeds")
+    assert not (tmp_path / "r.ipynb").exists()

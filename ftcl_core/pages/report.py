@@ -18,6 +18,8 @@ from pathlib import Path
 
 import nbformat
 
+from ftcl_core.arguments import is_count
+from ftcl_core.config import MAX_SEED
 from ftcl_core.pages.portable import BIB, citations
 from ftcl_core.study.experiment_file import PROFILES
 
@@ -203,6 +205,11 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
                        if not isinstance(parameters[n], list)):  # "0 1", 5 or abc would reach a cell as a string
         raise ReportError(f"-p {wrong[0]} {parameters[wrong[0]]!r}: {src.name}'s {wrong[0]} is a list; write it as one, "
                           f'e.g. -p {wrong[0]} "[0, 1]"')
+    seeds = (parameters or {}).get("seeds")
+    if seeds is not None and not (all(is_count(s) and 0 <= s <= MAX_SEED for s in seeds) and len(set(seeds)) == len(seeds)
+                                  and seeds):
+        raise ReportError(f"-p seeds {seeds!r}: seeds are distinct whole numbers from 0 to {MAX_SEED}, at least one, "
+                          'e.g. -p seeds "[0, 1, 2]"')
     profile = (parameters or {}).get("profile")
     if profile is not None and profile not in PROFILES:  # said before a kernel starts, not from a failed cell
         raise ReportError(f"-p profile {profile}: a chapter's profile is one of {', '.join(PROFILES)} (smoke: seconds, "
