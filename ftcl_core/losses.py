@@ -150,7 +150,7 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
                      "row), pass queue_layout='KC'; if it is builder.py's C x K, pass queue.T.")
 
 
-def _mine(lam: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+def _rows_of_this_rank(lam: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
     """This rank's rows of a per-sample lambda drawn for the global batch (unchanged otherwise); the rows are
     moved to lambda's device (a host lambda: to the CPU, as ever; a device lambda: no copy, no wait)."""
     return lam[rows.to(lam.device)] if rows is not None and lam.dim() and lam.shape[0] > 1 else lam
@@ -171,7 +171,7 @@ def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: transforms.
         lam = lam.repeat_interleave(n // ft.shards, 0)
     else:
         lam = transforms.sample_lambda(ft.alpha_ex, ft.granularity, n, q.shape[1], gen, shift=shift)
-    lam = _mine(lam, rows).to(q.device)
+    lam = _rows_of_this_rank(lam, rows).to(q.device)
     q, k = transforms.extrapolate_positive(q, k, lam)
     if ft.renorm_pos:  # Supp F
         q, k = transforms.renormalize(q), transforms.renormalize(k)
@@ -242,7 +242,7 @@ def moco_ft_logits(
         n_all = n if n_global is None else n_global
         shape = transforms.lambda_shape(ft.granularity, n_all, d)
         lam_h = transforms.sample_beta(ft.hard_a, ft.hard_b, shape, gen)
-        lam_h = _mine(lam_h, rows).to(q.device)
+        lam_h = _rows_of_this_rank(lam_h, rows).to(q.device)
         l_neg = transforms.hard_negative_logits(q, negatives, lam_h, z_anchor=q_clean)
     else:
         l_neg = q @ negatives.T

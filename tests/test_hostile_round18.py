@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from test_hostile_inputs import assert_one_line, cli, own_registry  # noqa: F401  (own_registry: autouse)
 
-from ftcl_core import transforms as T
+from ftcl_core import transforms
 from ftcl_core.__main__ import EXIT_ERROR
 from ftcl_core.runs import read_seal
 
@@ -55,17 +55,17 @@ def test_simclr_views_of_two_dtypes_are_named():
 
 
 @pytest.mark.parametrize("call, word", [
-    (lambda q, k, Q: T.extrapolate_positive(q, k, torch.full((3,), 1.5)), "lam"),
-    (lambda q, k, Q: T.extrapolate_positive(q, k, "1.5"), "lam"),
-    (lambda q, k, Q: T.extrapolate_positive(None, k, 1.5), "z_q"),
-    (lambda q, k, Q: T.interpolate_negatives(Q, 0.5, torch.rand(64)), "perm"),
-    (lambda q, k, Q: T.interpolate_negatives(Q, 0.5, torch.arange(10)), "perm"),
-    (lambda q, k, Q: T.interpolate_negatives(Q, 0.5, torch.arange(64) + 1), "perm"),
-    (lambda q, k, Q: T.interpolate_negatives(Q, 0.5, None), "perm"),
-    (lambda q, k, Q: T.sample_lambda(2.0, "sample", -1, 16, torch.Generator()), "n"),
-    (lambda q, k, Q: T.sample_lambda(2.0, "sample", 3, 4, None, shift=1.0), "gen"),
-    (lambda q, k, Q: T.sample_lambda(2.0, "sample", 3, 4, torch.Generator(), shift=float("nan")), "shift"),
-    (lambda q, k, Q: T.sample_permutation(-1, torch.Generator()), "n"),
+    (lambda q, k, Q: transforms.extrapolate_positive(q, k, torch.full((3,), 1.5)), "lam"),
+    (lambda q, k, Q: transforms.extrapolate_positive(q, k, "1.5"), "lam"),
+    (lambda q, k, Q: transforms.extrapolate_positive(None, k, 1.5), "z_q"),
+    (lambda q, k, Q: transforms.interpolate_negatives(Q, 0.5, torch.rand(64)), "perm"),
+    (lambda q, k, Q: transforms.interpolate_negatives(Q, 0.5, torch.arange(10)), "perm"),
+    (lambda q, k, Q: transforms.interpolate_negatives(Q, 0.5, torch.arange(64) + 1), "perm"),
+    (lambda q, k, Q: transforms.interpolate_negatives(Q, 0.5, None), "perm"),
+    (lambda q, k, Q: transforms.sample_lambda(2.0, "sample", -1, 16, torch.Generator()), "n"),
+    (lambda q, k, Q: transforms.sample_lambda(2.0, "sample", 3, 4, None, shift=1.0), "gen"),
+    (lambda q, k, Q: transforms.sample_lambda(2.0, "sample", 3, 4, torch.Generator(), shift=float("nan")), "shift"),
+    (lambda q, k, Q: transforms.sample_permutation(-1, torch.Generator()), "n"),
 ])
 def test_the_building_blocks_name_a_wrong_argument(call, word):
     q, k, queue = unit(4, 8), unit(4, 8, seed=1), unit(64, 8, seed=2)
