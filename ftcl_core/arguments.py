@@ -17,6 +17,9 @@ from ftcl_core.config_sections import MAX_TEMPERATURE, MIN_TEMPERATURE
 UNIT_NORM_TOL = 0.02
 
 
+MAX_FEATURE = 1e18  # the largest feature a readout takes: its square, 1e36, stays below float32's 3.4e38
+
+
 def off_unit_norm(x: torch.Tensor, dim: int = 1) -> float:
     """The largest ``|norm^2 - 1|`` over ``x``'s vectors along ``dim`` (rows for ``dim=1``), non-finite ones skipped
     (0.0 when there are none): how far a buffer of features is from L2-normalised."""
@@ -85,9 +88,11 @@ def check_readout(caller: str, train_feats: object, train_labels: object, test_f
                   **positive: object) -> None:
     """A readout's arguments: features as 2-D floating tensors of one width, labels as 1-D non-negative integer tensors
     of their rows, at least one test image, and each of ``positive`` (k, t, epochs, lr ...) a finite number > 0."""
+    check_dense(caller, train_feats=train_feats, test_feats=test_feats)
     for feats, labels, which in ((train_feats, train_labels, "train"), (test_feats, test_labels, "test")):
-        if not (isinstance(feats, torch.Tensor) and feats.dim() == 2 and feats.is_floating_point()):
-            raise TypeError(f"{caller}: {which}_feats must be a 2-D float tensor (images x features), got {described(feats)}.")
+        if not (isinstance(feats, torch.Tensor) and feats.dim() == 2 and feats.is_floating_point() and feats.shape[1]):
+            raise TypeError(f"{caller}: {which}_feats must be a 2-D float tensor (images x features, at least one), "
+                            f"got {described(feats)}.")
         if not (isinstance(labels, torch.Tensor) and labels.shape == feats.shape[:1] and not labels.is_floating_point()
                 and labels.dtype != torch.bool and (not len(labels) or int(labels.min()) >= 0)):
             raise ValueError(f"{caller}: {which}_labels must be a 1-D integer tensor of class indices >= 0, one per "
@@ -104,14 +109,16 @@ def check_scores(caller: str, l_pos: object, l_neg: object, rows: bool = True) -
     """A batch's scores: ``l_pos`` (N,) and ``l_neg`` (N, K), tensors (shapes only, nothing read; ``rows=False``: the
     statistics, which read the first queries of each, let N differ)."""
     if not (isinstance(l_pos, torch.Tensor) and isinstance(l_neg, torch.Tensor) and l_pos.dim() == 1 and l_neg.dim() == 2
-            and (len(l_pos) == len(l_neg) or not rows)):
-        raise ValueError(f"{caller}: l_pos must be (N,) and l_neg (N, K), got {described(l_pos)} and {described(l_neg)}.")
+            and (len(l_pos) == len(l_neg) or not rows) and len(l_pos) and l_neg.shape[0] and l_neg.shape[1]
+            and l_pos.is_floating_point() and l_neg.is_floating_point()):
+        raise ValueError(f"{caller}: l_pos must be (N,) and l_neg (N, K) float scores, N and K >= 1, got "
+                         f"{described(l_pos)} and {described(l_neg)}.")
 
 
 def check_views(caller: str, a: object, b: object) -> None:
     """Two views' features: 2-D float tensors of one shape and dtype (shapes only, nothing read)."""
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == 2 and a.shape == b.shape
-            and a.dtype == b.dtype and a.is_floating_point()):
+            and a.dtype == b.dtype and a.is_floating_point() and a.shape[1]):
         raise ValueError(f"{caller}: the two views must be float tensors of one shape and dtype (N x C), got "
                          f"{described(a)} and {described(b)}.")
 
@@ -140,8 +147,12 @@ def check_images(caller: str, images: object) -> None:
 
 
 def check_finite(caller: str, **tensors: torch.Tensor) -> None:
-    """Each of ``tensors`` holds finite numbers only (read: for once-a-run inputs such as a readout's features)."""
+    """Each of ``tensors`` holds finite numbers below :data:`MAX_FEATURE` in size (read: for once-a-run inputs such as
+    a readout's features; larger ones overflow float32 when squared, so normalising reads them as zeros)."""
     for name, x in tensors.items():
         if not bool(torch.isfinite(x).all()):
             raise ValueError(f"{caller}: {name} holds NaN or infinite values (a diverged encoder?): a readout of them "
                              "means nothing. Check the run's health first.")
+        if x.numel() and float(x.abs().max()) > MAX_FEATURE:
+            raise ValueError(f"{caller}: {name} holds values up to {float(x.abs().max()):.3g}, beyond {MAX_FEATURE:g}: "
+                             "their squares overflow float32, so normalising reads them as zeros. Scale them first.")

@@ -93,6 +93,12 @@ PRESETS = {"v1": moco_v1, "v2": moco_v2, "simclr": simclr}
 assert tuple(PRESETS) == AUGMENT_PRESETS, "ftcl_core.config.AUGMENT_PRESETS lists the names of PRESETS"
 
 
+def _check_config(caller: str, cfg: object) -> None:
+    if not isinstance(cfg, AugmentConfig):
+        raise TypeError(f"{caller}: cfg must be an AugmentConfig, got {described(cfg)}: e.g. augment.moco_v2(24), or "
+                        "AugmentConfig(out_size=24, ...).")
+
+
 def _uniform(n: int, lo: float, hi: float, gen: torch.Generator) -> torch.Tensor:
     return lo + (hi - lo) * torch.rand(n, generator=gen)
 
@@ -178,11 +184,13 @@ def augment(images: torch.Tensor, cfg: AugmentConfig, gen: torch.Generator, rows
     the parameters are drawn for the whole batch, alike on every rank, and this rank applies its rows, so
     the views are those one process would make of the whole batch."""
     check_images("augment", images)
+    _check_config("augment", cfg)
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"augment: gen must be a torch.Generator you seed, got {described(gen)}: every draw comes from "
                         "the caller's generator, never torch's global one.")
     n = images.shape[0] if n_total is None else n_total
-    if rows is not None and not (isinstance(rows, slice) and is_count(n) and len(range(n)[rows]) == len(images)):
+    if not (is_count(n) and len(range(n) if rows is None else range(n)[rows]) == len(images)) or (
+            rows is not None and not isinstance(rows, slice)):
         raise ValueError(f"augment: rows={rows!r} must be the slice of the n_total={n_total!r} images this process "
                          f"holds (rank::world), one per image given ({len(images)}).")
 
@@ -223,6 +231,7 @@ def center_view(images: torch.Tensor, cfg: AugmentConfig) -> torch.Tensor:
     """The evaluation view: the whole image resized to ``out_size``, normalised (no randomness). ``images``: uint8
     ``(N, 3, H, W)``; float images are refused (read as 0-255, ones in [0, 1] would be near black)."""
     check_images("center_view", images)
+    _check_config("center_view", cfg)
     x = images.float() / 255.0
     if x.shape[-1] != cfg.out_size:
         x = F.interpolate(x, size=(cfg.out_size, cfg.out_size), mode="bilinear", antialias=True, align_corners=False)

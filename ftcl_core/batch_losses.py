@@ -120,8 +120,8 @@ def in_batch_negative_scores(anchors: torch.Tensor, positives: torch.Tensor) -> 
     BYOL and SimSiam have no negatives; these scores only feed the statistics (a collapsed encoder drives
     them to 1, as it does Mean(neg) in MoCo)."""
     check_views("in_batch_negative_scores", anchors, positives)
-    if len(anchors) < 2 or len(anchors) % 2:
-        raise ValueError(f"in_batch_negative_scores: anchors must stack two views of N >= 1 samples ([a1; a2], 2N rows), "
+    if len(anchors) < 4 or len(anchors) % 2:  # one sample has no other sample to score against
+        raise ValueError(f"in_batch_negative_scores: anchors must stack two views of N >= 2 samples ([a1; a2], 2N rows), "
                          f"got {len(anchors)} rows.")
     n = anchors.shape[0] // 2
     bank = torch.cat([positives[n:], positives[:n]])  # [view-1 features; view-2 features]

@@ -365,6 +365,8 @@ def parse_overrides(items: list[str]) -> dict:
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not KEY=VALUE (for example ft.pos=true).")
         key, raw = item.split("=", 1)
+        if not key.strip():
+            raise ConfigError(f"override {item!r} names no key before '=': write KEY=VALUE, e.g. train.epochs=3.")
         if not raw.strip():  # YAML reads "" as null: "device=" would become device=None, which no one typed
             raise ConfigError(f"override {item!r} gives no value after '=': write {key.strip()}=VALUE, or "
                               f"{key.strip()}=null to unset a key that may be empty.")
@@ -396,14 +398,18 @@ def parse_overrides(items: list[str]) -> dict:
             raise ConfigError(f"override {item!r}: YAML reads {raw.strip()!r} as {value} (a base-60 number); write the "
                               "number in plain decimal digits, with no colon.")
         if isinstance(value, int) and not isinstance(value, bool) and not DECIMAL.fullmatch(raw.strip()):
-            raise ConfigError(f"override {item!r}: YAML reads {raw.strip()!r} as {value} (an octal, hex or base-60 "
-                              "number); write the number in plain decimal digits, with no leading zero or colon.")
+            raise ConfigError(f"override {item!r}: YAML reads {raw.strip()!r} as {value} (an octal, hex, base-60 or "
+                              "underscored number); write the number in plain decimal digits, with no leading zero, "
+                              "colon or underscore.")
+        if isinstance(value, float) and "_" in raw:  # YAML 1.1 reads 0.99_9 as 0.999
+            raise ConfigError(f"override {item!r}: YAML reads {raw.strip()!r} as {value} (underscores dropped); write "
+                              "the number in plain decimal digits.")
         _set(out, key.strip(), value)
     return out
 
 
 MAX_DIGITS = 100  # the longest number a config may write (the largest key, seed, has 10 digits)
-DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9_]*)")  # an integer as a user means it (YAML 1.1 also reads 010, 0x8, 1:00)
+DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9]*)")  # an integer as a user means it (YAML 1.1 also reads 010, 0x8, 1:00, 5_12)
 
 
 
@@ -431,6 +437,9 @@ class _UniqueKeys(yaml.SafeLoader):
 
     def construct_yaml_float(self, node):  # noqa: ANN001, ANN201  (PyYAML's signature)
         value = super().construct_yaml_float(node)
+        if "_" in node.value:  # 0.99_9 is 0.999 to YAML 1.1
+            raise ConfigError(f"writes {node.value!r} (line {node.start_mark.line + 1}), which YAML reads as {value} "
+                              "(underscores dropped); write the number in plain decimal digits")
         if ":" in node.value:  # 1:30.0 is 90.0 to YAML 1.1
             raise ConfigError(f"writes {node.value!r} (line {node.start_mark.line + 1}), which YAML reads as {value} (a "
                               "base-60 number); write the number in plain decimal digits")
@@ -443,7 +452,7 @@ class _UniqueKeys(yaml.SafeLoader):
         value = super().construct_yaml_int(node)
         if not DECIMAL.fullmatch(node.value.strip()):  # 010 is 8 to YAML 1.1, 0x8 is 8, 1:00 is 60
             raise ConfigError(f"writes {node.value!r} (line {node.start_mark.line + 1}), which YAML reads as {value} (an "
-                              "octal, hex or base-60 number); write the number in plain decimal digits")
+                              "octal, hex, base-60 or underscored number); write the number in plain decimal digits")
         return value
 
 
@@ -462,6 +471,10 @@ def load_yaml_mapping(path: str | os.PathLike, what: str, example: str) -> dict:
         problem = str(err)
     except RecursionError:  # thousands of nested brackets
         problem = "is not a YAML mapping (nested too deeply to read)"
+    except yaml.constructor.ConstructorError as err:  # !!python/object and other tags the safe loader refuses
+        mark = getattr(err, "problem_mark", None)
+        problem = (f"holds a YAML tag (a '!!' type{f', line {mark.line + 1}' if mark else ''}) that a config does not "
+                   "read: write plain values")
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         problem = f"is not a YAML mapping ({' '.join(str(err).split())[:160]})"
     if not problem and _contains_itself(loaded):  # an alias to its own anchor (a: &x {b: *x}): endless to walk

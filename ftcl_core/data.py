@@ -34,7 +34,7 @@ import torch
 
 from ftcl_core import distributed
 from ftcl_core.arguments import check_counts, described, is_count, is_real
-from ftcl_core.config import ConfigError, DataSet, RunConfig
+from ftcl_core.config import MAX_SEED, ConfigError, DataSet, RunConfig
 from ftcl_core.config_sections import MAX_SHAPES_SIZE
 from ftcl_core.runs import write_json
 
@@ -66,8 +66,8 @@ STRIPE_PERIOD = 0.55
 
 def shape_class_names(classes: int = 10) -> tuple[str, ...]:
     """The class names of the shapes set with ``classes`` classes (10: the shapes; 20, 30: fill and shape)."""
-    if classes not in (10, 20, 30):
-        raise ValueError(f"data.classes={classes}: the shapes set has 10 shapes x {len(FILLS)} fills; choose "
+    if not is_count(classes) or classes not in (10, 20, 30):
+        raise ValueError(f"data.classes={classes!r}: the shapes set has 10 shapes x {len(FILLS)} fills; choose "
                          "10, 20 or 30.")
     if classes == 10:
         return SHAPE_CLASSES
@@ -187,6 +187,8 @@ def make_shapes(
     """
     check_counts("make_shapes", n=n)
     check_counts("make_shapes", minimum=0, seed=seed, clutter=clutter)
+    if seed > MAX_SEED:
+        raise ValueError(f"make_shapes: seed={seed} must be at most {MAX_SEED} (2**32 - 1), as a config's seed.")
     if not (is_count(size) and 8 <= size <= MAX_SHAPES_SIZE):
         raise ValueError(f"make_shapes: size={size!r} must be a whole number of pixels from 8 to {MAX_SHAPES_SIZE} "
                          "(the book draws 32).")
@@ -267,6 +269,10 @@ def shapes_validation(n_train: int, n_val: int, size: int = 32, seed: int = 0, *
 def hold_out(train: ImageSet, n_val: int, seed: int = 0) -> tuple[ImageSet, ImageSet]:
     """Split ``train`` into (rest, validation): the last ``n_val`` images of a fixed shuffle (``seed``, the same
     for every run, so all calibration trials score the same images) are held out of training."""
+    if not isinstance(train, ImageSet):
+        raise TypeError(f"hold_out: train must be an ImageSet (images, labels, classes), got {described(train)}.")
+    check_counts("hold_out", n_val=n_val)
+    check_counts("hold_out", minimum=0, seed=seed)
     if not 0 < n_val < len(train):
         raise ValueError(f"data.n_val={n_val} must lie in [1, {len(train) - 1}] for a training set of {len(train)} images.")
     order = torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))
@@ -313,6 +319,16 @@ def load_image_folder(
     crops, takes 24.9 GB of disk, never all of it in memory) and memory-mapped on later runs; without it the set
     is decoded into memory.
     """
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"load_image_folder: root must be a folder's path, got {described(root)}.")
+    check_counts("load_image_folder", size=size)
+    check_counts("load_image_folder", minimum=0, workers=workers)
+    if max_per_class is not None:
+        check_counts("load_image_folder", max_per_class=max_per_class)
+    if classes is not None and not (isinstance(classes, (list, tuple)) and all(isinstance(c, str) for c in classes)
+                                    and len(set(classes)) == len(classes)):
+        raise ValueError(f"load_image_folder: classes must be a list of distinct folder names, got {classes!r}: "
+                         "read_class_list reads one from a file.")
     files, labels, names = _list_image_folder(root, classes)
     if max_per_class is not None:
         keep, count = [], {}

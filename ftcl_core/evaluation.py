@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from ftcl_core.arguments import check_counts, check_finite, check_images, check_readout, described, is_real
 from ftcl_core.augment import AugmentConfig, center_view
+from ftcl_core.config import MAX_SEED
 
 # Below this kNN temperature exp(s / t) overflows float32 for a cosine s near 1 (exp(88.7) is its largest value).
 MIN_KNN_T = 0.012
@@ -35,11 +36,12 @@ def extract_features(
         raise TypeError(f"extract_features: cfg must be an AugmentConfig (its out_size, mean and std make the "
                         f"evaluation view), got {described(cfg)}: e.g. augment.moco_v2(24).")
     check_counts("extract_features", batch_size=batch_size)
+    dtype = next((p.dtype for p in backbone.parameters() if p.is_floating_point()), torch.float32)
     was_training = backbone.training
     backbone.eval()
     feats = []
     for start in range(0, len(images), batch_size):
-        x = center_view(images[start : start + batch_size].to(device), cfg)
+        x = center_view(images[start : start + batch_size].to(device), cfg).to(dtype)  # a half model: half views
         feats.append(backbone(x).float().cpu())
     backbone.train(was_training)
     return torch.cat(feats)
@@ -57,6 +59,7 @@ def knn_top1(
                          "would be infinite. InstDisc and MoCo use t=0.07 or 0.1.")
     check_finite("knn_top1", train_feats=train_feats, test_feats=test_feats)
     n_cls = _classes("knn_top1", train_labels, test_labels)
+    train_feats, test_feats = train_feats.float(), test_feats.float()  # half features: exp(s / t) overflows
     bank = F.normalize(train_feats, dim=1)
     k = min(k, len(bank))
     correct = 0
@@ -92,6 +95,8 @@ def linear_readout(
                   batch_size=batch_size)
     check_counts("linear_readout", epochs=epochs, batch_size=batch_size)
     check_counts("linear_readout", minimum=0, seed=seed)
+    if seed > MAX_SEED:
+        raise ValueError(f"linear_readout: seed={seed} must be at most {MAX_SEED} (2**32 - 1), as a config's seed.")
     if not (is_real(weight_decay) and 0 <= weight_decay < float("inf")):
         raise ValueError(f"linear_readout: weight_decay={weight_decay!r} must be a finite number >= 0 (0 is usual).")
     if len(train_feats) < 2:

@@ -150,6 +150,12 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
                      "row), pass queue_layout='KC'; if it is builder.py's C x K, pass queue.T.")
 
 
+def _check_ft(caller: str, ft: object) -> None:
+    if not isinstance(ft, FTConfig):
+        raise TypeError(f"{caller}: ft must be an FTConfig (from ftcl_core.ft import FTConfig), got {described(ft)}: "
+                        "FTConfig(pos=True, neg=True), say; FTConfig() is FT off.")
+
+
 def _rows_of_this_rank(lam: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
     """This rank's rows of a per-sample lambda drawn for the global batch (unchanged otherwise); the rows are
     moved to lambda's device (a host lambda: to the CPU, as ever; a device lambda: no copy, no wait)."""
@@ -162,6 +168,7 @@ def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: transforms.
 
     Under torch.distributed, ``rows`` are the global indices of the local pairs among ``n_global``: a
     per-sample lambda is drawn for all of them, alike on every rank, and each rank takes its own."""
+    _check_ft("positive_ft", ft)
     if not ft.pos:
         return q, k
     shift = 1.0 if ft.pos_mode == "extrapolate" else 0.0
@@ -253,6 +260,7 @@ def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: transforms.Draws) -> tup
     """Sec 4.2 (interpolation) or Supp G.1 (extrapolation) of the queue with a random partner per row, then
     Supp F if asked: the transformed negatives and the partners' rows.  Lambda first, then the permutation,
     both from ``gen`` (on the host or on the device, :data:`ftcl_core.transforms.Draws`)."""
+    _check_ft("mixed_queue", ft)
     if not (isinstance(queue, torch.Tensor) and queue.dim() == 2):
         raise ValueError(f"mixed_queue: the queue must be a float tensor K x C, got {described(queue)}.")
     shift = 1.0 if ft.neg_mode == "extrapolate" else 0.0

@@ -389,6 +389,8 @@ def build_encoder(name: str, bn_splits: int = 1) -> nn.Module:
 def projection_head(in_dim: int, out_dim: int = 128, mlp: bool = True) -> nn.Module:
     """MoCo v1: one linear layer; MoCo v2: Linear-ReLU-Linear (hidden size = in_dim)."""
     check_counts("projection_head", in_dim=in_dim, out_dim=out_dim)
+    if not isinstance(mlp, bool):
+        raise TypeError(f"projection_head: mlp={mlp!r} must be True (MoCo v2) or False (v1).")
     if not mlp:
         return nn.Linear(in_dim, out_dim)
     return nn.Sequential(nn.Linear(in_dim, in_dim), nn.ReLU(inplace=True), nn.Linear(in_dim, out_dim))
@@ -412,6 +414,8 @@ def mlp(in_dim: int, hidden: int, out_dim: int, layers: int = 2, last_bn: bool =
     projector).  The BN layers are split like the backbone's (``bn_splits``), so a head sees the same batch
     statistics in one process as on ``bn_splits`` ranks.  ``layers`` >= 1 (1: one Linear)."""
     check_counts("mlp", in_dim=in_dim, hidden=hidden, out_dim=out_dim, layers=layers, bn_splits=bn_splits)
+    if not isinstance(last_bn, bool):
+        raise TypeError(f"mlp: last_bn={last_bn!r} must be True or False.")
     norm = _norm1d(bn_splits)
     mods: list[nn.Module] = []
     d = in_dim
@@ -434,10 +438,12 @@ def ema_update(target: nn.Module, online: nn.Module, m: float) -> None:
                          "0.99 or 0.999): the target keeps m of itself.")
     t_params = list(target.parameters())
     o_params = list(online.parameters())
-    if len(t_params) != len(o_params):
+    same = len(t_params) == len(o_params) and all(
+        a.shape == b.shape for a, b in zip(t_params, o_params))
+    if not same:
         n_t, n_o = len(t_params), len(o_params)
-        raise ValueError(f"ema_update: {n_t} parameter tensors in the target, {n_o} "
-                         "in the online network: copy it (frozen_copy).")
+        raise ValueError(f"ema_update: the target's {n_t} parameter tensors are not "
+                         f"the online network's {n_o}: copy it (frozen_copy).")
     torch._foreach_mul_(t_params, m)
     torch._foreach_add_(t_params, o_params, alpha=1.0 - m)
 

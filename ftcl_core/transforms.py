@@ -43,6 +43,10 @@ def _check_mix(caller: str, lam: object, **features: object) -> None:
     shapes = [tuple(x.shape) for x in features.values()]
     if len(set(shapes)) > 1:
         raise ValueError(f"{caller}: {' and '.join(features)} must share one shape, got {shapes}.")
+    if isinstance(lam, torch.Tensor) and lam.device.type == "cpu" and lam.numel() and lam.is_floating_point() and not (
+            0 <= float(lam.min()) and float(lam.max()) <= 2):  # read on the CPU only: no wait on a GPU; NaN fails
+        raise ValueError(f"{caller}: lam must lie in [0, 2], got values from {float(lam.min()):g} to "
+                         f"{float(lam.max()):g}: sample_lambda draws it.")
     if is_real(lam) and not isinstance(lam, torch.Tensor):
         if not 0 <= lam <= 2:  # NaN too
             raise ValueError(f"{caller}: lam={lam!r} must lie in [0, 2]: the paper mixes with lam in (0, 1) "
@@ -83,12 +87,15 @@ def interpolate_negatives(queue: torch.Tensor, lam: Lam, perm: torch.Tensor
     (:func:`sample_permutation`): anything else is refused, naming it.
     """
     _check_mix("interpolate_negatives", lam, queue=queue)
-    _check_permutation(perm, queue.shape[0])
+    _check_permutation(perm, queue)
     return lam * queue + (1 - lam) * queue[perm]
 
 
-def _check_permutation(perm: object, k: int) -> None:
-    """``perm``, a 1-D integer tensor of K rows (its values read on the CPU only)."""
+def _check_permutation(perm: object, queue: torch.Tensor) -> None:
+    """``queue`` K x C and ``perm`` a 1-D integer tensor of K rows (its values read on the CPU only)."""
+    if queue.ndim != 2:
+        raise ValueError(f"interpolate_negatives: queue must be K x C (one key per row), got {described(queue)}.")
+    k = queue.shape[0]
     if not (isinstance(perm, torch.Tensor) and perm.dim() == 1 and len(perm) == k and not perm.is_floating_point()
             and perm.dtype != torch.bool and not perm.is_complex()):
         raise TypeError(f"interpolate_negatives: perm must be a 1-D integer tensor of the queue's {k} rows in some "
@@ -217,7 +224,9 @@ class DeviceDraws:
 
     @classmethod
     def seeded(cls, seed: int, device: str | torch.device) -> DeviceDraws:
-        """A fresh generator on ``device`` seeded with :meth:`seed_for` ``(seed)`` (the run's config seed)."""
+        """A fresh generator on ``device`` seeded with :meth:`seed_for` ``(seed)`` (the run's config seed, >= 0)."""
+        if not is_count(seed) or seed < 0:
+            raise ValueError(f"DeviceDraws.seeded: seed={seed!r} must be a whole number >= 0 (the run's config seed).")
         return cls(torch.Generator(device=device).manual_seed(cls.seed_for(seed)))
 
 
@@ -269,6 +278,7 @@ def sample_beta(a: float, b: float, shape: tuple[int, ...], gen: Draws) -> torch
     From a host generator: :func:`sample_gamma` on the CPU (the draws of every stored run, unchanged); from a
     :class:`DeviceDraws`: :func:`sample_beta_on` on its device."""
     _check_beta("sample_beta", a, b)
+    _check_draws("sample_beta", gen)
     if not (isinstance(shape, tuple) and all(is_count(d) and d >= 0 for d in shape)):
         raise ValueError(f"sample_beta: shape must be a tuple of whole numbers >= 0, got {shape!r}.")
     if isinstance(gen, DeviceDraws):
