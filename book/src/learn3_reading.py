@@ -144,10 +144,12 @@ glue_reading(reading.read(stored))
 # image share, and Mean(pos) climbs back to {glue:md}`curve_pos_end`: a wide gap over negatives far below the collapse level.
 #
 # **Var(neg)** and the **top-1** tell a second story. The top-1 peaks at {glue:md}`curve_top1_peak` % while the
-# negatives' scores vary less than they will later (Var(neg) {glue:md}`curve_var_at_top1`), then sinks to
-# {glue:md}`curve_top1_end` % as Var(neg) rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch` (it ends at
-# {glue:md}`curve_var_end`). A falling top-1 is not a failing encoder: the run ends with a {term}`linear readout`
-# of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. One reading
+# negatives' scores vary less than they will later (Var(neg) {glue:md}`curve_var_at_top1`), then sinks while Var(neg)
+# rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch`; it ends at {glue:md}`curve_top1_end` %
+# (Var(neg) {glue:md}`curve_var_end`). A falling top-1 is not a failing encoder: the run ends with a {term}`linear readout`
+# of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. (At this book's scale
+# MoCo v1's baseline reads higher than v2's, {glue:md}`v1_mean` % against {glue:md}`v2_mean` % averaged over
+# {glue:md}`seeds` seeds, the reverse of the paper's order: [Is it our recipe?](07c_recipe.ipynb) asks why.) One reading
 # of the fall, not measured here: with the shapes' classes balanced, a queue of $K$ keys holds about
 # {glue:md}`end_same_class` keys of each query's own shape, false negatives; once the encoder groups a shape together
 # they score close to the positive, and the top-1 counts each one that outscores it as a miss.

@@ -174,9 +174,9 @@ for epoch in (0, 35, 36, 119):
 # **Not in the paper: letting the run decide.** On data of your own you do not know where 30 % of a good run lies.
 # `ft.PlateauStart`, a rule this book adds and tuned on one task, switches FT on once the epoch's mean training loss
 # $L_e$ has stopped falling much: once $L_{e-w} - L_e < f\,(L_0 - L_e)$ ($w = 5$ epochs, $f = 0.1$), and FT stays on.
-# On the tasks it was not tuned on it never clearly hurt, and where a fixed start after 30 % helped, it did not
-# ([the runs](#auto-start)): a fixed start after 30 % of a long run is the safe default. The fold runs the rule on the
-# losses of a stored run of the harder task below:
+# On tasks it was not tuned on it never clearly hurt, but it did not help where a fixed start after 30 % did
+# ([the runs](#auto-start)), so that fixed start is the safe default. The fold runs the rule on the losses of a stored
+# run of a *harder task* than the shapes: thirty classes of shapes (shape and fill), a distracting shape in every image.
 
 # %% tags=["hide-cell"]
 # PlateauStart on a stored run's epoch losses (the harder task, 120 epochs, no FT)
@@ -193,8 +193,8 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 # %% [markdown]
 # ## What the runs say
 #
-# The book's stored runs answer at full length, on the drawn shapes and on a harder task (thirty classes of shapes, a
-# distracting shape in every image), each seed trained once with FT and once without. Each line is FT's readout minus
+# The book's stored runs answer at full length, on the drawn shapes and on the harder task, each seed trained once with
+# FT and once without. Each line is FT's readout minus
 # the same run's without it, in points, with the range that likely holds the mean (its 95 % interval): left of zero
 # FT costs, right of it FT gains; the diamond is the paper's gain, where it reports one.
 
@@ -234,9 +234,9 @@ glue_reading(your_moco.read(first, room))
 # length ([Does FT help once there is room to help?](11_headroom.ipynb)).
 #
 # **Crowding warns of a cost; its absence does not promise a gain.** On the harder task the runs where FT costs show
-# the minute's {term}`crowding` as FT switches on, and the runs where it gains do not. But switched on at epoch 18 of
-# 120, an experiment designed to tell the two apart, FT does not crowd the images and still costs
-# ([the runs behind the crowding](#the-crowding)). So, in a MoCo of your own: switch FT on part-way through a long
+# the minute's {term}`crowding` as FT switches on, and the runs where it gains do not. Yet switched on at epoch 18 of
+# 120, FT does not crowd the images and still costs ([the runs behind the crowding](#the-crowding)). So, in a MoCo of
+# your own: switch FT on part-way through a long
 # run, not from the first step, and judge it by the {term}`readout`, not by Mean(neg).
 #
 # ## Summary
@@ -258,7 +258,7 @@ glue_reading(your_moco.read(first, room))
 # 1. Switch on negative interpolation alone. Which column of the logits changes, and which stays as in plain MoCo?
 # 2. Replay the plateau rule on the same stored losses with a window $w$ of 2, 5 and 10 epochs
 #    (`ft.PlateauStart.replay`). Where does each switch FT on, and which would you trust?
-# 3. Predict, then check: in the tenth of the run after FT switches on, is raw Mean(neg) higher with FT from the first
+# 3. Predict, then check: in the first tenth of the 120-epoch runs, is raw Mean(neg) higher with FT from the first
 #    step or without FT? Check it seed by seed on the stored 120-epoch runs of the harder task. What does the answer
 #    suggest about why FT from the first step costs?
 # 4. Predict, then train: run the minute above with positive extrapolation alone (`ft.FTConfig(pos=True)`) and with
@@ -285,8 +285,8 @@ losses = auto_start.epoch_losses(stored)
 for w in (2, 5, 10):
     print(f"window {w:>2}: FT on from epoch {ft.PlateauStart.replay(losses, window=w)}")
 
-# Solution 3: the tenth of the run after the switch, FT from the first step (switch at
-# step 0) against the baseline, seed by seed: FT's Mean(neg) stands above the
+# Solution 3: the first tenth of the 120-epoch runs, FT from the first step against
+# the baseline, seed by seed: FT's Mean(neg) stands above the
 # baseline's, its images crowded together early (an association: the book's evidence
 # pages test whether the crowding is the cause).
 import numpy as np
@@ -312,10 +312,13 @@ assert switches == sorted(switches) and switches[0] < 12 <= switches[1], switche
 # high) and reads lowest; negative interpolation alone stays close to plain MoCo. One
 # seed and one minute order these runs, but cannot show how far a second seed would
 # move them: the evidence pages pair seeds over full runs and judge their intervals.
+from ftcl_core.study.results.numbers import fixed
+
 alone = {"pos": minute(ft.FTConfig(pos=True)), "neg": minute(ft.FTConfig(neg=True))}
 for name, (read, readout) in {**runs, **alone}.items():
     end = read["neg"][-1]
-    print(f"{name:>5}: Mean(neg) {end:.2f} at the end, kNN readout {readout:.1f} %")
+    # the readout rounded as the figure's legend rounds it
+    print(f"{name:>5}: Mean(neg) {end:.2f} at the end, kNN readout {fixed(readout)} %")
 
 # %% tags=["remove-cell"]
 if profile != "smoke":  # solution 4's words: +pos alone crowds and reads below plain; +neg alone does not crowd

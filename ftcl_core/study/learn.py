@@ -113,6 +113,10 @@ TOY_EXERCISE_CHECKS: Mapping = {  # the first Learn chapter's folded solutions: 
     "more noise, both worse": lambda f: None if f["align_noisy"] > f["align_clean"] and f["uniform_noisy"] > f[
         "uniform_clean"] else f"noise 0.6 against 0.15: alignment {f['align_noisy']:.3f} / {f['align_clean']:.3f}, "
     f"uniformity {f['uniform_noisy']:.2f} / {f['uniform_clean']:.2f}",
+    "half the noise leaves the uniformity": lambda f: None if abs(f["uniform_clean"] - f["uniform_default"]) < 0.05 and (
+        f["align_clean"] < f["align_default"] < f["align_noisy"]) and f["uniform_noisy"] > f["uniform_default"] + 0.1
+    else f"noise 0.15 / 0.3 / 0.6: alignment {f['align_clean']:.3f} / {f['align_default']:.3f} / "
+    f"{f['align_noisy']:.3f}, uniformity {f['uniform_clean']:.2f} / {f['uniform_default']:.2f} / {f['uniform_noisy']:.2f}",
     "a sphere has more room": lambda f: None if f["uniform_3d"] < f["uniform_2d"] else (
         f"uniformity in 3-d {f['uniform_3d']:.2f} against {f['uniform_2d']:.2f} in 2-d"),
     "on the sphere the clusters sit further apart, nearer an octahedron's corners": lambda f: None if min(

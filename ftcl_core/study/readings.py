@@ -83,6 +83,7 @@ def moco_order_facts(aims: list[dict], data: str = "shapes") -> dict:
         return {"v2_below": None}
     v1, v2 = by["v1 baseline"], by["v2 baseline"]
     return {"v1": plus_minus(v1["mean"], v1["ci95"]), "v2": plus_minus(v2["mean"], v2["ci95"]),
+            "v1_mean": fixed(v1["mean"]), "v2_mean": fixed(v2["mean"]),
             "seeds": str(min(v1["n_seeds"], v2["n_seeds"])), "v2_below": v2["mean"] < v1["mean"]}
 
 
