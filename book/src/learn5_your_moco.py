@@ -220,24 +220,24 @@ glue_reading(your_moco.read(first, room))
 
 
 # %% [markdown]
-# **From the first step, FT costs.** On the drawn shapes, MoCo v1 with both transformations falls from
+# **1. From the first step, FT costs.** On the drawn shapes, MoCo v1 with both transformations falls from
 # {glue:md}`t7_base` of {term}`linear readout` to {glue:md}`t7_ft`, where the paper gains {glue:md}`t7_both_paper`
-# points. Positive extrapolation alone costs too; negative interpolation alone is too small to tell from zero. At the
-# end of these runs the encoder has done what the minute above showed: positive pairs score higher with positive
-# extrapolation than without, but the negatives higher still, so the margin the loss rewards ends smaller in every
-# seed. This goes with the cost; no experiment here has shown that it causes it
+# points. Positive extrapolation alone costs too; negative interpolation alone is too small to tell from zero. What
+# the minute showed holds at full length: the positives end closer, the negatives closer still, so the margin the loss
+# rewards ends smaller, in every seed. That goes with the cost; no experiment here shows it causes it
 # ([When does FT help?](07a_when_ft_helps.ipynb)).
 #
-# **Switched on late, on a task with room to grow, FT pays.** On the shapes a longer run's baseline nears 100 %, which
-# leaves little room for a gain. On the harder task FT switched on after 30 % of the run still costs in 30-epoch runs,
-# and gains at 120 and 240 epochs, at 240 about as much as the paper's Table 6; from the first step it costs at every
-# length ([Does FT help once there is room to help?](11_headroom.ipynb)).
+# **2. Switched on late, on a task with room to grow, FT pays.** On the harder task FT switched on after 30 % of the
+# run still costs in 30-epoch runs, and gains at 120 and 240 epochs, at 240 about as much as the paper's Table 6; from
+# the first step it costs at every length ([Does FT help once there is room to help?](11_headroom.ipynb)). On the
+# shapes a long run's baseline nears 100 %, which leaves little room for a gain.
 #
-# **Crowding warns of a cost; its absence does not promise a gain.** On the harder task the runs where FT costs show
-# the minute's {term}`crowding` as FT switches on, and the runs where it gains do not. Yet switched on at epoch 18 of
-# 120, FT does not crowd the images and still costs ([the runs behind the crowding](#the-crowding)). So, in a MoCo of
-# your own: switch FT on part-way through a long
-# run, not from the first step, and judge it by the {term}`readout`, not by Mean(neg).
+# **3. Judge FT by the readout, not by Mean(neg).** The runs where FT costs show the minute's {term}`crowding` as FT
+# switches on, and the runs where it gains do not; yet FT switched on at epoch 18 of 120 does not crowd the images
+# and still costs ([the runs behind the crowding](#the-crowding)).
+#
+# So, in a MoCo of your own: switch FT on part-way through a long run, not from the first step, and read the result
+# off the readout.
 #
 # ## Summary
 #
@@ -245,10 +245,8 @@ glue_reading(your_moco.read(first, room))
 #   InfoNCE. The queue still receives the clean keys.
 # - `FTConfig()` is plain MoCo; `active` (or `ft.start_epoch` in a run) switches FT on part-way through a run, and
 #   `ft.PlateauStart` (`ft.start=auto`) lets the run choose that moment from its own loss.
-# - At this book's scale FT from the first step costs readout (positive extrapolation carries the cost). Switched on
-#   after 30 % of the run on the harder task, it changed readout by {glue:md}`hr_both_late_30_diff` points in
-#   30-epoch runs (a cost), {glue:md}`hr_both_late_120_diff` at 120 epochs and {glue:md}`hr_both_late_240_diff` at
-#   240: give it a long run, and judge it by the readout, not by Mean(neg).
+# - At this book's scale FT from the first step costs readout, and positive extrapolation carries the cost. Switched
+#   on after 30 % of the run on a task with room, it costs in short runs and pays in long ones.
 #
 # **Where next.** [Does FT help once there is room to help?](11_headroom.ipynb) opens with the runs behind the late
 # start's gain; [the findings](findings.md) set each of the paper's claims beside what the runs here say of it.
