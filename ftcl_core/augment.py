@@ -20,6 +20,11 @@ import torch.nn.functional as F
 from ftcl_core.arguments import check_counts, check_images, described, is_count, is_real
 from ftcl_core.config import AUGMENT_PRESETS
 
+# the module's public names: each checks its arguments and names the fix; the rest are building blocks that
+# take what these pass them
+__all__ = ["AugmentConfig", "PRESETS", "augment", "center_view", "moco_v1", "moco_v2", "normalize", "simclr"]
+
+
 GRAY_WEIGHTS = (0.299, 0.587, 0.114)
 
 

@@ -26,6 +26,11 @@ from ftcl_core.arguments import (
 from ftcl_core.config import FTConfig
 from ftcl_core.losses import moco_ft_logits
 
+# the module's public names: each checks its arguments and names the fix; the rest are building blocks that
+# take what these pass them
+__all__ = ["byol_loss", "in_batch_negative_scores", "other_sample_mask", "simclr_ft_logits", "simsiam_loss",
+           "sinkhorn", "swav_loss"]
+
 
 def symmetric_pairs(v1: torch.Tensor, v2: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor
                     ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -38,6 +38,13 @@ from ftcl_core.config import MAX_SEED, ConfigError, DataSet, RunConfig
 from ftcl_core.config_sections import MAX_SHAPES_SIZE
 from ftcl_core.runs import write_json
 
+# the module's public names: each checks its arguments and names the fix; the rest are building blocks that
+# take what these pass them
+__all__ = ["ImageSet", "cache_bytes", "hold_out", "load_data", "load_image_folder", "load_torchvision", "make_shapes",
+           "open_cache", "read_class_list", "register_data_set", "shape_class_names", "shapes_splits",
+           "shapes_validation"]
+
+
 SHAPE_CLASSES = ("disc", "square", "triangle", "star", "cross", "ring", "bar", "half_disc", "corner", "two_dots")
 # Colours (RGB, 0-1).  Each image draws a foreground and a different background colour from it.
 PALETTE = torch.tensor(

@@ -18,6 +18,11 @@ from ftcl_core.arguments import check_counts, check_finite, check_images, check_
 from ftcl_core.augment import AugmentConfig, center_view
 from ftcl_core.config import MAX_SEED
 
+# the module's public names: each checks its arguments and names the fix; the rest are building blocks that
+# take what these pass them
+__all__ = ["evaluate_backbone", "extract_features", "knn_top1", "linear_readout", "raw_pixel_readout"]
+
+
 # Below this kNN temperature exp(s / t) overflows float32 for a cosine s near 1 (exp(88.7) is its largest value).
 MIN_KNN_T = 0.012
 

@@ -33,6 +33,11 @@ from ftcl_core.arguments import (
 from ftcl_core.config import FTConfig
 from ftcl_core.config_fields import is_numpy_bool
 
+# the module's public names: each checks its arguments and names the fix; the rest are building blocks that
+# take what these pass them
+__all__ = ["FTLogits", "check_moco_inputs", "info_nce", "logits_from_scores", "mixed_queue", "moco_ft_logits",
+           "moco_logits", "positive_ft"]
+
 
 def info_nce(logits: torch.Tensor) -> torch.Tensor:
     """eq. 1 with the positive in column 0: ``-log softmax(logits)[:, 0]`` (logits already divided by tau).

@@ -17,6 +17,12 @@ import torch.nn.functional as F
 from ftcl_core.arguments import check_counts, described, is_real
 from ftcl_core.config import SMALL_ENCODERS, TORCHVISION_ENCODERS
 
+# the module's public names: each checks its arguments and names the fix; the rest are building blocks that
+# take what these pass them
+__all__ = ["Encoder", "SplitBatchNorm1d", "SplitBatchNorm2d", "build_encoder", "ema_update", "encoder_names",
+           "frozen_copy", "mlp", "projection_head"]
+
+
 _aten = torch.ops.aten
 
 
@@ -176,12 +182,18 @@ class SplitBatchNorm2d(nn.BatchNorm2d):
 
     def __init__(self, num_features: int, num_splits: int, **kwargs) -> None:
         check_counts("SplitBatchNorm2d", num_features=num_features, num_splits=num_splits)
+        if kwargs.get("momentum", 0.1) is None or kwargs.get("track_running_stats", True) is False:
+            raise ValueError("SplitBatchNorm2d keeps running statistics with a float momentum (each group updates "
+                             "them): momentum=None or track_running_stats=False is not supported.")
         super().__init__(num_features, **kwargs)
         self.num_splits = num_splits
         self.layout = "interleaved"
         self.kernel = "auto"  # for the blocks layout: SPLIT_BN_KERNELS
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 4:
+            raise ValueError(f"SplitBatchNorm2d takes (N, C, H, W) feature maps, got shape {tuple(x.shape)} (features "
+                             "N x C: SplitBatchNorm1d).")
         n, c, h, w = x.shape
         g = self.num_splits
         if not self.training or g == 1:

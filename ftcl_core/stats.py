@@ -24,6 +24,11 @@ import torch.nn.functional as F
 
 from ftcl_core.arguments import check_counts, check_scores, check_views, is_count, is_real
 
+# the module's public names: each checks its arguments and names the fix; the rest are building blocks that
+# take what these pass them
+__all__ = ["layer_grad_norms", "layer_names", "representation_statistics", "score_histogram", "score_statistics"]
+
+
 SCORE_COLUMNS = ("pos_mean", "neg_mean", "neg_var", "ft_pos_mean", "ft_neg_mean", "ft_neg_var")
 # Of the batch's two views (runs stored before these existed lack them): see representation_statistics
 REPRESENTATION_COLUMNS = ("align", "uniform", "rho", "erank", "same_class")
@@ -168,6 +173,9 @@ def layer_grad_norms(model: nn.Module) -> torch.Tensor:
         params = [p for p in module.parameters(recurse=False) if p.requires_grad]
         if params:
             per_layer.append(params)
+    if not per_layer:
+        raise ValueError(f"layer_grad_norms: {type(model).__name__} has no trainable parameters, so no layer has a "
+                         "gradient to measure: pass the trained network.")
     flat = [p for params in per_layer for p in params]
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in flat]
     norms = torch._foreach_norm(grads)

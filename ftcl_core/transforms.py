@@ -30,6 +30,13 @@ import torch.nn.functional as F
 from ftcl_core.arguments import described, is_count, is_real
 from ftcl_core.config import BETA_RANGE, Granularity  # "step" | "sample" | "dim": one definition, the config's
 
+# the module's public names: each checks its arguments and names the fix; the rest are building blocks that
+# take what these pass them
+__all__ = ["DeviceDraws", "extrapolate_positive", "hard_negative_logits", "interpolate_negatives", "lambda_shape",
+           "per_dimension_positive_score", "renormalize", "renormalized_positive_score", "sample_beta",
+           "sample_lambda", "sample_permutation", "score_range", "transformed_positive_score", "unit_pairs"]
+
+
 Lam = float | torch.Tensor
 
 
@@ -116,8 +123,13 @@ def hard_negative_logits(z_q: torch.Tensor, queue: torch.Tensor, lam: Lam, z_anc
     """
     anchor = z_q if z_anchor is None else z_anchor
     _check_mix("hard_negative_logits", lam, z_q=z_q, z_anchor=anchor)
-    if not (isinstance(queue, torch.Tensor) and queue.dim() == 2 and queue.shape[1] == z_q.shape[-1]):
-        raise ValueError(f"hard_negative_logits: queue must be K x {z_q.shape[-1]} (the queries' width), got {described(queue)}.")
+    if not (isinstance(z_q, torch.Tensor) and z_q.dim() == 2 and isinstance(queue, torch.Tensor) and queue.dim() == 2
+            and queue.shape[1] == z_q.shape[1] and queue.dtype == z_q.dtype):
+        raise ValueError(f"hard_negative_logits: z_q must be N x C and queue K x C of its dtype, got {described(z_q)} "
+                         f"and {described(queue)}.")
+    if isinstance(lam, torch.Tensor) and lam.dim() == 1 and lam.numel() > 1:  # (N,) reads as one per dimension
+        raise ValueError(f"hard_negative_logits: lam {described(lam)} is ambiguous: pass one per sample as (N, 1), one "
+                         "per dimension as (1, C) (lambda_shape gives them).")
     if isinstance(lam, torch.Tensor) and lam.dim() == 2 and lam.shape[1] > 1:  # per-dimension
         return ((lam * anchor) * z_q).sum(1, keepdim=True) + ((1 - lam) * z_q) @ queue.T
     lam_col = lam if not isinstance(lam, torch.Tensor) or lam.dim() == 0 else lam.view(-1, 1)
@@ -127,6 +139,11 @@ def hard_negative_logits(z_q: torch.Tensor, queue: torch.Tensor, lam: Lam, z_anc
 def _check_cosine(caller: str, s: object, lam: object = 1.5) -> None:
     """A score argument: a cosine in [-1, 1] (a number, tensor or array; read: these are the formulas of eq. 4, not
     the training step), and ``lam`` a number or array of numbers in [0, 2] (NaN refused)."""
+    try:
+        np.broadcast_shapes(np.shape(s), np.shape(lam))
+    except ValueError:
+        raise ValueError(f"{caller}: s {np.shape(s)} and lam {np.shape(lam)} do not broadcast: give one lam, or one "
+                         "per score.") from None
     for name, v, lo, hi in (("s", s, -1.0, 1.0), ("lam", lam, 0.0, 2.0)):
         numeric = (isinstance(v, torch.Tensor) and v.dtype != torch.bool and not v.is_complex()
                    or isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.number) and v.dtype.kind != "c")
@@ -156,6 +173,10 @@ def renormalized_positive_score(s: torch.Tensor | float, lam: Lam) -> torch.Tens
     ``c = 2 l (l - 1)(1 - S)`` both mixed vectors have squared norm ``1 + c`` and dot product ``S - c`` (eq. 4), so
     their cosine is ``(S - c) / (1 + c)``, which is <= S for ``l`` >= 1 (since ``c (1 + S)`` >= 0)."""
     _check_cosine("renormalized_positive_score", s, lam)
+    c = 2 * lam * (lam - 1) * (1 - s)
+    if bool(np.any(np.asarray(1 + c if not isinstance(c, torch.Tensor) else (1 + c).detach().cpu()) == 0)):
+        raise ValueError("renormalized_positive_score: at S = -1 and lam = 0.5 the two mixed vectors are zero, and "
+                         "have no direction to re-project: no cosine exists there.")
     c = 2 * lam * (lam - 1) * (1 - s)
     return (s - c) / (1 + c)
 

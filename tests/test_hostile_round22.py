@@ -68,6 +68,13 @@ def test_a_config_file_read_otherwise_than_written_is_refused(tmp_path, text, wo
     (lambda: stats.score_statistics(torch.randn(8) > 0, torch.randn(8, 5)), "float"),
     (lambda: stats.representation_statistics(torch.randn(8, 0), torch.randn(8, 0)), "N x C"),
     (lambda: batch_losses.in_batch_negative_scores(Q[:2], Q[:2]), "N >= 2"),
+    (lambda: transforms.hard_negative_logits(Q, Q, torch.full((8,), 0.5)), "ambiguous"),
+    (lambda: transforms.hard_negative_logits(Q, Q.double(), 0.5), "dtype"),
+    (lambda: transforms.transformed_positive_score(torch.rand(3), torch.rand(4) + 1), "broadcast"),
+    (lambda: transforms.renormalized_positive_score(-1.0, 0.5), "no cosine"),
+    (lambda: stats.layer_grad_norms(torch.nn.ReLU()), "no trainable"),
+    (lambda: models.SplitBatchNorm2d(4, 2, momentum=None), "momentum"),
+    (lambda: models.SplitBatchNorm2d(4, 2).train()(torch.randn(4, 4)), "N, C, H, W"),
 ])
 def test_the_library_refuses_what_the_seventeenth_trial_handed_it(call, word):
     with pytest.raises((ValueError, TypeError), match=word):
