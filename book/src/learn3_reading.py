@@ -214,10 +214,13 @@ if t1_metrics:
                        for r in t1_runs if r["setting"] in shown}
     run_figures.grad_norm_epochs(per_epoch_norms, colours=colours, cols=5)
     plt.show()
+    jumps = curves.grad_swing_facts(per_epoch_norms)["sd"]  # sd of the epoch-to-epoch change
+    print("how far each line jumps from one epoch to the next:",
+          ", ".join(f"{m.replace('m=', 'm = ')}: {jumps[m]:.2f}" for m in shown if m in jumps))
 
 # %% [markdown]
-# Look at how jagged each line is, not at its level: $m = 0$, $0.5$ and $0.9$ jump more from one epoch to the next
-# than $m = 0.99$ and $m = 1$, the jumps at $m =$ {glue:md}`swing_most` about {glue:md}`swing_ratio` times those at
+# Look at how jagged each line is, not at its level (the line under the figure measures it, as the spread of each
+# epoch's change): $m = 0$, $0.5$ and $0.9$ jump more from one epoch to the next than $m = 0.99$ and $m = 1$, the jumps at $m =$ {glue:md}`swing_most` about {glue:md}`swing_ratio` times those at
 # $m =$ {glue:md}`swing_least`.
 #
 # ## Summary
