@@ -147,12 +147,11 @@ glue_reading(reading.read(stored))
 # negatives' scores vary less than they will later (Var(neg) {glue:md}`curve_var_at_top1`), then sinks while Var(neg)
 # rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch`; it ends at {glue:md}`curve_top1_end` %
 # (Var(neg) {glue:md}`curve_var_end`). A falling top-1 is not a failing encoder: the run ends with a {term}`linear readout`
-# of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. (At this book's scale
-# MoCo v1's baseline reads higher than v2's, {glue:md}`v1_mean` % against {glue:md}`v2_mean` % averaged over
-# {glue:md}`seeds` seeds, the reverse of the paper's order: [Is it our recipe?](07c_recipe.ipynb) asks why.) One reading
-# of the fall, not measured here: with the shapes' classes balanced, a queue of $K$ keys holds about
-# {glue:md}`end_same_class` keys of each query's own shape, false negatives; once the encoder groups a shape together
-# they score close to the positive, and the top-1 counts each one that outscores it as a miss.
+# of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. (MoCo v1's baseline
+# reads higher here, {glue:md}`order_v1_mean` % against {glue:md}`order_v2_mean` %, the reverse of the paper's order:
+# [Is it our recipe?](07c_recipe.ipynb).) One reading
+# of the fall, not measured here: the queue holds about {glue:md}`end_same_class` keys of each query's own shape, false
+# negatives, and once the encoder groups a shape together the top-1 counts each that outscores the positive as a miss.
 #
 # ## Momentum, read with the tool (Table 1)
 #
@@ -195,8 +194,7 @@ if t1_metrics:
 # **Mean(neg)**: at the small momenta the images crowd together: different images' features draw closer, and
 # Mean(neg) rises above the larger momenta's (this book calls that {term}`crowding`). It ends highest at
 # $m =$ {glue:md}`mom_crowd_m` ({glue:md}`mom_crowd_neg`), where the key encoder copies the query encoder every step.
-# Crowded, but not collapsed: Mean(neg) stays below the
-# collapse level, and that run still reads {glue:md}`mom_m0_mean` % on average, well above the same network never
+# Crowded, but not collapsed: Mean(neg) stays below the collapse level, and that run still reads {glue:md}`mom_m0_mean` % on average, well above the same network never
 # trained (the {term}`random-init baseline`, {glue:md}`mom_random` % averaged over the seeds). The paper reports that
 # its small momenta read {term}`below random init`; [the momentum chapter](05_momentum.ipynb) tests that over every
 # seed.
@@ -212,15 +210,14 @@ colours = {m: f"C{i}" for i, m in enumerate([*momenta, "m=0.5"])}  # as above
 if t1_metrics:
     per_epoch_norms = {r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"]
                        for r in t1_runs if r["setting"] in shown}
-    run_figures.grad_norm_epochs(per_epoch_norms, colours=colours, cols=5)
+    # how far each line jumps: the sd of its epoch-to-epoch change
+    jumps = curves.grad_swing_facts(per_epoch_norms)["sd"]
+    run_figures.grad_norm_epochs(per_epoch_norms, colours=colours, cols=5, jumps=jumps)
     plt.show()
-    jumps = curves.grad_swing_facts(per_epoch_norms)["sd"]  # sd of the epoch-to-epoch change
-    print("how far each line jumps from one epoch to the next:",
-          ", ".join(f"{m.replace('m=', 'm = ')}: {jumps[m]:.2f}" for m in shown if m in jumps))
 
 # %% [markdown]
-# Look at how jagged each line is, not at its level (the line under the figure measures it, as the spread of each
-# epoch's change): $m = 0$, $0.5$ and $0.9$ jump more from one epoch to the next than $m = 0.99$ and $m = 1$, the jumps at $m =$ {glue:md}`swing_most` about {glue:md}`swing_ratio` times those at
+# Look at how jagged each line is, not at its level (the number in each corner measures it): $m = 0$, $0.5$ and
+# $0.9$ jump more from one epoch to the next than $m = 0.99$ and $m = 1$, the jumps at $m =$ {glue:md}`swing_most` about {glue:md}`swing_ratio` times those at
 # $m =$ {glue:md}`swing_least`.
 #
 # ## Summary

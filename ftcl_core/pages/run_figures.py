@@ -161,12 +161,13 @@ def score_trajectory_3d(runs: Mapping[str, Mapping[str, np.ndarray]], window: in
 
 
 def grad_norm_epochs(per_epoch: Mapping[str, np.ndarray], title: str = "", ylabel: str = "summed gradient L2 norm",
-                     cols: int = 3, colours: Mapping[str, str] | None = None):
+                     cols: int = 3, colours: Mapping[str, str] | None = None, jumps: Mapping[str, float] | None = None):
     """Supp C's landscape reduced to the slice that carries its reading: each run's per-layer gradient norms
     (:meth:`RunDir.load_grad_norms`' ``per_epoch``) summed over the layers, against the epoch.  Two runs or fewer share
     one panel; more become small multiples, ``cols`` a row, each run in colour over the others in grey, on one
     shared axis (the spikiness the paper reads off a landscape is this curve's epoch-to-epoch swing).  ``colours``
-    (name -> colour) keeps a run's colour of another figure; a run it does not name takes its place's."""
+    (name -> colour) keeps a run's colour of another figure; a run it does not name takes its place's. ``jumps``
+    (name -> number), written in each small multiple's corner: how far its line jumps from epoch to epoch."""
     import matplotlib.pyplot as plt
 
     totals = {name: np.asarray(p, dtype=float).sum(1) for name, p in per_epoch.items()}
@@ -192,6 +193,9 @@ def grad_norm_epochs(per_epoch: Mapping[str, np.ndarray], title: str = "", ylabe
         t, colour = totals[name], (colours or {}).get(name, f"C{i}")
         ax.plot(np.arange(1, len(t) + 1), t, color=colour, lw=1.6)
         ax.set_title(name, fontsize=TITLE_PT, color=colour)
+        if jumps is not None and name in jumps:
+            ax.text(0.96, 0.94, f"jumps {jumps[name]:.2f}", transform=ax.transAxes, ha="right", va="top",
+                    fontsize=TEXT_PT, color=colour)
         ax.tick_params(labelsize=TEXT_PT)
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(totals):]:
