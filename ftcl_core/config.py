@@ -297,7 +297,9 @@ def _migrate(raw: dict) -> dict:
     """``raw`` with the old keys of :data:`OLD_KEYS` moved to the method's section, unless the new key is given
     too (then they must agree)."""
     if not isinstance(raw, dict):
-        raise ConfigError(f"a config must map keys to values, not {type(raw).__name__}.")
+        raise ConfigError(f"a config must map keys to values, not {type(raw).__name__}"
+                          + (": a config file's path is read by load_config(path)." if isinstance(raw, (str, os.PathLike))
+                             else "."))
     method = raw.get("method", "moco")
     old = raw.get("moco")
     if not isinstance(method, str) or method not in OLD_KEYS or not isinstance(old, dict):
