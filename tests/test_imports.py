@@ -95,10 +95,12 @@ def test_the_config_modules_import_nothing_else_from_the_package():
     graph = import_graph()
     assert graph["ftcl_core.config_fields"] == set()
     assert graph["ftcl_core.config_sections"] == {"ftcl_core.config_fields"}
-    assert graph["ftcl_core.config"] == {"ftcl_core.config_fields", "ftcl_core.config_sections"}
+    assert graph["ftcl_core.config_yaml"] == {"ftcl_core.config_fields"}
+    assert graph["ftcl_core.config"] == {"ftcl_core.config_fields", "ftcl_core.config_sections", "ftcl_core.config_yaml"}
     code = "import sys, ftcl_core.config; print(sorted(m for m in sys.modules if m.startswith('ftcl_core.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['ftcl_core.config', 'ftcl_core.config_fields', 'ftcl_core.config_sections']"
+    assert out.strip() == ("['ftcl_core.config', 'ftcl_core.config_fields', 'ftcl_core.config_sections', "
+                           "'ftcl_core.config_yaml']")
 
 
 def test_the_names_kept_as_data_in_the_config_match_their_owners():

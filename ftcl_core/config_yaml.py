@@ -1,0 +1,82 @@
+"""YAML read as a user means it: a config or experiment file must be a mapping, give each key once, write numbers in
+plain decimal digits (YAML 1.1 reads 010, 0x8, 1:00 and 5_12 otherwise) and hold no tag or self-containing alias; each
+refusal is a :class:`~ftcl_core.config_fields.ConfigError` that names the file, the line and the fix."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import yaml
+
+from ftcl_core.config_fields import ConfigError
+
+MAX_DIGITS = 100  # the longest number a config may write (the largest key, seed, has 10 digits)
+DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9]*)")  # an integer as a user means it (YAML 1.1 also reads 010, 0x8, 1:00, 5_12)
+
+
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):  # noqa: ANN001, ANN201  (PyYAML's signature)
+        keys = [k for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+        if twice := next((k for i, k in enumerate(keys) if k.value in [j.value for j in keys[:i]]), None):
+            raise ConfigError(f"gives the key {twice.value!r} twice (again on line {twice.start_mark.line + 1}): YAML "
+                              "would keep the second silently; merge them into one")
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_float(self, node):  # noqa: ANN001, ANN201  (PyYAML's signature)
+        value = super().construct_yaml_float(node)
+        if "_" in node.value:  # 0.99_9 is 0.999 to YAML 1.1
+            raise ConfigError(f"writes {node.value!r} (line {node.start_mark.line + 1}), which YAML reads as {value} "
+                              "(underscores dropped); write the number in plain decimal digits")
+        if ":" in node.value:  # 1:30.0 is 90.0 to YAML 1.1
+            raise ConfigError(f"writes {node.value!r} (line {node.start_mark.line + 1}), which YAML reads as {value} (a "
+                              "base-60 number); write the number in plain decimal digits")
+        return value
+
+    def construct_yaml_int(self, node):  # noqa: ANN001, ANN201  (PyYAML's signature)
+        if len(node.value) > MAX_DIGITS:  # Python refuses to read an int of over 4 300 digits (a ValueError)
+            raise ConfigError(f"writes a number of {len(node.value)} digits (line {node.start_mark.line + 1}); no key "
+                              f"takes one of more than {MAX_DIGITS}: write the number meant")
+        value = super().construct_yaml_int(node)
+        if not DECIMAL.fullmatch(node.value.strip()):  # 010 is 8 to YAML 1.1, 0x8 is 8, 1:00 is 60
+            raise ConfigError(f"writes {node.value!r} (line {node.start_mark.line + 1}), which YAML reads as {value} (an "
+                              "octal, hex, base-60 or underscored number); write the number in plain decimal digits")
+        return value
+
+
+_UniqueKeys.add_constructor("tag:yaml.org,2002:int", _UniqueKeys.construct_yaml_int)
+_UniqueKeys.add_constructor("tag:yaml.org,2002:float", _UniqueKeys.construct_yaml_float)
+
+
+def load_yaml_mapping(path: str | os.PathLike, what: str, example: str) -> dict:
+    """The YAML mapping in the file ``path`` (``what``: a config file, an experiment file; ``example``: one to
+    compare it with); empty, not text, not YAML, not a mapping or a key given twice is a :class:`ConfigError`."""
+    try:
+        loaded = yaml.load(Path(path).read_bytes().decode(), Loader=_UniqueKeys)  # noqa: S506  (a safe loader)
+        problem = "is empty" if loaded is None else "" if isinstance(loaded, dict) else \
+            f"holds a YAML {type(loaded).__name__} ({' '.join(str(loaded).split())[:60]}), not a mapping"
+    except ConfigError as err:
+        problem = str(err)
+    except RecursionError:  # thousands of nested brackets
+        problem = "is not a YAML mapping (nested too deeply to read)"
+    except yaml.constructor.ConstructorError as err:  # !!python/object and other tags the safe loader refuses
+        mark = getattr(err, "problem_mark", None)
+        problem = (f"holds a YAML tag (a '!!' type{f', line {mark.line + 1}' if mark else ''}) that a config does not "
+                   "read: write plain values")
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        problem = f"is not a YAML mapping ({' '.join(str(err).split())[:160]})"
+    if not problem and _contains_itself(loaded):  # an alias to its own anchor (a: &x {b: *x}): endless to walk
+        problem = "holds a mapping that contains itself (a YAML alias inside its own anchor)"
+    if problem:
+        raise ConfigError(f"{what} {path} {problem}; compare it with {example}.")
+    return loaded
+
+
+def _contains_itself(x: object, within: tuple = ()) -> bool:
+    if not isinstance(x, (dict, list)):
+        return False
+    return any(x is w for w in within) or any(_contains_itself(v, (*within, x))
+                                              for v in (x.values() if isinstance(x, dict) else x))
