@@ -92,3 +92,16 @@ def test_half_features_read_as_float32_in_the_knn_readout():
     """exp(s / t) overflowed half precision at t = 0.05: the weights were infinite and a number came back."""
     half = evaluation.knn_top1(F8.half(), L8, F8.half(), L8, k=5, t=0.05)
     assert half == evaluation.knn_top1(F8.half().float(), L8, F8.half().float(), L8, k=5, t=0.05)
+
+
+@pytest.mark.parametrize("overrides", [["data.name=imagefolder", "data.root=/nonexistent", "data.test_root=/nonexistent"],
+                                       ["data.name=fashion_mnist", "data.root=/nonexistent"]])
+def test_a_run_whose_data_are_missing_is_refused_without_saying_where_it_would_go(tmp_path, overrides):
+    """The fifteenth trial's U: "training into ...: config.yaml now" came before the refusal of a missing data root."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ftcl_core", "train", SMOKE, *overrides, "--out", str(tmp_path / "r"),
+                          "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == "" and len(out.stderr.strip().splitlines()) == 1, (out.stdout, out.stderr)
+    assert not (tmp_path / "r").exists()

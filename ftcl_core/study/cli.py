@@ -317,7 +317,8 @@ def _main(argv: list[str] | None = None, banner: str | None = None) -> int:
         except RunFileError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-        print(banner, flush=True)
+        if preflight.data_in_place(cfg):  # else the run refuses its data at once: that line comes alone
+            print(banner, flush=True)
     try:
         with threads_to_train(args.out, say=not args.no_progress and distributed.rank_from_env() == 0):
             result = train(cfg, args.out, progress=not args.no_progress)

@@ -171,6 +171,20 @@ def check_memory(cfg: RunConfig, device: str) -> None:
                               f"GiB), sized by {keys}. Lower those values.")
 
 
+def data_in_place(cfg: RunConfig) -> bool:
+    """Whether the config's data are where the run will look for them (folders and files present, nothing read):
+    when not, the run will refuse, and the command line says nothing of where it would have gone first."""
+    d = cfg.data
+    if d.name == "shapes" or d.download:
+        return True
+    if d.name == "fashion_mnist":
+        from ftcl_core.study.fashion_mnist import fashion_mnist_root
+
+        return fashion_mnist_root(d.root) is not None
+    roots = (d.root, d.test_root) if d.name == "imagefolder" else (d.root or "datasets",)
+    return all(r is not None and Path(os.path.expanduser(r)).is_dir() for r in roots)
+
+
 def check_experiment_file(path: str) -> None:
     """An experiment file is a YAML mapping with its keys given once: empty, not a mapping (``42``, a list) or with a
     key given twice is a :class:`ConfigError` naming the file and the fix, before anything reads or trains it (its
