@@ -167,6 +167,9 @@ class ModelConfig(Section):
 
     def check(self) -> None:
         self._positive("dim", "bn_splits")
+        if self.dim < 2:  # one unit feature is +1 or -1: every score is one of the two, whatever the encoder learns
+            raise ConfigError(f"model.dim={self.dim}: features of one dimension, normalised, are +1 or -1, so every "
+                              "score is too; give at least 2 (MoCo: 128).")
         known = [*SMALL_ENCODERS, *TORCHVISION_ENCODERS]
         if self.encoder not in known and not self.encoder.startswith("timm:"):
             close = difflib.get_close_matches(self.encoder, known, n=3)

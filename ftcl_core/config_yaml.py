@@ -12,6 +12,7 @@ import yaml
 
 from ftcl_core.config_fields import ConfigError
 
+MAX_VALUES = 100_000  # the most values a config or experiment file may expand to (its aliases written out)
 MAX_DIGITS = 100  # the longest number a config may write (the largest key, seed, has 10 digits)
 DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9]*)")  # an integer as a user means it (YAML 1.1 also reads 010, 0x8, 1:00, 5_12)
 
@@ -70,13 +71,33 @@ def load_yaml_mapping(path: str | os.PathLike, what: str, example: str) -> dict:
         problem = f"is not a YAML mapping ({' '.join(str(err).split())[:160]})"
     if not problem and _contains_itself(loaded):  # an alias to its own anchor (a: &x {b: *x}): endless to walk
         problem = "holds a mapping that contains itself (a YAML alias inside its own anchor)"
+    elif not problem and (size := _expanded_size(loaded)) > MAX_VALUES:
+        problem = (f"expands to {size:.3g} values through its aliases (more than {MAX_VALUES}; a config holds about "
+                   "a hundred): write the values out, or use fewer aliases")
     if problem:
         raise ConfigError(f"{what} {path} {problem}; compare it with {example}.")
     return loaded
 
 
-def _contains_itself(x: object, within: tuple = ()) -> bool:
-    if not isinstance(x, (dict, list)):
+def _contains_itself(x: object, within: tuple = (), clear: set | None = None) -> bool:
+    """Whether a loaded mapping or list holds itself (an alias inside its own anchor); each shared value (an alias's
+    target) is walked once (``clear``: the ones found without a cycle), so that aliases of aliases stay linear."""
+    clear = set() if clear is None else clear
+    if not isinstance(x, (dict, list)) or id(x) in clear:
         return False
-    return any(x is w for w in within) or any(_contains_itself(v, (*within, x))
-                                              for v in (x.values() if isinstance(x, dict) else x))
+    if any(x is w for w in within) or any(_contains_itself(v, (*within, x), clear)
+                                          for v in (x.values() if isinstance(x, dict) else x)):
+        return True
+    clear.add(id(x))
+    return False
+
+
+def _expanded_size(x: object, sizes: dict[int, int] | None = None) -> int:
+    """How many values ``x`` holds with every alias written out (each shared value counted once per use, computed
+    once): a few aliases of aliases expand to billions (the "billion laughs"), which no config needs."""
+    sizes = {} if sizes is None else sizes
+    if not isinstance(x, (dict, list)):
+        return 1
+    if id(x) not in sizes:
+        sizes[id(x)] = 1 + sum(_expanded_size(v, sizes) for v in (x.values() if isinstance(x, dict) else x))
+    return sizes[id(x)]

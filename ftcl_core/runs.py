@@ -276,6 +276,9 @@ def check_run_folder(out: str | os.PathLike) -> Path:
     if not text.strip():
         raise ConfigError(f'--out {text!r} names no folder (the run would be written into the current one): give the run '
                           "folder, e.g. --out runs/my_run.")
+    if text.startswith("~") and not Path(text).exists():  # ~name of no user: expanduser leaves it as it is
+        raise ConfigError(f"--out {text}: {text.split('/')[0]} is no user's home folder here, so the run would go into a "
+                          "folder of that name under the current one: write the folder's full path.")
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--out {path} is a file, not a folder: name a new or existing run folder instead.")

@@ -236,9 +236,14 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
                           f"report of {src.name}: name a page whose .ipynb twin is free, e.g. --out reports/{src.stem}.html")
     try:
         page.parent.mkdir(parents=True, exist_ok=True)
+        existed = executed.exists()
+        with open(executed, "a"):  # a folder that takes no file (/proc, say) is said now, not after the kernel's run
+            pass
+        if not existed:
+            executed.unlink()
     except OSError as err:
-        raise ReportError(f"--out {page}: its folder cannot be made ({err.strerror or err}): name a page in a folder "
-                          f"you can write, e.g. --out reports/{src.stem}.html") from None
+        raise ReportError(f"--out {page}: its folder cannot be made or written ({err.strerror or err}): name a page in "
+                          f"a folder you can write, e.g. --out reports/{src.stem}.html") from None
     print(f"running {src} with {dict(parameters or {})}; the page will be {page}", flush=True)
     try:
         pm.execute_notebook(str(src), str(executed), parameters=dict(parameters or {}), cwd=str(src.resolve().parent),

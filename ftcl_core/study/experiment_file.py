@@ -360,9 +360,10 @@ def check_experiment_names(path: Path, table: object, settings: dict, base: obje
                           "base: {cpu: configs/cpu_cal_moco_v1.yaml}.")
     folders: dict[str, str] = {}
     for name, overrides in settings.items():
-        if not isinstance(name, str) or not name.strip() or setting_folder(name) in (".", ".."):
+        if not isinstance(name, str) or not name.strip() or setting_folder(name).startswith("."):
             raise ConfigError(f"experiment file {path}: setting name {name!r} must be a text that names a folder "
-                              "(not empty, not '.' or '..'; a number in quotes, e.g. \"m=0.99\": {...}).")
+                              "(not empty, not starting with '.', which hides it or climbs out of the table's: a number "
+                              "in quotes, e.g. \"m=0.99\": {...}).")
         if not isinstance(overrides, dict):
             raise ConfigError(f"experiment file {path}: setting {name!r} must map config keys to values, e.g. "
                               f"{name}: {{ft.pos: true}} (it holds {type(overrides).__name__} {overrides!r}).")
