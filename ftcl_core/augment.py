@@ -65,11 +65,11 @@ class AugmentConfig:
                 and j[3] <= 0.5):
             raise ValueError(f"AugmentConfig: jitter={j!r} must be (brightness, contrast, saturation, hue), each in "
                              "[0, 1] and hue <= 0.5 (MoCo v2: (0.4, 0.4, 0.4, 0.1)).")
-        for name, low in (("mean", -math.inf), ("std", 0.0)):
+        for name, low in (("mean", -math.inf), ("std", 1e-3)):  # a std near 0 would blow the views up
             v = getattr(self, name)
             if not (isinstance(v, (tuple, list)) and len(v) == 3 and all(is_real(x) and low < x < math.inf for x in v)):
                 raise ValueError(f"AugmentConfig: {name}={v!r} must be three finite numbers, one per channel"
-                                 + (" and each > 0" if low == 0 else "") + " (ImageNet's by default).")
+                                 + (" and each above 0.001" if low > 0 else "") + " (ImageNet's by default).")
 
 
 def moco_v1(out_size: int = 24) -> AugmentConfig:
@@ -226,7 +226,12 @@ def augment(images: torch.Tensor, cfg: AugmentConfig, gen: torch.Generator, rows
 
 
 def normalize(x: torch.Tensor, cfg: AugmentConfig) -> torch.Tensor:
-    """Subtract the channel mean and divide by the channel std (ImageNet statistics by default)."""
+    """Subtract the channel mean and divide by the channel std (ImageNet statistics by default). ``x``: float images
+    ``(N, 3, H, W)`` in [0, 1] (uint8 ones are :func:`center_view`'s)."""
+    _check_config("normalize", cfg)
+    if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() == 4 and x.shape[1] == 3):
+        raise TypeError(f"normalize: x must be float images (N, 3, H, W) in [0, 1], got {described(x)}: uint8 images "
+                        "go through center_view, which scales them.")
     mean = torch.tensor(cfg.mean, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
     std = torch.tensor(cfg.std, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
     return (x - mean) / std

@@ -90,6 +90,9 @@ class ImageSet:
     classes: tuple[str, ...]
 
     def __post_init__(self) -> None:
+        if not isinstance(self.images, torch.Tensor) or not isinstance(self.labels, torch.Tensor):
+            raise TypeError(f"ImageSet takes torch tensors, got images {described(self.images)} and labels "
+                            f"{described(self.labels)}: wrap them with torch.as_tensor(x).")
         if self.images.dtype != torch.uint8 or self.images.dim() != 4 or self.images.shape[1] != 3:
             raise ValueError(
                 f"ImageSet.images must be uint8 (N, 3, H, W); got {tuple(self.images.shape)} "
@@ -99,6 +102,13 @@ class ImageSet:
             raise ValueError(f"{len(self.images)} images but {len(self.labels)} labels.")
         if len(self.images) == 0:
             raise ValueError("ImageSet is empty: the data source holds no images.")
+        if not (isinstance(self.classes, (tuple, list)) and self.classes and all(isinstance(c, str) for c in self.classes)
+                and len(set(self.classes)) == len(self.classes)):
+            raise ValueError(f"ImageSet.classes must name each class once, got {self.classes!r}.")
+        if self.labels.dim() != 1 or self.labels.is_floating_point() or self.labels.dtype == torch.bool or not (
+                0 <= int(self.labels.min()) and int(self.labels.max()) < len(self.classes)):
+            raise ValueError(f"ImageSet.labels must be class indices 0 .. {len(self.classes) - 1}, one integer an image, "
+                             f"got {described(self.labels)}.")
 
     def __len__(self) -> int:
         return len(self.images)
@@ -300,7 +310,10 @@ def read_class_list(path: str | os.PathLike) -> list[str]:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"class list {p} not found; the ImageNet-100 list ships as data/imagenet100.txt.")
-    classes = [line.strip() for line in p.read_text().splitlines() if line.strip()]
+    try:
+        classes = [line.strip() for line in p.read_text().splitlines() if line.strip()]
+    except UnicodeDecodeError:
+        raise ValueError(f"class list {p} is not text: one class name (a WordNet id) per line.") from None
     if not classes:
         raise ValueError(f"class list {p} is empty.")
     if len(set(classes)) != len(classes):
@@ -336,6 +349,8 @@ def load_image_folder(
                                     and len(set(classes)) == len(classes)):
         raise ValueError(f"load_image_folder: classes must be a list of distinct folder names, got {classes!r}: "
                          "read_class_list reads one from a file.")
+    if cache is not None and Path(cache).exists() and not Path(cache).is_dir():
+        raise ValueError(f"load_image_folder: cache={cache} is a file; name a folder for the decoded set's cache.")
     files, labels, names = _list_image_folder(root, classes)
     if max_per_class is not None:
         keep, count = [], {}
@@ -409,8 +424,13 @@ def open_cache(path: str | os.PathLike) -> ImageSet:
     """A cache written by :func:`load_image_folder`, memory-mapped copy-on-write: batches are read from disk (or
     the page cache) as training indexes them, so a set larger than the machine's memory still trains."""
     path = Path(path)
-    meta = json.loads(path.with_suffix(".json").read_text())
-    images = torch.from_numpy(np.load(path, mmap_mode="c"))
+    try:
+        meta = json.loads(path.with_suffix(".json").read_text())
+        images = torch.from_numpy(np.load(path, mmap_mode="c"))
+    except (OSError, ValueError, TypeError) as err:  # missing, a folder, not .npy, a pickle
+        raise ValueError(f"open_cache: {path} is not a cache load_image_folder wrote (its .npy and .json): "
+                         f"{type(err).__name__}: {' '.join(str(err).split())[:120]}. Delete it, and load_image_folder "
+                         "writes it again.") from None
     return ImageSet(images, torch.tensor(meta["labels"], dtype=torch.long), tuple(meta["classes"]))
 
 
@@ -566,6 +586,9 @@ def _check_same_classes(root: str | os.PathLike, test_root: str | os.PathLike) -
 def load_data(cfg: RunConfig) -> tuple[ImageSet, ImageSet]:
     """Train and held-out :class:`ImageSet` s for ``cfg.data``: the test set, or with ``data.eval_split=val``
     a validation set that is neither (for calibration, so that the test set never chooses a recipe)."""
+    if not isinstance(cfg, RunConfig):
+        raise TypeError(f"load_data: cfg must be a RunConfig (ftcl_core.config.load_config or as_config), got "
+                        f"{described(cfg)}.")
     d = cfg.data
     if d.name in LOADERS:
         return LOADERS[d.name](cfg)

@@ -77,6 +77,14 @@ def knn_top1(
     return 100.0 * correct / len(test_feats)
 
 
+def _check_sets(caller: str, train: object, test: object) -> None:
+    from ftcl_core.data import ImageSet
+
+    if not (isinstance(train, ImageSet) and isinstance(test, ImageSet)):
+        raise TypeError(f"{caller}: train and test must be ImageSets (ftcl_core.data), got {type(train).__name__} and "
+                        f"{type(test).__name__}.")
+
+
 def _classes(caller: str, train_labels: torch.Tensor, test_labels: torch.Tensor) -> int:
     """The number of classes, ``max label + 1``: refused when it passes the images given (labels are class indices
     0 .. C-1, not arbitrary codes, which would size the vote and the classifier by the largest)."""
@@ -85,6 +93,10 @@ def _classes(caller: str, train_labels: torch.Tensor, test_labels: torch.Tensor)
         raise ValueError(f"{caller}: the labels reach {n_cls - 1}, more classes than the {len(train_labels)} + "
                          f"{len(test_labels)} images: labels are class indices 0 .. C-1; map codes to them with "
                          "torch.unique(labels, return_inverse=True).")
+    if unseen := sorted(set(test_labels.tolist()) - set(train_labels.tolist())):
+        raise ValueError(f"{caller}: the test labels hold classes no training image has ({unseen[:5]}"
+                         f"{' ...' if len(unseen) > 5 else ''}): a readout can never name them. Train on every class "
+                         "it is tested on.")
     return n_cls
 
 
@@ -139,6 +151,7 @@ def evaluate_backbone(
     knn_k: int = 200, knn_t: float = 0.1, linear_epochs: int = 100, linear_lr: float = 0.1, seed: int = 0,
 ) -> dict:
     """kNN and linear-readout top-1 (percent) of ``backbone`` on ``train``/``test`` :class:`ImageSet` s."""
+    _check_sets("evaluate_backbone", train, test)
     ftr = extract_features(backbone, train.images, cfg, device=device)
     fte = extract_features(backbone, test.images, cfg, device=device)
     return {
@@ -150,6 +163,7 @@ def evaluate_backbone(
 def raw_pixel_readout(train, test, cfg: AugmentConfig, epochs: int = 100, lr: float = 0.1, seed: int = 0) -> float:
     """The linear readout of the evaluation view's raw pixels (no encoder): the third reference beside the trained
     and random-init encoders. On real images an encoder is only worth something if it beats this."""
+    _check_sets("raw_pixel_readout", train, test)
     def pixels(images: torch.Tensor) -> torch.Tensor:
         return torch.cat([center_view(images[i: i + 1024], cfg).flatten(1) for i in range(0, len(images), 1024)])
 

@@ -174,6 +174,12 @@ def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: transforms.
     Under torch.distributed, ``rows`` are the global indices of the local pairs among ``n_global``: a
     per-sample lambda is drawn for all of them, alike on every rank, and each rank takes its own."""
     _check_ft("positive_ft", ft)
+    if not (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and q.dim() == 2 and q.shape == k.shape
+            and q.is_floating_point() and k.is_floating_point()):
+        raise TypeError(f"positive_ft: q and k must be float tensors of one shape N x C, got {described(q)} and "
+                        f"{described(k)}.")
+    if rows is not None or n_global is not None:
+        check_global_rows(rows, n_global, q.shape[0])
     if not ft.pos:
         return q, k
     shift = 1.0 if ft.pos_mode == "extrapolate" else 0.0
@@ -266,8 +272,8 @@ def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: transforms.Draws) -> tup
     Supp F if asked: the transformed negatives and the partners' rows.  Lambda first, then the permutation,
     both from ``gen`` (on the host or on the device, :data:`ftcl_core.transforms.Draws`)."""
     _check_ft("mixed_queue", ft)
-    if not (isinstance(queue, torch.Tensor) and queue.dim() == 2):
-        raise ValueError(f"mixed_queue: the queue must be a float tensor K x C, got {described(queue)}.")
+    if not (isinstance(queue, torch.Tensor) and queue.dim() == 2 and queue.is_floating_point() and len(queue)):
+        raise ValueError(f"mixed_queue: the queue must be a float tensor K x C with K >= 1, got {described(queue)}.")
     shift = 1.0 if ft.neg_mode == "extrapolate" else 0.0
     lam_n = transforms.sample_lambda(ft.alpha_in, ft.granularity, queue.shape[0], queue.shape[1], gen, shift=shift)
     perm = transforms.sample_permutation(queue.shape[0], gen).to(queue.device)

@@ -181,7 +181,7 @@ class SplitBatchNorm2d(nn.BatchNorm2d):
     """
 
     def __init__(self, num_features: int, num_splits: int, **kwargs) -> None:
-        check_counts("SplitBatchNorm2d", num_features=num_features, num_splits=num_splits)
+        check_counts(type(self).__name__, num_features=num_features, num_splits=num_splits)
         if kwargs.get("momentum", 0.1) is None or kwargs.get("track_running_stats", True) is False:
             raise ValueError("SplitBatchNorm2d keeps running statistics with a float momentum (each group updates "
                              "them): momentum=None or track_running_stats=False is not supported.")
@@ -191,11 +191,15 @@ class SplitBatchNorm2d(nn.BatchNorm2d):
         self.kernel = "auto"  # for the blocks layout: SPLIT_BN_KERNELS
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 4:
-            raise ValueError(f"SplitBatchNorm2d takes (N, C, H, W) feature maps, got shape {tuple(x.shape)} (features "
-                             "N x C: SplitBatchNorm1d).")
+        if x.dim() != 4 or x.shape[1] != self.num_features or not x.is_floating_point():
+            raise ValueError(f"{type(self).__name__}({self.num_features}) takes float features with "
+                             f"{self.num_features} channels, (N, C, H, W) or for the 1d layer (N, C); got "
+                             f"{described(x)}.")
         n, c, h, w = x.shape
         g = self.num_splits
+        if self.training and g > 1 and n // g < 2 and n % g == 0:
+            raise ValueError(f"a batch of {n} in bn_splits={g} groups leaves {n // g} sample a group: batch-norm "
+                             "needs at least 2 in each; give a larger batch.")
         if not self.training or g == 1:
             return super().forward(x)
         if n % g:
@@ -277,6 +281,8 @@ class SplitBatchNorm1d(SplitBatchNorm2d):
     """:class:`SplitBatchNorm2d` for ``(N, C)`` features (the BN layers of the projection heads)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 2:
+            raise ValueError(f"SplitBatchNorm1d takes features (N, C), got {described(x)}.")
         return super().forward(x.view(*x.shape, 1, 1)).view(x.shape)
 
 
@@ -412,6 +418,9 @@ class Encoder(nn.Module):
     """Backbone followed by a projection head; ``forward`` returns the head output (not normalised)."""
 
     def __init__(self, backbone: nn.Module, head: nn.Module) -> None:
+        if not (isinstance(backbone, nn.Module) and isinstance(head, nn.Module)):
+            raise TypeError(f"Encoder: backbone and head must be torch.nn.Modules, got {described(backbone)} and "
+                            f"{described(head)}: build_encoder and projection_head make them.")
         super().__init__()
         self.backbone = backbone
         self.head = head
@@ -448,6 +457,8 @@ def ema_update(target: nn.Module, online: nn.Module, m: float) -> None:
     if not (is_real(m) and not isinstance(m, torch.Tensor) and 0 <= m <= 1):
         raise ValueError(f"ema_update: m={m!r} must be a number in [0, 1] (MoCo: "
                          "0.99 or 0.999): the target keeps m of itself.")
+    if not (isinstance(target, nn.Module) and isinstance(online, nn.Module)):
+        raise TypeError("ema_update: target and online must be torch.nn.Modules.")
     t_params = list(target.parameters())
     o_params = list(online.parameters())
     same = len(t_params) == len(o_params) and all(
@@ -462,6 +473,8 @@ def ema_update(target: nn.Module, online: nn.Module, m: float) -> None:
 
 def frozen_copy(module: nn.Module) -> nn.Module:
     """A copy of ``module`` that the optimiser leaves alone (MoCo's key encoder, BYOL's target)."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"frozen_copy: module must be a torch.nn.Module, got {described(module)}.")
     twin = copy.deepcopy(module)
     for p in twin.parameters():
         p.requires_grad_(False)

@@ -154,8 +154,14 @@ class StepRecorder:
         self.rows = [list(map(float, r)) for r in zip(*cols)]
 
 
+def _check_module(caller: str, model: object) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"{caller}: model must be a torch.nn.Module, got {type(model).__name__}.")
+
+
 def layer_names(model: nn.Module) -> list[str]:
     """Names of the parameterised layers (conv, BN, linear...) in forward order, one per module."""
+    _check_module("layer_names", model)
     names = []
     for name, module in model.named_modules():
         if any(p.requires_grad for p in module.parameters(recurse=False)):
@@ -168,6 +174,7 @@ def layer_grad_norms(model: nn.Module) -> torch.Tensor:
 
     Computed on the device with one fused ``_foreach_norm``; layers without a gradient give 0.
     """
+    _check_module("layer_grad_norms", model)
     per_layer = []
     for module in model.modules():
         params = [p for p in module.parameters(recurse=False) if p.requires_grad]
@@ -177,6 +184,8 @@ def layer_grad_norms(model: nn.Module) -> torch.Tensor:
         raise ValueError(f"layer_grad_norms: {type(model).__name__} has no trainable parameters, so no layer has a "
                          "gradient to measure: pass the trained network.")
     flat = [p for params in per_layer for p in params]
+    if all(p.grad is None for p in flat):
+        raise ValueError("layer_grad_norms: no layer has a gradient yet: call it after loss.backward().")
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in flat]
     norms = torch._foreach_norm(grads)
     out, i = [], 0

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ftcl_core.arguments import described, is_count, is_real
+from ftcl_core.arguments import check_counts, described, is_count, is_real
 from ftcl_core.config import BETA_RANGE, Granularity  # "step" | "sample" | "dim": one definition, the config's
 
 # the module's public names: each checks its arguments and names the fix; the rest are building blocks that
@@ -45,8 +45,13 @@ def _check_mix(caller: str, lam: object, **features: object) -> None:
     shape, and ``lam`` a real number or an array that broadcasts to that shape without changing it (one per step,
     sample or dimension)."""
     for name, x in features.items():
-        if not isinstance(x, (torch.Tensor, np.ndarray)) or x.ndim < 1:
-            raise TypeError(f"{caller}: {name} must be a tensor of features (N x C), got {described(x)}.")
+        if not isinstance(x, (torch.Tensor, np.ndarray)) or x.ndim < 1 or not (
+                x.is_floating_point() if isinstance(x, torch.Tensor) else np.issubdtype(x.dtype, np.floating)):
+            raise TypeError(f"{caller}: {name} must be a float tensor of features (N x C), got {described(x)}.")
+    kinds = {isinstance(v, np.ndarray) for v in (*features.values(), lam) if isinstance(v, (torch.Tensor, np.ndarray))}
+    if len(kinds) > 1:  # torch and NumPy do not multiply each other
+        raise TypeError(f"{caller}: the features and lam must all be torch tensors or all NumPy arrays: convert with "
+                        "torch.as_tensor(x) (or x.numpy()).")
     shapes = [tuple(x.shape) for x in features.values()]
     if len(set(shapes)) > 1:
         raise ValueError(f"{caller}: {' and '.join(features)} must share one shape, got {shapes}.")
@@ -230,6 +235,11 @@ class DeviceDraws:
 
     gen: torch.Generator
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.gen, torch.Generator):
+            raise TypeError(f"DeviceDraws: gen must be a torch.Generator on the features' device, got "
+                            f"{described(self.gen)}: DeviceDraws.seeded(seed, device) makes one.")
+
     @property
     def device(self) -> torch.device:
         """The device the draws are made on (the generator's)."""
@@ -329,6 +339,7 @@ def sample_beta_on(a: float, b: float, shape: tuple[int, ...], gen: torch.Genera
 def lambda_shape(granularity: Granularity, n: int, dim: int) -> tuple[int, ...]:
     """Shape of lambda for one step: ``()`` per step (the released recipe), ``(n, 1)`` per sample,
     ``(1, dim)`` per dimension (Sec 4.3, Table 7's last column)."""
+    check_counts("lambda_shape", n=n, dim=dim)
     shapes = {"step": (), "sample": (n, 1), "dim": (1, dim)}
     if granularity not in shapes:
         raise ValueError(f"unknown lambda granularity {granularity!r}; choose one of {sorted(shapes)}.")
@@ -356,9 +367,9 @@ def sample_lambda(
     ``dim`` are whole numbers >= 1, ``shift`` finite, ``gen`` the caller's generator: anything else is refused.
     """
     _check_draws("sample_lambda", gen, n=n, dim=dim)
-    if not (is_real(shift) and not isinstance(shift, torch.Tensor) and math.isfinite(shift)):
-        raise ValueError(f"sample_lambda: shift={shift!r} must be a finite number (1 for extrapolation, 0 for "
-                         "interpolation).")
+    if not (is_real(shift) and not isinstance(shift, torch.Tensor) and shift in (0, 1)):
+        raise ValueError(f"sample_lambda: shift={shift!r} must be 1 (extrapolation, lambda in (1, 2)) or 0 "
+                         "(interpolation, lambda in (0, 1)).")
     return sample_beta(alpha, alpha if beta is None else beta, lambda_shape(granularity, n, dim), gen) + shift
 
 
