@@ -272,7 +272,7 @@ checks.expect(learn.MOCO_CHECKS, match, "the two steps agree")
 #
 # 1. Set $m = 0$ (the key encoder copies the query encoder every step) and train a little. Does the loss end higher
 #    or lower than with $m = 0.99$, and why might that be?
-# 2. Make the queue as small as one batch ($K = 256$). Does the loss end higher or lower, and does that make the
+# 2. Make the queue as small as one batch ($K = 256$, this recipe's batch size). Does the loss end higher or lower, and does that make the
 #    encoder better? Score both encoders with `knn_readout`: what can one short run tell you?
 #
 # The solutions are folded below; each runs as written (shorter runs than the one above).

@@ -147,8 +147,8 @@ glue_reading(reading.read(stored))
 # negatives' scores vary less than they will later (Var(neg) {glue:md}`curve_var_at_top1`), then sinks while Var(neg)
 # rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch`; it ends at {glue:md}`curve_top1_end` %
 # (Var(neg) {glue:md}`curve_var_end`). A falling top-1 is not a failing encoder: the run ends with a {term}`linear readout`
-# of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. (MoCo v1's baseline
-# reads higher here, {glue:md}`order_v1_mean` % against {glue:md}`order_v2_mean` %, the reverse of the paper's order:
+# of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. (At this book's scale
+# MoCo v1's baseline, averaged over its seeds, reads higher than v2's, the reverse of the paper's order:
 # [Is it our recipe?](07c_recipe.ipynb).) One reading
 # of the fall, not measured here: the queue holds about {glue:md}`end_same_class` keys of each query's own shape, false
 # negatives, and once the encoder groups a shape together the top-1 counts each that outscores the positive as a miss.
@@ -216,7 +216,7 @@ if t1_metrics:
     plt.show()
 
 # %% [markdown]
-# Look at how jagged each line is, not at its level (the number in each corner measures it): $m = 0$, $0.5$ and
+# Look at how jagged each line is, not at its level (the number in each title measures it): $m = 0$, $0.5$ and
 # $0.9$ jump more from one epoch to the next than $m = 0.99$ and $m = 1$, the jumps at $m =$ {glue:md}`swing_most` about {glue:md}`swing_ratio` times those at
 # $m =$ {glue:md}`swing_least`.
 #

@@ -149,7 +149,8 @@ if profile != "smoke":  # the words below read a full minute; a smoke run proves
                   "FT reads below plain MoCo")
 
 # %% [markdown]
-# The harder positive is answered at once. With FT the encoder pulls an image's two views almost onto one point
+# The harder positive is answered at once. The figure reads the raw cosines, before FT mixes them: eq. 4 lowers the
+# mixed pair's score, so the encoder raises the raw one, pulling an image's two views almost onto one point
 # (Mean(pos) {glue:md}`minute_both_pos` at the end, against {glue:md}`minute_plain_pos` plain), but it pulls every other image
 # close too (Mean(neg) {glue:md}`minute_both_neg` against {glue:md}`minute_plain_neg`): the images {term}`crowd
 # <crowding>` together, and the features tell them apart less well (a {term}`kNN readout` of
@@ -172,10 +173,9 @@ for epoch in (0, 35, 36, 119):
 # In a run of the library the same switch is the config key `ft.start_epoch`.
 #
 # **Not in the paper: letting the run decide.** On data of your own you do not know where 30 % of a good run lies.
-# `ft.PlateauStart`, a rule this book adds and tuned on one task, switches FT on once the epoch's mean training loss
-# $L_e$ has stopped falling much: once $L_{e-w} - L_e < f\,(L_0 - L_e)$ ($w = 5$ epochs, $f = 0.1$), and FT stays on.
-# On tasks it was not tuned on it never clearly hurt, but it did not help where a fixed start after 30 % did
-# ([the runs](#auto-start)), so that fixed start is the safe default. The fold runs the rule on the losses of a stored
+# `ft.PlateauStart`, a rule this book adds, switches FT on once the epoch's mean training loss $L_e$ has stopped
+# falling much: once $L_{e-w} - L_e < f\,(L_0 - L_e)$ ($w = 5$ epochs, $f = 0.1$), and FT stays on. It has not done
+# better than a fixed start after 30 % of the run ([the runs](#auto-start)), so that fixed start is the safe default. The fold runs the rule on the losses of a stored
 # run of a *harder task* than the shapes: thirty classes of shapes (shape and fill), a distracting shape in every image.
 
 # %% tags=["hide-cell"]
@@ -233,8 +233,8 @@ glue_reading(your_moco.read(first, room))
 # shapes a long run's baseline nears 100 %, which leaves little room for a gain.
 #
 # **3. Judge FT by the readout, not by Mean(neg).** The runs where FT costs show the minute's {term}`crowding` as FT
-# switches on, and the runs where it gains do not; yet FT switched on at epoch 18 of 120 does not crowd the images
-# and still costs ([the runs behind the crowding](#the-crowding)).
+# switches on, and the runs where it gains do not; but FT can cost without crowding too
+# ([the runs behind the crowding](#the-crowding)).
 #
 # So, in a MoCo of your own: switch FT on part-way through a long run, not from the first step, and read the result
 # off the readout.

@@ -28,7 +28,7 @@ def moco_pipeline(ft: bool = True):
             (0.55, 2.0, "image", "0.9"), (2.0, 3.3, "view 1", "0.9"), (2.0, 0.7, "view 2", "0.9"),
             (3.95, 3.3, "query encoder $f_q$", "#cfe2f3"), (3.95, 0.7, "key encoder $f_k$", "#cfe2f3"),
             (6.6, 2.3, "FT\nextrapolate $z_q, z_{k^+}$ (eq. 3)\ninterpolate the queue (eq. 5)" if ft else
-             "cosines: $z_q \\cdot z_{k^+}$ and\n$z_q \\cdot$ each queued key", "#f4cccc" if ft else "#eeeeee"),
+             "cosines $S$: $z_q \\cdot z_{k^+}$ and\n$z_q \\cdot$ each queued key", "#f4cccc" if ft else "#eeeeee"),
             (6.6, 0.45, "queue of $K$ keys", "#d9ead3"), (9.25, 2.3, "scores / $\\tau$\nInfoNCE (eq. 1)", "#fff2cc")):
         ax.text(x, y, text, ha="center", va="center", fontsize=TEXT_PT, zorder=3,
                 bbox={"boxstyle": "round,pad=0.35", "facecolor": colour, "edgecolor": "0.4"})

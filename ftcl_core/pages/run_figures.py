@@ -167,7 +167,7 @@ def grad_norm_epochs(per_epoch: Mapping[str, np.ndarray], title: str = "", ylabe
     one panel; more become small multiples, ``cols`` a row, each run in colour over the others in grey, on one
     shared axis (the spikiness the paper reads off a landscape is this curve's epoch-to-epoch swing).  ``colours``
     (name -> colour) keeps a run's colour of another figure; a run it does not name takes its place's. ``jumps``
-    (name -> number), written in each small multiple's corner: how far its line jumps from epoch to epoch."""
+    (name -> number), written in each small multiple's title: how far its line jumps from epoch to epoch."""
     import matplotlib.pyplot as plt
 
     totals = {name: np.asarray(p, dtype=float).sum(1) for name, p in per_epoch.items()}
@@ -192,10 +192,8 @@ def grad_norm_epochs(per_epoch: Mapping[str, np.ndarray], title: str = "", ylabe
                 ax.plot(np.arange(1, len(t) + 1), t, color=GREY, lw=0.9)
         t, colour = totals[name], (colours or {}).get(name, f"C{i}")
         ax.plot(np.arange(1, len(t) + 1), t, color=colour, lw=1.6)
-        ax.set_title(name, fontsize=TITLE_PT, color=colour)
-        if jumps is not None and name in jumps:
-            ax.text(0.96, 0.94, f"jumps {jumps[name]:.2f}", transform=ax.transAxes, ha="right", va="top",
-                    fontsize=TEXT_PT, color=colour)
+        jump = f", jumps {jumps[name]:.2f}" if jumps is not None and name in jumps else ""
+        ax.set_title(f"{name}{jump}", fontsize=TITLE_PT, color=colour)
         ax.tick_params(labelsize=TEXT_PT)
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(totals):]:
