@@ -105,10 +105,12 @@ class ImageSet:
         if not (isinstance(self.classes, (tuple, list)) and self.classes and all(isinstance(c, str) for c in self.classes)
                 and len(set(self.classes)) == len(self.classes)):
             raise ValueError(f"ImageSet.classes must name each class once, got {self.classes!r}.")
-        if self.labels.dim() != 1 or self.labels.is_floating_point() or self.labels.dtype == torch.bool or not (
-                0 <= int(self.labels.min()) and int(self.labels.max()) < len(self.classes)):
+        if self.labels.dim() != 1 or self.labels.is_floating_point() or self.labels.dtype == torch.bool:
             raise ValueError(f"ImageSet.labels must be class indices 0 .. {len(self.classes) - 1}, one integer an image, "
                              f"got {described(self.labels)}.")
+        if (bad := self.labels[(self.labels < 0) | (self.labels >= len(self.classes))]).numel():
+            raise ValueError(f"ImageSet: a label {int(bad[0])} lies outside its {len(self.classes)} classes (0 to "
+                             f"{len(self.classes) - 1}): a damaged labels file, or another set's. Replace it.")
 
     def __len__(self) -> int:
         return len(self.images)

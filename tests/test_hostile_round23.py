@@ -79,7 +79,7 @@ def _library_cases():
         (lambda: augment.normalize(shapes.images, augment.moco_v2(16)), "float images"),
         (lambda: augment.normalize(torch.rand(2, 3, 4, 4), None), "AugmentConfig"),
         (lambda: augment.AugmentConfig(std=(1e-30, 1, 1)), "std"),
-        (lambda: data.ImageSet(shapes.images, shapes.labels + 100, shapes.classes), "class indices"),
+        (lambda: data.ImageSet(shapes.images, shapes.labels + 100, shapes.classes), "outside its 10 classes"),
         (lambda: data.ImageSet(shapes.images, shapes.labels, ("a", "a")), "once"),
         (lambda: data.ImageSet(shapes.images.numpy(), shapes.labels, shapes.classes), "torch tensors"),
         (lambda: data.open_cache("/nonexistent/cache.npy"), "not a cache"),
