@@ -7,7 +7,8 @@ import pytest
 import torch
 from PIL import Image
 
-from ftcl_core.data import PALETTE, ImageSet, load_image_folder, load_torchvision, make_shapes, read_class_list, shapes_splits
+from ftcl_core.data import ImageSet, load_image_folder, load_torchvision, make_shapes, read_class_list, shapes_splits
+from ftcl_core.shapes import PALETTE
 
 
 def test_shapes_are_deterministic_balanced_and_uint8():

@@ -16,10 +16,10 @@ import torch
 from benchmarks import timing
 from benchmarks.gpucheck.setting import Budget, Setting
 from ftcl_core.config import FTConfig, RunConfig, load_config
-from ftcl_core.data import SHAPE_CLASSES
 from ftcl_core.execution import prepare_model
 from ftcl_core.methods import StepContext
 from ftcl_core.runs import RunDir
+from ftcl_core.shapes import SHAPE_CLASSES
 from ftcl_core.training import augment_config, build_optimizer, make_views, train, train_step
 
 

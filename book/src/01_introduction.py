@@ -134,8 +134,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from ftcl_core import augment
-from ftcl_core.data import SHAPE_CLASSES, make_shapes
 from ftcl_core.pages import diagrams
+from ftcl_core.shapes import SHAPE_CLASSES, make_shapes
 
 sample = make_shapes(10 * 6, seed=0)
 order = torch.argsort(sample.labels, stable=True)
