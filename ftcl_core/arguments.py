@@ -123,6 +123,14 @@ def check_views(caller: str, a: object, b: object) -> None:
                          f"{described(a)} and {described(b)}.")
 
 
+def check_modules(caller: str, hint: str = "", **modules: object) -> None:
+    """Each of ``modules`` is a ``torch.nn.Module`` (a network, not its name or None); ``hint`` says what makes one."""
+    for name, m in modules.items():
+        if not isinstance(m, torch.nn.Module):
+            raise TypeError(f"{caller}: {name} must be a torch.nn.Module, got {described(m)}" + (f": {hint}." if hint
+                                                                                                else "."))
+
+
 def check_counts(caller: str, minimum: int = 1, **counts: object) -> None:
     """Each of ``counts`` is a whole number >= ``minimum`` (sizes, batch sizes, layers, splits)."""
     for name, v in counts.items():

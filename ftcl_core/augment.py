@@ -98,7 +98,8 @@ PRESETS = {"v1": moco_v1, "v2": moco_v2, "simclr": simclr}
 assert tuple(PRESETS) == AUGMENT_PRESETS, "ftcl_core.config.AUGMENT_PRESETS lists the names of PRESETS"
 
 
-def _check_config(caller: str, cfg: object) -> None:
+def check_augment_config(caller: str, cfg: object) -> None:
+    """``cfg`` is an :class:`AugmentConfig` (its fields are checked when it is made)."""
     if not isinstance(cfg, AugmentConfig):
         raise TypeError(f"{caller}: cfg must be an AugmentConfig, got {described(cfg)}: e.g. augment.moco_v2(24), or "
                         "AugmentConfig(out_size=24, ...).")
@@ -189,7 +190,7 @@ def augment(images: torch.Tensor, cfg: AugmentConfig, gen: torch.Generator, rows
     the parameters are drawn for the whole batch, alike on every rank, and this rank applies its rows, so
     the views are those one process would make of the whole batch."""
     check_images("augment", images)
-    _check_config("augment", cfg)
+    check_augment_config("augment", cfg)
     if not isinstance(gen, torch.Generator):
         raise TypeError(f"augment: gen must be a torch.Generator you seed, got {described(gen)}: every draw comes from "
                         "the caller's generator, never torch's global one.")
@@ -228,7 +229,7 @@ def augment(images: torch.Tensor, cfg: AugmentConfig, gen: torch.Generator, rows
 def normalize(x: torch.Tensor, cfg: AugmentConfig) -> torch.Tensor:
     """Subtract the channel mean and divide by the channel std (ImageNet statistics by default). ``x``: float images
     ``(N, 3, H, W)`` in [0, 1] (uint8 ones are :func:`center_view`'s)."""
-    _check_config("normalize", cfg)
+    check_augment_config("normalize", cfg)
     if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() == 4 and x.shape[1] == 3):
         raise TypeError(f"normalize: x must be float images (N, 3, H, W) in [0, 1], got {described(x)}: uint8 images "
                         "go through center_view, which scales them.")
@@ -241,7 +242,7 @@ def center_view(images: torch.Tensor, cfg: AugmentConfig) -> torch.Tensor:
     """The evaluation view: the whole image resized to ``out_size``, normalised (no randomness). ``images``: uint8
     ``(N, 3, H, W)``; float images are refused (read as 0-255, ones in [0, 1] would be near black)."""
     check_images("center_view", images)
-    _check_config("center_view", cfg)
+    check_augment_config("center_view", cfg)
     x = images.float() / 255.0
     if x.shape[-1] != cfg.out_size:
         x = F.interpolate(x, size=(cfg.out_size, cfg.out_size), mode="bilinear", antialias=True, align_corners=False)

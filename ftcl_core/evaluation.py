@@ -14,8 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core.arguments import check_counts, check_finite, check_images, check_readout, described, is_real
-from ftcl_core.augment import AugmentConfig, center_view
+from ftcl_core.arguments import check_counts, check_finite, check_images, check_modules, check_readout, is_real
+from ftcl_core.augment import AugmentConfig, center_view, check_augment_config
 from ftcl_core.config import MAX_SEED
 
 # the module's public names: each checks its arguments and names the fix; the rest are building blocks that
@@ -33,13 +33,9 @@ def extract_features(
 ) -> torch.Tensor:
     """Pooled backbone features ``(N, F)`` of uint8 images ``(N, 3, H, W)``, in eval mode, from the evaluation view
     (float images are refused: :func:`~ftcl_core.augment.center_view`)."""
-    if not isinstance(backbone, nn.Module):
-        raise TypeError(f"extract_features: backbone must be a torch.nn.Module (an encoder's backbone), got "
-                        f"{described(backbone)}.")
+    check_modules("extract_features", "an encoder's backbone", backbone=backbone)
     check_images("extract_features", images)
-    if not isinstance(cfg, AugmentConfig):
-        raise TypeError(f"extract_features: cfg must be an AugmentConfig (its out_size, mean and std make the "
-                        f"evaluation view), got {described(cfg)}: e.g. augment.moco_v2(24).")
+    check_augment_config("extract_features", cfg)
     check_counts("extract_features", batch_size=batch_size)
     dtype = next((p.dtype for p in backbone.parameters() if p.is_floating_point()), torch.float32)
     was_training = backbone.training
@@ -57,7 +53,7 @@ def knn_top1(
     k: int = 200, t: float = 0.1, chunk: int = 1024,
 ) -> float:
     """Weighted kNN (InstDisc / MoCo monitor): cosine neighbours, weights ``exp(s / t)``; top-1 in percent."""
-    check_readout("knn_top1", train_feats, train_labels, test_feats, test_labels, k=k, t=t, chunk=chunk)
+    check_readout("knn_top1", train_feats, train_labels, test_feats, test_labels, t=t)
     check_counts("knn_top1", k=k, chunk=chunk)
     if t < MIN_KNN_T:
         raise ValueError(f"knn_top1: t={t!r} is below {MIN_KNN_T}, where exp(s / t) overflows float32: the weights "
@@ -108,8 +104,7 @@ def linear_readout(
 
     The paper's linear protocol (Supp B.2-B.3: frozen encoder, one linear layer, lr 10 on raw features) with the
     features standardised first, so that one modest lr serves every encoder and scale."""
-    check_readout("linear_readout", train_feats, train_labels, test_feats, test_labels, epochs=epochs, lr=lr,
-                  batch_size=batch_size)
+    check_readout("linear_readout", train_feats, train_labels, test_feats, test_labels, lr=lr)
     check_counts("linear_readout", epochs=epochs, batch_size=batch_size)
     check_counts("linear_readout", minimum=0, seed=seed)
     if seed > MAX_SEED:

@@ -55,20 +55,25 @@ def info_nce(logits: torch.Tensor) -> torch.Tensor:
 def moco_logits(q: torch.Tensor, k: torch.Tensor, negatives: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Positive scores ``(N,)`` and negative scores ``(N, K)``: cosines for unit inputs (the scores of eq. 1).
     ``q``, ``k``: N x C; ``negatives``: K x C (shapes checked, nothing read)."""
-    if not (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and q.dim() == 2 and q.shape == k.shape
-            and q.is_floating_point() and k.is_floating_point()):
-        raise ValueError(f"moco_logits: q and k must be float tensors of one shape N x C, got {described(q)} and "
-                         f"{described(k)}.")
+    _check_pair("moco_logits", q, k)
     _check_queue("moco_logits", negatives, q.shape[1])
     return (q * k).sum(1), q @ negatives.T
 
 
-def _check_queue(caller: str, queue: object, width: int) -> None:
-    """A queue of keys: a 2-D float tensor K x C with K >= 1 and C the features' width (shape only)."""
+def _check_pair(caller: str, q: object, k: object) -> None:
+    """Queries and keys: float tensors of one shape N x C (shape and dtype only)."""
+    if not (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and q.dim() == 2 and q.shape == k.shape
+            and q.is_floating_point() and k.is_floating_point()):
+        raise ValueError(f"{caller}: q and k must be float tensors of one shape N x C, got {described(q)} and "
+                         f"{described(k)}.")
+
+
+def _check_queue(caller: str, queue: object, width: int | None = None) -> None:
+    """A queue of keys: a 2-D float tensor K x C with K >= 1 and C the features' width, when given (shape only)."""
     if not (isinstance(queue, torch.Tensor) and queue.dim() == 2 and queue.is_floating_point() and len(queue)
-            and queue.shape[1] == width):
-        raise ValueError(f"{caller}: the queue must be a float tensor K x {width} (K >= 1 keys of the features' "
-                         f"width), got {described(queue)}.")
+            and queue.shape[1] == (queue.shape[1] if width is None else width)):
+        raise ValueError(f"{caller}: the queue must be a float tensor K x {'C' if width is None else width} (K >= 1 "
+                         f"keys of the features' width), got {described(queue)}.")
 
 
 QueueLayout = Literal["auto", "KC"]
@@ -174,10 +179,7 @@ def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: transforms.
     Under torch.distributed, ``rows`` are the global indices of the local pairs among ``n_global``: a
     per-sample lambda is drawn for all of them, alike on every rank, and each rank takes its own."""
     _check_ft("positive_ft", ft)
-    if not (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and q.dim() == 2 and q.shape == k.shape
-            and q.is_floating_point() and k.is_floating_point()):
-        raise TypeError(f"positive_ft: q and k must be float tensors of one shape N x C, got {described(q)} and "
-                        f"{described(k)}.")
+    _check_pair("positive_ft", q, k)
     if rows is not None or n_global is not None:
         check_global_rows(rows, n_global, q.shape[0])
     if not ft.pos:
@@ -272,8 +274,7 @@ def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: transforms.Draws) -> tup
     Supp F if asked: the transformed negatives and the partners' rows.  Lambda first, then the permutation,
     both from ``gen`` (on the host or on the device, :data:`ftcl_core.transforms.Draws`)."""
     _check_ft("mixed_queue", ft)
-    if not (isinstance(queue, torch.Tensor) and queue.dim() == 2 and queue.is_floating_point() and len(queue)):
-        raise ValueError(f"mixed_queue: the queue must be a float tensor K x C with K >= 1, got {described(queue)}.")
+    _check_queue("mixed_queue", queue)
     shift = 1.0 if ft.neg_mode == "extrapolate" else 0.0
     lam_n = transforms.sample_lambda(ft.alpha_in, ft.granularity, queue.shape[0], queue.shape[1], gen, shift=shift)
     perm = transforms.sample_permutation(queue.shape[0], gen).to(queue.device)

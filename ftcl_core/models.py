@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core.arguments import check_counts, described, is_real
+from ftcl_core.arguments import check_counts, check_modules, described, is_real
 from ftcl_core.config import SMALL_ENCODERS, TORCHVISION_ENCODERS
 
 # the module's public names: each checks its arguments and names the fix; the rest are building blocks that
@@ -418,9 +418,7 @@ class Encoder(nn.Module):
     """Backbone followed by a projection head; ``forward`` returns the head output (not normalised)."""
 
     def __init__(self, backbone: nn.Module, head: nn.Module) -> None:
-        if not (isinstance(backbone, nn.Module) and isinstance(head, nn.Module)):
-            raise TypeError(f"Encoder: backbone and head must be torch.nn.Modules, got {described(backbone)} and "
-                            f"{described(head)}: build_encoder and projection_head make them.")
+        check_modules("Encoder", "build_encoder and projection_head make them", backbone=backbone, head=head)
         super().__init__()
         self.backbone = backbone
         self.head = head
@@ -457,8 +455,7 @@ def ema_update(target: nn.Module, online: nn.Module, m: float) -> None:
     if not (is_real(m) and not isinstance(m, torch.Tensor) and 0 <= m <= 1):
         raise ValueError(f"ema_update: m={m!r} must be a number in [0, 1] (MoCo: "
                          "0.99 or 0.999): the target keeps m of itself.")
-    if not (isinstance(target, nn.Module) and isinstance(online, nn.Module)):
-        raise TypeError("ema_update: target and online must be torch.nn.Modules.")
+    check_modules("ema_update", target=target, online=online)
     t_params = list(target.parameters())
     o_params = list(online.parameters())
     same = len(t_params) == len(o_params) and all(
@@ -473,8 +470,7 @@ def ema_update(target: nn.Module, online: nn.Module, m: float) -> None:
 
 def frozen_copy(module: nn.Module) -> nn.Module:
     """A copy of ``module`` that the optimiser leaves alone (MoCo's key encoder, BYOL's target)."""
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"frozen_copy: module must be a torch.nn.Module, got {described(module)}.")
+    check_modules("frozen_copy", module=module)
     twin = copy.deepcopy(module)
     for p in twin.parameters():
         p.requires_grad_(False)

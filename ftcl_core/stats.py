@@ -22,7 +22,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core.arguments import check_counts, check_scores, check_views, is_count, is_real
+from ftcl_core.arguments import check_counts, check_modules, check_scores, check_views, is_count, is_real
 
 # the module's public names: each checks its arguments and names the fix; the rest are building blocks that
 # take what these pass them
@@ -154,14 +154,9 @@ class StepRecorder:
         self.rows = [list(map(float, r)) for r in zip(*cols)]
 
 
-def _check_module(caller: str, model: object) -> None:
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"{caller}: model must be a torch.nn.Module, got {type(model).__name__}.")
-
-
 def layer_names(model: nn.Module) -> list[str]:
     """Names of the parameterised layers (conv, BN, linear...) in forward order, one per module."""
-    _check_module("layer_names", model)
+    check_modules("layer_names", model=model)
     names = []
     for name, module in model.named_modules():
         if any(p.requires_grad for p in module.parameters(recurse=False)):
@@ -174,7 +169,7 @@ def layer_grad_norms(model: nn.Module) -> torch.Tensor:
 
     Computed on the device with one fused ``_foreach_norm``; layers without a gradient give 0.
     """
-    _check_module("layer_grad_norms", model)
+    check_modules("layer_grad_norms", model=model)
     per_layer = []
     for module in model.modules():
         params = [p for p in module.parameters(recurse=False) if p.requires_grad]

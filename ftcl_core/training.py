@@ -270,8 +270,9 @@ def _autocast(device: torch.device, amp: str | None):
 
 def check_data(cfg: RunConfig, train_set: ImageSet, test_set: ImageSet) -> None:
     """What the config checks cannot know, from the loaded sets: as many images as ``data.n_train`` and the held-out
-    count ask (the shapes and Fashion-MNIST take that many), every label within the classes, the batch against the
-    set and the number of processes (the study's MoCo variants refuse several processes themselves)."""
+    count ask (the shapes and Fashion-MNIST take that many), the batch against the set and the number of processes
+    (the study's MoCo variants refuse several processes themselves). Every label within the classes is the
+    :class:`~ftcl_core.image_set.ImageSet`'s own check, made when a loader builds it."""
     d, n, bs, splits, world = cfg.data, len(train_set), cfg.train.batch_size, cfg.model.bn_splits, distributed.world_size()
     where = f"data.root={d.root}" if d.root else f"data.name={d.name}"
     held = ("data.n_val", d.n_val) if d.eval_split == "val" else ("data.n_test", d.n_test)
@@ -279,10 +280,6 @@ def check_data(cfg: RunConfig, train_set: ImageSet, test_set: ImageSet) -> None:
         if d.name in ("shapes", "fashion_mnist") and got < want:
             raise ConfigError(f"{where} holds {got} images for {key}={want}: lower {key} to {got}, or point "
                               "data.root at the whole set.")
-    for images in (train_set, test_set):
-        if (bad := images.labels[(images.labels < 0) | (images.labels >= len(images.classes))]).numel():
-            raise ConfigError(f"{where}: a label {int(bad[0])} lies outside its {len(images.classes)} classes (0 to "
-                              f"{len(images.classes) - 1}): the labels file is damaged or another set's. Replace it.")
     if n < bs:
         raise ConfigError(f"the training set holds {n} images, fewer than train.batch_size={bs}.")
     for images, key in ((train_set, "data.root"), (test_set, "data.test_root" if d.test_root else "data.root")):

@@ -182,7 +182,6 @@ def renormalized_positive_score(s: torch.Tensor | float, lam: Lam) -> torch.Tens
     if bool(np.any(np.asarray(1 + c if not isinstance(c, torch.Tensor) else (1 + c).detach().cpu()) == 0)):
         raise ValueError("renormalized_positive_score: at S = -1 and lam = 0.5 the two mixed vectors are zero, and "
                          "have no direction to re-project: no cosine exists there.")
-    c = 2 * lam * (lam - 1) * (1 - s)
     return (s - c) / (1 + c)
 
 
@@ -348,9 +347,7 @@ def lambda_shape(granularity: Granularity, n: int, dim: int) -> tuple[int, ...]:
 
 def _check_draws(caller: str, gen: object, **counts: object) -> None:
     """A sampler's arguments: each of ``counts`` a whole number >= 1, ``gen`` a generator the caller owns."""
-    for name, v in counts.items():
-        if not is_count(v) or v < 1:
-            raise ValueError(f"{caller}: {name}={v!r} must be a whole number >= 1.")
+    check_counts(caller, **counts)
     if not isinstance(gen, (torch.Generator, DeviceDraws)):
         raise TypeError(f"{caller}: gen must be a torch.Generator you seed (or a DeviceDraws), got {described(gen)}: "
                         "every draw of FT comes from the caller's generator, never torch's global one.")

@@ -110,10 +110,10 @@ def main(argv: list[str] | None = None, banner: str | None = None) -> int:
             return 128 + err.signal
         except (OSError, EOFError, zlib.error) as err:  # a user's file or folder, unreadable or unwritable
             where, what = _unreadable(err)
-            fix = ("name a shorter path" if getattr(err, "errno", None) == errno.ENAMETOOLONG else
-                   "replace it with a whole copy (a data set: re-download or re-install it), check its permissions, "
+            fix = ("Name a shorter path" if getattr(err, "errno", None) == errno.ENAMETOOLONG else
+                   "Replace it with a whole copy (a data set: re-download or re-install it), check its permissions, "
                    "or name another path")
-            print(f"error: {where[:120]}: {what}. {fix[0].upper() + fix[1:]}.", file=sys.stderr)
+            print(f"error: {where[:120]}: {what}. {fix}.", file=sys.stderr)
             return EXIT_ERROR
         except KeyboardInterrupt as err:  # outside a run's steps: nothing half-done to say
             sig = signal.SIGTERM if isinstance(err, Terminated) else signal.SIGINT
