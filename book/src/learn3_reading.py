@@ -67,7 +67,7 @@ stored_cfg = stored.load_config()
 # with its positive key; **{term}`Mean(neg)`**, per query the mean of its $K$ negative scores, averaged over the
 # queries; and **{term}`Var(neg)`**, per query the variance of those $K$ scores, averaged. The figures call them
 # *raw*: read from the plain cosines, before any feature transformation (the next chapter) changes them. The
-# library's function, which the training loop calls every step, is folded below (open it: it is a few lines).
+# library's function, a few lines, is folded below.
 
 # %% tags=["remove-input"]
 display(markup.source_code(score_statistics, collapsed="score_statistics, as the library computes it"))
@@ -106,16 +106,13 @@ glue_reading([reading.init(q.numpy(), k.numpy(), stored)])
 
 # %% [markdown]
 # Every score is close to one (left): Mean(pos) {glue:md}`init_pos`, Mean(neg) {glue:md}`init_neg`. Is that a
-# {term}`collapse`? This book uses the word in one sense: the features no longer tell inputs apart, every input mapped
-# to nearly the same feature with nothing of the input left in what differs, so a negative scores as high as a
-# positive. The random encoder's features do point one way, but it is not that: its positives still score above its
-# negatives, and once the one direction that all its
-# features share is taken away (its pooled activations come out of ReLUs, so they are all non-negative), the
-# positives still agree ({glue:md}`init_centred_pos`) while the negatives do not ({glue:md}`init_centred_neg`, right).
-# High cosines at the start are the network's, not a collapse. That is why a collapse is read *during* training, on
-# the encoder being trained: Mean(neg) climbing back towards one, above the {term}`collapse level`
-# ({glue:md}`init_level`), and the gap to Mean(pos) gone. The level is a rule of thumb for these runs, not a
-# constant: above where the trained run's positives end ({glue:md}`curve_pos_end`), a query could no longer pick
+# {term}`collapse`? This book uses the word in one sense: every input mapped to nearly the same feature, so that a
+# negative scores as high as a positive. The random encoder is not that: its positives still score above its
+# negatives, and once the one direction all its features share is taken away (they come out of ReLUs, so all are
+# non-negative), the positives still agree ({glue:md}`init_centred_pos`) while the negatives do not
+# ({glue:md}`init_centred_neg`, right). So a collapse is read *during* training: Mean(neg) climbing back towards one,
+# above the {term}`collapse level` ({glue:md}`init_level`), with the gap to Mean(pos) gone. The level is a rule of thumb
+# for these runs: above where the trained run's positives end ({glue:md}`curve_pos_end`), a query could no longer pick
 # out its partner.
 #
 # ## A whole run, read with the tool
@@ -137,7 +134,11 @@ glue_reading(reading.read(stored))
 # %% [markdown]
 # **Mean(neg)** starts near zero ({glue:md}`init_queue_neg`): the queue starts full of random keys. As real keys
 # replace them it jumps to {glue:md}`curve_neg_peak`, since the barely trained encoder still points every image the
-# same way. Training then spreads the features over the sphere: Mean(neg) overshoots below zero
+# same way. Var(neg) spikes meanwhile (bottom row): a share $s$ of real keys scoring $r$ among random ones scoring
+# near zero has variance $s(1-s)\,r^2$, largest half-way. At step {glue:md}`curve_spike_step`, $s =$
+# {glue:md}`curve_spike_share` % and $r =$ {glue:md}`curve_spike_real` predict {glue:md}`curve_var_mix`; Var(neg) reads
+# {glue:md}`curve_var_spike`, and is back to {glue:md}`curve_var_filled` at step {glue:md}`curve_fill`, every key real.
+# Training then spreads the features over the sphere: Mean(neg) overshoots below zero
 # ({glue:md}`curve_neg_low`) and settles at {glue:md}`curve_neg_end`, a negative at right angles to its query on
 # average. **Mean(pos)** falls with it, to {glue:md}`curve_pos_low` by epoch {glue:md}`curve_pos_low_epoch`: the
 # agreement the shared direction gave the two views for free goes too. Then the encoder learns what two views of one
@@ -147,9 +148,8 @@ glue_reading(reading.read(stored))
 # negatives' scores vary less than they will later (Var(neg) {glue:md}`curve_var_at_top1`), then sinks while Var(neg)
 # rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch`; it ends at {glue:md}`curve_top1_end` %
 # (Var(neg) {glue:md}`curve_var_end`). A falling top-1 is not a failing encoder: the run ends with a {term}`linear readout`
-# of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. (At this book's scale
-# MoCo v1's baseline, averaged over its seeds, reads higher than v2's, the reverse of the paper's order:
-# [Is it our recipe?](07c_recipe.ipynb).) One reading
+# of {glue:md}`end_readout` %, against {glue:md}`end_random` % for this seed's network untrained. (Here MoCo v1's
+# baseline reads above v2's, the reverse of the paper: [Is it our recipe?](07c_recipe.ipynb).) One reading
 # of the fall, not measured here: the queue holds about {glue:md}`end_same_class` keys of each query's own shape, false
 # negatives, and once the encoder groups a shape together the top-1 counts each that outscores the positive as a miss.
 #
@@ -191,13 +191,12 @@ if t1_metrics:
 # from a trained encoder meets a key from a random one. Harder positives help, up to a point; the next chapter's
 # transformation makes them harder on purpose.
 #
-# **Mean(neg)**: at the small momenta the images crowd together: different images' features draw closer, and
-# Mean(neg) rises above the larger momenta's (this book calls that {term}`crowding`). It ends highest at
-# $m =$ {glue:md}`mom_crowd_m` ({glue:md}`mom_crowd_neg`), where the key encoder copies the query encoder every step.
-# Crowded, but not collapsed: Mean(neg) stays below the collapse level, and that run still reads {glue:md}`mom_m0_mean` % on average, well above the same network never
-# trained (the {term}`random-init baseline`, {glue:md}`mom_random` % averaged over the seeds). The paper reports that
-# its small momenta read {term}`below random init`; [the momentum chapter](05_momentum.ipynb) tests that over every
-# seed.
+# **Mean(neg)**: at the small momenta the images crowd together (this book's {term}`crowding`): Mean(neg) rises above
+# the larger momenta's, highest at $m =$ {glue:md}`mom_crowd_m` ({glue:md}`mom_crowd_neg`), where the key encoder
+# copies the query encoder every step. Crowded, not collapsed: Mean(neg) stays below the collapse level, and that run
+# still reads {glue:md}`mom_m0_mean` % on average, well above the same network never trained (the
+# {term}`random-init baseline`, {glue:md}`mom_random` %), where the paper's small momenta read {term}`below random init`
+# ([the momentum chapter](05_momentum.ipynb)).
 #
 # **The landscape**, the tool's second picture (the paper's supplement, section C): the L2 norm of every layer's
 # gradient, averaged over each epoch, drawn here summed over the layers. The paper reads its texture, smooth for a

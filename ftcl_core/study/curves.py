@@ -120,7 +120,10 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
     its mean over the last ``tail`` steps (``loss_end``), its lowest point between that peak and the top-1's
     (``loss_dip``) and the top of a second rise after it, in the run's first half (``loss_hump``); Mean(neg) at the
     first step (random keys), at the peak and at the low; the top-1's peak after the queue has filled (``top1_peak``, at
-    ``top1_epoch``) and over the last ``tail`` steps, with Var(neg) at both."""
+    ``top1_epoch``) and over the last ``tail`` steps, with Var(neg) at both. While the queue fills, Var(neg) step by
+    step: its spike (``var_spike`` at ``spike_step``), its value once the queue is full (``var_filled``) and the
+    variance a mix predicts, a share s of real keys scoring r (Mean(neg) / s) among random keys scoring ~0:
+    ``var_mix`` = s (1 - s) r² (the spread of each group left out)."""
     per_epoch = max(1, int(np.sum(np.asarray(metrics["epoch"]) == np.asarray(metrics["epoch"])[0])))
     loss, top1 = smooth(metrics["loss"], window), smooth(metrics["top1"], window)
     neg, var = np.asarray(metrics["neg_mean"], dtype=float), smooth(metrics["neg_var"], window)
@@ -141,6 +144,12 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
          "per_epoch": per_epoch, "loss_dip": float(loss[dip]), "loss_hump": float(loss[hump]), "hump_step": hump,
          "neg_dip": float(neg[dip])}
     pos, neg_s = smooth(metrics["pos_mean"], window), smooth(metrics["neg_mean"], window)
+    raw_var = np.asarray(metrics["neg_var"], dtype=float)[:fill + 1]  # step by step while the queue fills
+    spike = int(np.argmax(raw_var))
+    share = min(1.0, spike * batch_size / queue_size)  # the real keys' share of the queue at the spike
+    real = neg[spike] / share if share > 0 else float("nan")  # their mean score, the random keys scoring ~0
+    v.update(var_spike=float(raw_var[spike]), spike_step=spike, var_filled=float(raw_var[-1]),
+             var_mix=share * (1 - share) * real ** 2, spike_share=share, spike_real=real)
     v.update(pos_low=float(pos[:early].min()), pos_low_step=int(np.argmin(pos[:early])),
              pos_end=float(np.mean(pos[-tail:])), neg_low=float(neg_s[:early].min()),
              neg_end=float(np.mean(neg_s[-tail:])), var_peak=float(var.max()), var_peak_step=int(np.argmax(var)),
@@ -156,7 +165,9 @@ def training_curve_facts(metrics: Mapping[str, np.ndarray], queue_size: int, bat
             "neg_dip": _num(v["neg_dip"], 2), "pos_low": fixed(v["pos_low"], 2),
             "pos_low_epoch": fixed(v["pos_low_step"] / per_epoch, 1), "pos_end": fixed(v["pos_end"], 2),
             "neg_low": _num(v["neg_low"], 2), "neg_end": _num(v["neg_end"], 2), "var_peak": fixed(v["var_peak"], 2),
-            "var_peak_epoch": fixed(v["var_peak_step"] / per_epoch, 0), "values": v}
+            "var_peak_epoch": fixed(v["var_peak_step"] / per_epoch, 0), "var_spike": fixed(v["var_spike"], 2),
+            "spike_step": str(spike), "var_filled": fixed(v["var_filled"], 2), "var_mix": fixed(v["var_mix"], 2),
+            "spike_real": fixed(v["spike_real"], 2), "spike_share": fixed(100 * share, 0), "values": v}
 
 
 def curve_marks(facts: Mapping) -> dict[str, list[tuple[float, float, str]]]:
@@ -278,6 +289,10 @@ CHECKS = {
     "Mean(neg) dips below zero and settles at zero": (
         lambda f: None if _v(f, "neg_low") < -0.05 and abs(_v(f, "neg_end")) < 0.02
         else "Mean(neg) does not dip below zero and end near it"),
+    "Var(neg) spikes while the queue fills, as a mix of random and real keys": (  # a two-group mix's variance
+        lambda f: None if f["values"]["fill"] / 4 <= f["values"]["spike_step"] <= 3 * f["values"]["fill"] / 4
+        and _v(f, "var_filled") < 0.2 * _v(f, "var_spike") and abs(_v(f, "var_mix") / _v(f, "var_spike") - 1) < 0.25
+        else "Var(neg)'s early spike is not mid-fill, does not fall once the queue is full, or is not the mix's"),
     "Var(neg) peaks mid-run and eases": (
         lambda f: None if _v(f, "var_peak") > 1.2 * _v(f, "var_end")
         and _v(f, "steps") / 5 < _v(f, "var_peak_step") < 4 * _v(f, "steps") / 5
