@@ -385,3 +385,24 @@ def test_the_held_back_arm_is_read_against_the_same_switch_without_its_gate():
                                        *names)
     four = {**switch_time.facts(base, ungated + held[:4]), **crowding}  # short of its seeds: no verdict binds
     assert set(checks.failures(headroom.CHECKS, four, names[0], names[2])) == {names[0], names[2]}
+
+
+def test_task_images_draw_the_named_classes_in_their_fills_and_refuse_others():
+    import matplotlib.pyplot as plt
+
+    from ftcl_core.pages import headroom as headroom_figures
+    from ftcl_core.shapes import make_shapes, shape_class_names
+
+    fig = headroom_figures.task_images([0, 10, 20], columns=3, height=1.0)
+    shown = [ax.images[0].get_array() for ax in fig.axes if ax.images]
+    sample = make_shapes(30, size=32, seed=0, classes=30, clutter=1)  # the map's recipe
+    for image, c in zip(shown, (0, 10, 20), strict=True):  # circle solid, outline, striped: each its class's image
+        first = int((sample.labels == c).nonzero()[0, 0])
+        assert (image == sample.images[first].permute(1, 2, 0).numpy()).all()
+    assert shape_class_names(30)[10] == "outline " + shape_class_names(10)[0]
+    plt.close(fig)
+    assert len([ax for ax in headroom_figures.task_images().axes if ax.images]) == 30
+    plt.close("all")
+    for bad in ([30], [], [-1]):
+        with pytest.raises(ValueError, match="name classes in 0..29"):
+            headroom_figures.task_images(bad)

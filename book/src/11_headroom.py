@@ -28,9 +28,8 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # %%
 import matplotlib.pyplot as plt
 
-from ftcl_core.data import make_shapes
 from ftcl_core.pages import headroom as headroom_figures
-from ftcl_core.pages import legibility, markup
+from ftcl_core.pages import markup
 from ftcl_core.pages.glue import glue_reading
 from ftcl_core.study import headroom
 from ftcl_core.study.chapters import headroom as reading
@@ -69,11 +68,7 @@ markup.source_code(verdicts.ceiling_binds)
 # Thirty of its images, one per class:
 
 # %% tags=["hide-input"]
-sample = make_shapes(30, size=32, seed=0, classes=30, clutter=1)
-fig, axes = plt.subplots(3, 10, figsize=(legibility.BOOK_WIDTH_IN, 2.6), layout="constrained")
-for ax, image in zip(axes.flat, sample.images):
-    ax.imshow(image.permute(1, 2, 0).numpy())
-    ax.set_axis_off()
+headroom_figures.task_images()
 plt.show()
 
 # %% [markdown]

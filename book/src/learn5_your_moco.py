@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from IPython.display import display
 
 from ftcl_core import ft
+from ftcl_core.pages import headroom as headroom_figures
 from ftcl_core.pages import learn as learn_figures
 from ftcl_core.pages import markup
 from ftcl_core.study import auto_start, headroom
@@ -177,6 +178,11 @@ for epoch in (0, 35, 36, 119):
 # falling much: once $L_{e-w} - L_e < f\,(L_0 - L_e)$ ($w = 5$ epochs, $f = 0.1$), and FT stays on. It has not done
 # better than a fixed start after 30 % of the run ([the runs](#auto-start)), so that fixed start is the safe default. The fold runs the rule on the losses of a stored
 # run of a *harder task* than the shapes: thirty classes of shapes (shape and fill), a distracting shape in every image.
+# Three of its shapes, each in its three fills (solid, outline, striped), each a class of its own:
+
+# %% tags=["remove-input"]
+headroom_figures.task_images([0, 10, 20, 2, 12, 22, 5, 15, 25], columns=9, height=1.05)
+plt.show()
 
 # %% tags=["hide-cell"]
 # PlateauStart on a stored run's epoch losses (the harder task, 120 epochs, no FT)

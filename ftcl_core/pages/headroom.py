@@ -5,12 +5,13 @@ yet marked so)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ftcl_core.pages import legibility, palette
-from ftcl_core.study import headroom
+from ftcl_core.shapes import make_shapes
+from ftcl_core.study import experiment_file, headroom, headroom_task
 
 ARM_LABELS = {"both": "+pos +neg from the first step", "both_late": "+pos +neg from 30 %", "neg": "+neg alone",
               "pos_late": "+pos alone from 30 %"}
@@ -167,4 +168,28 @@ def crowding_figure(curves: Mapping[int, Mapping[str, tuple[np.ndarray, np.ndarr
     axes[0][0].set_ylabel("Mean(neg), raw cosine", fontsize=legibility.TEXT_PT)
     handles, labels = legibility._unique_handles(axes[0])
     legibility._legend_outside(fig, handles, labels, "upper")
+    return fig
+
+
+def task_images(classes: Sequence[int] | None = None, columns: int = 10, height: float = 2.6):
+    """One image of each of ``classes`` (default: every class, in order) of the task with room, in rows of
+    ``columns``, drawn as its map's recipe draws them: ``make_shapes`` with the map's data settings, seed 0. Class c
+    is shape c % 10 in fill c // 10 (solid, outline, striped)."""
+    import matplotlib.pyplot as plt
+
+    exp = experiment_file.Experiment.load(headroom_task.MAP)
+    data = experiment_file.resolve(exp.base["cpu"], exp.settings[headroom_task.setting("baseline", 30)], "cpu").data
+    chosen = list(range(data.classes)) if classes is None else [int(c) for c in classes]
+    if not chosen or any(not 0 <= c < data.classes for c in chosen) or columns < 1:
+        raise ValueError(f"classes={classes}, columns={columns}: name classes in 0..{data.classes - 1} and at least "
+                         "one column")
+    sample = make_shapes(data.classes, size=data.image_size, seed=0, classes=data.classes, clutter=data.clutter)
+    first = {int(label): i for i, label in reversed(list(enumerate(sample.labels.tolist())))}  # class -> an image
+    rows = math.ceil(len(chosen) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(legibility.BOOK_WIDTH_IN, height), layout="constrained",
+                             squeeze=False)
+    for ax in axes.flat:
+        ax.set_axis_off()
+    for ax, c in zip(axes.flat, chosen):
+        ax.imshow(sample.images[first[c]].permute(1, 2, 0).numpy())  # (3, H, W) uint8 -> (H, W, 3)
     return fig
