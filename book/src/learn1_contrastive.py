@@ -218,10 +218,9 @@ if profile != "smoke":
 import math
 
 # Solution 1: more noise makes the two views of a point differ more, so alignment ends
-# higher at each step up. Halving the noise leaves the uniformity where it was; at
-# twice the noise the encoder must map whole neighbourhoods alike to keep such
-# different views together, so the points spread less evenly: the uniformity ends
-# higher too.
+# higher at each step up. Halving the noise leaves the uniformity where it was; at twice
+# the noise the encoder must map whole neighbourhoods alike to keep such different views
+# together, so the points spread less evenly: the uniformity ends higher too.
 ends = {}
 for noise, name in ((0.15, "clean"), (0.3, "default"), (0.6, "noisy")):
     r = train_toy(0.2, steps=steps, noise=noise)

@@ -258,7 +258,7 @@ mine = (
 print("mine:   ", [round(v, 4) for v in mine])
 print("library:", [round(float(v), 4) for v in stats])
 
-# Solution 2: after t steps the starting weights keep a share m**t: one half at
+# Solution 2: after t steps the starting weights keep a share m**t, one half at
 # t = ln 2 / -ln m.
 per_epoch = stored_cfg.data.n_train // stored_cfg.train.batch_size  # steps an epoch
 for m in (0.99, 0.999):

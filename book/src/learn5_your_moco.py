@@ -283,16 +283,16 @@ print(f"positive column unchanged: {torch.allclose(neg_only[:, 0], plain[:, 0])}
 
 # Solution 2: a short window sees a slowdown as soon as the first fast fall ends, and
 # switches FT on within the first epochs, where it costs; a longer window waits for the
-# loss to slow for longer, and switches later. Trust the window fixed before the runs
-# it is judged on (the library's 5, chosen on one task), not the best-looking one.
+# loss to slow for longer, and switches later. Trust the window fixed before the runs it
+# is judged on (the library's 5, chosen on one task), not the best-looking one.
 losses = auto_start.epoch_losses(stored)
 for w in (2, 5, 10):
     print(f"window {w:>2}: FT on from epoch {ft.PlateauStart.replay(losses, window=w)}")
 
-# Solution 3: the first tenth of the 120-epoch runs, FT from the first step against
-# the baseline, seed by seed: FT's Mean(neg) stands above the
-# baseline's, its images crowded together early (an association: the book's evidence
-# pages test whether the crowding is the cause).
+# Solution 3: the first tenth of the 120-epoch runs, FT from the first step against the
+# baseline, seed by seed: FT's Mean(neg) stands above the baseline's, its images crowded
+# together early (an association: the book's evidence pages test whether the crowding is
+# the cause).
 import numpy as np
 
 ft_runs, base_runs = (
@@ -314,8 +314,8 @@ assert switches == sorted(switches) and switches[0] < 12 <= switches[1], switche
 # %% tags=["hide-cell"]
 # Solution 4: positive extrapolation alone crowds the images as both do (Mean(neg) ends
 # high) and reads lowest; negative interpolation alone stays close to plain MoCo. One
-# seed and one minute order these runs, but cannot show how far a second seed would
-# move them: the evidence pages pair seeds over full runs and judge their intervals.
+# seed and one minute order these runs, but cannot show how far a second seed would move
+# them: the evidence pages pair seeds over full runs and judge their intervals.
 from ftcl_core.study.results.numbers import fixed
 
 alone = {"pos": minute(ft.FTConfig(pos=True)), "neg": minute(ft.FTConfig(neg=True))}
