@@ -122,6 +122,6 @@ def test_a_memory_refusal_names_only_the_keys_that_size_the_run(capsys, tmp_path
 def test_a_report_s_list_parameter_given_no_list_is_refused_before_a_kernel_starts(value, tmp_path):
     from ftcl_core.pages.report import ReportError, parse_parameters, report
 
-    with pytest.raises(ReportError, match=r'seeds is a list; write it as one, e\.g\. -p seeds "\[0, 1\]"'):
+    with pytest.raises(ReportError, match=r'seeds is a list of numbers; write it as one, e\.g\. -p seeds "\[0, 1\]"'):
         report("book/05_momentum.ipynb", tmp_path / "page.html", parse_parameters([["seeds", value]]))
     assert not (tmp_path / "page.html").exists()

@@ -131,10 +131,63 @@ def chapter_parameters(nb: nbformat.NotebookNode) -> set[str]:
     return _assigned(nb, "(?!=)")
 
 
-def list_parameters(nb: nbformat.NotebookNode) -> set[str]:
-    """The names a chapter's ``parameters`` cell assigns a list (``seeds = [0, 1, 2]``): a value given them must be a
-    list too."""
-    return _assigned(nb, r"\s*\[")
+def parameter_defaults(nb: nbformat.NotebookNode) -> dict:
+    """The literal values a chapter's ``parameters`` cell assigns (``seeds = [0, 1, 2]``, ``settings = {...}``); a name
+    whose default is computed (``profile = os.environ.get(...)``) is left out."""
+    import ast
+
+    out: dict = {}
+    for cell in (c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])):
+        for node in ast.parse(cell.source).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                try:
+                    out[node.targets[0].id] = ast.literal_eval(node.value)
+                except ValueError:  # not a literal: its kind is the cell's to say
+                    continue
+    return out
+
+
+def _kind(value: object) -> str:
+    """A parameter value's kind as a reader names it: list, mapping, number, word or true/false."""
+    if isinstance(value, bool):
+        return "true/false"
+    return {list: "list", dict: "mapping", str: "word"}.get(type(value), "number" if isinstance(value, (int, float))
+                                                             else type(value).__name__)
+
+
+def _same_kind(value: object, default: object) -> bool:
+    """Whether ``value`` has ``default``'s kind, and a list's items (a mapping's values) the kind of its first."""
+    if _kind(value) != _kind(default):
+        return False
+    if isinstance(default, list) and default:
+        return all(_same_kind(v, default[0]) for v in value)
+    if isinstance(default, dict) and default:
+        first = next(iter(default.values()))
+        return all(isinstance(k, str) and _same_kind(v, first) for k, v in value.items())
+    return True
+
+
+def _example(default: object) -> str:
+    """A short value of ``default``'s kind as ``-p`` takes it (YAML): a list's first two items, a mapping's first."""
+    import yaml
+
+    short = default[:2] if isinstance(default, list) else dict(list(default.items())[:1]) if isinstance(default, dict) \
+        else default
+    text = yaml.safe_dump(short, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
+    return f'"{text}"' if isinstance(default, (list, dict)) else text
+
+
+def check_parameter_kinds(nb: nbformat.NotebookNode, parameters: Mapping, chapter: str) -> None:
+    """Refuse (:class:`ReportError`) a parameter whose value is not of its default's kind (a list for ``seeds``, a
+    mapping of lists for ``settings``), before a kernel starts: a wrong kind reaches a cell and fails there."""
+    defaults = parameter_defaults(nb)
+    for name, value in parameters.items():
+        if name in defaults and not _same_kind(value, defaults[name]):
+            default = defaults[name]
+            inner = (f" of {_kind(default[0])}s" if isinstance(default, list) and default else
+                     f" of {_kind(next(iter(default.values())))}s" if isinstance(default, dict) and default else "")
+            raise ReportError(f"-p {name} {value!r}: {chapter}'s {name} is a {_kind(default)}{inner}; write it as one, "
+                              f"e.g. -p {name} {_example(default)}")
 
 
 def parse_parameters(pairs: list[list[str]] | None) -> dict:
@@ -201,10 +254,7 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
     if unknown:
         raise ReportError(f"{src.name} takes no parameter {', '.join(unknown)}; its parameters are "
                           f"{', '.join(sorted(known)) or 'none'}")
-    if wrong := sorted(n for n in list_parameters(nb) & set(parameters or {})
-                       if not isinstance(parameters[n], list)):  # "0 1", 5 or abc would reach a cell as a string
-        raise ReportError(f"-p {wrong[0]} {parameters[wrong[0]]!r}: {src.name}'s {wrong[0]} is a list; write it as one, "
-                          f'e.g. -p {wrong[0]} "[0, 1]"')
+    check_parameter_kinds(nb, parameters or {}, src.name)  # "0 1", 5 or abc would reach a cell and fail there
     seeds = (parameters or {}).get("seeds")
     if seeds is not None and not (all(is_count(s) and 0 <= s <= MAX_SEED for s in seeds) and len(set(seeds)) == len(seeds)
                                   and seeds):

@@ -422,10 +422,19 @@ def _screen_prediction(cfg, metrics: dict) -> str:
     """What the predictor fitted on the stored runs (results/predictor.json) says of this screen's FT run."""
     if not cfg.ft.any:
         return "predicted outcome: none (no FT in this config)"
-    switch = int(np.searchsorted(metrics["epoch"], cfg.ft.start_epoch))
+    epochs = np.asarray(metrics["epoch"])
+    if (epochs > epochs[0]).any():  # a whole epoch screened: its steps, as the run counted them
+        per_epoch = int(np.sum(epochs == epochs[0]))
+    else:  # the run's own count (training: the training set's images // the batch, the last partial batch dropped)
+        per_epoch = max(1, cfg.data.n_train // cfg.train.batch_size)
+    switch, total = cfg.ft.start_epoch * per_epoch, cfg.train.epochs * per_epoch
+    if switch + predict.WINDOW > total:
+        return (f"predicted outcome: none: the predictor reads the {predict.WINDOW} steps after FT switches on (step "
+                f"{switch}, epoch {cfg.ft.start_epoch}), past this config's whole run of {total} steps; raise "
+                f"train.epochs to {-(-(switch + predict.WINDOW) // per_epoch)} or more, or switch FT on earlier")
     if switch + predict.WINDOW > len(metrics["neg_mean"]):
         return (f"predicted outcome: needs --steps {switch + predict.WINDOW} ({predict.WINDOW} steps after FT switches "
-                f"on at step {switch})")
+                f"on at step {switch}, epoch {cfg.ft.start_epoch})")
     try:
         model = predict.load_model()
     except (FileNotFoundError, ValueError) as err:

@@ -33,6 +33,7 @@ from ftcl_core.study.experiment_file import (
     resolve,
     run_dir,
     seed_list,
+    writes_committed,
 )
 from ftcl_core.study.results import records as run_records
 from ftcl_core.study.store import RECIPE_RECORD, copy_run, find_identical_run, load_records, stored_runs
@@ -176,15 +177,15 @@ def check_calibrated_profile(profile: str) -> None:
 
 
 def switch_to_calibrated(path: str | os.PathLike, profile: str = "cpu", record: str | os.PathLike | None = None) -> list[Path]:
-    """Prepare an experiment file's rerun on its calibrated recipe (:func:`calibrated_base`, issue "fair
-    baselines"), the step before :func:`sweep`: move every complete run of the file's settings that holds the
-    original recipe's config into the dated record ``record`` (:data:`RECIPE_RECORD`'s folder; the same folder
-    under it as under the profile's root), then point the file's ``cpu`` base at the calibrated config. Returns the
-    moved folders. Nothing is deleted or overwritten, and everything is checked before anything moves: a
-    destination that exists, an unfinished run of the original recipe (its checkpoint would stop the sweep), a
-    run that holds neither recipe's config, or a base line that cannot be rewritten stops it with an error that
-    names them. A second call on a switched file moves nothing, so an interrupted rerun resumes with the same
-    command."""
+    """Prepare an experiment file's rerun on its calibrated recipe (:func:`calibrated_base`, issue "fair baselines"), the
+    step before :func:`sweep`: move every complete run of the file's settings that holds the original recipe's config
+    into the dated record ``record`` (:data:`RECIPE_RECORD`'s folder for the committed store; for a store elsewhere,
+    ``FTCL_RUNS_ROOT``, a folder of that name beside its profile's, so a user's runs never move into the checkout; the
+    same folder under it as under the profile's root), then point the file's ``cpu`` base at the calibrated config.
+    Returns the moved folders. Nothing is deleted or overwritten, and everything is checked before anything moves: a
+    destination that exists, an unfinished run of the original recipe (its checkpoint would stop the sweep), a run that
+    holds neither recipe's config, or a base line that cannot be rewritten stops it with an error that names them. A
+    second call on a switched file moves nothing, so an interrupted rerun resumes with the same command."""
     check_calibrated_profile(profile)
     exp = Experiment.load(path)
     cal = calibrated_base(exp)
@@ -196,7 +197,10 @@ def switch_to_calibrated(path: str | os.PathLike, profile: str = "cpu", record: 
     if cal is not exp and text.count(old_line) != 1:
         raise ConfigError(f"{exp.path}: expected one '{old_line}' in its base line to switch to '{new_line}'; "
                           "edit it by hand.")
-    root, record = profile_root(profile), Path(record or RECIPE_RECORD.parent)
+    root = profile_root(profile)
+    if record is None:  # the committed store's record; a store elsewhere (FTCL_RUNS_ROOT) keeps its own beside it
+        record = RECIPE_RECORD.parent if writes_committed(profile) else root.parent / RECIPE_RECORD.parent.name
+    record = Path(record)
     moves, unfinished, foreign = [], [], []
     for name in cal.settings:
         for seed, folder in run_records.seed_folders(run_dir(cal, name, 0, profile).parent):

@@ -26,7 +26,7 @@ from ftcl_core.study.experiment_file import (
 from ftcl_core.study.results import verdicts
 from ftcl_core.study.results.numbers import csv_number, fixed, pm_cell
 from ftcl_core.study.results.paired import by_seed, mean_ci95, pair
-from ftcl_core.study.results.verdicts import BASELINE, MIN_SEEDS, Claim
+from ftcl_core.study.results.verdicts import BASELINE, MIN_SEEDS, NOT_RUN, Claim
 from ftcl_core.study.store import load_records, machine_kind, recorded_table
 
 
@@ -153,7 +153,8 @@ def record_devices(records: list[dict], arm: str, reference: str) -> dict[int, t
 def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
     """One row per claim of ``exp`` (:meth:`Experiment.claims_of`) whose arm has runs, after the arm's own row
     where the arm has no primary claim (a ``baseline`` row: it claims nothing, and ``reference`` names the setting
-    it is compared with, where there is one). A claim's row carries :func:`claim_row`; ``reference_shared_by``
+    it is compared with, where there is one). A claim whose reference has no readouts stored reads ``not run``, never
+    ``baseline``. A claim's row carries :func:`claim_row`; ``reference_shared_by``
     counts the table's claims against the same reference arm (their verdicts are not independent)."""
     summary = summarize(records)
     rows = []
@@ -166,8 +167,9 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
                 "knn_diff_ci95": math.nan, "knn_verdict": "", "verdict_points": "", "log_error_ratio": math.nan,
                 "log_error_ratio_ci95": math.nan, "paper_log_error_ratio": math.nan, "verdict_errors": "",
                 "scale": "", "mixed_seeds": "", "floor_sensitive": ""}
-        claims = [c for c in exp.claims_of(setting) if c.kind == "sanity" or c.reference in summary]
-        primary = bool(claims) and (claims[0].kind == "sanity" or claims[0].reference == exp.compare.get(setting))
+        asked = exp.claims_of(setting)
+        claims = [c for c in asked if c.kind == "sanity" or c.reference in summary]
+        primary = bool(asked) and (asked[0].kind == "sanity" or asked[0].reference == exp.compare.get(setting))
         if not primary:
             ref = exp.compare.get(setting)
             if ref in summary:  # compared, but the paper claims nothing of it
@@ -177,6 +179,9 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
                             log_error_ratio=errors.mean, log_error_ratio_ci95=errors.ci95)
             rows.append(base)
         rows += [{**base, **claim_row(exp, records, c)} for c in claims]
+        rows += [{**base, "reference": c.reference, "verdict": NOT_RUN, "verdict_bh": NOT_RUN, "claim": c.describe(),
+                  "kind": c.kind, "effect": c.effect, "margin": c.margin}  # its reference has no readouts stored
+                 for c in asked if c not in claims]
     shared: dict[str, int] = {}
     for r in rows:
         if r["kind"] and r["kind"] != "sanity":
