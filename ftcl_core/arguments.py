@@ -44,6 +44,24 @@ def described(x: object) -> str:
     return f"a {x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
 
 
+def is_index(x: object) -> bool:
+    """An integer tensor that indexes rows: not floating, complex or bool, and not uint8, which torch's indexing reads
+    as a mask (``queue[perm]`` with a uint8 ``perm`` picks rows where it is nonzero)."""
+    return (isinstance(x, torch.Tensor) and not x.is_floating_point() and not x.is_complex()
+            and x.dtype not in (torch.bool, torch.uint8))
+
+
+def check_device(caller: str, device: object) -> None:
+    """``device`` names a device torch knows (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``torch.device``) that this
+    machine has: a CUDA device where none is visible is refused with the fix, not torch's driver message."""
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError):
+        raise ValueError(f"{caller}: device={device!r} is not a device: use 'cpu' or 'cuda'.") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{caller}: device={device!r} but no CUDA device is visible here; use device='cpu'.")
+
+
 def check_dense(caller: str, **tensors: torch.Tensor) -> None:
     """Each of ``tensors`` holds numbers in the usual (strided) layout: a meta tensor (shapes, no data) or a sparse
     one is refused naming the argument and the fix."""
@@ -75,13 +93,16 @@ def check_global_rows(rows: object, n_global: object, n: int) -> None:
     if not is_count(n_global) or n_global < n:
         raise ValueError(f"n_global={n_global!r} must be a whole number >= the {n} local pairs (the batch over all "
                          "processes).")
-    if not (isinstance(rows, torch.Tensor) and rows.dim() == 1 and len(rows) == n and not rows.is_floating_point()
-            and rows.dtype != torch.bool and not rows.is_complex()):
-        raise TypeError(f"rows must be a 1-D integer tensor of the {n} local pairs' global indices, got {described(rows)}: pass "
-                        "torch.arange(n) + rank * n, say.")
+    if not (is_index(rows) and rows.dim() == 1 and len(rows) == n):
+        raise TypeError(f"rows must be a 1-D integer tensor of the {n} local pairs' global indices (uint8 reads as a "
+                        f"mask), got {described(rows)}: pass torch.arange(n) + rank * n, say, or rows.long().")
     if rows.device.type == "cpu" and n and not (0 <= int(rows.min()) and int(rows.max()) < n_global):
         raise ValueError(f"rows hold indices from {int(rows.min())} to {int(rows.max())}, outside [0, "
                          f"n_global={n_global}): each is a pair's place in the whole batch.")
+    if rows.device.type == "cpu" and rows.unique().numel() != n:
+        shown = f"{rows.tolist()[:8]}{'...' if n > 8 else ''}"
+        raise ValueError(f"rows repeat a global index ({shown}): each of the {n} local pairs has its own place in the "
+                         "whole batch, e.g. torch.arange(n) + rank * n.")
 
 
 def check_readout(caller: str, train_feats: object, train_labels: object, test_feats: object, test_labels: object,

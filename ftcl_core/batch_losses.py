@@ -24,7 +24,7 @@ from ftcl_core.arguments import (
     temperature,
 )
 from ftcl_core.config import FTConfig
-from ftcl_core.losses import moco_ft_logits
+from ftcl_core.losses import _check_when, moco_ft_logits
 
 # the module's public names: each checks its arguments and names the fix; the rest are building blocks that
 # take what these pass them
@@ -108,6 +108,8 @@ def simclr_ft_logits(
     as a mixed queue entry can in MoCo.
     """
     _check_simclr_inputs(z1, z2, bank1, bank2, rows)
+    if isinstance(ft, FTConfig):
+        _check_when("simclr_ft_logits", ft)
     anchors, positives = symmetric_pairs(z1, z2, z1, z2)
     bank = torch.cat([bank1, bank2])
     m = bank1.shape[0]

@@ -449,6 +449,21 @@ class FTConfig(Section):
     def any(self) -> bool:
         return self.pos or self.neg or self.hard
 
+    def when_keys(self) -> str:
+        """The keys that say *when* FT acts (:data:`WHEN_KEYS`, the training loop's), where not at their defaults, as
+        ``k=v``; "" when none is set."""
+        default = FTConfig()
+        return ", ".join(f"{k}={getattr(self, k)!r}" for k in WHEN_KEYS if getattr(self, k) != getattr(default, k))
+
+    def step_only(self) -> FTConfig:
+        """This config as one step computes it: the keys that say when FT acts (:data:`WHEN_KEYS`) at their defaults,
+        since a step is told instead whether FT is on (``active``)."""
+        default = FTConfig()
+        return dataclasses.replace(self, **{k: getattr(default, k) for k in WHEN_KEYS})
+
+
+WHEN_KEYS = ("start_epoch", "start", "auto_window", "auto_fraction", "pos_gate")  # the loop's: when FT acts, not how
+
 
 @dataclass(frozen=True)
 class EvalConfig(Section):

@@ -65,6 +65,9 @@ IMG_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".JPEG")
 def read_class_list(path: str | os.PathLike) -> list[str]:
     """Read a class list (one WordNet id per line, e.g. ``data/imagenet100.txt``)."""
     p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"class list {p} is a folder: name a text file of class names (WordNet ids), one a line, e.g. "
+                         "data/imagenet100.txt.")
     if not p.is_file():
         raise FileNotFoundError(f"class list {p} not found; the ImageNet-100 list ships as data/imagenet100.txt.")
     try:
@@ -181,13 +184,20 @@ def open_cache(path: str | os.PathLike) -> ImageSet:
     """A cache written by :func:`load_image_folder`, memory-mapped copy-on-write: batches are read from disk (or
     the page cache) as training indexes them, so a set larger than the machine's memory still trains."""
     path = Path(path)
+    if path.is_dir():  # the folder passed as load_image_folder(cache=...): it holds one cache per tree and size
+        held = sorted(p.name for p in path.glob("*_*px_*.npy"))[:3]
+        raise ValueError(f"open_cache: {path} is a folder; name one cache file in it (<tree>_<size>px_<n>_<hash>.npy)"
+                         + (f", e.g. {path / held[0]}" if held else ": it holds none") + ".")
+    if not path.exists() and path.with_suffix(".npy").is_file():
+        path = path.with_suffix(".npy")  # the cache's name without its .npy
     try:
         meta = json.loads(path.with_suffix(".json").read_text())
         images = torch.from_numpy(np.load(path, mmap_mode="c"))
-    except (OSError, ValueError, TypeError) as err:  # missing, a folder, not .npy, a pickle
-        raise ValueError(f"open_cache: {path} is not a cache load_image_folder wrote (its .npy and .json): "
-                         f"{type(err).__name__}: {' '.join(str(err).split())[:120]}. Delete it, and load_image_folder "
-                         "writes it again.") from None
+    except (OSError, ValueError, TypeError) as err:  # missing, not .npy, a pickle
+        raise ValueError(f"open_cache: {path} is not a cache load_image_folder wrote (a <tree>_<size>px_<n>_<hash>.npy "
+                         f"beside its .json): {type(err).__name__}: {' '.join(str(err).split())[:120]}. Name such a "
+                         "file; if it is damaged, delete that .npy and its .json, and load_image_folder writes them "
+                         "again.") from None
     return ImageSet(images, torch.tensor(meta["labels"], dtype=torch.long), tuple(meta["classes"]))
 
 

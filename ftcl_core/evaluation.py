@@ -14,7 +14,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core.arguments import check_counts, check_finite, check_images, check_modules, check_readout, is_real
+from ftcl_core.arguments import (
+    check_counts,
+    check_device,
+    check_finite,
+    check_images,
+    check_modules,
+    check_readout,
+    is_real,
+)
 from ftcl_core.augment import AugmentConfig, center_view, check_augment_config
 from ftcl_core.config import MAX_SEED
 
@@ -37,6 +45,7 @@ def extract_features(
     check_images("extract_features", images)
     check_augment_config("extract_features", cfg)
     check_counts("extract_features", batch_size=batch_size)
+    check_device("extract_features", device)
     dtype = next((p.dtype for p in backbone.parameters() if p.is_floating_point()), torch.float32)
     was_training = backbone.training
     backbone.eval()
@@ -61,8 +70,10 @@ def knn_top1(
     check_finite("knn_top1", train_feats=train_feats, test_feats=test_feats)
     n_cls = _classes("knn_top1", train_labels, test_labels)
     train_feats, test_feats = train_feats.float(), test_feats.float()  # half features: exp(s / t) overflows
+    if k > len(train_feats):  # the command line refuses eval.knn_k > data.n_train the same way
+        raise ValueError(f"knn_top1: k={k} neighbours asked of {len(train_feats)} training images; pass k at most "
+                         f"{len(train_feats)} (k=min(k, len(train_feats)) to vote with every image).")
     bank = F.normalize(train_feats, dim=1)
-    k = min(k, len(bank))
     correct = 0
     for start in range(0, len(test_feats), chunk):
         f = F.normalize(test_feats[start : start + chunk], dim=1)

@@ -59,20 +59,13 @@ def logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, cfg: FTConfig,
     GPU this is not checked, since a check would read the device every step.  Non-finite rows pass: a diverged
     step's loss is NaN, the signal a training loop watches for."""
     check_dense("ft.logits", q=q, k=k, queue=queue)  # meta and sparse tensors named (check_moco_inputs reads shapes)
-    if isinstance(cfg, FTConfig) and (when := _when_keys(cfg)):
+    if isinstance(cfg, FTConfig) and (when := cfg.when_keys()):
         raise ValueError(f"ft.logits has no epoch, so FTConfig({when}) would be ignored: build the FTConfig without it "
                          "and pass active=epoch >= start_epoch (or active=start.on with an ft.PlateauStart; pos_gate "
                          "is the library loop's).")
     pos, neg, _ = moco_ft_logits(q, k, queue, cfg, gen, active, queue_layout=queue_layout)  # checks shapes, types
     _check_unit_rows(q, k, queue)
     return logits_from_scores(pos, neg, tau)
-
-
-def _when_keys(cfg: FTConfig) -> str:
-    """The keys of ``cfg`` that say when FT acts (a run's loop reads them; :func:`logits` cannot), as ``k=v``."""
-    default = FTConfig()
-    return ", ".join(f"{k}={getattr(cfg, k)!r}" for k in ("start_epoch", "start", "pos_gate")
-                     if getattr(cfg, k) != getattr(default, k))
 
 
 def _check_unit_rows(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor) -> None:

@@ -164,6 +164,15 @@ def _check_ft(caller: str, ft: object) -> None:
     if not isinstance(ft, FTConfig):
         raise TypeError(f"{caller}: ft must be an FTConfig (from ftcl_core.ft import FTConfig), got {described(ft)}: "
                         "FTConfig(pos=True, neg=True), say; FTConfig() is FT off.")
+    _check_when(caller, ft)
+
+
+def _check_when(caller: str, ft: FTConfig) -> None:
+    """Refuse an FTConfig that says when FT acts (``start_epoch``, ``start``, ``pos_gate``): one step cannot read it,
+    so it would be ignored; the step takes ``active`` instead."""
+    if when := ft.when_keys():
+        raise ValueError(f"{caller} computes one step, so FTConfig({when}) would be ignored: pass ft.step_only() and "
+                         "active=epoch >= start_epoch (or ft.PlateauStart's start.on); the library's loop does this.")
 
 
 def _rows_of_this_rank(lam: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
@@ -229,6 +238,7 @@ def moco_ft_logits(
     of a square queue and skips its data check).
     """
     check_moco_inputs(q, k, queue, ft, queue_layout)
+    _check_when("moco_ft_logits", ft)
     if rows is not None or n_global is not None:
         check_global_rows(rows, n_global, q.shape[0])
     active = bool(active) if is_numpy_bool(active) else active
@@ -286,10 +296,12 @@ def mixed_queue(queue: torch.Tensor, ft: FTConfig, gen: transforms.Draws) -> tup
 
 def logits_from_scores(l_pos: torch.Tensor, l_neg: torch.Tensor, tau: float) -> torch.Tensor:
     """Stack positive and negative scores into InfoNCE logits divided by the temperature ``tau`` (eq. 1): a number
-    (NumPy's too), or a one-element tensor, a learnable temperature (not checked for its sign: that would wait on
-    the device every step)."""
+    (NumPy's too), or a one-element tensor, a learnable temperature (its range read on the CPU only: on a GPU the
+    read would wait on the device every step)."""
     check_scores("logits_from_scores", l_pos, l_neg)
     if isinstance(tau, torch.Tensor) and tau.numel() == 1 and tau.is_floating_point():
+        if tau.device.type == "cpu":  # negative, NaN or tiny: logits of the wrong sign, NaN or overflowing
+            temperature("logits", float(tau.detach()), "MoCo v1 uses 0.07, v2 0.2")
         return torch.cat([l_pos.unsqueeze(1), l_neg], dim=1) / tau
     tau = temperature("logits", tau, "MoCo v1 uses 0.07, v2 0.2")
     return torch.cat([l_pos.unsqueeze(1), l_neg], dim=1) / tau

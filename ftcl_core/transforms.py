@@ -27,7 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ftcl_core.arguments import check_counts, described, is_count, is_real
+from ftcl_core.arguments import check_counts, described, is_count, is_index, is_real
 from ftcl_core.config import BETA_RANGE, Granularity  # "step" | "sample" | "dim": one definition, the config's
 
 # the module's public names: each checks its arguments and names the fix; the rest are building blocks that
@@ -108,10 +108,9 @@ def _check_permutation(perm: object, queue: torch.Tensor) -> None:
     if queue.ndim != 2:
         raise ValueError(f"interpolate_negatives: queue must be K x C (one key per row), got {described(queue)}.")
     k = queue.shape[0]
-    if not (isinstance(perm, torch.Tensor) and perm.dim() == 1 and len(perm) == k and not perm.is_floating_point()
-            and perm.dtype != torch.bool and not perm.is_complex()):
+    if not (is_index(perm) and perm.dim() == 1 and len(perm) == k):
         raise TypeError(f"interpolate_negatives: perm must be a 1-D integer tensor of the queue's {k} rows in some "
-                        f"order (sample_permutation({k}, gen)), got {described(perm)}.")
+                        f"order (sample_permutation({k}, gen); uint8 reads as a mask), got {described(perm)}.")
     if perm.device.type == "cpu" and k and not (0 <= int(perm.min()) and int(perm.max()) < k
                                                 and bool((perm.bincount(minlength=k) == 1).all())):
         raise ValueError(f"interpolate_negatives: perm must hold each of the queue's rows 0 to {k - 1} once (a "

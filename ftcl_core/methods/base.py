@@ -48,7 +48,7 @@ class StepContext:
         """The run's context: its ``ft.*``, ``stats.*`` and ``train.amp`` settings, its generators and network
         (``device_draws``: :func:`ftcl_core.execution.ft_device_draws`, or what the checkpoint resumed)."""
         s = cfg.stats
-        return cls(gen, cfg.ft, True, s.n_queries, True, 50 if s.histograms else 0, cfg.train.amp, wrapped,
+        return cls(gen, cfg.ft.step_only(), True, s.n_queries, True, 50 if s.histograms else 0, cfg.train.amp, wrapped,
                    device_draws=device_draws, captured=cfg.train.cuda_graph)
 
     @property
