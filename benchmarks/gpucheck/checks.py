@@ -97,7 +97,7 @@ def one_step(cfg: RunConfig, device: str, views: tuple[torch.Tensor, torch.Tenso
     opt = build_optimizer(cfg, model, device)
     gen = torch.Generator().manual_seed(cfg.seed)
     v = memory_format(tuple(x.to(device, dtype) for x in views), channels_last)
-    out = train_step(model, opt, v, StepContext(gen, cfg.ft, record_stats=False, amp=amp, wrapped=net))
+    out = train_step(model, opt, v, StepContext(gen, cfg.ft.step_only(), record_stats=False, amp=amp, wrapped=net))
     grads = {n: p.grad.detach().float().cpu() for n, p in model.named_parameters() if p.grad is not None}
     return float(out.loss), grads
 
