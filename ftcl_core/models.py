@@ -458,9 +458,9 @@ def ema_update(target: nn.Module, online: nn.Module, m: float) -> None:
     check_modules("ema_update", target=target, online=online)
     t_params = list(target.parameters())
     o_params = list(online.parameters())
-    if any(a is b for a, b in zip(t_params, o_params)):  # eq. 2 would leave it unchanged: no momentum encoder at all
-        raise ValueError("ema_update: target and online share their parameters (the same module, or a copy that is "
-                         "not one): make the target with frozen_copy(online), once, before training.")
+    if any(a is b for a, b in zip(t_params, o_params)):  # then eq. 2 changes nothing
+        raise ValueError("ema_update: target and online share their parameters: "
+                         "make the target with frozen_copy(online), once.")
     same = len(t_params) == len(o_params) and all(
         a.shape == b.shape for a, b in zip(t_params, o_params))
     if not same:

@@ -333,11 +333,13 @@ def test_source_code_names_the_lines_it_shows_and_folds_on_request():
 
     lines, first = inspect.getsourcelines(models.ema_update)
     shown = source_code(models.ema_update).data
-    assert f"ftcl_core/models.py</code>, lines {first}-{first + len(lines) - 1}" in shown
+    span = f"ftcl_core/models.py, lines {first}-{first + len(lines) - 1}"
+    assert f'title="{span}">from ftcl_core.models import ema_update<' in shown
     assert "<details>" not in shown and "_foreach_mul_" in shown
     folded = source_code(simsiam, collapsed="SimSiam").data  # a whole module: from its line 1
     n = len(inspect.getsource(simsiam).splitlines())
-    assert folded.startswith("<details><summary>SimSiam</summary>") and f"lines 1-{n}<" in folded
+    assert folded.startswith("<details><summary>SimSiam</summary>")
+    assert f'lines 1-{n}">import ftcl_core.methods.simsiam<' in folded
 
 
 # ---- the glossary at first use: each chapter links a term the first time its prose uses it (issue 52, item 2) ------

@@ -24,7 +24,7 @@
 # %% tags=["parameters"]
 import os
 
-# smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+# how much this page trains: smoke (seconds), cpu (the book's runs), gpu (ImageNet-100)
 profile = os.environ.get("FTCL_PROFILE", "cpu")
 
 # %%

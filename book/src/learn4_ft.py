@@ -8,7 +8,10 @@
 # **The paper's case.** At momentum $m = 0.99$ MoCo's positive pairs score lower than at $m = 0.9$, and its encoder
 # reads better ({glue:md}`paper_t1_m099` % against {glue:md}`paper_t1_m09` %, the paper's Table 1). Pairs that score
 # lower, *hard positives*, ask the encoder to ignore more of what a view changes; FT makes them on purpose by mixing
-# features inside the loss, and adds negatives the queue never held. In Table 7 (a ResNet-50 for 200 epochs; Table
+# features inside the loss, and adds negatives the queue never held. Why would a harder pair teach more? InfoNCE
+# pushes a pair together with weight $1 - p$, where $p$ is the softmax share of its positive: a pair that already wins
+# by far ($p \approx 1$) barely moves the encoder, a harder one still does (the algebra, and what it does in these
+# runs: [Why does FT from the first step cost?](07b_gradient.ipynb)). In Table 7 (a ResNet-50 for 200 epochs; Table
 # 1's is a ResNet-18 for 100) MoCo v1 with both reads {glue:md}`paper_t7_both` % against {glue:md}`paper_t7_base` %
 # ({glue:md}`paper_t7_gain` points) {cite}`zhu2021improving`. Whether FT pays off here is
 # [the next chapter's](learn5_your_moco.ipynb) question.
@@ -18,7 +21,7 @@
 # %% tags=["parameters"]
 import os
 
-# smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+# how much this page trains: smoke (seconds), cpu (the book's runs), gpu (ImageNet-100)
 profile = os.environ.get("FTCL_PROFILE", "cpu")
 
 # %%
@@ -121,8 +124,8 @@ glue_facts("toy_", {"spread": f"{spread:.2f}"})
 # every negative score of its row. No new negative is longer than one: each lies on the chord between two keys,
 # inside the sphere. Their scores spread less: {glue:md}`toy_spread` of the raw queue's variance, close to
 # $\lambda^2 + (1-\lambda)^2$ for keys that are independent. In this book's runs, over training, the ratio is
-# {glue:md}`mix_plain_spread` ([Is it how hard the negatives are?](07i_negatives.ipynb)). The paper's Fig 6 draws
-# both:
+# {glue:md}`mix_plain_spread` (measured over whole runs on the page
+# [Is it how hard the negatives are?](07i_negatives.ipynb)). The paper's Fig 6 draws both:
 
 # %% tags=["hide-input"]
 diagrams.ft_geometry()

@@ -11,7 +11,7 @@
 # %% tags=["parameters"]
 import os
 
-# smoke (CI, seconds) | cpu (embedded data) | gpu (ImageNet-100)
+# how much this page trains: smoke (seconds), cpu (the book's runs), gpu (ImageNet-100)
 profile = os.environ.get("FTCL_PROFILE", "cpu")
 
 # %%
@@ -176,7 +176,8 @@ for epoch in (0, 35, 36, 119):
 # **Not in the paper: letting the run decide.** On data of your own you do not know where 30 % of a good run lies.
 # `ft.PlateauStart`, a rule this book adds, switches FT on once the epoch's mean training loss $L_e$ has stopped
 # falling much: once $L_{e-w} - L_e < f\,(L_0 - L_e)$ ($w = 5$ epochs, $f = 0.1$), and FT stays on. It has not done
-# better than a fixed start after 30 % of the run ([the runs](#auto-start)), so that fixed start is the safe default. The fold runs the rule on the losses of a stored
+# better than a fixed start after 30 % of the run (the runs that compare them: [letting the run decide](#auto-start)),
+# so that fixed start is the safe default. The fold runs the rule on the losses of a stored
 # run of a *harder task* than the shapes: thirty classes of shapes (shape and fill), a distracting shape in every image.
 # Three of its shapes, each in its three fills (solid, outline, striped), each a class of its own:
 
@@ -230,20 +231,22 @@ glue_reading(your_moco.read(first, room))
 # {glue:md}`t7_base` of {term}`linear readout` to {glue:md}`t7_ft`, where the paper gains {glue:md}`t7_both_paper`
 # points. Positive extrapolation alone costs too; negative interpolation alone is too small to tell from zero. What
 # the minute showed holds at full length: the positives end closer, the negatives closer still, so the margin the loss
-# rewards ends smaller, in every seed. That goes with the cost; no experiment here shows it causes it
-# ([When does FT help?](07a_when_ft_helps.ipynb)).
+# rewards ends smaller, in every seed. That goes with the cost; no experiment here shows it causes it (the runs, seed by
+# seed: [When does FT help?](07a_when_ft_helps.ipynb)).
 #
 # **2. Switched on late, on a task with room to grow, FT pays.** On the harder task FT switched on after 30 % of the
 # run still costs in 30-epoch runs, and gains at 120 and 240 epochs, at 240 about as much as the paper's Table 6; from
-# the first step it costs at every length ([Does FT help once there is room to help?](11_headroom.ipynb)). On the
-# shapes a long run's baseline nears 100 %, which leaves little room for a gain.
+# the first step it costs at every length (every length and seed, and how the task was chosen before any FT run:
+# [Does FT help once there is room to help?](11_headroom.ipynb)). On the shapes a long run's baseline nears 100 %, which
+# leaves little room for a gain.
 #
 # **3. Judge FT by the readout, not by Mean(neg).** The runs where FT costs show the minute's {term}`crowding` as FT
-# switches on, and the runs where it gains do not; but FT can cost without crowding too
-# ([the runs behind the crowding](#the-crowding)).
+# switches on, and the runs where it gains do not; but FT can cost without crowding too (an experiment that switched
+# FT on without the crowding: [the crowding](#the-crowding)).
 #
-# So, in a MoCo of your own: switch FT on part-way through a long run, not from the first step, and read the result
-# off the readout.
+# So, in a MoCo of your own, at this book's scale: switch FT on part-way through a long run, not from the first step,
+# and judge it by the readout against the same run without FT. These runs are small networks on small images; nothing
+# here was run at ImageNet scale, where the paper's gains from the first step were measured.
 #
 # ## Summary
 #

@@ -85,7 +85,8 @@ def markdown_html(text: str):
 
 def source_code(*objects, caption: str | None = None, collapsed: str | None = None):
     """The source of functions, classes or whole modules (``inspect.getsource``), highlighted, as an IPython HTML
-    object with the file and lines it comes from: a chapter shows the code it is about, as it runs today.
+    object with the import that gives it (its file and lines in the import's tooltip): a chapter shows the code it
+    is about, as it runs today.
     ``collapsed``: the summary line of a fold (``<details>``) that holds it, for a long listing.
 
     The shown functions' lines fit the book's column (tests/test_book.py's ``SHOWN_WIDTH``); on a narrower screen
@@ -106,7 +107,10 @@ def source_code(*objects, caption: str | None = None, collapsed: str | None = No
         where = path.relative_to(root) if path.is_relative_to(root) else path.name
         prefix = f"src-{path.stem}-{first}"
         html = highlight("".join(lines), PythonLexer(), HtmlFormatter(noclasses=True, linespans=prefix))
-        parts.append(f"<p>The library's code, <code>{escape(str(where))}</code>, lines {first}-{first + len(lines) - 1}</p>"
+        name = getattr(obj, "__qualname__", None)
+        found = (f"import {obj.__name__}" if inspect.ismodule(obj) else f"from {obj.__module__} import {name}")
+        span = f"{escape(str(where))}, lines {first}-{first + len(lines) - 1}"  # the file, for a contributor's hover
+        parts.append(f'<p>The library\'s code, as <code title="{span}">{escape(found)}</code> gives it</p>'
                      + _hanging_lines(html, prefix, lines))
     cap = f"<p>{escape(caption)}</p>" if caption else ""
     body = cap + "".join(parts)

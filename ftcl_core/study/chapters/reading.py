@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import curves, experiment_file, learn, readings, store
+from ftcl_core.study import curves, evidence, experiment_file, findings, learn, readings, store
 from ftcl_core.study.chapters import Block
 
 TABLE_1 = "experiments/table1_momentum.yaml"
@@ -56,4 +56,6 @@ def read(stored: RunDir) -> list[Block]:
         Block(momentum, readings.CHECKS, ("the collapse is not reproduced",)),
         Block(crowd, learn.READING_CHECKS, ("a small momentum crowds the images, short of a collapse",)),
         Block(swings, curves.CHECKS, ("every small momentum swings more than every large one",), "swing_"),
+        Block(evidence.Evidence.load("cpu"), findings.CHECKS,  # "the last step up is as large as the paper's", "overlap"
+              ("momentum-last-rise-matches", "momentum-lower-rise-undecided")),
     ]
