@@ -57,3 +57,14 @@ def test_the_learn_figures_at_the_column_width_keep_their_text_legible():
         assert legibility.smallest_text_px(fig) >= legibility.MIN_TEXT_PX
         assert legibility.legend_overlaps_data(fig) == []
         plt.close(fig)
+
+
+def test_the_temperature_slider_keeps_every_temperatures_curve_in_view_faint():
+    runs = [train_toy(tau, steps=3) for tau in (0.1, 0.5, 1.0)]
+    fig = learn_figures.temperature_explorer(runs)
+    faint = [tr for tr in fig.data if tr.line.color == "#c9d3e3"]
+    assert sorted(tr.name for tr in faint) == sorted(f"τ = {r.tau:g}" for r in runs)
+    for step in fig.layout.sliders[0].steps:  # each slider position shows its run and keeps the faint curves
+        visible = step.args[0]["visible"]
+        assert len(visible) == len(fig.data)
+        assert all(visible[i] for i, tr in enumerate(fig.data) if tr.line.color == "#c9d3e3")

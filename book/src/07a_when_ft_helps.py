@@ -142,6 +142,17 @@ glue_reading(when_ft_helps.read(stored))  # the index and chapter 1 paste its nu
 # is one of the [open questions](open-questions).
 # <!-- checks: longest-opposite-on-errors, longest-fewer-errors-than-long, longest-shrinks-points-not-errors, paper-runs-longer -->
 #
+# **How the paper's claims were counted.** All {glue:text}`claims` claims tested in the tables' settings are decided
+# on points. After the {term}`Benjamini-Hochberg <BH>` correction over them, {glue:text}`claims_bh_opposite` read opposite to the
+# paper, {glue:text}`claims_bh_matches` match and {glue:text}`claims_bh_larger` are larger. {glue:text}`claims_unfit`
+# more, measured against baselines below the bar this book sets for a baseline (MoCo v2, SimSiam and SwAV in Table 7,
+# BYOL in {term}`Supp E`), are left out of the counts. The late gain on the shapes at 120 epochs stays
+# {glue:text}`late_gain_bh` after the correction over the diagnosis's many comparisons (q = {glue:text}`late_gain_q`),
+# a reading that depends on the error floor: a run with no test error counts as half an image wrong, and at a quarter
+# or a whole image the correction reads otherwise. The length series' shortest pair ({glue:text}`short_steps` steps)
+# trained again on a GPU, beside the longer runs, so it is another pair than the phase diagram's CPU cell.
+# <!-- checks: claims-on-points, unfit-baselines-as-named, late-gain-after-bh, late-gain-sensitive-to-the-floor, length-short-pair-on-gpu -->
+#
 # **What a reader can act on, at this budget and network:** do not switch FT on from the first step; on these
 # tasks a start after 30 % of the run avoids most of the cost and helps in a few cells only; judge FT with a kNN
 # readout beside the linear probe. A {term}`late start` needs a long enough run, though: on a task with room to

@@ -52,6 +52,26 @@ print(f"loss with FT {float(loss):.3f}, without {float(ft.info_nce(plain)):.3f};
 assert torch.allclose(off, plain)  # FT off is the plain MoCo of the second chapter
 
 # %% [markdown]
+# Inside `ft.logits` are the two transformations of the last chapter (your `my_extrapolate` and `my_interpolate` are
+# the library's `extrapolate_positive` and `interpolate_negatives`), drawn from `gen` in this order:
+
+# %% tags=["show-input"]
+from ftcl_core import transforms
+
+gen = torch.Generator().manual_seed(0)                         # the same draws as above
+lam = transforms.sample_lambda(2.0, "step", 256, 128, gen, shift=1.0)  # eq. 3
+q_ex, k_ex = transforms.extrapolate_positive(q, k, lam)        # the harder pair
+lam_n = transforms.sample_lambda(1.6, "step", 4096, 128, gen)  # Sec 4.2
+perm = transforms.sample_permutation(4096, gen)                # each key's partner
+mixed = transforms.interpolate_negatives(queue, lam_n, perm)   # the new negatives
+by_hand = torch.cat([(q_ex * k_ex).sum(1, keepdim=True), q_ex @ mixed.T], 1) / 0.2
+print(f"lambda {float(lam):.2f} and {float(lam_n):.2f}; "
+      f"the same logits as ft.logits: {torch.equal(by_hand, logits)}")
+
+# %% tags=["remove-cell"]
+assert torch.equal(by_hand, logits)  # ft.logits is eq. 3 then Sec 4.2, drawn in this order
+
+# %% [markdown]
 # The loss with FT is far higher than without, as expected: the extrapolated pair scores lower, so the two losses
 # are not comparable; runs are compared by their {term}`readout`. Then `loss.backward()`, the optimiser's step, and
 # the *clean* keys `k` into the queue, as before. (facebookresearch's MoCo keeps its queue as $C\times K$: pass it
@@ -190,10 +210,9 @@ plt.show()
 rows, records = headroom.load()  # the harder task's stored runs
 stored = headroom.stored_run(records, "baseline 120", seed=0)
 start = ft.PlateauStart(window=5, fraction=0.1)
-for epoch_loss in auto_start.epoch_losses(stored):
-    # one step stands in for your epoch's steps; FT is on or off for the whole epoch
-    logits = ft.logits(q, k, queue, cfg, gen, tau=0.2, active=start.on)
-    loss = ft.info_nce(logits)  # backward, step, the clean keys into the queue
+for epoch_loss in auto_start.epoch_losses(stored):  # the stored run's epochs
+    # here your epoch's steps would run, each with
+    #     ft.logits(q, k, queue, cfg, gen, tau=0.2, active=start.on)
     start.update(epoch_loss)  # the epoch's mean training loss, once it has ended
 print(f"FT switches on from epoch {start.start_epoch} of 120")
 

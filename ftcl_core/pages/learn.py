@@ -72,12 +72,14 @@ def temperature_explorer(runs: Sequence[ToyRun]):
     """A plotly figure with a temperature slider over precomputed toy runs (responds in the static HTML, no
     kernel): left, the trained features on the circle, coloured by cluster; right, how the push spreads over the
     negatives (:func:`ftcl_core.study.toy.push_curve`: the share of it the hardest fraction receives, against the
-    diagonal where every negative is pushed alike); the title gives the hardest tenth's share."""
+    diagonal where every negative is pushed alike; every temperature's curve drawn faint behind the chosen one); the
+    title gives the hardest tenth's share."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.12,
-                        subplot_titles=("the features on the circle", "how the push spreads over the negatives"))
+                        subplot_titles=("the features on the circle",
+                                        "how the push spreads over the negatives (grey: the other τ)"))
     t = np.linspace(0, 2 * np.pi, 200)
     clusters = [int(c) for c in np.unique(runs[0].labels)]
     mid = len(runs) // 2
@@ -98,10 +100,16 @@ def temperature_explorer(runs: Sequence[ToyRun]):
                              showlegend=False, hoverinfo="skip"), row=1, col=2)
     fig.add_annotation(x=62, y=48, text="every negative<br>pushed alike", showarrow=False, font=dict(color="#777777"),
                        row=1, col=2)
+    for run in runs:  # every temperature's curve, faint, behind the slider's: the prose compares them
+        x, share = push_curve(run.after, run.tau)
+        fig.add_trace(go.Scatter(x=100 * x, y=100 * share, mode="lines", showlegend=False, name=f"τ = {run.tau:g}",
+                                 line=dict(color="#c9d3e3", width=1.5), hovertemplate="τ = " + f"{run.tau:g}"
+                                 + ": hardest %{x:.0f} % of negatives, %{y:.0f} % of the push<extra></extra>"),
+                      row=1, col=2)
     per = len(clusters) + 1  # a run's traces: its clusters, then its push curve
     steps = []
     for i, run in enumerate(runs):
-        vis = [False] * (per * len(runs)) + [True, True]
+        vis = [False] * (per * len(runs)) + [True, True] + [True] * len(runs)
         vis[i * per:(i + 1) * per] = [True] * per
         steps.append(dict(method="update", label=f"{run.tau:g}",
                           args=[{"visible": vis}, {"title.text": _title(run)}]))
