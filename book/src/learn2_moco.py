@@ -66,9 +66,8 @@ plt.show()
 # No gradient flows into the key encoder; it only follows. Too small an $m$ and the keys drift from step to step; at
 # $m = 1$ the key encoder never moves from its random start (the paper's first study, read in a later chapter).
 #
-# Other families drop the negatives: **BYOL** and **SimSiam** predict the key branch's feature (no gradient into it),
-# **SwAV** compares the views' cluster assignments. [Beyond MoCo](10_methods.ipynb) tries the paper's feature
-# transformations on them too; this course stays with MoCo.
+# Other families drop the negatives: **BYOL** and **SimSiam** predict the key branch's feature, **SwAV** compares the
+# views' cluster assignments (the paper's transformations on them: [Beyond MoCo](10_methods.ipynb)). Here: MoCo.
 #
 # ## The whole method
 #
@@ -129,23 +128,21 @@ def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator):
 
 # %% [markdown]
 # One line needs a word: the keys' batch is shuffled before the key encoder sees it, and put back in order after.
-# Batch normalisation normalises each image with the mean and variance of the images batched with it. If query $i$
-# and key $i$ were normalised among the same images, both would carry a trace of that group, and the loss could fall
-# by matching the trace instead of the image: the MoCo paper found that the model then "cheats", its loss low and its
-# features poor. With one set of statistics for the whole batch a shuffle would change nothing, so the library's
-# encoder normalises in groups of the batch (as MoCo's own single-machine demo does), and the shuffle puts key $i$ in
-# another group than query $i$: *shuffle-BN*.
+# Batch normalisation normalises each image with the statistics of the images batched with it. If query $i$ and key
+# $i$ were normalised among the same images, both would carry a trace of that group, and the loss could fall by
+# matching the trace instead of the image (the MoCo paper's model "cheats"). So the library's encoder normalises in
+# groups of the batch, as MoCo's single-machine demo does, and the shuffle puts key $i$ in another group than query
+# $i$: *shuffle-BN*.
 #
 # :::{note}
-# **Copying this class?** With a plain `nn.BatchNorm2d` its key shuffle does nothing (the paragraph above says why).
-# The training below borrows the library's encoder, whose batch norm is split into groups; in your own code use
-# `ftcl_core.models.SplitBatchNorm2d`, or several GPUs.
+# **Copying this class?** With a plain `nn.BatchNorm2d` its key shuffle does nothing. The training below borrows the
+# library's encoder, whose batch norm is split into groups; in your own code use `ftcl_core.models.SplitBatchNorm2d`.
 # :::
 #
 # ## Train it for a minute
 
 # %%
-# the training loop, plain PyTorch: MyMoCo on the shapes for 200 steps
+# MyMoCo around the library's encoder, its optimiser, and a probe of the task
 steps = 5 if profile == "smoke" else 200
 torch.manual_seed(cfg.seed)
 # the library's MoCo, for its encoder only
@@ -157,17 +154,23 @@ optimizer = torch.optim.SGD(
 )
 gen = torch.Generator().manual_seed(cfg.seed)
 batch = cfg.train.batch_size
+
+
+@torch.no_grad()
+def finds_its_key(model: MyMoCo, x_q: torch.Tensor, x_k: torch.Tensor) -> float:
+    """The share of queries whose own key scores above all K keys of the queue."""
+    q = F.normalize(model.encoder_q(x_q), dim=1)
+    k = F.normalize(model.encoder_k(x_k), dim=1)
+    return float(((q * k).sum(1) > (q @ model.queue.T).max(1).values).float().mean())
+
+
+# %% tags=["show-input"]
 history = {"loss": [], "found": []}
-for _ in range(steps):
+for _ in range(steps):  # plain PyTorch: a batch, two views, one step
     idx = torch.randint(len(train_set.images), (batch,), generator=gen)
     x_q, x_k = make_views(train_set.images[idx], aug, gen)
-    # how often the query's own key scores above all 4 096 negatives (before the step)
-    with torch.no_grad():
-        q = F.normalize(mine.encoder_q(x_q), dim=1)
-        k = F.normalize(mine.encoder_k(x_k), dim=1)
-        found = ((q * k).sum(1) > (q @ mine.queue.T).max(1).values).float().mean()
+    history["found"].append(finds_its_key(mine, x_q, x_k))  # before the step
     history["loss"].append(float(my_moco_step(mine, optimizer, x_q, x_k, gen)))
-    history["found"].append(float(found))
 learn_figures.moco_training_figure(history, cfg.moco.queue_size)
 plt.show()
 
@@ -179,18 +182,17 @@ if profile != "smoke":  # the words below read a full minute of training; a smok
 
 # %% [markdown]
 # Read the first steps with care. The queue starts full of random keys, far from any image's features, so at first
-# every query finds its own key at once and the loss is tiny. Each step replaces a batch of random keys by real ones,
-# and the test turns hard at once: the untrained encoder gives every image similar features, so a single batch of
-# real keys is enough to hide a query's own key. The loss climbs as real keys fill the queue, towards (though short
-# of) a blind guess's $\log(K+1)$, and almost no query picks out its key. From there the encoder learns: the loss falls and the
-# share of queries that find their key among 4 096 (the {term}`contrastive top-1`) rises, without a single label.
+# every query finds its own key and the loss is tiny. Each step replaces a batch of random keys by real ones, and the
+# untrained encoder gives every image similar features, so one batch of real keys hides a query's own key. The loss
+# climbs as real keys fill the queue, towards (though short of) a blind guess's $\log(K+1)$. From there the encoder
+# learns: the loss falls and the share of queries that find their key among 4 096 (the {term}`contrastive top-1`)
+# rises, without a single label.
 #
 # Finding one's own key is the training task, not the goal. Are the features worth anything? The encoder has two
-# parts: the backbone (the ResNet, ending in one pooled vector an image) and the head (a small layer on top that
-# maps it to the C-dimensional features the loss scores). The loss trains both; what a user keeps, and what
-# a {term}`readout` scores, is the backbone's pooled vector, as in the paper. The {term}`kNN readout` of the first chapter
-# answers the question without training anything on top: each test image's backbone features vote among the
-# training images' nearest features, labels used only here, for the vote.
+# parts: the backbone (the ResNet, ending in one pooled vector an image) and the head (a small layer that maps it to
+# the C-dimensional features the loss scores). What a user keeps, and what a {term}`readout` scores, is the backbone's
+# vector, as in the paper. The {term}`kNN readout` of the first chapter trains nothing on top: each test image's
+# features vote among the nearest training images' labels.
 
 # %%
 def knn_readout(backbone: nn.Module) -> float:
