@@ -110,8 +110,7 @@ def source_code(*objects, caption: str | None = None, collapsed: str | None = No
         name = getattr(obj, "__qualname__", None)
         found = (f"import {obj.__name__}" if inspect.ismodule(obj) else f"from {obj.__module__} import {name}")
         span = f"{escape(str(where))}, lines {first}-{first + len(lines) - 1}"  # the file, for a contributor's hover
-        parts.append(f'<p>The library\'s code, as <code title="{span}">{escape(found)}</code> gives it</p>'
-                     + _hanging_lines(html, prefix, lines))
+        parts.append(f'<p><code title="{span}">{escape(found)}</code></p>' + _hanging_lines(html, prefix, lines))
     cap = f"<p>{escape(caption)}</p>" if caption else ""
     body = cap + "".join(parts)
     if collapsed:
