@@ -142,7 +142,7 @@ def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator):
 # ## Train it for a minute
 
 # %%
-# MyMoCo around the library's encoder, its optimiser, and a probe of the task
+# the model, its optimiser and a probe of the task
 steps = 5 if profile == "smoke" else 200
 torch.manual_seed(cfg.seed)
 # the library's MoCo, for its encoder only

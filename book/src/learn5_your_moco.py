@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from IPython.display import display
 
-from ftcl_core import ft
+from ftcl_core import ft, transforms
 from ftcl_core.pages import headroom as headroom_figures
 from ftcl_core.pages import learn as learn_figures
 from ftcl_core.pages import markup
@@ -56,8 +56,6 @@ assert torch.allclose(off, plain)  # FT off is the plain MoCo of the second chap
 # the library's `extrapolate_positive` and `interpolate_negatives`), drawn from `gen` in this order:
 
 # %% tags=["show-input"]
-from ftcl_core import transforms
-
 gen = torch.Generator().manual_seed(0)                         # the same draws as above
 lam = transforms.sample_lambda(2.0, "step", 256, 128, gen, shift=1.0)  # eq. 3
 q_ex, k_ex = transforms.extrapolate_positive(q, k, lam)        # the harder pair

@@ -79,7 +79,7 @@ def temperature_explorer(runs: Sequence[ToyRun]):
 
     fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.12,
                         subplot_titles=("the features on the circle",
-                                        "how the push spreads over the negatives (grey: the other τ)"))
+                                        "the push over the negatives (grey: other τ)"))
     t = np.linspace(0, 2 * np.pi, 200)
     clusters = [int(c) for c in np.unique(runs[0].labels)]
     mid = len(runs) // 2
