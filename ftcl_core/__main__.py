@@ -66,11 +66,15 @@ def _plainly_this_run(out: Path, cfg) -> bool:  # noqa: ANN001  (a RunConfig; it
     d = cfg.data
     if d.image_size > 256 or d.n_train > 1_000_000:  # perhaps beyond the machine's memory (study.preflight weighs it)
         return False
+    if cfg.model.encoder.startswith("timm:"):
+        return False  # whether it takes the views' size is one forward pass away (study.preflight.check_input_size)
     if cfg.device not in ("cpu", "auto") or any(v and not Path(os.path.expanduser(v)).exists()
                                                  for v in (cfg.data.root, cfg.data.test_root)):
         return False  # a device torch must look at, or data the command line will not find
-    from ftcl_core.runs import RUN_FILES
+    from ftcl_core.runs import RUN_FILES, lock_held
 
+    if lock_held(out):
+        return False  # another process trains it: the wait is said first, by the lock
     names = {p.name for p in out.iterdir()} if out.is_dir() else set()
     if names and not names & set(RUN_FILES):
         return False  # a folder of the user's files

@@ -73,13 +73,14 @@ def check_dense(caller: str, **tensors: torch.Tensor) -> None:
             raise TypeError(f"{caller}: {name} is a {x.layout} tensor; features are dense: pass {name}.to_dense().")
 
 
-def temperature(caller: str, tau: object, hint: str) -> float:
-    """``tau`` as a float: a real number in [:data:`MIN_TEMPERATURE`, :data:`MAX_TEMPERATURE`], else a ValueError."""
+def temperature(caller: str, tau: object, hint: str, tensors: bool = False) -> float:
+    """``tau`` as a float: a real number in [:data:`MIN_TEMPERATURE`, :data:`MAX_TEMPERATURE`], else a ValueError
+    (``tensors``: the caller takes a one-element float tensor too, and the message says so)."""
     if not (is_real(tau) and not isinstance(tau, torch.Tensor) and math.isfinite(tau)
             and MIN_TEMPERATURE <= tau <= MAX_TEMPERATURE):
+        also = ", or a one-element float tensor" if tensors else " (a Python number, not a tensor)"
         raise ValueError(f"{caller}: temperature tau={tau!r} must be a finite number > 0, from {MIN_TEMPERATURE:g} (below, "
-                         f"the logits overflow) to {MAX_TEMPERATURE} (above, every logit is near 0), or a one-element "
-                         f"float tensor; {hint}.")
+                         f"the logits overflow) to {MAX_TEMPERATURE} (above, every logit is near 0){also}; {hint}.")
     return float(tau)
 
 
@@ -179,6 +180,7 @@ def check_finite(caller: str, **tensors: torch.Tensor) -> None:
     """Each of ``tensors`` holds finite numbers below :data:`MAX_FEATURE` in size (read: for once-a-run inputs such as
     a readout's features; larger ones overflow float32 when squared, so normalising reads them as zeros)."""
     for name, x in tensors.items():
+        x = x.detach()  # read, never differentiated
         if not bool(torch.isfinite(x).all()):
             raise ValueError(f"{caller}: {name} holds NaN or infinite values (a diverged encoder?): a readout of them "
                              "means nothing. Check the run's health first.")

@@ -195,8 +195,8 @@ def augment(images: torch.Tensor, cfg: AugmentConfig, gen: torch.Generator, rows
         raise TypeError(f"augment: gen must be a torch.Generator you seed, got {described(gen)}: every draw comes from "
                         "the caller's generator, never torch's global one.")
     n = images.shape[0] if n_total is None else n_total
-    if not (is_count(n) and len(range(n) if rows is None else range(n)[rows]) == len(images)) or (
-            rows is not None and not isinstance(rows, slice)):
+    if (rows is not None and not isinstance(rows, slice)) or not (
+            is_count(n) and len(range(n) if rows is None else range(n)[rows]) == len(images)):
         raise ValueError(f"augment: rows={rows!r} must be the slice of the n_total={n_total!r} images this process "
                          f"holds (rank::world), one per image given ({len(images)}).")
 

@@ -130,6 +130,13 @@ def _conform(value: Any, tp: Any) -> tuple[bool, Any]:
     raise TypeError(f"config annotation {tp!r} is not supported")  # a programming error, not a user's
 
 
+def did_you_mean(name: str, known: list[str]) -> str:
+    """``" (did you mean 'x'?)"`` naming the known names closest to ``name`` (case aside), or ``""`` when none is."""
+    lower = {k.lower(): k for k in known}
+    close = [lower[c] for c in difflib.get_close_matches(str(name).lower(), list(lower), n=3)]
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
 def _type_error(key: str, value: Any, tp: Any, default: Any) -> ConfigError:
     if typing.get_origin(tp) is not Literal:
         why = "; it holds digits that are not ASCII: write the number in the digits 0-9" if _non_ascii_digits(value) else ""

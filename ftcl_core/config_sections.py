@@ -9,12 +9,11 @@ plain data, and the owners check at import time that their tables agree with the
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from ftcl_core.config_fields import ConfigError, Section, _plain, _yaml
+from ftcl_core.config_fields import ConfigError, Section, _plain, _yaml, did_you_mean
 
 FLOAT32_MAX = 3.4028234663852886e38  # the largest float32: a value beyond it cannot enter a weight update
 MIN_TEMPERATURE = 1e-4  # below it 1 / tau of a cosine nears float32's range: logits overflow to inf, the loss to NaN
@@ -172,17 +171,16 @@ class ModelConfig(Section):
                               "score is too; give at least 2 (MoCo: 128).")
         known = [*SMALL_ENCODERS, *TORCHVISION_ENCODERS]
         if self.encoder not in known and not self.encoder.startswith("timm:"):
-            close = difflib.get_close_matches(self.encoder, known, n=3)
-            raise ConfigError(f"unknown encoder model.encoder={self.encoder!r}; did you mean {close}? Known: {known} "
-                              "or timm:<model>.")
+            raise ConfigError(f"unknown encoder model.encoder={self.encoder!r}{did_you_mean(self.encoder, known)}. "
+                              f"Known: {known} or timm:<model>.")
         if self.encoder.startswith("timm:"):  # checked here, before a run folder or its config.yaml is written
             import timm  # only for a timm encoder: the import takes a second
 
             name = self.encoder.removeprefix("timm:")
             if not timm.is_model(name):
-                close = difflib.get_close_matches(name, timm.list_models(), n=3)
-                raise ConfigError(f"unknown timm model model.encoder={self.encoder!r}; close names: "
-                                  f"{[f'timm:{c}' for c in close]} (timm.list_models() lists them all).")
+                hint = did_you_mean(self.encoder, [f"timm:{m}" for m in timm.list_models()])
+                raise ConfigError(f"unknown timm model model.encoder={self.encoder!r}{hint} (timm.list_models() "
+                                  "lists them all).")
             if self.bn_splits > 1:
                 raise ConfigError(f"model.bn_splits={self.bn_splits} splits batch-norm inside the ResNet encoders "
                                   f"only; {self.encoder} has its own. Set model.bn_splits=1.")
@@ -270,8 +268,9 @@ class SwAVConfig(Section):
         if self.freeze_prototypes_epochs < 0:
             raise ConfigError(f"swav.freeze_prototypes_epochs={self.freeze_prototypes_epochs} must be >= 0 (the "
                               "epochs the prototypes stay fixed at the start; SwAV uses 1).")
-        if self.epsilon <= 0:
-            raise ConfigError(f"swav.epsilon={self.epsilon} must be > 0 (Sinkhorn's entropy weight; SwAV uses 0.05).")
+        if not MIN_TEMPERATURE <= self.epsilon < float("inf"):  # sinkhorn's bound: below, scores / epsilon overflow
+            raise ConfigError(f"swav.epsilon={self.epsilon} must be at least {MIN_TEMPERATURE:g} (Sinkhorn's entropy "
+                              "weight; below, scores / epsilon overflow; SwAV uses 0.05).")
         _check_tau("swav.tau", self.tau, "SwAV uses 0.1")
 
 

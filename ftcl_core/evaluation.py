@@ -69,7 +69,7 @@ def knn_top1(
                          "would be infinite. InstDisc and MoCo use t=0.07 or 0.1.")
     check_finite("knn_top1", train_feats=train_feats, test_feats=test_feats)
     n_cls = _classes("knn_top1", train_labels, test_labels)
-    train_feats, test_feats = train_feats.float(), test_feats.float()  # half features: exp(s / t) overflows
+    train_feats, test_feats = train_feats.detach().float(), test_feats.detach().float()  # half: exp(s / t) overflows
     if k > len(train_feats):  # the command line refuses eval.knn_k > data.n_train the same way
         raise ValueError(f"knn_top1: k={k} neighbours asked of {len(train_feats)} training images; pass k at most "
                          f"{len(train_feats)} (k=min(k, len(train_feats)) to vote with every image).")
@@ -104,6 +104,8 @@ def _classes(caller: str, train_labels: torch.Tensor, test_labels: torch.Tensor)
         raise ValueError(f"{caller}: the test labels hold classes no training image has ({unseen[:5]}"
                          f"{' ...' if len(unseen) > 5 else ''}): a readout can never name them. Train on every class "
                          "it is tested on.")
+    if len(set(train_labels.tolist())) < 2:  # every answer right by construction: a readout of nothing
+        raise ValueError(f"{caller}: the training labels hold one class: a readout needs at least 2 to tell apart.")
     return n_cls
 
 
@@ -127,8 +129,8 @@ def linear_readout(
                          "at least 2.")
     check_finite("linear_readout", train_feats=train_feats, test_feats=test_feats)
     n_cls = _classes("linear_readout", train_labels, test_labels)
-    train_feats, test_feats, train_labels, test_labels = (train_feats.float(), test_feats.float(), train_labels.long(),
-                                                          test_labels.long())
+    train_feats, test_feats = train_feats.detach().float(), test_feats.detach().float()  # frozen: no grad reaches them
+    train_labels, test_labels = train_labels.long(), test_labels.long()
     gen = torch.Generator().manual_seed(seed)
     mean, std = train_feats.mean(0), train_feats.std(0).clamp_min(1e-6)
     xtr, xte = (train_feats - mean) / std, (test_feats - mean) / std

@@ -110,9 +110,10 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
                         "normalised: F.normalize(x, dim=1)).")
     if sparse := next((n for n, t in (("q", q), ("k", k), ("queue", queue)) if t.layout != torch.strided), None):
         raise TypeError(f"{sparse} is a sparse tensor; features are dense: pass {sparse}.to_dense().")  # no data read
-    if q.dim() == 2 and q.shape[1] == 0:
-        raise ValueError(f"q is {tuple(q.shape)}: features with no dimension (C = 0) score 0 against everything; pass "
-                         "the encoder's N x C output, C >= 1.")
+    if q.dim() == 2 and q.shape[1] < 2:  # C = 1 normalises to +-1: every score +-1, as model.dim=1 is refused
+        raise ValueError(f"q is {tuple(q.shape)}: features of C = {q.shape[1]} dimension score "
+                         f"{'0' if q.shape[1] == 0 else '+-1'} against everything; pass the encoder's N x C output, "
+                         "C >= 2.")
     if (idle := next((k for k in ("union_queue", "renorm_neg") if getattr(ft, k)), None)) and not ft.neg:
         raise ValueError(f"ft.{idle}=True acts on the transformed negatives only; set neg=True too, or drop it.")
     if ft.shards > 1 and q.dim() == 2 and q.shape[0] % ft.shards:
@@ -301,7 +302,7 @@ def logits_from_scores(l_pos: torch.Tensor, l_neg: torch.Tensor, tau: float) -> 
     check_scores("logits_from_scores", l_pos, l_neg)
     if isinstance(tau, torch.Tensor) and tau.numel() == 1 and tau.is_floating_point():
         if tau.device.type == "cpu":  # negative, NaN or tiny: logits of the wrong sign, NaN or overflowing
-            temperature("logits", float(tau.detach()), "MoCo v1 uses 0.07, v2 0.2")
+            temperature("logits", float(tau.detach()), "MoCo v1 uses 0.07, v2 0.2", tensors=True)
         return torch.cat([l_pos.unsqueeze(1), l_neg], dim=1) / tau
-    tau = temperature("logits", tau, "MoCo v1 uses 0.07, v2 0.2")
+    tau = temperature("logits", tau, "MoCo v1 uses 0.07, v2 0.2", tensors=True)
     return torch.cat([l_pos.unsqueeze(1), l_neg], dim=1) / tau

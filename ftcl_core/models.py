@@ -8,7 +8,6 @@ MLPs of SimCLR, BYOL, SimSiam and SwAV; split batch-norm stands in for multi-GPU
 from __future__ import annotations
 
 import copy
-import difflib
 
 import torch
 import torch.nn as nn
@@ -16,6 +15,7 @@ import torch.nn.functional as F
 
 from ftcl_core.arguments import check_counts, check_modules, described, is_real
 from ftcl_core.config import SMALL_ENCODERS, TORCHVISION_ENCODERS
+from ftcl_core.config_fields import did_you_mean
 
 # the module's public names: each checks its arguments and names the fix; the rest are building blocks that
 # take what these pass them
@@ -281,8 +281,9 @@ class SplitBatchNorm1d(SplitBatchNorm2d):
     """:class:`SplitBatchNorm2d` for ``(N, C)`` features (the BN layers of the projection heads)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 2:
-            raise ValueError(f"SplitBatchNorm1d takes features (N, C), got {described(x)}.")
+        if x.dim() != 2 or x.shape[1] != self.num_features or not x.is_floating_point():
+            raise ValueError(f"SplitBatchNorm1d({self.num_features}) takes float features (N, {self.num_features}), "
+                             f"got {described(x)}.")
         return super().forward(x.view(*x.shape, 1, 1)).view(x.shape)
 
 
@@ -393,15 +394,14 @@ def build_encoder(name: str, bn_splits: int = 1) -> nn.Module:
 
         model_name = name.split(":", 1)[1]
         if not timm.is_model(model_name):
-            close = difflib.get_close_matches(model_name, timm.list_models(), n=3)
-            raise ValueError(f"unknown timm model {model_name!r}; close names: {close}.")
+            raise ValueError(f"unknown timm model {model_name!r}{did_you_mean(model_name, timm.list_models())} "
+                             "(timm.list_models() lists them all).")
         if bn_splits > 1:
             raise ValueError("bn_splits > 1 is supported for the ResNet encoders only; set model.bn_splits=1.")
         net = timm.create_model(model_name, pretrained=False, num_classes=0)
         net.out_dim = net.num_features
         return net
-    close = difflib.get_close_matches(name, encoder_names(), n=3)
-    raise ValueError(f"unknown encoder {name!r}; did you mean {close}? Known: {encoder_names()}.")
+    raise ValueError(f"unknown encoder {name!r}{did_you_mean(name, encoder_names())}. Known: {encoder_names()}.")
 
 
 def projection_head(in_dim: int, out_dim: int = 128, mlp: bool = True) -> nn.Module:

@@ -552,6 +552,21 @@ def _load_npz(path: Path) -> dict:
         raise RunFileError(f"{path} is damaged ({what}). {_retrain(path)}") from err
 
 
+def lock_held(path: Path) -> bool:
+    """Whether another process holds the run folder ``path``'s lock (:func:`run_lock`) now: a command into it waits,
+    so a line saying it resumes would come before the wait, and wrongly. The lock file is never created here."""
+    try:
+        with open(path / ".lock") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(fh, fcntl.LOCK_UN)
+    except OSError:  # no lock file, or none to read: nobody holds it
+        return False
+    return False
+
+
 @contextlib.contextmanager
 def run_lock(path: Path):
     """An exclusive advisory lock on a run folder (``.lock``), released when the process ends or exits.

@@ -99,7 +99,8 @@ def score_histogram(l_pos: torch.Tensor, l_neg: torch.Tensor, n: int = 64, bins:
 
     Scores after FT leave [-1, 1]: an extrapolated positive falls to 5S - 4 (eq. 4) and the extrapolated
     query, longer than one, scales every negative.  Such scores are counted in the end bins rather than
-    dropped, so each row always sums to the number of scores.
+    dropped, so each row sums to the number of scores that are not NaN; a NaN score (a diverged step, which the
+    training loop stops on) falls in no bin, so its row sums short by as many.
     """
     check_scores("score_histogram", l_pos, l_neg, rows=False)
     check_counts("score_histogram", n=n)

@@ -808,6 +808,8 @@ def test_sweep_parallel_deals_the_seeds_to_processes_of_fewer_threads(tmp_path, 
     out = capfd.readouterr().out
     threads = max(1, (os.cpu_count() or 1) // 2)
     assert f"2 processes of {threads} thread(s), seeds [[0, 2], [1]]" in out
+    summaries = [line for line in out.splitlines() if "linear" in line and "(n=" in line]
+    assert len(summaries) == 1 and "(n=3)" in summaries[0]  # one summary of all seeds, not one a child
     records = store.load_records(exp_file, "smoke")
     assert sorted(r["seed"] for r in records) == [0, 1, 2]
     assert main(["sweep", str(exp_file), "--profile", "smoke", "--parallel", "0"]) == 2

@@ -75,7 +75,7 @@ def _library_cases():
         (lambda: models.Encoder("a", "b"), "nn.Module"),
         (lambda: models.SplitBatchNorm2d(4, 2).train()(torch.randn(4, 5, 2, 2)), "4 channels"),
         (lambda: models.SplitBatchNorm1d(4, 2).train()(torch.randn(2, 4)), "at least 2"),
-        (lambda: models.SplitBatchNorm1d(4, 2).train()(torch.randn(8, 4, 3)), r"features \(N, C\), got"),
+        (lambda: models.SplitBatchNorm1d(4, 2).train()(torch.randn(8, 4, 3)), r"features \(N, 4\), got"),
         (lambda: augment.normalize(shapes.images, augment.moco_v2(16)), "float images"),
         (lambda: augment.normalize(torch.rand(2, 3, 4, 4), None), "AugmentConfig"),
         (lambda: augment.AugmentConfig(std=(1e-30, 1, 1)), "std"),

@@ -225,7 +225,7 @@ def test_a_one_pixel_view_is_refused_before_anything_is_written(tmp_path):
 def test_an_unknown_timm_model_is_refused_when_the_config_is_read():
     from ftcl_core.config import ConfigError, load_config
 
-    with pytest.raises(ConfigError, match="unknown timm model .*close names: .*timm:resnet18"):
+    with pytest.raises(ConfigError, match="unknown timm model .*did you mean .*timm:resnet18"):
         load_config("configs/smoke_moco_v2.yaml", ["model.encoder=timm:resnet18x"])
     cfg = load_config("configs/smoke_moco_v2.yaml", ["model.encoder=timm:resnet18", "model.bn_splits=1"])
     assert cfg.model.encoder == "timm:resnet18"

@@ -186,8 +186,14 @@ def check_parameter_kinds(nb: nbformat.NotebookNode, parameters: Mapping, chapte
             default = defaults[name]
             inner = (f" of {_kind(default[0])}s" if isinstance(default, list) and default else
                      f" of {_kind(next(iter(default.values())))}s" if isinstance(default, dict) and default else "")
-            raise ReportError(f"-p {name} {value!r}: {chapter}'s {name} is a {_kind(default)}{inner}; write it as one, "
-                              f"e.g. -p {name} {_example(default)}")
+            why = ""
+            if isinstance(value, str) and _kind(default) == "number":
+                try:  # "1e9": YAML 1.1 reads a number with an exponent and no point as text
+                    why = f" (YAML reads {value} as text: write {float(value):.1e}, with a point)"
+                except ValueError:
+                    pass
+            raise ReportError(f"-p {name} {value!r}: {chapter}'s {name} is a {_kind(default)}{inner}{why}; write it as "
+                              f"one, e.g. -p {name} {_example(default)}")
 
 
 def parse_parameters(pairs: list[list[str]] | None) -> dict:

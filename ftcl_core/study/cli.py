@@ -44,7 +44,7 @@ import yaml
 from ftcl_core import distributed
 from ftcl_core.checkpoints import IncompatibleCheckpoint
 from ftcl_core.config import EXECUTION_KEYS, ConfigError, load_config
-from ftcl_core.runs import RunDir, RunFileError
+from ftcl_core.runs import RunDir, RunFileError, lock_held
 from ftcl_core.study import predict, preflight
 from ftcl_core.study.calibration import markdown, trials, write_csv
 from ftcl_core.study.diagnosis import HEADROOM_CSV, diagnosis_rows, headroom_rows, write_diagnosis_csv
@@ -179,6 +179,7 @@ def _main(argv: list[str] | None = None, banner: str | None = None) -> int:
                     help="N training processes at once, the seeds dealt among them, each with cores // N threads "
                          "(on 2 cores two one-thread processes trained about 10 %% more runs an hour than one "
                          "two-thread process: results/screens/2026-12-03_parallel-threads.md)")
+    sw.add_argument("--no-summary", action="store_true", help=argparse.SUPPRESS)  # --parallel's children: one summary
     sw.add_argument("--calibrated", action="store_true",
                     help="first move the file's runs of another recipe to the dated record (results/cpu-2026-11/) "
                          "and point the file at its calibrated recipe (configs/cpu_cal_*.yaml); resumable")
@@ -317,8 +318,8 @@ def _main(argv: list[str] | None = None, banner: str | None = None) -> int:
         except RunFileError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-        if preflight.data_in_place(cfg):  # else the run refuses its data at once: that line comes alone
-            print(banner, flush=True)
+        if preflight.data_in_place(cfg) and not lock_held(Path(os.path.expanduser(args.out))):
+            print(banner, flush=True)  # else the data's refusal, or the wait for another process, comes alone
     try:
         with threads_to_train(args.out, say=not args.no_progress and distributed.rank_from_env() == 0):
             result = train(cfg, args.out, progress=not args.no_progress)
@@ -476,12 +477,17 @@ def _sweep(args) -> int:
         for moved in switch_to_calibrated(args.experiment, args.profile) if args.calibrated else ():
             print(f"moved to the dated record: {moved}", flush=True)
         if args.parallel > 1:
-            return _sweep_parallel(args, list(args.seeds or Experiment.load(args.experiment).seeds))
+            status = _sweep_parallel(args, list(args.seeds or Experiment.load(args.experiment).seeds))
+            if status:
+                return status
+            args.no_progress = True  # every run is stored now: the sweep below reads them, one summary of all
         records = sweep(args.experiment, args.profile, args.seeds, args.settings, progress=not args.no_progress,
                         execution=execution)
     except (ConfigError, FileNotFoundError, IncompatibleCheckpoint, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if args.no_summary:
+        return 0
     for setting, s in summarize(records).items():
         spread = f" +- {s['ci95']:.2f}" if s["n_seeds"] > 1 else ""  # one seed has no interval
         print(f"{setting:>24}: linear {s['mean']:6.2f}{spread} (n={s['n_seeds']}), "
@@ -495,7 +501,8 @@ def _sweep_parallel(args, seeds: list[int]) -> int:
     (at least one; ``OMP_NUM_THREADS``, which a run keeps), no progress bars (the children's lines would mix)."""
     n = min(args.parallel, len(seeds))
     threads = max(1, (os.cpu_count() or 1) // n)
-    base = [sys.executable, "-m", "ftcl_core", "sweep", args.experiment, "--profile", args.profile, "--no-progress"]
+    base = [sys.executable, "-m", "ftcl_core", "sweep", args.experiment, "--profile", args.profile, "--no-progress",
+            "--no-summary"]
     base += ["--settings", *args.settings] if args.settings else []
     base += ["--set", *args.execution] if args.execution else []
     print(f"sweep: {n} processes of {threads} thread(s), seeds {[seeds[i::n] for i in range(n)]}", flush=True)

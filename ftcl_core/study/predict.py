@@ -278,11 +278,13 @@ def link_experiments(examples: Sequence[Example]) -> list[Example]:
     return [dataclasses.replace(e, unit="+".join(sorted(members[find(e.experiment)]))) for e in examples]
 
 
-def stored_examples(profile: str = "cpu", window: int = WINDOW, dedupe: bool = True) -> list[Example]:
+def stored_examples(profile: str = "cpu", window: int = WINDOW, dedupe: bool = True,
+                    short: list[str] | None = None) -> list[Example]:
     """Every stored FT run of :func:`ft_pairs` whose baseline of the same seed is stored, with its window
     statistics and its paired difference in linear top-1 (:func:`ftcl_core.study.results.paired.pair`); with ``dedupe``,
     one example per distinct pair of runs (:func:`distinct`), held out by linked experiments
-    (:func:`link_experiments`)."""
+    (:func:`link_experiments`). A paired run too short for the ``window`` after its switch is left out, its folder
+    appended to ``short`` where given."""
     out = []
     for path, table, arm, ref in ft_pairs(profile):
         records = store.load_records(path, profile)
@@ -294,6 +296,8 @@ def stored_examples(profile: str = "cpu", window: int = WINDOW, dedupe: bool = T
             cfg, metrics = run.load_config(), run.load_metrics()
             switch = int(np.searchsorted(metrics["epoch"], cfg.ft.start_epoch))
             if switch + window > len(metrics["neg_mean"]):
+                if short is not None:
+                    short.append(runs[seed]["dir"])
                 continue
             out.append(Example(table, arm, seed, cfg.data.name, window_stats(metrics, switch, window), float(diff),
                                runs=(str(origin(runs[seed]["dir"])), str(origin(refs[seed]["dir"])))))
@@ -318,8 +322,13 @@ def write_report(profile: str = "cpu", out: str | None = None) -> dict:
     """Fit and judge the predictor on every stored FT run (:func:`stored_examples`,
     :func:`leave_one_experiment_out`) and write ``results/predictor.json``: the examples, their held-out
     predictions, the scores with their intervals, and the model fitted on all runs (what ``screen`` applies)."""
-    every = stored_examples(profile, dedupe=False)
+    short: list[str] = []
+    every = stored_examples(profile, dedupe=False, short=short)
     examples = link_experiments(distinct(every)[0])
+    if not examples and short:  # paired runs there are, each too short to read
+        raise ConfigError(f"{len(short)} paired FT runs of the {profile} profile are stored, each shorter than the "
+                          f"{WINDOW} steps after FT switches on that the predictor reads: train longer runs (the cpu "
+                          "profile's); nothing was written.")
     if not examples:  # nothing to fit: never replace a stored report with an empty one
         raise ConfigError(f"no stored FT run of the {profile} profile to fit the predictor on (it needs FT "
                                       "runs and their baselines, paired by seed); nothing was written.")

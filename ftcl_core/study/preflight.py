@@ -36,6 +36,28 @@ def check_command(cfg: RunConfig, out: str | os.PathLike | None) -> None:
     check_device(device)
     check_memory(cfg, device)
     check_schedule(cfg)
+    check_input_size(cfg)
+
+
+def check_input_size(cfg: RunConfig) -> None:
+    """A timm encoder (``model.encoder=timm:<name>``) that takes one input size only (a ViT's 224 px) refused before
+    anything is written, by one forward pass of two images of ``augment.out_size`` (this library's encoders take
+    any size; a timm model is built on the CPU for it, a second or two)."""
+    if not cfg.model.encoder.startswith("timm:"):
+        return
+    import torch
+
+    from ftcl_core.models import build_encoder
+
+    net = build_encoder(cfg.model.encoder, cfg.model.bn_splits).eval()
+    size = cfg.augment.out_size
+    try:
+        with torch.no_grad():
+            net(torch.zeros(2, 3, size, size))
+    except (RuntimeError, AssertionError, ValueError) as err:
+        why = " ".join(str(err).split())[:160]
+        raise ConfigError(f"model.encoder={cfg.model.encoder} does not take augment.out_size={size}-px views ({why}): "
+                          "set augment.out_size to the size it was built for, or choose another encoder.") from None
 
 
 def check_out(out: str | os.PathLike) -> Path:
