@@ -862,17 +862,6 @@ def test_harder_positive_facts_average_each_run_and_flip_when_one_seed_is_not_ha
     assert name in failures(readings.CHECKS, readings.harder_positive_facts(two), name)  # two seeds: too few
 
 
-def test_moco_order_facts_read_both_baselines_and_flip_with_their_order():
-    name = "MoCo v2's baseline reads below MoCo v1's"
-    aim = lambda setting, mean: {"data": "shapes", "setting": setting, "mean": mean, "ci95": 2.0, "n_seeds": 3}  # noqa: E731
-    f = readings.moco_order_facts([aim("v1 baseline", 79.35), aim("v2 baseline", 55.68)])
-    assert (f["v1"], f["v2"], f["seeds"]) == ("79.4 ± 2.0", "55.7 ± 2.0", "3")
-    assert not failures(readings.CHECKS, f, name)
-    assert name in failures(readings.CHECKS, readings.moco_order_facts([aim("v1 baseline", 50.0), aim("v2 baseline",
-                                                                                                            60.0)]), name)
-    assert name in failures(readings.CHECKS, readings.moco_order_facts([aim("v1 baseline", 50.0)]), name)
-
-
 def test_table_cells_keep_only_the_claim_kinds_asked_for():
     exp = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
     records = store.load_records(exp.path, "cpu", experiment_file.STORED)

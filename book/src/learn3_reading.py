@@ -160,9 +160,6 @@ glue_reading(reading.read(stored))
 # Var(neg) then rises to {glue:md}`curve_var_peak` near epoch {glue:md}`curve_var_peak_epoch` and ends at
 # {glue:md}`curve_var_end`.
 #
-# At this book's scale MoCo v1's baseline reads above v2's, the reverse of the paper's order; the chapter on the
-# training recipe tests whether the recipe is the cause ([Is it our recipe?](07c_recipe.ipynb)).
-#
 # </details>
 #
 # ## Momentum, read with the tool (Table 1)
@@ -212,9 +209,8 @@ if t1_metrics:
 # {term}`random-init baseline`, {glue:md}`mom_random` %), where the paper's small momenta read {term}`below random init`
 # ([the momentum chapter](05_momentum.ipynb)).
 #
-# **The landscape**, the tool's second picture (the paper's supplement, section C): the L2 norm of every layer's
-# gradient, averaged over each epoch, drawn here summed over the layers. The paper reads its texture, smooth for a
-# stable run, spiky where training swings.
+# **The landscape**, the tool's second picture (Supp C): each layer's gradient norm, averaged over an epoch, here
+# summed over the layers. Smooth is a stable run, spiky one that swings.
 
 # %% tags=["hide-input"]
 # each momentum's gradient landscape, summed over its layers, epoch by epoch
@@ -229,9 +225,10 @@ if t1_metrics:
     plt.show()
 
 # %% [markdown]
-# Look at how jagged each line is, not at its level (the number in each title measures it): $m = 0$, $0.5$ and
-# $0.9$ jump more from one epoch to the next than $m = 0.99$ and $m = 1$, the jumps at $m =$ {glue:md}`swing_most` about {glue:md}`swing_ratio` times those at
-# $m =$ {glue:md}`swing_least`.
+# Look at how jagged each line is, not at its level. The number in each title, the *jumps*, is the standard
+# deviation of the line's change from one epoch to the next: $m = 0$, $0.5$ and $0.9$ jump more than $m = 0.99$ and
+# $m = 1$, those at $m =$ {glue:md}`swing_most` about {glue:md}`swing_ratio` times those at $m =$ {glue:md}`swing_least`.
+# A small momentum makes training swing from epoch to epoch.
 #
 # ## Summary
 #

@@ -8,13 +8,14 @@
 # **The paper's case.** At momentum $m = 0.99$ MoCo's positive pairs score lower than at $m = 0.9$, and its encoder
 # reads better ({glue:md}`paper_t1_m099` % against {glue:md}`paper_t1_m09` %, the paper's Table 1). Pairs that score
 # lower, *hard positives*, ask the encoder to ignore more of what a view changes; FT makes them on purpose by mixing
-# features inside the loss, and adds negatives the queue never held. Why would a harder pair teach more? InfoNCE
-# pushes a pair together with weight $1 - p$, where $p$ is the softmax share of its positive: a pair that already wins
-# by far ($p \approx 1$) barely moves the encoder, a harder one still does (the algebra, and what it does in these
-# runs: [Why does FT from the first step cost?](07b_gradient.ipynb)). In Table 7 (a ResNet-50 for 200 epochs; Table
-# 1's is a ResNet-18 for 100) MoCo v1 with both reads {glue:md}`paper_t7_both` % against {glue:md}`paper_t7_base` %
-# ({glue:md}`paper_t7_gain` points) {cite}`zhu2021improving`. Whether FT pays off here is
-# [the next chapter's](learn5_your_moco.ipynb) question.
+# features inside the loss, and adds negatives the queue never held. In its Table 7 (a ResNet-50 for 200 epochs)
+# MoCo v1 with both reads {glue:md}`paper_t7_both` % against {glue:md}`paper_t7_base` % ({glue:md}`paper_t7_gain`
+# points) {cite}`zhu2021improving`.
+#
+# **Why a harder pair teaches more.** InfoNCE pushes a pair together with weight $1 - p$, where $p$ is the softmax
+# share of its positive: a pair that already wins by far ($p \approx 1$) barely moves the encoder, a harder one still
+# does (the algebra, and what it does in these runs: [Why does FT from the first step cost?](07b_gradient.ipynb)).
+# Whether FT pays off at this book's scale is [the next chapter's](learn5_your_moco.ipynb) question.
 
 # %% colab-setup
 

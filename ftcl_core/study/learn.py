@@ -194,14 +194,6 @@ def run_end_facts(readouts: Mapping, queue_size: int, classes: int) -> dict:
             "same_class": str(round(queue_size / classes))}
 
 
-def recipe_order_facts() -> dict:
-    """MoCo v1's and v2's calibrated baselines on the shapes (Table 7's rows of results/summary.csv), as
-    :func:`ftcl_core.study.readings.moco_order_facts` gives them: the third Learn chapter reads a v2 run and then v1's."""
-    from ftcl_core.study import evidence, readings, table_verdicts
-
-    return readings.moco_order_facts(table_verdicts.baseline_aims(evidence.summary_rows()))
-
-
 READING_CHECKS: Mapping = {  # the third Learn chapter (crowding_facts, run_end_facts)
     "the run ends well above the same network untrained": lambda f: None if f["readout_value"] > f["random_value"] + 10
     else f"linear readout {f['readout']} % against {f['random']} % untrained",

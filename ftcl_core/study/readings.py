@@ -74,19 +74,6 @@ def undone_positive_records(records: list[dict]) -> dict:
     return undone_positive_facts({s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in records if r["setting"] == s}
                                   for s in ("v1 +pos", "v1 baseline")})
 
-def moco_order_facts(aims: list[dict], data: str = "shapes") -> dict:
-    """Chapter 4's run in context: MoCo v1's and v2's baselines on ``data`` (:func:`baseline_aims`), each as
-    "mean ± 95 % CI" (``v1``, ``v2``), the fewer seeds of the two (``seeds``), and ``v2_below``: v2's mean below
-    v1's, the reverse of the paper's order."""
-    by = {a["setting"]: a for a in aims if a["data"] == data}
-    if not {"v1 baseline", "v2 baseline"} <= set(by):
-        return {"v2_below": None}
-    v1, v2 = by["v1 baseline"], by["v2 baseline"]
-    return {"v1": plus_minus(v1["mean"], v1["ci95"]), "v2": plus_minus(v2["mean"], v2["ci95"]),
-            "v1_mean": fixed(v1["mean"]), "v2_mean": fixed(v2["mean"]),
-            "seeds": str(min(v1["n_seeds"], v2["n_seeds"])), "v2_below": v2["mean"] < v1["mean"]}
-
-
 def _sign_word(word: str) -> str:
     """A sign-only verdict's word in the momentum paragraph's three groups: seen (``replicated``), ``not
     replicated`` (the other side), or ``inconclusive`` (an interval that holds zero, or too few seeds)."""
@@ -361,8 +348,6 @@ CHECKS = {
         lambda f: None if f.get("pixels_below") and not f.get("pixels_undecided") else
         f"below the pixels: {f.get('pixels_below')}; undecided: {f.get('pixels_undecided')}"),
     # chapter 5's score statistics (score_ends_facts)
-    "MoCo v2's baseline reads below MoCo v1's": (  # moco_order_facts
-        lambda f: None if f.get("v2_below") else f"v2 below v1: {f.get('v2_below')}"),
     "the encoder undoes the harder positive": _in_every_seed("undone"),  # undone_positive_facts
     "the encoder crowds the images together": _in_every_seed("crowded"),  # undone_positive_facts
     "a larger momentum makes the positives harder": _in_every_seed("harder"),  # harder_positive_facts

@@ -49,7 +49,6 @@ def read(stored: RunDir) -> list[Block]:
                                      "Var(neg) spikes while the queue fills, as a mix of random and real keys"),
               "curve_"),
         Block(end, learn.READING_CHECKS, ("the run ends well above the same network untrained",), "end_"),
-        Block(learn.recipe_order_facts(), readings.CHECKS, ("MoCo v2's baseline reads below MoCo v1's",), "order_"),
         Block(glued, {}, prefix="mom_"),
         Block(ends, readings.CHECKS, ("the frozen key encoder's views agree least",)),
         Block(hard, readings.CHECKS, ("a larger momentum makes the positives harder",)),
