@@ -112,7 +112,7 @@ def fold_prompt(cell: nbformat.NotebookNode, exercises: bool, setup: bool) -> st
     if first.startswith("#"):
         words = first.lstrip("# ").rstrip(".:").split(":")[0]
         head = words.split(" ")[0]
-        if head[1:].islower():  # "The library's step" reads "Show the library's step"; MyMoCo keeps its name
+        if head[1:].islower() or len(head) == 1:  # "Show the library's step", "Show a minute"; MyMoCo keeps its name
             words = words[0].lower() + words[1:]
         return words if len(words) <= 60 else words[:60].rsplit(" ", 1)[0] + " ..."
     return None

@@ -213,7 +213,7 @@ if t1_metrics:
 # summed over the layers. Smooth is a stable run, spiky one that swings.
 
 # %% tags=["hide-input"]
-# each momentum's gradient landscape, summed over its layers, epoch by epoch
+# each momentum's landscape: its layers' gradient norms summed, epoch by epoch
 shown = ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")
 colours = {m: f"C{i}" for i, m in enumerate([*momenta, "m=0.5"])}  # as above
 if t1_metrics:

@@ -204,7 +204,7 @@ headroom_figures.task_images([0, 10, 20, 2, 12, 22, 5, 15, 25], columns=9, heigh
 plt.show()
 
 # %% tags=["hide-cell"]
-# PlateauStart on a stored run's epoch losses (the harder task, 120 epochs, no FT)
+# PlateauStart on a stored run of the harder task: 120 epochs, no FT
 rows, records = headroom.load()  # the harder task's stored runs
 stored = headroom.stored_run(records, "baseline 120", seed=0)
 start = ft.PlateauStart(window=5, fraction=0.1)
@@ -225,7 +225,7 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 # zero FT costs, right of it FT gains; the diamond is the paper's gain, where it reports one.
 
 # %%
-# the stored cpu runs, whatever profile this page ran with
+# the figure, from the stored cpu runs: whatever this page's profile
 first = learn.first_step_facts()  # the shapes, FT from the first step
 metrics = headroom.run_metrics(records)  # the harder task's per-step score statistics
 room = {**headroom.facts(rows, records, metrics), **headroom.paper_facts()}
