@@ -21,6 +21,7 @@ from ftcl_core.arguments import (
     check_images,
     check_modules,
     check_readout,
+    is_count,
     is_real,
 )
 from ftcl_core.augment import AugmentConfig, center_view, check_augment_config
@@ -158,12 +159,14 @@ def evaluate_backbone(
     backbone: nn.Module, train, test, cfg: AugmentConfig, device: str = "cpu",
     knn_k: int = 200, knn_t: float = 0.1, linear_epochs: int = 100, linear_lr: float = 0.1, seed: int = 0,
 ) -> dict:
-    """kNN and linear-readout top-1 (percent) of ``backbone`` on ``train``/``test`` :class:`ImageSet` s."""
+    """kNN and linear-readout top-1 (percent) of ``backbone`` on ``train``/``test`` :class:`ImageSet` s; the kNN
+    votes with ``knn_k`` neighbours, or with every training image where there are fewer (a small image folder)."""
     _check_sets("evaluate_backbone", train, test)
     ftr = extract_features(backbone, train.images, cfg, device=device)
     fte = extract_features(backbone, test.images, cfg, device=device)
     return {
-        "knn_top1": knn_top1(ftr, train.labels, fte, test.labels, k=knn_k, t=knn_t),
+        "knn_top1": knn_top1(ftr, train.labels, fte, test.labels, t=knn_t,  # a bad k still reaches knn_top1's check
+                             k=min(knn_k, len(ftr)) if is_count(knn_k) else knn_k),
         "linear_top1": linear_readout(ftr, train.labels, fte, test.labels, epochs=linear_epochs, lr=linear_lr, seed=seed),
     }
 

@@ -132,3 +132,19 @@ def test_split_batch_norm_1d_names_the_shape_it_was_given():
 
     with pytest.raises(ValueError, match=r"got a torch.float32 tensor of shape \(4, 7\)\."):
         SplitBatchNorm1d(8, 2)(torch.randn(4, 7))
+
+
+def test_a_run_on_fewer_training_images_than_its_knn_k_votes_with_every_image():
+    """knn_top1 refuses k past its images (the nineteenth trial); a run's evaluation on a small image folder, where
+    the config cannot know the count, votes with every image instead (gpucheck's ImageNet-shaped dry run)."""
+    from ftcl_core.augment import moco_v2
+    from ftcl_core.evaluation import evaluate_backbone
+    from ftcl_core.image_set import ImageSet
+    from ftcl_core.models import build_encoder
+
+    images = torch.randint(0, 255, (12, 3, 16, 16), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    few = ImageSet(images, torch.arange(12) % 3, ("a", "b", "c"))
+    out = evaluate_backbone(build_encoder("resnet10_w16", 1), few, few, moco_v2(16), knn_k=200, linear_epochs=1)
+    assert 0 <= out["knn_top1"] <= 100
+    with pytest.raises(ValueError, match="k="):
+        evaluate_backbone(build_encoder("resnet10_w16", 1), few, few, moco_v2(16), knn_k="many", linear_epochs=1)
