@@ -450,18 +450,17 @@ class FTConfig(Section):
 
     def when_keys(self) -> str:
         """The keys that say *when* FT acts (:data:`WHEN_KEYS`, the training loop's), where not at their defaults, as
-        ``k=v``; "" when none is set."""
-        default = FTConfig()
-        return ", ".join(f"{k}={getattr(self, k)!r}" for k in WHEN_KEYS if getattr(self, k) != getattr(default, k))
+        ``k=v``; "" when none is set. Every FT step's check calls it: it compares with the defaults read once."""
+        return ", ".join(f"{k}={getattr(self, k)!r}" for k, v in _WHEN_DEFAULTS.items() if getattr(self, k) != v)
 
     def step_only(self) -> FTConfig:
         """This config as one step computes it: the keys that say when FT acts (:data:`WHEN_KEYS`) at their defaults,
         since a step is told instead whether FT is on (``active``)."""
-        default = FTConfig()
-        return dataclasses.replace(self, **{k: getattr(default, k) for k in WHEN_KEYS})
+        return dataclasses.replace(self, **_WHEN_DEFAULTS)
 
 
 WHEN_KEYS = ("start_epoch", "start", "auto_window", "auto_fraction", "pos_gate")  # the loop's: when FT acts, not how
+_WHEN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(FTConfig) if f.name in WHEN_KEYS}
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def _check_pair(caller: str, q: object, k: object) -> None:
 def _check_queue(caller: str, queue: object, width: int | None = None) -> None:
     """A queue of keys: a 2-D float tensor K x C with K >= 1 and C the features' width, when given (shape only)."""
     if not (isinstance(queue, torch.Tensor) and queue.dim() == 2 and queue.is_floating_point() and len(queue)
-            and queue.shape[1] == (queue.shape[1] if width is None else width)):
+            and (width is None or queue.shape[1] == width)):
         raise ValueError(f"{caller}: the queue must be a float tensor K x {'C' if width is None else width} (K >= 1 "
                          f"keys of the features' width), got {described(queue)}.")
 
