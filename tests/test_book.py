@@ -255,7 +255,7 @@ def test_every_chapter_ends_with_a_try_it_section(name):
 SHOWN_WIDTH = 88
 # What a reader was promised to see, chapter by chapter (module or function, by its qualified name).
 SHOWN = {"learn3_reading": {"ftcl_core.stats.score_statistics"},
-         "learn5_your_moco": {"ftcl_core.methods.moco.moco_ft_step"},
+         "learn6_your_moco": {"ftcl_core.methods.moco.moco_ft_step"},
          "05_momentum": {"ftcl_core.models.ema_update"},
          "06_feature_transformations": {"ftcl_core.transforms.extrapolate_positive",
                                         "ftcl_core.transforms.interpolate_negatives"},
@@ -292,7 +292,7 @@ def test_each_chapter_shows_the_code_it_is_about():
 def test_the_shown_moco_step_is_short_and_holds_no_plumbing():
     """The step the last Learn chapter shows reads in about twenty lines: the paper's path, no ranks, shards or step
     context."""
-    (step,) = shown_objects("learn5_your_moco")
+    (step,) = shown_objects("learn6_your_moco")
     source = inspect.getsource(step)
     body = inspect.getsource(step).split('"""')[-1].strip().splitlines()
     assert len(body) <= 22, len(body)

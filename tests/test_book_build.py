@@ -87,7 +87,7 @@ def open_page(browser, url):
 
 def test_every_page_loads_clean_with_its_figures(browser, server, html):
     pages = ["index.html"] + [f"book/{p.name}" for p in sorted((html / "book").glob("*.html"))]
-    min_figures = {"01_introduction": 1, "learn3_reading": 3, "learn4_ft": 1, "learn5_your_moco": 1, "05_momentum": 4,
+    min_figures = {"01_introduction": 1, "learn3_reading": 3, "learn4_momentum_read": 3, "learn5_ft": 1, "learn6_your_moco": 1, "05_momentum": 4,
                    "06_feature_transformations": 4}
     problems, printed = [], {}
     for rel in pages:
@@ -226,7 +226,7 @@ def visible_traces(page, index):
 
 
 def test_score_bound_explorer_responds_without_a_kernel(browser, server):
-    page, errors = open_page(browser, f"{server}/book/learn4_ft.html")
+    page, errors = open_page(browser, f"{server}/book/learn5_ft.html")
     assert not errors
     assert page.evaluate("document.querySelectorAll('.js-plotly-plot').length") >= 2
     for index in (0, 1):

@@ -60,14 +60,14 @@ def copy_notebook(name: str, dest: Path, parameters: str | None = None) -> None:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory) -> Iterator[Lab]:
-    """JupyterLab serving a temporary folder with the FT chapter (learn4_ft, smoke profile) and chapter 8 (the cpu profile's
+    """JupyterLab serving a temporary folder with the FT chapter (learn5_ft, smoke profile) and chapter 8 (the cpu profile's
     committed runs, read through a link: chapter 8 only reads them; under the smoke profile it would train two
     runs first, a minute here); shut down, kernels included, at the end of the module."""
     pytest.importorskip("jupyterlab", reason="JupyterLab not installed (pip install jupyterlab, in the test extras)")
     tmp = tmp_path_factory.mktemp("jupyterlab")
     served = tmp / "notebooks"
     served.mkdir()
-    copy_notebook("learn4_ft", served)
+    copy_notebook("learn5_ft", served)
     copy_notebook("08_run_explorer", served, parameters='profile = "cpu"')
     runs = tmp / "runs"
     runs.mkdir()
@@ -181,7 +181,7 @@ def image_changes(page, widget, before: str) -> bool:
 
 
 def test_score_bound_widget_responds_in_jupyterlab(browser, lab):
-    page, notebook = run_chapter(browser, lab, "learn4_ft")
+    page, notebook = run_chapter(browser, lab, "learn5_ft")
     widget = notebook.locator(".widget-interact").first
     widget.wait_for(state="visible")
     readout = widget.locator(".widget-readout").first
@@ -210,7 +210,7 @@ def test_a_chapters_numbers_show_in_jupyterlab(browser, lab):
     or a placeholder."""
     import re
 
-    page, notebook = run_chapter(browser, lab, "learn4_ft")
+    page, notebook = run_chapter(browser, lab, "learn5_ft")
     text = "\n".join(notebook.locator(".jp-RenderedMarkdown, .jp-OutputArea-output").all_inner_texts())  # not the code
     assert not [raw for raw in ("{glue", "{term}", "{{", "{eval}") if raw in text], "a raw role or placeholder shows"
     quoted = re.search(r"Every one of the ([\d\u00a0 ]+) measured scores", text)

@@ -116,7 +116,7 @@ def test_the_comparison_can_fail():
 def test_the_taught_transformations_are_the_librarys(seed, granularity):
     from ftcl_core import transforms
 
-    ns = teaching("learn4_ft.py")
+    ns = teaching("learn5_ft.py")
     g = torch.Generator().manual_seed(seed)
     z_q, z_k = transforms.unit_pairs(16, 32, g)
     lam = transforms.sample_lambda(2.0, granularity, 16, 32, g, shift=1.0).double()
@@ -198,7 +198,7 @@ def test_the_brief_moco_readout_check_needs_a_real_gain():
 def test_the_step_with_the_six_lines_takes_the_librarys_steps_with_ft(pos, neg):
     from ftcl_core.ft import FTConfig
 
-    my_ft_step = teaching("learn5_your_moco.py")["my_ft_step"]
+    my_ft_step = teaching("learn6_your_moco.py")["my_ft_step"]
     cfg = load_config("configs/smoke_moco_v2.yaml")
     library = build_model(cfg)
     mine = copy.deepcopy(library)

@@ -35,9 +35,10 @@
 # | **Learn** | |
 # | [Why contrastive learning works](learn1_contrastive.ipynb) | InfoNCE, alignment and uniformity, and the temperature, on a toy |
 # | [MoCo from scratch](learn2_moco.ipynb) | MoCo's queue and momentum encoder in a few dozen lines, one step of it checked against the library's |
-# | [Reading a run](learn3_reading.ipynb) | the statistics the visualization tool records, on real features; a real MoCo v2 run with its score statistics and gradient landscape; the momentum sweep read with the tool |
-# | [FT: the bound and the transformations](learn4_ft.ipynb) | eq. 4 derived with sympy and checked numerically; interpolation; an interactive explorer |
-# | [Switching FT on in your own MoCo](learn5_your_moco.ipynb) | FT in a MoCo step of your own, from the first step or switched on late |
+# | [Reading a run](learn3_reading.ipynb) | the statistics the visualization tool records, on real features; a real MoCo v2 run with its score statistics and gradient landscape |
+# | [Momentum, read with the tool](learn4_momentum_read.ipynb) | the paper's momentum sweep (Table 1) read with the tool: harder positives, crowding, a landscape that jumps |
+# | [FT: the bound and the transformations](learn5_ft.ipynb) | eq. 4 derived with sympy and checked numerically; interpolation; an interactive explorer |
+# | [Switching FT on in your own MoCo](learn6_your_moco.ipynb) | FT in a MoCo step of your own, from the first step or switched on late |
 # | **Reproduce** | |
 # | [Momentum (Table 1)](05_momentum.ipynb) | the momentum sweep of Table 1 and Figs 3-5 |
 # | [Feature transformations in training](06_feature_transformations.ipynb) | Tables 2-7 and {term}`Supp F`/G, measured; re-normalisation and dimension-level mixing |
@@ -63,7 +64,7 @@ profile = os.environ.get("FTCL_PROFILE", "cpu")  # smoke (CI, seconds) | cpu (em
 # augmented views of an image pass through the query encoder and the key encoder, which follows the query encoder
 # slowly (eq. 2). FT acts on their outputs and on the queue just before the scores; the loss (eq. 1) trains the
 # query encoder only, and the clean keys, not the transformed ones, enter the queue.
-# [Switching FT on in your own MoCo](learn5_your_moco.ipynb) takes this step in code.
+# [Switching FT on in your own MoCo](learn6_your_moco.ipynb) takes this step in code.
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -77,7 +78,7 @@ plt.show()
 # ## What this book finds
 #
 # The paper's machinery reproduces ([MoCo from scratch](learn2_moco.ipynb), [Reading a run](learn3_reading.ipynb),
-# [FT: the bound and the transformations](learn4_ft.ipynb)), and so do parts of its momentum study
+# [FT: the bound and the transformations](learn5_ft.ipynb)), and so do parts of its momentum study
 # ([Momentum (Table 1)](05_momentum.ipynb)). Its headline, that feature transformation improves contrastive
 # learning, comes out reversed at this scale when FT runs from the first step
 # ([Feature transformations in training](06_feature_transformations.ipynb)).
@@ -88,7 +89,7 @@ plt.show()
 #
 # Read the rendered HTML: figures are static, and the explorers (the temperature of
 # [Why contrastive learning works](learn1_contrastive.ipynb), α and λ in
-# [FT: the bound and the transformations](learn4_ft.ipynb), and the [Run explorer](08_run_explorer.ipynb)) respond
+# [FT: the bound and the transformations](learn5_ft.ipynb), and the [Run explorer](08_run_explorer.ipynb)) respond
 # to their sliders without a kernel. To run a chapter, open it in JupyterLab (`make lab` from the repository root),
 # or run it headless with [papermill](https://papermill.readthedocs.io); each chapter takes a `profile` parameter.
 # Once the book is published from a repository, launch buttons at the top of each page also open a chapter in

@@ -175,7 +175,7 @@ glue_reading(momentum.read(stored, seeds[0], landscapes))
 # change. The limit shows here too: the frozen key encoder's positives end the hardest (Mean(pos)
 # {glue:md}`ends_frozen_pos`), and it reads {glue:md}`mom_frozen_readout` % against {glue:md}`mom_peak_readout` % at
 # m = {glue:md}`mom_peak`.
-# Positive extrapolation ([the extrapolation bound](learn4_ft.ipynb)) makes the positives harder on purpose, by lowering their
+# Positive extrapolation ([the extrapolation bound](learn5_ft.ipynb)) makes the positives harder on purpose, by lowering their
 # score directly, and leaves the momentum at 0.99, where the negatives stay consistent.
 
 # %% [markdown]

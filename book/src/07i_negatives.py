@@ -68,7 +68,7 @@ display(tables.negative_table(neg_rows, "Linear top-1 (%), mean over seeds, Δ p
 #
 # {term}`Supp F` re-projects the transformed features onto the sphere; Sec 4.3 draws one $\lambda$ per
 # dimension. The paper gives neither a closed form; both follow from the expansion of eq. 4
-# ([FT: the bound and the transformations](learn4_ft.ipynb)), and both are checked below on random pairs of unit
+# ([FT: the bound and the transformations](learn5_ft.ipynb)), and both are checked below on random pairs of unit
 # vectors whose cosines cover all of $[-1, 1]$, one $\lambda\sim\mathrm{Beta}(2,2)+1$ each, as that chapter checks
 # eq. 4.
 #

@@ -2,8 +2,9 @@
 # # Reading a run
 #
 # **In this chapter you will learn** how to read a MoCo run with the paper's own tool: three statistics of the scores,
-# recorded at every step, and the gradient landscape (every layer's gradient norm, epoch by epoch); what the momentum
-# of eq. 2 does to them (the paper's Table 1); and how a *collapse* would show, and what only looks like one.
+# recorded at every step, and the gradient landscape (every layer's gradient norm, epoch by epoch); and how a
+# *collapse* would show, and what only looks like one. The next chapter reads the momentum of MoCo's key encoder with
+# the same tool.
 #
 # A loss says little on its own: its value moves with the size of the queue and the temperature. The paper reads
 # the scores instead, the cosines that the loss turns into a softmax. The run we read is {term}`MoCo v2`, the previous chapter's MoCo with an MLP head, stronger
@@ -27,17 +28,11 @@ from ftcl_core import augment
 from ftcl_core.data import load_data
 from ftcl_core.methods import build_model
 from ftcl_core.pages import learn as learn_figures
-from ftcl_core.pages import markup, result_figures, run_figures
+from ftcl_core.pages import markup, run_figures
 from ftcl_core.pages.glue import glue_reading
 from ftcl_core.runs import RunDir
 from ftcl_core.stats import score_statistics
-from ftcl_core.study import (
-    curves,
-    experiment_file,
-    store,
-    sweeps,
-    table_verdicts,
-)
+from ftcl_core.study import curves, experiment_file, sweeps
 from ftcl_core.study.chapters import reading
 from ftcl_core.training import augment_config
 
@@ -66,7 +61,7 @@ stored_cfg = stored.load_config()
 # summarises it with three numbers over the first $n = 64$ queries: **{term}`Mean(pos)`**, the mean score of a query
 # with its positive key; **{term}`Mean(neg)`**, per query the mean of its $K$ negative scores, averaged over the
 # queries; and **{term}`Var(neg)`**, per query the variance of those $K$ scores, averaged. The figures call them
-# *raw*: read from the plain cosines, before any feature transformation (the next chapter) changes them. The
+# *raw*: read from the plain cosines, before any feature transformation (two chapters on) changes them. The
 # library's function, a few lines, is folded below.
 
 # %% tags=["remove-input"]
@@ -162,73 +157,22 @@ glue_reading(reading.read(stored))
 #
 # </details>
 #
-# ## Momentum, read with the tool (Table 1)
+# ## The gradient landscape
 #
-# The paper's first use of the tool is the momentum $m$ of eq. 2. It trains MoCo v1 with $m$ from $0$ (the key
-# encoder copies the query encoder every step) to $1$ (it never moves from its random start) and reports that
-# {term}`readout` rises with $m$ up to $0.99$ and falls after. The same sweep at this book's scale: each momentum's
-# mean readout over its seeds with its 95 % interval (the range that likely holds the mean), the paper's beside it.
+# The tool's second picture (the paper's Supp C) looks at the encoder, not the scores: the L2 norm of every layer's
+# gradient, averaged over each epoch's steps. Each row below is a layer, from the input (top) to the MLP head
+# (bottom); each column an epoch.
 
-# %%
-t1 = experiment_file.Experiment.load("experiments/table1_momentum.yaml")
-# stored, never trained
-t1_all = store.load_records(t1.path, "cpu", experiment_file.STORED)
-if t1_all:
-    result_figures.experiment_bars(
-        t1, table_verdicts.summarize(t1_all), paper_beside=True
-    )
-    plt.show()
+# %% tags=["remove-input"]
+landscape = run.load_grad_norms()
+run_figures.grad_heatmap(landscape["per_epoch"], landscape["layers"])
+plt.show()
 
 # %% [markdown]
-# Look at the peak: readout is highest at $m =$ {glue:md}`mom_peak` ({glue:md}`mom_peak_mean` % on average over its
-# seeds) and falls after, as in the paper, and the last step up, from $0.9$ to $0.99$, is as large as the paper's. Below
-# $0.9$ the intervals overlap too much to order the momenta. Why the peak? The three statistics through each run (one
-# seed):
-
-# %%
-t1_runs = [r for r in t1_all if r["seed"] == t1.seeds[0]]
-t1_metrics = {r["setting"]: RunDir(r["dir"]).load_metrics() for r in t1_runs}
-momenta = ["m=0", "m=0.9", "m=0.99", "m=1.0"]  # one colour each, kept below
-if t1_metrics:
-    run_figures.score_statistics(t1_metrics, highlight=momenta,
-                                 others="the other momenta", row_height=0.68)
-    plt.show()
-
-# %% [markdown]
-# **Mean(pos)**: the larger the momentum, the harder the positive pair. Averaged over the run it reads
-# {glue:md}`mom_pos_easy` at $m = 0.9$ and {glue:md}`mom_pos_hard` at $m = 0.99$, lower in each of
-# {glue:md}`mom_seeds` seeds: a key encoder that trails further behind makes keys that agree less with their queries.
-# A frozen key encoder gives the hardest positives of all (Mean(pos) {glue:md}`mom_frozen_pos`), too hard: a query
-# from a trained encoder meets a key from a random one. Harder positives help, up to a point; the next chapter's
-# transformation makes them harder on purpose.
-#
-# **Mean(neg)**: at the small momenta the images crowd together (this book's {term}`crowding`): Mean(neg) rises above
-# the larger momenta's, highest at $m =$ {glue:md}`mom_crowd_m` ({glue:md}`mom_crowd_neg`), where the key encoder
-# copies the query encoder every step. Crowded, not collapsed: Mean(neg) stays below the collapse level, and that run
-# still reads {glue:md}`mom_m0_mean` % on average, well above the same network never trained (the
-# {term}`random-init baseline`, {glue:md}`mom_random` %), where the paper's small momenta read {term}`below random init`
-# ([the momentum chapter](05_momentum.ipynb)).
-#
-# **The landscape**, the tool's second picture (Supp C): each layer's gradient norm, averaged over an epoch, here
-# summed over the layers. Smooth is a stable run, spiky one that swings.
-
-# %% tags=["hide-input"]
-# each momentum's landscape: its layers' gradient norms summed, epoch by epoch
-shown = ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")
-colours = {m: f"C{i}" for i, m in enumerate([*momenta, "m=0.5"])}  # as above
-if t1_metrics:
-    per_epoch_norms = {r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"]
-                       for r in t1_runs if r["setting"] in shown}
-    # how far each line jumps: the sd of its epoch-to-epoch change
-    jumps = curves.grad_swing_facts(per_epoch_norms)["sd"]
-    run_figures.grad_norm_epochs(per_epoch_norms, colours=colours, cols=5, jumps=jumps)
-    plt.show()
-
-# %% [markdown]
-# Look at how jagged each line is, not at its level. The number in each title, the *jumps*, is the standard
-# deviation of the line's change from one epoch to the next: $m = 0$, $0.5$ and $0.9$ jump more than $m = 0.99$ and
-# $m = 1$, those at $m =$ {glue:md}`swing_most` about {glue:md}`swing_ratio` times those at $m =$ {glue:md}`swing_least`.
-# A small momentum makes training swing from epoch to epoch.
+# Two things to read in it. The batch-norm layers carry the smallest gradients (the darker rows): they scale and
+# shift, and have few weights. And the gradients grow as the run goes on: summed over the layers, from
+# {glue:md}`land_first` in the first epoch to {glue:md}`land_last` in the last. The next chapter sums the rows into one
+# line per run and asks how much that line jumps from one epoch to the next.
 #
 # ## Summary
 #
@@ -238,26 +182,22 @@ if t1_metrics:
 #   towards one with the gap to Mean(pos) gone; an untrained encoder's high cosines are not one.
 # - Over a whole run Mean(pos) falls in the first epoch and climbs back, Mean(neg) dips below zero and settles at
 #   zero, and Var(neg) peaks mid-run and eases (false negatives, images of the same shape, may drive it).
-# - A larger momentum makes the positive pairs harder, and readout rises with it up to a point; small momenta crowd
-#   the images together and make the landscape spiky.
+# - The start of a run belongs to the queue: its random keys, then real ones replacing them, shape the first steps.
 #
 # ## Exercises
 #
 # 1. Compute the three statistics of the random encoder above yourself, from `l_pos` and `l_neg`, without
 #    `score_statistics`, and compare.
-# 2. Eq. 2 is an exponential moving average. After how many steps has the key encoder forgotten half of where it
-#    started, at $m = 0.99$ and at $m = 0.999$? How many epochs of the stored run is that?
-# 3. Predict, then check: from where each coloured momentum's Mean(neg) ends in the statistics figure, which would
-#    you expect to read lowest? Check against the readout figure. Does the run whose Mean(neg) ends highest read below
-#    the never-trained encoder, as a collapsed one would?
+# 2. At the first step every key in the queue is random: a unit vector drawn uniformly in the $C$ dimensions of the
+#    features. For a unit query, such a key's cosine has mean $0$ and variance $1/C$. Predict Var(neg) at the run's
+#    first step from its feature width (`model.dim` in its config), then check against the stored statistics.
+# 3. The details above model the queue while it fills as a share $s$ of real keys among random ones, with variance
+#    $s(1-s)\,r^2$. At which share is that largest? The queue holds $K$ keys and each step replaces $N$ of them (the
+#    batch): predict the step of Var(neg)'s spike, and check.
 #
 # The solutions are folded below, in one cell that runs as written.
 
 # %% tags=["hide-cell"]
-import math
-
-import numpy as np
-
 # Solution 1: per query, the mean and the variance over its row of negatives, then
 # averaged over the first 64 queries.
 n = 64
@@ -269,30 +209,20 @@ mine = (
 print("mine:   ", [round(v, 4) for v in mine])
 print("library:", [round(float(v), 4) for v in stats])
 
-# Solution 2: after t steps the starting weights keep a share m**t, one half at
-# t = ln 2 / -ln m.
-per_epoch = stored_cfg.data.n_train // stored_cfg.train.batch_size  # steps an epoch
-for m in (0.99, 0.999):
-    t = math.log(2) / -math.log(m)
-    epochs = stored_cfg.train.epochs
-    print(f"m = {m}: {t:.0f} steps, {t / per_epoch:.1f} epochs of {epochs}")
+# Solution 2: the variance of a random unit key's cosine with a unit query is 1 / C.
+stored_metrics = stored.load_metrics()
+print(f"1/C = {1 / stored_cfg.model.dim:.5f}, "
+      f"first step's Var(neg) = {stored_metrics['neg_var'][0]:.5f}")
 
-# Solution 3: the run whose Mean(neg) ends highest reads below every momentum from 0.9
-# on, yet it ends below the collapse level and reads above the never-trained encoder:
-# crowded, not collapsed. Mean(neg) flags crowding but does not rank the others'
-# readouts: compare m = 1 with m = 0.8 below.
-for r in t1_runs:
-    end_neg = float(np.mean(t1_metrics[r["setting"]]["neg_mean"][-100:]))
-    readout, untrained = r["linear_top1"], r["random_init_linear_top1"]
-    print(f"{r['setting']:>8}: Mean(neg) {end_neg:.2f}, "
-          f"readout {readout:.1f} % (random init {untrained:.1f} %), seed {r['seed']}")
+# Solution 3: s(1 - s) is largest at s = 1/2, half the queue real: K / (2N) steps in.
+K, N = stored_cfg.moco.queue_size, stored_cfg.train.batch_size
+first_steps = stored_metrics["neg_var"][: K // N + 1]
+print(f"predicted step {K // (2 * N)}, "
+      f"the spike at step {int(first_steps.argmax())}")
 
 # %% tags=["remove-cell"]
 assert all(abs(a - float(b)) < 1e-5 for a, b in zip(mine, stats)), (mine, stats)
-# solution 3's words: the run whose Mean(neg) ends highest reads below every momentum of 0.9 and more, and above the
-# never-trained encoder
-if t1_runs:
-    ends_at = {r["setting"]: float(np.mean(t1_metrics[r["setting"]]["neg_mean"][-100:])) for r in t1_runs}
-    crowded = next(r for r in t1_runs if r["setting"] == max(ends_at, key=ends_at.get))
-    large = [r["linear_top1"] for r in t1_runs if float(r["setting"].removeprefix("m=")) >= 0.9]
-    assert crowded["random_init_linear_top1"] < crowded["linear_top1"] < min(large), (crowded, large)
+# solution 2: the random keys' variance is 1/C, within a tenth
+assert abs(stored_metrics["neg_var"][0] * stored_cfg.model.dim - 1) < 0.1
+# solution 3: the spike falls within a step of half-way
+assert abs(int(first_steps.argmax()) - K // (2 * N)) <= 1

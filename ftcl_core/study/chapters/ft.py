@@ -1,4 +1,4 @@
-"""The reading of *FT: the bound and the transformations* (``book/learn4_ft``): the paper's own case for FT, in its
+"""The reading of *FT: the bound and the transformations* (``book/learn5_ft``): the paper's own case for FT, in its
 numbers, and what mixing does to the negatives' spread in this book's stored runs (the chapter's derivation and its
 check on measured scores run live in the page)."""
 

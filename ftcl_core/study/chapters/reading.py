@@ -1,16 +1,13 @@
-"""The reading of *Reading a run* (``book/learn3_reading``): a random encoder's scores, the stored MoCo v2 run's
-curves and readout, MoCo v2 against v1, and Table 1's momenta as the course reads them (crowded, not collapsed)."""
+"""The reading of *Reading a run* (``book/learn3_reading``): a random encoder's scores, and the stored MoCo v2 run's
+curves, gradient landscape and readout."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import curves, evidence, experiment_file, findings, learn, readings, store
+from ftcl_core.study import curves, learn
 from ftcl_core.study.chapters import Block
-
-TABLE_1 = "experiments/table1_momentum.yaml"
-DRAWN = ("m=0", "m=0.5", "m=0.9", "m=0.99", "m=1.0")  # the momenta whose gradient landscapes the page draws
 
 
 def init(q: np.ndarray, k: np.ndarray, stored: RunDir) -> Block:
@@ -28,19 +25,8 @@ def read(stored: RunDir) -> list[Block]:
     cfg = stored.load_config()
     curve = curves.training_curve_facts(stored.load_metrics(), cfg.moco.queue_size, cfg.train.batch_size)
     end = learn.run_end_facts(stored.load_eval(), cfg.moco.queue_size, cfg.data.classes)
-    t1 = experiment_file.Experiment.load(TABLE_1)
-    runs = [r for r in store.load_records(t1.path, "cpu", experiment_file.STORED) if r["seed"] in t1.seeds]
-    ends = readings.score_ends_facts({r["setting"]: RunDir(r["dir"]).load_metrics() for r in runs
-                                      if r["seed"] == t1.seeds[0]}, t1.seeds[0])
-    by_seed = {s: {r["seed"]: RunDir(r["dir"]).load_metrics() for r in runs if r["setting"] == s}
-               for s in ("m=0.9", "m=0.99")}
-    hard = readings.harder_positive_facts(by_seed)
-    momentum = readings.momentum_facts(t1, runs)
-    crowd = learn.crowding_facts(ends, curves.COLLAPSE_LEVEL)
-    swings = curves.grad_swing_facts({r["setting"]: RunDir(r["dir"]).load_grad_norms()["per_epoch"] for r in runs
-                                      if r["seed"] == t1.seeds[0] and r["setting"] in DRAWN})
-    glued = {**ends, **hard, **crowd, "random": momentum["random"], "m0_mean": momentum["collapse_mean_0"],
-             "peak": momentum["peak"], "peak_mean": momentum["peak_mean"]}
+    landscape = stored.load_grad_norms()
+    land = curves.grad_swing_facts({"run": landscape["per_epoch"]}, landscape["layers"])
     return [
         Block(curve, curves.CHECKS, ("Mean(neg) climbs from the random keys", "the contrastive top-1 spikes and sinks",
                                      "Var(neg) grows as the top-1 sinks", "the loss peaks as the queue fills",
@@ -49,12 +35,6 @@ def read(stored: RunDir) -> list[Block]:
                                      "Var(neg) spikes while the queue fills, as a mix of random and real keys"),
               "curve_"),
         Block(end, learn.READING_CHECKS, ("the run ends well above the same network untrained",), "end_"),
-        Block(glued, {}, prefix="mom_"),
-        Block(ends, readings.CHECKS, ("the frozen key encoder's views agree least",)),
-        Block(hard, readings.CHECKS, ("a larger momentum makes the positives harder",)),
-        Block(momentum, readings.CHECKS, ("the collapse is not reproduced",)),
-        Block(crowd, learn.READING_CHECKS, ("a small momentum crowds the images, short of a collapse",)),
-        Block(swings, curves.CHECKS, ("every small momentum swings more than every large one",), "swing_"),
-        Block(evidence.Evidence.load("cpu"), findings.CHECKS,  # "the last step up is as large as the paper's", "overlap"
-              ("momentum-last-rise-matches", "momentum-lower-rise-undecided")),
+        Block(land, curves.CHECKS, ("the summed gradient norm grows over the run",
+                                    "the batch-norm layers carry the smallest gradients"), "land_"),
     ]

@@ -1,4 +1,4 @@
-"""The reading of *Switching FT on in your own MoCo* (``book/learn5_your_moco``): what the runs say of FT from the
+"""The reading of *Switching FT on in your own MoCo* (``book/learn6_your_moco``): what the runs say of FT from the
 first step on the shapes, of the late start on the harder task, why the encoder undoes the harder positive, and how
 the rule that switches FT on by the run's own loss fared."""
 

@@ -15,7 +15,7 @@
 # **Why a harder pair teaches more.** InfoNCE pushes a pair together with weight $1 - p$, where $p$ is the softmax
 # share of its positive: a pair that already wins by far ($p \approx 1$) barely moves the encoder, a harder one still
 # does (the algebra, and what it does in these runs: [Why does FT from the first step cost?](07b_gradient.ipynb)).
-# Whether FT pays off at this book's scale is [the next chapter's](learn5_your_moco.ipynb) question.
+# Whether FT pays off at this book's scale is [the next chapter's](learn6_your_moco.ipynb) question.
 
 # %% colab-setup
 
@@ -247,7 +247,7 @@ explorers.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1)
 # ## Exercises
 #
 # 1. Show that $\|\hat z_q\|^2 = 1 + 2\lambda(\lambda-1)(1-S)$. When is the extrapolated query longer than one?
-# 2. The run of the previous chapter ends with positive pairs near $S = 0.87$. With $\alpha_{ex} = 2$, predict
+# 2. The run of [Reading a run](learn3_reading.ipynb) ends with positive pairs near $S = 0.87$. With $\alpha_{ex} = 2$, predict
 #    {term}`Mean(pos)` after extrapolation before you compute it.
 # 3. Two keys of the queue at cosine $c$ are interpolated with $\lambda_{in}$. How long is the new negative?
 #

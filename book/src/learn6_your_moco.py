@@ -1,10 +1,10 @@
 # %% [markdown]
 # # Switching FT on in your own MoCo
 #
-# **In this chapter you will learn** how the previous chapter's transformations enter the MoCo built two chapters
-# ago: the four lines that switch {term}`FT` on in a MoCo step of your own, the whole step with FT as the library takes
-# it, how to switch FT on only part-way through a run, and what this book's runs say, in plain words, about when that
-# helps.
+# **In this chapter you will learn** how the previous chapter's transformations enter the MoCo you built in
+# [MoCo from scratch](learn2_moco.ipynb): the four lines that switch {term}`FT` on in a MoCo step of your own, the
+# whole step with FT as the library takes it, how to switch FT on only part-way through a run, and what this book's
+# runs say, in plain words, about when that helps.
 
 # %% colab-setup
 
