@@ -87,8 +87,8 @@ def open_page(browser, url):
 
 def test_every_page_loads_clean_with_its_figures(browser, server, html):
     pages = ["index.html"] + [f"book/{p.name}" for p in sorted((html / "book").glob("*.html"))]
-    min_figures = {"01_introduction": 1, "learn3_reading": 3, "learn4_momentum_read": 3, "learn5_ft": 1, "learn6_your_moco": 1, "05_momentum": 4,
-                   "06_feature_transformations": 4}
+    min_figures = {"01_introduction": 1, "learn3_reading": 3, "learn4_momentum_read": 3, "learn5_ft": 1,
+                   "learn6_your_moco": 1, "05_momentum": 4, "06_feature_transformations": 4}
     problems, printed = [], {}
     for rel in pages:
         page, errors = open_page(browser, f"{server}/{rel}")

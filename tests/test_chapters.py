@@ -163,3 +163,15 @@ def test_chapter_5_s_twins_are_one_recipe_on_two_machines():
     assert f["same_config"] and f["n_value"] == 3
     differs = diagnosis_readings.twin_facts(a, "m=0.99", a, "m=0.9")  # another config: the check must see it
     assert not differs["same_config"]
+
+
+def test_a_page_s_stored_run_is_found_by_its_setting_or_named_missing():
+    from ftcl_core.runs import RunFileError
+    from ftcl_core.study import store
+
+    run = store.stored_run("experiments/table7_ft_v2.yaml", "v2 baseline", seed=0)
+    assert run.is_complete() and run.load_config().seed == 0
+    with pytest.raises(ValueError, match="has no setting 'v2 basline'.*'v2 baseline'"):
+        store.stored_run("experiments/table7_ft_v2.yaml", "v2 basline", seed=0)
+    with pytest.raises(RunFileError, match="seed 987"):
+        store.stored_run("experiments/table7_ft_v2.yaml", "v2 baseline", seed=987)

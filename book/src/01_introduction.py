@@ -186,12 +186,11 @@ print(f"{threads} thread{'s' if threads != 1 else ''}, profile {profile}")
 # %%
 from IPython.display import display
 
-from ftcl_core.runs import RunDir
-from ftcl_core.study import experiment_file, readings
+from ftcl_core.study import experiment_file, readings, store
 from ftcl_core.study.results.numbers import fixed
 
 exp = experiment_file.Experiment.load("experiments/table7_ft_v2.yaml")
-run = RunDir(experiment_file.run_dir(exp, "v2 baseline", 0, "cpu", experiment_file.STORED))  # the stored cpu run, whatever profile this page ran with
+run = store.stored_run(exp.path, "v2 baseline", seed=0)  # the stored cpu run, whatever profile this page ran with
 recipe = readings.recipe_rows(run.load_config(), ("data.name", "data.n_train", "data.image_size", "augment.out_size",
                                            "model.encoder", "moco.queue_size", "train.batch_size", "train.epochs"))
 display(markup.html_table(["setting", "value"], recipe, caption=f"The stored run's recipe ({experiment_file.base_for(exp, 'cpu')}; "

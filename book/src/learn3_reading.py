@@ -32,25 +32,17 @@ from ftcl_core.pages import markup, run_figures
 from ftcl_core.pages.glue import glue_reading
 from ftcl_core.runs import RunDir
 from ftcl_core.stats import score_statistics
-from ftcl_core.study import curves, experiment_file, sweeps
+from ftcl_core.study import curves, store, sweeps
 from ftcl_core.study.chapters import reading
 from ftcl_core.training import augment_config
 
-exp = experiment_file.Experiment.load("experiments/table7_ft_v2.yaml")
-cfg = experiment_file.resolve(
-    experiment_file.base_for(exp, profile),
-    {**exp.settings["v2 baseline"], "seed": 0},
-    profile,
-)
 # the MoCo v2 run this page reads (trained only if it is not stored yet)
-rec = sweeps.sweep(
-    exp.path, profile, seeds=[0], settings=["v2 baseline"], progress=False
-)[0]
-run = RunDir(rec["dir"])
+(record,) = sweeps.sweep("experiments/table7_ft_v2.yaml", profile, seeds=[0],
+                         settings=["v2 baseline"], progress=False)
+run = RunDir(record["dir"])
+cfg = run.load_config()
 # the words below read the stored cpu run, whatever profile this page ran with
-stored = RunDir(
-    experiment_file.run_dir(exp, "v2 baseline", 0, "cpu", experiment_file.STORED)
-)
+stored = store.stored_run("experiments/table7_ft_v2.yaml", "v2 baseline", seed=0)
 stored_cfg = stored.load_config()
 
 # %% [markdown]

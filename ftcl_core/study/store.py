@@ -16,7 +16,16 @@ from ftcl_core.config import (
     config_mismatch,
 )
 from ftcl_core.runs import RunDir, RunFileError, atomic_write_bytes, write_json
-from ftcl_core.study.experiment_file import ROOT, Experiment, base_for, planned_runs, profile_root, recipe_kind, run_dir
+from ftcl_core.study.experiment_file import (
+    ROOT,
+    STORED,
+    Experiment,
+    base_for,
+    planned_runs,
+    profile_root,
+    recipe_kind,
+    run_dir,
+)
 from ftcl_core.study.results import records as run_records
 
 
@@ -99,6 +108,20 @@ def one_seed_per_setting(labels: list[str]) -> list[str]:
     for name in labels:
         first.setdefault(name.rsplit("/", 1)[0], name)
     return list(first.values())
+
+
+def stored_run(path: str | os.PathLike, setting: str, seed: int) -> RunDir:
+    """The committed cpu run of one setting and seed of the experiment file at ``path`` (under :data:`STORED`,
+    wherever ``FTCL_RUNS_ROOT`` points): the run a page's words read, whatever profile the page ran with. A missing
+    run is a :class:`RunFileError` naming its folder."""
+    exp = Experiment.load(path)
+    if setting not in exp.settings:
+        raise ValueError(f"{exp.path} has no setting {setting!r}: it has {', '.join(map(repr, exp.settings))}.")
+    run = RunDir(run_dir(exp, setting, seed, "cpu", STORED))
+    if not run.is_complete():
+        raise RunFileError(f"{run.path}: no complete stored run of {exp.table} {setting!r} seed {seed}; the checkout's "
+                           f"results/ holds the committed runs (a fresh clone has them).")
+    return run
 
 
 def load_records(path: str | os.PathLike, profile: str = "cpu", root: str | os.PathLike | None = None) -> list[dict]:
