@@ -85,7 +85,9 @@ def whole_run(m: Mapping[str, np.ndarray], marks: Mapping[str, Sequence[tuple[fl
                     ax.plot([x], [y], "o", color="C3", ms=4, zorder=3)
                     right = x > 0.75 * (zoom if early else xs[-1])  # a label near the right edge reads leftwards
                     ax.annotate(text, (x, y), textcoords="offset points", xytext=(-4 if right else 4, 4),
-                                ha="right" if right else "left", fontsize=TEXT_PT - 1, color="C3")
+                                ha="right" if right else "left", fontsize=TEXT_PT - 1, color="C3", zorder=4,
+                                bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85})
+                    # the white box keeps a label legible where it falls across the curve
             ax.set_title(STAT_LABELS.get(col, col) if not early else f"first {zoom:g} epochs", fontsize=TITLE_PT)
             ax.set_xlabel(_progress_label("epoch", 1 if early else window), fontsize=TEXT_PT - 1)
             ax.tick_params(labelsize=TEXT_PT)
