@@ -170,6 +170,28 @@ def test_launch_buttons_need_a_real_repository(monkeypatch):
     assert named["repository_url"] == "https://github.com/someone/ftcl" and named["launch_buttons"] == {"colab_url": "x"}
 
 
+def test_the_built_book_shares_one_plotly_js_and_leaves_every_other_script(tmp_path):
+    """book/_ext/shared_plotly.py: each page's inline copy of plotly.js becomes a src to one shared file, written
+    relative to the page; a page's own scripts, and a look-alike that is not the bundled plotly.js, stay."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from shared_plotly import share_plotly
+
+    js = "/** plotly.js v9 */ window.Plotly = {};"
+    (tmp_path / "book").mkdir()
+    (tmp_path / "index.html").write_text(f"<p>a</p><script>{js}</script><script>Plotly.newPlot('x')</script>")
+    (tmp_path / "book" / "ch.html").write_text(f"<script>{js}</script>")
+    (tmp_path / "book" / "other.html").write_text("<script>/** plotly.js v8 */</script>")
+    assert share_plotly(tmp_path, js) == [tmp_path / "book" / "ch.html", tmp_path / "index.html"]
+    assert (tmp_path / "_static" / "plotly.min.js").read_text() == js
+    assert (tmp_path / "book" / "ch.html").read_text() == '<script charset="utf-8" src="../_static/plotly.min.js"></script>'
+    assert (tmp_path / "index.html").read_text().endswith("<script>Plotly.newPlot('x')</script>")
+    assert 'src="_static/plotly.min.js"' in (tmp_path / "index.html").read_text()
+    assert (tmp_path / "book" / "other.html").read_text() == "<script>/** plotly.js v8 */</script>"
+    empty = tmp_path / "none"
+    empty.mkdir()
+    assert share_plotly(empty, js) == [] and not (empty / "_static").exists()
+
+
 def test_every_chapter_shows_the_smoke_notice_only_under_the_smoke_profile():
     import nbformat
 

@@ -354,6 +354,13 @@ def test_every_link_into_the_glossary_lands_on_a_term(html):
     assert links and not [(page, a) for page, a in links if a not in ids]
 
 
+def test_no_page_carries_its_own_copy_of_plotly_js(html):
+    """The explorers' plotly.js is one shared file (book/_ext/shared_plotly.py), so no page weighs megabytes."""
+    assert (html / "_static" / "plotly.min.js").stat().st_size > 1_000_000
+    heavy = {p.name: p.stat().st_size for p in html.rglob("*.html") if p.stat().st_size > 1_500_000}
+    assert not heavy, heavy
+
+
 def test_no_button_sends_a_reader_to_the_placeholder_repository(html):
     """_config.yml names a placeholder repository: no launch (Colab, Binder) or repository button is built from it
     (book/_ext/repository_guard.py)."""
