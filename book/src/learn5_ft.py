@@ -201,17 +201,35 @@ print(f"{n} pairs; largest |measured - eq. 4| = {err:.1e}; "
 q3, k3 = transforms.extrapolate_positive(
     zq, zk, transforms.sample_lambda(2.0, "sample", n, 128, gen).double()
 )
-learn_figures.bound_check_figure(s, s_ex, (q3 * k3).sum(1))
+# Sec 4.3: one λ per dimension, 1 x 128, shared by every pair of the step
+lam_dim = transforms.sample_lambda(2.0, "dim", n, 128, gen, shift=1.0).double()
+q4, k4 = transforms.extrapolate_positive(zq, zk, lam_dim)
+s_dim = (q4 * k4).sum(1)
+at_mean = transforms.transformed_positive_score(s, lam_dim.mean())  # eq. 4, one λ
+off_eq4 = float((s_dim - at_mean).abs().max())
+inside_dim = bool(((s_dim >= lo - 1e-12) & (s_dim <= hi + 1e-12)).all())
+print(f"one λ per dimension: every score inside [5S - 4, S]: {inside_dim}; "
+      f"largest |measured - eq. 4 at the mean λ| = {off_eq4:.2f}")
+learn_figures.bound_check_figure(s, s_ex, (q3 * k3).sum(1), s_dim)
 plt.show()
 
 # %% tags=["remove-cell"]
 assert err < 1e-10 and inside, (err, inside)
+# "no longer on eq. 4, but inside its range": the per-dimension scores
+assert inside_dim and off_eq4 > 0.01, (inside_dim, off_eq4)
+assert torch.allclose(s_dim, transforms.per_dimension_positive_score(zq, zk, lam_dim))
 glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 
 # %% [markdown]
 # Every one of the {glue:md}`check_n` measured scores lies on eq. 4 and inside its range (left). The same formula
 # with $\lambda$ in $(0, 1)$ is *interpolation* of the positive pair, and it raises every score (right): an easier
 # pair, which is why the paper's Table 3 finds that it hurts.
+#
+# **One $\lambda$ per dimension.** The paper's Sec 4.3 also draws $\lambda$ as a vector, one draw per dimension,
+# and mixes with the elementwise product: $\hat z_q = \lambda\odot z_q + (1-\lambda)\odot z_{k^+}$. Its Table 7
+# reads MoCo v1 with both transformations so at {glue:md}`paper_t7_dim` %, against {glue:md}`paper_t7_both` % with
+# one $\lambda$. In code only the shape of $\lambda$ changes, $1\times C$ (`granularity="dim"`). A pair's score then
+# strays from eq. 4, but never leaves its range (orange, left; exercise 4).
 #
 # ## Explorer: α, λ and S
 #
@@ -250,6 +268,8 @@ explorers.live_widget(lambda: widgets.interactive(explore, alpha=(0.1, 5.0, 0.1)
 # 2. The run of [Reading a run](learn3_reading.ipynb) ends with positive pairs near $S = 0.87$. With $\alpha_{ex} = 2$, predict
 #    {term}`Mean(pos)` after extrapolation before you compute it.
 # 3. Two keys of the queue at cosine $c$ are interpolated with $\lambda_{in}$. How long is the new negative?
+# 4. With one $\lambda_d \in (1, 2)$ per dimension, show that a pair still scores within $[5S-4, S]$. Hint: expand
+#    one dimension's product $(\lambda_d q_d + (1-\lambda_d) k_d)(\lambda_d k_d + (1-\lambda_d) q_d)$.
 #
 # The solutions are folded below, in one cell that runs as written.
 
@@ -274,3 +294,10 @@ print(f"predicted {0.87 - 1.6 * 0.13:.3f}, sampled {sampled:.3f}")
 # keys far apart.
 c = sp.symbols("c", real=True)
 print(sp.factor(sp.expand(lam**2 + (1 - lam) ** 2 + 2 * lam * (1 - lam) * c) - 1))
+
+# Solution 4: one dimension's product is q k + l (1 - l)(q - k)^2, and l (1 - l) lies in
+# [-2, 0] for l in [1, 2]. Summed, S' = S + sum_d l_d (1 - l_d)(q_d - k_d)^2, and the
+# squares sum to |q - k|^2 = 2 (1 - S): S' lies between S - 4 (1 - S) = 5S - 4 and S.
+q_d, k_d = sp.symbols("q_d k_d", real=True)
+one_dim = (lam * q_d + (1 - lam) * k_d) * (lam * k_d + (1 - lam) * q_d)
+print(sp.factor(sp.expand(one_dim - q_d * k_d)))  # -l (l - 1)(q_d - k_d)^2

@@ -198,15 +198,18 @@ def bound_panels(alpha: float = 2.0, lam: float = 1.5, s: float = 0.6) -> plt.Fi
     return fig
 
 
-def bound_check_figure(s, s_ex, s_in, shown: int = 3000) -> plt.Figure:
+def bound_check_figure(s, s_ex, s_in, s_dim=None, shown: int = 3000) -> plt.Figure:
     """eq. 4 measured: the score of each test pair after extrapolation (``s_ex``, left, between the bounds S and
-    5S - 4) and after interpolation (``s_in``, right, above S), against its score ``s`` before; ``shown`` pairs."""
+    5S - 4; ``s_dim``, when given, with one λ per dimension, Sec 4.3) and after interpolation (``s_in``, right, above
+    S), against its score ``s`` before; ``shown`` pairs."""
     from ftcl_core.pages import legibility
 
     s, s_ex, s_in = (np.asarray(v)[:shown] for v in (s, s_ex, s_in))
     grid = np.linspace(-1, 1, 100)
     fig, ax = plt.subplots(1, 2, figsize=(legibility.BOOK_WIDTH_IN, 3.2), layout="constrained")
     ax[0].scatter(s, s_ex, s=2, alpha=0.4, label="measured (λ ~ Beta(2,2)+1)")
+    if s_dim is not None:
+        ax[0].scatter(s, np.asarray(s_dim)[:shown], s=2, alpha=0.4, color="tab:orange", label="one λ per dimension")
     ax[0].plot(grid, grid, "k-", lw=1, label="S (upper bound)")
     ax[0].plot(grid, -4 + 5 * grid, "k--", lw=1, label="5S - 4 (lower bound)")
     ax[0].set_ylabel("Ŝ after extrapolation")

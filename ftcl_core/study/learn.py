@@ -206,13 +206,15 @@ READING_CHECKS: Mapping = {  # the third Learn chapter (crowding_facts, run_end_
 def paper_case_facts() -> dict:
     """The paper's own case for FT, in its numbers (the experiment files' ``paper`` entries, never typed in a page):
     its Table 1 readouts at momentum 0.9 and 0.99 (``t1_m09``, ``t1_m099``, %) and its Table 7 MoCo v1 without FT
-    and with both transformations (``t7_base``, ``t7_both``, %) and the difference (``t7_gain``, points)."""
+    and with both transformations (``t7_base``, ``t7_both``, %), the difference (``t7_gain``, points), and both with
+    one λ per dimension (``t7_dim``, %, Sec 4.3)."""
     from ftcl_core.study import experiment_file
 
     t1 = experiment_file.Experiment.load("experiments/table1_momentum.yaml").paper
     t7 = experiment_file.Experiment.load("experiments/table7_ft_v1.yaml").paper
     return {"t1_m09": f"{t1['m=0.9']:.1f}", "t1_m099": f"{t1['m=0.99']:.1f}", "t7_base": f"{t7['v1 baseline']:.2f}",
-            "t7_both": f"{t7['v1 +both']:.2f}", "t7_gain": f"{t7['v1 +both'] - t7['v1 baseline']:+.2f}"}
+            "t7_both": f"{t7['v1 +both']:.2f}", "t7_gain": f"{t7['v1 +both'] - t7['v1 baseline']:+.2f}",
+            "t7_dim": f"{t7['v1 +both_dim']:.2f}"}
 
 
 def first_step_facts(rows: list[dict] | None = None) -> dict:
