@@ -346,7 +346,10 @@ def _set(d: dict, dotted: str, value: Any) -> None:
 
 
 def merge(base: dict, update: dict) -> dict:
-    """``base`` updated with every leaf of ``update`` (plain nested dicts; keys checked)."""
+    """``base`` updated with every leaf of ``update`` (plain nested dicts, else a ConfigError; keys checked)."""
+    if not isinstance(update, Mapping):
+        raise ConfigError(f"merge's update must be a mapping of keys to values, got a {type(update).__name__}: pass a "
+                          "nested dict, e.g. {'moco': {'tau': 0.2}} (or parse_overrides(['moco.tau=0.2'])).")
     out = copy.deepcopy(base)
     for key, value in _flatten(update).items():
         _set(out, key, value)
@@ -461,6 +464,8 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
                           "use RunConfig.from_dict(d), or pass its keys as overrides, load_config(None, ['k=v', ...]).")
     if path is not None:
         p = Path(path)
+        if not str(path).strip():  # Path("") is ".", the folder the command runs in
+            raise ConfigError("the config file's path is empty: give the path of a YAML file, e.g. configs/cpu_moco_v2.yaml.")
         what = _not_a_file(p)
         if what:
             raise ConfigError(f"config file {p} {what}: give the path of a YAML file, e.g. configs/cpu_moco_v2.yaml.")

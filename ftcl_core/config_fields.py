@@ -138,6 +138,9 @@ def did_you_mean(name: str, known: list[str]) -> str:
 
 
 def _type_error(key: str, value: Any, tp: Any, default: Any) -> ConfigError:
+    if isinstance(tp, type) and issubclass(tp, Section):  # a section given a dict or another section
+        return ConfigError(f"{key}={value!r} must be a {tp.__name__}: pass {tp.__name__}(**d) for a dict d, or build the "
+                           f"whole config from dicts, RunConfig.from_dict({{'{key}': d}}).")
     if typing.get_origin(tp) is not Literal:
         why = "; it holds digits that are not ASCII: write the number in the digits 0-9" if _non_ascii_digits(value) else ""
         return ConfigError(f"{key}={value!r} must be {_describe(tp)}{why} (default {_yaml(default)}).")

@@ -28,7 +28,7 @@ from ftcl_core.study.results.verdicts import BASELINE, MIN_SEEDS, Claim
 from ftcl_core.study.signatures import collapse_signature, first_step_above
 
 NOT_RUN = verdicts.NOT_RUN  # a comparison with no paired seed stored: never trained, not undecided
-COMPARED = "compared"  # an arm set against its reference of which the paper claims nothing (no verdict on a claim)
+COMPARED = verdicts.COMPARED  # an arm set against its reference of which the paper claims nothing (no verdict on a claim)
 
 
 def paired_comparison(label: str, records: list[dict], baseline: str, treated: str, key: str = "linear_top1",
@@ -45,7 +45,8 @@ def paired_comparison(label: str, records: list[dict], baseline: str, treated: s
     paired = paired_records(records, treated, baseline, key, device=run_device)  # each run's provenance read once
     claim = claim or Claim(treated, baseline, direction=1)
     judged = verdicts.judge(dataclasses.replace(claim, arm=treated, reference=baseline), paired)
-    return {"comparison": label, "baseline": mean_ci95(base)[0], "ft": mean_ci95(ft)[0], "diff": paired.mean,
+    return {"comparison": label, "baseline": mean_ci95(base, allow_empty=True)[0],
+            "ft": mean_ci95(ft, allow_empty=True)[0], "diff": paired.mean,
             "ci95": paired.ci95, "n_seeds": paired.n, "verdict": judged.word if paired.n else NOT_RUN,
             "mixed_devices": paired.mixed_seeds, "devices": sorted({d for pair_ in paired.devices for d in pair_} - {""}),
             **table_verdicts.scale_cells(judged), **({"own": True} if own else {})}
@@ -81,7 +82,8 @@ def same_run_gaps(a: list[dict], a_setting: str, b: list[dict], b_setting: str, 
     left = {r["seed"]: r for r in a if r["setting"] == a_setting}
     right = {r["seed"]: r for r in b if r["setting"] == b_setting}
     devices = {s: (run_device(left[s]), run_device(right[s])) for s in set(left) & set(right)}
-    paired = pair({s: r[key] for s, r in left.items()}, {s: r[key] for s, r in right.items()}, devices)
+    paired = pair({s: r[key] for s, r in left.items()}, {s: r[key] for s, r in right.items()}, devices,
+                  allow_empty=True)
     return [abs(v) for v, (da, db) in zip(paired.values, paired.devices) if da != db]
 
 
@@ -94,7 +96,7 @@ def relabel(records: list[dict], names: dict[str, str]) -> list[dict]:
 def gap_records(records: list[dict], baseline: str, treated: str, name: str, key: str = "linear_top1") -> list[dict]:
     """Per seed, ``treated`` minus ``baseline`` (FT's gain, negative for a cost) as a record of setting ``name``,
     so that :func:`paired_comparison` compares two such gaps by seed (FT's cost at two training lengths, say)."""
-    paired = pair(by_seed(records, treated, key), by_seed(records, baseline, key))
+    paired = pair(by_seed(records, treated, key), by_seed(records, baseline, key), allow_empty=True)
     return [{"setting": name, "seed": seed, key: gap} for seed, gap in zip(paired.seeds, paired.values)]
 
 
@@ -180,8 +182,10 @@ def negative_rows(pairs: list[tuple[str, list[dict], str, str]]) -> list[dict]:
         scored = with_negative_scores([r for r in records if r["setting"] in (baseline, treated)])
         row = paired_comparison(label, scored, baseline, treated)
         for key in ("neg_shift", "neg_var_ratio", "final_neg_mean"):
-            row[key], row[f"{key}_ci95"] = mean_ci95([r[key] for r in scored if r["setting"] == treated])
-        row["baseline_final_neg_mean"] = mean_ci95([r["final_neg_mean"] for r in scored if r["setting"] == baseline])[0]
+            row[key], row[f"{key}_ci95"] = mean_ci95([r[key] for r in scored if r["setting"] == treated],
+                                                     allow_empty=True)
+        row["baseline_final_neg_mean"] = mean_ci95(
+            [r["final_neg_mean"] for r in scored if r["setting"] == baseline], allow_empty=True)[0]
         rows.append(row)
     return rows
 
@@ -419,7 +423,7 @@ def capacity_rows(profile: str = "cpu", key: str = "linear_top1", root: str | Pa
         row = paired_comparison(encoder, records, baseline, treated, key, stated_claim(path, treated, baseline))
         row["parameters"] = encoder_parameters(encoder)
         for arm, setting in (("baseline", baseline), ("ft", treated)):
-            row[f"{arm}_ci95"] = mean_ci95(list(by_seed(records, setting, key).values()))[1]
+            row[f"{arm}_ci95"] = mean_ci95(list(by_seed(records, setting, key).values()), allow_empty=True)[1]
             sig = representation_signature(records, setting)
             row[f"{arm}_erank"], row[f"{arm}_peak_neg_mean"] = sig["final_erank"], sig["peak_neg_mean"]
         rows.append(row)

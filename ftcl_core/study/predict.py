@@ -290,7 +290,7 @@ def stored_examples(profile: str = "cpu", window: int = WINDOW, dedupe: bool = T
         records = store.load_records(path, profile)
         runs = {r["seed"]: r for r in records if r["setting"] == arm}
         refs = {r["seed"]: r for r in records if r["setting"] == ref}
-        paired = pair(by_seed(records, arm), by_seed(records, ref))
+        paired = pair(by_seed(records, arm), by_seed(records, ref), allow_empty=True)
         for seed, diff in zip(paired.seeds, paired.values):
             run = RunDir(runs[seed]["dir"])
             cfg, metrics = run.load_config(), run.load_metrics()

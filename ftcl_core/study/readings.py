@@ -132,7 +132,7 @@ def momentum_facts(exp: Experiment, records: list[dict]) -> dict:
                     f"collapse_verdict_{i}": rows[s]["verdict"]})
     if said_collapse and said_learn:  # the paper's boundary: readout steps up between its last collapse and first learner
         edge, first = max(said_collapse, key=momentum), min(said_learn, key=momentum)
-        gaps = {s: pair(by_seed(records, s), by_seed(records, edge)) for s in sorted(said_learn, key=momentum)}
+        gaps = {s: pair(by_seed(records, s), by_seed(records, edge), allow_empty=True) for s in sorted(said_learn, key=momentum)}
         side = sides(gaps)
         gap = gaps[first]
         out.update({"edge": named([edge]), "first": named([first]), "edge_above": named(side["replicated"]),
@@ -141,7 +141,8 @@ def momentum_facts(exp: Experiment, records: list[dict]) -> dict:
                     "step_n": gap.n, "step": _sign_word(verdicts.judge(Claim(first, edge, direction=1), gap).word)})
     pixels = [r for r in records if "raw_pixels_linear_top1" in r]
     if pixels:  # real images: the probe on the raw pixels is the bar an encoder must clear (paired by run)
-        side = sides({s: pair(by_seed(pixels, s), by_seed(pixels, s, "raw_pixels_linear_top1")) for s in rows})
+        side = sides({s: pair(by_seed(pixels, s), by_seed(pixels, s, "raw_pixels_linear_top1"), allow_empty=True)
+                       for s in rows})
         out.update({"probe": fixed(float(np.mean([r["raw_pixels_linear_top1"] for r in pixels]))),
                     "pixels_above": named(side["replicated"]), "pixels_undecided": named(side["inconclusive"]),
                     "pixels_below": named(side["not replicated"])})

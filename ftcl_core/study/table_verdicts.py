@@ -49,10 +49,10 @@ def summarize(records: list[dict], key: str = "linear_top1") -> dict[str, dict]:
         vals = [r[key] for r in records if r["setting"] == setting]
         rand = [r["random_init_linear_top1"] for r in records if r["setting"] == setting and "random_init_linear_top1" in r]
         pixels = [r["raw_pixels_linear_top1"] for r in records if r["setting"] == setting and "raw_pixels_linear_top1" in r]
-        m, ci = mean_ci95(vals)
-        rm, rci = mean_ci95(rand)
+        m, ci = mean_ci95(vals)  # a setting of the records: never empty
+        rm, rci = mean_ci95(rand, allow_empty=True)
         out[setting] = {"mean": m, "ci95": ci, "n_seeds": len(vals), "random_init_mean": rm, "random_init_ci95": rci,
-                        "raw_pixels_mean": mean_ci95(pixels)[0], "values": vals}
+                        "raw_pixels_mean": mean_ci95(pixels, allow_empty=True)[0], "values": vals}
     return out
 
 
@@ -111,9 +111,10 @@ def claim_row(exp: Experiment, records: list[dict], claim: Claim, key: str = "li
     random-init encoder's readout."""
     def paired_on(readout: str):
         if claim.kind == "sanity":
-            return pair(by_seed(records, claim.arm, readout), by_seed(records, claim.arm, f"random_init_{readout}"))
+            return pair(by_seed(records, claim.arm, readout), by_seed(records, claim.arm, f"random_init_{readout}"),
+                        allow_empty=True)
         return pair(by_seed(records, claim.arm, readout), by_seed(records, claim.reference, readout),
-                    record_devices(records, claim.arm, claim.reference))
+                    record_devices(records, claim.arm, claim.reference), allow_empty=True)
 
     judged = verdicts.judge(claim, paired_on(key))
     knn = verdicts.judge(claim, paired_on(KNN)) if any(KNN in r for r in records if r["setting"] == claim.arm) else None
@@ -173,7 +174,7 @@ def table_rows(exp: Experiment, records: list[dict]) -> list[dict]:
         if not primary:
             ref = exp.compare.get(setting)
             if ref in summary:  # compared, but the paper claims nothing of it
-                paired = pair(by_seed(records, setting), by_seed(records, ref))
+                paired = pair(by_seed(records, setting), by_seed(records, ref), allow_empty=True)
                 errors = paired.log_error_ratios()  # both scales, as a claim's row has them
                 base.update(reference=ref, diff_mean=paired.mean, diff_ci95=paired.ci95,
                             log_error_ratio=errors.mean, log_error_ratio_ci95=errors.ci95)

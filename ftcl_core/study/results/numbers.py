@@ -9,6 +9,7 @@ from a CSV print alike (plain float formatting could round a tie such as 0.35 ei
 from __future__ import annotations
 
 import math
+import numbers
 from decimal import ROUND_HALF_UP, Decimal
 
 CSV_DECIMALS = 6  # summary.csv's precision, the one the rounding rule starts from
@@ -20,7 +21,13 @@ def missing(x: object) -> bool:
 
 
 def fixed(x: float, digits: int = 1, signed: bool = False) -> str:
-    """``x`` with ``digits`` decimals under the rounding rule above; ``signed`` puts ``+`` on positive numbers."""
+    """``x`` (a real number) with ``digits`` (>= 0) decimals under the rounding rule above; ``signed`` puts ``+`` on
+    positive numbers. Text, or digits below 0, is a TypeError or ValueError naming the fix."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"fixed formats a number, got {type(x).__name__} {x!r}: pass float(x), or cell(x) for a CSV "
+                        "cell that may be empty.")
+    if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 0:
+        raise ValueError(f"digits={digits!r} must be a whole number >= 0 (the decimals shown), e.g. digits=1.")
     rounded = Decimal(f"{x:.{CSV_DECIMALS}f}").quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
     return f"{rounded:{'+' if signed else ''}f}"
 

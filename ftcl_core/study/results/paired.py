@@ -26,9 +26,13 @@ def t95(df: int) -> float:
     return T95.get(df) or T95[max(k for k in T95 if k <= df)]
 
 
-def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95 % t-interval (NaN for a single value; both NaN for none)."""
+def mean_ci95(values: Sequence[float], allow_empty: bool = False) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % t-interval, ``t95(n - 1) * sd / sqrt(n)`` (NaN for a single value). No
+    values is a ValueError, or both NaN where ``allow_empty`` says the caller expects none (a setting not run)."""
     n = len(values)
+    if n == 0 and not allow_empty:
+        raise ValueError("mean_ci95 got no values: pass at least one, or allow_empty=True where none is expected "
+                         "(NaN mean and interval).")
     if n == 0:
         return math.nan, math.nan
     mean = sum(values) / n
@@ -126,7 +130,7 @@ class Paired:
         """The same pairs on the error scale: per seed ``log(e_arm / e_ref)`` with ``e = 100 - readout`` (the test
         error in points, floored at ``floor``, :data:`ERROR_FLOOR` by the rule), their mean and 95 % half-width; < 0
         where the arm gets fewer test images wrong. Empty (n = 0, NaN mean) without :attr:`references`."""
-        if len(self.references) != self.n:
+        if not self.n or len(self.references) != self.n:
             return Paired(math.nan, math.nan, 0)
         values = tuple(math.log(max(100 - (r + d), floor) / max(100 - r, floor))
                        for d, r in zip(self.values, self.references))
@@ -146,12 +150,17 @@ class Paired:
 
 
 def pair(arm: Mapping[int, float], reference: Mapping[int, float],
-         devices: Mapping[int, tuple[str, str]] | None = None) -> Paired:
+         devices: Mapping[int, tuple[str, str]] | None = None, allow_empty: bool = False) -> Paired:
     """The one pairing function: ``arm[seed] - reference[seed]`` over the seeds both hold (sorted), as a
-    :class:`Paired` that keeps ``reference[seed]`` too. ``devices``: per seed, the devices of the two runs."""
+    :class:`Paired` that keeps ``reference[seed]`` too. ``devices``: per seed, the devices of the two runs. No
+    shared seed is a ValueError, or an empty :class:`Paired` (n = 0, NaN mean) where ``allow_empty`` says the caller
+    expects it (a setting not run yet)."""
     seeds = tuple(sorted(set(arm) & set(reference)))
+    if not seeds and not allow_empty:
+        raise ValueError(f"pair: the arm (seeds {sorted(arm)}) and the reference (seeds {sorted(reference)}) share no "
+                         "seed: pair runs of the same seeds, or pass allow_empty=True where none is expected.")
     values = tuple(arm[s] - reference[s] for s in seeds)
-    mean, ci = mean_ci95(values)
+    mean, ci = mean_ci95(values, allow_empty=True)
     dev = tuple((devices or {}).get(s, ("", "")) for s in seeds)
     return Paired(mean, ci, len(seeds), seeds, values, dev, tuple(reference[s] for s in seeds))
 
@@ -163,10 +172,11 @@ def by_seed(records: Sequence[Mapping], setting: str, key: str = "linear_top1") 
 
 def paired_records(records: Sequence[Mapping], arm: str, reference: str, key: str = "linear_top1",
                    device=None) -> Paired:
-    """:func:`pair` of two settings' run records; ``device(record) -> str`` fills :attr:`Paired.devices`."""
+    """:func:`pair` of two settings' run records; ``device(record) -> str`` fills :attr:`Paired.devices`. Empty
+    (n = 0, NaN mean) where the two share no seed: a setting not run yet is a state of the study, not an error."""
     devices = None
     if device is not None:
         runs = {(r["setting"], r["seed"]): r for r in records if r["setting"] in (arm, reference)}
         devices = {s: (device(runs[arm, s]), device(runs[reference, s])) for (name, s) in runs
                    if name == arm and (reference, s) in runs}
-    return pair(by_seed(records, arm, key), by_seed(records, reference, key), devices)
+    return pair(by_seed(records, arm, key), by_seed(records, reference, key), devices, allow_empty=True)

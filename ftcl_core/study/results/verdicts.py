@@ -75,6 +75,8 @@ DIFFERENCE_WORDS = (MATCHES, LARGER, SMALLER, NO_EFFECT, OPPOSITE, UNDECIDED)
 EQUIVALENCE_WORDS = (EQUIVALENT, NOT_EQUIVALENT, UNDECIDED)
 TALLY_WORDS = (MATCHES, LARGER, SMALLER, NO_EFFECT, OPPOSITE, EQUIVALENT, NOT_EQUIVALENT, UNDECIDED)
 SEEN = (MATCHES, LARGER, SMALLER)  # the words that see the paper's direction, 0 excluded
+COMPARED = "compared"  # an arm set against its reference of which the paper claims nothing (study.diagnosis's rows)
+WORDS = (*TALLY_WORDS, BASELINE, NOT_RUN, COMPARED, "")  # every word a verdict column holds ("": none yet)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,9 @@ class Claim:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"claim kind {self.kind!r} is none of {KINDS}")
+        if isinstance(self.direction, bool) or self.direction not in (1, -1):
+            raise ValueError(f"claim {self.arm} vs {self.reference}: direction={self.direction!r} must be +1 (the arm "
+                             "above the reference) or -1 (below).")
         if self.kind == "equivalence" and not (self.margin and self.margin > 0):
             raise ValueError(f"an equivalence claim ({self.arm} vs {self.reference}) needs a margin > 0")
         if self.paper is not None:
@@ -265,18 +270,31 @@ def row_label(row) -> str:
 
 def side(word: str) -> int:
     """+1 for a verdict that sees the paper's direction (:data:`SEEN`: matches, larger, smaller), -1 for
-    opposite, 0 for the rest."""
+    opposite, 0 for the rest (:data:`WORDS`); a word that is no verdict is a ValueError."""
+    _check_word("side", word)
     return 1 if word in SEEN else -1 if word == OPPOSITE else 0
 
 
 def decided(word: str) -> bool:
-    """Whether a verdict decides the claim one way or the other (not undecided, not run or a baseline)."""
+    """Whether a verdict decides the claim one way or the other (not undecided, not run or a baseline); a word that
+    is no verdict (:data:`WORDS`) is a ValueError."""
+    _check_word("decided", word)
     return word not in (UNDECIDED, BASELINE, NOT_RUN, "")
+
+
+def _check_word(caller: str, word: object) -> None:
+    if word not in WORDS:
+        raise ValueError(f"{caller}: {word!r} is no verdict word: pass a verdict column's word, one of {WORDS} "
+                         "(verdicts.WORDS; labelled() adds its suffixes for readers only).")
 
 
 def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     """Benjamini-Hochberg q-values of ``p_values`` (same order); NaN p-values stay NaN and are not counted in the
-    family's size. q_(i) = min over j >= i of p_(j) * m / j, capped at 1."""
+    family's size; a p-value outside [0, 1] is a ValueError. q_(i) = min over j >= i of p_(j) * m / j, capped at 1
+    (Benjamini & Hochberg 1995, the step-up procedure)."""
+    if bad := [p for p in p_values if not (math.isnan(p) or 0 <= p <= 1)]:
+        raise ValueError(f"benjamini_hochberg: p-values {bad} lie outside [0, 1]: pass probabilities (Paired.p_against's, "
+                         "or Verdict.p), NaN for a comparison with none.")
     ranked = sorted((p, i) for i, p in enumerate(p_values) if not math.isnan(p))
     m, q, running = len(ranked), [math.nan] * len(p_values), 1.0
     for rank in range(m, 0, -1):
