@@ -121,12 +121,10 @@ glue_facts("toy_", {"spread": f"{spread:.2f}"})
 
 # %% [markdown]
 # Every pair's score fell, the less the higher it was. The mixed vectors are longer than one (the first exercise), so
-# these scores are dot products, not cosines, and can fall below $-1$; the extrapolated query's length also scales
-# every negative score of its row. No new negative is longer than one: each lies on the chord between two keys,
-# inside the sphere. Their scores spread less: {glue:md}`toy_spread` of the raw queue's variance, close to
-# $\lambda^2 + (1-\lambda)^2$ for keys that are independent. In this book's runs, over training, the ratio is
-# {glue:md}`mix_plain_spread` (measured over whole runs on the page
-# [Is it how hard the negatives are?](07i_negatives.ipynb)). The paper's Fig 6 draws both:
+# these scores are dot products, not cosines, and can fall below $-1$. No new negative is longer than one: each lies
+# on the chord between two keys, inside the sphere. Their scores spread less: {glue:md}`toy_spread` of the raw
+# queue's variance, close to $\lambda^2 + (1-\lambda)^2$ for keys that are independent, and
+# {glue:md}`mix_plain_spread` [over this book's whole runs](07i_negatives.ipynb). The paper's Fig 6 draws both:
 
 # %% tags=["hide-input"]
 diagrams.ft_geometry()
@@ -208,8 +206,6 @@ s_dim = (q4 * k4).sum(1)
 at_mean = transforms.transformed_positive_score(s, lam_dim.mean())  # eq. 4, one λ
 off_eq4 = float((s_dim - at_mean).abs().max())
 inside_dim = bool(((s_dim >= lo - 1e-12) & (s_dim <= hi + 1e-12)).all())
-print(f"one λ per dimension: every score inside [5S - 4, S]: {inside_dim}; "
-      f"largest |measured - eq. 4 at the mean λ| = {off_eq4:.2f}")
 learn_figures.bound_check_figure(s, s_ex, (q3 * k3).sum(1), s_dim)
 plt.show()
 
@@ -225,11 +221,10 @@ glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 # with $\lambda$ in $(0, 1)$ is *interpolation* of the positive pair, and it raises every score (right): an easier
 # pair, which is why the paper's Table 3 finds that it hurts.
 #
-# **One $\lambda$ per dimension.** The paper's Sec 4.3 also draws $\lambda$ as a vector, one draw per dimension,
-# and mixes with the elementwise product: $\hat z_q = \lambda\odot z_q + (1-\lambda)\odot z_{k^+}$. Its Table 7
-# reads MoCo v1 with both transformations so at {glue:md}`paper_t7_dim` %, against {glue:md}`paper_t7_both` % with
-# one $\lambda$. In code only the shape of $\lambda$ changes, $1\times C$ (`granularity="dim"`). A pair's score then
-# strays from eq. 4, but never leaves its range (orange, left; exercise 4).
+# **One $\lambda$ per dimension.** The paper's Sec 4.3 also mixes with one $\lambda$ a dimension,
+# $\hat z_q = \lambda\odot z_q + (1-\lambda)\odot z_{k^+}$ (its Table 7: MoCo v1 with both, {glue:md}`paper_t7_dim` %
+# against {glue:md}`paper_t7_both` % with one $\lambda$). In code only the shape of $\lambda$ changes, to $1\times C$
+# (`granularity="dim"`): a pair's score strays from eq. 4 but never leaves its range (orange, left; exercise 4).
 #
 # ## Explorer: α, λ and S
 #
