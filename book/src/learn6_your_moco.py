@@ -170,8 +170,8 @@ if profile != "smoke":  # the words below read a full minute; a smoke run proves
 # %% [markdown]
 # The harder positive is answered at once. The figure reads the raw cosines, before FT mixes them: eq. 4 lowers the
 # mixed pair's score, so the encoder raises the raw one, pulling an image's two views almost onto one point
-# (Mean(pos) {glue:md}`minute_both_pos` at the end, against {glue:md}`minute_plain_pos` plain), but it pulls every other image
-# close too (Mean(neg) {glue:md}`minute_both_neg` against {glue:md}`minute_plain_neg`): the images {term}`crowd
+# (Mean(pos) {glue:md}`minute_both_pos` at the end, against {glue:md}`minute_plain_pos` plain), but it pulls every other
+# image close too (Mean(neg) {glue:md}`minute_both_neg` against {glue:md}`minute_plain_neg`): the images {term}`crowd
 # <crowding>` together, and the features tell them apart less well (a {term}`kNN readout` of
 # {glue:md}`minute_both_knn` % against {glue:md}`minute_plain_knn` %). That is one seed and one minute; the stored
 # runs below say whether it lasts.
@@ -192,12 +192,11 @@ for epoch in (0, 35, 36, 119):
 # In a run of the library the same switch is the config key `ft.start_epoch`.
 #
 # **Not in the paper: letting the run decide.** On data of your own you do not know where 30 % of a good run lies.
-# `ft.PlateauStart`, a rule this book adds, switches FT on once the epoch's mean training loss $L_e$ has stopped
-# falling much: once $L_{e-w} - L_e < f\,(L_0 - L_e)$ ($w = 5$ epochs, $f = 0.1$), and FT stays on. It has not done
-# better than a fixed start after 30 % of the run (the runs that compare them: [letting the run decide](#auto-start)),
-# so that fixed start is the safe default. The fold runs the rule on the losses of a stored
-# run of a *harder task* than the shapes: thirty classes of shapes (shape and fill), a distracting shape in every image.
-# Three of its shapes, each in its three fills (solid, outline, striped), each a class of its own:
+# `ft.PlateauStart`, a rule this book adds, switches FT on for good once the epoch's mean training loss $L_e$ has
+# stopped falling much: once $L_{e-w} - L_e < f\,(L_0 - L_e)$ ($w = 5$ epochs, $f = 0.1$). It has not beaten a fixed
+# start after 30 % of the run ([the runs that compare them](#auto-start)), the safe default. The fold runs it on a
+# stored run of a *harder task*: thirty classes (shape and fill), a distracting shape in every image. Three shapes,
+# each in its three fills (solid, outline, striped), each a class of its own:
 
 # %% tags=["remove-input"]
 headroom_figures.task_images([0, 10, 20, 2, 12, 22, 5, 15, 25], columns=9, height=1.05)
@@ -219,10 +218,13 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 #
 # The paper measured its gains on ImageNet with ResNet-50s; the book's stored runs are small networks on small images
 # (the drawn shapes and the harder task), so what follows holds at this scale. The paper's Table 6 also says FT helps
-# from whichever epoch it starts, and more the earlier. Each seed here trained once with FT and once without; each
-# line is FT's readout minus the same seed's without it, in points, averaged over the seeds, with ± its 95 % interval
-# (the range that likely holds the true mean; it narrows as seeds are added, so one seed alone is not enough): left of
-# zero FT costs, right of it FT gains; the diamond is the paper's gain, where it reports one.
+# from whichever epoch it starts, and more the earlier.
+#
+# :::{note} How to read the figure
+# Each seed trained twice, with FT and without. A line is FT's readout minus the same seed's without it, in points,
+# averaged over the seeds: left of zero FT costs, right of it gains. Its bar (±) is the 95 % interval, the range that
+# likely holds the true mean: it narrows as seeds are added, and one seed gives none. The diamond is the paper's gain.
+# :::
 
 # %%
 # the figure, from the stored cpu runs: whatever this page's profile
@@ -250,8 +252,8 @@ glue_reading(your_moco.read(first, room))
 # {glue:md}`t7_base` of {term}`linear readout` to {glue:md}`t7_ft`, where the paper gains {glue:md}`t7_both_paper`
 # points. Positive extrapolation alone costs too; negative interpolation alone is too small to tell from zero. What
 # the minute showed holds at full length: the positives end closer, the negatives closer still, so the margin the loss
-# rewards (a positive's score minus its negatives') ends smaller, in every seed. That goes with the cost; no experiment here shows it causes it (the runs, seed by
-# seed: [When does FT help?](07a_when_ft_helps.ipynb)).
+# rewards (a positive's score minus its negatives') ends smaller, in every seed: it goes with the cost, and no
+# experiment here shows it causes it ([the runs, seed by seed](07a_when_ft_helps.ipynb)).
 #
 # **2. Switched on late, on a task with room to grow, FT pays.** On the harder task FT switched on after 30 % of the
 # run still costs in 30-epoch runs, and gains at 120 and 240 epochs, at 240 about as much as the paper's Table 6; from
@@ -263,9 +265,6 @@ glue_reading(your_moco.read(first, room))
 # switches on, and the runs where it gains do not; but FT can cost without crowding too (an experiment that switched
 # FT on without the crowding: [the crowding](#the-crowding)).
 #
-# So, in a MoCo of your own, at this book's scale: switch FT on part-way through a long run, not from the first step,
-# and judge it by the readout against the same run without FT.
-#
 # ## Summary
 #
 # - FT enters a MoCo step of your own in four lines: a config, a generator for its draws, the logits after FT, and
@@ -273,7 +272,8 @@ glue_reading(your_moco.read(first, room))
 # - `FTConfig()` is plain MoCo; `active` (or `ft.start_epoch` in a run) switches FT on part-way through a run, and
 #   `ft.PlateauStart` (`ft.start=auto`) lets the run choose that moment from its own loss.
 # - At this book's scale FT from the first step costs readout, and positive extrapolation carries the cost. Switched
-#   on after 30 % of the run on a task with room, it costs in short runs and pays in long ones.
+#   on after 30 % of the run on a task with room, it costs in short runs and pays in long ones. In a MoCo of your own,
+#   switch it on part-way through a long run, and judge it by the readout against the same run without FT.
 #
 # **Where next.** [Does FT help once there is room to help?](11_headroom.ipynb) opens with the runs behind the late
 # start's gain; [the findings](findings.md) set each of the paper's claims beside what the runs here say of it.
