@@ -355,9 +355,10 @@ def test_every_link_into_the_glossary_lands_on_a_term(html):
 
 
 def test_no_page_carries_its_own_copy_of_plotly_js(html):
-    """The explorers' plotly.js is one shared file (book/_ext/shared_plotly.py), so no page weighs megabytes."""
+    """The explorers' plotly.js is one shared file (book/_ext/shared_plotly.py), so no page carries its 4.8 MB (the
+    run explorer's own data is about 1.5 MB)."""
     assert (html / "_static" / "plotly.min.js").stat().st_size > 1_000_000
-    heavy = {p.name: p.stat().st_size for p in html.rglob("*.html") if p.stat().st_size > 1_500_000}
+    heavy = {p.name: p.stat().st_size for p in html.rglob("*.html") if p.stat().st_size > 3_000_000}
     assert not heavy, heavy
 
 
