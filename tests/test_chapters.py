@@ -175,3 +175,17 @@ def test_a_page_s_stored_run_is_found_by_its_setting_or_named_missing():
         store.stored_run("experiments/table7_ft_v2.yaml", "v2 basline", seed=0)
     with pytest.raises(RunFileError, match="seed 987"):
         store.stored_run("experiments/table7_ft_v2.yaml", "v2 baseline", seed=987)
+
+
+def test_the_versions_claim_fails_when_v2_reads_above_v1():
+    from ftcl_core.study import learn
+    from ftcl_core.study.checks import expect
+
+    below = learn.versions_facts([{"linear_top1": 79.0}], [{"linear_top1": 55.0}, {"linear_top1": 57.0}])
+    assert below["v2"] == "56.0"
+    expect(learn.READING_CHECKS, below, "MoCo v2 reads below MoCo v1 on the shapes")
+    above = learn.versions_facts([{"linear_top1": 50.0}], [{"linear_top1": 60.0}])
+    with pytest.raises(TextDisagrees, match="MoCo v2 reads 60.0"):
+        expect(learn.READING_CHECKS, above, "MoCo v2 reads below MoCo v1 on the shapes")
+    with pytest.raises(ValueError, match="both baselines"):
+        learn.versions_facts([], [{"linear_top1": 60.0}])

@@ -127,11 +127,13 @@ glue_reading(reading.read(stored))
 # 2. **Training first pushes the images apart, then pulls each image's two views together.** Mean(neg) dips below
 #    zero and settles at {glue:md}`curve_neg_end`, a negative at right angles to its query on average. Mean(pos) falls
 #    with it, to {glue:md}`curve_pos_low` by epoch {glue:md}`curve_pos_low_epoch`, then climbs back to
-#    {glue:md}`curve_pos_end` as the encoder learns what two views of one image share: a wide gap, far below the
-#    collapse level.
-# 3. **The contrastive top-1 is not the goal.** It peaks early, at {glue:md}`curve_top1_peak` %, and sinks to
-#    {glue:md}`curve_top1_end` % while Var(neg) rises, yet the run ends with a {term}`linear readout` of
-#    {glue:md}`end_readout` %, against {glue:md}`end_random` % for the same network untrained. One reading of the fall,
+#    {glue:md}`curve_pos_end` as the encoder learns what two views of one image share: a wide gap, with Mean(neg) far
+#    below the collapse level.
+# 3. **The contrastive top-1 is not the goal.** It peaks early, at {glue:md}`curve_top1_peak` %, sinks while
+#    Var(neg) rises and ends at {glue:md}`curve_top1_end` %, yet the run ends with a {term}`linear readout` of
+#    {glue:md}`end_readout` %, against {glue:md}`end_random` % for the same network untrained. (On these small images
+#    MoCo v2 reads below MoCo v1, {glue:md}`end_v1` % on average, the reverse of the paper's ImageNet:
+#    [baselines and recipes](09c_baselines.ipynb).) One reading of the fall,
 #    not measured here: the queue holds about {glue:md}`end_same_class` keys of each query's own shape (false
 #    negatives), and once the encoder groups a shape together, each of them that outscores the positive counts as a
 #    miss.

@@ -80,7 +80,7 @@ if t1_metrics:
 # ([the momentum chapter](05_momentum.ipynb)).
 #
 # **The landscape**: the previous chapter's picture of every layer's gradient norm, epoch by epoch, here summed over
-# the layers into one line a run. Smooth is a stable run, spiky one that swings.
+# the layers into one line a run. A jagged line is a run whose gradients change a lot from one epoch to the next.
 
 # %% tags=["hide-input"]
 # each momentum's landscape: its layers' gradient norms summed, epoch by epoch
@@ -96,9 +96,10 @@ if t1_metrics:
 
 # %% [markdown]
 # Look at how jagged each line is, not at its level. The number in each title, the *jumps*, is the standard
-# deviation of the line's change from one epoch to the next: $m = 0$, $0.5$ and $0.9$ jump more than $m = 0.99$ and
-# $m = 1$, those at $m =$ {glue:md}`swing_most` about {glue:md}`swing_ratio` times those at $m =$ {glue:md}`swing_least`.
-# A small momentum makes training swing from epoch to epoch.
+# deviation of the line's change from one epoch to the next. The momenta do not fall in order, but $m = 0$, $0.5$ and
+# $0.9$ each jump more than $m = 0.99$ and $m = 1$, in this seed (most at $m =$ {glue:md}`swing_most`, about
+# {glue:md}`swing_ratio` times the least, at $m =$ {glue:md}`swing_least`) and in each of the other seeds, all
+# {glue:md}`swing_seeds`: below $0.99$, training swings from epoch to epoch.
 #
 # ## Summary
 #

@@ -12,9 +12,11 @@
 # MoCo v1 with both reads {glue:md}`paper_t7_both` % against {glue:md}`paper_t7_base` % ({glue:md}`paper_t7_gain`
 # points) {cite}`zhu2021improving`.
 #
-# **Why a harder pair teaches more.** InfoNCE pushes a pair together with weight $1 - p$, where $p$ is the softmax
-# share of its positive: a pair that already wins by far ($p \approx 1$) barely moves the encoder, a harder one still
-# does (the algebra, and what it does in these runs: [Why does FT from the first step cost?](07b_gradient.ipynb)).
+# **Why a harder pair teaches more.** For one query InfoNCE is $L = -\log p$, with $p = e^{s^+/\tau} / \sum_j
+# e^{s_j/\tau}$ the softmax share of its positive score $s^+$. Its gradient in that score is
+# $\partial L/\partial s^+ = -(1 - p)/\tau$: a pair that already wins by far ($p = 0.95$) pulls with weight $0.05$,
+# one that a transformation made harder ($p = 0.5$) with $0.5$, ten times more. What it does in these runs:
+# [Why does FT from the first step cost?](07b_gradient.ipynb).
 # Whether FT pays off at this book's scale is [the next chapter's](learn6_your_moco.ipynb) question.
 
 # %% colab-setup

@@ -220,7 +220,8 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 # (the drawn shapes and the harder task), so what follows holds at this scale. The paper's Table 6 also says FT helps
 # from whichever epoch it starts, and more the earlier.
 #
-# :::{note} How to read the figure
+# :::{admonition} How to read the figure
+# :class: note
 # Each seed trained twice, with FT and without. A line is FT's readout minus the same seed's without it, in points,
 # averaged over the seeds: left of zero FT costs, right of it gains. Its bar (±) is the 95 % interval, the range that
 # likely holds the true mean: it narrows as seeds are added, and one seed gives none. The diamond is the paper's gain.

@@ -194,7 +194,18 @@ def run_end_facts(readouts: Mapping, queue_size: int, classes: int) -> dict:
             "same_class": str(round(queue_size / classes))}
 
 
-READING_CHECKS: Mapping = {  # the third Learn chapter (crowding_facts, run_end_facts)
+def versions_facts(v1: Sequence[Mapping], v2: Sequence[Mapping]) -> dict:
+    """MoCo v1's and v2's baselines on the shapes (the stored records of Table 7's ``v1 baseline`` and
+    ``v2 baseline``): each one's mean linear readout over its seeds (``v1``, ``v2``, %; raw ``_value``)."""
+    if not v1 or not v2:
+        raise ValueError("versions_facts needs stored runs of both baselines: run the sweeps of Table 7 (v1 and v2).")
+    m1, m2 = (float(np.mean([float(r["linear_top1"]) for r in rs])) for rs in (v1, v2))
+    return {"v1": fixed(m1), "v2": fixed(m2), "v1_value": m1, "v2_value": m2}
+
+
+READING_CHECKS: Mapping = {  # the third Learn chapter (crowding_facts, run_end_facts, versions_facts)
+    "MoCo v2 reads below MoCo v1 on the shapes": lambda f: None if f["v2_value"] < f["v1_value"]
+    else f"MoCo v2 reads {f['v2']} %, MoCo v1 {f['v1']} %",
     "the run ends well above the same network untrained": lambda f: None if f["readout_value"] > f["random_value"] + 10
     else f"linear readout {f['readout']} % against {f['random']} % untrained",
     "a small momentum crowds the images, short of a collapse": lambda f: None if f["crowd_m_value"] <= 0.5 and (

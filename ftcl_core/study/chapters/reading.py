@@ -1,12 +1,12 @@
 """The reading of *Reading a run* (``book/learn3_reading``): a random encoder's scores, and the stored MoCo v2 run's
-curves, gradient landscape and readout."""
+curves, gradient landscape and readout, and its readout beside MoCo v1's on the same shapes."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ftcl_core.runs import RunDir
-from ftcl_core.study import curves, learn
+from ftcl_core.study import curves, experiment_file, learn, store
 from ftcl_core.study.chapters import Block
 
 
@@ -25,6 +25,9 @@ def read(stored: RunDir) -> list[Block]:
     cfg = stored.load_config()
     curve = curves.training_curve_facts(stored.load_metrics(), cfg.moco.queue_size, cfg.train.batch_size)
     end = learn.run_end_facts(stored.load_eval(), cfg.moco.queue_size, cfg.data.classes)
+    v1, v2 = (store.load_records(f"experiments/table7_ft_{v}.yaml", "cpu", experiment_file.STORED) for v in ("v1", "v2"))
+    versions = learn.versions_facts([r for r in v1 if r["setting"] == "v1 baseline"],
+                                    [r for r in v2 if r["setting"] == "v2 baseline"])
     landscape = stored.load_grad_norms()
     land = curves.grad_swing_facts({"run": landscape["per_epoch"]}, landscape["layers"])
     return [
@@ -35,6 +38,7 @@ def read(stored: RunDir) -> list[Block]:
                                      "Var(neg) spikes while the queue fills, as a mix of random and real keys"),
               "curve_"),
         Block(end, learn.READING_CHECKS, ("the run ends well above the same network untrained",), "end_"),
+        Block(versions, learn.READING_CHECKS, ("MoCo v2 reads below MoCo v1 on the shapes",), "end_"),
         Block(land, curves.CHECKS, ("the summed gradient norm grows over the run",
                                     "the batch-norm layers carry the smallest gradients"), "land_"),
     ]
