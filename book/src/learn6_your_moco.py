@@ -24,7 +24,7 @@ from ftcl_core import ft, transforms
 from ftcl_core.pages import headroom as headroom_figures
 from ftcl_core.pages import learn as learn_figures
 from ftcl_core.pages import markup
-from ftcl_core.study import auto_start, headroom
+from ftcl_core.study import headroom
 
 # %% [markdown]
 # ## Four lines
@@ -189,36 +189,20 @@ for epoch in (0, 35, 36, 119):
     print(f"epoch {epoch:3d}: FT {'on' if active else 'off'}")
 
 # %% [markdown]
-# In a run of the library the same switch is the config key `ft.start_epoch`.
+# In a run of the library the same switch is the config key `ft.start_epoch` (and `ft.start=auto` lets the run pick
+# the epoch from its own loss, a rule this book adds: [letting the run decide](#auto-start)).
 #
-# **Not in the paper: letting the run decide.** On data of your own you do not know where 30 % of a good run lies.
-# `ft.PlateauStart`, a rule this book adds, switches FT on for good once the epoch's mean training loss $L_e$ has
-# stopped falling much: once $L_{e-w} - L_e < f\,(L_0 - L_e)$ ($w = 5$ epochs, $f = 0.1$). It has not beaten a fixed
-# start after 30 % of the run ([the runs that compare them](#auto-start)), the safe default. The fold runs it on a
-# stored run of a *harder task*: thirty classes (shape and fill), a distracting shape in every image. Three shapes,
-# each in its three fills (solid, outline, striped), each a class of its own:
+# ## What the runs say
+#
+# The paper measured its gains on ImageNet with ResNet-50s; the book's stored runs are small networks on small images,
+# so what follows holds at this scale. Besides the drawn shapes they include a *harder task*: thirty classes (shape
+# and fill), a distracting shape in every image. Three shapes, each in its three fills, each a class of its own:
 
 # %% tags=["remove-input"]
 headroom_figures.task_images([0, 10, 20, 2, 12, 22, 5, 15, 25], columns=9, height=1.05)
 plt.show()
 
-# %% tags=["hide-cell"]
-# PlateauStart on a stored run of the harder task: 120 epochs, no FT
-rows, records = headroom.load()  # the harder task's stored runs
-stored = headroom.stored_run(records, "baseline 120", seed=0)
-start = ft.PlateauStart(window=5, fraction=0.1)
-for epoch_loss in auto_start.epoch_losses(stored):  # the stored run's epochs
-    # here your epoch's steps would run, each with
-    #     ft.logits(q, k, queue, cfg, gen, tau=0.2, active=start.on)
-    start.update(epoch_loss)  # the epoch's mean training loss, once it has ended
-print(f"FT switches on from epoch {start.start_epoch} of 120")
-
 # %% [markdown]
-# ## What the runs say
-#
-# The paper measured its gains on ImageNet with ResNet-50s; the book's stored runs are small networks on small images
-# (the drawn shapes and the harder task), so what follows holds at this scale. The paper's Table 6 also says FT helps
-# from whichever epoch it starts, and more the earlier.
 #
 # :::{admonition} How to read the figure
 # :class: note
@@ -229,6 +213,7 @@ print(f"FT switches on from epoch {start.start_epoch} of 120")
 
 # %%
 # the figure, from the stored cpu runs: whatever this page's profile
+rows, records = headroom.load()  # the harder task's stored runs
 first = learn.first_step_facts()  # the shapes, FT from the first step
 metrics = headroom.run_metrics(records)  # the harder task's per-step score statistics
 room = {**headroom.facts(rows, records, metrics), **headroom.paper_facts()}
@@ -270,8 +255,7 @@ glue_reading(your_moco.read(first, room))
 #
 # - FT enters a MoCo step of your own in four lines: a config, a generator for its draws, the logits after FT, and
 #   InfoNCE. The queue still receives the clean keys.
-# - `FTConfig()` is plain MoCo; `active` (or `ft.start_epoch` in a run) switches FT on part-way through a run, and
-#   `ft.PlateauStart` (`ft.start=auto`) lets the run choose that moment from its own loss.
+# - `FTConfig()` is plain MoCo; `active` (or `ft.start_epoch` in a run) switches FT on part-way through a run.
 # - At this book's scale FT from the first step costs readout, and positive extrapolation carries the cost. Switched
 #   on after 30 % of the run on a task with room, it costs in short runs and pays in long ones. In a MoCo of your own,
 #   switch it on part-way through a long run, and judge it by the readout against the same run without FT.
@@ -282,15 +266,13 @@ glue_reading(your_moco.read(first, room))
 # ## Exercises
 #
 # 1. Switch on negative interpolation alone. Which column of the logits changes, and which stays as in plain MoCo?
-# 2. Replay the plateau rule on the same stored losses with a window $w$ of 2, 5 and 10 epochs
-#    (`ft.PlateauStart.replay`). Where does each switch FT on, and which would you trust?
-# 3. Predict, then check: in the first tenth of the 120-epoch runs, is raw Mean(neg) higher with FT from the first
+# 2. Predict, then check: in the first tenth of the 120-epoch runs, is raw Mean(neg) higher with FT from the first
 #    step or without FT? Check it seed by seed on the stored 120-epoch runs of the harder task. What does the answer
 #    suggest about why FT from the first step costs?
-# 4. Predict, then train: run the minute above with positive extrapolation alone (`ft.FTConfig(pos=True)`) and with
+# 3. Predict, then train: run the minute above with positive extrapolation alone (`ft.FTConfig(pos=True)`) and with
 #    negative interpolation alone. Which of the two crowds the images? Does that fit the stored runs, where positive
 #    extrapolation carries the cost? What can one seed and one minute tell you, and what not?
-# 5. See FT help: in the stored runs of the harder task, take each seed's readout with FT switched on after 30 % of
+# 4. See FT help: in the stored runs of the harder task, take each seed's readout with FT switched on after 30 % of
 #    the run minus the same seed's without FT, at 30, 120 and 240 epochs (`headroom.setting("both_late", length)`
 #    against `headroom.setting("baseline", length)`). In how many seeds does FT help at each length?
 #
@@ -303,15 +285,7 @@ neg_only = ft.logits(q, k, queue, ft.FTConfig(neg=True), gen, tau=0.2)
 print(f"positive column unchanged: {torch.allclose(neg_only[:, 0], plain[:, 0])}; "
       f"negative columns unchanged: {torch.allclose(neg_only[:, 1:], plain[:, 1:])}")
 
-# Solution 2: a short window sees a slowdown as soon as the first fast fall ends, and
-# switches FT on within the first epochs, where it costs; a longer window waits for the
-# loss to slow for longer, and switches later. Trust the window fixed before the runs it
-# is judged on (the library's 5, chosen on one task), not the best-looking one.
-losses = auto_start.epoch_losses(stored)
-for w in (2, 5, 10):
-    print(f"window {w:>2}: FT on from epoch {ft.PlateauStart.replay(losses, window=w)}")
-
-# Solution 3: the first tenth of the 120-epoch runs, FT from the first step against the
+# Solution 2: the first tenth of the 120-epoch runs, FT from the first step against the
 # baseline, seed by seed: FT's Mean(neg) stands above the baseline's, its images crowded
 # together early (an association: the book's evidence pages test whether the crowding is
 # the cause).
@@ -328,13 +302,8 @@ for seed in sorted(set(ft_runs) & set(base_runs)):
     )
     print(f"seed {seed}: Mean(neg) {with_ft:.2f} with FT, {without:.2f} without")
 
-# %% tags=["remove-cell"]
-# the solutions' words: a short window switches within the first tenth, a longer one later
-switches = [ft.PlateauStart.replay(losses, window=w) for w in (2, 5, 10)]
-assert switches == sorted(switches) and switches[0] < 12 <= switches[1], switches
-
 # %% tags=["hide-cell"]
-# Solution 4: positive extrapolation alone crowds the images as both do (Mean(neg) ends
+# Solution 3: positive extrapolation alone crowds the images as both do (Mean(neg) ends
 # high) and reads lowest; negative interpolation alone stays close to plain MoCo. One
 # seed and one minute order these runs, but cannot show how far a second seed would move
 # them: the evidence pages pair seeds over full runs and judge their intervals.
@@ -354,7 +323,7 @@ if profile != "smoke":  # solution 4's words: +pos alone crowds and reads below 
     assert alone["neg"][0]["neg"][-1] < readings["both"]["neg"][-1] - 0.2, alone["neg"][0]["neg"]
 
 # %% tags=["hide-cell"]
-# Solution 5: the late start costs in every seed at 30 epochs and gains in every seed at
+# Solution 4: the late start costs in every seed at 30 epochs and gains in every seed at
 # 120 and 240: a gain you can check seed by seed, on runs long enough to give it room.
 readout = {(r["setting"], r["seed"]): r["linear_top1"] for r in records}
 late_gains = {}
@@ -366,5 +335,5 @@ for length in (30, 120, 240):
     print(f"{length:>3} epochs: " + "  ".join(f"{d:+.1f}" for d in late_gains[length]))
 
 # %% tags=["remove-cell"]
-# solution 5's words, on the stored runs
+# solution 4's words, on the stored runs
 assert all(d < 0 for d in late_gains[30]) and all(d > 0 for d in late_gains[120] + late_gains[240]), late_gains

@@ -1,12 +1,11 @@
 """The reading of *Switching FT on in your own MoCo* (``book/learn6_your_moco``): what the runs say of FT from the
-first step on the shapes, of the late start on the harder task, why the encoder undoes the harder positive, and how
-the rule that switches FT on by the run's own loss fared."""
+first step on the shapes, of the late start on the harder task, and why the encoder undoes the harder positive."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ftcl_core.study import auto_start, headroom, learn, readings
+from ftcl_core.study import headroom, learn, readings
 from ftcl_core.study.chapters import Block
 
 
@@ -24,7 +23,4 @@ def read(first: Mapping, room: Mapping) -> list[Block]:
                                       "switch-from-18-of-120-does-not-crowd"), "hr_"),
         Block(learn.why_facts(), readings.CHECKS, ("the encoder undoes the harder positive",
                                                    "the encoder crowds the images together"), "why_"),
-        Block(auto_start.facts(), auto_start.CHECKS,
-              ("auto-never-costs", "auto-no-gain-where-the-fixed-start-gains-on-fashion-mnist",
-               "auto-no-gain-where-the-fixed-start-gains-on-the-shapes-at-120")),
     ]
