@@ -152,6 +152,7 @@ plt.show()
 
 # %% tags=["hide-input"]
 import sympy as sp
+from IPython.display import Math, display
 
 lam, S = sp.symbols("lambda S", real=True)
 qq, kk, qk = 1, 1, S  # unit vectors
@@ -160,20 +161,16 @@ expr = (
     lam * lam * qk + lam * (1 - lam) * qq + (1 - lam) * lam * kk + (1 - lam) ** 2 * qk
 )
 closed = S + 2 * lam * (1 - lam) * (1 - S)  # eq. 4
-print("Ŝ =", sp.simplify(expr))
-print("Ŝ - (S + 2 l (1 - l)(1 - S)) =", sp.simplify(expr - closed))
-print("Ŝ - S =", sp.factor(closed - S), " -> <= 0 when l >= 1 since 1 - S >= 0")
-print(
-    "Ŝ at l = 1:",
-    sp.simplify(closed.subs(lam, 1)),
-    "  at l = 2:",
-    sp.expand(closed.subs(lam, 2)),
-)
-print(
-    "d Ŝ/d l =",
-    sp.factor(sp.diff(closed, lam)),
-    " -> negative on (1, 2]: Ŝ falls monotonically from S to 5S - 4",
-)
+steps = {  # the left side as written; the right, sympy's own result
+    r"\hat S - \big(S + 2\lambda(1-\lambda)(1-S)\big)": sp.simplify(expr - closed),
+    r"\hat S - S": sp.factor(closed - S),  # <= 0 when lambda >= 1, since 1 - S >= 0
+    r"\hat S\,|_{\lambda=2}": sp.expand(closed.subs(lam, 2)),
+    r"d\hat S / d\lambda": sp.factor(sp.diff(closed, lam)),  # < 0 on (1, 2]
+}
+shown = [f"{left} = {sp.latex(right)}" for left, right in steps.items()]
+pairs = [r"\qquad ".join(shown[i:i + 2]) for i in range(0, len(shown), 2)]  # two a line
+display(Math(r"\begin{gathered}" + r" \\ ".join(pairs) + r"\end{gathered}"))
+assert sp.simplify(expr - closed) == 0  # eq. 4 is the expansion
 
 # %% [markdown]
 # ## Checked on random pairs
