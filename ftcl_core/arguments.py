@@ -28,9 +28,9 @@ def off_unit_norm(x: torch.Tensor, dim: int = 1) -> float:
 
 
 def is_real(x: object) -> bool:
-    """A real number (Python's, NumPy's, or a one-element tensor), not a bool or a string."""
+    """A real number (Python's, NumPy's, or a one-element tensor), not a bool, a complex number or a string."""
     if isinstance(x, torch.Tensor):
-        return x.numel() == 1 and x.dtype != torch.bool
+        return x.numel() == 1 and x.dtype != torch.bool and not x.is_complex()
     return isinstance(x, numbers.Real) and not isinstance(x, bool) and not is_numpy_bool(x)
 
 
@@ -158,6 +158,15 @@ def check_counts(caller: str, minimum: int = 1, **counts: object) -> None:
     for name, v in counts.items():
         if not is_count(v) or v < minimum:
             raise ValueError(f"{caller}: {name}={v!r} must be a whole number >= {minimum}.")
+
+
+def check_head(caller: str, encoder: object, dim: object) -> None:
+    """``dim`` is a whole number >= 1 and, where ``encoder`` has a ``head`` with a Linear layer, its last one's size."""
+    check_counts(caller, dim=dim)
+    head = getattr(encoder, "head", None)
+    outs = [m.out_features for m in head.modules() if isinstance(m, torch.nn.Linear)] if isinstance(head, torch.nn.Module) else []
+    if outs and outs[-1] != dim:
+        raise ValueError(f"{caller}: dim={dim}, but the encoder's head makes {outs[-1]} features: pass dim={outs[-1]}.")
 
 
 def check_images(caller: str, images: object) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
-import errno
 import functools
 import os
 import re
@@ -347,9 +346,10 @@ def _set(d: dict, dotted: str, value: Any) -> None:
 
 def merge(base: dict, update: dict) -> dict:
     """``base`` updated with every leaf of ``update`` (plain nested dicts, else a ConfigError; keys checked)."""
-    if not isinstance(update, Mapping):
-        raise ConfigError(f"merge's update must be a mapping of keys to values, got a {type(update).__name__}: pass a "
-                          "nested dict, e.g. {'moco': {'tau': 0.2}} (or parse_overrides(['moco.tau=0.2'])).")
+    for name, x in (("base", base), ("update", update)):
+        if not isinstance(x, Mapping):
+            raise ConfigError(f"merge's {name} must be a mapping of keys to values, got a {type(x).__name__}: pass a "
+                              "nested dict, e.g. {'moco': {'tau': 0.2}} (or parse_overrides(['moco.tau=0.2'])).")
     out = copy.deepcopy(base)
     for key, value in _flatten(update).items():
         _set(out, key, value)
@@ -426,17 +426,6 @@ def _wrong_type(section: type, values: Mapping) -> str | None:
     return None
 
 
-def _not_a_file(p: Path) -> str | None:
-    """What ``p`` is, where it exists but is not a regular file (a folder, a device, a symbolic link loop)."""
-    try:
-        p.stat()
-    except OSError as err:
-        return "is a symbolic link loop" if err.errno == errno.ELOOP else None  # a missing file is said below
-    if p.is_dir():
-        return "is a folder"
-    return None if p.is_file() else "is not a regular file (a device or a pipe)"
-
-
 def check_schedule(cfg: RunConfig) -> None:
     """A step schedule's milestones inside the run: each in ``(0, train.epochs)``, or the decay it asks for never
     happens.  Checked where a user's config enters (``train``, ``screen``), not in
@@ -464,16 +453,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
                           "use RunConfig.from_dict(d), or pass its keys as overrides, load_config(None, ['k=v', ...]).")
     if path is not None:
         p = Path(path)
-        if not str(path).strip():  # Path("") is ".", the folder the command runs in
-            raise ConfigError("the config file's path is empty: give the path of a YAML file, e.g. configs/cpu_moco_v2.yaml.")
-        what = _not_a_file(p)
-        if what:
-            raise ConfigError(f"config file {p} {what}: give the path of a YAML file, e.g. configs/cpu_moco_v2.yaml.")
-        if not p.is_file():
-            raise ConfigError(
-                f"config file {p} not found; the default CPU runs are configs/cpu_moco_v2.yaml and configs/cpu_moco_v1.yaml."
-            )
-        raw = load_yaml_mapping(p, "config file", "configs/cpu_moco_v2.yaml")
+        raw = load_yaml_mapping(path, "config file", "configs/cpu_moco_v2.yaml")  # an empty path, a folder, none: named
         if {"table", "settings"} <= set(raw):  # an experiment file: its settings are several runs, not one config
             raise ConfigError(f"{p} is an experiment file (it holds table and settings), not a run's config: train its "
                               f"runs with python -m ftcl_core sweep {p}, or train one config, e.g. its base.")
@@ -539,7 +519,9 @@ def config_diff(a: RunConfig | dict, b: RunConfig | dict) -> list[str]:
 
 def config_mismatch(stored: RunConfig | dict, asked: RunConfig | dict, limit: int = 3) -> str:
     """The keys of :func:`config_diff` with both values, as an error message quotes them:
-    ``optim.lr=0.06 (the run's) against optim.lr=0.01 (this command's)``, at most ``limit`` of them; "" when none."""
+    ``optim.lr=0.06 (the run's) against optim.lr=0.01 (this command's)``, at most ``limit`` (>= 1) of them; "" if none."""
+    if not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
+        raise ValueError(f"config_mismatch: limit={limit!r} must be a whole number >= 1 (the keys a message quotes).")
     fa, fb = _flatten(as_config(stored).to_dict()), _flatten(as_config(asked).to_dict())
     keys = config_diff(stored, asked)
     shown = [f"{k}={_yaml(_plain(fa.get(k)))} (the run's) against {k}={_yaml(_plain(fb.get(k)))} (this command's)"

@@ -221,6 +221,7 @@ class MoCoConfig(Section):
     drop_same_class: bool = False
 
     def check(self) -> None:
+        self._positive("queue_size")
         _check_momentum("moco.momentum", self.momentum, "MoCo uses 0.99 (IN-100) or 0.999")
         _check_tau("moco.tau", self.tau, "MoCo v1 uses 0.07, v2 0.2")
 
@@ -300,8 +301,9 @@ class OptimConfig(Section):
             raise ConfigError(f"optim.weight_decay={self.weight_decay} must be >= 0 (the recipes use 5e-4 or 1e-4).")
         if self.warmup_epochs < 0:
             raise ConfigError(f"optim.warmup_epochs={self.warmup_epochs} must be >= 0 (0: no warm-up).")
-        if any(m < 0 for m in self.milestones):
-            raise ConfigError(f"optim.milestones={list(self.milestones)} must be epochs >= 0.")
+        if any(m < 0 for m in self.milestones) or list(self.milestones) != sorted(set(self.milestones)):
+            raise ConfigError(f"optim.milestones={list(self.milestones)} must be epochs >= 0, strictly increasing (each "
+                              f"decay once), e.g. optim.milestones={sorted({abs(m) for m in self.milestones})}.")
         if self.milestones and self.schedule != "step":
             raise ConfigError(f"optim.milestones={list(self.milestones)} are the epochs where a step schedule decays; "
                               f"optim.schedule={self.schedule} would ignore them. Set optim.schedule=step, or drop "

@@ -4,6 +4,7 @@ refusal is a :class:`~ftcl_core.config_fields.ConfigError` that names the file, 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from pathlib import Path
@@ -54,7 +55,12 @@ _UniqueKeys.add_constructor("tag:yaml.org,2002:float", _UniqueKeys.construct_yam
 
 def load_yaml_mapping(path: str | os.PathLike, what: str, example: str) -> dict:
     """The YAML mapping in the file ``path`` (``what``: a config file, an experiment file; ``example``: one to
-    compare it with); empty, not text, not YAML, not a mapping or a key given twice is a :class:`ConfigError`."""
+    compare it with); an empty path, a missing file, a folder (or a device, a link loop), an empty file, not text,
+    not YAML, not a mapping or a key given twice is a :class:`ConfigError` naming it and the fix."""
+    if not str(path).strip():  # Path("") is ".", the folder the command runs in
+        raise ConfigError(f"the {what}'s path is empty: give the path of a YAML file, e.g. {example}.")
+    if problem := _not_a_file(Path(path)):
+        raise ConfigError(f"{what} {path} {problem}: give the path of a YAML file, e.g. {example}.")
     try:
         loaded = yaml.load(Path(path).read_bytes().decode(), Loader=_UniqueKeys)  # noqa: S506  (a safe loader)
         problem = "is empty" if loaded is None else "" if isinstance(loaded, dict) else \
@@ -77,6 +83,15 @@ def load_yaml_mapping(path: str | os.PathLike, what: str, example: str) -> dict:
     if problem:
         raise ConfigError(f"{what} {path} {problem}; compare it with {example}.")
     return loaded
+
+
+def _not_a_file(p: Path) -> str | None:
+    """What ``p`` is, where it is not a regular file: missing, a folder, a device, a symbolic link loop."""
+    try:
+        p.stat()
+    except OSError as err:
+        return "is a symbolic link loop" if err.errno == errno.ELOOP else "not found"
+    return "is a folder" if p.is_dir() else None if p.is_file() else "is not a regular file (a device or a pipe)"
 
 
 def _contains_itself(x: object, within: tuple = (), clear: set | None = None) -> bool:

@@ -374,21 +374,31 @@ def encoder_names() -> list[str]:
     return sorted(SMALL) + list(TORCHVISION) + ["timm:<name>"]
 
 
+def _takes_views(module: nn.Module, args: tuple) -> None:
+    """:func:`build_encoder`'s backbones take views, float ``(N, 3, H, W)`` (metadata only: nothing read, no wait)."""
+    x = args[0] if args else None
+    if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() == 4 and x.shape[1] == 3):
+        raise TypeError(f"{type(module).__name__} takes views, float (N, 3, H, W), got {described(x)}: make them from "
+                        "the stored images with augment.augment (training) or augment.center_view (evaluation).")
+
+
 def build_encoder(name: str, bn_splits: int = 1) -> nn.Module:
     """A backbone that maps images to pooled features; ``.out_dim`` gives their size.
 
     ``resnet10_w16`` etc. are CIFAR-stem CPU models; ``resnet18``/``resnet50`` are torchvision's
     (``_cifar`` for the 3x3 stem); ``timm:<model>`` is any timm model, randomly initialised, no download.
-    ``bn_splits``: a whole number >= 1 (split batch-norm's groups).
+    ``bn_splits``: a whole number >= 1 (split batch-norm's groups).  It takes views, float ``(N, 3, H, W)``
+    (:func:`ftcl_core.augment.augment`, :func:`~ftcl_core.augment.center_view`); stored images are refused, naming them.
     """
     if not isinstance(name, str):
         raise TypeError(f"build_encoder: name must be an encoder's name (a str), got {described(name)}; known: "
                         f"{encoder_names()}.")
     check_counts("build_encoder", bn_splits=bn_splits)
-    if name in SMALL:
-        return SmallResNet(**SMALL[name], bn_splits=bn_splits)
-    if name in TORCHVISION:
-        return _torchvision_resnet(name.removesuffix("_cifar"), name.endswith("_cifar"), bn_splits)
+    if name in SMALL or name in TORCHVISION:
+        net = SmallResNet(**SMALL[name], bn_splits=bn_splits) if name in SMALL else \
+            _torchvision_resnet(name.removesuffix("_cifar"), name.endswith("_cifar"), bn_splits)
+        net.register_forward_pre_hook(_takes_views)
+        return net
     if name.startswith("timm:"):
         import timm
 
@@ -400,6 +410,7 @@ def build_encoder(name: str, bn_splits: int = 1) -> nn.Module:
             raise ValueError("bn_splits > 1 is supported for the ResNet encoders only; set model.bn_splits=1.")
         net = timm.create_model(model_name, pretrained=False, num_classes=0)
         net.out_dim = net.num_features
+        net.register_forward_pre_hook(_takes_views)
         return net
     raise ValueError(f"unknown encoder {name!r}{did_you_mean(name, encoder_names())}. Known: {encoder_names()}.")
 

@@ -289,8 +289,9 @@ def check_run_folder(out: str | os.PathLike) -> Path:
         raise ConfigError(f"--out {path} lies inside the run folder {host}: its files would mix with that run's. Name "
                           "a run folder of its own, e.g. beside it.")
     if path.is_dir() and (odd := next((f for f in RUN_FILES if (path / f).exists() and not (path / f).is_file()), None)):
-        raise ConfigError(f"--out {path}: its {odd} is a folder, not a run's file: move it away (without its "
-                          "checkpoint the run starts again from epoch 0), or name another run folder.")
+        raise ConfigError(f"--out {path}: its {odd} is a folder, not a run's file: move it away (" + ("moving it keeps "
+                          "the run" if odd == ".lock" else "without its checkpoint the run starts again from epoch 0")
+                          + "), or name another run folder.")
     if path.is_dir() and not any((path / f).exists() for f in RUN_FILES):
         if path.resolve() == Path.cwd().resolve():
             raise ConfigError(f"--out {text} is the current folder itself: the run's files would lie among yours. Give "
@@ -384,7 +385,8 @@ class RunDir:
         rerun never reports a damaged run as fine; anything damaged is a :class:`RunFileError` naming the file and
         the fix."""
         readouts, recorded = self.load_eval(), self.load_provenance().get("files", {})
-        if (made := readouts.get("config_sha256")) and self.config.is_file() and config_digest(self.load_config()) != made:
+        if (made := readouts.get("config_sha256")) and self.config.is_file() and config_digest(self.load_config()) != made \
+                and self.eval.name not in self.changed_files():  # else eval.json is not what this run wrote: said below
             raise RunFileError(f"{self.config} is not the config {self.eval}'s readouts were made with (edited after the "
                                f"run completed?): restore its values, or move {self.path} away and run "
                                f"{_rerun(self.path)} again to train that config anew.")

@@ -46,7 +46,9 @@ def representation_statistics(z1: torch.Tensor, z2: torch.Tensor) -> torch.Tenso
     * erank: the effective rank of the centred z1, exp of the entropy of its normalised singular values (Roy &
       Vetterli 2007); 1 = every image on one line (dimensional collapse), d = isotropic.
 
-    Never raises on non-finite features (a diverged step): each statistic they reach is NaN.
+    Never raises on non-finite features (a diverged step): each statistic they reach is NaN. Zero rows stay zero when
+    normalised, orthogonal to every row: zero features read as uniformity -4 (not refused: that would read them on
+    the device every step).
     """
     check_views("representation_statistics", z1, z2)
     if len(z1) < 2:

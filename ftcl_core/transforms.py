@@ -43,11 +43,13 @@ Lam = float | torch.Tensor
 def _check_mix(caller: str, lam: object, **features: object) -> None:
     """A mix's arguments (shapes only, nothing read from the arrays): ``features`` tensors (or NumPy arrays) of one
     shape, and ``lam`` a real number or an array that broadcasts to that shape without changing it (one per step,
-    sample or dimension)."""
+    sample or dimension; real, not complex)."""
     for name, x in features.items():
         if not isinstance(x, (torch.Tensor, np.ndarray)) or x.ndim < 1 or not (
                 x.is_floating_point() if isinstance(x, torch.Tensor) else np.issubdtype(x.dtype, np.floating)):
             raise TypeError(f"{caller}: {name} must be a float tensor of features (N x C), got {described(x)}.")
+    if isinstance(lam, complex) or "complex" in str(getattr(lam, "dtype", "")):  # metadata: nothing read
+        raise TypeError(f"{caller}: lam must be real, got {described(lam)}: sample_lambda draws it (or pass lam.real).")
     kinds = {isinstance(v, np.ndarray) for v in (*features.values(), lam) if isinstance(v, (torch.Tensor, np.ndarray))}
     if len(kinds) > 1:  # torch and NumPy do not multiply each other
         raise TypeError(f"{caller}: the features and lam must all be torch tensors or all NumPy arrays: convert with "
@@ -152,7 +154,7 @@ def _check_cosine(caller: str, s: object, lam: object = 1.5) -> None:
         numeric = (isinstance(v, torch.Tensor) and v.dtype != torch.bool and not v.is_complex()
                    or isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.number) and v.dtype.kind != "c")
         if not (is_real(v) or numeric):
-            raise TypeError(f"{caller}: {name} must be a number or a tensor of numbers, got {described(v)}.")
+            raise TypeError(f"{caller}: {name} must be a real number or a tensor of real numbers, got {described(v)}.")
         x = v.detach().cpu().double().numpy() if isinstance(v, torch.Tensor) else np.asarray(v, dtype=float)
         if x.size and not (x.min() >= lo and x.max() <= hi):  # NaN fails both
             raise ValueError(f"{caller}: {name} must lie in [{lo:g}, {hi:g}]"
@@ -296,8 +298,8 @@ def _check_beta(caller: str, a: object, b: object) -> None:
     rejection loop, and below the bound Gamma's draws underflow to the smallest float: alpha 1e-5 gave 0.5 every
     time instead of 0 or 1)."""
     if not (is_real(a) and is_real(b) and BETA_RANGE[0] <= a < math.inf and BETA_RANGE[0] <= b < math.inf):
-        raise ValueError(f"{caller}: Beta parameters must be finite and >= {BETA_RANGE[0]} (below, the draws "
-                         f"underflow); got a={a!r}, b={b!r}. The paper uses alpha in [0.2, 2.0].")
+        raise ValueError(f"{caller}: Beta parameters a and b must each be one number, finite and >= {BETA_RANGE[0]} "
+                         f"(below, the draws underflow); got a={a!r}, b={b!r}. The paper uses alpha in [0.2, 2.0].")
 
 
 def sample_beta(a: float, b: float, shape: tuple[int, ...], gen: Draws) -> torch.Tensor:

@@ -96,8 +96,11 @@ PAGES = sorted((PACKAGE / "pages").rglob("*.py"))
 # StepContext, ema on its own online network, kNN past the training set, a cache folder or a class-list folder) ~55;
 # the twentieth trial (readouts of features with gradients or of one class, one-dimensional features, the temperature
 # message that says what it takes, a suggestion only where a name is close, the lock another process holds, swav's
-# epsilon at Sinkhorn's bound) ~25
-LIBRARY_LINES = 6_830
+# epsilon at Sinkhorn's bound) ~25; the twenty-second trial (build_encoder's backbones take views only, the methods'
+# constructors checked against the config's bounds and the head's width, a complex lam, merge's base, milestones in
+# order, a picker that is no function, config_mismatch's limit; load_yaml_mapping names an empty, missing or folder
+# path as load_config did) ~36
+LIBRARY_LINES = 6_866
 FIGURES = ("matplotlib", "plotly", "IPython", "ipywidgets")
 
 

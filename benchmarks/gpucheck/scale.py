@@ -58,7 +58,7 @@ def scale_pair(s: Setting, budget: Budget, arm_s: float) -> dict:
     steps_per_epoch = probe.data.n_train // probe.train.batch_size
     step_s = None if s.dry else _step_seconds(probe, s.device)
     epochs = 1 if s.dry else max(1, int(arm_s / (step_s * steps_per_epoch)))
-    milestones = [int(epochs * 0.6), int(epochs * 0.8)]
+    milestones = sorted({int(epochs * 0.6), int(epochs * 0.8)})  # each once: a short run decays once
     arms = {"baseline": [], "ft_pos_neg": ["ft.pos=true", "ft.neg=true"]}
     result: dict = {"config": base, "overrides": over, "epochs": epochs, "steps": epochs * steps_per_epoch,
                     "estimated_step_s": step_s, "classes": len(SHAPE_CLASSES), "arms": {}}

@@ -40,6 +40,9 @@ VARIANTS: list[Callable[[RunConfig], type[Method] | None]] = []
 
 def register_variants(pick: Callable[[RunConfig], type[Method] | None]) -> Callable[[RunConfig], type[Method] | None]:
     """Let ``pick`` choose the class of the configs it knows (once per picker; the first that answers wins)."""
+    if not callable(pick):
+        raise TypeError(f"register_variants: pick must be callable (a function of a RunConfig that returns a Method "
+                        f"class, or None where it has no say), got {type(pick).__name__}.")
     if pick not in VARIANTS:
         VARIANTS.append(pick)
     return pick

@@ -9,7 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ftcl_core.batch_losses import byol_loss
-from ftcl_core.config import RunConfig
+from ftcl_core.config import BYOLConfig, RunConfig
 from ftcl_core.methods.base import Method, Scores, StepContext, predictive_scores, raw_top1
 from ftcl_core.models import Encoder, ema_update, frozen_copy, mlp
 
@@ -31,6 +31,7 @@ class BYOL(Method):
 
     def __init__(self, encoder: Encoder, predictor: nn.Module, momentum: float) -> None:
         super().__init__()
+        BYOLConfig(momentum=momentum)  # the config's bound, [0, 1]
         self.encoder_q = encoder
         self.predictor = predictor
         self.target = frozen_copy(encoder)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ftcl_core.config import RunConfig
+from ftcl_core.arguments import check_counts, check_head
+from ftcl_core.config import MoCoConfig, RunConfig
 from ftcl_core.distributed import gather_rows, global_rows, shard_rows, world_size
 from ftcl_core.losses import FTLogits, info_nce, moco_ft_logits, moco_logits
 from ftcl_core.methods.base import Method, Scores, StepContext, contrastive_loss
@@ -26,8 +27,9 @@ class MoCo(Method):
     def __init__(self, encoder: Encoder, dim: int, queue_size: int, momentum: float, seed: int = 0,
                  tau: float = 0.2) -> None:
         super().__init__()
-        if not 0.0 <= momentum <= 1.0:
-            raise ValueError(f"momentum m={momentum} is outside [0, 1]; MoCo uses 0.99 or 0.999.")
+        check_head("MoCo", encoder, dim)
+        check_counts("MoCo", 0, seed=seed)
+        MoCoConfig(queue_size=queue_size, momentum=momentum, tau=tau)  # the config's bounds, named as its keys
         self.encoder_q = encoder
         self.encoder_k = frozen_copy(encoder)
         self.momentum, self.tau = momentum, tau

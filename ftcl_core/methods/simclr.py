@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from ftcl_core.batch_losses import other_sample_mask, simclr_ft_logits, symmetric_pairs
-from ftcl_core.config import RunConfig
+from ftcl_core.config import RunConfig, SimCLRConfig
 from ftcl_core.distributed import gather_rows, global_rows
 from ftcl_core.methods.base import Method, Scores, StepContext, contrastive_loss
 from ftcl_core.models import Encoder, mlp
@@ -20,6 +20,7 @@ class SimCLR(Method):
 
     def __init__(self, encoder: Encoder, tau: float = 0.2) -> None:
         super().__init__()
+        SimCLRConfig(tau=tau)  # the config's bounds
         self.encoder_q = encoder
         self.tau = tau
 

@@ -8,8 +8,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ftcl_core import distributed
+from ftcl_core.arguments import check_head
 from ftcl_core.batch_losses import in_batch_negative_scores, swav_loss, symmetric_pairs
-from ftcl_core.config import RunConfig
+from ftcl_core.config import RunConfig, SwAVConfig
 from ftcl_core.losses import positive_ft
 from ftcl_core.methods.base import Method, Scores, StepContext, raw_top1
 from ftcl_core.models import Encoder, mlp
@@ -29,6 +30,9 @@ class SwAV(Method):
                  epsilon: float = 0.05, sinkhorn_iters: int = 3, freeze_epochs: int = 1
                  ) -> None:
         super().__init__()
+        check_head("SwAV", encoder, dim)
+        SwAVConfig(prototypes=n_prototypes, epsilon=epsilon, sinkhorn_iters=sinkhorn_iters,  # the config's bounds
+                   freeze_prototypes_epochs=freeze_epochs, tau=tau)
         self.encoder_q = encoder
         self.prototypes = nn.Linear(dim, n_prototypes, bias=False)
         self.freeze_prototypes = False

@@ -245,6 +245,8 @@ def report(chapter: str | os.PathLike, out: str | os.PathLike | None = None, par
     import papermill as pm
 
     src = Path(chapter)
+    if not str(chapter).strip():  # Path("") is ".", a folder
+        raise ReportError("the chapter's path is empty: name a chapter of the book, e.g. book/05_momentum.ipynb")
     if not src.exists():
         raise ReportError(f"{chapter} not found: name a chapter of the book, e.g. book/05_momentum.ipynb")
     if not src.is_file() or src.suffix != ".ipynb":

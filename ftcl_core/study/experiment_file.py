@@ -80,6 +80,8 @@ class Experiment:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Experiment:
+        if not str(path).strip():  # Path("") is ".", a folder
+            raise ConfigError("the experiment file's path is empty: name one, e.g. experiments/table7_ft_v1.yaml.")
         p = Path(path)
         if not p.is_file():
             p = ROOT / path
@@ -132,6 +134,10 @@ class Experiment:
                          else None):
             raise ConfigError(f"experiment file {p}: {where} sets `seed`, which each run takes from `seeds`; drop it "
                               "and list the seeds in `seeds: [...]`.")
+        if hit := next(((w, k, x) for w, v in [*((f"setting {n!r}", v) for n, v in settings.items()), ("common", common)]
+                        for k, x in _flatten(v).items() if k in EXECUTION_KEYS), None):  # arms differing there are copies
+            raise ConfigError(f"experiment file {p}: {hit[0]} sets {hit[1]}, which says how runs execute, not what they "
+                              f"compute: drop it and give it to the sweep, e.g. sweep {p} --set {hit[1]}={hit[2]}.")
         if same := next((k for k, v in compare.items() if k == v), None):
             raise ConfigError(f"experiment file {p}: compare sets {same!r} against itself; name another setting as "
                               "its reference.")

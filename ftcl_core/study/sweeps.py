@@ -176,6 +176,16 @@ def check_calibrated_profile(profile: str) -> None:
         raise ConfigError(f"only the cpu profile's tables have calibrated recipes (configs/cpu_cal_*.yaml), not {profile!r}.")
 
 
+def calibrated_recipe(exp: Experiment, profile: str) -> Experiment:
+    """``exp`` on its calibrated recipe (:func:`calibrated_base`; ``exp`` itself where its base is one already); a file
+    whose cpu base has none is a :class:`ConfigError`, for a calibrated rerun and its plan alike."""
+    cal = calibrated_base(exp)
+    if cal is exp and recipe_kind(base_for(exp, profile)) != "calibrated":
+        raise ConfigError(f"{exp.path}: its cpu base {exp.base.get('cpu')} has no calibrated recipe "
+                          "(configs/cpu_cal_<name>.yaml); calibrate it first (experiments/calibration/).")
+    return cal
+
+
 def switch_to_calibrated(path: str | os.PathLike, profile: str = "cpu", record: str | os.PathLike | None = None) -> list[Path]:
     """Prepare an experiment file's rerun on its calibrated recipe (:func:`calibrated_base`, issue "fair baselines"), the
     step before :func:`sweep`: move every complete run of the file's settings that holds the original recipe's config
@@ -188,10 +198,7 @@ def switch_to_calibrated(path: str | os.PathLike, profile: str = "cpu", record: 
     second call on a switched file moves nothing, so an interrupted rerun resumes with the same command."""
     check_calibrated_profile(profile)
     exp = Experiment.load(path)
-    cal = calibrated_base(exp)
-    if cal is exp and recipe_kind(base_for(exp, profile)) != "calibrated":
-        raise ConfigError(f"{exp.path}: its cpu base {exp.base.get('cpu')} has no calibrated recipe "
-                          "(configs/cpu_cal_<name>.yaml); calibrate it first (experiments/calibration/).")
+    cal = calibrated_recipe(exp, profile)
     text = exp.path.read_text()
     old_line, new_line = f"cpu: {exp.base['cpu']}", f"cpu: {cal.base['cpu']}"
     if cal is not exp and text.count(old_line) != 1:
@@ -252,8 +259,8 @@ def plan_rows(paths: list[str | os.PathLike], profile: str = "cpu", seeds: list[
     recipe, to move to a dated record before the rerun), how many a sweep would copy from an identical run
     (stored, or trained earlier in the plan: files are taken in the order given) and which it would train,
     with their optimiser steps (:func:`planned_steps`) and, given ``rates`` (:func:`step_rates_here`), their
-    seconds here. ``seeds``/``calibrated`` plan a rerun at other seeds or on :func:`calibrated_base`. Nothing is
-    trained, copied or moved here."""
+    seconds here. ``seeds``/``calibrated`` plan a rerun at other seeds or on :func:`calibrated_recipe` (a file with
+    none refused). Nothing is trained, copied or moved here."""
     if calibrated:  # what sweep --calibrated refuses is not planned
         check_calibrated_profile(profile)
     index: dict[tuple, Path] = {}
@@ -262,7 +269,7 @@ def plan_rows(paths: list[str | os.PathLike], profile: str = "cpu", seeds: list[
     rows = []
     for path in paths:
         exp = Experiment.load(path)
-        exp = calibrated_base(exp) if calibrated else exp
+        exp = calibrated_recipe(exp, profile) if calibrated else exp
         row = {"file": str(path), "table": exp.table, "base": base_for(exp, profile), "runs": 0, "stored": 0,
                "stale": 0, "copy": 0, "train": 0, "steps": 0, "seconds": 0.0, "to_train": [], "stale_runs": []}
         for name, seed, cfg, out in planned_runs(exp, profile, seed_list(seeds)):  # a seed twice refused
