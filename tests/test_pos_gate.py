@@ -5,6 +5,7 @@ the run without the gate."""
 import numpy as np
 import pytest
 
+import ftcl_core.study  # noqa: F401  (registers the diagnosis' MoCo, which ft.pos_gate needs; the suite imports it elsewhere)
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.runs import RunDir
 from ftcl_core.training import train
@@ -50,7 +51,6 @@ def test_the_config_refuses_a_gate_with_nothing_to_compare(extra, names):
 
 
 def test_the_gate_is_the_studys_moco_and_runs_on_its_own_queue_only():
-    import ftcl_core.study  # noqa: F401  (registers the diagnosis' variants)
     from ftcl_core.methods import method_class
     from ftcl_core.study.moco_diagnosis import GatedMoCo
 
