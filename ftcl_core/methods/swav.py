@@ -31,8 +31,8 @@ class SwAV(Method):
                  ) -> None:
         super().__init__()
         check_head("SwAV", encoder, dim)
-        SwAVConfig(prototypes=n_prototypes, epsilon=epsilon, sinkhorn_iters=sinkhorn_iters,  # the config's bounds
-                   freeze_prototypes_epochs=freeze_epochs, tau=tau)
+        SwAVConfig(prototypes=n_prototypes, sinkhorn_iters=sinkhorn_iters,  # its bounds
+                   epsilon=epsilon, freeze_prototypes_epochs=freeze_epochs, tau=tau)
         self.encoder_q = encoder
         self.prototypes = nn.Linear(dim, n_prototypes, bias=False)
         self.freeze_prototypes = False
