@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import functools
 import os
 import re
@@ -31,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from ftcl_core.config_fields import ConfigError, Section, _non_ascii_digits, _plain, _yaml
+from ftcl_core.config_fields import ConfigError, Section, _non_ascii_digits, _plain, _yaml, did_you_mean
 from ftcl_core.config_sections import (  # the sections, re-exported: ftcl_core.config is where users import them
     AUGMENT_PRESETS,
     BETA_RANGE,
@@ -283,9 +282,8 @@ def _unknown_key(key: str, known) -> ConfigError:
     if key in SECTIONS:
         return ConfigError(f"{key} is a section, not one value: set its keys one at a time ({key}.<key>=<value>), "
                            f"e.g. {sorted(k for k in known if k.startswith(key + '.'))[0]}=...")
-    close = difflib.get_close_matches(key, known, n=3)
-    return ConfigError(f"unknown config key {key!r}" + (f"; did you mean {close}?" if close else "") +
-                       " See ftcl_core.config.DEFAULTS.")
+    return ConfigError(f"unknown config key {key!r}{did_you_mean(key, sorted(known))}. "
+                       "The keys and their defaults: ftcl_core.config.DEFAULTS.")
 
 
 # Before the method sections, every method read its temperature from moco.tau and BYOL its momentum from

@@ -106,7 +106,7 @@ def test_a_config_yaml_edited_after_the_run_began_is_named_as_such(tmp_path):
 @pytest.mark.parametrize(("overrides", "named"), [
     (['ft={"pos": true}'], "ft is a section"),  # a whole section as one value: say how to set its keys
     (["data.image_size=3"], "at least 8 px"),  # the shapes' drawer would fail after config.yaml is written
-    (["zzzzzz=1"], r"unknown config key 'zzzzzz' See"),  # no close key: no empty suggestion list
+    (["zzzzzz=1"], r"unknown config key 'zzzzzz'\. The keys"),  # no close key: no empty suggestion list
 ])
 def test_a_section_as_a_value_a_too_small_image_and_a_key_like_nothing_are_named(overrides, named):
     with pytest.raises(ConfigError, match=named):
