@@ -347,19 +347,37 @@ def test_a_calibration_is_said_to_rule_out_only_the_knobs_it_varied(tmp_path):
         calibration.varied("nope", tmp_path)
 
 
-def test_the_phase_diagram_labels_every_cell_and_keeps_small_effects_visible():
+def test_the_phase_diagram_colours_each_cell_by_its_verdict_and_marks_the_error_scale():
     import matplotlib
+    from matplotlib.colors import to_rgb
 
     matplotlib.use("Agg")
     from ftcl_core.pages import result_figures
 
-    diff = np.array([[-42.4, np.nan], [0.8, -0.1]])
-    fig = result_figures.difference_grid(["a", "b"], ["x", "y"], diff, np.full_like(diff, 0.5),
-                            [["opposite to the paper", ""], ["matches the paper", "undecided"]])
-    texts = [t.get_text() for t in fig.axes[0].texts]
-    assert "not run" in texts and "+0.8 ± 0.5 matches the paper" in {" ".join(t.split()) for t in texts}  # wrapped
-    norm = fig.axes[0].images[0].norm
-    assert norm(0.8) - norm(0.0) > 0.05  # a 0.8-point cell is not washed out by the 42-point one
+    diff = np.array([[-42.4, np.nan], [0.8, -0.1], [2.5, 0.3]])
+    words = [["opposite to the paper", ""], ["matches the paper", "2 seed(s): undecided"],
+             ["larger than the paper on the error scale", "no effect of the paper's size"]]
+    fig = result_figures.difference_grid(["a", "b", "c"], ["x", "y"], diff, np.full_like(diff, 0.5), words,
+                                         marked=" on the error scale", footnote="\N{DAGGER} the error scale decides")
+    ax = fig.axes[0]
+    texts = {" ".join(t.get_text().split()) for t in ax.texts}  # wrapped
+    assert "not run" in texts and "+0.8 ± 0.5 matches the paper" in texts
+    assert "+2.5 ± 0.5 larger than the paper\N{DAGGER}" in texts and "error scale" in ax.get_xlabel()
+    image = ax.images[0].get_array()
+    assert np.allclose(image[0, 1], 1.0)  # not run: white
+    cell = {(i, j): np.asarray(image[i, j]) for i in range(3) for j in range(2)}
+    assert not np.allclose(cell[0, 0], cell[1, 0])  # red against green
+    assert np.allclose(cell[1, 1], [0.68 + 0.32 * c for c in to_rgb(result_figures.VERDICT_COLORS["undecided"])])
+    # a 0.1-point cell and a 42-point cell of one verdict share its colour: the verdict, not the size, colours it
+    same = result_figures.difference_grid(["a"], ["x", "y"], np.array([[-42.4, -0.1]]), np.full((1, 2), 0.5),
+                                          [["opposite to the paper", "opposite to the paper"]])
+    assert np.allclose(same.axes[0].images[0].get_array()[0, 0], same.axes[0].images[0].get_array()[0, 1])
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == ["matches the paper", "larger than the paper", "no effect of the paper's size",
+                      "opposite to the paper", "undecided"]
+    assert result_figures.verdict_base("3 seed(s): undecided") == "undecided"
+    assert result_figures.verdict_base("smaller than the paper, sensitive to the error floor") == "smaller than the paper"
+    assert result_figures.verdict_base("higher") == ""
 
 
 def test_length_rows_pair_each_length_then_the_gain_by_seed():

@@ -232,18 +232,10 @@ def test_text_size_is_what_the_page_shows():
     assert legibility.smallest_text_px(wide) < 5 * 100 / 72
 
 
-def test_the_phase_diagram_colour_bar_reads_plain_numbers():
+def test_the_phase_diagram_cells_are_legible():
     (fig,) = figures_of("difference_grid, phase diagram 7 x 5 (ch 7)")
-    fig.canvas.draw()  # the colour bar's tick labels are set when it draws
-    bar = fig.axes[-1]
-    labels = [t.get_text() for t in bar.get_yticklabels()]
-    assert labels and not any(c in "".join(labels) for c in "$^⁰¹²³e")  # no powers of ten
-    assert {"0", "+1", "\N{MINUS SIGN}1", "+10", "\N{MINUS SIGN}10", "\N{MINUS SIGN}40"} <= set(labels)
-    assert not bar.yaxis.get_minorticklocs().size
     cells = [t for t in fig.axes[0].texts if "±" in t.get_text()]
     assert cells and all(t.get_fontsize() * fig.dpi / 72 >= legibility.MIN_TEXT_PX for t in cells)
-    assert result_figures.plain_number(-40.0) == "\N{MINUS SIGN}40"
-    assert result_figures.plain_number(0.5) == "+0.5" and result_figures.plain_number(0) == "0"
 
 
 def test_the_forest_splits_by_table_and_keeps_every_claim():

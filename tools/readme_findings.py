@@ -78,7 +78,9 @@ def write_figure(ev) -> Path:
     from ftcl_core.pages.findings import write_figure as draw
 
     return draw(ev, title="MoCo v1: FT minus the same run without FT (linear top-1, points)",
-                column=lambda f: f"FT from {f:.0%} of the run" if f else "FT from the start")
+                column=lambda f: f"FT from {f:.0%} of the run" if f else "FT from the start",
+                footnote="\N{DAGGER} Judged on the error scale: near a perfect score, the share of test errors FT "
+                         "removes decides, not points.")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,8 @@ from ftcl_core.study.chapters import when_ft_helps
 
 ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 findings_figure.draw_phase_diagram(ev, False, title="MoCo v1: FT minus the same run without FT (linear top-1, points)",
-                                   column=lambda f: f"FT from {f:.0%} of the run" if f else "FT from the start")
+                                   column=lambda f: f"FT from {f:.0%} of the run" if f else "FT from the start",
+                                   footnote="\N{DAGGER} Judged on the error scale: near a perfect score, the share of test errors FT removes decides, not points.")
 plt.show()
 
 # %% tags=["remove-cell"]

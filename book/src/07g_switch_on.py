@@ -27,7 +27,8 @@ from ftcl_core.study.chapters import switch_on
 ev = evidence.Evidence.load(profile if profile != "gpu" else "cpu")  # the pairs below (smoke: trains tiny ones)
 for knn, readout in ((False, "linear"), (True, "kNN")):
     findings_figure.draw_phase_diagram(ev, knn, title=f"MoCo v1: FT minus the same run without FT ({readout} top-1, points)",
-                                       column=lambda f: f"FT from {f:.0%} of the run" if f else "FT from the start")
+                                       column=lambda f: f"FT from {f:.0%} of the run" if f else "FT from the start",
+                                       footnote="\N{DAGGER} Judged on the error scale: near a perfect score, the share of test errors FT removes decides, not points.")
     plt.show()
 stored = ev if profile == "cpu" else evidence.Evidence.load("cpu")  # the words rest on the stored cpu runs
 

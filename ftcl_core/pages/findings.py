@@ -11,13 +11,18 @@ from pathlib import Path
 from ftcl_core.pages import result_figures
 from ftcl_core.runs import atomic_write_bytes
 from ftcl_core.study import evidence, experiment_file
+from ftcl_core.study.results import verdicts
 
 
-def draw_phase_diagram(ev: evidence.Evidence, knn: bool = False, *, title: str, column: Callable[[float], str]):
+def draw_phase_diagram(ev: evidence.Evidence, knn: bool = False, *, title: str, column: Callable[[float], str],
+                       footnote: str):
     """The phase diagram (:func:`ftcl_core.pages.result_figures.difference_grid` of
-    :func:`ftcl_core.study.evidence.phase_grid`), titled ``title``, each column labelled ``column(start fraction)``."""
+    :func:`ftcl_core.study.evidence.phase_grid`), titled ``title``, each column labelled ``column(start fraction)``;
+    a cell the error scale decided carries a dagger in place of " on the error scale", which ``footnote`` (the
+    page's words, starting with the dagger) explains under the figure."""
     labels, fractions, diff, ci, words = evidence.phase_grid(ev, knn)
-    return result_figures.difference_grid(labels, [column(f) for f in fractions], diff, ci, words, title=title)
+    return result_figures.difference_grid(labels, [column(f) for f in fractions], diff, ci, words, title=title,
+                                          marked=verdicts.ON_ERRORS, footnote=footnote)
 
 
 def write_figure(ev: evidence.Evidence, out: str | Path | None = None, **labels) -> Path:

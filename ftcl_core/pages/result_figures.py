@@ -13,7 +13,6 @@ from ftcl_core.pages.palette import PAPER_COLOR, PAPER_MARK, VERDICT_COLORS, VER
 from ftcl_core.study import experiment_file
 
 if TYPE_CHECKING:  # annotations only: matplotlib loads when a figure is drawn
-    from matplotlib.colors import SymLogNorm
     from matplotlib.figure import Figure
 from ftcl_core.pages.legibility import (
     BOOK_WIDTH_IN,
@@ -317,63 +316,67 @@ def verdict_forests(rows: list[Mapping[str, str]], max_claims: int = 20) -> list
     return [verdict_forest(rows, table=group) for group in forest_groups(rows, max_claims)]
 
 
-def plain_number(v: float) -> str:
-    """A colour-bar or axis label as a reader writes it: 0, +1, −10, +0.5 (no powers of ten, a true minus)."""
-    return "0" if v == 0 else f"{v:+g}".replace("-", "\N{MINUS SIGN}")
-
-
-def symlog_ticks(norm: SymLogNorm, candidates: tuple[float, ...] = (1, 10, 100, 40, 3, 30, 2, 20, 5, 50, 0.5),
-                 min_gap: float = 0.08) -> list[float]:
-    """Round ticks for a colour bar on a symmetric-log ``norm``: zero, then each of ``candidates`` (and its
-    negative) inside the norm's range, in that order of preference, kept where it lies at least ``min_gap`` of the
-    bar's length from every tick kept (so no two labels collide where the scale compresses)."""
-    kept = [0.0]
-    for c in candidates:
-        for v in (c, -c):
-            if abs(v) <= norm.vmax and all(abs(float(norm(v)) - float(norm(k))) >= min_gap for k in kept):
-                kept.append(float(v))
-    return sorted(kept)
+def verdict_base(label: str) -> str:
+    """The verdict word a reader's label starts with (:func:`ftcl_core.study.results.verdicts.row_label` adds
+    " on the error scale" and the like; a cell below the seeds needed reads "n seed(s): undecided"): the longest key
+    of :data:`VERDICT_COLORS` it begins with, "undecided" for one that ends so, "" for a label that is no verdict."""
+    if label.endswith("undecided"):
+        return "undecided"
+    return max((w for w in VERDICT_COLORS if label.startswith(w)), key=len, default="")
 
 
 def difference_grid(rows: list[str], cols: list[str], diff: np.ndarray, ci: np.ndarray, verdicts: list[list[str]],
-                    title: str = "", ax=None):
-    """A phase diagram over two factors: each cell the FT-minus-baseline difference (points), coloured on a
-    diverging symmetric-log scale centred at zero, annotated with its 95 % interval and verdict; empty cells: not run.
+                    title: str = "", ax=None, *, marked: str = "", mark: str = "\N{DAGGER}", footnote: str = ""):
+    """A phase diagram over two factors, each cell coloured by its verdict (:data:`VERDICT_COLORS`, lightened so
+    its text stays black) and annotated with the FT-minus-baseline difference (points), its 95 % interval and the
+    verdict; empty cells: not run. A verdict containing ``marked`` (e.g. " on the error scale") drops it and carries
+    ``mark`` instead, and ``footnote`` (the page's words, starting with the mark) is printed under the columns, so a
+    cell the error scale decided is told apart without a long label. One legend names the colours drawn.
 
     Drawn for the book's column: cell labels at 9 pt (12.5 px on the page; a long verdict wraps inside its cell),
-    row and column names wrapped, and the colour bar ticked at round points written plainly (−40, −10, −3, −1,
-    0, +1, ...: a symmetric-log bar otherwise reads −10⁰, 10¹)."""
+    row and column names wrapped."""
     import matplotlib.pyplot as plt
-    from matplotlib.colors import SymLogNorm
-    from matplotlib.ticker import FixedLocator, FuncFormatter
+    from matplotlib.colors import to_rgb
+    from matplotlib.patches import Patch
 
     diff, ci = np.asarray(diff, dtype=float), np.asarray(ci, dtype=float)
     if ax is None:
-        _, ax = plt.subplots(figsize=(min(BOOK_WIDTH_IN, 1.25 * len(cols) + 2.9), 0.72 * len(rows) + 1.6),
+        _, ax = plt.subplots(figsize=(min(BOOK_WIDTH_IN, 1.25 * len(cols) + 2.9), 0.72 * len(rows) + 2.0),
                              layout="constrained")
-    bound = max(1.0, float(np.nanmax(np.abs(diff)))) if np.isfinite(diff).any() else 1.0
-    # linear within +-1 point, logarithmic beyond: a 1-point effect stays visible beside a 40-point collapse
-    norm = SymLogNorm(linthresh=1.0, vmin=-bound, vmax=bound, base=10)
-    im = ax.imshow(np.ma.masked_invalid(diff), cmap="RdBu", norm=norm, aspect="auto")
+
+    def tint(word: str) -> tuple[float, float, float]:  # toward white, so black text reads on every colour; the
+        # weak words (smaller, no effect, undecided) paler than the strong, so the two reds and greens part
+        white = 0.3 if word in ("matches the paper", "larger than the paper", "opposite to the paper") else 0.68
+        return tuple(white + (1 - white) * c for c in to_rgb(VERDICT_COLORS[word])) if word else (1.0, 1.0, 1.0)
+
+    image = np.ones((len(rows), len(cols), 3))
+    drawn: list[str] = []
     for i in range(len(rows)):
         for j in range(len(cols)):
             if np.isnan(diff[i, j]):
                 ax.text(j, i, "not run", ha="center", va="center", fontsize=TEXT_PT, color="gray")
                 continue
+            word = verdict_base(verdicts[i][j])
+            image[i, j] = tint(word)
+            if word and word not in drawn:
+                drawn.append(word)
+            label = verdicts[i][j]
+            if marked and marked in label:
+                label = label.replace(marked, "") + mark
             band = "" if np.isnan(ci[i, j]) else f" ± {ci[i, j]:.1f}"
-            ink = "white" if abs(norm(diff[i, j]) - 0.5) > 0.3 else "black"  # legible on the dark ends of the scale
-            verdict = textwrap.fill(verdicts[i][j], 14)
-            ax.text(j, i, f"{diff[i, j]:+.1f}{band}\n{verdict}", ha="center", va="center", fontsize=TEXT_PT,
-                    color=ink)
+            ax.text(j, i, f"{diff[i, j]:+.1f}{band}\n{textwrap.fill(label, 14)}", ha="center", va="center",
+                    fontsize=TEXT_PT, color="black")
+    ax.imshow(image, aspect="auto")
     ax.set_xticks(range(len(cols)), [textwrap.fill(c, 12) for c in cols], fontsize=TEXT_PT)
     ax.set_yticks(range(len(rows)), [textwrap.fill(r, 24) for r in rows], fontsize=TEXT_PT)
-    bar = ax.figure.colorbar(im, ax=ax)
-    bar.minorticks_off()
-    bar_in = ax.get_position().height * ax.figure.get_figheight()  # labels a quarter inch apart at least
-    bar.ax.yaxis.set_major_locator(FixedLocator(symlog_ticks(norm, min_gap=max(0.08, 0.25 / bar_in))))
-    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: plain_number(v)))
-    bar.ax.tick_params(labelsize=TEXT_PT)
-    bar.set_label("FT minus baseline (points)", fontsize=TEXT_PT)
+    ax.set_xticks(np.arange(len(cols) + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(len(rows) + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="white", linewidth=2)  # cells read as cells, not as one coloured block
+    ax.tick_params(which="minor", length=0)
+    order = [w for w in VERDICT_COLORS if w in drawn]
+    _legend_outside(ax.figure, [Patch(facecolor=tint(w), edgecolor="gray") for w in order], order, "lower")
+    if footnote:
+        ax.set_xlabel(textwrap.fill(footnote, 90), fontsize=TEXT_PT, loc="left", labelpad=8)  # laid out, not overlaid
     ax.set_title(_wrap(title, ax), fontsize=TITLE_PT)
     _finish(ax.figure)
     return ax.figure
