@@ -10,6 +10,7 @@ on a figure made to fail them.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import matplotlib
@@ -365,3 +366,42 @@ def test_the_bound_explorer_opens_at_the_papers_alpha_ex():
     assert "α=2.0" in shown and not any(n.startswith("α=") and n != "α=2.0" for n in shown)
     with pytest.raises(ValueError, match="start"):
         bound_explorer(start=3.0)
+
+
+def test_the_lambda_explorer_draws_a_lambda_below_one_apart():
+    """FT draws a positive's λ in [1, 2] (eq. 4's extrapolation); a λ below 1 interpolates, an easier pair: the
+    explorer draws it grey and dashed, the draws of FT solid, and each step shows one curve."""
+    from ftcl_core.pages.explorers import lambda_explorer
+
+    fig = lambda_explorer(lams=(0.5, 1.0, 1.5))
+    curves = {t.name: t.line for t in fig.data if t.name and t.name.startswith("Ŝ at λ")}
+    below = [line for name, line in curves.items() if "λ=0.5" in name]
+    inside = [line for name, line in curves.items() if "λ=0.5" not in name]
+    assert len(below) == 1 and below[0].dash == "dash" and all(line.dash is None for line in inside)
+    assert len({line.color for line in inside}) == 1 and below[0].color not in {line.color for line in inside}
+    for step in fig.layout.sliders[0].steps:
+        assert sum(step.args[0]["visible"][3:]) == 1
+
+
+def test_the_gradient_landscape_names_each_row_by_what_the_layer_is():
+    """Every parameterised layer of the library's small ResNets and MoCo's MLP head gets a name that says conv, BN
+    or linear as its module is, and its block; rows change group exactly where the block changes."""
+    import torch.nn as nn
+
+    from ftcl_core.models import build_encoder
+    from ftcl_core.stats import layer_names
+
+    model = nn.Module()
+    model.backbone = build_encoder("resnet10_w32")
+    model.head = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4))
+    modules = dict(model.named_modules())
+    kinds = {nn.Conv2d: "conv", nn.BatchNorm2d: "BN", nn.Linear: "linear"}
+    names = layer_names(model)
+    labels = [run_figures.layer_label(n) for n in names]
+    for name, (label, group) in zip(names, labels):
+        kind = next(k for cls, k in kinds.items() if isinstance(modules[name], cls))
+        assert kind in label.split() and label.startswith(group), (name, label)
+    assert len({label for label, _ in labels}) == len(labels)  # no two rows read alike
+    assert [g for g, _ in itertools.groupby(group for _, group in labels)] == ["stem", "block 1", "block 2", "block 3",
+                                                                               "block 4", "head"]
+    assert run_figures.layer_label("layer1.0.downsample.1") == ("layer1.0.downsample.1",) * 2

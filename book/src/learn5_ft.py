@@ -227,9 +227,9 @@ glue_facts("check_", {"n": f"{n:,}".replace(",", " ")})
 #
 # ## Explorer: α, λ and S
 #
-# Top: $\alpha$ sets the Beta density of $\lambda$ and, through eq. 4, the spread of $\hat S$ for several $S$; $\alpha>1$
-# gathers the draws around $1.5$, the paper's reading of why $\alpha_{ex}=2$ works best (Table 2). Below: $\hat S$
-# against $S$ for one $\lambda$, below the diagonal for $\lambda>1$.
+# Top: $\alpha$ sets the Beta density of $\lambda$ and, through eq. 4, the spread of $\hat S$; $\alpha>1$ gathers the
+# draws near $1.5$, the paper's reading of why $\alpha_{ex}=2$ works best (Table 2). Below: $\hat S$ against $S$ for one
+# $\lambda$, harder below the diagonal ($\lambda>1$); dashed grey, a $\lambda<1$ FT never draws (an easier pair).
 
 # %% tags=["remove-input"]
 explorers.plotly_html(explorers.bound_explorer(), include_js=True)

@@ -80,7 +80,8 @@ def bound_explorer(alphas=(0.2, 0.6, 1.0, 1.6, 2.0, 4.0), scores=(0.9, 0.6, 0.3,
 
 def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(21))):
     """Plotly figure with a lambda slider: S' against S (eq. 4) with the extrapolation range shaded and the diagonal
-    S' = S (below it a harder pair, above it an easier one)."""
+    S' = S (below it a harder pair, above it an easier one); a λ below 1, which FT never draws for a positive
+    (it interpolates: an easier pair), is drawn grey and dashed and says so in the legend."""
     import plotly.graph_objects as go
 
     s = np.linspace(-1, 1, 201)
@@ -90,9 +91,11 @@ def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in r
     fig.add_trace(go.Scatter(x=s, y=hi, line=dict(width=0), showlegend=False, hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=s, y=lo, fill="tonexty", line=dict(width=0), name="range for λ in [1, 2]",
                              hoverinfo="skip"))
-    for i, lam in enumerate(lams):
-        fig.add_trace(go.Scatter(x=s, y=transformed_positive_score(s, lam), name=f"Ŝ at λ={lam}",
-                                 visible=i == len(lams) * 3 // 4))
+    for i, lam in enumerate(lams):  # λ < 1 interpolates (an easier pair): drawn dashed, outside FT's draws
+        inside = lam >= 1
+        fig.add_trace(go.Scatter(x=s, y=transformed_positive_score(s, lam), visible=i == len(lams) * 3 // 4,
+                                 name=f"Ŝ at λ={lam}" if inside else f"Ŝ at λ={lam}: below 1, not a draw of FT",
+                                 line=dict(color="#1f77b4" if inside else "#8c8c8c", dash=None if inside else "dash")))
     steps = []
     for i, lam in enumerate(lams):
         vis = [True, True, True] + [j == i for j in range(len(lams))]  # the diagonal and the range stay

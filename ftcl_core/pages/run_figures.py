@@ -211,10 +211,36 @@ def grad_norm_epochs(per_epoch: Mapping[str, np.ndarray], title: str = "", ylabe
     return fig
 
 
+_LAYER_PARTS = (  # the library's SmallResNet and MoCo heads: (parameter-name pattern, row label, group)
+    (r"stem\.0", "stem conv", "stem"), (r"stem\.1", "stem BN", "stem"),
+    (r"layers\.(\d+)\.conv(\d)", "block {b} conv {1}", "block {b}"),
+    (r"layers\.(\d+)\.bn(\d)", "block {b} BN {1}", "block {b}"),
+    (r"layers\.(\d+)\.shortcut\.0", "block {b} shortcut conv", "block {b}"),
+    (r"layers\.(\d+)\.shortcut\.1", "block {b} shortcut BN", "block {b}"),
+    (r"head", "head linear", "head"), (r"head\.(\d+)", "head linear {h}", "head"))
+
+
+def layer_label(name: str) -> tuple[str, str]:
+    """A gradient-landscape row as a reader names it, and its group: ``layers.2.bn1`` of the library's
+    :class:`~ftcl_core.models.SmallResNet` is ("block 3 BN 1", "block 3"), ``stem.1`` ("stem BN", "stem"), ``head.2``
+    (the second linear layer of an MLP head: "head linear 2", "head"); a name of another encoder is kept as it is,
+    in a group of its own."""
+    import re
+
+    bare = str(name).removeprefix("backbone.")
+    for pattern, label, group in _LAYER_PARTS:
+        if m := re.fullmatch(pattern, bare):
+            first = int(m.group(1)) if m.groups() else 0
+            keys = {"b": first + 1, "h": first // 2 + 1}  # blocks count from 1; a head's linears sit at 0, 2, ...
+            return label.format(*m.groups(), **keys), group.format(**keys)
+    return bare, bare
+
+
 def grad_heatmap(per_epoch: np.ndarray, layers: Sequence[str], title: str = ""):
     """Supp C's landscape flat: the L2 norm of every layer's gradient (rows, from the input down to the head) in
     every epoch (columns), on a logarithmic colour scale, so each layer reads as a row of colour; ``layers`` are the
-    parameter names of :meth:`RunDir.load_grad_norms` (shown without their ``backbone.`` prefix)."""
+    parameter names of :meth:`RunDir.load_grad_norms`, shown as :func:`layer_label` names them (a batch-norm row
+    says BN), with a white line between the stem, each residual block and the head."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
 
@@ -225,7 +251,11 @@ def grad_heatmap(per_epoch: np.ndarray, layers: Sequence[str], title: str = ""):
     norm = LogNorm(vmin=float(positive.min()), vmax=float(positive.max())) if positive.size else None
     im = ax.imshow(per_epoch.T, aspect="auto", cmap="viridis", norm=norm, interpolation="nearest",
                    extent=(0.5, n_epochs + 0.5, n_layers - 0.5, -0.5))
-    ax.set_yticks(range(n_layers), [str(name).removeprefix("backbone.") for name in layers], fontsize=TEXT_PT)
+    labels, groups = zip(*(layer_label(name) for name in layers)) if n_layers else ((), ())
+    ax.set_yticks(range(n_layers), labels, fontsize=TEXT_PT)
+    for row in range(1, n_layers):
+        if groups[row] != groups[row - 1]:
+            ax.axhline(row - 0.5, color="white", linewidth=1.5)
     ax.set_xlabel("epoch", fontsize=TEXT_PT)
     ax.tick_params(axis="x", labelsize=TEXT_PT)
     bar = fig.colorbar(im, ax=ax)
