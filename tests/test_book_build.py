@@ -79,6 +79,8 @@ def open_page(browser, url):
     page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
     page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
     page.on("requestfailed", lambda r: failed_local.append(r.url) if r.url.startswith("http://127.0.0.1") else None)
+    page.on("response", lambda r: failed_local.append(f"{r.url} ({r.status})")
+            if r.url.startswith("http://127.0.0.1") and r.status >= 400 else None)  # a 404 is a response, not a failure
     page.goto(url, wait_until="load")
     page.wait_for_timeout(500)
     own = [e for e in errors if "Failed to load resource" not in e and "net::ERR" not in e]
