@@ -53,9 +53,11 @@ assert torch.allclose(off, plain)  # FT off is the plain MoCo of the second chap
 
 # %% [markdown]
 # Inside `ft.logits` are the two transformations of the last chapter (your `my_extrapolate` and `my_interpolate` are
-# the library's `extrapolate_positive` and `interpolate_negatives`), drawn from `gen` in this order:
+# the library's `extrapolate_positive` and `interpolate_negatives`), drawn from `gen` in this order; the fold below
+# writes them out and gets the same logits.
 
-# %% tags=["show-input"]
+# %% tags=["hide-cell"]
+# ft.logits written out: eq. 3, then Sec 4.2
 gen = torch.Generator().manual_seed(0)                         # the same draws as above
 lam = transforms.sample_lambda(2.0, "step", 256, 128, gen, shift=1.0)  # eq. 3
 q_ex, k_ex = transforms.extrapolate_positive(q, k, lam)        # the harder pair
