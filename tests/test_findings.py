@@ -149,6 +149,9 @@ FLIPS = {
     "late-gain-after-bh": lambda ev: dataclasses.replace(ev, diagnosis=tuple(
         {**r, "verdict_bh": verdicts.UNDECIDED} if (r["table"], r["setting"]) == findings.LATE_GAIN else r
         for r in ev.diagnosis)),
+    "late-gain-smaller-in-points": lambda ev: dataclasses.replace(ev, diagnosis=tuple(
+        {**r, "verdict_points": verdicts.MATCHES} if (r["table"], r["setting"]) == findings.LATE_GAIN else r
+        for r in ev.diagnosis)),
     "late-gain-sensitive-to-the-floor": lambda ev: dataclasses.replace(ev, diagnosis=tuple(
         {**r, "floor_sensitive": ""} if (r["table"], r["setting"]) == findings.LATE_GAIN else r for r in ev.diagnosis)),
     "headroom-costs-at-30": lambda ev: _headroom(ev, "+both from 9 of 30", verdict=verdicts.MATCHES, diff_mean=6.0),

@@ -174,7 +174,7 @@ def test_no_function_returns_prose(folder):
 # Calls whose literal arguments are not a page's words, each with the reason
 FIGURE_TEXT = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "text", "annotate", "legend", "make_subplots",
                "add_annotation", "update_layout", "update_xaxes", "update_yaxes"}  # text inside a picture
-FIGURE_KEYWORDS = {"title", "label", "xlabel", "ylabel", "subplot_titles", "column"}
+FIGURE_KEYWORDS = {"title", "label", "xlabel", "ylabel", "subplot_titles", "column", "footnote"}  # words a figure draws
 CLI_TEXT = {"add_argument", "add_parser", "ArgumentParser", "add_subparsers", "ArgumentTypeError"}  # --help
 ALLOWED_CALLS = {"_load_json": "the recovery a damaged run file's error message names (runs.py)",
                  "_say_once": "a log line on stderr: where the data was read from (study/fashion_mnist.py)"}

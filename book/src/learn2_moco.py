@@ -32,10 +32,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ftcl_core.evaluation import extract_features, knn_top1
+from ftcl_core.evaluation import evaluate_backbone, extract_features, knn_top1
 from ftcl_core.methods import StepContext, build_model
 from ftcl_core.pages import diagrams
 from ftcl_core.pages import learn as learn_figures
+from ftcl_core.pages.glue import glue_facts
 from ftcl_core.study import checks, learn
 from ftcl_core.training import build_optimizer, make_views, train_step
 
@@ -140,6 +141,10 @@ def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator):
 # :::
 #
 # ## Train it for a minute
+#
+# The recipe, tuned on these shapes: a ResNet of {glue:md}`recipe_params` M parameters, features of
+# $C =$ {glue:md}`recipe_dim` dimensions, a queue of $K =$ {glue:md}`recipe_K` keys, $\tau =$ {glue:md}`recipe_tau`,
+# $m =$ {glue:md}`recipe_m`, batches of $N =$ {glue:md}`recipe_N` images, and SGD at learning rate {glue:md}`recipe_lr`.
 
 # %%
 # the model, its optimiser and a probe of the task
@@ -154,6 +159,7 @@ optimizer = torch.optim.SGD(
 )
 gen = torch.Generator().manual_seed(cfg.seed)
 batch = cfg.train.batch_size
+glue_facts("recipe_", learn.recipe_facts(cfg, library_model.encoder_q.backbone))
 
 
 @torch.no_grad()
@@ -208,14 +214,18 @@ readout = {"before": knn_readout(library_model.encoder_q.backbone),
 print(f"kNN readout of the test images: untrained {readout['before']:.1f} %, "
       f"after {steps} steps {readout['after']:.1f} % "
       f"(chance {readout['chance']:.0f} %)")
+# the paper's protocol: one linear layer trained on the frozen features
+linear = evaluate_backbone(mine.encoder_q.backbone, train_set, test_set, aug)
+print(f"linear readout after {steps} steps: {linear['linear_top1']:.1f} %")
 
 # %% tags=["remove-cell"]
 if profile != "smoke":
     checks.expect(learn.MOCO_TRAINING_CHECKS, readout, "a minute of MoCo already reads better than its start")
 
 # %% [markdown]
-# A minute of MoCo has already made the features more useful than the untrained encoder's. A {term}`readout` of
-# the frozen features is how every later chapter compares runs, with a linear classifier, the paper's protocol.
+# A minute of MoCo has already made the features more useful than the untrained encoder's. Every later chapter
+# compares runs by the {term}`linear readout` printed last: one linear layer trained on the frozen backbone's
+# standardised features, scored on the test images (the paper's protocol; the library's `linear_readout`).
 #
 # ## The same step as the library's
 #

@@ -95,8 +95,9 @@ glue_reading([reading.init(q.numpy(), k.numpy(), stored)])
 # Every score is close to one (left): Mean(pos) {glue:md}`init_pos`, Mean(neg) {glue:md}`init_neg`. Is that a
 # {term}`collapse`? This book uses the word in one sense: every input mapped to nearly the same feature, so that a
 # negative scores as high as a positive. The random encoder is not that: its positives still score above its
-# negatives, and once the one direction all its features share is taken away (they come out of ReLUs, so all are
-# non-negative), the positives still agree ({glue:md}`init_centred_pos`) while the negatives do not
+# negatives, and once the one direction all its features share is taken away (at random initialisation the
+# backbone's features come out of a ReLU, all non-negative, and the head carries their common direction through), the
+# positives still agree ({glue:md}`init_centred_pos`) while the negatives do not
 # ({glue:md}`init_centred_neg`, right). So a collapse is read *during* training: Mean(neg) climbing back towards one,
 # above the {term}`collapse level` ({glue:md}`init_level`), with the gap to Mean(pos) gone. The level is a rule of thumb
 # for these runs: above where the trained run's positives end ({glue:md}`curve_pos_end`), a query could no longer pick
@@ -131,9 +132,7 @@ glue_reading(reading.read(stored))
 #    below the collapse level.
 # 3. **The contrastive top-1 is not the goal.** It peaks early, at {glue:md}`curve_top1_peak` %, sinks while
 #    Var(neg) rises and ends at {glue:md}`curve_top1_end` %, yet the run ends with a {term}`linear readout` of
-#    {glue:md}`end_readout` %, against {glue:md}`end_random` % for the same network untrained. (On these small images
-#    MoCo v2 reads below MoCo v1, {glue:md}`end_v1` % on average, the reverse of the paper's ImageNet:
-#    [baselines and recipes](09c_baselines.ipynb).) One reading of the fall,
+#    {glue:md}`end_readout` %, against {glue:md}`end_random` % for the same network untrained. One reading of the fall,
 #    not measured here: the queue holds about {glue:md}`end_same_class` keys of each query's own shape (false
 #    negatives), and once the encoder groups a shape together, each of them that outscores the positive counts as a
 #    miss.
@@ -150,7 +149,16 @@ glue_reading(reading.read(stored))
 # {glue:md}`curve_var_end`.
 #
 # </details>
+
+# %% [markdown]
 #
+# :::{admonition} MoCo v2 against MoCo v1 on these images
+# :class: note
+# On these small images MoCo v2 reads below MoCo v1 ({glue:md}`end_v1` % on average), the reverse of the paper's
+# ImageNet; [baselines and recipes](09c_baselines.ipynb) compares the two.
+# :::
+
+# %% [markdown]
 # ## The gradient landscape
 #
 # The tool's second picture (the paper's Supp C) looks at the encoder, not the scores: the L2 norm of every layer's

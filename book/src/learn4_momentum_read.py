@@ -13,9 +13,12 @@
 #
 # At $m = 0$ the key encoder copies the query encoder every step; at $m = 1$ it never moves from its random start. In
 # between, the larger $m$, the further the keys trail the queries. The paper trains {term}`MoCo v1` with $m$ from $0$
-# to $1$ and reports that the {term}`readout` rises with $m$ up to $0.99$ and falls after. The same sweep at this
-# book's scale, on the drawn shapes: each momentum's mean readout over its seeds with its 95 % interval (the range that
-# likely holds the mean), the paper's beside it.
+# to $1$ and reports that the {term}`readout` rises with $m$ up to $0.99$ and falls after.
+#
+# ## The sweep
+#
+# The same sweep at this book's scale, on the drawn shapes: each momentum's mean readout over its seeds with its 95 %
+# interval (the range that likely holds the mean), the paper's beside it.
 
 # %% colab-setup
 
@@ -52,8 +55,12 @@ if t1_all:
 # %% [markdown]
 # Look at the peak: readout is highest at $m =$ {glue:md}`mom_peak` ({glue:md}`mom_peak_mean` % on average over its
 # seeds) and falls after, as in the paper, and the last step up, from $0.9$ to $0.99$, is as large as the paper's. Below
-# $0.9$ the intervals overlap too much to order the momenta. Why the peak? The previous chapter's three statistics,
-# {term}`Mean(pos)`, {term}`Mean(neg)` and {term}`Var(neg)`, through each run (one seed):
+# $0.9$ the intervals overlap too much to order the momenta.
+#
+# ## Why the peak: the three statistics
+#
+# The previous chapter's three statistics, {term}`Mean(pos)`, {term}`Mean(neg)` and {term}`Var(neg)`, through each run
+# (one seed):
 
 # %%
 t1_runs = [r for r in t1_all if r["seed"] == t1.seeds[0]]
@@ -72,15 +79,17 @@ if t1_metrics:
 # from a trained encoder meets a key from a random one. Harder positives help, up to a point; the next chapter's
 # transformation makes them harder on purpose.
 #
-# **Mean(neg)**: at the small momenta the images crowd together (this book's {term}`crowding`): Mean(neg) rises above
+# **Mean(neg)**: at the small momenta the images crowd together ({term}`crowding`): Mean(neg) rises above
 # the larger momenta's, highest at $m =$ {glue:md}`mom_crowd_m` ({glue:md}`mom_crowd_neg`), where the key encoder
 # copies the query encoder every step. Crowded, not collapsed: Mean(neg) stays below the {term}`collapse level`, and that run
 # still reads {glue:md}`mom_m0_mean` % on average, well above the same network never trained (the
 # {term}`random-init baseline`, {glue:md}`mom_random` %), where the paper's small momenta read {term}`below random init`
 # ([the momentum chapter](05_momentum.ipynb)).
 #
-# **The landscape**: the previous chapter's picture of every layer's gradient norm, epoch by epoch, here summed over
-# the layers into one line a run. A jagged line is a run whose gradients change a lot from one epoch to the next.
+# ## The gradient landscape
+#
+# The previous chapter's picture of every layer's gradient norm, epoch by epoch, here summed over the layers into one
+# line a run. A jagged line is a run whose gradients change a lot from one epoch to the next.
 
 # %% tags=["hide-input"]
 # each momentum's landscape: its layers' gradient norms summed, epoch by epoch
@@ -96,10 +105,10 @@ if t1_metrics:
 
 # %% [markdown]
 # Look at how jagged each line is, not at its level. The number in each title, the *jumps*, is the standard
-# deviation of the line's change from one epoch to the next. The momenta do not fall in order, but $m = 0$, $0.5$ and
-# $0.9$ each jump more than $m = 0.99$ and $m = 1$, in this seed (most at $m =$ {glue:md}`swing_most`, about
-# {glue:md}`swing_ratio` times the least, at $m =$ {glue:md}`swing_least`) and in each of the other seeds, all
-# {glue:md}`swing_seeds`: below $0.99$, training swings from epoch to epoch.
+# deviation of the line's change from one epoch to the next. The small momenta jump more: $m = 0$, $0.5$ and $0.9$
+# each jump more than $m = 0.99$ and $m = 1$, and that holds in all {glue:md}`swing_seeds` seeds. Among themselves they
+# are not in order. In this seed $m =$ {glue:md}`swing_most` jumps most, about {glue:md}`swing_ratio` times as much as
+# $m =$ {glue:md}`swing_least`. Below $0.99$, training swings from epoch to epoch.
 #
 # ## Summary
 #

@@ -8,16 +8,16 @@
 # **The paper's case.** At momentum $m = 0.99$ MoCo's positive pairs score lower than at $m = 0.9$, and its encoder
 # reads better ({glue:md}`paper_t1_m099` % against {glue:md}`paper_t1_m09` %, the paper's Table 1). Pairs that score
 # lower, *hard positives*, ask the encoder to ignore more of what a view changes; FT makes them on purpose by mixing
-# features inside the loss, and adds negatives the queue never held. In its Table 7 (a ResNet-50 for 200 epochs)
+# features inside the loss, and adds negatives the queue never held. In its Table 7 (a ResNet-50 trained for 200 epochs
+# on ImageNet-100)
 # MoCo v1 with both reads {glue:md}`paper_t7_both` % against {glue:md}`paper_t7_base` % ({glue:md}`paper_t7_gain`
 # points) {cite}`zhu2021improving`.
 #
 # **Why a harder pair teaches more.** For one query InfoNCE is $L = -\log p$, with $p = e^{s^+/\tau} / \sum_j
 # e^{s_j/\tau}$ the softmax share of its positive score $s^+$. Its gradient in that score is
 # $\partial L/\partial s^+ = -(1 - p)/\tau$: a pair that already wins by far ($p = 0.95$) pulls with weight $0.05$,
-# one that a transformation made harder ($p = 0.5$) with $0.5$, ten times more. What it does in these runs:
-# [Why does FT from the first step cost?](07b_gradient.ipynb).
-# Whether FT pays off at this book's scale is [the next chapter's](learn6_your_moco.ipynb) question.
+# one that a transformation made harder ($p = 0.5$) with $0.5$, ten times more. That is the paper's case for FT; whether
+# it pays at this book's scale is [the next chapter's](learn6_your_moco.ipynb) question.
 
 # %% colab-setup
 
@@ -61,7 +61,7 @@ plt.show()
 #   \lambda \sim \mathrm{Beta}(\alpha_{ex},\alpha_{ex})+1 \in (1, 2). \tag{3}$$
 #
 # With $\lambda > 1$ each vector moves away from the other, so the pair scores lower: a harder positive. The
-# {term}`+pos` of the paper's tables. **Negative interpolation** (Sec 4.2, the {term}`+neg`) mixes each key of the
+# {term}`+pos` of the paper's tables. One $\lambda$ serves the whole batch, drawn anew each step, as in the paper. **Negative interpolation** (Sec 4.2, the {term}`+neg`) mixes each key of the
 # queue with another one, drawn by a random permutation $\pi$, *inside* their segment:
 #
 # $$\hat Z_{neg} = \lambda_{in} Z_{neg} + (1-\lambda_{in}) Z_{\pi},\qquad

@@ -178,6 +178,11 @@ if profile != "smoke":  # the words below read a full minute; a smoke run proves
 # {glue:md}`minute_both_knn` % against {glue:md}`minute_plain_knn` %). That is one seed and one minute; the stored
 # runs below say whether it lasts.
 #
+# This is the other side of the last chapter's case. A harder pair pulls harder, and the mixed score reaches the raw
+# one only where the raw one is 1 (eq. 4), so the pull lasts until the two views nearly coincide; in the minute, every
+# other image came closer with them. Why such a pull can crowd the images, and most in the first steps, is worked out with the
+# gradient's algebra in Reproduce: [Why does FT from the first step cost?](07b_gradient.ipynb)
+#
 # ## Switching FT on late
 #
 # The paper's Table 6 asks *when* FT should start: from the first step, or after part of the run (a
@@ -191,17 +196,18 @@ for epoch in (0, 35, 36, 119):
     print(f"epoch {epoch:3d}: FT {'on' if active else 'off'}")
 
 # %% [markdown]
-# In a run of the library the same switch is the config key `ft.start_epoch` (and `ft.start=auto` lets the run pick
-# the epoch from its own loss, a rule this book adds: [letting the run decide](#auto-start)).
+# In a run of the library the same switch is the config key `ft.start_epoch`. With `ft.start=auto` the run picks the
+# epoch from its own loss, a rule of this book's, not the paper's; [letting the run decide](#auto-start) tests it.
 #
 # ## What the runs say
 #
 # The paper measured its gains on ImageNet with ResNet-50s; the book's stored runs are small networks on small images,
-# so what follows holds at this scale. Besides the drawn shapes they include a *harder task*: thirty classes (shape
-# and fill), a distracting shape in every image. Three shapes, each in its three fills, each a class of its own:
+# so what follows holds at this scale. Besides the drawn shapes they include a *harder task*: thirty classes, ten
+# shapes in three fills each, with a smaller distracting shape behind the one that names the class. Three of the ten
+# shapes, each in its three fills:
 
 # %% tags=["remove-input"]
-headroom_figures.task_images([0, 10, 20, 2, 12, 22, 5, 15, 25], columns=9, height=1.05)
+headroom_figures.task_images([0, 10, 20, 2, 12, 22, 5, 15, 25], columns=9, height=1.45, named=True)
 plt.show()
 
 # %% [markdown]
@@ -241,17 +247,17 @@ glue_reading(your_moco.read(first, room))
 # points. Positive extrapolation alone costs too; negative interpolation alone is too small to tell from zero. What
 # the minute showed holds at full length: the positives end closer, the negatives closer still, so the margin the loss
 # rewards (a positive's score minus its negatives') ends smaller, in every seed: it goes with the cost, and no
-# experiment here shows it causes it ([the runs, seed by seed](07a_when_ft_helps.ipynb)).
+# experiment here shows it causes it. [When does FT help?](07a_when_ft_helps.ipynb) has the runs seed by seed.
 #
 # **2. Switched on late, on a task with room to grow, FT pays.** On the harder task FT switched on after 30 % of the
 # run still costs in 30-epoch runs, and gains at 120 and 240 epochs, at 240 about as much as the paper's Table 6; from
-# the first step it costs at every length (every length and seed, and how the task was chosen before any FT run:
-# [Does FT help once there is room to help?](11_headroom.ipynb)). On the shapes a long run's baseline nears 100 %, which
-# leaves little room for a gain.
+# the first step it costs at every length. On the shapes a long run's baseline nears 100 %, which leaves little room
+# for a gain. [Does FT help once there is room to help?](11_headroom.ipynb) has every length and seed, and how the task
+# was chosen before any FT run.
 #
 # **3. Judge FT by the readout, not by Mean(neg).** The runs where FT costs show the minute's {term}`crowding` as FT
-# switches on, and the runs where it gains do not; but FT can cost without crowding too (an experiment that switched
-# FT on without the crowding: [the crowding](#the-crowding)).
+# switches on, and the runs where it gains do not; but FT can cost without crowding too: see the experiment that
+# switched FT on where the images were not crowded, in [the crowding](#the-crowding).
 #
 # ## Summary
 #

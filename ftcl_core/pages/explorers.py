@@ -102,7 +102,8 @@ def lambda_explorer(lams: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in r
         steps.append(dict(method="update", args=[{"visible": vis}], label=str(lam)))
     fig.update_layout(sliders=[dict(active=len(lams) * 3 // 4, currentvalue={"prefix": "λ = "}, steps=steps)],
                       xaxis_title="S = z_q · z_k", yaxis_title="Ŝ", height=310, margin=dict(t=20, b=10),
-                      yaxis_range=[-9.2, 1.2])
+                      yaxis_range=[-9.2, 1.2],  # the legend inside, lower right (no curve there): the plot keeps
+                      legend=dict(x=0.99, y=0.03, xanchor="right", yanchor="bottom"))  # its width as names change
     return fig
 
 

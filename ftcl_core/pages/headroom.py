@@ -171,10 +171,11 @@ def crowding_figure(curves: Mapping[int, Mapping[str, tuple[np.ndarray, np.ndarr
     return fig
 
 
-def task_images(classes: Sequence[int] | None = None, columns: int = 10, height: float = 2.6):
+def task_images(classes: Sequence[int] | None = None, columns: int = 10, height: float = 2.6, named: bool = False):
     """One image of each of ``classes`` (default: every class, in order) of the task with room, in rows of
     ``columns``, drawn as its map's recipe draws them: ``make_shapes`` with the map's data settings, seed 0. Class c
-    is shape c % 10 in fill c // 10 (solid, outline, striped)."""
+    is shape c % 10 in fill c // 10 (solid, outline, striped); ``named``: each image titled with its class's name
+    (fill over shape), the one a readout must give."""
     import matplotlib.pyplot as plt
 
     exp = experiment_file.Experiment.load(headroom_task.MAP)
@@ -192,4 +193,6 @@ def task_images(classes: Sequence[int] | None = None, columns: int = 10, height:
         ax.set_axis_off()
     for ax, c in zip(axes.flat, chosen):
         ax.imshow(sample.images[first[c]].permute(1, 2, 0).numpy())  # (3, H, W) uint8 -> (H, W, 3)
+        if named:
+            ax.set_title(sample.classes[c].replace(" ", "\n").replace("_", " "), fontsize=legibility.TEXT_PT)
     return fig

@@ -330,6 +330,15 @@ def _late_gain_floor_sensitive(ev: Evidence) -> str | None:
     return None if row and row.get("floor_sensitive") == "yes" else f"{' '.join(LATE_GAIN)}: not sensitive to the floor"
 
 
+def _late_gain_smaller_in_points(ev: Evidence) -> str | None:
+    """The late gain on the shapes at 120 epochs (:data:`LATE_GAIN`) is smaller than the paper's in points and larger
+    on the error scale, which decides it (the findings' example of how to read a verdict)."""
+    row = _late_gain_row(ev)
+    seen = row and (row.get("verdict_points"), row.get("verdict_errors"), row.get("scale"))
+    wanted = (verdicts.SMALLER, verdicts.LARGER, verdicts.ERRORS)
+    return None if seen == wanted else f"{' '.join(LATE_GAIN)}: (points, errors, scale) {seen}, the text says {wanted}"
+
+
 def _late_gain_after_bh(ev: Evidence) -> str | None:
     """The late gain at 120 epochs reads :data:`STATED_LATE_BH` after Benjamini-Hochberg (results/diagnosis.csv)."""
     row = _late_gain_row(ev)
@@ -526,6 +535,7 @@ CHECKS: dict[str, Check] = {
     "late-helps-where-stated": _late_helps_where_stated,
     "late-avoids-most": _late_avoids_most,
     "late-gain-after-bh": _late_gain_after_bh,
+    "late-gain-smaller-in-points": _late_gain_smaller_in_points,
     "late-gain-sensitive-to-the-floor": _late_gain_floor_sensitive,
     "epoch-one-too-early": _epoch_one_too_early,
     "knn-late-mixed": _knn_late_mixed,

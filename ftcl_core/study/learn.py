@@ -139,6 +139,16 @@ MOCO_CHECKS: Mapping = {
 }
 
 
+def recipe_facts(cfg, backbone) -> dict[str, str]:
+    """The Learn recipe's numbers as the MoCo chapter's prose quotes them: the backbone's parameters (millions), the
+    feature dimension C, the queue K, the temperature, the momentum, the batch N and the learning rate of ``cfg`` (a
+    RunConfig; :func:`shapes_recipe`'s)."""
+    params = sum(p.numel() for p in backbone.parameters()) / 1e6
+    return {"params": f"{params:.1f}", "dim": str(cfg.model.dim), "K": f"{cfg.moco.queue_size:,}".replace(",", " "),
+            "tau": f"{cfg.moco.tau:g}", "m": f"{cfg.moco.momentum:g}", "N": str(cfg.train.batch_size),
+            "lr": f"{cfg.optim.lr:g}"}
+
+
 def moco_training_facts(history: Mapping[str, Sequence[float]], queue_size: int, batch: int) -> dict:
     """A from-scratch MoCo's first steps as the second Learn chapter reads them: the loss at the first step, its
     peak once real keys fill the queue (after ``queue_size / batch`` steps), and at the end; the share of queries
