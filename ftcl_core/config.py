@@ -12,6 +12,9 @@ Method-specific settings live with their method: ``moco.tau`` is MoCo's temperat
 existed used ``moco.tau`` and ``moco.momentum`` for every method; :func:`from_dict` maps those old keys onto the
 new ones, so every stored run still loads, compares and replays.
 
+Keys the library does not read come with their readers (:func:`register_sections`; the study's, on import); unknown
+without them, so a stored run's ``config.yaml`` is read and digested with the keys that made it, or refused.
+
 The three config modules import nothing else from ``ftcl_core`` (a test walks the imports), so every other module
 may import them.
 """
@@ -23,7 +26,7 @@ import dataclasses
 import functools
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,11 +63,11 @@ from ftcl_core.config_sections import (  # the sections, re-exported: ftcl_core.
 from ftcl_core.config_yaml import DECIMAL, MAX_DIGITS, load_yaml_mapping
 
 __all__ = ["AUGMENT_PRESETS", "BETA_RANGE", "CONTRASTIVE", "DEFAULTS", "EXECUTION_KEYS", "GRANULARITIES", "METHODS",
-           "SECTIONS", "SMALL_ENCODERS", "TORCHVISION_ENCODERS", "AugmentationConfig", "Auto", "BYOLConfig",
+           "LIBRARY_KEYS", "SECTIONS", "SMALL_ENCODERS", "TORCHVISION_ENCODERS", "AugmentationConfig", "Auto", "BYOLConfig",
            "ConfigError", "DataConfig", "DataSet", "EvalConfig", "FTConfig", "Granularity", "Method", "MoCoConfig",
            "ModelConfig", "OptimConfig", "Preset", "RunConfig", "Section", "SimCLRConfig", "StatsConfig",
-           "SwAVConfig", "TrainConfig", "as_config", "config_diff", "config_mismatch", "load_config",
-           "load_yaml_mapping", "merge", "parse_overrides"]
+           "SwAVConfig", "TrainConfig", "UnregisteredKeyError", "as_config", "config_diff", "config_mismatch", "load_config",
+           "load_yaml_mapping", "merge", "parse_overrides", "register_sections"]
 
 
 MAX_SEED = 2**32 - 1  # the largest seed numpy's generators take (torch's: 2**64 - 1)
@@ -83,6 +86,21 @@ METHOD_SECTIONS = {"moco": "moco", "simclr": "simclr", "byol": "byol", "swav": "
 # Each run's provenance.json records where and how it ran.
 EXECUTION_KEYS = ("device", "train.channels_last", "train.compile", "train.ft_draws", "train.split_bn",
                   "train.cuda_graph")
+CHECKS: list[Callable[[RunConfig], None]] = []  # registered checks across sections: each raises a ConfigError
+
+
+def register_sections(*sections: type[Section], check: Callable[[RunConfig], None] | None = None) -> None:
+    """Let each of ``sections`` replace the section it extends (a subclass of the library's, its ``section`` key
+    kept), so a config holds its keys and their checks, and add ``check`` to :meth:`RunConfig.check`'s."""
+    for new in sections:
+        old = SECTIONS.get(getattr(new, "section", None))
+        if old is None or not (isinstance(new, type) and issubclass(new, old)):
+            raise TypeError(f"register_sections: {new!r} must subclass a config section (one of {list(SECTIONS)}) "
+                            "and keep its section key: it extends that section's keys.")
+        SECTIONS[new.section] = new
+        DEFAULTS[new.section] = _section_dict(new())
+    CHECKS.extend([] if check is None or check in CHECKS else [check])
+    _known_keys.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -106,7 +124,10 @@ class RunConfig(Section):
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def check(self) -> None:
-        """The checks that need two sections, all before anything is written to a run folder."""
+        """The checks that need two sections, before anything is written; a library section becomes its registered one."""
+        for name, registered in SECTIONS.items():
+            if type(value := getattr(self, name)) is not registered and issubclass(registered, type(value)):
+                object.__setattr__(self, name, registered(**_section_dict(value)))  # frozen: set once, here
         if not 0 <= self.seed <= MAX_SEED:
             raise ConfigError(f"seed={self.seed} must be an integer in [0, {MAX_SEED}] (2**32 - 1), e.g. seed=0.")
         ft, method = self.ft, self.method
@@ -120,12 +141,6 @@ class RunConfig(Section):
                               "device=cuda (or auto on a GPU machine), or train.cuda_graph=false (on the CPU "
                               "train.compile=true is the compiled path).")
         k, bs = self.moco.queue_size, self.train.batch_size
-        if self.moco.drop_same_class and (method != "moco" or ft.hard):
-            raise ConfigError("moco.drop_same_class=true (the false-negative oracle) is for method=moco without "
-                              "ft.hard: set it to false, or use method=moco with plain or interpolated negatives.")
-        if self.stats.same_class and method != "moco":
-            raise ConfigError(f"stats.same_class=true records the share of a MoCo queue's keys that belong to the "
-                              f"query's class; method={method} has no queue. Set it to false.")
         if method not in CONTRASTIVE:
             bad = [k for k in ("neg", "hard", "union_queue") if getattr(ft, k)]
             if bad:
@@ -137,13 +152,8 @@ class RunConfig(Section):
             if getattr(ft, key) and not ft.neg:
                 raise ConfigError(f"ft.{key}=true acts on the transformed negatives only; set ft.neg=true too, "
                                   "or drop it.")
-        if ft.shards > 1 and bs % ft.shards:
-            raise ConfigError(f"ft.shards={ft.shards} does not divide train.batch_size={bs} (one lambda per shard of "
-                              f"{bs} / {ft.shards} queries): choose a divisor of the batch, or ft.shards=1.")
-        if ft.shards > 1 and (self.moco.drop_same_class or (ft.neg and method != "moco")):
-            why = "moco.drop_same_class=true" if self.moco.drop_same_class else f"ft.neg=true under method={method}"
-            raise ConfigError(f"ft.shards={ft.shards} cannot run with {why} (sharded draws mix MoCo's queue per shard, "
-                              "without the oracle); set ft.shards=1, or drop it.")
+        for check in CHECKS:  # the registered sections' checks across sections (register_sections)
+            check(self)
         if self.optim.warmup_epochs >= self.train.epochs:
             raise ConfigError(f"optim.warmup_epochs={self.optim.warmup_epochs} is not below train.epochs="
                               f"{self.train.epochs}: the learning rate would never reach optim.lr. Lower the warm-up "
@@ -166,10 +176,6 @@ class RunConfig(Section):
                               f"have passed, and FT runs from the next: with train.epochs={self.train.epochs} it could "
                               f"never switch on. It needs train.epochs >= ft.auto_window + 2"
                               + (f", or ft.auto_window <= {self.train.epochs - 2}." if self.train.epochs > 2 else "."))
-        if ft.pos_gate is not None and not (method == "moco" and ft.start_epoch >= 1 and 0 < ft.pos_gate < 2):
-            raise ConfigError(f"ft.pos_gate={ft.pos_gate} skips +pos on a step whose raw Mean(neg) exceeds its mean over "
-                              "the epoch before FT switches on by this cosine margin: it needs a margin in (0, 2), "
-                              "method=moco (a queue) and ft.start_epoch >= 1. Set them, or drop ft.pos_gate.")
         if ft.any and not 0 <= ft.start_epoch < self.train.epochs:
             raise ConfigError(f"ft.start_epoch={ft.start_epoch} must lie in [0, train.epochs={self.train.epochs}): "
                               "otherwise FT never switches on.")
@@ -282,8 +288,15 @@ def _unknown_key(key: str, known) -> ConfigError:
     if key in SECTIONS:
         return ConfigError(f"{key} is a section, not one value: set its keys one at a time ({key}.<key>=<value>), "
                            f"e.g. {sorted(k for k in known if k.startswith(key + '.'))[0]}=...")
-    return ConfigError(f"unknown config key {key!r}{did_you_mean(key, sorted(known))}. "
-                       "The keys and their defaults: ftcl_core.config.DEFAULTS.")
+    unknown = f"unknown config key {key!r}{did_you_mean(key, sorted(known))}. The keys and their defaults: ftcl_core.config"
+    if set(known) == LIBRARY_KEYS:  # none registered: the key may be one a registered section adds
+        return UnregisteredKeyError(f"{unknown}.DEFAULTS; the study's keys are known once ftcl_core.study is imported "
+                                    "(python -m ftcl_core imports it).")
+    return ConfigError(f"{unknown}.DEFAULTS.")
+
+
+class UnregisteredKeyError(ConfigError):
+    """An unknown key while no section is registered (:func:`register_sections`): perhaps one the study adds."""
 
 
 # Before the method sections, every method read its temperature from moco.tau and BYOL its momentum from
@@ -530,3 +543,4 @@ def config_mismatch(stored: RunConfig | dict, asked: RunConfig | dict, limit: in
 # Every key with its default, as a nested dict (all method sections): the reference of what a config may say.
 DEFAULTS: dict[str, Any] = {"method": "moco", "seed": 0, "device": "cpu",
                             **{name: _section_dict(section()) for name, section in SECTIONS.items()}}
+LIBRARY_KEYS = frozenset(_known_keys())  # the library's own, before any section is registered (register_sections)

@@ -9,6 +9,7 @@ plain data, and the owners check at import time that their tables agree with the
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -216,9 +217,6 @@ class MoCoConfig(Section):
     queue_size: int = 4096
     momentum: float = 0.99
     tau: float = 0.2
-    # a diagnosis oracle, not in the paper: the training labels let the loss ignore queue negatives of the query's
-    # own class (no false negatives); it tests whether false negatives make FT collapse
-    drop_same_class: bool = False
 
     def check(self) -> None:
         self._positive("queue_size")
@@ -369,7 +367,6 @@ class StatsConfig(Section):
     sync_every: int = 50
     histograms: bool = False
     grad_norms_per_step: bool = False
-    same_class: bool = False  # MoCo: record the queue's same-class share per step (keeps the keys' labels)
 
     def check(self) -> None:
         self._positive("n_queries", "sync_every")
@@ -402,10 +399,7 @@ class FTConfig(Section):
     start: Literal["epoch", "auto"] = "epoch"  # auto: the run switches FT on itself (ft.PlateauStart; issue 66)
     auto_window: int = 5              # ft.start=auto: epochs over which the loss's recent fall is measured
     auto_fraction: float = 0.1        # ft.start=auto: on once that fall is below this share of the fall so far
-    pos_gate: float | None = None     # +pos skipped where raw Mean(neg) is this far above the epoch before (issue 66)
-    # the released run's 8 processes each draw their own lambda (and mix the queue their own way) for their
-    # 32 queries: shards > 1 does that in one process, one draw per shard of batch / shards queries (not in the paper)
-    shards: int = 1
+    WHEN_KEYS: ClassVar[tuple[str, ...]] = ("start_epoch", "start", "auto_window", "auto_fraction")  # the loop's: when, not how
 
     def check(self) -> None:
         lo, hi = BETA_RANGE
@@ -413,7 +407,6 @@ class FTConfig(Section):
             if not lo <= getattr(self, name) <= hi:
                 raise ConfigError(f"ft.{name}={getattr(self, name)} must lie in [{lo:g}, {hi:g}] (a Beta parameter; the "
                                   "paper uses 0.2 to 2.0): beyond that a draw of lambda is a constant or a NaN.")
-        self._positive("shards")
         self._positive("auto_window")
         if self.start_epoch < 0:  # a run config also bounds it by train.epochs (RunConfig)
             raise ConfigError(f"ft.start_epoch={self.start_epoch} must be an epoch >= 0 (0: FT from the first step).")
@@ -427,13 +420,13 @@ class FTConfig(Section):
             raise ConfigError("ft.start=auto switches FT on when the run decides; with no transformation on (ft.pos, "
                               "ft.neg or ft.hard) there is nothing to switch. Turn one on, or drop ft.start.")
         defaults = {f.name: f.default for f in dataclasses.fields(FTConfig)}  # keys a transformation that is off ignores
-        for on, keys in (("pos", ("pos_mode", "alpha_ex", "renorm_pos", "pos_gate")),
+        for on, keys in (("pos", ("pos_mode", "alpha_ex", "renorm_pos")),
                          ("neg", ("neg_mode", "alpha_in")), ("hard", ("hard_a", "hard_b"))):
             idle = [k for k in keys if not getattr(self, on) and getattr(self, k) != defaults[k]]
             if idle:
                 raise ConfigError(f"ft.{idle[0]}={_yaml(_plain(getattr(self, idle[0])))} shapes ft.{on}, which is off, "
                                   f"so it would be ignored. Set ft.{on}=true, or drop ft.{idle[0]}.")
-        idle = [k for k in ("granularity", "start_epoch", "shards") if not self.any and getattr(self, k) != defaults[k]]
+        idle = [k for k in ("granularity", "start_epoch") if not self.any and getattr(self, k) != defaults[k]]
         if idle:
             raise ConfigError(f"ft.{idle[0]}={_yaml(_plain(getattr(self, idle[0])))} shapes the transformations, and none "
                               "is on (ft.pos, ft.neg, ft.hard), so it would be ignored. Turn one on, or drop "
@@ -442,27 +435,27 @@ class FTConfig(Section):
                                                                                defaults["auto_fraction"]):
             raise ConfigError("ft.auto_window and ft.auto_fraction shape the rule of ft.start=auto; this config has "
                               "ft.start=epoch, so they would be ignored. Set ft.start=auto, or drop them.")
-        if self.shards > 1 and (self.granularity != "step" or self.hard or self.union_queue):
-            raise ConfigError("ft.shards > 1 draws one lambda per shard: it needs ft.granularity=step and neither "
-                              "ft.hard nor ft.union_queue; set ft.shards=1 for those.")
 
     @property
     def any(self) -> bool:
         return self.pos or self.neg or self.hard
 
     def when_keys(self) -> str:
-        """The keys that say *when* FT acts (:data:`WHEN_KEYS`, the training loop's), where not at their defaults, as
+        """The keys that say *when* FT acts (``WHEN_KEYS``, the training loop's), where not at their defaults, as
         ``k=v``; "" when none is set. Every FT step's check calls it: it compares with the defaults read once."""
-        return ", ".join(f"{k}={getattr(self, k)!r}" for k, v in _WHEN_DEFAULTS.items() if getattr(self, k) != v)
+        return ", ".join(f"{k}={getattr(self, k)!r}" for k, v in _when_defaults(type(self)).items() if getattr(self, k) != v)
 
     def step_only(self) -> FTConfig:
-        """This config as one step computes it: the keys that say when FT acts (:data:`WHEN_KEYS`) at their defaults,
+        """This config as one step computes it: the keys that say when FT acts (``WHEN_KEYS``) at their defaults,
         since a step is told instead whether FT is on (``active``)."""
-        return dataclasses.replace(self, **_WHEN_DEFAULTS)
+        return dataclasses.replace(self, **_when_defaults(type(self)))
 
+    def lambda_draws(self, n: int) -> tuple[Granularity, int]:
+        """eq. 3's lambda for ``n`` pairs: ``(granularity, count)`` draws, each for ``n / count`` pairs in turn; the paper's
+        ``(ft.granularity, n)``. A registered section (config.register_sections) may draw fewer, or refuse ``n``."""
+        return self.granularity, n
 
-WHEN_KEYS = ("start_epoch", "start", "auto_window", "auto_fraction", "pos_gate")  # the loop's: when FT acts, not how
-_WHEN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(FTConfig) if f.name in WHEN_KEYS}
+_when_defaults = functools.cache(lambda cls: {f.name: f.default for f in dataclasses.fields(cls) if f.name in cls.WHEN_KEYS})
 
 
 @dataclass(frozen=True)

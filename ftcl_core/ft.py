@@ -61,8 +61,7 @@ def logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, cfg: FTConfig,
     check_dense("ft.logits", q=q, k=k, queue=queue)  # meta and sparse tensors named (check_moco_inputs reads shapes)
     if isinstance(cfg, FTConfig) and (when := cfg.when_keys()):
         raise ValueError(f"ft.logits has no epoch, so FTConfig({when}) would be ignored: build the FTConfig without it "
-                         "and pass active=epoch >= start_epoch (or active=start.on with an ft.PlateauStart; pos_gate "
-                         "is the library loop's).")
+                         "and pass active=epoch >= start_epoch (or active=start.on with an ft.PlateauStart).")
     pos, neg, _ = moco_ft_logits(q, k, queue, cfg, gen, active, queue_layout=queue_layout)  # checks shapes, types
     _check_unit_rows(q, k, queue)
     return logits_from_scores(pos, neg, tau)

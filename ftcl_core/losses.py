@@ -116,9 +116,6 @@ def check_moco_inputs(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, ft:
                          "C >= 2.")
     if (idle := next((k for k in ("union_queue", "renorm_neg") if getattr(ft, k)), None)) and not ft.neg:
         raise ValueError(f"ft.{idle}=True acts on the transformed negatives only; set neg=True too, or drop it.")
-    if ft.shards > 1 and q.dim() == 2 and q.shape[0] % ft.shards:
-        raise ValueError(f"ft.shards={ft.shards} draws one lambda per shard of queries: the batch of {q.shape[0]} "
-                         f"must divide into {ft.shards} equal shards. Set shards to a divisor of the batch, or 1.")
     if queue_layout not in ("auto", "KC"):
         raise ValueError(f"queue_layout={queue_layout!r}: 'auto' (told by shape, or by data when K = C) or 'KC' (one "
                          "key per row, stated); builder.py's C x K queue is passed as queue.T.")
@@ -169,8 +166,8 @@ def _check_ft(caller: str, ft: object) -> None:
 
 
 def _check_when(caller: str, ft: FTConfig) -> None:
-    """Refuse an FTConfig that says when FT acts (``start_epoch``, ``start``, ``pos_gate``): one step cannot read it,
-    so it would be ignored; the step takes ``active`` instead."""
+    """Refuse an FTConfig that says when FT acts (its ``WHEN_KEYS``: ``start_epoch``, ``start``, ...): one step
+    cannot read it, so it would be ignored; the step takes ``active`` instead."""
     if when := ft.when_keys():
         raise ValueError(f"{caller} computes one step, so FTConfig({when}) would be ignored: pass ft.step_only() and "
                          "active=epoch >= start_epoch (or ft.PlateauStart's start.on); the library's loop does this.")
@@ -196,11 +193,10 @@ def positive_ft(q: torch.Tensor, k: torch.Tensor, ft: FTConfig, gen: transforms.
         return q, k
     shift = 1.0 if ft.pos_mode == "extrapolate" else 0.0
     n = q.shape[0] if n_global is None else n_global
-    if ft.shards > 1:  # the released run's 8 processes: one lambda per shard of n / shards pairs
-        lam = transforms.sample_lambda(ft.alpha_ex, "sample", ft.shards, q.shape[1], gen, shift=shift)
-        lam = lam.repeat_interleave(n // ft.shards, 0)
-    else:
-        lam = transforms.sample_lambda(ft.alpha_ex, ft.granularity, n, q.shape[1], gen, shift=shift)
+    granularity, count = ft.lambda_draws(n)  # the paper's: ft.granularity, n
+    lam = transforms.sample_lambda(ft.alpha_ex, granularity, count, q.shape[1], gen, shift=shift)
+    if count != n:  # each of the count draws serves n / count pairs in turn
+        lam = lam.repeat_interleave(n // count, 0)
     lam = _rows_of_this_rank(lam, rows).to(q.device)
     q, k = transforms.extrapolate_positive(q, k, lam)
     if ft.renorm_pos:  # Supp F
@@ -230,8 +226,7 @@ def moco_ft_logits(
     ``active=False`` (before ``ft.start_epoch``) gives the plain MoCo scores.  Random
     draws come from ``gen``: a host generator's are made on the CPU and moved to the
     features' device, a :class:`~ftcl_core.transforms.DeviceDraws`' on its device;
-    ``rows``/``n_global`` as in :func:`positive_ft`.  One lambda per shard of queries
-    against the queue (``ft.shards > 1`` with ``ft.neg``) is :func:`sharded_ft_logits`.
+    ``rows``/``n_global`` as in :func:`positive_ft`.
 
     ``q, k`` are ``N x C``, ``queue`` is ``K x C`` (one stored key per row;
     facebookresearch/moco's ``builder.py`` keeps ``C x K``: pass ``queue.T``), checked
@@ -251,9 +246,10 @@ def moco_ft_logits(
     if not (active and ft.any):
         pos, neg = moco_logits(q, k, queue)
         return FTLogits(pos, neg, own_rows)
-    if ft.neg and ft.shards > 1:
-        raise ValueError("ft.shards > 1 with ft.neg mixes one queue per shard of "
-                         "queries: call sharded_ft_logits.")
+    if ft.neg and (draws := ft.lambda_draws(q.shape[0])[1]) != q.shape[0]:
+        raise ValueError(f"this FTConfig draws {draws} lambdas for {q.shape[0]} "
+                         "queries, each group against its own mixture of the queue: "
+                         "its owner's step computes it (sharded_ft_logits).")
     if not isinstance(gen, torch.Generator | transforms.DeviceDraws):
         raise TypeError("gen must be a torch.Generator (or "
                         "ftcl_core.transforms.DeviceDraws) for FT's draws, got "

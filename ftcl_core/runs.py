@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from ftcl_core import config as configs
 from ftcl_core.config import DEFAULTS, EXECUTION_KEYS, ConfigError, RunConfig, _flatten, as_config, config_mismatch, merge
 
 
@@ -261,10 +262,16 @@ def readouts_digest(readouts: dict) -> str:
     return hashlib.sha256(json.dumps(readouts, sort_keys=True).encode()).hexdigest()
 
 
-def config_digest(cfg: RunConfig | dict) -> str:
+def config_digest(cfg: RunConfig | dict, library_only: bool = False) -> str | None:
     """A sha256 of what a config computes (its execution keys aside): ``eval.json`` keeps it, so readouts left under
-    an edited ``config.yaml`` are found (:meth:`RunDir.load_complete`) even with the checkpoint and provenance gone."""
+    an edited ``config.yaml`` are found (:meth:`RunDir.load_complete`) even with the checkpoint and provenance gone.
+    Over registered sections' keys too (the study's, defaults included: as every run stored before they left the
+    library); ``library_only``: the digest a process without them wrote, None where none could have made ``cfg``."""
     flat = {k: v for k, v in _flatten(as_config(cfg).to_dict()).items() if k not in EXECUTION_KEYS}
+    if library_only:  # the registered keys left out, where all are at their defaults (a run of the library alone)
+        if any(v != _flatten(DEFAULTS)[k] for k, v in flat.items() if k not in configs.LIBRARY_KEYS):
+            return None
+        flat = {k: v for k, v in flat.items() if k in configs.LIBRARY_KEYS}
     return hashlib.sha256(json.dumps(flat, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -341,6 +348,8 @@ class RunDir:
         else:
             try:
                 return RunConfig.from_dict(cfg)
+            except configs.UnregisteredKeyError:  # the file is whole: its keys' sections are not registered (said how)
+                raise
             except ConfigError as err:
                 what = " ".join(str(err).split())
         raise RunFileError(
@@ -385,7 +394,8 @@ class RunDir:
         rerun never reports a damaged run as fine; anything damaged is a :class:`RunFileError` naming the file and
         the fix."""
         readouts, recorded = self.load_eval(), self.load_provenance().get("files", {})
-        if (made := readouts.get("config_sha256")) and self.config.is_file() and config_digest(self.load_config()) != made \
+        if (made := readouts.get("config_sha256")) and self.config.is_file() \
+                and made not in (config_digest(stored := self.load_config()), config_digest(stored, library_only=True)) \
                 and self.eval.name not in self.changed_files():  # else eval.json is not what this run wrote: said below
             raise RunFileError(f"{self.config} is not the config {self.eval}'s readouts were made with (edited after the "
                                f"run completed?): restore its values, or move {self.path} away and run "

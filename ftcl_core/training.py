@@ -394,7 +394,7 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
             for epoch in range(start_epoch, epochs):
                 t_epoch = time.perf_counter()
                 model.train()
-                gate = pos_gate_level(cfg, log, epoch, steps_per_epoch)  # ft.pos_gate: None on every other run
+                model.start_epoch(epoch, steps_per_epoch, log.recorder.as_arrays)
                 order = torch.randperm(len(train_set), generator=gen)
                 for i, (x, labels) in enumerate(batches(train_set, order, bs, device, with_labels)):
                     step = epoch * steps_per_epoch + i
@@ -404,7 +404,7 @@ def _train_locked(cfg: RunConfig, run: RunDir, device: str, progress: bool, max_
                     model.start_step(epoch, step, epochs * steps_per_epoch)  # BYOL's target momentum, SwAV's prototypes
                     views = make_views(x, aug, gen, nhwc, n_total)
                     ft_on = auto.on if auto is not None else epoch >= cfg.ft.start_epoch
-                    step_ctx = dataclasses.replace(ctx, ft_active=ft_on, labels=labels, pos_gate_at=gate)
+                    step_ctx = dataclasses.replace(ctx, ft_active=ft_on, labels=labels)
                     out = train_step(model, optimizer, views, step_ctx)
                     log.record(step, epoch, lr, out.values, out.grad_norms, out.histogram)
                     watch.add(step, epoch, out.health, saved)
@@ -450,15 +450,6 @@ def auto_start(cfg: RunConfig, log: TrainingLog, start_epoch: int, steps_per_epo
         if rule.update(loss):
             break
     return rule
-
-
-def pos_gate_level(cfg: RunConfig, log: TrainingLog, epoch: int, steps_per_epoch: int) -> float | None:
-    """``ft.pos_gate``'s level for ``epoch``'s steps (None before the switch, or without the gate): the raw Mean(neg)
-    the log holds for the epoch before ``ft.start_epoch`` (a resumed run's restored log alike), plus the margin."""
-    if cfg.ft.pos_gate is None or epoch < cfg.ft.start_epoch:
-        return None
-    end = cfg.ft.start_epoch * steps_per_epoch
-    return float(log.recorder.as_arrays()["neg_mean"][end - steps_per_epoch:end].mean()) + cfg.ft.pos_gate
 
 
 def interrupted(err: KeyboardInterrupt, run: RunDir, step: int, total: int, saved: int, epochs: int

@@ -15,8 +15,8 @@ from test_hostile_round9 import SMOKE
 
 from ftcl_core.__main__ import EXIT_ERROR
 from ftcl_core.config import ConfigError, load_config
-from ftcl_core.config_sections import FTConfig
 from ftcl_core.runs import RunDir, RunFileError
+from ftcl_core.study.config_keys import FTConfig  # the study's: ft.pos_gate is its key
 from ftcl_core.study.moco_diagnosis import without_pos
 
 TINY = ["train.epochs=1", "data.n_train=320", "data.n_test=64", "eval.linear_epochs=1"]

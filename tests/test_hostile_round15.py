@@ -23,6 +23,7 @@ from ftcl_core.__main__ import EXIT_ERROR
 from ftcl_core.batch_losses import simclr_ft_logits, sinkhorn, swav_loss
 from ftcl_core.config import ConfigError, load_config
 from ftcl_core.losses import moco_ft_logits
+from ftcl_core.study.config_keys import FTConfig as StudyFT  # ft.pos_gate is the study's key
 
 
 def unit(*shape: int, seed: int = 0) -> torch.Tensor:
@@ -91,7 +92,7 @@ def test_replay_refuses_losses_of_no_epoch_order(losses):
 # ---- N: nonsense accepted ----
 
 @pytest.mark.parametrize("cfg", [ft.FTConfig(pos=True, start_epoch=10), ft.FTConfig(pos=True, start="auto"),
-                                 ft.FTConfig(pos=True, start_epoch=1, pos_gate=0.5)])
+                                 StudyFT(pos=True, start_epoch=1, pos_gate=0.5)])
 def test_ft_logits_refuses_a_start_it_cannot_honour(cfg):
     q, k, queue = unit(4, 8), unit(4, 8, seed=1), unit(16, 8, seed=2)
     with pytest.raises(ValueError, match="active=epoch >= start_epoch"):

@@ -151,7 +151,7 @@ def test_one_step_refuses_an_ftconfig_that_says_when_ft_acts(when):
 
     from ftcl_core import losses
     from ftcl_core.batch_losses import simclr_ft_logits
-    from ftcl_core.ft import FTConfig
+    from ftcl_core.study.config_keys import FTConfig  # the library's, with the study's when-key ft.pos_gate
 
     cfg = FTConfig(pos=True, **when)
     z1, z2 = _unit(6, 16), _unit(6, 16, 1)

@@ -99,8 +99,9 @@ PAGES = sorted((PACKAGE / "pages").rglob("*.py"))
 # epsilon at Sinkhorn's bound) ~25; the twenty-second trial (build_encoder's backbones take views only, the methods'
 # constructors checked against the config's bounds and the head's width, a complex lam, merge's base, milestones in
 # order, a picker that is no function, config_mismatch's limit; load_yaml_mapping names an empty, missing or folder
-# path as load_config did) ~36
-LIBRARY_LINES = 6_866
+# path as load_config did) ~36; issue 67's split: the diagnosis' four keys and their checks moved to the study
+# (ftcl_core.study.config_keys, registered through config.register_sections; the hooks it needs) -1
+LIBRARY_LINES = 6_863
 FIGURES = ("matplotlib", "plotly", "IPython", "ipywidgets")
 
 
@@ -169,17 +170,51 @@ def test_the_loop_names_no_study_variant():
     assert not named & classes, sorted(named & classes)
 
 
+def test_the_library_names_none_of_the_studys_keys():
+    """The diagnosis' keys are the study's (:mod:`ftcl_core.study.config_keys` registers them): no library module
+    reads one (``cfg.ft.shards``) or names one in its text."""
+    attrs = {key.split(".")[1] for key in STUDY_KEYS}
+    for path in LIBRARY:
+        tree = ast.parse(path.read_text())
+        assert not {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)} & attrs, path
+        assert not [key for key in STUDY_KEYS if key in path.read_text()], path
+
+
+def test_a_run_the_library_alone_trained_reads_with_the_study(tmp_path):
+    """Its ``eval.json`` holds the digest of a config without the study's keys; with them at their defaults, read
+    with the study, that digest is still the run's (:func:`ftcl_core.runs.config_digest`, ``library_only``)."""
+    import ftcl_core.study  # noqa: F401  (registers the keys)
+    from ftcl_core.config import LIBRARY_KEYS, load_config
+    from ftcl_core.runs import config_digest
+
+    cfg = load_config("configs/smoke_moco_v2.yaml")
+    assert config_digest(cfg) != config_digest(cfg, library_only=True)
+    assert "shards" in cfg.to_dict()["ft"] and not set(STUDY_KEYS) & LIBRARY_KEYS
+    assert config_digest(load_config("configs/smoke_moco_v2.yaml", ["ft.pos=true", "ft.shards=2"]), library_only=True) is None
+    alone = ("from ftcl_core.config import load_config\nfrom ftcl_core.runs import config_digest\n"
+             "print(config_digest(load_config('configs/smoke_moco_v2.yaml')))\n")
+    out = subprocess.run([sys.executable, "-c", alone], capture_output=True, text=True, check=True, cwd=PACKAGE.parent)
+    assert out.stdout.strip() == config_digest(cfg, library_only=True)
+
+
 def test_the_library_is_small():
     lines = sum(len(p.read_text().splitlines()) for p in LIBRARY)
     assert lines <= LIBRARY_LINES, f"the library holds {lines} lines (at most {LIBRARY_LINES})"
 
 
+STUDY_KEYS = ("moco.drop_same_class", "stats.same_class", "ft.shards", "ft.pos_gate")  # ftcl_core.study.config_keys
+
+
 def test_the_study_registers_its_moco_variants_and_the_library_refuses_them_without_it():
-    refuse = ("from ftcl_core.config import ConfigError, load_config\nfrom ftcl_core.methods import method_class\n"
-              "cfg = load_config('configs/smoke_moco_v2.yaml', ['stats.same_class=true'])\n"
-              "try:\n    method_class(cfg)\nexcept ConfigError as err:\n    print('refused', 'ftcl_core.study' in str(err))\n")
+    refuse = ("from ftcl_core.config import ConfigError, load_config\n"
+              f"for key in {STUDY_KEYS!r}:\n"
+              "    try:\n        load_config('configs/smoke_moco_v2.yaml', ['ft.pos=true', key + '=1'])\n"
+              "    except ConfigError as err:\n        print('refused', 'ftcl_core.study is imported' in str(err))\n"
+              "import pathlib, tempfile\nfrom ftcl_core.runs import RunDir\n"  # a stored run's file: whole, not damaged
+              "run = pathlib.Path(tempfile.mkdtemp()); (run / 'config.yaml').write_text('ft:\\n  shards: 1\\n')\n"
+              "try:\n    RunDir(run).load_config()\nexcept ConfigError as err:\n    print(type(err).__name__)\n")
     out = subprocess.run([sys.executable, "-c", refuse], capture_output=True, text=True, check=True, cwd=PACKAGE.parent)
-    assert out.stdout.strip() == "refused True"
+    assert out.stdout.splitlines() == ["refused True"] * len(STUDY_KEYS) + ["UnregisteredKeyError"], out.stdout
 
     import ftcl_core.study  # noqa: F401  (registers the variants)
     from ftcl_core.config import load_config

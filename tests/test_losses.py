@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from ftcl_core import transforms
 from ftcl_core.config import FTConfig
 from ftcl_core.losses import info_nce, logits_from_scores, moco_ft_logits
+from ftcl_core.study.config_keys import FTConfig as StudyFT  # ft.shards is the study's key
 
 
 def feats(seed=0, n=8, k=32, d=16):
@@ -99,7 +100,7 @@ def test_one_lambda_per_shard_is_one_per_sample_when_every_query_is_a_shard():
     g = torch.Generator().manual_seed(0)
     q, k, queue = (F.normalize(torch.randn(n, 16, generator=g), dim=1) for n in (8, 8, 32))
     per_sample = moco_ft_logits(q, k, queue, FTConfig(pos=True, granularity="sample"), torch.Generator().manual_seed(1))
-    per_shard = moco_ft_logits(q, k, queue, FTConfig(pos=True, shards=8), torch.Generator().manual_seed(1))
+    per_shard = moco_ft_logits(q, k, queue, StudyFT(pos=True, shards=8), torch.Generator().manual_seed(1))
     for a, b in zip(per_sample, per_shard):  # pos, neg and the partners (each row its own: no mixing)
         torch.testing.assert_close(a, b)
 
@@ -110,7 +111,7 @@ def test_each_shard_scores_its_queries_against_its_own_mixture_of_the_queue():
 
     g = torch.Generator().manual_seed(0)
     q, k, queue = (F.normalize(torch.randn(n, 16, generator=g), dim=1) for n in (8, 8, 32))
-    ft = FTConfig(pos=True, neg=True, shards=4)
+    ft = StudyFT(pos=True, neg=True, shards=4)
     with pytest.raises(ValueError, match="sharded_ft_logits"):
         moco_ft_logits(q, k, queue, ft, torch.Generator().manual_seed(1))
     pos, neg = sharded_ft_logits(q, k, queue, ft, torch.Generator().manual_seed(1))
@@ -123,4 +124,4 @@ def test_each_shard_scores_its_queries_against_its_own_mixture_of_the_queue():
         mix, _ = mixed_queue(queue, ft, gen)
         torch.testing.assert_close(neg[2 * s: 2 * s + 2], qe[2 * s: 2 * s + 2] @ mix.T)
     with pytest.raises(ValueError, match="ft.shards"):
-        FTConfig(pos=True, shards=2, granularity="sample")
+        StudyFT(pos=True, shards=2, granularity="sample")

@@ -8,8 +8,8 @@ negatives, get positive extrapolation only, on the normalised prediction and tar
 positive extrapolation of its two views' features before the prototype scores.
 
 :data:`METHODS` maps the config's ``method:`` names to the classes and :func:`build_model` builds one.  Variants of a
-method that a config picks by its other keys come from whoever registers a picker (:func:`register_variants`): the
-study's MoCo of the diagnosis (``moco.drop_same_class``, ``stats.same_class``, ``ft.shards``) registers itself when
+method that a config picks by its other keys come from whoever registers a picker (:func:`register_variants`) and
+those keys (:func:`ftcl_core.config.register_sections`): the study's MoCo of the diagnosis registers itself when
 :mod:`ftcl_core.study` is imported; the library names none.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Callable
 import torch
 
 from ftcl_core import config
-from ftcl_core.config import ConfigError, RunConfig, as_config
+from ftcl_core.config import RunConfig, as_config
 from ftcl_core.methods.base import Method, Scores, StepContext, build_backbone
 from ftcl_core.methods.byol import BYOL
 from ftcl_core.methods.moco import MoCo
@@ -50,17 +50,10 @@ def register_variants(pick: Callable[[RunConfig], type[Method] | None]) -> Calla
 
 def method_class(cfg: RunConfig) -> type[Method]:
     """The class that trains ``cfg``: a registered picker's (:func:`register_variants`), else :data:`METHODS`'s for
-    ``cfg.method``.  A config whose keys only a variant reads, with no picker to build it, is refused, never trained
-    as the plain method."""
+    ``cfg.method``.  A variant's keys load only with its sections registered (:func:`ftcl_core.config.register_sections`)."""
     for pick in VARIANTS:
         if (cls := pick(cfg)) is not None:
             return cls
-    asked = [key for key, on in (("moco.drop_same_class", cfg.moco.drop_same_class),
-                                 ("stats.same_class", cfg.stats.same_class), ("ft.shards", cfg.ft.shards > 1),
-                                 ("ft.pos_gate", cfg.ft.pos_gate is not None)) if on]
-    if asked:
-        raise ConfigError(f"{', '.join(asked)} asks for a variant of {cfg.method} that no registered picker builds: "
-                          "import ftcl_core.study first (python -m ftcl_core does), which registers the diagnosis' MoCo.")
     return METHODS[cfg.method]
 
 

@@ -11,6 +11,7 @@ be followed in two files: the method's and the loop's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -40,7 +41,6 @@ class StepContext:
     labels: torch.Tensor | None = None  # the batch's classes: only a queue that keeps labels reads them
     device_draws: DeviceDraws | None = None  # FT's draws on the device (train.ft_draws); None: from ``gen``
     captured: bool = False          # the networks replay CUDA graphs (train.cuda_graph): each step marks its start
-    pos_gate_at: float | None = None  # ft.pos_gate: the raw Mean(neg) above which this step skips +pos (None: never)
 
     @classmethod
     def from_config(cls, cfg: RunConfig, gen: torch.Generator, wrapped: nn.Module | None = None,
@@ -95,6 +95,9 @@ class Method(nn.Module):
     def from_config(cls, cfg: RunConfig, backbone: nn.Module) -> Method:
         """The method's networks around ``backbone``, with its settings from ``cfg``."""
         raise NotImplementedError
+
+    def start_epoch(self, epoch: int, steps_per_epoch: int, metrics: Callable[[], dict]) -> None:
+        """Before an epoch's steps, with the log's columns so far (``metrics()``; a resumed run's restored log alike)."""
 
     def start_step(self, epoch: int, step: int, total_steps: int) -> None:
         """Before a step: set what follows a schedule (BYOL's target momentum, SwAV's prototype freeze)."""

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ftcl_core import distributed, transforms
@@ -128,24 +130,43 @@ class LabelledShardedMoCo(ShardedMoCo, LabelledMoCo):
 class GatedMoCo(MoCo):
     """MoCo with +pos held back while the images crowd (``ft.pos_gate``): a step whose raw Mean(neg) (Supp A, the
     recorded statistic: its first ``ctx.n_stats`` queries against the queue before this step enqueues) exceeds
-    ``ctx.pos_gate_at`` (the loop's level: the mean over the epoch before the switch plus the margin) runs without
-    +pos; the queue's FT, the clock and the draws of every other step are the run's without the gate."""
+    ``gate_at`` (its epoch's level, :meth:`start_epoch`: the mean over the epoch before the switch plus the margin) runs
+    without +pos; the queue's FT, the clock and the draws of every other step are the run's without the gate."""
+
+    margin: float | None = None  # ft.pos_gate
+    switch: int = 0  # ft.start_epoch
+    gate_at: float | None = None  # this epoch's level (None: no step is held back)
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig, backbone: torch.nn.Module) -> GatedMoCo:
+        """MoCo's networks, and the gate's margin and epoch (``ft.pos_gate``, ``ft.start_epoch``)."""
+        model = super().from_config(cfg, backbone)
+        model.margin, model.switch = cfg.ft.pos_gate, cfg.ft.start_epoch
+        return model
+
+    def start_epoch(self, epoch: int, steps_per_epoch: int, metrics: Callable[[], dict[str, np.ndarray]]) -> None:
+        """The gate's level for ``epoch``'s steps (None before the switch): the raw Mean(neg) the log holds for the
+        epoch before ``ft.start_epoch`` (a resumed run's restored log alike), plus the margin."""
+        self.gate_at = None
+        if self.margin is not None and epoch >= self.switch:
+            end = self.switch * steps_per_epoch
+            self.gate_at = float(metrics()["neg_mean"][end - steps_per_epoch:end].mean()) + self.margin
 
     def ft_logits(self, q: torch.Tensor, k: torch.Tensor, ctx: StepContext) -> FTLogits:
-        if ctx.pos_gate_at is not None and ctx.ft_on and ctx.ft.pos:
+        if self.gate_at is not None and ctx.ft_on and ctx.ft.pos:
             n = ctx.n_stats
-            if float(score_statistics(*moco_logits(q[:n].detach(), k[:n], self.queue), n)[1]) > ctx.pos_gate_at:
+            if float(score_statistics(*moco_logits(q[:n].detach(), k[:n], self.queue), n)[1]) > self.gate_at:
                 ctx = dataclasses.replace(ctx, ft=without_pos(ctx.ft))
         return super().ft_logits(q, k, ctx)
 
 
 def without_pos(cfg: FTConfig) -> FTConfig:
     """``cfg`` with positive extrapolation off, its own keys back at their defaults (an FTConfig refuses keys of a
-    transformation that is off)."""
+    transformation that is off); of ``cfg``'s own class (the study's, :mod:`.config_keys`, or the library's)."""
     if not (cfg.neg or cfg.hard):  # +pos was the only transformation: without it, plain MoCo
-        return FTConfig()
+        return type(cfg)()
     keys = ("pos_mode", "alpha_ex", "renorm_pos", "pos_gate")
-    defaults = {f.name: f.default for f in dataclasses.fields(FTConfig) if f.name in keys}
+    defaults = {f.name: f.default for f in dataclasses.fields(cfg) if f.name in keys}
     return dataclasses.replace(cfg, pos=False, **defaults)
 
 
