@@ -43,7 +43,7 @@ from ftcl_core.training import build_optimizer, make_views, train_step
 # a small ResNet (0.3 M parameters) with MoCo v1's loss and head, tuned on the shapes
 cfg, train_set, test_set, aug = learn.shapes_recipe(profile)
 gen = torch.Generator().manual_seed(0)
-x = train_set.images[:8]
+x = train_set.images[:10]
 view_1, view_2 = make_views(x, aug, gen)
 learn_figures.views_figure(x, view_1, view_2, aug)
 plt.show()
@@ -67,8 +67,7 @@ plt.show()
 # No gradient flows into the key encoder; it only follows. Too small an $m$ and the keys drift from step to step; at
 # $m = 1$ the key encoder never moves from its random start (the paper's first study, read in a later chapter).
 #
-# Other families drop the negatives: **BYOL** and **SimSiam** predict the key branch's feature, **SwAV** compares the
-# views' cluster assignments (the paper's transformations on them: [Beyond MoCo](10_methods.ipynb)). Here: MoCo.
+# Other families drop the negatives (BYOL, SimSiam, SwAV: [Beyond MoCo](10_methods.ipynb)). Here: MoCo.
 #
 # ## The whole method
 #
@@ -128,12 +127,11 @@ def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator):
 
 
 # %% [markdown]
-# One line needs a word: the keys' batch is shuffled before the key encoder sees it, and put back in order after.
-# Batch normalisation normalises each image with the statistics of the images batched with it. If query $i$ and key
-# $i$ were normalised among the same images, both would carry a trace of that group, and the loss could fall by
-# matching the trace instead of the image (the MoCo paper's model "cheats"). So the library's encoder normalises in
-# groups of the batch, as MoCo's single-machine demo does, and the shuffle puts key $i$ in another group than query
-# $i$: *shuffle-BN*.
+# One line needs a word: the keys' batch is shuffled before the key encoder sees it, and put back after. Batch
+# normalisation normalises each image with the statistics of its batch-mates; if query $i$ and key $i$ shared them,
+# both would carry a trace of that group, and the loss could fall by matching the trace instead of the image (the MoCo
+# paper's model "cheats"). The library's encoder normalises in groups of the batch, as MoCo's single-machine demo
+# does, and the shuffle puts key $i$ in another group than query $i$: *shuffle-BN*.
 #
 # :::{note}
 # **Copying this class?** With a plain `nn.BatchNorm2d` its key shuffle does nothing. The training below borrows the
@@ -142,9 +140,9 @@ def my_moco_step(model: MyMoCo, optimizer, x_q, x_k, gen: torch.Generator):
 #
 # ## Train it for a minute
 #
-# The recipe, tuned on these shapes: a ResNet of {glue:md}`recipe_params` M parameters, features of
-# $C =$ {glue:md}`recipe_dim` dimensions, a queue of $K =$ {glue:md}`recipe_K` keys, $\tau =$ {glue:md}`recipe_tau`,
-# $m =$ {glue:md}`recipe_m`, batches of $N =$ {glue:md}`recipe_N` images, and SGD at learning rate {glue:md}`recipe_lr`.
+# The recipe, tuned on these shapes: a ResNet of {glue:md}`recipe_params` M parameters, $C =$ {glue:md}`recipe_dim`,
+# $K =$ {glue:md}`recipe_K`, $\tau =$ {glue:md}`recipe_tau`, $m =$ {glue:md}`recipe_m`, $N =$ {glue:md}`recipe_N`, SGD at
+# learning rate {glue:md}`recipe_lr`.
 
 # %%
 # the model, its optimiser and a probe of the task
@@ -188,17 +186,15 @@ if profile != "smoke":  # the words below read a full minute of training; a smok
 
 # %% [markdown]
 # Read the first steps with care. The queue starts full of random keys, far from any image's features, so at first
-# every query finds its own key and the loss is tiny. Each step replaces a batch of random keys by real ones, and the
-# untrained encoder gives every image similar features, so one batch of real keys hides a query's own key. The loss
-# climbs as real keys fill the queue, towards (though short of) a blind guess's $\log(K+1)$. From there the encoder
-# learns: the loss falls and the share of queries that find their key among 4 096 (the {term}`contrastive top-1`)
-# rises, without a single label.
+# every query finds its own key and the loss is tiny. The untrained encoder gives every image similar features, so
+# each batch of real keys that replaces random ones hides a query's own key better: the loss climbs towards (though
+# short of) a blind guess's $\log(K+1)$. Then the encoder learns: the loss falls and the share of queries that find
+# their key (the {term}`contrastive top-1`) rises, without a single label.
 #
-# Finding one's own key is the training task, not the goal. Are the features worth anything? The encoder has two
-# parts: the backbone (the ResNet, ending in one pooled vector an image) and the head (a small layer that maps it to
-# the C-dimensional features the loss scores). What a user keeps, and what a {term}`readout` scores, is the backbone's
-# vector, as in the paper. The {term}`kNN readout` of the first chapter trains nothing on top: each test image's
-# features vote among the nearest training images' labels.
+# Finding one's own key is the training task, not the goal. What a user keeps, and what a {term}`readout` scores, is
+# the backbone's vector (the ResNet's pooled output), not the head's $C$ features the loss scores, as in the paper.
+# The {term}`kNN readout` of the first chapter trains nothing on top: a test image's features vote among its nearest
+# training images' labels.
 
 # %%
 def knn_readout(backbone: nn.Module) -> float:

@@ -128,8 +128,11 @@ def views_figure(images, view_1, view_2, aug) -> plt.Figure:
     mean = np.asarray(aug.mean).reshape(1, 3, 1, 1)
     std = np.asarray(aug.std).reshape(1, 3, 1, 1)
     shown = [images.numpy() / 255.0, *(np.clip(v.detach().float().numpy() * std + mean, 0, 1) for v in (view_1, view_2))]
+    from ftcl_core.pages import legibility
+
     n = images.shape[0]
-    fig, axes = plt.subplots(3, n, figsize=(1.3 * n, 4.2))
+    side = legibility.BOOK_WIDTH_IN / (n + 0.6)  # the column's width: a square cell an image, a margin for the names
+    fig, axes = plt.subplots(3, n, figsize=(legibility.BOOK_WIDTH_IN, 3 * side + 0.45), squeeze=False)
     for row, (imgs, name) in enumerate(zip(shown, ("image", "view 1", "view 2"))):
         for i in range(n):
             ax = axes[row, i]
@@ -137,9 +140,9 @@ def views_figure(images, view_1, view_2, aug) -> plt.Figure:
             ax.set_xticks([])
             ax.set_yticks([])
             if i == 0:
-                ax.set_ylabel(name, fontsize=10)
-    fig.suptitle("two views of each image: a positive pair", fontsize=10)
-    fig.tight_layout()
+                ax.set_ylabel(name, fontsize=legibility.TEXT_PT)
+    fig.suptitle("two views of each image: a positive pair", fontsize=legibility.TITLE_PT)
+    fig.tight_layout(pad=0.3, h_pad=0.2, w_pad=0.2)
     return fig
 
 
