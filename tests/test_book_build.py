@@ -68,13 +68,14 @@ def server(html):
     httpd.shutdown()
 
 
-def open_page(browser, url):
-    """Load ``url``; return the page and the console errors that come from the book itself.
+def open_page(browser, url, viewport: dict | None = None):
+    """Load ``url`` (in a window of ``viewport``, playwright's default where None); return the page and the console
+    errors that come from the book itself.
 
     This machine has no internet: failures to fetch resources from other hosts (MathJax's CDN, say) are
     the sandbox, not the book, and are not counted; anything failing on the book's own host is.
     """
-    page = browser.new_page()
+    page = browser.new_page(viewport=viewport) if viewport else browser.new_page()
     errors, failed_local = [], []
     page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
     page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
@@ -87,25 +88,46 @@ def open_page(browser, url):
     return page, own + [f"failed local request: {u}" for u in failed_local]
 
 
-def test_every_page_loads_clean_with_its_figures(browser, server, html):
-    pages = ["index.html"] + [f"book/{p.name}" for p in sorted((html / "book").glob("*.html"))]
+WINDOW = {"width": 1400, "height": 1000}  # the review's window: the book's 784-px column
+
+
+@pytest.fixture(scope="module")
+def visits(browser, server, html) -> dict[str, dict]:
+    """Every page opened once in the review's window (:data:`WINDOW`), and what each browser test reads of it, in an
+    order that keeps each reading as the page opens: its console errors, height and visible tables (every fold
+    closed), figures, defects and text, smoke notice, then MathJax's errors once it has typeset, and last the cut-off
+    table cells (their finder opens every fold)."""
+    out = {}
+    for rel in ["index.html"] + [f"book/{p.name}" for p in sorted((html / "book").glob("*.html"))]:
+        page, errors = open_page(browser, f"{server}/{rel}", WINDOW)
+        seen = {"errors": errors, "height": page.evaluate("document.documentElement.scrollHeight"),
+                # the tables a reader meets with every fold closed (a closed <details> hides its tables)
+                "tables": page.evaluate("[...document.querySelectorAll('main table')].filter(t => t.checkVisibility()).length"),
+                "broken": page.evaluate(
+                    "[...document.querySelectorAll('main img')].filter(i => !(i.complete && i.naturalWidth > 0)).length"),
+                "images": page.evaluate("document.querySelectorAll('main img').length"),
+                "defects": page_defects(page),
+                "text": page.evaluate("(document.querySelector('main') || document.body).innerText"),
+                "smoke": page.evaluate(SMOKE_JS),
+                "math_errors": page.evaluate(MATH_ERRORS_JS)}
+        seen["clipped"] = clipped_cells(page)  # last: it opens every fold
+        page.close()
+        out[rel] = seen
+    return out
+
+
+def test_every_page_loads_clean_with_its_figures(visits):
     min_figures = {"01_introduction": 1, "learn3_reading": 3, "learn4_momentum_read": 3, "learn5_ft": 1,
                    "learn6_your_moco": 1, "05_momentum": 4, "06_feature_transformations": 4}
-    problems, printed = [], {}
-    for rel in pages:
-        page, errors = open_page(browser, f"{server}/{rel}")
-        assert not errors, f"{rel}: {errors}"
-        broken = page.evaluate(
-            "[...document.querySelectorAll('main img')].filter(i => !(i.complete && i.naturalWidth > 0)).length")
-        assert broken == 0, f"{rel}: {broken} figure(s) failed to load"
-        n_img = page.evaluate("document.querySelectorAll('main img').length")
+    problems = []
+    for rel, seen in visits.items():
+        assert not seen["errors"], f"{rel}: {seen['errors']}"
+        assert seen["broken"] == 0, f"{rel}: {seen['broken']} figure(s) failed to load"
         stem = Path(rel).stem
-        assert n_img >= min_figures.get(stem, 0), f"{rel}: {n_img} figures, expected >= {min_figures.get(stem)}"
-        for defect in page_defects(page):
-            problems.append(f"{rel}: {defect}")
-        printed[rel] = page.evaluate("(document.querySelector('main') || document.body).innerText")
-        page.close()
-    problems += printed_two_ways(printed)
+        assert seen["images"] >= min_figures.get(stem, 0), \
+            f"{rel}: {seen['images']} figures, expected >= {min_figures.get(stem)}"
+        problems += [f"{rel}: {defect}" for defect in seen["defects"]]
+    problems += printed_two_ways({rel: seen["text"] for rel, seen in visits.items()})
     assert not problems, "\n".join(problems)
 
 
@@ -372,19 +394,22 @@ def test_no_button_sends_a_reader_to_the_placeholder_repository(html):
     assert not {k: v for k, v in found.items() if v}
 
 
-def test_a_smoke_page_says_under_its_title_that_its_numbers_mean_nothing(browser, server, html):
+SMOKE_JS = """() => {
+  const notices = [...document.querySelectorAll('main .ftcl-smoke')];
+  const title = document.querySelector('main h1');
+  return {n: notices.length, text: notices.map(n => n.textContent).join(' '),
+          under_title: !!(title && title.nextElementSibling && title.nextElementSibling.matches('.ftcl-smoke'))};
+}"""
+
+
+def test_a_smoke_page_says_under_its_title_that_its_numbers_mean_nothing(visits):
     from ftcl_core.pages.markup import SMOKE_NOTICE
 
-    for p in sorted((html / "book").glob("[0-9][0-9]_*.html")):
-        page, _ = open_page(browser, f"{server}/book/{p.name}")
-        shown = page.evaluate("""() => {
-          const notices = [...document.querySelectorAll('main .ftcl-smoke')];
-          const title = document.querySelector('main h1');
-          return {n: notices.length, text: notices.map(n => n.textContent).join(' '),
-                  under_title: !!(title && title.nextElementSibling && title.nextElementSibling.matches('.ftcl-smoke'))};
-        }""")
-        page.close()
-        assert shown["n"] == 1 and SMOKE_NOTICE in shown["text"] and shown["under_title"], (p.name, shown)
+    numbered = [rel for rel in visits if re.fullmatch(r"book/\d\d_\w+\.html", rel)]
+    assert numbered
+    for rel in numbered:
+        shown = visits[rel]["smoke"]
+        assert shown["n"] == 1 and SMOKE_NOTICE in shown["text"] and shown["under_title"], (rel, shown)
 
 
 # Every table cell readable at the review's 1400-px window: no cell whose text overflows it, no table wider than the
@@ -437,16 +462,8 @@ def test_the_clipped_cell_finder_finds_a_scrolled_table_and_an_overflowing_cell(
     assert found[0].startswith("table cut off (2 cells") and "first: contradicted" in found[1], found
 
 
-@pytest.mark.slow
-def test_no_table_cell_is_cut_off_at_1400_px(browser, server, html):
-    pages = ["index.html"] + [f"book/{p.name}" for p in sorted((html / "book").glob("*.html"))]
-    problems = []
-    for rel in pages:
-        page, _ = open_page(browser, f"{server}/{rel}")  # console errors are the other test's
-        page.set_viewport_size({"width": 1400, "height": 1000})  # the review's window, the book's 784-px column
-        page.wait_for_timeout(300)
-        problems += [f"{rel}: {p}" for p in clipped_cells(page)]
-        page.close()
+def test_no_table_cell_is_cut_off_at_1400_px(visits):
+    problems = [f"{rel}: {p}" for rel, seen in visits.items() for p in seen["clipped"]]
     assert not problems, "\n".join(problems)
 
 
@@ -460,33 +477,27 @@ def toc_parts() -> dict[str, list[str]]:
     return {p["caption"]: [Path(c["file"]).name for c in p["chapters"]] for p in toc["parts"]}
 
 
-def test_no_page_shows_a_math_error(browser, server):
+MATH_ERRORS_JS = """async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  return [...document.querySelectorAll('mjx-merror')].map(e => e.getAttribute('data-mjx-error') || e.textContent);
+}"""
+
+
+def test_no_page_shows_a_math_error(visits):
     """Every equation typesets: MathJax draws an error box (``mjx-merror``) where it cannot, for example a ``\\tag``
     inside the ``split`` Sphinx wraps around a display holding a line break."""
-    broken = []
-    for chapter in [c for chapters in toc_parts().values() for c in chapters]:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{server}/book/{chapter}.html", wait_until="load")
-        errors = page.evaluate("""async () => {
-          if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
-          return [...document.querySelectorAll('mjx-merror')].map(e => e.getAttribute('data-mjx-error') || e.textContent);
-        }""")
-        page.close()
-        broken += [f"{chapter}: {e}" for e in errors]
+    chapters = [c for chapters in toc_parts().values() for c in chapters]
+    assert all(f"book/{c}.html" in visits for c in chapters)
+    broken = [f"{c}: {e}" for c in chapters for e in visits[f"book/{c}.html"]["math_errors"]]
     assert not broken, "\n".join(broken)
 
 
-def test_every_page_keeps_to_its_parts_budget(browser, server):
+def test_every_page_keeps_to_its_parts_budget(visits):
     over = []
     for part, (max_px, max_tables) in PAGE_BUDGETS.items():
         for chapter in toc_parts()[part]:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{server}/book/{chapter}.html", wait_until="load")
-            page.wait_for_timeout(300)
-            height = page.evaluate("document.documentElement.scrollHeight")
-            # the tables a reader meets with every fold closed (a closed <details> hides its tables)
-            tables = page.evaluate("[...document.querySelectorAll('main table')].filter(t => t.checkVisibility()).length")
-            page.close()
-            if height > max_px or tables > max_tables:
-                over.append(f"{chapter}: {height} px (at most {max_px}), {tables} tables (at most {max_tables})")
+            seen = visits[f"book/{chapter}.html"]
+            if seen["height"] > max_px or seen["tables"] > max_tables:
+                over.append(f"{chapter}: {seen['height']} px (at most {max_px}), {seen['tables']} tables "
+                            f"(at most {max_tables})")
     assert not over, "\n".join(over)

@@ -50,20 +50,20 @@ def recipe_table(before: list[dict], rows: list[dict]) -> list[list[str]]:
             for r in table_verdicts.recipe_sensitivity(before, rows)]
 
 
-TRIAL_COLUMNS = ["method", "chosen trial", "knobs", "validation kNN %", "seeds", "validation linear %",
+TRIAL_COLUMNS = ["method", "chosen trial (its overrides)", "validation kNN %", "seeds", "validation linear %",
                  "random init %", "gain (points)", "bar", "bar met", "effective rank at the end"]
 
 
 def chosen_trials_table(trials: list[dict]) -> list[list[str]]:
     """Per method, the calibration's chosen trial (:func:`ftcl_core.study.calibration.choose`) against the bar a
     baseline is held to (:func:`~ftcl_core.study.calibration.chosen_aim`: a gain over the random-init encoder, or on
-    real images the raw-pixel probe), with its features' effective rank at the last step (columns
-    :data:`TRIAL_COLUMNS`)."""
+    real images the raw-pixel probe), named by its config overrides (its short name says the same, less exactly), with
+    its features' effective rank at the last step (columns :data:`TRIAL_COLUMNS`)."""
     out = []
     for method, b in calibration.choose(trials).items():
         a = calibration.chosen_aim(b)
         bar = f"gain ≥ {a['need']:.0f}" if a["bar"] == "gain" else f"raw pixels {a['need']:.1f} %"
-        out.append([method, b["trial"], b["knobs"], f"{b['val_knn']:.1f}", str(b["n_seeds"]), f"{b['val_linear']:.1f}",
+        out.append([method, b["knobs"], f"{b['val_knn']:.1f}", str(b["n_seeds"]), f"{b['val_linear']:.1f}",
                     f"{b['random_init_val_linear']:.1f}", f"{a['gain']:+.1f}", bar, "met" if a["met"] else "not met",
                     f"{calibration.final_erank(trials, method, b['trial']):.1f}"])
     return out
