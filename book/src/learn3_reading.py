@@ -130,7 +130,7 @@ glue_reading(reading.read(stored))
 #    with it, to {glue:md}`curve_pos_low` by epoch {glue:md}`curve_pos_low_epoch`, then climbs back to
 #    {glue:md}`curve_pos_end` as the encoder learns what two views of one image share: a wide gap, with Mean(neg) far
 #    below the collapse level.
-# 3. **The contrastive top-1 is not the goal.** It peaks early, at {glue:md}`curve_top1_peak` %, sinks while
+# 3. **The contrastive top-1 is not the goal.** Once the queue is full it peaks, at {glue:md}`curve_top1_peak` %, sinks while
 #    Var(neg) rises and ends at {glue:md}`curve_top1_end` %, yet the run ends with a {term}`linear readout` of
 #    {glue:md}`end_readout` %, against {glue:md}`end_random` % for the same network untrained. One reading of the fall,
 #    not measured here: the queue holds about {glue:md}`end_same_class` keys of each query's own shape (false
@@ -154,8 +154,9 @@ glue_reading(reading.read(stored))
 #
 # :::{admonition} MoCo v2 against MoCo v1 on these images
 # :class: note
-# On these small images MoCo v2 reads below MoCo v1 ({glue:md}`end_v1` % on average), the reverse of the paper's
-# ImageNet; [baselines and recipes](09c_baselines.ipynb) compares the two.
+# On these small images MoCo v2's linear readout is below MoCo v1's ({glue:md}`end_v2` % against {glue:md}`end_v1` %,
+# each the mean of its seeds), the reverse of the paper's ImageNet; [baselines and recipes](09c_baselines.ipynb) compares
+# the two. The tool reads either run the same way.
 # :::
 
 # %% [markdown]

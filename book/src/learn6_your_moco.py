@@ -178,15 +178,17 @@ if profile != "smoke":  # the words below read a full minute; a smoke run proves
 # {glue:md}`minute_both_knn` % against {glue:md}`minute_plain_knn` %). That is one seed and one minute; the stored
 # runs below say whether it lasts.
 #
-# This is the other side of the last chapter's case. A harder pair pulls harder, and the mixed score reaches the raw
-# one only where the raw one is 1 (eq. 4), so the pull lasts until the two views nearly coincide; in the minute, every
-# other image came closer with them. Why such a pull can crowd the images, and most in the first steps, is worked out with the
-# gradient's algebra in Reproduce: [Why does FT from the first step cost?](07b_gradient.ipynb)
+# Why would a harder pair hurt, when a larger momentum's harder pairs help (the fourth chapter)? Momentum makes the
+# *raw* pair harder: the encoder can raise its score only by learning what two views share. FT makes only the *mixed*
+# pair harder, and the mixed score reaches the raw one only where the raw one is 1 (eq. 4): the encoder can answer by
+# pushing the raw cosine towards 1, and in the minute every other image came closer with it. Why that pull can crowd
+# the images, most in the first steps, is worked out in Reproduce: [Why does FT from the first step cost?](07b_gradient.ipynb)
 #
 # ## Switching FT on late
 #
 # The paper's Table 6 asks *when* FT should start: from the first step, or after part of the run (a
-# {term}`late start`). In your loop it is one condition, `active`; before it the step is plain MoCo:
+# {term}`late start`); it finds FT helps from every start it tried, the earliest starts most. In your loop the
+# start is one condition, `active`; before it the step is plain MoCo:
 
 # %% tags=["show-input"]
 cfg, start_epoch = ft.FTConfig(pos=True, neg=True), 36  # 120 epochs, FT from 30 %
@@ -197,7 +199,7 @@ for epoch in (0, 35, 36, 119):
 
 # %% [markdown]
 # In a run of the library the same switch is the config key `ft.start_epoch`. With `ft.start=auto` the run picks the
-# epoch from its own loss, a rule of this book's, not the paper's; [letting the run decide](#auto-start) tests it.
+# epoch itself, from its own loss: a rule of this book's, not the paper's, tested in [letting the run decide](#auto-start).
 #
 # ## What the runs say
 #
@@ -227,7 +229,7 @@ metrics = headroom.run_metrics(records)  # the harder task's per-step score stat
 room = {**headroom.facts(rows, records, metrics), **headroom.paper_facts()}
 
 learn_figures.differences_figure({
-    "the shapes, from the first step": (first, "both", "both_paper"),
+    "the shapes, from the first step, 30 epochs": (first, "both", "both_paper"),
     "harder task, from the first step, 240 epochs": (room, "both_240", None),
     "harder task, after 30 %, 30 epochs": (room, "both_late_30", None),
     "harder task, after 30 %, 120 epochs": (room, "both_late_120", None),
@@ -256,8 +258,9 @@ glue_reading(your_moco.read(first, room))
 # was chosen before any FT run.
 #
 # **3. Judge FT by the readout, not by Mean(neg).** The runs where FT costs show the minute's {term}`crowding` as FT
-# switches on, and the runs where it gains do not; but FT can cost without crowding too: see the experiment that
-# switched FT on where the images were not crowded, in [the crowding](#the-crowding).
+# switches on, and the runs where it gains do not. But FT can cost without crowding too: switched on at epoch 18 of
+# 120, in runs whose prediction was written down before they ran, the images did not crowd and FT still read
+# {glue:md}`hr_switch_from_18_of_120_diff` points ([the crowding](#the-crowding)).
 #
 # ## Summary
 #
