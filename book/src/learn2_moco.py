@@ -157,7 +157,6 @@ optimizer = torch.optim.SGD(
 )
 gen = torch.Generator().manual_seed(cfg.seed)
 batch = cfg.train.batch_size
-glue_facts("recipe_", learn.recipe_facts(cfg, library_model.encoder_q.backbone))
 
 
 @torch.no_grad()
@@ -167,6 +166,9 @@ def finds_its_key(model: MyMoCo, x_q: torch.Tensor, x_k: torch.Tensor) -> float:
     k = F.normalize(model.encoder_k(x_k), dim=1)
     return float(((q * k).sum(1) > (q @ model.queue.T).max(1).values).float().mean())
 
+
+# %% tags=["remove-cell"]
+glue_facts("recipe_", learn.recipe_facts(cfg, library_model.encoder_q.backbone))
 
 # %% tags=["show-input"]
 history = {"loss": [], "found": []}
