@@ -52,7 +52,8 @@ def stored():
 
 
 def _arguments(name: str, stored):  # noqa: ANN001, ANN202  (an Evidence; the call's arguments)
-    """What the page passes its reading, built from the stored cpu runs as the page builds it."""
+    """What the page passes its reading, built from the stored cpu runs as the page builds it (or, for the pages that
+    train live, as their cpu profile trains)."""
     from ftcl_core.runs import RunDir
     from ftcl_core.study import diagnosis_readings, experiment_file, headroom, learn, predict, store
     from ftcl_core.study.chapters import headroom as room_reading
@@ -76,6 +77,17 @@ def _arguments(name: str, stored):  # noqa: ANN001, ANN202  (an Evidence; the ca
         rows, records = headroom.load()
         return learn.first_step_facts(), {**headroom.facts(rows, records, headroom.run_metrics(records)),
                                           **headroom.paper_facts()}
+    if name == "contrastive":  # the page trains its toys live, in seconds: as its cpu profile trains them
+        from ftcl_core.study.toy import train_toy
+
+        runs = [train_toy(tau, steps=300) for tau in (0.05, 0.1, 0.2, 0.5, 1.0)]
+        return (learn.toy_facts([*runs, train_toy(0.2, steps=300, negatives=False)]),)
+    if name == "moco":  # the recipe the page trains with in its cpu profile (learn.shapes_recipe's, without its data)
+        from ftcl_core.config import load_config
+        from ftcl_core.methods import build_model
+
+        cfg = load_config(experiment_file.ROOT / "configs" / "cpu_cal_moco_v1.yaml")
+        return cfg, build_model(cfg).encoder_q.backbone
     if name in ("results", "methods", "every_table", "ft"):
         return ()
     return (stored,)
@@ -189,3 +201,31 @@ def test_the_versions_claim_fails_when_v2_reads_above_v1():
         expect(learn.READING_CHECKS, above, "MoCo v2 reads below MoCo v1 on the shapes")
     with pytest.raises(ValueError, match="both baselines"):
         learn.versions_facts([], [{"linear_top1": 60.0}])
+
+
+def test_the_live_learn_pages_later_readings_hold_on_the_words_and_fail_on_their_opposite():
+    """Learn 1 and 2 train live and read what they train at several points of the page (their ``read_*``): each
+    block names checks that exist, holds on facts as the words describe them and fails on facts that contradict them."""
+    from ftcl_core.study import learn
+    from ftcl_core.study.chapters import contrastive, moco
+    from ftcl_core.study.checks import expect
+
+    history = {"loss": [0.5] + [8.0] * 40 + [5.0] * 20, "found": [1.0] + [0.0] * 40 + [0.2] * 20}
+    noise = {"align_clean": 0.05, "align_default": 0.1, "align_noisy": 0.3, "uniform_clean": -3.0,
+             "uniform_default": -3.02, "uniform_noisy": -2.5, "uniform_3d": -3.5, "uniform_2d": -3.0,
+             "nearest_3d": [80.0, 85.0], "nearest_2d": [58.0, 60.0]}
+    ends = {"m0": 8.0, "m99": 7.0, "k256": 4.0, "k4096": 7.0}
+    readings = [(moco.read_training, history, {**history, "loss": [9.0] * 61}),
+                (moco.read_readout, {"before": 19.2, "after": 40.2, "chance": 10.0},
+                 {"before": 19.2, "after": 21.0, "chance": 10.0}),
+                (moco.read_match, learn.moco_match_facts([1.0], [1.0], 0.0), learn.moco_match_facts([1.0], [1.1], 0.0)),
+                (moco.read_exercises, ends, {**ends, "m0": 6.0}),
+                (contrastive.read_exercises, noise, {**noise, "uniform_3d": -2.0})]
+    for read, holds, flipped in readings:
+        args = (holds, 4096, 256) if read is moco.read_training else (holds,)
+        for block in read(*args):
+            expect(block.checks, block.facts, *block.claims)
+        args = (flipped, 4096, 256) if read is moco.read_training else (flipped,)
+        with pytest.raises(TextDisagrees):
+            for block in read(*args):
+                expect(block.checks, block.facts, *block.claims)

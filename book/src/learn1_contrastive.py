@@ -35,7 +35,9 @@ import torch.nn.functional as F
 from ftcl_core.losses import info_nce
 from ftcl_core.pages import explorers
 from ftcl_core.pages import learn as learn_figures
-from ftcl_core.study import checks, learn
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study import learn
+from ftcl_core.study.chapters import contrastive
 from ftcl_core.study.toy import in_batch_logits, toy_points, train_toy
 
 # a smoke run only checks that the page executes
@@ -115,8 +117,7 @@ facts = learn.toy_facts([*runs, collapsed])
 
 # %% tags=["remove-cell"]
 if profile != "smoke":  # the words below describe a full run; a smoke run's few steps prove only that the page runs
-    checks.expect(learn.CHECKS, facts, "the views stay together", "the points spread out", "each cluster gathers",
-                  "without negatives it collapses")
+    glue_reading(contrastive.read(facts))
 
 # %% [markdown]
 # Read the top row from left to right. Before training, the random MLP already maps the two views of a point close
@@ -140,11 +141,6 @@ print(f"kNN readout (% of points whose cluster is found; chance "
       f"after InfoNCE {facts['knn_after_value']:.0f}, "
       f"after positives only {facts['knn_collapse_value']:.0f}")
 
-# %% tags=["remove-cell"]
-if profile != "smoke":
-    checks.expect(learn.CHECKS, facts, "the readout tells the clusters apart", "the collapsed features are worth little",
-                  "an untrained encoder already reads well on the toy")
-
 # %% [markdown]
 # The InfoNCE features tell the clusters apart almost perfectly, although no label was used to train them; the
 # collapsed ones are worth little. On this easy toy even the untrained encoder reads well, because a smooth random map
@@ -164,10 +160,6 @@ if profile != "smoke":
 # %% tags=["remove-input"]
 explorers.plotly_html(learn_figures.temperature_explorer(runs), include_js=True)  # responds in the page, no kernel
 
-# %% tags=["remove-cell"]
-if profile != "smoke":
-    checks.expect(learn.CHECKS, facts, "the colder the temperature, the higher the push curve starts")
-
 # %% [markdown]
 # The cold curves bend near a sixth of the negatives. With six clusters, about a sixth of a query's negatives are
 # points of its own cluster; once trained they sit closest to it, so they are its hardest negatives, and a cold
@@ -178,11 +170,6 @@ cold, warm = facts["coldest"], facts["warmest"]
 print(f"the query's own cluster: {facts['own_count']} of its negatives; their share "
       f"of the push {facts['own_push_' + cold]} at τ = {cold}, "
       f"{facts['own_push_' + warm]} at τ = {warm}")
-
-# %% tags=["remove-cell"]
-if profile != "smoke":
-    checks.expect(learn.CHECKS, facts, "at the coldest temperature most of the push falls on the query's own "
-                  "cluster, a sixth of its negatives", "at the coldest temperature the clusters stay bunched")
 
 # %% [markdown]
 # These are {term}`false negatives <false negative>`: inputs that show the same thing as the query, pushed away only
@@ -252,6 +239,4 @@ print(float(info_nce(logits)), math.log(n))
 
 # %% tags=["remove-cell"]
 if profile != "smoke":
-    checks.expect(learn.TOY_EXERCISE_CHECKS, ends, "more noise, both worse",
-                  "half the noise leaves the uniformity", "a sphere has more room",
-                  "on the sphere the clusters sit further apart, nearer an octahedron's corners")
+    glue_reading(contrastive.read_exercises(ends))

@@ -36,8 +36,9 @@ from ftcl_core.evaluation import evaluate_backbone, extract_features, knn_top1
 from ftcl_core.methods import StepContext, build_model
 from ftcl_core.pages import diagrams
 from ftcl_core.pages import learn as learn_figures
-from ftcl_core.pages.glue import glue_facts
-from ftcl_core.study import checks, learn
+from ftcl_core.pages.glue import glue_reading
+from ftcl_core.study import learn
+from ftcl_core.study.chapters import moco
 from ftcl_core.training import build_optimizer, make_views, train_step
 
 # a small ResNet (0.3 M parameters) with MoCo v1's loss and head, tuned on the shapes
@@ -168,7 +169,7 @@ def finds_its_key(model: MyMoCo, x_q: torch.Tensor, x_k: torch.Tensor) -> float:
 
 
 # %% tags=["remove-cell"]
-glue_facts("recipe_", learn.recipe_facts(cfg, library_model.encoder_q.backbone))
+glue_reading(moco.read(cfg, library_model.encoder_q.backbone))
 
 # %% tags=["show-input"]
 history = {"loss": [], "found": []}
@@ -181,10 +182,8 @@ learn_figures.moco_training_figure(history, cfg.moco.queue_size)
 plt.show()
 
 # %% tags=["remove-cell"]
-trained = learn.moco_training_facts(history, cfg.moco.queue_size, batch)
 if profile != "smoke":  # the words below read a full minute of training; a smoke run proves only that the page runs
-    checks.expect(learn.MOCO_TRAINING_CHECKS, trained, "random keys make it easy at first", "real keys make it hard",
-                  "then the encoder learns")
+    glue_reading(moco.read_training(history, cfg.moco.queue_size, batch))
 
 # %% [markdown]
 # Read the first steps with care. The queue starts full of random keys, far from any image's features, so at first
@@ -218,7 +217,7 @@ print(f"linear readout after {steps} steps: {linear['linear_top1']:.1f} %")
 
 # %% tags=["remove-cell"]
 if profile != "smoke":
-    checks.expect(learn.MOCO_TRAINING_CHECKS, readout, "a minute of MoCo already reads better than its start")
+    glue_reading(moco.read_readout(readout))
 
 # %% [markdown]
 # A minute of MoCo has already made the features more useful than the untrained encoder's. Every later chapter
@@ -261,7 +260,7 @@ print(f"largest difference of any weight after {match['steps']} steps: "
       f"{match['weight_diff']}")
 
 # %% tags=["remove-cell"]
-checks.expect(learn.MOCO_CHECKS, match, "the two steps agree")
+glue_reading(moco.read_match(match))
 
 # %% [markdown]
 # They agree, at most float rounding apart (the difference above). The library's MoCo is this class; everything else it does is bookkeeping.
@@ -331,4 +330,4 @@ print(f"K = 4096: loss {ends['k4096']:.2f}, kNN readout {runs['k4096'][1]:.1f} %
 
 # %% tags=["remove-cell"]
 if profile != "smoke":
-    checks.expect(learn.EXERCISE_CHECKS, ends, "no momentum ends higher", "a short queue ends lower")
+    glue_reading(moco.read_exercises(ends))
