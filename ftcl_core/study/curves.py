@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from ftcl_core.study.results.numbers import fixed
+from ftcl_core.study.results.numbers import fixed, grouped
 
 COLLAPSE_LEVEL = 0.9
 """Mean(neg) of the raw cosines above this reads as a collapse (chapters 6 and 7: every image mapped near one point)."""
@@ -101,7 +101,7 @@ def temperature_facts(mass: Mapping[float, np.ndarray], top: int = 30) -> dict:
     shares = {tau: float(np.asarray(m)[top - 1]) for tau, m in mass.items()}
     k = len(np.asarray(next(iter(mass.values()))))
     named = {f"top_{tau:g}".replace(".", "_"): fixed(100 * v, 0) for tau, v in shares.items()}
-    return {**named, "top": str(top), "k": f"{k:,}".replace(",", " "), "values": {"shares": shares}}
+    return {**named, "top": str(top), "k": grouped(k), "values": {"shares": shares}}
 
 
 def _hotter_spreads(f: Mapping) -> str | None:

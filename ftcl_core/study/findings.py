@@ -28,7 +28,7 @@ from ftcl_core.study.evidence import (
     diagram_rows,
 )
 from ftcl_core.study.results import verdicts
-from ftcl_core.study.results.numbers import fixed, plus_minus
+from ftcl_core.study.results.numbers import fixed, grouped, plus_minus
 from ftcl_core.study.results.verdicts import MIN_SEEDS
 
 LATE_GAIN = ("D-start-long-v1", "start 36")  # the phase diagram's shapes-120-epochs late cell, as diagnosis.csv names it
@@ -130,7 +130,7 @@ def facts(ev: Evidence) -> dict[str, str]:
         out[f"capacity_{r['comparison']}_x"] = f"{r['parameters'] / ev.capacity[0]['parameters']:.0f}"
         out[f"capacity_{r['comparison']}_seeds"] = str(r["n_seeds"])
     steps = diagnosis.PAPER_TABLE7_STEPS
-    out["paper_steps_lo"], out["paper_steps_hi"] = (f"{n:,}".replace(",", " ") for n in (min(steps.values()),
+    out["paper_steps_lo"], out["paper_steps_hi"] = (grouped(n) for n in (min(steps.values()),
                                                                                         max(steps.values())))
     v1 = ev.table_row("T7", "v1 +both", "v1 baseline")
     out["t7_v1_both"], out["t7_v1_both_paper"] = _pm(v1), fixed(float(v1["effect"]), 2, signed=True)

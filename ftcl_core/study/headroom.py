@@ -23,7 +23,7 @@ from ftcl_core.study.checks import failures
 from ftcl_core.study.diagnosis import COMPARED, NOT_RUN, headroom_rows
 from ftcl_core.study.headroom_task import ARMS, CROWDS, LENGTHS, MAP, crowding, run_metrics, setting, steps_per_epoch  # noqa: F401
 from ftcl_core.study.results import verdicts
-from ftcl_core.study.results.numbers import fixed, plus_minus, relation
+from ftcl_core.study.results.numbers import fixed, grouped, plus_minus, relation
 from ftcl_core.study.results.paired import by_seed, mean_ci95, paired_records
 from ftcl_core.study.results.verdicts import MIN_SEEDS
 
@@ -61,7 +61,7 @@ def task_facts(records: list[dict], test_images: int = 2000) -> dict:
     longest = [r["linear_top1"] for r in records if r["setting"] == setting("baseline", LENGTHS[-1])]
     return {"baseline": plus_minus(mean, ci), "n_seeds": str(len(top1)), "spread": fixed(spread),
             "random_init": fixed(float(np.mean(init)) if len(init) else math.nan), "gain": fixed(gain, signed=True),
-            "test_images": f"{test_images:,}".replace(",", " "), "half_point": str(int(test_images * 0.005)),
+            "test_images": grouped(test_images), "half_point": str(int(test_images * 0.005)),
             "longest": fixed(float(np.mean(longest))) if longest else NOT_RUN, "longest_n": str(len(longest)),
             "gain_value": gain, "spread_value": spread, "images": test_images * 0.005,
             "longest_value": float(np.mean(longest)) if longest else math.nan}
@@ -167,8 +167,8 @@ def crowding_facts(metrics: Mapping[str, Mapping[int, Mapping[str, np.ndarray]]]
                 clock[out[f"crowd_{arm}_{length}_word"]].append(_switch(arm, length) * per_epoch)
     out["crowd_clock_latest"] = max(clock["crowds"], default=-1)  # the latest switch step of a cell that crowds
     out["spread_clock_earliest"] = min(clock["spread"], default=-1)  # the earliest of a cell that does not
-    out["crowd_clock_latest_steps"] = f"{out['crowd_clock_latest']:,}".replace(",", " ")
-    out["spread_clock_earliest_steps"] = f"{out['spread_clock_earliest']:,}".replace(",", " ")
+    out["crowd_clock_latest_steps"] = grouped(out['crowd_clock_latest'])
+    out["spread_clock_earliest_steps"] = grouped(out['spread_clock_earliest'])
     return out
 
 
@@ -224,7 +224,7 @@ def paper_facts(example_baseline: float = 98.0) -> dict:
     cfg = experiment_file.resolve(exp.base["cpu"], exp.settings[setting("baseline", 30)], "cpu")
     ratio = math.exp(next(c for c in exp.claims_of(setting("both", 30))).paper_log_error_ratio)
     ft = 100 - (100 - example_baseline) * ratio
-    steps = {f"steps_{n}": f"{cfg.data.n_train // cfg.train.batch_size * n:,}".replace(",", " ") for n in LENGTHS}
+    steps = {f"steps_{n}": grouped(cfg.data.n_train // cfg.train.batch_size * n) for n in LENGTHS}
     return {**out, **steps,
             "example_baseline": fixed(example_baseline, 0), "example_ft": fixed(ft, 1),
             "example_gain": fixed(ft - example_baseline, 1, signed=True)}

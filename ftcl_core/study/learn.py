@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ftcl_core.study.results.numbers import fixed
+from ftcl_core.study.results.numbers import fixed, grouped
 from ftcl_core.study.toy import ToyRun, hardest_share, own_cluster_push
 
 
@@ -144,7 +144,7 @@ def recipe_facts(cfg, backbone) -> dict[str, str]:
     feature dimension C, the queue K, the temperature, the momentum, the batch N and the learning rate of ``cfg`` (a
     RunConfig; :func:`shapes_recipe`'s)."""
     params = sum(p.numel() for p in backbone.parameters()) / 1e6
-    return {"params": f"{params:.1f}", "dim": str(cfg.model.dim), "K": f"{cfg.moco.queue_size:,}".replace(",", " "),
+    return {"params": f"{params:.1f}", "dim": str(cfg.model.dim), "K": grouped(cfg.moco.queue_size),
             "tau": f"{cfg.moco.tau:g}", "m": f"{cfg.moco.momentum:g}", "N": str(cfg.train.batch_size),
             "lr": f"{cfg.optim.lr:g}"}
 

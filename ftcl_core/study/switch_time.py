@@ -18,7 +18,7 @@ from ftcl_core.study import experiment_file
 from ftcl_core.study.diagnosis import NOT_RUN
 from ftcl_core.study.headroom_task import crowding, setting, steps_per_epoch
 from ftcl_core.study.results import verdicts
-from ftcl_core.study.results.numbers import fixed, plus_minus
+from ftcl_core.study.results.numbers import fixed, grouped, plus_minus
 from ftcl_core.study.results.paired import paired_records
 from ftcl_core.study.results.verdicts import MIN_SEEDS
 
@@ -47,7 +47,7 @@ def facts(map_records: list[dict], switch_records: list[dict], tail: int = 100) 
                 else "neither")
         out |= {f"{k}_diff": plus_minus(p.mean, p.ci95, signed=True) if p.n else NOT_RUN, f"{k}_n": str(p.n),
                 f"{k}_value": p.mean, f"{k}_ci": p.ci95, f"{k}_seeds": p.n, f"{k}_side": side,
-                f"{k}_step": f"{start * per_epoch:,}".replace(",", " ")}
+                f"{k}_step": grouped(start * per_epoch)}
         runs = {r["seed"]: r for r in records if r["setting"] == name and r.get("dir")}
         bases = {r["seed"]: r for r in records if r["setting"] == setting("baseline", length) and r.get("dir")}
         pairs = {s: (RunDir(runs[s]["dir"]).load_metrics(), RunDir(bases[s]["dir"]).load_metrics())

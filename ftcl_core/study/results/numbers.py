@@ -32,6 +32,11 @@ def fixed(x: float, digits: int = 1, signed: bool = False) -> str:
     return f"{rounded:{'+' if signed else ''}f}"
 
 
+def grouped(n: int) -> str:
+    """A whole number as the book prints a count: thousands apart by a space (4 096, 15 600)."""
+    return f"{n:,}".replace(",", " ")
+
+
 def relation(q: float, digits: int = 3) -> str:
     """A p- or q-value as the relation a sentence states: ``= 0.012``, or ``< 0.001`` below what ``digits`` show."""
     floor = 10.0 ** -digits
