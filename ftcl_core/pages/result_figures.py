@@ -345,8 +345,8 @@ def difference_grid(rows: list[str], cols: list[str], diff: np.ndarray, ci: np.n
                              layout="constrained")
 
     def tint(word: str) -> tuple[float, float, float]:  # toward white, so black text reads on every colour; the
-        # weak words (smaller, no effect, undecided) paler than the strong, so the two reds and greens part
-        white = 0.3 if word in ("matches the paper", "larger than the paper", "opposite to the paper") else 0.68
+        # weak words (hollow markers: smaller, no effect, undecided) paler than the strong, so the two reds and greens part
+        white = 0.3 if VERDICT_MARKERS[word][1] else 0.68
         return tuple(white + (1 - white) * c for c in to_rgb(VERDICT_COLORS[word])) if word else (1.0, 1.0, 1.0)
 
     image = np.ones((len(rows), len(cols), 3))
