@@ -394,12 +394,11 @@ def build_encoder(name: str, bn_splits: int = 1) -> nn.Module:
         raise TypeError(f"build_encoder: name must be an encoder's name (a str), got {described(name)}; known: "
                         f"{encoder_names()}.")
     check_counts("build_encoder", bn_splits=bn_splits)
-    if name in SMALL or name in TORCHVISION:
-        net = SmallResNet(**SMALL[name], bn_splits=bn_splits) if name in SMALL else \
-            _torchvision_resnet(name.removesuffix("_cifar"), name.endswith("_cifar"), bn_splits)
-        net.register_forward_pre_hook(_takes_views)
-        return net
-    if name.startswith("timm:"):
+    if name in SMALL:
+        net = SmallResNet(**SMALL[name], bn_splits=bn_splits)
+    elif name in TORCHVISION:
+        net = _torchvision_resnet(name.removesuffix("_cifar"), name.endswith("_cifar"), bn_splits)
+    elif name.startswith("timm:"):
         import timm
 
         model_name = name.split(":", 1)[1]
@@ -410,9 +409,10 @@ def build_encoder(name: str, bn_splits: int = 1) -> nn.Module:
             raise ValueError("bn_splits > 1 is supported for the ResNet encoders only; set model.bn_splits=1.")
         net = timm.create_model(model_name, pretrained=False, num_classes=0)
         net.out_dim = net.num_features
-        net.register_forward_pre_hook(_takes_views)
-        return net
-    raise ValueError(f"unknown encoder {name!r}{did_you_mean(name, encoder_names())}. Known: {encoder_names()}.")
+    else:
+        raise ValueError(f"unknown encoder {name!r}{did_you_mean(name, encoder_names())}. Known: {encoder_names()}.")
+    net.register_forward_pre_hook(_takes_views)  # every encoder: views in, named where they are not
+    return net
 
 
 def projection_head(in_dim: int, out_dim: int = 128, mlp: bool = True) -> nn.Module:
